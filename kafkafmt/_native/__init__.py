@@ -1,0 +1,1 @@
+"""Cython extension modules: the per-batch and per-record work of kafkafmt."""

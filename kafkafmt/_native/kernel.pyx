@@ -1,0 +1,624 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Record kernel: decode the records of many batches into columnar NumPy arrays in one call.
+
+Input: the batch table made by scan.pyx and, per batch, the bytes of its records -- a range of
+the input buffer, or the decompressed payload handed over by the Python facade. Output: NumPy
+arrays in Arrow's layout (offsets + data + validity bitmaps) that `Columns` owns.
+
+Per batch kind:
+  * v2 batch: `recordsCount` varint-encoded records (layout.pxd); offsets and timestamps are
+    expanded from the batch's base values and each record's deltas; a LogAppendTime batch gives
+    every record the batch's maxTimestamp. Control batches also fill the controls columns.
+  * v0/v1 plain message: one record, read from the entry itself.
+  * v0/v1 compressed wrapper: the decompressed value is an inner message set; inner offsets of a
+    v1 wrapper are relative (absolute = wrapper offset - last inner offset + inner offset, unless
+    the wrapper offset is 0, as some librdkafka versions wrote it); v0 inner offsets are absolute.
+    Inner v1 records take the wrapper's timestamp type, and its timestamp under LogAppendTime.
+
+Every read is bounded by the end of its record (or batch); lengths are checked before use. When
+an output array is full the batch is rolled back and `run` returns NEED_GROW; the caller grows
+that array and calls again from that batch, so the arrays are sized from what the data holds,
+never from a length field alone.
+"""
+import numpy as np
+from libc.stdint cimport uint8_t, uint32_t, int8_t, int16_t, int32_t, int64_t
+from libc.string cimport memcpy
+from libc.stdlib cimport malloc, free
+
+from kafkafmt._native.kfmt cimport kfmt_be16, kfmt_be32, kfmt_be64, kfmt_varint, kfmt_varlong, kfmt_crc_init, kfmt_crc32
+from kafkafmt._native.layout cimport *
+
+kfmt_crc_init()
+
+# which output to grow (bit mask returned with NEED_GROW)
+cpdef enum Grow:
+    GROW_RECORDS = 1
+    GROW_KEYS = 2
+    GROW_VALUES = 4
+    GROW_HEADERS = 8
+    GROW_HEADER_KEYS = 16
+    GROW_HEADER_VALUES = 32
+    GROW_CONTROLS = 64
+
+NEED_GROW_ = int(NEED_GROW)
+GROW_VALUES_ = int(GROW_VALUES)
+
+
+cdef struct Out:
+    # per-record columns (capacity rec_cap; offsets arrays hold rec_cap + 1)
+    int64_t *offset
+    int64_t *timestamp
+    int8_t *tstype
+    int32_t *bidx
+    int64_t rec_cap
+    int64_t n
+    # binary columns
+    int64_t *key_off
+    uint8_t *key_data
+    uint8_t *key_valid
+    int64_t key_cap
+    int64_t key_nulls
+    int64_t *val_off
+    uint8_t *val_data
+    uint8_t *val_valid
+    int64_t val_cap
+    int64_t val_nulls
+    # headers: per-record start index (rec_cap + 1), then header rows
+    int64_t *hdr_idx
+    int64_t hdr_cap
+    int64_t n_hdr
+    int64_t *hk_off
+    uint8_t *hk_data
+    uint8_t *hk_valid
+    int64_t hk_cap
+    int64_t hk_nulls
+    int64_t *hv_off
+    uint8_t *hv_data
+    uint8_t *hv_valid
+    int64_t hv_cap
+    int64_t hv_nulls
+    # control records
+    int64_t *c_offset
+    int32_t *c_bidx
+    int16_t *c_type
+    int16_t *c_version
+    int32_t *c_epoch
+    int64_t *c_ts
+    int64_t ctrl_cap
+    int64_t n_ctrl
+    # options
+    bint want_keys
+    bint want_values
+    bint want_headers
+    bint include_control
+    bint verify_crc
+    # result of the last batch
+    int grow
+    int64_t err_at          # byte position of the fault inside the batch's records bytes
+
+
+cdef struct Cursor:
+    int64_t n, key_nulls, val_nulls, n_hdr, hv_nulls, n_ctrl
+
+
+cdef inline void save(Out *o, Cursor *c) noexcept nogil:
+    c.n = o.n
+    c.key_nulls = o.key_nulls
+    c.val_nulls = o.val_nulls
+    c.n_hdr = o.n_hdr
+    c.hv_nulls = o.hv_nulls
+    c.n_ctrl = o.n_ctrl
+
+
+cdef inline void restore(Out *o, Cursor *c) noexcept nogil:
+    o.n = c.n
+    o.key_nulls = c.key_nulls
+    o.val_nulls = c.val_nulls
+    o.n_hdr = c.n_hdr
+    o.hv_nulls = c.hv_nulls
+    o.n_ctrl = c.n_ctrl
+
+
+cdef inline void set_bit(uint8_t *bitmap, int64_t i, bint valid) noexcept nogil:
+    if valid:
+        bitmap[i >> 3] |= <uint8_t>(1 << (i & 7))
+    else:
+        bitmap[i >> 3] &= <uint8_t>~(1 << (i & 7))
+
+
+cdef inline int put_binary(int64_t *off, uint8_t *data, uint8_t *valid, int64_t cap, int64_t i,
+                           const uint8_t *src, int32_t length, int64_t *nulls, bint copy) noexcept nogil:
+    """Append element i of a binary column; returns 1 when the data buffer is full."""
+    cdef int64_t start = off[i]
+    if length < 0:
+        off[i + 1] = start
+        set_bit(valid, i, False)
+        nulls[0] += 1
+        return 0
+    if not copy:
+        off[i + 1] = start
+        set_bit(valid, i, True)
+        return 0
+    if start + length > cap:
+        return 1
+    memcpy(data + start, src, length)
+    off[i + 1] = start + length
+    set_bit(valid, i, True)
+    return 0
+
+
+cdef inline int add_record(Out *o, int64_t offset, int64_t ts, int tstype, int32_t bidx,
+                           const uint8_t *key, int32_t klen, const uint8_t *val, int32_t vlen) noexcept nogil:
+    """Append one record's fixed fields, key and value; returns NEED_GROW when an output is full."""
+    cdef int64_t i = o.n
+    if i >= o.rec_cap:
+        o.grow |= GROW_RECORDS
+        return NEED_GROW
+    if put_binary(o.key_off, o.key_data, o.key_valid, o.key_cap, i, key, klen, &o.key_nulls, o.want_keys):
+        o.grow |= GROW_KEYS
+        return NEED_GROW
+    if put_binary(o.val_off, o.val_data, o.val_valid, o.val_cap, i, val, vlen, &o.val_nulls, o.want_values):
+        o.grow |= GROW_VALUES
+        return NEED_GROW
+    o.offset[i] = offset
+    o.timestamp[i] = ts
+    o.tstype[i] = <int8_t>tstype
+    o.bidx[i] = bidx
+    o.hdr_idx[i + 1] = o.n_hdr
+    o.n = i + 1
+    return ERR_NONE
+
+
+cdef inline int read_varint(const uint8_t **pp, const uint8_t *end, int32_t *out) noexcept nogil:
+    cdef int rc = kfmt_varint(pp, end, out)
+    if rc == 0:
+        return ERR_NONE
+    return ERR_RECORD_TRUNCATED if rc == -1 else ERR_VARINT
+
+
+cdef inline int read_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out) noexcept nogil:
+    cdef int rc = kfmt_varlong(pp, end, out)
+    if rc == 0:
+        return ERR_NONE
+    return ERR_RECORD_TRUNCATED if rc == -1 else ERR_VARINT
+
+
+cdef inline int read_bytes(const uint8_t **pp, const uint8_t *end, const uint8_t **data, int32_t *length) noexcept nogil:
+    """A varint length (-1 = null) and that many bytes, bounded by end."""
+    cdef int rc = read_varint(pp, end, length)
+    if rc != ERR_NONE:
+        return rc
+    if length[0] < -1:
+        return ERR_BAD_LENGTH
+    data[0] = pp[0]
+    if length[0] > 0:
+        if length[0] > end - pp[0]:
+            return ERR_RECORD_TRUNCATED
+        pp[0] += length[0]
+    return ERR_NONE
+
+
+cdef int add_control(Out *o, int64_t offset, int64_t ts, int32_t bidx,
+                     const uint8_t *key, int32_t klen, const uint8_t *val, int32_t vlen) noexcept nogil:
+    """Decode a control record: key = int16 version, int16 type; ABORT/COMMIT value = int16
+    version, int32 coordinator epoch (other types carry their own schemas: epoch -1)."""
+    cdef int64_t i = o.n_ctrl
+    cdef int16_t ctype
+    if klen < 4:
+        return ERR_CONTROL_KEY
+    if i >= o.ctrl_cap:
+        o.grow |= GROW_CONTROLS
+        return NEED_GROW
+    ctype = <int16_t>kfmt_be16(key + 2)
+    o.c_offset[i] = offset
+    o.c_ts[i] = ts
+    o.c_bidx[i] = bidx
+    o.c_version[i] = <int16_t>kfmt_be16(key)
+    o.c_type[i] = ctype
+    if (ctype == 0 or ctype == 1) and vlen >= 6:
+        o.c_epoch[i] = <int32_t>kfmt_be32(val + 2)
+    else:
+        o.c_epoch[i] = -1
+    o.n_ctrl = i + 1
+    return ERR_NONE
+
+
+cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t count, int64_t base_offset,
+                   int64_t base_ts, int64_t max_ts, int tstype, int32_t bidx, bint is_control) noexcept nogil:
+    cdef const uint8_t *p = start
+    cdef const uint8_t *rend
+    cdef const uint8_t *key
+    cdef const uint8_t *val
+    cdef const uint8_t *hstart
+    cdef const uint8_t *hk = NULL
+    cdef const uint8_t *hv = NULL
+    cdef int32_t r, length, odelta, klen, vlen, hcount, h, hklen = 0, hvlen = 0
+    cdef int64_t tdelta, ts, offset
+    cdef int rc
+    if count < 0 or <int64_t>count * V2_MIN_RECORD_SIZE > end - start:
+        o.err_at = 0
+        return ERR_BAD_COUNT
+    for r in range(count):
+        o.err_at = p - start
+        rc = read_varint(&p, end, &length)
+        if rc != ERR_NONE:
+            return rc
+        if length < 0 or length > end - p:
+            return ERR_RECORD_TRUNCATED
+        rend = p + length
+        if p >= rend:
+            return ERR_RECORD_SIZE
+        p += 1                                   # record attributes: unused
+        rc = read_varlong(&p, rend, &tdelta)
+        if rc != ERR_NONE:
+            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
+        rc = read_varint(&p, rend, &odelta)
+        if rc != ERR_NONE:
+            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
+        rc = read_bytes(&p, rend, &key, &klen)
+        if rc != ERR_NONE:
+            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
+        rc = read_bytes(&p, rend, &val, &vlen)
+        if rc != ERR_NONE:
+            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
+        rc = read_varint(&p, rend, &hcount)
+        if rc != ERR_NONE:
+            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
+        if hcount < 0 or <int64_t>hcount * 2 > rend - p:
+            return ERR_BAD_LENGTH
+        hstart = p
+        for h in range(hcount):                  # validate the headers
+            rc = read_bytes(&p, rend, &hk, &hklen)
+            if rc == ERR_NONE and hklen < 0:
+                rc = ERR_BAD_LENGTH              # header keys are never null
+            if rc == ERR_NONE:
+                rc = read_bytes(&p, rend, &hv, &hvlen)
+            if rc != ERR_NONE:
+                return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
+        if p != rend:
+            return ERR_RECORD_SIZE
+
+        offset = base_offset + odelta
+        ts = max_ts if tstype == 1 else base_ts + tdelta
+        if is_control:
+            rc = add_control(o, offset, ts, bidx, key, klen, val, vlen)
+            if rc != ERR_NONE:
+                return rc
+            if not o.include_control:
+                continue
+        rc = add_record(o, offset, ts, tstype, bidx, key, klen, val, vlen)
+        if rc != ERR_NONE:
+            return rc
+        if hcount and o.want_headers:
+            p = hstart
+            for h in range(hcount):              # write the headers (validated above)
+                if o.n_hdr >= o.hdr_cap:
+                    o.grow |= GROW_HEADERS
+                    return NEED_GROW
+                read_bytes(&p, rend, &hk, &hklen)
+                read_bytes(&p, rend, &hv, &hvlen)
+                if put_binary(o.hk_off, o.hk_data, o.hk_valid, o.hk_cap, o.n_hdr, hk, hklen, &o.hk_nulls, True):
+                    o.grow |= GROW_HEADER_KEYS
+                    return NEED_GROW
+                if put_binary(o.hv_off, o.hv_data, o.hv_valid, o.hv_cap, o.n_hdr, hv, hvlen, &o.hv_nulls, True):
+                    o.grow |= GROW_HEADER_VALUES
+                    return NEED_GROW
+                o.n_hdr += 1
+            o.hdr_idx[o.n] = o.n_hdr
+            p = rend
+    o.err_at = p - start
+    if p != end:
+        return ERR_TRAILING
+    return ERR_NONE
+
+
+cdef inline int legacy_fields(const uint8_t *e, const uint8_t *end, int magic, const uint8_t **key, int32_t *klen,
+                              const uint8_t **val, int32_t *vlen) noexcept nogil:
+    """Key and value of the v0/v1 message whose entry starts at e and ends at end."""
+    cdef const uint8_t *p = e + (V1_KEY_LENGTH_OFFSET if magic == 1 else V0_KEY_LENGTH_OFFSET)
+    if end - p < 8:
+        return ERR_RECORD_TRUNCATED
+    klen[0] = <int32_t>kfmt_be32(p)
+    p += 4
+    if klen[0] < -1:
+        return ERR_BAD_LENGTH
+    key[0] = p
+    if klen[0] > 0:
+        if klen[0] > end - p - 4:
+            return ERR_RECORD_TRUNCATED
+        p += klen[0]
+    vlen[0] = <int32_t>kfmt_be32(p)
+    p += 4
+    if vlen[0] < -1:
+        return ERR_BAD_LENGTH
+    val[0] = p
+    if vlen[0] > 0:
+        if vlen[0] > end - p:
+            return ERR_RECORD_TRUNCATED
+        p += vlen[0]
+    if p != end:
+        return ERR_RECORD_SIZE
+    return ERR_NONE
+
+
+cdef int decode_legacy_set(Out *o, const uint8_t *start, const uint8_t *end, int wrapper_magic,
+                           int64_t wrapper_offset, int64_t wrapper_ts, int wrapper_tstype, int32_t bidx) noexcept nogil:
+    """The inner message set of a compressed v0/v1 wrapper."""
+    cdef const uint8_t *p = start
+    cdef const uint8_t *e
+    cdef const uint8_t *key
+    cdef const uint8_t *val
+    cdef int32_t size, klen, vlen
+    cdef int magic, attr, tstype, rc
+    cdef int64_t ts, first = o.n, i, base, last_inner
+    while p < end:
+        o.err_at = p - start
+        if end - p < LOG_OVERHEAD:
+            return ERR_RECORD_TRUNCATED
+        size = <int32_t>kfmt_be32(p + SIZE_OFFSET)
+        if size < V0_RECORD_OVERHEAD:
+            return ERR_SIZE_TOO_SMALL
+        if size > end - p - LOG_OVERHEAD:
+            return ERR_RECORD_TRUNCATED
+        e = p
+        p += LOG_OVERHEAD + size
+        magic = e[MAGIC_OFFSET]
+        if magic != 0 and magic != 1:
+            return ERR_INNER_MAGIC
+        if magic == 1 and size < V1_RECORD_OVERHEAD:
+            return ERR_SIZE_TOO_SMALL
+        if o.verify_crc and kfmt_crc32(e + MAGIC_OFFSET, size - 4) != kfmt_be32(e + LEGACY_CRC_OFFSET):
+            return ERR_INNER_CRC
+        attr = e[LEGACY_ATTRIBUTES_OFFSET]
+        if attr & CODEC_MASK:
+            return ERR_INNER_COMPRESSED
+        rc = legacy_fields(e, p, magic, &key, &klen, &val, &vlen)
+        if rc != ERR_NONE:
+            return rc
+        if magic == 1:
+            tstype = wrapper_tstype
+            ts = wrapper_ts if wrapper_tstype == 1 else <int64_t>kfmt_be64(e + LEGACY_TIMESTAMP_OFFSET)
+        else:
+            tstype = -1
+            ts = -1
+        rc = add_record(o, <int64_t>kfmt_be64(e + OFFSET_OFFSET), ts, tstype, bidx, key, klen, val, vlen)
+        if rc != ERR_NONE:
+            return rc
+    o.err_at = 0
+    if o.n == first:
+        return ERR_INNER_EMPTY
+    if wrapper_magic == 1 and wrapper_offset != 0:
+        last_inner = o.offset[o.n - 1]
+        if wrapper_offset < last_inner:
+            return ERR_WRAPPER_OFFSET
+        base = wrapper_offset - last_inner
+        for i in range(first, o.n):
+            o.offset[i] += base
+    return ERR_NONE
+
+
+cdef class Columns:
+    """Output arrays of the kernel, with their fill levels. Grown by `grow`, filled by `run`."""
+    cdef Out o
+    cdef public object arrays          # name -> np.ndarray (full capacity)
+    cdef public bint want_keys, want_values, want_headers, include_control, verify_crc
+
+    def __init__(self, int64_t records, int64_t key_bytes, int64_t value_bytes, int64_t headers=16,
+                 int64_t header_key_bytes=256, int64_t header_value_bytes=1024, int64_t controls=0,
+                 bint want_keys=True, bint want_values=True, bint want_headers=True,
+                 bint include_control=False, bint verify_crc=True):
+        self.want_keys = want_keys
+        self.want_values = want_values
+        self.want_headers = want_headers
+        self.include_control = include_control
+        self.verify_crc = verify_crc
+        self.arrays = {}
+        self.o.n = self.o.key_nulls = self.o.val_nulls = self.o.n_hdr = self.o.hv_nulls = self.o.n_ctrl = 0
+        self.o.hk_nulls = 0
+        self._alloc_records(max(records, 1))
+        self._alloc("key_data", max(key_bytes, 1) if want_keys else 1, np.uint8)
+        self._alloc("value_data", max(value_bytes, 1) if want_values else 1, np.uint8)
+        self._alloc_headers(max(headers, 1))
+        self._alloc("header_key_data", max(header_key_bytes, 1), np.uint8)
+        self._alloc("header_value_data", max(header_value_bytes, 1), np.uint8)
+        self._alloc_controls(max(controls, 1))
+        self._bind()
+
+    def _alloc(self, name, int64_t size, dtype, bint zero=False):
+        old = self.arrays.get(name)
+        new = np.zeros(size, dtype) if zero else np.empty(size, dtype)
+        if old is not None:
+            keep = min(len(old), size)
+            new[:keep] = old[:keep]
+        self.arrays[name] = new
+
+    def _alloc_records(self, int64_t cap):
+        for name, dtype in (("offset", np.int64), ("timestamp", np.int64), ("timestamp_type", np.int8),
+                            ("batch_index", np.int32)):
+            self._alloc(name, cap, dtype)
+        for name in ("key_offsets", "value_offsets", "header_index"):
+            self._alloc(name, cap + 1, np.int64)
+        for name in ("key_validity", "value_validity"):
+            self._alloc(name, (cap + 7) // 8, np.uint8, zero=True)
+        if "key_offsets" not in self.arrays or self.o.n == 0:
+            self.arrays["key_offsets"][0] = 0
+            self.arrays["value_offsets"][0] = 0
+            self.arrays["header_index"][0] = 0
+
+    def _alloc_headers(self, int64_t cap):
+        for name in ("header_key_offsets", "header_value_offsets"):
+            self._alloc(name, cap + 1, np.int64)
+        self._alloc("header_key_validity", (cap + 7) // 8, np.uint8, zero=True)
+        self._alloc("header_value_validity", (cap + 7) // 8, np.uint8, zero=True)
+        if self.o.n_hdr == 0:
+            self.arrays["header_key_offsets"][0] = 0
+            self.arrays["header_value_offsets"][0] = 0
+
+    def _alloc_controls(self, int64_t cap):
+        for name, dtype in (("control_offset", np.int64), ("control_batch_index", np.int32),
+                            ("control_type", np.int16), ("control_version", np.int16),
+                            ("control_coordinator_epoch", np.int32), ("control_timestamp", np.int64)):
+            self._alloc(name, cap, dtype)
+
+    def _bind(self):
+        """Point the C struct at the current arrays (after any reallocation)."""
+        cdef int64_t[::1] i64
+        cdef int32_t[::1] i32
+        cdef int16_t[::1] i16
+        cdef int8_t[::1] i8
+        cdef uint8_t[::1] u8
+        a = self.arrays
+        i64 = a["offset"]; self.o.offset = &i64[0]
+        i64 = a["timestamp"]; self.o.timestamp = &i64[0]
+        i8 = a["timestamp_type"]; self.o.tstype = &i8[0]
+        i32 = a["batch_index"]; self.o.bidx = &i32[0]
+        self.o.rec_cap = len(a["offset"])
+        i64 = a["key_offsets"]; self.o.key_off = &i64[0]
+        u8 = a["key_data"]; self.o.key_data = &u8[0]; self.o.key_cap = len(a["key_data"])
+        u8 = a["key_validity"]; self.o.key_valid = &u8[0]
+        i64 = a["value_offsets"]; self.o.val_off = &i64[0]
+        u8 = a["value_data"]; self.o.val_data = &u8[0]; self.o.val_cap = len(a["value_data"])
+        u8 = a["value_validity"]; self.o.val_valid = &u8[0]
+        i64 = a["header_index"]; self.o.hdr_idx = &i64[0]
+        i64 = a["header_key_offsets"]; self.o.hk_off = &i64[0]
+        self.o.hdr_cap = len(a["header_key_offsets"]) - 1
+        u8 = a["header_key_data"]; self.o.hk_data = &u8[0]; self.o.hk_cap = len(a["header_key_data"])
+        i64 = a["header_value_offsets"]; self.o.hv_off = &i64[0]
+        u8 = a["header_value_data"]; self.o.hv_data = &u8[0]; self.o.hv_cap = len(a["header_value_data"])
+        u8 = a["header_value_validity"]; self.o.hv_valid = &u8[0]
+        u8 = a["header_key_validity"]; self.o.hk_valid = &u8[0]
+        i64 = a["control_offset"]; self.o.c_offset = &i64[0]
+        i32 = a["control_batch_index"]; self.o.c_bidx = &i32[0]
+        i16 = a["control_type"]; self.o.c_type = &i16[0]
+        i16 = a["control_version"]; self.o.c_version = &i16[0]
+        i32 = a["control_coordinator_epoch"]; self.o.c_epoch = &i32[0]
+        i64 = a["control_timestamp"]; self.o.c_ts = &i64[0]
+        self.o.ctrl_cap = len(a["control_offset"])
+        self.o.want_keys = self.want_keys
+        self.o.want_values = self.want_values
+        self.o.want_headers = self.want_headers
+        self.o.include_control = self.include_control
+        self.o.verify_crc = self.verify_crc
+
+    def grow(self, int mask, int64_t need_bytes=0):
+        """Enlarge the outputs named by `mask` (at least doubling; data buffers by need_bytes too)."""
+        a = self.arrays
+        if mask & GROW_RECORDS:
+            self._alloc_records(2 * self.o.rec_cap + 16)
+        if mask & GROW_KEYS:
+            self._alloc("key_data", 2 * self.o.key_cap + need_bytes, np.uint8)
+        if mask & GROW_VALUES:
+            self._alloc("value_data", 2 * self.o.val_cap + need_bytes, np.uint8)
+        if mask & GROW_HEADERS:
+            self._alloc_headers(2 * self.o.hdr_cap + 16)
+        if mask & GROW_HEADER_KEYS:
+            self._alloc("header_key_data", 2 * self.o.hk_cap + need_bytes, np.uint8)
+        if mask & GROW_HEADER_VALUES:
+            self._alloc("header_value_data", 2 * self.o.hv_cap + need_bytes, np.uint8)
+        if mask & GROW_CONTROLS:
+            self._alloc_controls(2 * self.o.ctrl_cap + 16)
+        self._bind()
+
+    @property
+    def counts(self):
+        """Fill levels: records, key bytes, value bytes, headers, header key/value bytes, controls."""
+        return dict(records=self.o.n, key_nulls=self.o.key_nulls, value_nulls=self.o.val_nulls,
+                    headers=self.o.n_hdr, header_value_nulls=self.o.hv_nulls, controls=self.o.n_ctrl,
+                    key_bytes=self.o.key_off[self.o.n], value_bytes=self.o.val_off[self.o.n],
+                    header_key_bytes=self.o.hk_off[self.o.n_hdr],
+                    header_value_bytes=self.o.hv_off[self.o.n_hdr])
+
+    def run(self, const uint8_t[::1] buf, dict batches, Py_ssize_t start, Py_ssize_t stop, list payloads):
+        """Decode batches [start, stop). payloads[i - start] holds the decompressed records
+        (v2) or inner message set (v0/v1) of batch i when it is compressed, else None.
+
+        Returns (status, batch, err_at, grow_mask): status ERR_NONE when all were decoded, an
+        error code for batch `batch` (err_at: byte position inside its records bytes), or
+        NEED_GROW (call grow(grow_mask) and run again from `batch`).
+        """
+        cdef Py_ssize_t nb = stop - start
+        cdef const uint8_t **ptrs = NULL
+        cdef int64_t *lens = NULL
+        cdef const uint8_t[::1] view
+        cdef list keep = []
+        cdef const int64_t[::1] position = batches["position"]
+        cdef const int32_t[::1] size = batches["size"]
+        cdef const int8_t[::1] magic = batches["magic"]
+        cdef const int8_t[::1] codec = batches["codec"]
+        cdef const int8_t[::1] tstype = batches["timestamp_type"]
+        cdef const uint8_t[::1] is_control = batches["is_control"].view(np.uint8)
+        cdef int64_t[::1] base_offset = batches["base_offset"]
+        cdef const int64_t[::1] last_offset = batches["last_offset"]
+        cdef int32_t[::1] last_offset_delta = batches["last_offset_delta"]
+        cdef const int64_t[::1] first_ts = batches["first_timestamp"]
+        cdef const int64_t[::1] max_ts = batches["max_timestamp"]
+        cdef int32_t[::1] count = batches["record_count"]
+        cdef const int64_t[::1] pstart = batches["payload_start"]
+        cdef const int64_t[::1] plen = batches["payload_len"]
+        cdef const uint8_t *base = &buf[0] if buf.shape[0] > 0 else NULL
+        cdef const uint8_t *src
+        cdef const uint8_t *e
+        cdef const uint8_t *key
+        cdef const uint8_t *val
+        cdef int32_t klen, vlen
+        cdef int64_t srclen, first
+        cdef Py_ssize_t b, k
+        cdef int status = ERR_NONE
+        cdef Cursor cur
+        if nb <= 0:
+            return (ERR_NONE, stop, 0, 0)
+        ptrs = <const uint8_t **>malloc(nb * sizeof(uint8_t *))
+        lens = <int64_t *>malloc(nb * sizeof(int64_t))
+        if ptrs == NULL or lens == NULL:
+            free(ptrs)
+            free(lens)
+            raise MemoryError()
+        try:
+            for k in range(nb):
+                p = payloads[k]
+                if p is None:
+                    ptrs[k] = NULL
+                    lens[k] = 0
+                else:
+                    view = p
+                    keep.append(view)
+                    ptrs[k] = &view[0] if view.shape[0] > 0 else <const uint8_t *>""
+                    lens[k] = view.shape[0]
+            self.o.grow = 0
+            self.o.err_at = 0
+            b = start
+            with nogil:
+                while b < stop:
+                    k = b - start
+                    save(&self.o, &cur)
+                    if magic[b] == 2:
+                        if ptrs[k] != NULL:
+                            src = ptrs[k]
+                            srclen = lens[k]
+                        else:
+                            src = base + pstart[b]
+                            srclen = plen[b]
+                        status = decode_v2(&self.o, src, src + srclen, count[b], base_offset[b],
+                                           first_ts[b], max_ts[b], tstype[b], <int32_t>b, is_control[b])
+                    elif ptrs[k] != NULL:
+                        first = self.o.n
+                        status = decode_legacy_set(&self.o, ptrs[k], ptrs[k] + lens[k], magic[b], last_offset[b],
+                                                   first_ts[b], tstype[b], <int32_t>b)
+                        if status == ERR_NONE:
+                            base_offset[b] = self.o.offset[first]
+                            count[b] = <int32_t>(self.o.n - first)
+                            last_offset_delta[b] = <int32_t>(last_offset[b] - base_offset[b])
+                    else:
+                        e = base + position[b]
+                        status = legacy_fields(e, e + size[b], magic[b], &key, &klen, &val, &vlen)
+                        if status == ERR_NONE:
+                            status = add_record(&self.o, base_offset[b], first_ts[b], tstype[b], <int32_t>b,
+                                                key, klen, val, vlen)
+                    if status != ERR_NONE:
+                        restore(&self.o, &cur)
+                        break
+                    b += 1
+        finally:
+            free(ptrs)
+            free(lens)
+        return (status, b, self.o.err_at, self.o.grow)

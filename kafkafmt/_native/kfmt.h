@@ -1,0 +1,188 @@
+/*
+ * kfmt.h -- C-level helpers shared by kafkafmt's Cython modules.
+ *
+ *  - big-endian loads (Kafka's fixed-width fields are big-endian)
+ *  - Kafka varints: zigzag-encoded base-128 varint (int32, at most 5 bytes) and varlong
+ *    (int64, at most 10 bytes), as in org.apache.kafka.common.utils.ByteUtils
+ *  - crc32c (Castagnoli; v2 batches): SSE4.2 instruction when the CPU has it, else slicing-by-8 tables
+ *  - crc32 (IEEE; v0/v1 messages): slicing-by-8 tables
+ *
+ * Every reader takes an explicit end pointer and never reads at or past it.
+ */
+#ifndef KFMT_H
+#define KFMT_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <string.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KFMT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define KFMT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define KFMT_LIKELY(x) (x)
+#define KFMT_UNLIKELY(x) (x)
+#endif
+
+/* ---- big-endian loads (caller checks bounds) ---------------------------------------------- */
+
+static inline uint16_t kfmt_be16(const uint8_t *p) {
+    return (uint16_t)(((uint16_t)p[0] << 8) | p[1]);
+}
+static inline uint32_t kfmt_be32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_bswap32(v);
+#else
+    return ((v & 0xff) << 24) | ((v & 0xff00) << 8) | ((v >> 8) & 0xff00) | (v >> 24);
+#endif
+}
+static inline uint64_t kfmt_be64(const uint8_t *p) {
+    return ((uint64_t)kfmt_be32(p) << 32) | kfmt_be32(p + 4);
+}
+
+/* ---- varints ------------------------------------------------------------------------------- */
+
+/* Reads a zigzag varint32 at *pp (bounded by end). Returns 0 on success and advances *pp;
+ * -1 when the input ends inside the varint; -2 when it is longer than 5 bytes. */
+static inline int kfmt_varint(const uint8_t **pp, const uint8_t *end, int32_t *out) {
+    const uint8_t *p = *pp;
+    uint32_t v = 0;
+    int shift = 0;
+    if (KFMT_LIKELY(p < end && p[0] < 0x80)) {           /* one-byte fast path */
+        v = p[0];
+        *pp = p + 1;
+        *out = (int32_t)((v >> 1) ^ (~(v & 1) + 1));
+        return 0;
+    }
+    for (;;) {
+        if (KFMT_UNLIKELY(p >= end)) return -1;
+        uint8_t b = *p++;
+        v |= (uint32_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) break;
+        shift += 7;
+        if (KFMT_UNLIKELY(shift > 28)) return -2;
+    }
+    *pp = p;
+    *out = (int32_t)((v >> 1) ^ (~(v & 1) + 1));
+    return 0;
+}
+
+/* As kfmt_varint for a zigzag varlong (at most 10 bytes). */
+static inline int kfmt_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out) {
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    int shift = 0;
+    if (KFMT_LIKELY(p < end && p[0] < 0x80)) {
+        v = p[0];
+        *pp = p + 1;
+        *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+        return 0;
+    }
+    for (;;) {
+        if (KFMT_UNLIKELY(p >= end)) return -1;
+        uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) break;
+        shift += 7;
+        if (KFMT_UNLIKELY(shift > 63)) return -2;
+    }
+    *pp = p;
+    *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+    return 0;
+}
+
+/* ---- CRC tables ---------------------------------------------------------------------------- */
+
+static uint32_t kfmt_crc32c_table[8][256];
+static uint32_t kfmt_crc32_table[8][256];
+static int kfmt_crc_ready = 0;
+static int kfmt_have_sse42 = 0;
+
+static void kfmt_make_table(uint32_t table[8][256], uint32_t poly) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ poly : c >> 1;
+        table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = table[0][i];
+        for (int t = 1; t < 8; t++) {
+            c = table[0][c & 0xff] ^ (c >> 8);
+            table[t][i] = c;
+        }
+    }
+}
+
+/* Must be called once (with the GIL) before any CRC function. */
+static void kfmt_crc_init(void) {
+    if (kfmt_crc_ready) return;
+    kfmt_make_table(kfmt_crc32c_table, 0x82F63B78u);
+    kfmt_make_table(kfmt_crc32_table, 0xEDB88320u);
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    kfmt_have_sse42 = __builtin_cpu_supports("sse4.2");
+#endif
+    kfmt_crc_ready = 1;
+}
+
+static inline uint32_t kfmt_crc_sw(uint32_t table[8][256], uint32_t crc, const uint8_t *p, size_t n) {
+    while (n && ((uintptr_t)p & 7)) {
+        crc = table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+        n--;
+    }
+    while (n >= 8) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + 4, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        lo = __builtin_bswap32(lo);
+        hi = __builtin_bswap32(hi);
+#endif
+        lo ^= crc;
+        crc = table[7][lo & 0xff] ^ table[6][(lo >> 8) & 0xff] ^ table[5][(lo >> 16) & 0xff] ^
+              table[4][lo >> 24] ^ table[3][hi & 0xff] ^ table[2][(hi >> 8) & 0xff] ^
+              table[1][(hi >> 16) & 0xff] ^ table[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return crc;
+}
+
+#if (defined(__x86_64__)) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+__attribute__((target("sse4.2")))
+static uint32_t kfmt_crc32c_hw(uint32_t crc, const uint8_t *p, size_t n) {
+    uint64_t c = crc;
+    while (n && ((uintptr_t)p & 7)) {
+        c = _mm_crc32_u8((uint32_t)c, *p++);
+        n--;
+    }
+    while (n >= 8) {
+        uint64_t a;
+        memcpy(&a, p, 8);
+        c = _mm_crc32_u64(c, a);
+        p += 8;
+        n -= 8;
+    }
+    while (n--) c = _mm_crc32_u8((uint32_t)c, *p++);
+    return (uint32_t)c;
+}
+#endif
+
+/* crc32c of n bytes (Kafka's Crc32C.compute). */
+static inline uint32_t kfmt_crc32c(const uint8_t *p, size_t n) {
+#if (defined(__x86_64__)) && (defined(__GNUC__) || defined(__clang__))
+    if (kfmt_have_sse42) return ~kfmt_crc32c_hw(0xFFFFFFFFu, p, n);
+#endif
+    return ~kfmt_crc_sw(kfmt_crc32c_table, 0xFFFFFFFFu, p, n);
+}
+
+/* crc32 (IEEE, as java.util.zip.CRC32) of n bytes. */
+static inline uint32_t kfmt_crc32(const uint8_t *p, size_t n) {
+    return ~kfmt_crc_sw(kfmt_crc32_table, 0xFFFFFFFFu, p, n);
+}
+
+#endif /* KFMT_H */

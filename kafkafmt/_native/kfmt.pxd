@@ -1,0 +1,13 @@
+# cython: language_level=3
+"""C-level helpers from kfmt.h, shared by scan.pyx and kernel.pyx."""
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int32_t, int64_t
+
+cdef extern from "kfmt.h" nogil:
+    uint16_t kfmt_be16(const uint8_t *p)
+    uint32_t kfmt_be32(const uint8_t *p)
+    uint64_t kfmt_be64(const uint8_t *p)
+    int kfmt_varint(const uint8_t **pp, const uint8_t *end, int32_t *out)
+    int kfmt_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out)
+    void kfmt_crc_init()
+    uint32_t kfmt_crc32c(const uint8_t *p, size_t n)
+    uint32_t kfmt_crc32(const uint8_t *p, size_t n)

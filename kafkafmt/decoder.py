@@ -1,0 +1,227 @@
+"""The decoding facade: framing scan -> per-batch decompression -> one C kernel call per chunk.
+
+1. `_native.scan.scan` reads every batch header (magic-dispatched per entry) and checks CRCs in C.
+2. Compressed batches are decompressed here, once per batch, by the codec named in their
+   attributes (`kafkafmt.codecs`), on memoryviews of the input; at most ``chunk_bytes`` of
+   decompressed data are alive at once.
+3. `_native.kernel.Columns.run` decodes the records of a whole chunk of batches into NumPy
+   arrays in one call (without the GIL); it asks for larger outputs when the data needs them.
+4. The arrays become a `Records` (Arrow layout, so `to_arrow()` shares them).
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import re
+
+import numpy as np
+
+from kafkafmt import errors
+from kafkafmt._native import kernel as _kernel
+from kafkafmt._native import scan as _scan
+from kafkafmt.codecs import get_codec
+from kafkafmt.records import BinaryColumn, Headers, Records, Table
+
+__all__ = ["decode", "read_segment"]
+
+# what each error code of the C loops means
+_ERRORS = {
+    1: (errors.CorruptRecordError, "entry size {size} is smaller than the minimum for its magic"),
+    2: (errors.CorruptRecordError, "unknown magic byte"),
+    3: (errors.CrcError, "CRC mismatch: the stored checksum does not match the batch's bytes"),
+    4: (errors.CorruptRecordError, "record count is negative or larger than the batch can hold"),
+    5: (errors.CorruptRecordError, "a record runs past the end of its batch"),
+    6: (errors.CorruptRecordError, "varint longer than allowed"),
+    7: (errors.CorruptRecordError, "negative length field (only -1, null, is allowed)"),
+    8: (errors.CorruptRecordError, "record size field disagrees with the record's contents"),
+    9: (errors.CorruptRecordError, "bytes left in the batch after its declared records"),
+    10: (errors.CorruptRecordError, "compressed message inside a compressed wrapper"),
+    11: (errors.CorruptRecordError, "compressed wrapper holds no messages"),
+    12: (errors.CorruptRecordError, "inner message has an invalid magic"),
+    13: (errors.CorruptRecordError, "v1 wrapper offset is below its last inner relative offset"),
+    14: (errors.CorruptRecordError, "control record key is shorter than version + type"),
+    15: (errors.CorruptRecordError, "compressed wrapper has a null value"),
+    16: (errors.CrcError, "CRC mismatch in a message inside a compressed wrapper"),
+}
+
+_CRC_MODES = {True: _scan.CRC_STRICT_, False: _scan.CRC_REPORT_, None: _scan.CRC_SKIP_}
+_TAILS = {_scan.TAIL_NONE_: None, _scan.TAIL_TRUNCATED_: "truncated", _scan.TAIL_ZEROS_: "zeros"}
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+_BOOL_BATCH_COLUMNS = ("crc_valid", "is_transactional", "is_control")
+
+
+def _as_uint8(data):
+    if isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+    if isinstance(data, memoryview) and (data.format not in ("B", "b", "c") or data.ndim != 1):
+        data = data.cast("B")
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def _raise_scan_error(err, file):
+    code, position, offset, size = err
+    cls, msg = _ERRORS.get(code, (errors.CorruptRecordError, f"malformed entry (code {code})"))
+    raise cls(msg.format(size=size), file=file, position=position, offset=offset)
+
+
+def _decompress_batch(buf, table, b, max_decompressed, file):
+    codec_id = int(table["codec"][b])
+    magic = int(table["magic"][b])
+    start, length = int(table["payload_start"][b]), int(table["payload_len"][b])
+    where = dict(file=file, position=int(table["position"][b]), offset=int(table["base_offset"][b]))
+    if magic < 2 and length < 0:
+        raise errors.CorruptRecordError(_ERRORS[15][1], **where)
+    if magic < 2 and codec_id == 4:
+        raise errors.UnsupportedCodecError("zstd is not allowed in v0/v1 messages", **where)
+    try:
+        codec = get_codec(codec_id)
+        return codec.decompress(buf[start:start + length], max_size=max_decompressed, magic=magic)
+    except errors.KafkafmtError as exc:
+        raise exc.located(**where) from exc
+
+
+def decode(data, *, verify_crc=True, include_control=False, file=None, topic=None, partition=None,
+           keys=True, values=True, headers=True, max_decompressed=None, chunk_bytes=64 << 20) -> Records:
+    """Decode a buffer of Kafka record batches / message sets into columns.
+
+    data: any bytes-like (bytes, bytearray, memoryview, mmap, NumPy uint8 array) holding
+    concatenated entries: a segment's contents, a Fetch response's record set...
+    verify_crc: True checks every CRC and raises CrcError on a mismatch; False computes them into
+    ``batches.crc_valid`` without raising; None skips them.
+    include_control: keep control records (transaction markers, KRaft records) as data rows too
+    (they are always in ``controls``).
+    keys / values / headers: False skips copying that column (faster metadata-only decoding).
+    max_decompressed: cap on the decompressed size of one batch (default: the codec's default).
+    file: a name used in error messages.
+    """
+    buf = _as_uint8(data)
+    table = _scan.scan(buf, _CRC_MODES[verify_crc])
+    err = table.pop("error")
+    count = table.pop("count")
+    valid_end = table.pop("valid_end")
+    tail = _TAILS[table.pop("tail")]
+    if err is not None:
+        _raise_scan_error(err, file)
+
+    codec = table["codec"]
+    compressed = np.flatnonzero(codec != 0)
+    plain_bytes = int(table["payload_len"][codec == 0].clip(0).sum())
+    n_est = int(table["record_count"].sum()) + 1
+    ctrl_est = int(table["record_count"][table["is_control"]].sum())
+    cols = _kernel.Columns(
+        n_est, plain_bytes // 4 + 1024, plain_bytes + 1024, headers=max(16, n_est // 8),
+        controls=ctrl_est, want_keys=keys, want_values=values, want_headers=headers,
+        include_control=include_control, verify_crc=bool(verify_crc))
+
+    mv = memoryview(buf)
+    b = 0
+    ci = 0  # index into `compressed`
+    while b < count:
+        # a chunk: batches [b, stop) whose decompressed payloads stay under chunk_bytes
+        payloads = []
+        stop = b
+        alive = 0
+        while stop < count and (alive < chunk_bytes or stop == b):
+            if ci < len(compressed) and compressed[ci] == stop:
+                p = _decompress_batch(mv, table, stop, max_decompressed, file)
+                alive += len(p)
+                payloads.append(p)
+                ci += 1
+            else:
+                payloads.append(None)
+                alive += 64  # bound the chunk length for uncompressed runs too
+            stop += 1
+        if alive > 64 * (stop - b):
+            used = cols.counts
+            extra = alive
+            a = cols.arrays
+            if len(a["value_data"]) - used["value_bytes"] < extra:
+                cols.grow(_kernel.GROW_VALUES_, extra)
+        start = b
+        while True:
+            status, at, err_at, grow = cols.run(buf, table, start, stop, payloads[start - b:])
+            if status == _kernel.NEED_GROW_:
+                cols.grow(grow, 1 << 16)
+                start = at
+                continue
+            if status != 0:
+                _raise_kernel_error(status, at, err_at, table, payloads[at - b] is not None, file)
+            break
+        b = stop
+
+    return _finish(cols, table, buf.shape[0], valid_end, tail, file, topic, partition)
+
+
+def _raise_kernel_error(status, b, err_at, table, compressed, file):
+    cls, msg = _ERRORS.get(status, (errors.CorruptRecordError, f"malformed records (code {status})"))
+    if compressed:
+        msg += f" (at byte {err_at} of the decompressed records)"
+        position = int(table["position"][b])
+    else:
+        position = int(table["payload_start"][b]) + err_at
+    raise cls(msg.format(size=""), file=file, position=position, offset=int(table["base_offset"][b]))
+
+
+def _binary(offsets, data, validity, nulls, n):
+    offsets = offsets[:n + 1]
+    used = int(offsets[-1])
+    if used < (1 << 31) - 1:
+        offsets = offsets.astype(np.int32)
+    return BinaryColumn(offsets, data[:used], validity[:(n + 7) // 8] if nulls else None, nulls)
+
+
+def _finish(cols, table, nbytes, valid_end, tail, file, topic, partition):
+    a = cols.arrays
+    c = cols.counts
+    n, nh, nc = c["records"], c["headers"], c["controls"]
+    for name in _BOOL_BATCH_COLUMNS:
+        table[name] = table[name].view(bool)
+    table.pop("payload_start")
+    table.pop("payload_len")
+    hdr_offsets = a["header_index"][:n + 1]
+    return Records(
+        offset=a["offset"][:n], timestamp=a["timestamp"][:n], timestamp_type=a["timestamp_type"][:n],
+        batch_index=a["batch_index"][:n],
+        key=_binary(a["key_offsets"], a["key_data"], a["key_validity"], c["key_nulls"], n),
+        value=_binary(a["value_offsets"], a["value_data"], a["value_validity"], c["value_nulls"], n),
+        headers=Headers(
+            hdr_offsets.astype(np.int32) if nh < (1 << 31) - 1 else hdr_offsets,
+            _binary(a["header_key_offsets"], a["header_key_data"], a["header_key_validity"], 0, nh),
+            _binary(a["header_value_offsets"], a["header_value_data"], a["header_value_validity"],
+                    c["header_value_nulls"], nh)),
+        batches=Table(table),
+        controls=Table({
+            "offset": a["control_offset"][:nc], "batch_index": a["control_batch_index"][:nc],
+            "type": a["control_type"][:nc], "version": a["control_version"][:nc],
+            "coordinator_epoch": a["control_coordinator_epoch"][:nc], "timestamp": a["control_timestamp"][:nc],
+        }),
+        topic=topic, partition=partition, file=file,
+        valid_bytes=valid_end, trailing_bytes=nbytes - valid_end, tail=tail if nbytes > valid_end else None,
+    )
+
+
+def topic_partition_of(path):
+    """(topic, partition) from a segment's folder name ``<topic>-<partition>``, else (None, None)."""
+    m = _PARTITION_DIR.match(os.path.basename(os.path.dirname(os.path.abspath(path))))
+    return (m.group("topic"), int(m.group("partition"))) if m else (None, None)
+
+
+def read_segment(path, **kwargs) -> Records:
+    """Decode a whole segment file (memory-mapped). Accepts decode()'s keyword arguments; topic
+    and partition default to those named by the file's ``<topic>-<partition>`` folder."""
+    path = os.fspath(path)
+    topic, partition = topic_partition_of(path)
+    kwargs.setdefault("topic", topic)
+    kwargs.setdefault("partition", partition)
+    kwargs.setdefault("file", path)
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return decode(b"", **kwargs)
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        return decode(m, **kwargs)
+    finally:
+        try:
+            m.close()
+        except BufferError:  # still referenced (e.g. by a traceback): closed when collected
+            pass

@@ -1,0 +1,63 @@
+"""One error hierarchy for everything kafkafmt raises about the data it reads.
+
+Every error carries where it happened: ``file`` (when known), ``position``
+(byte position in the file or buffer, of the batch or field at fault) and
+``offset`` (the Kafka offset of the batch, when it could be read).
+"""
+from __future__ import annotations
+
+
+class KafkafmtError(Exception):
+    """Base class of every error kafkafmt raises about input data."""
+
+    def __init__(self, message: str, *, file=None, position=None, offset=None):
+        self.reason = message
+        self.file = None if file is None else str(file)
+        self.position = position
+        self.offset = offset
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(self.file)
+        if self.position is not None:
+            where.append(f"position {self.position}")
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        return f"{self.reason} ({', '.join(where)})" if where else self.reason
+
+    def located(self, *, file=None, position=None, offset=None):
+        """Return a copy of this error with missing location fields filled in."""
+        err = type(self)(
+            self.reason,
+            file=self.file if self.file is not None else file,
+            position=self.position if self.position is not None else position,
+            offset=self.offset if self.offset is not None else offset,
+        )
+        err.__cause__ = self.__cause__
+        return err
+
+
+class CorruptRecordError(KafkafmtError, ValueError):
+    """The bytes do not form valid Kafka records (bad length, varint, magic...)."""
+
+
+class CrcError(CorruptRecordError):
+    """A stored checksum does not match the checksum of the bytes."""
+
+
+class CompressionError(CorruptRecordError):
+    """A compressed payload could not be decompressed."""
+
+
+class DecompressionLimitError(CompressionError):
+    """A payload decompresses to more bytes than the configured cap."""
+
+
+class UnsupportedCodecError(CorruptRecordError):
+    """The attributes name a compression codec Kafka does not define."""
+
+
+class EncodeError(KafkafmtError, ValueError):
+    """Records given to the writer cannot be encoded as asked."""
