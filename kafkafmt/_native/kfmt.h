@@ -97,6 +97,10 @@ static inline int kfmt_varlong(const uint8_t **pp, const uint8_t *end, int64_t *
 
 static uint32_t kfmt_crc32c_table[8][256];
 static uint32_t kfmt_crc32_table[8][256];
+static uint32_t kfmt_shift_long[4][256];   /* crc32c register advanced over KFMT_LONG zero bytes */
+static uint32_t kfmt_shift_short[4][256];  /* ... over KFMT_SHORT zero bytes */
+#define KFMT_LONG 8192
+#define KFMT_SHORT 256
 static int kfmt_crc_ready = 0;
 static int kfmt_have_sse42 = 0;
 
@@ -115,11 +119,37 @@ static void kfmt_make_table(uint32_t table[8][256], uint32_t poly) {
     }
 }
 
+/* The crc32c register is linear over GF(2): running it over n zero bytes is a linear map of the
+ * register. Tabulate that map for n bytes, byte lane by byte lane, from the images of the 32
+ * unit vectors. */
+static void kfmt_make_shift(uint32_t shift[4][256], size_t nbytes) {
+    uint32_t basis[32];
+    for (int bit = 0; bit < 32; bit++) {
+        uint32_t x = (uint32_t)1 << bit;
+        for (size_t i = 0; i < nbytes; i++) x = kfmt_crc32c_table[0][x & 0xff] ^ (x >> 8);
+        basis[bit] = x;
+    }
+    for (int lane = 0; lane < 4; lane++) {
+        for (uint32_t v = 0; v < 256; v++) {
+            uint32_t img = 0;
+            for (int j = 0; j < 8; j++)
+                if (v & (1u << j)) img ^= basis[8 * lane + j];
+            shift[lane][v] = img;
+        }
+    }
+}
+
+static inline uint32_t kfmt_shift(uint32_t shift[4][256], uint32_t x) {
+    return shift[0][x & 0xff] ^ shift[1][(x >> 8) & 0xff] ^ shift[2][(x >> 16) & 0xff] ^ shift[3][x >> 24];
+}
+
 /* Must be called once (with the GIL) before any CRC function. */
 static void kfmt_crc_init(void) {
     if (kfmt_crc_ready) return;
     kfmt_make_table(kfmt_crc32c_table, 0x82F63B78u);
     kfmt_make_table(kfmt_crc32_table, 0xEDB88320u);
+    kfmt_make_shift(kfmt_shift_long, KFMT_LONG);
+    kfmt_make_shift(kfmt_shift_short, KFMT_SHORT);
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
     kfmt_have_sse42 = __builtin_cpu_supports("sse4.2");
@@ -154,19 +184,48 @@ static inline uint32_t kfmt_crc_sw(uint32_t table[8][256], uint32_t crc, const u
 #if (defined(__x86_64__)) && (defined(__GNUC__) || defined(__clang__))
 #include <nmmintrin.h>
 __attribute__((target("sse4.2")))
+static inline uint64_t kfmt_hw_words(uint64_t c, const uint8_t *p, size_t words) {
+    for (size_t i = 0; i < words; i++) {
+        uint64_t a;
+        memcpy(&a, p + 8 * i, 8);
+        c = _mm_crc32_u64(c, a);
+    }
+    return c;
+}
+
+/* Three streams of `len` bytes run side by side (the instruction has a 3-cycle latency but
+ * issues every cycle), then are joined: reg(A|B) = shift_len(reg(A)) ^ reg_from_zero(B). */
+#define KFMT_THREE_WAY(len, table)                                                   \
+    while (n >= 3 * (size_t)(len)) {                                                 \
+        uint64_t c1 = 0, c2 = 0;                                                     \
+        const uint8_t *p1 = p + (len), *p2 = p + 2 * (len);                          \
+        for (size_t i = 0; i < (len) / 8; i++) {                                     \
+            uint64_t a, b, d;                                                        \
+            memcpy(&a, p + 8 * i, 8);                                                \
+            memcpy(&b, p1 + 8 * i, 8);                                               \
+            memcpy(&d, p2 + 8 * i, 8);                                               \
+            c = _mm_crc32_u64(c, a);                                                 \
+            c1 = _mm_crc32_u64(c1, b);                                               \
+            c2 = _mm_crc32_u64(c2, d);                                               \
+        }                                                                            \
+        c = kfmt_shift(table, (uint32_t)c) ^ (uint32_t)c1;                           \
+        c = kfmt_shift(table, (uint32_t)c) ^ (uint32_t)c2;                           \
+        p += 3 * (size_t)(len);                                                      \
+        n -= 3 * (size_t)(len);                                                      \
+    }
+
+__attribute__((target("sse4.2")))
 static uint32_t kfmt_crc32c_hw(uint32_t crc, const uint8_t *p, size_t n) {
     uint64_t c = crc;
     while (n && ((uintptr_t)p & 7)) {
         c = _mm_crc32_u8((uint32_t)c, *p++);
         n--;
     }
-    while (n >= 8) {
-        uint64_t a;
-        memcpy(&a, p, 8);
-        c = _mm_crc32_u64(c, a);
-        p += 8;
-        n -= 8;
-    }
+    KFMT_THREE_WAY(KFMT_LONG, kfmt_shift_long)
+    KFMT_THREE_WAY(KFMT_SHORT, kfmt_shift_short)
+    c = kfmt_hw_words(c, p, n / 8);
+    p += n & ~(size_t)7;
+    n &= 7;
     while (n--) c = _mm_crc32_u8((uint32_t)c, *p++);
     return (uint32_t)c;
 }

@@ -269,3 +269,19 @@ def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0):
     cols["tail"] = tail if err == ERR_NONE else TAIL_NONE
     cols["error"] = None if err == ERR_NONE else (err, err_pos, err_offset, size)
     return cols
+
+
+def crc32c(const uint8_t[::1] data):
+    """crc32c (Castagnoli) of a buffer, as Kafka's Crc32C.compute."""
+    cdef uint32_t c
+    with nogil:
+        c = kfmt_crc32c(&data[0] if data.shape[0] else <const uint8_t *>"", data.shape[0])
+    return c
+
+
+def crc32(const uint8_t[::1] data):
+    """crc32 (IEEE) of a buffer, as java.util.zip.CRC32."""
+    cdef uint32_t c
+    with nogil:
+        c = kfmt_crc32(&data[0] if data.shape[0] else <const uint8_t *>"", data.shape[0])
+    return c
