@@ -81,7 +81,7 @@ def _decompress_batch(buf, table, b, max_decompressed, file):
 
 
 def decode(data, *, verify_crc=True, include_control=False, file=None, topic=None, partition=None,
-           keys=True, values=True, headers=True, max_decompressed=None, chunk_bytes=64 << 20) -> Records:
+           keys=True, values=True, headers=True, max_decompressed=None, chunk_bytes=1 << 20) -> Records:
     """Decode a buffer of Kafka record batches / message sets into columns.
 
     data: any bytes-like (bytes, bytearray, memoryview, mmap, NumPy uint8 array) holding
@@ -131,12 +131,10 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
                 payloads.append(None)
                 alive += 64  # bound the chunk length for uncompressed runs too
             stop += 1
-        if alive > 64 * (stop - b):
-            used = cols.counts
-            extra = alive
-            a = cols.arrays
-            if len(a["value_data"]) - used["value_bytes"] < extra:
-                cols.grow(_kernel.GROW_VALUES_, extra)
+        decompressed = alive - 64 * payloads.count(None)
+        if decompressed:
+            # values fit in their decompressed records; keys are typically a small share
+            cols.reserve(decompressed // 8, decompressed)
         start = b
         while True:
             status, at, err_at, grow = cols.run(buf, table, start, stop, payloads[start - b:])
@@ -171,7 +169,7 @@ def _binary(offsets, data, validity, nulls, n):
 
 
 def _finish(cols, table, nbytes, valid_end, tail, file, topic, partition):
-    a = cols.arrays
+    a = cols.arrays()
     c = cols.counts
     n, nh, nc = c["records"], c["headers"], c["controls"]
     for name in _BOOL_BATCH_COLUMNS:

@@ -22,8 +22,13 @@ never from a length field alone.
 """
 import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, int8_t, int16_t, int32_t, int64_t
-from libc.string cimport memcpy
-from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy, memset
+from libc.stdlib cimport malloc, free, realloc
+from cpython.buffer cimport PyBuffer_FillInfo
+from libc.stdint cimport uintptr_t
+
+cdef extern from "kfmt.h" nogil:
+    void kfmt_advise_hugepages(void *p, size_t n)
 
 from kafkafmt._native.kfmt cimport kfmt_be16, kfmt_be32, kfmt_be64, kfmt_varint, kfmt_varlong, kfmt_crc_init, kfmt_crc32
 from kafkafmt._native.layout cimport *
@@ -397,10 +402,73 @@ cdef int decode_legacy_set(Out *o, const uint8_t *start, const uint8_t *end, int
     return ERR_NONE
 
 
+cdef class GrowableBuffer:
+    """A realloc-managed byte buffer. Growing a large one usually moves no data (glibc remaps its
+    pages), unlike a NumPy reallocation. NumPy views are made only once filling is done; the
+    buffer refuses to move while a view exists."""
+    cdef char *ptr
+    cdef Py_ssize_t size
+    cdef int exports
+
+    def __cinit__(self, Py_ssize_t size, bint zero=False):
+        self.ptr = NULL
+        self.size = 0
+        self.exports = 0
+        self.resize(size, zero)
+
+    def __dealloc__(self):
+        free(self.ptr)
+
+    cpdef resize(self, Py_ssize_t size, bint zero=False):
+        cdef char *p
+        if self.exports:
+            raise BufferError("cannot resize a buffer that is viewed")
+        size = max(size, 8)
+        p = <char *>realloc(self.ptr, size)
+        if p == NULL:
+            raise MemoryError(f"cannot allocate {size} bytes")
+        if zero and size > self.size:
+            memset(p + self.size, 0, size - self.size)
+        if size >= (4 << 20) and size > self.size:
+            kfmt_advise_hugepages(p, size)     # fewer page faults while filling, as NumPy does
+        self.ptr = p
+        self.size = size
+
+    def __len__(self):
+        return self.size
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        PyBuffer_FillInfo(view, self, self.ptr, self.size, 0, flags)
+        self.exports += 1
+
+    def __releasebuffer__(self, Py_buffer *view):
+        self.exports -= 1
+
+
+# output name -> (dtype, zero-filled, group); a group's arrays are sized together
+_OUTPUTS = {
+    "offset": (np.int64, False, "records"), "timestamp": (np.int64, False, "records"),
+    "timestamp_type": (np.int8, False, "records"), "batch_index": (np.int32, False, "records"),
+    "key_offsets": (np.int64, False, "records+1"), "value_offsets": (np.int64, False, "records+1"),
+    "header_index": (np.int64, False, "records+1"),
+    "key_validity": (np.uint8, True, "records/8"), "value_validity": (np.uint8, True, "records/8"),
+    "key_data": (np.uint8, False, "key_data"), "value_data": (np.uint8, False, "value_data"),
+    "header_key_offsets": (np.int64, False, "headers+1"), "header_value_offsets": (np.int64, False, "headers+1"),
+    "header_key_validity": (np.uint8, True, "headers/8"), "header_value_validity": (np.uint8, True, "headers/8"),
+    "header_key_data": (np.uint8, False, "header_key_data"),
+    "header_value_data": (np.uint8, False, "header_value_data"),
+    "control_offset": (np.int64, False, "controls"), "control_batch_index": (np.int32, False, "controls"),
+    "control_type": (np.int16, False, "controls"), "control_version": (np.int16, False, "controls"),
+    "control_coordinator_epoch": (np.int32, False, "controls"), "control_timestamp": (np.int64, False, "controls"),
+}
+
+
 cdef class Columns:
-    """Output arrays of the kernel, with their fill levels. Grown by `grow`, filled by `run`."""
+    """Output arrays of the kernel, with their fill levels. Grown by `grow`/`reserve`, filled by
+    `run`; `arrays()` hands them to NumPy (after which they can no longer grow)."""
     cdef Out o
-    cdef public object arrays          # name -> np.ndarray (full capacity)
+    cdef dict buffers                   # name -> GrowableBuffer
+    cdef dict caps                      # group -> capacity in elements
     cdef public bint want_keys, want_values, want_headers, include_control, verify_crc
 
     def __init__(self, int64_t records, int64_t key_bytes, int64_t value_bytes, int64_t headers=16,
@@ -412,88 +480,71 @@ cdef class Columns:
         self.want_headers = want_headers
         self.include_control = include_control
         self.verify_crc = verify_crc
-        self.arrays = {}
+        self.buffers = {}
+        self.caps = {}
         self.o.n = self.o.key_nulls = self.o.val_nulls = self.o.n_hdr = self.o.hv_nulls = self.o.n_ctrl = 0
         self.o.hk_nulls = 0
-        self._alloc_records(max(records, 1))
-        self._alloc("key_data", max(key_bytes, 1) if want_keys else 1, np.uint8)
-        self._alloc("value_data", max(value_bytes, 1) if want_values else 1, np.uint8)
-        self._alloc_headers(max(headers, 1))
-        self._alloc("header_key_data", max(header_key_bytes, 1), np.uint8)
-        self._alloc("header_value_data", max(header_value_bytes, 1), np.uint8)
-        self._alloc_controls(max(controls, 1))
+        self._size("records", max(records, 1))
+        self._size("key_data", max(key_bytes, 1) if want_keys else 1)
+        self._size("value_data", max(value_bytes, 1) if want_values else 1)
+        self._size("headers", max(headers, 1))
+        self._size("header_key_data", max(header_key_bytes, 1))
+        self._size("header_value_data", max(header_value_bytes, 1))
+        self._size("controls", max(controls, 1))
         self._bind()
+        self.o.key_off[0] = self.o.val_off[0] = self.o.hdr_idx[0] = 0
+        self.o.hk_off[0] = self.o.hv_off[0] = 0
 
-    def _alloc(self, name, int64_t size, dtype, bint zero=False):
-        old = self.arrays.get(name)
-        new = np.zeros(size, dtype) if zero else np.empty(size, dtype)
-        if old is not None:
-            keep = min(len(old), size)
-            new[:keep] = old[:keep]
-        self.arrays[name] = new
+    def _size(self, group, int64_t cap):
+        """(Re)size every output of a group to hold cap elements."""
+        self.caps[group] = cap
+        for name, (dtype, zero, g) in _OUTPUTS.items():
+            base = g.split("+")[0].split("/")[0]
+            if base != group:
+                continue
+            n = cap + 1 if g.endswith("+1") else (cap + 7) // 8 if g.endswith("/8") else cap
+            nbytes = n * np.dtype(dtype).itemsize
+            buf = self.buffers.get(name)
+            if buf is None:
+                self.buffers[name] = GrowableBuffer(nbytes, zero)
+            else:
+                (<GrowableBuffer>buf).resize(nbytes, zero)
 
-    def _alloc_records(self, int64_t cap):
-        for name, dtype in (("offset", np.int64), ("timestamp", np.int64), ("timestamp_type", np.int8),
-                            ("batch_index", np.int32)):
-            self._alloc(name, cap, dtype)
-        for name in ("key_offsets", "value_offsets", "header_index"):
-            self._alloc(name, cap + 1, np.int64)
-        for name in ("key_validity", "value_validity"):
-            self._alloc(name, (cap + 7) // 8, np.uint8, zero=True)
-        if "key_offsets" not in self.arrays or self.o.n == 0:
-            self.arrays["key_offsets"][0] = 0
-            self.arrays["value_offsets"][0] = 0
-            self.arrays["header_index"][0] = 0
-
-    def _alloc_headers(self, int64_t cap):
-        for name in ("header_key_offsets", "header_value_offsets"):
-            self._alloc(name, cap + 1, np.int64)
-        self._alloc("header_key_validity", (cap + 7) // 8, np.uint8, zero=True)
-        self._alloc("header_value_validity", (cap + 7) // 8, np.uint8, zero=True)
-        if self.o.n_hdr == 0:
-            self.arrays["header_key_offsets"][0] = 0
-            self.arrays["header_value_offsets"][0] = 0
-
-    def _alloc_controls(self, int64_t cap):
-        for name, dtype in (("control_offset", np.int64), ("control_batch_index", np.int32),
-                            ("control_type", np.int16), ("control_version", np.int16),
-                            ("control_coordinator_epoch", np.int32), ("control_timestamp", np.int64)):
-            self._alloc(name, cap, dtype)
+    cdef char *_ptr(self, name):
+        return (<GrowableBuffer>self.buffers[name]).ptr
 
     def _bind(self):
-        """Point the C struct at the current arrays (after any reallocation)."""
-        cdef int64_t[::1] i64
-        cdef int32_t[::1] i32
-        cdef int16_t[::1] i16
-        cdef int8_t[::1] i8
-        cdef uint8_t[::1] u8
-        a = self.arrays
-        i64 = a["offset"]; self.o.offset = &i64[0]
-        i64 = a["timestamp"]; self.o.timestamp = &i64[0]
-        i8 = a["timestamp_type"]; self.o.tstype = &i8[0]
-        i32 = a["batch_index"]; self.o.bidx = &i32[0]
-        self.o.rec_cap = len(a["offset"])
-        i64 = a["key_offsets"]; self.o.key_off = &i64[0]
-        u8 = a["key_data"]; self.o.key_data = &u8[0]; self.o.key_cap = len(a["key_data"])
-        u8 = a["key_validity"]; self.o.key_valid = &u8[0]
-        i64 = a["value_offsets"]; self.o.val_off = &i64[0]
-        u8 = a["value_data"]; self.o.val_data = &u8[0]; self.o.val_cap = len(a["value_data"])
-        u8 = a["value_validity"]; self.o.val_valid = &u8[0]
-        i64 = a["header_index"]; self.o.hdr_idx = &i64[0]
-        i64 = a["header_key_offsets"]; self.o.hk_off = &i64[0]
-        self.o.hdr_cap = len(a["header_key_offsets"]) - 1
-        u8 = a["header_key_data"]; self.o.hk_data = &u8[0]; self.o.hk_cap = len(a["header_key_data"])
-        i64 = a["header_value_offsets"]; self.o.hv_off = &i64[0]
-        u8 = a["header_value_data"]; self.o.hv_data = &u8[0]; self.o.hv_cap = len(a["header_value_data"])
-        u8 = a["header_value_validity"]; self.o.hv_valid = &u8[0]
-        u8 = a["header_key_validity"]; self.o.hk_valid = &u8[0]
-        i64 = a["control_offset"]; self.o.c_offset = &i64[0]
-        i32 = a["control_batch_index"]; self.o.c_bidx = &i32[0]
-        i16 = a["control_type"]; self.o.c_type = &i16[0]
-        i16 = a["control_version"]; self.o.c_version = &i16[0]
-        i32 = a["control_coordinator_epoch"]; self.o.c_epoch = &i32[0]
-        i64 = a["control_timestamp"]; self.o.c_ts = &i64[0]
-        self.o.ctrl_cap = len(a["control_offset"])
+        """Point the C struct at the current buffers (after any reallocation)."""
+        self.o.offset = <int64_t *>self._ptr("offset")
+        self.o.timestamp = <int64_t *>self._ptr("timestamp")
+        self.o.tstype = <int8_t *>self._ptr("timestamp_type")
+        self.o.bidx = <int32_t *>self._ptr("batch_index")
+        self.o.rec_cap = self.caps["records"]
+        self.o.key_off = <int64_t *>self._ptr("key_offsets")
+        self.o.key_data = <uint8_t *>self._ptr("key_data")
+        self.o.key_cap = self.caps["key_data"]
+        self.o.key_valid = <uint8_t *>self._ptr("key_validity")
+        self.o.val_off = <int64_t *>self._ptr("value_offsets")
+        self.o.val_data = <uint8_t *>self._ptr("value_data")
+        self.o.val_cap = self.caps["value_data"]
+        self.o.val_valid = <uint8_t *>self._ptr("value_validity")
+        self.o.hdr_idx = <int64_t *>self._ptr("header_index")
+        self.o.hdr_cap = self.caps["headers"]
+        self.o.hk_off = <int64_t *>self._ptr("header_key_offsets")
+        self.o.hk_data = <uint8_t *>self._ptr("header_key_data")
+        self.o.hk_cap = self.caps["header_key_data"]
+        self.o.hk_valid = <uint8_t *>self._ptr("header_key_validity")
+        self.o.hv_off = <int64_t *>self._ptr("header_value_offsets")
+        self.o.hv_data = <uint8_t *>self._ptr("header_value_data")
+        self.o.hv_cap = self.caps["header_value_data"]
+        self.o.hv_valid = <uint8_t *>self._ptr("header_value_validity")
+        self.o.c_offset = <int64_t *>self._ptr("control_offset")
+        self.o.c_bidx = <int32_t *>self._ptr("control_batch_index")
+        self.o.c_type = <int16_t *>self._ptr("control_type")
+        self.o.c_version = <int16_t *>self._ptr("control_version")
+        self.o.c_epoch = <int32_t *>self._ptr("control_coordinator_epoch")
+        self.o.c_ts = <int64_t *>self._ptr("control_timestamp")
+        self.o.ctrl_cap = self.caps["controls"]
         self.o.want_keys = self.want_keys
         self.o.want_values = self.want_values
         self.o.want_headers = self.want_headers
@@ -502,22 +553,40 @@ cdef class Columns:
 
     def grow(self, int mask, int64_t need_bytes=0):
         """Enlarge the outputs named by `mask` (at least doubling; data buffers by need_bytes too)."""
-        a = self.arrays
+        c = self.caps
         if mask & GROW_RECORDS:
-            self._alloc_records(2 * self.o.rec_cap + 16)
+            self._size("records", 2 * c["records"] + 16)
         if mask & GROW_KEYS:
-            self._alloc("key_data", 2 * self.o.key_cap + need_bytes, np.uint8)
+            self._size("key_data", 2 * c["key_data"] + need_bytes)
         if mask & GROW_VALUES:
-            self._alloc("value_data", 2 * self.o.val_cap + need_bytes, np.uint8)
+            self._size("value_data", 2 * c["value_data"] + need_bytes)
         if mask & GROW_HEADERS:
-            self._alloc_headers(2 * self.o.hdr_cap + 16)
+            self._size("headers", 2 * c["headers"] + 16)
         if mask & GROW_HEADER_KEYS:
-            self._alloc("header_key_data", 2 * self.o.hk_cap + need_bytes, np.uint8)
+            self._size("header_key_data", 2 * c["header_key_data"] + need_bytes)
         if mask & GROW_HEADER_VALUES:
-            self._alloc("header_value_data", 2 * self.o.hv_cap + need_bytes, np.uint8)
+            self._size("header_value_data", 2 * c["header_value_data"] + need_bytes)
         if mask & GROW_CONTROLS:
-            self._alloc_controls(2 * self.o.ctrl_cap + 16)
+            self._size("controls", 2 * c["controls"] + 16)
         self._bind()
+
+    def reserve(self, int64_t key_bytes, int64_t value_bytes, int64_t records=0):
+        """Make room for at least this many more key/value bytes and records, growing
+        geometrically so chunk-by-chunk callers reallocate only O(log n) times."""
+        cdef int64_t kused = self.o.key_off[self.o.n], vused = self.o.val_off[self.o.n]
+        c = self.caps
+        changed = False
+        if self.want_keys and c["key_data"] - kused < key_bytes:
+            self._size("key_data", max(kused + key_bytes, c["key_data"] * 3 // 2))
+            changed = True
+        if self.want_values and c["value_data"] - vused < value_bytes:
+            self._size("value_data", max(vused + value_bytes, c["value_data"] * 3 // 2))
+            changed = True
+        if c["records"] - self.o.n < records:
+            self._size("records", max(self.o.n + records, c["records"] * 3 // 2))
+            changed = True
+        if changed:
+            self._bind()
 
     @property
     def counts(self):
@@ -527,6 +596,22 @@ cdef class Columns:
                     key_bytes=self.o.key_off[self.o.n], value_bytes=self.o.val_off[self.o.n],
                     header_key_bytes=self.o.hk_off[self.o.n_hdr],
                     header_value_bytes=self.o.hv_off[self.o.n_hdr])
+
+    def arrays(self):
+        """NumPy views of the filled part of every output (the buffers stop growing)."""
+        c = self.counts
+        used = {"records": c["records"], "headers": c["headers"], "controls": c["controls"],
+                "key_data": c["key_bytes"], "value_data": c["value_bytes"],
+                "header_key_data": c["header_key_bytes"], "header_value_data": c["header_value_bytes"]}
+        out = {}
+        for name, (dtype, zero, g) in _OUTPUTS.items():
+            base = g.split("+")[0].split("/")[0]
+            n = used[base]
+            n = n + 1 if g.endswith("+1") else (n + 7) // 8 if g.endswith("/8") else n
+            buf = self.buffers[name]
+            (<GrowableBuffer>buf).resize(n * np.dtype(dtype).itemsize)   # give back the spare room
+            out[name] = np.frombuffer(buf, dtype=dtype, count=n)
+        return out
 
     def run(self, const uint8_t[::1] buf, dict batches, Py_ssize_t start, Py_ssize_t stop, list payloads):
         """Decode batches [start, stop). payloads[i - start] holds the decompressed records

@@ -244,4 +244,20 @@ static inline uint32_t kfmt_crc32(const uint8_t *p, size_t n) {
     return ~kfmt_crc_sw(kfmt_crc32_table, 0xFFFFFFFFu, p, n);
 }
 
+/* ---- memory ----------------------------------------------------------------------------- */
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+/* Ask for transparent huge pages over the page-aligned part of [p, p+n) (Linux; no-op elsewhere). */
+static inline void kfmt_advise_hugepages(void *p, size_t n) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    uintptr_t page = 4096, start = ((uintptr_t)p + page - 1) & ~(page - 1), end = ((uintptr_t)p + n) & ~(page - 1);
+    if (end > start) madvise((void *)start, end - start, MADV_HUGEPAGE);
+#else
+    (void)p; (void)n;
+#endif
+}
+
 #endif /* KFMT_H */
