@@ -42,6 +42,7 @@ _ERRORS = {
     14: (errors.CorruptRecordError, "control record key is shorter than version + type"),
     15: (errors.CorruptRecordError, "compressed wrapper has a null value"),
     16: (errors.CrcError, "CRC mismatch in a message inside a compressed wrapper"),
+    18: (errors.CorruptRecordError, "entry size {size} exceeds the largest allowed batch size (max_batch_bytes)"),
 }
 
 _CRC_MODES = {True: _scan.CRC_STRICT_, False: _scan.CRC_REPORT_, None: _scan.CRC_SKIP_}
@@ -81,7 +82,8 @@ def _decompress_batch(buf, table, b, max_decompressed, file):
 
 
 def decode(data, *, verify_crc=True, include_control=False, file=None, topic=None, partition=None,
-           keys=True, values=True, headers=True, max_decompressed=None, chunk_bytes=1 << 20) -> Records:
+           keys=True, values=True, headers=True, max_decompressed=None, max_batch_bytes=256 << 20,
+           chunk_bytes=1 << 20) -> Records:
     """Decode a buffer of Kafka record batches / message sets into columns.
 
     data: any bytes-like (bytes, bytearray, memoryview, mmap, NumPy uint8 array) holding
@@ -92,10 +94,13 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     (they are always in ``controls``).
     keys / values / headers: False skips copying that column (faster metadata-only decoding).
     max_decompressed: cap on the decompressed size of one batch (default: the codec's default).
+    max_batch_bytes: a size field above this is corruption (Kafka: maxMessageSize), not a
+    truncated tail.
+    chunk_bytes: decompressed bytes handed to the C kernel per call (cache-sized by default).
     file: a name used in error messages.
     """
     buf = _as_uint8(data)
-    table = _scan.scan(buf, _CRC_MODES[verify_crc])
+    table = _scan.scan(buf, _CRC_MODES[verify_crc], 0, max_batch_bytes)
     err = table.pop("error")
     count = table.pop("count")
     valid_end = table.pop("valid_end")

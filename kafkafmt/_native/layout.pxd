@@ -81,4 +81,5 @@ cdef enum:
     ERR_NULL_WRAPPER = 15         # a compressed wrapper with a null value
     ERR_INNER_CRC = 16
     ERR_COUNT_MISMATCH = 17       # fewer records than the batch header says
+    ERR_SIZE_TOO_LARGE = 18       # size field larger than any batch may be
     NEED_GROW = 100               # an output is full: grow it and call again

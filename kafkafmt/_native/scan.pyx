@@ -46,7 +46,7 @@ BATCH_COLUMNS = (
 PAYLOAD_COLUMNS = (("payload_start", np.int64), ("payload_len", np.int64))
 
 
-cdef inline int check_entry(const uint8_t *buf, Py_ssize_t n, Py_ssize_t pos,
+cdef inline int check_entry(const uint8_t *buf, Py_ssize_t n, Py_ssize_t pos, int64_t max_size,
                             int32_t *size_out, int *tail) noexcept nogil:
     """Validate the framing of the entry at pos. Returns ERR_NONE, an error code, or -1 at end."""
     cdef Py_ssize_t remaining = n - pos
@@ -67,6 +67,10 @@ cdef inline int check_entry(const uint8_t *buf, Py_ssize_t n, Py_ssize_t pos,
                 return ERR_SIZE_TOO_SMALL
         tail[0] = TAIL_ZEROS
         return -1
+    if size > max_size:
+        # as Kafka's readers do with maxMessageSize: no real batch is this large
+        size_out[0] = size
+        return ERR_SIZE_TOO_LARGE
     if <Py_ssize_t>size > remaining - LOG_OVERHEAD:
         tail[0] = TAIL_TRUNCATED
         return -1
@@ -110,9 +114,10 @@ cdef inline int legacy_value(const uint8_t *buf, Py_ssize_t pos, int32_t size, i
     return ERR_NONE
 
 
-def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0):
+def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0, int64_t max_size=256 << 20):
     """Scan the entries of `data` from byte `start`.
 
+    max_size: the largest size field accepted (larger ones are corrupt, not a truncated tail).
     Returns a dict: the batch table columns (BATCH_COLUMNS + PAYLOAD_COLUMNS), "count",
     "valid_end" (byte position after the last good entry), "tail" (TAIL_*), and "error"
     (code, position, offset) for the first malformed entry, or None.
@@ -128,7 +133,7 @@ def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0):
     # pass 1: count entries and find where valid framing ends
     with nogil:
         while True:
-            rc = check_entry(buf, n, pos, &size, &tail)
+            rc = check_entry(buf, n, pos, max_size, &size, &tail)
             if rc == -1:
                 break
             if rc != ERR_NONE:
