@@ -11,3 +11,7 @@ __all__ = [
     "KafkafmtError", "CorruptRecordError", "CrcError", "CompressionError", "DecompressionLimitError",
     "UnsupportedCodecError",
 ]
+from kafkafmt.encoder import encode, encode_control  # noqa: E402
+from kafkafmt.errors import EncodeError  # noqa: E402
+
+__all__ += ["encode", "encode_control", "EncodeError"]

@@ -25,12 +25,9 @@ from libc.stdint cimport uint8_t, uint32_t, int8_t, int16_t, int32_t, int64_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, free, realloc
 from cpython.buffer cimport PyBuffer_FillInfo
-from libc.stdint cimport uintptr_t
 
-cdef extern from "kfmt.h" nogil:
-    void kfmt_advise_hugepages(void *p, size_t n)
-
-from kafkafmt._native.kfmt cimport kfmt_be16, kfmt_be32, kfmt_be64, kfmt_varint, kfmt_varlong, kfmt_crc_init, kfmt_crc32
+from kafkafmt._native.kfmt cimport (kfmt_be16, kfmt_be32, kfmt_be64, kfmt_varint, kfmt_varlong, kfmt_crc_init,
+                                   kfmt_crc32, kfmt_advise_hugepages)
 from kafkafmt._native.layout cimport *
 
 kfmt_crc_init()

@@ -93,6 +93,53 @@ static inline int kfmt_varlong(const uint8_t **pp, const uint8_t *end, int64_t *
     return 0;
 }
 
+/* Writes v as a zigzag varint32 at p (room for 5 bytes needed); returns the bytes written. */
+static inline int kfmt_put_varint(uint8_t *p, int32_t v) {
+    uint32_t u = ((uint32_t)v << 1) ^ (uint32_t)(v >> 31);
+    int n = 0;
+    while (u >= 0x80) {
+        p[n++] = (uint8_t)(u | 0x80);
+        u >>= 7;
+    }
+    p[n++] = (uint8_t)u;
+    return n;
+}
+
+/* Writes v as a zigzag varlong at p (room for 10 bytes needed); returns the bytes written. */
+static inline int kfmt_put_varlong(uint8_t *p, int64_t v) {
+    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    int n = 0;
+    while (u >= 0x80) {
+        p[n++] = (uint8_t)(u | 0x80);
+        u >>= 7;
+    }
+    p[n++] = (uint8_t)u;
+    return n;
+}
+
+static inline int kfmt_varint_size(int32_t v) {
+    uint32_t u = ((uint32_t)v << 1) ^ (uint32_t)(v >> 31);
+    int n = 1;
+    while (u >= 0x80) { u >>= 7; n++; }
+    return n;
+}
+
+static inline int kfmt_varlong_size(int64_t v) {
+    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    int n = 1;
+    while (u >= 0x80) { u >>= 7; n++; }
+    return n;
+}
+
+static inline void kfmt_put_be16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static inline void kfmt_put_be32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+}
+static inline void kfmt_put_be64(uint8_t *p, uint64_t v) {
+    kfmt_put_be32(p, (uint32_t)(v >> 32));
+    kfmt_put_be32(p + 4, (uint32_t)v);
+}
+
 /* ---- CRC tables ---------------------------------------------------------------------------- */
 
 static uint32_t kfmt_crc32c_table[8][256];

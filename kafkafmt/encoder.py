@@ -1,0 +1,451 @@
+"""The encoding facade: columns in, Kafka bytes out (the mirror of decoder.py).
+
+1. Input is normalized to flat columns (Arrow layout): a `Records` (so decode -> encode round
+   trips), a pyarrow Table / pandas DataFrame with Spark's Kafka-source column names (key, value,
+   offset, timestamp, headers), or plain sequences (keys=, values=, timestamps=, headers=).
+2. Records are split into batches by an estimate of their encoded size (``batch_size`` bytes,
+   like a producer's batch.size) and a record limit.
+3. `_native.writer` writes the batches in C (v2: header, varint records, crc32c; v0/v1: messages
+   with crc32). For a compressed codec each batch's records are compressed by `kafkafmt.codecs`
+   (as Kafka's Java clients write them) and re-framed.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from kafkafmt._native import writer as _writer
+from kafkafmt.codecs import get_codec
+from kafkafmt.errors import EncodeError, UnsupportedCodecError
+from kafkafmt.records import Records
+
+__all__ = ["encode", "encode_control", "Columns", "to_columns"]
+
+TIMESTAMP_TYPES = {"createtime": 0, "create_time": 0, "logappendtime": 1, "log_append_time": 1, 0: 0, 1: 1}
+CONTROL_KINDS = {"abort": 0, "commit": 1}
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
+TIMESTAMP_TYPE_BIT = 0x08
+
+
+class Binary:
+    """A binary column for the writer: int64 offsets (need not start at 0), data, validity bitmap."""
+
+    __slots__ = ("offsets", "data", "validity")
+
+    def __init__(self, offsets, data, validity=None):
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.data = np.ascontiguousarray(data, dtype=np.uint8) if len(data) else np.zeros(1, np.uint8)
+        self.validity = None if validity is None else np.ascontiguousarray(validity, dtype=np.uint8)
+
+    def lengths(self):
+        return np.diff(self.offsets)
+
+    def as_tuple(self):
+        return (self.offsets, self.data, self.validity)
+
+    @classmethod
+    def empty(cls, n):
+        return cls(np.zeros(n + 1, np.int64), np.zeros(1, np.uint8))
+
+
+class Columns:
+    """Normalized writer input: n records as flat columns."""
+
+    def __init__(self, key, value, timestamp=None, offset=None, header_index=None, header_key=None,
+                 header_value=None):
+        self.key = key
+        self.value = value
+        self.n = len(key.offsets) - 1
+        if len(value.offsets) - 1 != self.n:
+            raise EncodeError(f"{self.n} keys but {len(value.offsets) - 1} values")
+        self.timestamp = None if timestamp is None else _int64_column(timestamp, "timestamp", self.n)
+        self.offset = None if offset is None else _int64_column(offset, "offset", self.n)
+        if header_index is None:
+            header_index = np.zeros(self.n + 1, np.int64)
+            header_key = header_value = Binary.empty(0)
+        self.header_index = np.ascontiguousarray(header_index, dtype=np.int64)
+        self.header_key = header_key
+        self.header_value = header_value
+
+    def __len__(self):
+        return self.n
+
+    def has_headers(self):
+        return bool(self.header_index[-1] > self.header_index[0])
+
+    def headers_tuple(self):
+        return (self.header_index, self.header_key.offsets, self.header_key.data,
+                self.header_value.offsets, self.header_value.data, self.header_value.validity)
+
+
+def _int64_column(values, name, n):
+    arr = np.asarray(values)
+    if arr.dtype.kind == "M":  # datetime64 -> ms since the epoch
+        arr = arr.astype("datetime64[ms]").astype(np.int64)
+    if arr.dtype == object or arr.dtype.kind not in "iu":
+        try:
+            arr = arr.astype(np.int64)
+        except (TypeError, ValueError) as exc:
+            raise EncodeError(f"{name} must be integers (ms for timestamps): {exc}") from None
+    if arr.shape != (n,):
+        raise EncodeError(f"{name} has {arr.size} values for {n} records")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _binary_from_sequence(items, what):
+    items = list(items)
+    n = len(items)
+    lengths = np.zeros(n, np.int64)
+    valid = np.ones(n, bool)
+    parts = []
+    for i, x in enumerate(items):
+        if x is None:
+            valid[i] = False
+        elif isinstance(x, (bytes, bytearray, memoryview)):
+            parts.append(x)
+            lengths[i] = len(x)
+        else:
+            raise EncodeError(f"{what} {i} is {type(x).__name__}, not bytes (or None)")
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = np.frombuffer(b"".join(parts), np.uint8)
+    return Binary(offsets, data, None if valid.all() else np.packbits(valid, bitorder="little"))
+
+
+def _binary_from_records_column(col):
+    return Binary(col.offsets.astype(np.int64, copy=False), col.data, col.validity)
+
+
+def _binary_from_arrow(arr, what):
+    import pyarrow as pa
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_null(arr.type):
+        return _binary_from_sequence([None] * len(arr), what)
+    if not (pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type) or pa.types.is_string(arr.type)
+            or pa.types.is_large_string(arr.type) or pa.types.is_binary_view(arr.type)
+            or pa.types.is_string_view(arr.type)):
+        raise EncodeError(f"{what} column has type {arr.type}, not binary")
+    arr = arr.cast(pa.large_binary())
+    _, offsets_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(offsets_buf, np.int64)[arr.offset:arr.offset + len(arr) + 1]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(1, np.uint8)
+    validity = None
+    if arr.null_count:
+        validity = np.packbits(~np.asarray(arr.is_null(), dtype=bool), bitorder="little")
+    return Binary(offsets, data, validity)
+
+
+def _headers_from_sequence(items, n):
+    index = np.zeros(n + 1, np.int64)
+    keys, values = [], []
+    for i, hs in enumerate(items):
+        hs = hs or ()
+        for h in hs:
+            try:
+                k, v = h
+            except (TypeError, ValueError):
+                raise EncodeError(f"header of record {i} must be a (key, value) pair, got {h!r}") from None
+            if isinstance(k, str):
+                k = k.encode("utf-8")
+            if not isinstance(k, (bytes, bytearray)):
+                raise EncodeError(f"header key of record {i} is {type(k).__name__}, not str")
+            keys.append(bytes(k))
+            values.append(v)
+        index[i + 1] = len(keys)
+    if len(index) != n + 1 or (items is not None and len(items) != n):
+        raise EncodeError(f"headers given for {len(items)} records, not {n}")
+    return index, _binary_from_sequence(keys, "header key"), _binary_from_sequence(values, "header value")
+
+
+def _headers_from_arrow(arr, n):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_null(arr.type):
+        return None, None, None
+    if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
+        raise EncodeError(f"headers column has type {arr.type}, not list<struct<key, value>>")
+    if arr.null_count:  # a null list means no headers; make its child range empty
+        arr = pc.fill_null(arr, pa.scalar([], type=arr.type))
+    offsets = np.asarray(arr.offsets, dtype=np.int64)
+    values = arr.values
+    if offsets[0] != 0 or len(values) != offsets[-1]:
+        values = values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+        offsets = offsets - offsets[0]
+    if not pa.types.is_struct(values.type):
+        raise EncodeError(f"headers column has type {arr.type}, not list<struct<key, value>>")
+    key = _binary_from_arrow(values.field("key"), "header key")
+    if key.validity is not None:
+        raise EncodeError("header keys must not be null")
+    return offsets, key, _binary_from_arrow(values.field("value"), "header value")
+
+
+def _from_arrow_table(table):
+    names = table.column_names
+    missing = {"value"} - set(names)
+    if missing:
+        raise EncodeError(f"records need a 'value' column (Spark's Kafka names: key, value, offset, "
+                          f"timestamp, headers); got {names}")
+    n = table.num_rows
+    key = _binary_from_arrow(table.column("key"), "key") if "key" in names else \
+        _binary_from_sequence([None] * n, "key")
+    value = _binary_from_arrow(table.column("value"), "value")
+    ts = None
+    if "timestamp" in names:
+        import pyarrow as pa
+
+        col = table.column("timestamp")
+        if pa.types.is_timestamp(col.type):
+            col = col.cast(pa.timestamp("ms", tz=col.type.tz)).cast(pa.int64())
+        ts = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
+    offset = np.asarray(table.column("offset").to_numpy(), dtype=np.int64) if "offset" in names else None
+    hidx = hkey = hval = None
+    if "headers" in names:
+        hidx, hkey, hval = _headers_from_arrow(table.column("headers"), n)
+    return Columns(key, value, ts, offset, hidx, hkey, hval)
+
+
+def to_columns(records=None, *, keys=None, values=None, timestamps=None, headers=None, offsets=None) -> Columns:
+    """Normalize any supported input to writer `Columns`."""
+    if records is not None:
+        if isinstance(records, Columns):
+            return records
+        if isinstance(records, Records):
+            h = records.headers
+            return Columns(_binary_from_records_column(records.key), _binary_from_records_column(records.value),
+                           records.timestamp, records.offset, h.offsets.astype(np.int64),
+                           _binary_from_records_column(h.key), _binary_from_records_column(h.value))
+        mod = type(records).__module__
+        if mod.startswith("pandas"):
+            import pyarrow as pa
+
+            return _from_arrow_table(pa.Table.from_pandas(records, preserve_index=False))
+        if mod.startswith("pyarrow"):
+            import pyarrow as pa
+
+            if isinstance(records, pa.RecordBatch):
+                records = pa.Table.from_batches([records])
+            return _from_arrow_table(records)
+        if isinstance(records, dict):
+            return to_columns(keys=records.get("key"), values=records.get("value"),
+                              timestamps=records.get("timestamp"), headers=records.get("headers"),
+                              offsets=records.get("offset"))
+        raise EncodeError(f"cannot encode records of type {type(records).__name__}")
+    if values is None:
+        raise EncodeError("nothing to encode: pass records or values=")
+    values = list(values)
+    n = len(values)
+    key = _binary_from_sequence(keys if keys is not None else [None] * n, "key")
+    value = _binary_from_sequence(values, "value")
+    hidx = hkey = hval = None
+    if headers is not None:
+        headers = list(headers)
+        if len(headers) != n:
+            raise EncodeError(f"headers given for {len(headers)} records, not {n}")
+        hidx, hkey, hval = _headers_from_sequence(headers, n)
+    return Columns(key, value, timestamps, offsets, hidx, hkey, hval)
+
+
+def _split(cols: Columns, start, stop, batch_size, max_records):
+    """Batch boundaries (record indices) over [start, stop): greedy on estimated encoded bytes."""
+    if stop <= start:
+        return np.array([start], np.int64)
+    est = (np.maximum(cols.key.lengths()[start:stop], 0) + np.maximum(cols.value.lengths()[start:stop], 0)
+           + 8)
+    if cols.has_headers():
+        per_header = (cols.header_key.lengths() + np.maximum(cols.header_value.lengths(), 0) + 4)
+        hcum = np.concatenate([[0], np.cumsum(per_header)])
+        hidx = cols.header_index[start:stop + 1]
+        est = est + hcum[hidx[1:]] - hcum[hidx[:-1]]
+    cum = np.concatenate([[0], np.cumsum(est)])
+    offs = cols.offset
+    bounds = [0]
+    i = 0
+    n = stop - start
+    budget = max(batch_size - 61, 1)
+    while i < n:
+        j = int(np.searchsorted(cum, cum[i] + budget, side="right")) - 1
+        j = max(j, i + 1)
+        if max_records:
+            j = min(j, i + max_records)
+        j = min(j, n)
+        if offs is not None and offs[start + j - 1] - offs[start + i] > 0x7FFFFFFF:
+            # offset deltas are int32: end the batch before the span overflows
+            j = i + max(1, int(np.searchsorted(offs[start + i:start + j], offs[start + i] + 0x7FFFFFFF,
+                                               side="right")))
+        bounds.append(j)
+        i = j
+    return np.asarray(bounds, np.int64) + start
+
+
+def _codec(compression):
+    if compression is None:
+        compression = 0
+    try:
+        return get_codec(compression)
+    except UnsupportedCodecError as exc:
+        raise EncodeError(f"unknown compression {compression!r} (use none, gzip, snappy, lz4 or zstd)") from exc
+
+
+def _timestamp_type(timestamp_type):
+    key = timestamp_type.lower() if isinstance(timestamp_type, str) else timestamp_type
+    if key not in TIMESTAMP_TYPES:
+        raise EncodeError(f"unknown timestamp_type {timestamp_type!r} (CreateTime or LogAppendTime)")
+    return TIMESTAMP_TYPES[key]
+
+
+def encode(records=None, *, keys=None, values=None, timestamps=None, headers=None, offsets=None, magic=2,
+           compression=None, compression_level=None, batch_size=16384, max_records=None, base_offset=0,
+           timestamp_type="CreateTime", log_append_time=None, producer_id=-1, producer_epoch=-1,
+           base_sequence=-1, transactional=False, partition_leader_epoch=0) -> bytes:
+    """Encode records as Kafka record batches (magic 2) or message sets (magic 0/1).
+
+    records: a `Records`, a pyarrow Table / pandas DataFrame with Spark's Kafka column names
+    (value required; key, offset, timestamp, headers optional), or a dict of such columns; or
+    pass plain sequences as keys=, values=, timestamps= (ms), headers= (lists of (str, bytes)).
+    Offsets default to base_offset, base_offset+1, ...; given offsets must increase (gaps are
+    allowed, as compaction leaves them). Timestamps default to the current time.
+    compression: none, gzip, snappy, lz4 or zstd (zstd needs magic 2), per batch, framed as
+    Kafka's Java clients write it (magic-0 lz4 with KAFKA-3160's header checksum).
+    batch_size: target bytes of records per batch (like the producer's batch.size);
+    max_records: limit of records per batch.
+    timestamp_type: CreateTime, or LogAppendTime with log_append_time (ms) as the broker sets it.
+    producer_id / producer_epoch / base_sequence / transactional: the idempotent-producer fields
+    (v2); the base sequence advances by each batch's record count.
+    """
+    cols = to_columns(records, keys=keys, values=values, timestamps=timestamps, headers=headers, offsets=offsets)
+    return encode_columns(cols, magic=magic, compression=compression, compression_level=compression_level,
+                          batch_size=batch_size, max_records=max_records, base_offset=base_offset,
+                          timestamp_type=timestamp_type, log_append_time=log_append_time,
+                          producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
+                          transactional=transactional, partition_leader_epoch=partition_leader_epoch)
+
+
+def _prepare(cols: Columns, magic, base_offset, timestamp_type, log_append_time):
+    n = cols.n
+    if magic not in (0, 1, 2):
+        raise EncodeError(f"magic must be 0, 1 or 2, not {magic!r}")
+    if cols.offset is None:
+        if base_offset < 0:
+            raise EncodeError(f"base_offset must be >= 0, not {base_offset}")
+        cols.offset = np.arange(base_offset, base_offset + n, dtype=np.int64)
+    elif n:
+        if (cols.offset < 0).any():
+            raise EncodeError("offsets must be >= 0")
+        back = np.flatnonzero(np.diff(cols.offset) <= 0)
+        if back.size:
+            i = int(back[0]) + 1
+            raise EncodeError(f"offsets must increase: record {i} has offset {cols.offset[i]} after "
+                              f"{cols.offset[i - 1]}")
+    if cols.timestamp is None:
+        cols.timestamp = np.full(n, int(time.time() * 1000), np.int64)
+    tstype = _timestamp_type(timestamp_type)
+    if tstype == 1 and log_append_time is None:
+        raise EncodeError("timestamp_type LogAppendTime needs log_append_time (ms)")
+    if magic < 2 and cols.has_headers():
+        raise EncodeError(f"magic {magic} messages cannot carry headers (headers need magic 2)")
+    return tstype
+
+
+def encode_columns(cols: Columns, *, magic=2, compression=None, compression_level=None, batch_size=16384,
+                   max_records=None, base_offset=0, timestamp_type="CreateTime", log_append_time=None,
+                   producer_id=-1, producer_epoch=-1, base_sequence=-1, transactional=False,
+                   partition_leader_epoch=0, bounds=None, attributes_extra=0) -> bytes:
+    """encode() on already-normalized `Columns`; `bounds` may fix the batch boundaries."""
+    tstype = _prepare(cols, magic, base_offset, timestamp_type, log_append_time)
+    codec = _codec(compression)
+    if bounds is None:
+        bounds = _split(cols, 0, cols.n, batch_size, max_records)
+    bounds = np.asarray(bounds, np.int64)
+    if magic == 2:
+        return _encode_v2(cols, bounds, codec, compression_level, tstype, log_append_time, producer_id,
+                          producer_epoch, base_sequence, transactional, partition_leader_epoch, attributes_extra)
+    if producer_id != -1 or transactional:
+        raise EncodeError(f"magic {magic} has no producer ids or transactions (they need magic 2)")
+    return _encode_legacy(cols, bounds, codec, compression_level, magic, tstype, log_append_time)
+
+
+def _encode_v2(cols, bounds, codec, level, tstype, log_append_time, producer_id, producer_epoch, base_sequence,
+               transactional, leader_epoch, attributes_extra):
+    nb = len(bounds) - 1
+    if nb <= 0:
+        return b""
+    attr = tstype * TIMESTAMP_TYPE_BIT | (TRANSACTIONAL_BIT if transactional else 0) | attributes_extra
+    counts = np.diff(bounds)
+    if base_sequence >= 0:
+        seq = (base_sequence + np.concatenate([[0], np.cumsum(counts)[:-1]])) % (1 << 31)
+    else:
+        seq = np.full(nb, -1)
+    payload = int(cols.key.offsets[-1] - cols.key.offsets[0] + cols.value.offsets[-1] - cols.value.offsets[0]
+                  + cols.header_key.offsets[-1] - cols.header_key.offsets[0]
+                  + cols.header_value.offsets[-1] - cols.header_value.offsets[0])
+    nh = int(cols.header_index[-1] - cols.header_index[0])
+    out = np.empty(_writer.max_v2_size(cols.n, payload, nh, nb), np.uint8)
+    pos = _writer.encode_v2(
+        out, cols.key.as_tuple(), cols.value.as_tuple(), cols.headers_tuple(), cols.offset, cols.timestamp,
+        bounds, np.full(nb, attr, np.int16), np.full(nb, leader_epoch, np.int32),
+        np.full(nb, producer_id, np.int64), np.full(nb, producer_epoch, np.int16), seq.astype(np.int32),
+        np.full(nb, log_append_time if tstype == 1 else -1, np.int64), codec.id == 0)
+    if codec.id == 0:
+        return out[:pos[-1]].tobytes()
+    mv = memoryview(out)
+    parts = []
+    for b in range(nb):
+        p, q = int(pos[b]), int(pos[b + 1])
+        compressed = codec.compress(mv[p + 61:q], level=level, magic=2)
+        parts.append(_writer.frame_v2(mv[p:p + 61], compressed, codec.id))
+    return b"".join(parts)
+
+
+def _encode_legacy(cols, bounds, codec, level, magic, tstype, log_append_time):
+    if codec.id == 4:
+        raise EncodeError("zstd needs magic 2 (Kafka does not allow it in v0/v1 messages)")
+    n = cols.n
+    attr_ts = TIMESTAMP_TYPE_BIT if (magic == 1 and tstype == 1) else 0
+    timestamps = cols.timestamp
+    if magic == 1 and tstype == 1 and codec.id == 0:
+        timestamps = np.full(n, log_append_time, np.int64)  # the broker stamps each message
+    payload = int(cols.key.offsets[-1] - cols.key.offsets[0] + cols.value.offsets[-1] - cols.value.offsets[0])
+    key, value = cols.key.as_tuple(), cols.value.as_tuple()
+    if codec.id == 0:
+        out = np.empty(_writer.max_legacy_size(n, payload), np.uint8)
+        size = _writer.encode_legacy(out, key, value, cols.offset, timestamps, 0, n, magic, attr_ts)
+        return out[:size].tobytes()
+    parts = []
+    out = np.empty(_writer.max_legacy_size(int(np.diff(bounds).max()), payload) if n else 1, np.uint8)
+    for b in range(len(bounds) - 1):
+        s, e = int(bounds[b]), int(bounds[b + 1])
+        if magic == 1:  # inner offsets relative to the first: absolute = wrapper - last inner + inner
+            inner = cols.offset - cols.offset[s]
+        else:           # v0 inner offsets are absolute
+            inner = cols.offset
+        size = _writer.encode_legacy(out, key, value, inner, timestamps, s, e, magic, 0)
+        compressed = codec.compress(memoryview(out)[:size], level=level, magic=magic)
+        wrapper_ts = log_append_time if tstype == 1 else int(timestamps[s:e].max())
+        parts.append(_writer.legacy_wrapper(int(cols.offset[e - 1]), magic, codec.id | attr_ts,
+                                            wrapper_ts if magic == 1 else -1, compressed))
+    return b"".join(parts)
+
+
+def encode_control(kind, *, offset, producer_id, producer_epoch=0, coordinator_epoch=0, timestamp=None,
+                   partition_leader_epoch=0) -> bytes:
+    """A transaction marker batch (kind 'commit' or 'abort'), as a transaction coordinator writes it:
+    a transactional control batch with one record, key = version 0 + type, value = version 0 +
+    coordinator epoch."""
+    ctype = CONTROL_KINDS.get(str(kind).lower()) if not isinstance(kind, int) else kind
+    if ctype not in (0, 1):
+        raise EncodeError(f"control kind must be 'commit' or 'abort', not {kind!r}")
+    if producer_id < 0:
+        raise EncodeError("a transaction marker needs a producer_id >= 0")
+    key = b"\x00\x00" + int(ctype).to_bytes(2, "big")
+    value = b"\x00\x00" + int(coordinator_epoch).to_bytes(4, "big", signed=True)
+    cols = to_columns(keys=[key], values=[value], offsets=[offset],
+                      timestamps=[int(time.time() * 1000) if timestamp is None else timestamp])
+    return encode_columns(cols, magic=2, producer_id=producer_id, producer_epoch=producer_epoch, transactional=True,
+                          partition_leader_epoch=partition_leader_epoch, attributes_extra=CONTROL_BIT)
