@@ -32,7 +32,7 @@ _ERRORS = {
     4: (errors.CorruptRecordError, "record count is negative or larger than the batch can hold"),
     5: (errors.CorruptRecordError, "a record runs past the end of its batch"),
     6: (errors.CorruptRecordError, "varint longer than allowed"),
-    7: (errors.CorruptRecordError, "negative length field (only -1, null, is allowed)"),
+    7: (errors.CorruptRecordError, "negative header key length or header count"),
     8: (errors.CorruptRecordError, "record size field disagrees with the record's contents"),
     9: (errors.CorruptRecordError, "bytes left in the batch after its declared records"),
     10: (errors.CorruptRecordError, "compressed message inside a compressed wrapper"),
@@ -109,10 +109,15 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
         _raise_scan_error(err, file)
 
     codec = table["codec"]
-    compressed = np.flatnonzero(codec != 0)
-    plain_bytes = int(table["payload_len"][codec == 0].clip(0).sum())
-    n_est = int(table["record_count"].sum()) + 1
-    ctrl_est = int(table["record_count"][table["is_control"]].sum())
+    counts = table["record_count"]
+    # the cleaner leaves v2 batches without records and without payload, whatever their codec bits
+    compressed = np.flatnonzero((codec != 0) & ((table["magic"] < 2) | (counts > 0) | (table["payload_len"] > 0)))
+    plain = codec == 0
+    plain_bytes = int(table["payload_len"][plain].clip(0).sum())
+    # record counts of uncompressed batches were checked against their size by the scan; those of
+    # compressed batches are checked against the decompressed size, chunk by chunk, before use
+    n_est = int(counts[plain].sum()) + 1
+    ctrl_est = int(counts[plain & table["is_control"]].sum())
     cols = _kernel.Columns(
         n_est, plain_bytes // 4 + 1024, plain_bytes + 1024, headers=max(16, n_est // 8),
         controls=ctrl_est, want_keys=keys, want_values=values, want_headers=headers,
@@ -138,8 +143,10 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
             stop += 1
         decompressed = alive - 64 * payloads.count(None)
         if decompressed:
-            # values fit in their decompressed records; keys are typically a small share
-            cols.reserve(decompressed // 8, decompressed)
+            # values fit in their decompressed records; keys are typically a small share; a
+            # record takes at least 7 bytes, which bounds what a count field may ask for
+            claimed = sum(min(int(counts[b + k]), len(p) // 7) for k, p in enumerate(payloads) if p is not None)
+            cols.reserve(decompressed // 8, decompressed, claimed)
         start = b
         while True:
             status, at, err_at, grow = cols.run(buf, table, start, stop, payloads[start - b:])

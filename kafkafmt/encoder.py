@@ -11,16 +11,18 @@
 """
 from __future__ import annotations
 
+import struct
 import time
 
 import numpy as np
 
 from kafkafmt._native import writer as _writer
+from kafkafmt._native.scan import crc32c as _crc32c
 from kafkafmt.codecs import get_codec
 from kafkafmt.errors import EncodeError, UnsupportedCodecError
 from kafkafmt.records import Records
 
-__all__ = ["encode", "encode_control", "Columns", "to_columns"]
+__all__ = ["encode", "encode_control", "encode_empty_batch", "Columns", "to_columns"]
 
 TIMESTAMP_TYPES = {"createtime": 0, "create_time": 0, "logappendtime": 1, "log_append_time": 1, 0: 0, 1: 1}
 CONTROL_KINDS = {"abort": 0, "commit": 1}
@@ -449,3 +451,21 @@ def encode_control(kind, *, offset, producer_id, producer_epoch=0, coordinator_e
                       timestamps=[int(time.time() * 1000) if timestamp is None else timestamp])
     return encode_columns(cols, magic=2, producer_id=producer_id, producer_epoch=producer_epoch, transactional=True,
                           partition_leader_epoch=partition_leader_epoch, attributes_extra=CONTROL_BIT)
+
+
+_V2_HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 batch header (layout.pxd)
+
+
+def encode_empty_batch(*, base_offset, last_offset=None, timestamp, producer_id=-1, producer_epoch=-1,
+                       base_sequence=-1, transactional=False, partition_leader_epoch=0) -> bytes:
+    """A v2 batch with no records, as Kafka's log cleaner leaves one to keep a producer's last
+    offset and sequence (MemoryRecords.filterTo / DefaultRecordBatch.writeEmptyHeader)."""
+    last_offset = base_offset if last_offset is None else last_offset
+    if last_offset < base_offset:
+        raise EncodeError("last_offset must be >= base_offset")
+    attr = TRANSACTIONAL_BIT if transactional else 0
+    header = bytearray(_V2_HEADER.pack(base_offset, 61 - 12, partition_leader_epoch, 2, 0, attr,
+                                       last_offset - base_offset, timestamp, timestamp, producer_id,
+                                       producer_epoch, base_sequence, 0))
+    struct.pack_into(">I", header, 17, _crc32c(memoryview(header)[21:]))
+    return bytes(header)

@@ -172,7 +172,11 @@ class Headers:
         """list<struct<key: string, value: binary>>; a record without headers is null (as Spark's
         Kafka source gives it) unless null_if_empty is False."""
         pa = _pa()
-        keys = self.key.to_arrow(pa.string() if self.key.offsets.dtype == np.int32 else pa.large_string())
+        keys = self.key.to_arrow(pa.binary() if self.key.offsets.dtype == np.int32 else pa.large_binary())
+        try:
+            keys = keys.cast(pa.string() if self.key.offsets.dtype == np.int32 else pa.large_string())
+        except pa.ArrowInvalid:  # not UTF-8: replace the bad bytes, as Java's String decoding does
+            keys = pa.array([k.decode("utf-8", "replace") for k in self.key.to_pylist()], pa.string())
         values = self.value.to_arrow(pa.binary() if self.value.offsets.dtype == np.int32 else pa.large_binary())
         struct = pa.StructArray.from_arrays([keys, values], names=["key", "value"])
         offsets = self.offsets.astype(np.int32, copy=False)

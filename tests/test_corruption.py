@@ -7,8 +7,12 @@ Rules (Kafka's, from FileLogInputStream / ByteBufferLogInputStream / DefaultReco
   their batch, record counts that do not match the records, unknown magics and codecs;
 * every failure is a KafkafmtError subclass carrying a position; never another exception type.
 """
+import os
 import random
 import struct
+import subprocess
+import sys
+import textwrap
 import time
 
 import numpy as np
@@ -20,7 +24,7 @@ kafkafmt = pytest.importorskip("kafkafmt")
 from kafkafmt.errors import (  # noqa: E402
     CompressionError, CorruptRecordError, CrcError, KafkafmtError, UnsupportedCodecError)
 
-MAX_POSITIONS = 1200          # byte positions tried per buffer (a stride when the buffer is longer)
+MAX_POSITIONS = 4000          # byte positions tried per buffer (a stride when the buffer is longer)
 
 
 def _v2_buffer():
@@ -404,3 +408,104 @@ def test_legacy_garbage_inner_message_set(magic, codec):
     struct.pack_into(">i", buf, 8, len(buf) - 12)
     kpy.fix_crc_legacy(buf)
     _expect_corrupt(bytes(buf))
+
+
+# --- malformed, yet accepted by Kafka's readers -------------------------------------------------------------------
+ACCEPTED = {
+    # DefaultRecord.readFrom: any negative key/value/header-value size is null (only header *keys* must be >= 0)
+    "key_len_-2": (raw_record(key=_zz(-2)), dict(key=None, value=b"v", headers=[])),
+    "value_len_-7": (raw_record(value=_zz(-7)), dict(key=None, value=None, headers=[])),
+    "header_value_len_-3": (raw_record(headers=_zz(1) + _zz(1) + b"h" + _zz(-3)),
+                            dict(key=None, value=b"v", headers=[("h", None)])),
+    # record attributes are unused: ignored
+    "record_attributes_5": (raw_record(attrs=b"\x05"), dict(key=None, value=b"v", headers=[])),
+    # timestamp deltas are varlongs
+    "ts_delta_2^40": (raw_record(ts_delta=_zz(2 ** 40)), dict(timestamp=kpy.TS0 + 2 ** 40)),
+    "ts_delta_negative": (raw_record(ts_delta=_zz(-5000)), dict(timestamp=kpy.TS0 - 5000)),
+}
+
+
+@pytest.mark.parametrize("name", list(ACCEPTED))
+def test_accepted_by_kafka(name):
+    rec, want = ACCEPTED[name]
+    out = kafkafmt.decode(raw_v2(rec, 1))
+    assert len(out) == 1
+    got = dict(key=out.key[0], value=out.value[0], headers=[tuple(h) for h in out.headers.to_pylist()[0]],
+               timestamp=int(out.timestamp[0]))
+    for k, v in want.items():
+        assert got[k] == v, f"{k}: {got[k]!r} != {v!r}"
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("field", ["key", "value"])
+def test_legacy_negative_length_is_null(magic, field):
+    """LegacyRecord: a negative key/value size means null (valueSizeOffset uses max(0, keySize))."""
+    recs = [kpy.Rec(i, kpy.TS0 + i, b"", b"") for i in range(2)]
+    buf = bytearray(kpy.build_legacy(recs, magic, "none"))
+    key_at = 12 + 4 + 2 + (8 if magic == 1 else 0)
+    struct.pack_into(">i", buf, key_at if field == "key" else key_at + 4, -2)
+    kpy.fix_crc_legacy(buf)
+    out = kafkafmt.decode(bytes(buf))
+    assert getattr(out, field).to_pylist() == [None, b""]
+
+
+def test_invalid_utf8_header_key():
+    """Kafka decodes header keys as UTF-8 with replacement; the Arrow table must still be valid."""
+    buf = raw_v2(raw_record(headers=_zz(1) + _zz(2) + b"\xff\xfe" + _zz(1) + b"x"), 1)
+    out = kafkafmt.decode(buf)
+    [[(k, v)]] = out.headers.to_pylist()
+    assert k == b"\xff\xfe".decode("utf-8", "replace") and v == b"x"
+    t = out.to_arrow()
+    t.validate(full=True)
+    assert t.column("headers").to_pylist() == [[{"key": k, "value": b"x"}]]
+    out.to_pandas()
+
+
+def test_legacy_wrapper_edge_cases_are_corrupt():
+    from test_crosscheck import _inner, _wrapper
+    nested = kpy.build_legacy([kpy.Rec(i, kpy.TS0 + i, None, kpy.compressible(i)) for i in range(3)], 1, "gzip")
+    for name, buf in {"empty wrapper": _wrapper(b"", 1, "gzip", 5),
+                      "nested compression": _wrapper(nested, 1, "snappy", 10),
+                      "partial inner message": _wrapper(_inner(1, 3) + _inner(1, 1)[:20], 1, "gzip", 5)}.items():
+        try:
+            _expect_corrupt(buf)
+        except BaseException as e:
+            raise AssertionError(f"{name}: {e}") from e
+
+
+def _peak_rss_script(call):
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forking parent (pytest) across exec
+    return textwrap.dedent("""
+        import re, sys, kafkafmt
+        def hwm():
+            return int(re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read()).group(1)) // 1024
+        data = sys.stdin.buffer.read()
+        before = hwm()
+        try:
+            %s
+            print("decoded")
+        except kafkafmt.KafkafmtError as e:
+            print(type(e).__name__)
+        print(hwm() - before)
+    """ % call)
+
+
+def _peak_rss_growth_mib(data, call="kafkafmt.decode(data)"):
+    """Decode in a fresh interpreter; returns (outcome, growth of its peak RSS in MiB)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    res = subprocess.run([sys.executable, "-c", _peak_rss_script(call)], input=data, capture_output=True,
+                         env=env, timeout=120)
+    assert res.returncode == 0, res.stderr.decode()
+    lines = res.stdout.decode().split()
+    return lines[0], int(lines[-1])
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "zstd"])
+def test_absurd_record_count_does_not_allocate(codec):
+    """A 1 KB file must not make the decoder reserve memory for 2^31-1 records before rejecting it
+    (a v2 record takes at least 7 bytes: the count is bounded by the (decompressed) payload size)."""
+    a = kpy.build_v2(kpy.make_records(0, 2), "none")
+    b = _set_v2_field(kpy.build_v2(kpy.make_records(2, 3), codec), ">i", kpy.V2_COUNT_AT, 2 ** 31 - 1)
+    outcome, grew_mib = _peak_rss_growth_mib(a + b + a)
+    assert outcome == "CorruptRecordError"
+    assert grew_mib < 100, f"peak memory grew by {grew_mib} MiB for a {len(a + b + a)}-byte input"

@@ -8,7 +8,7 @@ import pytest
 import kpy
 
 kafkafmt = pytest.importorskip("kafkafmt")
-from kafkafmt.errors import CorruptRecordError, CrcError, KafkafmtError  # noqa: E402
+from kafkafmt.errors import CorruptRecordError, CrcError  # noqa: E402
 
 MATRIX = kpy.matrix()
 
@@ -143,6 +143,16 @@ def test_empty_batches_are_rows_without_records():
     assert np.asarray(out.batch_index).tolist() == [1, 1]
     only_empty = kafkafmt.decode(kpy.build_empty_v2(0, 0))
     assert len(only_empty) == 0 and len(only_empty.batches) == 1
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_empty_batch_with_codec_bits(codec):
+    """DefaultRecordBatch.iterator(): count() == 0 returns no records before any decompression."""
+    buf = kpy.build_v2(kpy.make_records(0, 2), "none") + kpy.build_empty_v2(2, 3, codec=codec)
+    out = kafkafmt.decode(buf)
+    assert np.asarray(out.offset).tolist() == [0, 1]
+    assert np.asarray(out.batches.codec).tolist() == [0, codec]
+    assert np.asarray(out.batches.record_count).tolist() == [2, 0]
 
 
 def test_empty_buffer():
@@ -333,3 +343,124 @@ def test_batches_table_column_dtypes():
     c = out.controls
     assert np.asarray(c.type).dtype == np.int16 and np.asarray(c.version).dtype == np.int16
     assert np.asarray(c.coordinator_epoch).dtype == np.int32 and np.asarray(c.offset).dtype == np.int64
+
+
+# --- legacy wrappers: Kafka's AbstractLegacyRecordBatch.DeepRecordsIterator ---------------------------------------
+def _wrapper(inner: bytes, magic: int, codec: str, wrapper_offset: int, ts=kpy.TS0 + 100, attrs_extra=0):
+    """A compressed legacy wrapper around an arbitrary inner message set."""
+    from kafka import codec as kc
+    comp = {"gzip": kc.gzip_encode, "snappy": kc.snappy_encode,
+            "lz4": kc.lz4_encode_old_kafka if magic == 0 else kc.lz4_encode}[codec](bytes(inner))
+    hdr = struct.pack(">qiIbb", wrapper_offset, 0, 0, magic, kpy.CODEC_IDS[codec] | attrs_extra)
+    hdr += struct.pack(">q", ts) if magic else b""
+    buf = bytearray(hdr + struct.pack(">ii", -1, len(comp)) + comp)
+    struct.pack_into(">i", buf, 8, len(buf) - 12)
+    kpy.fix_crc_legacy(buf)
+    return bytes(buf)
+
+
+def _inner(magic, n=6, first=0):
+    return kpy.build_legacy([kpy.Rec(first + i, kpy.TS0 + i, None, b"v%d" % i) for i in range(n)], magic, "none")
+
+
+@pytest.mark.parametrize("wrapper_offset", [2, -1, 4])
+def test_v1_wrapper_offset_below_last_inner_is_rejected(wrapper_offset):
+    """Current Kafka (AbstractLegacyRecordBatch.DeepRecordsIterator): a non-zero v1 wrapper offset
+    below the last inner relative offset is an InvalidRecordException ("Found invalid wrapper offset
+    in compressed v1 message set"). Older Kafka and kafka-python took the inner offsets as they were."""
+    buf = _wrapper(_inner(1, 6), 1, "gzip", wrapper_offset)
+    with pytest.raises(CorruptRecordError, match="wrapper offset") as ei:
+        kafkafmt.decode(buf)
+    assert ei.value.position == 0
+
+
+def test_v1_wrapper_with_v0_inner_messages():
+    """Inner magic 0 under a v1 wrapper: offsets converted (wrapper magic > 0), no timestamps (inner magic 0)."""
+    out = kafkafmt.decode(_wrapper(_inner(0, 3), 1, "snappy", 12))
+    assert np.asarray(out.offset).tolist() == [10, 11, 12]
+    assert np.asarray(out.timestamp).tolist() == [-1, -1, -1]
+    assert np.asarray(out.timestamp_type).tolist() == [-1, -1, -1]
+
+
+def test_v0_wrapper_with_v1_inner_messages():
+    """Inner magic 1 under a v0 wrapper: offsets as they are; inner timestamps; the wrapper's (no) type."""
+    out = kafkafmt.decode(_wrapper(_inner(1, 3, first=7), 0, "gzip", 9))
+    assert np.asarray(out.offset).tolist() == [7, 8, 9]
+    assert np.asarray(out.timestamp).tolist() == [kpy.TS0, kpy.TS0 + 1, kpy.TS0 + 2]
+    assert np.asarray(out.timestamp_type).tolist() == [-1, -1, -1]
+
+
+def test_inner_message_crc():
+    inner = bytearray(_inner(1, 3))
+    inner[12] ^= 1                                          # the first inner message's CRC
+    buf = _wrapper(inner, 1, "lz4", 2)
+    with pytest.raises(CrcError):
+        kafkafmt.decode(buf)
+    out = kafkafmt.decode(buf, verify_crc=False)
+    assert np.asarray(out.offset).tolist() == [0, 1, 2]
+
+
+def test_v2_log_append_time_control_batch():
+    buf = bytearray(kpy.build_control_v2(5, 1, timestamp=kpy.TS0, producer_id=3, producer_epoch=0))
+    attrs = struct.unpack_from(">h", buf, kpy.V2_ATTR_AT)[0] | 0x08
+    struct.pack_into(">h", buf, kpy.V2_ATTR_AT, attrs)
+    struct.pack_into(">q", buf, kpy.V2_MAXTS_AT, kpy.T_APPEND)
+    kpy.fix_crc_v2(buf)
+    out = kafkafmt.decode(buf, include_control=True)
+    assert np.asarray(out.controls.timestamp).tolist() == [kpy.T_APPEND]
+    assert np.asarray(out.timestamp).tolist() == [kpy.T_APPEND]
+    kpy.assert_records_match(out, kpy.kp_decode(buf, include_control=True))
+
+
+def test_error_names_the_file_given():
+    buf = bytearray(kpy.make_case(2, "none", "plain"))
+    buf[40] ^= 1
+    with pytest.raises(CrcError) as ei:
+        kafkafmt.decode(buf, file="topic-0/00000000000000000000.log")
+    assert ei.value.file == "topic-0/00000000000000000000.log"
+    assert "topic-0/00000000000000000000.log" in str(ei.value)
+
+
+def test_zero_padding_after_the_data_is_not_an_error():
+    """Preallocated segments (log.preallocate) end in zeros after the last batch."""
+    buf = kpy.make_case(2, "gzip", "plain")
+    out = kafkafmt.decode(buf + bytes(4096))
+    kpy.assert_records_match(out, kpy.kp_decode(buf), check_batches=False)
+    assert out.valid_bytes == len(buf) and out.trailing_bytes == 4096
+
+
+def test_many_batches_across_decode_chunks():
+    """Several MiB of decompressed records in odd-sized batches of every codec, nulls everywhere: the
+    decoder works in chunks, so validity bitmaps and offsets must join up across chunk boundaries."""
+    import random
+    rng = random.Random(5)
+    parts, off = [], 0
+    for bi in range(150):
+        recs = []
+        for _ in range(rng.choice([1, 3, 5, 7, 13])):
+            key = None if rng.random() < 0.4 else b"k%d" % off
+            val = None if rng.random() < 0.3 else kpy.compressible(off, rng.randint(1, 5000))
+            hdr = tuple(("a%d" % j, None if rng.random() < 0.3 else b"x" * rng.randint(0, 5))
+                        for j in range(rng.randint(0, 3)))
+            recs.append(kpy.Rec(off, kpy.TS0 + off, key, val, hdr))
+            off += 1
+        parts.append(kpy.build_v2(recs, kpy.codecs_for(2)[bi % 5], require_codec=False))
+    buf = b"".join(parts)
+    out = kafkafmt.decode(buf)
+    assert int(np.asarray(out.value.offsets)[-1]) > 3 << 20
+    kpy.assert_records_match(out, kpy.kp_decode(buf))
+
+
+@pytest.mark.parametrize("magic,codec", [(2, "none"), (2, "lz4"), (2, "zstd"), (2, "snappy"), (1, "none"),
+                                         (0, "none")])
+def test_builders_agree_with_memory_records_builder(magic, codec):
+    """kpy's builders write what kafka-python's own MemoryRecordsBuilder writes (where both apply)."""
+    from kafka.record.memory_records import MemoryRecordsBuilder
+    recs = kpy.make_records(0, 5, "headers" if magic == 2 else "null_keys")
+    mrb = MemoryRecordsBuilder(magic, kpy.CODEC_IDS[codec], batch_size=1 << 20)
+    for r in recs:
+        assert mrb.append(r.timestamp, r.key, r.value, list(r.headers)) is not None
+    mrb.close()
+    ours = kpy.build_v2(recs, codec) if magic == 2 else kpy.build_legacy(recs, magic, codec)
+    assert bytes(mrb.buffer()) == ours
+    kpy.assert_records_match(kafkafmt.decode(ours), kpy.kp_decode(bytes(mrb.buffer())))

@@ -120,6 +120,14 @@ def test_log(real_corpus, log_entry):
         if "control_type" in fr:
             assert ctl_at.get(fr["offset"]) == fr["control_type"], where
 
+    # Arrow / pandas views are valid
+    for r in (recs, allr):
+        t = r.to_arrow()
+        t.validate(full=True)
+        assert t.num_rows == len(r)
+        assert t.column("offset").to_pylist() == np.asarray(r.offset).tolist()
+        assert len(r.to_pandas()) == len(r)
+
     # the default (data-only) view holds exactly the non-control records, in order
     ctl_offsets = set(np.asarray(allr.controls.offset).tolist())
     assert recs.offset.tolist() == [o for o in allr.offset.tolist() if o not in ctl_offsets]

@@ -190,8 +190,8 @@ cdef inline int read_bytes(const uint8_t **pp, const uint8_t *end, const uint8_t
     cdef int rc = read_varint(pp, end, length)
     if rc != ERR_NONE:
         return rc
-    if length[0] < -1:
-        return ERR_BAD_LENGTH
+    if length[0] < 0:
+        length[0] = -1                   # as Kafka's DefaultRecord.readFrom: any negative size is null
     data[0] = pp[0]
     if length[0] > 0:
         if length[0] > end - pp[0]:
@@ -237,6 +237,11 @@ cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t cou
     cdef int32_t r, length, odelta, klen, vlen, hcount, h, hklen = 0, hvlen = 0
     cdef int64_t tdelta, ts, offset
     cdef int rc
+    if count == 0:
+        # Kafka's iterator yields nothing without reading the payload; bytes there would be
+        # records lost without a word, so they are an error here
+        o.err_at = 0
+        return ERR_NONE if end == start else ERR_TRAILING
     if count < 0 or <int64_t>count * V2_MIN_RECORD_SIZE > end - start:
         o.err_at = 0
         return ERR_BAD_COUNT
@@ -322,8 +327,8 @@ cdef inline int legacy_fields(const uint8_t *e, const uint8_t *end, int magic, c
         return ERR_RECORD_TRUNCATED
     klen[0] = <int32_t>kfmt_be32(p)
     p += 4
-    if klen[0] < -1:
-        return ERR_BAD_LENGTH
+    if klen[0] < 0:
+        klen[0] = -1                     # as Kafka's LegacyRecord: any negative size is null
     key[0] = p
     if klen[0] > 0:
         if klen[0] > end - p - 4:
@@ -331,8 +336,8 @@ cdef inline int legacy_fields(const uint8_t *e, const uint8_t *end, int magic, c
         p += klen[0]
     vlen[0] = <int32_t>kfmt_be32(p)
     p += 4
-    if vlen[0] < -1:
-        return ERR_BAD_LENGTH
+    if vlen[0] < 0:
+        vlen[0] = -1
     val[0] = p
     if vlen[0] > 0:
         if vlen[0] > end - p:

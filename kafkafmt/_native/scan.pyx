@@ -95,16 +95,14 @@ cdef inline int legacy_value(const uint8_t *buf, Py_ssize_t pos, int32_t size, i
     cdef int32_t klen, vl
     klen = <int32_t>kfmt_be32(buf + p)
     p += 4
-    if klen < -1:
-        return ERR_BAD_LENGTH
-    if klen > 0:
+    if klen > 0:                         # any negative size is null, as in Kafka's LegacyRecord
         if klen > end - p - 4:
             return ERR_RECORD_TRUNCATED
         p += klen
     vl = <int32_t>kfmt_be32(buf + p)
     p += 4
-    if vl < -1:
-        return ERR_BAD_LENGTH
+    if vl < 0:
+        vl = -1
     if vl > 0 and vl > end - p:
         return ERR_RECORD_TRUNCATED
     if p + (vl if vl > 0 else 0) != end:

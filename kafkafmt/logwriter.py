@@ -1,0 +1,197 @@
+"""Write partition directories exactly as a Kafka broker lays them out.
+
+``<topic>-<partition>/`` holds segments named by their base offset (20 digits): ``.log`` (the
+batches), ``.index`` (sparse: relative offset -> byte position, one entry per
+``index_interval_bytes`` of log, holding the batch's last offset), ``.timeindex`` (max timestamp
+so far -> relative offset), ``.txnindex`` (aborted transactions whose ABORT marker lies in the
+segment), plus ``leader-epoch-checkpoint`` and ``partition.metadata``.
+
+Segments roll like the broker's: a batch that would take the segment past ``segment_bytes`` starts
+a new segment (a segment always holds at least one batch). Transactions are tracked like the
+broker's producer state: an ABORT marker for a producer with an open transaction adds an entry
+(producer id, first offset, last offset, last stable offset) to the active segment's .txnindex.
+"""
+from __future__ import annotations
+
+import os
+import re
+import uuid
+
+import numpy as np
+
+from kafkafmt import sidefiles
+from kafkafmt.decoder import decode
+from kafkafmt.encoder import encode_columns, encode_control, encode_empty_batch, to_columns
+from kafkafmt.errors import EncodeError
+
+__all__ = ["LogWriter", "write_log_dir"]
+
+_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+
+def segment_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+class _Segment:
+    def __init__(self, base_offset):
+        self.base_offset = base_offset
+        self.parts = []        # encoded batch bytes, in order
+        self.size = 0
+        self.aborted = []      # (producer_id, first_offset, last_offset, last_stable_offset)
+
+
+class LogWriter:
+    """Append records and transaction markers to a partition directory, then `close()` it.
+
+    >>> with LogWriter("out/orders-0", segment_bytes=1 << 20) as w:
+    ...     w.append(values=[b"a", b"b"], timestamps=[1, 2], compression="lz4")
+    ...     w.append(values=[b"c"], timestamps=[3], producer_id=7, transactional=True)
+    ...     w.append_control("abort", producer_id=7, timestamp=4)
+    """
+
+    def __init__(self, path, *, segment_bytes=1 << 30, index_interval_bytes=4096, base_offset=0,
+                 leader_epoch=0, topic_id=None):
+        self.path = os.fspath(path)
+        m = _DIR.match(os.path.basename(os.path.normpath(self.path)))
+        if not m:
+            raise EncodeError(f"a partition directory is named <topic>-<partition>, not {self.path!r}")
+        self.topic, self.partition = m.group("topic"), int(m.group("partition"))
+        if segment_bytes < 1:
+            raise EncodeError("segment_bytes must be positive")
+        self.segment_bytes = segment_bytes
+        self.index_interval_bytes = index_interval_bytes
+        self.next_offset = base_offset
+        self.leader_epoch = leader_epoch
+        # deterministic by default, so generated directories are reproducible
+        self.topic_id = topic_id if topic_id is not None else uuid.uuid5(uuid.NAMESPACE_URL, f"kafkafmt:{self.topic}")
+        self.segments = [_Segment(base_offset)]
+        self.open_txns = {}    # producer_id -> first offset of its ongoing transaction
+        self.sequences = {}    # producer_id -> next sequence number
+        self.closed = False
+
+    # --- appending ------------------------------------------------------------------------------
+    def _add(self, data: bytes, first_offset: int):
+        if not data:
+            return
+        table = decode(data, verify_crc=None, keys=False, values=False, headers=False).batches
+        pos = table.position.tolist() + [len(data)]
+        for i in range(len(table)):
+            part = data[pos[i]:pos[i + 1]]
+            seg = self.segments[-1]
+            if seg.size and seg.size + len(part) > self.segment_bytes:
+                seg = _Segment(int(table.base_offset[i]))
+                self.segments.append(seg)
+            elif not seg.size:
+                seg.base_offset = int(table.base_offset[i])
+            seg.parts.append(part)
+            seg.size += len(part)
+
+    def append(self, records=None, *, keys=None, values=None, timestamps=None, headers=None, offsets=None,
+               magic=2, compression=None, compression_level=None, batch_size=16384, max_records=None,
+               timestamp_type="CreateTime", log_append_time=None, producer_id=-1, producer_epoch=0,
+               transactional=False):
+        """Append records (as `kafkafmt.encode` takes them) at the next offsets; returns (first, last)
+        offset. With producer_id >= 0 the batches carry that producer's sequence numbers; with
+        transactional=True they open (or continue) that producer's transaction."""
+        self._check_open()
+        cols = to_columns(records, keys=keys, values=values, timestamps=timestamps, headers=headers,
+                          offsets=offsets)
+        if cols.n == 0:
+            return None
+        if cols.offset is not None and cols.offset[0] < self.next_offset:
+            raise EncodeError(f"offsets must increase: {cols.offset[0]} < next offset {self.next_offset}")
+        if transactional and producer_id < 0:
+            raise EncodeError("a transactional append needs a producer_id")
+        seq = -1
+        if producer_id >= 0:
+            seq = self.sequences.get(producer_id, 0)
+            self.sequences[producer_id] = (seq + cols.n) % (1 << 31)
+        data = encode_columns(cols, magic=magic, compression=compression, compression_level=compression_level,
+                              batch_size=batch_size, max_records=max_records, base_offset=self.next_offset,
+                              timestamp_type=timestamp_type, log_append_time=log_append_time,
+                              producer_id=producer_id, producer_epoch=producer_epoch if producer_id >= 0 else -1,
+                              base_sequence=seq, transactional=transactional,
+                              partition_leader_epoch=self.leader_epoch if magic == 2 else -1)
+        first, last = int(cols.offset[0]), int(cols.offset[-1])
+        if transactional:
+            self.open_txns.setdefault(producer_id, first)
+        self._add(data, first)
+        self.next_offset = last + 1
+        return first, last
+
+    def append_empty_batch(self, *, last_offset, timestamp, producer_id=-1, producer_epoch=-1):
+        """Append a batch without records ending at `last_offset` (what compaction leaves behind)."""
+        self._check_open()
+        if last_offset < self.next_offset:
+            raise EncodeError(f"last_offset {last_offset} < next offset {self.next_offset}")
+        self._add(encode_empty_batch(base_offset=last_offset, last_offset=last_offset, timestamp=timestamp,
+                                     producer_id=producer_id, producer_epoch=producer_epoch,
+                                     partition_leader_epoch=self.leader_epoch), last_offset)
+        self.next_offset = last_offset + 1
+
+    def append_control(self, kind, *, producer_id, producer_epoch=0, coordinator_epoch=0, timestamp=None):
+        """Append a COMMIT or ABORT marker ending `producer_id`'s transaction; returns its offset."""
+        self._check_open()
+        offset = self.next_offset
+        data = encode_control(kind, offset=offset, producer_id=producer_id, producer_epoch=producer_epoch,
+                              coordinator_epoch=coordinator_epoch, timestamp=timestamp,
+                              partition_leader_epoch=self.leader_epoch)
+        self._add(data, offset)
+        first = self.open_txns.pop(producer_id, None)
+        if str(kind).lower() == "abort" and first is not None:
+            # Kafka's ProducerStateManager.lastStableOffset: the first offset of the next
+            # transaction still open, else just past this marker
+            others = [f for f in self.open_txns.values()]
+            lso = min(others) if others else offset + 1
+            self.segments[-1].aborted.append((producer_id, first, offset, lso))
+        self.next_offset = offset + 1
+        return offset
+
+    # --- writing out ----------------------------------------------------------------------------
+    def _check_open(self):
+        if self.closed:
+            raise EncodeError("this LogWriter is closed")
+
+    def close(self):
+        """Write every segment with its indexes, and the partition's checkpoint files."""
+        if self.closed:
+            return
+        self.closed = True
+        os.makedirs(self.path, exist_ok=True)
+        segs = [s for s in self.segments if s.size] or [self.segments[0]]
+        for k, seg in enumerate(segs):
+            data = b"".join(seg.parts)
+            base = seg.base_offset
+            with open(os.path.join(self.path, segment_name(base, ".log")), "wb") as f:
+                f.write(data)
+            batches = decode(data, verify_crc=None, keys=False, values=False, headers=False).batches
+            index, timeindex = sidefiles.build_index_entries(batches, self.index_interval_bytes,
+                                                             rolled=k < len(segs) - 1)
+            sidefiles.write_index(os.path.join(self.path, segment_name(base, ".index")), index, base)
+            sidefiles.write_timeindex(os.path.join(self.path, segment_name(base, ".timeindex")), timeindex, base)
+            if seg.aborted:
+                sidefiles.write_txnindex(os.path.join(self.path, segment_name(base, ".txnindex")), seg.aborted)
+        start = segs[0].base_offset
+        sidefiles.write_leader_epoch_checkpoint(os.path.join(self.path, "leader-epoch-checkpoint"),
+                                                [(self.leader_epoch, start)] if self.next_offset > start else [])
+        sidefiles.write_partition_metadata(os.path.join(self.path, "partition.metadata"), self.topic_id)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+
+
+def write_log_dir(path, records=None, *, segment_bytes=1 << 30, index_interval_bytes=4096, base_offset=0,
+                  leader_epoch=0, topic_id=None, **append_kwargs):
+    """Write `records` (anything `kafkafmt.encode` takes) as a partition directory; the
+    remaining keyword arguments are `LogWriter.append`'s (magic, compression, batch_size,
+    timestamp_type, producer_id, transactional...). Returns the closed `LogWriter`."""
+    w = LogWriter(path, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes,
+                  base_offset=base_offset, leader_epoch=leader_epoch, topic_id=topic_id)
+    w.append(records, **append_kwargs)
+    w.close()
+    return w
