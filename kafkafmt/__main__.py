@@ -1,7 +1,9 @@
-"""`python -m kafkafmt FILE...`: decode segment files and print a one-line summary each."""
+"""`python -m kafkafmt FILE|DIR... | --sample`: decode segment files and print a one-line summary each."""
 from __future__ import annotations
 
 import argparse
+import glob
+import os
 import sys
 
 import numpy as np
@@ -24,12 +26,26 @@ def summary(path, verify_crc=True):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="kafkafmt", description=__doc__)
-    parser.add_argument("files", nargs="+", help="segment files (.log) or record-set dumps")
+    parser.add_argument("files", nargs="*", help="segment files (.log), record-set dumps, or log directories")
+    parser.add_argument("--sample", action="store_true", help="run on the bundled sample log directory")
     parser.add_argument("--no-crc", action="store_true", help="do not verify CRCs")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
+    paths = list(args.files)
+    if args.sample:
+        from kafkafmt.sample import sample_dir
+
+        paths.append(sample_dir())
+    if not paths:
+        parser.error("give files or directories, or --sample")
+    files = []
+    for p in paths:
+        if os.path.isdir(p):
+            files += sorted(glob.glob(os.path.join(p, "**", "*.log"), recursive=True))
+        else:
+            files.append(p)
     status = 0
-    for path in args.files:
+    for path in files:
         try:
             print(summary(path, verify_crc=not args.no_crc))
         except (KafkafmtError, OSError) as exc:

@@ -167,7 +167,7 @@ class LogWriter:
                 f.write(data)
             batches = decode(data, verify_crc=None, keys=False, values=False, headers=False).batches
             index, timeindex = sidefiles.build_index_entries(batches, self.index_interval_bytes,
-                                                             rolled=k < len(segs) - 1)
+                                                             rolled=True)  # as after a clean shutdown
             sidefiles.write_index(os.path.join(self.path, segment_name(base, ".index")), index, base)
             sidefiles.write_timeindex(os.path.join(self.path, segment_name(base, ".timeindex")), timeindex, base)
             if seg.aborted:

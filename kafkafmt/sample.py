@@ -4,8 +4,8 @@
 user cache folder). It holds:
 
 * ``orders-0``, ``orders-1`` -- JSON order events keyed by customer, several segments per partition,
-  one codec per segment (lz4, zstd, snappy, gzip, none), trace headers on a fifth of the records,
-  producer ids and sequences (idempotent producer).
+  the codec changing every 400 records (lz4, zstd, snappy, gzip, none), trace headers on a fifth of
+  the records, timestamps with jitter, producer ids and sequences (idempotent producer).
 * ``payments-0`` -- a transactional topic: two producers interleave; one transaction commits, one
   aborts, and plain records surround them (so read_committed differs from read_uncommitted).
 * ``customers-0`` -- a compacted topic: offsets with gaps, tombstones (null values), an empty batch
@@ -90,7 +90,7 @@ def _payments(root, rnd):
         return dict(keys=[f"{tag}-{i}".encode() for i in range(n)], values=values,
                     timestamps=[T0 + start + 10 * i for i in range(n)])
 
-    with LogWriter(path, segment_bytes=8 * 1024, index_interval_bytes=1024, leader_epoch=1) as w:
+    with LogWriter(path, segment_bytes=1200, index_interval_bytes=512, leader_epoch=1) as w:
         w.append(**batch(20, 0, "plain-a"), compression="zstd")
         w.append(**batch(15, 1_000, "tx1-a"), producer_id=1001, transactional=True, compression="zstd")
         w.append(**batch(10, 2_000, "tx2-a"), producer_id=1002, transactional=True, compression="lz4")

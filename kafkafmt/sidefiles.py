@@ -91,6 +91,7 @@ import uuid as _uuid
 
 import numpy as np
 
+from kafkafmt._native.scan import crc32c
 from kafkafmt.errors import CorruptRecordError, CrcError, EncodeError
 
 __all__ = [
@@ -338,7 +339,6 @@ def read_producer_snapshot(src, *, verify_crc=True) -> dict:
         raise CorruptRecordError(f"producer snapshot is truncated: {count} entries announced, "
                                  f"{avail} present", file=name,
                                  position=_SNAPSHOT_HEADER + avail * _PRODUCER_DISK.itemsize)
-    from kafkafmt._native.scan import crc32c
     computed = int(crc32c(memoryview(data)[_SNAPSHOT_CRC_FROM:]))
     if verify_crc and computed != crc:
         raise CrcError(f"producer snapshot CRC mismatch: stored {crc:#010x}, computed {computed:#010x}",
@@ -362,7 +362,6 @@ def encode_producer_snapshot(entries) -> bytes:
     arr = _as_struct(entries, PRODUCER_ENTRY_DTYPE, "producer snapshot",
                      defaults={"coordinator_epoch": -1, "current_txn_first_offset": -1})
     body = np.array([len(arr)], ">i4").tobytes() + arr.astype(_PRODUCER_DISK).tobytes()
-    from kafkafmt._native.scan import crc32c
     crc = int(crc32c(body))
     return (np.array([PRODUCER_SNAPSHOT_VERSION], ">i2").tobytes() + np.array([crc], ">u4").tobytes()
             + body)
