@@ -65,20 +65,39 @@ def _raise_scan_error(err, file):
     raise cls(msg.format(size=size), file=file, position=position, offset=offset)
 
 
-def _decompress_batch(buf, table, b, max_decompressed, file):
-    codec_id = int(table["codec"][b])
-    magic = int(table["magic"][b])
-    start, length = int(table["payload_start"][b]), int(table["payload_len"][b])
-    where = dict(file=file, position=int(table["position"][b]), offset=int(table["base_offset"][b]))
-    if magic < 2 and length < 0:
-        raise errors.CorruptRecordError(_ERRORS[15][1], **where)
-    if magic < 2 and codec_id == 4:
-        raise errors.UnsupportedCodecError("zstd is not allowed in v0/v1 messages", **where)
-    try:
-        codec = get_codec(codec_id)
-        return codec.decompress(buf[start:start + length], max_size=max_decompressed, magic=magic)
-    except errors.KafkafmtError as exc:
-        raise exc.located(**where) from exc
+class _Decompressor:
+    """Per-batch decompression with the batch table's columns as Python lists (one conversion,
+    not one NumPy scalar per field per batch) and codec objects looked up once."""
+
+    def __init__(self, buf, table, max_decompressed, file):
+        self.mv = memoryview(buf)
+        self.codec = table["codec"].tolist()
+        self.magic = table["magic"].tolist()
+        self.start = table["payload_start"].tolist()
+        self.length = table["payload_len"].tolist()
+        self.table = table
+        self.max = max_decompressed
+        self.file = file
+        self.codecs = {}
+
+    def where(self, b):
+        return dict(file=self.file, position=int(self.table["position"][b]),
+                    offset=int(self.table["base_offset"][b]))
+
+    def __call__(self, b):
+        codec_id, magic, start, length = self.codec[b], self.magic[b], self.start[b], self.length[b]
+        try:
+            codec = self.codecs.get(codec_id)
+            if codec is None:
+                codec = self.codecs[codec_id] = get_codec(codec_id)
+            if magic < 2:
+                if length < 0:
+                    raise errors.CorruptRecordError(_ERRORS[15][1])
+                if codec_id == 4:
+                    raise errors.UnsupportedCodecError("zstd is not allowed in v0/v1 messages")
+            return codec.decompress(self.mv[start:start + length], max_size=self.max, magic=magic)
+        except errors.KafkafmtError as exc:
+            raise exc.located(**self.where(b)) from exc
 
 
 def decode(data, *, verify_crc=True, include_control=False, file=None, topic=None, partition=None,
@@ -123,30 +142,36 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
         controls=ctrl_est, want_keys=keys, want_values=values, want_headers=headers,
         include_control=include_control, verify_crc=bool(verify_crc))
 
-    mv = memoryview(buf)
+    decompress = _Decompressor(buf, table, max_decompressed, file)
+    comp_len = table["payload_len"].clip(0)
+    comp_left = int(comp_len[compressed].sum())   # compressed bytes not yet decompressed
+    counts_l = counts.tolist()
+    compressed_l = compressed.tolist()
     b = 0
     ci = 0  # index into `compressed`
     while b < count:
         # a chunk: batches [b, stop) whose decompressed payloads stay under chunk_bytes
         payloads = []
         stop = b
-        alive = 0
-        while stop < count and (alive < chunk_bytes or stop == b):
-            if ci < len(compressed) and compressed[ci] == stop:
-                p = _decompress_batch(mv, table, stop, max_decompressed, file)
-                alive += len(p)
+        decompressed = comp_used = claimed = 0
+        while stop < count and (decompressed + 64 * (stop - b) < chunk_bytes or stop == b):
+            if ci < len(compressed_l) and compressed_l[ci] == stop:
+                p = decompress(stop)
+                decompressed += len(p)
+                comp_used += int(comp_len[stop])
+                claimed += min(counts_l[stop], len(p) // 7)  # a record takes >= 7 bytes
                 payloads.append(p)
                 ci += 1
             else:
                 payloads.append(None)
-                alive += 64  # bound the chunk length for uncompressed runs too
             stop += 1
-        decompressed = alive - 64 * payloads.count(None)
         if decompressed:
-            # values fit in their decompressed records; keys are typically a small share; a
-            # record takes at least 7 bytes, which bounds what a count field may ask for
-            claimed = sum(min(int(counts[b + k]), len(p) // 7) for k, p in enumerate(payloads) if p is not None)
-            cols.reserve(decompressed // 8, decompressed, claimed)
+            # size the outputs once for everything still compressed, from the ratio seen so far
+            # (values fit in their decompressed records; keys are typically a small share)
+            scale = (comp_left - comp_used) / max(comp_used, 1)
+            ahead = decompressed + int(decompressed * scale)
+            cols.reserve(ahead // 8, ahead, claimed + int(claimed * scale))
+            comp_left -= comp_used
         start = b
         while True:
             status, at, err_at, grow = cols.run(buf, table, start, stop, payloads[start - b:])
