@@ -17,7 +17,9 @@ from kafkafmt.codecs.base import Codec, corrupt, over_limit, resolve_cap
 
 try:
     from isal import isal_zlib as _inflate_lib
+    _isal_zlib = _inflate_lib
 except ImportError:  # pragma: no cover - isal is not available on every platform
+    _isal_zlib = None
     _inflate_lib = zlib
 
 __all__ = ["GzipCodec"]
@@ -53,9 +55,12 @@ class GzipCodec(Codec):
         return out
 
     def compress(self, data, level=None, magic=2) -> bytes:
-        if level is None or level == -1:
-            level = 6            # Java's Deflater.DEFAULT_COMPRESSION
-        cobj = zlib.compressobj(level, zlib.DEFLATED, _GZIP_WBITS)
+        """gzip stream. The default level uses isal's level 2 (ISA-L, ~10x faster than zlib at
+        Java's default level 6, with a similar ratio); an explicit level 0-9 uses zlib's."""
+        if (level is None or level == -1) and _isal_zlib is not None:
+            cobj = _isal_zlib.compressobj(2, _isal_zlib.DEFLATED, _GZIP_WBITS)
+        else:
+            cobj = zlib.compressobj(6 if level is None or level == -1 else level, zlib.DEFLATED, _GZIP_WBITS)
         return cobj.compress(data) + cobj.flush()
 
 
