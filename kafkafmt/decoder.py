@@ -62,7 +62,9 @@ def _as_uint8(data):
 def _raise_scan_error(err, file):
     code, position, offset, size = err
     cls, msg = _ERRORS.get(code, (errors.CorruptRecordError, f"malformed entry (code {code})"))
-    raise cls(msg.format(size=size), file=file, position=position, offset=offset)
+    exc = cls(msg.format(size=size), file=file, position=position, offset=offset)
+    exc.batch_position = position
+    raise exc
 
 
 class _Decompressor:
@@ -97,12 +99,14 @@ class _Decompressor:
                     raise errors.UnsupportedCodecError("zstd is not allowed in v0/v1 messages")
             return codec.decompress(self.mv[start:start + length], max_size=self.max, magic=magic)
         except errors.KafkafmtError as exc:
-            raise exc.located(**self.where(b)) from exc
+            located = exc.located(**self.where(b))
+            located.batch_position = int(self.table["position"][b])
+            raise located from exc
 
 
 def decode(data, *, verify_crc=True, include_control=False, file=None, topic=None, partition=None,
            keys=True, values=True, headers=True, max_decompressed=None, max_batch_bytes=256 << 20,
-           chunk_bytes=1 << 20) -> Records:
+           chunk_bytes=1 << 20, start=0, stop=None) -> Records:
     """Decode a buffer of Kafka record batches / message sets into columns.
 
     data: any bytes-like (bytes, bytearray, memoryview, mmap, NumPy uint8 array) holding
@@ -116,10 +120,14 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     max_batch_bytes: a size field above this is corruption (Kafka: maxMessageSize), not a
     truncated tail.
     chunk_bytes: decompressed bytes handed to the C kernel per call (cache-sized by default).
+    start / stop: decode only the entries in that byte range of data (positions in the batch table
+    and in errors stay those of data).
     file: a name used in error messages.
     """
     buf = _as_uint8(data)
-    table = _scan.scan(buf, _CRC_MODES[verify_crc], 0, max_batch_bytes)
+    if stop is not None:
+        buf = buf[:stop]
+    table = _scan.scan(buf, _CRC_MODES[verify_crc], start, max_batch_bytes)
     err = table.pop("error")
     count = table.pop("count")
     valid_end = table.pop("valid_end")
@@ -194,7 +202,9 @@ def _raise_kernel_error(status, b, err_at, table, compressed, file):
         position = int(table["position"][b])
     else:
         position = int(table["payload_start"][b]) + err_at
-    raise cls(msg.format(size=""), file=file, position=position, offset=int(table["base_offset"][b]))
+    exc = cls(msg.format(size=""), file=file, position=position, offset=int(table["base_offset"][b]))
+    exc.batch_position = int(table["position"][b])
+    raise exc
 
 
 def _binary(offsets, data, validity, nulls, n):

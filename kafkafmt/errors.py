@@ -15,6 +15,7 @@ class KafkafmtError(Exception):
         self.file = None if file is None else str(file)
         self.position = position
         self.offset = offset
+        self.batch_position = position   # start of the batch at fault (position may lie inside it)
         super().__init__(self._format())
 
     def _format(self) -> str:

@@ -49,6 +49,21 @@ def _pack_validity(valid):
     return np.packbits(valid, bitorder="little")
 
 
+def _small_offsets(offsets):
+    return offsets.astype(np.int32) if offsets[-1] < (1 << 31) - 1 else offsets
+
+
+def _ranges(starts, lengths):
+    """Concatenated aranges [starts[i], starts[i] + lengths[i]) as one int64 array."""
+    lengths = np.asarray(lengths, np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    ends = np.cumsum(lengths)
+    return np.arange(total, dtype=np.int64) - np.repeat(ends - lengths, lengths) + np.repeat(
+        np.asarray(starts, np.int64), lengths)
+
+
 class BinaryColumn:
     """A nullable binary column in Arrow layout (offsets, data, validity)."""
 
@@ -98,14 +113,38 @@ class BinaryColumn:
             return None
         return self.data[self.offsets[i]:self.offsets[i + 1]].tobytes()
 
+    def take(self, rows):
+        """A new column holding the given rows (int array), in that order."""
+        from kafkafmt._native.kernel import take_binary
+
+        rows = np.asarray(rows, np.int64)
+        offsets, data = take_binary(self.offsets.astype(np.int64, copy=False), self.data, rows)
+        valid = _unpack_validity(self.validity, len(self))[rows] if self.validity is not None else None
+        nulls = 0 if valid is None else int(len(valid) - valid.sum())
+        return BinaryColumn(_small_offsets(offsets), data, _pack_validity(valid) if nulls else None, nulls)
+
+    @staticmethod
+    def concat(columns):
+        """One column holding the rows of all `columns`, in order (copies)."""
+        columns = list(columns)
+        parts, offs, valids, base = [], [np.zeros(1, np.int64)], [], 0
+        for c in columns:
+            o = c.offsets.astype(np.int64)
+            parts.append(c.data[o[0]:o[-1]])
+            offs.append(o[1:] - o[0] + base)
+            base += int(o[-1] - o[0])
+            valids.append(_unpack_validity(c.validity, len(c)))
+        offsets = np.concatenate(offs)
+        data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+        valid = np.concatenate(valids) if valids else np.ones(0, bool)
+        nulls = int(len(valid) - valid.sum())
+        return BinaryColumn(_small_offsets(offsets), data, _pack_validity(valid) if nulls else None, nulls)
+
     def to_pylist(self):
         """list of bytes / None (creates one Python object per value: not for hot paths)."""
-        data = self.data.tobytes() if len(self.data) < (1 << 28) else self.data
         offs = self.offsets.tolist()
-        if isinstance(data, bytes):
-            out = [data[offs[i]:offs[i + 1]] for i in range(len(offs) - 1)]
-        else:
-            out = [data[offs[i]:offs[i + 1]].tobytes() for i in range(len(offs) - 1)]
+        data = self.data.tobytes()
+        out = [data[offs[i]:offs[i + 1]] for i in range(len(offs) - 1)]
         if self.validity is not None:
             for i in np.flatnonzero(self.is_null()):
                 out[i] = None
@@ -160,6 +199,28 @@ class Headers:
             i += len(self)
         lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
         return [(self.key[j].decode("utf-8", "replace"), self.value[j]) for j in range(lo, hi)]
+
+    def take(self, rows):
+        """Headers of the given records, in that order (copies)."""
+        rows = np.asarray(rows, np.int64)
+        offs = self.offsets.astype(np.int64)
+        starts, lengths = offs[rows], offs[rows + 1] - offs[rows]
+        header_rows = _ranges(starts, lengths)
+        new = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum(lengths, out=new[1:])
+        return Headers(_small_offsets(new), self.key.take(header_rows), self.value.take(header_rows))
+
+    @staticmethod
+    def concat(headers):
+        headers = list(headers)
+        offs, keys, values, base = [np.zeros(1, np.int64)], [], [], 0
+        for h in headers:
+            o = h.offsets.astype(np.int64)
+            offs.append(o[1:] - o[0] + base)
+            base += int(o[-1] - o[0])
+            keys.append(h.key[int(o[0]):int(o[-1])])
+            values.append(h.value[int(o[0]):int(o[-1])])
+        return Headers(_small_offsets(np.concatenate(offs)), BinaryColumn.concat(keys), BinaryColumn.concat(values))
 
     def to_pylist(self):
         """One list of (key: str, value: bytes | None) per record."""
@@ -235,6 +296,14 @@ class Table:
         cols[name] = values
         return Table(cols)
 
+    @staticmethod
+    def concat(tables):
+        tables = [t for t in tables if t.columns]
+        if not tables:
+            return Table({})
+        names = tables[0].columns
+        return Table({k: np.concatenate([t[k] for t in tables]) for k in names})
+
     def to_arrow(self):
         pa = _pa()
         return pa.table({k: pa.array(v) for k, v in self._columns.items()})
@@ -256,7 +325,8 @@ class Records:
     """
 
     def __init__(self, *, offset, timestamp, timestamp_type, batch_index, key, value, headers, batches,
-                 controls, topic=None, partition=None, file=None, valid_bytes=0, trailing_bytes=0, tail=None):
+                 controls, topic=None, partition=None, file=None, valid_bytes=0, trailing_bytes=0, tail=None,
+                 topic_index=None, topic_names=None, report=None):
         self.offset = offset
         self.timestamp = timestamp
         self.timestamp_type = timestamp_type
@@ -266,12 +336,37 @@ class Records:
         self.headers = headers
         self.batches = batches
         self.controls = controls
-        self.topic = topic
-        self.partition = partition
+        # topic: one name for all records, or per-record codes into topic_names
+        if topic_index is not None:
+            self.topic_index, self.topic_names = topic_index, list(topic_names)
+        else:
+            self.topic_index, self.topic_names = None, ([] if topic is None else [topic])
+        self.partition = partition       # None, an int, or an int32 array (one per record)
         self.file = file
         self.valid_bytes = valid_bytes
         self.trailing_bytes = trailing_bytes
         self.tail = tail
+        self.report = [] if report is None else report   # what was skipped or fell back, and why
+
+    @property
+    def topic(self):
+        """The topic name (str) when all records share one, else a NumPy array of names."""
+        if self.topic_index is None:
+            return self.topic_names[0] if self.topic_names else None
+        return np.asarray(self.topic_names, dtype=object)[self.topic_index]
+
+    def _like(self, **changes):
+        fields = dict(offset=self.offset, timestamp=self.timestamp, timestamp_type=self.timestamp_type,
+                      batch_index=self.batch_index, key=self.key, value=self.value, headers=self.headers,
+                      batches=self.batches, controls=self.controls, partition=self.partition, file=self.file,
+                      valid_bytes=self.valid_bytes, trailing_bytes=self.trailing_bytes, tail=self.tail,
+                      report=self.report)
+        if self.topic_index is None:
+            fields["topic"] = self.topic
+        else:
+            fields["topic_index"], fields["topic_names"] = self.topic_index, self.topic_names
+        fields.update(changes)
+        return Records(**fields)
 
     @property
     def truncated(self):
@@ -282,24 +377,102 @@ class Records:
         return len(self.offset)
 
     def __repr__(self):
-        where = f" {self.topic}-{self.partition}" if self.topic is not None else ""
+        where = f" {self.topic}-{self.partition}" if self.topic_index is None and self.topic_names else ""
         return (f"<Records{where}: {len(self)} records in {len(self.batches)} batches"
                 f"{', truncated tail' if self.truncated else ''}>")
 
     def __getitem__(self, item):
         if not isinstance(item, slice):
-            raise TypeError("Records supports slicing (recs[a:b]); use the columns for single values")
+            raise TypeError("Records supports slicing (recs[a:b]); use the columns for single values, "
+                            "take() / filter() for other selections")
         start, stop, step = item.indices(len(self))
         if step != 1:
             raise IndexError("Records slices must be contiguous")
-        stop = max(start, stop)
-        sl = slice(start, stop)
-        return Records(offset=self.offset[sl], timestamp=self.timestamp[sl],
-                       timestamp_type=self.timestamp_type[sl], batch_index=self.batch_index[sl],
-                       key=self.key[sl], value=self.value[sl], headers=self.headers[sl],
-                       batches=self.batches, controls=self.controls, topic=self.topic,
-                       partition=self.partition, file=self.file, valid_bytes=self.valid_bytes,
-                       trailing_bytes=self.trailing_bytes, tail=self.tail)
+        sl = slice(start, max(start, stop))
+        changes = {}
+        if self.topic_index is not None:
+            changes["topic_index"] = self.topic_index[sl]
+        if isinstance(self.partition, np.ndarray):
+            changes["partition"] = self.partition[sl]
+        return self._like(offset=self.offset[sl], timestamp=self.timestamp[sl],
+                          timestamp_type=self.timestamp_type[sl], batch_index=self.batch_index[sl],
+                          key=self.key[sl], value=self.value[sl], headers=self.headers[sl], **changes)
+
+    def take(self, rows):
+        """Records at the given row numbers, in that order (copies the binary columns)."""
+        rows = np.asarray(rows, np.int64)
+        changes = {}
+        if self.topic_index is not None:
+            changes["topic_index"] = self.topic_index[rows]
+        if isinstance(self.partition, np.ndarray):
+            changes["partition"] = self.partition[rows]
+        return self._like(offset=self.offset[rows], timestamp=self.timestamp[rows],
+                          timestamp_type=self.timestamp_type[rows], batch_index=self.batch_index[rows],
+                          key=self.key.take(rows), value=self.value.take(rows), headers=self.headers.take(rows),
+                          **changes)
+
+    def filter(self, mask):
+        """Records where the boolean mask is True (a contiguous selection is sliced, not copied)."""
+        mask = np.asarray(mask, bool)
+        rows = np.flatnonzero(mask)
+        if len(rows) == len(self):
+            return self
+        if len(rows) == 0:
+            return self[0:0]
+        if rows[-1] - rows[0] + 1 == len(rows):
+            return self[int(rows[0]):int(rows[-1]) + 1]
+        return self.take(rows)
+
+    @staticmethod
+    def concat(parts):
+        """One Records holding the records of all parts in order, with per-record topic and
+        partition; batch tables and control tables are concatenated (batch_index follows)."""
+        parts = list(parts)
+        if not parts:
+            raise ValueError("nothing to concatenate")
+        if len(parts) == 1:
+            return parts[0]
+        names, codes, partitions, batches, controls, bidx, report = [], [], [], [], [], [], []
+        nb = 0
+        for p in parts:
+            n = len(p)
+            if p.topic_index is None:
+                t = p.topic
+                if t not in names:
+                    names.append(t)
+                codes.append(np.full(n, names.index(t), np.int32))
+            else:
+                for t in p.topic_names:
+                    if t not in names:
+                        names.append(t)
+                remap = np.asarray([names.index(t) for t in p.topic_names], np.int32)
+                codes.append(remap[p.topic_index])
+            part = p.partition
+            partitions.append(part if isinstance(part, np.ndarray) else np.full(n, -1 if part is None else part, np.int32))
+            bidx.append(p.batch_index.astype(np.int64) + nb)
+            b = p.batches
+            if not isinstance(part, np.ndarray):   # a single partition's batches: tag them with it
+                b = b.with_column("partition", np.full(len(b), -1 if part is None else part, np.int32))
+            elif "partition" not in b.columns:
+                b = b.with_column("partition", np.full(len(b), -1, np.int32))
+            batches.append(b)
+            c = p.controls
+            if len(c):
+                c = c.with_column("batch_index", c["batch_index"].astype(np.int64) + nb)
+            controls.append(c)
+            nb += len(p.batches)
+            report += p.report
+        partition = np.concatenate(partitions).astype(np.int32)
+        return Records(
+            offset=np.concatenate([p.offset for p in parts]), timestamp=np.concatenate([p.timestamp for p in parts]),
+            timestamp_type=np.concatenate([p.timestamp_type for p in parts]),
+            batch_index=np.concatenate(bidx).astype(np.int32),
+            key=BinaryColumn.concat(p.key for p in parts), value=BinaryColumn.concat(p.value for p in parts),
+            headers=Headers.concat(p.headers for p in parts),
+            batches=Table.concat(batches), controls=Table.concat(controls),
+            topic_index=np.concatenate(codes) if names != [None] else None,
+            topic_names=names if names != [None] else None,
+            partition=None if (partition == -1).all() else partition, report=report)
 
     # --- per-record views of batch fields --------------------------------------------------------
     def batch_column(self, name):
@@ -322,11 +495,15 @@ class Records:
         pa = _pa()
         n = len(self)
         cols = {"key": self.key.to_arrow(), "value": self.value.to_arrow()}
-        if self.topic is not None:
+        if self.topic_index is not None:
+            cols["topic"] = pa.DictionaryArray.from_arrays(pa.array(self.topic_index, pa.int32()),
+                                                           pa.array(self.topic_names, pa.string())).cast(pa.string())
+        elif self.topic_names:
             cols["topic"] = pa.DictionaryArray.from_arrays(
-                pa.array(np.zeros(n, np.int32)), pa.array([self.topic])).cast(pa.string()) \
-                if n else pa.array([], pa.string())
-        if self.partition is not None:
+                pa.array(np.zeros(n, np.int32)), pa.array(self.topic_names, pa.string())).cast(pa.string())
+        if isinstance(self.partition, np.ndarray):
+            cols["partition"] = pa.array(self.partition.astype(np.int32, copy=False))
+        elif self.partition is not None:
             cols["partition"] = pa.array(np.full(n, self.partition, np.int32))
         cols["offset"] = pa.array(self.offset)
         cols["timestamp"] = pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), n,

@@ -709,3 +709,26 @@ cdef class Columns:
             free(ptrs)
             free(lens)
         return (status, b, self.o.err_at, self.o.grow)
+
+
+def take_binary(const int64_t[::1] offsets, const uint8_t[::1] data, const int64_t[::1] rows):
+    """Gather rows of a binary column: (new int64 offsets, new data)."""
+    cdef Py_ssize_t n = rows.shape[0], i
+    new_offsets = np.empty(n + 1, np.int64)
+    cdef int64_t[::1] no = new_offsets
+    cdef int64_t total = 0, r
+    no[0] = 0
+    for i in range(n):
+        r = rows[i]
+        if r < 0 or r >= offsets.shape[0] - 1:
+            raise IndexError(f"row {r} out of range")
+        total += offsets[r + 1] - offsets[r]
+        no[i + 1] = total
+    new_data = np.empty(max(total, 1), np.uint8)
+    cdef uint8_t[::1] nd = new_data
+    with nogil:
+        for i in range(n):
+            r = rows[i]
+            if offsets[r + 1] > offsets[r]:
+                memcpy(&nd[no[i]], &data[offsets[r]], offsets[r + 1] - offsets[r])
+    return new_offsets, new_data[:total]

@@ -288,3 +288,41 @@ def crc32(const uint8_t[::1] data):
     with nogil:
         c = kfmt_crc32(&data[0] if data.shape[0] else <const uint8_t *>"", data.shape[0])
     return c
+
+
+def find_next_entry(const uint8_t[::1] data, Py_ssize_t start, int64_t min_offset=-1,
+                    int64_t max_size=256 << 20):
+    """Resynchronize after corruption: the first position >= start where a plausible entry
+    begins -- a size in range that fits in the buffer, magic 0/1/2 with that magic's minimum
+    size, an offset >= min_offset -- whose CRC verifies. -1 when there is none."""
+    cdef const uint8_t *buf = &data[0] if data.shape[0] > 0 else NULL
+    cdef Py_ssize_t n = data.shape[0], q
+    cdef int32_t size
+    cdef int magic
+    cdef int64_t offset
+    cdef Py_ssize_t found = -1
+    with nogil:
+        for q in range(max(start, 0), n - LOG_OVERHEAD - V0_RECORD_OVERHEAD + 1):
+            size = <int32_t>kfmt_be32(buf + q + SIZE_OFFSET)
+            if size < V0_RECORD_OVERHEAD or size > max_size or <Py_ssize_t>size > n - q - LOG_OVERHEAD:
+                continue
+            magic = buf[q + MAGIC_OFFSET]
+            if magic == 2:
+                if size < V2_HEADER_SIZE - LOG_OVERHEAD:
+                    continue
+            elif magic == 1:
+                if size < V1_RECORD_OVERHEAD:
+                    continue
+            elif magic != 0:
+                continue
+            offset = <int64_t>kfmt_be64(buf + q)
+            if offset < min_offset:
+                continue
+            if magic == 2:
+                if kfmt_crc32c(buf + q + ATTRIBUTES_OFFSET, size + LOG_OVERHEAD - ATTRIBUTES_OFFSET) != kfmt_be32(buf + q + CRC_OFFSET):
+                    continue
+            elif kfmt_crc32(buf + q + MAGIC_OFFSET, size - 4) != kfmt_be32(buf + q + LEGACY_CRC_OFFSET):
+                continue
+            found = q
+            break
+    return found
