@@ -53,7 +53,10 @@ class Binary:
 
 
 class Columns:
-    """Normalized writer input: n records as flat columns."""
+    """Normalized writer input: n records as flat columns (and, from a decoded `Records`, the
+    batches they came in: `batches`, used to re-encode batch by batch)."""
+
+    batches = None
 
     def __init__(self, key, value, timestamp=None, offset=None, header_index=None, header_key=None,
                  header_value=None):
@@ -83,14 +86,33 @@ class Columns:
 
 
 def _int64_column(values, name, n):
+    if hasattr(values, "null_count") and hasattr(values, "to_numpy"):   # a pyarrow array
+        if values.null_count:
+            import pyarrow.compute as pc
+
+            first = int(pc.index(values.is_null(), True).as_py())
+            raise EncodeError(f"{name} of record {first} is null")
+        values = values.to_numpy(zero_copy_only=False)
     arr = np.asarray(values)
     if arr.dtype.kind == "M":  # datetime64 -> ms since the epoch
+        bad = np.flatnonzero(np.isnat(arr))
+        if bad.size:
+            raise EncodeError(f"{name} of record {int(bad[0])} is missing (NaT)")
         arr = arr.astype("datetime64[ms]").astype(np.int64)
-    if arr.dtype == object or arr.dtype.kind not in "iu":
-        try:
-            arr = arr.astype(np.int64)
-        except (TypeError, ValueError) as exc:
-            raise EncodeError(f"{name} must be integers (ms for timestamps): {exc}") from None
+    elif arr.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.floor(arr)))
+        if bad.size:
+            raise EncodeError(f"{name} of record {int(bad[0])} is {arr[bad[0]]!r}, not a whole number")
+        arr = arr.astype(np.int64)
+    elif arr.dtype == object or arr.dtype.kind not in "iu":
+        for i, x in enumerate(arr.tolist() if arr.ndim else [arr.item()]):
+            if x is None or not isinstance(x, (int, np.integer)) or isinstance(x, bool):
+                raise EncodeError(f"{name} of record {i} is {x!r}, not an integer")
+            if not -(1 << 63) <= int(x) < (1 << 63):
+                raise EncodeError(f"{name} of record {i} is {x}, beyond 64 bits")
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind == "u" and arr.size and arr.max() >= (1 << 63):
+        raise EncodeError(f"{name} values beyond 2^63-1")
     if arr.shape != (n,):
         raise EncodeError(f"{name} has {arr.size} values for {n} records")
     return np.ascontiguousarray(arr, dtype=np.int64)
@@ -169,8 +191,11 @@ def _headers_from_arrow(arr, n):
 
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    if pa.types.is_null(arr.type):
-        return None, None, None
+    if pa.types.is_null(arr.type) or ((pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type))
+                                      and pa.types.is_null(arr.type.value_type)):
+        if pa.types.is_null(arr.type) or len(arr.values) == 0:
+            return None, None, None   # no record has a header
+        raise EncodeError("headers column holds null header entries")
     if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
         raise EncodeError(f"headers column has type {arr.type}, not list<struct<key, value>>")
     if arr.null_count:  # a null list means no headers; make its child range empty
@@ -202,11 +227,11 @@ def _from_arrow_table(table):
     if "timestamp" in names:
         import pyarrow as pa
 
-        col = table.column("timestamp")
+        col = table.column("timestamp").combine_chunks()
         if pa.types.is_timestamp(col.type):
             col = col.cast(pa.timestamp("ms", tz=col.type.tz)).cast(pa.int64())
-        ts = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
-    offset = np.asarray(table.column("offset").to_numpy(), dtype=np.int64) if "offset" in names else None
+        ts = _int64_column(col, "timestamp", n)
+    offset = _int64_column(table.column("offset").combine_chunks(), "offset", n) if "offset" in names else None
     hidx = hkey = hval = None
     if "headers" in names:
         hidx, hkey, hval = _headers_from_arrow(table.column("headers"), n)
@@ -220,9 +245,11 @@ def to_columns(records=None, *, keys=None, values=None, timestamps=None, headers
             return records
         if isinstance(records, Records):
             h = records.headers
-            return Columns(_binary_from_records_column(records.key), _binary_from_records_column(records.value),
+            cols = Columns(_binary_from_records_column(records.key), _binary_from_records_column(records.value),
                            records.timestamp, records.offset, h.offsets.astype(np.int64),
                            _binary_from_records_column(h.key), _binary_from_records_column(h.value))
+            cols.batches = _batches_of(records)
+            return cols
         mod = type(records).__module__
         if mod.startswith("pandas"):
             import pyarrow as pa
@@ -254,36 +281,55 @@ def to_columns(records=None, *, keys=None, values=None, timestamps=None, headers
     return Columns(key, value, timestamps, offsets, hidx, hkey, hval)
 
 
-def _split(cols: Columns, start, stop, batch_size, max_records):
-    """Batch boundaries (record indices) over [start, stop): greedy on estimated encoded bytes."""
-    if stop <= start:
-        return np.array([start], np.int64)
-    est = (np.maximum(cols.key.lengths()[start:stop], 0) + np.maximum(cols.value.lengths()[start:stop], 0)
-           + 8)
-    if cols.has_headers():
-        per_header = (cols.header_key.lengths() + np.maximum(cols.header_value.lengths(), 0) + 4)
-        hcum = np.concatenate([[0], np.cumsum(per_header)])
-        hidx = cols.header_index[start:stop + 1]
-        est = est + hcum[hidx[1:]] - hcum[hidx[:-1]]
-    cum = np.concatenate([[0], np.cumsum(est)])
+def _batches_of(records):
+    """The v2 batches a decoded Records' rows came from: record bounds and the header fields to
+    keep (attributes without codec bits, producer fields, leader epoch, LogAppendTime max
+    timestamp). None when any came from a v0/v1 message."""
+    bi = np.asarray(records.batch_index)
+    if not len(bi):
+        return None
+    starts = np.flatnonzero(np.concatenate([[True], bi[1:] != bi[:-1]]))
+    rows = bi[starts]
+    b = records.batches
+    if (np.asarray(b.magic)[rows] < 2).any():
+        return None
+    base_seq = np.asarray(b.base_sequence)[rows].astype(np.int64)
+    shift = np.asarray(records.offset)[starts] - np.asarray(b.base_offset)[rows]   # a slice may start mid-batch
+    seq = np.where(base_seq >= 0, (base_seq + shift) % (1 << 31), -1)
+    lat = np.asarray(b.timestamp_type)[rows] == 1
+    return dict(
+        bounds=np.concatenate([starts, [len(bi)]]).astype(np.int64),
+        attributes=(np.asarray(b.attributes)[rows] & ~0x07).astype(np.int16),
+        producer_id=np.asarray(b.producer_id)[rows].astype(np.int64),
+        producer_epoch=np.asarray(b.producer_epoch)[rows].astype(np.int16),
+        base_sequence=seq.astype(np.int32),
+        leader_epoch=np.asarray(b.partition_leader_epoch)[rows].astype(np.int32),
+        max_timestamp=np.where(lat, np.asarray(b.max_timestamp)[rows], -1).astype(np.int64))
+
+
+def _check_range(value, lo, hi, name):
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not lo <= int(value) <= hi:
+        raise EncodeError(f"{name} must be an integer in [{lo}, {hi}], not {value!r}")
+
+
+def _split_legacy(cols: Columns, magic, batch_size, max_records):
+    """Wrapper boundaries: exact message sizes (12 + 14/22 + key + value) summed greedily."""
+    n = cols.n
+    size = (12 + (22 if magic == 1 else 14) + np.maximum(cols.key.lengths(), 0)
+            + np.maximum(cols.value.lengths(), 0))
+    cum = np.concatenate([[0], np.cumsum(size)])
+    bounds, i = [0], 0
     offs = cols.offset
-    bounds = [0]
-    i = 0
-    n = stop - start
-    budget = max(batch_size - 61, 1)
     while i < n:
-        j = int(np.searchsorted(cum, cum[i] + budget, side="right")) - 1
-        j = max(j, i + 1)
+        j = max(int(np.searchsorted(cum, cum[i] + batch_size, side="right")) - 1, i + 1)
         if max_records:
             j = min(j, i + max_records)
         j = min(j, n)
-        if offs is not None and offs[start + j - 1] - offs[start + i] > 0x7FFFFFFF:
-            # offset deltas are int32: end the batch before the span overflows
-            j = i + max(1, int(np.searchsorted(offs[start + i:start + j], offs[start + i] + 0x7FFFFFFF,
-                                               side="right")))
+        # keep a wrapper's offset span within an index's relative (int32) range
+        j = min(j, i + max(1, int(np.searchsorted(offs[i:j], offs[i] + 0x7FFFFFFF, side="right"))))
         bounds.append(j)
-        i = j
-    return np.asarray(bounds, np.int64) + start
+        i = bounds[-1]
+    return np.asarray(bounds, np.int64)
 
 
 def _codec(compression):
@@ -303,9 +349,9 @@ def _timestamp_type(timestamp_type):
 
 
 def encode(records=None, *, keys=None, values=None, timestamps=None, headers=None, offsets=None, magic=2,
-           compression=None, compression_level=None, batch_size=16384, max_records=None, base_offset=0,
+           compression=None, compression_level=None, batch_size=None, max_records=None, base_offset=0,
            timestamp_type="CreateTime", log_append_time=None, producer_id=-1, producer_epoch=-1,
-           base_sequence=-1, transactional=False, partition_leader_epoch=0) -> bytes:
+           base_sequence=-1, transactional=False, partition_leader_epoch=0, keep_batches=None) -> bytes:
     """Encode records as Kafka record batches (magic 2) or message sets (magic 0/1).
 
     records: a `Records`, a pyarrow Table / pandas DataFrame with Spark's Kafka column names
@@ -315,18 +361,23 @@ def encode(records=None, *, keys=None, values=None, timestamps=None, headers=Non
     allowed, as compaction leaves them). Timestamps default to the current time.
     compression: none, gzip, snappy, lz4 or zstd (zstd needs magic 2), per batch, framed as
     Kafka's Java clients write it (magic-0 lz4 with KAFKA-3160's header checksum).
-    batch_size: target bytes of records per batch (like the producer's batch.size);
-    max_records: limit of records per batch.
+    batch_size: bytes per batch as a producer's batch.size (default 16384): records join a batch
+    while its exact encoded size stays within it; max_records: records per batch at most.
     timestamp_type: CreateTime, or LogAppendTime with log_append_time (ms) as the broker sets it.
     producer_id / producer_epoch / base_sequence / transactional: the idempotent-producer fields
     (v2); the base sequence advances by each batch's record count.
+    keep_batches: re-encode a decoded `Records` batch by batch, keeping each batch's producer
+    fields, transactional/control bits, leader epoch and timestamp type (only the codec changes:
+    recompressing segments). Default: when the input is a Records, magic is 2 and no batch_size,
+    max_records or producer field is given.
     """
     cols = to_columns(records, keys=keys, values=values, timestamps=timestamps, headers=headers, offsets=offsets)
     return encode_columns(cols, magic=magic, compression=compression, compression_level=compression_level,
                           batch_size=batch_size, max_records=max_records, base_offset=base_offset,
                           timestamp_type=timestamp_type, log_append_time=log_append_time,
                           producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
-                          transactional=transactional, partition_leader_epoch=partition_leader_epoch)
+                          transactional=transactional, partition_leader_epoch=partition_leader_epoch,
+                          keep_batches=keep_batches)
 
 
 def _prepare(cols: Columns, magic, base_offset, timestamp_type, log_append_time):
@@ -334,12 +385,11 @@ def _prepare(cols: Columns, magic, base_offset, timestamp_type, log_append_time)
     if magic not in (0, 1, 2):
         raise EncodeError(f"magic must be 0, 1 or 2, not {magic!r}")
     if cols.offset is None:
-        if base_offset < 0:
-            raise EncodeError(f"base_offset must be >= 0, not {base_offset}")
+        _check_range(base_offset, 0, (1 << 63) - 1 - n, "base_offset")
         cols.offset = np.arange(base_offset, base_offset + n, dtype=np.int64)
     elif n:
         if (cols.offset < 0).any():
-            raise EncodeError("offsets must be >= 0")
+            raise EncodeError(f"offsets must be >= 0 (record {int(np.flatnonzero(cols.offset < 0)[0])})")
         back = np.flatnonzero(np.diff(cols.offset) <= 0)
         if back.size:
             i = int(back[0]) + 1
@@ -348,42 +398,78 @@ def _prepare(cols: Columns, magic, base_offset, timestamp_type, log_append_time)
     if cols.timestamp is None:
         cols.timestamp = np.full(n, int(time.time() * 1000), np.int64)
     tstype = _timestamp_type(timestamp_type)
-    if tstype == 1 and log_append_time is None:
-        raise EncodeError("timestamp_type LogAppendTime needs log_append_time (ms)")
+    if tstype == 1:
+        if log_append_time is None:
+            raise EncodeError("timestamp_type LogAppendTime needs log_append_time (ms)")
+        _check_range(log_append_time, 0, (1 << 63) - 1, "log_append_time")
     if magic < 2 and cols.has_headers():
         raise EncodeError(f"magic {magic} messages cannot carry headers (headers need magic 2)")
     return tstype
 
 
-def encode_columns(cols: Columns, *, magic=2, compression=None, compression_level=None, batch_size=16384,
+def encode_columns(cols: Columns, *, magic=2, compression=None, compression_level=None, batch_size=None,
                    max_records=None, base_offset=0, timestamp_type="CreateTime", log_append_time=None,
                    producer_id=-1, producer_epoch=-1, base_sequence=-1, transactional=False,
-                   partition_leader_epoch=0, bounds=None, attributes_extra=0) -> bytes:
-    """encode() on already-normalized `Columns`; `bounds` may fix the batch boundaries."""
+                   partition_leader_epoch=0, attributes_extra=0, keep_batches=None) -> bytes:
+    """encode() on already-normalized `Columns`."""
     tstype = _prepare(cols, magic, base_offset, timestamp_type, log_append_time)
     codec = _codec(compression)
-    if bounds is None:
-        bounds = _split(cols, 0, cols.n, batch_size, max_records)
-    bounds = np.asarray(bounds, np.int64)
-    if magic == 2:
-        return _encode_v2(cols, bounds, codec, compression_level, tstype, log_append_time, producer_id,
-                          producer_epoch, base_sequence, transactional, partition_leader_epoch, attributes_extra)
-    if producer_id != -1 or transactional:
+    _check_range(producer_id, -1, (1 << 63) - 1, "producer_id")
+    _check_range(producer_epoch, -1, (1 << 15) - 1, "producer_epoch")
+    _check_range(base_sequence, -1, (1 << 31) - 1, "base_sequence")
+    _check_range(partition_leader_epoch, -1, (1 << 31) - 1, "partition_leader_epoch")
+    if max_records is not None:
+        _check_range(max_records, 1, 1 << 31, "max_records")
+    if batch_size is not None:
+        _check_range(batch_size, 1, 1 << 31, "batch_size")
+    if transactional and producer_id < 0:
+        raise EncodeError("a transactional batch needs a producer_id >= 0")
+    if magic < 2 and (producer_id != -1 or transactional):
         raise EncodeError(f"magic {magic} has no producer ids or transactions (they need magic 2)")
-    return _encode_legacy(cols, bounds, codec, compression_level, magic, tstype, log_append_time)
-
-
-def _encode_v2(cols, bounds, codec, level, tstype, log_append_time, producer_id, producer_epoch, base_sequence,
-               transactional, leader_epoch, attributes_extra):
-    nb = len(bounds) - 1
-    if nb <= 0:
+    if keep_batches is None:
+        keep_batches = (cols.batches is not None and magic == 2 and batch_size is None and max_records is None
+                        and producer_id == -1 and not transactional and tstype == 0)
+    elif keep_batches and (cols.batches is None or magic != 2):
+        raise EncodeError("keep_batches needs a decoded Records of v2 batches and magic=2")
+    if cols.n == 0:
         return b""
-    attr = tstype * TIMESTAMP_TYPE_BIT | (TRANSACTIONAL_BIT if transactional else 0) | attributes_extra
+    if keep_batches:
+        kb = cols.batches
+        meta = dict(attributes=kb["attributes"] | attributes_extra, leader_epoch=kb["leader_epoch"],
+                    producer_id=kb["producer_id"], producer_epoch=kb["producer_epoch"],
+                    base_sequence=kb["base_sequence"], max_timestamp=kb["max_timestamp"])
+        return _encode_v2(cols, kb["bounds"], codec, compression_level, meta)
+    batch_size = 16384 if batch_size is None else batch_size
+    if magic < 2:
+        bounds = _split_legacy(cols, magic, batch_size, max_records)
+        return _encode_legacy(cols, bounds, codec, compression_level, magic, tstype, log_append_time)
+    bounds = _writer.split_v2(cols.key.as_tuple(), cols.value.as_tuple(), cols.headers_tuple(), cols.offset,
+                              cols.timestamp, batch_size, max_records or (1 << 31))
+    nb = len(bounds) - 1
     counts = np.diff(bounds)
-    if base_sequence >= 0:
-        seq = (base_sequence + np.concatenate([[0], np.cumsum(counts)[:-1]])) % (1 << 31)
-    else:
-        seq = np.full(nb, -1)
+    seq = ((base_sequence + np.concatenate([[0], np.cumsum(counts)[:-1]])) % (1 << 31) if base_sequence >= 0
+           else np.full(nb, -1))
+    attr = tstype * TIMESTAMP_TYPE_BIT | (TRANSACTIONAL_BIT if transactional else 0) | attributes_extra
+    meta = dict(attributes=np.full(nb, attr, np.int16), leader_epoch=np.full(nb, partition_leader_epoch, np.int32),
+                producer_id=np.full(nb, producer_id, np.int64), producer_epoch=np.full(nb, producer_epoch, np.int16),
+                base_sequence=seq.astype(np.int32),
+                max_timestamp=np.full(nb, log_append_time if tstype == 1 else -1, np.int64))
+    return _encode_v2(cols, bounds, codec, compression_level, meta)
+
+
+def _compress(codec, data, level, magic):
+    try:
+        return codec.compress(data, level=level, magic=magic)
+    except (ValueError, TypeError, OverflowError) as exc:
+        if isinstance(exc, EncodeError):
+            raise
+        raise EncodeError(f"{codec.name} cannot compress at level {level!r}: {exc}") from None
+    except Exception as exc:   # the codec libraries' own error types
+        raise EncodeError(f"{codec.name} compression failed (level {level!r}): {exc}") from None
+
+
+def _encode_v2(cols, bounds, codec, level, meta):
+    nb = len(bounds) - 1
     payload = int(cols.key.offsets[-1] - cols.key.offsets[0] + cols.value.offsets[-1] - cols.value.offsets[0]
                   + cols.header_key.offsets[-1] - cols.header_key.offsets[0]
                   + cols.header_value.offsets[-1] - cols.header_value.offsets[0])
@@ -391,16 +477,15 @@ def _encode_v2(cols, bounds, codec, level, tstype, log_append_time, producer_id,
     out = np.empty(_writer.max_v2_size(cols.n, payload, nh, nb), np.uint8)
     pos = _writer.encode_v2(
         out, cols.key.as_tuple(), cols.value.as_tuple(), cols.headers_tuple(), cols.offset, cols.timestamp,
-        bounds, np.full(nb, attr, np.int16), np.full(nb, leader_epoch, np.int32),
-        np.full(nb, producer_id, np.int64), np.full(nb, producer_epoch, np.int16), seq.astype(np.int32),
-        np.full(nb, log_append_time if tstype == 1 else -1, np.int64), codec.id == 0)
+        np.asarray(bounds, np.int64), meta["attributes"], meta["leader_epoch"], meta["producer_id"],
+        meta["producer_epoch"], meta["base_sequence"], meta["max_timestamp"], codec.id == 0)
     if codec.id == 0:
         return out[:pos[-1]].tobytes()
     mv = memoryview(out)
     parts = []
     for b in range(nb):
         p, q = int(pos[b]), int(pos[b + 1])
-        compressed = codec.compress(mv[p + 61:q], level=level, magic=2)
+        compressed = _compress(codec, mv[p + 61:q], level, 2)
         parts.append(_writer.frame_v2(mv[p:p + 61], compressed, codec.id))
     return b"".join(parts)
 
@@ -428,7 +513,7 @@ def _encode_legacy(cols, bounds, codec, level, magic, tstype, log_append_time):
         else:           # v0 inner offsets are absolute
             inner = cols.offset
         size = _writer.encode_legacy(out, key, value, inner, timestamps, s, e, magic, 0)
-        compressed = codec.compress(memoryview(out)[:size], level=level, magic=magic)
+        compressed = _compress(codec, memoryview(out)[:size], level, magic)
         wrapper_ts = log_append_time if tstype == 1 else int(timestamps[s:e].max())
         parts.append(_writer.legacy_wrapper(int(cols.offset[e - 1]), magic, codec.id | attr_ts,
                                             wrapper_ts if magic == 1 else -1, compressed))
@@ -464,8 +549,9 @@ def encode_empty_batch(*, base_offset, last_offset=None, timestamp, producer_id=
     if last_offset < base_offset:
         raise EncodeError("last_offset must be >= base_offset")
     attr = TRANSACTIONAL_BIT if transactional else 0
+    # as DefaultRecordBatch.writeEmptyHeader: no first timestamp, the max timestamp kept
     header = bytearray(_V2_HEADER.pack(base_offset, 61 - 12, partition_leader_epoch, 2, 0, attr,
-                                       last_offset - base_offset, timestamp, timestamp, producer_id,
+                                       last_offset - base_offset, -1, timestamp, producer_id,
                                        producer_epoch, base_sequence, 0))
     struct.pack_into(">I", header, 17, _crc32c(memoryview(header)[21:]))
     return bytes(header)

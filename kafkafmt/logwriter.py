@@ -68,10 +68,11 @@ class LogWriter:
         self.segments = [_Segment(base_offset)]
         self.open_txns = {}    # producer_id -> first offset of its ongoing transaction
         self.sequences = {}    # producer_id -> next sequence number
+        self.first_v2_offset = None
         self.closed = False
 
     # --- appending ------------------------------------------------------------------------------
-    def _add(self, data: bytes, first_offset: int):
+    def _add(self, data: bytes):
         if not data:
             return
         table = decode(data, verify_crc=None, keys=False, values=False, headers=False).batches
@@ -79,11 +80,16 @@ class LogWriter:
         for i in range(len(table)):
             part = data[pos[i]:pos[i + 1]]
             seg = self.segments[-1]
-            if seg.size and seg.size + len(part) > self.segment_bytes:
+            # roll like the broker: when the segment would grow past segment_bytes, or its index
+            # could not hold the batch's offset relative to the base (LogSegment.shouldRoll)
+            if seg.size and (seg.size + len(part) > self.segment_bytes
+                             or int(table.last_offset[i]) - seg.base_offset > 0x7FFFFFFF):
                 seg = _Segment(int(table.base_offset[i]))
                 self.segments.append(seg)
             elif not seg.size:
                 seg.base_offset = int(table.base_offset[i])
+            if self.first_v2_offset is None and int(table.magic[i]) == 2:
+                self.first_v2_offset = int(table.base_offset[i])   # leader epochs start with v2
             seg.parts.append(part)
             seg.size += len(part)
 
@@ -116,7 +122,7 @@ class LogWriter:
         first, last = int(cols.offset[0]), int(cols.offset[-1])
         if transactional:
             self.open_txns.setdefault(producer_id, first)
-        self._add(data, first)
+        self._add(data)
         self.next_offset = last + 1
         return first, last
 
@@ -127,7 +133,7 @@ class LogWriter:
             raise EncodeError(f"last_offset {last_offset} < next offset {self.next_offset}")
         self._add(encode_empty_batch(base_offset=last_offset, last_offset=last_offset, timestamp=timestamp,
                                      producer_id=producer_id, producer_epoch=producer_epoch,
-                                     partition_leader_epoch=self.leader_epoch), last_offset)
+                                     partition_leader_epoch=self.leader_epoch))
         self.next_offset = last_offset + 1
 
     def append_control(self, kind, *, producer_id, producer_epoch=0, coordinator_epoch=0, timestamp=None):
@@ -137,7 +143,7 @@ class LogWriter:
         data = encode_control(kind, offset=offset, producer_id=producer_id, producer_epoch=producer_epoch,
                               coordinator_epoch=coordinator_epoch, timestamp=timestamp,
                               partition_leader_epoch=self.leader_epoch)
-        self._add(data, offset)
+        self._add(data)
         first = self.open_txns.pop(producer_id, None)
         if str(kind).lower() == "abort" and first is not None:
             # Kafka's ProducerStateManager.lastStableOffset: the first offset of the next
@@ -172,9 +178,10 @@ class LogWriter:
             sidefiles.write_timeindex(os.path.join(self.path, segment_name(base, ".timeindex")), timeindex, base)
             if seg.aborted:
                 sidefiles.write_txnindex(os.path.join(self.path, segment_name(base, ".txnindex")), seg.aborted)
-        start = segs[0].base_offset
-        sidefiles.write_leader_epoch_checkpoint(os.path.join(self.path, "leader-epoch-checkpoint"),
-                                                [(self.leader_epoch, start)] if self.next_offset > start else [])
+        # Kafka assigns leader epochs to v2 batches only: the entry starts at the first of them
+        sidefiles.write_leader_epoch_checkpoint(
+            os.path.join(self.path, "leader-epoch-checkpoint"),
+            [(self.leader_epoch, self.first_v2_offset)] if self.first_v2_offset is not None else [])
         sidefiles.write_partition_metadata(os.path.join(self.path, "partition.metadata"), self.topic_id)
 
     def __enter__(self):

@@ -25,7 +25,7 @@ import numpy as np
 
 from kafkafmt.logwriter import LogWriter
 
-SAMPLE_VERSION = 1
+SAMPLE_VERSION = 2
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, in ms
 
 
@@ -74,7 +74,7 @@ def _orders(root, partition, rnd):
             customers = [f"customer-{rnd.randint(1, 200):04d}" for _ in range(n)]
             keys = [c.encode() for c in customers]
             values = [_order(rnd, seg * n + i, c) for i, c in enumerate(customers)]
-            stamps = [ts + i * 250 + rnd.randint(-40, 40) for i in range(n)]  # jitter: not monotonic
+            stamps = [ts + i * 250 + rnd.randint(-400, 400) for i in range(n)]  # jitter: not monotonic
             headers = [[("trace-id", f"{rnd.getrandbits(64):016x}".encode()), ("source", b"web")]
                        if rnd.random() < 0.2 else [] for _ in range(n)]
             w.append(keys=keys, values=values, timestamps=stamps, headers=headers, compression=codec,

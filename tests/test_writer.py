@@ -489,8 +489,6 @@ def test_encode_empty_batch_default_last_offset_and_errors():
         encode_empty_batch(base_offset=10, last_offset=9, timestamp=TS0)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: encode_empty_batch writes firstTimestamp = timestamp; Kafka's "
-                                       "DefaultRecordBatch.writeEmptyHeader writes RecordBatch.NO_TIMESTAMP (-1)")
 def test_encode_empty_batch_first_timestamp_is_no_timestamp():
     (b,) = kp_batches(encode_empty_batch(base_offset=10, last_offset=12, timestamp=TS0))
     assert b.first_timestamp == -1
@@ -727,22 +725,16 @@ def test_bad_table_inputs():
                                                                           ("value", pa.binary())])))}))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: float timestamps are silently truncated (1.5 ms -> 1) instead of "
-                                       "raising EncodeError")
 def test_fractional_timestamps_rejected():
     with pytest.raises(EncodeError):
         kafkafmt.encode(values=[b"a"], timestamps=[1.5])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an offset >= 2^63 wraps to a negative int64 and the error says "
-                                       "'offsets must be >= 0'")
 def test_offset_too_large_message():
     with pytest.raises(EncodeError, match="2\\^63|too large|int64|9223372036854775808"):
         kafkafmt.encode(values=[b"a"], offsets=[2**63])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: encode(transactional=True) without a producer_id writes a "
-                                       "transactional batch with producerId -1 (LogWriter.append refuses it)")
 def test_transactional_needs_producer_id():
     with pytest.raises(EncodeError):
         kafkafmt.encode(values=[b"a"], transactional=True)
@@ -754,7 +746,7 @@ _LAT_BUG = ("BUG: a negative log_append_time is silently replaced by the max rec
 
 
 def _bad(kw, id, reason):
-    return pytest.param(kw, id=id, marks=pytest.mark.xfail(strict=True, reason=reason))
+    return pytest.param(kw, id=id)
 
 
 BAD_PARAMS = [
@@ -768,8 +760,6 @@ BAD_PARAMS = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: null timestamps (Arrow nulls, pandas NaT / <NA>) are written as "
-                                       "INT64_MIN (-9223372036854775808) without an error")
 @pytest.mark.parametrize("kind", ["arrow_int64", "arrow_timestamp", "pandas_nat"])
 def test_null_timestamps_are_not_garbage(kind):
     import pandas as pd
@@ -787,8 +777,6 @@ def test_null_timestamps_are_not_garbage(kind):
     assert np.asarray(kafkafmt.decode(buf).timestamp).tolist() == [TS0, -1]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a pandas headers column whose rows are all [] (type list<null>) is "
-                                       "rejected ('not list<struct<key, value>>') instead of meaning 'no headers'")
 def test_pandas_all_empty_header_lists():
     import pandas as pd
     df = pd.DataFrame({"value": [b"a", b"b"], "headers": [[], []]})
@@ -848,10 +836,6 @@ def test_batch_size_roughly_honoured(batch_size, value_size):
         assert (counts == 1).all()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: batch_size is exceeded for uncompressed v2 batches (the per-record "
-                                       "size estimate ignores varint widths: up to ~50% over with large timestamp "
-                                       "deltas); Java's producer never exceeds batch.size except for a single "
-                                       "record")
 @pytest.mark.parametrize("spread_ts", [False, True])
 def test_batch_size_is_a_cap_like_java(spread_ts):
     keys, values, ts = _typical(3000, 10)

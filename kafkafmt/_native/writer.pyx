@@ -229,3 +229,67 @@ def legacy_wrapper(int64_t offset, int magic, int attributes, int64_t timestamp,
         memcpy(m + header + 8, &value[0], value.shape[0])
     kfmt_put_be32(m + LEGACY_CRC_OFFSET, kfmt_crc32(m + MAGIC_OFFSET, n - MAGIC_OFFSET))
     return out
+
+
+def split_v2(key, value, headers, const int64_t[::1] offsets, const int64_t[::1] timestamps,
+             int64_t batch_size, int64_t max_records):
+    """Batch boundaries as a producer makes them: records join the open batch while its exact
+    encoded size (61-byte header + records, deltas taken from the batch's first record) stays
+    within batch_size; a record that does not fit starts the next batch (a batch always takes at
+    least one record). Also ends a batch before max_records or an offset delta past 2^31-1.
+    Returns an int64 array of record indices [0, ..., n]."""
+    cdef Binary k = binary(key[0], key[1], key[2])
+    cdef Binary v = binary(value[0], value[1], value[2])
+    cdef const int64_t[::1] hidx = headers[0]
+    cdef Binary hk = binary(headers[1], headers[2], None)
+    cdef Binary hv = binary(headers[3], headers[4], headers[5])
+    cdef Py_ssize_t n = offsets.shape[0], i
+    bounds = np.empty(n + 1, np.int64)
+    cdef int64_t[::1] bd = bounds
+    cdef Py_ssize_t nb = 0
+    cdef int64_t size = 0, count = 0, base_off = 0, base_ts = 0, body, h, rec
+    cdef int32_t kl, vl, hl
+    with nogil:
+        bd[0] = 0
+        for i in range(n):
+            if count == 0:
+                base_off = offsets[i]
+                base_ts = timestamps[i]
+            kl = blen(&k, i)
+            vl = blen(&v, i)
+            body = (1 + kfmt_varlong_size(timestamps[i] - base_ts)
+                    + kfmt_varint_size(<int32_t>(offsets[i] - base_off))
+                    + kfmt_varint_size(kl) + (kl if kl > 0 else 0)
+                    + kfmt_varint_size(vl) + (vl if vl > 0 else 0)
+                    + kfmt_varint_size(<int32_t>(hidx[i + 1] - hidx[i])))
+            for h in range(hidx[i], hidx[i + 1]):
+                hl = blen(&hk, h)
+                body += kfmt_varint_size(hl) + hl
+                hl = blen(&hv, h)
+                body += kfmt_varint_size(hl) + (hl if hl > 0 else 0)
+            rec = kfmt_varint_size(<int32_t>body) + body
+            if count > 0 and (V2_HEADER_SIZE + size + rec > batch_size or count >= max_records
+                              or offsets[i] - base_off > 0x7FFFFFFF):
+                nb += 1
+                bd[nb] = i
+                count = 0
+                size = 0
+                base_off = offsets[i]
+                base_ts = timestamps[i]
+                # sizes depend on the deltas: recompute this record against its new batch
+                body = (1 + kfmt_varlong_size(0) + kfmt_varint_size(0)
+                        + kfmt_varint_size(kl) + (kl if kl > 0 else 0)
+                        + kfmt_varint_size(vl) + (vl if vl > 0 else 0)
+                        + kfmt_varint_size(<int32_t>(hidx[i + 1] - hidx[i])))
+                for h in range(hidx[i], hidx[i + 1]):
+                    hl = blen(&hk, h)
+                    body += kfmt_varint_size(hl) + hl
+                    hl = blen(&hv, h)
+                    body += kfmt_varint_size(hl) + (hl if hl > 0 else 0)
+                rec = kfmt_varint_size(<int32_t>body) + body
+            size += rec
+            count += 1
+        if n > 0:
+            nb += 1
+            bd[nb] = n
+    return bounds[:nb + 1]
