@@ -298,11 +298,22 @@ class Table:
 
     @staticmethod
     def concat(tables):
+        """Rows of all tables; a column some lack is filled with -1 (False for bools) there."""
         tables = [t for t in tables if t.columns]
         if not tables:
             return Table({})
-        names = tables[0].columns
-        return Table({k: np.concatenate([t[k] for t in tables]) for k in names})
+        nonempty = [t for t in tables if len(t)] or tables[:1]
+        names, dtypes = [], {}
+        for t in tables:
+            for k in t.columns:
+                if k not in dtypes:
+                    names.append(k)
+                    dtypes[k] = t[k].dtype
+        out = {}
+        for k in names:
+            fill = False if dtypes[k] == np.bool_ else -1
+            out[k] = np.concatenate([t[k] if k in t.columns else np.full(len(t), fill, dtypes[k]) for t in nonempty])
+        return Table(out)
 
     def to_arrow(self):
         pa = _pa()

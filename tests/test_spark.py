@@ -1,0 +1,207 @@
+"""The kafka-segments Spark data source: schema, results equal to kafkafmt.read_log_dirs, options,
+pushdown pruning (checked on the planned input partitions), read_committed, failOnDataLoss."""
+import datetime as dt
+import os
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+pyspark = pytest.importorskip("pyspark", minversion="4.1")
+
+import kafkafmt  # noqa: E402
+from kafkafmt.spark.options import OptionError, parse  # noqa: E402
+from kafkafmt.spark.source import KafkaSegmentsReader, kafka_schema  # noqa: E402
+from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, In, LessThan  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="session")
+def sample(tmp_path_factory):
+    os.environ["KAFKAFMT_SAMPLE_DIR"] = str(tmp_path_factory.mktemp("sample") / "logs")
+    from kafkafmt.sample import sample_dir
+
+    return sample_dir()
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = tmp_path_factory.mktemp("log4j") / "log4j2.properties"
+    log4j.write_text("rootLogger.level = error\nrootLogger.appenderRef.stdout.ref = console\n"
+                     "appender.console.type = Console\nappender.console.name = console\n"
+                     "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
+                     "appender.console.layout.pattern = %p %c{1}: %m%n\n")
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("kafkafmt-tests")
+               .config("spark.driver.extraJavaOptions",
+                       f"-Dlog4j2.configurationFile={log4j} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    import kafkafmt.spark
+
+    kafkafmt.spark.register(session)
+    yield session
+    session.stop()
+
+
+def _rows(df):
+    return sorted((r["topic"], r["partition"], r["offset"], r["key"], r["value"]) for r in df.collect())
+
+
+def _lib_rows(recs):
+    topics = recs.topic if isinstance(recs.topic, np.ndarray) else [recs.topic] * len(recs)
+    parts = recs.partition if isinstance(recs.partition, np.ndarray) else [recs.partition] * len(recs)
+    return sorted(zip(list(topics), [int(p) for p in parts], recs.offset.tolist(), recs.key.to_pylist(),
+                      recs.value.to_pylist()))
+
+
+# --- planning and options, without a JVM ----------------------------------------------------------
+
+def _reader(path, **options):
+    opts = parse({"path": path, **options})
+    return KafkaSegmentsReader(kafka_schema(opts.include_headers, opts.batch_metadata), opts)
+
+
+def test_options_rejected_with_reasons(sample):
+    for bad, match in [({"kafka.bootstrap.servers": "x:9092"}, "no broker"),
+                       ({"kafka.group.id": "g"}, "consumer group"),
+                       ({"subscribe": "a", "assign": '{"a":[0]}'}, "only one of"),
+                       ({"startingOffsets": "latest"}, "not allowed"),
+                       ({"endingOffsets": '{"orders":{"0":-2}}'}, "earliest"),
+                       ({"kafka.isolation.level": "serializable"}, "isolation"),
+                       ({"includeHeaders": "maybe"}, "true or false"),
+                       ({"frobnicate": "1"}, "unknown option")]:
+        with pytest.raises(OptionError, match=match):
+            parse({"path": sample, **bad})
+    with pytest.raises(OptionError, match="log directory"):
+        parse({})
+
+
+def test_pushdown_prunes_segments(sample):
+    reader = _reader(sample, subscribe="orders")
+    all_tasks = [t for p in reader.partitions() for t in p.tasks]
+    reader = _reader(sample, subscribe="orders")
+    rest = list(reader.pushFilters([GreaterThanOrEqual(("offset",), 2000), EqualTo(("partition",), 1)]))
+    assert rest == []  # both handled exactly by the source
+    tasks = [t for p in reader.partitions() for t in p.tasks]
+    assert {(t.topic, t.partition) for t in tasks} == {("orders", 1)}
+    # only the segments holding offsets >= 2000 are planned
+    segs = kafkafmt.list_segments(os.path.join(sample, "orders-1"))
+    wanted = {os.path.basename(s.log) for k, s in enumerate(segs)
+              if k + 1 == len(segs) or segs[k + 1].base_offset > 2000}
+    assert len(wanted) < len(segs)
+    assert {os.path.basename(t.log) for t in tasks} == wanted
+    assert len(tasks) < len(all_tasks)
+    # and the byte range starts at the index position for 2000, not at the segment start
+    assert tasks[0].start_pos > 0 and tasks[0].start_offset == 2000
+
+
+def test_pushdown_topic_in_and_empty(sample):
+    reader = _reader(sample)
+    list(reader.pushFilters([In(("topic",), ("payments", "clicks"))]))
+    assert {t.topic for p in reader.partitions() for t in p.tasks} == {"payments", "clicks"}
+    reader = _reader(sample)
+    list(reader.pushFilters([GreaterThanOrEqual(("offset",), 10), LessThan(("offset",), 5)]))
+    assert [t for p in reader.partitions() for t in p.tasks] == []
+
+
+def test_timestamp_filter_prunes_rolled_segments(sample):
+    lib = kafkafmt.read_log_dir(os.path.join(sample, "orders-0"))
+    cut = int(np.sort(lib.timestamp)[-300])   # only the newest records
+    reader = _reader(sample, subscribe="orders")
+    rest = list(reader.pushFilters([GreaterThanOrEqual(("timestamp",), dt.datetime.fromtimestamp(
+        cut / 1000, dt.timezone.utc))]))
+    assert len(rest) == 1  # rows are still filtered by Spark: timestamps are not monotonic
+    planned = {os.path.basename(t.log) for p in reader.partitions() for t in p.tasks if t.partition == 0}
+    segs = kafkafmt.list_segments(os.path.join(sample, "orders-0"))
+    assert os.path.basename(segs[0].log) not in planned and os.path.basename(segs[-1].log) in planned
+
+
+def test_min_partitions_splits_at_index_positions(sample):
+    reader = _reader(sample, subscribe="orders", minPartitions="12")
+    parts = reader.partitions()
+    assert len(parts) >= 12
+    for t in (t for p in parts for t in p.tasks):
+        if t.start_pos:  # a split point is a batch start recorded in the offset index
+            idx = kafkafmt.read_index(t.log[:-4] + ".index")
+            assert t.start_pos in set(idx["position"].tolist())
+
+
+# --- through Spark ------------------------------------------------------------------------------------
+
+def test_schema_and_full_read_equal_library(spark, sample):
+    df = spark.read.format("kafka-segments").option("includeHeaders", "true").load(sample)
+    assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
+        ("key", "binary"), ("value", "binary"), ("topic", "string"), ("partition", "int"), ("offset", "bigint"),
+        ("timestamp", "timestamp"), ("timestampType", "int"),
+        ("headers", "array<struct<key:string,value:binary>>")]
+    lib = kafkafmt.read_log_dirs(sample)
+    assert _rows(df) == _lib_rows(lib)
+    # headers and timestamps of one partition, record by record
+    one = df.where("topic = 'orders' and partition = 0").orderBy("offset").collect()
+    ref = kafkafmt.read_log_dir(os.path.join(sample, "orders-0"))
+    assert [r["offset"] for r in one] == ref.offset.tolist()
+    assert [int(r["timestamp"].replace(tzinfo=dt.timezone.utc).timestamp() * 1000) for r in one] == \
+        ref.timestamp.tolist()
+    got_headers = [[(h["key"], h["value"]) for h in (r["headers"] or [])] for r in one]
+    assert got_headers == ref.headers.to_pylist()
+
+
+def test_filters_offsets_and_committed(spark, sample):
+    df = (spark.read.format("kafka-segments").option("subscribe", "orders")
+          .option("startingOffsets", '{"orders":{"0":100,"1":-2}}').option("endingOffsets", '{"orders":{"0":900}}')
+          .load(sample))
+    counts = {r["partition"]: r["count"] for r in df.groupBy("partition").count().collect()}
+    assert counts == {0: 800, 1: 2400}
+    q = df.where("offset >= 2000 and partition = 1")
+    assert q.count() == 400
+    committed = (spark.read.format("kafka-segments").option("subscribe", "payments")
+                 .option("kafka.isolation.level", "read_committed").load(sample))
+    lib = kafkafmt.read_log_dir(os.path.join(sample, "payments-0"), isolation="read_committed")
+    assert sorted(r["offset"] for r in committed.collect()) == lib.offset.tolist()
+
+
+def test_bad_option_is_an_analysis_error(spark, sample):
+    from pyspark.errors import AnalysisException
+
+    with pytest.raises(AnalysisException, match="no broker"):
+        spark.read.format("kafka-segments").option("kafka.bootstrap.servers", "b:9092").load(sample).count()
+    with pytest.raises(AnalysisException, match="does not exist"):
+        spark.read.format("kafka-segments").load(sample + "/nope").count()
+
+
+def test_real_corpus_broker_dirs(spark, real_corpus):
+    roots = [os.path.join(real_corpus, "broker-dirs", "DonaldY__kafka-2.7.1", "kafka-logs"),
+             os.path.join(real_corpus, "broker-dirs", "Niloufar1171__LDI-POC"),
+             os.path.join(real_corpus, "broker-dirs", "seanorth__kafka-server", "kafka-logs")]
+    for root in roots:
+        df = spark.read.format("kafka-segments").load(root)
+        assert _rows(df) == _lib_rows(kafkafmt.read_log_dirs(root))
+
+
+def test_fail_on_data_loss(spark, sample, tmp_path):
+    root = tmp_path / "logs"
+    shutil.copytree(os.path.join(sample, "orders-0"), root / "orders-0")
+    seg = [s.log for s in kafkafmt.list_segments(str(root / "orders-0"))][1]   # a middle segment
+    seg = type(root)(seg)
+    data = bytearray(seg.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    with pytest.raises(Exception, match="failOnDataLoss"):
+        spark.read.format("kafka-segments").load(str(root)).count()
+    salvaged = spark.read.format("kafka-segments").option("failOnDataLoss", "false").load(str(root))
+    lib = kafkafmt.read_log_dir(str(root / "orders-0"), errors="salvage")
+    assert sorted(r["offset"] for r in salvaged.select("offset").collect()) == lib.offset.tolist()
+    assert 0 < len(lib) < 2400
+
+
+def test_batch_metadata_columns(spark, sample):
+    df = (spark.read.format("kafka-segments").option("subscribe", "orders").option("includeBatchMetadata", "true")
+          .load(sample))
+    row = df.where("partition = 1").orderBy("offset").first()
+    assert (row["producerId"], row["producerEpoch"], row["leaderEpoch"], row["codec"]) == (501, 0, 3, "lz4")
