@@ -205,3 +205,16 @@ def test_batch_metadata_columns(spark, sample):
           .load(sample))
     row = df.where("partition = 1").orderBy("offset").first()
     assert (row["producerId"], row["producerEpoch"], row["leaderEpoch"], row["codec"]) == (501, 0, 3, "lz4")
+
+
+def test_readme_pipeline_to_partitioned_parquet(spark, sample, tmp_path):
+    from pyspark.sql import functions as F
+
+    out = str(tmp_path / "lake")
+    (spark.read.format("kafka-segments").option("includeHeaders", "true").load(sample)
+     .withColumn("date", F.to_date("timestamp"))
+     .write.partitionBy("topic", "date").mode("overwrite").parquet(out))
+    back = spark.read.parquet(out)
+    assert back.count() == len(kafkafmt.read_log_dirs(sample))
+    assert sorted(os.listdir(out)) == sorted(["_SUCCESS"] + [f"topic={t}" for t in
+                                                             ("clicks", "customers", "orders", "payments")])
