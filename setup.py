@@ -21,7 +21,7 @@ extensions = [
         extra_link_args=["-fsanitize=address"] if os.environ.get("KAFKAFMT_SANITIZE") else [],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
-    for name in ("scan", "kernel", "writer")
+    for name in ("scan", "kernel", "writer", "frames")
 ]
 
 setup(

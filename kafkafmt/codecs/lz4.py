@@ -28,6 +28,8 @@ import struct
 
 import lz4.frame as _lz4f
 
+from kafkafmt._native import frames as _frames
+
 from kafkafmt.codecs.base import Codec, corrupt, over_limit, resolve_cap
 
 __all__ = ["Lz4Codec", "xxh32", "header_checksum", "FRAME_MAGIC"]
@@ -220,28 +222,14 @@ def _repaired_header(mv, pos, hc_pos, any_value):
     return bytes(mv[pos:hc_pos]) + bytes((correct,))
 
 
+_WALK_ERRORS = {-8: "truncated frame (no end mark)", -7: "a block exceeds the frame's maximum block size",
+                -6: "truncated frame"}
+
+
 def _walk(mv: memoryview, pos: int, flg: int, block_max: int):
-    """Walk the blocks from ``pos``: (position after the frame, upper bound of the output size)."""
-    n = len(mv)
-    checksum = 4 if flg & 0x10 else 0
-    bound = 0
-    while True:
-        if pos + 4 > n:
-            raise corrupt("lz4", "truncated frame (no end mark)")
-        size = _read_u32(mv, pos)[0]
-        pos += 4
-        if not size:
-            break
-        if size & _UNCOMPRESSED_BIT:
-            size &= ~_UNCOMPRESSED_BIT
-            bound += size
-        else:
-            bound += block_max
-        if size > block_max:
-            raise corrupt("lz4", f"block of {size} bytes exceeds the maximum of {block_max}")
-        pos += size + checksum
-    if flg & 0x04:
-        pos += 4                            # content checksum
-    if pos > n:
-        raise corrupt("lz4", "truncated frame")
-    return pos, bound
+    """Walk the blocks from ``pos`` (in C): (position after the frame, upper bound of the output size)."""
+    end, bound = _frames.lz4_blocks(mv, pos, flg, block_max)
+    if end < 0:
+        raise corrupt("lz4", _WALK_ERRORS.get(end, "malformed frame"))
+    return end, bound
+

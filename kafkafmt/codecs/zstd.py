@@ -20,6 +20,8 @@ import threading
 
 import zstandard
 
+from kafkafmt._native import frames as _frames
+
 from kafkafmt.codecs.base import Codec, corrupt, over_limit, resolve_cap
 
 __all__ = ["ZstdCodec"]
@@ -127,57 +129,14 @@ def _stream(frame: memoryview, cap: int) -> bytes:
         parts.append(chunk)
 
 
+_FRAME_ERRORS = {-1: "truncated frame header", -2: "not a zstd frame", -3: "reserved bit set in frame header",
+                 -4: "truncated frame (missing block)", -5: "reserved block type", -6: "truncated frame"}
+
+
 def _frame(mv: memoryview, pos: int):
-    """Walk the frame at ``pos``: (end position, content size or -1 or _SKIPPABLE, output bound)."""
-    n = len(mv)
-    if pos + 8 > n:
-        raise corrupt("zstd", "truncated frame header")
-    magic = _read_u32(mv, pos)[0]
-    if magic != _FRAME_MAGIC:
-        if magic & _SKIPPABLE_MASK == _SKIPPABLE_MAGIC:
-            end = pos + 8 + _read_u32(mv, pos + 4)[0]
-            if end > n:
-                raise corrupt("zstd", "truncated skippable frame")
-            return end, _SKIPPABLE, 0
-        raise corrupt("zstd", f"not a zstd frame (magic {magic:#010x})")
-    fhd = mv[pos + 4]
-    if fhd & 0x08:
-        raise corrupt("zstd", "reserved bit set in frame header")
-    single_segment = fhd & 0x20
-    fcs_size = _FCS_SIZE[fhd >> 6] or (1 if single_segment else 0)
-    p = pos + 5 + (0 if single_segment else 1) + _DID_SIZE[fhd & 3]
-    if fcs_size:
-        if p + fcs_size > n:
-            raise corrupt("zstd", "truncated frame header")
-        size = int.from_bytes(mv[p:p + fcs_size], "little")
-        if fcs_size == 2:
-            size += 256
-        p += fcs_size
-    else:
-        size = -1
-    bound = 0
-    while True:
-        if p + 3 > n:
-            raise corrupt("zstd", "truncated frame (missing block)")
-        header = mv[p] | (mv[p + 1] << 8) | (mv[p + 2] << 16)
-        p += 3
-        block_type = (header >> 1) & 3
-        block_size = header >> 3
-        if block_type == 2:        # compressed
-            bound += _BLOCK_MAX
-            p += block_size
-        elif block_type == 0:      # raw
-            bound += block_size
-            p += block_size
-        elif block_type == 1:      # RLE: one byte, repeated block_size times
-            bound += block_size
-            p += 1
-        else:
-            raise corrupt("zstd", "reserved block type")
-        if header & 1:             # last block
-            break
-    if fhd & 0x04:
-        p += 4                     # content checksum
-    if p > n:
-        raise corrupt("zstd", "truncated frame")
-    return p, size, bound
+    """Walk the frame at ``pos`` (in C): (end position, content size or -1 or _SKIPPABLE, output bound)."""
+    end, size, bound = _frames.zstd_frame(mv, pos)
+    if end < 0:
+        raise corrupt("zstd", _FRAME_ERRORS.get(end, "malformed frame"))
+    return end, size, bound
+
