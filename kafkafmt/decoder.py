@@ -192,6 +192,16 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
             break
         b = stop
 
+    if tail == "truncated":
+        # a size field running past the end is a cut-off tail -- unless a valid entry follows,
+        # in which case the size field itself is corrupt and the rest would be lost unseen
+        nxt = _scan.find_next_entry(buf, valid_end + 1, -1, max_batch_bytes)
+        if nxt >= 0:
+            exc = errors.CorruptRecordError(
+                f"entry size field runs past the end of the data, yet a valid entry starts at {nxt}",
+                file=file, position=valid_end)
+            exc.batch_position = valid_end
+            raise exc
     return _finish(cols, table, buf.shape[0], valid_end, tail, file, topic, partition)
 
 

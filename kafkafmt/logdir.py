@@ -38,6 +38,7 @@ from kafkafmt.records import Records
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "list_partitions", "list_segments",
            "offset_for_timestamp", "KafkafmtWarning"]
 
+_DEFAULT_INDEX_INTERVAL = 4096   # Kafka's index.interval.bytes
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _SEGMENT = re.compile(r"^(?P<base>\d{20})\.log$")
 _LEFTOVER = re.compile(r"^\d{20}\.(log|index|timeindex|txnindex|snapshot)\.(deleted|cleaned|swap)$|"
@@ -52,7 +53,7 @@ class KafkafmtWarning(UserWarning):
 class Segment:
     """One segment of a partition: its files and base offset."""
 
-    __slots__ = ("base_offset", "log", "index", "timeindex", "txnindex", "size")
+    __slots__ = ("base_offset", "log", "index", "timeindex", "txnindex", "size", "cache")
 
     def __init__(self, folder, base_offset):
         stem = os.path.join(folder, f"{base_offset:020d}")
@@ -62,6 +63,7 @@ class Segment:
         self.timeindex = stem + ".timeindex"
         self.txnindex = stem + ".txnindex"
         self.size = os.path.getsize(self.log)
+        self.cache = {}     # index entries read (once per read, so a fallback is reported once)
 
     def __repr__(self):
         return f"<Segment {self.log} {self.size} bytes>"
@@ -92,9 +94,10 @@ def list_partitions(root, topics=None, partitions=None, report=None):
             continue
         m = _PARTITION_DIR.match(name)
         if not m:
-            if (name.endswith("-delete") or name.endswith("-future")) and report is not None:
+            if name.endswith(("-delete", "-future", "-stray")) and report is not None:
                 report.append(dict(file=path, start=None, end=None,
-                                   reason="partition folder being deleted or moved (-delete/-future) skipped"))
+                                   reason="partition folder being deleted, moved or left stray "
+                                          "(-delete/-future/-stray) skipped"))
             continue
         topic, partition = m.group("topic"), int(m.group("partition"))
         if (topics is None or topic in topics) and (partitions is None or partition in partitions):
@@ -125,6 +128,18 @@ class _Mapped:
             self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if self.size else None
         self.buf = np.frombuffer(self.map, np.uint8) if self.map is not None else np.zeros(0, np.uint8)
 
+    def release(self, done, upto):
+        """Drop this process's pages of the map in [done, upto) (page-aligned); returns upto's
+        page boundary. The file stays in the page cache; only resident memory goes."""
+        page = mmap.PAGESIZE
+        lo, hi = done - done % page, upto - upto % page
+        if self.map is not None and hi > lo and hasattr(mmap, "MADV_DONTNEED"):
+            try:
+                self.map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+            except (OSError, ValueError):
+                return done
+        return max(hi, done)
+
     def close(self):
         self.buf = None
         if self.map is not None:
@@ -136,6 +151,13 @@ class _Mapped:
 
 def _index_entries(seg, report, kind):
     """Offset or time index entries of a segment, or None (missing / failing sanity checks)."""
+    if kind in seg.cache:
+        return seg.cache[kind]
+    seg.cache[kind] = entries = _read_index_entries(seg, report, kind)
+    return entries
+
+
+def _read_index_entries(seg, report, kind):
     path = seg.index if kind == "index" else seg.timeindex
     if not os.path.exists(path):
         if seg.size:
@@ -156,10 +178,35 @@ def _index_entries(seg, report, kind):
     if not ok:
         _fallback(report, path, f".{kind} fails Kafka's sanity checks")
         return None
+    if not len(entries) and seg.size > 2 * _DEFAULT_INDEX_INTERVAL:
+        # empty or zeros only (lost, or preallocated and never written) for a segment that should
+        # hold entries at the default index.interval.bytes
+        _fallback(report, path, f".{kind} holds no entries although the segment has {seg.size} bytes")
+        return None
     return entries
 
 
-def _position_for_offset(seg, offset, report):
+def _batch_at(m, position):
+    """(last offset, max timestamp) of the entry at a byte position, or None if none starts there."""
+    t = _scan.scan(m.buf[:m.size], _scan.CRC_SKIP_, position)
+    if not t["count"] or int(t["position"][0]) != position:
+        return None
+    return int(t["last_offset"][0]), int(t["max_timestamp"][0])
+
+
+def _verified_position(seg, m, entries, i, report):
+    """Position of index entry i, after checking that a batch ending with that offset starts
+    there (a wrong but sane-looking index must not silently drop records)."""
+    pos, off = int(entries["position"][i]), int(entries["offset"][i])
+    head = _batch_at(m, pos) if pos < m.size else None
+    if head is None or head[0] != off:
+        seg.cache["index"] = None
+        _fallback(report, seg.index, f"entry ({off}, {pos}) does not point at a batch ending with offset {off}")
+        return None
+    return pos
+
+
+def _position_for_offset(seg, m, offset, report):
     """Byte position to start decoding from for records >= offset (OffsetIndex.lookup)."""
     if offset is None or offset <= seg.base_offset:
         return 0
@@ -167,36 +214,42 @@ def _position_for_offset(seg, offset, report):
     if entries is None or not len(entries):
         return 0
     i = int(np.searchsorted(entries["offset"], offset, side="right")) - 1
-    return int(entries["position"][i]) if i >= 0 else 0
+    if i < 0:
+        return 0
+    pos = _verified_position(seg, m, entries, i, report)
+    return 0 if pos is None else pos
 
 
 def _end_position(seg, m, end_offset, report):
     """A byte position past every batch that can hold an offset < end_offset."""
     if end_offset is None:
         return m.size
-    entries = _index_entries(seg, report, "index") if os.path.exists(seg.index) else None
+    entries = _index_entries(seg, report, "index")
     if entries is None or not len(entries):
         return m.size
     i = int(np.searchsorted(entries["offset"], end_offset, side="left"))
     if i >= len(entries):
         return m.size
     # the batch at that entry ends with offset >= end_offset; batches after it start beyond
-    p = int(entries["position"][i])
-    if p + 12 > m.size:
+    p = _verified_position(seg, m, entries, i, report)
+    if p is None:
         return m.size
     size = int.from_bytes(m.buf[p + 8:p + 12].tobytes(), "big", signed=True)
     return min(m.size, p + 12 + max(size, 0))
 
 
-def _decode_salvaging(m, path, start, stop, report, **kw):
-    """decode() over [start, stop), skipping corrupt stretches and reporting them."""
+def _decode_salvaging(m, path, start, stop, report, limit=None, **kw):
+    """decode() over [start, stop), skipping corrupt stretches and reporting them. A resync may
+    look past stop up to `limit` (the segment's end); the result's `resume` attribute says
+    where reading should go on."""
+    limit = stop if limit is None else limit
     parts = []
     pos = start
     last_offset = -1
+    resume = stop
     while pos < stop:
         try:
-            recs = decode(m.buf, start=pos, stop=stop, file=path, **kw)
-            parts.append(recs)
+            parts.append(decode(m.buf, start=pos, stop=stop, file=path, **kw))
             break
         except CorruptRecordError as exc:
             bad = exc.batch_position if exc.batch_position is not None else pos
@@ -205,23 +258,42 @@ def _decode_salvaging(m, path, start, stop, report, **kw):
                 parts.append(good)
                 if len(good.batches):
                     last_offset = int(good.batches.last_offset[-1])
-            nxt = _scan.find_next_entry(m.buf[:stop], bad + 1, last_offset + 1 if last_offset >= 0 else -1)
-            end = stop if nxt < 0 else nxt
+            nxt = _scan.find_next_entry(m.buf[:limit], bad + 1, last_offset + 1 if last_offset >= 0 else -1)
+            end = limit if nxt < 0 else nxt
             report.append(dict(file=path, start=bad, end=end, reason=exc.reason, offset=exc.offset))
             pos = end
+            if end >= stop:
+                resume = end
+                break
     if not parts:
-        return decode(b"", file=path, **kw)
-    return Records.concat(parts) if len(parts) > 1 else parts[0]
+        out = decode(b"", file=path, **kw)
+        out.valid_bytes, out.trailing_bytes, out.tail = resume, 0, None
+    else:
+        last = parts[-1]
+        out = Records.concat(parts) if len(parts) > 1 else last
+        out.valid_bytes, out.trailing_bytes, out.tail = last.valid_bytes, last.trailing_bytes, last.tail
+        if out.tail == "truncated" and stop < limit:
+            # cut by the chunk's end (placed by a corrupt size field), not by the segment's:
+            # the next chunk starts at that batch
+            out.tail, out.trailing_bytes, resume = None, 0, last.valid_bytes
+    out.resume = resume
+    return out
 
 
-def _decode_segment(seg, m, start_pos, stop_pos, errors, report, **kw):
+def _decode_segment(seg, m, start_pos, stop_pos, errors, report, is_last=True, limit=None, **kw):
     if errors == "salvage":
-        recs = _decode_salvaging(m, seg.log, start_pos, stop_pos, report, **kw)
+        recs = _decode_salvaging(m, seg.log, start_pos, stop_pos, report, limit=limit, **kw)
     elif errors == "strict":
         recs = decode(m.buf, start=start_pos, stop=stop_pos, file=seg.log, **kw)
+        recs.resume = stop_pos
     else:
         raise ValueError(f"errors must be 'strict' or 'salvage', not {errors!r}")
     if recs.tail is not None:
+        if recs.tail == "truncated" and not is_last and stop_pos == m.size and errors == "strict":
+            # a cut-off tail is the end of data only at the end of the log: here segments follow
+            raise CorruptRecordError("segment ends inside a batch although later segments follow "
+                                     "(use errors='salvage' to read past it)", file=seg.log,
+                                     position=recs.valid_bytes)
         report.append(dict(file=seg.log, start=recs.valid_bytes, end=stop_pos,
                            reason="truncated final batch" if recs.tail == "truncated" else "zero-filled tail"))
     recs.batches = recs.batches.with_column("segment", np.full(len(recs.batches), seg.base_offset, np.int64))
@@ -232,12 +304,21 @@ def _first_at_or_after_time(seg, m, ts, report, is_last):
     """Offset of the first record in seg with timestamp >= ts, or None."""
     entries = _index_entries(seg, report, "timeindex")
     if entries is not None and len(entries) and not is_last and int(entries["timestamp"][-1]) < ts:
-        return None  # a rolled segment's last time-index entry holds its largest timestamp
+        # a rolled segment's last time-index entry holds its largest timestamp: skip the segment,
+        # once the batch that entry names confirms that timestamp
+        last_ts, last_off = int(entries["timestamp"][-1]), int(entries["offset"][-1])
+        t = _scan.scan(m.buf[:m.size], _scan.CRC_SKIP_, _position_for_offset(seg, m, last_off, report))
+        n = t["count"]
+        hit = np.flatnonzero((t["base_offset"][:n] <= last_off) & (t["last_offset"][:n] >= last_off))
+        if len(hit) and int(t["max_timestamp"][hit[0]]) == last_ts:
+            return None
+        seg.cache["timeindex"] = entries = None
+        _fallback(report, seg.timeindex, f"last entry ({last_ts}, {last_off}) does not match the log")
     pos = 0
     if entries is not None and len(entries):
         i = int(np.searchsorted(entries["timestamp"], ts, side="right")) - 1
         if i >= 0:
-            pos = _position_for_offset(seg, int(entries["offset"][i]), report)
+            pos = _position_for_offset(seg, m, int(entries["offset"][i]), report)
     recs = decode(m.buf, start=pos, keys=False, values=False, headers=False, verify_crc=None,
                   include_control=False, file=seg.log)
     hit = np.flatnonzero(recs.timestamp >= ts)
@@ -359,26 +440,33 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     opts = _decode_options(columns, verify_crc, include_control, max_decompressed)
     for seg in chosen:
         m = _Mapped(seg.log)
+        is_last = seg is segments[-1]
         try:
-            pos = _position_for_offset(seg, start_offset, report)
+            pos = _position_for_offset(seg, m, start_offset, report)
             stop = _end_position(seg, m, end_offset, report)
-            table = _scan.scan(m.buf[:stop], _scan.CRC_SKIP_, pos)
-            ends = table["position"][:table["count"]] + table["size"][:table["count"]]
-            ratio = 1.0
+            # decoded bytes per stored byte are unknown until a batch is seen: the first chunk is one
+            # batch, the following ones are sized from what the previous chunk showed. Headers
+            # are scanned window by window, so pages beyond the chunk are not touched.
+            ratio = float("inf")
+            released = 0
             while pos < stop:
-                # whole batches whose decoded size should stay near max_bytes; past the last batch
-                # the scan vouched for (a truncated tail, corruption), the rest goes to decode()
-                budget = max(int(max_bytes / max(ratio, 1.0)), 1)
-                i = int(np.searchsorted(ends, pos, side="right"))
-                if i >= len(ends):
+                budget = int(max_bytes / max(ratio, 1.0)) if ratio != float("inf") else 0
+                window = _scan.scan(m.buf[:min(stop, pos + budget)], _scan.CRC_SKIP_, pos)
+                k = window["count"]
+                if k:
+                    chunk_stop = int(window["position"][k - 1] + window["size"][k - 1])
+                else:   # the next batch alone exceeds the budget (or a tail / corruption follows)
+                    size = int.from_bytes(m.buf[pos + 8:pos + 12].tobytes(), "big", signed=True) \
+                        if pos + 12 <= stop else -1
+                    chunk_stop = pos + 12 + size if 0 < size and pos + 12 + size <= stop else stop
+                if stop - chunk_stop < 12:
                     chunk_stop = stop
-                else:
-                    j = max(int(np.searchsorted(ends, pos + budget, side="right")) - 1, i)
-                    chunk_stop = int(ends[j]) if j < len(ends) - 1 else stop
-                recs = _decode_segment(seg, m, pos, chunk_stop, errors, report, **opts)
-                decoded = recs.key.nbytes + recs.value.nbytes + 24 * len(recs)
-                ratio = max(decoded / max(chunk_stop - pos, 1), 0.1)
-                pos = chunk_stop if recs.tail is None else stop
+                recs = _decode_segment(seg, m, pos, chunk_stop, errors, report, is_last=is_last, limit=stop,
+                                       **opts)
+                decoded = recs.key.nbytes + recs.value.nbytes + 40 * len(recs)
+                ratio = max(decoded / max(chunk_stop - pos, 1), 0.05)
+                pos = recs.resume if recs.tail is None else stop
+                released = m.release(released, pos)   # consumed pages leave this process's memory
                 lo = 0 if start_offset is None else int(np.searchsorted(recs.offset, start_offset, side="left"))
                 hi = len(recs) if end_offset is None else int(np.searchsorted(recs.offset, end_offset, side="left"))
                 recs = recs[lo:hi]
@@ -386,7 +474,7 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                     recs = recs.filter(_committed_mask(recs, aborted, lso))
                 recs.topic_names, recs.topic_index, recs.partition = [topic], None, partition
                 recs.report = report
-                if len(recs) or len(recs.controls):
+                if len(recs) or (len(recs.controls) and not committed):
                     yield recs
         finally:
             m.close()

@@ -358,6 +358,7 @@ class Records:
         self.trailing_bytes = trailing_bytes
         self.tail = tail
         self.report = [] if report is None else report   # what was skipped or fell back, and why
+        self.resume = None
 
     @property
     def topic(self):

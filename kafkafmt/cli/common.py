@@ -266,6 +266,9 @@ def _split_range(text, parse_one, what):
         if sep in text:
             a, b = text.split(sep, 1)
             return a, b
+    if ":" not in text:
+        parse_one(text)       # raises the reason it is not a value
+        raise UsageError(f"cannot read the {what} range {text!r}")
     candidates = []
     for i, c in enumerate(text):
         if c != ":":

@@ -160,7 +160,7 @@ def plan(opts, bounds, report):
             from kafkafmt.logdir import _Mapped, _end_position, _position_for_offset
             m = _Mapped(seg.log)
             try:
-                start_pos = _position_for_offset(seg, start, report)
+                start_pos = _position_for_offset(seg, m, start, report)
                 stop_pos = _end_position(seg, m, end, report)
             finally:
                 m.close()

@@ -1,0 +1,138 @@
+"""kafkafmt's command line: ``kafkafmt dump | verify | stats | export``.
+
+Exit codes: 0 done and the data is clean; 1 the data has problems (corrupt or truncated batches,
+CRC mismatches, index inconsistencies...) or a file could not be read; 2 the command line is wrong
+(unknown option, missing path). Errors are one line on stderr naming the file and byte position;
+``--debug`` shows tracebacks. A progress bar appears on stderr only when it is a terminal.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+
+COMMANDS = ("dump", "verify", "stats", "export")
+
+
+def _common_parser():
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("common options")
+    g.add_argument("--sample", action="store_true",
+                   help="also read the bundled sample log directory (generated on first use)")
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no warnings or notes on stderr")
+    g.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
+                   help="show the progress bar even when stderr is not a terminal")
+    g.add_argument("--no-progress", dest="progress", action="store_const", const=False,
+                   help="never show the progress bar")
+    g.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def build_parser():
+    from kafkafmt import __version__
+    from kafkafmt.cli import dump, export, stats, verify
+
+    parser = argparse.ArgumentParser(
+        prog="kafkafmt",
+        description="Read Apache Kafka's on-disk data without a broker.",
+        epilog="Run 'kafkafmt COMMAND --help' for a command's options. 'kafkafmt --sample' (no command) "
+               "runs 'stats' on the bundled sample log directory.\n\nExit codes: 0 clean, 1 data problems "
+               "(corrupt/truncated data, CRC or index mismatches), 2 usage errors.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"kafkafmt {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parents = [_common_parser()]
+    for mod in (dump, verify, stats, export):
+        mod.add_parser(sub, parents)
+    return parser
+
+
+def _normalise(argv):
+    """Put a command first (options given before it move after it); no command -> ``stats``
+    (``kafkafmt --sample`` and ``kafkafmt PATH...`` keep working as before the subcommands)."""
+    if any(a in ("-h", "--help", "--version") for a in argv[:1]) or not argv:
+        return argv
+    for k, a in enumerate(argv):
+        if a == "--":
+            break
+        if not a.startswith("-"):
+            if a in COMMANDS:
+                return [a] + argv[:k] + argv[k + 1:]
+            break
+    if any(a in ("-h", "--help") for a in argv):
+        return argv
+    return ["stats"] + argv
+
+
+def _install_warnings(console, debug):
+    if debug:
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        console.warn(str(message))
+
+    warnings.showwarning = show
+    warnings.simplefilter("always")
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(_normalise(argv))
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    from kafkafmt.cli.output import Console
+
+    console = Console(quiet=args.quiet)
+    if args.quiet and args.progress is None:
+        args.progress = False
+    debug = args.debug or os.environ.get("KAFKAFMT_DEBUG") not in (None, "", "0")
+    _install_warnings(console, debug)
+    return run(args, console, debug)
+
+
+def run(args, console, debug=False):
+    from kafkafmt.cli.common import UsageError
+    from kafkafmt.errors import KafkafmtError
+
+    try:
+        status = args.run(args, console)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # the reader went away (kafkafmt dump ... | head): stop quietly
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 0
+    except KeyboardInterrupt:
+        console.message("kafkafmt: interrupted")
+        return 130
+    except UsageError as exc:
+        if debug:
+            raise
+        console.message(f"kafkafmt {args.command}: error: {exc}")
+        return 2
+    except KafkafmtError as exc:
+        if debug:
+            raise
+        console.message(f"kafkafmt: {exc}")
+        return 1
+    except OSError as exc:
+        if debug:
+            raise
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        console.message(f"kafkafmt: {where}{exc.strerror or exc}")
+        return 1
+    except Exception as exc:  # noqa: BLE001 - one line, not a traceback, unless --debug
+        if debug:
+            raise
+        console.message(f"kafkafmt: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        return 1
+    finally:
+        if console.progress is not None:
+            console.progress.close()

@@ -1,0 +1,418 @@
+"""``kafkafmt export``: write the records of log directories to Parquet, CSV, JSON lines or Arrow
+IPC, with the columns of Spark's Kafka source plus topic and partition.
+
+Schema (Parquet and Arrow): key binary, value binary, topic string, partition int32, offset int64,
+timestamp timestamp[ms, UTC], timestampType int32, headers list<struct<key string, value binary>>
+(null when a record has none); ``--batch-metadata`` adds producerId, producerEpoch, baseSequence,
+leaderEpoch and codec. CSV and JSON lines carry the same columns with keys, values and header
+values encoded as ``--bytes`` says (base64 by default), timestamps as milliseconds since the
+epoch and headers (in CSV) as a JSON array.
+
+Records stream partition by partition in chunks of bounded size (Parquet is written one row group
+per few chunks), so memory does not grow with the data. The output is written to a temporary
+file beside the target and renamed when complete.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import sys
+import time
+
+import numpy as np
+
+from kafkafmt.logdir import iter_log_dir, list_segments
+
+from kafkafmt.cli.common import (is_leftover, UsageError, bytes_encoder, file_kind, find_inputs, human_bytes, parse_int_list,
+                                 parse_name_list, parse_offset_range, parse_time_range, report_problem)
+from kafkafmt.cli.output import dumps
+from kafkafmt.cli.progress import Progress
+from kafkafmt.cli.reading import CHUNK_BYTES, FileReader
+
+FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
+           ".json": "jsonl", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow", ".arrows": "arrow-stream"}
+ROW_GROUP_BYTES = 64 << 20
+
+
+def add_parser(sub, parents):
+    import argparse
+
+    p = sub.add_parser(
+        "export", parents=parents, help="write records to Parquet, CSV, JSON lines or Arrow (Spark-Kafka schema)",
+        description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Examples:\n  kafkafmt export /var/lib/kafka --topics orders --to orders.parquet\n"
+               "  kafkafmt export orders-0 --offset-range 1000:2000 --to - --format jsonl --bytes utf8 | jq .\n"
+               "  kafkafmt export /data/kafka-logs --engine spark --to s3a://bucket/orders/")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="log directories, partition folders or segment files")
+    p.add_argument("--to", required=True, metavar="OUT",
+                   help="output file (.parquet, .csv, .jsonl, .arrow/.feather/.ipc, .arrows), '-' for stdout")
+    p.add_argument("--format", choices=("parquet", "csv", "jsonl", "arrow", "arrow-stream"),
+                   help="output format (default: from the file extension)")
+    p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics")
+    p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
+    p.add_argument("--offset-range", metavar="A:B", help="only offsets A <= offset < B (A:, :B)")
+    p.add_argument("--time-range", metavar="T1:T2",
+                   help="from the first record with timestamp >= T1 up to the first with timestamp >= T2 "
+                        "(ms or ISO-8601; write T1..T2 when the times contain colons)")
+    p.add_argument("--isolation", choices=("read_uncommitted", "read_committed"), default="read_uncommitted",
+                   help="read_committed leaves out aborted transactions and stops at the last stable offset")
+    p.add_argument("--bytes", choices=("base64", "utf8", "hex"), default="base64",
+                   help="encoding of keys, values and header values in CSV and JSON lines (default base64)")
+    p.add_argument("--batch-metadata", action="store_true",
+                   help="add producerId, producerEpoch, baseSequence, leaderEpoch, codec columns")
+    p.add_argument("--no-headers", action="store_true", help="leave out the headers column")
+    p.add_argument("--compression", default="snappy", metavar="CODEC",
+                   help="Parquet compression (snappy, zstd, gzip, lz4, none; default snappy)")
+    p.add_argument("--salvage", action="store_true",
+                   help="skip corrupt batches (each reported on stderr; exit code 1) instead of stopping at the first")
+    p.add_argument("--engine", choices=("local", "spark"), default="local",
+                   help="local: this process, streaming; spark: the kafka-segments Spark data source (pyspark)")
+    p.set_defaults(run=run)
+    return p
+
+
+def _pa():
+    try:
+        import pyarrow as pa
+    except ImportError:
+        raise UsageError("export needs pyarrow: pip install 'kafkafmt[arrow]'") from None
+    return pa
+
+
+def spark_kafka_schema(batch_metadata=False, headers=True):
+    pa = _pa()
+    fields = [("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+              ("offset", pa.int64()), ("timestamp", pa.timestamp("ms", tz="UTC")), ("timestampType", pa.int32())]
+    if headers:
+        fields.append(("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))))
+    if batch_metadata:
+        fields += [("producerId", pa.int64()), ("producerEpoch", pa.int16()), ("baseSequence", pa.int32()),
+                   ("leaderEpoch", pa.int32()), ("codec", pa.string())]
+    return pa.schema(fields)
+
+
+def to_table(recs, schema):
+    """A chunk as a pyarrow Table with exactly ``schema`` (null topic/partition when unknown)."""
+    pa = _pa()
+    t = recs.to_arrow(headers="headers" in schema.names, batch_metadata="producerId" in schema.names)
+    cols = []
+    for f in schema:
+        if f.name in t.column_names:
+            col = t.column(f.name)
+            if col.type != f.type:
+                col = col.cast(f.type)
+            cols.append(col)
+        else:
+            cols.append(pa.nulls(t.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+# -- writers --------------------------------------------------------------------------------------
+
+class _ArrowWriter:
+    def __init__(self, sink, schema, fmt, compression):
+        pa = _pa()
+        self.schema = schema
+        self.pending, self.pending_bytes = [], 0
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            comp = None if compression in ("none", "uncompressed") else compression
+            self.w = pq.ParquetWriter(sink, schema, compression=comp)
+            self.parquet = True
+        else:
+            self.w = (pa.ipc.new_file if fmt == "arrow" else pa.ipc.new_stream)(sink, schema)
+            self.parquet = False
+
+    def write(self, recs):
+        t = to_table(recs, self.schema)
+        self.pending.append(t)
+        self.pending_bytes += t.nbytes
+        if self.pending_bytes >= ROW_GROUP_BYTES:
+            self.flush()
+
+    def flush(self):
+        if not self.pending:
+            return
+        pa = _pa()
+        t = pa.concat_tables(self.pending) if len(self.pending) > 1 else self.pending[0]
+        if self.parquet:
+            self.w.write_table(t)
+        else:
+            self.w.write_table(t)
+        self.pending, self.pending_bytes = [], 0
+
+    def close(self):
+        self.flush()
+        self.w.close()
+
+
+class _TextWriter:
+    """CSV or JSON lines, one record per row/line."""
+
+    COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+
+    def __init__(self, stream, fmt, enc, headers, batch_metadata):
+        self.stream = stream
+        self.fmt = fmt
+        self.enc = enc
+        self.headers = headers
+        self.batch_metadata = batch_metadata
+        self.columns = [c for c in self.COLUMNS if headers or c != "headers"]
+        if batch_metadata:
+            self.columns += ["producerId", "producerEpoch", "baseSequence", "leaderEpoch", "codec"]
+        if fmt == "csv":
+            self.csv = csv.writer(stream, lineterminator="\n")
+            self.csv.writerow(self.columns)
+
+    def write(self, recs):
+        from kafkafmt.records import CODEC_NAMES
+
+        n = len(recs)
+        enc = self.enc
+        keys = [enc(k) for k in recs.key.to_pylist()]
+        values = [enc(v) for v in recs.value.to_pylist()]
+        topic = recs.topic
+        topics = topic.tolist() if isinstance(topic, np.ndarray) else [topic] * n
+        part = recs.partition
+        parts = part.tolist() if isinstance(part, np.ndarray) else [None if part is None else int(part)] * n
+        offs = recs.offset.tolist()
+        ts = recs.timestamp.tolist()
+        tst = recs.timestamp_type.tolist()
+        hdrs = None
+        if self.headers:
+            hdrs = [[{"key": k, "value": enc(v)} for k, v in h] or None for h in recs.headers.to_pylist()]
+        meta = None
+        if self.batch_metadata:
+            meta = [recs.batch_column(c).tolist() for c in ("producer_id", "producer_epoch", "base_sequence",
+                                                            "partition_leader_epoch")]
+            meta.append([CODEC_NAMES.get(c, str(c)) for c in recs.batch_column("codec").tolist()])
+        out = self.stream
+        for i in range(n):
+            row = [keys[i], values[i], topics[i], parts[i], offs[i], ts[i], tst[i]]
+            if hdrs is not None:
+                row.append(hdrs[i])
+            if meta is not None:
+                row += [m[i] for m in meta]
+            if self.fmt == "csv":
+                if hdrs is not None:
+                    row[7] = "" if hdrs[i] is None else dumps(hdrs[i])
+                self.csv.writerow(["" if v is None else v for v in row])
+            else:
+                out.write(dumps(dict(zip(self.columns, row))) + "\n")
+
+    def close(self):
+        self.stream.flush()
+
+
+# -- running --------------------------------------------------------------------------------------
+
+def _format_of(args):
+    if args.format:
+        return args.format
+    if args.to == "-":
+        raise UsageError("--to - (stdout) needs --format (jsonl or csv)")
+    ext = os.path.splitext(args.to.rstrip("/"))[1].lower()
+    if ext not in FORMATS:
+        raise UsageError(f"cannot tell the format from {args.to!r}: give --format or a name ending in "
+                         f"{', '.join(sorted(FORMATS))}")
+    return FORMATS[ext]
+
+
+def run(args, console):
+    fmt = _format_of(args)
+    paths = list(args.paths)
+    if args.sample:
+        from kafkafmt.sample import sample_dir
+
+        paths.append(sample_dir())
+    if not paths:
+        raise UsageError("export: give log directories, partition folders or segment files (or --sample)")
+    offsets = parse_offset_range(args.offset_range)
+    times = parse_time_range(args.time_range)
+    topics = parse_name_list(args.topics)
+    partitions = parse_int_list(args.partitions, "partition")
+    if args.engine == "spark":
+        return run_spark(args, console, fmt, paths, offsets, times, topics, partitions)
+    if fmt in ("parquet", "arrow", "arrow-stream"):
+        _pa()
+    if args.to == "-" and fmt not in ("jsonl", "csv"):
+        raise UsageError(f"{fmt} cannot be written to stdout; give a file name")
+    found = find_inputs(paths, topics, partitions)
+    given = set(found.given_files)
+    files = [f for f in found.files if file_kind(f) in ("log", "kraft-snapshot") and
+             (f in given or (file_kind(f) == "log" and not is_leftover(f)))]
+    for f in found.given_files:
+        if f not in files:
+            console.warn(f"{f}: not a log segment, skipped")
+    if not found.partitions and not files:
+        raise UsageError("no partition folders or segments found under " + ", ".join(paths)
+                         + (" (after --topics/--partitions)" if topics or partitions else ""))
+    for w in found.leftovers:
+        console.warn(w.text()[len("warning: "):])
+
+    total = sum(s.size for pd in found.partitions for s in list_segments(pd.folder)) + sum(
+        os.path.getsize(f) for f in files)
+    opts = dict(isolation=args.isolation, errors="salvage" if args.salvage else "strict", verify_crc=True,
+                max_bytes=CHUNK_BYTES)
+    schema = spark_kafka_schema(args.batch_metadata, not args.no_headers)
+    started = time.monotonic()
+    state = {"rows": 0, "errors": 0}
+
+    def sources():
+        for pd in found.partitions:
+            yield pd.name, lambda report, pd=pd: iter_log_dir(
+                pd.folder, start_offset=offsets[0], end_offset=offsets[1], start_timestamp=times[0],
+                end_timestamp=times[1], report=report, **opts)
+        for f in files:
+            yield os.path.basename(f), lambda report, f=f: _file_chunks(f, report, offsets, times, opts)
+
+    target = args.to
+    tmp = None if target == "-" else _temp_name(target)
+    try:
+        with Progress(total, enabled=args.progress) as prog:
+            console.progress = prog
+            writer = _open_writer(fmt, tmp, schema, args)
+            try:
+                for label, make in sources():
+                    prog.set_label(label)
+                    report = []
+                    seen = 0
+                    for chunk in make(report):
+                        seen = _report(report, seen, console, state)
+                        if topics is not None and len(chunk) and chunk.topic not in topics:
+                            continue
+                        if len(chunk):
+                            writer.write(chunk)
+                            state["rows"] += len(chunk)
+                        prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
+                    _report(report, seen, console, state)
+            finally:
+                writer.close()
+            console.progress = None
+        if tmp is not None:
+            os.replace(tmp, target)
+            tmp = None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+    elapsed = time.monotonic() - started
+    where = "stdout" if target == "-" else f"{target} ({human_bytes(os.path.getsize(target))})"
+    what = f"{len(found.partitions)} partitions" + (f" and {len(files)} files" if files else "")
+    console.info(f"kafkafmt: exported {state['rows']} records of {what} to {where} in {elapsed:.1f} s")
+    return 1 if state["errors"] else 0
+
+
+def _file_chunks(path, report, offsets, times, opts):
+    with FileReader(path) as fr:
+        rng = fr.resolve_range(offsets, times) if any(v is not None for v in offsets + times) else (None, None)
+        if rng is None:
+            return
+        yield from fr.chunks(report, start_offset=rng[0], end_offset=rng[1], **opts)
+
+
+def _report(report, seen, console, state):
+    for e in report[seen:]:
+        p = report_problem(e)
+        if p.severity == "error":
+            state["errors"] += 1
+            console.message(f"kafkafmt: {p.text()}")
+        else:
+            console.warn(p.text()[len("warning: "):])
+    return len(report)
+
+
+def _temp_name(target):
+    d, name = os.path.split(os.path.abspath(target))
+    if not os.path.isdir(d):
+        raise UsageError(f"cannot write {target}: folder {d} does not exist")
+    return os.path.join(d, f".{name}.{os.getpid()}.tmp")
+
+
+def _open_writer(fmt, tmp, schema, args):
+    if fmt in ("parquet", "arrow", "arrow-stream"):
+        return _ArrowWriter(tmp, schema, fmt, args.compression)
+    enc = bytes_encoder(args.bytes)
+    if tmp is None:
+        stream = sys.stdout
+        w = _TextWriter(stream, fmt, enc, not args.no_headers, args.batch_metadata)
+        return w
+    stream = io.open(tmp, "w", encoding="utf-8", newline="")
+    w = _TextWriter(stream, fmt, enc, not args.no_headers, args.batch_metadata)
+    close = w.close
+
+    def close_file():
+        close()
+        stream.close()
+
+    w.close = close_file
+    return w
+
+
+# -- Spark ----------------------------------------------------------------------------------------
+
+def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
+    """Hand the export to Spark: the kafka-segments data source reads, Spark writes (a folder of part
+    files, as Spark writes every format)."""
+    try:
+        import pyspark  # noqa: F401
+        from pyspark.sql import SparkSession
+        from pyspark.sql import functions as F
+    except ImportError:
+        raise UsageError("--engine spark needs pyspark (pip install 'kafkafmt[spark]'); "
+                         "without it, leave out --engine to export in this process") from None
+    try:
+        import kafkafmt.spark as kspark
+    except ImportError as exc:
+        raise UsageError(f"--engine spark needs the kafkafmt.spark data source: {exc}") from None
+    if fmt not in ("parquet", "csv", "jsonl"):
+        raise UsageError(f"--engine spark writes parquet, csv or jsonl, not {fmt}")
+    if args.to == "-":
+        raise UsageError("--engine spark writes a folder: give --to PATH")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = SparkSession.builder.appName("kafkafmt export").getOrCreate()
+    kspark.register(spark)
+    reader = spark.read.format("kafka-segments").option("includeHeaders", str(not args.no_headers).lower())
+    if topics:
+        reader = reader.option("subscribe", ",".join(sorted(topics)))
+    if times[0] is not None:
+        reader = reader.option("startingTimestamp", str(times[0]))
+    if times[1] is not None:
+        reader = reader.option("endingTimestamp", str(times[1]))
+    if args.isolation == "read_committed":
+        reader = reader.option("kafka.isolation.level", "read_committed")
+    if args.batch_metadata:
+        reader = reader.option("includeBatchMetadata", "true")
+    df = None
+    for p in paths:
+        part = reader.load(os.path.abspath(p))
+        df = part if df is None else df.unionByName(part)
+    if offsets[0] is not None:
+        df = df.where(F.col("offset") >= offsets[0])
+    if offsets[1] is not None:
+        df = df.where(F.col("offset") < offsets[1])
+    if partitions:
+        df = df.where(F.col("partition").isin(sorted(partitions)))
+    writer_df = df
+    if fmt in ("csv", "jsonl"):
+        enc = {"base64": F.base64, "hex": F.hex, "utf8": lambda c: c.cast("string")}[args.bytes]
+        writer_df = df.withColumn("key", enc(F.col("key"))).withColumn("value", enc(F.col("value")))
+        if not args.no_headers:
+            writer_df = writer_df.withColumn("headers", F.expr(
+                "transform(headers, h -> named_struct('key', h.key, 'value', "
+                + {"base64": "base64(h.value)", "hex": "hex(h.value)", "utf8": "cast(h.value as string)"}[args.bytes]
+                + "))"))
+            if fmt == "csv":
+                writer_df = writer_df.withColumn("headers", F.to_json(F.col("headers")))
+        writer_df = writer_df.withColumn("timestamp", (F.unix_millis(F.col("timestamp"))))
+    w = writer_df.write.mode("overwrite")
+    started = time.monotonic()
+    if fmt == "parquet":
+        w.option("compression", args.compression).parquet(args.to)
+    elif fmt == "csv":
+        w.option("header", "true").csv(args.to)
+    else:
+        w.json(args.to)
+    console.info(f"kafkafmt: Spark wrote {args.to} in {time.monotonic() - started:.1f} s")
+    return 0
