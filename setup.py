@@ -19,6 +19,7 @@ extensions = [
         include_dirs=[os.path.join(HERE, NATIVE)],
         extra_compile_args=COMPILE_ARGS,
         extra_link_args=["-fsanitize=address"] if os.environ.get("KAFKAFMT_SANITIZE") else [],
+        libraries=["dl"] if os.name != "nt" else [],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
     for name in ("scan", "kernel", "writer", "frames")

@@ -20,6 +20,7 @@ from kafkafmt import errors
 from kafkafmt._native import kernel as _kernel
 from kafkafmt._native import scan as _scan
 from kafkafmt.codecs import get_codec
+from kafkafmt.codecs import base as _codec_base
 from kafkafmt.records import BinaryColumn, Headers, Records, Table
 
 __all__ = ["decode", "read_segment"]
@@ -43,7 +44,37 @@ _ERRORS = {
     15: (errors.CorruptRecordError, "compressed wrapper has a null value"),
     16: (errors.CrcError, "CRC mismatch in a message inside a compressed wrapper"),
     18: (errors.CorruptRecordError, "entry size {size} exceeds the largest allowed batch size (max_batch_bytes)"),
+    19: (errors.CompressionError, "compressed records do not decompress"),
+    20: (errors.DecompressionLimitError, "compressed records decompress to more than max_decompressed bytes"),
+    21: (errors.CompressionError, "out of memory while decompressing"),
 }
+
+def _find_libraries():
+    """Paths of libzstd and liblz4 for in-kernel decompression (KAFKAFMT_PY_CODECS=1: none)."""
+    if os.environ.get("KAFKAFMT_PY_CODECS"):
+        return None, None
+    import ctypes.util
+
+    zstd = ctypes.util.find_library("zstd")
+    if zstd is None:
+        for cand in ("libzstd.so.1", "libzstd.1.dylib"):
+            try:
+                ctypes.CDLL(cand)
+                zstd = cand
+                break
+            except OSError:
+                pass
+    lz4 = None
+    try:  # python-lz4's extension carries liblz4 and exports its functions
+        import lz4.block._block as _lz4block
+
+        lz4 = _lz4block.__file__
+    except ImportError:  # pragma: no cover
+        lz4 = ctypes.util.find_library("lz4")
+    return zstd, lz4
+
+
+C_CODECS = _kernel.load_codecs(*_find_libraries())   # codec bits the kernel decompresses itself
 
 _CRC_MODES = {True: _scan.CRC_STRICT_, False: _scan.CRC_REPORT_, None: _scan.CRC_SKIP_}
 _TAILS = {_scan.TAIL_NONE_: None, _scan.TAIL_TRUNCATED_: "truncated", _scan.TAIL_ZEROS_: "zeros"}
@@ -138,7 +169,10 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     codec = table["codec"]
     counts = table["record_count"]
     # the cleaner leaves v2 batches without records and without payload, whatever their codec bits
-    compressed = np.flatnonzero((codec != 0) & ((table["magic"] < 2) | (counts > 0) | (table["payload_len"] > 0)))
+    needs = (codec != 0) & ((table["magic"] < 2) | (counts > 0) | (table["payload_len"] > 0))
+    # lz4 / zstd v2 batches are decompressed by the kernel itself when their libraries loaded
+    in_kernel = needs & (table["magic"] == 2) & (((C_CODECS >> codec.astype(np.int64)) & 1) == 1)
+    compressed = np.flatnonzero(needs & ~in_kernel)
     plain = codec == 0
     plain_bytes = int(table["payload_len"][plain].clip(0).sum())
     # record counts of uncompressed batches were checked against their size by the scan; those of
@@ -148,7 +182,12 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     cols = _kernel.Columns(
         n_est, plain_bytes // 4 + 1024, plain_bytes + 1024, headers=max(16, n_est // 8),
         controls=ctrl_est, want_keys=keys, want_values=values, want_headers=headers,
-        include_control=include_control, verify_crc=bool(verify_crc))
+        include_control=include_control, verify_crc=bool(verify_crc), c_codecs=C_CODECS,
+        max_decompressed=_codec_base.DEFAULT_MAX_DECOMPRESSED if max_decompressed is None else max_decompressed)
+    if in_kernel.any():
+        # their decompressed sizes show only in the kernel: start from a 4x ratio, grow if need be
+        stored = int(table["payload_len"][in_kernel].sum())
+        cols.reserve(stored // 2, 4 * stored, int(np.minimum(counts[in_kernel], 4 * table["payload_len"][in_kernel] // 7).sum()))
 
     decompress = _Decompressor(buf, table, max_decompressed, file)
     comp_len = table["payload_len"].clip(0)
@@ -188,7 +227,8 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
                 start = at
                 continue
             if status != 0:
-                _raise_kernel_error(status, at, err_at, table, payloads[at - b] is not None, file)
+                _raise_kernel_error(status, at, err_at, table, payloads[at - b] is not None or bool(in_kernel[at]),
+                                    file)
             break
         b = stop
 

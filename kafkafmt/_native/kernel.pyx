@@ -30,7 +30,31 @@ from kafkafmt._native.kfmt cimport (kfmt_be16, kfmt_be32, kfmt_be64, kfmt_varint
                                    kfmt_crc32, kfmt_advise_hugepages)
 from kafkafmt._native.layout cimport *
 
+cdef extern from "kfmt_codecs.h" nogil:
+    int kfmt_load_zstd(const char *path)
+    int kfmt_load_lz4(const char *path)
+    int kfmt_have_zstd, kfmt_have_lz4
+    void *kfmt_ZSTD_createDCtx()
+    size_t kfmt_ZSTD_freeDCtx(void *)
+    int64_t kfmt_lz4_decompress(const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap, int64_t limit)
+    int64_t kfmt_zstd_decompress(void *dctx, const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap,
+                                 int64_t limit)
+    int KFMT_DECOMP_LIMIT, KFMT_DECOMP_NOMEM
+
 kfmt_crc_init()
+
+# codecs the kernel decompresses itself (bit per codec id), once their libraries are loaded
+C_LZ4 = 1 << CODEC_LZ4
+C_ZSTD = 1 << CODEC_ZSTD
+
+
+def load_codecs(zstd_path=None, lz4_path=None):
+    """Load libzstd / liblz4 for in-kernel decompression; returns the C_* bits now available."""
+    if zstd_path and not kfmt_have_zstd:
+        kfmt_load_zstd(zstd_path.encode())
+    if lz4_path and not kfmt_have_lz4:
+        kfmt_load_lz4(lz4_path.encode())
+    return (C_ZSTD if kfmt_have_zstd else 0) | (C_LZ4 if kfmt_have_lz4 else 0)
 
 # which output to grow (bit mask returned with NEED_GROW)
 cpdef enum Grow:
@@ -88,6 +112,12 @@ cdef struct Out:
     int64_t *c_ts
     int64_t ctrl_cap
     int64_t n_ctrl
+    # in-kernel decompression: scratch output reused batch after batch
+    int c_codecs
+    uint8_t *scratch
+    int64_t scratch_cap
+    int64_t max_decompressed
+    void *zstd
     # options
     bint want_keys
     bint want_values
@@ -473,10 +503,28 @@ cdef class Columns:
     cdef dict caps                      # group -> capacity in elements
     cdef public bint want_keys, want_values, want_headers, include_control, verify_crc
 
+    def __cinit__(self, *args, **kwargs):
+        self.o.scratch = NULL
+        self.o.scratch_cap = 0
+        self.o.zstd = NULL
+        self.o.c_codecs = 0
+
+    def __dealloc__(self):
+        free(self.o.scratch)
+        if self.o.zstd != NULL:
+            kfmt_ZSTD_freeDCtx(self.o.zstd)
+
     def __init__(self, int64_t records, int64_t key_bytes, int64_t value_bytes, int64_t headers=16,
                  int64_t header_key_bytes=256, int64_t header_value_bytes=1024, int64_t controls=0,
                  bint want_keys=True, bint want_values=True, bint want_headers=True,
-                 bint include_control=False, bint verify_crc=True):
+                 bint include_control=False, bint verify_crc=True, int c_codecs=0,
+                 int64_t max_decompressed=512 << 20):
+        self.o.c_codecs = c_codecs & ((C_ZSTD if kfmt_have_zstd else 0) | (C_LZ4 if kfmt_have_lz4 else 0))
+        self.o.max_decompressed = max_decompressed
+        if self.o.c_codecs & C_ZSTD:
+            self.o.zstd = kfmt_ZSTD_createDCtx()
+            if self.o.zstd == NULL:
+                raise MemoryError("cannot create a zstd decompression context")
         self.want_keys = want_keys
         self.want_values = want_values
         self.want_headers = want_headers
@@ -648,7 +696,7 @@ cdef class Columns:
         cdef const uint8_t *key
         cdef const uint8_t *val
         cdef int32_t klen, vlen
-        cdef int64_t srclen, first
+        cdef int64_t srclen, first, got
         cdef Py_ssize_t b, k
         cdef int status = ERR_NONE
         cdef Cursor cur
@@ -685,6 +733,22 @@ cdef class Columns:
                         else:
                             src = base + pstart[b]
                             srclen = plen[b]
+                            if (self.o.c_codecs >> codec[b]) & 1 and (count[b] > 0 or srclen > 0):
+                                # decompress here, into the reused scratch buffer
+                                if codec[b] == CODEC_LZ4:
+                                    got = kfmt_lz4_decompress(src, srclen, &self.o.scratch, &self.o.scratch_cap,
+                                                              self.o.max_decompressed)
+                                else:
+                                    got = kfmt_zstd_decompress(self.o.zstd, src, srclen, &self.o.scratch,
+                                                               &self.o.scratch_cap, self.o.max_decompressed)
+                                if got < 0:
+                                    self.o.err_at = 0
+                                    status = (ERR_DECOMPRESS_LIMIT if got == KFMT_DECOMP_LIMIT else
+                                              ERR_NOMEM if got == KFMT_DECOMP_NOMEM else ERR_DECOMPRESS)
+                                    restore(&self.o, &cur)
+                                    break
+                                src = self.o.scratch if self.o.scratch != NULL else <const uint8_t *>""
+                                srclen = got
                         status = decode_v2(&self.o, src, src + srclen, count[b], base_offset[b],
                                            first_ts[b], max_ts[b], tstype[b], <int32_t>b, is_control[b])
                     elif ptrs[k] != NULL:

@@ -82,4 +82,7 @@ cdef enum:
     ERR_INNER_CRC = 16
     ERR_COUNT_MISMATCH = 17       # fewer records than the batch header says
     ERR_SIZE_TOO_LARGE = 18       # size field larger than any batch may be
+    ERR_DECOMPRESS = 19           # a compressed payload does not decompress
+    ERR_DECOMPRESS_LIMIT = 20     # it decompresses to more than max_decompressed
+    ERR_NOMEM = 21
     NEED_GROW = 100               # an output is full: grow it and call again

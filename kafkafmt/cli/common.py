@@ -54,10 +54,18 @@ class Problem:
 TAIL_REASONS = ("truncated final batch", "zero-filled tail")
 
 
+def is_index_fallback(entry):
+    """A report entry saying an index was not used (the library also warns about it)."""
+    return entry.get("start") is None and str(entry.get("reason", "")).endswith("scanned instead")
+
+
 def report_problem(entry, file=None):
-    """A Problem from an entry of a logdir ``report`` list."""
+    """A Problem from an entry of a logdir ``report`` list; None for index fallbacks (the library
+    warns about those itself)."""
     reason = entry.get("reason", "")
     start, end = entry.get("start"), entry.get("end")
+    if is_index_fallback(entry):
+        return None
     f = file or entry.get("file") or "?"
     if reason == "zero-filled tail":
         return Problem("warning", f, f"zero-filled tail of {end - start} bytes (preallocated file)", start, end)

@@ -32,10 +32,10 @@ import numpy as np
 from kafkafmt import sidefiles
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.logdir import list_segments
-from kafkafmt.records import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
+from kafkafmt.records import CODEC_NAMES, TIMESTAMP_TYPES
 
 from kafkafmt.cli.common import (Problem, UsageError, bytes_encoder, escape_text, file_kind, find_inputs,
-                                 is_leftover, parse_offset_range, parse_time_range, report_problem,
+                                 is_index_fallback, is_leftover, parse_offset_range, parse_time_range,
                                  segment_base, segment_in_partition)
 from kafkafmt.cli.controls import control_text, control_json
 from kafkafmt.cli.progress import Progress
@@ -357,7 +357,8 @@ class Dumper:
                 self.failed = True
             return
         if e.get("start") is None:
-            self.c.warn(f"{e.get('file')}: {reason}")
+            if not is_index_fallback(e):      # those the library warns about itself
+                self.c.warn(f"{e.get('file')}: {reason}")
             return
         self.failed = True
         n = e["end"] - e["start"]

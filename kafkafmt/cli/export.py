@@ -24,8 +24,9 @@ import numpy as np
 
 from kafkafmt.logdir import iter_log_dir, list_segments
 
-from kafkafmt.cli.common import (is_leftover, UsageError, bytes_encoder, file_kind, find_inputs, human_bytes, parse_int_list,
-                                 parse_name_list, parse_offset_range, parse_time_range, report_problem)
+from kafkafmt.cli.common import (UsageError, bytes_encoder, file_kind, find_inputs, human_bytes, is_leftover,
+                                 parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
+                                 report_problem)
 from kafkafmt.cli.output import dumps
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import CHUNK_BYTES, FileReader
@@ -315,6 +316,8 @@ def _file_chunks(path, report, offsets, times, opts):
 def _report(report, seen, console, state):
     for e in report[seen:]:
         p = report_problem(e)
+        if p is None:
+            continue
         if p.severity == "error":
             state["errors"] += 1
             console.message(f"kafkafmt: {p.text()}")
@@ -356,7 +359,6 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
     """Hand the export to Spark: the kafka-segments data source reads, Spark writes (a folder of part
     files, as Spark writes every format)."""
     try:
-        import pyspark  # noqa: F401
         from pyspark.sql import SparkSession
         from pyspark.sql import functions as F
     except ImportError:
@@ -372,6 +374,7 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
         raise UsageError("--engine spark writes a folder: give --to PATH")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = SparkSession.builder.appName("kafkafmt export").getOrCreate()
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")   # as the local engine writes
     kspark.register(spark)
     reader = spark.read.format("kafka-segments").option("includeHeaders", str(not args.no_headers).lower())
     if topics:
@@ -415,4 +418,5 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
     else:
         w.json(args.to)
     console.info(f"kafkafmt: Spark wrote {args.to} in {time.monotonic() - started:.1f} s")
+    spark.stop()
     return 0

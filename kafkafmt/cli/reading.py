@@ -6,7 +6,6 @@ import os
 
 import numpy as np
 
-from kafkafmt.decoder import read_segment
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.logdir import iter_log_dir, list_segments, offset_for_timestamp
 from kafkafmt.records import Table
@@ -23,42 +22,91 @@ def _segment_column(recs, base):
 
 
 def iter_partition(folder, report, *, start_offset=None, end_offset=None, max_bytes=CHUNK_BYTES, **kwargs):
-    """``iter_log_dir`` over one partition folder, plus the segments it yields nothing for although
-    they hold batches (a segment holding only empty batches left by the cleaner: iter_log_dir skips
-    chunks without records), so every batch of every segment is seen, in order. Each chunk's
-    ``batches`` has a ``segment`` column (the segment's base offset)."""
+    """``iter_log_dir`` over one partition folder, plus the batches it yields nothing for: it leaves
+    out chunks without records, so a batch emptied by the cleaner that ends up alone in a chunk (or a
+    segment holding only such batches) would go unseen. Every stretch of a segment between the chunks
+    that no report entry accounts for is decoded here and yielded in its place, so every batch is
+    seen, in file order. Each chunk's ``batches`` has a ``segment`` column (the segment's base
+    offset)."""
     filtered = start_offset is not None or end_offset is not None
-    segments = [] if filtered else list_segments(folder)
-    k = 0
+    segments = list_segments(folder)
+    by_base = {s.base_offset: s for s in segments}
+    order = [s.base_offset for s in segments]
     pd = partition_of_folder(folder)
+    decode_kw = dict(verify_crc=kwargs.get("verify_crc", True), include_control=kwargs.get("include_control", False),
+                     **_projection(kwargs.get("columns")))
+    state = {"seg": None, "end": None, "k": 0}
 
-    def fill(upto):
-        nonlocal k
-        while k < len(segments) and segments[k].base_offset < upto:
-            seg = segments[k]
-            k += 1
-            if not seg.size or any(e.get("file") == seg.log for e in report):
-                continue
-            try:
-                recs = read_segment(seg.log, verify_crc=kwargs.get("verify_crc", True),
-                                    include_control=kwargs.get("include_control", False),
-                                    **_projection(kwargs.get("columns")))
-            except KafkafmtError:
-                continue   # iter_log_dir would have reported it
-            if len(recs.batches):
-                if pd is not None:
-                    recs.topic_names, recs.topic_index, recs.partition = [pd.topic], None, pd.partition
-                yield _segment_column(recs, seg.base_offset)
+    def covered(seg, a, b):
+        return any(e.get("file") == seg.log and e.get("start") is not None and a <= e["start"] < b for e in report)
+
+    def gap(seg, a, b):
+        if b - a < 12 or covered(seg, a, b):
+            return
+        recs = _decode_range(seg.log, a, b, decode_kw)
+        if recs is not None and len(recs.batches):
+            if pd is not None:
+                recs.topic_names, recs.topic_index, recs.partition = [pd.topic], None, pd.partition
+            yield _segment_column(recs, seg.base_offset)
+
+    def finish_segment():
+        # the end of the segment being read (only when reading whole segments)
+        seg = by_base.get(state["seg"])
+        if seg is not None and not filtered:
+            yield from gap(seg, state["end"], seg.size)
+
+    def enter(base, first):
+        # segments before `base` that yielded nothing, and the start of `base`
+        while state["k"] < len(order) and order[state["k"]] < base:
+            seg = by_base[order[state["k"]]]
+            state["k"] += 1
+            if not filtered and seg.base_offset != state["seg"]:
+                yield from gap(seg, 0, seg.size)
+        if state["k"] < len(order) and order[state["k"]] == base:
+            state["k"] += 1
+            if not filtered and first > 0:
+                yield from gap(by_base[base], 0, first)
+        state["seg"], state["end"] = base, first
 
     for chunk in iter_log_dir(folder, start_offset=start_offset, end_offset=end_offset, report=report,
                               max_bytes=max_bytes, **kwargs):
-        if segments and len(chunk.batches):
-            seg = int(chunk.batches["segment"][0])
-            yield from fill(seg)
-            while k < len(segments) and segments[k].base_offset <= seg:
-                k += 1
+        b = chunk.batches
+        if len(b):
+            base = int(b["segment"][0])
+            pos = np.asarray(b["position"], np.int64)
+            first, last = int(pos.min()), int((pos + np.asarray(b["size"], np.int64)).max())
+            if base != state["seg"]:
+                yield from finish_segment()
+                yield from enter(base, first)
+            elif first > state["end"]:
+                yield from gap(by_base[base], state["end"], first)
+            state["end"] = max(state["end"], last)
         yield chunk
-    yield from fill(float("inf"))
+    yield from finish_segment()
+    if not filtered:
+        yield from enter(float("inf"), 0)
+
+
+def _decode_range(path, start, stop, kw):
+    import mmap
+
+    from kafkafmt.decoder import decode
+
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if not size:
+                return None
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            return decode(m, start=start, stop=min(stop, size), file=path, **kw)
+        finally:
+            try:
+                m.close()
+            except BufferError:
+                pass
+    except (KafkafmtError, OSError):
+        return None     # iter_log_dir reports what is wrong there
 
 
 def _projection(columns):
@@ -116,18 +164,28 @@ class FileReader:
         return name
 
     def resolve_range(self, offsets, times):
-        return resolve_range(self.folder, offsets, times)
+        with _no_index_warnings():
+            return resolve_range(self.folder, offsets, times)
 
     def chunks(self, report, **kwargs):
+        """iter_partition over the file. A lone file has no index files (unless it is a segment
+        with them): the library's warnings about scanning instead are not passed on."""
         own = []
+        it = iter_partition(self.folder, own, **kwargs)
         try:
-            for chunk in iter_partition(self.folder, own, **kwargs):
+            while True:
+                with _no_index_warnings():
+                    try:
+                        chunk = next(it)
+                    except StopIteration:
+                        break
                 self._move(own, report)
                 chunk.topic_names, chunk.topic_index = ([self.topic] if self.topic else []), None
                 chunk.partition = self.partition
                 chunk.report = report
                 yield chunk
         finally:
+            it.close()
             self._move(own, report)
 
     def _move(self, own, report):
@@ -138,6 +196,18 @@ class FileReader:
                 e["reason"] = e["reason"].replace(self.link, self.path)
             report.append(e)
         own.clear()
+
+
+def _no_index_warnings():
+    import warnings
+
+    from kafkafmt.logdir import KafkafmtWarning
+
+    cm = warnings.catch_warnings()
+    cm.__enter__()
+    warnings.simplefilter("ignore", KafkafmtWarning)
+    cm.__enter__ = lambda: None
+    return cm
 
 
 def concat_batches(tables):

@@ -28,8 +28,8 @@ import numpy as np
 from kafkafmt.logdir import list_segments
 from kafkafmt.records import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 
-from kafkafmt.cli.common import (is_leftover, Problem, UsageError, file_kind, find_inputs, iso_ms, parse_int_list,
-                                 parse_name_list, report_problem, human_bytes)
+from kafkafmt.cli.common import (UsageError, file_kind, find_inputs, human_bytes, is_leftover, iso_ms,
+                                 parse_int_list, parse_name_list, report_problem)
 from kafkafmt.cli.output import table
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader, iter_partition
@@ -303,6 +303,8 @@ def run(args, console):
 def _problems(report, seen, problems, console, ps, folder):
     for e in report[seen:]:
         p = report_problem(e)
+        if p is None:
+            continue
         if p.severity == "error" and p.position is not None and p.end is not None:
             base = _base_of(e.get("file"))
             if base is not None and base in ps.segments:
@@ -360,7 +362,10 @@ def _row(label, a: Acc):
     codecs = ",".join(f"{c}:{n}" for c, n in sorted(a.codecs.items())) or "-"
     magics = ",".join(f"v{m}" if len(a.magics) == 1 else f"v{m}:{n}" for m, n in sorted(a.magics.items())) or "-"
     offsets = "-" if a.first_offset is None else f"{a.first_offset}..{a.last_offset}"
-    times = "-" if a.first_ts is None else f"{iso_ms(a.first_ts)[:19]}..{iso_ms(a.last_ts)[:19]}"
+    times = "-"
+    if a.first_ts is not None:
+        t1, t2 = iso_ms(a.first_ts)[:19], iso_ms(a.last_ts)[:19]
+        times = f"{t1}..{t2[11:] if t2[:10] == t1[:10] else t2}"
     ctl = ",".join(f"{_SHORT_CONTROL.get(k, k)}:{v}" for k, v in sorted(a.controls.items())) or "-"
     aborted = f"{a.aborted_records} ({a.aborted} txn)" if a.aborted else "0"
     txn = f"{a.txn_records}" if a.txn_batches else "0"

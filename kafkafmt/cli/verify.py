@@ -38,6 +38,7 @@ import numpy as np
 from kafkafmt import sidefiles
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.logdir import list_segments
+from kafkafmt.records import Table
 
 from kafkafmt.cli.common import (Problem, UsageError, file_kind, find_inputs, human_bytes, is_leftover,
                                  report_problem, segment_base, segment_in_partition)
@@ -168,7 +169,9 @@ class Verifier:
         report = []
         segments = list_segments(pd.folder, report)
         for e in report:
-            self.add(report_problem(e))
+            p = report_problem(e)
+            if p is not None:
+                self.add(p)
         infos = {s.base_offset: SegmentInfo(s.base_offset, s.log) for s in segments}
         self.n_segments += len(segments)
         self.bytes += sum(s.size for s in segments)
@@ -202,7 +205,7 @@ class Verifier:
             for i in order.tolist():
                 seg = int(segs[i])
                 info = infos.get(seg)
-                f = file_label or (info.log if info else "?")
+                f = self._file_of(seg, infos, file_label)
                 if last[i] < base[i]:
                     self.error(f, f"batch last offset {int(last[i])} is below its base offset {int(base[i])}",
                                int(pos[i]), int(base[i]))
@@ -222,14 +225,14 @@ class Verifier:
                 outside = np.flatnonzero((offs < base[bidx]) | (offs > last[bidx]))
                 for r in outside[:20].tolist():
                     i = int(bidx[r])
-                    self.error(file_label or infos[int(segs[i])].log if int(segs[i]) in infos else "?",
+                    self.error(self._file_of(int(segs[i]), infos, file_label),
                                f"record offset {int(offs[r])} is outside its batch's offsets "
                                f"{int(base[i])}..{int(last[i])}", int(pos[i]), int(offs[r]))
                 same = bidx[1:] == bidx[:-1]
                 back = np.flatnonzero(same & (np.diff(offs) <= 0)) + 1
                 for r in back[:20].tolist():
                     i = int(bidx[r])
-                    self.error(file_label or infos.get(int(segs[i]), SegmentInfo(0, "?")).log,
+                    self.error(self._file_of(int(segs[i]), infos, file_label),
                                f"record offset {int(offs[r])} does not increase within its batch (after "
                                f"{int(offs[r - 1])})", int(pos[i]), int(offs[r]))
                 self.n_records += int((~np.asarray(b["is_control"], bool)[bidx]).sum())
@@ -242,8 +245,6 @@ class Verifier:
                 if info is None:
                     continue
                 m = segs == seg
-                from kafkafmt.records import Table
-
                 info.tables.append(Table({c: v[m] for c, v in cols.items()}))
                 if len(ctl):
                     cb = np.asarray(ctl["batch_index"], np.int64)
@@ -253,9 +254,18 @@ class Verifier:
             self.progress.advance(int(np.asarray(b["size"], np.int64).sum()), len(chunk))
         self._report(report, seen, infos, file_label)
 
+    @staticmethod
+    def _file_of(seg, infos, file_label):
+        if file_label is not None:
+            return file_label
+        info = infos.get(seg)
+        return info.log if info is not None else "?"
+
     def _report(self, report, seen, infos, file_label):
         for e in report[seen:]:
             p = report_problem(e, file_label)
+            if p is None:
+                continue
             self.add(p)
             base = segment_base(e.get("file") or "")
             if base in infos and p.position is not None and p.end is not None:

@@ -1,0 +1,191 @@
+/*
+ * kfmt_codecs.h -- lz4 and zstd decompression inside the record kernel's nogil loop.
+ *
+ * The libraries are not linked at build time: kafkafmt.decoder finds them at import (liblz4 as
+ * exported by python-lz4's extension or the system's liblz4, libzstd from the system) and
+ * kfmt_load_* resolves the few functions used with dlopen/dlsym. When a library is missing,
+ * those batches go through the Python codecs instead (kafkafmt.codecs).
+ *
+ * Both decompressors write into a scratch buffer that grows (realloc) up to a cap, and return
+ * the decompressed size, or KFMT_DECOMP_CORRUPT / KFMT_DECOMP_LIMIT / KFMT_DECOMP_NOMEM.
+ *
+ * lz4 frame (as Kafka's KafkaLZ4BlockOutputStream / python-lz4 write it): magic 0x184D2204, FLG
+ * (version 01, block independence, block checksum, content size, content checksum, dict id),
+ * BD (block max size 64 KiB..4 MiB), [content size u64], [dict id u32], header checksum (not
+ * checked: the batch CRC covers these bytes, and magic-0 frames carry KAFKA-3160's wrong one),
+ * blocks (u32 LE size, high bit = stored; [u32 checksum]), end mark 0, [content checksum].
+ * Linked blocks decode with the preceding output as their dictionary.
+ */
+#ifndef KFMT_CODECS_H
+#define KFMT_CODECS_H
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KFMT_DECOMP_CORRUPT (-1)
+#define KFMT_DECOMP_LIMIT (-2)
+#define KFMT_DECOMP_NOMEM (-3)
+
+typedef struct { const void *src; size_t size; size_t pos; } kfmt_zstd_in;
+typedef struct { void *dst; size_t size; size_t pos; } kfmt_zstd_out;
+
+static void *(*kfmt_ZSTD_createDCtx)(void);
+static size_t (*kfmt_ZSTD_freeDCtx)(void *);
+static size_t (*kfmt_ZSTD_decompressDCtx)(void *, void *, size_t, const void *, size_t);
+static unsigned (*kfmt_ZSTD_isError)(size_t);
+static unsigned long long (*kfmt_ZSTD_getFrameContentSize)(const void *, size_t);
+static size_t (*kfmt_ZSTD_decompressStream)(void *, kfmt_zstd_out *, kfmt_zstd_in *);
+static size_t (*kfmt_ZSTD_DCtx_reset)(void *, int);
+static int (*kfmt_LZ4_decompress_safe_usingDict)(const char *, char *, int, int, const char *, int);
+static int kfmt_have_zstd = 0, kfmt_have_lz4 = 0;
+
+#define KFMT_SYM(lib, name) (*(void **)(&kfmt_##name) = dlsym(lib, #name))
+
+/* Resolve libzstd's functions from the shared object at path; 1 on success. */
+static int kfmt_load_zstd(const char *path) {
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return 0;
+    if (!KFMT_SYM(lib, ZSTD_createDCtx) || !KFMT_SYM(lib, ZSTD_freeDCtx) || !KFMT_SYM(lib, ZSTD_decompressDCtx) ||
+        !KFMT_SYM(lib, ZSTD_isError) || !KFMT_SYM(lib, ZSTD_getFrameContentSize) ||
+        !KFMT_SYM(lib, ZSTD_decompressStream) || !KFMT_SYM(lib, ZSTD_DCtx_reset))
+        return 0;
+    kfmt_have_zstd = 1;
+    return 1;
+}
+
+/* Resolve liblz4's LZ4_decompress_safe_usingDict from the shared object at path; 1 on success. */
+static int kfmt_load_lz4(const char *path) {
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return 0;
+    if (!KFMT_SYM(lib, LZ4_decompress_safe_usingDict)) return 0;
+    kfmt_have_lz4 = 1;
+    return 1;
+}
+
+/* Make room for `need` bytes in the scratch buffer (geometric growth, never past cap + 1). */
+static inline int kfmt_reserve(uint8_t **buf, int64_t *cap, int64_t need, int64_t limit) {
+    if (need <= *cap) return 0;
+    if (need > limit + 1) return KFMT_DECOMP_LIMIT;
+    int64_t n = *cap * 2 > need ? *cap * 2 : need;
+    if (n > limit + 1) n = limit + 1;
+    uint8_t *p = (uint8_t *)realloc(*buf, (size_t)n);
+    if (!p) return KFMT_DECOMP_NOMEM;
+    *buf = p;
+    *cap = n;
+    return 0;
+}
+
+static inline uint32_t kfmt_le32(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+/* Decompress the lz4 frame(s) in src[0:n] into *buf; returns the size or a KFMT_DECOMP_* code. */
+static int64_t kfmt_lz4_decompress(const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap, int64_t limit) {
+    int64_t p = 0, out = 0;
+    while (p < n) {
+        if (n - p < 7) return KFMT_DECOMP_CORRUPT;
+        uint32_t magic = kfmt_le32(src + p);
+        if ((magic & 0xFFFFFFF0u) == 0x184D2A50u) {          /* skippable frame */
+            if (n - p < 8) return KFMT_DECOMP_CORRUPT;
+            int64_t skip = (int64_t)kfmt_le32(src + p + 4);
+            if (skip > n - p - 8) return KFMT_DECOMP_CORRUPT;
+            p += 8 + skip;
+            continue;
+        }
+        if (magic != 0x184D2204u) return KFMT_DECOMP_CORRUPT;
+        uint8_t flg = src[p + 4], bd = src[p + 5];
+        if ((flg >> 6) != 1 || (flg & 0x02) || (bd & 0x8F)) return KFMT_DECOMP_CORRUPT;
+        int linked = !(flg & 0x20), block_sum = (flg & 0x10) != 0, content_sum = (flg & 0x04) != 0;
+        int bsid = (bd >> 4) & 7;
+        if (bsid < 4) return KFMT_DECOMP_CORRUPT;
+        int64_t block_max = (int64_t)1 << (8 + 2 * bsid);
+        int64_t h = 6 + ((flg & 0x08) ? 8 : 0) + ((flg & 0x01) ? 4 : 0) + 1;
+        if (n - p < h) return KFMT_DECOMP_CORRUPT;
+        p += h;
+        int64_t frame_start = out;
+        for (;;) {
+            if (n - p < 4) return KFMT_DECOMP_CORRUPT;
+            uint32_t size = kfmt_le32(src + p);
+            p += 4;
+            if (size == 0) break;                            /* end mark */
+            int stored = (size & 0x80000000u) != 0;
+            size &= 0x7FFFFFFFu;
+            if ((int64_t)size > block_max || (int64_t)size > n - p) return KFMT_DECOMP_CORRUPT;
+            int rc = kfmt_reserve(buf, cap, out + (stored ? (int64_t)size : block_max), limit);
+            if (rc) {
+                if (rc == KFMT_DECOMP_LIMIT && !stored) {
+                    /* the bound may overshoot: decode into what the limit allows, then judge */
+                    rc = kfmt_reserve(buf, cap, limit + 1, limit);
+                    if (rc) return rc;
+                } else {
+                    return rc;
+                }
+            }
+            if (stored) {
+                memcpy(*buf + out, src + p, size);
+                out += size;
+            } else {
+                int64_t room = *cap - out;
+                if (room > block_max) room = block_max;
+                int64_t dict = linked ? out - frame_start : 0;
+                if (dict > 65536) dict = 65536;
+                int r = kfmt_LZ4_decompress_safe_usingDict((const char *)(src + p), (char *)(*buf + out), (int)size,
+                                                           (int)room, (const char *)(*buf + out - dict), (int)dict);
+                if (r < 0) return out + room > limit ? KFMT_DECOMP_LIMIT : KFMT_DECOMP_CORRUPT;
+                out += r;
+            }
+            if (out > limit) return KFMT_DECOMP_LIMIT;
+            p += size + (block_sum ? 4 : 0);
+            if (p > n) return KFMT_DECOMP_CORRUPT;
+        }
+        if (content_sum) {
+            if (n - p < 4) return KFMT_DECOMP_CORRUPT;
+            p += 4;
+        }
+    }
+    return out;
+}
+
+#define KFMT_ZSTD_UNKNOWN (0ULL - 1)
+#define KFMT_ZSTD_ERROR (0ULL - 2)
+
+/* Decompress the zstd frame(s) in src[0:n] into *buf with dctx; returns the size or a code. */
+static int64_t kfmt_zstd_decompress(void *dctx, const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap,
+                                    int64_t limit) {
+    if (n <= 0) return KFMT_DECOMP_CORRUPT;
+    unsigned long long cs = kfmt_ZSTD_getFrameContentSize(src, (size_t)n);
+    if (cs == KFMT_ZSTD_ERROR) return KFMT_DECOMP_CORRUPT;
+    if (cs != KFMT_ZSTD_UNKNOWN) {
+        if ((int64_t)cs > limit) return KFMT_DECOMP_LIMIT;
+        int rc = kfmt_reserve(buf, cap, (int64_t)cs > 0 ? (int64_t)cs : 1, limit);
+        if (rc) return rc;
+        size_t r = kfmt_ZSTD_decompressDCtx(dctx, *buf, (size_t)cs, src, (size_t)n);
+        if (!kfmt_ZSTD_isError(r)) return (int64_t)r;
+        /* several frames, or a lying size: fall through to streaming, which checks as it goes */
+    }
+    kfmt_ZSTD_DCtx_reset(dctx, 1 /* ZSTD_reset_session_only */);
+    int rc = kfmt_reserve(buf, cap, 64 * 1024 < limit ? 64 * 1024 : limit, limit);
+    if (rc) return rc;
+    kfmt_zstd_in in = {src, (size_t)n, 0};
+    kfmt_zstd_out outb = {*buf, (size_t)*cap, 0};
+    size_t left = 1;
+    for (;;) {
+        left = kfmt_ZSTD_decompressStream(dctx, &outb, &in);
+        if (kfmt_ZSTD_isError(left)) return KFMT_DECOMP_CORRUPT;
+        if ((int64_t)outb.pos > limit) return KFMT_DECOMP_LIMIT;
+        if (in.pos == in.size && left == 0) break;            /* every frame complete */
+        if (outb.pos == outb.size) {                         /* output full: grow and go on */
+            rc = kfmt_reserve(buf, cap, *cap + 1, limit);
+            if (rc) return rc;
+            outb.dst = *buf;
+            outb.size = (size_t)*cap;
+        } else if (in.pos == in.size) {
+            return KFMT_DECOMP_CORRUPT;                      /* input ended inside a frame */
+        }
+    }
+    return (int64_t)outb.pos;
+}
+
+#endif /* KFMT_CODECS_H */
