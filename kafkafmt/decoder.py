@@ -185,9 +185,12 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
         include_control=include_control, verify_crc=bool(verify_crc), c_codecs=C_CODECS,
         max_decompressed=_codec_base.DEFAULT_MAX_DECOMPRESSED if max_decompressed is None else max_decompressed)
     if in_kernel.any():
-        # their decompressed sizes show only in the kernel: start from a 4x ratio, grow if need be
+        # their decompressed sizes show only in the kernel: reserve for a 6x ratio (address space
+        # only: untouched pages cost nothing and the arrays shrink to fit at the end), grow beyond
         stored = int(table["payload_len"][in_kernel].sum())
-        cols.reserve(stored // 2, 4 * stored, int(np.minimum(counts[in_kernel], 4 * table["payload_len"][in_kernel] // 7).sum()))
+        records = int(np.minimum(counts[in_kernel], 6 * table["payload_len"][in_kernel] // 7).sum())
+        cols.reserve(min(stored, 1 << 30), min(6 * stored, 4 << 30), records)
+        cols.reserve_headers(records // 4, records, 4 * records)
 
     decompress = _Decompressor(buf, table, max_decompressed, file)
     comp_len = table["payload_len"].clip(0)

@@ -117,6 +117,8 @@ cdef struct Out:
     uint8_t *scratch
     int64_t scratch_cap
     int64_t max_decompressed
+    int64_t scratch_batch       # the batch whose records the scratch holds (kept across a retry)
+    int64_t scratch_len
     void *zstd
     # options
     bint want_keys
@@ -508,6 +510,7 @@ cdef class Columns:
         self.o.scratch_cap = 0
         self.o.zstd = NULL
         self.o.c_codecs = 0
+        self.o.scratch_batch = -1
 
     def __dealloc__(self):
         free(self.o.scratch)
@@ -638,6 +641,18 @@ cdef class Columns:
         if changed:
             self._bind()
 
+    def reserve_headers(self, int64_t headers, int64_t key_bytes, int64_t value_bytes):
+        """Room for at least this many more header rows and header key/value bytes."""
+        c = self.caps
+        cdef int64_t n = self.o.n_hdr, kused = self.o.hk_off[self.o.n_hdr], vused = self.o.hv_off[self.o.n_hdr]
+        if c["headers"] - n < headers:
+            self._size("headers", max(n + headers, c["headers"] * 3 // 2))
+        if c["header_key_data"] - kused < key_bytes:
+            self._size("header_key_data", max(kused + key_bytes, c["header_key_data"] * 3 // 2))
+        if c["header_value_data"] - vused < value_bytes:
+            self._size("header_value_data", max(vused + value_bytes, c["header_value_data"] * 3 // 2))
+        self._bind()
+
     @property
     def counts(self):
         """Fill levels: records, key bytes, value bytes, headers, header key/value bytes, controls."""
@@ -733,8 +748,13 @@ cdef class Columns:
                         else:
                             src = base + pstart[b]
                             srclen = plen[b]
-                            if (self.o.c_codecs >> codec[b]) & 1 and (count[b] > 0 or srclen > 0):
+                            if (self.o.c_codecs >> codec[b]) & 1 and (count[b] > 0 or srclen > 0) and \
+                                    self.o.scratch_batch == b:
+                                src = self.o.scratch   # decompressed before an output had to grow
+                                srclen = self.o.scratch_len
+                            elif (self.o.c_codecs >> codec[b]) & 1 and (count[b] > 0 or srclen > 0):
                                 # decompress here, into the reused scratch buffer
+                                self.o.scratch_batch = -1
                                 if codec[b] == CODEC_LZ4:
                                     got = kfmt_lz4_decompress(src, srclen, &self.o.scratch, &self.o.scratch_cap,
                                                               self.o.max_decompressed)
@@ -749,6 +769,8 @@ cdef class Columns:
                                     break
                                 src = self.o.scratch if self.o.scratch != NULL else <const uint8_t *>""
                                 srclen = got
+                                self.o.scratch_batch = b
+                                self.o.scratch_len = got
                         status = decode_v2(&self.o, src, src + srclen, count[b], base_offset[b],
                                            first_ts[b], max_ts[b], tstype[b], <int32_t>b, is_control[b])
                     elif ptrs[k] != NULL:

@@ -246,7 +246,12 @@ class Dumper:
     # -- logs ---------------------------------------------------------------------------------
     def range_for(self, folder):
         if folder not in self._ranges:
-            self._ranges[folder] = resolve_range(folder, self.offsets, self.times)
+            try:
+                self._ranges[folder] = resolve_range(folder, self.offsets, self.times)
+            except KafkafmtError as exc:     # the time seek met corrupt data: say so once per folder
+                self._ranges[folder] = None
+                self.problem(Problem("error", exc.file or folder, f"cannot seek by time: {exc.reason}",
+                                     exc.position, offset=exc.offset))
         return self._ranges[folder]
 
     def dump_log(self, path, kind, from_dir=False):

@@ -2,12 +2,14 @@
 ``iter_log_dir`` (chunked, with index seeks and salvage)."""
 from __future__ import annotations
 
+import contextlib
 import os
+import warnings
 
 import numpy as np
 
 from kafkafmt.errors import KafkafmtError
-from kafkafmt.logdir import iter_log_dir, list_segments, offset_for_timestamp
+from kafkafmt.logdir import KafkafmtWarning, iter_log_dir, list_segments, offset_for_timestamp
 from kafkafmt.records import Table
 
 from kafkafmt.cli.common import partition_of_folder, segment_in_partition, single_file_partition
@@ -198,16 +200,11 @@ class FileReader:
         own.clear()
 
 
+@contextlib.contextmanager
 def _no_index_warnings():
-    import warnings
-
-    from kafkafmt.logdir import KafkafmtWarning
-
-    cm = warnings.catch_warnings()
-    cm.__enter__()
-    warnings.simplefilter("ignore", KafkafmtWarning)
-    cm.__enter__ = lambda: None
-    return cm
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KafkafmtWarning)
+        yield
 
 
 def concat_batches(tables):
