@@ -1,5 +1,5 @@
 """kafkafmt: read Apache Kafka's on-disk data into NumPy, Arrow and pandas, without a broker."""
-from kafkafmt.decoder import decode, read_segment
+from kafkafmt.decoder import decode, read_segment, scan_batches
 from kafkafmt.errors import (CompressionError, CorruptRecordError, CrcError, DecompressionLimitError,
                              KafkafmtError, UnsupportedCodecError)
 from kafkafmt.records import CONTROL_TYPES, BinaryColumn, Headers, Records, Table
@@ -7,7 +7,7 @@ from kafkafmt.records import CONTROL_TYPES, BinaryColumn, Headers, Records, Tabl
 __version__ = "0.1.0"
 
 __all__ = [
-    "decode", "read_segment", "Records", "BinaryColumn", "Headers", "Table", "CONTROL_TYPES",
+    "decode", "read_segment", "scan_batches", "Records", "BinaryColumn", "Headers", "Table", "CONTROL_TYPES",
     "KafkafmtError", "CorruptRecordError", "CrcError", "CompressionError", "DecompressionLimitError",
     "UnsupportedCodecError",
 ]

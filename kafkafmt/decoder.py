@@ -23,7 +23,7 @@ from kafkafmt.codecs import get_codec
 from kafkafmt.codecs import base as _codec_base
 from kafkafmt.records import BinaryColumn, Headers, Records, Table
 
-__all__ = ["decode", "read_segment"]
+__all__ = ["decode", "read_segment", "scan_batches"]
 
 # what each error code of the C loops means
 _ERRORS = {
@@ -304,22 +304,63 @@ def topic_partition_of(path):
     return (m.group("topic"), int(m.group("partition"))) if m else (None, None)
 
 
-def read_segment(path, **kwargs) -> Records:
+def read_segment(path, *, errors="strict", **kwargs) -> Records:
     """Decode a whole segment file (memory-mapped). Accepts decode()'s keyword arguments; topic
-    and partition default to those named by the file's ``<topic>-<partition>`` folder."""
+    and partition default to those named by the file's ``<topic>-<partition>`` folder.
+    errors="salvage" skips corrupt stretches (resynchronizing on the next entry whose CRC
+    verifies) and lists them in the result's ``report`` instead of raising."""
     path = os.fspath(path)
     topic, partition = topic_partition_of(path)
     kwargs.setdefault("topic", topic)
     kwargs.setdefault("partition", partition)
     kwargs.setdefault("file", path)
+    if errors not in ("strict", "salvage"):
+        raise ValueError(f"errors must be 'strict' or 'salvage', not {errors!r}")
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size == 0:
             return decode(b"", **kwargs)
         m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        return decode(m, **kwargs)
+        if errors == "strict":
+            return decode(m, **kwargs)
+        from kafkafmt.logdir import _decode_salvaging, _Mapped
+
+        mapped = _Mapped.__new__(_Mapped)
+        mapped.map, mapped.size, mapped.buf = None, len(m), np.frombuffer(m, np.uint8)
+        report = []
+        kw = {k: v for k, v in kwargs.items() if k not in ("file", "topic", "partition")}
+        recs = _decode_salvaging(mapped, path, 0, len(m), report, **kw)
+        mapped.buf = None
+        if recs.tail is not None:
+            report.append(dict(file=path, start=recs.valid_bytes, end=len(m),
+                               reason="truncated final batch" if recs.tail == "truncated" else "zero-filled tail"))
+        recs.topic_names, recs.topic_index, recs.partition = ([topic] if topic else []), None, partition
+        recs.report = report
+        return recs
     finally:
         try:
             m.close()
         except BufferError:  # still referenced (e.g. by a traceback): closed when collected
             pass
+
+
+def scan_batches(data, *, verify_crc=True, start=0, stop=None, max_batch_bytes=256 << 20):
+    """The batch table alone -- every batch header, CRCs checked, nothing decompressed or decoded
+    (a "shallow" iteration, as Kafka's DumpLogSegments without --deep-iteration). Returns
+    (Table, info) where info has valid_bytes, tail and error (code, position, offset) or None:
+    scanning stops at the first malformed entry instead of raising."""
+    buf = _as_uint8(data)
+    if stop is not None:
+        buf = buf[:stop]
+    t = _scan.scan(buf, _CRC_MODES[verify_crc] if verify_crc is not True else _scan.CRC_REPORT_, start,
+                   max_batch_bytes)
+    info = dict(count=t.pop("count"), valid_bytes=t.pop("valid_end"), tail=_TAILS[t.pop("tail")])
+    err = t.pop("error")
+    info["error"] = None if err is None else dict(
+        code=err[0], position=err[1], offset=err[2],
+        reason=_ERRORS.get(err[0], (None, "malformed entry"))[1].format(size=err[3]))
+    for name in _BOOL_BATCH_COLUMNS:
+        t[name] = t[name].view(bool)
+    t.pop("payload_start")
+    t.pop("payload_len")
+    return Table(t), info

@@ -300,7 +300,7 @@ def _decode_segment(seg, m, start_pos, stop_pos, errors, report, is_last=True, l
     return recs
 
 
-def _first_at_or_after_time(seg, m, ts, report, is_last):
+def _first_at_or_after_time(seg, m, ts, report, is_last, errors="strict"):
     """Offset of the first record in seg with timestamp >= ts, or None."""
     entries = _index_entries(seg, report, "timeindex")
     if entries is not None and len(entries) and not is_last and int(entries["timestamp"][-1]) < ts:
@@ -319,21 +319,24 @@ def _first_at_or_after_time(seg, m, ts, report, is_last):
         i = int(np.searchsorted(entries["timestamp"], ts, side="right")) - 1
         if i >= 0:
             pos = _position_for_offset(seg, m, int(entries["offset"][i]), report)
-    recs = decode(m.buf, start=pos, keys=False, values=False, headers=False, verify_crc=None,
-                  include_control=False, file=seg.log)
+    opts = dict(keys=False, values=False, headers=False, verify_crc=None, include_control=False)
+    if errors == "salvage":
+        recs = _decode_salvaging(m, seg.log, pos, m.size, [], **opts)   # damage is reported by the read itself
+    else:
+        recs = decode(m.buf, start=pos, file=seg.log, **opts)
     hit = np.flatnonzero(recs.timestamp >= ts)
     return int(recs.offset[hit[0]]) if len(hit) else None
 
 
-def offset_for_timestamp(folder, timestamp, report=None):
+def offset_for_timestamp(folder, timestamp, report=None, *, errors="strict", segments=None):
     """Kafka's ListOffsets for a timestamp: the first offset whose record timestamp is >= it,
     or None when no record is that recent."""
     report = [] if report is None else report
-    segments = list_segments(folder, report)
+    segments = list_segments(folder, report) if segments is None else segments
     for k, seg in enumerate(segments):
         m = _Mapped(seg.log)
         try:
-            hit = _first_at_or_after_time(seg, m, timestamp, report, k == len(segments) - 1)
+            hit = _first_at_or_after_time(seg, m, timestamp, report, k == len(segments) - 1, errors)
         finally:
             m.close()
         if hit is not None:
@@ -390,13 +393,13 @@ def _committed_mask(recs, aborted, lso):
     return keep
 
 
-def _plan(folder, start_offset, end_offset, start_timestamp, end_timestamp, report):
+def _plan(folder, start_offset, end_offset, start_timestamp, end_timestamp, report, errors="strict"):
     segments = list_segments(folder, report)
     if start_timestamp is not None:
-        t = offset_for_timestamp(folder, start_timestamp, report)
+        t = offset_for_timestamp(folder, start_timestamp, report, errors=errors, segments=segments)
         start_offset = max(start_offset or 0, t) if t is not None else float("inf")
     if end_timestamp is not None:
-        t = offset_for_timestamp(folder, end_timestamp, report)
+        t = offset_for_timestamp(folder, end_timestamp, report, errors=errors, segments=segments)
         if t is not None:
             end_offset = t if end_offset is None else min(end_offset, t)
     chosen = []
@@ -429,7 +432,7 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     topic, partition = _topic_partition(folder)
     report = [] if report is None else report
     segments, chosen, start_offset, end_offset = _plan(folder, start_offset, end_offset, start_timestamp,
-                                                       end_timestamp, report)
+                                                       end_timestamp, report, errors)
     if start_offset == float("inf"):
         return
     committed = isolation == "read_committed"
@@ -474,7 +477,8 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                     recs = recs.filter(_committed_mask(recs, aborted, lso))
                 recs.topic_names, recs.topic_index, recs.partition = [topic], None, partition
                 recs.report = report
-                if len(recs) or (len(recs.controls) and not committed):
+                # a chunk of record-less batches (the cleaner's empty batches) still carries them
+                if len(recs) or (not committed and (len(recs.controls) or len(recs.batches))):
                     yield recs
         finally:
             m.close()
