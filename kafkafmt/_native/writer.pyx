@@ -50,6 +50,22 @@ cdef inline uint8_t *put_bytes_v(uint8_t *p, Binary *b, int64_t i) noexcept nogi
     return p
 
 
+cdef inline int64_t record_body_size(Binary *k, Binary *v, Binary *hk, Binary *hv, const int64_t *hidx, int64_t i,
+                                     int64_t ts_delta, int32_t offset_delta) noexcept nogil:
+    """Bytes of a v2 record after its length varint (layout.pxd), given its deltas."""
+    cdef int32_t kl = blen(k, i), vl = blen(v, i), hl
+    cdef int64_t h, body = (1 + kfmt_varlong_size(ts_delta) + kfmt_varint_size(offset_delta)
+                            + kfmt_varint_size(kl) + (kl if kl > 0 else 0)
+                            + kfmt_varint_size(vl) + (vl if vl > 0 else 0)
+                            + kfmt_varint_size(<int32_t>(hidx[i + 1] - hidx[i])))
+    for h in range(hidx[i], hidx[i + 1]):
+        hl = blen(hk, h)
+        body += kfmt_varint_size(hl) + hl
+        hl = blen(hv, h)
+        body += kfmt_varint_size(hl) + (hl if hl > 0 else 0)
+    return body
+
+
 cdef Binary binary(const int64_t[::1] off, const uint8_t[::1] data, object valid):
     cdef Binary b
     cdef const uint8_t[::1] v
@@ -108,18 +124,8 @@ def encode_v2(object out, key, value, headers, const int64_t[::1] offsets, const
                 if timestamps[i] > max_ts:
                     max_ts = timestamps[i]
                 # exact body size first, so the length varint goes in front without moving bytes
-                kl = blen(&k, i)
-                vl = blen(&v, i)
-                body = (1 + kfmt_varlong_size(timestamps[i] - base_ts)
-                        + kfmt_varint_size(<int32_t>(offsets[i] - base_off))
-                        + kfmt_varint_size(kl) + (kl if kl > 0 else 0)
-                        + kfmt_varint_size(vl) + (vl if vl > 0 else 0)
-                        + kfmt_varint_size(<int32_t>(hidx[i + 1] - hidx[i])))
-                for h in range(hidx[i], hidx[i + 1]):
-                    hl = blen(&hk, h)
-                    body += kfmt_varint_size(hl) + hl
-                    hl = blen(&hv, h)
-                    body += kfmt_varint_size(hl) + (hl if hl > 0 else 0)
+                body = record_body_size(&k, &v, &hk, &hv, &hidx[0], i, timestamps[i] - base_ts,
+                                        <int32_t>(offsets[i] - base_off))
                 p += kfmt_put_varint(p, <int32_t>body)
                 p[0] = 0                                   # record attributes
                 p += 1
@@ -255,18 +261,8 @@ def split_v2(key, value, headers, const int64_t[::1] offsets, const int64_t[::1]
             if count == 0:
                 base_off = offsets[i]
                 base_ts = timestamps[i]
-            kl = blen(&k, i)
-            vl = blen(&v, i)
-            body = (1 + kfmt_varlong_size(timestamps[i] - base_ts)
-                    + kfmt_varint_size(<int32_t>(offsets[i] - base_off))
-                    + kfmt_varint_size(kl) + (kl if kl > 0 else 0)
-                    + kfmt_varint_size(vl) + (vl if vl > 0 else 0)
-                    + kfmt_varint_size(<int32_t>(hidx[i + 1] - hidx[i])))
-            for h in range(hidx[i], hidx[i + 1]):
-                hl = blen(&hk, h)
-                body += kfmt_varint_size(hl) + hl
-                hl = blen(&hv, h)
-                body += kfmt_varint_size(hl) + (hl if hl > 0 else 0)
+            body = record_body_size(&k, &v, &hk, &hv, &hidx[0], i, timestamps[i] - base_ts,
+                                    <int32_t>(offsets[i] - base_off))
             rec = kfmt_varint_size(<int32_t>body) + body
             if count > 0 and (V2_HEADER_SIZE + size + rec > batch_size or count >= max_records
                               or offsets[i] - base_off > 0x7FFFFFFF):
@@ -276,16 +272,8 @@ def split_v2(key, value, headers, const int64_t[::1] offsets, const int64_t[::1]
                 size = 0
                 base_off = offsets[i]
                 base_ts = timestamps[i]
-                # sizes depend on the deltas: recompute this record against its new batch
-                body = (1 + kfmt_varlong_size(0) + kfmt_varint_size(0)
-                        + kfmt_varint_size(kl) + (kl if kl > 0 else 0)
-                        + kfmt_varint_size(vl) + (vl if vl > 0 else 0)
-                        + kfmt_varint_size(<int32_t>(hidx[i + 1] - hidx[i])))
-                for h in range(hidx[i], hidx[i + 1]):
-                    hl = blen(&hk, h)
-                    body += kfmt_varint_size(hl) + hl
-                    hl = blen(&hv, h)
-                    body += kfmt_varint_size(hl) + (hl if hl > 0 else 0)
+                # sizes depend on the deltas: this record again, against its new batch
+                body = record_body_size(&k, &v, &hk, &hv, &hidx[0], i, 0, 0)
                 rec = kfmt_varint_size(<int32_t>body) + body
             size += rec
             count += 1
