@@ -17,8 +17,6 @@ import os
 import re
 import uuid
 
-import numpy as np
-
 from kafkafmt import sidefiles
 from kafkafmt.decoder import decode
 from kafkafmt.encoder import encode_columns, encode_control, encode_empty_batch, to_columns

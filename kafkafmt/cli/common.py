@@ -99,6 +99,36 @@ class Found:
     leftovers: list = field(default_factory=list)    # Problem (warning) for -delete/-future folders
 
 
+def input_paths(args, command):
+    """The PATH arguments, plus the bundled sample with --sample; a usage error when empty."""
+    paths = list(args.paths)
+    if getattr(args, "sample", False):
+        from kafkafmt.sample import sample_dir
+
+        paths.append(sample_dir())
+    if not paths:
+        raise UsageError(f"{command}: give log directories, partition folders or segment files (or --sample)")
+    return paths
+
+
+def record_files(found):
+    """The files holding records: every segment found (broker leftovers only when named
+    explicitly), and KRaft snapshot files."""
+    given = set(found.given_files)
+    return [f for f in found.files if file_kind(f) in ("log", "kraft-snapshot") and
+            (f in given or (file_kind(f) == "log" and not is_leftover(f)))]
+
+
+def add_command(sub, parents, name, help, doc, paths_help="log directories, partition folders or segment files"):
+    """A subcommand parser with the shared PATH arguments and the module docstring as its text."""
+    import argparse
+
+    p = sub.add_parser(name, parents=parents, help=help, description=doc.split("\n\n", 1)[1],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="*", metavar="PATH", help=paths_help)
+    return p
+
+
 def partition_of_folder(folder):
     m = PARTITION_DIR.match(os.path.basename(os.path.normpath(folder)))
     if not m or LEFTOVER_DIR.match(os.path.basename(os.path.normpath(folder))):

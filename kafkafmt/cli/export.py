@@ -24,9 +24,9 @@ import numpy as np
 
 from kafkafmt.logdir import iter_log_dir, list_segments
 
-from kafkafmt.cli.common import (UsageError, bytes_encoder, file_kind, find_inputs, human_bytes, is_leftover,
+from kafkafmt.cli.common import (UsageError, bytes_encoder, find_inputs, human_bytes, input_paths,
                                  parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
-                                 report_problem)
+                                 record_files, report_problem)
 from kafkafmt.cli.output import dumps
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import CHUNK_BYTES, FileReader
@@ -223,13 +223,7 @@ def _format_of(args):
 
 def run(args, console):
     fmt = _format_of(args)
-    paths = list(args.paths)
-    if args.sample:
-        from kafkafmt.sample import sample_dir
-
-        paths.append(sample_dir())
-    if not paths:
-        raise UsageError("export: give log directories, partition folders or segment files (or --sample)")
+    paths = input_paths(args, "export")
     offsets = parse_offset_range(args.offset_range)
     times = parse_time_range(args.time_range)
     topics = parse_name_list(args.topics)
@@ -241,9 +235,7 @@ def run(args, console):
     if args.to == "-" and fmt not in ("jsonl", "csv"):
         raise UsageError(f"{fmt} cannot be written to stdout; give a file name")
     found = find_inputs(paths, topics, partitions)
-    given = set(found.given_files)
-    files = [f for f in found.files if file_kind(f) in ("log", "kraft-snapshot") and
-             (f in given or (file_kind(f) == "log" and not is_leftover(f)))]
+    files = record_files(found)
     for f in found.given_files:
         if f not in files:
             console.warn(f"{f}: not a log segment, skipped")

@@ -28,20 +28,16 @@ import numpy as np
 from kafkafmt.logdir import list_segments
 from kafkafmt.records import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 
-from kafkafmt.cli.common import (UsageError, file_kind, find_inputs, human_bytes, is_leftover, iso_ms,
-                                 parse_int_list, parse_name_list, report_problem)
+from kafkafmt.cli.common import (UsageError, add_command, find_inputs, human_bytes, input_paths, iso_ms,
+                                 parse_int_list, parse_name_list, record_files, report_problem)
 from kafkafmt.cli.output import table
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader, iter_partition
 
 
 def add_parser(sub, parents):
-    import argparse
-
-    p = sub.add_parser(
-        "stats", parents=parents, help="records, batches, bytes, codecs, offsets, times per partition and segment",
-        description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="*", metavar="PATH", help="log directories, partition folders or segment files")
+    p = add_command(sub, parents, "stats", "records, batches, bytes, codecs, offsets, times per partition and segment", __doc__,
+                    "log directories, partition folders or segment files")
     p.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     p.add_argument("--partitions-only", action="store_true", help="no per-segment rows in the table")
     p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics")
@@ -233,19 +229,11 @@ class PartitionStats:
 
 
 def run(args, console):
-    paths = list(args.paths)
-    if args.sample:
-        from kafkafmt.sample import sample_dir
-
-        paths.append(sample_dir())
-    if not paths:
-        raise UsageError("stats: give log directories, partition folders or segment files (or --sample)")
+    paths = input_paths(args, "stats")
     topics = parse_name_list(args.topics)
     partitions = parse_int_list(args.partitions, "partition")
     found = find_inputs(paths, topics, partitions)
-    given = set(found.given_files)
-    files = [f for f in found.files if file_kind(f) in ("log", "kraft-snapshot") and
-             (f in given or (file_kind(f) == "log" and not is_leftover(f)))]
+    files = record_files(found)
     for f in found.given_files:
         if f not in files:
             console.warn(f"{f}: not a log segment, skipped")

@@ -40,7 +40,7 @@ from kafkafmt.errors import KafkafmtError
 from kafkafmt.logdir import list_segments
 from kafkafmt.records import Table
 
-from kafkafmt.cli.common import (Problem, UsageError, file_kind, find_inputs, human_bytes, is_leftover,
+from kafkafmt.cli.common import (add_command, Problem, UsageError, file_kind, find_inputs, human_bytes, is_leftover,
                                  report_problem, segment_base, segment_in_partition)
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader, concat_batches, iter_partition
@@ -51,12 +51,8 @@ BATCH_COLUMNS = ("position", "size", "base_offset", "last_offset", "max_timestam
 
 
 def add_parser(sub, parents):
-    import argparse
-
-    p = sub.add_parser(
-        "verify", parents=parents, help="check CRCs, offsets, indexes, snapshots; list every problem",
-        description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="*", metavar="PATH", help="log directories, partition folders or files")
+    p = add_command(sub, parents, "verify", "check CRCs, offsets, indexes, snapshots; list every problem", __doc__,
+                    "log directories, partition folders or files")
     p.add_argument("--json", action="store_true", help="JSON lines: one per problem, then a summary")
     p.add_argument("--strict", action="store_true", help="warnings make the exit code 1 too")
     p.set_defaults(run=run)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kafkafmt import sidefiles
-from kafkafmt.logdir import _index_entries, _transactions, list_partitions, list_segments, offset_for_timestamp
+from kafkafmt.logdir import (_PARTITION_DIR, Segment, _end_position, _index_entries, _Mapped, _position_for_offset,
+                             _transactions, list_partitions, list_segments, offset_for_timestamp)
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
 
 
@@ -115,7 +115,6 @@ def plan(opts, bounds, report):
         if not os.path.isdir(root):
             raise OptionError(f"path does not exist or is not a directory: {root}")
         base = os.path.basename(os.path.normpath(root))
-        from kafkafmt.logdir import _PARTITION_DIR
         m = _PARTITION_DIR.match(base)
         if m and any(n.endswith(".log") for n in os.listdir(root)):
             folders.append((m.group("topic"), int(m.group("partition")), root))   # a partition folder itself
@@ -157,7 +156,6 @@ def plan(opts, bounds, report):
                     continue  # pruned: no record of this segment is recent enough
             if seg.size == 0:
                 continue
-            from kafkafmt.logdir import _Mapped, _end_position, _position_for_offset
             m = _Mapped(seg.log)
             try:
                 start_pos = _position_for_offset(seg, m, start, report)
@@ -180,7 +178,6 @@ def _pack(tasks, opts, report):
     for t in tasks:
         size = t.stop_pos - t.start_pos
         n = int(np.ceil(size / target)) if size > target else 1
-        from kafkafmt.logdir import Segment
         seg = Segment(os.path.dirname(t.log), int(os.path.basename(t.log)[:20]))
         for a, b in _split_points(seg, t.start_pos, t.stop_pos, n, report):
             pieces.append(Task(t.topic, t.partition, t.log, a, b, t.start_offset, t.end_offset, t.aborted, t.lso))
