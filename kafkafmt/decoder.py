@@ -268,6 +268,14 @@ def _binary(offsets, data, validity, nulls, n):
     return BinaryColumn(offsets, data[:used], validity[:(n + 7) // 8] if nulls else None, nulls)
 
 
+def _controls_table(a, nc):
+    return Table({
+        "offset": a["control_offset"][:nc], "batch_index": a["control_batch_index"][:nc],
+        "type": a["control_type"][:nc], "version": a["control_version"][:nc],
+        "coordinator_epoch": a["control_coordinator_epoch"][:nc], "timestamp": a["control_timestamp"][:nc],
+    })
+
+
 def _finish(cols, table, nbytes, valid_end, tail, file, topic, partition):
     a = cols.arrays()
     c = cols.counts
@@ -277,6 +285,16 @@ def _finish(cols, table, nbytes, valid_end, tail, file, topic, partition):
     table.pop("payload_start")
     table.pop("payload_len")
     hdr_offsets = a["header_index"][:n + 1]
+    if cols.skip_payload:
+        # keys, values and headers were not asked for: all-null columns, made in bulk
+        nulls = BinaryColumn(np.zeros(n + 1, np.int32), np.zeros(0, np.uint8), np.zeros((n + 7) // 8, np.uint8), n)
+        none = BinaryColumn(np.zeros(1, np.int32), np.zeros(0, np.uint8))
+        return Records(
+            offset=a["offset"][:n], timestamp=a["timestamp"][:n], timestamp_type=a["timestamp_type"][:n],
+            batch_index=a["batch_index"][:n], key=nulls, value=nulls,
+            headers=Headers(np.zeros(n + 1, np.int32), none, none), batches=Table(table),
+            controls=_controls_table(a, nc), topic=topic, partition=partition, file=file,
+            valid_bytes=valid_end, trailing_bytes=nbytes - valid_end, tail=tail if nbytes > valid_end else None)
     return Records(
         offset=a["offset"][:n], timestamp=a["timestamp"][:n], timestamp_type=a["timestamp_type"][:n],
         batch_index=a["batch_index"][:n],
@@ -288,11 +306,7 @@ def _finish(cols, table, nbytes, valid_end, tail, file, topic, partition):
             _binary(a["header_value_offsets"], a["header_value_data"], a["header_value_validity"],
                     c["header_value_nulls"], nh)),
         batches=Table(table),
-        controls=Table({
-            "offset": a["control_offset"][:nc], "batch_index": a["control_batch_index"][:nc],
-            "type": a["control_type"][:nc], "version": a["control_version"][:nc],
-            "coordinator_epoch": a["control_coordinator_epoch"][:nc], "timestamp": a["control_timestamp"][:nc],
-        }),
+        controls=_controls_table(a, nc),
         topic=topic, partition=partition, file=file,
         valid_bytes=valid_end, trailing_bytes=nbytes - valid_end, tail=tail if nbytes > valid_end else None,
     )

@@ -121,6 +121,7 @@ cdef struct Out:
     int64_t scratch_len
     void *zstd
     # options
+    bint skip_payload           # no key, value or header wanted: records are not parsed past the deltas
     bint want_keys
     bint want_values
     bint want_headers
@@ -294,6 +295,19 @@ cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t cou
         rc = read_varint(&p, rend, &odelta)
         if rc != ERR_NONE:
             return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
+        if o.skip_payload and not is_control:
+            # offsets and timestamps only: skip to the record's end, as Kafka's
+            # DefaultRecord.readPartiallyFrom does for its skipKeyValueIterator
+            if o.n >= o.rec_cap:
+                o.grow |= GROW_RECORDS
+                return NEED_GROW
+            o.offset[o.n] = base_offset + odelta
+            o.timestamp[o.n] = max_ts if tstype == 1 else base_ts + tdelta
+            o.tstype[o.n] = <int8_t>tstype
+            o.bidx[o.n] = bidx
+            o.n += 1
+            p = rend
+            continue
         rc = read_bytes(&p, rend, &key, &klen)
         if rc != ERR_NONE:
             return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
@@ -600,6 +614,7 @@ cdef class Columns:
         self.o.ctrl_cap = self.caps["controls"]
         self.o.want_keys = self.want_keys
         self.o.want_values = self.want_values
+        self.o.skip_payload = not (self.want_keys or self.want_values or self.want_headers)
         self.o.want_headers = self.want_headers
         self.o.include_control = self.include_control
         self.o.verify_crc = self.verify_crc
@@ -656,11 +671,20 @@ cdef class Columns:
     @property
     def counts(self):
         """Fill levels: records, key bytes, value bytes, headers, header key/value bytes, controls."""
+        if self.o.skip_payload:   # only the fixed-width columns were written
+            return dict(records=self.o.n, key_nulls=0, value_nulls=0, headers=0, header_value_nulls=0,
+                        controls=self.o.n_ctrl, key_bytes=0, value_bytes=0, header_key_bytes=0,
+                        header_value_bytes=0)
         return dict(records=self.o.n, key_nulls=self.o.key_nulls, value_nulls=self.o.val_nulls,
                     headers=self.o.n_hdr, header_value_nulls=self.o.hv_nulls, controls=self.o.n_ctrl,
                     key_bytes=self.o.key_off[self.o.n], value_bytes=self.o.val_off[self.o.n],
                     header_key_bytes=self.o.hk_off[self.o.n_hdr],
                     header_value_bytes=self.o.hv_off[self.o.n_hdr])
+
+    @property
+    def skip_payload(self):
+        """True when only offsets, timestamps and types were decoded (no key/value/header arrays)."""
+        return self.o.skip_payload
 
     def arrays(self):
         """NumPy views of the filled part of every output (the buffers stop growing)."""
