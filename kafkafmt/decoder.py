@@ -76,6 +76,7 @@ def _find_libraries():
 
 C_CODECS = _kernel.load_codecs(*_find_libraries())   # codec bits the kernel decompresses itself
 
+_MAX_RATIO_AHEAD = 16     # compression ratio assumed at most when reserving outputs ahead
 _CRC_MODES = {True: _scan.CRC_STRICT_, False: _scan.CRC_REPORT_, None: _scan.CRC_SKIP_}
 _TAILS = {_scan.TAIL_NONE_: None, _scan.TAIL_TRUNCATED_: "truncated", _scan.TAIL_ZEROS_: "zeros"}
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
@@ -163,8 +164,8 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     count = table.pop("count")
     valid_end = table.pop("valid_end")
     tail = _TAILS[table.pop("tail")]
-    if err is not None:
-        _raise_scan_error(err, file)
+    # a malformed entry is raised only after the good entries before it are decoded: a record-level
+    # fault in one of them comes first in the data, so it is the one to report
 
     codec = table["codec"]
     counts = table["record_count"]
@@ -204,9 +205,14 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
         payloads = []
         stop = b
         decompressed = comp_used = claimed = 0
+        pending = None
         while stop < count and (decompressed + 64 * (stop - b) < chunk_bytes or stop == b):
             if ci < len(compressed_l) and compressed_l[ci] == stop:
-                p = decompress(stop)
+                try:
+                    p = decompress(stop)
+                except errors.KafkafmtError as exc:
+                    pending = exc        # raised once the batches before it are decoded
+                    break
                 decompressed += len(p)
                 comp_used += int(comp_len[stop])
                 claimed += min(counts_l[stop], len(p) // 7)  # a record takes >= 7 bytes
@@ -218,9 +224,13 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
         if decompressed:
             # size the outputs once for everything still compressed, from the ratio seen so far
             # (values fit in their decompressed records; keys are typically a small share)
-            scale = (comp_left - comp_used) / max(comp_used, 1)
-            ahead = decompressed + int(decompressed * scale)
-            cols.reserve(ahead // 8, ahead, claimed + int(claimed * scale))
+            # (the ratio is capped: one very compressible batch must not reserve that ratio times
+            # the rest of the input; data that really expands more grows the outputs geometrically)
+            rest = comp_left - comp_used
+            ratio = min(decompressed / max(comp_used, 1), _MAX_RATIO_AHEAD)
+            ahead = decompressed + int(rest * ratio)
+            cols.reserve(ahead // 8, ahead, claimed + min(int(claimed * rest / max(comp_used, 1)),
+                                                          int(rest * ratio) // 7))
             comp_left -= comp_used
         start = b
         while True:
@@ -233,7 +243,11 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
                 _raise_kernel_error(status, at, err_at, table, payloads[at - b] is not None or bool(in_kernel[at]),
                                     file)
             break
+        if pending is not None:
+            raise pending
         b = stop
+    if err is not None:
+        _raise_scan_error(err, file)
 
     if tail == "truncated":
         # a size field running past the end is a cut-off tail -- unless a valid entry follows,

@@ -410,9 +410,14 @@ def _java_split(line):
 
 
 def _java_int(text, lo, hi, what, name, pos):
-    if not _INT_RE.fullmatch(text) or not lo <= int(text) <= hi:
+    # at most 19 significant digits (int64) before int(): longer ones are out of range anyway, and
+    # int() refuses strings of more than 4300 digits with a ValueError
+    if not _INT_RE.fullmatch(text) or len(text.lstrip("+-").lstrip("0")) > 19:
+        raise CorruptRecordError(f"malformed {what} {text[:40]!r}", file=name, position=pos)
+    value = int(text.lstrip("+-").lstrip("0") or "0") * (-1 if text.startswith("-") else 1)
+    if not lo <= value <= hi:
         raise CorruptRecordError(f"malformed {what} {text!r}", file=name, position=pos)
-    return int(text)
+    return value
 
 
 def _read_checkpoint(src, n_fields, what):

@@ -700,6 +700,9 @@ cdef class Columns:
             buf = self.buffers[name]
             (<GrowableBuffer>buf).resize(n * np.dtype(dtype).itemsize)   # give back the spare room
             out[name] = np.frombuffer(buf, dtype=dtype, count=n)
+        # realloc may have moved the buffers: point the C struct at them, with their new sizes
+        self.caps.update({g: max(v, 1) for g, v in used.items()})
+        self._bind()
         return out
 
     def run(self, const uint8_t[::1] buf, dict batches, Py_ssize_t start, Py_ssize_t stop, list payloads):

@@ -123,7 +123,7 @@ def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0, i
     cdef const uint8_t *buf = &data[0] if data.shape[0] > 0 else NULL
     cdef Py_ssize_t n = data.shape[0]
     cdef Py_ssize_t pos = start, count = 0
-    cdef int32_t size = 0
+    cdef int32_t size = 0, size1 = 0
     cdef int tail = TAIL_NONE
     cdef int err = ERR_NONE, err1 = ERR_NONE
     cdef int rc
@@ -136,6 +136,7 @@ def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0, i
                 break
             if rc != ERR_NONE:
                 err1 = rc
+                size1 = size        # pass 2 reuses `size`: keep the bad entry's for the message
                 break
             count += 1
             pos += LOG_OVERHEAD + size
@@ -258,6 +259,7 @@ def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0, i
             # the framing error found by pass 1, at the entry after the last good one
             err = err1
             err_pos = pos
+            size = size1
             if n - pos >= LOG_OVERHEAD:
                 err_offset = <int64_t>kfmt_be64(buf + pos)
 

@@ -65,20 +65,33 @@ class GzipCodec(Codec):
 
 
 def _more_members(first: bytes, rest: bytes, cap: int) -> bytes:
-    """Decode the gzip members that follow the first one (rare: concatenated streams)."""
+    """Decode the gzip members that follow the first one (rare: concatenated streams).
+
+    Each member is fed in growing windows of the remaining bytes: handing a decompressor all of
+    them would copy all of them again into its ``unused_data`` at every member end (quadratic in
+    the number of members)."""
     parts = [first]
     total = len(first)
-    while rest[:3] == _GZIP_MEMBER:
+    mv = memoryview(rest)
+    pos, n = 0, len(mv)
+    while mv[pos:pos + 3] == _GZIP_MEMBER:
         dobj = _decompressobj(_GZIP_WBITS)
-        try:
-            out = dobj.decompress(rest, cap - total + 1)
-        except _ERRORS as exc:
-            raise corrupt("gzip", exc) from exc
-        total += len(out)
-        if total > cap:
-            raise over_limit("gzip", cap)
-        if not dobj.eof:
-            raise corrupt("gzip", "truncated stream")
-        parts.append(out)
-        rest = dobj.unused_data
+        window = 256
+        while True:
+            end = min(pos + window, n)
+            try:
+                out = dobj.decompress(mv[pos:end], cap - total + 1)
+            except _ERRORS as exc:
+                raise corrupt("gzip", exc) from exc
+            total += len(out)
+            if total > cap:
+                raise over_limit("gzip", cap)
+            parts.append(out)
+            if dobj.eof:
+                pos = end - len(dobj.unused_data)
+                break
+            pos = end           # below the output limit, the whole window was consumed
+            if pos >= n:
+                raise corrupt("gzip", "truncated stream")
+            window = min(2 * window, 1 << 20)
     return b"".join(parts)

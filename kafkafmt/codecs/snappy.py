@@ -69,12 +69,21 @@ class SnappyCodec(Codec):
         return b"".join(parts)
 
 
+# No snappy element expands more than a 3-byte copy of 64 bytes: a block of n bytes decompresses to
+# less than 22 * n bytes, whatever its header claims.
+_MAX_EXPANSION = 22
+
+
 def _block_size(block) -> int:
-    """The uncompressed size a raw snappy block declares (its varint prefix)."""
+    """The uncompressed size a raw snappy block declares (its varint prefix), checked against
+    what a block of that length can hold (so a 5-byte header cannot make us allocate 500 MB)."""
     try:
-        return _raw_len(block)
+        size = _raw_len(block)
     except _ERRORS as exc:
         raise corrupt("snappy", exc) from exc
+    if size > _MAX_EXPANSION * len(block):
+        raise corrupt("snappy", f"a {len(block)}-byte block cannot hold the {size} bytes its header claims")
+    return size
 
 
 def _into(block, out, size: int) -> None:
