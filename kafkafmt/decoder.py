@@ -158,7 +158,11 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     """
     buf = _as_uint8(data)
     if stop is not None:
+        if not 0 <= stop <= buf.shape[0]:
+            raise ValueError(f"stop={stop} is outside the data (0..{buf.shape[0]})")
         buf = buf[:stop]
+    if not 0 <= start <= buf.shape[0]:
+        raise ValueError(f"start={start} is outside the data (0..{buf.shape[0]})")
     table = _scan.scan(buf, _CRC_MODES[verify_crc], start, max_batch_bytes)
     err = table.pop("error")
     count = table.pop("count")
@@ -379,7 +383,11 @@ def scan_batches(data, *, verify_crc=True, start=0, stop=None, max_batch_bytes=2
     scanning stops at the first malformed entry instead of raising."""
     buf = _as_uint8(data)
     if stop is not None:
+        if not 0 <= stop <= buf.shape[0]:
+            raise ValueError(f"stop={stop} is outside the data (0..{buf.shape[0]})")
         buf = buf[:stop]
+    if not 0 <= start <= buf.shape[0]:
+        raise ValueError(f"start={start} is outside the data (0..{buf.shape[0]})")
     t = _scan.scan(buf, _CRC_MODES[verify_crc] if verify_crc is not True else _scan.CRC_REPORT_, start,
                    max_batch_bytes)
     info = dict(count=t.pop("count"), valid_bytes=t.pop("valid_end"), tail=_TAILS[t.pop("tail")])

@@ -294,7 +294,8 @@ def _decode_segment(seg, m, start_pos, stop_pos, errors, report, is_last=True, l
             raise CorruptRecordError("segment ends inside a batch although later segments follow "
                                      "(use errors='salvage' to read past it)", file=seg.log,
                                      position=recs.valid_bytes)
-        report.append(dict(file=seg.log, start=recs.valid_bytes, end=stop_pos,
+        # the tail runs to the end of what is read in this segment, not just of this chunk
+        report.append(dict(file=seg.log, start=recs.valid_bytes, end=stop_pos if limit is None else max(limit, stop_pos),
                            reason="truncated final batch" if recs.tail == "truncated" else "zero-filled tail"))
     recs.batches = recs.batches.with_column("segment", np.full(len(recs.batches), seg.base_offset, np.int64))
     return recs

@@ -85,16 +85,15 @@ static inline uint32_t kfmt_le32(const uint8_t *p) {
 static int64_t kfmt_lz4_decompress(const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap, int64_t limit) {
     int64_t p = 0, out = 0;
     while (p < n) {
-        if (n - p < 7) return KFMT_DECOMP_CORRUPT;
-        uint32_t magic = kfmt_le32(src + p);
-        if ((magic & 0xFFFFFFF0u) == 0x184D2A50u) {          /* skippable frame */
-            if (n - p < 8) return KFMT_DECOMP_CORRUPT;
-            int64_t skip = (int64_t)kfmt_le32(src + p + 4);
-            if (skip > n - p - 8) return KFMT_DECOMP_CORRUPT;
-            p += 8 + skip;
-            continue;
+        if (n - p < 7) {
+            if (p == 0) return KFMT_DECOMP_CORRUPT;
+            break;                                           /* trailing bytes after a frame: ignored */
         }
-        if (magic != 0x184D2204u) return KFMT_DECOMP_CORRUPT;
+        uint32_t magic = kfmt_le32(src + p);
+        if (magic != 0x184D2204u) {
+            if (p == 0) return KFMT_DECOMP_CORRUPT;
+            break;                                           /* as Java's reader: only frames follow */
+        }
         uint8_t flg = src[p + 4], bd = src[p + 5];
         if ((flg >> 6) != 1 || (flg & 0x02) || (bd & 0x8F)) return KFMT_DECOMP_CORRUPT;
         int linked = !(flg & 0x20), block_sum = (flg & 0x10) != 0, content_sum = (flg & 0x04) != 0;

@@ -127,6 +127,8 @@ def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0, i
     cdef int tail = TAIL_NONE
     cdef int err = ERR_NONE, err1 = ERR_NONE
     cdef int rc
+    if start < 0 or start > n:
+        raise ValueError(f"start={start} is outside the data (0..{n})")
 
     # pass 1: count entries and find where valid framing ends
     with nogil:
@@ -293,16 +295,22 @@ def crc32(const uint8_t[::1] data):
 
 
 def find_next_entry(const uint8_t[::1] data, Py_ssize_t start, int64_t min_offset=-1,
-                    int64_t max_size=256 << 20):
+                    int64_t max_size=256 << 20, int64_t budget=-1):
     """Resynchronize after corruption: the first position >= start where a plausible entry
     begins -- a size in range that fits in the buffer, magic 0/1/2 with that magic's minimum
-    size, an offset >= min_offset -- whose CRC verifies. -1 when there is none."""
+    size, consistent length fields (v0/v1 key and value lengths, v2 record count and codec), an
+    offset >= min_offset -- whose CRC verifies. -1 when there is none, -2 when the CRC work
+    exceeded `budget` bytes (default: 8 x the bytes searched + 1 MiB) before one was found:
+    without a budget, crafted data with a plausible header at every position costs
+    (bytes searched) x (claimed size) of CRC work -- hours for a few MB."""
     cdef const uint8_t *buf = &data[0] if data.shape[0] > 0 else NULL
     cdef Py_ssize_t n = data.shape[0], q
-    cdef int32_t size
-    cdef int magic
-    cdef int64_t offset
+    cdef int32_t size, cnt
+    cdef int magic, attr
+    cdef int64_t offset, vstart = 0, vlen = 0
     cdef Py_ssize_t found = -1
+    if budget < 0:
+        budget = 8 * max(<int64_t>(n - max(start, 0)), 0) + (1 << 20)
     with nogil:
         for q in range(max(start, 0), n - LOG_OVERHEAD - V0_RECORD_OVERHEAD + 1):
             size = <int32_t>kfmt_be32(buf + q + SIZE_OFFSET)
@@ -312,14 +320,26 @@ def find_next_entry(const uint8_t[::1] data, Py_ssize_t start, int64_t min_offse
             if magic == 2:
                 if size < V2_HEADER_SIZE - LOG_OVERHEAD:
                     continue
-            elif magic == 1:
-                if size < V1_RECORD_OVERHEAD:
+                attr = <int16_t>kfmt_be16(buf + q + ATTRIBUTES_OFFSET)
+                cnt = <int32_t>kfmt_be32(buf + q + RECORDS_COUNT_OFFSET)
+                if (attr & CODEC_MASK) > CODEC_ZSTD or cnt < 0 or (
+                        (attr & CODEC_MASK) == CODEC_NONE and
+                        <int64_t>cnt * V2_MIN_RECORD_SIZE > size + LOG_OVERHEAD - RECORDS_OFFSET):
                     continue
-            elif magic != 0:
+            elif magic == 1 or magic == 0:
+                if magic == 1 and size < V1_RECORD_OVERHEAD:
+                    continue
+                if legacy_value(buf, q, size, magic, &vstart, &vlen) != ERR_NONE:
+                    continue
+            else:
                 continue
             offset = <int64_t>kfmt_be64(buf + q)
             if offset < min_offset:
                 continue
+            budget -= size
+            if budget < 0:
+                found = -2
+                break
             if magic == 2:
                 if kfmt_crc32c(buf + q + ATTRIBUTES_OFFSET, size + LOG_OVERHEAD - ATTRIBUTES_OFFSET) != kfmt_be32(buf + q + CRC_OFFSET):
                     continue

@@ -181,7 +181,7 @@ def _frame(mv: memoryview, pos: int, cap: int, magic: int):
 
     header = _repaired_header(mv, pos, hc_pos, True) if magic == 0 else None
     try:
-        out, eof = _run(mv, pos, body, end, header, limit)
+        out, eof = _run(mv, pos, body, end, header, limit, limit > cap)
     except _ERRORS as exc:
         if header is not None or magic == 0:
             raise corrupt("lz4", exc) from exc
@@ -189,25 +189,44 @@ def _frame(mv: memoryview, pos: int, cap: int, magic: int):
         if header is None:
             raise corrupt("lz4", exc) from exc
         try:
-            out, eof = _run(mv, pos, body, end, header, limit)
+            out, eof = _run(mv, pos, body, end, header, limit, limit > cap)
         except _ERRORS as exc2:
             raise corrupt("lz4", exc2) from exc2
-    if len(out) > cap:
+    if out is None or len(out) > cap:
         raise over_limit("lz4", cap)
     if not eof:
         raise corrupt("lz4", "frame does not decode to its end mark")
     return out, end
 
 
-def _run(mv, pos, body, end, header, limit):
-    """The python-lz4 calls only (so that their exceptions are told apart from ours)."""
+_STEP = 4 << 20          # output per python-lz4 call: it allocates max_length, then copies the result
+
+
+def _run(mv, pos, body, end, header, limit, capped):
+    """The python-lz4 calls only (so that their exceptions are told apart from ours).
+
+    Output is taken in steps of at most _STEP bytes: python-lz4 allocates max_length bytes and
+    copies what it wrote into a new bytes object, so one call with max_length = the cap would
+    peak at twice the cap on a bomb. `capped`: limit is cap + 1, reaching it means over the cap
+    (returned as None, the parts not joined)."""
     ctx = _new_context()
     if header is None:
-        out, _, eof = _decompress_chunk(ctx, mv[pos:end], limit)
+        data = mv[pos:end]
     else:
         _decompress_chunk(ctx, header, 0)
-        out, _, eof = _decompress_chunk(ctx, mv[body:end], limit)
-    return out, eof
+        data = mv[body:end]
+    parts, total, eof = [], 0, False
+    while not eof:
+        step = min(_STEP, limit - total)
+        out, used, eof = _decompress_chunk(ctx, data, step)
+        parts.append(out)
+        total += len(out)
+        data = data[used:]
+        if total >= limit or (not used and not out):
+            break                   # at the limit, or no progress: not at eof
+    if capped and total >= limit:
+        return None, eof            # past the cap: not joined (a join would double the peak)
+    return (parts[0] if len(parts) == 1 else b"".join(parts)), eof
 
 
 def _repaired_header(mv, pos, hc_pos, any_value):

@@ -1,0 +1,6 @@
+#!/usr/bin/env python3
+"""Atheris harness: the `v2` target of fuzz/common.py (see fuzz/README.md)."""
+import harness
+
+if __name__ == "__main__":
+    harness.run("v2")
