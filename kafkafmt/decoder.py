@@ -79,7 +79,8 @@ C_CODECS = _kernel.load_codecs(*_find_libraries())   # codec bits the kernel dec
 _MAX_RATIO_AHEAD = 16     # compression ratio assumed at most when reserving outputs ahead
 _CRC_MODES = {True: _scan.CRC_STRICT_, False: _scan.CRC_REPORT_, None: _scan.CRC_SKIP_}
 _TAILS = {_scan.TAIL_NONE_: None, _scan.TAIL_TRUNCATED_: "truncated", _scan.TAIL_ZEROS_: "zeros"}
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+# a partition folder: <topic>-<partition> (topic names may hold dashes and dots)
+PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _BOOL_BATCH_COLUMNS = ("crc_valid", "is_transactional", "is_control")
 
 
@@ -332,7 +333,7 @@ def _finish(cols, table, nbytes, valid_end, tail, file, topic, partition):
 
 def topic_partition_of(path):
     """(topic, partition) from a segment's folder name ``<topic>-<partition>``, else (None, None)."""
-    m = _PARTITION_DIR.match(os.path.basename(os.path.dirname(os.path.abspath(path))))
+    m = PARTITION_DIR.match(os.path.basename(os.path.dirname(os.path.abspath(path))))
     return (m.group("topic"), int(m.group("partition"))) if m else (None, None)
 
 

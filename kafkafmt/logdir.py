@@ -31,7 +31,7 @@ import numpy as np
 
 from kafkafmt import sidefiles
 from kafkafmt._native import scan as _scan
-from kafkafmt.decoder import decode
+from kafkafmt.decoder import PARTITION_DIR, decode
 from kafkafmt.errors import CorruptRecordError, KafkafmtError
 from kafkafmt.records import Records
 
@@ -39,8 +39,7 @@ __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "li
            "offset_for_timestamp", "KafkafmtWarning"]
 
 _DEFAULT_INDEX_INTERVAL = 4096   # Kafka's index.interval.bytes
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-_SEGMENT = re.compile(r"^(?P<base>\d{20})\.log$")
+SEGMENT_LOG = re.compile(r"^(?P<base>\d{20})\.log$")
 _LEFTOVER = re.compile(r"^\d{20}\.(log|index|timeindex|txnindex|snapshot)\.(deleted|cleaned|swap)$|"
                        r"^\d{20}\.(cleaned|swap|deleted)$")
 METADATA_COLUMNS = {"offset", "timestamp", "timestampType", "timestamp_type", "topic", "partition"}
@@ -73,7 +72,7 @@ def list_segments(folder, report=None):
     """The segments of a partition folder in offset order; leftovers are named in `report`."""
     segments = []
     for name in sorted(os.listdir(folder)):
-        m = _SEGMENT.match(name)
+        m = SEGMENT_LOG.match(name)
         if m:
             segments.append(Segment(folder, int(m.group("base"))))
         elif _LEFTOVER.match(name) and report is not None:
@@ -92,7 +91,7 @@ def list_partitions(root, topics=None, partitions=None, report=None):
         path = os.path.join(root, name)
         if not os.path.isdir(path):
             continue
-        m = _PARTITION_DIR.match(name)
+        m = PARTITION_DIR.match(name)
         if not m:
             if name.endswith(("-delete", "-future", "-stray")) and report is not None:
                 report.append(dict(file=path, start=None, end=None,
@@ -107,7 +106,7 @@ def list_partitions(root, topics=None, partitions=None, report=None):
 
 
 def _topic_partition(folder):
-    m = _PARTITION_DIR.match(os.path.basename(os.path.normpath(folder)))
+    m = PARTITION_DIR.match(os.path.basename(os.path.normpath(folder)))
     if not m:
         raise KafkafmtError(f"not a partition folder (<topic>-<partition>): {folder}")
     return m.group("topic"), int(m.group("partition"))

@@ -14,17 +14,15 @@ broker's producer state: an ABORT marker for a producer with an open transaction
 from __future__ import annotations
 
 import os
-import re
 import uuid
 
 from kafkafmt import sidefiles
-from kafkafmt.decoder import decode
+from kafkafmt.decoder import PARTITION_DIR, decode
 from kafkafmt.encoder import encode_columns, encode_control, encode_empty_batch, to_columns
 from kafkafmt.errors import EncodeError
 
 __all__ = ["LogWriter", "write_log_dir"]
 
-_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
 def segment_name(base_offset: int, suffix: str) -> str:
@@ -51,7 +49,7 @@ class LogWriter:
     def __init__(self, path, *, segment_bytes=1 << 30, index_interval_bytes=4096, base_offset=0,
                  leader_epoch=0, topic_id=None):
         self.path = os.fspath(path)
-        m = _DIR.match(os.path.basename(os.path.normpath(self.path)))
+        m = PARTITION_DIR.match(os.path.basename(os.path.normpath(self.path)))
         if not m:
             raise EncodeError(f"a partition directory is named <topic>-<partition>, not {self.path!r}")
         self.topic, self.partition = m.group("topic"), int(m.group("partition"))

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kafkafmt.codecs import CODEC_NAMES  # noqa: F401 (re-exported: the CLI and Spark use it from here)
+
 CONTROL_TYPES = {
     0: "ABORT",
     1: "COMMIT",
@@ -23,7 +25,6 @@ CONTROL_TYPES = {
     6: "KRAFT_VOTERS",
 }
 TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
-CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 
 def _pa():

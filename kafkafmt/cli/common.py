@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+from kafkafmt.decoder import PARTITION_DIR
+from kafkafmt.logdir import SEGMENT_LOG
+
 LEFTOVER_DIR = re.compile(r".*-(delete|future|stray)$")
-SEGMENT_LOG = re.compile(r"^(?P<base>\d{20})\.log$")
 LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
 MAX_WALK_DEPTH = 6
 

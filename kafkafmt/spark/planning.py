@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kafkafmt.logdir import (_PARTITION_DIR, Segment, _end_position, _index_entries, _Mapped, _position_for_offset,
+from kafkafmt.decoder import PARTITION_DIR
+from kafkafmt.logdir import (Segment, _end_position, _index_entries, _Mapped, _position_for_offset,
                              _transactions, list_partitions, list_segments, offset_for_timestamp)
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
 
@@ -115,7 +116,7 @@ def plan(opts, bounds, report):
         if not os.path.isdir(root):
             raise OptionError(f"path does not exist or is not a directory: {root}")
         base = os.path.basename(os.path.normpath(root))
-        m = _PARTITION_DIR.match(base)
+        m = PARTITION_DIR.match(base)
         if m and any(n.endswith(".log") for n in os.listdir(root)):
             folders.append((m.group("topic"), int(m.group("partition")), root))   # a partition folder itself
         else:
