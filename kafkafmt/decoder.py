@@ -349,27 +349,18 @@ def read_segment(path, *, errors="strict", **kwargs) -> Records:
     kwargs.setdefault("file", path)
     if errors not in ("strict", "salvage"):
         raise ValueError(f"errors must be 'strict' or 'salvage', not {errors!r}")
+    if errors == "salvage":
+        from kafkafmt.logdir import salvage_file
+
+        recs = salvage_file(path, **{k: v for k, v in kwargs.items() if k not in ("file", "topic", "partition")})
+        recs.topic_names, recs.topic_index, recs.partition = ([topic] if topic else []), None, partition
+        return recs
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size == 0:
             return decode(b"", **kwargs)
         m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        if errors == "strict":
-            return decode(m, **kwargs)
-        from kafkafmt.logdir import _decode_salvaging, _Mapped
-
-        mapped = _Mapped.__new__(_Mapped)
-        mapped.map, mapped.size, mapped.buf = None, len(m), np.frombuffer(m, np.uint8)
-        report = []
-        kw = {k: v for k, v in kwargs.items() if k not in ("file", "topic", "partition")}
-        recs = _decode_salvaging(mapped, path, 0, len(m), report, **kw)
-        mapped.buf = None
-        if recs.tail is not None:
-            report.append(dict(file=path, start=recs.valid_bytes, end=len(m),
-                               reason="truncated final batch" if recs.tail == "truncated" else "zero-filled tail"))
-        recs.topic_names, recs.topic_index, recs.partition = ([topic] if topic else []), None, partition
-        recs.report = report
-        return recs
+        return decode(m, **kwargs)
     finally:
         try:
             m.close()

@@ -279,6 +279,27 @@ def _decode_salvaging(m, path, start, stop, report, limit=None, **kw):
     return out
 
 
+def _tail_entry(file, recs, end):
+    """The report entry for a decode that ended in a truncated batch or a zero-filled tail."""
+    return dict(file=file, start=recs.valid_bytes, end=end,
+                reason="truncated final batch" if recs.tail == "truncated" else "zero-filled tail")
+
+
+def salvage_file(path, **kw):
+    """A whole segment file decoded with errors="salvage" (read_segment's salvage mode): corrupt
+    stretches and a cut-off tail are skipped and listed in the result's report."""
+    report = []
+    m = _Mapped(path)
+    try:
+        recs = _decode_salvaging(m, path, 0, m.size, report, **kw)
+    finally:
+        m.close()
+    if recs.tail is not None:
+        report.append(_tail_entry(path, recs, m.size))
+    recs.report = report
+    return recs
+
+
 def _decode_segment(seg, m, start_pos, stop_pos, errors, report, is_last=True, limit=None, **kw):
     if errors == "salvage":
         recs = _decode_salvaging(m, seg.log, start_pos, stop_pos, report, limit=limit, **kw)
@@ -294,8 +315,7 @@ def _decode_segment(seg, m, start_pos, stop_pos, errors, report, is_last=True, l
                                      "(use errors='salvage' to read past it)", file=seg.log,
                                      position=recs.valid_bytes)
         # the tail runs to the end of what is read in this segment, not just of this chunk
-        report.append(dict(file=seg.log, start=recs.valid_bytes, end=stop_pos if limit is None else max(limit, stop_pos),
-                           reason="truncated final batch" if recs.tail == "truncated" else "zero-filled tail"))
+        report.append(_tail_entry(seg.log, recs, stop_pos if limit is None else max(limit, stop_pos)))
     recs.batches = recs.batches.with_column("segment", np.full(len(recs.batches), seg.base_offset, np.int64))
     return recs
 
