@@ -3,55 +3,13 @@ exactly the Arrow schema Spark expects for the query's schema."""
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from kafkafmt import decoder
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.logdir import _Mapped, _committed_mask, _decode_salvaging
-from kafkafmt.records import CODEC_NAMES
 
-_CODEC_DICT = [CODEC_NAMES.get(i, str(i)) for i in range(8)]
-
-
-def _columns(recs, names, topic, partition):
-    """Arrow arrays for the requested Spark columns of one decoded chunk."""
-    n = len(recs)
-    out = {}
-    for name in names:
-        if name == "key":
-            out[name] = recs.key.to_arrow(pa.binary()) if recs.key.offsets.dtype == np.int32 else \
-                recs.key.to_arrow().cast(pa.binary())
-        elif name == "value":
-            out[name] = recs.value.to_arrow(pa.binary()) if recs.value.offsets.dtype == np.int32 else \
-                recs.value.to_arrow().cast(pa.binary())
-        elif name == "topic":
-            out[name] = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)),
-                                                       pa.array([topic], pa.string())).cast(pa.string())
-        elif name == "partition":
-            out[name] = pa.array(np.full(n, partition, np.int32))
-        elif name == "offset":
-            out[name] = pa.array(recs.offset)
-        elif name == "timestamp":
-            out[name] = pa.array(recs.timestamp * 1000, pa.int64()).view(pa.timestamp("us", tz="UTC"))
-        elif name == "timestampType":
-            out[name] = pa.array(recs.timestamp_type.astype(np.int32))
-        elif name == "headers":
-            out[name] = recs.headers.to_arrow()
-        elif name == "producerId":
-            out[name] = pa.array(recs.batch_column("producer_id"))
-        elif name == "producerEpoch":
-            out[name] = pa.array(recs.batch_column("producer_epoch"))
-        elif name == "baseSequence":
-            out[name] = pa.array(recs.batch_column("base_sequence"))
-        elif name == "leaderEpoch":
-            out[name] = pa.array(recs.batch_column("partition_leader_epoch"))
-        elif name == "codec":
-            out[name] = pa.DictionaryArray.from_arrays(pa.array(recs.batch_column("codec").astype(np.int32)),
-                                                       pa.array(_CODEC_DICT)).cast(pa.string())
-        else:
-            raise ValueError(f"kafka-segments has no column {name!r}")
-    return out
+METADATA = ("producerId", "producerEpoch", "baseSequence", "leaderEpoch", "codec")
 
 
 def read_tasks(tasks, schema, opts):
@@ -88,10 +46,10 @@ def read_tasks(tasks, schema, opts):
                     recs = recs.filter(_committed_mask(recs, t.aborted or {}, t.lso))
                 if not len(recs):
                     continue
-                cols = _columns(recs, names, t.topic, t.partition)
-                batch = pa.RecordBatch.from_arrays([cols[n] for n in names], names=names)
-                if batch.schema != target:
-                    batch = batch.cast(target)
-                yield batch
+                recs.topic_names, recs.topic_index, recs.partition = [t.topic], None, t.partition
+                table = recs.to_arrow(headers="headers" in want,
+                                      batch_metadata=any(n in want for n in METADATA)).select(names)
+                for batch in table.cast(target).to_batches():
+                    yield batch
         finally:
             m.close()
