@@ -62,3 +62,19 @@ class UnsupportedCodecError(CorruptRecordError):
 
 class EncodeError(KafkafmtError, ValueError):
     """Records given to the writer cannot be encoded as asked."""
+
+
+class NotKafkaDataError(CorruptRecordError):
+    """A file given as Kafka data does not start with a Kafka log entry (a PNG, a text file...)."""
+
+
+class PathNotFoundError(KafkafmtError, FileNotFoundError):
+    """A file, partition folder or log dir that was asked for does not exist."""
+
+
+class NotALogDirError(KafkafmtError, NotADirectoryError):
+    """A path given as a partition folder or log dir is not one (a file, or a folder without Kafka data)."""
+
+
+class KafkafmtWarning(UserWarning):
+    """Something was read in a slower or degraded way (an index fell back to a scan...)."""
