@@ -78,3 +78,36 @@ class NotALogDirError(KafkafmtError, NotADirectoryError):
 
 class KafkafmtWarning(UserWarning):
     """Something was read in a slower or degraded way (an index fell back to a scan...)."""
+
+
+# --- storage (local files and object stores) ---------------------------------------------------
+# ``file`` is the URL (or local path) of the object; messages never carry storage options.
+
+class StorageError(KafkafmtError, OSError):
+    """A file or object could not be listed or read from its store."""
+
+    def __init__(self, message: str, *, file=None, position=None, offset=None):
+        KafkafmtError.__init__(self, message, file=file, position=position, offset=offset)
+
+    def __str__(self):
+        return self._format()
+
+
+class StorageNotFoundError(StorageError, FileNotFoundError):
+    """No such file, object, folder or bucket."""
+
+
+class StoragePermissionError(StorageError, PermissionError):
+    """The store denied access (credentials missing, wrong or not allowed)."""
+
+
+class StorageUnavailableError(StorageError):
+    """Requests kept failing (throttled, server errors, timeouts, dropped connections) after retries."""
+
+
+class ObjectChangedError(StorageError):
+    """An object changed size while being read (rewritten, truncated or deleted)."""
+
+
+class UnsupportedLayoutError(KafkafmtError, ValueError):
+    """A tiered-storage object cannot be read as stored (e.g. encrypted without a key, unknown format)."""
