@@ -7,7 +7,12 @@ The same option names as Spark's Kafka source (so a batch job switches by changi
 ``endingOffsetsByTimestamp`` (JSON per partition), ``includeHeaders``, ``failOnDataLoss``,
 ``minPartitions``, and the isolation level (``kafka.isolation.level`` as Spark passes consumer
 settings, or ``isolationLevel``). Options of a live cluster (bootstrap servers, group ids,
-security settings, streaming rate limits) make no sense for files and are rejected.
+security settings) make no sense for files and are rejected.
+
+Streams (``spark.readStream``) also take Spark's rate limits ``maxOffsetsPerTrigger``,
+``minOffsetsPerTrigger`` and ``maxTriggerDelay`` (rejected for a batch read, as Spark's Kafka source
+ignores them there); their ``startingOffsets`` defaults to latest and accepts -1 per partition;
+``endingOffsets`` / ``endingTimestamp`` / ``endingOffsetsByTimestamp`` are batch-only.
 
 kafkafmt's own: ``includeBatchMetadata`` (producerId, producerEpoch, baseSequence, leaderEpoch,
 codec columns), ``maxBytesPerBatch`` (decoded bytes per Arrow batch a task yields),
@@ -25,12 +30,21 @@ _REJECTED_EXACT = {
     "kafka.bootstrap.servers": "there is no broker: point .load() at a log directory instead",
     "kafka.group.id": "segment files are read without a consumer group",
     "groupidprefix": "segment files are read without a consumer group",
-    "maxoffsetspertrigger": "a streaming option; kafka-segments reads files in batch",
-    "minoffsetspertrigger": "a streaming option; kafka-segments reads files in batch",
-    "maxtriggerdelay": "a streaming option; kafka-segments reads files in batch",
     "fetchoffset.numretries": "there is no broker to fetch offsets from",
     "fetchoffset.retryintervalms": "there is no broker to fetch offsets from",
     "kafkaconsumer.polltimeoutms": "there is no consumer to poll",
+}
+# rate limits of a stream: accepted by spark.readStream, rejected (with this reason) for a batch read
+_STREAM_ONLY = {
+    "maxoffsetspertrigger": "a streaming option (spark.readStream); a batch read takes every offset in range",
+    "minoffsetspertrigger": "a streaming option (spark.readStream); a batch read takes every offset in range",
+    "maxtriggerdelay": "a streaming option (spark.readStream); a batch read has no triggers",
+}
+_BATCH_ONLY = {
+    "endingoffsets": "a stream has no end (use Trigger.AvailableNow to stop at the data present when it starts)",
+    "endingtimestamp": "a stream has no end (use Trigger.AvailableNow to stop at the data present when it starts)",
+    "endingoffsetsbytimestamp": "a stream has no end (use Trigger.AvailableNow to stop at the data present when "
+                                "it starts)",
 }
 _REJECTED_PREFIXES = ("kafka.security.", "kafka.sasl.", "kafka.ssl.")
 _ACCEPTED = {
@@ -38,8 +52,9 @@ _ACCEPTED = {
     "startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp", "endingoffsetsbytimestamp",
     "startingoffsetsbytimestampstrategy", "includeheaders", "failondataloss", "minpartitions",
     "kafka.isolation.level", "isolationlevel", "includebatchmetadata", "maxbytesperbatch",
-    "targetpartitionbytes",
+    "targetpartitionbytes", "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay",
 }
+_TIME_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 class OptionError(ValueError):
@@ -65,7 +80,21 @@ def _int(value, name, lo=None):
     return v
 
 
-def _offsets_json(value, name, allow):
+def _duration_ms(value, name):
+    """Spark's time strings: "15m", "30s", "500ms", "1h", or a plain number of milliseconds."""
+    v = str(value).strip().lower()
+    num = v.rstrip("abcdefghijklmnopqrstuvwxyz ")
+    unit = v[len(num):].strip() or "ms"
+    try:
+        n = float(num)
+    except ValueError:
+        n = None
+    if n is None or n < 0 or unit not in _TIME_UNITS:
+        raise OptionError(f"option {name} must be a duration like 15m, 30s or 500ms, not {value!r}")
+    return int(n * _TIME_UNITS[unit])
+
+
+def _offsets_json(value, name, allow, stream=False):
     """'earliest' / 'latest' or {"topic": {"partition": offset}}."""
     v = str(value).strip()
     if v.lower() in ("earliest", "latest"):
@@ -82,7 +111,7 @@ def _offsets_json(value, name, allow):
         for p, o in parts.items():
             if o < -2:
                 raise OptionError(f"{name}: offset {o} for {t}-{p} is invalid (-2 earliest, -1 latest)")
-            if name == "startingOffsets" and o == LATEST:
+            if name == "startingOffsets" and o == LATEST and not stream:
                 raise OptionError(f"{name}: latest (-1) is not allowed for a batch query's start ({t}-{p})")
             if name == "endingOffsets" and o == EARLIEST:
                 raise OptionError(f"{name}: earliest (-2) is not allowed for a batch query's end ({t}-{p})")
@@ -106,6 +135,11 @@ class Options:
     batch_metadata: bool = False
     max_bytes_per_batch: int = 32 << 20
     target_partition_bytes: int = 128 << 20
+    stream: bool = False                     # parsed for spark.readStream
+    max_offsets_per_trigger: int = None
+    min_offsets_per_trigger: int = None
+    max_trigger_delay_ms: int = 15 * 60_000  # Spark's default maxTriggerDelay (15m)
+    timestamp_strategy: str = "error"        # startingOffsetsByTimestampStrategy: error | latest
     extra: dict = field(default_factory=dict)
 
     def wants(self, topic, partition=None):
@@ -119,10 +153,15 @@ class Options:
         return True
 
 
-def parse(options) -> Options:
-    """Validate the options given to spark.read.format("kafka-segments") (case-insensitive)."""
+def parse(options, stream=False) -> Options:
+    """Validate the options given to spark.read.format("kafka-segments") (case-insensitive);
+    ``stream=True`` for spark.readStream (rate limits allowed, startingOffsets defaults to latest)."""
     opts = {str(k).lower(): v for k, v in dict(options).items()}
     for key in opts:
+        if not stream and key in _STREAM_ONLY:
+            raise OptionError(f"option {key} is not supported by a kafka-segments batch read: {_STREAM_ONLY[key]}")
+        if stream and key in _BATCH_ONLY:
+            raise OptionError(f"option {key} is not supported by a kafka-segments stream: {_BATCH_ONLY[key]}")
         if key in _REJECTED_EXACT:
             raise OptionError(f"option {key} is not supported by kafka-segments: {_REJECTED_EXACT[key]}")
         if key.startswith(_REJECTED_PREFIXES):
@@ -139,7 +178,9 @@ def parse(options) -> Options:
         paths = [str(p) for p in json.loads(raw_paths)]
     else:
         paths = [p.strip() for p in str(raw_paths).split(",") if p.strip()]
-    o = Options(paths=paths)
+    o = Options(paths=paths, stream=stream)
+    if stream:
+        o.starting = "latest"      # as Spark's Kafka source for streams
     chosen = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
     if len(chosen) > 1:
         raise OptionError(f"give only one of subscribe, subscribePattern, assign (got {', '.join(chosen)})")
@@ -158,7 +199,8 @@ def parse(options) -> Options:
         except (ValueError, AttributeError, TypeError):
             raise OptionError(f"assign must be JSON like {{\"topic\":[0,1]}}, not {opts['assign']!r}") from None
     if "startingoffsets" in opts:
-        o.starting = _offsets_json(opts["startingoffsets"], "startingOffsets", ("earliest",))
+        o.starting = _offsets_json(opts["startingoffsets"], "startingOffsets",
+                                   ("earliest", "latest") if stream else ("earliest",), stream)
     if "endingoffsets" in opts:
         o.ending = _offsets_json(opts["endingoffsets"], "endingOffsets", ("latest",))
     if "startingtimestamp" in opts:
@@ -174,6 +216,20 @@ def parse(options) -> Options:
                                   for t, ps in json.loads(str(opts[key])).items()})
             except (ValueError, AttributeError, TypeError):
                 raise OptionError(f"{key} must be JSON like {{\"topic\":{{\"0\":1700000000000}}}}") from None
+    if "startingoffsetsbytimestampstrategy" in opts:
+        strategy = str(opts["startingoffsetsbytimestampstrategy"]).strip().lower()
+        if strategy not in ("error", "latest"):
+            raise OptionError(f"startingOffsetsByTimestampStrategy must be error or latest, not {strategy!r}")
+        o.timestamp_strategy = strategy
+    if "maxoffsetspertrigger" in opts:
+        o.max_offsets_per_trigger = _int(opts["maxoffsetspertrigger"], "maxOffsetsPerTrigger", 1)
+    if "minoffsetspertrigger" in opts:
+        o.min_offsets_per_trigger = _int(opts["minoffsetspertrigger"], "minOffsetsPerTrigger", 1)
+    if "maxtriggerdelay" in opts:
+        o.max_trigger_delay_ms = _duration_ms(opts["maxtriggerdelay"], "maxTriggerDelay")
+    if o.min_offsets_per_trigger and o.max_offsets_per_trigger and \
+            o.min_offsets_per_trigger > o.max_offsets_per_trigger:
+        raise OptionError("minOffsetsPerTrigger must not exceed maxOffsetsPerTrigger")
     if "includeheaders" in opts:
         o.include_headers = _bool(opts["includeheaders"], "includeHeaders")
     if "failondataloss" in opts:
