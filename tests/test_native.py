@@ -34,3 +34,79 @@ def test_crc32c_detects_single_bit_flips():
         raw[pos] ^= 0x10
         assert scan.crc32c(bytes(raw)) != good
         raw[pos] ^= 0x10
+
+
+# --- both CRC implementations: the hardware path picked at run time and the table fallback ------
+
+def test_crc_backends_reported():
+    backends = scan.crc_backends()
+    assert backends["crc32c"] in ("sse4.2", "table")
+    assert backends["crc32"] in ("pclmulqdq", "table")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_crc32_both_paths_random_lengths_and_alignments(seed):
+    rnd = random.Random(1000 + seed)
+    block = rnd.randbytes(1 << 17)
+    arr = np.frombuffer(block, np.uint8)
+    for _ in range(300):
+        n = rnd.choice([rnd.randrange(0, 200), rnd.randrange(0, 5000), rnd.randrange(0, 1 << 16)])
+        start = rnd.randrange(0, len(block) - n + 1)
+        view = arr[start:start + n]
+        ref = zlib.crc32(block[start:start + n])
+        assert scan.crc32(view) == ref, (n, start)
+        assert scan.crc32_table(view) == ref, (n, start)
+        ref_c = crc32c_pkg.crc32c(block[start:start + n])
+        assert scan.crc32c(view) == ref_c, (n, start)
+        assert scan.crc32c_table(view) == ref_c, (n, start)
+
+
+@pytest.mark.parametrize("n", [64, 65, 79, 80, 127, 128, 129, 191, 192, 1000, 1 << 20])
+def test_crc32_fold_boundaries(n):
+    # the folding path starts at 64 bytes, folds 64 at a time, then 16, then the tail
+    raw = random.Random(n).randbytes(n)
+    assert scan.crc32(raw) == zlib.crc32(raw) == scan.crc32_table(raw)
+    assert scan.crc32(b"\xff" * n) == zlib.crc32(b"\xff" * n)
+    assert scan.crc32(bytes(n)) == zlib.crc32(bytes(n))
+
+
+def test_crc32_detects_single_bit_flips():
+    raw = bytearray(random.Random(6).randbytes(30_000))
+    good = scan.crc32(bytes(raw))
+    for pos in range(0, len(raw), 997):
+        raw[pos] ^= 0x01
+        assert scan.crc32(bytes(raw)) != good
+        raw[pos] ^= 0x01
+
+
+def test_software_crc_forced_by_environment(tmp_path):
+    # KAFKAFMT_CRC_SOFTWARE=1 makes every extension use the tables: v0/v1/v2 data decodes the same
+    import os
+    import subprocess
+    import sys
+
+    import kafkafmt
+
+    v1 = kafkafmt.encode(values=[b"v%d" % i * 40 for i in range(300)], timestamps=list(range(300)), magic=1)
+    v2 = kafkafmt.encode(values=[b"w%d" % i * 40 for i in range(300)], timestamps=list(range(300)))
+    (tmp_path / "v1").write_bytes(v1)
+    (tmp_path / "v2").write_bytes(v2)
+    bad = bytearray(v1)
+    bad[100] ^= 1
+    (tmp_path / "bad").write_bytes(bytes(bad))
+    code = (
+        "import sys, kafkafmt\n"
+        "from kafkafmt._native import scan\n"
+        "print(scan.crc_backends()['crc32'], scan.crc_backends()['crc32c'])\n"
+        "for name in ('v1', 'v2'):\n"
+        "    r = kafkafmt.decode(open(sys.argv[1] + '/' + name, 'rb').read())\n"
+        "    print(len(r), bool(r.batches.crc_valid.all()))\n"
+        "try:\n"
+        "    kafkafmt.decode(open(sys.argv[1] + '/bad', 'rb').read())\n"
+        "except kafkafmt.CrcError:\n"
+        "    print('crc error')\n")
+    env = dict(os.environ, KAFKAFMT_CRC_SOFTWARE="1")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[0] == "table table"
+    assert out[1:4] == ["300 True", "300 True", "crc error"]

@@ -5,7 +5,10 @@
  *  - Kafka varints: zigzag-encoded base-128 varint (int32, at most 5 bytes) and varlong
  *    (int64, at most 10 bytes), as in org.apache.kafka.common.utils.ByteUtils
  *  - crc32c (Castagnoli; v2 batches): SSE4.2 instruction when the CPU has it, else slicing-by-8 tables
- *  - crc32 (IEEE; v0/v1 messages): slicing-by-8 tables
+ *  - crc32 (IEEE; v0/v1 messages): carry-less-multiply folding (PCLMULQDQ) when the CPU has it,
+ *    else slicing-by-8 tables
+ *  The hardware paths are picked at run time (cpuid); KAFKAFMT_CRC_SOFTWARE=1 in the environment
+ *  forces the tables (for tests and comparisons).
  *
  * Every reader takes an explicit end pointer and never reads at or past it.
  */
@@ -15,6 +18,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <string.h>
+#include <stdlib.h>
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KFMT_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -150,6 +154,7 @@ static uint32_t kfmt_shift_short[4][256];  /* ... over KFMT_SHORT zero bytes */
 #define KFMT_SHORT 256
 static int kfmt_crc_ready = 0;
 static int kfmt_have_sse42 = 0;
+static int kfmt_have_pclmul = 0;
 
 static void kfmt_make_table(uint32_t table[8][256], uint32_t poly) {
     for (uint32_t i = 0; i < 256; i++) {
@@ -198,8 +203,12 @@ static void kfmt_crc_init(void) {
     kfmt_make_shift(kfmt_shift_long, KFMT_LONG);
     kfmt_make_shift(kfmt_shift_short, KFMT_SHORT);
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    kfmt_have_sse42 = __builtin_cpu_supports("sse4.2");
+    const char *soft = getenv("KAFKAFMT_CRC_SOFTWARE");
+    if (!(soft && soft[0] && strcmp(soft, "0") != 0)) {
+        __builtin_cpu_init();
+        kfmt_have_sse42 = __builtin_cpu_supports("sse4.2");
+        kfmt_have_pclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+    }
 #endif
     kfmt_crc_ready = 1;
 }
@@ -286,9 +295,76 @@ static inline uint32_t kfmt_crc32c(const uint8_t *p, size_t n) {
     return ~kfmt_crc_sw(kfmt_crc32c_table, 0xFFFFFFFFu, p, n);
 }
 
+#if (defined(__x86_64__)) && (defined(__GNUC__) || defined(__clang__))
+#include <wmmintrin.h>
+#include <smmintrin.h>
+/* crc32 (reflected polynomial 0xEDB88320) by carry-less multiplication, after Intel's "Fast CRC
+ * Computation for Generic Polynomials Using PCLMULQDQ" (Gopal et al., 2009): four 128-bit
+ * accumulators each fold 512 bits ahead per step (x^544 / x^480 mod P), are folded into one
+ * (x^160 / x^96 mod P), which then folds 16 bytes at a time. The folded 128 bits have the same CRC
+ * contribution as the bytes they replace, so the last 16 bytes of state and the sub-16-byte tail
+ * are finished with the tables (no Barrett reduction needed). Constants: bit-reflected
+ * x^k mod P, shifted left by one, as the reflected domain needs. Needs n >= 64. */
+#define KFMT_CLMUL_FOLD(x, k, d)                                                 \
+    do {                                                                         \
+        __m128i lo_ = _mm_clmulepi64_si128((x), (k), 0x00);                      \
+        __m128i hi_ = _mm_clmulepi64_si128((x), (k), 0x11);                      \
+        (x) = _mm_xor_si128(_mm_xor_si128(lo_, hi_), (d));                       \
+    } while (0)
+
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t kfmt_crc32_clmul(uint32_t crc, const uint8_t *p, size_t n) {
+    const __m128i k512 = _mm_set_epi64x(0x1c6e41596LL, 0x154442bd4LL);   /* x^480, x^544 */
+    const __m128i k128 = _mm_set_epi64x(0x0ccaa009eLL, 0x1751997d0LL);   /* x^96, x^160 */
+    __m128i x0 = _mm_loadu_si128((const __m128i *)p);
+    __m128i x1 = _mm_loadu_si128((const __m128i *)(p + 16));
+    __m128i x2 = _mm_loadu_si128((const __m128i *)(p + 32));
+    __m128i x3 = _mm_loadu_si128((const __m128i *)(p + 48));
+    x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)crc));
+    p += 64;
+    n -= 64;
+    while (n >= 64) {
+        KFMT_CLMUL_FOLD(x0, k512, _mm_loadu_si128((const __m128i *)p));
+        KFMT_CLMUL_FOLD(x1, k512, _mm_loadu_si128((const __m128i *)(p + 16)));
+        KFMT_CLMUL_FOLD(x2, k512, _mm_loadu_si128((const __m128i *)(p + 32)));
+        KFMT_CLMUL_FOLD(x3, k512, _mm_loadu_si128((const __m128i *)(p + 48)));
+        p += 64;
+        n -= 64;
+    }
+    KFMT_CLMUL_FOLD(x0, k128, x1);
+    KFMT_CLMUL_FOLD(x0, k128, x2);
+    KFMT_CLMUL_FOLD(x0, k128, x3);
+    while (n >= 16) {
+        KFMT_CLMUL_FOLD(x0, k128, _mm_loadu_si128((const __m128i *)p));
+        p += 16;
+        n -= 16;
+    }
+    uint8_t rest[16] __attribute__((aligned(16)));
+    _mm_storeu_si128((__m128i *)rest, x0);
+    crc = kfmt_crc_sw(kfmt_crc32_table, 0, rest, 16);
+    return kfmt_crc_sw(kfmt_crc32_table, crc, p, n);
+}
+#endif
+
 /* crc32 (IEEE, as java.util.zip.CRC32) of n bytes. */
 static inline uint32_t kfmt_crc32(const uint8_t *p, size_t n) {
+#if (defined(__x86_64__)) && (defined(__GNUC__) || defined(__clang__))
+    if (kfmt_have_pclmul && n >= 64) return ~kfmt_crc32_clmul(0xFFFFFFFFu, p, n);
+#endif
     return ~kfmt_crc_sw(kfmt_crc32_table, 0xFFFFFFFFu, p, n);
+}
+
+/* The table-driven versions, whatever the CPU (tests compare both paths). */
+static inline uint32_t kfmt_crc32_table_only(const uint8_t *p, size_t n) {
+    return ~kfmt_crc_sw(kfmt_crc32_table, 0xFFFFFFFFu, p, n);
+}
+static inline uint32_t kfmt_crc32c_table_only(const uint8_t *p, size_t n) {
+    return ~kfmt_crc_sw(kfmt_crc32c_table, 0xFFFFFFFFu, p, n);
+}
+
+/* Which implementation each CRC uses in this process: bit 0 crc32c SSE4.2, bit 1 crc32 PCLMULQDQ. */
+static inline int kfmt_crc_backends(void) {
+    return (kfmt_have_sse42 ? 1 : 0) | (kfmt_have_pclmul ? 2 : 0);
 }
 
 /* ---- memory ----------------------------------------------------------------------------- */

@@ -19,3 +19,6 @@ cdef extern from "kfmt.h" nogil:
     void kfmt_crc_init()
     uint32_t kfmt_crc32c(const uint8_t *p, size_t n)
     uint32_t kfmt_crc32(const uint8_t *p, size_t n)
+    uint32_t kfmt_crc32_table_only(const uint8_t *p, size_t n)
+    uint32_t kfmt_crc32c_table_only(const uint8_t *p, size_t n)
+    int kfmt_crc_backends()

@@ -15,7 +15,8 @@ runs past the end of the buffer is a truncated tail (Kafka's readers treat it as
 import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, int8_t, int16_t, int32_t, int64_t
 
-from kafkafmt._native.kfmt cimport kfmt_be16, kfmt_be32, kfmt_be64, kfmt_crc_init, kfmt_crc32c, kfmt_crc32
+from kafkafmt._native.kfmt cimport (kfmt_be16, kfmt_be32, kfmt_be64, kfmt_crc_init, kfmt_crc32c, kfmt_crc32,
+                                   kfmt_crc32_table_only, kfmt_crc32c_table_only, kfmt_crc_backends)
 from kafkafmt._native.layout cimport *
 
 kfmt_crc_init()
@@ -292,6 +293,29 @@ def crc32(const uint8_t[::1] data):
     with nogil:
         c = kfmt_crc32(&data[0] if data.shape[0] else <const uint8_t *>"", data.shape[0])
     return c
+
+
+def crc32c_table(const uint8_t[::1] data):
+    """crc32c by the slicing-by-8 tables, whatever the CPU has (the fallback path, for tests)."""
+    cdef uint32_t c
+    with nogil:
+        c = kfmt_crc32c_table_only(&data[0] if data.shape[0] else <const uint8_t *>"", data.shape[0])
+    return c
+
+
+def crc32_table(const uint8_t[::1] data):
+    """crc32 by the slicing-by-8 tables, whatever the CPU has (the fallback path, for tests)."""
+    cdef uint32_t c
+    with nogil:
+        c = kfmt_crc32_table_only(&data[0] if data.shape[0] else <const uint8_t *>"", data.shape[0])
+    return c
+
+
+def crc_backends():
+    """The implementation each CRC uses in this process: {"crc32c": "sse4.2" | "table",
+    "crc32": "pclmulqdq" | "table"} (KAFKAFMT_CRC_SOFTWARE=1 at import forces "table")."""
+    cdef int bits = kfmt_crc_backends()
+    return {"crc32c": "sse4.2" if bits & 1 else "table", "crc32": "pclmulqdq" if bits & 2 else "table"}
 
 
 def find_next_entry(const uint8_t[::1] data, Py_ssize_t start, int64_t min_offset=-1,
