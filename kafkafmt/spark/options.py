@@ -155,12 +155,14 @@ class Options:
 
 def parse(options, stream=False) -> Options:
     """Validate the options given to spark.read.format("kafka-segments") (case-insensitive);
-    ``stream=True`` for spark.readStream (rate limits allowed, startingOffsets defaults to latest)."""
+    ``stream=True`` for spark.readStream (rate limits allowed, startingOffsets defaults to latest);
+    ``stream=None`` when the kind of query is not known yet (DataSource.schema(), which Spark calls for
+    both): options valid for either kind pass, everything else is checked as usual."""
     opts = {str(k).lower(): v for k, v in dict(options).items()}
     for key in opts:
-        if not stream and key in _STREAM_ONLY:
+        if stream is False and key in _STREAM_ONLY:
             raise OptionError(f"option {key} is not supported by a kafka-segments batch read: {_STREAM_ONLY[key]}")
-        if stream and key in _BATCH_ONLY:
+        if stream is True and key in _BATCH_ONLY:
             raise OptionError(f"option {key} is not supported by a kafka-segments stream: {_BATCH_ONLY[key]}")
         if key in _REJECTED_EXACT:
             raise OptionError(f"option {key} is not supported by kafka-segments: {_REJECTED_EXACT[key]}")
@@ -178,7 +180,7 @@ def parse(options, stream=False) -> Options:
         paths = [str(p) for p in json.loads(raw_paths)]
     else:
         paths = [p.strip() for p in str(raw_paths).split(",") if p.strip()]
-    o = Options(paths=paths, stream=stream)
+    o = Options(paths=paths, stream=bool(stream))
     if stream:
         o.starting = "latest"      # as Spark's Kafka source for streams
     chosen = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
@@ -200,7 +202,8 @@ def parse(options, stream=False) -> Options:
             raise OptionError(f"assign must be JSON like {{\"topic\":[0,1]}}, not {opts['assign']!r}") from None
     if "startingoffsets" in opts:
         o.starting = _offsets_json(opts["startingoffsets"], "startingOffsets",
-                                   ("earliest", "latest") if stream else ("earliest",), stream)
+                                   ("earliest",) if stream is False else ("earliest", "latest"),
+                                   stream is not False)
     if "endingoffsets" in opts:
         o.ending = _offsets_json(opts["endingoffsets"], "endingOffsets", ("latest",))
     if "startingtimestamp" in opts:

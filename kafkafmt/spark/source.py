@@ -152,3 +152,13 @@ class KafkaSegmentsDataSource(DataSource):
 
     def reader(self, schema):
         return KafkaSegmentsReader(schema, self._opts())
+
+    def streamReader(self, schema):
+        """spark.readStream.format("kafka-segments"): see kafkafmt.spark.stream."""
+        from kafkafmt.spark.stream import KafkaSegmentsStreamReader
+
+        try:
+            opts = _options.parse(self.options, stream=True)
+        except _options.OptionError as exc:
+            raise ValueError(f"kafka-segments: {exc}") from None
+        return KafkaSegmentsStreamReader(schema, opts)
