@@ -1,0 +1,648 @@
+"""Kafka's internal topics as tables: __consumer_offsets, __transaction_state, __cluster_metadata.
+
+Each function takes a `kafkafmt.Records` (``read_log_dirs(root, topics=["__consumer_offsets"])``,
+``read_segment(path)``, a KRaft ``.checkpoint`` snapshot, ...) and returns a ``pyarrow.Table``:
+
+* `consumer_offsets` -- one row per record of __consumer_offsets (offset commits decoded in bulk in C)
+* `group_members` -- one row per member of each classic GroupMetadataValue
+* `transaction_state` -- one row per record of __transaction_state
+* `cluster_metadata` -- one row per KRaft metadata record
+
+Bad input never raises: a corrupt or truncated key/value gives nulls and an ``error`` text naming the
+message, version and field that failed; an unknown record type or a value version newer than these
+schemas gives a row with the raw bytes (``raw_key``/``raw_value``) and one `KafkafmtWarning` per call.
+The schemas are data (`kafkafmt.internal.schemas`), read by one generic decoder
+(`kafkafmt.internal.codec`) that also writes them (`encode_group_record` & co., for tests and samples).
+"""
+from __future__ import annotations
+
+import json
+import struct
+import warnings
+
+import numpy as np
+
+from kafkafmt.internal.codec import (SchemaError, decode_message, encode_message, json_text, read_uvarint,
+                                     to_json_data, write_uvarint)
+from kafkafmt.internal.schemas import (CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, GROUP_RECORDS,
+                                       METADATA_RECORDS, SHARE_STATE_RECORDS, TRANSACTION_RECORDS,
+                                       TRANSACTION_STATUS, in_versions)
+from kafkafmt.logdir import KafkafmtWarning
+
+__all__ = ["consumer_offsets", "group_members", "transaction_state", "cluster_metadata", "TABLES", "schema_of",
+           "decode_coordinator_record", "decode_metadata_record", "encode_group_record",
+           "encode_transaction_record", "encode_metadata_record", "encode_subscription", "encode_assignment",
+           "metadata_type_enum_name", "SchemaError", "GROUP_KINDS"]
+
+#: record type -> kind name in consumer_offsets
+GROUP_KINDS = {t: kind for t, (kind, _, _) in GROUP_RECORDS.items()}
+
+def _pa():
+    import pyarrow as pa
+    return pa
+
+
+# ------------------------------------------------------------------------------------------------
+# schemas of the tables
+
+def _schemas():
+    pa = _pa()
+    ts = pa.timestamp("ms", tz="UTC")
+    tps = pa.list_(pa.struct([("topic", pa.string()), ("partitions", pa.list_(pa.int32()))]))
+    return {
+        "consumer_offsets": pa.schema([
+            ("offset", pa.int64()), ("timestamp", ts), ("kind", pa.string()), ("group", pa.string()),
+            ("topic", pa.string()), ("partition", pa.int32()), ("committed_offset", pa.int64()),
+            ("leader_epoch", pa.int32()), ("metadata", pa.string()), ("commit_timestamp", ts),
+            ("expire_timestamp", ts), ("tombstone", pa.bool_()), ("error", pa.string()),
+            ("raw_key", pa.binary()), ("raw_value", pa.binary())]),
+        "group_members": pa.schema([
+            ("offset", pa.int64()), ("timestamp", ts), ("group", pa.string()), ("generation", pa.int32()),
+            ("protocol_type", pa.string()), ("protocol", pa.string()), ("leader", pa.string()),
+            ("member_id", pa.string()), ("group_instance_id", pa.string()), ("client_id", pa.string()),
+            ("client_host", pa.string()), ("rebalance_timeout", pa.int32()), ("session_timeout", pa.int32()),
+            ("subscription", pa.list_(pa.string())), ("assignment", tps), ("error", pa.string())]),
+        "transaction_state": pa.schema([
+            ("offset", pa.int64()), ("timestamp", ts), ("transactional_id", pa.string()),
+            ("producer_id", pa.int64()), ("producer_epoch", pa.int16()), ("timeout_ms", pa.int32()),
+            ("status", pa.string()), ("partitions", tps), ("last_update_timestamp", ts),
+            ("start_timestamp", ts), ("previous_producer_id", pa.int64()), ("next_producer_id", pa.int64()),
+            ("next_producer_epoch", pa.int16()), ("client_transaction_version", pa.int16()),
+            ("tombstone", pa.bool_()), ("error", pa.string()), ("raw_key", pa.binary()),
+            ("raw_value", pa.binary())]),
+        "cluster_metadata": pa.schema([
+            ("offset", pa.int64()), ("timestamp", ts), ("api_key", pa.int16()), ("record_type", pa.string()),
+            ("version", pa.int16()), ("fields", pa.string()), ("topic_name", pa.string()),
+            ("topic_id", pa.string()), ("partition_id", pa.int32()), ("broker_id", pa.int32()),
+            ("leader", pa.int32()), ("replicas", pa.list_(pa.int32())), ("isr", pa.list_(pa.int32())),
+            ("config_resource", pa.string()), ("config_name", pa.string()), ("config_value", pa.string()),
+            ("error", pa.string()), ("raw_value", pa.binary())]),
+    }
+
+
+TABLES = ("consumer_offsets", "group_members", "transaction_state", "cluster_metadata")
+
+
+def schema_of(table):
+    """The pyarrow schema of one of `TABLES` (for Spark and writers that need it before any data)."""
+    return _schemas()[table]
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers
+
+def _parts(col):
+    offsets = np.ascontiguousarray(col.offsets, dtype=np.int64)
+    data = np.ascontiguousarray(np.asarray(col.data, dtype=np.uint8).reshape(-1))
+    if len(data) == 0:
+        data = np.zeros(1, np.uint8)
+    return offsets, data, np.ascontiguousarray(col.is_null().view(np.uint8))
+
+
+def _bitmap(valid):
+    return _pa().py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def _string_array(offsets, data, valid):
+    pa = _pa()
+    n = len(offsets) - 1
+    nulls = int(n - np.count_nonzero(valid))
+    if int(offsets[-1]) < 2 ** 31:
+        return pa.StringArray.from_buffers(n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data),
+                                           _bitmap(valid) if nulls else None, nulls)
+    arr = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data),
+                                           _bitmap(valid) if nulls else None, nulls)
+    return arr.cast(pa.string())
+
+
+def _masked(values, valid, type):
+    pa = _pa()
+    return pa.array(values, type=type, mask=~valid)
+
+
+def _sparse_binary(col, rows, n):
+    """A binary column of n rows holding col's bytes at `rows` and null elsewhere."""
+    pa = _pa()
+    if len(rows) == 0:
+        return pa.nulls(n, pa.binary())
+    offsets = np.asarray(col.offsets, dtype=np.int64)
+    keep = np.zeros(n, bool)
+    keep[rows] = True
+    keep &= ~col.is_null()
+    rows = np.nonzero(keep)[0]
+    lengths = np.zeros(n, np.int64)
+    lengths[rows] = offsets[rows + 1] - offsets[rows]
+    out = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=out[1:])
+    data = np.asarray(col.data, dtype=np.uint8).reshape(-1)
+    buf = np.concatenate([data[offsets[r]:offsets[r + 1]] for r in rows]) if len(rows) else np.zeros(0, np.uint8)
+    nulls = int(n - len(rows))
+    return pa.BinaryArray.from_buffers(n, pa.py_buffer(out.astype(np.int32)), pa.py_buffer(buf),
+                                       _bitmap(keep) if nulls else None, nulls)
+
+
+def _text_column(texts_by_row, n):
+    """A string column from {row: text}, null elsewhere, without a Python object per row."""
+    pa = _pa()
+    if not texts_by_row:
+        return pa.nulls(n, pa.string())
+    uniq = sorted(set(texts_by_row.values()))
+    code = {t: i for i, t in enumerate(uniq)}
+    idx = np.full(n, -1, np.int32)
+    for r, t in texts_by_row.items():
+        idx[r] = code[t]
+    indices = pa.array(idx, mask=idx < 0)
+    return pa.array(uniq, pa.string()).take(indices)
+
+
+def _warn(topic, counts):
+    parts = [f"{c} {what}" for what, c in counts.items() if c]
+    if parts:
+        warnings.warn(f"{topic}: " + ", ".join(parts) + "; their raw bytes are kept in the raw_* columns",
+                      KafkafmtWarning, stacklevel=3)
+
+
+def _ts_array(ms):
+    pa = _pa()
+    return pa.array(np.asarray(ms, dtype=np.int64), pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+
+
+# ------------------------------------------------------------------------------------------------
+# coordinator records (generic, one record)
+
+def _coordinator_registry(topic):
+    return {"consumer_offsets": GROUP_RECORDS, "transaction_state": TRANSACTION_RECORDS,
+            "share_group_state": SHARE_STATE_RECORDS}[topic]
+
+
+def decode_coordinator_record(key, value, topic="consumer_offsets"):
+    """Decode one coordinator record (key bytes, value bytes or None) of `topic`
+    (``consumer_offsets``, ``transaction_state`` or ``share_group_state``).
+
+    Returns a dict: ``type`` (the key's int16), ``kind``, ``key`` (dict), ``version`` (value version or
+    None), ``value`` (dict, or None for a tombstone), ``key_message`` / ``value_message`` (the schemas).
+    Raises `SchemaError` for corrupt bytes, `LookupError` for an unknown type or value version.
+    """
+    registry = _coordinator_registry(topic)
+    if key is None:
+        raise SchemaError("the key is null")
+    if len(key) < 2:
+        raise SchemaError("key: truncated before the record type")
+    rtype = struct.unpack_from(">h", key)[0]
+    if rtype not in registry:
+        raise LookupError(f"unknown record type {rtype}")
+    kind, kmsg, vmsg = registry[rtype]
+    try:
+        k, _ = decode_message(kmsg, 0, key, 2)
+    except SchemaError as e:
+        raise SchemaError(f"key: {e}") from None
+    out = {"type": rtype, "kind": kind, "key": k, "version": None, "value": None,
+           "key_message": kmsg, "value_message": vmsg}
+    if value is None:
+        return out
+    if len(value) < 2:
+        raise SchemaError(f"value: {vmsg.name if vmsg else kind}: truncated before the version")
+    ver = struct.unpack_from(">h", value)[0]
+    out["version"] = ver
+    if vmsg is None or not in_versions(vmsg.valid, ver):
+        raise LookupError(f"unknown value version {ver} for record type {rtype} ({kind})")
+    try:
+        out["value"], _ = decode_message(vmsg, ver, value, 2)
+    except SchemaError as e:
+        raise SchemaError(f"value: {e}") from None
+    return out
+
+
+def encode_group_record(rtype, key, version=None, value=None):
+    """(key bytes, value bytes or None) of a __consumer_offsets record: `rtype` is the record type
+    (1 offset commit, 2 group metadata, ...), `key`/`value` dicts by Kafka field name, `value=None` a
+    tombstone."""
+    return _encode_coordinator(GROUP_RECORDS, rtype, key, version, value)
+
+
+def encode_transaction_record(transactional_id, version=None, value=None):
+    """(key bytes, value bytes or None) of a __transaction_state record."""
+    return _encode_coordinator(TRANSACTION_RECORDS, 0, {"TransactionalId": transactional_id}, version, value)
+
+
+def _encode_coordinator(registry, rtype, key, version, value):
+    kind, kmsg, vmsg = registry[rtype]
+    kb = struct.pack(">h", rtype) + encode_message(kmsg, 0, key)
+    if value is None:
+        return kb, None
+    if version is None:
+        version = vmsg.valid[1]
+    return kb, struct.pack(">h", version) + encode_message(vmsg, version, value)
+
+
+def encode_subscription(version, topics, user_data=None, owned_partitions=(), generation_id=-1, rack_id=None):
+    """ConsumerProtocolSubscription bytes (int16 version first), as a consumer sends them."""
+    return struct.pack(">h", version) + encode_message(CONSUMER_PROTOCOL_SUBSCRIPTION, version, {
+        "Topics": list(topics), "UserData": user_data,
+        "OwnedPartitions": [{"Topic": t, "Partitions": list(p)} for t, p in owned_partitions],
+        "GenerationId": generation_id, "RackId": rack_id})
+
+
+def encode_assignment(version, partitions, user_data=None):
+    """ConsumerProtocolAssignment bytes (int16 version first); partitions: [(topic, [p, ...]), ...]."""
+    return struct.pack(">h", version) + encode_message(CONSUMER_PROTOCOL_ASSIGNMENT, version, {
+        "AssignedPartitions": [{"Topic": t, "Partitions": list(p)} for t, p in partitions],
+        "UserData": user_data})
+
+
+# ------------------------------------------------------------------------------------------------
+# consumer_offsets
+
+def _max_versions():
+    mv = np.full(64, -2, np.int16)
+    for t, (_, _, vmsg) in GROUP_RECORDS.items():
+        mv[t] = -1 if vmsg is None else vmsg.valid[1]
+    return mv
+
+
+_MAX_VERSIONS = None
+
+
+def consumer_offsets(recs):
+    """One row per __consumer_offsets record: ``offset, timestamp, kind, group, topic, partition,
+    committed_offset, leader_epoch, metadata, commit_timestamp, expire_timestamp, tombstone, error,
+    raw_key, raw_value``.
+
+    ``kind`` is ``offset_commit``, ``group_metadata`` or the snake_case name of a newer group
+    coordinator record (``consumer_group_member_metadata``, ``share_group_metadata``,
+    ``streams_group_topology``, ...), ``unknown`` for a type these schemas do not know. Offset-commit
+    keys and values (v0-v4) are decoded in C straight into columns; ``leader_epoch`` is null before
+    v3, ``expire_timestamp`` outside v1 (and where it is -1). A tombstone keeps its key fields, with
+    null value fields. Other kinds fill ``group`` (their values are checked: a corrupt one sets
+    ``error``).
+    """
+    global _MAX_VERSIONS
+    from kafkafmt._native.schema import ERROR_CODES, STATUS, decode_group_records
+
+    pa = _pa()
+    if _MAX_VERSIONS is None:
+        _MAX_VERSIONS = _max_versions()
+    n = len(recs)
+    ko, kd, kn = _parts(recs.key)
+    vo, vd, vn = _parts(recs.value)
+    r = decode_group_records(ko, kd, kn, vo, vd, vn, _MAX_VERSIONS)
+    status, rtype, vver = r["status"], r["rtype"], r["version"]
+
+    # kind
+    kinds = [GROUP_KINDS.get(t, "unknown") for t in range(64)] + ["unknown"]
+    kind_idx = np.where((rtype >= 0) & (rtype < 64), rtype, 64).astype(np.int32)
+    kind_arr = pa.array(kinds, pa.string()).take(pa.array(kind_idx, mask=rtype == -1))
+
+    # errors and raw bytes (few rows: a Python loop over them only)
+    errors = {}
+    raw_rows = np.nonzero((status == STATUS["unknown_type"]) | (status == STATUS["unknown_version"])
+                          | (status == STATUS["key_error"]) | (status == STATUS["value_error"]))[0]
+    counts = {"records of unknown type": 0, "records with a value version newer than known": 0}
+    for i in raw_rows.tolist():
+        st, t, v = int(status[i]), int(rtype[i]), int(vver[i])
+        if st == STATUS["unknown_type"]:
+            errors[i] = f"unknown record type {t}"
+            counts["records of unknown type"] += 1
+        elif st == STATUS["unknown_version"]:
+            errors[i] = f"unknown value version {v} for record type {t} ({GROUP_KINDS[t]})"
+            counts["records with a value version newer than known"] += 1
+        else:
+            part, field, what = ERROR_CODES[int(r["error"][i])]
+            if part == "key":
+                name = GROUP_RECORDS[t][1].name if t in GROUP_RECORDS else "key"
+                errors[i] = f"key: {what}" if field is None else f"key: {name} field {field}: {what}"
+            else:
+                name = GROUP_RECORDS[t][2].name
+                errors[i] = (f"value: {name}: {what}" if field is None
+                             else f"value: {name} v{v} field {field}: {what}")
+    # values of the other kinds: checked with the generic reader
+    other = np.nonzero((status == STATUS["ok"]) & (rtype > 1))[0]
+    raw_extra = []
+    if len(other):
+        vcol = recs.value
+        for i in other.tolist():
+            vmsg = GROUP_RECORDS[int(rtype[i])][2]
+            if vmsg is None:
+                continue
+            try:
+                decode_message(vmsg, int(vver[i]), vcol[i], 2)
+            except SchemaError as e:
+                errors[i] = f"value: {e}"
+                raw_extra.append(i)
+    _warn("__consumer_offsets", counts)
+    if raw_extra:
+        raw_rows = np.union1d(raw_rows, np.asarray(raw_extra, np.int64))
+
+    has_value = r["has_value"]
+    ets = r["expire_timestamp"]
+    has_expire = r["has_expire"] & (ets != -1)
+    cols = [
+        pa.array(np.asarray(recs.offset, np.int64)),
+        _ts_array(recs.timestamp),
+        kind_arr,
+        _string_array(r["group_offsets"], r["group_data"], r["has_group"]),
+        _string_array(r["topic_offsets"], r["topic_data"], r["has_topic"]),
+        _masked(r["partition"], r["has_topic"], pa.int32()),
+        _masked(r["offset"], has_value, pa.int64()),
+        _masked(r["leader_epoch"], r["has_epoch"] & has_value, pa.int32()),
+        _string_array(r["metadata_offsets"], r["metadata_data"], has_value),
+        _masked(r["commit_timestamp"], has_value, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+        _masked(ets, has_expire & has_value, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+        pa.array(vn.view(np.bool_)),
+        _text_column(errors, n),
+        _sparse_binary(recs.key, raw_rows, n),
+        _sparse_binary(recs.value, raw_rows, n),
+    ]
+    return pa.Table.from_arrays(cols, schema=_schemas()["consumer_offsets"])
+
+
+# ------------------------------------------------------------------------------------------------
+# group_members
+
+def _decode_versioned(msg, data):
+    """ConsumerProtocol bytes: int16 version, then the message; newer versions read as the newest
+    known (fields are only ever appended), as Kafka's ConsumerProtocol does."""
+    if data is None or len(data) < 2:
+        raise SchemaError(f"{msg.name}: truncated before the version")
+    ver = struct.unpack_from(">h", data)[0]
+    if ver < 0:
+        raise SchemaError(f"{msg.name}: negative version {ver}")
+    ver = min(ver, msg.valid[1])
+    return decode_message(msg, ver, data, 2)[0]
+
+
+def group_members(recs):
+    """One row per member of each classic-protocol GroupMetadataValue (record type 2): ``offset,
+    timestamp, group, generation, protocol_type, protocol, leader, member_id, group_instance_id,
+    client_id, client_host, rebalance_timeout, session_timeout, subscription, assignment, error``.
+
+    For ``protocol_type == "consumer"`` the member's subscription (topics, list<string>) and
+    assignment (list<struct<topic, partitions>>) are decoded (ConsumerProtocol v0-v3). A group
+    with no members gives one row with null member fields (the group went Empty); tombstones give
+    no row (see `consumer_offsets`). A corrupt value gives a row with nulls and ``error``.
+    """
+    pa = _pa()
+    keys, vals = recs.key, recs.value
+    koff = np.asarray(keys.offsets, np.int64)
+    kdata = np.asarray(keys.data, np.uint8).reshape(-1)
+    knull = keys.is_null()
+    vnull = recs.value.is_null()
+    klen = koff[1:] - koff[:-1]
+    # type-2 keys, found without decoding every key
+    first = np.zeros(len(recs), np.int32)
+    ok = (~knull) & (klen >= 2)
+    idx = koff[:-1][ok]
+    first[ok] = (kdata[idx].astype(np.int32) << 8) | kdata[idx + 1]
+    rows = np.nonzero(ok & (first == 2) & ~vnull)[0]
+    cols = {name: [] for name in _schemas()["group_members"].names}
+    unknown = 0
+    for i in rows.tolist():
+        base = {"offset": int(recs.offset[i]), "timestamp": int(recs.timestamp[i])}
+        try:
+            d = decode_coordinator_record(keys[i], vals[i])
+        except LookupError as e:
+            unknown += 1
+            _append(cols, base, error=str(e))
+            continue
+        except SchemaError as e:
+            _append(cols, base, error=str(e))
+            continue
+        v = d["value"]
+        base.update(group=d["key"]["group"], generation=v["generation"], protocol_type=v["protocolType"],
+                    protocol=v["protocol"], leader=v["leader"])
+        if not v["members"]:
+            _append(cols, base)
+            continue
+        consumer = v["protocolType"] == "consumer"
+        for m in v["members"]:
+            row = dict(base, member_id=m["memberId"], group_instance_id=m.get("groupInstanceId"),
+                       client_id=m["clientId"], client_host=m["clientHost"],
+                       rebalance_timeout=m.get("rebalanceTimeout"), session_timeout=m["sessionTimeout"])
+            err = None
+            if consumer:
+                try:
+                    row["subscription"] = _decode_versioned(CONSUMER_PROTOCOL_SUBSCRIPTION, m["subscription"])["Topics"]
+                except SchemaError as e:
+                    err = f"member {m['memberId']} subscription: {e}"
+                try:
+                    a = _decode_versioned(CONSUMER_PROTOCOL_ASSIGNMENT, m["assignment"]) if m["assignment"] else None
+                    if a is not None:
+                        row["assignment"] = [{"topic": tp["Topic"], "partitions": tp["Partitions"]}
+                                             for tp in a["AssignedPartitions"]]
+                except SchemaError as e:
+                    err = (err + "; " if err else "") + f"member {m['memberId']} assignment: {e}"
+            _append(cols, row, error=err)
+    if unknown:
+        _warn("__consumer_offsets", {"group metadata records with a value version newer than known": unknown})
+    schema = _schemas()["group_members"]
+    return pa.Table.from_pydict(cols, schema=schema)
+
+
+def _append(cols, row, error=None):
+    for name, lst in cols.items():
+        lst.append(error if name == "error" else row.get(name))
+
+
+# ------------------------------------------------------------------------------------------------
+# transaction_state
+
+def transaction_state(recs):
+    """One row per __transaction_state record: ``offset, timestamp, transactional_id, producer_id,
+    producer_epoch, timeout_ms, status, partitions, last_update_timestamp, start_timestamp,
+    previous_producer_id, next_producer_id, next_producer_epoch, client_transaction_version,
+    tombstone, error, raw_key, raw_value``.
+
+    ``status`` is Kafka's name (Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit,
+    CompleteAbort, Dead, PrepareEpochFence); the tagged fields (v1+) take Kafka's defaults when
+    absent and are null for v0 values.
+    """
+    pa = _pa()
+    keys, vals = recs.key, recs.value
+    n = len(recs)
+    vnull = vals.is_null()
+    cols = {name: [] for name in _schemas()["transaction_state"].names}
+    counts = {"records of unknown type": 0, "records with a value version newer than known": 0}
+    raw = []
+    for i in range(n):
+        row = {"offset": int(recs.offset[i]), "timestamp": int(recs.timestamp[i]), "tombstone": bool(vnull[i])}
+        err = None
+        try:
+            d = decode_coordinator_record(keys[i], vals[i], "transaction_state")
+        except LookupError as e:
+            counts["records of unknown type" if str(e).startswith("unknown record type") else
+                   "records with a value version newer than known"] += 1
+            err = str(e)
+            raw.append(i)
+            d = _key_only(keys[i])
+        except SchemaError as e:
+            err = str(e)
+            raw.append(i)
+            d = _key_only(keys[i])
+        if d is not None:
+            row["transactional_id"] = d["key"]["TransactionalId"]
+            v = d["value"]
+            if v is not None:
+                row.update(producer_id=v["ProducerId"], producer_epoch=v["ProducerEpoch"],
+                           timeout_ms=v["TransactionTimeoutMs"],
+                           status=TRANSACTION_STATUS.get(v["TransactionStatus"], f"Unknown({v['TransactionStatus']})"),
+                           partitions=None if v["TransactionPartitions"] is None else
+                           [{"topic": p["Topic"], "partitions": p["PartitionIds"]} for p in v["TransactionPartitions"]],
+                           last_update_timestamp=v["TransactionLastUpdateTimestampMs"],
+                           start_timestamp=v["TransactionStartTimestampMs"])
+                if d["version"] >= 1:
+                    row.update(previous_producer_id=v.get("PreviousProducerId", -1),
+                               next_producer_id=v.get("NextProducerId", -1),
+                               next_producer_epoch=v.get("NextProducerEpoch", -1),
+                               client_transaction_version=v.get("ClientTransactionVersion", 0))
+        _append(cols, row, error=err)
+    _warn("__transaction_state", counts)
+    cols.pop("raw_key")
+    cols.pop("raw_value")
+    schema = _schemas()["transaction_state"]
+    table = pa.Table.from_pydict(cols, schema=pa.schema([f for f in schema if not f.name.startswith("raw_")]))
+    rows = np.asarray(raw, np.int64)
+    return table.append_column(schema.field("raw_key"), _sparse_binary(keys, rows, n)) \
+                .append_column(schema.field("raw_value"), _sparse_binary(vals, rows, n))
+
+
+def _key_only(key):
+    """The decoded key of a record whose value failed, or None."""
+    try:
+        if key is None or len(key) < 2:
+            return None
+        rtype = struct.unpack_from(">h", key)[0]
+        if rtype not in TRANSACTION_RECORDS:
+            return None
+        return {"key": decode_message(TRANSACTION_RECORDS[rtype][1], 0, key, 2)[0], "value": None, "version": None}
+    except SchemaError:
+        return None
+
+
+# ------------------------------------------------------------------------------------------------
+# cluster_metadata (KRaft)
+
+_CONFIG_RESOURCE = {2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metrics", 32: "group"}
+
+
+def metadata_type_enum_name(api_key):
+    """Kafka's MetadataRecordType name as DumpLogSegments prints it (``TOPIC_RECORD``)."""
+    msg = METADATA_RECORDS.get(api_key)
+    if msg is None:
+        return None
+    name = msg.name
+    out = []
+    for j, c in enumerate(name):
+        if c.isupper() and j and not name[j - 1].isupper():
+            out.append("_")
+        out.append(c.upper())
+    return "".join(out)
+
+
+def decode_metadata_record(value):
+    """Decode one KRaft metadata record value: uvarint frame version, uvarint api key, uvarint
+    version, then the message. Returns (api_key, version, message schema, dict). Raises `SchemaError`
+    for corrupt bytes, `LookupError` (with api_key/version known) for an unknown type or version."""
+    if value is None:
+        raise SchemaError("the value is null")
+    end = len(value)
+    frame, pos = read_uvarint(value, 0, end)
+    api_key, pos = read_uvarint(value, pos, end)
+    version, pos = read_uvarint(value, pos, end)
+    if frame > 1:
+        raise LookupError(f"unknown frame version {frame}", api_key, version)
+    msg = METADATA_RECORDS.get(api_key)
+    if msg is None:
+        raise LookupError(f"unknown metadata record type (api key {api_key})", api_key, version)
+    if not in_versions(msg.valid, version):
+        raise LookupError(f"unknown version {version} of {msg.name}", api_key, version)
+    data, _ = decode_message(msg, version, value, pos, end)
+    return api_key, version, msg, data
+
+
+def encode_metadata_record(api_key, version, values, frame_version=1, extra_tags=None):
+    """Value bytes of a KRaft metadata record (the key is null)."""
+    out = bytearray()
+    write_uvarint(out, frame_version)
+    write_uvarint(out, api_key)
+    write_uvarint(out, version)
+    return bytes(out) + encode_message(METADATA_RECORDS[api_key], version, values, extra_tags=extra_tags)
+
+
+def _uuid_text(b):
+    import base64
+    return base64.urlsafe_b64encode(bytes(b)).decode("ascii").rstrip("=")
+
+
+def cluster_metadata(recs):
+    """One row per KRaft metadata record (a __cluster_metadata segment or a ``.checkpoint``
+    snapshot): ``offset, timestamp, api_key, record_type, version, fields, topic_name, topic_id,
+    partition_id, broker_id, leader, replicas, isr, config_resource, config_name, config_value,
+    error, raw_value``.
+
+    ``fields`` is the JSON ``data`` object Kafka's DumpLogSegments prints. Promoted columns come from
+    the records that carry them (``broker_id`` from broker and controller registrations, fencing,
+    producer-id blocks; ``leader``/``replicas``/``isr`` from PartitionRecord and from
+    PartitionChangeRecord when it changes them; ``config_resource`` as ``topic:NAME``,
+    ``broker:ID`` (``broker:`` the cluster default), ...). ``topic_id`` is Kafka's base64 text.
+    """
+    pa = _pa()
+    vals = recs.value
+    n = len(recs)
+    cols = {name: [] for name in _schemas()["cluster_metadata"].names}
+    counts = {"records of unknown type": 0, "records with a version newer than known": 0}
+    raw = []
+    for i in range(n):
+        row = {"offset": int(recs.offset[i]), "timestamp": int(recs.timestamp[i])}
+        err = None
+        try:
+            api_key, version, msg, data = decode_metadata_record(vals[i])
+        except LookupError as e:
+            err = e.args[0]
+            row["api_key"], row["version"] = e.args[1], e.args[2]
+            counts["records of unknown type" if "type" in err or "frame" in err
+                   else "records with a version newer than known"] += 1
+            if row["api_key"] in METADATA_RECORDS:
+                row["record_type"] = METADATA_RECORDS[row["api_key"]].name
+            raw.append(i)
+        except SchemaError as e:
+            err = str(e)
+            raw.append(i)
+        else:
+            row.update(api_key=api_key, version=version, record_type=msg.name,
+                       fields=json_text(to_json_data(msg, data)))
+            _promote(row, api_key, data)
+        for k in ("api_key", "version"):
+            if row.get(k) is not None and row[k] > 0x7FFF:
+                row[k] = None
+        _append(cols, row, error=err)
+    _warn("__cluster_metadata", counts)
+    cols.pop("raw_value")
+    schema = _schemas()["cluster_metadata"]
+    table = pa.Table.from_pydict(cols, schema=pa.schema([f for f in schema if f.name != "raw_value"]))
+    return table.append_column(schema.field("raw_value"), _sparse_binary(vals, np.asarray(raw, np.int64), n))
+
+
+def _promote(row, api_key, d):
+    if "TopicId" in d and api_key in (2, 3, 5, 9):
+        row["topic_id"] = _uuid_text(d["TopicId"])
+    if api_key == 2:
+        row["topic_name"] = d["Name"]
+    elif api_key == 28:
+        row["topic_name"] = d["TopicName"]
+    elif api_key == 3:
+        row.update(partition_id=d["PartitionId"], leader=d["Leader"], replicas=d["Replicas"], isr=d["Isr"])
+    elif api_key == 5:
+        row["partition_id"] = d["PartitionId"]
+        if "Leader" in d:
+            row["leader"] = d["Leader"]
+        row["replicas"] = d.get("Replicas")
+        row["isr"] = d.get("Isr")
+    elif api_key in (0, 1, 17, 15):
+        row["broker_id"] = d["BrokerId"]
+    elif api_key in (7, 8):
+        row["broker_id"] = d["Id"]
+    elif api_key == 27:
+        row["broker_id"] = d["ControllerId"]
+    elif api_key == 4:
+        rtype = _CONFIG_RESOURCE.get(d["ResourceType"], str(d["ResourceType"]))
+        row.update(config_resource=f"{rtype}:{d['ResourceName']}", config_name=d["Name"], config_value=d["Value"])

@@ -1,0 +1,421 @@
+"""Kafka's internal-topic message schemas, as data.
+
+Written from Kafka's JSON message definitions (apache/kafka:
+group-coordinator/src/main/resources/common/message/, transaction-coordinator/...,
+share-coordinator/..., metadata/src/main/resources/common/metadata/ and
+clients/src/main/resources/common/message/ConsumerProtocol*.json), up to Kafka 4.2.
+
+A message is ``M(name, valid_versions, flexible_versions, fields)``; a field is
+``F(name, type, versions, null=..., tag=..., tagged=..., default=..., fields=[...])``:
+
+* ``type``: ``bool int8 int16 uint16 int32 int64 float64 string bytes uuid``, ``[]T`` for an array of
+  one of those, ``[]`` with ``fields`` for an array of structs, ``{}`` with ``fields`` for a struct.
+* ``versions`` / ``null`` (nullable versions) / ``tagged`` (tagged versions): ``"0+"``, ``"1"``,
+  ``"0-2"``, ``"none"``. A tagged-only field (no ``versions`` in Kafka's file) has ``versions`` equal to
+  its tagged versions.
+* ``default``: the value Kafka assumes when the field is absent (only matters for tagged fields,
+  which are written only when they differ from it).
+
+Names keep Kafka's spelling (``offset``, ``ProducerId``); JSON output lower-cases the first letter,
+as Kafka's generated JSON converters do.
+"""
+from __future__ import annotations
+
+__all__ = ["F", "M", "Field", "Message", "GROUP_RECORDS", "SHARE_STATE_RECORDS", "TRANSACTION_RECORDS",
+           "METADATA_RECORDS", "CONSUMER_PROTOCOL_SUBSCRIPTION", "CONSUMER_PROTOCOL_ASSIGNMENT",
+           "TRANSACTION_STATUS", "parse_versions", "in_versions"]
+
+NO_VERSIONS = (1, 0)  # an empty range
+
+
+def parse_versions(text):
+    """``"0+"`` -> (0, 32767); ``"1"`` -> (1, 1); ``"0-2"`` -> (0, 2); ``"none"``/None -> empty."""
+    if text is None or text == "none":
+        return NO_VERSIONS
+    text = str(text)
+    if text.endswith("+"):
+        return (int(text[:-1]), 0x7FFF)
+    if "-" in text:
+        lo, hi = text.split("-")
+        return (int(lo), int(hi))
+    return (int(text), int(text))
+
+
+def in_versions(rng, version):
+    return rng[0] <= version <= rng[1]
+
+
+class Field:
+    __slots__ = ("name", "type", "versions", "nullable", "tag", "tagged", "default", "fields", "elem",
+                 "json_name")
+
+    def __init__(self, name, type, versions="0+", *, null=None, tag=None, tagged=None, default=None,
+                 fields=None):
+        self.name = name
+        self.type = type
+        self.tagged = parse_versions(tagged)
+        self.versions = parse_versions(versions if versions is not None else tagged)
+        self.nullable = parse_versions(null)
+        self.tag = tag
+        self.fields = tuple(fields) if fields else ()
+        self.elem = type[2:] if type.startswith("[]") else None  # "" for struct arrays
+        if default is None and not (null and in_versions(self.nullable, self.versions[0])):
+            default = _type_default(type)
+        self.default = default
+        self.json_name = name[:1].lower() + name[1:]
+
+    def __repr__(self):
+        return f"F({self.name!r}, {self.type!r})"
+
+
+def _type_default(type):
+    if type.startswith("[]"):
+        return []
+    return {"bool": False, "string": "", "bytes": b"", "uuid": b"\0" * 16, "float64": 0.0, "{}": None}.get(type, 0)
+
+
+class Message:
+    __slots__ = ("name", "valid", "flexible", "fields")
+
+    def __init__(self, name, valid, flexible, fields):
+        self.name = name
+        self.valid = parse_versions(valid)
+        self.flexible = parse_versions(flexible)
+        self.fields = tuple(fields)
+
+    def __repr__(self):
+        return f"<Message {self.name} v{self.valid[0]}-{self.valid[1]}>"
+
+
+F = Field
+M = Message
+
+# --- shared pieces ----------------------------------------------------------------------------------
+_TOPIC_ID_PARTITIONS = [F("TopicId", "uuid"), F("Partitions", "[]int32")]
+_TASK_IDS = [F("SubtopologyId", "string"), F("Partitions", "[]int32")]
+_TOPIC_METADATA = [
+    F("TopicId", "uuid"), F("TopicName", "string"), F("NumPartitions", "int32"),
+    F("PartitionMetadata", "[]", fields=[F("Partition", "int32"), F("Racks", "[]string")]),
+]
+
+
+def _group_key(name, member=False):
+    fields = [F("GroupId", "string")]
+    if member:
+        fields.append(F("MemberId", "string"))
+    return M(name, "0+", "none", fields)
+
+
+_OFFSET_COMMIT_KEY = M("OffsetCommitKey", "0+", "none", [
+    F("group", "string"), F("topic", "string"), F("partition", "int32")])
+
+_OFFSET_COMMIT_VALUE = M("OffsetCommitValue", "0-4", "4+", [
+    F("offset", "int64"),
+    F("leaderEpoch", "int32", "3+", default=-1),
+    F("metadata", "string"),
+    F("commitTimestamp", "int64"),
+    F("expireTimestamp", "int64", "1", default=-1),
+    F("topicId", "uuid", "4+", tagged="4+", tag=0),
+])
+
+_GROUP_METADATA_VALUE = M("GroupMetadataValue", "0-4", "4+", [
+    F("protocolType", "string"),
+    F("generation", "int32"),
+    F("protocol", "string", null="0+"),
+    F("leader", "string", null="0+"),
+    F("currentStateTimestamp", "int64", "2+", default=-1),
+    F("members", "[]", fields=[
+        F("memberId", "string"),
+        F("groupInstanceId", "string", "3+", null="3+"),
+        F("clientId", "string"),
+        F("clientHost", "string"),
+        F("rebalanceTimeout", "int32", "1+", default=-1),
+        F("sessionTimeout", "int32"),
+        F("subscription", "bytes"),
+        F("assignment", "bytes"),
+    ]),
+])
+
+# --- __consumer_offsets: record type (the key's int16) -> (kind, key, value) ---------------------------
+# Types 0 and 1 share the offset-commit layout (0 is what the oldest brokers wrote; Kafka 4 calls its
+# value LegacyOffsetCommitValue, identical to OffsetCommitValue v0). Types 9 and 18 existed in early
+# access releases (share/streams partition metadata) and were later removed; their keys are kept so the
+# group is still named.
+GROUP_RECORDS = {
+    0: ("offset_commit", _OFFSET_COMMIT_KEY, _OFFSET_COMMIT_VALUE),
+    1: ("offset_commit", _OFFSET_COMMIT_KEY, _OFFSET_COMMIT_VALUE),
+    2: ("group_metadata", M("GroupMetadataKey", "0+", "none", [F("group", "string")]), _GROUP_METADATA_VALUE),
+    3: ("consumer_group_metadata", _group_key("ConsumerGroupMetadataKey"),
+        M("ConsumerGroupMetadataValue", "0", "0+", [
+            F("Epoch", "int32"),
+            F("MetadataHash", "int64", tagged="0+", tag=0, default=0)])),
+    4: ("consumer_group_partition_metadata", _group_key("ConsumerGroupPartitionMetadataKey"),
+        M("ConsumerGroupPartitionMetadataValue", "0", "0+", [F("Topics", "[]", fields=_TOPIC_METADATA)])),
+    5: ("consumer_group_member_metadata", _group_key("ConsumerGroupMemberMetadataKey", True),
+        M("ConsumerGroupMemberMetadataValue", "0", "0+", [
+            F("InstanceId", "string", null="0+"),
+            F("RackId", "string", null="0+"),
+            F("ClientId", "string"),
+            F("ClientHost", "string"),
+            F("SubscribedTopicNames", "[]string"),
+            F("SubscribedTopicRegex", "string", null="0+"),
+            F("RebalanceTimeoutMs", "int32", default=-1),
+            F("ServerAssignor", "string", null="0+"),
+            F("ClassicMemberMetadata", "{}", null="0+", tagged="0+", tag=0, fields=[
+                F("SessionTimeoutMs", "int32"),
+                F("SupportedProtocols", "[]", fields=[F("Name", "string"), F("Metadata", "bytes")]),
+            ]),
+        ])),
+    6: ("consumer_group_target_assignment_metadata", _group_key("ConsumerGroupTargetAssignmentMetadataKey"),
+        M("ConsumerGroupTargetAssignmentMetadataValue", "0", "0+", [F("AssignmentEpoch", "int32")])),
+    7: ("consumer_group_target_assignment_member", _group_key("ConsumerGroupTargetAssignmentMemberKey", True),
+        M("ConsumerGroupTargetAssignmentMemberValue", "0", "0+", [
+            F("TopicPartitions", "[]", fields=_TOPIC_ID_PARTITIONS)])),
+    8: ("consumer_group_current_member_assignment", _group_key("ConsumerGroupCurrentMemberAssignmentKey", True),
+        M("ConsumerGroupCurrentMemberAssignmentValue", "0", "0+", [
+            F("MemberEpoch", "int32"),
+            F("PreviousMemberEpoch", "int32"),
+            F("State", "int8"),
+            F("AssignedPartitions", "[]", fields=_TOPIC_ID_PARTITIONS),
+            F("PartitionsPendingRevocation", "[]", fields=_TOPIC_ID_PARTITIONS),
+        ])),
+    9: ("share_group_partition_metadata", _group_key("ShareGroupPartitionMetadataKey"),
+        M("ShareGroupPartitionMetadataValue", "0", "0+", [F("Topics", "[]", fields=_TOPIC_METADATA)])),
+    10: ("share_group_member_metadata", _group_key("ShareGroupMemberMetadataKey", True),
+         M("ShareGroupMemberMetadataValue", "0", "0+", [
+             F("RackId", "string", null="0+"),
+             F("ClientId", "string"),
+             F("ClientHost", "string"),
+             F("SubscribedTopicNames", "[]string"),
+         ])),
+    11: ("share_group_metadata", _group_key("ShareGroupMetadataKey"),
+         M("ShareGroupMetadataValue", "0", "0+", [F("Epoch", "int32"), F("MetadataHash", "int64")])),
+    12: ("share_group_target_assignment_metadata", _group_key("ShareGroupTargetAssignmentMetadataKey"),
+         M("ShareGroupTargetAssignmentMetadataValue", "0", "0+", [F("AssignmentEpoch", "int32")])),
+    13: ("share_group_target_assignment_member", _group_key("ShareGroupTargetAssignmentMemberKey", True),
+         M("ShareGroupTargetAssignmentMemberValue", "0", "0+", [
+             F("TopicPartitions", "[]", fields=_TOPIC_ID_PARTITIONS)])),
+    14: ("share_group_current_member_assignment", _group_key("ShareGroupCurrentMemberAssignmentKey", True),
+         M("ShareGroupCurrentMemberAssignmentValue", "0", "0+", [
+             F("MemberEpoch", "int32"),
+             F("PreviousMemberEpoch", "int32"),
+             F("State", "int8"),
+             F("AssignedPartitions", "[]", fields=_TOPIC_ID_PARTITIONS),
+         ])),
+    15: ("share_group_state_partition_metadata", _group_key("ShareGroupStatePartitionMetadataKey"),
+         M("ShareGroupStatePartitionMetadataValue", "0", "0+", [
+             F("InitializingTopics", "[]", fields=[
+                 F("TopicId", "uuid"), F("TopicName", "string"), F("Partitions", "[]int32")]),
+             F("InitializedTopics", "[]", fields=[
+                 F("TopicId", "uuid"), F("TopicName", "string"), F("Partitions", "[]int32")]),
+             F("DeletingTopics", "[]", fields=[F("TopicId", "uuid"), F("TopicName", "string")]),
+         ])),
+    16: ("consumer_group_regular_expression",
+         M("ConsumerGroupRegularExpressionKey", "0+", "none", [
+             F("GroupId", "string"), F("RegularExpression", "string")]),
+         M("ConsumerGroupRegularExpressionValue", "0", "0+", [
+             F("Topics", "[]string"), F("Version", "int64"), F("Timestamp", "int64")])),
+    17: ("streams_group_metadata", _group_key("StreamsGroupMetadataKey"),
+         M("StreamsGroupMetadataValue", "0", "0+", [
+             F("Epoch", "int32"),
+             F("MetadataHash", "int64"),
+             F("ValidatedTopologyEpoch", "int32", tagged="0+", tag=0, default=-1),
+             F("LastAssignmentConfigs", "[]", null="0+", tagged="0+", tag=1,
+               fields=[F("Key", "string"), F("Value", "string")]),
+         ])),
+    18: ("streams_group_partition_metadata", _group_key("StreamsGroupPartitionMetadataKey"), None),
+    19: ("streams_group_member_metadata", _group_key("StreamsGroupMemberMetadataKey", True),
+         M("StreamsGroupMemberMetadataValue", "0", "0+", [
+             F("InstanceId", "string", null="0+"),
+             F("RackId", "string", null="0+"),
+             F("ClientId", "string"),
+             F("ClientHost", "string"),
+             F("RebalanceTimeoutMs", "int32", default=-1),
+             F("TopologyEpoch", "int32"),
+             F("ProcessId", "string"),
+             F("UserEndpoint", "{}", null="0+", fields=[F("Host", "string"), F("Port", "uint16")]),
+             F("ClientTags", "[]", fields=[F("Key", "string"), F("Value", "string")]),
+         ])),
+    20: ("streams_group_target_assignment_metadata", _group_key("StreamsGroupTargetAssignmentMetadataKey"),
+         M("StreamsGroupTargetAssignmentMetadataValue", "0", "0+", [F("AssignmentEpoch", "int32")])),
+    21: ("streams_group_target_assignment_member", _group_key("StreamsGroupTargetAssignmentMemberKey", True),
+         M("StreamsGroupTargetAssignmentMemberValue", "0", "0+", [
+             F("ActiveTasks", "[]", fields=_TASK_IDS),
+             F("StandbyTasks", "[]", fields=_TASK_IDS),
+             F("WarmupTasks", "[]", fields=_TASK_IDS),
+         ])),
+    22: ("streams_group_current_member_assignment", _group_key("StreamsGroupCurrentMemberAssignmentKey", True),
+         M("StreamsGroupCurrentMemberAssignmentValue", "0", "0+", [
+             F("MemberEpoch", "int32"),
+             F("PreviousMemberEpoch", "int32"),
+             F("State", "int8"),
+             F("ActiveTasks", "[]", fields=_TASK_IDS),
+             F("StandbyTasks", "[]", fields=_TASK_IDS),
+             F("WarmupTasks", "[]", fields=_TASK_IDS),
+             F("ActiveTasksPendingRevocation", "[]", fields=_TASK_IDS),
+             F("StandbyTasksPendingRevocation", "[]", fields=_TASK_IDS),
+             F("WarmupTasksPendingRevocation", "[]", fields=_TASK_IDS),
+         ])),
+    23: ("streams_group_topology", _group_key("StreamsGroupTopologyKey"),
+         M("StreamsGroupTopologyValue", "0", "0+", [
+             F("Epoch", "int32"),
+             F("Subtopologies", "[]", fields=[
+                 F("SubtopologyId", "string"),
+                 F("SourceTopics", "[]string"),
+                 F("SourceTopicRegex", "[]string"),
+                 F("StateChangelogTopics", "[]", fields=[
+                     F("Name", "string"), F("Partitions", "int32"), F("ReplicationFactor", "int16"),
+                     F("TopicConfigs", "[]", fields=[F("key", "string"), F("value", "string")])]),
+                 F("RepartitionSinkTopics", "[]string"),
+                 F("RepartitionSourceTopics", "[]", fields=[
+                     F("Name", "string"), F("Partitions", "int32"), F("ReplicationFactor", "int16"),
+                     F("TopicConfigs", "[]", fields=[F("key", "string"), F("value", "string")])]),
+                 F("CopartitionGroups", "[]", fields=[
+                     F("SourceTopics", "[]int16"), F("SourceTopicRegex", "[]int16"),
+                     F("RepartitionSourceTopics", "[]int16")]),
+             ]),
+         ])),
+    24: ("streams_group_target_assignment_resolved_topic_ids",
+         _group_key("StreamsGroupTargetAssignmentResolvedTopicIdsKey"), None),
+}
+
+# --- __share_group_state ---------------------------------------------------------------------------
+_STATE_BATCH = [F("FirstOffset", "int64"), F("LastOffset", "int64"), F("DeliveryState", "int8"),
+                F("DeliveryCount", "int16")]
+_SHARE_KEY = [F("GroupId", "string"), F("TopicId", "uuid"), F("Partition", "int32")]
+SHARE_STATE_RECORDS = {
+    0: ("share_snapshot", M("ShareSnapshotKey", "0+", "none", _SHARE_KEY),
+        M("ShareSnapshotValue", "0", "0+", [
+            F("SnapshotEpoch", "int32"), F("StateEpoch", "int32"), F("LeaderEpoch", "int32"),
+            F("StartOffset", "int64"), F("CreateTimestamp", "int64"), F("WriteTimestamp", "int64"),
+            F("StateBatches", "[]", fields=_STATE_BATCH)])),
+    1: ("share_update", M("ShareUpdateKey", "0+", "none", _SHARE_KEY),
+        M("ShareUpdateValue", "0", "0+", [
+            F("SnapshotEpoch", "int32"), F("LeaderEpoch", "int32"), F("StartOffset", "int64"),
+            F("StateBatches", "[]", fields=_STATE_BATCH)])),
+}
+
+# --- __transaction_state ---------------------------------------------------------------------------
+TRANSACTION_RECORDS = {
+    0: ("transaction", M("TransactionLogKey", "0+", "none", [F("TransactionalId", "string")]),
+        M("TransactionLogValue", "0-1", "1+", [
+            F("ProducerId", "int64"),
+            F("PreviousProducerId", "int64", None, tagged="1+", tag=0, default=-1),
+            F("NextProducerId", "int64", None, tagged="1+", tag=1, default=-1),
+            F("ProducerEpoch", "int16"),
+            F("NextProducerEpoch", "int16", None, tagged="1+", tag=3, default=-1),
+            F("TransactionTimeoutMs", "int32"),
+            F("TransactionStatus", "int8"),
+            F("TransactionPartitions", "[]", null="0+", fields=[
+                F("Topic", "string"), F("PartitionIds", "[]int32")]),
+            F("TransactionLastUpdateTimestampMs", "int64"),
+            F("TransactionStartTimestampMs", "int64"),
+            F("ClientTransactionVersion", "int16", None, tagged="1+", tag=2, default=0),
+        ])),
+}
+
+TRANSACTION_STATUS = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
+                      5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
+
+# --- consumer protocol (GroupMetadataValue member subscription / assignment, int16 version first) ------
+_TOPIC_PARTITIONS = [F("Topic", "string"), F("Partitions", "[]int32")]
+CONSUMER_PROTOCOL_SUBSCRIPTION = M("ConsumerProtocolSubscription", "0-3", "none", [
+    F("Topics", "[]string"),
+    F("UserData", "bytes", null="0+"),
+    F("OwnedPartitions", "[]", "1+", fields=_TOPIC_PARTITIONS),
+    F("GenerationId", "int32", "2+", default=-1),
+    F("RackId", "string", "3+", null="3+"),
+])
+CONSUMER_PROTOCOL_ASSIGNMENT = M("ConsumerProtocolAssignment", "0-3", "none", [
+    F("AssignedPartitions", "[]", fields=_TOPIC_PARTITIONS),
+    F("UserData", "bytes", null="0+"),
+])
+
+# --- __cluster_metadata (KRaft): api key -> message; every version is flexible ---------------------
+_ENDPOINT = [F("Name", "string"), F("Host", "string"), F("Port", "uint16"), F("SecurityProtocol", "int16")]
+_FEATURE = [F("Name", "string"), F("MinSupportedVersion", "int16"), F("MaxSupportedVersion", "int16")]
+METADATA_RECORDS = {
+    0: M("RegisterBrokerRecord", "0-3", "0+", [
+        F("BrokerId", "int32"),
+        F("IsMigratingZkBroker", "bool", "2+", default=False),
+        F("IncarnationId", "uuid"),
+        F("BrokerEpoch", "int64"),
+        F("EndPoints", "[]", fields=_ENDPOINT),
+        F("Features", "[]", fields=_FEATURE),
+        F("Rack", "string", null="0+"),
+        F("Fenced", "bool", default=True),
+        F("InControlledShutdown", "bool", "1+", default=False),
+        F("LogDirs", "[]uuid", "3+", tagged="3+", tag=0),
+    ]),
+    1: M("UnregisterBrokerRecord", "0", "0+", [F("BrokerId", "int32"), F("BrokerEpoch", "int64")]),
+    2: M("TopicRecord", "0", "0+", [F("Name", "string"), F("TopicId", "uuid")]),
+    3: M("PartitionRecord", "0-2", "0+", [
+        F("PartitionId", "int32", default=-1),
+        F("TopicId", "uuid"),
+        F("Replicas", "[]int32"),
+        F("Isr", "[]int32"),
+        F("RemovingReplicas", "[]int32"),
+        F("AddingReplicas", "[]int32"),
+        F("Leader", "int32", default=-1),
+        F("LeaderRecoveryState", "int8", tagged="0+", tag=0, default=0),
+        F("LeaderEpoch", "int32", default=-1),
+        F("PartitionEpoch", "int32", default=-1),
+        F("Directories", "[]uuid", "1+"),
+        F("EligibleLeaderReplicas", "[]int32", "2+", null="2+", tagged="2+", tag=1),
+        F("LastKnownElr", "[]int32", "2+", null="2+", tagged="2+", tag=2),
+    ]),
+    4: M("ConfigRecord", "0", "0+", [
+        F("ResourceType", "int8"), F("ResourceName", "string"), F("Name", "string"),
+        F("Value", "string", null="0+")]),
+    5: M("PartitionChangeRecord", "0-2", "0+", [
+        F("PartitionId", "int32", default=-1),
+        F("TopicId", "uuid"),
+        F("Isr", "[]int32", null="0+", tagged="0+", tag=0),
+        F("Leader", "int32", tagged="0+", tag=1, default=-2),
+        F("Replicas", "[]int32", null="0+", tagged="0+", tag=2),
+        F("RemovingReplicas", "[]int32", null="0+", tagged="0+", tag=3),
+        F("AddingReplicas", "[]int32", null="0+", tagged="0+", tag=4),
+        F("LeaderRecoveryState", "int8", tagged="0+", tag=5, default=-1),
+        F("Directories", "[]uuid", "1+", null="1+", tagged="1+", tag=8),
+        F("EligibleLeaderReplicas", "[]int32", "2+", null="2+", tagged="2+", tag=6),
+        F("LastKnownElr", "[]int32", "2+", null="2+", tagged="2+", tag=7),
+    ]),
+    7: M("FenceBrokerRecord", "0", "0+", [F("Id", "int32"), F("Epoch", "int64")]),
+    8: M("UnfenceBrokerRecord", "0", "0+", [F("Id", "int32"), F("Epoch", "int64")]),
+    9: M("RemoveTopicRecord", "0", "0+", [F("TopicId", "uuid")]),
+    10: M("DelegationTokenRecord", "0", "0+", [
+        F("Owner", "string"), F("Requester", "string"), F("Renewers", "[]string"),
+        F("IssueTimestamp", "int64"), F("MaxTimestamp", "int64"), F("ExpirationTimestamp", "int64"),
+        F("TokenId", "string")]),
+    11: M("UserScramCredentialRecord", "0", "0+", [
+        F("Name", "string"), F("Mechanism", "int8"), F("Salt", "bytes"), F("StoredKey", "bytes"),
+        F("ServerKey", "bytes"), F("Iterations", "int32")]),
+    12: M("FeatureLevelRecord", "0", "0+", [F("Name", "string"), F("FeatureLevel", "int16")]),
+    14: M("ClientQuotaRecord", "0", "0+", [
+        F("Entity", "[]", fields=[F("EntityType", "string"), F("EntityName", "string", null="0+")]),
+        F("Key", "string"), F("Value", "float64"), F("Remove", "bool")]),
+    15: M("ProducerIdsRecord", "0", "0+", [
+        F("BrokerId", "int32"), F("BrokerEpoch", "int64", default=-1), F("NextProducerId", "int64")]),
+    17: M("BrokerRegistrationChangeRecord", "0-2", "0+", [
+        F("BrokerId", "int32"),
+        F("BrokerEpoch", "int64"),
+        F("Fenced", "int8", tagged="0+", tag=0),
+        F("InControlledShutdown", "int8", "1+", tagged="1+", tag=1),
+        F("LogDirs", "[]uuid", "2+", tagged="2+", tag=2),
+    ]),
+    18: M("AccessControlEntryRecord", "0", "0+", [
+        F("Id", "uuid"), F("ResourceType", "int8"), F("ResourceName", "string"), F("PatternType", "int8"),
+        F("Principal", "string"), F("Host", "string"), F("Operation", "int8"), F("PermissionType", "int8")]),
+    19: M("RemoveAccessControlEntryRecord", "0", "0+", [F("Id", "uuid")]),
+    20: M("NoOpRecord", "0", "0+", []),
+    21: M("ZkMigrationStateRecord", "0", "0+", [F("ZkMigrationState", "int8")]),
+    22: M("RemoveUserScramCredentialRecord", "0", "0+", [F("Name", "string"), F("Mechanism", "int8")]),
+    23: M("BeginTransactionRecord", "0", "0+", [F("Name", "string", null="0+", tagged="0+", tag=0)]),
+    24: M("EndTransactionRecord", "0", "0+", []),
+    25: M("AbortTransactionRecord", "0", "0+", [F("Reason", "string", null="0+", tagged="0+", tag=0)]),
+    26: M("RemoveDelegationTokenRecord", "0", "0+", [F("TokenId", "string")]),
+    27: M("RegisterControllerRecord", "0", "0+", [
+        F("ControllerId", "int32"), F("IncarnationId", "uuid"), F("ZkMigrationReady", "bool"),
+        F("EndPoints", "[]", fields=_ENDPOINT), F("Features", "[]", fields=_FEATURE)]),
+    28: M("ClearElrRecord", "0", "0+", [F("TopicName", "string")]),
+}
