@@ -138,8 +138,15 @@ cdef inline int read_uvarint(const uint8_t **pp, const uint8_t *end, uint32_t *o
     return 0
 
 
+cdef inline void set_off(void *offs, bint wide, Py_ssize_t i, int64_t v) noexcept nogil:
+    if wide:
+        (<int64_t *>offs)[i] = v
+    else:
+        (<int32_t *>offs)[i] = <int32_t>v
+
+
 cdef inline int read_string(const uint8_t **pp, const uint8_t *end, bint compact,
-                            uint8_t *dst, int64_t *dpos, int64_t *offs, Py_ssize_t row) noexcept nogil:
+                            uint8_t *dst, int64_t *dpos, void *offs, bint wide, Py_ssize_t row) noexcept nogil:
     """Copy one non-nullable string into dst at dpos; 0 ok, 1 bad length/truncated, 2 bad UTF-8, 3 null."""
     cdef const uint8_t *p = pp[0]
     cdef int64_t n
@@ -165,7 +172,10 @@ cdef inline int read_string(const uint8_t **pp, const uint8_t *end, bint compact
         return 2
     memcpy(dst + dpos[0], p, n)
     dpos[0] += n
-    offs[row + 1] = dpos[0]
+    if wide:
+        (<int64_t *>offs)[row + 1] = dpos[0]
+    else:
+        (<int32_t *>offs)[row + 1] = <int32_t>dpos[0]
     pp[0] = p + n
     return 0
 
@@ -195,10 +205,12 @@ def decode_group_records(const int64_t[::1] koff, const uint8_t[::1] kdata, cons
     has_value_a = np.zeros(n, np.uint8)  # offset-commit value fields decoded
     has_epoch_a = np.zeros(n, np.uint8)
     has_expire_a = np.zeros(n, np.uint8)
-    goff_a = np.zeros(n + 1, np.int64)
-    toff_a = np.zeros(n + 1, np.int64)
-    moff_a = np.zeros(n + 1, np.int64)
     cdef Py_ssize_t kbytes = kdata.shape[0], vbytes = vdata.shape[0]
+    # Arrow string offsets: int32 unless the strings could reach 2 GiB
+    cdef bint kwide = kbytes >= 0x7FFFFFFF, vwide = vbytes >= 0x7FFFFFFF
+    goff_a = np.zeros(n + 1, np.int64 if kwide else np.int32)
+    toff_a = np.zeros(n + 1, np.int64 if kwide else np.int32)
+    moff_a = np.zeros(n + 1, np.int64 if vwide else np.int32)
     gdata_a = np.empty(max(kbytes, 1), np.uint8)
     tdata_a = np.empty(max(kbytes, 1), np.uint8)
     mdata_a = np.empty(max(vbytes, 1), np.uint8)
@@ -217,9 +229,12 @@ def decode_group_records(const int64_t[::1] koff, const uint8_t[::1] kdata, cons
     cdef uint8_t[::1] has_value = has_value_a
     cdef uint8_t[::1] has_epoch = has_epoch_a
     cdef uint8_t[::1] has_expire = has_expire_a
-    cdef int64_t[::1] goff = goff_a
-    cdef int64_t[::1] toff = toff_a
-    cdef int64_t[::1] moff = moff_a
+    cdef uint8_t[::1] gob = goff_a.view(np.uint8)
+    cdef uint8_t[::1] tob = toff_a.view(np.uint8)
+    cdef uint8_t[::1] mob = moff_a.view(np.uint8)
+    cdef void *goff = &gob[0]
+    cdef void *toff = &tob[0]
+    cdef void *moff = &mob[0]
     cdef uint8_t[::1] gdata = gdata_a
     cdef uint8_t[::1] tdata = tdata_a
     cdef uint8_t[::1] mdata = mdata_a
@@ -237,9 +252,9 @@ def decode_group_records(const int64_t[::1] koff, const uint8_t[::1] kdata, cons
 
     with nogil:
         for i in range(n):
-            goff[i + 1] = gpos
-            toff[i + 1] = tpos
-            moff[i + 1] = mpos
+            set_off(goff, kwide, i + 1, gpos)
+            set_off(toff, kwide, i + 1, tpos)
+            set_off(moff, vwide, i + 1, mpos)
             # ---- key
             if knull[i]:
                 status[i] = ST_KEY_ERROR
@@ -257,14 +272,14 @@ def decode_group_records(const int64_t[::1] koff, const uint8_t[::1] kdata, cons
             if t < 0 or t >= ntypes or max_version[t] == -2:
                 status[i] = ST_UNKNOWN_TYPE
                 continue
-            rc = read_string(&p, end, False, &gdata[0], &gpos, &goff[0], i)
+            rc = read_string(&p, end, False, &gdata[0], &gpos, goff, kwide, i)
             if rc:
                 status[i] = ST_KEY_ERROR
                 err[i] = E_KEY_GROUP if rc == 1 else (E_KEY_GROUP_UTF8 if rc == 2 else E_KEY_GROUP_NULL)
                 continue
             has_group[i] = 1
             if t <= 1:
-                rc = read_string(&p, end, False, &tdata[0], &tpos, &toff[0], i)
+                rc = read_string(&p, end, False, &tdata[0], &tpos, toff, kwide, i)
                 if rc:
                     status[i] = ST_KEY_ERROR
                     err[i] = E_KEY_TOPIC if rc == 1 else (E_KEY_TOPIC_UTF8 if rc == 2 else E_KEY_TOPIC_NULL)
@@ -310,7 +325,7 @@ def decode_group_records(const int64_t[::1] koff, const uint8_t[::1] kdata, cons
                 epoch[i] = be32(p)
                 has_epoch[i] = 1
                 p += 4
-            rc = read_string(&p, end, flex, &mdata[0], &mpos, &moff[0], i)
+            rc = read_string(&p, end, flex, &mdata[0], &mpos, moff, vwide, i)
             if rc:
                 status[i] = ST_VALUE_ERROR
                 err[i] = E_VALUE_METADATA if rc == 1 else (E_VALUE_METADATA_UTF8 if rc == 2 else E_VALUE_METADATA_NULL)

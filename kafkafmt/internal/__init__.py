@@ -107,8 +107,8 @@ def _string_array(offsets, data, valid):
     pa = _pa()
     n = len(offsets) - 1
     nulls = int(n - np.count_nonzero(valid))
-    if int(offsets[-1]) < 2 ** 31:
-        return pa.StringArray.from_buffers(n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data),
+    if offsets.dtype == np.int32:
+        return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data),
                                            _bitmap(valid) if nulls else None, nulls)
     arr = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data),
                                            _bitmap(valid) if nulls else None, nulls)
@@ -116,8 +116,11 @@ def _string_array(offsets, data, valid):
 
 
 def _masked(values, valid, type):
+    """A primitive Arrow array on `values`' buffer (no copy) with `valid` as its validity."""
     pa = _pa()
-    return pa.array(values, type=type, mask=~valid)
+    n = len(values)
+    nulls = int(n - np.count_nonzero(valid))
+    return pa.Array.from_buffers(type, n, [_bitmap(valid) if nulls else None, pa.py_buffer(values)], nulls)
 
 
 def _sparse_binary(col, rows, n):
@@ -137,8 +140,11 @@ def _sparse_binary(col, rows, n):
     data = np.asarray(col.data, dtype=np.uint8).reshape(-1)
     buf = np.concatenate([data[offsets[r]:offsets[r + 1]] for r in rows]) if len(rows) else np.zeros(0, np.uint8)
     nulls = int(n - len(rows))
-    return pa.BinaryArray.from_buffers(n, pa.py_buffer(out.astype(np.int32)), pa.py_buffer(buf),
-                                       _bitmap(keep) if nulls else None, nulls)
+    if out[-1] >= 2 ** 31:
+        return pa.Array.from_buffers(pa.large_binary(), n, [_bitmap(keep) if nulls else None, pa.py_buffer(out),
+                                                            pa.py_buffer(buf)], nulls).cast(pa.binary())
+    return pa.Array.from_buffers(pa.binary(), n, [_bitmap(keep) if nulls else None,
+                                                  pa.py_buffer(out.astype(np.int32)), pa.py_buffer(buf)], nulls)
 
 
 def _text_column(texts_by_row, n):
@@ -164,7 +170,8 @@ def _warn(topic, counts):
 
 def _ts_array(ms):
     pa = _pa()
-    return pa.array(np.asarray(ms, dtype=np.int64), pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+    ms = np.ascontiguousarray(ms, dtype=np.int64)
+    return pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), len(ms), [None, pa.py_buffer(ms)])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -346,8 +353,8 @@ def consumer_offsets(recs):
         _masked(r["offset"], has_value, pa.int64()),
         _masked(r["leader_epoch"], r["has_epoch"] & has_value, pa.int32()),
         _string_array(r["metadata_offsets"], r["metadata_data"], has_value),
-        _masked(r["commit_timestamp"], has_value, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
-        _masked(ets, has_expire & has_value, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+        _masked(r["commit_timestamp"], has_value, pa.timestamp("ms", tz="UTC")),
+        _masked(ets, has_expire & has_value, pa.timestamp("ms", tz="UTC")),
         pa.array(vn.view(np.bool_)),
         _text_column(errors, n),
         _sparse_binary(recs.key, raw_rows, n),
