@@ -1,0 +1,453 @@
+"""spark.readStream.format("kafka-segments") over live log dirs (issue 14).
+
+A writer appends kafkafmt.encode(...) batches to a partition's active segment -- including a torn
+final write completed later -- rolls segments and adds partitions; the reader's offsets, data-loss
+handling and trigger cost are checked without a JVM, then real local[2] queries check AvailableNow
+twice from one checkpoint into a file sink (every (topic, partition, offset) exactly once),
+maxOffsetsPerTrigger in the micro-batches, the progress a user sees, data loss both ways, corrupt
+data mid-stream and a checkpoint of another subscription.
+"""
+import glob
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark", minversion="4.1")
+
+import kafkafmt  # noqa: E402
+from kafkafmt.spark.options import OptionError, parse  # noqa: E402
+from kafkafmt.spark.source import kafka_schema  # noqa: E402
+from kafkafmt.spark.stream import (CheckpointMismatchError, DataLossError, KafkaSegmentsStreamReader,  # noqa: E402
+                                   lag, offsets_to_json, parse_offsets, rate_limit)
+
+# the test writer appends bare .log files (no indexes): the fallback warnings are expected
+pytestmark = pytest.mark.filterwarnings("ignore::kafkafmt.KafkafmtWarning")
+
+HAS_ADMISSION = True
+try:
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+except ImportError:      # pyspark 4.1
+    HAS_ADMISSION = False
+
+
+# --- a writer that behaves like a broker appending to a partition -----------------------------------
+
+class PartitionWriter:
+    """Appends record batches to <root>/<topic>-<partition>/<base>.log; rolls segments."""
+
+    def __init__(self, root, topic, partition):
+        self.folder = os.path.join(str(root), f"{topic}-{partition}")
+        os.makedirs(self.folder, exist_ok=True)
+        self.topic, self.partition = topic, partition
+        self.next = 0
+        self.active = None
+        self.pending = b""          # the unwritten rest of a torn write
+        self.roll()
+
+    def roll(self):
+        assert not self.pending, "complete the torn write before rolling"
+        self.active = os.path.join(self.folder, f"{self.next:020d}.log")
+        open(self.active, "ab").close()
+        return self.active
+
+    def _encode(self, n, **kw):
+        vals = [f"{self.topic}/{self.partition}/{self.next + i}".encode() for i in range(n)]
+        data = kafkafmt.encode(values=vals, keys=[b"k%d" % (i % 7) for i in range(n)], base_offset=self.next,
+                               timestamps=[1767225600000 + self.next + i for i in range(n)], **kw)
+        self.next += n
+        return data
+
+    def append(self, n, max_records=50, **kw):
+        assert not self.pending
+        with open(self.active, "ab") as f:
+            f.write(self._encode(n, max_records=max_records, **kw))
+
+    def append_torn(self, n, keep=0.5):
+        """Write a batch of n records only partly (a write in progress)."""
+        data = self._encode(n, max_records=n)
+        cut = max(1, int(len(data) * keep))
+        with open(self.active, "ab") as f:
+            f.write(data[:cut])
+        self.pending = data[cut:]
+
+    def complete(self):
+        with open(self.active, "ab") as f:
+            f.write(self.pending)
+        self.pending = b""
+
+
+def _reader(root, **options):
+    opts = parse({"path": str(root), **options}, stream=True)
+    return KafkaSegmentsStreamReader(kafka_schema(opts.include_headers, opts.batch_metadata), opts)
+
+
+def _all(reader):
+    return ReadAllAvailable() if HAS_ADMISSION else None
+
+
+def _rows_of(reader, start, end):
+    out = []
+    for p in reader.partitions(start, end):
+        for b in reader.read(p):
+            d = b.to_pydict()
+            out += list(zip(d["topic"], d["partition"], d["offset"]))
+    return out
+
+
+# --- offsets and options, without a JVM --------------------------------------------------------------
+
+def test_offsets_json_is_sorted_and_round_trips():
+    offs = {("b", 10): 5, ("b", 9): 4, ("a", 0): 1, ("b", 2): 0}
+    js = offsets_to_json(offs)
+    assert json.dumps(js) == '{"a": {"0": 1}, "b": {"2": 0, "9": 4, "10": 5}}'
+    assert parse_offsets(json.dumps(js)) == offs
+    for foreign in ('{"logOffset": 3}', "17", '{"a": [1, 2]}', '{"a": {"0": "x"}}'):
+        with pytest.raises(CheckpointMismatchError, match="another source"):
+            parse_offsets(foreign)
+
+
+def test_rate_limit_splits_by_lag_as_spark():
+    start = {("t", 0): 0, ("t", 1): 100, ("t", 2): 50}
+    latest = {("t", 0): 300, ("t", 1): 200, ("t", 2): 50, ("t", 3): 1}
+    # lags 300, 100, 0 and a new partition (from earliest 0) with 1: shares of 100 are
+    # floor(100*300/401)=74, floor(100*100/401)=24, the 0.25 share rounds up to 1 (not starved)
+    assert rate_limit(100, start, latest, {("t", 3): 0}) == {("t", 0): 74, ("t", 1): 124, ("t", 2): 50,
+                                                             ("t", 3): 1}
+    assert rate_limit(10_000, start, latest, {("t", 3): 0}) == latest   # never past the end
+
+
+def test_stream_options_accepted_batch_rejects_them(tmp_path):
+    o = parse({"path": str(tmp_path), "maxOffsetsPerTrigger": "500", "minOffsetsPerTrigger": "100",
+               "maxTriggerDelay": "30s", "startingOffsets": "latest"}, stream=True)
+    assert (o.max_offsets_per_trigger, o.min_offsets_per_trigger, o.max_trigger_delay_ms, o.starting) == \
+        (500, 100, 30_000, "latest")
+    assert parse({"path": str(tmp_path)}, stream=True).starting == "latest"     # Spark's default for streams
+    with pytest.raises(OptionError, match="streaming option"):
+        parse({"path": str(tmp_path), "maxOffsetsPerTrigger": "500"})
+    with pytest.raises(OptionError, match="stream has no end"):
+        parse({"path": str(tmp_path), "endingOffsets": "latest"}, stream=True)
+    with pytest.raises(OptionError, match="duration"):
+        parse({"path": str(tmp_path), "maxTriggerDelay": "soon"}, stream=True)
+    # what schema() sees (either kind of query): both accepted
+    parse({"path": str(tmp_path), "maxOffsetsPerTrigger": "5", "startingOffsets": "latest"}, stream=None)
+
+
+# --- the live log dir, without a JVM ---------------------------------------------------------------------
+
+def test_live_appends_torn_write_rolls_and_new_partitions(tmp_path):
+    w0 = PartitionWriter(tmp_path, "live", 0)
+    w0.append(120)
+    r = _reader(tmp_path, startingOffsets="earliest")
+    start = r.initialOffset()
+    assert start == {"live": {"0": 0}}
+    end = r.latestOffset(start, _all(r))
+    assert end == {"live": {"0": 120}}
+    # a batch cut off mid-write is left for the next trigger, not corruption, not skipped
+    w0.append_torn(30)
+    assert r.latestOffset(end, _all(r)) == end
+    assert sorted(o for _, _, o in _rows_of(r, start, end)) == list(range(120))
+    w0.complete()
+    end2 = r.latestOffset(end, _all(r))
+    assert end2 == {"live": {"0": 150}}
+    # a rolled segment and a new partition are discovered
+    w0.roll()
+    w0.append(10)
+    w1 = PartitionWriter(tmp_path, "live", 1)
+    w1.append(7)
+    end3 = r.latestOffset(end2, _all(r))
+    assert end3 == {"live": {"0": 160, "1": 7}}
+    got = _rows_of(r, end, end3)
+    assert sorted(got) == sorted([("live", 0, o) for o in range(120, 160)] + [("live", 1, o) for o in range(7)])
+
+
+def test_preallocated_index_and_log_tails_are_ignored(tmp_path):
+    w = PartitionWriter(tmp_path, "pre", 0)
+    w.append(200, max_records=10)
+    # a live index: a few real entries, then the preallocated zero tail
+    data = open(w.active, "rb").read()
+    table, _ = kafkafmt.scan_batches(data)
+    entries = bytearray(10 * 1024 * 1024 // 1024 * 8)
+    for k, i in enumerate((5, 10, 15)):
+        rel = int(table["last_offset"][i]) - 0
+        entries[k * 8:k * 8 + 8] = rel.to_bytes(4, "big") + int(table["position"][i]).to_bytes(4, "big")
+    with open(w.active[:-4] + ".index", "wb") as f:
+        f.write(bytes(entries))
+    # and a preallocated .log: zeros after the data, later overwritten by appends
+    with open(w.active, "ab") as f:
+        f.write(b"\0" * 65536)
+    r = _reader(tmp_path, startingOffsets="earliest")
+    start = r.initialOffset()
+    end = r.latestOffset(start, _all(r))
+    assert end == {"pre": {"0": 200}}
+    more = kafkafmt.encode(values=[b"x"] * 5, base_offset=200)
+    with open(w.active, "r+b") as f:         # the broker writes into the preallocated space
+        f.seek(len(data))
+        f.write(more)
+    assert r.latestOffset(end, _all(r)) == {"pre": {"0": 205}}
+    assert sorted(o for _, _, o in _rows_of(r, start, {"pre": {"0": 205}})) == list(range(205))
+
+
+def test_rate_limit_and_41_fallback_without_arguments(tmp_path):
+    for p, n in ((0, 300), (1, 100)):
+        PartitionWriter(tmp_path, "rl", p).append(n)
+    r = _reader(tmp_path, startingOffsets="earliest", maxOffsetsPerTrigger="100")
+    start = r.initialOffset()
+    if HAS_ADMISSION:
+        assert r.getDefaultReadLimit() == ReadMaxRows(100)
+        assert r.latestOffset(start, ReadMaxRows(100)) == {"rl": {"0": 75, "1": 25}}
+        assert r.latestOffset(start, ReadAllAvailable()) == {"rl": {"0": 300, "1": 100}}
+    # pyspark 4.1 calls latestOffset() with no arguments: the options are the limits, from the
+    # last end offset handed out (partitions() and latestOffset() record it)
+    r = _reader(tmp_path, startingOffsets="earliest", maxOffsetsPerTrigger="100")
+    s = r.initialOffset()
+    seen = []
+    for _ in range(6):
+        e = r.latestOffset()
+        r.partitions(s, e)
+        seen.append(e)
+        s = e
+    assert seen[0] == {"rl": {"0": 75, "1": 25}} and seen[-1] == {"rl": {"0": 300, "1": 100}}
+
+
+def test_min_offsets_per_trigger_waits_up_to_max_trigger_delay(tmp_path):
+    w = PartitionWriter(tmp_path, "mn", 0)
+    w.append(10)
+    r = _reader(tmp_path, startingOffsets="earliest", minOffsetsPerTrigger="50", maxTriggerDelay="1s")
+    s = r.initialOffset()
+    first = r.latestOffset(s, r.getDefaultReadLimit())       # the first trigger is never delayed (as Spark)
+    assert first == {"mn": {"0": 10}}
+    w.append(10)
+    assert r.latestOffset(first, r.getDefaultReadLimit()) == first     # 10 < 50 new offsets: wait
+    w.append(45)
+    assert r.latestOffset(first, r.getDefaultReadLimit()) == {"mn": {"0": 65}}
+    w.append(5)
+    time.sleep(1.1)
+    assert r.latestOffset({"mn": {"0": 65}}, r.getDefaultReadLimit()) == {"mn": {"0": 70}}   # delay passed
+
+
+def test_starting_offsets_variants(tmp_path):
+    w = PartitionWriter(tmp_path, "so", 0)
+    w.append(100)
+    PartitionWriter(tmp_path, "so", 1).append(10)
+    assert _reader(tmp_path).initialOffset() == {"so": {"0": 100, "1": 10}}       # latest
+    assert _reader(tmp_path, startingOffsets='{"so":{"0":40,"1":-2}}').initialOffset() == {"so": {"0": 40, "1": 0}}
+    with pytest.raises(OptionError, match="missing: so-1"):
+        _reader(tmp_path, startingOffsets='{"so":{"0":40}}').initialOffset()
+    # timestamps: the writer gives offset o the timestamp 1767225600000 + o
+    got = _reader(tmp_path, startingOffsetsByTimestamp=json.dumps({"so": {"0": 1767225600000 + 30,
+                                                                          "1": 1767225600000}})).initialOffset()
+    assert got == {"so": {"0": 30, "1": 0}}
+    with pytest.raises(OptionError, match="startingOffsetsByTimestampStrategy"):
+        _reader(tmp_path, startingTimestamp=str(1767225600000 + 50)).initialOffset()    # so-1 has none that late
+    got = _reader(tmp_path, startingTimestamp=str(1767225600000 + 50),
+                  startingOffsetsByTimestampStrategy="latest").initialOffset()
+    assert got == {"so": {"0": 50, "1": 10}}
+
+
+def test_data_loss_driver_side_both_ways(tmp_path):
+    w = PartitionWriter(tmp_path, "dl", 0)
+    w.append(100)
+    w.roll()
+    w.append(100)
+    w.roll()
+    w.append(50)
+    r = _reader(tmp_path, startingOffsets="earliest")
+    start = r.initialOffset()
+    end = r.latestOffset(start, _all(r))
+    os.remove(os.path.join(w.folder, f"{0:020d}.log"))          # retention deletes the oldest segment
+    with pytest.raises(DataLossError, match=r"offsets 0\.\.99 of dl-0 were deleted"):
+        r.partitions(start, end)
+    lenient = _reader(tmp_path, startingOffsets="earliest", failOnDataLoss="false")
+    got = sorted(o for _, _, o in _rows_of(lenient, start, end))
+    assert got == list(range(100, 250))
+    assert any("0..99" in m for m in lenient.watcher.warnings)
+    # a checkpoint of another subscription is refused
+    other = _reader(tmp_path, subscribe="elsewhere")
+    with pytest.raises(CheckpointMismatchError, match="subscribe=elsewhere"):
+        other.latestOffset(end, _all(other))
+    # the log end going backwards (a checkpoint of another log dir, a recreated log)
+    with pytest.raises(DataLossError, match="went back from 900 to 250"):
+        r.latestOffset({"dl": {"0": 900}}, _all(r))
+    # the partition folder removed
+    shutil.rmtree(w.folder)
+    os.makedirs(os.path.join(str(tmp_path), "keep-0"))
+    with pytest.raises(DataLossError, match="dl-0 are gone"):
+        r.partitions(end, r.latestOffset(end, _all(r)))
+
+
+def test_corrupt_active_segment(tmp_path):
+    w = PartitionWriter(tmp_path, "cr", 0)
+    w.append(100, max_records=10)
+    size = os.path.getsize(w.active)
+    w.append(100, max_records=10)
+    with open(w.active, "r+b") as f:        # garble the size field of the batch after the first 100 offsets
+        f.seek(size + 8)
+        f.write(b"\xff\xff\xff\xf0")
+    r = _reader(tmp_path, startingOffsets="earliest")
+    with pytest.raises(DataLossError, match=f"{w.active} position {size}"):
+        r.initialOffset()
+    r = _reader(tmp_path, startingOffsets="earliest", failOnDataLoss="false")
+    s = r.initialOffset()
+    e = r.latestOffset(s, _all(r))
+    assert e == {"cr": {"0": 200}}
+    assert any(f"position {size}" in m for m in r.watcher.warnings)
+    got = sorted(o for _, _, o in _rows_of(r, s, e))
+    assert got == list(range(100)) + list(range(110, 200))        # the garbled batch (10 records) skipped
+
+
+def test_trigger_cost_without_new_data(tmp_path):
+    """<= 50 ms of driver time per 100 partitions when nothing changed (local disk)."""
+    for p in range(100):
+        w = PartitionWriter(tmp_path, "many", p)
+        w.append(20)
+        w.roll()
+        w.append(5)
+    old = time.time() - 60          # settled folders (file-system timestamps older than MTIME_SETTLE_S)
+    for path in glob.glob(os.path.join(str(tmp_path), "*")) + glob.glob(os.path.join(str(tmp_path), "*", "*")):
+        os.utime(path, (old, old))
+    os.utime(str(tmp_path), (old, old))
+    r = _reader(tmp_path, startingOffsets="earliest")
+    s = r.initialOffset()
+    e = r.latestOffset(s, _all(r))
+    times = []
+    for _ in range(15):
+        t0 = time.perf_counter()
+        assert r.latestOffset(e, _all(r)) == e
+        times.append(time.perf_counter() - t0)
+    ms = statistics.median(times) * 1000
+    print(f"\ntrigger without new data, 100 partitions: {ms:.2f} ms (median of 15)")
+    assert ms <= 50
+
+
+# --- through Spark (local[2]) ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = tmp_path_factory.mktemp("log4j") / "log4j2.properties"
+    log4j.write_text("rootLogger.level = error\nrootLogger.appenderRef.stdout.ref = console\n"
+                     "appender.console.type = Console\nappender.console.name = console\n"
+                     "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
+                     "appender.console.layout.pattern = %p %c{1}: %m%n\n")
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("kafkafmt-stream-tests")
+               .config("spark.driver.extraJavaOptions",
+                       f"-Dlog4j2.configurationFile={log4j} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.streaming.pollingDelay", "10ms").getOrCreate())
+    import kafkafmt.spark
+
+    kafkafmt.spark.register(session)
+    yield session
+
+
+def _available_now(spark, root, out, ckpt, **options):
+    reader = spark.readStream.format("kafka-segments")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    q = (reader.load(str(root)).select("topic", "partition", "offset", "value").writeStream.format("parquet")
+         .option("path", str(out)).option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
+    try:
+        assert q.awaitTermination(120), "AvailableNow query did not finish in 120 s"
+        if q.exception() is not None:
+            raise q.exception()
+        return q.recentProgress
+    finally:
+        q.stop()
+
+
+def _sink_keys(spark, out):
+    return [tuple(r) for r in spark.read.parquet(str(out)).select("topic", "partition", "offset").collect()]
+
+
+def _lib_keys(root):
+    recs = kafkafmt.read_log_dirs(str(root))
+    topics = recs.to_arrow().column("topic").to_pylist()
+    return sorted(zip(topics, recs.to_arrow().column("partition").to_pylist(), recs.offset.tolist()))
+
+
+def test_available_now_twice_exactly_once_with_live_writer(spark, tmp_path):
+    root, out, ckpt = tmp_path / "logs", tmp_path / "out", tmp_path / "ckpt"
+    a0, a1 = PartitionWriter(root, "orders", 0), PartitionWriter(root, "orders", 1)
+    a0.append(400)
+    a1.append(250)
+    a0.append_torn(40)                  # being written when the first run starts
+    prog1 = _available_now(spark, root, out, ckpt, startingOffsets="earliest")
+    keys = _sink_keys(spark, out)
+    assert sorted(keys) == [("orders", 0, o) for o in range(400)] + [("orders", 1, o) for o in range(250)]
+    assert sum(p["numInputRows"] for p in prog1) == 650
+    # the write completes, segments roll, a partition is added; the second run reads only the rest
+    a0.complete()
+    a0.append(60)
+    a0.roll()
+    a0.append(100)
+    a1.roll()
+    a1.append(30)
+    PartitionWriter(root, "orders", 2).append(70)
+    prog2 = _available_now(spark, root, out, ckpt, startingOffsets="earliest")
+    keys = _sink_keys(spark, out)
+    assert len(keys) == len(set(keys))                     # exactly once
+    assert sorted(keys) == _lib_keys(root)
+    assert sum(p["numInputRows"] for p in prog2) == 200 + 30 + 70
+    last = [p for p in prog2 if p["numInputRows"]][-1]["sources"][0]
+    assert json.loads(last["endOffset"]) == {"orders": {"0": 600, "1": 280, "2": 70}}
+    # values are the writer's
+    one = spark.read.parquet(str(out)).where("partition = 0 and offset = 420").collect()[0]
+    assert one["value"] == b"orders/0/420"
+
+
+def test_max_offsets_per_trigger_micro_batches_and_progress(spark, tmp_path):
+    root = tmp_path / "logs"
+    PartitionWriter(root, "m", 0).append(900)
+    PartitionWriter(root, "m", 1).append(300)
+    prog = _available_now(spark, root, tmp_path / "out", tmp_path / "ckpt", startingOffsets="earliest",
+                          maxOffsetsPerTrigger="400")
+    sizes = [p["numInputRows"] for p in prog if p["numInputRows"]]
+    assert sizes == [400, 400, 400]        # 1200 offsets, 400 per trigger (300 + 100 split by lag)
+    first = prog[0]["sources"][0]
+    assert json.loads(first["startOffset"]) == {"m": {"0": 0, "1": 0}}
+    assert json.loads(first["endOffset"]) == {"m": {"0": 300, "1": 100}}
+    if first.get("latestOffset"):          # reportLatestOffset (pyspark >= 4.2)
+        assert json.loads(first["latestOffset"]) == {"m": {"0": 900, "1": 300}}
+        assert lag(prog[0]) == {"m-0": 600, "m-1": 200}
+    assert sorted(_sink_keys(spark, tmp_path / "out")) == _lib_keys(root)
+
+
+def test_data_loss_through_spark_both_ways(spark, tmp_path):
+    root, out, ckpt = tmp_path / "logs", tmp_path / "out", tmp_path / "ckpt"
+    w = PartitionWriter(root, "ret", 0)
+    w.append(100)
+    w.roll()
+    w.append(100)
+    _available_now(spark, root, out, ckpt, startingOffsets="earliest")
+    w.roll()
+    w.append(100)            # 200..299: never read...
+    w.roll()
+    w.append(100)
+    os.remove(os.path.join(w.folder, f"{200:020d}.log"))     # ...retention deleted it first
+    for d in ("ckpt2", "out2"):
+        shutil.copytree(tmp_path / d.rstrip("2"), tmp_path / d)
+    with pytest.raises(Exception, match=r"offsets 200\.\.299 of ret-0 were deleted"):
+        _available_now(spark, root, out, ckpt, startingOffsets="earliest")
+    _available_now(spark, root, tmp_path / "out2", tmp_path / "ckpt2", startingOffsets="earliest",
+                   failOnDataLoss="false")
+    got = sorted(o for _, _, o in _sink_keys(spark, tmp_path / "out2"))
+    assert got == list(range(200)) + list(range(300, 400))
+
+
+def test_checkpoint_of_another_subscription_is_refused(spark, tmp_path):
+    root, ckpt = tmp_path / "logs", tmp_path / "ckpt"
+    PartitionWriter(root, "first", 0).append(10)
+    PartitionWriter(root, "second", 0).append(10)
+    _available_now(spark, root, tmp_path / "out", ckpt, subscribe="first", startingOffsets="earliest")
+    PartitionWriter(root, "first", 1).append(5)
+    with pytest.raises(Exception, match="another subscription"):
+        _available_now(spark, root, tmp_path / "out", ckpt, subscribe="second", startingOffsets="earliest")
