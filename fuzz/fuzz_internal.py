@@ -106,7 +106,13 @@ def check(data):
     recs = kafkafmt.decode(kafkafmt.encode(keys=[k for k, _ in records], values=[v for _, v in records]))
     name = ("consumer_offsets", "group_members", "transaction_state", "cluster_metadata")[target]
     table = getattr(ki, name)(recs)
-    rows = table.to_pylist()
+    table.validate(full=True)
+    table.to_pandas()
+    # a hostile timestamp can lie outside Python's datetime (years 1-9999): compare as int64
+    import pyarrow as pa
+    plain = pa.table([c.cast(pa.int64()) if pa.types.is_timestamp(c.type) else c for c in table.columns],
+                     names=table.column_names)
+    rows = plain.to_pylist()
     if name != "group_members" and len(rows) != len(records):
         raise Finding(f"{name}: {len(rows)} rows for {len(records)} records")
     for row in rows:
@@ -119,7 +125,6 @@ def check(data):
             raise Finding(f"transaction row without values or error: {row}")
         if name == "cluster_metadata" and (row["fields"] is None or row["record_type"] is None):
             raise Finding(f"metadata row without fields or error: {row}")
-    table.validate(full=True)
 
 
 def seeds():

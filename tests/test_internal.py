@@ -575,3 +575,46 @@ def test_empty_records():
     for name in ki.TABLES:
         t = getattr(ki, name)(recs)
         assert t.num_rows == 0 and t.schema == ki.schema_of(name)
+
+
+# ------------------------------------------------------------------------------------------------
+# DumpLogSegments text
+
+def test_dump_text_offsets_and_transactions():
+    k, v = _commit(1, 3, 0, meta="m")
+    key, payload = ki.dump_text("offsets", k, v, 5)
+    assert key == '{"type":"1","data":{"group":"g1","topic":"orders","partition":0}}'
+    assert payload == '{"version":"3","data":{"offset":1000,"leaderEpoch":0,"metadata":"m","commitTimestamp":1767225600000}}'
+    assert ki.dump_text("offsets", k, None, 5)[1] == "<DELETE>"
+    assert ki.dump_text("offsets", b"\x00\x63", b"", 7) == ("Unknown record type 99 at offset 7, skipping.", None)
+    assert ki.dump_text("offsets", k, v[:5], 8)[0].startswith("Error at offset 8, skipping. value: ")
+    gk, gv = _group_metadata(4, [_member(0, 3, 3)])
+    data = json.loads(ki.dump_text("offsets", gk, gv, 1)[1])["data"]
+    assert data["members"][0]["subscription"]["topics"] == ["orders"]
+    assert data["members"][0]["assignment"]["assignedPartitions"] == [{"topic": "orders", "partitions": [0, 3]}]
+    tk, tv = _txn(1, 4, {"PreviousProducerId": 7})
+    key, payload = ki.dump_text("transaction-log", tk, tv, 0)
+    assert key == '{"type":"0","data":{"transactionalId":"tx-1"}}'
+    d = json.loads(payload)
+    assert d["version"] == "1" and d["data"]["previousProducerId"] == 7 and "nextProducerId" not in d["data"]
+    assert d["data"]["transactionStatus"] == 4
+    with pytest.raises(ValueError, match="missing key"):
+        ki.dump_text("offsets", None, v, 3)
+
+
+def test_dump_text_cluster_metadata():
+    v = ki.encode_metadata_record(12, 0, {"Name": "metadata.version", "FeatureLevel": 19})
+    assert ki.dump_text("cluster-metadata", None, v, 1) == (
+        None, '{"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":19}}')
+    assert ki.dump_text("cluster-metadata", None, v[:-1], 2)[1].startswith("Error at 2, skipping.")
+
+
+def test_group_members_corrupt_member_bytes():
+    m = _member(0)
+    m["subscription"] = b"\x00\x01\x00\x00\x00\x09"
+    k, v = _group_metadata(3, [m, _member(1)])
+    rows = ki.group_members(_recs([(k, v), (k, v[:20])])).to_pylist()
+    assert rows[0]["member_id"] == "m-0" and rows[0]["subscription"] is None
+    assert "subscription" in rows[0]["error"] and rows[0]["assignment"] == [{"topic": "orders", "partitions": [0, 3]}]
+    assert rows[1]["error"] is None and rows[1]["subscription"] == ["orders"]
+    assert "GroupMetadataValue v3" in rows[2]["error"] and rows[2]["member_id"] is None

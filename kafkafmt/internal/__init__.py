@@ -32,7 +32,7 @@ from kafkafmt.logdir import KafkafmtWarning
 __all__ = ["consumer_offsets", "group_members", "transaction_state", "cluster_metadata", "TABLES", "schema_of",
            "decode_coordinator_record", "decode_metadata_record", "encode_group_record",
            "encode_transaction_record", "encode_metadata_record", "encode_subscription", "encode_assignment",
-           "metadata_type_enum_name", "SchemaError", "GROUP_KINDS"]
+           "metadata_type_enum_name", "dump_text", "SchemaError", "GROUP_KINDS"]
 
 #: record type -> kind name in consumer_offsets
 GROUP_KINDS = {t: kind for t, (kind, _, _) in GROUP_RECORDS.items()}
@@ -653,3 +653,61 @@ def _promote(row, api_key, d):
     elif api_key == 4:
         rtype = _CONFIG_RESOURCE.get(d["ResourceType"], str(d["ResourceType"]))
         row.update(config_resource=f"{rtype}:{d['ResourceName']}", config_name=d["Name"], config_value=d["Value"])
+
+
+# ------------------------------------------------------------------------------------------------
+# DumpLogSegments text (kafka-dump-log.sh --offsets-decoder / --transaction-log-decoder /
+# --cluster-metadata-decoder)
+
+def _consumer_protocol_json(msg, data):
+    """Kafka's dump replaces a consumer member's subscription/assignment bytes by their JSON, read at
+    the version they carry; anything it cannot read keeps the base64 bytes."""
+    if data is None or len(data) < 2:
+        raise SchemaError("truncated")
+    ver = struct.unpack_from(">h", data)[0]
+    if not in_versions(msg.valid, ver):
+        raise SchemaError(f"unsupported version {ver}")
+    return to_json_data(msg, decode_message(msg, ver, data, 2)[0])
+
+
+def dump_text(decoder, key, value, offset):
+    """(key text or None, payload text or None) as Kafka's DumpLogSegments prints a record with
+    ``decoder`` = ``"offsets"`` (--offsets-decoder), ``"transaction-log"`` (--transaction-log-decoder)
+    or ``"cluster-metadata"`` (--cluster-metadata-decoder): ``key: {"type":"1","data":{...}}
+    payload: {"version":"3","data":{...}}``, ``<DELETE>`` for a tombstone, ``Unknown record type ...``
+    / ``Error at offset ...`` texts for what cannot be read."""
+    if decoder == "cluster-metadata":
+        try:
+            api_key, version, msg, data = decode_metadata_record(value)
+        except (SchemaError, LookupError) as e:
+            return None, f"Error at {offset}, skipping. {e.args[0] if e.args else e}"
+        return None, json_text({"type": metadata_type_enum_name(api_key), "version": version,
+                                "data": to_json_data(msg, data)})
+    topic = {"offsets": "consumer_offsets", "transaction-log": "transaction_state"}[decoder]
+    if key is None:
+        raise ValueError(f"Failed to decode message at offset {offset} using the specified decoder "
+                         "(message had a missing key)")
+    try:
+        d = decode_coordinator_record(key, value, topic)
+    except LookupError as e:
+        if str(e).startswith("unknown record type"):
+            return f"Unknown record type {struct.unpack_from('>h', key)[0]} at offset {offset}, skipping.", None
+        return f"Error at offset {offset}, skipping. {e}", None
+    except SchemaError as e:
+        return f"Error at offset {offset}, skipping. {e}", None
+    key_text = json_text({"type": str(d["type"]), "data": to_json_data(d["key_message"], d["key"])})
+    if d["value"] is None:
+        return key_text, "<DELETE>"
+    data = to_json_data(d["value_message"], d["value"])
+    if d["type"] == 2 and data.get("protocolType") == "consumer":
+        for m in data.get("members") or []:
+            raw = next((x for x in d["value"]["members"] if x["memberId"] == m["memberId"]), None)
+            if raw is None:
+                continue
+            for field, msg in (("subscription", CONSUMER_PROTOCOL_SUBSCRIPTION),
+                               ("assignment", CONSUMER_PROTOCOL_ASSIGNMENT)):
+                try:
+                    m[field] = _consumer_protocol_json(msg, raw[field])
+                except SchemaError:
+                    pass
+    return key_text, json_text({"version": str(d["version"]), "data": data})
