@@ -618,3 +618,4 @@ def test_group_members_corrupt_member_bytes():
     assert "subscription" in rows[0]["error"] and rows[0]["assignment"] == [{"topic": "orders", "partitions": [0, 3]}]
     assert rows[1]["error"] is None and rows[1]["subscription"] == ["orders"]
     assert "GroupMetadataValue v3" in rows[2]["error"] and rows[2]["member_id"] is None
+    assert rows[2]["group"] == "shop" and rows[2]["generation"] is None

@@ -412,6 +412,10 @@ def group_members(recs):
             _append(cols, base, error=str(e))
             continue
         except SchemaError as e:
+            try:  # the key may still name the group
+                base["group"] = decode_message(GROUP_RECORDS[2][1], 0, keys[i], 2)[0]["group"]
+            except SchemaError:
+                pass
             _append(cols, base, error=str(e))
             continue
         v = d["value"]
