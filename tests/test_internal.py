@@ -12,7 +12,6 @@ import random
 import struct
 import warnings
 
-import numpy as np
 import pytest
 
 pa = pytest.importorskip("pyarrow")

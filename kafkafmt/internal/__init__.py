@@ -16,7 +16,6 @@ The schemas are data (`kafkafmt.internal.schemas`), read by one generic decoder
 """
 from __future__ import annotations
 
-import json
 import struct
 import warnings
 
