@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import struct
+import threading
 import time
 
 import numpy as np
@@ -32,24 +33,47 @@ TIMESTAMP_TYPE_BIT = 0x08
 
 
 class Binary:
-    """A binary column for the writer: int64 offsets (need not start at 0), data, validity bitmap."""
+    """A binary column for the writer: int64 offsets (need not start at 0), data, validity bitmap.
 
-    __slots__ = ("offsets", "data", "validity")
+    Built from a list of ``bytes`` it holds no copy of them: ``pointers`` gives each element's
+    bytes inside the (immutable) objects that ``keep`` holds, and ``data`` is only gathered if
+    asked for."""
 
-    def __init__(self, offsets, data, validity=None):
+    __slots__ = ("offsets", "_data", "validity", "pointers", "keep")
+
+    def __init__(self, offsets, data, validity=None, pointers=None, keep=None):
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        self.data = np.ascontiguousarray(data, dtype=np.uint8) if len(data) else np.zeros(1, np.uint8)
+        if data is not None:
+            data = np.ascontiguousarray(data, dtype=np.uint8) if len(data) else np.zeros(1, np.uint8)
+        self._data = data
         self.validity = None if validity is None else np.ascontiguousarray(validity, dtype=np.uint8)
+        self.pointers = pointers
+        self.keep = keep
+
+    @classmethod
+    def from_refs(cls, offsets, validity, pointers, keep):
+        return cls(offsets, None, validity, pointers, keep)
+
+    @property
+    def data(self):
+        if self._data is None:
+            self._data = _writer.gather(self.offsets, self.pointers)
+        return self._data
 
     def lengths(self):
         return np.diff(self.offsets)
 
     def as_tuple(self):
-        return (self.offsets, self.data, self.validity)
+        if self.pointers is not None:
+            return (self.offsets, _NO_DATA, self.validity, self.pointers)
+        return (self.offsets, self._data, self.validity)
 
     @classmethod
     def empty(cls, n):
         return cls(np.zeros(n + 1, np.int64), np.zeros(1, np.uint8))
+
+
+_NO_DATA = np.zeros(1, np.uint8)
 
 
 class Columns:
@@ -86,6 +110,10 @@ class Columns:
 
 
 def _int64_column(values, name, n):
+    if type(values) is list:               # the common case, in C; anything unusual below
+        arr = _writer.int64_from_list(values)
+        if arr is not None and arr.shape == (n,):
+            return arr
     if hasattr(values, "null_count") and hasattr(values, "to_numpy"):   # a pyarrow array
         if values.null_count:
             import pyarrow.compute as pc
@@ -119,7 +147,14 @@ def _int64_column(values, name, n):
 
 
 def _binary_from_sequence(items, what):
-    items = list(items)
+    if type(items) is not list:
+        items = list(items)
+    refs = _writer.binary_refs_from_list(items)  # bytes / None: referenced, not copied
+    if refs is not None:
+        return Binary.from_refs(*refs)
+    packed = _writer.binary_from_list(items)    # bytes / bytearray / None, copied, in C
+    if packed is not None:
+        return Binary(*packed)
     n = len(items)
     lengths = np.zeros(n, np.int64)
     valid = np.ones(n, bool)
@@ -136,6 +171,11 @@ def _binary_from_sequence(items, what):
     np.cumsum(lengths, out=offsets[1:])
     data = np.frombuffer(b"".join(parts), np.uint8)
     return Binary(offsets, data, None if valid.all() else np.packbits(valid, bitorder="little"))
+
+
+def _null_binary(n):
+    """n null values."""
+    return Binary(np.zeros(n + 1, np.int64), np.zeros(1, np.uint8), np.zeros((n + 7) // 8, np.uint8))
 
 
 def _binary_from_records_column(col):
@@ -164,6 +204,11 @@ def _binary_from_arrow(arr, what):
 
 
 def _headers_from_sequence(items, n):
+    if type(items) is list and len(items) == n:
+        packed = _writer.headers_from_list(items)   # lists of (str, bytes | None) pairs, in C
+        if packed is not None:
+            index, key, value = packed
+            return index, Binary(*key), Binary(*value)
     index = np.zeros(n + 1, np.int64)
     keys, values = [], []
     for i, hs in enumerate(items):
@@ -268,9 +313,9 @@ def to_columns(records=None, *, keys=None, values=None, timestamps=None, headers
         raise EncodeError(f"cannot encode records of type {type(records).__name__}")
     if values is None:
         raise EncodeError("nothing to encode: pass records or values=")
-    values = list(values)
+    values = list(values) if type(values) is not list else values
     n = len(values)
-    key = _binary_from_sequence(keys if keys is not None else [None] * n, "key")
+    key = _binary_from_sequence(keys, "key") if keys is not None else _null_binary(n)
     value = _binary_from_sequence(values, "value")
     hidx = hkey = hval = None
     if headers is not None:
@@ -468,26 +513,43 @@ def _compress(codec, data, level, magic):
         raise EncodeError(f"{codec.name} compression failed (level {level!r}): {exc}") from None
 
 
+_local = threading.local()
+_SCRATCH_KEEP = 64 << 20     # uncompressed batches kept for the next call up to this size
+
+
+def _scratch(size):
+    """A uint8 buffer of at least size bytes for the uncompressed batches of a compressed encode,
+    reused call after call in a thread (fresh pages cost a page fault each: ~1/3 of the time)."""
+    buf = getattr(_local, "scratch", None)
+    if buf is None or len(buf) < size:
+        buf = np.empty(max(size, 1), np.uint8)
+        if size <= _SCRATCH_KEEP:
+            _local.scratch = buf
+    return buf
+
+
 def _encode_v2(cols, bounds, codec, level, meta):
     nb = len(bounds) - 1
     payload = int(cols.key.offsets[-1] - cols.key.offsets[0] + cols.value.offsets[-1] - cols.value.offsets[0]
                   + cols.header_key.offsets[-1] - cols.header_key.offsets[0]
                   + cols.header_value.offsets[-1] - cols.header_value.offsets[0])
     nh = int(cols.header_index[-1] - cols.header_index[0])
-    out = np.empty(_writer.max_v2_size(cols.n, payload, nh, nb), np.uint8)
+    cap = _writer.max_v2_size(cols.n, payload, nh, nb)
+    if codec.id == 0:       # straight into the bytes object returned
+        data, _ = _writer.encode_v2_bytes(
+            cap, cols.key.as_tuple(), cols.value.as_tuple(), cols.headers_tuple(), cols.offset, cols.timestamp,
+            np.asarray(bounds, np.int64), meta["attributes"], meta["leader_epoch"], meta["producer_id"],
+            meta["producer_epoch"], meta["base_sequence"], meta["max_timestamp"])
+        return data
+    out = _scratch(cap)
     pos = _writer.encode_v2(
         out, cols.key.as_tuple(), cols.value.as_tuple(), cols.headers_tuple(), cols.offset, cols.timestamp,
         np.asarray(bounds, np.int64), meta["attributes"], meta["leader_epoch"], meta["producer_id"],
-        meta["producer_epoch"], meta["base_sequence"], meta["max_timestamp"], codec.id == 0)
-    if codec.id == 0:
-        return out[:pos[-1]].tobytes()
+        meta["producer_epoch"], meta["base_sequence"], meta["max_timestamp"], False)
     mv = memoryview(out)
-    parts = []
-    for b in range(nb):
-        p, q = int(pos[b]), int(pos[b + 1])
-        compressed = _compress(codec, mv[p + 61:q], level, 2)
-        parts.append(_writer.frame_v2(mv[p:p + 61], compressed, codec.id))
-    return b"".join(parts)
+    starts = pos.tolist()
+    compressed = [_compress(codec, mv[starts[b] + 61:starts[b + 1]], level, 2) for b in range(nb)]
+    return _writer.frame_v2_all(out, pos, compressed, codec.id)
 
 
 def _encode_legacy(cols, bounds, codec, level, magic, tstype, log_append_time):
