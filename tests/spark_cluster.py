@@ -38,6 +38,7 @@ def free_port():
 
 def base_env(tmp):
     """Environment for daemons and clients: loopback only, this Python for Python workers."""
+    os.makedirs(str(tmp), exist_ok=True)
     env = dict(os.environ)
     env.update(SPARK_HOME=spark_home(), SPARK_LOCAL_IP="127.0.0.1", SPARK_LOCAL_HOSTNAME="localhost",
                PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
@@ -138,6 +139,7 @@ def connect_server(tmp, master="local[2]"):
     """Yields (sc_url, env, daemon): a Spark Connect server whose Python workers run this Python."""
     tmp = str(tmp)
     env = base_env(tmp)
+    env["SPARK_DAEMON_MEMORY"] = "1g"     # the launcher sizes the Connect server as a daemon
     port = free_port()
     cmd = [os.path.join(spark_home(), "bin", "spark-submit"), "--class",
            "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", master,

@@ -6,6 +6,7 @@ their PIDs (tests/spark_cluster.py); everything listens on 127.0.0.1; waits are 
 """
 import json
 import os
+import time
 
 import pytest
 
@@ -41,7 +42,8 @@ def _expected(root):
 
 
 CLUSTER_CLIENT = r'''
-import json, os, sys
+import json, os, sys, time
+t0 = time.time()
 from pyspark.sql import SparkSession, functions as F
 master, root, out, ckpt = sys.argv[1:5]
 spark = (SparkSession.builder.master(master).appName("kafkafmt-cluster-test")
@@ -54,6 +56,7 @@ spark = (SparkSession.builder.master(master).appName("kafkafmt-cluster-test")
          .config("spark.executor.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
          .getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
+t_session = time.time() - t0
 import kafkafmt.spark
 kafkafmt.spark.register(spark)
 df = spark.read.format("kafka-segments").option("targetPartitionBytes", str(1 << 20)).load(root)
@@ -62,6 +65,7 @@ counts = {f"{r['topic']}-{r['partition']}": r["count"] for r in df.groupBy("topi
 where = F.udf(lambda: os.path.basename(os.path.dirname(os.path.dirname(os.getcwd()))))
 workers = sorted(r[0] for r in df.select(where().alias("w")).distinct().collect())
 executors = len(spark.sparkContext.statusTracker().getExecutorInfos()) - 1
+t_batch = time.time() - t0
 q = (spark.readStream.format("kafka-segments").option("startingOffsets", "earliest")
      .option("targetPartitionBytes", str(1 << 20)).load(root)
      .select("topic", "partition", "offset", "value")
@@ -74,15 +78,20 @@ sink = spark.read.parquet(out)
 stream = {f"{r['topic']}-{r['partition']}": r["count"] for r in sink.groupBy("topic", "partition").count().collect()}
 distinct = sink.select("topic", "partition", "offset").distinct().count()
 print(json.dumps(dict(counts=counts, workers=workers, executors=executors, finished=finished, error=error,
-                      stream=stream, distinct=distinct, rows=sink.count())))
+                      stream=stream, distinct=distinct, rows=sink.count(),
+                      seconds=[round(t_session, 1), round(t_batch, 1), round(time.time() - t0, 1)])))
 spark.stop()
 '''
 
 
 def test_standalone_cluster_batch_and_stream(log_dir, tmp_path):
     expected = _expected(log_dir)
+    t0 = time.monotonic()
     with standalone_cluster(tmp_path / "cluster", workers=2) as (url, env, daemons):
+        t_up = time.monotonic() - t0
         got = run_client(CLUSTER_CLIENT, env, url, log_dir, tmp_path / "out", tmp_path / "ckpt")
+    print(f"\ncluster up in {t_up:.1f} s; client: session {got['seconds'][0]} s, batch done at {got['seconds'][1]} s, "
+          f"stream done at {got['seconds'][2]} s; total {time.monotonic() - t0:.1f} s")
     assert got["counts"] == expected
     assert got["executors"] == 2 and got["workers"] == ["worker0", "worker1"]     # both workers decoded rows
     assert got["finished"] and got["error"] is None
