@@ -326,7 +326,11 @@ class LocalBlob(Blob):
 _PERMISSION_WORDS = ("AccessDenied", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch",
                      "AuthorizationPermissionMismatch", "AuthenticationFailed", "403")
 _NOT_FOUND_WORDS = ("NoSuchBucket", "NoSuchKey", "NotFound", "404")
-_CHANGED_WORDS = ("InvalidRange", "416", "PreconditionFailed", "412")
+_RANGE_WORDS = ("InvalidRange", "not satisfiable", "416")
+
+
+class _RangeNotSatisfiable(StorageError):
+    """A ranged read starting at or past the object's end (it shrank): not retried."""
 
 
 _SECRET_NAMES = re.compile(r"secret|key|token|passw|credential|sas|signature|connection_string|auth|cert",
@@ -407,6 +411,8 @@ class FsspecStorage(Storage):
             err = StorageNotFoundError(f"cannot {what}: not found ({text})", file=url)
         elif isinstance(exc, PermissionError) or any(w in text for w in _PERMISSION_WORDS[:6]):
             err = StoragePermissionError(f"cannot {what}: access denied ({text})", file=url)
+        elif any(w in text for w in _RANGE_WORDS):
+            err = _RangeNotSatisfiable(f"cannot {what}: range not satisfiable ({text})", file=url)
         else:
             return None
         err.__cause__ = None
@@ -501,12 +507,12 @@ class FsspecStorage(Storage):
             return b""
         try:
             data = self._call(path, f"read bytes {start}..{stop} of", "cat_file", path, start=start, end=stop)
-        except StorageUnavailableError as exc:
+        except _RangeNotSatisfiable as exc:
             # a range beyond the end of the object now: it shrank since it was listed
-            changed = self._changed(path, expected_size) if any(w in exc.reason for w in _CHANGED_WORDS) else None
+            changed = self._changed(path, expected_size)
             if changed is not None:
                 raise changed from None
-            raise exc from None
+            raise StorageError(exc.reason, file=exc.file) from None
         except StorageNotFoundError:
             if expected_size is not None:
                 raise ObjectChangedError("changed while being read: the object is gone",

@@ -1,0 +1,366 @@
+"""kafkafmt.storage: the local filesystem and a real S3 API server (moto, loopback) behind one interface."""
+import os
+import pathlib
+import pickle
+import time
+
+import numpy as np
+import pytest
+
+import kafkafmt
+from kafkafmt.errors import (KafkafmtError, ObjectChangedError, StorageError, StorageNotFoundError,
+                             StoragePermissionError, StorageUnavailableError)
+from kafkafmt.storage import (Entry, FsspecStorage, LocalStorage, RetryPolicy, is_url, open_storage)
+
+from s3server import SECRET, fault_proxy, s3  # noqa: F401  (pytest fixtures)
+
+MiB = 1 << 20
+
+
+def _write_dir(root, n=3000, segment_bytes=64 * 1024, compression="lz4"):
+    """A log dir with two topics, several segments each, written by kafkafmt's writer."""
+    rng = np.random.default_rng(7)
+    for topic, codec in (("orders-0", compression), ("clicks-1", None)):
+        values = [bytes(rng.integers(0, 256, int(rng.integers(10, 300)), dtype=np.uint8)) for _ in range(n)]
+        kafkafmt.write_log_dir(os.path.join(root, topic), keys=[f"k{i}".encode() for i in range(n)],
+                               values=values, timestamps=[1_700_000_000_000 + i for i in range(n)],
+                               compression=codec, segment_bytes=segment_bytes, index_interval_bytes=1024)
+    return root
+
+
+def _local_tree(root):
+    """{relative path: bytes} of every file under root."""
+    out = {}
+    for dirpath, _d, files in os.walk(root):
+        for f in files:
+            full = os.path.join(dirpath, f)
+            out[os.path.relpath(full, root).replace(os.sep, "/")] = pathlib.Path(full).read_bytes()
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# naming and local files
+
+def test_is_url_and_open_storage_local(tmp_path):
+    assert is_url("s3://b/k") and is_url("file:///x") and not is_url("/var/kafka-logs") and not is_url("rel/path")
+    for p in (str(tmp_path), tmp_path, f"file://{tmp_path}"):
+        st, path = open_storage(p)
+        assert isinstance(st, LocalStorage) and st.is_local and os.fspath(path) == str(tmp_path)
+    with pytest.raises(ValueError):
+        open_storage(str(tmp_path), storage_options={"anon": True})
+    with pytest.raises(KafkafmtError, match="unknown storage protocol"):
+        open_storage("nosuchproto://b/k")
+
+
+def test_local_list_size_and_blob(tmp_path):
+    _write_dir(tmp_path)
+    st, root = open_storage(str(tmp_path))
+    entries = st.list(root)
+    assert [e.name for e in entries] == sorted(os.listdir(tmp_path))
+    assert all(isinstance(e, Entry) and e.is_dir for e in entries)
+    part = st.join(root, "orders-0")
+    files = st.list(part)
+    assert [e.name for e in files] == sorted(os.listdir(part))
+    for e in files:
+        assert not e.is_dir and e.size == os.path.getsize(e.path) == st.size(e.path)
+    log = next(e for e in files if e.name.endswith(".log"))
+    data = pathlib.Path(log.path).read_bytes()
+    with st.open(log.path, size=log.size) as blob:
+        view = blob.view()
+        assert view.dtype == np.uint8 and view.size == len(data) and bytes(view) == data
+        assert np.shares_memory(view, blob.view())
+        assert bytes(blob.read(100, 200)) == data[100:200] and bytes(blob.read(0)) == data
+        assert blob.requests == 0 and blob.bytes_fetched == 0
+        with pytest.raises(ValueError):
+            blob.read(0, blob.size + 1)
+        page = __import__("mmap").PAGESIZE
+        assert blob.release(0, 3 * page + 5) == 3 * page
+        assert bytes(blob.read(0, 64)) == data[:64]   # released pages read back from the page cache
+        held = blob.read(10, 20)                        # a view still alive when closing: no error
+    assert bytes(held) == data[10:20]
+    assert st.read_bytes(log.path, 5, 9) == data[5:9]
+
+
+def test_local_errors(tmp_path):
+    st, root = open_storage(str(tmp_path))
+    missing = os.path.join(root, "nope-0")
+    for call in (lambda: st.list(missing), lambda: st.size(missing), lambda: st.open(missing)):
+        with pytest.raises(StorageNotFoundError) as info:
+            call()
+        assert isinstance(info.value, FileNotFoundError) and isinstance(info.value, KafkafmtError)
+        assert info.value.file == missing and missing in str(info.value)
+    assert not st.exists(missing) and not st.isdir(missing)
+    f = tmp_path / "short.log"
+    f.write_bytes(b"x" * 100)
+    with pytest.raises(ObjectChangedError, match="changed size"):
+        st.open(str(f), size=200)
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    with st.open(str(empty)) as blob:
+        assert blob.size == 0 and blob.view().size == 0 and bytes(blob.read(0, 0)) == b""
+
+
+def test_memory_filesystem_through_fsspec():
+    pytest.importorskip("fsspec")
+    st, root = open_storage("memory://kfmt-test/dir")
+    st.fs.pipe(root + "/a.bin", bytes(range(256)) * 10)
+    assert isinstance(st, FsspecStorage) and not st.is_local
+    assert [(e.name, e.size) for e in st.list(root)] == [("a.bin", 2560)]
+    with st.open(st.join(root, "a.bin"), read_ahead=1000) as blob:
+        assert blob.view() is None
+        assert bytes(blob.read(250, 260)) == (bytes(range(256)) * 10)[250:260]
+    assert st.url(root).startswith("memory://")
+
+
+# ------------------------------------------------------------------------------------------------
+# S3 (moto on loopback)
+
+@pytest.fixture(scope="module")
+def uploaded(s3, tmp_path_factory, real_corpus):
+    """A kafkafmt-written log dir and the real broker dirs, uploaded; {name: (local root, url)}."""
+    local = _write_dir(str(tmp_path_factory.mktemp("logs")))
+    bucket = s3.bucket()
+    s3.upload_dir(local, bucket, "written")
+    real = str(real_corpus / "broker-dirs")
+    s3.upload_dir(real, bucket, "real")
+    return {"written": (local, f"s3://{bucket}/written"), "real": (real, f"s3://{bucket}/real"), "bucket": bucket}
+
+
+def _remote_tree(st, root):
+    out = {}
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        for e in st.list(d):
+            if e.is_dir:
+                stack.append(e.path)
+            else:
+                out[e.path[len(root):].lstrip("/")] = e
+    return out
+
+
+@pytest.mark.parametrize("which", ["written", "real"])
+def test_s3_listing_and_ranged_reads_match_local(s3, uploaded, which):
+    local, url = uploaded[which]
+    st, root = open_storage(url, storage_options=s3.storage_options, read_ahead=64 * 1024)
+    assert isinstance(st, FsspecStorage) and not st.is_local and st.url(root) == url
+    local_files = _local_tree(local)
+    remote = _remote_tree(st, root)
+    assert sorted(remote) == sorted(local_files)
+    rng = np.random.default_rng(3)
+    for rel, entry in remote.items():
+        data = local_files[rel]
+        assert entry.size == len(data)
+        with st.open(entry.path, size=entry.size) as blob:
+            assert blob.view() is None and blob.url == f"{url}/{rel}"
+            assert bytes(blob.read(0, blob.size)) == data
+            for _ in range(5):
+                a = int(rng.integers(0, len(data) + 1))
+                b = int(rng.integers(a, len(data) + 1))
+                assert bytes(blob.read(a, b)) == data[a:b]
+        if rel.endswith(".log") and len(data):
+            # what the decoder makes of the remote bytes is what it makes of the local file
+            remote_recs = kafkafmt.decode(st.read_bytes(entry.path))
+            local_recs = kafkafmt.decode(data)
+            assert np.array_equal(remote_recs.offset, local_recs.offset)
+            assert remote_recs.value.to_pylist() == local_recs.value.to_pylist()
+
+
+def test_s3_read_ahead_cache_and_counters(s3):
+    bucket = s3.bucket()
+    data = np.random.default_rng(1).integers(0, 256, 24 * MiB, dtype=np.uint8).tobytes()
+    s3.put(bucket, "big.log", data)
+    st, path = open_storage(f"s3://{bucket}/big.log", storage_options=s3.storage_options, read_ahead=1 * MiB)
+    size = st.size(path)
+    before = st.requests
+    with st.open(path, size=size) as blob:
+        # a seek-sized read in the middle: one request of one read-ahead block
+        assert bytes(blob.read(13 * MiB + 5, 13 * MiB + 105)) == data[13 * MiB + 5:13 * MiB + 105]
+        assert blob.requests == 1 and blob.bytes_fetched == MiB
+        assert blob.bytes_fetched / size < 0.05
+        # consecutive small reads inside the block: no more requests
+        for pos in range(13 * MiB + 105, 13 * MiB + 900_000, 4096):
+            assert bytes(blob.read(pos, pos + 100)) == data[pos:pos + 100]
+        assert blob.requests == 1
+        # a large read: one request of exactly that range
+        assert bytes(blob.read(2 * MiB, 7 * MiB)) == data[2 * MiB:7 * MiB]
+        assert blob.requests == 2 and blob.bytes_fetched == 6 * MiB
+        # the last bytes of the object: clipped to the size
+        assert bytes(blob.read(size - 10, size)) == data[-10:]
+        assert blob.bytes_fetched == 6 * MiB + 10
+        assert blob.release(0, size) == size
+    assert st.requests - before == 3 and st.bytes_fetched == 6 * MiB + 10
+
+
+def test_s3_sequential_scan_costs_one_request_per_block(s3):
+    bucket = s3.bucket()
+    data = bytes(range(256)) * (12 * 4096)     # 12 MiB
+    s3.put(bucket, "seq.log", data)
+    st, path = open_storage(f"s3://{bucket}/seq.log", storage_options=s3.storage_options, read_ahead=4 * MiB)
+    got = bytearray()
+    with st.open(path) as blob:
+        for pos in range(0, blob.size, 65536):
+            got += blob.read(pos, min(blob.size, pos + 65536))
+        assert blob.requests == 3 and blob.bytes_fetched == len(data)
+    assert bytes(got) == data
+
+
+def test_s3_offset_seek_fetches_index_plus_one_block(s3, tmp_path):
+    """Plan from the .index, then fetch from the batch's position: a small fraction of the segment."""
+    n = 60_000
+    part = tmp_path / "big-0"
+    kafkafmt.write_log_dir(part, values=[b"v%07d" % i + b"x" * 200 for i in range(n)],
+                           timestamps=list(range(n)), batch_size=16384)
+    log = part / "00000000000000000000.log"
+    bucket = s3.bucket()
+    s3.upload_dir(str(part), bucket, "big-0")
+    read_ahead = 256 * 1024
+    st, root = open_storage(f"s3://{bucket}/big-0", storage_options=s3.storage_options, read_ahead=read_ahead)
+    entries = {e.name: e for e in st.list(root)}
+    target = 41_234
+    index = np.frombuffer(st.read_bytes(entries["00000000000000000000.index"].path), dtype=">i4").reshape(-1, 2)
+    i = np.searchsorted(index[:, 0], target, side="right") - 1
+    pos = int(index[i, 1])
+    seg = entries["00000000000000000000.log"]
+    with st.open(seg.path, size=seg.size) as blob:
+        recs = kafkafmt.decode(blob.read(pos, min(seg.size, pos + read_ahead)))
+        assert target in set(recs.offset.tolist())
+        k = recs.offset.tolist().index(target)
+        assert recs.value[k] == b"v%07d" % target + b"x" * 200
+        fetched = blob.bytes_fetched
+    index_bytes = entries["00000000000000000000.index"].size
+    assert seg.size > 10 * MiB
+    assert fetched + index_bytes <= 2 * (index_bytes + read_ahead)
+    assert (fetched + index_bytes) / seg.size < 0.05
+    assert os.path.getsize(log) == seg.size
+
+
+def test_s3_missing_bucket_and_key(s3):
+    bucket = s3.bucket()
+    for url in (f"s3://{bucket}/no/such/key.log", f"s3://kfmt-no-such-bucket-{os.getpid()}/x.log"):
+        st, path = open_storage(url, storage_options=s3.storage_options)
+        for call in (lambda: st.open(path), lambda: st.size(path), lambda: st.list(path)):
+            with pytest.raises(StorageNotFoundError) as info:
+                call()
+            assert isinstance(info.value, FileNotFoundError) and info.value.file == url
+            assert url in str(info.value) and SECRET not in str(info.value)
+        assert not st.exists(path) and not st.isdir(path)
+
+
+def test_s3_access_denied(s3):
+    bucket = s3.bucket()
+    s3.put(bucket, "a.log", b"abc")
+    s3.set_auth(True)      # moto checks credentials from now on: an unknown access key is refused
+    try:
+        opts = s3.options(key="AKIAUNKNOWNKEY0000000", secret="wrong-secret-value", skip_instance_cache=True)
+        st, path = open_storage(f"s3://{bucket}/a.log", storage_options=opts)
+        t0 = time.monotonic()
+        with pytest.raises(StoragePermissionError) as info:
+            st.open(path)
+        assert time.monotonic() - t0 < 10
+        assert isinstance(info.value, PermissionError) and info.value.file == f"s3://{bucket}/a.log"
+        assert "wrong-secret-value" not in str(info.value) and "AKIAUNKNOWNKEY0000000" not in str(info.value)
+    finally:
+        s3.set_auth(False)
+
+
+def test_s3_object_changing_size_while_read(s3):
+    bucket = s3.bucket()
+    data = bytes(range(256)) * 4096         # 1 MiB
+    s3.put(bucket, "seg.log", data)
+    st, path = open_storage(f"s3://{bucket}/seg.log", storage_options=s3.storage_options, read_ahead=64 * 1024)
+    blob = st.open(path, size=len(data))
+    assert bytes(blob.read(0, 10)) == data[:10]
+    s3.put(bucket, "seg.log", data[:300_000])          # rewritten shorter
+    with pytest.raises(ObjectChangedError, match="changed size while being read") as info:
+        blob.read(500_000, 500_100)
+    assert info.value.file == f"s3://{bucket}/seg.log"
+    with pytest.raises(ObjectChangedError):
+        blob.read(290_000, 310_000)                    # straddles the new end
+    s3.client.delete_object(Bucket=bucket, Key="seg.log")
+    with pytest.raises(ObjectChangedError):
+        blob.read(200_000, 200_010)
+    blob.close()
+
+
+def test_s3_through_pyarrow_filesystem(s3, uploaded):
+    pafs = pytest.importorskip("pyarrow.fs")
+    local, url = uploaded["written"]
+    fs = pafs.S3FileSystem(access_key="testing-key", secret_key=SECRET, endpoint_override=s3.endpoint,
+                           scheme="http", region="us-east-1")
+    st, root = open_storage(url, filesystem=fs, read_ahead=64 * 1024)
+    assert isinstance(st, FsspecStorage) and root == url[len("s3://"):]
+    local_files = _local_tree(local)
+    remote = _remote_tree(st, root)
+    assert sorted(remote) == sorted(local_files)
+    rel = next(r for r in remote if r.endswith(".log"))
+    with st.open(remote[rel].path, size=remote[rel].size) as blob:
+        assert bytes(blob.read(7, 4000)) == local_files[rel][7:4000]
+
+
+def test_s3_storage_pickles_for_executors(s3, uploaded):
+    local, url = uploaded["written"]
+    st, root = open_storage(url, storage_options=s3.storage_options)
+    st2 = pickle.loads(pickle.dumps(st))
+    assert [e.name for e in st2.list(root)] == [e.name for e in st.list(root)]
+    assert SECRET not in repr(st2)
+
+
+# ------------------------------------------------------------------------------------------------
+# failure injection (a loopback proxy in front of moto)
+
+FAST = RetryPolicy(attempts=3, base_delay=0.05, max_delay=0.2, deadline=10, timeout=2.5)
+
+
+@pytest.fixture
+def proxied(s3, fault_proxy):
+    bucket = s3.bucket()
+    data = bytes(range(256)) * 1024
+    s3.put(bucket, "p/x.log", data)
+    url = f"s3://{bucket}/p/x.log"
+    st, path = open_storage(url, storage_options=fault_proxy.storage_options, retry=FAST, read_ahead=8192)
+    size = st.size(path)
+    fault_proxy.reset()
+    return st, path, size, data, url
+
+
+@pytest.mark.parametrize("fault", ["throttled", "server_error", "dropped", "truncated"])
+def test_transient_failures_are_retried(fault_proxy, proxied, fault):
+    st, path, size, data, url = proxied
+    {"throttled": lambda: fault_proxy.fail(2, 503, "SlowDown"),
+     "server_error": lambda: fault_proxy.fail(2, 500, "InternalError"),
+     "dropped": lambda: fault_proxy.drop(2),
+     "truncated": lambda: fault_proxy.truncate(1)}[fault]()
+    with st.open(path, size=size) as blob:
+        assert bytes(blob.read(1000, 2000)) == data[1000:2000]
+    assert fault_proxy.count >= 2
+
+
+@pytest.mark.parametrize("fault", ["throttled", "dropped", "slow"])
+def test_persistent_failures_end_in_a_clear_error(fault_proxy, proxied, fault):
+    st, path, size, data, url = proxied
+    if fault == "throttled":
+        fault_proxy.fail(10_000, 503, "SlowDown")
+    elif fault == "dropped":
+        fault_proxy.drop(10_000)
+    else:
+        fault_proxy.delay = 4        # longer than the per-try timeout
+    t0 = time.monotonic()
+    with st.open(path, size=size) as blob:
+        with pytest.raises(StorageUnavailableError) as info:
+            blob.read(0, 100)
+    elapsed = time.monotonic() - t0
+    assert elapsed < FAST.deadline + FAST.timeout + 5
+    err = info.value
+    assert isinstance(err, StorageError) and isinstance(err, KafkafmtError) and err.file == url
+    assert url in str(err) and "request failed 3 time(s)" in str(err)
+    assert SECRET not in str(err)
+
+
+def test_denied_by_the_server_is_not_retried(fault_proxy, proxied):
+    st, path, size, data, url = proxied
+    fault_proxy.fail(10_000, 403, "AccessDenied")
+    with st.open(path, size=size) as blob:
+        with pytest.raises(StoragePermissionError):
+            blob.read(0, 100)
+    assert fault_proxy.count == 1
