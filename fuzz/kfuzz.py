@@ -237,16 +237,21 @@ def check_records(recs, buf, kw):
     n = len(recs)
     for name in ("offset", "timestamp", "timestamp_type", "batch_index"):
         check(len(np.asarray(getattr(recs, name))) == n, f"{name}: length differs from {n}")
+    for name, option in (("key", "keys"), ("value", "values"), ("headers", "headers")):
+        # a column not asked for is absent, never null or empty
+        check((name in recs.columns) == kw.get(option, True), f"{name}: present={name in recs.columns} although "
+                                                               f"{option}={kw.get(option, True)}")
     if kw.get("keys", True):
         _binary_ok(recs.key, n, "key")
     if kw.get("values", True):
         _binary_ok(recs.value, n, "value")
-    h = recs.headers
-    hoff = np.asarray(h.offsets)
-    check(len(hoff) == n + 1, "headers: offsets length")
-    if n:
-        check(bool((np.diff(hoff.astype(np.int64)) >= 0).all()), "headers: offsets not monotonic")
-        check(int(hoff[-1]) == len(h.key) == len(h.value), "headers: offsets do not match the header rows")
+    if kw.get("headers", True):
+        h = recs.headers
+        hoff = np.asarray(h.offsets)
+        check(len(hoff) == n + 1, "headers: offsets length")
+        if n:
+            check(bool((np.diff(hoff.astype(np.int64)) >= 0).all()), "headers: offsets not monotonic")
+            check(int(hoff[-1]) == len(h.key) == len(h.value), "headers: offsets do not match the header rows")
     b = recs.batches
     nb = len(b)
     pos = np.asarray(b.position, np.int64)

@@ -10,9 +10,9 @@
 """
 from __future__ import annotations
 
-import mmap
+import dataclasses
 import os
-import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from kafkafmt.codecs import get_codec
 from kafkafmt.codecs import base as _codec_base
 from kafkafmt.records import BinaryColumn, Headers, Records, Table
 
-__all__ = ["decode", "read_segment", "scan_batches"]
+__all__ = ["decode", "scan_batches", "DecodeOptions", "next_entry", "offset_sequence_error"]
 
 # what each error code of the C loops means
 _ERRORS = {
@@ -77,10 +77,14 @@ def _find_libraries():
 C_CODECS = _kernel.load_codecs(*_find_libraries())   # codec bits the kernel decompresses itself
 
 _MAX_RATIO_AHEAD = 16     # compression ratio assumed at most when reserving outputs ahead
+_IN_KERNEL_RATIO_GUESS = 6  # compression ratio reserved for batches the kernel decompresses itself
+_MIN_RECORD_BYTES = 7     # the smallest v2 record: length, attributes, ts/offset deltas, key/value lengths, headers
+_BATCH_WEIGHT = 64        # bytes of chunk budget a batch costs besides its payload (bookkeeping)
+_MAGIC_AT = 16            # position of the magic byte in every entry
+_MIN_ENTRY_SIZE = 14      # the smallest size field of any entry (a v0 message)
+_INT64_MAX = (1 << 63) - 1
 _CRC_MODES = {True: _scan.CRC_STRICT_, False: _scan.CRC_REPORT_, None: _scan.CRC_SKIP_}
 _TAILS = {_scan.TAIL_NONE_: None, _scan.TAIL_TRUNCATED_: "truncated", _scan.TAIL_ZEROS_: "zeros"}
-# a partition folder: <topic>-<partition> (topic names may hold dashes and dots)
-PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _BOOL_BATCH_COLUMNS = ("crc_valid", "is_transactional", "is_control")
 
 
@@ -94,8 +98,12 @@ def _as_uint8(data):
 
 def _raise_scan_error(err, file):
     code, position, offset, size = err
-    cls, msg = _ERRORS.get(code, (errors.CorruptRecordError, f"malformed entry (code {code})"))
-    exc = cls(msg.format(size=size), file=file, position=position, offset=offset)
+    if code == _OUT_OF_SEQUENCE:
+        cls, msg = errors.CorruptRecordError, size     # the message itself
+    else:
+        cls, msg = _ERRORS.get(code, (errors.CorruptRecordError, f"malformed entry (code {code})"))
+        msg = msg.format(size=size)
+    exc = cls(msg, file=file, position=position, offset=offset)
     exc.batch_position = position
     raise exc
 
@@ -137,9 +145,37 @@ class _Decompressor:
             raise located from exc
 
 
+@dataclass(frozen=True)
+class DecodeOptions:
+    """What to decode and how strictly: the settings `decode`, `read_segment`, the log-dir readers,
+    the CLI and the Spark source share (as pyarrow's ReadOptions)."""
+    verify_crc: object = True        # True: raise on mismatch; False: compute into crc_valid; None: skip
+    include_control: bool = False    # control records as data rows too (they are always in `controls`)
+    keys: bool = True                # False: do not copy keys (metadata-only decoding)
+    values: bool = True
+    headers: bool = True
+    max_decompressed: object = None  # cap on one batch's decompressed size (None: the codec default)
+    max_batch_bytes: int = 256 << 20  # a size field above this is corruption, not a truncated tail
+
+    @classmethod
+    def for_columns(cls, columns=None, **kwargs):
+        """Options decoding only the binary columns named in `columns` (None: all)."""
+        want = None if columns is None else set(columns)
+        for name, column in (("keys", "key"), ("values", "value"), ("headers", "headers")):
+            kwargs.setdefault(name, want is None or column in want)
+        return cls(**kwargs)
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+    def decode_kwargs(self):
+        return dataclasses.asdict(self)
+
+
 def decode(data, *, verify_crc=True, include_control=False, file=None, topic=None, partition=None,
            keys=True, values=True, headers=True, max_decompressed=None, max_batch_bytes=256 << 20,
-           chunk_bytes=1 << 20, start=0, stop=None) -> Records:
+           chunk_bytes=1 << 20, start=0, stop=None, after_offset=None, next_offset=None,
+           check_offsets=None) -> Records:
     """Decode a buffer of Kafka record batches / message sets into columns.
 
     data: any bytes-like (bytes, bytearray, memoryview, mmap, NumPy uint8 array) holding
@@ -148,37 +184,152 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     ``batches.crc_valid`` without raising; None skips them.
     include_control: keep control records (transaction markers, KRaft records) as data rows too
     (they are always in ``controls``).
-    keys / values / headers: False skips copying that column (faster metadata-only decoding).
+    keys / values / headers: False leaves that column out (faster metadata-only decoding).
     max_decompressed: cap on the decompressed size of one batch (default: the codec's default).
     max_batch_bytes: a size field above this is corruption (Kafka: maxMessageSize), not a
     truncated tail.
     chunk_bytes: decompressed bytes handed to the C kernel per call (cache-sized by default).
     start / stop: decode only the entries in that byte range of data (positions in the batch table
     and in errors stay those of data).
+    check_offsets: batch offsets must increase, as in a log (default: when after_offset or
+    next_offset is given). The base offset lies outside the v2 CRC: a batch out of sequence with
+    both neighbours is corrupt, and the error names it. after_offset: the last offset before
+    `start`; next_offset: the first offset after the data, when no entry follows `stop` in it.
     file: a name used in error messages.
     """
-    buf = _as_uint8(data)
+    whole = _as_uint8(data)
+    buf = _window(whole, start, stop)
+    table = _scan.scan(buf, _CRC_MODES[verify_crc], start, max_batch_bytes)
+    err = table.pop("error")
+    count = table.pop("count")
+    valid_end = table.pop("valid_end")
+    tail = _TAILS[table.pop("tail")]
+    if check_offsets or (check_offsets is None and (after_offset is not None or next_offset is not None)):
+        peeked = _peek_offsets(whole, valid_end, max_batch_bytes)
+        bad = offset_sequence_error(table["base_offset"], table["last_offset"], after_offset,
+                                    peeked or ([] if next_offset is None else [next_offset]),
+                                    trusted_following=not peeked)
+        if bad is not None:
+            # a batch out of sequence: decode what precedes it, then raise it as a scan error would be
+            i, msg = bad
+            err = (_OUT_OF_SEQUENCE, int(table["position"][i]), None, msg)
+            for name in list(table):
+                table[name] = table[name][:i]
+            count, tail = i, None
+            valid_end = err[1]
+    options = DecodeOptions(verify_crc=verify_crc, include_control=include_control, keys=keys, values=values,
+                            headers=headers, max_decompressed=max_decompressed, max_batch_bytes=max_batch_bytes)
+    cols, work = _prepare(table, options)
+    _decode_chunks(cols, buf, table, count, work, options, chunk_bytes, file)
+    if err is not None:
+        _raise_scan_error(err, file)
+    if tail == "truncated":
+        _check_truncated_tail(buf, valid_end, max_batch_bytes, file)
+    return _finish(cols, table, buf.shape[0], valid_end, tail, file, topic, partition, options)
+
+
+def _window(buf, start, stop):
+    """buf cut at stop, after checking start and stop."""
     if stop is not None:
         if not 0 <= stop <= buf.shape[0]:
             raise ValueError(f"stop={stop} is outside the data (0..{buf.shape[0]})")
         buf = buf[:stop]
     if not 0 <= start <= buf.shape[0]:
         raise ValueError(f"start={start} is outside the data (0..{buf.shape[0]})")
-    table = _scan.scan(buf, _CRC_MODES[verify_crc], start, max_batch_bytes)
-    err = table.pop("error")
-    count = table.pop("count")
-    valid_end = table.pop("valid_end")
-    tail = _TAILS[table.pop("tail")]
-    # a malformed entry is raised only after the good entries before it are decoded: a record-level
-    # fault in one of them comes first in the data, so it is the one to report
+    return buf
 
+
+# -- the offset sequence ------------------------------------------------------------------------
+
+_OUT_OF_SEQUENCE = -1      # an error code of this module (the C loops' codes are positive)
+_PEEK_ENTRIES = 2          # entries after the data looked at to judge the last batches
+
+
+def _peek_offsets(buf, pos, max_batch_bytes):
+    """The offset fields of up to _PEEK_ENTRIES plausible entries starting at pos (v2: the base
+    offset; v0/v1: the message's offset), reading only their 12-byte framing and magic."""
+    out = []
+    n = buf.shape[0]
+    while len(out) < _PEEK_ENTRIES and pos + _MAGIC_AT < n:
+        size = int.from_bytes(buf[pos + 8:pos + 12].tobytes(), "big", signed=True)
+        if size < _MIN_ENTRY_SIZE or size > max_batch_bytes or int(buf[pos + _MAGIC_AT]) > 2:
+            break
+        out.append(int.from_bytes(buf[pos:pos + 8].tobytes(), "big", signed=True))
+        pos += 12 + size
+    return out
+
+
+def offset_sequence_error(base, last, after=None, following=(), trusted_following=False):
+    """(index, message) of the first batch whose offsets are out of sequence -- not above the
+    previous batch's last offset, or not below the next batch's base offset -- else None.
+
+    When batches k and k+1 are out of order, the damaged one is the one whose removal restores
+    the order with the batches around it (a flipped byte in k's base offset breaks k against
+    k+1, but k-1 and k+1 still agree); when removing either would, the one that is not
+    contiguous with its neighbours. `after`: the last offset before the first batch (already
+    judged: trusted); `following`: base offsets of entries after the last batch (judged where they
+    are read, never blamed here; trusted_following: they come from the next segment's file name,
+    so a batch that disagrees with them is the one at fault)."""
+    n = len(base)
+    if n == 0:
+        return None
+    first_l = ([] if after is None else [after]) + base.tolist() + list(following)
+    last_l = ([] if after is None else [after]) + last.tolist() + list(following)
+    shift = 0 if after is None else 1
+    f = np.asarray(first_l, np.int64)
+    la = np.asarray(last_l, np.int64)
+    bad = np.flatnonzero(f[1:] <= la[:-1])
+    total = len(first_l)
+    for i in bad.tolist():
+        def restores(c):
+            return c - 1 < 0 or c + 1 >= total or la[c - 1] < f[c + 1]
+
+        def contiguous(c):
+            return (c > 0 and f[c] == la[c - 1] + 1) or (c + 1 < total and f[c + 1] == la[c] + 1)
+
+        def trusted(c):
+            return (after is not None and c == 0) or (trusted_following and c - shift >= n)
+
+        a, b = i, i + 1
+        ra, rb = restores(a), restores(b)
+        if ra and not rb:
+            culprit = a
+        elif rb and not ra:
+            culprit = b
+        elif ra and rb and (trusted(a) or trusted(b)):
+            culprit = b if trusted(a) else a
+        elif ra and rb and contiguous(b) and not contiguous(a):
+            culprit = a
+        else:
+            culprit = b
+        k = culprit - shift
+        if k < 0 or k >= n:
+            continue     # the batch before the data or an entry after it: judged where it is read
+        prev = "" if culprit == 0 else f"previous batch ends at offset {int(la[culprit - 1])}"
+        nxt = "" if culprit + 1 >= total else f"next starts at offset {int(f[culprit + 1])}"
+        around = "; ".join(x for x in (prev, nxt) if x)
+        return k, (f"base offset {int(f[culprit])} is out of sequence with the batches around it ({around}): "
+                   f"the batch's offset field is damaged")
+    return None
+
+
+def next_entry(buf, start, after_offset=None, max_batch_bytes=256 << 20):
+    """Resynchronize: the position of the first plausible entry at or after `start` whose CRC
+    verifies (and whose offset is above `after_offset`), -1 when there is none."""
+    floor = -1 if after_offset is None else min(int(after_offset) + 1, _INT64_MAX)
+    return _scan.find_next_entry(_as_uint8(buf), start, floor, max_batch_bytes)
+
+
+# -- decoding in chunks -------------------------------------------------------------------------
+
+def _prepare(table, options):
+    """The kernel's output columns, sized from the batch table, and which batches need what."""
     codec = table["codec"]
     counts = table["record_count"]
     # the cleaner leaves v2 batches without records and without payload, whatever their codec bits
     needs = (codec != 0) & ((table["magic"] < 2) | (counts > 0) | (table["payload_len"] > 0))
     # lz4 / zstd v2 batches are decompressed by the kernel itself when their libraries loaded
     in_kernel = needs & (table["magic"] == 2) & (((C_CODECS >> codec.astype(np.int64)) & 1) == 1)
-    compressed = np.flatnonzero(needs & ~in_kernel)
     plain = codec == 0
     plain_bytes = int(table["payload_len"][plain].clip(0).sum())
     # record counts of uncompressed batches were checked against their size by the scan; those of
@@ -187,55 +338,54 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     ctrl_est = int(counts[plain & table["is_control"]].sum())
     cols = _kernel.Columns(
         n_est, plain_bytes // 4 + 1024, plain_bytes + 1024, headers=max(16, n_est // 8),
-        controls=ctrl_est, want_keys=keys, want_values=values, want_headers=headers,
-        include_control=include_control, verify_crc=bool(verify_crc), c_codecs=C_CODECS,
-        max_decompressed=_codec_base.DEFAULT_MAX_DECOMPRESSED if max_decompressed is None else max_decompressed)
+        controls=ctrl_est, want_keys=options.keys, want_values=options.values, want_headers=options.headers,
+        include_control=options.include_control, verify_crc=bool(options.verify_crc), c_codecs=C_CODECS,
+        max_decompressed=_codec_base.DEFAULT_MAX_DECOMPRESSED if options.max_decompressed is None
+        else options.max_decompressed)
     if in_kernel.any():
-        # their decompressed sizes show only in the kernel: reserve for a 6x ratio (address space
-        # only: untouched pages cost nothing and the arrays shrink to fit at the end), grow beyond
+        # their decompressed sizes show only in the kernel: reserve for a typical ratio (address
+        # space only: untouched pages cost nothing and the arrays shrink to fit), grow beyond
         stored = int(table["payload_len"][in_kernel].sum())
-        records = int(np.minimum(counts[in_kernel], 6 * table["payload_len"][in_kernel] // 7).sum())
-        cols.reserve(min(stored, 1 << 30), min(6 * stored, 4 << 30), records)
+        records = int(np.minimum(counts[in_kernel],
+                                 _IN_KERNEL_RATIO_GUESS * table["payload_len"][in_kernel] // _MIN_RECORD_BYTES).sum())
+        cols.reserve(min(stored, 1 << 30), min(_IN_KERNEL_RATIO_GUESS * stored, 4 << 30), records)
         cols.reserve_headers(records // 4, records, 4 * records)
+    return cols, dict(in_kernel=in_kernel, compressed=np.flatnonzero(needs & ~in_kernel))
 
-    decompress = _Decompressor(buf, table, max_decompressed, file)
+
+def _decode_chunks(cols, buf, table, count, work, options, chunk_bytes, file):
+    """Run the kernel over batches [0, count) in chunks whose decompressed payloads stay under
+    chunk_bytes; a batch that fails to decompress is raised once the batches before it are
+    decoded (a record-level fault in one of them comes first in the data)."""
+    decompress = _Decompressor(buf, table, options.max_decompressed, file)
+    in_kernel = work["in_kernel"]
+    compressed_l = work["compressed"].tolist()
     comp_len = table["payload_len"].clip(0)
-    comp_left = int(comp_len[compressed].sum())   # compressed bytes not yet decompressed
-    counts_l = counts.tolist()
-    compressed_l = compressed.tolist()
-    b = 0
-    ci = 0  # index into `compressed`
+    comp_left = int(comp_len[work["compressed"]].sum())   # compressed bytes not yet decompressed
+    counts_l = table["record_count"].tolist()
+    b = ci = 0
     while b < count:
-        # a chunk: batches [b, stop) whose decompressed payloads stay under chunk_bytes
         payloads = []
         stop = b
         decompressed = comp_used = claimed = 0
         pending = None
-        while stop < count and (decompressed + 64 * (stop - b) < chunk_bytes or stop == b):
+        while stop < count and (decompressed + _BATCH_WEIGHT * (stop - b) < chunk_bytes or stop == b):
             if ci < len(compressed_l) and compressed_l[ci] == stop:
                 try:
                     p = decompress(stop)
                 except errors.KafkafmtError as exc:
-                    pending = exc        # raised once the batches before it are decoded
+                    pending = exc
                     break
                 decompressed += len(p)
                 comp_used += int(comp_len[stop])
-                claimed += min(counts_l[stop], len(p) // 7)  # a record takes >= 7 bytes
+                claimed += min(counts_l[stop], len(p) // _MIN_RECORD_BYTES)
                 payloads.append(p)
                 ci += 1
             else:
                 payloads.append(None)
             stop += 1
         if decompressed:
-            # size the outputs once for everything still compressed, from the ratio seen so far
-            # (values fit in their decompressed records; keys are typically a small share)
-            # (the ratio is capped: one very compressible batch must not reserve that ratio times
-            # the rest of the input; data that really expands more grows the outputs geometrically)
-            rest = comp_left - comp_used
-            ratio = min(decompressed / max(comp_used, 1), _MAX_RATIO_AHEAD)
-            ahead = decompressed + int(rest * ratio)
-            cols.reserve(ahead // 8, ahead, claimed + min(int(claimed * rest / max(comp_used, 1)),
-                                                          int(rest * ratio) // 7))
+            _reserve_ahead(cols, decompressed, comp_used, comp_left, claimed)
             comp_left -= comp_used
         start = b
         while True:
@@ -251,20 +401,30 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
         if pending is not None:
             raise pending
         b = stop
-    if err is not None:
-        _raise_scan_error(err, file)
 
-    if tail == "truncated":
-        # a size field running past the end is a cut-off tail -- unless a valid entry follows,
-        # in which case the size field itself is corrupt and the rest would be lost unseen
-        nxt = _scan.find_next_entry(buf, valid_end + 1, -1, max_batch_bytes)
-        if nxt >= 0:
-            exc = errors.CorruptRecordError(
-                f"entry size field runs past the end of the data, yet a valid entry starts at {nxt}",
-                file=file, position=valid_end)
-            exc.batch_position = valid_end
-            raise exc
-    return _finish(cols, table, buf.shape[0], valid_end, tail, file, topic, partition)
+
+def _reserve_ahead(cols, decompressed, comp_used, comp_left, claimed):
+    """Size the outputs once for everything still compressed, from the ratio seen so far (values
+    fit in their decompressed records; keys are typically a small share). The ratio is capped:
+    one very compressible batch must not reserve that ratio times the rest of the input; data
+    that really expands more grows the outputs geometrically."""
+    rest = comp_left - comp_used
+    ratio = min(decompressed / max(comp_used, 1), _MAX_RATIO_AHEAD)
+    ahead = decompressed + int(rest * ratio)
+    cols.reserve(ahead // 8, ahead, claimed + min(int(claimed * rest / max(comp_used, 1)),
+                                                  int(rest * ratio) // _MIN_RECORD_BYTES))
+
+
+def _check_truncated_tail(buf, valid_end, max_batch_bytes, file):
+    """A size field running past the end is a cut-off tail -- unless a valid entry follows, in
+    which case the size field itself is corrupt and the rest would be lost unseen."""
+    nxt = _scan.find_next_entry(buf, valid_end + 1, -1, max_batch_bytes)
+    if nxt >= 0:
+        exc = errors.CorruptRecordError(
+            f"entry size field runs past the end of the data, yet a valid entry starts at {nxt}",
+            file=file, position=valid_end)
+        exc.batch_position = valid_end
+        raise exc
 
 
 def _raise_kernel_error(status, b, err_at, table, compressed, file):
@@ -295,7 +455,7 @@ def _controls_table(a, nc):
     })
 
 
-def _finish(cols, table, nbytes, valid_end, tail, file, topic, partition):
+def _finish(cols, table, nbytes, valid_end, tail, file, topic, partition, options):
     a = cols.arrays()
     c = cols.counts
     n, nh, nc = c["records"], c["headers"], c["controls"]
@@ -303,69 +463,25 @@ def _finish(cols, table, nbytes, valid_end, tail, file, topic, partition):
         table[name] = table[name].view(bool)
     table.pop("payload_start")
     table.pop("payload_len")
-    hdr_offsets = a["header_index"][:n + 1]
-    if cols.skip_payload:
-        # keys, values and headers were not asked for: all-null columns, made in bulk
-        nulls = BinaryColumn(np.zeros(n + 1, np.int32), np.zeros(0, np.uint8), np.zeros((n + 7) // 8, np.uint8), n)
-        none = BinaryColumn(np.zeros(1, np.int32), np.zeros(0, np.uint8))
-        return Records(
-            offset=a["offset"][:n], timestamp=a["timestamp"][:n], timestamp_type=a["timestamp_type"][:n],
-            batch_index=a["batch_index"][:n], key=nulls, value=nulls,
-            headers=Headers(np.zeros(n + 1, np.int32), none, none), batches=Table(table),
-            controls=_controls_table(a, nc), topic=topic, partition=partition, file=file,
-            valid_bytes=valid_end, trailing_bytes=nbytes - valid_end, tail=tail if nbytes > valid_end else None)
-    return Records(
-        offset=a["offset"][:n], timestamp=a["timestamp"][:n], timestamp_type=a["timestamp_type"][:n],
-        batch_index=a["batch_index"][:n],
-        key=_binary(a["key_offsets"], a["key_data"], a["key_validity"], c["key_nulls"], n),
-        value=_binary(a["value_offsets"], a["value_data"], a["value_validity"], c["value_nulls"], n),
-        headers=Headers(
+    headers = None
+    if options.headers:
+        hdr_offsets = a["header_index"][:n + 1]
+        headers = Headers(
             hdr_offsets.astype(np.int32) if nh < (1 << 31) - 1 else hdr_offsets,
             _binary(a["header_key_offsets"], a["header_key_data"], a["header_key_validity"], 0, nh),
             _binary(a["header_value_offsets"], a["header_value_data"], a["header_value_validity"],
-                    c["header_value_nulls"], nh)),
-        batches=Table(table),
-        controls=_controls_table(a, nc),
+                    c["header_value_nulls"], nh))
+    # columns not asked for are absent (None), never null or empty
+    return Records(
+        offset=a["offset"][:n], timestamp=a["timestamp"][:n], timestamp_type=a["timestamp_type"][:n],
+        batch_index=a["batch_index"][:n],
+        key=_binary(a["key_offsets"], a["key_data"], a["key_validity"], c["key_nulls"], n) if options.keys else None,
+        value=_binary(a["value_offsets"], a["value_data"], a["value_validity"], c["value_nulls"], n)
+        if options.values else None,
+        headers=headers, batches=Table(table), controls=_controls_table(a, nc),
         topic=topic, partition=partition, file=file,
         valid_bytes=valid_end, trailing_bytes=nbytes - valid_end, tail=tail if nbytes > valid_end else None,
     )
-
-
-def topic_partition_of(path):
-    """(topic, partition) from a segment's folder name ``<topic>-<partition>``, else (None, None)."""
-    m = PARTITION_DIR.match(os.path.basename(os.path.dirname(os.path.abspath(path))))
-    return (m.group("topic"), int(m.group("partition"))) if m else (None, None)
-
-
-def read_segment(path, *, errors="strict", **kwargs) -> Records:
-    """Decode a whole segment file (memory-mapped). Accepts decode()'s keyword arguments; topic
-    and partition default to those named by the file's ``<topic>-<partition>`` folder.
-    errors="salvage" skips corrupt stretches (resynchronizing on the next entry whose CRC
-    verifies) and lists them in the result's ``report`` instead of raising."""
-    path = os.fspath(path)
-    topic, partition = topic_partition_of(path)
-    kwargs.setdefault("topic", topic)
-    kwargs.setdefault("partition", partition)
-    kwargs.setdefault("file", path)
-    if errors not in ("strict", "salvage"):
-        raise ValueError(f"errors must be 'strict' or 'salvage', not {errors!r}")
-    if errors == "salvage":
-        from kafkafmt.logdir import salvage_file
-
-        recs = salvage_file(path, **{k: v for k, v in kwargs.items() if k not in ("file", "topic", "partition")})
-        recs.topic_names, recs.topic_index, recs.partition = ([topic] if topic else []), None, partition
-        return recs
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return decode(b"", **kwargs)
-        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-        return decode(m, **kwargs)
-    finally:
-        try:
-            m.close()
-        except BufferError:  # still referenced (e.g. by a traceback): closed when collected
-            pass
 
 
 def scan_batches(data, *, verify_crc=True, start=0, stop=None, max_batch_bytes=256 << 20):
@@ -373,13 +489,7 @@ def scan_batches(data, *, verify_crc=True, start=0, stop=None, max_batch_bytes=2
     (a "shallow" iteration, as Kafka's DumpLogSegments without --deep-iteration). Returns
     (Table, info) where info has valid_bytes, tail and error (code, position, offset) or None:
     scanning stops at the first malformed entry instead of raising."""
-    buf = _as_uint8(data)
-    if stop is not None:
-        if not 0 <= stop <= buf.shape[0]:
-            raise ValueError(f"stop={stop} is outside the data (0..{buf.shape[0]})")
-        buf = buf[:stop]
-    if not 0 <= start <= buf.shape[0]:
-        raise ValueError(f"start={start} is outside the data (0..{buf.shape[0]})")
+    buf = _window(_as_uint8(data), start, stop)
     t = _scan.scan(buf, _CRC_MODES[verify_crc] if verify_crc is not True else _scan.CRC_REPORT_, start,
                    max_batch_bytes)
     info = dict(count=t.pop("count"), valid_bytes=t.pop("valid_end"), tail=_TAILS[t.pop("tail")])

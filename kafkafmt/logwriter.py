@@ -17,16 +17,13 @@ import os
 import uuid
 
 from kafkafmt import sidefiles
-from kafkafmt.decoder import PARTITION_DIR, decode
+from kafkafmt.decoder import decode
+from kafkafmt.segments import PARTITION_DIR, segment_file_name
 from kafkafmt.encoder import encode_columns, encode_control, encode_empty_batch, to_columns
 from kafkafmt.errors import EncodeError
 
 __all__ = ["LogWriter", "write_log_dir"]
 
-
-
-def segment_name(base_offset: int, suffix: str) -> str:
-    return f"{base_offset:020d}{suffix}"
 
 
 class _Segment:
@@ -165,15 +162,15 @@ class LogWriter:
         for k, seg in enumerate(segs):
             data = b"".join(seg.parts)
             base = seg.base_offset
-            with open(os.path.join(self.path, segment_name(base, ".log")), "wb") as f:
+            with open(os.path.join(self.path, segment_file_name(base, ".log")), "wb") as f:
                 f.write(data)
             batches = decode(data, verify_crc=None, keys=False, values=False, headers=False).batches
             index, timeindex = sidefiles.build_index_entries(batches, self.index_interval_bytes,
                                                              rolled=True)  # as after a clean shutdown
-            sidefiles.write_index(os.path.join(self.path, segment_name(base, ".index")), index, base)
-            sidefiles.write_timeindex(os.path.join(self.path, segment_name(base, ".timeindex")), timeindex, base)
+            sidefiles.write_index(os.path.join(self.path, segment_file_name(base, ".index")), index, base)
+            sidefiles.write_timeindex(os.path.join(self.path, segment_file_name(base, ".timeindex")), timeindex, base)
             if seg.aborted:
-                sidefiles.write_txnindex(os.path.join(self.path, segment_name(base, ".txnindex")), seg.aborted)
+                sidefiles.write_txnindex(os.path.join(self.path, segment_file_name(base, ".txnindex")), seg.aborted)
         # Kafka assigns leader epochs to v2 batches only: the entry starts at the first of them
         sidefiles.write_leader_epoch_checkpoint(
             os.path.join(self.path, "leader-epoch-checkpoint"),

@@ -326,6 +326,13 @@ class Table:
         return pd.DataFrame(self._columns)
 
 
+def _concat_present(kind, columns):
+    """kind.concat of the columns, or None when any part lacks the column (not decoded)."""
+    if any(c is None for c in columns):
+        return None
+    return kind.concat(columns)
+
+
 class Records:
     """Decoded records as columns. Attributes (NumPy unless noted):
 
@@ -343,9 +350,9 @@ class Records:
         self.timestamp = timestamp
         self.timestamp_type = timestamp_type
         self.batch_index = batch_index
-        self.key = key
-        self.value = value
-        self.headers = headers
+        self._key = key                  # None: the column was not decoded (absent, not null)
+        self._value = value
+        self._headers = headers
         self.batches = batches
         self.controls = controls
         # topic: one name for all records, or per-record codes into topic_names
@@ -359,7 +366,40 @@ class Records:
         self.trailing_bytes = trailing_bytes
         self.tail = tail
         self.report = [] if report is None else report   # what was skipped or fell back, and why
-        self.resume = None
+        self._frozen = True
+
+    def __setattr__(self, name, value):
+        if getattr(self, "_frozen", False):
+            raise AttributeError(f"Records are immutable: use recs.replace({name}=...) for a copy with a new {name}")
+        object.__setattr__(self, name, value)
+
+    def _column(self, name, option):
+        col = getattr(self, "_" + name)
+        if col is None:
+            raise AttributeError(f"the {name!r} column was not decoded ({option}=False, or columns=[...] without "
+                                 f"it): read again with it (recs.columns lists the columns this result has)")
+        return col
+
+    key = property(lambda self: self._column("key", "keys"), doc="keys (`BinaryColumn`), when decoded")
+    value = property(lambda self: self._column("value", "values"), doc="values (`BinaryColumn`), when decoded")
+    headers = property(lambda self: self._column("headers", "headers"), doc="headers (`Headers`), when decoded")
+
+    @property
+    def columns(self):
+        """The Arrow/pandas column names this result has (Spark's Kafka-source names)."""
+        out = [c for c, v in (("key", self._key), ("value", self._value)) if v is not None]
+        if self.topic_names:
+            out.append("topic")
+        if self.partition is not None:
+            out.append("partition")
+        out += ["offset", "timestamp", "timestampType"]
+        if self._headers is not None:
+            out.append("headers")
+        return out
+
+    @staticmethod
+    def _apply(col, fn):
+        return None if col is None else fn(col)
 
     @property
     def topic(self):
@@ -368,13 +408,24 @@ class Records:
             return self.topic_names[0] if self.topic_names else None
         return np.asarray(self.topic_names, dtype=object)[self.topic_index]
 
+    def replace(self, **changes):
+        """A copy with some fields changed (the columns are shared, not copied): e.g.
+        ``recs.replace(topic="orders", partition=3)``, ``recs.replace(report=entries)``."""
+        if "topic" in changes:
+            changes.setdefault("topic_index", None)
+            changes.setdefault("topic_names", None)
+        return self._like(**changes)
+
     def _like(self, **changes):
         fields = dict(offset=self.offset, timestamp=self.timestamp, timestamp_type=self.timestamp_type,
-                      batch_index=self.batch_index, key=self.key, value=self.value, headers=self.headers,
+                      batch_index=self.batch_index, key=self._key, value=self._value, headers=self._headers,
                       batches=self.batches, controls=self.controls, partition=self.partition, file=self.file,
                       valid_bytes=self.valid_bytes, trailing_bytes=self.trailing_bytes, tail=self.tail,
                       report=self.report)
-        if self.topic_index is None:
+        if "topic" in changes and changes.get("topic_index") is None:
+            changes.pop("topic_index", None)
+            changes.pop("topic_names", None)
+        elif self.topic_index is None:
             fields["topic"] = self.topic
         else:
             fields["topic_index"], fields["topic_names"] = self.topic_index, self.topic_names
@@ -409,7 +460,8 @@ class Records:
             changes["partition"] = self.partition[sl]
         return self._like(offset=self.offset[sl], timestamp=self.timestamp[sl],
                           timestamp_type=self.timestamp_type[sl], batch_index=self.batch_index[sl],
-                          key=self.key[sl], value=self.value[sl], headers=self.headers[sl], **changes)
+                          key=self._apply(self._key, lambda c: c[sl]), value=self._apply(self._value, lambda c: c[sl]),
+                          headers=self._apply(self._headers, lambda c: c[sl]), **changes)
 
     def take(self, rows):
         """Records at the given row numbers, in that order (copies the binary columns)."""
@@ -421,7 +473,9 @@ class Records:
             changes["partition"] = self.partition[rows]
         return self._like(offset=self.offset[rows], timestamp=self.timestamp[rows],
                           timestamp_type=self.timestamp_type[rows], batch_index=self.batch_index[rows],
-                          key=self.key.take(rows), value=self.value.take(rows), headers=self.headers.take(rows),
+                          key=self._apply(self._key, lambda c: c.take(rows)),
+                          value=self._apply(self._value, lambda c: c.take(rows)),
+                          headers=self._apply(self._headers, lambda c: c.take(rows)),
                           **changes)
 
     def filter(self, mask):
@@ -480,8 +534,9 @@ class Records:
             offset=np.concatenate([p.offset for p in parts]), timestamp=np.concatenate([p.timestamp for p in parts]),
             timestamp_type=np.concatenate([p.timestamp_type for p in parts]),
             batch_index=np.concatenate(bidx).astype(np.int32),
-            key=BinaryColumn.concat(p.key for p in parts), value=BinaryColumn.concat(p.value for p in parts),
-            headers=Headers.concat(p.headers for p in parts),
+            key=_concat_present(BinaryColumn, [p._key for p in parts]),
+            value=_concat_present(BinaryColumn, [p._value for p in parts]),
+            headers=_concat_present(Headers, [p._headers for p in parts]),
             batches=Table.concat(batches), controls=Table.concat(controls),
             topic_index=np.concatenate(codes) if names != [None] else None,
             topic_names=names if names != [None] else None,
@@ -507,7 +562,11 @@ class Records:
         producerEpoch, baseSequence, leaderEpoch, codec."""
         pa = _pa()
         n = len(self)
-        cols = {"key": self.key.to_arrow(), "value": self.value.to_arrow()}
+        cols = {}
+        if self._key is not None:
+            cols["key"] = self._key.to_arrow()
+        if self._value is not None:
+            cols["value"] = self._value.to_arrow()
         if self.topic_index is not None:
             cols["topic"] = pa.DictionaryArray.from_arrays(pa.array(self.topic_index, pa.int32()),
                                                            pa.array(self.topic_names, pa.string())).cast(pa.string())
@@ -522,8 +581,8 @@ class Records:
         cols["timestamp"] = pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), n,
                                                   [None, pa.py_buffer(self.timestamp)])
         cols["timestampType"] = pa.array(self.timestamp_type.astype(np.int32))
-        if headers:
-            cols["headers"] = self.headers.to_arrow()
+        if headers and self._headers is not None:
+            cols["headers"] = self._headers.to_arrow()
         if batch_metadata:
             cols["producerId"] = pa.array(self.batch_column("producer_id"))
             cols["producerEpoch"] = pa.array(self.batch_column("producer_epoch"))

@@ -100,7 +100,7 @@ __all__ = [
     "read_index", "read_timeindex", "read_txnindex", "read_producer_snapshot",
     "read_leader_epoch_checkpoint", "read_offset_checkpoint", "read_partition_metadata",
     "read_quorum_state", "read_meta_properties",
-    "check_index", "check_timeindex", "build_index_entries", "record_offsets_of_max_timestamp",
+    "check_index", "check_timeindex", "IndexProblem", "build_index_entries", "record_offsets_of_max_timestamp",
     "encode_index", "encode_timeindex", "encode_txnindex", "encode_producer_snapshot",
     "encode_leader_epoch_checkpoint", "encode_offset_checkpoint", "encode_partition_metadata",
     "write_index", "write_timeindex", "write_txnindex", "write_producer_snapshot",
@@ -812,15 +812,25 @@ def record_offsets_of_max_timestamp(records) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 # consistency checks against the log (used by `verify`)
 
+class IndexProblem(str):
+    """A problem found in an index file: the message, and ``entry``, the index of the entry at
+    fault (its byte position is entry * entry size)."""
+
+    def __new__(cls, entry, message):
+        self = super().__new__(cls, message)
+        self.entry = int(entry)
+        return self
+
+
 def _base_problems(offsets, base_offset, what):
     problems = []
     if base_offset is None:
         return problems
     for i in np.flatnonzero(offsets < base_offset):
-        problems.append(f"{what} entry {i}: offset {int(offsets[i])} is below the segment base offset {base_offset}")
+        problems.append(IndexProblem(i, f"{what} entry {i}: offset {int(offsets[i])} is below the segment base offset {base_offset}"))
     for i in np.flatnonzero(offsets - base_offset > _INT32_MAX):
-        problems.append(f"{what} entry {i}: offset {int(offsets[i])} is more than 2^31-1 past the base offset "
-                        f"{base_offset}")
+        problems.append(IndexProblem(i, f"{what} entry {i}: offset {int(offsets[i])} is more than 2^31-1 past the base offset "
+                        f"{base_offset}"))
     return problems
 
 
@@ -834,11 +844,11 @@ def check_index(entries, batches, base_offset=None) -> list:
     p = np.asarray(entries["position"], np.int64)
     problems += _base_problems(off, base_offset, "index")
     for i in np.flatnonzero(np.diff(off) <= 0) + 1:
-        problems.append(f"index entry {i}: offset {int(off[i])} is not greater than entry {i - 1}'s "
-                        f"offset {int(off[i - 1])}")
+        problems.append(IndexProblem(i, f"index entry {i}: offset {int(off[i])} is not greater than entry {i - 1}'s "
+                        f"offset {int(off[i - 1])}"))
     for i in np.flatnonzero(np.diff(p) <= 0) + 1:
-        problems.append(f"index entry {i}: position {int(p[i])} is not greater than entry {i - 1}'s "
-                        f"position {int(p[i - 1])}")
+        problems.append(IndexProblem(i, f"index entry {i}: position {int(p[i])} is not greater than entry {i - 1}'s "
+                        f"position {int(p[i - 1])}"))
     bpos = _column(batches, "position").astype(np.int64)
     blast = _column(batches, "last_offset").astype(np.int64)
     order = np.argsort(bpos, kind="stable")
@@ -847,11 +857,11 @@ def check_index(entries, batches, base_offset=None) -> list:
     for i in range(len(off)):
         j = int(at[i])
         if j >= len(bpos) or bpos[j] != p[i]:
-            problems.append(f"index entry {i} (offset {int(off[i])}, position {int(p[i])}): no batch starts "
-                            f"at position {int(p[i])}")
+            problems.append(IndexProblem(i, f"index entry {i} (offset {int(off[i])}, position {int(p[i])}): no batch starts "
+                            f"at position {int(p[i])}"))
         elif blast[j] != off[i]:
-            problems.append(f"index entry {i} (offset {int(off[i])}, position {int(p[i])}): the batch at that "
-                            f"position has last offset {int(blast[j])}")
+            problems.append(IndexProblem(i, f"index entry {i} (offset {int(off[i])}, position {int(p[i])}): the batch at that "
+                            f"position has last offset {int(blast[j])}"))
     return problems
 
 
@@ -866,16 +876,16 @@ def check_timeindex(entries, batches, base_offset=None) -> list:
     off = np.asarray(entries["offset"], np.int64)
     problems += _base_problems(off, base_offset, "time index")
     for i in np.flatnonzero(np.diff(t) <= 0) + 1:
-        problems.append(f"time index entry {i}: timestamp {int(t[i])} is not greater than entry {i - 1}'s "
-                        f"timestamp {int(t[i - 1])}")
+        problems.append(IndexProblem(i, f"time index entry {i}: timestamp {int(t[i])} is not greater than entry {i - 1}'s "
+                        f"timestamp {int(t[i - 1])}"))
     for i in np.flatnonzero(np.diff(off) < 0) + 1:
-        problems.append(f"time index entry {i}: offset {int(off[i])} is below entry {i - 1}'s offset {int(off[i - 1])}")
+        problems.append(IndexProblem(i, f"time index entry {i}: offset {int(off[i])} is below entry {i - 1}'s offset {int(off[i - 1])}"))
     bbase = _column(batches, "base_offset").astype(np.int64)
     blast = _column(batches, "last_offset").astype(np.int64)
     bts = _column(batches, "max_timestamp").astype(np.int64)
     if len(blast) == 0:
-        return problems + [f"time index entry {i} (timestamp {int(t[i])}, offset {int(off[i])}): the segment "
-                           f"has no batches" for i in range(len(t))]
+        return problems + [IndexProblem(i, f"time index entry {i} (timestamp {int(t[i])}, offset {int(off[i])}): "
+                                           f"the segment has no batches") for i in range(len(t))]
     seg_last = int(blast.max())
     before_max = np.concatenate(([NO_TIMESTAMP], np.maximum.accumulate(bts)[:-1]))
     at = np.searchsorted(blast, off, side="left")
@@ -883,11 +893,11 @@ def check_timeindex(entries, batches, base_offset=None) -> list:
         label = f"time index entry {i} (timestamp {int(t[i])}, offset {int(off[i])})"
         j = int(at[i])
         if off[i] > seg_last:
-            problems.append(f"{label}: offset is past the segment's last offset {seg_last}")
+            problems.append(IndexProblem(i, f"{label}: offset is past the segment's last offset {seg_last}"))
         elif j >= len(blast) or bbase[j] > off[i]:
-            problems.append(f"{label}: offset is in no batch of the segment")
+            problems.append(IndexProblem(i, f"{label}: offset is in no batch of the segment"))
         elif bts[j] != t[i]:
-            problems.append(f"{label}: the batch holding the offset has max timestamp {int(bts[j])}")
+            problems.append(IndexProblem(i, f"{label}: the batch holding the offset has max timestamp {int(bts[j])}"))
         elif before_max[j] > t[i]:
-            problems.append(f"{label}: an earlier batch already has the larger timestamp {int(before_max[j])}")
+            problems.append(IndexProblem(i, f"{label}: an earlier batch already has the larger timestamp {int(before_max[j])}"))
     return problems

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import kafkafmt
-from kafkafmt import LogWriter, logdir
+from kafkafmt import LogWriter, logdir, segments
 from kafkafmt.logdir import KafkafmtWarning
 
 T0 = 1_700_000_000_000
@@ -242,22 +242,35 @@ def test_streamed_chunks_equal_the_read(known_log):
                 assert all(len(set(c.batch_index.tolist())) <= 1 for c in chunks)
 
 
+def _absent(recs, *names):
+    """Columns not asked for are absent -- not null (which reads like tombstones), not empty."""
+    for name in names:
+        with pytest.raises(AttributeError, match="not decoded"):
+            getattr(recs, name)
+        assert name not in recs.columns
+    table = recs.to_arrow()
+    assert not set(names) & set(table.column_names)
+    return True
+
+
 def test_column_projection(known_log):
     recs = kafkafmt.read_log_dir(known_log.path, columns=["offset", "timestamp"])
-    assert recs.value.nbytes == 0 and recs.key.nbytes == 0 and recs.headers.count() == 0
-    assert recs.value.data.nbytes == 0 or recs.value.offsets[-1] == 0
+    assert _absent(recs, "key", "value", "headers")
+    assert list(recs.to_pandas().columns) == ["topic", "partition", "offset", "timestamp", "timestampType"]
     check = kafkafmt.read_log_dir(known_log.path)
     assert recs.offset.tolist() == check.offset.tolist() == known_log.offsets
     assert recs.timestamp.tolist() == known_log.timestamps
     # with a seek too, and streaming
     so = known_log.offsets[len(known_log.offsets) // 2]
     part = kafkafmt.read_log_dir(known_log.path, start_offset=so, columns=["offset", "timestamp"])
-    assert part.offset.tolist() == brute(known_log, so) and part.value.nbytes == 0
+    assert part.offset.tolist() == brute(known_log, so) and _absent(part, "value")
     for c in kafkafmt.iter_log_dir(known_log.path, columns=["offset"], max_bytes=500):
-        assert c.value.nbytes == 0 and c.key.nbytes == 0
-    # asking for the value gives it, keys still skipped
+        assert _absent(c, "key", "value")
+    # asking for the value gives it, keys still absent; values=False in decode likewise
     v = kafkafmt.read_log_dir(known_log.path, columns=["offset", "value"])
-    assert v.value.to_pylist() == known_log.values and v.key.nbytes == 0
+    assert v.value.to_pylist() == known_log.values and _absent(v, "key", "headers")
+    d = kafkafmt.read_segment(kafkafmt.list_segments(known_log.path)[0].log, values=False)
+    assert _absent(d, "value") and d.key.nbytes >= 0 and "value" not in d.to_pandas().columns
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,13 +279,13 @@ def test_column_projection(known_log):
 class DecodeSpy:
     def __init__(self, monkeypatch):
         self.calls = []
-        real = logdir.decode
+        real = segments.decode      # the segment layer decodes every byte range a log-dir read needs
 
         def spy(data, *args, **kw):
             n = len(data) if hasattr(data, "__len__") else None
             self.calls.append((kw.get("file"), kw.get("start", 0), kw.get("stop") if kw.get("stop") is not None else n))
             return real(data, *args, **kw)
-        monkeypatch.setattr(logdir, "decode", spy)
+        monkeypatch.setattr(segments, "decode", spy)
 
     def files(self):
         return {os.path.basename(f) for f, _, _ in self.calls if f}
@@ -771,7 +784,7 @@ def test_read_log_dirs_filters(log_dirs):
     assert {(c.topic, c.partition) for c in chunks} == {("orders", 0), ("orders", 1)}
     # options pass through
     some = kafkafmt.read_log_dirs(log_dirs, topics=["orders"], start_offset=3, columns=["offset"])
-    assert sorted(some.offset.tolist()) == [3, 3, 4, 4] and some.value.nbytes == 0
+    assert sorted(some.offset.tolist()) == [3, 3, 4, 4] and _absent(some, "value")
 
 
 def test_read_log_dirs_with_an_empty_partition(tmp_path):

@@ -43,8 +43,9 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"kafkafmt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parents = [_common_parser()]
+    parser.commands = {}
     for mod in (dump, verify, stats, export):
-        mod.add_parser(sub, parents)
+        parser.commands[mod.__name__.rsplit(".", 1)[1]] = mod.add_parser(sub, parents)
     return parser
 
 
@@ -79,7 +80,10 @@ def _install_warnings(console, debug):
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(_normalise(argv))
+    args, unknown = parser.parse_known_args(_normalise(argv))
+    if unknown:
+        # the command's own usage, not the top-level one
+        (parser.commands.get(args.command) or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2

@@ -2,22 +2,20 @@
 command line, reading one file as a segment, and problems found on the way."""
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from kafkafmt.decoder import PARTITION_DIR
-from kafkafmt.logdir import SEGMENT_LOG
+from kafkafmt.segments import (Partition, ReportKind, file_kind, folder_kind, is_leftover_dir, is_leftover_file,
+                               list_partitions, not_kafka_reason, open_file, partition_of_name, segment_base)
 
-LEFTOVER_DIR = re.compile(r".*-(delete|future|stray)$")
-LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
-MAX_WALK_DEPTH = 6
+__all__ = ["file_kind", "segment_base", "is_leftover", "Partition"]
+
+is_leftover = is_leftover_file
+MAX_WALK_DEPTH = 8
 
 
 class UsageError(Exception):
@@ -52,52 +50,42 @@ class Problem:
                 "end": self.end, "offset": self.offset, "message": self.message}
 
 
-TAIL_REASONS = ("truncated final batch", "zero-filled tail")
-
-
 def is_index_fallback(entry):
     """A report entry saying an index was not used (the library also warns about it)."""
-    return entry.get("start") is None and str(entry.get("reason", "")).endswith("scanned instead")
+    return entry.kind is ReportKind.INDEX_FALLBACK
 
 
 def report_problem(entry, file=None):
-    """A Problem from an entry of a logdir ``report`` list; None for index fallbacks (the library
+    """A Problem from a ReportEntry of a read's ``report``; None for index fallbacks (the library
     warns about those itself)."""
-    reason = entry.get("reason", "")
-    start, end = entry.get("start"), entry.get("end")
-    if is_index_fallback(entry):
+    if entry.kind is ReportKind.INDEX_FALLBACK:
         return None
-    f = file or entry.get("file") or "?"
-    if reason == "zero-filled tail":
+    f = file or entry.file or "?"
+    start, end = entry.start, entry.end
+    if entry.kind is ReportKind.ZEROS:
         return Problem("warning", f, f"zero-filled tail of {end - start} bytes (preallocated file)", start, end)
-    if reason == "truncated final batch":
+    if entry.kind is ReportKind.TRUNCATED:
         return Problem("error", f, f"truncated final batch: {end - start} bytes after the last complete batch",
                        start, end)
-    if start is not None:
-        return Problem("error", f, f"{reason}; {end - start} bytes skipped", start, end, entry.get("offset"))
-    return Problem("warning", f, reason)
+    if entry.kind is ReportKind.CORRUPT:
+        return Problem("error", f, f"{entry.message}; {end - start} bytes skipped", start, end, entry.offset)
+    return Problem("warning", f, entry.message)
 
 
 # ----------------------------------------------------------------------------------------------
 # finding the data
 
 @dataclass
-class PartitionDir:
-    topic: str
-    partition: int
-    folder: str
-
-    @property
-    def name(self):
-        return f"{self.topic}-{self.partition}"
-
-
-@dataclass
 class Found:
-    partitions: list = field(default_factory=list)   # PartitionDir, in the order found
+    partitions: list = field(default_factory=list)   # segments.Partition, in the order found
     files: list = field(default_factory=list)        # files given, and files beside partition folders
     given_files: list = field(default_factory=list)  # the files named on the command line
     leftovers: list = field(default_factory=list)    # Problem (warning) for -delete/-future folders
+
+    @property
+    def log_dirs(self):
+        """The distinct log dirs the partitions come from (None for partition folders given alone)."""
+        return sorted({p.log_dir for p in self.partitions if p.log_dir is not None})
 
 
 def input_paths(args, command):
@@ -114,10 +102,27 @@ def input_paths(args, command):
 
 def record_files(found):
     """The files holding records: every segment found (broker leftovers only when named
-    explicitly), and KRaft snapshot files."""
+    explicitly), KRaft snapshot files named explicitly, and any file named on the command line
+    whose kind is not known by its name (it is read as Kafka data, or refused as not Kafka data)."""
     given = set(found.given_files)
-    return [f for f in found.files if file_kind(f) in ("log", "kraft-snapshot") and
-            (f in given or (file_kind(f) == "log" and not is_leftover(f)))]
+    return [f for f in found.files if (f in given and file_kind(f) in ("log", "kraft-snapshot", None))
+            or (file_kind(f) == "log" and not is_leftover(f))]
+
+
+def check_kafka_file(path):
+    """UsageError-free check of a file named as Kafka data: raises NotKafkaDataError (one line,
+    exit code 1) when it does not start with a Kafka log entry, or is empty without a segment's
+    name (an empty ``<20 digits>.log`` is a segment that holds nothing yet)."""
+    from kafkafmt.errors import NotKafkaDataError
+
+    with open_file(path) as f:
+        if f.size == 0:
+            if segment_base(path) is None:
+                raise NotKafkaDataError("not a Kafka log segment: the file is empty", file=path, position=0)
+            return
+        why = not_kafka_reason(f.buf)
+    if why is not None:
+        raise NotKafkaDataError(f"not a Kafka log segment: {why}", file=path, position=0)
 
 
 def add_command(sub, parents, name, help, doc, paths_help="log directories, partition folders or segment files"):
@@ -130,26 +135,48 @@ def add_command(sub, parents, name, help, doc, paths_help="log directories, part
     return p
 
 
-def partition_of_folder(folder):
-    m = PARTITION_DIR.match(os.path.basename(os.path.normpath(folder)))
-    if not m or LEFTOVER_DIR.match(os.path.basename(os.path.normpath(folder))):
-        return None
-    return PartitionDir(m.group("topic"), int(m.group("partition")), os.path.normpath(folder))
-
-
 def find_inputs(paths, topics=None, partitions=None):
-    """Partition folders and files under ``paths`` (files, partition folders, log dirs, or folders
-    holding log dirs). Missing paths raise UsageError."""
+    """Partition folders and files under ``paths``: files, partition folders, log dirs (whatever
+    their names, e.g. ``kafka-logs-1``), or folders holding log dirs at any depth. Missing paths
+    raise UsageError."""
     found = Found()
     seen = set()
 
-    def add_partition(pd):
-        key = os.path.realpath(pd.folder)
+    def add_partition(p):
+        key = os.path.realpath(p.folder)
         if key in seen:
             return
         seen.add(key)
-        if (topics is None or pd.topic in topics) and (partitions is None or pd.partition in partitions):
-            found.partitions.append(pd)
+        if (topics is None or p.topic in topics) and (partitions is None or p.partition in partitions):
+            found.partitions.append(p)
+
+    def walk(path, depth):
+        try:
+            names = sorted(os.listdir(path))
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        kind = folder_kind(path, names)
+        if kind == "partition":
+            add_partition(Partition(*partition_of_name(path), os.path.normpath(path)))
+            return
+        if kind == "log_dir":
+            report = []
+            for p in list_partitions(path, report=report):
+                add_partition(p)
+            for e in report:
+                found.leftovers.append(Problem("warning", e.file, "partition folder being deleted or moved "
+                                                                  "(-delete/-future/-stray), skipped"))
+        for n in names:
+            full = os.path.join(path, n)
+            if n.startswith("."):
+                continue
+            if os.path.isdir(full):
+                if kind == "log_dir" and (partition_of_name(n) is not None or is_leftover_dir(n)):
+                    continue
+                if depth < MAX_WALK_DEPTH:
+                    walk(full, depth + 1)
+            else:
+                found.files.append(full)
 
     for p in paths:
         if not os.path.exists(p):
@@ -160,121 +187,26 @@ def find_inputs(paths, topics=None, partitions=None):
             found.files.append(p)
             found.given_files.append(p)
             continue
-        pd = partition_of_folder(p)
-        if pd is not None:
-            add_partition(pd)
-            continue
-        for dirpath, dirnames, filenames in _walk(p):
-            parts, keep = [], []
-            for d in sorted(dirnames):
-                sub = os.path.join(dirpath, d)
-                if LEFTOVER_DIR.match(d):
-                    found.leftovers.append(Problem("warning", sub, "partition folder being deleted or moved "
-                                                   "(-delete/-future/-stray), skipped"))
-                    continue
-                pd = partition_of_folder(sub)
-                if pd is not None:
-                    parts.append(pd)
-                elif not d.startswith("."):
-                    keep.append(d)
-            for pd in sorted(parts, key=lambda x: (x.topic, x.partition)):
-                add_partition(pd)
-            dirnames[:] = keep
-            for f in sorted(filenames):
-                if not f.startswith("."):
-                    found.files.append(os.path.join(dirpath, f))
+        walk(os.path.normpath(p), 0)
     return found
 
 
-def _walk(top):
-    top_depth = os.path.normpath(top).count(os.sep)
-    for dirpath, dirnames, filenames in os.walk(top, onerror=_walk_error):
-        if os.path.normpath(dirpath).count(os.sep) - top_depth >= MAX_WALK_DEPTH:
-            dirnames[:] = []
-        yield dirpath, dirnames, filenames
-
-
-def _walk_error(exc):
-    raise exc
-
-
-def file_kind(path):
-    """What a file is, from its name (as Kafka decides by suffix): log, index, timeindex, txnindex,
-    producer-snapshot, kraft-snapshot, leader-epoch, partition-metadata, offset-checkpoint,
-    quorum-state, meta-properties; None when unknown. Broker leftovers (``.deleted``, ``.cleaned``,
-    ``.swap``) are classified by the name before that suffix."""
-    name = os.path.basename(path)
-    for suffix in LEFTOVER_SUFFIXES:
-        if name.endswith(suffix):
-            name = name[:-len(suffix)]
-            break
-    if name.endswith(".log") or name.endswith(".log.bin"):
-        return "log"
-    for suffix, kind in ((".index", "index"), (".timeindex", "timeindex"), (".txnindex", "txnindex"),
-                         (".snapshot", "producer-snapshot"), (".checkpoint", "kraft-snapshot")):
-        if name.endswith(suffix):
-            return kind
-    if name == "leader-epoch-checkpoint":
-        return "leader-epoch"
-    if name == "partition.metadata":
-        return "partition-metadata"
-    if name.endswith("-checkpoint"):
-        return "offset-checkpoint"
-    if name == "quorum-state":
-        return "quorum-state"
-    if name == "meta.properties":
-        return "meta-properties"
-    return None
-
-
-def is_leftover(path):
-    return os.path.basename(path).endswith(LEFTOVER_SUFFIXES)
-
-
-def segment_base(path):
-    """Base offset of a ``<20 digits>.log`` file, else None."""
-    m = SEGMENT_LOG.match(os.path.basename(path))
-    return int(m.group("base")) if m else None
-
-
 def segment_in_partition(path):
-    """(PartitionDir, base offset) when ``path`` is a segment of a partition folder, else None."""
+    """(Partition, base offset) when ``path`` is a segment of a partition folder, else None."""
     base = segment_base(path)
     if base is None:
         return None
-    pd = partition_of_folder(os.path.dirname(os.path.abspath(path)))
-    return None if pd is None else (pd, base)
+    folder = os.path.dirname(os.path.abspath(path))
+    tp = partition_of_name(folder)
+    return None if tp is None else (Partition(tp[0], tp[1], folder), base)
 
 
-@contextlib.contextmanager
-def single_file_partition(path):
-    """A temporary partition folder whose only segment is (a link to) ``path``, with the segment's
-    index files when it has them, so that the library's partition readers (chunked streaming,
-    salvage, seeks) read exactly this one file. Yields (folder, link path of the segment)."""
-    path = os.path.abspath(path)
-    base = segment_base(path)
-    stem = f"{base if base is not None else 0:020d}"
-    tmp = tempfile.mkdtemp(prefix="kafkafmt-")
-    try:
-        folder = os.path.join(tmp, "file-0")
-        os.mkdir(folder)
-        link = os.path.join(folder, stem + ".log")
-        _link(path, link)
-        if base is not None:
-            for ext in (".index", ".timeindex", ".txnindex"):
-                side = os.path.join(os.path.dirname(path), stem + ext)
-                if os.path.exists(side):
-                    _link(side, os.path.join(folder, stem + ext))
-        yield folder, link
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _link(src, dst):
-    try:
-        os.symlink(src, dst)
-    except (OSError, NotImplementedError):
-        os.link(src, dst)
+def partition_label(p, found):
+    """``topic-N``, with the log dir when partitions come from several (two brokers both have
+    ``__cluster_metadata-0``)."""
+    if len(found.log_dirs) > 1 and p.log_dir is not None:
+        return f"{p.name} ({p.log_dir})"
+    return p.name
 
 
 # ----------------------------------------------------------------------------------------------
@@ -461,13 +393,6 @@ def bytes_encoder(mode):
     if mode == "utf8":
         return lambda b: None if b is None else b.decode("utf-8", "backslashreplace")
     raise UsageError(f"unknown bytes encoding {mode!r} (base64, utf8, hex)")
-
-
-def counter_text(counter, names=None):
-    """{key: n} -> 'a:3,b:1' (keys mapped through names)."""
-    if not counter:
-        return "-"
-    return ",".join(f"{names.get(k, k) if names else k}:{v}" for k, v in sorted(counter.items(), key=lambda kv: str(kv[0])))
 
 
 def batch_bytes(batches):

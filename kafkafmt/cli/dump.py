@@ -31,12 +31,13 @@ import numpy as np
 
 from kafkafmt import sidefiles
 from kafkafmt.errors import KafkafmtError
-from kafkafmt.logdir import list_segments
+from kafkafmt.segments import list_segments
 from kafkafmt.records import CODEC_NAMES, TIMESTAMP_TYPES
 
-from kafkafmt.cli.common import (Problem, UsageError, bytes_encoder, escape_text, file_kind, find_inputs,
-                                 is_index_fallback, is_leftover, parse_offset_range, parse_time_range,
-                                 segment_base, segment_in_partition)
+from kafkafmt.cli.common import (Problem, UsageError, bytes_encoder, check_kafka_file, escape_text, file_kind,
+                                 find_inputs, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
+                                 parse_time_range, segment_base, segment_in_partition)
+from kafkafmt.segments import ReportKind
 from kafkafmt.cli.controls import control_text, control_json
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader, iter_partition, log_metadata, resolve_range
@@ -59,6 +60,11 @@ def add_parser(sub, parents):
                "  kafkafmt dump orders-0/00000000000000000000.index --verify-index-only",
         formatter_class=_formatter())
     p.add_argument("paths", nargs="*", metavar="PATH", help="files, partition folders or log directories")
+    p.add_argument("--files", action="append", metavar="F[,F]",
+                   help="files or folders to dump, comma-separated (kafka-dump-log's flag; same as PATH)")
+    p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics (in directories)")
+    p.add_argument("--partitions", action="append", metavar="N[,N|A-B]",
+                   help="only these partition numbers (in directories)")
     p.add_argument("--records", "--deep-iteration", dest="records", action="store_true",
                    help="print every record, not only batches (Kafka: --deep-iteration)")
     p.add_argument("--print-data", "--print-data-log", dest="print_data", action="store_true",
@@ -138,6 +144,8 @@ class Dumper:
         self.filtered = any(v is not None for v in self.offsets + self.times)
         self.max_bytes = args.max_bytes
         self.index_mode = args.index_sanity_check or args.verify_index_only
+        self.topics = parse_name_list(args.topics)
+        self.partitions = parse_int_list(args.partitions, "partition")
         self.failed = False
         self.index_mismatches = {}
         self.time_mismatch, self.time_order, self.time_not_found = {}, {}, {}
@@ -147,7 +155,7 @@ class Dumper:
 
     # -- driving ------------------------------------------------------------------------------
     def run(self):
-        paths = list(self.args.paths)
+        paths = list(self.args.paths) + [f for v in (self.args.files or []) for f in v.split(",") if f]
         if self.args.sample:
             from kafkafmt.sample import sample_dir
 
@@ -177,8 +185,12 @@ class Dumper:
     def expand(self, path):
         if not os.path.isdir(path):
             find_inputs([path])      # missing / unreadable -> UsageError
-            return [(file_kind(path), path, False)]
-        found = find_inputs([path])
+            kind = file_kind(path)
+            if kind in (None, "log"):
+                check_kafka_file(path)    # named as Kafka data: it is, or it is an error
+                kind = "log"
+            return [(kind, path, False)]
+        found = find_inputs([path], self.topics, self.partitions)
         for w in found.leftovers:
             self.c.warn(w.text()[len("warning: "):])
         out = []
@@ -192,7 +204,8 @@ class Dumper:
                                        and not is_leftover(f)):
                 out.append((kind, f, True))
         if not found.partitions and not any(file_kind(f) for f in found.files):
-            raise UsageError(f"no Kafka data found under {path}")
+            raise UsageError(f"no Kafka data found under {path}"
+                             + (" (after --topics/--partitions)" if self.topics or self.partitions else ""))
         return out
 
     def partition_files(self, folder):
@@ -349,8 +362,8 @@ class Dumper:
             self.print_report_entry(path, e)
 
     def print_report_entry(self, path, e):
-        reason = e.get("reason", "")
-        if reason in ("truncated final batch", "zero-filled tail"):
+        reason = e.message
+        if e.kind in (ReportKind.TRUNCATED, ReportKind.ZEROS):
             if self.max_bytes is not None:
                 return
             n = e["end"] - e["start"]
@@ -358,12 +371,12 @@ class Dumper:
                 self.c.json({"type": "trailing", "file": path, "position": e["start"], "bytes": n, "reason": reason})
             else:
                 self.c.write(f"Found {n} invalid bytes at the end of {os.path.basename(path)}")
-            if reason == "truncated final batch":
+            if e.kind is ReportKind.TRUNCATED:
                 self.failed = True
             return
-        if e.get("start") is None:
-            if not is_index_fallback(e):      # those the library warns about itself
-                self.c.warn(f"{e.get('file')}: {reason}")
+        if e.start is None:
+            if e.kind is not ReportKind.INDEX_FALLBACK:      # those the library warns about itself
+                self.c.warn(f"{e.file}: {reason}")
             return
         self.failed = True
         n = e["end"] - e["start"]
@@ -400,6 +413,8 @@ class Dumper:
                 self.print_report_entry(path, pending.pop(0))
             if not L["crc_valid"][i]:
                 self.failed = True
+                self.c.message(f"kafkafmt: error: {path} position {p} (offset {L['base_offset'][i]}): CRC mismatch: "
+                               f"the stored checksum {L['crc'][i]} does not match the batch's bytes")
             if self.json:
                 self.c.json(self.batch_json(path, L, i, topic, part, segs))
             else:
@@ -459,7 +474,7 @@ class Dumper:
             report = []
             meta = log_metadata(log, report)
             for e in report:
-                if e.get("start") is not None and e.get("reason") not in ("zero-filled tail",):
+                if e.is_damage:
                     self.c.warn(f"{log}: position {e['start']}: {e['reason']} (the index is checked against the "
                                 f"intact batches)")
             self._meta = (log, meta)
@@ -549,9 +564,9 @@ class Dumper:
                 if len(rb):
                     np.maximum.at(maxts, rb, rts)
                 last = np.asarray(batches["last_offset"], np.int64)
-                meta = (last, maxts)
+                meta = (np.asarray(batches["base_offset"], np.int64), last, maxts)
             else:
-                meta = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+                meta = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
         key = os.path.abspath(path)
         prev = -1
         for i in range(n):
@@ -559,11 +574,15 @@ class Dumper:
             if off == base and i > 0:
                 break
             if meta is not None:
-                last, maxts = meta
+                # an entry's offset may be any offset of the batch holding the max timestamp: Kafka
+                # before KAFKA-16310 (3.8) wrote the record's offset, later ones the batch's last
+                # offset, and the broker's time lookups accept both (kafka-dump-log flags the
+                # former; kafkafmt, like `verify`, does not)
+                first, last, maxts = meta
                 j = int(np.searchsorted(last, off, "left"))
                 if j >= len(last):
                     self.time_not_found.setdefault(key, []).append((off, -1))
-                elif last[j] != off:
+                elif first[j] > off:
                     self.time_not_found.setdefault(key, []).append((off, int(last[j])))
                 else:
                     if int(maxts[j]) != t:

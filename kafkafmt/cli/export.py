@@ -22,9 +22,10 @@ import time
 
 import numpy as np
 
-from kafkafmt.logdir import iter_log_dir, list_segments
+from kafkafmt.logdir import iter_log_dir
+from kafkafmt.segments import list_segments
 
-from kafkafmt.cli.common import (UsageError, bytes_encoder, find_inputs, human_bytes, input_paths,
+from kafkafmt.cli.common import (UsageError, bytes_encoder, check_kafka_file, find_inputs, human_bytes, input_paths,
                                  parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
                                  record_files, report_problem)
 from kafkafmt.cli.output import dumps
@@ -239,6 +240,8 @@ def run(args, console):
     for f in found.given_files:
         if f not in files:
             console.warn(f"{f}: not a log segment, skipped")
+        else:
+            check_kafka_file(f)
     if not found.partitions and not files:
         raise UsageError("no partition folders or segments found under " + ", ".join(paths)
                          + (" (after --topics/--partitions)" if topics or partitions else ""))

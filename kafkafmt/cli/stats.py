@@ -25,11 +25,12 @@ import os
 
 import numpy as np
 
-from kafkafmt.logdir import list_segments
+from kafkafmt.segments import list_segments
 from kafkafmt.records import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 
-from kafkafmt.cli.common import (UsageError, add_command, find_inputs, human_bytes, input_paths, iso_ms,
-                                 parse_int_list, parse_name_list, record_files, report_problem)
+from kafkafmt.cli.common import (UsageError, add_command, check_kafka_file, find_inputs, human_bytes, input_paths,
+                                 iso_ms, parse_int_list, parse_name_list, partition_label, record_files,
+                                 report_problem, segment_base)
 from kafkafmt.cli.output import table
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader, iter_partition
@@ -64,6 +65,7 @@ class Acc:
         self.txn_batches = self.txn_records = 0
         self.committed = self.aborted = self.aborted_records = 0
         self.tombstones = self.with_headers = 0
+        self.no_timestamp = 0          # data records without a timestamp (-1: magic 0, some producers)
         self.epochs = None
         self.skipped_bytes = 0
         self.segments = 0
@@ -71,7 +73,7 @@ class Acc:
     def merge(self, o):
         for name in ("records", "control_records", "batches", "file_bytes", "batch_bytes", "payload_bytes",
                      "txn_batches", "txn_records", "committed", "aborted", "aborted_records", "tombstones",
-                     "with_headers", "skipped_bytes", "segments"):
+                     "with_headers", "skipped_bytes", "segments", "no_timestamp"):
             setattr(self, name, getattr(self, name) + getattr(o, name))
         for name in ("codecs", "codec_stored", "codec_payload", "magics", "timestamp_types", "controls"):
             getattr(self, name).update(getattr(o, name))
@@ -100,7 +102,7 @@ class Acc:
             "magics": {str(m): n for m, n in sorted(self.magics.items())},
             "timestampTypes": dict(sorted(self.timestamp_types.items())),
             "firstOffset": self.first_offset, "lastOffset": self.last_offset,
-            "firstTimestamp": self.first_ts, "lastTimestamp": self.last_ts,
+            "firstTimestamp": self.first_ts, "lastTimestamp": self.last_ts, "noTimestamp": self.no_timestamp,
             "producers": len(self.producers), "transactionalBatches": self.txn_batches,
             "transactionalRecords": self.txn_records, "committedTransactions": self.committed,
             "abortedTransactions": self.aborted, "abortedRecords": self.aborted_records,
@@ -190,6 +192,7 @@ class PartitionStats:
             a.first_offset = _min(a.first_offset, int(offs_first[bm].min()))
             a.last_offset = _max(a.last_offset, int(offs_last[bm].max()))
             good_ts = ts[dm]
+            a.no_timestamp += int((good_ts < 0).sum())
             good_ts = good_ts[good_ts >= 0]
             if len(good_ts):
                 a.first_ts = _min(a.first_ts, int(good_ts.min()))
@@ -237,8 +240,11 @@ def run(args, console):
     for f in found.given_files:
         if f not in files:
             console.warn(f"{f}: not a log segment, skipped")
+        else:
+            check_kafka_file(f)
     if not found.partitions and not files:
-        raise UsageError("no partition folders or segments found under " + ", ".join(paths))
+        raise UsageError("no partition folders or segments found under " + ", ".join(paths)
+                         + (" (after --topics/--partitions)" if topics or partitions else ""))
     for w in found.leftovers:
         console.warn(w.text()[len("warning: "):])
     problems = []
@@ -263,7 +269,7 @@ def run(args, console):
             _problems(report, seen, problems, console, ps, pd.folder)
             for base, a in ps.segments.items():
                 a.file_bytes = sizes.get(base, 0)
-            results.append((pd.name, pd.topic, pd.partition, pd.folder, ps.segments))
+            results.append((partition_label(pd, found), pd.topic, pd.partition, pd.folder, ps.segments))
         for f in files:
             prog.set_label(os.path.basename(f))
             report = []
@@ -306,8 +312,6 @@ def _problems(report, seen, problems, console, ps, folder):
 
 
 def _base_of(path):
-    from kafkafmt.cli.common import segment_base
-
     return segment_base(path) if path else None
 
 
@@ -329,7 +333,9 @@ def _json(results, problems):
             "segments": [{"baseOffset": base, "file": _seg_file(where, base), **a.to_json()}
                          for base, a in segs.items()],
         })
-    out["totals"] = {"partitions": len(results), "segments": grand.segments, **grand.to_json()}
+    totals = grand.to_json()
+    totals["firstOffset"] = totals["lastOffset"] = None     # offsets are per partition
+    out["totals"] = {"partitions": len(results), "segments": grand.segments, **totals}
     return out
 
 
@@ -340,16 +346,17 @@ def _seg_file(where, base):
 
 
 HEADERS = ["PARTITION / SEGMENT", "RECORDS", "BATCHES", "SIZE", "RATIO", "CODECS", "MAGIC", "OFFSETS",
-           "TIMESTAMPS (UTC)", "PRODUCERS", "TXN", "ABORTED", "CONTROL"]
+           "TIMESTAMPS (UTC)", "NO-TS", "PRODUCERS", "TXN", "ABORTED", "CONTROL"]
 _SHORT_CONTROL = {"ABORT": "abort", "COMMIT": "commit", "LEADER_CHANGE": "leader", "SNAPSHOT_HEADER": "snaphdr",
                   "SNAPSHOT_FOOTER": "snapftr", "KRAFT_VERSION": "kraftver", "KRAFT_VOTERS": "voters"}
 
 
-def _row(label, a: Acc):
+def _row(label, a: Acc, offsets=True):
     ratio = a.ratio()
     codecs = ",".join(f"{c}:{n}" for c, n in sorted(a.codecs.items())) or "-"
     magics = ",".join(f"v{m}" if len(a.magics) == 1 else f"v{m}:{n}" for m, n in sorted(a.magics.items())) or "-"
-    offsets = "-" if a.first_offset is None else f"{a.first_offset}..{a.last_offset}"
+    # offsets are per partition: a range across partitions means nothing
+    offsets = "-" if a.first_offset is None or not offsets else f"{a.first_offset}..{a.last_offset}"
     times = "-"
     if a.first_ts is not None:
         t1, t2 = iso_ms(a.first_ts)[:19], iso_ms(a.last_ts)[:19]
@@ -359,7 +366,7 @@ def _row(label, a: Acc):
     txn = f"{a.txn_records}" if a.txn_batches else "0"
     skipped = f" !{human_bytes(a.skipped_bytes)} skipped" if a.skipped_bytes else ""
     return [label, a.records, a.batches, human_bytes(a.file_bytes), "-" if ratio is None else f"{ratio:.2f}",
-            codecs, magics, offsets, times, len(a.producers), txn, aborted, ctl + skipped]
+            codecs, magics, offsets, times, a.no_timestamp, len(a.producers), txn, aborted, ctl + skipped]
 
 
 def _table(results, partitions_only):
@@ -373,5 +380,5 @@ def _table(results, partitions_only):
             for base, a in segs.items():
                 rows.append(_row(f"  {base:020d}", a))
     if len(results) > 1:
-        rows.append(_row(f"TOTAL ({len(results)} partitions)", grand))
-    return table(HEADERS, rows, right={1, 2, 3, 4, 9, 10, 11})
+        rows.append(_row(f"TOTAL ({len(results)} partitions)", grand, offsets=False))
+    return table(HEADERS, rows, right={1, 2, 3, 4, 9, 10, 11, 12})

@@ -30,22 +30,20 @@ Exit code 0 when nothing is wrong (warnings allowed, unless --strict), 1 when a 
 from __future__ import annotations
 
 import os
-import re
 import time
 
 import numpy as np
 
 from kafkafmt import sidefiles
 from kafkafmt.errors import KafkafmtError
-from kafkafmt.logdir import list_segments
+from kafkafmt.segments import list_segments
 from kafkafmt.records import Table
 
-from kafkafmt.cli.common import (add_command, Problem, UsageError, file_kind, find_inputs, human_bytes, is_leftover,
-                                 report_problem, segment_base, segment_in_partition)
+from kafkafmt.cli.common import (add_command, Problem, UsageError, check_kafka_file, file_kind, find_inputs,
+                                 human_bytes, is_leftover, report_problem, segment_base, segment_in_partition)
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader, concat_batches, iter_partition
 
-_ENTRY = re.compile(r"^(time index|index) entry (\d+)")
 BATCH_COLUMNS = ("position", "size", "base_offset", "last_offset", "max_timestamp", "producer_id", "is_control",
                  "magic")
 
@@ -125,6 +123,9 @@ class Verifier:
         found = find_inputs(paths)
         if not found.partitions and not found.files:
             raise UsageError("no Kafka data found under " + ", ".join(paths))
+        for f in found.given_files:
+            if file_kind(f) in (None, "log"):
+                check_kafka_file(f)       # named as Kafka data: it is, or it is an error
         started = time.monotonic()
         total = 0
         for pd in found.partitions:
@@ -312,9 +313,8 @@ class Verifier:
             for s, e in info.skipped:
                 inside |= (entries["position"] >= s) & (entries["position"] < e)
             entries = entries[~inside]
-        for msg in sidefiles.check_index(entries, b, base):
-            m = _ENTRY.match(msg)
-            self.error(path, msg + note, int(m.group(2)) * 8 if m else None)
+        for problem in sidefiles.check_index(entries, b, base):
+            self.error(path, problem + note, problem.entry * 8)
 
     def check_timeindex(self, path, base, b, note=""):
         self.n_files += 1
@@ -329,9 +329,8 @@ class Verifier:
         except (KafkafmtError, OSError, ValueError) as exc:
             self.error(path, _reason(exc), getattr(exc, "position", None))
             return
-        for msg in sidefiles.check_timeindex(entries, b, base):
-            m = _ENTRY.match(msg)
-            self.error(path, msg + note, int(m.group(2)) * 12 if m else None)
+        for problem in sidefiles.check_timeindex(entries, b, base):
+            self.error(path, problem + note, problem.entry * 12)
 
     def check_txnindex(self, path, base, info):
         self.n_files += 1
@@ -372,7 +371,7 @@ class Verifier:
         elif kind is not None:
             self.other_file(path, kind)
         elif given:
-            self.warning(path, "not a file Kafka writes (by its name); skipped")
+            self.log_file(path)           # named on the command line: Kafka data by its contents
 
     def log_file(self, path):
         self.n_segments += 1

@@ -10,42 +10,26 @@ targetPartitionBytes, since every Spark task has a fixed cost.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from kafkafmt.decoder import PARTITION_DIR
-from kafkafmt.logdir import (Segment, _end_position, _index_entries, _Mapped, _position_for_offset,
-                             _transactions, list_partitions, list_segments, offset_for_timestamp)
+from kafkafmt.logdir import Task, plan as plan_partition
+from kafkafmt.segments import find_log_dirs, folder_kind, list_partitions
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
-
-
-@dataclass
-class Task:
-    topic: str
-    partition: int
-    log: str
-    start_pos: int
-    stop_pos: int          # byte range of the segment to decode
-    start_offset: object   # records with start_offset <= offset < end_offset (None: unbounded)
-    end_offset: object
-    aborted: dict = None   # read_committed: {producer_id: [(first, last)]}
-    lso: object = None
-
 
 @dataclass
 class Bounds:
     """What pushed filters allow: offset and timestamp ranges, topics and partitions."""
     offset_lo: object = None     # inclusive
     offset_hi: object = None     # exclusive
-    ts_lo: object = None         # inclusive, ms
-    ts_hi: object = None         # exclusive, ms
+    ts_lo: object = None         # inclusive, ms (prunes segments; Spark still filters the rows)
     topics: object = None        # set or None
     topic_prefix: object = None
     partitions: object = None    # set or None
     empty: bool = False          # the filters admit no row at all
-    row_filters: list = field(default_factory=list)   # (column, op, value) applied exactly per row
 
 
 def _resolve(spec, topic, partition, default):
@@ -54,77 +38,43 @@ def _resolve(spec, topic, partition, default):
     return spec if spec is not None else default
 
 
-def partition_range(opts, bounds, topic, partition, folder, report):
-    """[start, end) offsets to read for one topic-partition (None = open), or None if empty."""
+def partition_range(opts, bounds, topic, partition):
+    """(start, end, start_timestamp, end_timestamp) to read for one topic-partition (None = open)."""
     start = _resolve(opts.starting if isinstance(opts.starting, dict) else None, topic, partition, EARLIEST)
     end = _resolve(opts.ending if isinstance(opts.ending, dict) else None, topic, partition, LATEST)
     start = None if start == EARLIEST else start
     end = None if end == LATEST else end
-    ts = _resolve(opts.starting_ts, topic, partition, None)
-    if ts is not None:
-        o = offset_for_timestamp(folder, ts, report)
-        if o is None:
-            return None
-        start = o if start is None else max(start, o)
-    ts = _resolve(opts.ending_ts, topic, partition, None)
-    if ts is not None:
-        o = offset_for_timestamp(folder, ts, report)
-        if o is not None:
-            end = o if end is None else min(end, o)
     if bounds.offset_lo is not None:
         start = bounds.offset_lo if start is None else max(start, bounds.offset_lo)
     if bounds.offset_hi is not None:
         end = bounds.offset_hi if end is None else min(end, bounds.offset_hi)
-    if start is not None and end is not None and end <= start:
-        return None
-    return start, end
+    return (start, end, _resolve(opts.starting_ts, topic, partition, None),
+            _resolve(opts.ending_ts, topic, partition, None))
 
 
-def _segment_max_timestamp(seg, report, is_last):
-    """Largest record timestamp of a rolled segment from its time index's last entry, else None."""
-    if is_last or not os.path.exists(seg.timeindex):
-        return None
-    entries = _index_entries(seg, report, "timeindex")
-    if entries is None or not len(entries):
-        return None
-    return int(entries["timestamp"][-1])
-
-
-def _split_points(seg, start_pos, stop_pos, pieces, report):
-    """Up to `pieces` byte ranges of a segment, cut at offset-index positions (batch starts)."""
-    if pieces <= 1 or not os.path.exists(seg.index):
-        return [(start_pos, stop_pos)]
-    entries = _index_entries(seg, report, "index")
-    if entries is None or not len(entries):
-        return [(start_pos, stop_pos)]
-    cuts = entries["position"].astype(np.int64)
-    cuts = cuts[(cuts > start_pos) & (cuts < stop_pos)]
-    if not len(cuts):
-        return [(start_pos, stop_pos)]
-    wanted = np.linspace(start_pos, stop_pos, pieces + 1)[1:-1]
-    chosen = sorted(set(int(cuts[min(np.searchsorted(cuts, w), len(cuts) - 1)]) for w in wanted))
-    edges = [start_pos] + chosen + [stop_pos]
-    return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
+def partition_folders(paths, report):
+    """(topic, partition, folder) of every partition folder under the given paths (partition
+    folders, log dirs, or folders holding log dirs at any depth)."""
+    folders = []
+    for root in paths:
+        if not os.path.isdir(root):
+            raise OptionError(f"path does not exist or is not a directory: {root}")
+        if folder_kind(root) == "partition":
+            folders += list_partitions(root, report=report)
+            continue
+        for log_dir in find_log_dirs(root):
+            folders += list_partitions(log_dir, report=report)
+    if not folders:
+        raise OptionError(f"no <topic>-<partition> folders with segments under {', '.join(paths)}")
+    return folders
 
 
 def plan(opts, bounds, report):
     """The tasks of a query, grouped into input partitions (lists of tasks)."""
     if bounds.empty:
         return []
-    folders = []
-    for root in opts.paths:
-        if not os.path.isdir(root):
-            raise OptionError(f"path does not exist or is not a directory: {root}")
-        base = os.path.basename(os.path.normpath(root))
-        m = PARTITION_DIR.match(base)
-        if m and any(n.endswith(".log") for n in os.listdir(root)):
-            folders.append((m.group("topic"), int(m.group("partition")), root))   # a partition folder itself
-        else:
-            folders += list_partitions(root, report=report)
-    if not folders:
-        raise OptionError(f"no <topic>-<partition> folders with segments under {', '.join(opts.paths)}")
     tasks = []
-    for topic, partition, folder in folders:
+    for topic, partition, folder, *_ in partition_folders(opts.paths, report):
         if not opts.wants(topic, partition):
             continue
         if bounds.topics is not None and topic not in bounds.topics:
@@ -133,39 +83,10 @@ def plan(opts, bounds, report):
             continue
         if bounds.partitions is not None and partition not in bounds.partitions:
             continue
-        rng = partition_range(opts, bounds, topic, partition, folder, report)
-        if rng is None:
-            continue
-        start, end = rng
-        segments = list_segments(folder, report)
-        aborted = lso = None
-        if opts.isolation == "read_committed":
-            aborted, lso = _transactions(segments, report, any(os.path.exists(s.txnindex) for s in segments))
-            if lso is not None:
-                end = lso if end is None else min(end, lso)
-                if start is not None and end <= start:
-                    continue
-        for k, seg in enumerate(segments):
-            nxt = segments[k + 1].base_offset if k + 1 < len(segments) else None
-            if start is not None and nxt is not None and nxt <= start:
-                continue
-            if end is not None and seg.base_offset >= end and k > 0:
-                break
-            if bounds.ts_lo is not None:
-                mx = _segment_max_timestamp(seg, report, k == len(segments) - 1)
-                if mx is not None and mx < bounds.ts_lo:
-                    continue  # pruned: no record of this segment is recent enough
-            if seg.size == 0:
-                continue
-            m = _Mapped(seg.log)
-            try:
-                start_pos = _position_for_offset(seg, m, start, report)
-                stop_pos = _end_position(seg, m, end, report)
-            finally:
-                m.close()
-            if stop_pos <= start_pos:
-                continue
-            tasks.append(Task(topic, partition, seg.log, start_pos, stop_pos, start, end, aborted, lso))
+        start, end, ts_start, ts_end = partition_range(opts, bounds, topic, partition)
+        tasks += plan_partition(folder, topic=topic, partition=partition, start_offset=start, end_offset=end,
+                                start_timestamp=ts_start, end_timestamp=ts_end, isolation=opts.isolation,
+                                report=report, min_timestamp=bounds.ts_lo)
     return _pack(tasks, opts, report)
 
 
@@ -179,9 +100,8 @@ def _pack(tasks, opts, report):
     for t in tasks:
         size = t.stop_pos - t.start_pos
         n = int(np.ceil(size / target)) if size > target else 1
-        seg = Segment(os.path.dirname(t.log), int(os.path.basename(t.log)[:20]))
-        for a, b in _split_points(seg, t.start_pos, t.stop_pos, n, report):
-            pieces.append(Task(t.topic, t.partition, t.log, a, b, t.start_offset, t.end_offset, t.aborted, t.lso))
+        for a, b in t.segment.split_points(t.start_pos, t.stop_pos, n, report):
+            pieces.append(dataclasses.replace(t, start_pos=a, stop_pos=b))
     groups, current, size = [], [], 0
     for p in pieces:
         s = p.stop_pos - p.start_pos
