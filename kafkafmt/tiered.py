@@ -1,0 +1,631 @@
+"""Tiered-storage (KIP-405) layouts in object stores: recognise them from object names and read them.
+
+Two layouts are known, both found by listing (no `__remote_log_metadata` needed):
+
+* **Kafka's** ``LocalTieredStorage`` (the reference RemoteStorageManager of Kafka's own tests,
+  ``RemoteTopicPartitionDirectory`` / ``RemoteLogSegmentFileset``)::
+
+      <root>/<topic>-<partition>-<topicId>/<baseOffset20>-<segmentId>.{log,index,timeindex,txnindex,snapshot,leader_epoch_checkpoint}
+
+  Files are byte-identical copies of the broker's. Ids are Kafka ``Uuid`` strings (22 characters
+  of URL-safe base64 without padding); topic names may contain ``-``. Kafka 3.6 wrote the offset
+  without zero padding, 3.5 wrote ``<segmentId>.<suffix>`` only (the base offset is then read from
+  the ``.log``'s first batch).
+* **Aiven's** tiered-storage-for-apache-kafka (``ObjectKeyFactory``)::
+
+      <prefix><topic>-<topicId>/<partition>/<baseOffset20>-<segmentId>.{log,indexes,rsm-manifest}
+
+  The ``.rsm-manifest`` (JSON, :func:`parse_aiven_manifest`) says how the ``.log`` was stored:
+  as is, or cut into chunks of ``originalChunkSize`` bytes each zstd-compressed (and/or AES-GCM
+  encrypted) and concatenated; ``.indexes`` holds the offset, time, producer-snapshot,
+  leader-epoch and transaction indexes back to back at the positions the manifest gives.
+  :class:`AivenSegmentBlob` reads a byte range of the original segment by fetching and
+  decompressing only the chunks it spans. Encrypted segments raise
+  :class:`~kafkafmt.errors.UnsupportedLayoutError`.
+
+:func:`list_remote_partitions` walks a root and returns, per (topic, partition, topic id), the
+segments in offset order; several uploads of one base offset (a new leader re-uploading) are
+resolved to the one reaching the highest end offset, the others returned as ``superseded``.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import re
+import struct
+import threading
+import uuid as _uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .errors import KafkafmtError, ObjectChangedError, StorageError, UnsupportedLayoutError
+from .storage import Blob
+
+__all__ = [
+    "KAFKA_SUFFIXES", "AIVEN_SUFFIXES", "kafka_id", "parse_kafka_id",
+    "parse_kafka_partition_dir", "parse_kafka_segment_file", "parse_aiven_topic_dir", "parse_aiven_segment_file",
+    "kafka_segment_file_name", "kafka_partition_dir_name", "aiven_segment_key",
+    "RemoteSegment", "RemotePartition", "AivenManifest", "parse_aiven_manifest", "read_aiven_manifest",
+    "AivenSegmentBlob", "open_remote_log", "read_remote_side_file", "segment_end_offset",
+    "list_remote_partitions",
+]
+
+_ID = r"[A-Za-z0-9_-]{22}"
+_TOPIC = r"[A-Za-z0-9._-]+"
+_KAFKA_DIR = re.compile(rf"^(?P<topic>{_TOPIC})-(?P<partition>\d+)-(?P<topic_id>{_ID})$")
+_KAFKA_FILE = re.compile(rf"^(?:(?P<offset>\d+)-)?(?P<segment_id>{_ID})(?P<suffix>\.[a-z_]+)$")
+_AIVEN_DIR = re.compile(rf"^(?P<topic>{_TOPIC})-(?P<topic_id>{_ID})$")
+_AIVEN_FILE = re.compile(rf"^(?P<offset>\d{{20}})-(?P<segment_id>{_ID})\.(?P<suffix>log|indexes|rsm-manifest)$")
+
+#: Kafka layout: file suffix -> kind (RemoteLogSegmentFileset.RemoteLogSegmentFileType)
+KAFKA_SUFFIXES = {".log": "log", ".index": "index", ".timeindex": "timeindex", ".txnindex": "txnindex",
+                  ".snapshot": "snapshot", ".leader_epoch_checkpoint": "leader_epoch_checkpoint"}
+#: Aiven layout: suffix -> kind (ObjectKeyFactory.Suffix)
+AIVEN_SUFFIXES = {"log": "log", "indexes": "indexes", "rsm-manifest": "manifest"}
+#: Aiven manifest segmentIndexes names -> kafkafmt side-file kinds
+_AIVEN_INDEX_NAMES = {"index": "offset", "timeindex": "timestamp", "snapshot": "producerSnapshot",
+                      "leader_epoch_checkpoint": "leaderEpoch", "txnindex": "transaction"}
+_MAX_OFFSET = (1 << 63) - 1
+
+
+# ------------------------------------------------------------------------------------------------
+# names
+
+def kafka_id(value) -> str:
+    """Kafka's string form of a Uuid (``uuid.UUID`` or 16 bytes): URL-safe base64, no padding."""
+    raw = value.bytes if isinstance(value, _uuid.UUID) else bytes(value)
+    if len(raw) != 16:
+        raise ValueError("a Kafka Uuid has 16 bytes")
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def parse_kafka_id(text: str) -> _uuid.UUID:
+    """The ``uuid.UUID`` of a Kafka Uuid string (ValueError if it is not one)."""
+    if not re.fullmatch(_ID, text or ""):
+        raise ValueError(f"not a Kafka Uuid: {text!r}")
+    return _uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+
+
+def parse_kafka_partition_dir(name: str):
+    """``(topic, partition, topic_id)`` of a Kafka remote partition folder name, else None."""
+    m = _KAFKA_DIR.match(name)
+    return (m["topic"], int(m["partition"]), m["topic_id"]) if m else None
+
+
+def parse_kafka_segment_file(name: str):
+    """``(base_offset or None, segment_id, kind)`` of a Kafka remote segment file name, else None."""
+    m = _KAFKA_FILE.match(name)
+    if not m or m["suffix"] not in KAFKA_SUFFIXES:
+        return None
+    return (int(m["offset"]) if m["offset"] else None), m["segment_id"], KAFKA_SUFFIXES[m["suffix"]]
+
+
+def parse_aiven_topic_dir(name: str, prefix: str = ""):
+    """``(topic, topic_id)`` of an Aiven topic folder name (after ``prefix``), else None."""
+    if prefix and not name.startswith(prefix):
+        return None
+    m = _AIVEN_DIR.match(name[len(prefix):])
+    return (m["topic"], m["topic_id"]) if m else None
+
+
+def parse_aiven_segment_file(name: str):
+    """``(base_offset, segment_id, kind)`` of an Aiven object name (kind: log, indexes, manifest)."""
+    m = _AIVEN_FILE.match(name)
+    return (int(m["offset"]), m["segment_id"], AIVEN_SUFFIXES[m["suffix"]]) if m else None
+
+
+def kafka_partition_dir_name(topic, partition, topic_id) -> str:
+    return f"{topic}-{int(partition)}-{topic_id}"
+
+
+def kafka_segment_file_name(base_offset, segment_id, kind) -> str:
+    suffix = {v: k for k, v in KAFKA_SUFFIXES.items()}[kind]
+    return f"{int(base_offset):020d}-{segment_id}{suffix}"
+
+
+def aiven_segment_key(topic, topic_id, partition, base_offset, segment_id, kind, prefix="") -> str:
+    suffix = {v: k for k, v in AIVEN_SUFFIXES.items()}[kind]
+    return f"{prefix}{topic}-{topic_id}/{int(partition)}/{int(base_offset):020d}-{segment_id}.{suffix}"
+
+
+# ------------------------------------------------------------------------------------------------
+# listing
+
+@dataclass
+class RemoteSegment:
+    """One uploaded segment. ``files`` maps kinds to object paths: Kafka layout ``log``, ``index``,
+    ``timeindex``, ``txnindex``, ``snapshot``, ``leader_epoch_checkpoint``; Aiven layout ``log``,
+    ``indexes``, ``manifest``. ``size`` is the ``.log`` object's size as listed (for Aiven
+    segments stored transformed, ``manifest.original_size`` is the segment's). ``end_offset`` is
+    known from an Aiven manifest, or once :func:`segment_end_offset` computed it."""
+    layout: str
+    topic: str
+    partition: int
+    topic_id: str
+    base_offset: int
+    segment_id: str
+    files: dict
+    sizes: dict
+    end_offset: Optional[int] = None
+    manifest: Optional["AivenManifest"] = None
+
+    @property
+    def log(self):
+        return self.files.get("log")
+
+    @property
+    def size(self):
+        return self.sizes.get("log", 0)
+
+    @property
+    def original_size(self):
+        """Bytes of the segment as the broker wrote it."""
+        return self.manifest.original_size if self.manifest is not None else self.size
+
+    @property
+    def index(self):
+        return self.files.get("index")
+
+    @property
+    def timeindex(self):
+        return self.files.get("timeindex")
+
+    @property
+    def txnindex(self):
+        return self.files.get("txnindex")
+
+
+@dataclass
+class RemotePartition:
+    """The segments of one (topic, partition, topic id) under a root, in base-offset order."""
+    layout: str
+    topic: str
+    partition: int
+    topic_id: str
+    path: str
+    segments: list = field(default_factory=list)
+    superseded: list = field(default_factory=list)
+    problems: list = field(default_factory=list)
+
+    @property
+    def name(self):
+        return f"{self.topic}-{self.partition}"
+
+
+def list_remote_partitions(storage, root, *, prefix="", max_depth=4, read_manifests=True, resolve=True):
+    """Every tiered-storage partition under ``root`` (Kafka's or Aiven's layout, detected by names).
+
+    One listing per folder visited; folders whose names match neither layout are descended into
+    up to ``max_depth`` levels (a ``kafka-tiered-storage`` folder, key prefixes). Aiven manifests
+    are read (one small request per segment) unless ``read_manifests`` is False. Duplicate uploads
+    of one base offset are resolved when ``resolve`` (reading Aiven manifests, or the tail of each
+    duplicate Kafka-layout ``.log`` from its last index entry).
+    """
+    out = []
+    root = str(root)
+    name = storage.name(root)
+    entries = storage.list(root)
+    found = _classify(storage, root, name, entries, prefix, out, parent_name=storage.name(storage.parent(root)))
+    if not found:
+        _walk(storage, entries, prefix, max_depth, out)
+    for part in out:
+        _finish_partition(storage, part, read_manifests, resolve)
+    out.sort(key=lambda p: (p.topic, p.partition, p.topic_id, p.layout))
+    return out
+
+
+def _walk(storage, entries, prefix, depth, out):
+    for e in entries:
+        if not e.is_dir:
+            continue
+        sub = storage.list(e.path)
+        if not _classify(storage, e.path, e.name, sub, prefix, out) and depth > 1:
+            _walk(storage, sub, prefix, depth - 1, out)
+
+
+def _classify(storage, path, name, entries, prefix, out, parent_name=None):
+    """Add the partitions this folder is (or holds, for an Aiven topic folder); True if it was one."""
+    kafka = parse_kafka_partition_dir(name)
+    files = [e for e in entries if not e.is_dir]
+    if kafka and (any(parse_kafka_segment_file(e.name) for e in files) or not entries):
+        out.append(_kafka_partition(storage, path, kafka, files))
+        return True
+    aiven = parse_aiven_topic_dir(name, prefix)
+    numeric = [e for e in entries if e.is_dir and e.name.isdigit()]
+    if aiven and numeric:
+        for e in numeric:
+            out.append(_aiven_partition(storage, e.path, aiven, int(e.name), storage.list(e.path)))
+        return True
+    if name.isdigit() and parent_name and parse_aiven_topic_dir(parent_name, prefix) \
+            and any(parse_aiven_segment_file(e.name) for e in files):
+        out.append(_aiven_partition(storage, path, parse_aiven_topic_dir(parent_name, prefix), int(name), entries))
+        return True
+    return False
+
+
+def _kafka_partition(storage, path, parsed, files):
+    topic, partition, topic_id = parsed
+    part = RemotePartition("kafka", topic, partition, topic_id, path)
+    groups = OrderedDict()
+    for e in files:
+        p = parse_kafka_segment_file(e.name)
+        if p is None:
+            part.problems.append(f"{storage.url(e.path)}: not a tiered-storage segment file")
+            continue
+        off, sid, kind = p
+        g = groups.setdefault(sid, {"offset": off, "files": {}, "sizes": {}})
+        if off is not None:
+            g["offset"] = off
+        g["files"][kind], g["sizes"][kind] = e.path, e.size
+    for sid, g in groups.items():
+        files_, sizes = g["files"], g["sizes"]
+        if "log" not in files_:
+            part.problems.append(f"{storage.url(next(iter(files_.values())))}: segment {sid} has no .log")
+            continue
+        base = g["offset"]
+        if base is None:            # Kafka 3.5 names: <segmentId>.log; the base offset is the first batch's
+            head = storage.read_bytes(files_["log"], 0, 8) if sizes["log"] >= 8 else b""
+            if len(head) < 8:
+                part.problems.append(f"{storage.url(files_['log'])}: empty segment without a base offset in its name")
+                continue
+            base = struct.unpack(">q", head)[0]
+        missing = [k for k in ("index", "timeindex") if k not in files_]
+        if missing:
+            part.problems.append(f"{storage.url(files_['log'])}: no " + " / ".join("." + k for k in missing))
+        part.segments.append(RemoteSegment("kafka", topic, partition, topic_id, base, sid, files_, sizes))
+    return part
+
+
+def _aiven_partition(storage, path, parsed, partition, entries):
+    topic, topic_id = parsed
+    part = RemotePartition("aiven", topic, partition, topic_id, path)
+    groups = OrderedDict()
+    for e in entries:
+        if e.is_dir:
+            continue
+        p = parse_aiven_segment_file(e.name)
+        if p is None:
+            part.problems.append(f"{storage.url(e.path)}: not a tiered-storage segment object")
+            continue
+        off, sid, kind = p
+        g = groups.setdefault((off, sid), ({}, {}))
+        g[0][kind], g[1][kind] = e.path, e.size
+    for (off, sid), (files_, sizes) in groups.items():
+        if "log" not in files_ or "manifest" not in files_:
+            what = "no .log" if "log" not in files_ else "no .rsm-manifest (cannot tell how the .log is stored)"
+            part.problems.append(f"{storage.url(next(iter(files_.values())))}: segment {sid}: {what}")
+            continue
+        part.segments.append(RemoteSegment("aiven", topic, partition, topic_id, off, sid, files_, sizes))
+    return part
+
+
+def _finish_partition(storage, part, read_manifests, resolve):
+    if part.layout == "aiven" and read_manifests:
+        for seg in part.segments:
+            try:
+                read_aiven_manifest(storage, seg)
+            except (KafkafmtError, ValueError) as exc:
+                part.problems.append(f"{storage.url(seg.files['manifest'])}: {exc}")
+    by_offset = OrderedDict()
+    for seg in sorted(part.segments, key=lambda s: (s.base_offset, s.segment_id)):
+        by_offset.setdefault(seg.base_offset, []).append(seg)
+    keep = []
+    for base, segs in by_offset.items():
+        if len(segs) == 1 or not resolve:
+            keep.extend(segs)
+            continue
+        for s in segs:
+            if s.end_offset is None:
+                try:
+                    segment_end_offset(storage, s)
+                except (KafkafmtError, ValueError) as exc:
+                    part.problems.append(f"{storage.url(s.log)}: end offset unknown ({exc})")
+        segs.sort(key=lambda s: (-1 if s.end_offset is None else s.end_offset, s.original_size, s.segment_id),
+                  reverse=True)
+        keep.append(segs[0])
+        part.superseded.extend(segs[1:])
+    part.segments = keep
+
+
+# ------------------------------------------------------------------------------------------------
+# Aiven manifests
+
+@dataclass(frozen=True)
+class AivenManifest:
+    """A parsed ``.rsm-manifest`` (version 1).
+
+    ``original_size`` / ``chunk_size``: the segment's size and the chunk size before transforms;
+    ``original_starts``, ``transformed_starts``, ``transformed_sizes``: per-chunk int64 arrays;
+    ``compression``: chunks are zstd frames; ``encryption``: the manifest's encryption object (or
+    None); ``indexes``: kind -> (position, size) inside ``.indexes`` (None when absent);
+    ``metadata``: ``remoteLogSegmentMetadata`` as written (start/end offset, epochs...) or None.
+    """
+    version: str
+    chunk_size: int
+    original_size: int
+    original_starts: np.ndarray
+    transformed_starts: np.ndarray
+    transformed_sizes: np.ndarray
+    compression: bool
+    encryption: Optional[dict]
+    indexes: dict
+    metadata: Optional[dict]
+
+    @property
+    def transformed(self):
+        return self.compression or self.encryption is not None
+
+    @property
+    def transformed_size(self):
+        return int(self.transformed_starts[-1] + self.transformed_sizes[-1]) if len(self.transformed_sizes) else 0
+
+    @property
+    def start_offset(self):
+        return None if not self.metadata else self.metadata.get("startOffset")
+
+    @property
+    def end_offset(self):
+        """Last offset of the segment (inclusive, as in RemoteLogSegmentMetadata), if recorded."""
+        return None if not self.metadata else self.metadata.get("endOffset")
+
+    def chunk_range(self, start, stop):
+        """Chunk numbers ``[first, last + 1)`` holding original bytes [start, stop)."""
+        if stop <= start:
+            return 0, 0
+        return start // self.chunk_size, (stop - 1) // self.chunk_size + 1
+
+    def encryption_problem(self):
+        enc = self.encryption or {}
+        key = str(enc.get("dataKey") or "")
+        key_id = key.split(":", 1)[0] if ":" in key else None
+        return ("the segment is encrypted (AES-256-GCM chunks, 12-byte IV before each; the data key in the "
+                "manifest's encryption.dataKey is wrapped with RSA key "
+                + (f"'{key_id}'" if key_id else "(id not recorded)")
+                + "): reading it needs that private key, which kafkafmt does not take")
+
+
+def _decode_chunk_sizes(text):
+    """Aiven's ``transformedChunks``: base64 of a zstd frame of ChunkSizesBinaryCodec's encoding."""
+    import zstandard
+    raw = zstandard.ZstdDecompressor().decompress(base64.b64decode(text), max_output_size=10 << 20)
+    (count,) = struct.unpack_from(">i", raw, 0)
+    if count == 0:
+        return []
+    if count == 1:
+        return [struct.unpack_from(">i", raw, 4)[0]]
+    base, width = struct.unpack_from(">ib", raw, 4)
+    pos = 9
+    values = []
+    for _ in range(count - 1):
+        values.append(int.from_bytes(raw[pos:pos + width], "big") + base)
+        pos += width
+    values.append(struct.unpack_from(">i", raw, pos)[0])
+    return values
+
+
+def parse_aiven_manifest(data, url=None) -> AivenManifest:
+    """Parse an Aiven ``.rsm-manifest`` (bytes or str); UnsupportedLayoutError if it is not one."""
+    try:
+        doc = json.loads(bytes(data).decode("utf-8") if not isinstance(data, str) else data)
+        version = str(doc.get("version"))
+        if version != "1":
+            raise UnsupportedLayoutError(f"segment manifest version {version!r} (kafkafmt reads version 1)", file=url)
+        ci = doc["chunkIndex"]
+        chunk, original = int(ci["originalChunkSize"]), int(ci["originalFileSize"])
+        if chunk <= 0 or original < 0:
+            raise ValueError("chunk sizes must be positive")
+        if ci["type"] == "fixed":
+            count = -(-original // chunk)
+            sizes = [int(ci["transformedChunkSize"])] * count
+            if count:
+                sizes[-1] = int(ci["finalTransformedChunkSize"])
+        elif ci["type"] == "variable":
+            sizes = _decode_chunk_sizes(ci["transformedChunks"])
+            count = len(sizes)
+        else:
+            raise UnsupportedLayoutError(f"unknown chunk index type {ci['type']!r}", file=url)
+        if count and not (count - 1) * chunk < original <= count * chunk:
+            raise ValueError(f"{count} chunks of {chunk} bytes cannot hold {original} bytes")
+        tsizes = np.array(sizes, dtype=np.int64)
+        tstarts = np.zeros(count, dtype=np.int64)
+        if count:
+            np.cumsum(tsizes[:-1], out=tstarts[1:])
+        indexes = {}
+        for kind, key in _AIVEN_INDEX_NAMES.items():
+            v = (doc.get("segmentIndexes") or {}).get(key)
+            indexes[kind] = None if v is None else (int(v["position"]), int(v["size"]))
+        return AivenManifest(version, chunk, original, np.arange(count, dtype=np.int64) * chunk, tstarts, tsizes,
+                             bool(doc.get("compression", False)), doc.get("encryption"), indexes,
+                             doc.get("remoteLogSegmentMetadata"))
+    except KafkafmtError:
+        raise
+    except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError) as exc:
+        raise UnsupportedLayoutError(f"unreadable segment manifest: {type(exc).__name__}: {exc}", file=url) from None
+    except Exception as exc:  # zstandard.ZstdError
+        raise UnsupportedLayoutError(f"unreadable segment manifest: {type(exc).__name__}: {exc}", file=url) from None
+
+
+def read_aiven_manifest(storage, seg) -> AivenManifest:
+    """The manifest of an Aiven segment (read once, kept on ``seg``; sets ``seg.end_offset``)."""
+    if seg.manifest is None:
+        path = seg.files["manifest"]
+        seg.manifest = parse_aiven_manifest(storage.read_bytes(path), url=storage.url(path))
+        if seg.end_offset is None and seg.manifest.end_offset is not None:
+            seg.end_offset = int(seg.manifest.end_offset)
+    return seg.manifest
+
+
+class AivenSegmentBlob(Blob):
+    """The original bytes of a chunked (zstd-compressed) Aiven segment, read through its manifest.
+
+    ``read(start, stop)`` fetches the transformed byte range of the chunks [start, stop) spans
+    from the ``.log`` object (one request through the object's blob, which reads ahead) and
+    decompresses those chunks only; the last ``cache_chunks`` decompressed chunks are kept.
+    ``requests`` / ``bytes_fetched`` are the object's.
+    """
+
+    def __init__(self, raw: Blob, manifest: AivenManifest, cache_chunks=4):
+        if manifest.encryption is not None:
+            raise UnsupportedLayoutError(manifest.encryption_problem(), file=raw.url)
+        if raw.size != manifest.transformed_size:
+            raise ObjectChangedError(f"changed size: the .log object has {raw.size} bytes, its manifest says "
+                                     f"{manifest.transformed_size}", file=raw.url)
+        self.raw, self.manifest = raw, manifest
+        self.path, self.url, self.size = raw.path, raw.url, manifest.original_size
+        self.cache_chunks = max(1, cache_chunks)
+        self._chunks = OrderedDict()
+        self._lock = threading.Lock()
+        import zstandard
+        self._dctx = zstandard.ZstdDecompressor()
+
+    @property
+    def requests(self):
+        return self.raw.requests
+
+    @property
+    def bytes_fetched(self):
+        return self.raw.bytes_fetched
+
+    def _chunk(self, i, data, base):
+        m = self.manifest
+        want = int(min(m.chunk_size, m.original_size - m.original_starts[i]))
+        lo = int(m.transformed_starts[i]) - base
+        frame = data[lo:lo + int(m.transformed_sizes[i])]
+        if not m.compression:
+            out = bytes(frame)
+        else:
+            try:
+                out = self._dctx.decompress(frame, max_output_size=want)
+            except Exception as exc:  # zstandard.ZstdError
+                raise UnsupportedLayoutError(f"chunk {i} does not decompress: {exc}", file=self.url,
+                                             position=int(m.original_starts[i])) from None
+        if len(out) != want:
+            raise UnsupportedLayoutError(f"chunk {i} holds {len(out)} bytes, the manifest says {want}",
+                                         file=self.url, position=int(m.original_starts[i]))
+        return out
+
+    def read(self, start, stop=None):
+        start, stop = self._check_range(start, stop)
+        if stop == start:
+            return memoryview(b"")
+        m = self.manifest
+        first, last = m.chunk_range(start, stop)
+        with self._lock:
+            missing = [i for i in range(first, last) if i not in self._chunks]
+            if missing:
+                lo, hi = missing[0], missing[-1]
+                base = int(m.transformed_starts[lo])
+                data = self.raw.read(base, int(m.transformed_starts[hi] + m.transformed_sizes[hi]))
+                for i in range(lo, hi + 1):
+                    if i not in self._chunks:
+                        self._chunks[i] = self._chunk(i, data, base)
+            parts = []
+            for i in range(first, last):
+                self._chunks.move_to_end(i)
+                parts.append(self._chunks[i])
+            while len(self._chunks) > max(self.cache_chunks, last - first):
+                self._chunks.popitem(last=False)
+        offset = start - first * m.chunk_size
+        if len(parts) == 1:
+            return memoryview(parts[0])[offset:offset + stop - start]
+        return memoryview(b"".join(parts))[offset:offset + stop - start]
+
+    def release(self, done, upto):
+        with self._lock:
+            for i in [i for i in self._chunks if (i + 1) * self.manifest.chunk_size <= upto]:
+                del self._chunks[i]
+        return self.raw.release(done, upto)
+
+    def close(self):
+        self._chunks.clear()
+        self.raw.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# reading
+
+def open_remote_log(storage, seg, *, read_ahead=None) -> Blob:
+    """A Blob of the segment's original bytes (``.size`` = what the broker wrote).
+
+    Kafka layout and untransformed Aiven segments: the ``.log`` object itself; zstd-chunked Aiven
+    segments: an :class:`AivenSegmentBlob`; encrypted ones raise UnsupportedLayoutError.
+    """
+    if seg.layout == "aiven":
+        m = read_aiven_manifest(storage, seg)
+        if m.encryption is not None:
+            raise UnsupportedLayoutError(m.encryption_problem(), file=storage.url(seg.log))
+        raw = storage.open(seg.log, size=seg.size, read_ahead=read_ahead)
+        if not m.transformed:
+            if raw.size != m.original_size:
+                raw.close()
+                raise ObjectChangedError(f"changed size: the .log object has {seg.size} bytes, its manifest says "
+                                         f"{m.original_size}", file=storage.url(seg.log))
+            return raw
+        try:
+            return AivenSegmentBlob(raw, m)
+        except Exception:
+            raw.close()
+            raise
+    return storage.open(seg.log, size=seg.size, read_ahead=read_ahead)
+
+
+def read_remote_side_file(storage, seg, kind) -> Optional[bytes]:
+    """The bytes of a segment's ``index``, ``timeindex``, ``txnindex``, ``snapshot`` or
+    ``leader_epoch_checkpoint`` (None when the upload has none)."""
+    if kind not in _AIVEN_INDEX_NAMES:
+        raise ValueError(f"unknown side file kind {kind!r}")
+    if seg.layout == "kafka":
+        path = seg.files.get(kind)
+        return None if path is None else storage.read_bytes(path)
+    m = read_aiven_manifest(storage, seg)
+    where = m.indexes.get(kind)
+    if where is None or "indexes" not in seg.files:
+        return None
+    if m.encryption is not None:
+        raise UnsupportedLayoutError(m.encryption_problem(), file=storage.url(seg.files["indexes"]))
+    pos, size = where
+    if pos + size > seg.sizes.get("indexes", 0):
+        raise ObjectChangedError(f"the .indexes object has {seg.sizes.get('indexes', 0)} bytes, its manifest "
+                                 f"places the {kind} at {pos}..{pos + size}", file=storage.url(seg.files["indexes"]))
+    return storage.read_bytes(seg.files["indexes"], pos, pos + size) if size else b""
+
+
+def segment_end_offset(storage, seg) -> int:
+    """The last offset in the segment (``base_offset - 1`` when it holds no batch); sets
+    ``seg.end_offset``. Aiven: from the manifest; Kafka layout: from the last ``.index`` entry's
+    position, walking batch headers (ranged reads) to the end of the ``.log``."""
+    if seg.end_offset is not None:
+        return seg.end_offset
+    if seg.layout == "aiven":
+        m = read_aiven_manifest(storage, seg)
+        if m.end_offset is not None:
+            seg.end_offset = int(m.end_offset)
+            return seg.end_offset
+    pos = 0
+    index = read_remote_side_file(storage, seg, "index") if seg.layout == "kafka" else None
+    if index:
+        entries = np.frombuffer(index[:len(index) // 8 * 8], dtype=">i4").reshape(-1, 2)
+        entries = entries[(entries[:, 0] > 0) | (np.arange(len(entries)) == 0)]
+        if len(entries) and entries[-1, 1] >= 0:
+            pos = int(entries[-1, 1])
+    last = seg.base_offset - 1
+    with open_remote_log(storage, seg, read_ahead=256 * 1024) as blob:
+        if pos > blob.size:
+            pos = 0
+        while pos + 17 <= blob.size:
+            head = bytes(blob.read(pos, pos + 17))
+            offset, size = struct.unpack_from(">qi", head, 0)
+            magic = head[16]
+            if size < 14 or pos + 12 + size > blob.size:
+                break
+            if magic >= 2 and size >= 15:
+                (delta,) = struct.unpack(">i", bytes(blob.read(pos + 23, pos + 27)))
+                last = offset + delta
+            else:
+                last = offset
+            pos += 12 + size
+    seg.end_offset = last
+    return last
