@@ -68,10 +68,6 @@ class NotKafkaDataError(CorruptRecordError):
     """A file given as Kafka data does not start with a Kafka log entry (a PNG, a text file...)."""
 
 
-class PathNotFoundError(KafkafmtError, FileNotFoundError):
-    """A file, partition folder or log dir that was asked for does not exist."""
-
-
 class NotALogDirError(KafkafmtError, NotADirectoryError):
     """A path given as a partition folder or log dir is not one (a file, or a folder without Kafka data)."""
 
@@ -95,6 +91,10 @@ class StorageError(KafkafmtError, OSError):
 
 class StorageNotFoundError(StorageError, FileNotFoundError):
     """No such file, object, folder or bucket."""
+
+
+#: a file, partition folder or log dir that was asked for does not exist (one class, two names)
+PathNotFoundError = StorageNotFoundError
 
 
 class StoragePermissionError(StorageError, PermissionError):

@@ -28,7 +28,6 @@ memory-mapped).
 from __future__ import annotations
 
 import enum
-import mmap
 import os
 import re
 import warnings
@@ -40,11 +39,12 @@ from kafkafmt import sidefiles
 from kafkafmt.decoder import DecodeOptions, decode, next_entry, scan_batches
 from kafkafmt.errors import (CorruptRecordError, KafkafmtError, KafkafmtWarning, NotALogDirError,
                              PathNotFoundError)
+from kafkafmt.storage import LocalBlob
 
 __all__ = [
     "PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "DEFAULT_INDEX_INTERVAL",
     "segment_file_name", "segment_base", "partition_of_name", "is_leftover_file", "is_leftover_dir", "file_kind",
-    "folder_kind", "find_log_dirs", "list_partitions", "list_segments", "Segment", "MappedFile", "open_file",
+    "folder_kind", "find_log_dirs", "list_partitions", "list_segments", "Segment", "open_file",
     "ReportKind", "ReportEntry", "read_range", "offset_for_timestamp", "transactions",
     "committed_mask", "Partition", "read_segment", "not_kafka_reason",
 ]
@@ -185,50 +185,10 @@ def _tail_entry(file, recs, end):
 # ----------------------------------------------------------------------------------------------
 # storage: every byte read from a log dir goes through open_file
 
-class MappedFile:
-    """A read-only view of one file: ``size``, ``buf`` (NumPy uint8 over the whole file; a memory
-    map for local files), ``release`` (drop consumed pages) and ``close``."""
-
-    def __init__(self, path):
-        self.path = os.fspath(path)
-        try:
-            with open(self.path, "rb") as f:
-                self.size = os.fstat(f.fileno()).st_size
-                self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if self.size else None
-        except FileNotFoundError:
-            raise PathNotFoundError(f"no such file: {self.path}", file=self.path) from None
-        self.buf = np.frombuffer(self.map, np.uint8) if self.map is not None else np.zeros(0, np.uint8)
-
-    def release(self, done, upto):
-        """Drop this process's pages of the map in [done, upto) (page-aligned); returns upto's
-        page boundary. The file stays in the page cache; only resident memory goes."""
-        page = mmap.PAGESIZE
-        lo, hi = done - done % page, upto - upto % page
-        if self.map is not None and hi > lo and hasattr(mmap, "MADV_DONTNEED"):
-            try:
-                self.map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-            except (OSError, ValueError):
-                return done
-        return max(hi, done)
-
-    def close(self):
-        self.buf = None
-        if self.map is not None:
-            try:
-                self.map.close()
-            except BufferError:  # still referenced by a traceback: closed when collected
-                pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def open_file(path) -> MappedFile:
-    """Open a file of a log dir for reading."""
-    return MappedFile(path)
+def open_file(path):
+    """Open a file of a log dir for reading: a `kafkafmt.storage` blob (``size``, ``buf`` -- the
+    whole file as NumPy uint8, memory-mapped --, ``release``, ``close``)."""
+    return LocalBlob(os.fspath(path))
 
 
 def _listdir(path):
@@ -403,7 +363,7 @@ class Segment:
     def __repr__(self):
         return f"<Segment {self.log} {self.size} bytes>"
 
-    def open(self) -> MappedFile:
+    def open(self):
         return open_file(self.log)
 
     def index_entries(self, kind, report):
