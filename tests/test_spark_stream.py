@@ -67,6 +67,16 @@ class PartitionWriter:
         with open(self.active, "ab") as f:
             f.write(self._encode(n, max_records=max_records, **kw))
 
+    def append_txn(self, n, producer_id):
+        """n records of an open transaction of `producer_id` (one batch)."""
+        with open(self.active, "ab") as f:
+            f.write(self._encode(n, max_records=n, producer_id=producer_id, producer_epoch=0, transactional=True))
+
+    def end_txn(self, kind, producer_id):
+        with open(self.active, "ab") as f:
+            f.write(kafkafmt.encode_control(kind, offset=self.next, producer_id=producer_id, timestamp=1767225600000))
+        self.next += 1
+
     def append_torn(self, n, keep=0.5):
         """Write a batch of n records only partly (a write in progress)."""
         data = self._encode(n, max_records=n)
@@ -300,6 +310,28 @@ def test_corrupt_active_segment(tmp_path):
     assert got == list(range(100)) + list(range(110, 200))        # the garbled batch (10 records) skipped
 
 
+def test_read_committed_stops_at_the_last_stable_offset(tmp_path):
+    w = PartitionWriter(tmp_path, "tx", 0)
+    w.append(10)                       # 0..9
+    w.append_txn(5, producer_id=7)     # 10..14, open
+    w.append(3)                        # 15..17 (not transactional)
+    r = _reader(tmp_path, startingOffsets="earliest", **{"kafka.isolation.level": "read_committed"})
+    s = r.initialOffset()
+    e = r.latestOffset(s, _all(r))
+    assert e == {"tx": {"0": 10}}      # the open transaction's first offset
+    w.end_txn("abort", producer_id=7)  # 18: marker
+    w.append_txn(4, producer_id=8)     # 19..22
+    w.end_txn("commit", producer_id=8)  # 23
+    e2 = r.latestOffset(e, _all(r))
+    assert e2 == {"tx": {"0": 24}}
+    got = sorted(o for _, _, o in _rows_of(r, s, e) + _rows_of(r, e, e2))
+    assert got == list(range(10)) + [15, 16, 17] + [19, 20, 21, 22]     # aborted 10..14 and markers dropped
+    plain = _reader(tmp_path, startingOffsets="earliest")
+    ps = plain.initialOffset()
+    assert sorted(o for _, _, o in _rows_of(plain, ps, plain.latestOffset(ps, _all(plain)))) == \
+        [o for o in range(23) if o != 18]
+
+
 def test_trigger_cost_without_new_data(tmp_path):
     """<= 50 ms of driver time per 100 partitions when nothing changed (local disk)."""
     for p in range(100):
@@ -482,3 +514,98 @@ def test_checkpoint_of_another_subscription_is_refused(spark, tmp_path):
     PartitionWriter(root, "first", 1).append(5)
     with pytest.raises(Exception, match="another subscription"):
         _available_now(spark, root, tmp_path / "out", ckpt, subscribe="second", startingOffsets="earliest")
+
+
+def test_processing_time_trigger_with_a_live_writer(spark, tmp_path):
+    root, out, ckpt = tmp_path / "logs", tmp_path / "out", tmp_path / "ckpt"
+    w = PartitionWriter(root, "live", 0)
+    w.append(100)
+    q = (_stream(spark, root, startingOffsets="earliest").select("topic", "partition", "offset", "value")
+         .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
+         .trigger(processingTime="200 milliseconds").start())
+    try:
+        q.processAllAvailable()
+        w.append_torn(20)              # in progress: nothing of it may show up
+        q.processAllAvailable()
+        assert sorted(o for _, _, o in _sink_keys(spark, out)) == list(range(100))
+        w.complete()
+        w.roll()
+        w.append(30)
+        PartitionWriter(root, "live", 1).append(12)
+        q.processAllAvailable()
+        assert q.exception() is None
+        progress = [p for p in q.recentProgress if p["numInputRows"]]
+    finally:
+        q.stop()
+    keys = _sink_keys(spark, out)
+    assert len(keys) == len(set(keys)) and sorted(keys) == _lib_keys(root)
+    assert json.loads(progress[-1]["sources"][0]["endOffset"]) == {"live": {"0": 150, "1": 12}}
+    if progress[-1]["sources"][0].get("latestOffset"):
+        assert lag(progress[-1]) == {"live-0": 0, "live-1": 0}
+
+
+def test_replayed_micro_batch_yields_the_same_rows(spark, tmp_path):
+    """A micro-batch whose commit is missing (the query died after planning it) is replayed from the
+    offset log with the same offsets, although more data arrived since: the same rows again."""
+    root, ckpt, seen = tmp_path / "logs", tmp_path / "ckpt", tmp_path / "seen"
+    seen.mkdir()
+    w = PartitionWriter(root, "rp", 0)
+    w.append(300)
+
+    def record(df, batch_id):
+        rows = sorted(r["offset"] for r in df.select("offset").collect())
+        name = seen / f"{batch_id}.json"
+        if name.exists():
+            name = seen / f"{batch_id}-replay.json"
+        name.write_text(json.dumps(rows))
+
+    def run():
+        q = (_stream(spark, root, startingOffsets="earliest", maxOffsetsPerTrigger="100")
+             .writeStream.foreachBatch(record).option("checkpointLocation", str(ckpt))
+             .trigger(availableNow=True).start())
+        try:
+            assert q.awaitTermination(120)
+            assert q.exception() is None
+        finally:
+            q.stop()
+
+    run()
+    assert sorted(os.listdir(seen)) == ["0.json", "1.json", "2.json"]
+    for name in ("2", ".2.crc"):         # batch 2 planned and written to the offset log, never committed
+        if (ckpt / "commits" / name).exists():
+            os.remove(ckpt / "commits" / name)
+    w.append(50)
+    run()
+    first, again = json.loads((seen / "2.json").read_text()), json.loads((seen / "2-replay.json").read_text())
+    assert again == first == list(range(200, 300))
+    assert json.loads((seen / "3.json").read_text()) == list(range(300, 350))
+
+
+def test_corrupt_batch_mid_stream_both_ways(spark, tmp_path):
+    root = tmp_path / "logs"
+    w = PartitionWriter(root, "bad", 0)
+    w.append(100, max_records=10)
+    w.roll()
+    w.append(100, max_records=10)
+    seg = os.path.join(w.folder, f"{0:020d}.log")
+    data = bytearray(open(seg, "rb").read())
+    table, _ = kafkafmt.scan_batches(bytes(data))
+    pos = int(table["position"][3])                        # the batch holding offsets 30..39
+    data[pos + int(table["size"][3]) - 3] ^= 0xFF          # a payload byte: framing intact, CRC wrong
+    open(seg, "wb").write(bytes(data))
+    with pytest.raises(Exception, match=rf"{seg}.*position {pos}|position {pos}.*{seg}"):
+        _available_now(spark, root, tmp_path / "out", tmp_path / "ckpt", startingOffsets="earliest")
+    _available_now(spark, root, tmp_path / "out2", tmp_path / "ckpt2", startingOffsets="earliest",
+                   failOnDataLoss="false")
+    got = sorted(o for _, _, o in _sink_keys(spark, tmp_path / "out2"))
+    assert got == [o for o in range(200) if not 30 <= o < 40]
+
+
+def test_log_dir_disappearing_is_a_clear_error(tmp_path):
+    root = tmp_path / "gone"
+    PartitionWriter(root, "g", 0).append(5)
+    r = _reader(root, startingOffsets="earliest")
+    s = r.initialOffset()
+    shutil.rmtree(root)
+    with pytest.raises(DataLossError, match=f"log dir {root} is gone"):
+        r.latestOffset(s, _all(r))

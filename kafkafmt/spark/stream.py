@@ -586,30 +586,25 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
         return self._pack(ranges)
 
     def _pack(self, ranges):
-        """Split ranges larger than targetPartitionBytes (or minPartitions) by offset, pack small
-        ones together: every Spark task has a fixed cost."""
+        """Input partitions of about equal size: k = max(total / targetPartitionBytes, minPartitions)
+        of them, ranges larger than total / k split by offset, the pieces dealt largest first to
+        the least loaded task (every Spark task has a fixed cost, and the slowest one decides)."""
         o = self.opts
-        total = sum((e - s) * per for (_, _, _, s, e, per) in ranges)
-        target = o.target_partition_bytes
-        if o.min_partitions and total:
-            target = min(target, max(int(total // o.min_partitions), 1))
+        sizes = [(e - s) * per for (_, _, _, s, e, per) in ranges]
+        total = float(sum(sizes))
+        k = max(1, int(math.ceil(total / o.target_partition_bytes)), o.min_partitions or 1)
+        share = max(total / k, 1.0)
         pieces = []
-        for t, p, folder, s, e, per in ranges:
-            size = (e - s) * per
-            n = max(1, min(e - s, int(math.ceil(size / target)))) if size > target else 1
-            cuts = [s + (e - s) * k // n for k in range(n + 1)]
-            for a, b in zip(cuts, cuts[1:]):
-                if b > a:
-                    pieces.append(((t, p, folder, a, b), (b - a) * per))
-        groups, current, size = [], [], 0
-        for piece, nbytes in pieces:
-            if current and size + nbytes > target:
-                groups.append(current)
-                current, size = [], 0
-            current.append(piece)
-            size += nbytes
-        if current:
-            groups.append(current)
+        for (t, p, folder, s, e, per), size in zip(ranges, sizes):
+            n = max(1, min(e - s, int(math.ceil(size / share - 1e-9))))
+            cuts = [s + (e - s) * i // n for i in range(n + 1)]
+            pieces += [((t, p, folder, a, b), (b - a) * per) for a, b in zip(cuts, cuts[1:]) if b > a]
+        bins = [[0.0, []] for _ in range(min(k, len(pieces)))]
+        for piece, size in sorted(pieces, key=lambda x: -x[1]):
+            target = min(bins, key=lambda b: b[0])
+            target[0] += size
+            target[1].append(piece)
+        groups = [sorted(b[1]) for b in bins if b[1]]
         return [StreamPartition(i, g) for i, g in enumerate(groups)]
 
     def commit(self, end):
