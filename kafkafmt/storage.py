@@ -33,10 +33,11 @@ from .errors import (KafkafmtError, ObjectChangedError, StorageError, StorageNot
                      StoragePermissionError, StorageUnavailableError)
 
 __all__ = ["Entry", "Storage", "Blob", "LocalStorage", "LocalBlob", "FsspecStorage", "RemoteBlob",
-           "open_storage", "is_url", "DEFAULT_READ_AHEAD", "DEFAULT_CACHE_BLOCKS", "RetryPolicy"]
+           "open_storage", "is_url", "DEFAULT_READ_AHEAD", "DEFAULT_CACHE_BLOCKS", "DEFAULT_PREFETCH", "RetryPolicy"]
 
 DEFAULT_READ_AHEAD = 8 << 20      # bytes per remote request at least (issue 13: "several MiB")
 DEFAULT_CACHE_BLOCKS = 2          # remote blocks kept per blob (the last ones read)
+DEFAULT_PREFETCH = 1              # blocks fetched in the background during sequential scans
 _MAX_CACHED_BLOCK = 64 << 20      # larger single reads are returned, not cached
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -366,18 +367,36 @@ class FsspecStorage(Storage):
     is_local = False
 
     def __init__(self, fs, *, protocol=None, read_ahead=DEFAULT_READ_AHEAD,
-                 cache_blocks=DEFAULT_CACHE_BLOCKS, retry=None, secrets=()):
+                 cache_blocks=DEFAULT_CACHE_BLOCKS, prefetch=DEFAULT_PREFETCH, retry=None, secrets=()):
         super().__init__()
         self.fs = fs
         proto = protocol or fs.protocol
         self.protocol = proto[0] if isinstance(proto, (tuple, list)) else proto
         self.read_ahead = int(read_ahead)
         self.cache_blocks = int(cache_blocks)
+        self.prefetch = int(prefetch)
         self.retry = retry or RetryPolicy()
+        self._pool = None
         self._secrets = list(secrets)
+        # a pyarrow.fs filesystem wrapped by fsspec: ranged reads go to pyarrow directly (read_at on a
+        # random-access file; fsspec's wrapper cannot seek its stream for ranges starting at 0)
+        self._arrow = getattr(fs, "fs", None) if type(fs).__name__ == "ArrowFSWrapper" else None
 
     def __repr__(self):
         return f"FsspecStorage({self.protocol!r})"
+
+    def _executor(self):
+        """Threads for background prefetches (created on first use, not pickled)."""
+        with self._lock:
+            if self._pool is None:
+                import concurrent.futures
+                self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="kafkafmt-prefetch")
+            return self._pool
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["_pool"] = None
+        return state
 
     # -- naming ---------------------------------------------------------------------------------
     def url(self, path):
@@ -448,12 +467,18 @@ class FsspecStorage(Storage):
     def _run(self, method, args, kwargs, timeout):
         """Call a filesystem method; for async filesystems through its event loop with a timeout."""
         fs = self.fs
+        if method == "cat_file" and self._arrow is not None:
+            return self._arrow_range(*args, **kwargs)
         if timeout and getattr(fs, "async_impl", False) and getattr(fs, "loop", None) is not None:
             afn = getattr(fs, "_" + method, None)
             if afn is not None:
                 import fsspec.asyn
                 return fsspec.asyn.sync(fs.loop, afn, *args, timeout=timeout, **kwargs)
         return getattr(fs, method)(*args, **kwargs)
+
+    def _arrow_range(self, path, start, end):
+        with self._arrow.open_input_file(path) as f:
+            return f.read_at(end - start, start)
 
     def list(self, path):
         path = str(path).rstrip("/") or str(path)
@@ -498,7 +523,8 @@ class FsspecStorage(Storage):
         if size is None:
             size = self.size(path)
         return RemoteBlob(self, str(path), int(size),
-                          self.read_ahead if read_ahead is None else int(read_ahead), self.cache_blocks)
+                          self.read_ahead if read_ahead is None else int(read_ahead), self.cache_blocks,
+                          self.prefetch)
 
     def fetch(self, path, start, stop, expected_size=None):
         """Bytes [start, stop) of an object in one request (retried); ObjectChangedError if fewer
@@ -547,25 +573,55 @@ class FsspecStorage(Storage):
 
 
 class RemoteBlob(Blob):
-    """Ranged reads of one remote object with read-ahead and a small block cache.
+    """Ranged reads of one remote object with read-ahead, a small block cache and prefetching.
 
     A read inside a cached block is a slice of it (no request). Otherwise one request fetches
     ``[start, max(stop, start + read_ahead))`` (clipped to the size), which becomes the newest
-    cached block; the oldest of ``cache_blocks`` is dropped.
+    cached block; the oldest of ``cache_blocks`` is dropped. Once two blocks in a row were
+    fetched back to back (a sequential scan), the next ``prefetch`` blocks are fetched in the
+    background while the caller works on the current one; a single seek never prefetches.
     """
 
-    def __init__(self, storage, path, size, read_ahead=DEFAULT_READ_AHEAD, cache_blocks=DEFAULT_CACHE_BLOCKS):
+    def __init__(self, storage, path, size, read_ahead=DEFAULT_READ_AHEAD, cache_blocks=DEFAULT_CACHE_BLOCKS,
+                 prefetch=0):
         self.storage = storage
         self.path = path
         self.url = storage.url(path)
         self.size = size
         self.read_ahead = max(1, read_ahead)
         self.cache_blocks = max(0, cache_blocks)
+        self.prefetch = max(0, prefetch)
         self.requests = 0
         self.bytes_fetched = 0
         self._blocks = collections.OrderedDict()   # start -> bytes
+        self._pending = collections.OrderedDict()  # start -> (end, Future) of background fetches
+        self._seq_end = None                        # end of the last block fetched
         self._lock = threading.Lock()
         self.closed = False
+
+    def _keep(self, start, data):
+        if self.cache_blocks and len(data) <= max(_MAX_CACHED_BLOCK, self.read_ahead):
+            self._blocks[start] = data
+            while len(self._blocks) > self.cache_blocks:
+                self._blocks.popitem(last=False)
+
+    def _fetched(self, start, data):
+        self.requests += 1
+        self.bytes_fetched += len(data)
+        sequential = self._seq_end == start
+        self._seq_end = start + len(data)
+        if sequential and self.prefetch:
+            self._schedule(self._seq_end)
+
+    def _schedule(self, pos):
+        for _ in range(self.prefetch):
+            if pos >= self.size:
+                return
+            end = min(self.size, pos + self.read_ahead)
+            if pos not in self._pending and pos not in self._blocks:
+                self._pending[pos] = (end, self.storage._executor().submit(
+                    self.storage.fetch, self.path, pos, end, self.size))
+            pos = end
 
     def read(self, start, stop=None):
         start, stop = self._check_range(start, stop)
@@ -578,14 +634,17 @@ class RemoteBlob(Blob):
                 if bstart <= start and stop <= bstart + len(block):
                     self._blocks.move_to_end(bstart)
                     return memoryview(block)[start - bstart:stop - bstart]
+            for pstart, (pend, fut) in list(self._pending.items()):
+                if pstart <= start and stop <= pend:
+                    del self._pending[pstart]
+                    data = fut.result()           # a failed background fetch raises here
+                    self._fetched(pstart, data)
+                    self._keep(pstart, data)
+                    return memoryview(data)[start - pstart:stop - pstart]
             end = min(self.size, max(stop, start + self.read_ahead))
             data = self.storage.fetch(self.path, start, end, expected_size=self.size)
-            self.requests += 1
-            self.bytes_fetched += len(data)
-            if self.cache_blocks and len(data) <= max(_MAX_CACHED_BLOCK, self.read_ahead):
-                self._blocks[start] = data
-                while len(self._blocks) > self.cache_blocks:
-                    self._blocks.popitem(last=False)
+            self._fetched(start, data)
+            self._keep(start, data)
             return memoryview(data)[:stop - start]
 
     def release(self, done, upto):
@@ -597,6 +656,9 @@ class RemoteBlob(Blob):
     def close(self):
         self.closed = True
         self._blocks.clear()
+        for _end, fut in self._pending.values():
+            fut.cancel()
+        self._pending.clear()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -621,7 +683,7 @@ def _wrap_filesystem(filesystem):
 
 
 def open_storage(path_or_url, storage_options=None, filesystem=None, *, read_ahead=DEFAULT_READ_AHEAD,
-                 cache_blocks=DEFAULT_CACHE_BLOCKS, retry=None):
+                 cache_blocks=DEFAULT_CACHE_BLOCKS, prefetch=DEFAULT_PREFETCH, retry=None):
     """``(storage, path)`` for a plain path, a ``file://`` URL or any fsspec URL.
 
     ``storage_options`` go to the fsspec filesystem (as in pandas: ``key``, ``secret``,
@@ -644,7 +706,7 @@ def open_storage(path_or_url, storage_options=None, filesystem=None, *, read_ahe
             if isinstance(path, str) and is_url(path):
                 path = _URL.sub("", path)
         return FsspecStorage(fs, protocol=proto, read_ahead=read_ahead, cache_blocks=cache_blocks,
-                             retry=retry), path
+                             prefetch=prefetch, retry=retry), path
     if not is_url(path):
         if storage_options:
             raise ValueError("storage_options are only for URLs (s3://, gs://, ...), not local paths")
@@ -666,8 +728,8 @@ def open_storage(path_or_url, storage_options=None, filesystem=None, *, read_ahe
         if "Protocol not known" in str(exc):
             raise KafkafmtError(f"unknown storage protocol {scheme!r}", file=_safe_url(path)) from None
         raise
-    storage = FsspecStorage(fs, protocol=scheme, read_ahead=read_ahead, cache_blocks=cache_blocks, retry=retry,
-                            secrets=_secrets_of(storage_options))
+    storage = FsspecStorage(fs, protocol=scheme, read_ahead=read_ahead, cache_blocks=cache_blocks,
+                            prefetch=prefetch, retry=retry, secrets=_secrets_of(storage_options))
     return storage, fspath
 
 

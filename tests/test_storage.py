@@ -205,6 +205,25 @@ def test_s3_sequential_scan_costs_one_request_per_block(s3):
     assert bytes(got) == data
 
 
+def test_s3_prefetch_only_on_sequential_scans(s3):
+    bucket = s3.bucket()
+    data = np.random.default_rng(5).integers(0, 256, 12 * MiB, dtype=np.uint8).tobytes()
+    s3.put(bucket, "scan.log", data)
+    st, path = open_storage(f"s3://{bucket}/scan.log", storage_options=s3.storage_options, read_ahead=MiB,
+                            prefetch=2)
+    with st.open(path, size=len(data)) as blob:
+        assert bytes(blob.read(5 * MiB, 5 * MiB + 10)) == data[5 * MiB:5 * MiB + 10]
+        time.sleep(0.3)
+        assert st.bytes_fetched == MiB and not blob._pending       # a seek: nothing in the background
+    got = bytearray()
+    with st.open(path, size=len(data)) as blob:
+        for pos in range(0, len(data), 65536):
+            got += blob.read(pos, pos + 65536)
+        assert blob.requests == 12 and blob.bytes_fetched == len(data)
+    assert bytes(got) == data
+    assert st.bytes_fetched == MiB + len(data)
+
+
 def test_s3_offset_seek_fetches_index_plus_one_block(s3, tmp_path):
     """Plan from the .index, then fetch from the batch's position: a small fraction of the segment."""
     n = 60_000
