@@ -23,11 +23,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kafkafmt.decoder import DecodeOptions, decode, scan_batches
+from kafkafmt.decoder import DecodeOptions, decode
 from kafkafmt.errors import CorruptRecordError, KafkafmtWarning, NotALogDirError, PathNotFoundError
 from kafkafmt.records import Records
-from kafkafmt.segments import (committed_mask, find_log_dirs, folder_kind, list_partitions, list_segments,
-                               offset_for_timestamp, partition_of_name, read_range, transactions)
+from kafkafmt.segments import (committed_mask, entry_size_at, find_log_dirs, folder_kind, list_partitions,
+                               list_segments, offset_for_timestamp, partition_of_name, read_range, scan_range,
+                               transactions)
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "list_partitions", "list_segments",
            "offset_for_timestamp", "find_log_dirs", "plan", "Task", "KafkafmtWarning"]
@@ -156,12 +157,11 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
         released = 0
         while pos < stop:
             budget = int(max_bytes / max(ratio, 1.0)) if ratio != float("inf") else 0
-            window, _ = scan_batches(f.buf, verify_crc=None, start=pos, stop=min(stop, pos + budget))
-            if len(window):
-                chunk_stop = int(window["position"][-1] + window["size"][-1])
+            heads, _ = scan_range(f, pos, min(stop, pos + budget))
+            if len(heads):
+                chunk_stop = int(heads["position"][-1] + heads["size"][-1])
             else:   # the next batch alone exceeds the budget (or a tail / corruption follows)
-                size = int.from_bytes(f.buf[pos + 8:pos + 12].tobytes(), "big", signed=True) \
-                    if pos + 12 <= stop else -1
+                size = entry_size_at(f, pos) if pos + 12 <= stop else -1
                 chunk_stop = pos + 12 + size if 0 < size and pos + 12 + size <= stop else stop
             if stop - chunk_stop < 12:
                 chunk_stop = stop

@@ -27,6 +27,7 @@ memory-mapped).
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import os
 import re
@@ -38,13 +39,14 @@ import numpy as np
 from kafkafmt import sidefiles
 from kafkafmt.decoder import DecodeOptions, decode, next_entry, scan_batches
 from kafkafmt.errors import (CorruptRecordError, KafkafmtError, KafkafmtWarning, NotALogDirError,
-                             PathNotFoundError)
-from kafkafmt.storage import LocalBlob
+                             PathNotFoundError, StorageError)
+from kafkafmt.storage import LocalStorage
 
 __all__ = [
     "PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "DEFAULT_INDEX_INTERVAL",
     "segment_file_name", "segment_base", "partition_of_name", "is_leftover_file", "is_leftover_dir", "file_kind",
-    "folder_kind", "find_log_dirs", "list_partitions", "list_segments", "Segment", "open_file",
+    "folder_kind", "find_log_dirs", "list_partitions", "list_segments", "Segment", "open_file", "window",
+    "entry_size_at", "scan_range", "LOCAL",
     "ReportKind", "ReportEntry", "read_range", "offset_for_timestamp", "transactions",
     "committed_mask", "Partition", "read_segment", "not_kafka_reason",
 ]
@@ -183,21 +185,61 @@ def _tail_entry(file, recs, end):
 
 
 # ----------------------------------------------------------------------------------------------
-# storage: every byte read from a log dir goes through open_file
+# storage: every byte read from a log dir goes through a kafkafmt.storage Storage and its blobs
 
-def open_file(path):
-    """Open a file of a log dir for reading: a `kafkafmt.storage` blob (``size``, ``buf`` -- the
-    whole file as NumPy uint8, memory-mapped --, ``release``, ``close``)."""
-    return LocalBlob(os.fspath(path))
+LOCAL = LocalStorage()
+_PEEK_BYTES = 17      # an entry's framing and magic: enough to judge the batch after a range
 
 
-def _listdir(path):
+def open_file(path, storage=None, size=None):
+    """Open a file of a log dir for reading: a `kafkafmt.storage` Blob (``size``, ``read``,
+    ``view`` -- the whole file as NumPy uint8 for local files, memory-mapped --, ``release``,
+    ``close``)."""
+    return (storage or LOCAL).open(path if storage is not None else os.fspath(path), size=size)
+
+
+def window(f, start, stop):
+    """(array, base): the bytes [start, stop) of an open blob as NumPy uint8, with the position of
+    array[0]. A local file gives its whole map (base 0, no copy); a remote one the range, fetched."""
+    v = f.view()
+    if v is not None:
+        return v, 0
+    start = max(0, min(int(start), f.size))
+    stop = min(max(int(stop), start), f.size)
+    return np.frombuffer(f.read(start, stop), np.uint8), start
+
+
+def entry_size_at(f, pos):
+    """The size field of the entry at pos (-1 when fewer than 12 bytes are left)."""
+    if pos + 12 > f.size:
+        return -1
+    buf, base = window(f, pos, pos + 12)
+    return int.from_bytes(buf[pos - base + 8:pos - base + 12].tobytes(), "big", signed=True)
+
+
+def scan_range(f, start, stop, verify_crc=None):
+    """The batch headers of [start, stop) of an open blob (positions in the file)."""
+    buf, base = window(f, start, stop)
+    t, info = scan_batches(buf, verify_crc=verify_crc, start=start - base, stop=stop - base)
+    if base:
+        t = t.with_column("position", t["position"] + base)
+    return t, info
+
+
+def _listing(path, storage):
+    """Entries of a folder (kafkafmt.storage.Entry: name, path, size, is_dir); errors name it."""
+    storage = storage or LOCAL
     try:
-        return sorted(os.listdir(path))
-    except FileNotFoundError:
-        raise PathNotFoundError(f"no such file or directory: {path}", file=path) from None
-    except NotADirectoryError:
-        raise NotALogDirError(f"not a directory: {path}", file=path) from None
+        return storage.list(path)
+    except PathNotFoundError:
+        raise PathNotFoundError(f"no such file or directory: {storage.url(path)}", file=storage.url(path)) from None
+    except StorageError as exc:
+        if not storage.exists(path):
+            raise PathNotFoundError(f"no such file or directory: {storage.url(path)}",
+                                    file=storage.url(path)) from None
+        if not storage.isdir(path):
+            raise NotALogDirError(f"not a directory: {storage.url(path)}", file=storage.url(path)) from None
+        raise exc
 
 
 # ----------------------------------------------------------------------------------------------
@@ -207,50 +249,60 @@ def _holds_segment_files(names):
     return any(_SEGMENT_FILE.match(n) or n in _PARTITION_FILES or _LEFTOVER_FILE.match(n) for n in names)
 
 
-def folder_kind(path, names=None):
+def folder_kind(path, entries=None, storage=None):
     """"partition", "log_dir" or None for a folder (see the module docstring for the rules)."""
-    names = _listdir(path) if names is None else names
+    entries = _listing(path, storage) if entries is None else entries
+    names = [e.name for e in entries]
     if "meta.properties" in names:
         return "log_dir"
-    subdirs = [n for n in names if os.path.isdir(os.path.join(path, n))]
-    tp = partition_of_name(path)
-    if tp is not None and _holds_segment_files(names) and not any(
-            partition_of_name(d) is not None for d in subdirs):
+    subdirs = [e for e in entries if e.is_dir]
+    if partition_of_name(_name(path, storage)) is not None and _holds_segment_files(names) and not any(
+            partition_of_name(d.name) is not None for d in subdirs):
         return "partition"
     for d in subdirs:
-        if partition_of_name(d) is not None and _holds_segment_files(_listdir(os.path.join(path, d))):
+        if partition_of_name(d.name) is not None and _holds_segment_files(
+                [e.name for e in _listing(d.path, storage)]):
             return "log_dir"
-    if any(is_leftover_dir(d) for d in subdirs):
+    if any(is_leftover_dir(d.name) for d in subdirs):
         return "log_dir"
     return None
 
 
-def find_log_dirs(root, max_depth=8):
+def _name(path, storage):
+    return (storage or LOCAL).name(path)
+
+
+def _check_dir(root, storage):
+    storage = storage or LOCAL
+    if not storage.exists(root):
+        raise PathNotFoundError(f"no such file or directory: {storage.url(root)}", file=storage.url(root))
+    if not storage.isdir(root):
+        raise NotALogDirError(f"not a log dir (a directory holding <topic>-<partition> folders): "
+                              f"{storage.url(root)}", file=storage.url(root))
+
+
+def find_log_dirs(root, max_depth=8, storage=None):
     """Every log dir at or below ``root`` (any depth up to max_depth), sorted. A partition folder
     given as root is not a log dir (see `list_partitions`)."""
-    root = os.fspath(root)
-    if not os.path.exists(root):
-        raise PathNotFoundError(f"no such file or directory: {root}", file=root)
-    if not os.path.isdir(root):
-        raise NotALogDirError(f"not a log dir (a directory holding <topic>-<partition> folders): {root}", file=root)
+    root = os.fspath(root) if storage is None else root
+    _check_dir(root, storage)
     found = []
 
     def walk(path, depth):
-        names = _listdir(path)
-        kind = folder_kind(path, names)
+        entries = _listing(path, storage)
+        kind = folder_kind(path, entries, storage)
         if kind == "log_dir":
             found.append(path)
         if kind == "partition" or depth >= max_depth:
             return
-        for n in names:
-            sub = os.path.join(path, n)
-            if n.startswith(".") or not os.path.isdir(sub) or os.path.islink(sub) and depth > 0:
+        for e in entries:
+            if e.name.startswith(".") or not e.is_dir or (storage is None and os.path.islink(e.path) and depth > 0):
                 continue
-            if kind == "log_dir" and (partition_of_name(n) is not None or is_leftover_dir(n)):
+            if kind == "log_dir" and (partition_of_name(e.name) is not None or is_leftover_dir(e.name)):
                 continue
-            walk(sub, depth + 1)
+            walk(e.path, depth + 1)
 
-    walk(os.path.normpath(root), 0)
+    walk(os.path.normpath(root) if storage is None else root, 0)
     return sorted(found)
 
 
@@ -261,6 +313,7 @@ class Partition:
     partition: int
     folder: str
     log_dir: object = None   # the log dir holding it (None for a partition folder given alone)
+    storage: object = None   # where it is (None: the local disk)
 
     @property
     def name(self):
@@ -270,55 +323,59 @@ class Partition:
         return iter((self.topic, self.partition, self.folder))
 
 
-def list_partitions(log_dir, topics=None, partitions=None, report=None):
-    """The partition folders of a log dir as (topic, partition, folder) -- `Partition` tuples --
-    sorted; leftover folders (``-delete``/``-future``/``-stray``) are named in `report`. A
-    partition folder given as ``log_dir`` lists itself."""
-    log_dir = os.path.normpath(os.fspath(log_dir))
-    names = _listdir(log_dir)
+def list_partitions(log_dir, topics=None, partitions=None, report=None, storage=None):
+    """The partition folders of a log dir as `Partition`s (they unpack as (topic, partition,
+    folder)), sorted; leftover folders (``-delete``/``-future``/``-stray``) are named in `report`.
+    A partition folder given as ``log_dir`` lists itself."""
+    log_dir = os.path.normpath(os.fspath(log_dir)) if storage is None else log_dir
+    entries = _listing(log_dir, storage)
     topics = None if topics is None else set([topics] if isinstance(topics, str) else topics)
     partitions = None if partitions is None else set([partitions] if isinstance(partitions, int) else partitions)
 
     def wanted(t, p):
         return (topics is None or t in topics) and (partitions is None or p in partitions)
 
-    kind = folder_kind(log_dir, names)
-    if kind == "partition":
-        t, p = partition_of_name(log_dir)
-        return [Partition(t, p, log_dir)] if wanted(t, p) else []
+    if folder_kind(log_dir, entries, storage) == "partition":
+        t, p = partition_of_name(_name(log_dir, storage))
+        return [Partition(t, p, log_dir, None, storage)] if wanted(t, p) else []
     found = []
-    for name in names:
-        path = os.path.join(log_dir, name)
-        if not os.path.isdir(path):
+    for e in entries:
+        if not e.is_dir:
             continue
-        if is_leftover_dir(name):
+        if is_leftover_dir(e.name):
             if report is not None:
-                report.append(ReportEntry(ReportKind.LEFTOVER, path, "partition folder being deleted, moved or left "
-                                                                     "stray (-delete/-future/-stray) skipped"))
+                report.append(ReportEntry(ReportKind.LEFTOVER, (storage or LOCAL).url(e.path),
+                                          "partition folder being deleted, moved or left stray "
+                                          "(-delete/-future/-stray) skipped"))
             continue
-        tp = partition_of_name(name)
+        tp = partition_of_name(e.name)
         if tp is None:
             continue
-        sub = _listdir(path)
+        sub = _listing(e.path, storage)
         # a partition folder holds segment files, or (empty) sits in a log dir beside others
-        if sub and not _holds_segment_files(sub):
+        if sub and not _holds_segment_files([s.name for s in sub]):
             continue
         if wanted(*tp):
-            found.append(Partition(tp[0], tp[1], path, log_dir))
+            found.append(Partition(tp[0], tp[1], e.path, log_dir, storage))
     found.sort(key=lambda t: (t.topic, t.partition))
     return found
 
 
-def list_segments(folder, report=None):
-    """The segments of a partition folder in offset order; leftovers are named in `report`."""
-    folder = os.fspath(folder)
+def list_segments(folder, report=None, storage=None):
+    """The segments of a partition folder in offset order (sizes and side files from one
+    listing); leftovers are named in `report`."""
+    folder = os.fspath(folder) if storage is None else folder
+    entries = _listing(folder, storage)
+    names = {e.name: e for e in entries if not e.is_dir}
     segments = []
-    for name in _listdir(folder):
+    for name, e in names.items():
         m = SEGMENT_LOG.match(name)
         if m:
-            segments.append(Segment(folder, int(m.group("base"))))
+            stem = name[:-len(".log")]
+            present = {k for k in ("index", "timeindex", "txnindex") if f"{stem}.{k}" in names}
+            segments.append(Segment(folder, int(m.group("base")), e.size, storage=storage, present=present))
         elif _LEFTOVER_FILE.match(name) and report is not None:
-            report.append(ReportEntry(ReportKind.LEFTOVER, os.path.join(folder, name),
+            report.append(ReportEntry(ReportKind.LEFTOVER, (storage or LOCAL).url(e.path),
                                       "broker leftover (deleted/cleaned/swap file) skipped"))
     segments.sort(key=lambda s: s.base_offset)
     return segments
@@ -328,43 +385,94 @@ def list_segments(folder, report=None):
 # segments and their indexes
 
 class Segment:
-    """One segment of a partition: its files, base offset and size; index lookups."""
+    """One segment of a partition: its files, base offset and size; index lookups.
 
-    __slots__ = ("folder", "base_offset", "log", "index", "timeindex", "txnindex", "size", "_cache")
+    ``storage`` is where it lives (None: the local disk); ``present`` the side-file kinds its
+    listing showed (None: ask the storage); ``remote`` a `kafkafmt.tiered.RemoteSegment` when it
+    is a tiered-storage upload (its files are named by that layout)."""
 
-    def __init__(self, folder, base_offset, size=None):
-        folder = os.fspath(folder)
-        stem = os.path.join(folder, segment_file_name(base_offset, ""))
+    __slots__ = ("folder", "base_offset", "log", "index", "timeindex", "txnindex", "size", "storage", "present",
+                 "remote", "_cache")
+
+    def __init__(self, folder, base_offset, size=None, *, storage=None, present=None, remote=None):
+        st = storage or LOCAL
+        folder = os.fspath(folder) if storage is None else folder
         self.folder = folder
         self.base_offset = base_offset
-        self.log = stem + ".log"
-        self.index = stem + ".index"
-        self.timeindex = stem + ".timeindex"
-        self.txnindex = stem + ".txnindex"
-        self.size = os.path.getsize(self.log) if size is None else size
+        self.storage = storage
+        self.present = present
+        self.remote = remote
+        if remote is not None:
+            self.log, self.index = remote.log, remote.index
+            self.timeindex, self.txnindex = remote.timeindex, remote.txnindex
+            self.size = remote.original_size if size is None else size
+        else:
+            stem = st.join(folder, segment_file_name(base_offset, ""))
+            self.log = stem + ".log"
+            self.index = stem + ".index"
+            self.timeindex = stem + ".timeindex"
+            self.txnindex = stem + ".txnindex"
+            self.size = st.size(self.log) if size is None else size
         self._cache = {}     # index entries read (once per read, so a fallback is reported once)
 
     @classmethod
-    def of_file(cls, log):
+    def of_file(cls, log, storage=None):
         """The segment a ``<base>.log`` path names (base 0 for other names)."""
-        log = os.fspath(log)
-        base = segment_base(log)
-        try:
-            size = os.path.getsize(log)
-        except FileNotFoundError:
-            raise PathNotFoundError(f"no such file: {log}", file=log) from None
-        seg = cls(os.path.dirname(log) or ".", 0 if base is None else base, size)
-        if base is None:    # not a segment's name: its own stem names its (usually absent) indexes
+        st = storage or LOCAL
+        log = os.fspath(log) if storage is None else log
+        base = segment_base(st.name(log))
+        seg = cls(st.parent(log) or ".", 0 if base is None else base, st.size(log), storage=storage,
+                  present=None if base is not None else set())
+        if base is None:    # not a segment's name: no side files
             stem = log[:-len(".log")] if log.endswith(".log") else log
             seg.index, seg.timeindex, seg.txnindex = stem + ".index", stem + ".timeindex", stem + ".txnindex"
         seg.log = log
         return seg
 
+    @classmethod
+    def of_remote(cls, remote, storage):
+        """A tiered-storage upload (`kafkafmt.tiered.RemoteSegment`) as a segment."""
+        return cls(remote.files.get("log"), remote.base_offset, storage=storage, remote=remote)
+
     def __repr__(self):
-        return f"<Segment {self.log} {self.size} bytes>"
+        return f"<Segment {self.url} {self.size} bytes>"
+
+    @property
+    def url(self):
+        """The log file's path or URL (for messages)."""
+        return (self.storage or LOCAL).url(self.log)
 
     def open(self):
-        return open_file(self.log)
+        if self.remote is not None:
+            from kafkafmt.tiered import open_remote_log
+
+            return open_remote_log(self.storage, self.remote)
+        return open_file(self.log, self.storage, self.size)
+
+    def has(self, kind):
+        """Does the segment have this side file ("index", "timeindex", "txnindex")?"""
+        if self.remote is not None:
+            if self.remote.layout == "kafka":
+                return kind in self.remote.files
+            from kafkafmt.tiered import read_aiven_manifest
+
+            return kind in read_aiven_manifest(self.storage, self.remote).indexes
+        if self.present is not None:
+            return kind in self.present
+        return (self.storage or LOCAL).exists(getattr(self, kind))
+
+    def side_bytes(self, kind):
+        """The bytes of a side file ("index", "timeindex", "txnindex"), or None without one."""
+        if not self.has(kind):
+            return None
+        if self.remote is not None:
+            from kafkafmt.tiered import read_remote_side_file
+
+            return read_remote_side_file(self.storage, self.remote, kind)
+        return (self.storage or LOCAL).read_bytes(getattr(self, kind))
+
+    def side_url(self, kind):
+        return (self.storage or LOCAL).url(getattr(self, kind) or f"{self.log} ({kind})")
 
     def index_entries(self, kind, report):
         """Offset ("index") or time ("timeindex") index entries, or None (missing / failing
@@ -374,18 +482,19 @@ class Segment:
         return self._cache[kind]
 
     def _read_index(self, kind, report):
-        path = self.index if kind == "index" else self.timeindex
-        if not os.path.exists(path):
+        path = self.side_url(kind)
+        data = self.side_bytes(kind)
+        if data is None:
             if self.size:
                 _fallback(report, path, f"no .{kind} file")
             return None
         try:
             if kind == "index":
-                e = sidefiles.read_index(path, self.base_offset)
+                e = sidefiles.read_index(data, self.base_offset)
                 ok = (len(e) == 0 or (np.all(np.diff(e["offset"]) > 0) and np.all(np.diff(e["position"]) > 0)
                                       and e["offset"][0] >= self.base_offset and e["position"][-1] < self.size))
             else:
-                e = sidefiles.read_timeindex(path, self.base_offset)
+                e = sidefiles.read_timeindex(data, self.base_offset)
                 ok = (len(e) == 0 or (np.all(np.diff(e["timestamp"]) >= 0) and np.all(np.diff(e["offset"]) >= 0)
                                       and e["offset"][0] >= self.base_offset))
         except KafkafmtError as exc:
@@ -408,7 +517,8 @@ class Segment:
         head = _batch_at(f, pos) if pos < f.size else None
         if head is None or head[0] != off:
             self._cache["index"] = None
-            _fallback(report, self.index, f"entry ({off}, {pos}) does not point at a batch ending with offset {off}")
+            _fallback(report, self.side_url("index"),
+                      f"entry ({off}, {pos}) does not point at a batch ending with offset {off}")
             return None
         return pos
 
@@ -439,12 +549,11 @@ class Segment:
         p = self._verified_position(f, entries, i, report)
         if p is None:
             return f.size
-        size = int.from_bytes(f.buf[p + 8:p + 12].tobytes(), "big", signed=True)
-        return min(f.size, p + 12 + max(size, 0))
+        return min(f.size, p + 12 + max(entry_size_at(f, p), 0))
 
     def max_timestamp(self, report):
         """Largest record timestamp by the time index's last entry (rolled segments), else None."""
-        if not os.path.exists(self.timeindex):
+        if not self.has("timeindex"):
             return None
         entries = self.index_entries("timeindex", report)
         if entries is None or not len(entries):
@@ -453,7 +562,7 @@ class Segment:
 
     def split_points(self, start_pos, stop_pos, pieces, report):
         """Up to `pieces` byte ranges of [start_pos, stop_pos), cut at offset-index positions."""
-        if pieces <= 1 or not os.path.exists(self.index):
+        if pieces <= 1 or not self.has("index"):
             return [(start_pos, stop_pos)]
         entries = self.index_entries("index", report)
         if entries is None or not len(entries):
@@ -474,33 +583,43 @@ class Segment:
             # a rolled segment's last time-index entry holds its largest timestamp: skip the
             # segment, once the batch that entry names confirms that timestamp
             last_ts, last_off = int(entries["timestamp"][-1]), int(entries["offset"][-1])
-            t, _ = scan_batches(f.buf, verify_crc=None, start=self.position_for_offset(f, last_off, report))
+            # from the offset index's entry at or below it (near the segment's end) to the end
+            t, _ = scan_range(f, self.position_for_offset(f, last_off, report), f.size)
             hit = np.flatnonzero((t["base_offset"] <= last_off) & (t["last_offset"] >= last_off))
             if len(hit) and int(t["max_timestamp"][hit[0]]) == last_ts:
                 return None
             self._cache["timeindex"] = entries = None
-            _fallback(report, self.timeindex, f"last entry ({last_ts}, {last_off}) does not match the log")
+            _fallback(report, self.side_url("timeindex"), f"last entry ({last_ts}, {last_off}) does not match the log")
         pos = 0
         if entries is not None and len(entries):
             i = int(np.searchsorted(entries["timestamp"], ts, side="right")) - 1
             if i >= 0:
                 pos = self.position_for_offset(f, int(entries["offset"][i]), report)
         opts = DecodeOptions(keys=False, values=False, headers=False, verify_crc=None)
-        # damage met on the way is reported by the read itself, not here
-        recs, _ = read_range(self, f, pos, f.size, [] if errors == "salvage" else None, options=opts,
-                             errors=errors)
-        hit = np.flatnonzero(recs.timestamp >= ts)
-        return int(recs.offset[hit[0]]) if len(hit) else None
+        # forward from there, a window at a time (damage met on the way is reported by the read itself)
+        step = _TIME_SEEK_WINDOW
+        while pos < f.size:
+            t, _ = scan_range(f, pos, min(f.size, pos + step))
+            stop = int(t["position"][-1] + t["size"][-1]) if len(t) else f.size
+            recs, resume = read_range(self, f, pos, stop, [] if errors == "salvage" else None, options=opts,
+                                      errors=errors, limit=f.size)
+            hit = np.flatnonzero(recs.timestamp >= ts)
+            if len(hit):
+                return int(recs.offset[hit[0]])
+            pos = max(resume, stop) if recs.tail is None else f.size
+            step *= 2
+        return None
+
+
+_TIME_SEEK_WINDOW = 1 << 20     # bytes of batches read per step while seeking by time
 
 
 def _batch_at(f, position):
     """(last offset, max timestamp) of the entry at a byte position, or None if none starts there."""
-    if position + 12 > f.size:
-        return None
-    size = int.from_bytes(f.buf[position + 8:position + 12].tobytes(), "big", signed=True)
+    size = entry_size_at(f, position)
     if size <= 0 or position + 12 + size > f.size:
         return None
-    t, _ = scan_batches(f.buf, verify_crc=None, start=position, stop=position + 12 + size)
+    t, _ = scan_range(f, position, position + 12 + size)
     if not len(t) or int(t["position"][0]) != position:
         return None
     return int(t["last_offset"][0]), int(t["max_timestamp"][0])
@@ -523,11 +642,25 @@ def offset_for_timestamp(folder, timestamp, report=None, *, errors="strict", seg
 # reading byte ranges
 
 def _checked_decode(f, path, start, stop, options, check, after, following):
-    """decode() of [start, stop) of a file; for a segment (check), with the batch-offset sequence
-    checked against the batch before (`after`: its last offset) and the entries after (peeked,
-    else `following`)."""
-    return decode(f.buf, start=start, stop=stop, file=path, check_offsets=check, after_offset=after,
-                  next_offset=following, **options.decode_kwargs())
+    """decode() of [start, stop) of a file -- the one place where a log dir's bytes are decoded;
+    for a segment (check), with the batch-offset sequence checked against the batch before
+    (`after`: its last offset) and the entries after (peeked, else `following`). Positions in the
+    result and in errors are the file's, whether the bytes came as a map or as a fetched range."""
+    buf, base = window(f, start, stop + _PEEK_BYTES)
+    try:
+        recs = decode(buf, start=start - base, stop=stop - base, file=path, check_offsets=check, after_offset=after,
+                      next_offset=following, **options.decode_kwargs())
+    except KafkafmtError as exc:
+        if not base:
+            raise
+        moved = type(exc)(exc.reason, file=exc.file, position=None if exc.position is None else exc.position + base,
+                          offset=exc.offset)
+        moved.batch_position = None if exc.batch_position is None else exc.batch_position + base
+        raise moved from exc
+    if base:
+        recs = recs.replace(batches=recs.batches.with_column("position", recs.batches.position + base),
+                            valid_bytes=recs.valid_bytes + base)
+    return recs
 
 
 def read_range(seg, f, start, stop, report, *, options=None, errors="strict", limit=None, after=None,
@@ -579,7 +712,9 @@ def _salvage(f, path, start, stop, limit, report, options, check, after, followi
                 parts.append(good)
                 if len(good.batches):
                     last_offset = int(good.batches.last_offset[-1])
-            nxt = next_entry(f.buf[:limit], bad + 1, last_offset if check else None)
+            buf, base = window(f, bad + 1, limit)
+            nxt = next_entry(buf[:limit - base], bad + 1 - base, last_offset if check else None)
+            nxt = nxt + base if nxt >= 0 else nxt
             end = limit if nxt < 0 else nxt
             if report is not None:
                 report.append(ReportEntry(ReportKind.CORRUPT, path, exc.reason, bad, end, exc.offset))
@@ -609,17 +744,18 @@ def transactions(segments, report, use_txnindex=None):
     a partition's segments: from ``.txnindex`` files when the partition has them (use_txnindex
     None: decide by their presence), else from ABORT markers found by a header scan."""
     if use_txnindex is None:
-        use_txnindex = any(os.path.exists(s.txnindex) for s in segments)
+        use_txnindex = any(s.has("txnindex") for s in segments)
     aborted = {}
     if use_txnindex:
         for seg in segments:
-            if os.path.exists(seg.txnindex):
-                for e in sidefiles.read_txnindex(seg.txnindex):
+            data = seg.side_bytes("txnindex")
+            if data is not None:
+                for e in sidefiles.read_txnindex(data):
                     aborted.setdefault(int(e["producer_id"]), []).append((int(e["first_offset"]), int(e["last_offset"])))
     open_txns = {}
     for seg in segments:
         with seg.open() as f:
-            t, _ = scan_batches(f.buf, verify_crc=None)
+            t, _ = scan_range(f, 0, f.size)
             txn = t["is_transactional"]
             ctl = t["is_control"]
             for b in np.flatnonzero(txn).tolist():
@@ -630,7 +766,9 @@ def transactions(segments, report, use_txnindex=None):
                 first = open_txns.pop(pid, None)
                 if not use_txnindex and first is not None:
                     p, s = int(t["position"][b]), int(t["size"][b])
-                    marker = decode(f.buf, start=p, stop=p + s, include_control=True, verify_crc=None).controls
+                    buf, base = window(f, p, p + s)
+                    marker = decode(buf, start=p - base, stop=p + s - base, include_control=True,
+                                    verify_crc=None).controls
                     if len(marker) and int(marker.type[0]) == 0:  # ABORT
                         aborted.setdefault(pid, []).append((first, int(t["last_offset"][b])))
     lso = min(open_txns.values()) if open_txns else None
@@ -683,33 +821,39 @@ def not_kafka_reason(buf):
     return f"first entry at position 0: {reason}"
 
 
-def read_segment(path, *, errors="strict", **kwargs):
-    """Decode a whole segment file (memory-mapped). Accepts decode()'s keyword arguments; topic
-    and partition default to those named by the file's ``<topic>-<partition>`` folder.
-    errors="salvage" skips corrupt stretches (resynchronizing on the next entry whose CRC
-    verifies) and lists them in the result's ``report`` instead of raising. A file that is not
-    Kafka data at all raises NotKafkaDataError."""
+def read_segment(path, *, errors="strict", storage_options=None, filesystem=None, **kwargs):
+    """Decode a whole segment file (memory-mapped when local; a path or a URL such as
+    ``s3://bucket/t-0/00000000000000000000.log`` with ``storage_options`` or ``filesystem`` as
+    pandas takes them). Accepts decode()'s keyword arguments; topic and partition default to those
+    named by the file's ``<topic>-<partition>`` folder. errors="salvage" skips corrupt stretches
+    (resynchronizing on the next entry whose CRC verifies) and lists them in the result's
+    ``report`` instead of raising. A file that is not Kafka data at all raises NotKafkaDataError."""
     from kafkafmt.errors import NotKafkaDataError
+    from kafkafmt.storage import open_storage
 
-    path = os.fspath(path)
     if errors not in ("strict", "salvage"):
         raise ValueError(f"errors must be 'strict' or 'salvage', not {errors!r}")
-    tp = partition_of_name(os.path.dirname(os.path.abspath(path))) or (None, None)
+    storage, p = open_storage(path, storage_options, filesystem)
+    st = None if storage.is_local else storage
+    if st is None:
+        p = os.fspath(p)
+    tp = partition_of_name(storage.name(storage.parent(os.path.abspath(p) if st is None else p))) or (None, None)
     topic, partition = kwargs.pop("topic", tp[0]), kwargs.pop("partition", tp[1])
-    file = kwargs.pop("file", path)
-    names = {f.name for f in __import__("dataclasses").fields(DecodeOptions)}
+    file = kwargs.pop("file", storage.url(p))
+    names = {f.name for f in dataclasses.fields(DecodeOptions)}
     options = DecodeOptions(**{k: kwargs.pop(k) for k in list(kwargs) if k in names})
-    with open_file(path) as f:
-        why = not_kafka_reason(f.buf) if errors == "strict" else None
+    seg = Segment.of_file(p, st) if segment_base(storage.name(p)) is not None else None
+    with open_file(p, st) as f:
+        buf, _ = window(f, 0, f.size)
+        why = not_kafka_reason(buf) if errors == "strict" else None
         if why is not None:
             raise NotKafkaDataError(f"not a Kafka log segment: {why}", file=file, position=0)
-        seg = Segment.of_file(path) if segment_base(path) is not None else None
         if errors == "salvage":
             report = []
             recs, _ = read_range(seg, f, 0, f.size, report, options=options, errors="salvage")
             recs = recs.replace(report=report)
         else:
-            recs = decode(f.buf, file=file, check_offsets=seg is not None,
+            recs = decode(buf, file=file, check_offsets=seg is not None,
                           after_offset=None if seg is None else seg.base_offset - 1, **options.decode_kwargs(),
                           **kwargs)
     return recs.replace(topic=topic, partition=partition)

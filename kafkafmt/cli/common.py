@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kafkafmt.segments import (Partition, ReportKind, file_kind, folder_kind, is_leftover_dir, is_leftover_file,
-                               list_partitions, not_kafka_reason, open_file, partition_of_name, segment_base)
+from kafkafmt.segments import (LOCAL, Partition, ReportKind, file_kind, folder_kind, is_leftover_dir, is_leftover_file,
+                               list_partitions, not_kafka_reason, open_file, partition_of_name, segment_base,
+                               window)
 
 __all__ = ["file_kind", "segment_base", "is_leftover", "Partition"]
 
@@ -120,7 +121,7 @@ def check_kafka_file(path):
             if segment_base(path) is None:
                 raise NotKafkaDataError("not a Kafka log segment: the file is empty", file=path, position=0)
             return
-        why = not_kafka_reason(f.buf)
+        why = not_kafka_reason(window(f, 0, f.size)[0])
     if why is not None:
         raise NotKafkaDataError(f"not a Kafka log segment: {why}", file=path, position=0)
 
@@ -152,10 +153,10 @@ def find_inputs(paths, topics=None, partitions=None):
 
     def walk(path, depth):
         try:
-            names = sorted(os.listdir(path))
+            entries = LOCAL.list(path)
         except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-        kind = folder_kind(path, names)
+            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        kind = folder_kind(path, entries)
         if kind == "partition":
             add_partition(Partition(*partition_of_name(path), os.path.normpath(path)))
             return
@@ -166,17 +167,16 @@ def find_inputs(paths, topics=None, partitions=None):
             for e in report:
                 found.leftovers.append(Problem("warning", e.file, "partition folder being deleted or moved "
                                                                   "(-delete/-future/-stray), skipped"))
-        for n in names:
-            full = os.path.join(path, n)
-            if n.startswith("."):
+        for e in entries:
+            if e.name.startswith("."):
                 continue
-            if os.path.isdir(full):
-                if kind == "log_dir" and (partition_of_name(n) is not None or is_leftover_dir(n)):
+            if e.is_dir:
+                if kind == "log_dir" and (partition_of_name(e.name) is not None or is_leftover_dir(e.name)):
                     continue
                 if depth < MAX_WALK_DEPTH:
-                    walk(full, depth + 1)
+                    walk(e.path, depth + 1)
             else:
-                found.files.append(full)
+                found.files.append(e.path)
 
     for p in paths:
         if not os.path.exists(p):
