@@ -609,3 +609,35 @@ def test_log_dir_disappearing_is_a_clear_error(tmp_path):
     shutil.rmtree(root)
     with pytest.raises(DataLossError, match=f"log dir {root} is gone"):
         r.latestOffset(s, _all(r))
+
+
+def test_checkpoint_of_another_source_is_refused(spark, tmp_path):
+    root, ckpt = tmp_path / "logs", tmp_path / "ckpt"
+    PartitionWriter(root, "k", 0).append(10)
+    q = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", "5").load()
+         .writeStream.format("noop").option("checkpointLocation", str(ckpt)).trigger(once=True).start())
+    assert q.awaitTermination(60)
+    q.stop()
+    with pytest.raises(Exception, match="written by another source"):
+        _available_now(spark, root, tmp_path / "out", ckpt, startingOffsets="earliest")
+
+
+def test_subscription_options_and_extra_columns(tmp_path):
+    for t, p in (("orders", 0), ("orders", 1), ("order-audit", 0), ("payments", 0)):
+        PartitionWriter(tmp_path, t, p).append(3)
+    assert _reader(tmp_path, subscribePattern="order.*", startingOffsets="earliest").initialOffset() == \
+        {"order-audit": {"0": 0}, "orders": {"0": 0, "1": 0}}
+    assert _reader(tmp_path, assign='{"orders":[1],"payments":[0]}', startingOffsets="earliest").initialOffset() == \
+        {"orders": {"1": 0}, "payments": {"0": 0}}
+    assert _reader(tmp_path, subscribe="payments,nope").initialOffset() == {"payments": {"0": 3}}
+    # headers and batch metadata, as the batch source gives them
+    w = PartitionWriter(tmp_path, "hdr", 0)
+    with open(w.active, "ab") as f:
+        f.write(kafkafmt.encode(values=[b"a", b"b"], headers=[[("trace", b"t1")], []], base_offset=0,
+                                producer_id=42, producer_epoch=3, base_sequence=0, compression="lz4"))
+    r = _reader(tmp_path, subscribe="hdr", startingOffsets="earliest", includeHeaders="true",
+                includeBatchMetadata="true")
+    s = r.initialOffset()
+    rows = [row for p in r.partitions(s, r.latestOffset(s, _all(r))) for b in r.read(p) for row in b.to_pylist()]
+    assert [(x["value"], x["headers"]) for x in rows] == [(b"a", [{"key": "trace", "value": b"t1"}]), (b"b", None)]
+    assert {(x["producerId"], x["producerEpoch"], x["codec"]) for x in rows} == {(42, 3, "lz4")}

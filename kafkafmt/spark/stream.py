@@ -185,6 +185,9 @@ class LogDirWatcher:
                 self._refresh_partition(st, now)
             except FileNotFoundError:
                 del self.parts[key]      # removed between the listing and now: gone
+            except OSError as exc:       # unreadable: say which file, never stall silently
+                raise DataLossError(f"kafka-segments: cannot read {getattr(exc, 'filename', None) or folder}: "
+                                    f"{exc.strerror or exc}") from exc
         return self.parts
 
     def _refresh_partition(self, st, now):
