@@ -172,6 +172,11 @@ class Blob:
         honoured (a position <= upto). Default: nothing to give back."""
         return upto
 
+    def will_need(self, start, stop=None):
+        """Hint that ``[start, stop)`` will be read soon: remote blobs fetch it in the background
+        (e.g. the first block of the next segment while the current one is decoded), local ones
+        ask the kernel to read it ahead. Returns nothing; errors surface at the later ``read``."""
+
     def close(self):
         pass
 
@@ -299,6 +304,16 @@ class LocalBlob(Blob):
 
     def view(self):
         return self.buf
+
+    def will_need(self, start, stop=None):
+        start, stop = self._check_range(start, stop)
+        page = mmap.PAGESIZE
+        lo = start - start % page
+        if self.map is not None and stop > lo and hasattr(mmap, "MADV_WILLNEED"):
+            try:
+                self.map.madvise(mmap.MADV_WILLNEED, lo, stop - lo)
+            except (OSError, ValueError):
+                pass
 
     def release(self, done, upto):
         """Drop this process's pages of the map in [done, upto) (page-aligned); returns upto's
@@ -612,6 +627,21 @@ class RemoteBlob(Blob):
         self._seq_end = start + len(data)
         if sequential and self.prefetch:
             self._schedule(self._seq_end)
+
+    def will_need(self, start, stop=None):
+        start, stop = self._check_range(start, stop)
+        if stop == start or self.closed:
+            return
+        with self._lock:
+            for bstart, block in self._blocks.items():
+                if bstart <= start and stop <= bstart + len(block):
+                    return
+            for pstart, (pend, _fut) in self._pending.items():
+                if pstart <= start and stop <= pend:
+                    return
+            end = min(self.size, max(stop, start + self.read_ahead))
+            self._pending[start] = (end, self.storage._executor().submit(
+                self.storage.fetch, self.path, start, end, self.size))
 
     def _schedule(self, pos):
         for _ in range(self.prefetch):

@@ -1,0 +1,307 @@
+"""Remote ranged reads (kafkafmt.storage) against local files: bytes/s, decode rate, seek cost.
+
+An S3 API server runs on loopback for the benchmark: moto's server (``moto[server]``, as s3fs and
+pyarrow test themselves) in a subprocess, so its CPU is not charged to the reading process. The
+``cluster`` log dir of ``corpus.log_dir`` (8 partitions, 18.6 MB, lz4/zstd) and the ``seek`` partition
+(54 segments, 27.6 MB) are uploaded to a bucket once per benchmark process.
+
+* ``RangedReads.time_read``: every ``.log`` of the cluster dir read start to end in 256 KiB reads
+  (``Blob.read``; remote blobs fetch ``read_ahead`` bytes per request), local mmap vs S3;
+* ``RangedReads.time_decode``: the same files decoded window by window (1 MiB windows ending at
+  the last complete batch: slices of ``view()`` locally, ``Blob.read`` remotely, which prefetches
+  the next block in the background during the scan);
+* ``where`` = ``memory``: fsspec's in-memory filesystem through the same remote code path (what
+  the storage layer costs without a network);
+* ``track_decode_remote_vs_local``: remote decode rate / local decode rate, in one process
+  (issue 13's target: >= 0.70 on one core);
+* ``track_seek_fetched_vs_bound``: bytes fetched for an offset seek in a 0.5 MB-segment partition
+  (list the folder, read the ``.index``, read from the entry's position) over the bound
+  ``index bytes + batch bytes returned + one read-ahead block`` (target <= 2).
+
+``python -m benchmarks.bench_storage`` prints the same figures without asv.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import numpy as np
+
+from . import corpus
+
+STEP = 256 * 1024
+WINDOW = 1 << 20
+KEY, SECRET = "bench-key", "bench-secret"
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class S3Server:
+    """moto's S3 server in a subprocess on 127.0.0.1, with the two log dirs uploaded."""
+
+    def __init__(self):
+        import boto3
+        port = _free_port()
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(self.endpoint + "/moto-api/", timeout=1).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    self.stop()
+                    raise RuntimeError("moto server did not start")
+                time.sleep(0.2)
+        client = boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=KEY,
+                              aws_secret_access_key=SECRET, region_name="us-east-1")
+        client.create_bucket(Bucket="bench")
+        self.local = {}
+        for name in ("cluster", "seek"):
+            root, _meta = corpus.log_dir(name)
+            self.local[name] = str(root)
+            for dirpath, _dirs, files in os.walk(root):
+                for f in files:
+                    full = os.path.join(dirpath, f)
+                    rel = os.path.relpath(full, root).replace(os.sep, "/")
+                    with open(full, "rb") as fh:
+                        client.put_object(Bucket="bench", Key=f"{name}/{rel}", Body=fh.read())
+
+    def options(self):
+        return {"key": KEY, "secret": SECRET, "endpoint_url": self.endpoint,
+                "client_kwargs": {"region_name": "us-east-1"}}
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+_SERVER = [None]
+
+
+def server():
+    if _SERVER[0] is None:
+        _SERVER[0] = S3Server()
+    return _SERVER[0]
+
+
+def stop_server():
+    if _SERVER[0] is not None:
+        _SERVER[0].stop()
+        _SERVER[0] = None
+
+
+def storage_for(where, name, read_ahead):
+    """local: the files; s3: the loopback server; memory: fsspec's in-memory filesystem holding the
+    same files (the remote code path without a network: what kafkafmt.storage itself costs)."""
+    from kafkafmt.storage import open_storage
+    srv = server()
+    if where == "local":
+        return open_storage(srv.local[name])
+    if where == "memory":
+        st, root = open_storage(f"memory://bench-{os.getpid()}/{name}", read_ahead=read_ahead)
+        if not st.fs.exists(root):
+            for dirpath, _dirs, files in os.walk(srv.local[name]):
+                for f in files:
+                    full = os.path.join(dirpath, f)
+                    rel = os.path.relpath(full, srv.local[name]).replace(os.sep, "/")
+                    with open(full, "rb") as fh:
+                        st.fs.pipe_file(f"{root}/{rel}", fh.read())
+        return st, root
+    return open_storage(f"s3://bench/{name}", storage_options=srv.options(), read_ahead=read_ahead)
+
+
+def log_files(st, root):
+    """[(path, size)] of every .log under root (one listing per folder)."""
+    out, stack = [], [root]
+    while stack:
+        for e in st.list(stack.pop()):
+            if e.is_dir:
+                stack.append(e.path)
+            elif e.name.endswith(".log"):
+                out.append((e.path, e.size))
+    return sorted(out)
+
+
+def read_all(st, files):
+    n = 0
+    for path, size in files:
+        with st.open(path, size=size) as blob:
+            for pos in range(0, size, STEP):
+                n += len(blob.read(pos, min(size, pos + STEP)))
+    return n
+
+
+def decode_all(st, files, window=WINDOW):
+    """Decode every file window by window (as a segment reader streams a segment): each window
+    ends at the last complete batch in it; local files are sliced from the map, remote ones read."""
+    import kafkafmt
+    n = 0
+    blobs = [st.open(path, size=size) for path, size in files]
+    for i, blob in enumerate(blobs):
+        if i + 1 < len(blobs):            # the next segment's first window, fetched while this one decodes
+            nxt = blobs[i + 1]
+            nxt.will_need(0, min(nxt.size, window))
+        size = blob.size
+        with blob:
+            view = blob.view()
+            pos = 0
+            while pos < size:
+                stop = min(size, pos + window)
+                while True:
+                    buf = view[pos:stop] if view is not None else blob.read(pos, stop)
+                    _t, info = kafkafmt.scan_batches(buf, verify_crc=False)
+                    valid = int(info["valid_bytes"])
+                    if valid or stop == size:
+                        break
+                    stop = min(size, stop + window)      # a batch larger than the window
+                if not valid:
+                    break
+                n += len(kafkafmt.decode(buf[:valid]).offset)
+                pos += valid
+            del view, buf
+    return n
+
+
+def seek_cost(read_ahead=1 << 20, back=2_000):
+    """(bytes fetched, bound) for a seek to the offset ``back`` records before the end of the seek
+    partition: list, read the last segment's .index, fetch from the entry's position."""
+    import kafkafmt
+    st, root = storage_for("s3", "seek", read_ahead)
+    _path, meta = corpus.log_dir("seek")
+    target = meta["last_offset"] - back
+    entries = st.list(root)
+    logs = [e for e in entries if e.name.endswith(".log")]
+    seg = max((e for e in logs if int(e.name[:20]) <= target), key=lambda e: int(e.name[:20]))
+    base = int(seg.name[:20])
+    index = next(e for e in entries if e.name == seg.name[:20] + ".index")
+    raw = st.read_bytes(index.path)
+    rel = np.frombuffer(raw, dtype=">i4").reshape(-1, 2)
+    i = max(0, int(np.searchsorted(rel[:, 0], target - base, side="right")) - 1)
+    pos = int(rel[i, 1]) if len(rel) else 0
+    with st.open(seg.path, size=seg.size) as blob:
+        window = blob.read(pos, min(seg.size, pos + read_ahead))
+        table, info = kafkafmt.scan_batches(window)
+        returned = int(info["valid_bytes"]) if isinstance(info, dict) else len(window)
+        recs = kafkafmt.decode(window[:returned])
+        assert target in set(recs.offset.tolist())
+        fetched = blob.bytes_fetched
+    return fetched + len(raw), len(raw) + returned + read_ahead
+
+
+# --- asv ---------------------------------------------------------------------------------------
+
+class RangedReads:
+    params = [["local", "memory", "s3"], [1 << 20, 8 << 20]]
+    param_names = ["where", "read_ahead"]
+    timeout = 300
+    number = 1
+    repeat = (3, 5, 30.0)
+
+    def setup(self, where, read_ahead):
+        if where == "local" and read_ahead != 8 << 20:
+            raise NotImplementedError("read_ahead does not apply to local files")
+        self.st, root = storage_for(where, "cluster", read_ahead)
+        self.files = log_files(self.st, root)
+        self.bytes = sum(s for _, s in self.files)
+
+    def teardown(self, where, read_ahead):
+        stop_server()
+
+    def time_read(self, where, read_ahead):
+        read_all(self.st, self.files)
+
+    def time_decode(self, where, read_ahead):
+        decode_all(self.st, self.files)
+
+    def track_read_mb_per_s(self, where, read_ahead):
+        t = _best(lambda: read_all(self.st, self.files))
+        return self.bytes / t / 1e6
+
+    track_read_mb_per_s.unit = "MB/s"
+
+    def track_decode_mb_per_s(self, where, read_ahead):
+        t = _best(lambda: decode_all(self.st, self.files))
+        return self.bytes / t / 1e6
+
+    track_decode_mb_per_s.unit = "MB/s"
+
+
+def _best(fn, repeats=5):
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def remote_vs_local_decode(read_ahead=8 << 20, repeats=5, where="s3"):
+    st_l, root_l = storage_for("local", "cluster", read_ahead)
+    st_r, root_r = storage_for(where, "cluster", read_ahead)
+    fl, fr = log_files(st_l, root_l), log_files(st_r, root_r)
+    local = _best(lambda: decode_all(st_l, fl), repeats)
+    remote = _best(lambda: decode_all(st_r, fr), repeats)
+    return local / remote
+
+
+def track_decode_remote_vs_local():
+    try:
+        return remote_vs_local_decode()
+    finally:
+        stop_server()
+
+
+track_decode_remote_vs_local.unit = "ratio"
+
+
+def track_seek_fetched_vs_bound():
+    try:
+        fetched, bound = seek_cost()
+        return fetched / bound
+    finally:
+        stop_server()
+
+
+track_seek_fetched_vs_bound.unit = "ratio"
+
+
+def main():
+    import kafkafmt  # noqa: F401
+    try:
+        print(f"{'where':6} {'read_ahead':>10} {'read MB/s':>10} {'decode MB/s':>12}")
+        for where, ra in (("local", 8 << 20), ("memory", 8 << 20), ("s3", 1 << 20), ("s3", 8 << 20),
+                          ("s3", 32 << 20)):
+            st, root = storage_for(where, "cluster", ra)
+            files = log_files(st, root)
+            total = sum(s for _, s in files)
+            r = total / _best(lambda: read_all(st, files)) / 1e6
+            d = total / _best(lambda: decode_all(st, files)) / 1e6
+            print(f"{where:6} {ra >> 20:>8}Mi {r:10.1f} {d:12.1f}")
+        print(f"s3/local decode rate (8 MiB read-ahead): {remote_vs_local_decode():.2f}")
+        print(f"memory/local decode rate (8 MiB read-ahead): {remote_vs_local_decode(where='memory'):.2f}")
+        for ra in (256 << 10, 1 << 20, 8 << 20):
+            fetched, bound = seek_cost(ra)
+            print(f"seek, read_ahead {ra >> 10} KiB: fetched {fetched} bytes, bound {bound}, ratio {fetched / bound:.2f}")
+    finally:
+        stop_server()
+
+
+if __name__ == "__main__":
+    main()
