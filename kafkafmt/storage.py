@@ -717,7 +717,8 @@ def open_storage(path_or_url, storage_options=None, filesystem=None, *, read_ahe
     """``(storage, path)`` for a plain path, a ``file://`` URL or any fsspec URL.
 
     ``storage_options`` go to the fsspec filesystem (as in pandas: ``key``, ``secret``,
-    ``endpoint_url``, ``anon`` ...); ``filesystem`` is an fsspec filesystem or a
+    ``endpoint_url``, ``anon`` ...; ignored for local paths, so one set can serve a list of
+    roots mixing local and remote ones); ``filesystem`` is an fsspec filesystem or a
     ``pyarrow.fs.FileSystem`` to use instead (then the URL's protocol, if any, is stripped).
     Local paths give :class:`LocalStorage`; everything else :class:`FsspecStorage`.
     """
@@ -737,9 +738,7 @@ def open_storage(path_or_url, storage_options=None, filesystem=None, *, read_ahe
                 path = _URL.sub("", path)
         return FsspecStorage(fs, protocol=proto, read_ahead=read_ahead, cache_blocks=cache_blocks,
                              prefetch=prefetch, retry=retry), path
-    if not is_url(path):
-        if storage_options:
-            raise ValueError("storage_options are only for URLs (s3://, gs://, ...), not local paths")
+    if not is_url(path):      # storage_options are for stores: ignored here, so one set serves mixed roots
         return LocalStorage(), path
     scheme = _URL.match(path).group(1).lower()
     if scheme in ("file", "local"):

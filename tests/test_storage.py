@@ -46,8 +46,10 @@ def test_is_url_and_open_storage_local(tmp_path):
     for p in (str(tmp_path), tmp_path, f"file://{tmp_path}"):
         st, path = open_storage(p)
         assert isinstance(st, LocalStorage) and st.is_local and os.fspath(path) == str(tmp_path)
+    st, path = open_storage(str(tmp_path), storage_options={"anon": True})    # ignored for local roots
+    assert isinstance(st, LocalStorage) and path == str(tmp_path)
     with pytest.raises(ValueError):
-        open_storage(str(tmp_path), storage_options={"anon": True})
+        open_storage("s3://b/k", storage_options={"anon": True}, filesystem=object())
     with pytest.raises(KafkafmtError, match="unknown storage protocol"):
         open_storage("nosuchproto://b/k")
 
