@@ -18,20 +18,24 @@ Built on the segment layer (`kafkafmt.segments`: names, discovery, index lookups
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
 import numpy as np
 
+from kafkafmt import tiered
 from kafkafmt.decoder import DecodeOptions, decode
 from kafkafmt.errors import CorruptRecordError, KafkafmtWarning, NotALogDirError, PathNotFoundError
 from kafkafmt.records import Records
-from kafkafmt.segments import (committed_mask, entry_size_at, find_log_dirs, folder_kind, list_partitions,
-                               list_segments, offset_for_timestamp, partition_of_name, read_range, scan_range,
-                               transactions)
+from kafkafmt.segments import (LOCAL, Partition, ReportEntry, ReportKind, Segment, committed_mask, entry_size_at,
+                               find_log_dirs, folder_kind, list_partitions, list_segments, offset_for_timestamp,
+                               partition_of_name, read_range, scan_range, transactions)
+from kafkafmt.storage import open_storage
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "list_partitions", "list_segments",
-           "offset_for_timestamp", "find_log_dirs", "plan", "Task", "KafkafmtWarning"]
+           "offset_for_timestamp", "find_log_dirs", "find_partitions", "resolve_partition", "plan", "Task",
+           "KafkafmtWarning"]
 
 _ISOLATIONS = ("read_uncommitted", "read_committed")
 
@@ -79,20 +83,20 @@ def resolve_offsets(folder, segments, start_offset, end_offset, start_timestamp,
     return start_offset, end_offset
 
 
-def plan(folder, *, topic=None, partition=None, start_offset=None, end_offset=None, start_timestamp=None,
-         end_timestamp=None, isolation="read_uncommitted", report=None, errors="strict", min_timestamp=None,
-         positions=True):
-    """The tasks that read one partition folder: one per segment overlapping the offset range,
-    with the byte range found through the offset index (positions=False: whole segments, for
-    callers that seek later). ``min_timestamp`` prunes rolled segments whose largest timestamp
-    (time index) is below it. Empty segments are left out."""
+def plan(folder, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None,
+         isolation="read_uncommitted", report=None, errors="strict", min_timestamp=None, positions=True,
+         storage_options=None, filesystem=None):
+    """The tasks that read one partition (a folder path or URL, or a `Partition`): one per
+    segment overlapping the offset range, with the byte range found through the offset index
+    (positions=False: whole segments, for callers that seek later). ``min_timestamp`` prunes
+    rolled segments whose largest timestamp (time index) is below it. Empty segments are left out."""
     if isolation not in _ISOLATIONS:
         raise ValueError(f"isolation must be read_uncommitted or read_committed, not {isolation!r}")
     report = [] if report is None else report
-    if topic is None:
-        topic, partition = _topic_partition(folder)
-    segments = list_segments(folder, report)
-    rng = resolve_offsets(folder, segments, start_offset, end_offset, start_timestamp, end_timestamp, report,
+    part = resolve_partition(folder, storage_options, filesystem)
+    topic, partition = part.topic, part.partition
+    segments = part.list_segments(report)
+    rng = resolve_offsets(part.folder, segments, start_offset, end_offset, start_timestamp, end_timestamp, report,
                           errors)
     if rng is None:
         return []
@@ -128,16 +132,45 @@ def plan(folder, *, topic=None, partition=None, start_offset=None, end_offset=No
     return tasks
 
 
-def _topic_partition(folder):
-    folder = os.fspath(folder)
-    if not os.path.exists(folder):
-        raise PathNotFoundError(f"no such partition folder: {folder}", file=folder)
-    if not os.path.isdir(folder):
-        raise NotALogDirError(f"not a partition folder (<topic>-<partition>): {folder}", file=folder)
-    tp = partition_of_name(folder)
+def _source(path, storage_options=None, filesystem=None):
+    """(storage or None for the local disk, path) of a path or URL."""
+    storage, p = open_storage(path, storage_options, filesystem)
+    return (None, os.fspath(p)) if storage.is_local else (storage, p)
+
+
+def resolve_partition(folder, storage_options=None, filesystem=None):
+    """The `Partition` a folder path or URL names: a ``<topic>-<partition>`` folder, or a tiered
+    upload folder of Kafka's layout (``<topic>-<partition>-<topicId>``)."""
+    if isinstance(folder, Partition):
+        return folder
+    st, path = _source(folder, storage_options, filesystem)
+    storage = st or LOCAL
+    if not storage.exists(path):
+        raise PathNotFoundError(f"no such partition folder: {storage.url(path)}", file=storage.url(path))
+    if not storage.isdir(path):
+        raise NotALogDirError(f"not a partition folder (<topic>-<partition>): {storage.url(path)}",
+                              file=storage.url(path))
+    name = storage.name(path)
+    if tiered.parse_kafka_partition_dir(name) is not None and folder_kind(path, storage=st) != "partition":
+        remote = tiered.list_remote_partitions(storage, path)
+        if remote:
+            return _remote_partition(remote[0], storage, None, [])
+    tp = partition_of_name(name)
     if tp is None:
-        raise NotALogDirError(f"not a partition folder (<topic>-<partition>): {folder}", file=folder)
-    return tp
+        raise NotALogDirError(f"not a partition folder (<topic>-<partition>): {storage.url(path)}",
+                              file=storage.url(path))
+    return Partition(tp[0], tp[1], path, None, st)
+
+
+def _remote_partition(rp, storage, log_dir, report):
+    """A tiered-storage partition (`kafkafmt.tiered.RemotePartition`) as a Partition; uploads
+    superseded by a later upload of the same segment are reported."""
+    for s in rp.superseded:
+        report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(s.log),
+                                  f"upload {s.segment_id} of segment {s.base_offset} superseded by a later upload "
+                                  f"(it ends at offset {s.end_offset}); skipped"))
+    segs = tuple(Segment.of_remote(s, None if storage.is_local else storage) for s in rp.segments)
+    return Partition(rp.topic, rp.partition, rp.path, log_dir, None if storage.is_local else storage, segs)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -197,18 +230,19 @@ def _select(recs, task):
 def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None,
                  isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True,
                  include_control=False, max_decompressed=None, max_bytes=64 << 20, report=None,
-                 keep_empty=False):
-    """Yield the records of one partition folder in chunks of about `max_bytes` of decoded data
-    (whatever the segment sizes). Filters and options as `read_log_dir`; each chunk has topic and
-    partition; `report` (a list) collects what was skipped or fell back. keep_empty=True also
-    yields chunks without records (batches the cleaner emptied), so every batch is seen."""
-    topic, partition = _topic_partition(folder)
+                 keep_empty=False, storage_options=None, filesystem=None):
+    """Yield the records of one partition folder (a path, a URL such as ``s3://bucket/logs/t-0``
+    with ``storage_options``/``filesystem`` as pandas takes them, or a `Partition`) in chunks of
+    about `max_bytes` of decoded data (whatever the segment sizes). Filters and options as
+    `read_log_dir`; each chunk has topic and partition; `report` (a list) collects what was
+    skipped or fell back. keep_empty=True also yields chunks without records (batches the
+    cleaner emptied), so every batch is seen."""
+    part = resolve_partition(folder, storage_options, filesystem)
     report = [] if report is None else report
     if errors not in ("strict", "salvage"):
         raise ValueError(f"errors must be 'strict' or 'salvage', not {errors!r}")
-    tasks = plan(folder, topic=topic, partition=partition, start_offset=start_offset, end_offset=end_offset,
-                 start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation, report=report,
-                 errors=errors)
+    tasks = plan(part, start_offset=start_offset, end_offset=end_offset, start_timestamp=start_timestamp,
+                 end_timestamp=end_timestamp, isolation=isolation, report=report, errors=errors)
     committed = isolation == "read_committed"
     options = DecodeOptions.for_columns(columns, verify_crc=verify_crc,
                                         include_control=include_control and not committed,
@@ -217,7 +251,7 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     for task in tasks:
         for recs, after in read_task(task, report, options=options, errors=errors, max_bytes=max_bytes,
                                      after=after):
-            recs = recs.replace(topic=topic, partition=partition, report=report)
+            recs = recs.replace(topic=part.topic, partition=part.partition, report=report)
             # a chunk of record-less batches (the cleaner's empty batches) still carries them
             if len(recs) or keep_empty or (not committed and (len(recs.controls) or len(recs.batches))):
                 yield recs
@@ -225,8 +259,9 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
 
 def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None,
                  isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True,
-                 include_control=False, max_decompressed=None) -> Records:
-    """All records of one partition folder (``<topic>-<partition>``) as one `Records`.
+                 include_control=False, max_decompressed=None, storage_options=None, filesystem=None) -> Records:
+    """All records of one partition folder (``<topic>-<partition>``; a path, a URL with
+    ``storage_options``/``filesystem``, or a tiered upload folder) as one `Records`.
 
     start_offset / end_offset: offsets in [start, end) (end exclusive, as Spark's endingOffsets).
     start_timestamp / end_timestamp (ms): from the first record with timestamp >= start up to
@@ -240,53 +275,103 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     ``trailing_bytes`` describe the end of the partition's last segment.
     """
     report = []
-    topic, partition = _topic_partition(folder)
-    parts = list(iter_log_dir(folder, start_offset=start_offset, end_offset=end_offset,
+    part = resolve_partition(folder, storage_options, filesystem)
+    parts = list(iter_log_dir(part, start_offset=start_offset, end_offset=end_offset,
                               start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation,
                               columns=columns, errors=errors, verify_crc=verify_crc, include_control=include_control,
                               max_decompressed=max_decompressed, max_bytes=1 << 62, report=report, keep_empty=True))
     options = DecodeOptions.for_columns(columns)
     if not parts:
-        return decode(b"", **options.decode_kwargs()).replace(topic=topic, partition=partition, report=report)
+        return decode(b"", **options.decode_kwargs()).replace(topic=part.topic, partition=part.partition,
+                                                              report=report)
     recs = Records.concat(parts) if len(parts) > 1 else parts[0]
     last = parts[-1]
     # where the log ends: the last chunk read (of the last segment, when the read reached it)
-    return recs.replace(topic=topic, partition=partition, report=report, valid_bytes=last.valid_bytes,
+    return recs.replace(topic=part.topic, partition=part.partition, report=report, valid_bytes=last.valid_bytes,
                         trailing_bytes=last.trailing_bytes, tail=last.tail, file=last.file)
 
 
-def _partitions(roots, topics, partitions, report):
-    """Partition folders under one root or a list of roots: a partition folder, a log dir, or a
-    folder holding log dirs at any depth."""
+def find_partitions(roots, topics=None, partitions=None, report=None, storage_options=None, filesystem=None):
+    """Every partition under one root or a list of roots (paths or URLs, local and remote mixed):
+    partition folders, log dirs or folders holding log dirs at any depth, and tiered-storage
+    uploads (Kafka's and Aiven's layouts). A partition that has tiered uploads and a local folder
+    is one partition: the uploads (older) and the local segments (newer) merged in offset order,
+    a segment in both read once (the local copy), a gap between them reported."""
     roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
-    out = []
+    report = [] if report is None else report
+    plain, remote = [], []
+    topics_set = None if topics is None else set([topics] if isinstance(topics, str) else topics)
+    parts_set = None if partitions is None else set([partitions] if isinstance(partitions, int) else partitions)
     for root in roots:
-        root = os.fspath(root)
-        if os.path.isdir(root) and folder_kind(root) == "partition":
-            out += list_partitions(root, topics, partitions, report)
+        st, path = _source(root, storage_options, filesystem)
+        storage = st or LOCAL
+        if storage.isdir(path) and folder_kind(path, storage=st) == "partition":
+            plain += list_partitions(path, topics, partitions, report, storage=st)
             continue
-        for log_dir in find_log_dirs(root):
-            out += list_partitions(log_dir, topics, partitions, report)
+        log_dirs = find_log_dirs(path, storage=st)
+        for log_dir in log_dirs:
+            plain += list_partitions(log_dir, topics, partitions, report, storage=st)
+        if not log_dirs:
+            for rp in tiered.list_remote_partitions(storage, path):
+                if (topics_set is None or rp.topic in topics_set) and (parts_set is None or rp.partition in parts_set):
+                    for problem in rp.problems:
+                        report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(rp.path), problem))
+                    remote.append(_remote_partition(rp, storage, path, report))
+    if not remote:
+        return plain
+    out = []
+    merged = set()
+    for p in plain:
+        ups = [r for r in remote if (r.topic, r.partition) == (p.topic, p.partition)]
+        if ups and (p.topic, p.partition) not in merged:
+            merged.add((p.topic, p.partition))
+            p = _merge(p, ups, report)
+        out.append(p)
+    out += [r for r in remote if (r.topic, r.partition) not in merged]
+    out.sort(key=lambda q: (q.topic, q.partition))
     return out
 
 
-def iter_log_dirs(root, topics=None, partitions=None, **kwargs):
-    """Chunks of every partition under one or several roots (log dirs, or folders holding log dirs
-    at any depth, e.g. ``kafka-logs-1``..``-3`` of brokers on one host), filtered by topic names
-    and partition numbers; options as `iter_log_dir`."""
+def _merge(local, uploads, report):
+    """A local partition with its tiered uploads: one segment list in offset order."""
+    own = local.list_segments(report)
+    have = {s.base_offset for s in own}
+    older = sorted((s for u in uploads for s in u.segments if s.base_offset not in have), key=lambda s: s.base_offset)
+    segs = older + own
+    segs.sort(key=lambda s: s.base_offset)
+    first_local = own[0].base_offset if own else None
+    if older and first_local is not None:
+        prev = [s for s in older if s.base_offset < first_local]
+        if prev:
+            last = prev[-1]
+            end = tiered.segment_end_offset(last.storage or LOCAL, last.remote)
+            if end + 1 < first_local:
+                report.append(ReportEntry(ReportKind.GAP, local.url,
+                                          f"offsets {end + 1}..{first_local - 1} are in neither the tiered uploads "
+                                          f"(they end at {end}) nor the local segments (from {first_local})",
+                                          offset=end + 1))
+    return dataclasses.replace(local, segments=tuple(segs))
+
+
+def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None, **kwargs):
+    """Chunks of every partition under one or several roots (paths or URLs: log dirs, folders
+    holding log dirs at any depth, e.g. ``kafka-logs-1``..``-3`` of brokers on one host, tiered
+    uploads), filtered by topic names and partition numbers; options as `iter_log_dir`."""
     report = kwargs.pop("report", None)
     report = [] if report is None else report
-    for p in _partitions(root, topics, partitions, report):
-        yield from iter_log_dir(p.folder, report=report, **kwargs)
+    for p in find_partitions(root, topics, partitions, report, storage_options, filesystem):
+        yield from iter_log_dir(p, report=report, **kwargs)
 
 
-def read_log_dirs(root, topics=None, partitions=None, **kwargs) -> Records:
-    """All records of every partition under one or several roots (log dirs, or folders holding log
-    dirs at any depth), with topic and partition columns; options as `read_log_dir`."""
+def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None,
+                  **kwargs) -> Records:
+    """All records of every partition under one or several roots (paths or URLs, local and remote
+    mixed: log dirs, folders holding log dirs at any depth, tiered uploads), with topic and
+    partition columns; options as `read_log_dir`."""
     report = []
     parts = []
-    for p in _partitions(root, topics, partitions, report):
-        recs = read_log_dir(p.folder, **kwargs)
+    for p in find_partitions(root, topics, partitions, report, storage_options, filesystem):
+        recs = read_log_dir(p, **kwargs)
         report += recs.report
         parts.append(recs)
     if not parts:

@@ -138,6 +138,7 @@ class ReportKind(enum.Enum):
     CORRUPT = "corrupt"                # a corrupt byte range, skipped (salvage)
     TRUNCATED = "truncated"            # a final batch cut short
     ZEROS = "zeros"                    # a zero-filled (preallocated) tail
+    GAP = "gap"                        # offsets missing between a partition's places (tiered and local)
     LEFTOVER = "leftover"              # a broker leftover file or folder, skipped
     INDEX_FALLBACK = "index_fallback"  # an index not used (missing, insane, wrong): scanned instead
 
@@ -314,6 +315,7 @@ class Partition:
     folder: str
     log_dir: object = None   # the log dir holding it (None for a partition folder given alone)
     storage: object = None   # where it is (None: the local disk)
+    segments: object = None  # its segments when known in advance (tiered uploads, merged places)
 
     @property
     def name(self):
@@ -321,6 +323,16 @@ class Partition:
 
     def __iter__(self):
         return iter((self.topic, self.partition, self.folder))
+
+    @property
+    def url(self):
+        return (self.storage or LOCAL).url(self.folder)
+
+    def list_segments(self, report=None):
+        """Its segments in offset order."""
+        if self.segments is not None:
+            return list(self.segments)
+        return list_segments(self.folder, report, self.storage)
 
 
 def list_partitions(log_dir, topics=None, partitions=None, report=None, storage=None):

@@ -141,6 +141,13 @@ class Options:
     max_trigger_delay_ms: int = 15 * 60_000  # Spark's default maxTriggerDelay (15m)
     timestamp_strategy: str = "error"        # startingOffsetsByTimestampStrategy: error | latest
     extra: dict = field(default_factory=dict)
+    storage_options: dict = None             # storage.<key> options, for the filesystem (never logged)
+
+    def __repr__(self):     # secrets in storage options stay out of plans and logs
+        shown = {k: v for k, v in self.__dict__.items() if k != "storage_options"}
+        if self.storage_options:
+            shown["storage_options"] = {k: "***" for k in self.storage_options}
+        return f"Options({shown})"
 
     def wants(self, topic, partition=None):
         """Does the subscription include this topic (and partition)?"""
@@ -151,6 +158,20 @@ class Options:
         if self.pattern is not None:
             return self.pattern.fullmatch(topic) is not None
         return True
+
+
+STORAGE_PREFIX = "storage."
+
+
+def _storage_value(v):
+    """Spark passes option values as strings: true/false and numbers become Python values."""
+    s = str(v)
+    if s.lower() in ("true", "false"):
+        return s.lower() == "true"
+    try:
+        return int(s)
+    except ValueError:
+        return s
 
 
 def parse(options, stream=False) -> Options:
@@ -168,7 +189,7 @@ def parse(options, stream=False) -> Options:
             raise OptionError(f"option {key} is not supported by kafka-segments: {_REJECTED_EXACT[key]}")
         if key.startswith(_REJECTED_PREFIXES):
             raise OptionError(f"option {key} is not supported by kafka-segments: files need no security settings")
-        if key not in _ACCEPTED:
+        if key not in _ACCEPTED and not key.startswith(STORAGE_PREFIX):
             if key.startswith("kafka."):
                 raise OptionError(f"option {key} is a Kafka consumer setting; kafka-segments reads files "
                                   "without a consumer (only kafka.isolation.level applies)")
@@ -181,6 +202,9 @@ def parse(options, stream=False) -> Options:
     else:
         paths = [p.strip() for p in str(raw_paths).split(",") if p.strip()]
     o = Options(paths=paths, stream=bool(stream))
+    # storage.<key>: passed to the filesystem (fsspec storage_options), keys as given (case kept)
+    o.storage_options = {str(k)[len(STORAGE_PREFIX):]: _storage_value(v) for k, v in dict(options).items()
+                         if str(k).lower().startswith(STORAGE_PREFIX)} or None
     if stream:
         o.starting = "latest"      # as Spark's Kafka source for streams
     chosen = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]

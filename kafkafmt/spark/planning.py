@@ -11,13 +11,12 @@ targetPartitionBytes, since every Spark task has a fixed cost.
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from kafkafmt.logdir import Task, plan as plan_partition
-from kafkafmt.segments import find_log_dirs, folder_kind, list_partitions
+from kafkafmt.errors import KafkafmtError, PathNotFoundError
+from kafkafmt.logdir import Task, find_partitions, plan as plan_partition
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
 
 @dataclass
@@ -52,20 +51,17 @@ def partition_range(opts, bounds, topic, partition):
             _resolve(opts.ending_ts, topic, partition, None))
 
 
-def partition_folders(paths, report):
-    """(topic, partition, folder) of every partition folder under the given paths (partition
-    folders, log dirs, or folders holding log dirs at any depth)."""
-    folders = []
-    for root in paths:
-        if not os.path.isdir(root):
-            raise OptionError(f"path does not exist or is not a directory: {root}")
-        if folder_kind(root) == "partition":
-            folders += list_partitions(root, report=report)
-            continue
-        for log_dir in find_log_dirs(root):
-            folders += list_partitions(log_dir, report=report)
+def partition_folders(opts, report):
+    """Every partition under the given paths (partition folders, log dirs, folders holding log
+    dirs at any depth, tiered uploads; paths or URLs, with the storage.* options)."""
+    try:
+        folders = find_partitions(opts.paths, report=report, storage_options=opts.storage_options)
+    except PathNotFoundError as exc:
+        raise OptionError(f"path does not exist: {exc}") from None
+    except KafkafmtError as exc:
+        raise OptionError(f"cannot list {', '.join(opts.paths)}: {exc}") from None
     if not folders:
-        raise OptionError(f"no <topic>-<partition> folders with segments under {', '.join(paths)}")
+        raise OptionError(f"no <topic>-<partition> folders with segments under {', '.join(opts.paths)}")
     return folders
 
 
@@ -74,7 +70,8 @@ def plan(opts, bounds, report):
     if bounds.empty:
         return []
     tasks = []
-    for topic, partition, folder, *_ in partition_folders(opts.paths, report):
+    for part in partition_folders(opts, report):
+        topic, partition = part.topic, part.partition
         if not opts.wants(topic, partition):
             continue
         if bounds.topics is not None and topic not in bounds.topics:
@@ -84,9 +81,9 @@ def plan(opts, bounds, report):
         if bounds.partitions is not None and partition not in bounds.partitions:
             continue
         start, end, ts_start, ts_end = partition_range(opts, bounds, topic, partition)
-        tasks += plan_partition(folder, topic=topic, partition=partition, start_offset=start, end_offset=end,
-                                start_timestamp=ts_start, end_timestamp=ts_end, isolation=opts.isolation,
-                                report=report, min_timestamp=bounds.ts_lo)
+        tasks += plan_partition(part, start_offset=start, end_offset=end, start_timestamp=ts_start,
+                                end_timestamp=ts_end, isolation=opts.isolation, report=report,
+                                min_timestamp=bounds.ts_lo)
     return _pack(tasks, opts, report)
 
 
