@@ -374,7 +374,8 @@ def spark(tmp_path_factory):
                        f"-Dlog4j2.configurationFile={log4j} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
                .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.streaming.pollingDelay", "10ms").getOrCreate())
+               .getOrCreate())
+    session.conf.set("spark.sql.streaming.pollingDelay", "10ms")    # also when another module made the session
     import kafkafmt.spark
 
     kafkafmt.spark.register(session)
