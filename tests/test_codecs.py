@@ -608,3 +608,38 @@ def test_os_random_is_corrupt():
     for name in COMPRESSED:
         with pytest.raises(CompressionError):
             get_codec(name).decompress(b"\xff" * 8 + os.urandom(1000))
+
+
+# ------------------------------------------------------------------- the one lz4 frame parser (C)
+
+def test_lz4_frame_parser():
+    from kafkafmt._native import frames
+
+    data = JSON * 50
+    frame = lz4f.compress(data, store_size=True, block_size=lz4f.BLOCKSIZE_MAX64KB, block_linked=False)
+    end, hc_pos, size, bound = frames.lz4_frame(frame, 0)
+    assert (end, hc_pos, size, bound) == (len(frame), 14, len(data), len(data))
+    frame = lz4f.compress(data, store_size=False, block_size=lz4f.BLOCKSIZE_MAX64KB, content_checksum=True)
+    end, hc_pos, size, bound = frames.lz4_frame(frame + b"junk", 0)
+    assert (end, hc_pos, size) == (len(frame), 6, -1) and bound >= len(data)
+    cases = {
+        frame[:5]: "truncated frame header",
+        b"\x00" + frame[1:]: "bad magic",
+        frame[:4] + bytes([frame[4] | 0x02]) + frame[5:]: "reserved bits",
+        frame[:5] + bytes([0x10]) + frame[6:]: "block maximum size",
+        frame[:-8]: "truncated frame",
+        frame[:7]: "no end mark",
+    }
+    for bad, words in cases.items():
+        code = frames.lz4_frame(bad, 0)[0]
+        assert code < 0 and words in frames.FRAME_ERRORS[code], (bad[:12], code)
+        with pytest.raises(CompressionError):
+            get_codec("lz4").decompress(bad)
+
+
+def test_frame_errors_one_table():
+    from kafkafmt._native import frames
+
+    assert frames.zstd_frame(b"\x00" * 16, 0)[0] == frames.NOT_ZSTD
+    assert "zstd" in frames.FRAME_ERRORS[frames.NOT_ZSTD]
+    assert len(set(frames.FRAME_ERRORS)) == len(frames.FRAME_ERRORS)

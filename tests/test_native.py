@@ -110,3 +110,77 @@ def test_software_crc_forced_by_environment(tmp_path):
                          check=True).stdout.split("\n")
     assert out[0] == "table table"
     assert out[1:4] == ["300 True", "300 True", "crc error"]
+
+
+# --- the one table of the C loops' error codes ------------------------------------------------
+
+def test_error_table():
+    assert scan.ERROR_INFO and len(scan.ERROR_CODES) == len(scan.ERROR_INFO)
+    assert set(scan.ERROR_CODES.values()) == set(scan.ERROR_INFO)
+    assert all(kind in ("corrupt", "crc", "compression", "limit") for kind, _ in scan.ERROR_INFO.values())
+    assert 0 not in scan.ERROR_INFO                      # ERR_NONE
+    assert scan.ERROR_INFO[scan.ERROR_CODES["CRC"]][0] == "crc"
+    assert scan.ERROR_INFO[scan.ERROR_CODES["DECOMPRESS_LIMIT"]][0] == "limit"
+    assert "{size}" in scan.ERROR_INFO[scan.ERROR_CODES["SIZE_TOO_LARGE"]][1]
+    assert "COUNT_MISMATCH" not in scan.ERROR_CODES      # was never returned
+
+
+def test_scan_errors_are_in_the_table():
+    import kafkafmt
+
+    buf = bytearray(kafkafmt.encode(values=[b"x" * 50] * 3, timestamps=[1, 2, 3]))
+    bad = bytearray(buf)
+    bad[70] ^= 1
+    err = scan.scan(np.frombuffer(bytes(bad), np.uint8))["error"]
+    assert err[0] == scan.ERROR_CODES["CRC"]
+    bad = bytearray(buf)
+    bad[16] = 7                                           # magic
+    err = scan.scan(np.frombuffer(bytes(bad), np.uint8))["error"]
+    assert err[0] == scan.ERROR_CODES["BAD_MAGIC"]
+    with pytest.raises(kafkafmt.CrcError) as info:
+        kafkafmt.decode(bytes(bytearray(buf[:70]) + bytes([buf[70] ^ 1]) + buf[71:]))
+    assert scan.ERROR_INFO[scan.ERROR_CODES["CRC"]][1] in str(info.value)
+
+
+# --- kernel codec libraries: the documented lookup ---------------------------------------------
+
+def test_library_lookup(monkeypatch):
+    from kafkafmt._native import libs
+
+    monkeypatch.delenv(libs.ENV_DISABLE, raising=False)
+    monkeypatch.setenv(libs.ENV_PATH["lz4"], "/no/such/liblz4.so")
+    monkeypatch.setenv(libs.ENV_PATH["zstd"], "")
+    assert libs.find_libraries() == (None, "/no/such/liblz4.so")
+    monkeypatch.setenv(libs.ENV_DISABLE, "1")
+    assert libs.find_libraries() == (None, None)
+    monkeypatch.delenv(libs.ENV_DISABLE)
+    monkeypatch.delenv(libs.ENV_PATH["lz4"])
+    monkeypatch.delenv(libs.ENV_PATH["zstd"])
+    for name in ("lz4", "zstd"):
+        found = libs.find_library(name)
+        assert found is None or isinstance(found, str)
+    with pytest.raises(ValueError):
+        libs.find_library("snappy")
+
+
+def test_library_not_loadable_leaves_python_codecs():
+    import os
+    import subprocess
+    import sys
+
+    code = ("from kafkafmt._native import kernel\n"
+            "print(kernel.load_codecs('/no/such/libzstd.so', '/no/such/liblz4.so'))\n")
+    env = dict(os.environ, KAFKAFMT_PY_CODECS="1")      # kafkafmt's own import loads nothing
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.strip() == "0"
+
+
+def test_kernel_loads_system_libraries_by_soname():
+    from kafkafmt._native import kernel, libs
+
+    zstd, lz4 = libs.find_libraries()
+    if zstd is None and lz4 is None:
+        pytest.skip("neither liblz4 nor libzstd on this machine")
+    bits = libs.load_kernel_codecs()
+    assert bool(bits & kernel.C_ZSTD) == (zstd is not None)
+    assert bool(bits & kernel.C_LZ4) == (lz4 is not None)

@@ -5,11 +5,12 @@
   dictionary id and content size, then blocks with 3-byte little-endian headers (last-block bit,
   type: raw / RLE / compressed / reserved, size), then an optional 4-byte checksum. Skippable frames
   (magic 0x184D2A5x) carry a 4-byte length.
-* lz4 frame blocks: 4-byte little-endian size (high bit: stored uncompressed), an optional block
-  checksum, ending with a zero size; then an optional content checksum.
+* lz4 frame: parsed by kfmt_codecs.h's kfmt_lz4_header / kfmt_lz4_block -- the parser the record
+  kernel's own lz4 decompression uses, so both paths accept and reject the same frames.
 
 Both return where the frame ends and an upper bound of its decompressed size, never reading past
-the buffer; a malformed or truncated frame is reported with a negative code.
+the buffer; a malformed or truncated frame is reported with a negative code, whose message is
+FRAME_ERRORS[code] (the one table the codecs use).
 """
 from libc.stdint cimport uint8_t, uint32_t, int64_t
 
@@ -19,16 +20,43 @@ cdef enum:
 cdef inline uint32_t le32(const uint8_t *p) noexcept nogil:
     return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
 
-# error codes (negative end positions)
+cdef extern from "kfmt_codecs.h" nogil:
+    ctypedef struct kfmt_lz4_frame:
+        int flg
+        int64_t block_max
+        int64_t content_size
+        int64_t hc_pos
+        int64_t body
+    int kfmt_lz4_header(const uint8_t *src, int64_t n, int64_t pos, kfmt_lz4_frame *f)
+    int64_t kfmt_lz4_walk(const uint8_t *src, int64_t n, const kfmt_lz4_frame *f, int64_t *bound)
+    int KFMT_LZ4_TRUNCATED_HEADER, KFMT_LZ4_BAD_MAGIC, KFMT_LZ4_BAD_VERSION, KFMT_LZ4_BAD_BLOCK_SIZE
+    int KFMT_LZ4_NO_END_MARK, KFMT_LZ4_BLOCK_TOO_BIG, KFMT_LZ4_TRUNCATED
+
+# zstd walk errors (negative end positions)
 TRUNCATED_HEADER = -1
 NOT_ZSTD = -2
 RESERVED_BIT = -3
 TRUNCATED_BLOCK = -4
 RESERVED_BLOCK = -5
 TRUNCATED_FRAME = -6
-BLOCK_TOO_BIG = -7
-NO_END_MARK = -8
 SKIPPABLE = -2          # content size value for a skippable frame
+
+#: every negative code of zstd_frame and lz4_frame -> its message
+FRAME_ERRORS = {
+    TRUNCATED_HEADER: "truncated frame header",
+    NOT_ZSTD: "not a zstd frame",
+    RESERVED_BIT: "reserved bit set in frame header",
+    TRUNCATED_BLOCK: "truncated frame (missing block)",
+    RESERVED_BLOCK: "reserved block type",
+    TRUNCATED_FRAME: "truncated frame",
+    KFMT_LZ4_TRUNCATED_HEADER: "truncated frame header",
+    KFMT_LZ4_BAD_MAGIC: "not an LZ4 frame (bad magic)",
+    KFMT_LZ4_BAD_VERSION: "unsupported frame version or reserved bits set",
+    KFMT_LZ4_BAD_BLOCK_SIZE: "invalid block maximum size",
+    KFMT_LZ4_NO_END_MARK: "truncated frame (no end mark)",
+    KFMT_LZ4_BLOCK_TOO_BIG: "a block exceeds the frame's maximum block size",
+    KFMT_LZ4_TRUNCATED: "truncated frame",
+}
 
 
 def zstd_frame(const uint8_t[::1] mv, Py_ssize_t pos):
@@ -91,30 +119,19 @@ def zstd_frame(const uint8_t[::1] mv, Py_ssize_t pos):
     return (p, size, bound)
 
 
-def lz4_blocks(const uint8_t[::1] mv, Py_ssize_t pos, int flg, int64_t block_max):
-    """(end, output bound) of the blocks starting at pos; end < 0 is an error code."""
-    cdef Py_ssize_t n = mv.shape[0], p = pos
-    cdef const uint8_t *b = &mv[0] if n else NULL
-    cdef int checksum = 4 if flg & 0x10 else 0
-    cdef uint32_t size
-    cdef int64_t bound = 0
-    while True:
-        if p + 4 > n:
-            return (NO_END_MARK, 0)
-        size = le32(b + p)
-        p += 4
-        if not size:
-            break
-        if size & 0x80000000u:
-            size &= 0x7FFFFFFFu
-            bound += size
-        else:
-            bound += block_max
-        if size > block_max:
-            return (BLOCK_TOO_BIG, 0)
-        p += size + checksum
-    if flg & 0x04:
-        p += 4
-    if p > n:
-        return (TRUNCATED_FRAME, 0)
-    return (p, bound)
+def lz4_frame(const uint8_t[::1] mv, Py_ssize_t pos):
+    """The lz4 frame at pos: (end, hc_pos, content size or -1, output bound), the bound capped by
+    the content size when there is one; end < 0 is an error code (FRAME_ERRORS)."""
+    cdef Py_ssize_t n = mv.shape[0]
+    cdef const uint8_t *b = &mv[0] if n else <const uint8_t *>""
+    cdef kfmt_lz4_frame f
+    cdef int64_t end, bound = 0
+    cdef int rc
+    if pos < 0 or pos > n:
+        raise ValueError(f"pos={pos} is outside the data (0..{n})")
+    with nogil:
+        rc = kfmt_lz4_header(b, n, pos, &f)
+        end = rc if rc else kfmt_lz4_walk(b, n, &f, &bound)
+    if end < 0:
+        return (end, 0, 0, 0)
+    return (end, f.hc_pos, f.content_size, bound)

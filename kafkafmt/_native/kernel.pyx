@@ -49,7 +49,8 @@ C_ZSTD = 1 << CODEC_ZSTD
 
 
 def load_codecs(zstd_path=None, lz4_path=None):
-    """Load libzstd / liblz4 for in-kernel decompression; returns the C_* bits now available."""
+    """Load libzstd / liblz4 (a path or soname each, as kafkafmt._native.libs.find_libraries gives
+    them) for in-kernel decompression; returns the C_* bits now available."""
     if zstd_path and not kfmt_have_zstd:
         kfmt_load_zstd(zstd_path.encode())
     if lz4_path and not kfmt_have_lz4:
@@ -67,7 +68,6 @@ cpdef enum Grow:
     GROW_CONTROLS = 64
 
 NEED_GROW_ = int(NEED_GROW)
-GROW_VALUES_ = int(GROW_VALUES)
 
 
 cdef struct Out:

@@ -1,8 +1,10 @@
 /*
  * kfmt_codecs.h -- lz4 and zstd decompression inside the record kernel's nogil loop.
  *
- * The libraries are not linked at build time: kafkafmt.decoder finds them at import (liblz4 as
- * exported by python-lz4's extension or the system's liblz4, libzstd from the system) and
+ * The libraries are not linked at build time (a wheel must import where they are missing, and
+ * their -dev headers are rarely installed where it is built): kafkafmt._native.libs names the
+ * shared object by a documented lookup (KAFKAFMT_LIBLZ4 / KAFKAFMT_LIBZSTD, then the sonames
+ * liblz4.so.1 / libzstd.so.1 and their macOS/Windows names, then ctypes.util.find_library) and
  * kfmt_load_* resolves the few functions used with dlopen/dlsym. When a library is missing,
  * those batches go through the Python codecs instead (kafkafmt.codecs).
  *
@@ -81,38 +83,114 @@ static inline uint32_t kfmt_le32(const uint8_t *p) {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
+/* ---- lz4 frames: the one parser (the kernel's decompressor below, and through frames.pyx the
+ * Python codec's bounds and checks, use these two functions) ---------------------------------- */
+
+#define KFMT_LZ4_MAGIC 0x184D2204u
+/* frame errors (negative); frames.pyx turns them into messages (FRAME_ERRORS) */
+#define KFMT_LZ4_TRUNCATED_HEADER (-11)
+#define KFMT_LZ4_BAD_MAGIC (-12)
+#define KFMT_LZ4_BAD_VERSION (-13)       /* version bits other than 01, or reserved bits set */
+#define KFMT_LZ4_BAD_BLOCK_SIZE (-14)    /* BD block maximum size id outside 4..7 */
+#define KFMT_LZ4_NO_END_MARK (-15)       /* the input ends where a block size or end mark belongs */
+#define KFMT_LZ4_BLOCK_TOO_BIG (-16)     /* a block larger than the frame's maximum block size */
+#define KFMT_LZ4_TRUNCATED (-17)         /* a block or checksum runs past the end of the input */
+
+typedef struct {
+    int flg;                /* FLG byte */
+    int linked;             /* blocks refer to earlier output (no block independence) */
+    int block_sum;          /* each block followed by a 4-byte checksum */
+    int content_sum;        /* the end mark followed by a 4-byte checksum */
+    int64_t block_max;      /* 64 KiB .. 4 MiB */
+    int64_t content_size;   /* -1: not in the header */
+    int64_t hc_pos;         /* position of the header checksum byte (not checked here: see above) */
+    int64_t body;           /* position of the first block header */
+} kfmt_lz4_frame;
+
+/* Parse the frame header at src[pos:n]; 0, or a KFMT_LZ4_* code. */
+static int kfmt_lz4_header(const uint8_t *src, int64_t n, int64_t pos, kfmt_lz4_frame *f) {
+    if (n - pos < 7) return KFMT_LZ4_TRUNCATED_HEADER;
+    if (kfmt_le32(src + pos) != KFMT_LZ4_MAGIC) return KFMT_LZ4_BAD_MAGIC;
+    int flg = src[pos + 4], bd = src[pos + 5];
+    if ((flg >> 6) != 1 || (flg & 0x02) || (bd & 0x8F)) return KFMT_LZ4_BAD_VERSION;
+    int bsid = (bd >> 4) & 7;
+    if (bsid < 4) return KFMT_LZ4_BAD_BLOCK_SIZE;
+    f->flg = flg;
+    f->linked = !(flg & 0x20);
+    f->block_sum = (flg & 0x10) != 0;
+    f->content_sum = (flg & 0x04) != 0;
+    f->block_max = (int64_t)1 << (8 + 2 * bsid);
+    int64_t h = pos + 6;
+    f->content_size = -1;
+    if (flg & 0x08) {
+        if (n - h < 8 + 1) return KFMT_LZ4_TRUNCATED_HEADER;
+        uint64_t cs = (uint64_t)kfmt_le32(src + h) | ((uint64_t)kfmt_le32(src + h + 4) << 32);
+        f->content_size = cs > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)cs;
+        h += 8;
+    }
+    if (flg & 0x01) h += 4;                                  /* dictionary id */
+    if (n - h < 1) return KFMT_LZ4_TRUNCATED_HEADER;
+    f->hc_pos = h;
+    f->body = h + 1;
+    return 0;
+}
+
+/* The block header at *pos: 1 = a block of *size bytes (*stored: not compressed) starting at the
+ * new *pos, its data and checksum present; 0 = the end mark, *pos then after it and the content
+ * checksum (the end of the frame); or a KFMT_LZ4_* code. The caller moves past a block with
+ * *pos += size + (block_sum ? 4 : 0). */
+static inline int kfmt_lz4_block(const uint8_t *src, int64_t n, int64_t *pos, const kfmt_lz4_frame *f,
+                                 int64_t *size, int *stored) {
+    int64_t p = *pos;
+    if (n - p < 4) return KFMT_LZ4_NO_END_MARK;
+    uint32_t s = kfmt_le32(src + p);
+    p += 4;
+    if (s == 0) {
+        if (f->content_sum) {
+            if (n - p < 4) return KFMT_LZ4_TRUNCATED;
+            p += 4;
+        }
+        *pos = p;
+        return 0;
+    }
+    *stored = (s & 0x80000000u) != 0;
+    s &= 0x7FFFFFFFu;
+    if ((int64_t)s > f->block_max) return KFMT_LZ4_BLOCK_TOO_BIG;
+    if ((int64_t)s + (f->block_sum ? 4 : 0) > n - p) return KFMT_LZ4_TRUNCATED;
+    *size = (int64_t)s;
+    *pos = p;
+    return 1;
+}
+
+/* Walk the blocks of the frame f (header parsed): its end position, and in *bound an upper bound
+ * of its decompressed size (stored blocks: their size; compressed ones: the maximum block size;
+ * capped by the content size when the header has one); or a KFMT_LZ4_* code. */
+static int64_t kfmt_lz4_walk(const uint8_t *src, int64_t n, const kfmt_lz4_frame *f, int64_t *bound) {
+    int64_t p = f->body, size = 0, b = 0;
+    int stored = 0, rc;
+    while ((rc = kfmt_lz4_block(src, n, &p, f, &size, &stored)) == 1) {
+        b += stored ? size : f->block_max;
+        p += size + (f->block_sum ? 4 : 0);
+    }
+    if (rc < 0) return rc;
+    if (f->content_size >= 0 && f->content_size < b) b = f->content_size;
+    *bound = b;
+    return p;
+}
+
 /* Decompress the lz4 frame(s) in src[0:n] into *buf; returns the size or a KFMT_DECOMP_* code. */
 static int64_t kfmt_lz4_decompress(const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap, int64_t limit) {
-    int64_t p = 0, out = 0;
+    int64_t p = 0, out = 0, size = 0;
+    int stored = 0, rc;
+    kfmt_lz4_frame f;
     while (p < n) {
-        if (n - p < 7) {
-            if (p == 0) return KFMT_DECOMP_CORRUPT;
-            break;                                           /* trailing bytes after a frame: ignored */
-        }
-        uint32_t magic = kfmt_le32(src + p);
-        if (magic != 0x184D2204u) {
-            if (p == 0) return KFMT_DECOMP_CORRUPT;
-            break;                                           /* as Java's reader: only frames follow */
-        }
-        uint8_t flg = src[p + 4], bd = src[p + 5];
-        if ((flg >> 6) != 1 || (flg & 0x02) || (bd & 0x8F)) return KFMT_DECOMP_CORRUPT;
-        int linked = !(flg & 0x20), block_sum = (flg & 0x10) != 0, content_sum = (flg & 0x04) != 0;
-        int bsid = (bd >> 4) & 7;
-        if (bsid < 4) return KFMT_DECOMP_CORRUPT;
-        int64_t block_max = (int64_t)1 << (8 + 2 * bsid);
-        int64_t h = 6 + ((flg & 0x08) ? 8 : 0) + ((flg & 0x01) ? 4 : 0) + 1;
-        if (n - p < h) return KFMT_DECOMP_CORRUPT;
-        p += h;
+        /* after a frame, bytes that do not start with the frame magic are ignored (as Java's reader) */
+        if (p > 0 && (n - p < 4 || kfmt_le32(src + p) != KFMT_LZ4_MAGIC)) break;
+        if (kfmt_lz4_header(src, n, p, &f)) return KFMT_DECOMP_CORRUPT;
+        p = f.body;
         int64_t frame_start = out;
-        for (;;) {
-            if (n - p < 4) return KFMT_DECOMP_CORRUPT;
-            uint32_t size = kfmt_le32(src + p);
-            p += 4;
-            if (size == 0) break;                            /* end mark */
-            int stored = (size & 0x80000000u) != 0;
-            size &= 0x7FFFFFFFu;
-            if ((int64_t)size > block_max || (int64_t)size > n - p) return KFMT_DECOMP_CORRUPT;
-            int rc = kfmt_reserve(buf, cap, out + (stored ? (int64_t)size : block_max), limit);
+        while ((rc = kfmt_lz4_block(src, n, &p, &f, &size, &stored)) == 1) {
+            rc = kfmt_reserve(buf, cap, out + (stored ? size : f.block_max), limit);
             if (rc) {
                 if (rc == KFMT_DECOMP_LIMIT && !stored) {
                     /* the bound may overshoot: decode into what the limit allows, then judge */
@@ -123,12 +201,12 @@ static int64_t kfmt_lz4_decompress(const uint8_t *src, int64_t n, uint8_t **buf,
                 }
             }
             if (stored) {
-                memcpy(*buf + out, src + p, size);
+                memcpy(*buf + out, src + p, (size_t)size);
                 out += size;
             } else {
                 int64_t room = *cap - out;
-                if (room > block_max) room = block_max;
-                int64_t dict = linked ? out - frame_start : 0;
+                if (room > f.block_max) room = f.block_max;
+                int64_t dict = f.linked ? out - frame_start : 0;
                 if (dict > 65536) dict = 65536;
                 int r = kfmt_LZ4_decompress_safe_usingDict((const char *)(src + p), (char *)(*buf + out), (int)size,
                                                            (int)room, (const char *)(*buf + out - dict), (int)dict);
@@ -136,13 +214,9 @@ static int64_t kfmt_lz4_decompress(const uint8_t *src, int64_t n, uint8_t **buf,
                 out += r;
             }
             if (out > limit) return KFMT_DECOMP_LIMIT;
-            p += size + (block_sum ? 4 : 0);
-            if (p > n) return KFMT_DECOMP_CORRUPT;
+            p += size + (f.block_sum ? 4 : 0);
         }
-        if (content_sum) {
-            if (n - p < 4) return KFMT_DECOMP_CORRUPT;
-            p += 4;
-        }
+        if (rc < 0) return KFMT_DECOMP_CORRUPT;
     }
     return out;
 }

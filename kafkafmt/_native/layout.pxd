@@ -61,7 +61,8 @@ cdef enum:
     CODEC_LZ4 = 3
     CODEC_ZSTD = 4
 
-# Error codes returned by the C loops; kafkafmt.decoder turns them into exceptions.
+# Error codes returned by the C loops. Their exception kinds and messages are in scan.pyx's
+# ERROR_INFO (the one table kafkafmt.decoder turns into exceptions).
 cdef enum:
     ERR_NONE = 0
     ERR_SIZE_TOO_SMALL = 1        # size field below the minimum for the entry's magic
@@ -80,7 +81,6 @@ cdef enum:
     ERR_CONTROL_KEY = 14          # a control record whose key is not version + type
     ERR_NULL_WRAPPER = 15         # a compressed wrapper with a null value
     ERR_INNER_CRC = 16
-    ERR_COUNT_MISMATCH = 17       # fewer records than the batch header says
     ERR_SIZE_TOO_LARGE = 18       # size field larger than any batch may be
     ERR_DECOMPRESS = 19           # a compressed payload does not decompress
     ERR_DECOMPRESS_LIMIT = 20     # it decompresses to more than max_decompressed

@@ -35,6 +35,39 @@ cpdef enum Tail:
 CRC_SKIP_, CRC_REPORT_, CRC_STRICT_ = int(CRC_SKIP), int(CRC_REPORT), int(CRC_STRICT)
 TAIL_NONE_, TAIL_TRUNCATED_, TAIL_ZEROS_ = int(TAIL_NONE), int(TAIL_TRUNCATED), int(TAIL_ZEROS)
 
+# Every error code of the C loops (scan here, kernel.pyx; numbered in layout.pxd): its name, the kind
+# of exception it is ("corrupt": CorruptRecordError, "crc": CrcError, "compression":
+# CompressionError, "limit": DecompressionLimitError) and its message ({size}: the entry's size
+# field, for the framing errors). kafkafmt.decoder raises from this table alone.
+_ERROR_TABLE = (
+    (ERR_SIZE_TOO_SMALL, "SIZE_TOO_SMALL", "corrupt", "entry size {size} is smaller than the minimum for its magic"),
+    (ERR_BAD_MAGIC, "BAD_MAGIC", "corrupt", "unknown magic byte"),
+    (ERR_CRC, "CRC", "crc", "CRC mismatch: the stored checksum does not match the batch's bytes"),
+    (ERR_BAD_COUNT, "BAD_COUNT", "corrupt", "record count is negative or larger than the batch can hold"),
+    (ERR_RECORD_TRUNCATED, "RECORD_TRUNCATED", "corrupt", "a record runs past the end of its batch"),
+    (ERR_VARINT, "VARINT", "corrupt", "varint longer than allowed"),
+    (ERR_BAD_LENGTH, "BAD_LENGTH", "corrupt", "negative header key length or header count"),
+    (ERR_RECORD_SIZE, "RECORD_SIZE", "corrupt", "record size field disagrees with the record's contents"),
+    (ERR_TRAILING, "TRAILING", "corrupt", "bytes left in the batch after its declared records"),
+    (ERR_INNER_COMPRESSED, "INNER_COMPRESSED", "corrupt", "compressed message inside a compressed wrapper"),
+    (ERR_INNER_EMPTY, "INNER_EMPTY", "corrupt", "compressed wrapper holds no messages"),
+    (ERR_INNER_MAGIC, "INNER_MAGIC", "corrupt", "inner message has an invalid magic"),
+    (ERR_WRAPPER_OFFSET, "WRAPPER_OFFSET", "corrupt", "v1 wrapper offset is below its last inner relative offset"),
+    (ERR_CONTROL_KEY, "CONTROL_KEY", "corrupt", "control record key is shorter than version + type"),
+    (ERR_NULL_WRAPPER, "NULL_WRAPPER", "corrupt", "compressed wrapper has a null value"),
+    (ERR_INNER_CRC, "INNER_CRC", "crc", "CRC mismatch in a message inside a compressed wrapper"),
+    (ERR_SIZE_TOO_LARGE, "SIZE_TOO_LARGE", "corrupt",
+     "entry size {size} exceeds the largest allowed batch size (max_batch_bytes)"),
+    (ERR_DECOMPRESS, "DECOMPRESS", "compression", "compressed records do not decompress"),
+    (ERR_DECOMPRESS_LIMIT, "DECOMPRESS_LIMIT", "limit",
+     "compressed records decompress to more than max_decompressed bytes"),
+    (ERR_NOMEM, "NOMEM", "compression", "out of memory while decompressing"),
+)
+#: error code -> (kind, message)
+ERROR_INFO = {int(code): (kind, message) for code, _, kind, message in _ERROR_TABLE}
+#: error name (as in layout.pxd, without ERR_) -> code, for Python code that raises one itself
+ERROR_CODES = {name: int(code) for code, name, _, _ in _ERROR_TABLE}
+
 BATCH_COLUMNS = (
     ("position", np.int64), ("size", np.int32), ("base_offset", np.int64), ("last_offset", np.int64),
     ("last_offset_delta", np.int32), ("partition_leader_epoch", np.int32), ("magic", np.int8),

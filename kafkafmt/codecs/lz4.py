@@ -17,10 +17,11 @@ Kafka specifics:
   wrong HC, as old Kafka did.
 * Concatenated frames are decoded; trailing bytes that do not start a frame are ignored (as Java does).
 
-Before decompressing, the frame's block headers are walked to find where the frame ends and an upper
-bound of its output (compressed block: the BD block size; stored block: its size; capped by the
-content size when present); python-lz4 is given ``max_length`` = min(bound, cap + 1), so it never
-allocates more than the cap.
+Before decompressing, the frame header is parsed and its block headers walked -- in C, by the one lz4
+frame parser of kafkafmt (``_native/kfmt_codecs.h``, shared with the record kernel's own lz4
+decompression) -- to find where the frame ends and an upper bound of its output (compressed block: the
+BD block size; stored block: its size; capped by the content size when present); python-lz4 is given
+``max_length`` = min(bound, cap + 1), so it never allocates more than the cap.
 """
 from __future__ import annotations
 
@@ -35,8 +36,6 @@ from kafkafmt.codecs.base import Codec, corrupt, over_limit, resolve_cap
 __all__ = ["Lz4Codec", "xxh32", "header_checksum", "FRAME_MAGIC"]
 
 FRAME_MAGIC = b"\x04\x22\x4d\x18"
-_BLOCK_MAX = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
-_UNCOMPRESSED_BIT = 0x80000000
 _read_u32 = struct.Struct("<I").unpack_from
 _new_context = _lz4f.create_decompression_context
 _decompress_chunk = _lz4f.decompress_chunk
@@ -151,32 +150,10 @@ class Lz4Codec(Codec):
 
 def _frame(mv: memoryview, pos: int, cap: int, magic: int):
     """Decompress the frame at ``pos``: (output, position after the frame)."""
-    n = len(mv)
-    if pos + 7 > n:
-        raise corrupt("lz4", "truncated frame header")
-    if mv[pos:pos + 4] != FRAME_MAGIC:
-        raise corrupt("lz4", "not an LZ4 frame (bad magic)")
-    flg = mv[pos + 4]
-    if flg & 0xC0 != 0x40:
-        raise corrupt("lz4", f"unsupported frame version (FLG {flg:#04x})")
-    block_max = _BLOCK_MAX.get((mv[pos + 5] >> 4) & 7)
-    if block_max is None:
-        raise corrupt("lz4", f"invalid block size id (BD {mv[pos + 5]:#04x})")
-    hc_pos = pos + 6
-    size = -1
-    if flg & 0x08:                          # content size
-        if hc_pos + 8 >= n:
-            raise corrupt("lz4", "truncated frame header")
-        size = int.from_bytes(mv[hc_pos:hc_pos + 8], "little")
-        if size > cap:
-            raise over_limit("lz4", cap, size)
-        hc_pos += 8
-    if flg & 0x01:                          # dictionary id
-        hc_pos += 4
+    end, hc_pos, size, bound = _walk(mv, pos)
+    if size > cap:
+        raise over_limit("lz4", cap, size)
     body = hc_pos + 1
-    end, bound = _walk(mv, body, flg, block_max)
-    if 0 <= size < bound:
-        bound = size
     limit = bound if bound <= cap else cap + 1
 
     header = _repaired_header(mv, pos, hc_pos, True) if magic == 0 else None
@@ -241,14 +218,10 @@ def _repaired_header(mv, pos, hc_pos, any_value):
     return bytes(mv[pos:hc_pos]) + bytes((correct,))
 
 
-_WALK_ERRORS = {-8: "truncated frame (no end mark)", -7: "a block exceeds the frame's maximum block size",
-                -6: "truncated frame"}
-
-
-def _walk(mv: memoryview, pos: int, flg: int, block_max: int):
-    """Walk the blocks from ``pos`` (in C): (position after the frame, upper bound of the output size)."""
-    end, bound = _frames.lz4_blocks(mv, pos, flg, block_max)
+def _walk(mv: memoryview, pos: int):
+    """Parse the frame at ``pos`` and walk its blocks, in C with the parser the record kernel's
+    own lz4 decompression uses: (end, header checksum position, content size or -1, output bound)."""
+    end, hc_pos, size, bound = _frames.lz4_frame(mv, pos)
     if end < 0:
-        raise corrupt("lz4", _WALK_ERRORS.get(end, "malformed frame"))
-    return end, bound
-
+        raise corrupt("lz4", _frames.FRAME_ERRORS.get(end, "malformed frame"))
+    return end, hc_pos, size, bound

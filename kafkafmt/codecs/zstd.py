@@ -31,7 +31,7 @@ _SKIPPABLE_MASK, _SKIPPABLE_MAGIC = 0xFFFFFFF0, 0x184D2A50
 _BLOCK_MAX = 128 * 1024          # no block decompresses to more (Block_Maximum_Size)
 _DID_SIZE = (0, 1, 2, 4)
 _FCS_SIZE = (0, 2, 4, 8)         # by Frame_Content_Size_flag (flag 0: 1 byte if Single_Segment, else 0)
-_SKIPPABLE = -2
+_SKIPPABLE = _frames.SKIPPABLE
 _STREAM_CHUNK = 1 << 20
 _read_u32 = struct.Struct("<I").unpack_from
 _ERRORS = (zstandard.ZstdError, ValueError, OverflowError)
@@ -129,14 +129,10 @@ def _stream(frame: memoryview, cap: int) -> bytes:
         parts.append(chunk)
 
 
-_FRAME_ERRORS = {-1: "truncated frame header", -2: "not a zstd frame", -3: "reserved bit set in frame header",
-                 -4: "truncated frame (missing block)", -5: "reserved block type", -6: "truncated frame"}
-
-
 def _frame(mv: memoryview, pos: int):
     """Walk the frame at ``pos`` (in C): (end position, content size or -1 or _SKIPPABLE, output bound)."""
     end, size, bound = _frames.zstd_frame(mv, pos)
     if end < 0:
-        raise corrupt("zstd", _FRAME_ERRORS.get(end, "malformed frame"))
+        raise corrupt("zstd", _frames.FRAME_ERRORS.get(end, "malformed frame"))
     return end, size, bound
 
