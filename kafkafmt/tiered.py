@@ -20,8 +20,10 @@ Two layouts are known, both found by listing (no `__remote_log_metadata` needed)
   encrypted) and concatenated; ``.indexes`` holds the offset, time, producer-snapshot,
   leader-epoch and transaction indexes back to back at the positions the manifest gives.
   :class:`AivenSegmentBlob` reads a byte range of the original segment by fetching and
-  decompressing only the chunks it spans. Encrypted segments raise
-  :class:`~kafkafmt.errors.UnsupportedLayoutError`.
+  decompressing only the chunks it spans. Encrypted segments (AES-256-GCM chunks whose data key
+  the manifest holds wrapped with an RSA key) are read when ``keys={key_id: private key PEM}``
+  is given (needs the ``cryptography`` package), else raise
+  :class:`~kafkafmt.errors.UnsupportedLayoutError` naming the key.
 
 :func:`list_remote_partitions` walks a root and returns, per (topic, partition, topic id), the
 segments in offset order; several uploads of one base offset (a new leader re-uploading) are
@@ -30,6 +32,7 @@ resolved to the one reaching the highest end offset, the others returned as ``su
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 import struct
@@ -49,7 +52,7 @@ __all__ = [
     "parse_kafka_partition_dir", "parse_kafka_segment_file", "parse_aiven_topic_dir", "parse_aiven_segment_file",
     "kafka_segment_file_name", "kafka_partition_dir_name", "aiven_segment_key",
     "RemoteSegment", "RemotePartition", "AivenManifest", "parse_aiven_manifest", "read_aiven_manifest",
-    "AivenSegmentBlob", "open_remote_log", "read_remote_side_file", "segment_end_offset",
+    "AivenSegmentBlob", "oaep_decrypt", "open_remote_log", "read_remote_side_file", "segment_end_offset",
     "list_remote_partitions",
 ]
 
@@ -195,7 +198,7 @@ class RemotePartition:
         return f"{self.topic}-{self.partition}"
 
 
-def list_remote_partitions(storage, root, *, prefix="", max_depth=4, read_manifests=True, resolve=True):
+def list_remote_partitions(storage, root, *, prefix="", max_depth=4, read_manifests=True, resolve=True, keys=None):
     """Every tiered-storage partition under ``root`` (Kafka's or Aiven's layout, detected by names).
 
     One listing per folder visited; folders whose names match neither layout are descended into
@@ -212,7 +215,7 @@ def list_remote_partitions(storage, root, *, prefix="", max_depth=4, read_manife
     if not found:
         _walk(storage, entries, prefix, max_depth, out)
     for part in out:
-        _finish_partition(storage, part, read_manifests, resolve)
+        _finish_partition(storage, part, read_manifests, resolve, keys)
     out.sort(key=lambda p: (p.topic, p.partition, p.topic_id, p.layout))
     return out
 
@@ -302,7 +305,7 @@ def _aiven_partition(storage, path, parsed, partition, entries):
     return part
 
 
-def _finish_partition(storage, part, read_manifests, resolve):
+def _finish_partition(storage, part, read_manifests, resolve, keys=None):
     if part.layout == "aiven" and read_manifests:
         for seg in part.segments:
             try:
@@ -320,7 +323,7 @@ def _finish_partition(storage, part, read_manifests, resolve):
         for s in segs:
             if s.end_offset is None:
                 try:
-                    segment_end_offset(storage, s)
+                    segment_end_offset(storage, s, keys=keys)
                 except (KafkafmtError, ValueError) as exc:
                     part.problems.append(f"{storage.url(s.log)}: end offset unknown ({exc})")
         segs.sort(key=lambda s: (-1 if s.end_offset is None else s.end_offset, s.original_size, s.segment_id),
@@ -377,14 +380,46 @@ class AivenManifest:
             return 0, 0
         return start // self.chunk_size, (stop - 1) // self.chunk_size + 1
 
+    @property
+    def key_id(self):
+        """Id of the RSA key that wraps the data key (encrypted segments), else None."""
+        key = str((self.encryption or {}).get("dataKey") or "")
+        return key.split(":", 1)[0] if ":" in key else None
+
     def encryption_problem(self):
-        enc = self.encryption or {}
-        key = str(enc.get("dataKey") or "")
-        key_id = key.split(":", 1)[0] if ":" in key else None
+        key_id = self.key_id
         return ("the segment is encrypted (AES-256-GCM chunks, 12-byte IV before each; the data key in the "
                 "manifest's encryption.dataKey is wrapped with RSA key "
                 + (f"'{key_id}'" if key_id else "(id not recorded)")
-                + "): reading it needs that private key, which kafkafmt does not take")
+                + "): reading it needs that private key: pass keys={"
+                + (f"'{key_id}'" if key_id else "KEY_ID") + ": <RSA private key, PEM>}")
+
+    def data_key(self, keys, url=None):
+        """(AES data key, AAD) of an encrypted segment, unwrapped with ``keys[key_id]`` (a PEM
+        private key as bytes/str, or a ``cryptography`` private key)."""
+        key_id = self.key_id
+        if not keys or key_id not in keys:
+            raise UnsupportedLayoutError(self.encryption_problem(), file=url)
+        try:
+            from cryptography.hazmat.primitives import serialization
+        except ImportError:
+            raise UnsupportedLayoutError("reading encrypted segments needs the cryptography package "
+                                         "(pip install cryptography)", file=url) from None
+        private = keys[key_id]
+        if isinstance(private, str):
+            private = private.encode()
+        if isinstance(private, (bytes, bytearray)):
+            private = serialization.load_pem_private_key(bytes(private), password=None)
+        wrapped = base64.b64decode(str(self.encryption["dataKey"]).split(":", 1)[1])
+        aad = base64.b64decode(self.encryption.get("aad") or "")
+        # Aiven: RSA/NONE/OAEPWithSHA3-512AndMGF1Padding (BouncyCastle: MGF1 with the same digest;
+        # SunJCE's convention, MGF1 with SHA-1, tried second). OpenSSL's OAEP has no SHA-3 through
+        # the cryptography package, so the padding is undone here (RFC 8017, 7.1.2).
+        for mgf in ("sha3_512", "sha1"):
+            key = oaep_decrypt(private, wrapped, "sha3_512", mgf)
+            if key is not None:
+                return key, aad
+        raise UnsupportedLayoutError(f"RSA key '{key_id}' does not unwrap this segment's data key", file=url)
 
 
 def _decode_chunk_sizes(text):
@@ -467,9 +502,12 @@ class AivenSegmentBlob(Blob):
     ``requests`` / ``bytes_fetched`` are the object's.
     """
 
-    def __init__(self, raw: Blob, manifest: AivenManifest, cache_chunks=4):
+    def __init__(self, raw: Blob, manifest: AivenManifest, cache_chunks=4, keys=None):
+        self._aes = self._aad = None
         if manifest.encryption is not None:
-            raise UnsupportedLayoutError(manifest.encryption_problem(), file=raw.url)
+            key, self._aad = manifest.data_key(keys, url=raw.url)
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+            self._aes = AESGCM(key)
         if raw.size != manifest.transformed_size:
             raise ObjectChangedError(f"changed size: the .log object has {raw.size} bytes, its manifest says "
                                      f"{manifest.transformed_size}", file=raw.url)
@@ -494,6 +532,8 @@ class AivenSegmentBlob(Blob):
         want = int(min(m.chunk_size, m.original_size - m.original_starts[i]))
         lo = int(m.transformed_starts[i]) - base
         frame = data[lo:lo + int(m.transformed_sizes[i])]
+        if self._aes is not None:
+            frame = _decrypt(self._aes, frame, self._aad, self.url, int(m.original_starts[i]))
         if not m.compression:
             out = bytes(frame)
         else:
@@ -544,19 +584,60 @@ class AivenSegmentBlob(Blob):
         self.raw.close()
 
 
+def _mgf1(seed, length, hash_name):
+    out, counter = b"", 0
+    while len(out) < length:
+        out += hashlib.new(hash_name, seed + counter.to_bytes(4, "big")).digest()
+        counter += 1
+    return out[:length]
+
+
+def oaep_decrypt(private_key, ciphertext, hash_name="sha3_512", mgf_hash=None, label=b""):
+    """RSAES-OAEP decryption (RFC 8017 7.1.2) with any hashlib digest; None if it does not decode.
+    ``private_key``: a ``cryptography`` RSA private key."""
+    numbers = private_key.private_numbers()
+    n, d = numbers.public_numbers.n, numbers.d
+    k = (n.bit_length() + 7) // 8
+    h = hashlib.new(hash_name)
+    hlen = h.digest_size
+    c = int.from_bytes(ciphertext, "big")
+    if len(ciphertext) != k or c >= n or k < 2 * hlen + 2:
+        return None
+    em = pow(c, d, n).to_bytes(k, "big")
+    masked_seed, masked_db = em[1:1 + hlen], em[1 + hlen:]
+    seed = bytes(a ^ b for a, b in zip(masked_seed, _mgf1(masked_db, hlen, mgf_hash or hash_name)))
+    db = bytes(a ^ b for a, b in zip(masked_db, _mgf1(seed, k - hlen - 1, mgf_hash or hash_name)))
+    if em[0] != 0 or db[:hlen] != hashlib.new(hash_name, label).digest():
+        return None
+    rest = db[hlen:].lstrip(b"\x00")
+    if not rest or rest[0] != 1:
+        return None
+    return rest[1:]
+
+
+def _decrypt(aes, frame, aad, url, position=None):
+    """One Aiven-encrypted chunk: 12-byte IV, then AES-GCM ciphertext with its 16-byte tag."""
+    try:
+        return aes.decrypt(bytes(frame[:12]), bytes(frame[12:]), aad or None)
+    except Exception as exc:  # cryptography.exceptions.InvalidTag
+        raise UnsupportedLayoutError(f"encrypted chunk does not decrypt ({type(exc).__name__}): wrong key or "
+                                     f"corrupt data", file=url, position=position) from None
+
+
 # ------------------------------------------------------------------------------------------------
 # reading
 
-def open_remote_log(storage, seg, *, read_ahead=None) -> Blob:
+def open_remote_log(storage, seg, *, read_ahead=None, keys=None) -> Blob:
     """A Blob of the segment's original bytes (``.size`` = what the broker wrote).
 
-    Kafka layout and untransformed Aiven segments: the ``.log`` object itself; zstd-chunked Aiven
-    segments: an :class:`AivenSegmentBlob`; encrypted ones raise UnsupportedLayoutError.
+    Kafka layout and untransformed Aiven segments: the ``.log`` object itself; zstd-chunked or
+    encrypted Aiven segments: an :class:`AivenSegmentBlob` (encrypted ones need ``keys``, else
+    UnsupportedLayoutError names the key).
     """
     if seg.layout == "aiven":
         m = read_aiven_manifest(storage, seg)
         if m.encryption is not None:
-            raise UnsupportedLayoutError(m.encryption_problem(), file=storage.url(seg.log))
+            m.data_key(keys, url=storage.url(seg.log))     # fails early, before any request for the .log
         raw = storage.open(seg.log, size=seg.size, read_ahead=read_ahead)
         if not m.transformed:
             if raw.size != m.original_size:
@@ -565,14 +646,14 @@ def open_remote_log(storage, seg, *, read_ahead=None) -> Blob:
                                          f"{m.original_size}", file=storage.url(seg.log))
             return raw
         try:
-            return AivenSegmentBlob(raw, m)
+            return AivenSegmentBlob(raw, m, keys=keys)
         except Exception:
             raw.close()
             raise
     return storage.open(seg.log, size=seg.size, read_ahead=read_ahead)
 
 
-def read_remote_side_file(storage, seg, kind) -> Optional[bytes]:
+def read_remote_side_file(storage, seg, kind, *, keys=None) -> Optional[bytes]:
     """The bytes of a segment's ``index``, ``timeindex``, ``txnindex``, ``snapshot`` or
     ``leader_epoch_checkpoint`` (None when the upload has none)."""
     if kind not in _AIVEN_INDEX_NAMES:
@@ -584,16 +665,21 @@ def read_remote_side_file(storage, seg, kind) -> Optional[bytes]:
     where = m.indexes.get(kind)
     if where is None or "indexes" not in seg.files:
         return None
+    url = storage.url(seg.files["indexes"])
+    aes = aad = None
     if m.encryption is not None:
-        raise UnsupportedLayoutError(m.encryption_problem(), file=storage.url(seg.files["indexes"]))
+        key, aad = m.data_key(keys, url=url)
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        aes = AESGCM(key)
     pos, size = where
     if pos + size > seg.sizes.get("indexes", 0):
         raise ObjectChangedError(f"the .indexes object has {seg.sizes.get('indexes', 0)} bytes, its manifest "
                                  f"places the {kind} at {pos}..{pos + size}", file=storage.url(seg.files["indexes"]))
-    return storage.read_bytes(seg.files["indexes"], pos, pos + size) if size else b""
+    data = storage.read_bytes(seg.files["indexes"], pos, pos + size) if size else b""
+    return _decrypt(aes, data, aad, url) if aes is not None and data else data
 
 
-def segment_end_offset(storage, seg) -> int:
+def segment_end_offset(storage, seg, *, keys=None) -> int:
     """The last offset in the segment (``base_offset - 1`` when it holds no batch); sets
     ``seg.end_offset``. Aiven: from the manifest; Kafka layout: from the last ``.index`` entry's
     position, walking batch headers (ranged reads) to the end of the ``.log``."""
@@ -612,7 +698,7 @@ def segment_end_offset(storage, seg) -> int:
         if len(entries) and entries[-1, 1] >= 0:
             pos = int(entries[-1, 1])
     last = seg.base_offset - 1
-    with open_remote_log(storage, seg, read_ahead=256 * 1024) as blob:
+    with open_remote_log(storage, seg, read_ahead=256 * 1024, keys=keys) as blob:
         if pos > blob.size:
             pos = 0
         while pos + 17 <= blob.size:

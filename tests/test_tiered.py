@@ -1,6 +1,7 @@
 """kafkafmt.tiered: Kafka's and Aiven's tiered-storage layouts, written by small helpers here, read from
 a real S3 API server (moto on loopback) and from the local disk."""
 import base64
+import hashlib
 import json
 import os
 import pathlib
@@ -14,7 +15,7 @@ import zstandard
 import kafkafmt
 from kafkafmt.errors import UnsupportedLayoutError
 from kafkafmt.storage import LocalStorage, open_storage
-from kafkafmt.tiered import (AivenSegmentBlob, kafka_id, list_remote_partitions, open_remote_log,
+from kafkafmt.tiered import (AivenSegmentBlob, kafka_id, oaep_decrypt, list_remote_partitions, open_remote_log,
                              parse_aiven_manifest, parse_aiven_segment_file, parse_aiven_topic_dir, parse_kafka_id,
                              parse_kafka_partition_dir, parse_kafka_segment_file, read_remote_side_file,
                              segment_end_offset)
@@ -77,13 +78,48 @@ def chunk_sizes_binary(values):
     return struct.pack(">iib", len(values), base, width) + body + struct.pack(">i", values[-1])
 
 
+def _mgf1(seed, length, name):
+    out = b"".join(hashlib.new(name, seed + i.to_bytes(4, "big")).digest()
+                   for i in range(-(-length // hashlib.new(name).digest_size)))
+    return out[:length]
+
+
+def _rsa_wrap(public_key, data_key, name="sha3_512"):
+    """RSAES-OAEP encryption (RFC 8017 7.1.1) with SHA3-512 and MGF1-SHA3-512, as BouncyCastle's
+    RSA/NONE/OAEPWithSHA3-512AndMGF1Padding (the cryptography package has no SHA-3 OAEP)."""
+    numbers = public_key.public_numbers()
+    k = (numbers.n.bit_length() + 7) // 8
+    hlen = hashlib.new(name).digest_size
+    db = hashlib.new(name, b"").digest() + b"\x00" * (k - len(data_key) - 2 * hlen - 2) + b"\x01" + data_key
+    seed = os.urandom(hlen)
+    masked_db = bytes(a ^ b for a, b in zip(db, _mgf1(seed, k - hlen - 1, name)))
+    masked_seed = bytes(a ^ b for a, b in zip(seed, _mgf1(masked_db, hlen, name)))
+    em = b"\x00" + masked_seed + masked_db
+    return pow(int.from_bytes(em, "big"), numbers.e, numbers.n).to_bytes(k, "big")
+
+
 def aiven_objects(log, indexes, *, topic, partition, topic_id, segment_id, base_offset, end_offset,
-                  chunk_size=64 * KIB, compress=False, encrypted=False):
-    """(.log object, .indexes object, .rsm-manifest JSON) as Aiven's RemoteStorageManager uploads them."""
+                  chunk_size=64 * KIB, compress=False, encrypted=False, encrypt_with=None):
+    """(.log object, .indexes object, .rsm-manifest JSON) as Aiven's RemoteStorageManager uploads them:
+    chunks zstd-compressed, then AES-256-GCM encrypted (12-byte IV first) with a data key wrapped by
+    RSA-OAEP (SHA3-512) when ``encrypt_with=(key id, RSA public key)``; ``encrypted=True`` only
+    writes an encryption entry (the data is not readable then)."""
     chunks = [log[i:i + chunk_size] for i in range(0, len(log), chunk_size)]
-    if compress:
+    aes = None
+    if encrypt_with is not None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        data_key, aad = os.urandom(32), b"\x0a\x0b\x0c\x0d"
+        aes = AESGCM(data_key)
+
+    def seal(b):
+        if aes is None:
+            return b
+        iv = os.urandom(12)
+        return iv + aes.encrypt(iv, b, aad)
+
+    if compress or aes is not None:
         cctx = zstandard.ZstdCompressor(level=3, write_content_size=True)
-        stored = [cctx.compress(c) for c in chunks]
+        stored = [seal(cctx.compress(c) if compress else c) for c in chunks]
         sizes = [len(c) for c in stored]
         packed = zstandard.ZstdCompressor(write_content_size=True).compress(chunk_sizes_binary(sizes))
         chunk_index = {"type": "variable", "originalChunkSize": chunk_size, "originalFileSize": len(log),
@@ -99,11 +135,16 @@ def aiven_objects(log, indexes, *, topic, partition, topic_id, segment_id, base_
         if data is None:
             seg_indexes[name] = None
             continue
+        data = seal(data) if data else data
         seg_indexes[name] = {"position": pos, "size": len(data)}
         blob += data
         pos += len(data)
     manifest = {"version": "1", "chunkIndex": chunk_index, "segmentIndexes": seg_indexes, "compression": compress}
-    if encrypted:
+    if encrypt_with is not None:
+        key_id, public_key = encrypt_with
+        manifest["encryption"] = {"dataKey": f"{key_id}:" + base64.b64encode(_rsa_wrap(public_key, data_key)).decode(),
+                                  "aad": base64.b64encode(aad).decode()}
+    elif encrypted:
         manifest["encryption"] = {"dataKey": "key-2024:" + base64.b64encode(os.urandom(256)).decode(),
                                   "aad": base64.b64encode(b"\x0a\x0b\x0c\x0d").decode()}
     manifest["remoteLogSegmentMetadata"] = {
@@ -453,3 +494,54 @@ def test_aiven_duplicates_and_missing_manifest(tmp_path, written):
     with open_remote_log(LocalStorage(), part.segments[0]) as blob:
         assert bytes(blob.view()) == log          # untransformed, local: the mmap itself
     assert read_remote_side_file(LocalStorage(), part.segments[0], "txnindex") is None
+
+
+def test_aiven_encrypted_segment_with_the_key(s3, written):
+    """Compressed + encrypted and encrypted-only segments read with the RSA private key given."""
+    crypto = pytest.importorskip("cryptography.hazmat.primitives.asymmetric.rsa")
+    from cryptography.hazmat.primitives import serialization
+    private = crypto.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    other = crypto.generate_private_key(public_exponent=65537, key_size=2048)
+    bucket = s3.bucket()
+    tid = _id(51)
+    objs = aiven_layout_objects(written["orders"], "orders-events", 0, tid, chunk_size=16 * KIB, compress=True,
+                                encrypt_with=("kek-1", private.public_key()))
+    objs.update(aiven_layout_objects(written["plain"], "plain", 1, _id(52), chunk_size=16 * KIB, compress=False,
+                                     encrypt_with=("kek-1", private.public_key())))
+    _put_all(s3, bucket, "", objs)
+    st, root = open_storage(f"s3://{bucket}", storage_options=s3.storage_options)
+    parts = list_remote_partitions(st, root)
+    for part, local in zip(parts, (written["orders"], written["plain"])):
+        for seg, (base, files) in zip(part.segments, _segments(local)):
+            data = pathlib.Path(files[".log"]).read_bytes()
+            assert seg.manifest.key_id == "kek-1" and seg.manifest.transformed_size == seg.size
+            with pytest.raises(UnsupportedLayoutError, match="kek-1"):
+                open_remote_log(st, seg)
+            with open_remote_log(st, seg, keys={"kek-1": pem}, read_ahead=8 * KIB) as blob:
+                assert isinstance(blob, AivenSegmentBlob) and blob.size == len(data)
+                assert bytes(blob.read(0, blob.size)) == data
+                mid = len(data) // 3
+                assert bytes(blob.read(mid, mid + 5000)) == data[mid:mid + 5000]
+            assert read_remote_side_file(st, seg, "index", keys={"kek-1": private}) == \
+                pathlib.Path(files[".index"]).read_bytes()
+            with pytest.raises(UnsupportedLayoutError, match="does not unwrap"):
+                open_remote_log(st, seg, keys={"kek-1": other})
+
+
+def test_oaep_decrypt_agrees_with_openssl():
+    """The OAEP decoder (needed for SHA3-512, which OpenSSL's OAEP lacks here) against OpenSSL's
+    encryption with SHA-256 and SHA-1 (the same algorithm, another digest)."""
+    rsa = pytest.importorskip("cryptography.hazmat.primitives.asymmetric.rsa")
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    for alg, mgf, name, mgf_name in ((hashes.SHA256(), hashes.SHA256(), "sha256", "sha256"),
+                                     (hashes.SHA512(), hashes.SHA1(), "sha512", "sha1")):
+        for msg in (b"", b"k" * 32, os.urandom(40)):
+            ct = key.public_key().encrypt(msg, padding.OAEP(mgf=padding.MGF1(mgf), algorithm=alg, label=None))
+            assert oaep_decrypt(key, ct, name, mgf_name) == msg
+            assert oaep_decrypt(key, ct, "sha3_512") is None
+    wrapped = _rsa_wrap(key.public_key(), b"d" * 32)
+    assert oaep_decrypt(key, wrapped, "sha3_512") == b"d" * 32
