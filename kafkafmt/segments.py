@@ -686,7 +686,7 @@ def read_range(seg, f, start, stop, report, *, options=None, errors="strict", li
     offsets must increase); `following`: the first offset after the segment (the next segment's
     base offset). A truncated or zero-filled tail is reported when `report` is a list."""
     options = DecodeOptions() if options is None else options
-    path = seg.log if seg is not None else f.path
+    path = seg.url if seg is not None else f.url
     if errors not in ("strict", "salvage"):
         raise ValueError(f"errors must be 'strict' or 'salvage', not {errors!r}")
     limit = stop if limit is None else limit

@@ -1,0 +1,221 @@
+"""Log dirs read where they live (issue 13): the library on a real S3 API server (moto on loopback)
+gives exactly what it gives from the same files on local disk -- whole log dirs, seeks, read_committed,
+real broker files --, an offset seek fetches a small part of a large segment (counted by a proxy in
+front of the server), tiered uploads are merged with a partition's local segments, and failures are
+clear errors naming the URL."""
+import os
+import pathlib
+import shutil
+
+import numpy as np
+import pytest
+
+import kafkafmt
+from kafkafmt.errors import KafkafmtError, StorageNotFoundError
+
+from s3server import SECRET, fault_proxy, s3  # noqa: F401  (pytest fixtures)
+from test_tiered import _id, _put_all, aiven_layout_objects, kafka_layout_objects
+
+KIB = 1024
+
+
+def rows(recs):
+    topics = recs.topic if isinstance(recs.topic, np.ndarray) else [recs.topic] * len(recs)
+    parts = recs.partition if isinstance(recs.partition, np.ndarray) else [recs.partition] * len(recs)
+    return list(zip(list(topics), [int(p) for p in parts], recs.offset.tolist(), recs.timestamp.tolist(),
+                    recs.key.to_pylist(), recs.value.to_pylist(), recs.headers.to_pylist()))
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    """A log dir written by kafkafmt: several partitions and segments, every codec, headers, a
+    transaction aborted and one committed."""
+    root = tmp_path_factory.mktemp("remote") / "kafka-logs"
+    rng = np.random.default_rng(7)
+    for p, codec in enumerate(["none", "lz4", "zstd", "gzip", "snappy"]):
+        n = 1500
+        vals = [bytes(rng.integers(0, 256, int(rng.integers(10, 300)), dtype=np.uint8)) for _ in range(n)]
+        kafkafmt.write_log_dir(str(root / f"orders-{p}"), keys=[b"k%d" % i for i in range(n)], values=vals,
+                               timestamps=[1_767_225_600_000 + 37 * i for i in range(n)],
+                               headers=[[("h", b"%d" % i)] if i % 3 == 0 else [] for i in range(n)],
+                               compression=codec, segment_bytes=64 * KIB, index_interval_bytes=1024, batch_size=4096)
+    with kafkafmt.LogWriter(str(root / "payments-0"), segment_bytes=2 * KIB) as w:
+        w.append(values=[b"a%d" % i for i in range(20)], timestamps=[1] * 20)
+        w.append(values=[b"t%d" % i for i in range(10)], timestamps=[2] * 10, producer_id=9, transactional=True)
+        w.append_control("abort", producer_id=9, timestamp=3)
+        w.append(values=[b"u%d" % i for i in range(10)], timestamps=[4] * 10, producer_id=9, transactional=True)
+        w.append_control("commit", producer_id=9, timestamp=5)
+    (root / "meta.properties").write_text("version=1\nnode.id=1\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def bucket_logs(s3, logs):
+    b = s3.bucket()
+    s3.upload_dir(str(logs), b, "kafka-logs")
+    return f"s3://{b}/kafka-logs"
+
+
+def test_read_log_dirs_from_s3_equals_local(s3, logs, bucket_logs):
+    local = kafkafmt.read_log_dirs(str(logs))
+    remote = kafkafmt.read_log_dirs(bucket_logs, storage_options=s3.storage_options)
+    assert len(remote) == len(local) > 7000
+    assert rows(remote) == rows(local)
+    # one partition, by URL, with seeks by offset and time, read_committed, columns
+    url = f"{bucket_logs}/orders-2"
+    for kw in (dict(start_offset=700, end_offset=900), dict(start_timestamp=1_767_225_600_000 + 37 * 1000),
+               dict(columns=["offset", "value"])):
+        a = kafkafmt.read_log_dir(str(logs / "orders-2"), **kw)
+        b = kafkafmt.read_log_dir(url, storage_options=s3.storage_options, **kw)
+        assert a.offset.tolist() == b.offset.tolist() and a.value.to_pylist() == b.value.to_pylist()
+        assert b.columns == a.columns
+    a = kafkafmt.read_log_dir(str(logs / "payments-0"), isolation="read_committed")
+    b = kafkafmt.read_log_dir(f"{bucket_logs}/payments-0", isolation="read_committed",
+                              storage_options=s3.storage_options)
+    assert a.value.to_pylist() == b.value.to_pylist() and b"t0" not in b.value.to_pylist() and b"u0" in b.value.to_pylist()
+    # one segment by URL
+    seg = kafkafmt.list_segments(str(logs / "orders-1"))[1]
+    c = kafkafmt.read_segment(f"{bucket_logs}/orders-1/{os.path.basename(seg.log)}", storage_options=s3.storage_options)
+    assert c.offset.tolist() == kafkafmt.read_segment(seg.log).offset.tolist() and (c.topic, c.partition) == ("orders", 1)
+    # chunked
+    chunks = list(kafkafmt.iter_log_dirs(bucket_logs, storage_options=s3.storage_options, topics=["orders"],
+                                         max_bytes=64 * KIB))
+    assert len(chunks) > 5 and sum(len(c) for c in chunks) == 7500
+
+
+def test_real_broker_dirs_from_s3(s3, real_corpus):
+    b = s3.bucket()
+    root = real_corpus / "broker-dirs" / "DonaldY__kafka-2.7.1"
+    s3.upload_dir(str(root), b, "broker")
+    local = kafkafmt.read_log_dirs(str(root), include_control=True)
+    remote = kafkafmt.read_log_dirs(f"s3://{b}/broker", storage_options=s3.storage_options, include_control=True)
+    assert len(remote) == len(local) > 0 and rows(remote) == rows(local)
+
+
+def test_damage_on_s3_is_found_as_locally(s3, tmp_path):
+    folder = tmp_path / "logs" / "t-0"
+    kafkafmt.write_log_dir(str(folder), values=[b"v%d" % i for i in range(400)], timestamps=list(range(400)),
+                           batch_size=256)
+    seg = kafkafmt.list_segments(str(folder))[0].log
+    data = bytearray(pathlib.Path(seg).read_bytes())
+    batches = kafkafmt.read_segment(seg).batches
+    assert len(batches) > 8
+    pos = int(batches.position[5])
+    data[pos + 4] = 0xFF                      # a base offset (outside the CRC)
+    pathlib.Path(seg).write_bytes(bytes(data))
+    b = s3.bucket()
+    s3.upload_dir(str(tmp_path / "logs"), b, "logs")
+    with pytest.raises(kafkafmt.CorruptRecordError) as local_err:
+        kafkafmt.read_log_dir(str(folder))
+    with pytest.raises(kafkafmt.CorruptRecordError) as remote_err:
+        kafkafmt.read_log_dir(f"s3://{b}/logs/t-0", storage_options=s3.storage_options)
+    assert remote_err.value.position == local_err.value.position == pos
+    assert remote_err.value.file.startswith("s3://") and SECRET not in str(remote_err.value)
+    a = kafkafmt.read_log_dir(str(folder), errors="salvage")
+    r = kafkafmt.read_log_dir(f"s3://{b}/logs/t-0", errors="salvage", storage_options=s3.storage_options)
+    assert a.offset.tolist() == r.offset.tolist()
+    assert [(e.start, e.end) for e in a.report if e.is_damage] == [(e.start, e.end) for e in r.report if e.is_damage]
+
+
+def test_offset_seek_fetches_a_small_part_of_a_large_segment(s3, fault_proxy, tmp_path):
+    """A seek to one offset in a large remote segment: bytes fetched <= 2 x (index bytes + the
+    batches returned + one read-ahead block), counted on the wire by the proxy."""
+    folder = tmp_path / "big" / "t-0"
+    n = 160_000
+    rng = np.random.default_rng(3)
+    vals = [bytes(rng.integers(0, 256, 200, dtype=np.uint8)) for _ in range(2000)] * (n // 2000)
+    kafkafmt.write_log_dir(str(folder), values=vals, timestamps=list(range(n)), batch_size=16 * KIB)
+    seg = kafkafmt.list_segments(str(folder))[0]
+    assert seg.size > 32 << 20
+    b = s3.bucket()
+    s3.upload_dir(str(tmp_path / "big"), b, "big")
+    read_ahead = 1 << 20
+    opts = fault_proxy.storage_options
+    fault_proxy.log.clear()
+    from kafkafmt.storage import open_storage
+
+    storage, path = open_storage(f"s3://{b}/big/t-0", opts, read_ahead=read_ahead)
+    target = n // 2
+    recs = kafkafmt.read_log_dir(kafkafmt.logdir.resolve_partition(
+        kafkafmt.segments.Partition("t", 0, path, None, storage)), start_offset=target, end_offset=target + 5)
+    assert recs.offset.tolist() == list(range(target, target + 5))
+    got = sum(int(r.split("-")[1]) - int(r.split("=")[1].split("-")[0]) + 1
+              for _m, _p, r in fault_proxy.log if r)
+    index_bytes = os.path.getsize(seg.index)
+    returned = int(recs.batches["size"].sum())
+    budget = 2 * (index_bytes + returned + read_ahead)
+    assert got <= budget, (got, budget, seg.size)
+    assert got < seg.size / 10
+
+
+def test_tiered_and_local_merged(s3, tmp_path):
+    """One partition, two places: tiered uploads (older) and the local log (newer), a segment in
+    both read once; with a gap, the gap is reported."""
+    full = tmp_path / "full" / "events-3"
+    kafkafmt.write_log_dir(str(full), values=[b"e%d" % i for i in range(3000)], timestamps=list(range(3000)),
+                           segment_bytes=6 * KIB, index_interval_bytes=1024, batch_size=1024)
+    segs = kafkafmt.list_segments(str(full))
+    assert len(segs) >= 6
+    # tiered: the first 4 segments (Kafka's layout); local: segments 3.. (segment 3 in both)
+    tiered_dir = tmp_path / "tiered-src" / "events-3"
+    local_root = tmp_path / "local" / "kafka-logs"
+    tiered_dir.mkdir(parents=True)
+    (local_root / "events-3").mkdir(parents=True)
+    (local_root / "meta.properties").write_text("version=1\n")
+    for k, s in enumerate(segs):
+        for suffix in (".log", ".index", ".timeindex"):
+            src = s.log[:-4] + suffix
+            if k < 4:
+                shutil.copy(src, tiered_dir / os.path.basename(src))
+            if k >= 3:
+                shutil.copy(src, local_root / "events-3" / os.path.basename(src))
+    b = s3.bucket()
+    tid = _id(42)
+    _put_all(s3, b, "tiered", kafka_layout_objects(str(tiered_dir), "events", 3, tid))
+    whole = kafkafmt.read_log_dir(str(full))
+    merged = kafkafmt.read_log_dirs([str(local_root), f"s3://{b}/tiered"], storage_options=s3.storage_options)
+    assert merged.offset.tolist() == whole.offset.tolist() and merged.value.to_pylist() == whole.value.to_pylist()
+    assert not [e for e in merged.report if e.kind is kafkafmt.ReportKind.GAP]
+    # the tiered uploads alone
+    alone = kafkafmt.read_log_dirs(f"s3://{b}/tiered", storage_options=s3.storage_options)
+    assert alone.offset.tolist() == [o for o in whole.offset.tolist() if o < segs[4].base_offset]
+    # a gap: the local log starts two segments after the uploads end
+    for k in (3, 4):
+        for suffix in (".log", ".index", ".timeindex"):
+            os.unlink(local_root / "events-3" / os.path.basename(segs[k].log[:-4] + suffix))
+    b2 = s3.bucket()
+    only = {k: v for k, v in kafka_layout_objects(str(tiered_dir), "events", 3, tid).items()
+            if not k.split("/")[-1].startswith(f"{segs[3].base_offset:020d}")}
+    _put_all(s3, b2, "tiered", only)
+    gapped = kafkafmt.read_log_dirs([str(local_root), f"s3://{b2}/tiered"], storage_options=s3.storage_options)
+    gaps = [e for e in gapped.report if e.kind is kafkafmt.ReportKind.GAP]
+    assert len(gaps) == 1 and gaps[0].offset == segs[3].base_offset
+    assert f"{segs[3].base_offset}..{segs[5].base_offset - 1}" in gaps[0].message
+    assert gapped.offset.tolist() == [o for o in whole.offset.tolist()
+                                      if o < segs[3].base_offset or o >= segs[5].base_offset]
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_aiven_layout_read_as_a_log_dir(s3, tmp_path, compress):
+    part = tmp_path / "src" / "clicks-1"
+    kafkafmt.write_log_dir(str(part), values=[b"c%d" % i for i in range(4000)], timestamps=list(range(4000)),
+                           segment_bytes=48 * KIB, index_interval_bytes=2048, compression="lz4")
+    b = s3.bucket()
+    _put_all(s3, b, "", aiven_layout_objects(str(part), "clicks", 1, _id(7), prefix="tiered/", compress=compress,
+                                             chunk_size=16 * KIB))
+    local = kafkafmt.read_log_dir(str(part))
+    remote = kafkafmt.read_log_dirs(f"s3://{b}/tiered", storage_options=s3.storage_options)
+    assert rows(remote) == rows(local.replace(topic="clicks", partition=1))
+    seek = kafkafmt.read_log_dirs(f"s3://{b}/tiered", storage_options=s3.storage_options, start_offset=2500,
+                                  end_offset=2510)
+    assert seek.offset.tolist() == list(range(2500, 2510))
+
+
+def test_errors_name_the_url_never_the_secret(s3):
+    b = s3.bucket()
+    with pytest.raises(StorageNotFoundError) as err:
+        kafkafmt.read_log_dirs(f"s3://{b}-missing/logs", storage_options=s3.storage_options)
+    assert "s3://" in str(err.value) and SECRET not in str(err.value)
+    with pytest.raises(KafkafmtError) as err:
+        kafkafmt.read_log_dir(f"s3://{b}/nothing-0", storage_options=s3.storage_options)
+    assert SECRET not in str(err.value)
