@@ -418,9 +418,14 @@ class FsspecStorage(Storage):
         path = str(path)
         if is_url(path):
             return _safe_url(path)
+        base = getattr(self, "_url_base", None)      # (filesystem path, URL it came from)
+        if base is not None:
+            fs_base, url_base = base
+            if path == fs_base or path.startswith(fs_base.rstrip("/") + "/"):
+                return url_base.rstrip("/") + path[len(fs_base.rstrip("/")):] if path != fs_base else url_base
         if self.protocol in ("file", "local"):
             return path
-        return f"{self.protocol}://{path.lstrip('/')}" if self.protocol != "hdfs" else f"hdfs://{path}"
+        return f"{self.protocol}://{path.lstrip('/')}"
 
     def join(self, a, *names):
         out = str(a)
@@ -497,8 +502,11 @@ class FsspecStorage(Storage):
 
     def list(self, path):
         path = str(path).rstrip("/") or str(path)
-        kwargs = {"refresh": True} if "s3fs" in type(self.fs).__module__ else {}
-        rows = self._call(path, "list", "ls", path, detail=True, **kwargs)
+        try:
+            self.fs.invalidate_cache(path)        # a listing now, not one cached by the filesystem
+        except Exception:  # noqa: BLE001 - optional in fsspec implementations
+            pass
+        rows = self._call(path, "list", "ls", path, detail=True)
         out = []
         base = path.rstrip("/")
         for r in rows:
@@ -759,6 +767,7 @@ def open_storage(path_or_url, storage_options=None, filesystem=None, *, read_ahe
         raise
     storage = FsspecStorage(fs, protocol=scheme, read_ahead=read_ahead, cache_blocks=cache_blocks,
                             prefetch=prefetch, retry=retry, secrets=_secrets_of(storage_options))
+    storage._url_base = (str(fspath), _safe_url(path.split("?", 1)[0]))
     return storage, fspath
 
 
