@@ -50,7 +50,7 @@ from .storage import Blob
 __all__ = [
     "KAFKA_SUFFIXES", "AIVEN_SUFFIXES", "kafka_id", "parse_kafka_id",
     "parse_kafka_partition_dir", "parse_kafka_segment_file", "parse_aiven_topic_dir", "parse_aiven_segment_file",
-    "kafka_segment_file_name", "kafka_partition_dir_name", "aiven_segment_key",
+    "kafka_segment_file_name", "kafka_partition_dir_name", "aiven_segment_key", "looks_tiered",
     "RemoteSegment", "RemotePartition", "AivenManifest", "parse_aiven_manifest", "read_aiven_manifest",
     "AivenSegmentBlob", "oaep_decrypt", "open_remote_log", "read_remote_side_file", "segment_end_offset",
     "list_remote_partitions",
@@ -118,6 +118,13 @@ def parse_aiven_segment_file(name: str):
     """``(base_offset, segment_id, kind)`` of an Aiven object name (kind: log, indexes, manifest)."""
     m = _AIVEN_FILE.match(name)
     return (int(m["offset"]), m["segment_id"], AIVEN_SUFFIXES[m["suffix"]]) if m else None
+
+
+def looks_tiered(names, prefix="") -> bool:
+    """True if any of these folder names is a tiered-storage partition (Kafka layout) or topic
+    (Aiven layout) folder: a cheap test on one listing before :func:`list_remote_partitions`."""
+    return any(parse_kafka_partition_dir(n) or parse_aiven_topic_dir(n, prefix)
+               or n == "kafka-tiered-storage" for n in names)
 
 
 def kafka_partition_dir_name(topic, partition, topic_id) -> str:

@@ -330,7 +330,7 @@ def test_s3_storage_pickles_for_executors(s3, uploaded):
 # ------------------------------------------------------------------------------------------------
 # failure injection (a loopback proxy in front of moto)
 
-FAST = RetryPolicy(attempts=3, base_delay=0.05, max_delay=0.2, deadline=10, timeout=2.5)
+FAST = RetryPolicy(attempts=3, base_delay=0.05, max_delay=0.2, deadline=6, timeout=1.5)
 
 
 @pytest.fixture
@@ -365,7 +365,7 @@ def test_persistent_failures_end_in_a_clear_error(fault_proxy, proxied, fault):
     elif fault == "dropped":
         fault_proxy.drop(10_000)
     else:
-        fault_proxy.delay = 4        # longer than the per-try timeout
+        fault_proxy.delay = 2.5      # longer than the per-try timeout
     t0 = time.monotonic()
     with st.open(path, size=size) as blob:
         with pytest.raises(StorageUnavailableError) as info:

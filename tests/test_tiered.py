@@ -15,7 +15,7 @@ import zstandard
 import kafkafmt
 from kafkafmt.errors import UnsupportedLayoutError
 from kafkafmt.storage import LocalStorage, open_storage
-from kafkafmt.tiered import (AivenSegmentBlob, kafka_id, oaep_decrypt, list_remote_partitions, open_remote_log,
+from kafkafmt.tiered import (AivenSegmentBlob, kafka_id, looks_tiered, oaep_decrypt, list_remote_partitions, open_remote_log,
                              parse_aiven_manifest, parse_aiven_segment_file, parse_aiven_topic_dir, parse_kafka_id,
                              parse_kafka_partition_dir, parse_kafka_segment_file, read_remote_side_file,
                              segment_end_offset)
@@ -227,6 +227,9 @@ def test_aiven_layout_names():
     assert parse_aiven_segment_file(f"1234-{sid}.log") is None
     assert parse_aiven_topic_dir(f"pfx-my-topic-{tid}", prefix="pfx-") == ("my-topic", tid)
     assert parse_aiven_topic_dir(f"my-topic-{tid}", prefix="pfx-") is None
+    assert looks_tiered([f"topic-{tid}"]) and looks_tiered(["kafka-tiered-storage"])
+    assert looks_tiered(["orders-0", f"orders-1-{tid}"])
+    assert not looks_tiered(["orders-0", "__consumer_offsets-12", "meta.properties", "7"])
 
 
 # ------------------------------------------------------------------------------------------------
