@@ -368,6 +368,21 @@ static inline int kfmt_crc_backends(void) {
 }
 
 /* ---- memory ----------------------------------------------------------------------------- */
+/* Prefetch [*ahead, p + dist) a cache line at a time, moving *ahead on: walking entries by their
+ * size fields is a chain of dependent loads, each a cache miss when the data is not in cache
+ * (the next position is known only once the current size is read); fetching the lines ahead of
+ * the walk turns that latency chain into a stream. */
+static inline void kfmt_prefetch_ahead(const uint8_t *p, size_t dist, const uint8_t *end, const uint8_t **ahead) {
+    const uint8_t *a = *ahead, *stop = p + dist < end ? p + dist : end;
+    if (a < p) a = p;
+    for (; a < stop; a += 64) {
+#if defined(__GNUC__) || defined(__clang__)
+        __builtin_prefetch(a, 0, 0);
+#endif
+    }
+    *ahead = a;
+}
+
 #if defined(__linux__)
 #include <sys/mman.h>
 #include <unistd.h>

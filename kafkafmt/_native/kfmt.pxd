@@ -16,6 +16,7 @@ cdef extern from "kfmt.h" nogil:
     void kfmt_put_be32(uint8_t *p, uint32_t v)
     void kfmt_put_be64(uint8_t *p, uint64_t v)
     void kfmt_advise_hugepages(void *p, size_t n)
+    void kfmt_prefetch_ahead(const uint8_t *p, size_t dist, const uint8_t *end, const uint8_t **ahead)
     void kfmt_crc_init()
     uint32_t kfmt_crc32c(const uint8_t *p, size_t n)
     uint32_t kfmt_crc32(const uint8_t *p, size_t n)

@@ -16,10 +16,15 @@ import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, int8_t, int16_t, int32_t, int64_t
 
 from kafkafmt._native.kfmt cimport (kfmt_be16, kfmt_be32, kfmt_be64, kfmt_crc_init, kfmt_crc32c, kfmt_crc32,
-                                   kfmt_crc32_table_only, kfmt_crc32c_table_only, kfmt_crc_backends)
+                                   kfmt_crc32_table_only, kfmt_crc32c_table_only, kfmt_crc_backends,
+                                   kfmt_prefetch_ahead)
 from kafkafmt._native.layout cimport *
 
 kfmt_crc_init()
+
+cdef enum:
+    PREFETCH_DISTANCE = 4096    # bytes fetched ahead of the entry walk
+
 
 cpdef enum CrcMode:
     CRC_SKIP = 0        # do not compute checksums
@@ -164,9 +169,12 @@ def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0, i
     if start < 0 or start > n:
         raise ValueError(f"start={start} is outside the data (0..{n})")
 
+    cdef const uint8_t *ahead = buf
     # pass 1: count entries and find where valid framing ends
     with nogil:
         while True:
+            if buf != NULL:
+                kfmt_prefetch_ahead(buf + pos, PREFETCH_DISTANCE, buf + n, &ahead)
             rc = check_entry(buf, n, pos, max_size, &size, &tail)
             if rc == -1:
                 break
@@ -213,10 +221,12 @@ def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0, i
     cdef bint ok
 
     # pass 2: read every header field (the framing was validated by pass 1)
+    ahead = buf
     with nogil:
         pos = start
         for i in range(count):
             e = buf + pos
+            kfmt_prefetch_ahead(e, PREFETCH_DISTANCE, buf + n, &ahead)
             size = <int32_t>kfmt_be32(e + SIZE_OFFSET)
             magic = e[MAGIC_OFFSET]
             c_position[i] = pos
