@@ -19,7 +19,6 @@ Errors are :class:`kafkafmt.errors.StorageError` subclasses naming the URL, neve
 from __future__ import annotations
 
 import collections
-import errno
 import mmap
 import os
 import re

@@ -44,7 +44,7 @@ from typing import Optional
 
 import numpy as np
 
-from .errors import KafkafmtError, ObjectChangedError, StorageError, UnsupportedLayoutError
+from .errors import KafkafmtError, ObjectChangedError, UnsupportedLayoutError
 from .storage import Blob
 
 __all__ = [
