@@ -22,6 +22,7 @@ pyspark = pytest.importorskip("pyspark", minversion="4.1")
 import kafkafmt  # noqa: E402
 from kafkafmt.spark.options import OptionError, parse  # noqa: E402
 from kafkafmt.spark.source import kafka_schema  # noqa: E402
+from s3server import fault_proxy, s3  # noqa: E402,F401  (pytest fixtures: a loopback S3 API)
 from kafkafmt.spark.stream import (CheckpointMismatchError, DataLossError, KafkaSegmentsStreamReader,  # noqa: E402
                                    lag, offsets_to_json, parse_offsets, rate_limit)
 
@@ -348,6 +349,38 @@ def test_real_broker_dirs(real_corpus):
                 n = info["count"]
                 assert nxt == (int(table["last_offset"][:n].max()) + 1 if n else last.base_offset), (rel, t, p)
         assert sorted(_rows_of(r, s, e)) == _lib_keys(root), rel
+
+
+def test_object_storage_log_dir(tmp_path, fault_proxy, s3):
+    """s3:// (a real S3 API on loopback): listing is the only polling cost -- one request for the
+    root and one per partition folder, no bytes read -- and a newly uploaded segment is found."""
+    local = tmp_path / "logs"
+    for p in range(2):
+        w = kafkafmt.LogWriter(str(local / f"obj-{p}"), segment_bytes=4096)
+        w.append(values=[b"v%d" % i for i in range(300)], timestamps=[1767225600000 + i for i in range(300)])
+        w.close()
+    bucket = s3.bucket()
+    s3.upload_dir(str(local), bucket, "logs")
+    opts = {f"storage.{k}": v for k, v in fault_proxy.storage_options.items() if isinstance(v, str)}
+    url = f"s3://{bucket}/logs"
+    r = _reader(url, startingOffsets="earliest", **opts)
+    r.opts.storage_options = dict(fault_proxy.storage_options)      # client_kwargs is not a string option
+    start = r.initialOffset()
+    assert start == {"obj": {"0": 0, "1": 0}}
+    end = r.latestOffset(start, _all(r))
+    assert end == {"obj": {"0": 300, "1": 300}}
+    assert sorted(_rows_of(r, start, end)) == _lib_keys(local)
+    fault_proxy.log.clear()
+    assert r.latestOffset(end, _all(r)) == end                    # an idle trigger
+    methods = [m for m, _path, _rng in fault_proxy.log]
+    assert methods == ["GET"] * 3 and all("list-type=2" in path for _m, path, _r in fault_proxy.log), \
+        fault_proxy.log      # LIST logs/, LIST logs/obj-0/, LIST logs/obj-1/ -- nothing else
+    # tiered storage uploads rolled segments: a new object appears
+    more = kafkafmt.encode(values=[b"w%d" % i for i in range(20)], base_offset=300)
+    s3.put(bucket, f"logs/obj-1/{300:020d}.log", more)
+    end2 = r.latestOffset(end, _all(r))
+    assert end2 == {"obj": {"0": 300, "1": 320}}
+    assert sorted(_rows_of(r, end, end2)) == [("obj", 1, o) for o in range(300, 320)]
 
 
 def test_trigger_cost_without_new_data(tmp_path):

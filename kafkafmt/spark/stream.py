@@ -105,11 +105,13 @@ def _tp(t, p):
 class _Partition:
     """What the driver knows about one partition folder."""
 
-    __slots__ = ("topic", "partition", "folder", "dir_mtime", "listed_at", "segments", "tail_log", "tail_pos",
-                 "tail_stat", "next", "open_txns", "reported")
+    __slots__ = ("topic", "partition", "folder", "fs", "fs_folder", "dir_mtime", "listed_at", "segments",
+                 "tail_log", "tail_pos", "tail_stat", "next", "open_txns", "reported")
 
-    def __init__(self, topic, partition, folder):
-        self.topic, self.partition, self.folder = topic, partition, folder
+    def __init__(self, topic, partition, folder, fs=None, fs_folder=None):
+        self.topic, self.partition, self.folder = topic, partition, folder    # folder: path or URL
+        self.fs = fs if fs is not None else _LocalFs()
+        self.fs_folder = fs_folder if fs_folder is not None else folder       # as the backend names it
         self.dir_mtime = None
         self.listed_at = 0.0
         self.segments = []
@@ -132,6 +134,114 @@ def _settled(mtime_ns, now):
     return now - mtime_ns / 1e9 > MTIME_SETTLE_S
 
 
+class _LocalFs:
+    """Local disk: a folder's mtime tells whether its listing changed, a file's (size, mtime)
+    whether it grew."""
+
+    remote = False
+
+    def dir_token(self, folder):
+        return os.stat(folder).st_mtime_ns
+
+    def file_state(self, seg):
+        st = os.stat(seg.log)
+        return st.st_size, st.st_mtime_ns
+
+    @staticmethod
+    def settled(token, now):
+        return token is None or _settled(token, now)
+
+    def list_partitions(self, root, now, cache):
+        st = os.stat(root)
+        cached = cache.get(root)
+        if cached is not None and cached[0] == st.st_mtime_ns and _settled(st.st_mtime_ns, now):
+            return cached[1]
+        m = _partition_dir(os.path.basename(os.path.normpath(root)))
+        if m and any(n.endswith(".log") for n in os.listdir(root)):
+            found = [(m[0], m[1], root, root)]       # a partition folder itself
+        else:
+            found = [(t, p, f, f) for t, p, f in map(_as_tuple, kafkafmt.list_partitions(root))]
+        cache[root] = (st.st_mtime_ns, found)
+        return found
+
+    def list_segments(self, folder):
+        return kafkafmt.list_segments(folder)
+
+    def read(self, path, start, stop):
+        with open(path, "rb") as f:
+            f.seek(start)
+            return f.read(stop - start)
+
+    def read_index(self, seg):
+        return kafkafmt.read_index(seg.index)
+
+    def url(self, path):
+        return path
+
+
+class _RemoteFs:
+    """An object store (s3://, gs://, ... through kafkafmt's storage layer): one listing of the
+    root and one per partition folder each trigger -- the only polling cost; bytes are read only
+    for segments that grew or appeared (from the last index entry on)."""
+
+    remote = True
+
+    def __init__(self, root_url, storage_options):
+        from kafkafmt.storage import open_storage
+
+        self.root_url = root_url.rstrip("/")
+        self.storage_options = storage_options
+        self.storage, path = open_storage(root_url, storage_options)
+        self.root_path = str(path).rstrip("/")
+
+    def dir_token(self, folder):
+        return None                    # no cheap change marker: list every trigger
+
+    def file_state(self, seg):
+        return seg.size, None          # the size the listing gave
+
+    @staticmethod
+    def settled(token, now):
+        return True
+
+    def list_partitions(self, root, now, cache):
+        """One listing of the root: its <topic>-<partition> folders (or the root itself when it is
+        a partition folder)."""
+        entries = self.storage.list(self.root_path)
+        if any(not e.is_dir and e.name.endswith(".log") for e in entries):
+            m = _partition_dir(self.root_path.rsplit("/", 1)[-1])
+            return [(m[0], m[1], self.root_path, self.root_url)] if m else []
+        found = []
+        for e in entries:
+            m = _partition_dir(e.name) if e.is_dir else None
+            if m:
+                found.append((m[0], m[1], e.path, self.url(e.path)))
+        return sorted(found)
+
+    def list_segments(self, folder):
+        from kafkafmt.segments import list_segments
+
+        return list_segments(folder, storage=self.storage)
+
+    def read(self, path, start, stop):
+        return self.storage.read_bytes(path, start, stop)
+
+    def read_index(self, seg):
+        return kafkafmt.read_index(self.storage.read_bytes(seg.index), seg.base_offset)
+
+    def url(self, path):
+        path = str(path)
+        return self.root_url + path[len(self.root_path):] if path.startswith(self.root_path) else path
+
+
+def _fs_for(root, storage_options):
+    from kafkafmt.storage import is_url
+
+    if is_url(root) and not str(root).lower().startswith(("file:", "local:")):
+        return _RemoteFs(root, storage_options)
+    return _LocalFs()
+
+
 class LogDirWatcher:
     """Partitions of the subscription under the log dirs, with their earliest and next offsets,
     refreshed cheaply (see the module doc)."""
@@ -141,46 +251,40 @@ class LogDirWatcher:
         self.committed = opts.isolation == "read_committed"
         self.salvage = not opts.fail_on_data_loss
         self.parts = {}            # (topic, partition) -> _Partition
-        self._roots = {}           # root -> (mtime_ns, [(topic, partition, folder)])
+        self._roots = {}           # local root -> (mtime_ns, [(topic, partition, fs folder, folder)])
+        self._fs = {}              # root -> _LocalFs / _RemoteFs
         self.warnings = []
 
     # listing
     def _root_folders(self, root, now):
+        fs = self._fs.get(root)
+        if fs is None:
+            fs = self._fs[root] = _fs_for(root, getattr(self.opts, "storage_options", None))
         try:
-            st = os.stat(root)
+            return fs, fs.list_partitions(root, now, self._roots)
         except FileNotFoundError:
             raise DataLossError(f"kafka-segments: the log dir {root} is gone (deleted or unmounted)") from None
         except PermissionError as exc:
             raise DataLossError(f"kafka-segments: the log dir {root} cannot be read: {exc}") from None
-        cached = self._roots.get(root)
-        if cached is not None and cached[0] == st.st_mtime_ns and _settled(st.st_mtime_ns, now):
-            return cached[1]
-        base = os.path.basename(os.path.normpath(root))
-        m = _partition_dir(base)
-        if m and any(n.endswith(".log") for n in os.listdir(root)):
-            found = [(m[0], m[1], root)]       # a partition folder itself
-        else:
-            found = [_as_tuple(x) for x in kafkafmt.list_partitions(root)]
-        self._roots[root] = (st.st_mtime_ns, found)
-        return found
 
     def refresh(self):
         """Re-read what changed; returns {(topic, partition): _Partition} of the subscription."""
         now = time.time()
         seen = {}
         for root in self.opts.paths:
-            if not os.path.isdir(root) and os.path.exists(root):
+            if not _fs_for(root, None).remote and not os.path.isdir(root) and os.path.exists(root):
                 raise OptionError(f"path is not a directory: {root}")
-            for topic, partition, folder in self._root_folders(root, now):
+            fs, found = self._root_folders(root, now)
+            for topic, partition, fs_folder, folder in found:
                 if self.opts.wants(topic, partition):
-                    seen[(topic, partition)] = folder
+                    seen[(topic, partition)] = (fs, fs_folder, folder)
         for key in list(self.parts):
             if key not in seen:
                 del self.parts[key]
-        for key, folder in seen.items():
+        for key, (fs, fs_folder, folder) in seen.items():
             st = self.parts.get(key)
             if st is None or st.folder != folder:
-                st = self.parts[key] = _Partition(key[0], key[1], folder)
+                st = self.parts[key] = _Partition(key[0], key[1], folder, fs, fs_folder)
             try:
                 self._refresh_partition(st, now)
             except FileNotFoundError:
@@ -191,20 +295,20 @@ class LogDirWatcher:
         return self.parts
 
     def _refresh_partition(self, st, now):
-        dst = os.stat(st.folder)
-        if st.dir_mtime != dst.st_mtime_ns or not _settled(dst.st_mtime_ns, now) or not st.segments:
-            st.segments = kafkafmt.list_segments(st.folder)
-            st.dir_mtime = dst.st_mtime_ns
+        fs = st.fs
+        token = fs.dir_token(st.fs_folder)
+        if token is None or st.dir_mtime != token or not fs.settled(token, now) or not st.segments:
+            st.segments = fs.list_segments(st.fs_folder)
+            st.dir_mtime = token
         if not st.segments:
             st.next = None
             return
         last = st.segments[-1]
         if st.tail_log == last.log:
-            lst = os.stat(last.log)
-            key = (lst.st_size, lst.st_mtime_ns)
-            if key == st.tail_stat and _settled(lst.st_mtime_ns, now):
+            key = fs.file_state(last)
+            if key == st.tail_stat and fs.settled(key[1], now):
                 return            # nothing appended
-            self._scan(st, last.log, st.tail_pos, lst.st_size)
+            self._scan(st, last.log, st.tail_pos, key[0])
             st.tail_stat = key
             return
         # a new newest segment (or the first look at this partition)
@@ -214,18 +318,17 @@ class LogDirWatcher:
             todo = [s for s in st.segments if st.tail_log is None or s.base_offset >= _base_of(st.tail_log)]
             for s in todo:
                 start = st.tail_pos if s.log == st.tail_log else 0
-                size = os.stat(s.log).st_size
-                self._scan(st, s.log, start, size)
+                self._scan(st, s.log, start, fs.file_state(s)[0])
                 if s is not last:
                     st.next = max(st.next or 0, s.base_offset)
+            key = fs.file_state(last)
         else:
-            lst = os.stat(last.log)
-            start = _index_hint(last) if lst.st_size else 0
+            key = fs.file_state(last)
+            start = _index_hint(fs, last, key[0]) if key[0] else 0
             st.next = last.base_offset
-            if not self._scan(st, last.log, start, lst.st_size, hint=start > 0) and start:
-                self._scan(st, last.log, 0, lst.st_size)     # the index pointed at no batch: from the start
-        lst = os.stat(last.log)
-        st.tail_log, st.tail_stat = last.log, (lst.st_size, lst.st_mtime_ns)
+            if not self._scan(st, last.log, start, key[0], hint=start > 0) and start:
+                self._scan(st, last.log, 0, key[0])     # the index pointed at no batch: from the start
+        st.tail_log, st.tail_stat = last.log, key
         if st.next is None or st.next < last.base_offset:
             st.next = last.base_offset
 
@@ -235,53 +338,52 @@ class LogDirWatcher:
         pos, window = start, _FIRST_WINDOW
         if st.tail_log != path:
             st.tail_log, st.tail_pos = path, start
-        with open(path, "rb") as f:
-            while pos < size:
-                f.seek(pos)
-                buf = f.read(min(window, size - pos))
-                if not buf:
-                    break
-                table, info = kafkafmt.scan_batches(buf, verify_crc=None)
-                n = info["count"]
-                if hint and pos == start and n == 0 and (info["tail"] != "truncated" or info["error"]):
-                    return False
-                hint = False
-                if n:
-                    last_offsets = table["last_offset"][:n]
-                    st.next = max(st.next or 0, int(last_offsets.max()) + 1)
-                    if self.committed:
-                        self._track_txns(st, table, n)
-                err = info["error"]
-                if err is not None:
-                    pos = self._corrupt(st, path, pos + int(err["position"]), err, size)
-                    continue
-                valid = int(info["valid_bytes"])
-                if info["tail"] is None:
-                    pos += valid
-                    window = min(window * 2, _MAX_WINDOW)
-                    continue
-                if info["tail"] == "zeros":       # a preallocated file's zero-filled tail: the end for now
-                    pos += valid
-                    break
-                # "truncated": the window ended inside a batch, or the file does (a write in progress)
-                if pos + len(buf) >= size:
-                    pos += valid
-                    break
-                if valid == 0:                    # one batch larger than the window
-                    need = 12 + int.from_bytes(buf[8:12], "big", signed=True) if len(buf) >= 12 else window * 2
-                    window = max(window * 2, need)
+        fs = st.fs
+        while pos < size:
+            buf = fs.read(path, pos, min(pos + window, size))
+            if not buf:
+                break
+            table, info = kafkafmt.scan_batches(buf, verify_crc=None)
+            n = info["count"]
+            if hint and pos == start and n == 0 and (info["tail"] != "truncated" or info["error"]):
+                return False
+            hint = False
+            if n:
+                last_offsets = table["last_offset"][:n]
+                st.next = max(st.next or 0, int(last_offsets.max()) + 1)
+                if self.committed:
+                    self._track_txns(st, table, n)
+            err = info["error"]
+            if err is not None:
+                pos = self._corrupt(st, path, pos + int(err["position"]), err, size)
+                continue
+            valid = int(info["valid_bytes"])
+            if info["tail"] is None:
                 pos += valid
+                window = min(window * 2, _MAX_WINDOW)
+                continue
+            if info["tail"] == "zeros":       # a preallocated file's zero-filled tail: the end for now
+                pos += valid
+                break
+            # "truncated": the window ended inside a batch, or the file does (a write in progress)
+            if pos + len(buf) >= size:
+                pos += valid
+                break
+            if valid == 0:                    # one batch larger than the window
+                need = 12 + int.from_bytes(buf[8:12], "big", signed=True) if len(buf) >= 12 else window * 2
+                window = max(window * 2, need)
+            pos += valid
         st.tail_pos = pos
         return True
 
     def _corrupt(self, st, path, position, err, size):
         """A framing error in a live segment: fail (strict) or skip to the next intact batch."""
-        where = f"{path} position {position} (offset {err.get('offset')})"
+        where = f"{st.fs.url(path)} position {position} (offset {err.get('offset')})"
         if not self.salvage:
             raise DataLossError(f"kafka-segments: corrupt data in {where}: {err.get('reason')} -- the stream "
                                 "cannot read past it; set failOnDataLoss=false to skip corrupt batches")
-        recs = kafkafmt.read_segment(path, errors="salvage", keys=False, values=False, headers=False,
-                                     verify_crc=False)
+        recs = kafkafmt.read_segment(st.fs.url(path), errors="salvage", keys=False, values=False, headers=False,
+                                     verify_crc=False, storage_options=getattr(st.fs, "storage_options", None))
         b = recs.batches
         ends = [int(p) + int(s) for p, s, o in zip(b["position"], b["size"], b["last_offset"])]
         after = [e for e in ends if e > position]
@@ -344,16 +446,16 @@ def _partition_dir(name):
     return None
 
 
-def _index_hint(seg):
+def _index_hint(fs, seg, size):
     """Byte position of the last offset-index entry of a segment (a batch start), or 0."""
     try:
-        entries = kafkafmt.read_index(seg.index)       # the zero-filled tail of a live index is cut off
+        entries = fs.read_index(seg)       # the zero-filled tail of a live index is cut off
     except (OSError, kafkafmt.KafkafmtError):
         return 0
     if not len(entries):
         return 0
     pos = int(entries["position"][-1])
-    return pos if 0 < pos < seg.size else 0
+    return pos if 0 < pos < size else 0
 
 
 # --- the stream reader -------------------------------------------------------------------------------
@@ -452,7 +554,8 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
                 if ts is None:
                     raise OptionError(f"startingOffsetsByTimestamp does not name {_tp(*tp)}: a stream's starting "
                                       "timestamps must cover every partition of the subscription")
-                off = kafkafmt.offset_for_timestamp(self.watcher.parts[tp].folder, ts)
+                st = self.watcher.parts[tp]
+                off = kafkafmt.offset_for_timestamp(st.fs_folder, ts, segments=st.segments)
                 if off is None:
                     if o.timestamp_strategy != "latest":
                         raise OptionError(f"no record of {_tp(*tp)} has a timestamp >= {ts} (set "
@@ -628,8 +731,10 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
     def _read_range(self, topic, part, folder, start, end, names, target):
         o = self.opts
         name = _tp(topic, part)
+        storage_options = getattr(o, "storage_options", None)
         try:
-            segments = kafkafmt.list_segments(folder)
+            fs = _fs_for(folder, storage_options)
+            segments = fs.list_segments(fs.root_path if fs.remote else folder)
         except FileNotFoundError:
             segments = []
         if not segments:
@@ -647,7 +752,8 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
         try:
             for recs in kafkafmt.iter_log_dir(folder, start_offset=start, end_offset=end, isolation=o.isolation,
                                               columns=names, errors="strict" if o.fail_on_data_loss else "salvage",
-                                              max_bytes=o.max_bytes_per_batch, report=report):
+                                              max_bytes=o.max_bytes_per_batch, report=report,
+                                              **({"storage_options": storage_options} if storage_options else {})):
                 if not len(recs):
                     continue
                 table = recs.to_arrow(headers="headers" in names, batch_metadata=want_meta).select(names)
