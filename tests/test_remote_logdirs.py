@@ -219,3 +219,53 @@ def test_errors_name_the_url_never_the_secret(s3):
     with pytest.raises(KafkafmtError) as err:
         kafkafmt.read_log_dir(f"s3://{b}/nothing-0", storage_options=s3.storage_options)
     assert SECRET not in str(err.value)
+
+
+# ------------------------------------------------------------------------------------------------
+# the command line on a bucket
+
+def _cli(*args):
+    import subprocess
+    import sys
+
+    env = dict(os.environ, AWS_DEFAULT_REGION="us-east-1")
+    env.pop("KAFKAFMT_PROGRESS", None)
+    env["PYTHONPATH"] = str(pathlib.Path(__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "kafkafmt", *map(str, args)], capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def _opts(s3):
+    o = s3.storage_options
+    return ["--storage-option", f"endpoint_url={o['endpoint_url']}", "--storage-option", f"key={o['key']}",
+            "--storage-option", f"secret={o['secret']}"]
+
+
+def test_cli_on_s3_equals_local(s3, logs, bucket_logs, tmp_path):
+    import json
+
+    local = json.loads(_cli("stats", "--json", logs).stdout)
+    p = _cli("stats", "--json", bucket_logs, *_opts(s3))
+    assert p.returncode == 0, p.stderr
+    remote = json.loads(p.stdout)
+    assert remote["totals"]["records"] == local["totals"]["records"] > 7000
+    assert [(d["name"], d["records"], d["lastOffset"]) for d in remote["partitions"]] == \
+        [(d["name"], d["records"], d["lastOffset"]) for d in local["partitions"]]
+    assert all(d["path"].startswith("s3://") for d in remote["partitions"])
+    p = _cli("verify", bucket_logs, *_opts(s3))
+    assert p.returncode == 0 and p.stdout.startswith("OK: 6 partitions"), p.stdout + p.stderr
+    out_l, out_r = tmp_path / "l.jsonl", tmp_path / "r.jsonl"
+    assert _cli("export", logs, "--to", out_l).returncode == 0
+    p = _cli("export", bucket_logs, "--to", out_r, *_opts(s3))
+    assert p.returncode == 0, p.stderr
+    assert out_r.read_text() == out_l.read_text()
+    seg = kafkafmt.list_segments(str(logs / "orders-1"))[0]
+    name = os.path.basename(seg.log)
+    a = _cli("dump", "--records", seg.log)
+    b = _cli("dump", "--records", f"{bucket_logs}/orders-1/{name}", *_opts(s3))
+    assert b.returncode == 0, b.stderr
+    assert b.stdout.splitlines()[1:] == a.stdout.splitlines()[1:]
+    b = _cli("dump", "--verify-index-only", f"{bucket_logs}/orders-1/{name[:-4]}.index", *_opts(s3))
+    assert b.returncode == 0, b.stderr
+    p = _cli("stats", f"{bucket_logs}-nope", *_opts(s3))
+    assert p.returncode == 2 and "no such file" in p.stderr and SECRET not in p.stderr

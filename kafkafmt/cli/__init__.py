@@ -26,6 +26,10 @@ def _common_parser():
     g.add_argument("--no-progress", dest="progress", action="store_const", const=False,
                    help="never show the progress bar")
     g.add_argument("--debug", action="store_true", help="show tracebacks")
+    g.add_argument("--storage-option", action="append", metavar="KEY=VALUE", dest="storage_option",
+                   help="an option of the filesystem holding URL paths (s3://, gs://, abfs://, hdfs://), e.g. "
+                        "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable; JSON values allowed); "
+                        "credentials otherwise come from the environment as fsspec reads them")
     return p
 
 
@@ -90,6 +94,13 @@ def main(argv=None):
     from kafkafmt.cli.output import Console
 
     console = Console(quiet=args.quiet)
+    from kafkafmt.cli import paths
+
+    try:
+        paths.OPTIONS.update(paths.parse_storage_options(getattr(args, "storage_option", None)))
+    except Exception as exc:  # UsageError
+        console.message(f"kafkafmt {args.command}: error: {exc}")
+        return 2
     if args.quiet and args.progress is None:
         args.progress = False
     debug = args.debug or os.environ.get("KAFKAFMT_DEBUG") not in (None, "", "0")

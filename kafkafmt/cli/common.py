@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kafkafmt.cli import paths as cli_paths
 from kafkafmt.segments import (LOCAL, Partition, ReportKind, file_kind, folder_kind, is_leftover_dir, is_leftover_file,
                                list_partitions, not_kafka_reason, open_file, partition_of_name, segment_base,
                                window)
@@ -116,7 +117,8 @@ def check_kafka_file(path):
     name (an empty ``<20 digits>.log`` is a segment that holds nothing yet)."""
     from kafkafmt.errors import NotKafkaDataError
 
-    with open_file(path) as f:
+    st, p = cli_paths.storage_of(path)
+    with open_file(p, st) as f:
         if f.size == 0:
             if segment_base(path) is None:
                 raise NotKafkaDataError("not a Kafka log segment: the file is empty", file=path, position=0)
@@ -144,12 +146,28 @@ def find_inputs(paths, topics=None, partitions=None):
     seen = set()
 
     def add_partition(p):
-        key = os.path.realpath(p.folder)
+        key = os.path.realpath(p.folder) if p.storage is None else p.url
         if key in seen:
             return
         seen.add(key)
         if (topics is None or p.topic in topics) and (partitions is None or p.partition in partitions):
             found.partitions.append(p)
+
+    def remote(url):
+        """A URL: a file, or partitions under it (log dirs at any depth, tiered uploads)."""
+        from kafkafmt.logdir import find_partitions
+
+        if not cli_paths.exists(url):
+            raise UsageError(f"no such file or directory: {url}")
+        if not cli_paths.isdir(url):
+            found.files.append(url)
+            found.given_files.append(url)
+            return
+        report = []
+        for p in find_partitions(url, report=report, storage_options=cli_paths.OPTIONS or None):
+            add_partition(p)
+        for e in report:
+            found.leftovers.append(Problem("warning", e.file, e.message))
 
     def walk(path, depth):
         try:
@@ -179,6 +197,9 @@ def find_inputs(paths, topics=None, partitions=None):
                 found.files.append(e.path)
 
     for p in paths:
+        if not cli_paths.is_local(p):
+            remote(p)
+            continue
         if not os.path.exists(p):
             raise UsageError(f"no such file or directory: {p}")
         if not os.path.isdir(p):
@@ -196,9 +217,10 @@ def segment_in_partition(path):
     base = segment_base(path)
     if base is None:
         return None
-    folder = os.path.dirname(os.path.abspath(path))
-    tp = partition_of_name(folder)
-    return None if tp is None else (Partition(tp[0], tp[1], folder), base)
+    st, p = cli_paths.storage_of(path)
+    folder = (st or LOCAL).parent(p if st is not None else os.path.abspath(p))
+    tp = partition_of_name((st or LOCAL).name(folder))
+    return None if tp is None else (Partition(tp[0], tp[1], folder, None, st), base)
 
 
 def partition_label(p, found):

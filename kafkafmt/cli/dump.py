@@ -31,7 +31,6 @@ import numpy as np
 
 from kafkafmt import sidefiles
 from kafkafmt.errors import KafkafmtError
-from kafkafmt.segments import list_segments
 from kafkafmt.records import CODEC_NAMES, TIMESTAMP_TYPES
 
 from kafkafmt.cli.common import (Problem, UsageError, bytes_encoder, check_kafka_file, escape_text, file_kind,
@@ -39,6 +38,7 @@ from kafkafmt.cli.common import (Problem, UsageError, bytes_encoder, check_kafka
                                  parse_time_range, segment_base, segment_in_partition)
 from kafkafmt.segments import ReportKind
 from kafkafmt.cli.controls import control_text, control_json
+from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader, iter_partition, log_metadata, resolve_range
 
@@ -169,7 +169,7 @@ class Dumper:
         for kind, path, _ in targets:
             if kind in ("log", "kraft-snapshot"):
                 try:
-                    total += os.path.getsize(path)
+                    total += cli_paths.getsize(path)
                 except OSError:
                     pass
         with Progress(total, enabled=self.args.progress) as prog:
@@ -183,7 +183,7 @@ class Dumper:
         return 1 if self.failed else 0
 
     def expand(self, path):
-        if not os.path.isdir(path):
+        if not cli_paths.isdir(path):
             find_inputs([path])      # missing / unreadable -> UsageError
             kind = file_kind(path)
             if kind in (None, "log"):
@@ -195,7 +195,7 @@ class Dumper:
             self.c.warn(w.text()[len("warning: "):])
         out = []
         for pd in found.partitions:
-            out += self.partition_files(pd.folder)
+            out += self.partition_files(pd)
         for f in found.files:
             kind = file_kind(f)
             if kind is None:
@@ -208,12 +208,13 @@ class Dumper:
                              + (" (after --topics/--partitions)" if self.topics or self.partitions else ""))
         return out
 
-    def partition_files(self, folder):
+    def partition_files(self, pd):
         rows = []
-        for name in os.listdir(folder):
-            full = os.path.join(folder, name)
-            kind = file_kind(full)
-            if kind is None or not os.path.isfile(full):
+        listing = cli_paths.listdir(pd.url) if pd.segments is None else \
+            [(os.path.basename(s.url), s.url) for s in pd.segments]     # tiered uploads: their logs
+        for name, full in listing:
+            kind = file_kind(name)
+            if kind is None:
                 continue
             if self.index_mode:
                 if kind not in ("index", "timeindex") or is_leftover(full):
@@ -257,15 +258,15 @@ class Dumper:
             self.problem(Problem("error", path, getattr(exc, "strerror", None) or str(exc)))
 
     # -- logs ---------------------------------------------------------------------------------
-    def range_for(self, folder):
-        if folder not in self._ranges:
+    def range_for(self, pd):
+        if pd.url not in self._ranges:
             try:
-                self._ranges[folder] = resolve_range(folder, self.offsets, self.times)
+                self._ranges[pd.url] = resolve_range(pd, self.offsets, self.times)
             except KafkafmtError as exc:     # the time seek met corrupt data: say so once per folder
-                self._ranges[folder] = None
-                self.problem(Problem("error", exc.file or folder, f"cannot seek by time: {exc.reason}",
+                self._ranges[pd.url] = None
+                self.problem(Problem("error", exc.file or pd.url, f"cannot seek by time: {exc.reason}",
                                      exc.position, offset=exc.offset))
-        return self._ranges[folder]
+        return self._ranges[pd.url]
 
     def dump_log(self, path, kind, from_dir=False):
         report = []
@@ -276,8 +277,8 @@ class Dumper:
         if self.filtered and sp is not None and not is_leftover(path):
             # a segment of a partition folder: seek with the partition's indexes
             pd, base = sp
-            rng = self.range_for(pd.folder)
-            following = [s.base_offset for s in list_segments(pd.folder) if s.base_offset > base]
+            rng = self.range_for(pd)
+            following = [s.base_offset for s in pd.list_segments() if s.base_offset > base]
             lo = hi = None
             if rng is not None:
                 lo = base if rng[0] is None else max(rng[0], base)
@@ -289,7 +290,7 @@ class Dumper:
                     self.log_header(path, kind)
                 return
             self.log_header(path, kind)
-            self.print_chunks(path, iter_partition(pd.folder, report, start_offset=lo, end_offset=hi, **opts),
+            self.print_chunks(path, iter_partition(pd, report, start_offset=lo, end_offset=hi, **opts),
                               report, (lo, hi))
             return
         with FileReader(path) as fr:
@@ -482,14 +483,13 @@ class Dumper:
 
     def _sibling_log(self, path):
         stem = os.path.basename(path).split(".", 1)[0]
-        log = os.path.join(os.path.dirname(path), stem + ".log")
-        return log if os.path.exists(log) else None
+        log = cli_paths.sibling(path, stem + ".log")
+        return log if cli_paths.exists(log) else None
 
     def dump_index(self, path):
         self.header(path, "index")
         base = sidefiles.offset_from_file_name(path)
-        with open(path, "rb") as f:
-            data = f.read()
+        data = cli_paths.read_bytes(path)
         n = len(data) // 8
         entries = sidefiles.read_index(data[:n * 8], base, trim_zeros=False)
         if self.args.index_sanity_check:
@@ -535,8 +535,7 @@ class Dumper:
     def dump_timeindex(self, path):
         self.header(path, "timeindex")
         base = sidefiles.offset_from_file_name(path)
-        with open(path, "rb") as f:
-            data = f.read()
+        data = cli_paths.read_bytes(path)
         n = len(data) // 12
         entries = sidefiles.read_timeindex(data[:n * 12], base, trim_zeros=False)
         ts, offs = entries["timestamp"].tolist(), entries["offset"].tolist()
@@ -613,8 +612,7 @@ class Dumper:
     # -- other side files ---------------------------------------------------------------------
     def dump_txnindex(self, path):
         self.header(path, "txnindex")
-        with open(path, "rb") as f:
-            data = f.read()
+        data = cli_paths.read_bytes(path)
         n = len(data) // 34
         if len(data) % 34:
             self.problem(Problem("error", path, f"partial entry of {len(data) % 34} bytes at the end "
@@ -631,7 +629,7 @@ class Dumper:
 
     def dump_producer_snapshot(self, path):
         self.header(path, "producer-snapshot")
-        snap = sidefiles.read_producer_snapshot(path, verify_crc=False)
+        snap = sidefiles.read_producer_snapshot(cli_paths.readable(path), verify_crc=False)
         if not snap["crc_valid"]:
             self.problem(Problem("error", path, f"Snapshot is corrupt (CRC is no longer valid). Stored crc: "
                                                 f"{snap['crc']}. Computed crc: {snap['computed_crc']}", 2))
@@ -657,7 +655,7 @@ class Dumper:
 
     def dump_leader_epoch(self, path):
         self.header(path, "leader-epoch")
-        cp = sidefiles.read_leader_epoch_checkpoint(path)
+        cp = sidefiles.read_leader_epoch_checkpoint(cli_paths.readable(path))
         if self.json:
             self.c.json({"type": "leader_epoch_checkpoint", "file": path, "version": cp["version"],
                          "entries": [{"epoch": int(e), "startOffset": int(o)} for e, o in cp["entries"].tolist()]})
@@ -668,7 +666,7 @@ class Dumper:
 
     def dump_partition_metadata(self, path):
         self.header(path, "partition-metadata")
-        md = sidefiles.read_partition_metadata(path)
+        md = sidefiles.read_partition_metadata(cli_paths.readable(path))
         if self.json:
             self.c.json({"type": "partition_metadata", "file": path, "version": md["version"],
                          "topicId": md["topic_id"], "topicUuid": str(md["topic_uuid"])})
@@ -677,7 +675,7 @@ class Dumper:
 
     def dump_offset_checkpoint(self, path):
         self.header(path, "offset-checkpoint")
-        cp = sidefiles.read_offset_checkpoint(path)
+        cp = sidefiles.read_offset_checkpoint(cli_paths.readable(path))
         for (topic, part), off in cp.items():
             if self.json:
                 self.c.json({"type": "checkpoint_entry", "file": path, "topic": topic, "partition": part, "offset": off})
@@ -686,7 +684,7 @@ class Dumper:
 
     def dump_quorum_state(self, path):
         self.header(path, "quorum-state")
-        obj = sidefiles.read_quorum_state(path)
+        obj = sidefiles.read_quorum_state(cli_paths.readable(path))
         if self.json:
             self.c.json({"type": "quorum_state", "file": path, "state": obj})
         else:
@@ -696,7 +694,7 @@ class Dumper:
 
     def dump_meta_properties(self, path):
         self.header(path, "meta-properties")
-        props = sidefiles.read_meta_properties(path)
+        props = sidefiles.read_meta_properties(cli_paths.readable(path))
         if self.json:
             self.c.json({"type": "meta_properties", "file": path, "properties": props})
         else:

@@ -23,11 +23,11 @@ import time
 import numpy as np
 
 from kafkafmt.logdir import iter_log_dir
-from kafkafmt.segments import list_segments
 
 from kafkafmt.cli.common import (UsageError, bytes_encoder, check_kafka_file, find_inputs, human_bytes, input_paths,
                                  parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
                                  record_files, report_problem)
+from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import dumps
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import CHUNK_BYTES, FileReader
@@ -248,8 +248,8 @@ def run(args, console):
     for w in found.leftovers:
         console.warn(w.text()[len("warning: "):])
 
-    total = sum(s.size for pd in found.partitions for s in list_segments(pd.folder)) + sum(
-        os.path.getsize(f) for f in files)
+    total = sum(s.size for pd in found.partitions for s in pd.list_segments()) + sum(
+        cli_paths.getsize(f) for f in files)
     opts = dict(isolation=args.isolation, errors="salvage" if args.salvage else "strict", verify_crc=True,
                 max_bytes=CHUNK_BYTES)
     schema = spark_kafka_schema(args.batch_metadata, not args.no_headers)
@@ -259,7 +259,7 @@ def run(args, console):
     def sources():
         for pd in found.partitions:
             yield pd.name, lambda report, pd=pd: iter_log_dir(
-                pd.folder, start_offset=offsets[0], end_offset=offsets[1], start_timestamp=times[0],
+                pd, start_offset=offsets[0], end_offset=offsets[1], start_timestamp=times[0],
                 end_timestamp=times[1], report=report, **opts)
         for f in files:
             yield os.path.basename(f), lambda report, f=f: _file_chunks(f, report, offsets, times, opts)

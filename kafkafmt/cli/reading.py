@@ -13,7 +13,8 @@ from kafkafmt.decoder import DecodeOptions
 from kafkafmt.errors import KafkafmtWarning
 from kafkafmt.logdir import Task, iter_log_dir, read_task, resolve_offsets
 from kafkafmt.records import Table
-from kafkafmt.segments import Segment, partition_of_name, segment_base
+from kafkafmt.cli import paths as cli_paths
+from kafkafmt.segments import LOCAL, Segment, partition_of_name, segment_base
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
 
@@ -23,12 +24,11 @@ def iter_partition(folder, report, *, max_bytes=CHUNK_BYTES, **kwargs):
     return iter_log_dir(folder, report=report, max_bytes=max_bytes, keep_empty=True, **kwargs)
 
 
-def resolve_range(folder, offsets, times):
-    """(start, end) offsets for an offset range and a time range (offsets-for-times, as a consumer
-    seeking by time): None for no bound; returns None when nothing can match."""
-    from kafkafmt.segments import list_segments
-
-    return resolve_offsets(folder, list_segments(folder), offsets[0], offsets[1], times[0], times[1], [])
+def resolve_range(part, offsets, times):
+    """(start, end) offsets of a partition (`Partition`) for an offset range and a time range
+    (offsets-for-times, as a consumer seeking by time): None for no bound; returns None when
+    nothing can match."""
+    return resolve_offsets(part.folder, part.list_segments(), offsets[0], offsets[1], times[0], times[1], [])
 
 
 class FileReader:
@@ -38,9 +38,12 @@ class FileReader:
 
     def __init__(self, path):
         self.path = path
-        tp = partition_of_name(os.path.dirname(os.path.abspath(path))) if segment_base(path) is not None else None
+        st, p = cli_paths.storage_of(path)
+        storage = st or LOCAL
+        named = segment_base(storage.name(p)) is not None
+        tp = partition_of_name(storage.name(storage.parent(p if st else os.path.abspath(p)))) if named else None
         self.topic, self.partition = tp if tp else (None, None)
-        self.segment = Segment.of_file(path)
+        self.segment = Segment.of_file(p, st)
 
     def __enter__(self):
         return self

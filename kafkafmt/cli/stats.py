@@ -25,12 +25,13 @@ import os
 
 import numpy as np
 
-from kafkafmt.segments import list_segments
+from kafkafmt.segments import Partition
 from kafkafmt.records import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 
 from kafkafmt.cli.common import (UsageError, add_command, check_kafka_file, find_inputs, human_bytes, input_paths,
                                  iso_ms, parse_int_list, parse_name_list, partition_label, record_files,
                                  report_problem, segment_base)
+from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import table
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader, iter_partition
@@ -248,8 +249,8 @@ def run(args, console):
     for w in found.leftovers:
         console.warn(w.text()[len("warning: "):])
     problems = []
-    total_bytes = sum(os.path.getsize(s.log) for pd in found.partitions for s in list_segments(pd.folder))
-    total_bytes += sum(os.path.getsize(f) for f in files)
+    total_bytes = sum(s.size for pd in found.partitions for s in pd.list_segments())
+    total_bytes += sum(cli_paths.getsize(f) for f in files)
     results = []   # (label, topic, partition, folder or file, {base: Acc})
     with Progress(total_bytes, enabled=args.progress) as prog:
         console.progress = prog
@@ -258,18 +259,18 @@ def run(args, console):
             report = []
             ps = PartitionStats()
             sizes = {}
-            for seg in list_segments(pd.folder):
+            for seg in pd.list_segments():
                 ps.seg(seg.base_offset)
                 sizes[seg.base_offset] = seg.size
             seen = 0
-            for chunk in iter_partition(pd.folder, report, errors="salvage", verify_crc=True, include_control=True):
+            for chunk in iter_partition(pd, report, errors="salvage", verify_crc=True, include_control=True):
                 ps.add(chunk)
                 prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
                 seen = _problems(report, seen, problems, console, ps, pd.folder)
             _problems(report, seen, problems, console, ps, pd.folder)
             for base, a in ps.segments.items():
                 a.file_bytes = sizes.get(base, 0)
-            results.append((partition_label(pd, found), pd.topic, pd.partition, pd.folder, ps.segments))
+            results.append((partition_label(pd, found), pd.topic, pd.partition, pd, ps.segments))
         for f in files:
             prog.set_label(os.path.basename(f))
             report = []
@@ -283,7 +284,7 @@ def run(args, console):
             if not ps.segments:
                 ps.seg(0)
             for a in ps.segments.values():
-                a.file_bytes = os.path.getsize(f)
+                a.file_bytes = cli_paths.getsize(f)
             results.append((f, topic, part, f, ps.segments))
         console.progress = None
     if args.json:
@@ -329,7 +330,7 @@ def _json(results, problems):
         t = _totals(segs)
         grand.merge(t)
         out["partitions"].append({
-            "name": label, "topic": topic, "partition": part, "path": where, **t.to_json(),
+            "name": label, "topic": topic, "partition": part, "path": _where(where), **t.to_json(),
             "segments": [{"baseOffset": base, "file": _seg_file(where, base), **a.to_json()}
                          for base, a in segs.items()],
         })
@@ -339,9 +340,14 @@ def _json(results, problems):
     return out
 
 
+def _where(where):
+    return where.url if isinstance(where, Partition) else where
+
+
 def _seg_file(where, base):
-    if os.path.isdir(where):
-        return os.path.join(where, f"{base:020d}.log")
+    if isinstance(where, Partition):
+        segs = {s.base_offset: s for s in where.list_segments()}
+        return segs[base].url if base in segs else None
     return where
 
 
@@ -376,7 +382,7 @@ def _table(results, partitions_only):
         t = _totals(segs)
         grand.merge(t)
         rows.append(_row(label, t))
-        if not partitions_only and (len(segs) > 1 or os.path.isdir(where)):
+        if not partitions_only and (len(segs) > 1 or isinstance(where, Partition)):
             for base, a in segs.items():
                 rows.append(_row(f"  {base:020d}", a))
     if len(results) > 1:

@@ -36,11 +36,11 @@ import numpy as np
 
 from kafkafmt import sidefiles
 from kafkafmt.errors import KafkafmtError
-from kafkafmt.segments import list_segments
 from kafkafmt.records import Table
 
 from kafkafmt.cli.common import (add_command, Problem, UsageError, check_kafka_file, file_kind, find_inputs,
                                  human_bytes, is_leftover, report_problem, segment_base, segment_in_partition)
+from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader, concat_batches, iter_partition
 
@@ -129,8 +129,8 @@ class Verifier:
         started = time.monotonic()
         total = 0
         for pd in found.partitions:
-            total += sum(s.size for s in list_segments(pd.folder))
-        total += sum(os.path.getsize(f) for f in found.files if file_kind(f) in ("log", "kraft-snapshot"))
+            total += sum(s.size for s in pd.list_segments())
+        total += sum(cli_paths.getsize(f) for f in found.files if file_kind(f) in ("log", "kraft-snapshot"))
         with Progress(total, enabled=self.args.progress) as prog:
             self.c.progress = self.progress = prog
             for w in found.leftovers:
@@ -164,22 +164,22 @@ class Verifier:
     def partition(self, pd):
         self.n_partitions += 1
         report = []
-        segments = list_segments(pd.folder, report)
+        segments = pd.list_segments(report)
         for e in report:
             p = report_problem(e)
             if p is not None:
                 self.add(p)
-        infos = {s.base_offset: SegmentInfo(s.base_offset, s.log) for s in segments}
+        infos = {s.base_offset: SegmentInfo(s.base_offset, s.url) for s in segments}
         self.n_segments += len(segments)
         self.bytes += sum(s.size for s in segments)
-        self.read_log(iter_partition, (pd.folder,), infos)
+        self.read_log(iter_partition, (pd,), infos)
         for s in segments:
-            self.side_files(s.base_offset, s.log, infos[s.base_offset], s.size)
-        for name in sorted(os.listdir(pd.folder)):
-            full = os.path.join(pd.folder, name)
-            kind = file_kind(full)
-            if kind in ("producer-snapshot", "leader-epoch", "partition-metadata") and not is_leftover(full):
-                self.other_file(full, kind)
+            self.side_files(s, infos[s.base_offset])
+        if pd.segments is None:       # a folder (not tiered uploads): its other files
+            for name, full in cli_paths.listdir(pd.url):
+                kind = file_kind(name)
+                if kind in ("producer-snapshot", "leader-epoch", "partition-metadata") and not is_leftover(name):
+                    self.other_file(full, kind)
 
     def read_log(self, source, source_args, infos, file_label=None):
         """Stream the records (salvaging) and check batches and offsets; fills infos per segment."""
@@ -270,32 +270,30 @@ class Verifier:
         return len(report)
 
     # -- side files of a segment -------------------------------------------------------------------
-    def side_files(self, base, log, info, size):
-        stem = log[:-len(".log")]
+    def side_files(self, seg, info):
+        base, log = seg.base_offset, seg.url
         b = info.batches()
         note = " (after corrupt stretches in the log)" if info.skipped else ""
-        has_index = os.path.exists(stem + ".index")
-        has_time = os.path.exists(stem + ".timeindex")
-        if size and (not has_index or not has_time):
+        has_index, has_time = seg.has("index"), seg.has("timeindex")
+        if seg.size and (not has_index or not has_time):
             missing = "/".join(n for n, h in ((".index", has_index), (".timeindex", has_time)) if not h)
             self.warning(log, f"no {missing} file beside it (a broker rebuilds missing indexes at start-up)")
         if has_index:
-            self.check_index(stem + ".index", base, b, info, note)
+            self.check_index(seg.side_url("index"), base, b, info, note, seg.side_bytes("index"))
         if has_time:
-            self.check_timeindex(stem + ".timeindex", base, b, note)
-        if os.path.exists(stem + ".txnindex"):
-            self.check_txnindex(stem + ".txnindex", base, info)
+            self.check_timeindex(seg.side_url("timeindex"), base, b, note, seg.side_bytes("timeindex"))
+        if seg.has("txnindex"):
+            self.check_txnindex(seg.side_url("txnindex"), base, info, seg.side_bytes("txnindex"))
         else:
             aborts = [o for o, t, _ in info.controls if t == 0]
             if aborts:
                 self.warning(log, f"{len(aborts)} ABORT markers (first at offset {aborts[0]}) but no .txnindex "
                                   f"file (the broker rebuilds it at start-up)")
 
-    def check_index(self, path, base, b, info, note=""):
+    def check_index(self, path, base, b, info, note="", data=None):
         self.n_files += 1
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = cli_paths.read_bytes(path) if data is None else data
             n = len(data) // 8
             if len(data) % 8:
                 self.error(path, f"index is {len(data)} bytes, not a multiple of 8 (Kafka's sanity check fails; "
@@ -316,11 +314,10 @@ class Verifier:
         for problem in sidefiles.check_index(entries, b, base):
             self.error(path, problem + note, problem.entry * 8)
 
-    def check_timeindex(self, path, base, b, note=""):
+    def check_timeindex(self, path, base, b, note="", data=None):
         self.n_files += 1
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = cli_paths.read_bytes(path) if data is None else data
             n = len(data) // 12
             if len(data) % 12:
                 self.error(path, f"time index is {len(data)} bytes, not a multiple of 12 (Kafka's sanity check "
@@ -332,10 +329,10 @@ class Verifier:
         for problem in sidefiles.check_timeindex(entries, b, base):
             self.error(path, problem + note, problem.entry * 12)
 
-    def check_txnindex(self, path, base, info):
+    def check_txnindex(self, path, base, info, data=None):
         self.n_files += 1
         try:
-            entries = sidefiles.read_txnindex(path)
+            entries = sidefiles.read_txnindex(cli_paths.readable(path) if data is None else data)
         except (KafkafmtError, OSError) as exc:
             self.error(path, _reason(exc), getattr(exc, "position", None))
             return
@@ -375,19 +372,18 @@ class Verifier:
 
     def log_file(self, path):
         self.n_segments += 1
-        self.bytes += os.path.getsize(path)
         base = segment_base(path) or 0
         info = SegmentInfo(base, path)
         with FileReader(path) as fr:
+            self.bytes += fr.segment.size
             infos = {base: info}
             self.read_log(lambda folder, report, **kw: fr.chunks(report, **kw), (None,), infos, file_label=path)
-        if segment_in_partition(path) is not None and not is_leftover(path):
-            self.side_files(base, path, info, os.path.getsize(path))
+            if segment_in_partition(path) is not None and not is_leftover(path):
+                self.side_files(fr.segment, info)
 
     def index_file(self, path, kind):
-        stem = os.path.join(os.path.dirname(path), os.path.basename(path).split(".", 1)[0])
-        log = stem + ".log"
-        if not os.path.exists(log):
+        log = cli_paths.sibling(path, os.path.basename(path).split(".", 1)[0] + ".log")
+        if not cli_paths.exists(log):
             self.error(path, f"no {os.path.basename(log)} beside it to check it against")
             return
         try:
@@ -409,13 +405,14 @@ class Verifier:
     def other_file(self, path, kind):
         self.n_files += 1
         try:
+            src = cli_paths.readable(path)
             if kind == "producer-snapshot":
-                snap = sidefiles.read_producer_snapshot(path, verify_crc=False)
+                snap = sidefiles.read_producer_snapshot(src, verify_crc=False)
                 if not snap["crc_valid"]:
                     self.error(path, f"producer snapshot CRC mismatch: stored {snap['crc']:#010x}, computed "
                                      f"{snap['computed_crc']:#010x}", 2)
             elif kind == "leader-epoch":
-                cp = sidefiles.read_leader_epoch_checkpoint(path)
+                cp = sidefiles.read_leader_epoch_checkpoint(src)
                 ep, so = cp["entries"]["epoch"], cp["entries"]["start_offset"]
                 for i in np.flatnonzero(np.diff(ep) <= 0).tolist():
                     self.error(path, f"epoch {int(ep[i + 1])} (entry {i + 1}) is not above the previous epoch {int(ep[i])}")
@@ -423,13 +420,13 @@ class Verifier:
                     self.error(path, f"start offset {int(so[i + 1])} of epoch {int(ep[i + 1])} is below the previous "
                                      f"start offset {int(so[i])}")
             elif kind == "partition-metadata":
-                sidefiles.read_partition_metadata(path)
+                sidefiles.read_partition_metadata(src)
             elif kind == "offset-checkpoint":
-                sidefiles.read_offset_checkpoint(path)
+                sidefiles.read_offset_checkpoint(src)
             elif kind == "quorum-state":
-                sidefiles.read_quorum_state(path)
+                sidefiles.read_quorum_state(src)
             elif kind == "meta-properties":
-                sidefiles.read_meta_properties(path)
+                sidefiles.read_meta_properties(src)
             else:
                 self.n_files -= 1
         except (KafkafmtError, OSError) as exc:

@@ -1,0 +1,84 @@
+"""Where a path on the command line lives: the local disk, or an object store named by a URL
+(``s3://``, ``gs://``, ``abfs://``, ``hdfs://`` ...), opened through `kafkafmt.storage` with the
+``--storage-option KEY=VALUE`` options (credentials otherwise come from the environment, as fsspec
+reads them). The commands use these helpers wherever they would use ``os.path`` and ``open``."""
+from __future__ import annotations
+
+import json
+import os
+
+from kafkafmt.segments import LOCAL
+from kafkafmt.storage import is_url, open_storage
+
+#: storage options given on the command line (set once by the CLI's main)
+OPTIONS = {}
+
+
+def parse_storage_options(values):
+    """``["key=K", "client_kwargs={\\"region_name\\": \\"eu-west-1\\"}", "anon=true"]`` -> dict; values
+    that read as JSON (numbers, true/false, objects) are taken as such."""
+    out = {}
+    for v in values or []:
+        key, sep, value = str(v).partition("=")
+        if not sep or not key.strip():
+            from kafkafmt.cli.common import UsageError
+
+            raise UsageError(f"--storage-option takes KEY=VALUE, not {v!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+def storage_of(path):
+    """(storage, storage path) of a command-line path: None and the path itself for local files."""
+    if is_url(path) and not str(path).lower().startswith("file://"):
+        storage, p = open_storage(path, OPTIONS or None)
+        return (None, p) if storage.is_local else (storage, p)
+    if is_url(path):
+        return None, open_storage(path)[1]
+    return None, path
+
+
+def exists(path):
+    st, p = storage_of(path)
+    return (st or LOCAL).exists(p)
+
+
+def isdir(path):
+    st, p = storage_of(path)
+    return (st or LOCAL).isdir(p)
+
+
+def getsize(path):
+    st, p = storage_of(path)
+    return (st or LOCAL).size(p)
+
+
+def read_bytes(path):
+    st, p = storage_of(path)
+    return (st or LOCAL).read_bytes(p)
+
+
+def listdir(path):
+    """(name, URL or path) of the files in a folder."""
+    st, p = storage_of(path)
+    storage = st or LOCAL
+    return [(e.name, e.path if st is None else storage.url(e.path)) for e in storage.list(p) if not e.is_dir]
+
+
+def readable(path):
+    """A path (local) or the file's bytes (remote), for the side-file readers that take either."""
+    return path if storage_of(path)[0] is None else read_bytes(path)
+
+
+def is_local(path):
+    return storage_of(path)[0] is None
+
+
+def sibling(path, name):
+    """The path or URL of a file named `name` in the same folder as `path`."""
+    if is_url(path):
+        return path.rsplit("/", 1)[0] + "/" + name
+    return os.path.join(os.path.dirname(path), name)
