@@ -693,3 +693,17 @@ def test_subscription_options_and_extra_columns(tmp_path):
     rows = [row for p in r.partitions(s, r.latestOffset(s, _all(r))) for b in r.read(p) for row in b.to_pylist()]
     assert [(x["value"], x["headers"]) for x in rows] == [(b"a", [{"key": "trace", "value": b"t1"}]), (b"b", None)]
     assert {(x["producerId"], x["producerEpoch"], x["codec"]) for x in rows} == {(42, 3, "lz4")}
+
+
+def test_stream_from_object_storage_through_spark(spark, tmp_path, s3):
+    local = tmp_path / "logs"
+    for p in range(2):
+        w = kafkafmt.LogWriter(str(local / f"s3t-{p}"), segment_bytes=8192)
+        w.append(values=[b"v%d" % i for i in range(400)], timestamps=[1767225600000 + i for i in range(400)])
+        w.close()
+    bucket = s3.bucket()
+    s3.upload_dir(str(local), bucket, "kafka-logs")
+    opts = {f"storage.{k}": v for k, v in s3.storage_options.items() if isinstance(v, str)}
+    _available_now(spark, f"s3://{bucket}/kafka-logs", tmp_path / "out", tmp_path / "ckpt",
+                   startingOffsets="earliest", **opts)
+    assert sorted(_sink_keys(spark, tmp_path / "out")) == _lib_keys(local)

@@ -13,6 +13,11 @@ scanned (batch headers, no decoding). A batch cut off mid-write ends the scan be
 offsets become visible once the broker has finished writing it. A folder whose mtime is younger
 than ``MTIME_SETTLE_S`` is listed again on every trigger (file-system timestamps are coarse).
 
+Object storage (``s3://bucket/kafka-logs`` etc. with ``storage.<key>`` options, through
+kafkafmt.storage): no change markers exist there, so each trigger lists the root once and each
+partition folder once -- the only polling cost -- and reads bytes only of a segment object that
+appeared or grew (from its last offset-index entry on).
+
 Executor side (``read``): each input partition is a list of offset ranges
 ``(topic, partition, folder, start, end)`` read with ``kafkafmt.iter_log_dir`` and handed to Spark
 as Arrow record batches with exactly Spark's Arrow schema.
