@@ -291,6 +291,24 @@ def test_data_loss_driver_side_both_ways(tmp_path):
         r.partitions(end, r.latestOffset(end, _all(r)))
 
 
+def test_truncated_active_segment_is_seen(tmp_path):
+    """A broker truncating its log (a new leader) makes the log end go back: data loss as Spark's
+    Kafka source reports it, not a stale end offset."""
+    w = PartitionWriter(tmp_path, "tr", 0)
+    w.append(50)
+    cut = os.path.getsize(w.active)
+    w.append(50)
+    r = _reader(tmp_path, startingOffsets="earliest")
+    s = r.initialOffset()
+    e = r.latestOffset(s, _all(r))
+    assert e == {"tr": {"0": 100}}
+    os.truncate(w.active, cut)
+    with pytest.raises(DataLossError, match="went back from 100 to 50"):
+        r.latestOffset(e, _all(r))
+    lenient = _reader(tmp_path, startingOffsets="earliest", failOnDataLoss="false")
+    assert lenient.latestOffset(e, _all(lenient)) == {"tr": {"0": 50}}
+
+
 def test_corrupt_active_segment(tmp_path):
     w = PartitionWriter(tmp_path, "cr", 0)
     w.append(100, max_records=10)

@@ -313,6 +313,8 @@ class LogDirWatcher:
             key = fs.file_state(last)
             if key == st.tail_stat and fs.settled(key[1], now):
                 return            # nothing appended
+            if key[0] < st.tail_pos:      # truncated (a new leader's log, a recreated segment): read it anew
+                st.next, st.tail_pos, st.open_txns = last.base_offset, 0, {}
             self._scan(st, last.log, st.tail_pos, key[0])
             st.tail_stat = key
             return
