@@ -162,14 +162,14 @@ def resolve_partition(folder, storage_options=None, filesystem=None):
     return Partition(tp[0], tp[1], path, None, st)
 
 
-def _remote_partition(rp, storage, log_dir, report):
+def _remote_partition(rp, storage, log_dir, report, keys=None):
     """A tiered-storage partition (`kafkafmt.tiered.RemotePartition`) as a Partition; uploads
     superseded by a later upload of the same segment are reported."""
     for s in rp.superseded:
         report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(s.log),
                                   f"upload {s.segment_id} of segment {s.base_offset} superseded by a later upload "
                                   f"(it ends at offset {s.end_offset}); skipped"))
-    segs = tuple(Segment.of_remote(s, None if storage.is_local else storage) for s in rp.segments)
+    segs = tuple(Segment.of_remote(s, None if storage.is_local else storage, keys) for s in rp.segments)
     return Partition(rp.topic, rp.partition, rp.path, log_dir, None if storage.is_local else storage, segs)
 
 
@@ -291,12 +291,14 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                         trailing_bytes=last.trailing_bytes, tail=last.tail, file=last.file)
 
 
-def find_partitions(roots, topics=None, partitions=None, report=None, storage_options=None, filesystem=None):
+def find_partitions(roots, topics=None, partitions=None, report=None, storage_options=None, filesystem=None,
+                    tiered_keys=None):
     """Every partition under one root or a list of roots (paths or URLs, local and remote mixed):
     partition folders, log dirs or folders holding log dirs at any depth, and tiered-storage
     uploads (Kafka's and Aiven's layouts). A partition that has tiered uploads and a local folder
     is one partition: the uploads (older) and the local segments (newer) merged in offset order,
-    a segment in both read once (the local copy), a gap between them reported."""
+    a segment in both read once (the local copy), a gap between them reported. tiered_keys:
+    {key id: RSA private key (PEM)} for encrypted Aiven uploads."""
     roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
     report = [] if report is None else report
     plain, remote = [], []
@@ -312,11 +314,11 @@ def find_partitions(roots, topics=None, partitions=None, report=None, storage_op
         for log_dir in log_dirs:
             plain += list_partitions(log_dir, topics, partitions, report, storage=st)
         if not log_dirs:
-            for rp in tiered.list_remote_partitions(storage, path):
+            for rp in tiered.list_remote_partitions(storage, path, keys=tiered_keys):
                 if (topics_set is None or rp.topic in topics_set) and (parts_set is None or rp.partition in parts_set):
                     for problem in rp.problems:
                         report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(rp.path), problem))
-                    remote.append(_remote_partition(rp, storage, path, report))
+                    remote.append(_remote_partition(rp, storage, path, report, tiered_keys))
     if not remote:
         return plain
     out = []
@@ -344,7 +346,7 @@ def _merge(local, uploads, report):
         prev = [s for s in older if s.base_offset < first_local]
         if prev:
             last = prev[-1]
-            end = tiered.segment_end_offset(last.storage or LOCAL, last.remote)
+            end = tiered.segment_end_offset(last.storage or LOCAL, last.remote, keys=last.keys)
             if end + 1 < first_local:
                 report.append(ReportEntry(ReportKind.GAP, local.url,
                                           f"offsets {end + 1}..{first_local - 1} are in neither the tiered uploads "
@@ -353,24 +355,25 @@ def _merge(local, uploads, report):
     return dataclasses.replace(local, segments=tuple(segs))
 
 
-def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None, **kwargs):
+def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
+                  **kwargs):
     """Chunks of every partition under one or several roots (paths or URLs: log dirs, folders
     holding log dirs at any depth, e.g. ``kafka-logs-1``..``-3`` of brokers on one host, tiered
     uploads), filtered by topic names and partition numbers; options as `iter_log_dir`."""
     report = kwargs.pop("report", None)
     report = [] if report is None else report
-    for p in find_partitions(root, topics, partitions, report, storage_options, filesystem):
+    for p in find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys):
         yield from iter_log_dir(p, report=report, **kwargs)
 
 
-def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None,
+def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
                   **kwargs) -> Records:
     """All records of every partition under one or several roots (paths or URLs, local and remote
     mixed: log dirs, folders holding log dirs at any depth, tiered uploads), with topic and
     partition columns; options as `read_log_dir`."""
     report = []
     parts = []
-    for p in find_partitions(root, topics, partitions, report, storage_options, filesystem):
+    for p in find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys):
         recs = read_log_dir(p, **kwargs)
         report += recs.report
         parts.append(recs)

@@ -404,9 +404,9 @@ class Segment:
     is a tiered-storage upload (its files are named by that layout)."""
 
     __slots__ = ("folder", "base_offset", "log", "index", "timeindex", "txnindex", "size", "storage", "present",
-                 "remote", "_cache")
+                 "remote", "keys", "_cache")
 
-    def __init__(self, folder, base_offset, size=None, *, storage=None, present=None, remote=None):
+    def __init__(self, folder, base_offset, size=None, *, storage=None, present=None, remote=None, keys=None):
         st = storage or LOCAL
         folder = os.fspath(folder) if storage is None else folder
         self.folder = folder
@@ -414,6 +414,7 @@ class Segment:
         self.storage = storage
         self.present = present
         self.remote = remote
+        self.keys = keys          # private keys for encrypted tiered uploads ({key id: PEM})
         if remote is not None:
             self.log, self.index = remote.log, remote.index
             self.timeindex, self.txnindex = remote.timeindex, remote.txnindex
@@ -442,9 +443,9 @@ class Segment:
         return seg
 
     @classmethod
-    def of_remote(cls, remote, storage):
+    def of_remote(cls, remote, storage, keys=None):
         """A tiered-storage upload (`kafkafmt.tiered.RemoteSegment`) as a segment."""
-        return cls(remote.files.get("log"), remote.base_offset, storage=storage, remote=remote)
+        return cls(remote.files.get("log"), remote.base_offset, storage=storage, remote=remote, keys=keys)
 
     def __repr__(self):
         return f"<Segment {self.url} {self.size} bytes>"
@@ -458,7 +459,7 @@ class Segment:
         if self.remote is not None:
             from kafkafmt.tiered import open_remote_log
 
-            return open_remote_log(self.storage, self.remote)
+            return open_remote_log(self.storage or LOCAL, self.remote, keys=self.keys)
         return open_file(self.log, self.storage, self.size)
 
     def has(self, kind):
@@ -468,7 +469,7 @@ class Segment:
                 return kind in self.remote.files
             from kafkafmt.tiered import read_aiven_manifest
 
-            return kind in read_aiven_manifest(self.storage, self.remote).indexes
+            return kind in read_aiven_manifest(self.storage or LOCAL, self.remote).indexes
         if self.present is not None:
             return kind in self.present
         return (self.storage or LOCAL).exists(getattr(self, kind))
@@ -480,7 +481,7 @@ class Segment:
         if self.remote is not None:
             from kafkafmt.tiered import read_remote_side_file
 
-            return read_remote_side_file(self.storage, self.remote, kind)
+            return read_remote_side_file(self.storage or LOCAL, self.remote, kind, keys=self.keys)
         return (self.storage or LOCAL).read_bytes(getattr(self, kind))
 
     def side_url(self, kind):

@@ -269,3 +269,22 @@ def test_cli_on_s3_equals_local(s3, logs, bucket_logs, tmp_path):
     assert b.returncode == 0, b.stderr
     p = _cli("stats", f"{bucket_logs}-nope", *_opts(s3))
     assert p.returncode == 2 and "no such file" in p.stderr and SECRET not in p.stderr
+
+
+def test_encrypted_aiven_uploads_need_their_key(s3, tmp_path):
+    crypto = pytest.importorskip("cryptography.hazmat.primitives.asymmetric.rsa")
+    from cryptography.hazmat.primitives import serialization
+
+    private = crypto.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    part = tmp_path / "src" / "secret-0"
+    kafkafmt.write_log_dir(str(part), values=[b"s%d" % i for i in range(2000)], timestamps=list(range(2000)),
+                           segment_bytes=24 * KIB, index_interval_bytes=2048)
+    b = s3.bucket()
+    _put_all(s3, b, "", aiven_layout_objects(str(part), "secret", 0, _id(9), prefix="t/", compress=True,
+                                             chunk_size=8 * KIB, encrypt_with=("kek-7", private.public_key())))
+    with pytest.raises(kafkafmt.errors.UnsupportedLayoutError, match="kek-7"):
+        kafkafmt.read_log_dirs(f"s3://{b}/t", storage_options=s3.storage_options)
+    recs = kafkafmt.read_log_dirs(f"s3://{b}/t", storage_options=s3.storage_options, tiered_keys={"kek-7": pem})
+    assert recs.value.to_pylist() == kafkafmt.read_log_dir(str(part)).value.to_pylist()
