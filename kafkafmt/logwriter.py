@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 import uuid
 
+import numpy as np
+
 from kafkafmt import sidefiles
-from kafkafmt.decoder import decode
+from kafkafmt.decoder import decode, scan_batches
 from kafkafmt.segments import PARTITION_DIR, segment_file_name
 from kafkafmt.encoder import encode_columns, encode_control, encode_empty_batch, to_columns
 from kafkafmt.errors import EncodeError
@@ -32,6 +34,13 @@ class _Segment:
         self.parts = []        # encoded batch bytes, in order
         self.size = 0
         self.aborted = []      # (producer_id, first_offset, last_offset, last_stable_offset)
+        self.heads = []        # (size, last offset, max timestamp) of each batch, for the indexes
+
+    def batches(self):
+        """The batch table the indexes are built from (batches contiguous from position 0)."""
+        size, last, ts = (np.array(c, np.int64) for c in zip(*self.heads)) if self.heads else \
+            (np.zeros(0, np.int64),) * 3
+        return {"size": size, "last_offset": last, "max_timestamp": ts}
 
 
 class LogWriter:
@@ -68,7 +77,10 @@ class LogWriter:
     def _add(self, data: bytes):
         if not data:
             return
-        table = decode(data, verify_crc=None, keys=False, values=False, headers=False).batches
+        table, _ = scan_batches(data, verify_crc=None)      # headers only: the writer's own output
+        if (table.magic < 2).any():
+            # a v0/v1 wrapper's max timestamp is that of its inner messages: decoded, not in a header
+            table = decode(data, verify_crc=None, keys=False, values=False, headers=False).batches
         pos = table.position.tolist() + [len(data)]
         for i in range(len(table)):
             part = data[pos[i]:pos[i + 1]]
@@ -85,6 +97,7 @@ class LogWriter:
                 self.first_v2_offset = int(table.base_offset[i])   # leader epochs start with v2
             seg.parts.append(part)
             seg.size += len(part)
+            seg.heads.append((len(part), int(table.last_offset[i]), int(table.max_timestamp[i])))
 
     def append(self, records=None, *, keys=None, values=None, timestamps=None, headers=None, offsets=None,
                magic=2, compression=None, compression_level=None, batch_size=16384, max_records=None,
@@ -164,8 +177,7 @@ class LogWriter:
             base = seg.base_offset
             with open(os.path.join(self.path, segment_file_name(base, ".log")), "wb") as f:
                 f.write(data)
-            batches = decode(data, verify_crc=None, keys=False, values=False, headers=False).batches
-            index, timeindex = sidefiles.build_index_entries(batches, self.index_interval_bytes,
+            index, timeindex = sidefiles.build_index_entries(seg.batches(), self.index_interval_bytes,
                                                              rolled=True)  # as after a clean shutdown
             sidefiles.write_index(os.path.join(self.path, segment_file_name(base, ".index")), index, base)
             sidefiles.write_timeindex(os.path.join(self.path, segment_file_name(base, ".timeindex")), timeindex, base)
