@@ -17,7 +17,6 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Sho
 from kafkafmt.spark import options as _options
 from kafkafmt.spark.planning import Bounds, plan
 
-KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 METADATA_FIELDS = [StructField("producerId", LongType()), StructField("producerEpoch", ShortType()),
                    StructField("baseSequence", IntegerType()), StructField("leaderEpoch", IntegerType()),
