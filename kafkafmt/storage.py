@@ -598,8 +598,9 @@ class RemoteBlob(Blob):
     """Ranged reads of one remote object with read-ahead, a small block cache and prefetching.
 
     A read inside a cached block is a slice of it (no request). Otherwise one request fetches
-    ``[start, max(stop, start + read_ahead))`` (clipped to the size), which becomes the newest
-    cached block; the oldest of ``cache_blocks`` is dropped. Once two blocks in a row were
+    ``[start, max(stop, start + read_ahead))`` (clipped to the size) -- or, when ``start`` lies in
+    a cached block, only what follows that block -- which becomes the newest cached block; the
+    oldest of ``cache_blocks`` is dropped. Once two blocks in a row were
     fetched back to back (a sequential scan), the next ``prefetch`` blocks are fetched in the
     background while the caller works on the current one; a single seek never prefetches.
     """
@@ -678,11 +679,29 @@ class RemoteBlob(Blob):
                     self._fetched(pstart, data)
                     self._keep(pstart, data)
                     return memoryview(data)[start - pstart:stop - pstart]
-            end = min(self.size, max(stop, start + self.read_ahead))
-            data = self.storage.fetch(self.path, start, end, expected_size=self.size)
-            self._fetched(start, data)
-            self._keep(start, data)
-            return memoryview(data)[:stop - start]
+            for bstart, block in reversed(self._blocks.items()):
+                bend = bstart + len(block)
+                if bstart <= start < bend < stop:
+                    # the range begins in a cached block: fetch only what follows it
+                    tail = self._read_from(bend, stop)
+                    return memoryview(bytes(memoryview(block)[start - bstart:]) + bytes(tail))
+            return self._read_from(start, stop)
+
+    def _read_from(self, start, stop):
+        """Fetch [start, max(stop, start + read_ahead)) (or take it from a background fetch), keep
+        it as a block, return [start, stop). Called with the lock held."""
+        for pstart, (pend, fut) in list(self._pending.items()):
+            if pstart == start and stop <= pend:
+                del self._pending[pstart]
+                data = fut.result()
+                self._fetched(pstart, data)
+                self._keep(pstart, data)
+                return memoryview(data)[:stop - start]
+        end = min(self.size, max(stop, start + self.read_ahead))
+        data = self.storage.fetch(self.path, start, end, expected_size=self.size)
+        self._fetched(start, data)
+        self._keep(start, data)
+        return memoryview(data)[:stop - start]
 
     def release(self, done, upto):
         with self._lock:

@@ -172,7 +172,8 @@ def test_s3_read_ahead_cache_and_counters(s3):
     bucket = s3.bucket()
     data = np.random.default_rng(1).integers(0, 256, 24 * MiB, dtype=np.uint8).tobytes()
     s3.put(bucket, "big.log", data)
-    st, path = open_storage(f"s3://{bucket}/big.log", storage_options=s3.storage_options, read_ahead=1 * MiB)
+    st, path = open_storage(f"s3://{bucket}/big.log", storage_options=s3.storage_options, read_ahead=1 * MiB,
+                            prefetch=0)
     size = st.size(path)
     before = st.requests
     with st.open(path, size=size) as blob:
@@ -187,11 +188,15 @@ def test_s3_read_ahead_cache_and_counters(s3):
         # a large read: one request of exactly that range
         assert bytes(blob.read(2 * MiB, 7 * MiB)) == data[2 * MiB:7 * MiB]
         assert blob.requests == 2 and blob.bytes_fetched == 6 * MiB
+        # a range starting in the cached block and running past it: only the rest is fetched
+        a, b = 2 * MiB + 100, 7 * MiB + 5000
+        assert bytes(blob.read(a, b)) == data[a:b]
+        assert blob.requests == 3 and blob.bytes_fetched == 7 * MiB
         # the last bytes of the object: clipped to the size
         assert bytes(blob.read(size - 10, size)) == data[-10:]
-        assert blob.bytes_fetched == 6 * MiB + 10
+        assert blob.bytes_fetched == 7 * MiB + 10
         assert blob.release(0, size) == size
-    assert st.requests - before == 3 and st.bytes_fetched == 6 * MiB + 10
+    assert st.requests - before == 4 and st.bytes_fetched == 7 * MiB + 10
 
 
 def test_s3_sequential_scan_costs_one_request_per_block(s3):
