@@ -39,6 +39,7 @@ from kafkafmt.cli.common import (Problem, UsageError, bytes_encoder, check_kafka
 from kafkafmt.segments import ReportKind
 from kafkafmt.cli.controls import control_text, control_json
 from kafkafmt.cli import paths as cli_paths
+from kafkafmt.cli import internal_topics
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader, iter_partition, log_metadata, resolve_range
 
@@ -86,6 +87,16 @@ def add_parser(sub, parents):
                    help="for .index/.timeindex files: check entries against the log, print only problems")
     p.add_argument("--all-files", action="store_true",
                    help="for directories: also dump index, snapshot and checkpoint files, not only .log segments")
+    dec = p.add_mutually_exclusive_group()
+    dec.add_argument("--offsets-decoder", action="store_true",
+                     help="decode records as __consumer_offsets records (Kafka's flag; implies --print-data)")
+    dec.add_argument("--transaction-log-decoder", action="store_true",
+                     help="decode records as __transaction_state records (Kafka's flag; implies --print-data)")
+    dec.add_argument("--cluster-metadata-decoder", action="store_true",
+                     help="decode records as KRaft cluster metadata records (Kafka's flag; implies --print-data)")
+    p.add_argument("--no-decode-internal", action="store_true",
+                   help="print the keys and values of __consumer_offsets, __transaction_state, __cluster_metadata "
+                        "and KRaft snapshots as bytes (by default they are decoded by the folder's name)")
     p.set_defaults(run=run)
     return p
 
@@ -136,7 +147,12 @@ class Dumper:
         self.args = args
         self.c = console
         self.json = args.json
-        self.print_data = args.print_data or args.skip_record_metadata
+        # Kafka's decoder flags imply --print-data-log (and so deep iteration)
+        self.decoder = next((name for flag, name in internal_topics.DECODER_FLAGS.items()
+                             if getattr(args, flag, False)), None)
+        self.decode_internal = not getattr(args, "no_decode_internal", False)
+        self.cur_decoder = None
+        self.print_data = args.print_data or args.skip_record_metadata or self.decoder is not None
         self.deep = args.records or self.print_data
         self.enc = bytes_encoder(args.bytes)
         self.offsets = parse_offset_range(args.offset_range)
@@ -270,6 +286,8 @@ class Dumper:
 
     def dump_log(self, path, kind, from_dir=False):
         report = []
+        self.cur_decoder = self.decoder or (internal_topics.decoder_for(path, kind) if self.decode_internal
+                                            else None)
         opts = dict(errors="salvage", verify_crc=False, include_control=True)
         if not self.deep:
             opts["columns"] = ["offset", "timestamp"]     # batch lines only: no key/value copies
@@ -820,6 +838,8 @@ class _RecordView:
                     obj["isValid"], obj["crc"] = bool(L["crc_valid"][i]), L["crc"][i]
                 if is_control and o in self.controls:
                     obj["control"] = control_json(*self.controls[o], self.value_col[r])
+                elif d.cur_decoder is not None and not is_control:
+                    obj.update(internal_topics.record_json(d.cur_decoder, self.keys[r], self.vals[r], o))
                 d.c.json(obj)
                 continue
             if skip_meta:
@@ -841,9 +861,18 @@ class _RecordView:
                 prefix = " "
             if d.print_data and not is_control:
                 k, v = self.keys[r], self.vals[r]
+                if d.cur_decoder is not None:
+                    try:
+                        k, v = internal_topics.record_texts(d.cur_decoder, k, v, o)
+                    except internal_topics.MissingKey as exc:     # Kafka's tool stops here
+                        d.problem(Problem("error", path, str(exc), offset=o))
+                        k = v = None
+                else:
+                    k = None if k is None else escape_text(k)
+                    v = None if v is None else escape_text(v)
                 if k is not None:
-                    line += prefix + "key: " + escape_text(k)
+                    line += prefix + "key: " + k
                     prefix = " "
                 if v is not None:
-                    line += prefix + "payload: " + escape_text(v)
+                    line += prefix + "payload: " + v
             write(line)

@@ -70,6 +70,11 @@ def add_parser(sub, parents):
                    help="skip corrupt batches (each reported on stderr; exit code 1) instead of stopping at the first")
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local: this process, streaming; spark: the kafka-segments Spark data source (pyspark)")
+    p.add_argument("--internal", choices=("consumer_offsets", "group_members", "transaction_state",
+                                          "cluster_metadata"),
+                   help="write one of kafkafmt.internal's tables of Kafka's internal topics instead of records: "
+                        "consumer_offsets/group_members read __consumer_offsets, transaction_state "
+                        "__transaction_state, cluster_metadata __cluster_metadata and its .checkpoint snapshots")
     p.set_defaults(run=run)
     return p
 
@@ -224,6 +229,8 @@ def _format_of(args):
 
 def run(args, console):
     fmt = _format_of(args)
+    if getattr(args, "internal", None):
+        return run_internal(args, console, fmt)
     paths = input_paths(args, "export")
     offsets = parse_offset_range(args.offset_range)
     times = parse_time_range(args.time_range)
@@ -415,3 +422,187 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
     console.info(f"kafkafmt: Spark wrote {args.to} in {time.monotonic() - started:.1f} s")
     spark.stop()
     return 0
+
+
+# -- Kafka's internal topics as tables (--internal) -----------------------------------------------
+
+class _InternalArrowWriter(_ArrowWriter):
+    """Parquet / Arrow of pyarrow Tables with the internal table's schema."""
+
+    def write(self, table):
+        self.pending.append(table)
+        self.pending_bytes += table.nbytes
+        if self.pending_bytes >= ROW_GROUP_BYTES:
+            self.flush()
+
+
+class _InternalTextWriter:
+    """CSV or JSON lines of an internal table: timestamps as ms since the epoch, binary columns
+    (raw_key/raw_value) encoded as --bytes says, lists and structs as JSON (in CSV) or nested."""
+
+    def __init__(self, stream, fmt, enc, schema):
+        import pyarrow as pa
+
+        self.stream, self.fmt, self.enc = stream, fmt, enc
+        self.columns = schema.names
+        self.kinds = {f.name: ("ts" if pa.types.is_timestamp(f.type) else "bin" if pa.types.is_binary(f.type)
+                               else "nested" if pa.types.is_nested(f.type) else "plain") for f in schema}
+        if fmt == "csv":
+            self.csv = csv.writer(stream, lineterminator="\n")
+            self.csv.writerow(self.columns)
+
+    def write(self, table):
+        import pyarrow as pa
+
+        cols = []
+        for name in self.columns:
+            col, kind = table.column(name), self.kinds[name]
+            if kind == "ts":
+                vals = col.cast(pa.int64()).to_pylist()
+            elif kind == "bin":
+                vals = [self.enc(v) for v in col.to_pylist()]
+            else:
+                vals = col.to_pylist()
+            if kind == "nested" and self.fmt == "csv":
+                vals = [None if v is None else dumps(v) for v in vals]
+            cols.append(vals)
+        out = self.stream
+        for row in zip(*cols):
+            if self.fmt == "csv":
+                self.csv.writerow(["" if v is None else ("true" if v else "false") if isinstance(v, bool) else v
+                                   for v in row])
+            else:
+                out.write(dumps(dict(zip(self.columns, row))) + "\n")
+
+    def close(self):
+        self.stream.flush()
+
+
+def _open_internal_writer(fmt, tmp, schema, args):
+    if fmt in ("parquet", "arrow", "arrow-stream"):
+        return _InternalArrowWriter(tmp, schema, fmt, args.compression)
+    enc = bytes_encoder(args.bytes)
+    if tmp is None:
+        return _InternalTextWriter(sys.stdout, fmt, enc, schema)
+    stream = io.open(tmp, "w", encoding="utf-8", newline="")
+    w = _InternalTextWriter(stream, fmt, enc, schema)
+    close = w.close
+
+    def close_file():
+        close()
+        stream.close()
+
+    w.close = close_file
+    return w
+
+
+def _snapshot_files(pd):
+    """The KRaft snapshots (``<offset>-<epoch>.checkpoint``) in a __cluster_metadata folder, oldest first."""
+    from kafkafmt.segments import file_kind
+
+    return sorted((full for name, full in cli_paths.listdir(pd.url) if file_kind(name) == "kraft-snapshot"),
+                  key=lambda f: os.path.basename(f))
+
+
+def run_internal(args, console, fmt):
+    """``export --internal NAME``: the chosen internal topic's partitions under the paths, chunk by
+    chunk through `kafkafmt.internal`, written with `kafkafmt.internal.schema_of(NAME)`."""
+    from kafkafmt import internal
+    from kafkafmt.cli.internal_topics import INTERNAL_TABLES, WarningTally
+
+    name = args.internal
+    topic = INTERNAL_TABLES[name]
+    given_topics = parse_name_list(args.topics)
+    if given_topics is not None and given_topics != {topic}:
+        raise UsageError(f"--internal {name} reads the topic {topic}; leave out --topics")
+    if args.engine == "spark":
+        raise UsageError("--internal is written by the local engine only (leave out --engine spark)")
+    if args.batch_metadata or args.no_headers:
+        raise UsageError("--batch-metadata and --no-headers do not apply to --internal tables")
+    if args.to == "-" and fmt not in ("jsonl", "csv"):
+        raise UsageError(f"{fmt} cannot be written to stdout; give a file name")
+    if fmt in ("parquet", "arrow", "arrow-stream"):
+        _pa()
+    paths = input_paths(args, "export")
+    offsets = parse_offset_range(args.offset_range)
+    times = parse_time_range(args.time_range)
+    partitions = parse_int_list(args.partitions, "partition")
+    found = find_inputs(paths, {topic}, partitions)
+    files = record_files(found)
+    for f in found.given_files:
+        if f not in files:
+            console.warn(f"{f}: not a log segment, skipped")
+        else:
+            check_kafka_file(f)
+    snapshots = {}
+    if name == "cluster_metadata":
+        for pd in found.partitions:
+            snapshots[pd.url] = _snapshot_files(pd)
+    if not found.partitions and not files:
+        raise UsageError(f"no {topic} partition folders or segments found under " + ", ".join(paths)
+                         + (" (after --partitions)" if partitions else ""))
+    for w in found.leftovers:
+        console.warn(w.text()[len("warning: "):])
+
+    total = sum(s.size for pd in found.partitions for s in pd.list_segments()) + sum(
+        cli_paths.getsize(f) for f in files) + sum(cli_paths.getsize(f) for v in snapshots.values() for f in v)
+    opts = dict(isolation=args.isolation, errors="salvage" if args.salvage else "strict", verify_crc=True,
+                max_bytes=CHUNK_BYTES)
+    schema = internal.schema_of(name)
+    decode = getattr(internal, name)
+    tally = WarningTally()
+    started = time.monotonic()
+    state = {"rows": 0, "errors": 0, "records": 0}
+
+    def sources():
+        for pd in found.partitions:
+            for snap in snapshots.get(pd.url, ()):     # the state a snapshot holds, then the log after it
+                yield os.path.basename(snap), lambda report, f=snap: _file_chunks(f, report, offsets, times, opts)
+            yield pd.name, lambda report, pd=pd: iter_log_dir(
+                pd, start_offset=offsets[0], end_offset=offsets[1], start_timestamp=times[0],
+                end_timestamp=times[1], report=report, **opts)
+        for f in files:
+            yield os.path.basename(f), lambda report, f=f: _file_chunks(f, report, offsets, times, opts)
+
+    target = args.to
+    tmp = None if target == "-" else _temp_name(target)
+    try:
+        with Progress(total, enabled=args.progress) as prog:
+            console.progress = prog
+            writer = _open_internal_writer(fmt, tmp, schema, args)
+            try:
+                for label, make in sources():
+                    prog.set_label(label)
+                    report = []
+                    seen = 0
+                    for chunk in make(report):
+                        seen = _report(report, seen, console, state)
+                        if len(chunk):
+                            table = tally(decode, chunk)
+                            if table.schema != schema:
+                                table = table.cast(schema)
+                            writer.write(table)
+                            state["rows"] += table.num_rows
+                            state["records"] += len(chunk)
+                        prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
+                    _report(report, seen, console, state)
+            finally:
+                writer.close()
+            console.progress = None
+        if tmp is not None:
+            os.replace(tmp, target)
+            tmp = None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+    for text in tally.messages():
+        console.warn(text)
+    elapsed = time.monotonic() - started
+    where = "stdout" if target == "-" else f"{target} ({human_bytes(os.path.getsize(target))})"
+    what = f"{len(found.partitions)} partitions" + (f" and {len(files)} files" if files else "")
+    nsnap = sum(len(v) for v in snapshots.values())
+    if nsnap:
+        what += f" and {nsnap} snapshots"
+    console.info(f"kafkafmt: exported {state['rows']} {name} rows ({state['records']} records of {what}) "
+                 f"to {where} in {elapsed:.1f} s")
+    return 1 if state["errors"] else 0
