@@ -416,10 +416,18 @@ def _reserve_ahead(cols, decompressed, comp_used, comp_left, claimed):
 
 
 def _check_truncated_tail(buf, valid_end, max_batch_bytes, file):
-    """A size field running past the end is a cut-off tail -- unless a valid entry follows, in
-    which case the size field itself is corrupt and the rest would be lost unseen."""
+    """A size field running past the end is a cut-off tail -- unless it is a corrupt size field:
+    a valid entry follows and the entry verifies (CRC) when its size is taken to end right there.
+    (The size field is outside every CRC; entries found inside a cut-off entry may be its own
+    payload -- a v0/v1 wrapper's inner messages, stored raw by a codec -- which do not make the
+    cut entry verify.)"""
     nxt = _scan.find_next_entry(buf, valid_end + 1, -1, max_batch_bytes)
-    if nxt >= 0:
+    if nxt < 0 or nxt - valid_end < _MIN_ENTRY_SIZE + 12:
+        return
+    entry = bytearray(buf[valid_end:nxt].tobytes())
+    entry[8:12] = (nxt - valid_end - 12).to_bytes(4, "big", signed=True)
+    t = _scan.scan(np.frombuffer(bytes(entry), np.uint8), _scan.CRC_REPORT_, 0, max_batch_bytes)
+    if t["count"] == 1 and bool(t["crc_valid"][0]):
         exc = errors.CorruptRecordError(
             f"entry size field runs past the end of the data, yet a valid entry starts at {nxt}",
             file=file, position=valid_end)

@@ -451,30 +451,17 @@ def spark(tmp_path_factory):
     yield session
 
 
-def _schema_accepts(options):
-    """Does KafkaSegmentsDataSource.schema() take these options? Spark calls it for streams too;
-    until it parses with stream=None (see test_schema_takes_stream_options) a stream with rate
-    limits needs its schema given."""
+def test_schema_takes_stream_options():
+    """Spark calls DataSource.schema() for streams too: stream-only options pass there."""
     from kafkafmt.spark.source import KafkaSegmentsDataSource
 
-    try:
-        KafkaSegmentsDataSource({"path": "/", **options}).schema()
-        return True
-    except ValueError:
-        return False
-
-
-@pytest.mark.xfail(not _schema_accepts({"maxOffsetsPerTrigger": "5"}), strict=False,
-                   reason="KafkaSegmentsDataSource.schema() must parse with options.parse(..., stream=None)")
-def test_schema_takes_stream_options():
-    assert _schema_accepts({"maxOffsetsPerTrigger": "5", "startingOffsets": "latest"})
+    assert KafkaSegmentsDataSource({"path": "/", "maxOffsetsPerTrigger": "5", "startingOffsets": "latest"}).schema()
+    with pytest.raises(ValueError, match="unknown option"):
+        KafkaSegmentsDataSource({"path": "/", "noSuchOption": "1"}).schema()
 
 
 def _stream(spark, root, **options):
     reader = spark.readStream.format("kafka-segments")
-    if not _schema_accepts(options):
-        o = parse({"path": str(root), **options}, stream=True)
-        reader = reader.schema(kafka_schema(o.include_headers, o.batch_metadata))
     for k, v in options.items():
         reader = reader.option(k, v)
     return reader.load(str(root))

@@ -146,7 +146,11 @@ class KafkaSegmentsDataSource(DataSource):
             raise ValueError(f"kafka-segments: {exc}") from None
 
     def schema(self):
-        o = self._opts()
+        # Spark calls schema() for spark.read and spark.readStream alike: options of either kind pass
+        try:
+            o = _options.parse(self.options, stream=None)
+        except _options.OptionError as exc:
+            raise ValueError(f"kafka-segments: {exc}") from None
         return kafka_schema(o.include_headers, o.batch_metadata)
 
     def reader(self, schema):
