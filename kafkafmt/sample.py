@@ -12,6 +12,17 @@ user cache folder). It holds:
   left behind by the cleaner.
 * ``clicks-0`` -- an old topic: a legacy v1 segment (gzip wrappers, relative inner offsets)
   followed by v2 segments after the upgrade.
+* ``__consumer_offsets-0`` -- the group coordinator's log for three consumer groups: ``billing``
+  (orders + payments, one member) and ``analytics`` (orders + clicks, two members, then one after a
+  rebalance) commit offsets that follow the sample's own records over time; ``old-reports`` commits
+  once, empties, and is deleted (tombstones for its offset and its group). Group metadata records
+  carry members with consumer-protocol subscriptions and assignments.
+* ``__cluster_metadata-0`` -- a KRaft metadata log: metadata.version, a broker registration and
+  unfencing, each sample topic's TopicRecord + PartitionRecords (topic ids as in the partitions'
+  ``partition.metadata``), topic and cluster ConfigRecords, a producer-id block, NoOp records.
+
+The internal topics are written with `kafkafmt.internal`'s encoders (read them back with
+`kafkafmt.internal.consumer_offsets` / `group_members` / `cluster_metadata`).
 """
 from __future__ import annotations
 
@@ -20,12 +31,13 @@ import os
 import random
 import shutil
 import tempfile
+import uuid
 
 import numpy as np
 
 from kafkafmt.logwriter import LogWriter
 
-SAMPLE_VERSION = 2
+SAMPLE_VERSION = 3
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, in ms
 
 
@@ -135,6 +147,139 @@ def _clicks(root, rnd):
         w.append(**clicks(300, 60_000), magic=2, compression="lz4")               # after it
 
 
+# -- internal topics ----------------------------------------------------------------------------------
+
+def _positions(root, name):
+    """(timestamps, offsets, leader epochs) of a sample partition's records, for commits that follow them."""
+    from kafkafmt.logdir import read_log_dir
+
+    recs = read_log_dir(os.path.join(root, name))
+    return (np.asarray(recs.timestamp, np.int64), np.asarray(recs.offset, np.int64),
+            np.asarray(recs.batch_column("partition_leader_epoch"), np.int64))
+
+
+def _member(group, n, topics, assigned, client_host):
+    from kafkafmt.internal import encode_assignment, encode_subscription
+
+    by_topic = {}
+    for t, p in assigned:
+        by_topic.setdefault(t, []).append(p)
+    return {"memberId": f"consumer-{group}-{n}-{uuid.uuid5(uuid.NAMESPACE_URL, f'{group}/{n}')}",
+            "groupInstanceId": None, "clientId": f"consumer-{group}-{n}", "clientHost": client_host,
+            "rebalanceTimeout": 300_000, "sessionTimeout": 45_000,
+            "subscription": encode_subscription(1, sorted(topics), owned_partitions=sorted(by_topic.items())),
+            "assignment": encode_assignment(1, sorted(by_topic.items()))}
+
+
+def _consumer_offsets(root):
+    """__consumer_offsets-0: group metadata and offset commits of three groups over ~13 minutes."""
+    from kafkafmt.internal import encode_group_record
+
+    pos = {name: _positions(root, name) for name in ("orders-0", "orders-1", "payments-0", "clicks-0")}
+    events = []      # (time, order, [(key, value)])
+
+    def group(t, name, generation, members, protocol="range"):
+        value = {"protocolType": "consumer", "generation": generation, "protocol": protocol if members else None,
+                 "leader": members[0]["memberId"] if members else None, "currentStateTimestamp": t,
+                 "members": members}
+        events.append((t, len(events), [encode_group_record(2, {"group": name}, 3, value)]))
+
+    def commit(t, name, partitions):
+        pairs = []
+        for part in partitions:
+            ts, offs, epochs = pos[part]
+            consumed = int(np.searchsorted(np.sort(ts), t, side="right"))   # records the consumer has seen
+            nxt = int(offs[consumed]) if consumed < len(offs) else int(offs[-1]) + 1
+            epoch = int(epochs[min(consumed, len(offs)) - 1]) if consumed else -1
+            topic, p = part.rsplit("-", 1)
+            pairs.append(encode_group_record(1, {"group": name, "topic": topic, "partition": int(p)}, 3, {
+                "offset": nxt, "leaderEpoch": epoch, "metadata": "", "commitTimestamp": t}))
+        events.append((t, len(events), pairs))
+
+    # billing: one member on orders + payments, commits every minute
+    billing = [_member("billing", 1, ["orders", "payments"],
+                       [("orders", 0), ("orders", 1), ("payments", 0)], "/10.0.1.17")]
+    group(T0 + 5_000, "billing", 1, billing)
+    for k in range(1, 13):
+        commit(T0 + 60_000 * k, "billing", ["orders-0", "orders-1", "payments-0"])
+    # analytics: two members on orders + clicks, one leaves at 6:40 (generation 2)
+    a1 = [_member("analytics", 1, ["orders", "clicks"], [("orders", 0), ("clicks", 0)], "/10.0.2.5"),
+          _member("analytics", 2, ["orders", "clicks"], [("orders", 1)], "/10.0.2.6")]
+    a2 = [_member("analytics", 1, ["orders", "clicks"], [("clicks", 0), ("orders", 0), ("orders", 1)], "/10.0.2.5")]
+    group(T0 + 30_000, "analytics", 1, a1)
+    group(T0 + 400_000, "analytics", 2, a2)
+    for k in range(1, 9):
+        commit(T0 + 15_000 + 90_000 * k, "analytics", ["orders-0", "orders-1", "clicks-0"])
+    # old-reports: commits once, goes empty, then its offsets expire and the group is deleted
+    old = [_member("old-reports", 1, ["clicks"], [("clicks", 0)], "/10.0.3.9")]
+    group(T0 + 20_000, "old-reports", 1, old)
+    commit(T0 + 25_000, "old-reports", ["clicks-0"])
+    group(T0 + 70_000, "old-reports", 2, [])
+    events.append((T0 + 780_000, len(events), [
+        (encode_group_record(1, {"group": "old-reports", "topic": "clicks", "partition": 0})[0], None),
+        (encode_group_record(2, {"group": "old-reports"})[0], None)]))
+
+    with LogWriter(os.path.join(root, "__consumer_offsets-0"), segment_bytes=6 * 1024,
+                   index_interval_bytes=1024, leader_epoch=0) as w:
+        for t, _, pairs in sorted(events):
+            w.append(keys=[k for k, _ in pairs], values=[v for _, v in pairs], timestamps=[t] * len(pairs))
+
+
+def _cluster_metadata(root):
+    """__cluster_metadata-0: the KRaft log that created the sample's topics."""
+    from kafkafmt.internal import encode_metadata_record as rec
+    from kafkafmt.sidefiles import read_leader_epoch_checkpoint, read_partition_metadata
+
+    boot = T0 - 7_200_000
+    log_dir = uuid.uuid5(uuid.NAMESPACE_URL, "kafkafmt:sample:log-dir").bytes
+    topic_ids, epochs = {}, {}
+    for name in sorted(os.listdir(root)):
+        folder = os.path.join(root, name)
+        if os.path.isdir(folder) and not name.startswith("__cluster_metadata"):
+            topic, part = name.rsplit("-", 1)
+            md = read_partition_metadata(os.path.join(folder, "partition.metadata"))
+            topic_ids.setdefault(topic, (md["topic_uuid"].bytes, []))[1].append(int(part))
+            entries = read_leader_epoch_checkpoint(os.path.join(folder, "leader-epoch-checkpoint"))["entries"]
+            epochs[topic] = int(entries["epoch"][-1]) if len(entries) else 0     # the partition's leader epoch
+    batches = []      # (time, [value bytes])
+    broker_epoch = 1  # Kafka uses the offset of the registration as the broker epoch
+    batches.append((boot, [rec(12, 0, {"Name": "metadata.version", "FeatureLevel": 19})]))
+    batches.append((boot + 900, [rec(0, 3, {
+        "BrokerId": 0, "IsMigratingZkBroker": False,
+        "IncarnationId": uuid.uuid5(uuid.NAMESPACE_URL, "kafkafmt:sample:broker-0").bytes,
+        "BrokerEpoch": broker_epoch,
+        "EndPoints": [{"Name": "PLAINTEXT", "Host": "localhost", "Port": 9092, "SecurityProtocol": 0}],
+        "Features": [{"Name": "metadata.version", "MinSupportedVersion": 1, "MaxSupportedVersion": 21}],
+        "Rack": None, "Fenced": True, "InControlledShutdown": False, "LogDirs": [log_dir]})]))
+    batches.append((boot + 2_900, [rec(8, 0, {"Id": 0, "Epoch": broker_epoch})]))
+
+    def create(t, topic, configs=()):
+        tid, parts = topic_ids[topic]
+        values = [rec(2, 0, {"Name": topic, "TopicId": tid})]
+        values += [rec(4, 0, {"ResourceType": 2, "ResourceName": topic, "Name": k, "Value": v}) for k, v in configs]
+        values += [rec(3, 1, {"PartitionId": p, "TopicId": tid, "Replicas": [0], "Isr": [0], "RemovingReplicas": [],
+                              "AddingReplicas": [], "Leader": 0, "LeaderEpoch": epochs[topic],
+                              "PartitionEpoch": 0, "Directories": [log_dir]}) for p in sorted(parts)]
+        batches.append((t, values))
+
+    create(boot + 600_000, "clicks", [("retention.ms", "604800000")])
+    create(boot + 1_200_000, "orders", [("compression.type", "producer")])
+    create(boot + 1_800_000, "payments", [("min.insync.replicas", "1")])
+    create(boot + 2_400_000, "customers", [("cleanup.policy", "compact")])
+    batches.append((boot + 3_000_000, [rec(4, 0, {"ResourceType": 4, "ResourceName": "", "Name": "log.cleaner.threads",
+                                                  "Value": "2"})]))
+    batches.append((boot + 3_600_000, [rec(15, 0, {"BrokerId": 0, "BrokerEpoch": broker_epoch,
+                                                   "NextProducerId": 2000})]))
+    create(T0 + 1_500, "__consumer_offsets", [("cleanup.policy", "compact"), ("compression.type", "producer"),
+                                              ("segment.bytes", "104857600")])
+    for k in range(1, 8):
+        batches.append((boot + 1_000_000 * k + 250, [rec(20, 0, {})]))
+    with LogWriter(os.path.join(root, "__cluster_metadata-0"), segment_bytes=4 * 1024, index_interval_bytes=1024,
+                   leader_epoch=1) as w:
+        for t, values in sorted(batches, key=lambda b: b[0]):
+            w.append(keys=[None] * len(values), values=values, timestamps=[t] * len(values))
+
+
 def generate(root):
     """Write the sample log directory into `root` (deterministic: same bytes every time)."""
     rnd = random.Random(20260101)
@@ -144,6 +289,8 @@ def generate(root):
     _payments(root, rnd)
     _customers(root, rnd)
     _clicks(root, rnd)
+    _consumer_offsets(root)        # after the data topics: commits follow their records
+    _cluster_metadata(root)
     with open(os.path.join(root, "meta.properties"), "w") as f:
         f.write("#kafkafmt sample\nversion=1\nbroker.id=0\ncluster.id=kafkafmt-sample\n")
     return root
