@@ -246,3 +246,20 @@ def test_load_from_s3(spark, tmp_path):
         assert SECRET not in plan
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize("table", ["consumer_offsets", "group_members", "cluster_metadata"])
+def test_internal_topics_as_tables(spark, real_corpus, table):
+    """.option("decode", NAME): Kafka's internal topics as kafkafmt.internal's tables, the same rows."""
+    from kafkafmt import internal
+
+    root = str(real_corpus / "broker-dirs")
+    df = spark.read.format("kafka-segments").option("decode", table).load(root)
+    recs = kafkafmt.read_log_dirs(root, topics=[internal.TOPIC_OF[table]])
+    want = getattr(internal, table)(recs)
+    assert df.columns == want.column_names
+    got = sorted((r["offset"], str(r[want.column_names[2]])) for r in df.collect())
+    exp = sorted(zip(want.column("offset").to_pylist(), map(str, want.column(want.column_names[2]).to_pylist())))
+    assert got == exp and len(got) > 0
+    with pytest.raises(Exception, match="decode must be one of"):
+        spark.read.format("kafka-segments").option("decode", "nope").load(root).count()

@@ -28,7 +28,8 @@ from kafkafmt.internal.schemas import (CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PR
                                        TRANSACTION_STATUS, in_versions)
 from kafkafmt.logdir import KafkafmtWarning
 
-__all__ = ["consumer_offsets", "group_members", "transaction_state", "cluster_metadata", "TABLES", "schema_of",
+__all__ = ["consumer_offsets", "group_members", "transaction_state", "cluster_metadata", "TABLES", "TOPIC_OF",
+           "schema_of",
            "decode_coordinator_record", "decode_metadata_record", "encode_group_record",
            "encode_transaction_record", "encode_metadata_record", "encode_subscription", "encode_assignment",
            "metadata_type_enum_name", "dump_text", "SchemaError", "GROUP_KINDS"]
@@ -80,6 +81,9 @@ def _schemas():
 
 
 TABLES = ("consumer_offsets", "group_members", "transaction_state", "cluster_metadata")
+#: the internal topic each table is read from
+TOPIC_OF = {"consumer_offsets": "__consumer_offsets", "group_members": "__consumer_offsets",
+            "transaction_state": "__transaction_state", "cluster_metadata": "__cluster_metadata"}
 
 
 def schema_of(table):

@@ -52,7 +52,7 @@ _ACCEPTED = {
     "startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp", "endingoffsetsbytimestamp",
     "startingoffsetsbytimestampstrategy", "includeheaders", "failondataloss", "minpartitions",
     "kafka.isolation.level", "isolationlevel", "includebatchmetadata", "maxbytesperbatch",
-    "targetpartitionbytes", "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay",
+    "targetpartitionbytes", "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "decode",
 }
 _TIME_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -133,6 +133,7 @@ class Options:
     min_partitions: int = None
     isolation: str = "read_uncommitted"
     batch_metadata: bool = False
+    decode: str = None                       # an internal topic's table (kafkafmt.internal.TABLES)
     max_bytes_per_batch: int = 32 << 20
     target_partition_bytes: int = 128 << 20
     stream: bool = False                     # parsed for spark.readStream
@@ -271,6 +272,17 @@ def parse(options, stream=False) -> Options:
         o.isolation = iso
     if "includebatchmetadata" in opts:
         o.batch_metadata = _bool(opts["includebatchmetadata"], "includeBatchMetadata")
+    if "decode" in opts:
+        from kafkafmt.internal import TABLES, TOPIC_OF
+
+        o.decode = str(opts["decode"]).strip().lower()
+        if o.decode not in TABLES:
+            raise OptionError(f"decode must be one of {', '.join(TABLES)} (Kafka's internal topics as tables), "
+                              f"not {opts['decode']!r}")
+        if stream:
+            raise OptionError("decode is for batch reads (spark.read), not streams")
+        if o.subscribe is None and o.pattern is None and o.assign is None:
+            o.subscribe = [TOPIC_OF[o.decode]]
     if "maxbytesperbatch" in opts:
         o.max_bytes_per_batch = _int(opts["maxbytesperbatch"], "maxBytesPerBatch", 1)
     if "targetpartitionbytes" in opts:

@@ -16,7 +16,12 @@ def read_tasks(tasks, schema, opts):
     target = to_arrow_schema(schema, timezone="UTC")
     names = [f.name for f in schema.fields]
     want = set(names)
-    options = DecodeOptions.for_columns(names, verify_crc=True, include_control=False)
+    options = DecodeOptions.for_columns(None if opts.decode else names, verify_crc=True, include_control=False)
+    table_of = None
+    if opts.decode:       # an internal topic as a table (kafkafmt.internal)
+        from kafkafmt import internal
+
+        table_of = getattr(internal, opts.decode)
     errors = "strict" if opts.fail_on_data_loss else "salvage"
     for t in tasks:
         # a task may start inside a partition: the batch before it is not known here
@@ -26,8 +31,11 @@ def read_tasks(tasks, schema, opts):
                 if not len(recs):
                     continue
                 recs = recs.replace(topic=t.topic, partition=t.partition)
-                table = recs.to_arrow(headers="headers" in want,
-                                      batch_metadata=any(n in want for n in METADATA)).select(names)
+                if table_of is not None:
+                    table = table_of(recs).select(names)
+                else:
+                    table = recs.to_arrow(headers="headers" in want,
+                                          batch_metadata=any(n in want for n in METADATA)).select(names)
                 yield from table.cast(target).to_batches()
         except KafkafmtError as exc:
             if errors == "salvage":

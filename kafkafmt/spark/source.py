@@ -117,6 +117,9 @@ class KafkaSegmentsReader(DataSourceReader):
         self.report = []
 
     def pushFilters(self, filters):
+        if self.opts.decode:      # an internal topic's table: its columns are not the record's
+            yield from filters
+            return
         self.bounds, rest = bounds_from_filters(filters)
         yield from rest
 
@@ -151,6 +154,12 @@ class KafkaSegmentsDataSource(DataSource):
             o = _options.parse(self.options, stream=None)
         except _options.OptionError as exc:
             raise ValueError(f"kafka-segments: {exc}") from None
+        if o.decode:
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            from kafkafmt.internal import schema_of
+
+            return from_arrow_schema(schema_of(o.decode))
         return kafka_schema(o.include_headers, o.batch_metadata)
 
     def reader(self, schema):
