@@ -184,3 +184,32 @@ def test_kernel_loads_system_libraries_by_soname():
     bits = libs.load_kernel_codecs()
     assert bool(bits & kernel.C_ZSTD) == (zstd is not None)
     assert bool(bits & kernel.C_LZ4) == (lz4 is not None)
+
+
+def test_zstd_contexts_reused_across_calls_and_threads():
+    # the kernel keeps a few zstd contexts between calls: decodes in a row and in parallel threads
+    # (each call takes its own) give the same records, also after a corrupt frame left one mid-stream
+    import threading
+
+    import kafkafmt
+
+    values = [b"v%05d" % i * 30 for i in range(2000)]
+    good = kafkafmt.encode(values=values, timestamps=list(range(2000)), compression="zstd", batch_size=4096)
+    bad = bytearray(good)
+    bad[200] ^= 0xFF
+    results, failures = [], []
+
+    def work():
+        for _ in range(20):
+            try:
+                kafkafmt.decode(bytes(bad), verify_crc=None)
+            except kafkafmt.KafkafmtError:
+                pass
+            results.append(kafkafmt.decode(good).value.to_pylist() == values)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 60 and all(results)

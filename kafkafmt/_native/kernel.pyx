@@ -530,6 +530,49 @@ _OUTPUTS = {
 }
 
 
+def _layout():
+    """_OUTPUTS by group: group -> [(name, dtype, itemsize, zero, extra)], extra 0 (cap
+    elements), 1 (cap + 1) or 8 (a bitmap of cap bits): computed once, not per call."""
+    groups = {}
+    for name, (dtype, zero, g) in _OUTPUTS.items():
+        base = g.split("+")[0].split("/")[0]
+        extra = 1 if g.endswith("+1") else 8 if g.endswith("/8") else 0
+        groups.setdefault(base, []).append((name, dtype, np.dtype(dtype).itemsize, zero, extra))
+    return groups
+
+
+_GROUPS = _layout()
+
+
+cdef inline int64_t _elements(int64_t cap, int extra) noexcept:
+    return cap + 1 if extra == 1 else (cap + 7) // 8 if extra == 8 else cap
+
+
+# zstd decompression contexts kept between calls (creating one costs ~15 us and its first use
+# allocates its buffers again); taken and returned with the GIL held
+cdef enum:
+    DCTX_POOL = 4
+cdef void *_dctx_pool[DCTX_POOL]
+cdef int _dctx_free = 0
+
+
+cdef void *_take_dctx():
+    global _dctx_free
+    if _dctx_free:
+        _dctx_free -= 1
+        return _dctx_pool[_dctx_free]
+    return kfmt_ZSTD_createDCtx()
+
+
+cdef void _give_dctx(void *d):
+    global _dctx_free
+    if _dctx_free < DCTX_POOL:
+        _dctx_pool[_dctx_free] = d
+        _dctx_free += 1
+    else:
+        kfmt_ZSTD_freeDCtx(d)
+
+
 cdef class Columns:
     """Output arrays of the kernel, with their fill levels. Grown by `grow`/`reserve`, filled by
     `run`; `arrays()` hands them to NumPy (after which they can no longer grow)."""
@@ -548,7 +591,7 @@ cdef class Columns:
     def __dealloc__(self):
         free(self.o.scratch)
         if self.o.zstd != NULL:
-            kfmt_ZSTD_freeDCtx(self.o.zstd)
+            _give_dctx(self.o.zstd)
 
     def __init__(self, int64_t records, int64_t key_bytes, int64_t value_bytes, int64_t headers=16,
                  int64_t header_key_bytes=256, int64_t header_value_bytes=1024, int64_t controls=0,
@@ -558,7 +601,7 @@ cdef class Columns:
         self.o.c_codecs = c_codecs & ((C_ZSTD if kfmt_have_zstd else 0) | (C_LZ4 if kfmt_have_lz4 else 0))
         self.o.max_decompressed = max_decompressed
         if self.o.c_codecs & C_ZSTD:
-            self.o.zstd = kfmt_ZSTD_createDCtx()
+            self.o.zstd = _take_dctx()
             if self.o.zstd == NULL:
                 raise MemoryError("cannot create a zstd decompression context")
         self.want_keys = want_keys
@@ -584,17 +627,14 @@ cdef class Columns:
     def _size(self, group, int64_t cap):
         """(Re)size every output of a group to hold cap elements."""
         self.caps[group] = cap
-        for name, (dtype, zero, g) in _OUTPUTS.items():
-            base = g.split("+")[0].split("/")[0]
-            if base != group:
-                continue
-            n = cap + 1 if g.endswith("+1") else (cap + 7) // 8 if g.endswith("/8") else cap
-            nbytes = n * np.dtype(dtype).itemsize
+        cdef GrowableBuffer buf
+        for name, dtype, itemsize, zero, extra in _GROUPS[group]:
+            nbytes = _elements(cap, extra) * itemsize
             buf = self.buffers.get(name)
             if buf is None:
                 self.buffers[name] = GrowableBuffer(nbytes, zero)
             else:
-                (<GrowableBuffer>buf).resize(nbytes, zero)
+                buf.resize(nbytes, zero)
 
     cdef char *_ptr(self, name):
         return (<GrowableBuffer>self.buffers[name]).ptr
@@ -712,13 +752,14 @@ cdef class Columns:
                 "key_data": c["key_bytes"], "value_data": c["value_bytes"],
                 "header_key_data": c["header_key_bytes"], "header_value_data": c["header_value_bytes"]}
         out = {}
-        for name, (dtype, zero, g) in _OUTPUTS.items():
-            base = g.split("+")[0].split("/")[0]
-            n = used[base]
-            n = n + 1 if g.endswith("+1") else (n + 7) // 8 if g.endswith("/8") else n
-            buf = self.buffers[name]
-            (<GrowableBuffer>buf).resize(n * np.dtype(dtype).itemsize)   # give back the spare room
-            out[name] = np.frombuffer(buf, dtype=dtype, count=n)
+        cdef GrowableBuffer buf
+        cdef int64_t n
+        for group, outputs in _GROUPS.items():
+            for name, dtype, itemsize, zero, extra in outputs:
+                n = _elements(used[group], extra)
+                buf = self.buffers[name]
+                buf.resize(n * itemsize)   # give back the spare room
+                out[name] = np.frombuffer(buf, dtype=dtype, count=n)
         # realloc may have moved the buffers: point the C struct at them, with their new sizes
         self.caps.update({g: max(v, 1) for g, v in used.items()})
         self._bind()
