@@ -146,10 +146,12 @@ def _int64_column(values, name, n):
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def _binary_from_sequence(items, what):
+def _binary_from_sequence(items, what, transient=False):
+    """transient: the column is used before any Python code runs again (encode()), so the list
+    itself keeps the bytes alive; otherwise an immutable copy of it does (to_columns())."""
     if type(items) is not list:
         items = list(items)
-    refs = _writer.binary_refs_from_list(items)  # bytes / None: referenced, not copied
+    refs = _writer.binary_refs_from_list(items, not transient)  # bytes / None: referenced, not copied
     if refs is not None:
         return Binary.from_refs(*refs)
     packed = _writer.binary_from_list(items)    # bytes / bytearray / None, copied, in C
@@ -285,6 +287,10 @@ def _from_arrow_table(table):
 
 def to_columns(records=None, *, keys=None, values=None, timestamps=None, headers=None, offsets=None) -> Columns:
     """Normalize any supported input to writer `Columns`."""
+    return _to_columns(records, keys, values, timestamps, headers, offsets, False)
+
+
+def _to_columns(records, keys, values, timestamps, headers, offsets, transient) -> Columns:
     if records is not None:
         if isinstance(records, Columns):
             return records
@@ -307,16 +313,15 @@ def to_columns(records=None, *, keys=None, values=None, timestamps=None, headers
                 records = pa.Table.from_batches([records])
             return _from_arrow_table(records)
         if isinstance(records, dict):
-            return to_columns(keys=records.get("key"), values=records.get("value"),
-                              timestamps=records.get("timestamp"), headers=records.get("headers"),
-                              offsets=records.get("offset"))
+            return _to_columns(None, records.get("key"), records.get("value"), records.get("timestamp"),
+                               records.get("headers"), records.get("offset"), transient)
         raise EncodeError(f"cannot encode records of type {type(records).__name__}")
     if values is None:
         raise EncodeError("nothing to encode: pass records or values=")
     values = list(values) if type(values) is not list else values
     n = len(values)
-    key = _binary_from_sequence(keys, "key") if keys is not None else _null_binary(n)
-    value = _binary_from_sequence(values, "value")
+    key = _binary_from_sequence(keys, "key", transient) if keys is not None else _null_binary(n)
+    value = _binary_from_sequence(values, "value", transient)
     hidx = hkey = hval = None
     if headers is not None:
         headers = list(headers)
@@ -416,7 +421,8 @@ def encode(records=None, *, keys=None, values=None, timestamps=None, headers=Non
     recompressing segments). Default: when the input is a Records, magic is 2 and no batch_size,
     max_records or producer field is given.
     """
-    cols = to_columns(records, keys=keys, values=values, timestamps=timestamps, headers=headers, offsets=offsets)
+    # transient: nothing runs between normalizing and writing, so lists of bytes need no copy
+    cols = _to_columns(records, keys, values, timestamps, headers, offsets, True)
     return encode_columns(cols, magic=magic, compression=compression, compression_level=compression_level,
                           batch_size=batch_size, max_records=max_records, base_offset=base_offset,
                           timestamp_type=timestamp_type, log_append_time=log_append_time,

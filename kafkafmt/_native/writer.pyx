@@ -552,11 +552,13 @@ def headers_from_list(list items):
     return index, (koff, kdata, None), (voff, vdata, validity)
 
 
-def binary_refs_from_list(list items):
+def binary_refs_from_list(list items, bint copy_list=True):
     """As binary_from_list for a list of bytes / None only, without copying the bytes: returns
     (offsets int64[n + 1], validity bitmap or None, pointers uintp[n] to each item's bytes, keep) --
-    `keep` (an immutable tuple of the items) must outlive every use of the pointers -- or None when
-    an item is anything else (bytearray, whose buffer may move, included)."""
+    `keep` must outlive every use of the pointers: an immutable tuple of the items, or with
+    copy_list=False the list itself (only for a caller that uses the pointers before any Python
+    code could change the list) -- or None when an item is anything else (bytearray, whose buffer
+    may move, included)."""
     cdef PyObject *lst = <PyObject *>items
     cdef Py_ssize_t n = c_list_size(lst), i
     cdef PyObject *x
@@ -585,7 +587,7 @@ def binary_refs_from_list(list items):
         for i in range(n):
             if c_list_item(lst, i) != Py_None:
                 vb[i >> 3] |= <uint8_t>(1 << (i & 7))
-    return offsets, validity, pointers, tuple(items)
+    return offsets, validity, pointers, (tuple(items) if copy_list else items)
 
 
 def gather(const int64_t[::1] offsets, const uintptr_t[::1] pointers):
