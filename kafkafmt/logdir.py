@@ -213,7 +213,8 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
             pos = resume if recs.tail is None else stop
             released = f.release(released, pos)
             recs = recs.replace(batches=recs.batches.with_column(
-                "segment", np.full(len(recs.batches), seg.base_offset, np.int64)))
+                "segment", np.full(len(recs.batches), seg.base_offset, np.int64)),
+                topic=task.topic, partition=task.partition, report=report)
             yield _select(recs, task), after
 
 
@@ -251,7 +252,6 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     for task in tasks:
         for recs, after in read_task(task, report, options=options, errors=errors, max_bytes=max_bytes,
                                      after=after):
-            recs = recs.replace(topic=part.topic, partition=part.partition, report=report)
             # a chunk of record-less batches (the cleaner's empty batches) still carries them
             if len(recs) or keep_empty or (not committed and (len(recs.controls) or len(recs.batches))):
                 yield recs

@@ -346,32 +346,22 @@ class Records:
     def __init__(self, *, offset, timestamp, timestamp_type, batch_index, key, value, headers, batches,
                  controls, topic=None, partition=None, file=None, valid_bytes=0, trailing_bytes=0, tail=None,
                  topic_index=None, topic_names=None, report=None):
-        self.offset = offset
-        self.timestamp = timestamp
-        self.timestamp_type = timestamp_type
-        self.batch_index = batch_index
-        self._key = key                  # None: the column was not decoded (absent, not null)
-        self._value = value
-        self._headers = headers
-        self.batches = batches
-        self.controls = controls
         # topic: one name for all records, or per-record codes into topic_names
         if topic_index is not None:
-            self.topic_index, self.topic_names = topic_index, list(topic_names)
+            topic_names = list(topic_names)
         else:
-            self.topic_index, self.topic_names = None, ([] if topic is None else [topic])
-        self.partition = partition       # None, an int, or an int32 array (one per record)
-        self.file = file
-        self.valid_bytes = valid_bytes
-        self.trailing_bytes = trailing_bytes
-        self.tail = tail
-        self.report = [] if report is None else report   # what was skipped or fell back, and why
-        self._frozen = True
+            topic_names = [] if topic is None else [topic]
+        # set once, here (the instance is immutable afterwards; see __setattr__)
+        self.__dict__.update(
+            offset=offset, timestamp=timestamp, timestamp_type=timestamp_type, batch_index=batch_index,
+            _key=key, _value=value, _headers=headers,        # None: the column was not decoded (absent, not null)
+            batches=batches, controls=controls, topic_index=topic_index, topic_names=topic_names,
+            partition=partition,                             # None, an int, or an int32 array (one per record)
+            file=file, valid_bytes=valid_bytes, trailing_bytes=trailing_bytes, tail=tail,
+            report=[] if report is None else report)         # what was skipped or fell back, and why
 
     def __setattr__(self, name, value):
-        if getattr(self, "_frozen", False):
-            raise AttributeError(f"Records are immutable: use recs.replace({name}=...) for a copy with a new {name}")
-        object.__setattr__(self, name, value)
+        raise AttributeError(f"Records are immutable: use recs.replace({name}=...) for a copy with a new {name}")
 
     def _column(self, name, option):
         col = getattr(self, "_" + name)
