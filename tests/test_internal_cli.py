@@ -432,6 +432,8 @@ def test_export_internal_usage_errors(sample, tmp_path):
     assert "no __transaction_state partition" in p.stderr
     p = cli("export", sample, "--internal", "offsets", "--to", out)
     assert p.returncode == 2 and "invalid choice" in p.stderr
+    choices = re.search(r"--internal \{([a-z_,]+)\}", cli("export", "--help", check=0).stdout).group(1)
+    assert tuple(choices.split(",")) == tuple(ki.TABLES)
 
 
 def test_export_internal_partitions_filter(real_corpus, tmp_path):

@@ -217,7 +217,7 @@ def test_readme_pipeline_to_partitioned_parquet(spark, sample, tmp_path):
     back = spark.read.parquet(out)
     assert back.count() == len(kafkafmt.read_log_dirs(sample))
     assert sorted(d for d in os.listdir(out) if d.startswith("topic=")) == [
-        f"topic={t}" for t in ("clicks", "customers", "orders", "payments")]
+        f"topic={t}" for t in sorted({p.topic for p in kafkafmt.list_partitions(sample)})]
 
 
 def test_load_from_s3(spark, tmp_path):

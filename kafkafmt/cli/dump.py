@@ -15,7 +15,11 @@ people and scripts that know ``kafka-dump-log.sh`` recognise them:
 * ``offset: X position: Y`` per ``.index`` entry, ``timestamp: X offset: Y`` per ``.timeindex``
   entry, the transaction index and producer snapshot fields as Kafka names them;
 * after all files, on stderr, index mismatches, time index errors and (with ``--records``)
-  non-consecutive offsets, worded as Kafka does.
+  non-consecutive offsets, worded as Kafka does;
+* with ``--offsets-decoder`` / ``--transaction-log-decoder`` / ``--cluster-metadata-decoder`` (and by
+  default for ``__consumer_offsets-N``, ``__transaction_state-N``, ``__cluster_metadata-N`` folders
+  and KRaft snapshots, unless ``--no-decode-internal``) keys and payloads as Kafka's decoders print
+  them (`kafkafmt.cli.internal_topics`).
 
 Differences: ranges (``--offset-range``, ``--time-range``) seek with the indexes instead of reading
 from the start; a corrupt stretch is reported (``Skipped ... bytes``) and dumping resumes at the
@@ -58,7 +62,8 @@ def add_parser(sub, parents):
         epilog="Examples:\n  kafkafmt dump /var/lib/kafka/orders-0/00000000000000000000.log --records\n"
                "  kafkafmt dump orders-0 --offset-range 1000:1010 --print-data\n"
                "  kafkafmt dump orders-0 --time-range 2026-01-01T00:00Z..2026-01-01T01:00Z --json\n"
-               "  kafkafmt dump orders-0/00000000000000000000.index --verify-index-only",
+               "  kafkafmt dump orders-0/00000000000000000000.index --verify-index-only\n"
+               "  kafkafmt dump kafka-logs/__consumer_offsets-12 --offsets-decoder",
         formatter_class=_formatter())
     p.add_argument("paths", nargs="*", metavar="PATH", help="files, partition folders or log directories")
     p.add_argument("--files", action="append", metavar="F[,F]",

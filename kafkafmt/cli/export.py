@@ -71,7 +71,7 @@ def add_parser(sub, parents):
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local: this process, streaming; spark: the kafka-segments Spark data source (pyspark)")
     p.add_argument("--internal", choices=("consumer_offsets", "group_members", "transaction_state",
-                                          "cluster_metadata"),
+                                          "cluster_metadata"),     # kafkafmt.internal.TABLES (not imported here)
                    help="write one of kafkafmt.internal's tables of Kafka's internal topics instead of records: "
                         "consumer_offsets/group_members read __consumer_offsets, transaction_state "
                         "__transaction_state, cluster_metadata __cluster_metadata and its .checkpoint snapshots")

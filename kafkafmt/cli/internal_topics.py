@@ -16,6 +16,7 @@ import posixpath
 import re
 import warnings
 
+from kafkafmt.internal import TOPIC_OF
 from kafkafmt.segments import partition_of_name
 
 __all__ = ["DECODER_FLAGS", "TOPIC_DECODERS", "INTERNAL_TABLES", "decoder_for", "record_texts", "record_json",
@@ -29,9 +30,8 @@ DECODER_FLAGS = {"offsets_decoder": "offsets", "transaction_log_decoder": "trans
 TOPIC_DECODERS = {"__consumer_offsets": "offsets", "__transaction_state": "transaction-log",
                   "__cluster_metadata": "cluster-metadata"}
 
-#: ``export --internal`` table -> the topic it reads
-INTERNAL_TABLES = {"consumer_offsets": "__consumer_offsets", "group_members": "__consumer_offsets",
-                   "transaction_state": "__transaction_state", "cluster_metadata": "__cluster_metadata"}
+#: ``export --internal`` table -> the topic it reads (kafkafmt.internal's own map)
+INTERNAL_TABLES = dict(TOPIC_OF)
 
 
 def decoder_for(path, kind):
