@@ -213,3 +213,53 @@ def test_zstd_contexts_reused_across_calls_and_threads():
     for t in threads:
         t.join()
     assert len(results) == 60 and all(results)
+
+
+_C_CHECK = r"""
+#include <stdio.h>
+#include "kfmt.h"
+int main(void) {
+    static uint8_t buf[1 << 16];
+    uint32_t x = 12345;
+    for (size_t i = 0; i < sizeof buf; i++) { x = x * 1103515245u + 12345u; buf[i] = (uint8_t)(x >> 16); }
+    kfmt_crc_init();
+    int bad = 0;
+    for (int t = 0; t < 20000; t++) {
+        x = x * 1103515245u + 12345u; size_t off = (x >> 8) % 4096;
+        x = x * 1103515245u + 12345u; size_t n = (t % 3 == 0) ? (x >> 8) % 60000 : (x >> 8) % 600;
+        if (kfmt_crc32(buf + off, n) != kfmt_crc32_table_only(buf + off, n)) bad++;
+        if (kfmt_crc32c(buf + off, n) != kfmt_crc32c_table_only(buf + off, n)) bad++;
+    }
+    printf("%d %08x %08x %d\n", kfmt_crc_backends(), kfmt_crc32((const uint8_t *)"123456789", 9),
+           kfmt_crc32c((const uint8_t *)"123456789", 9), bad);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["native", "aarch64"])
+def test_crc_hardware_paths_in_c(target, tmp_path):
+    """kfmt.h's CRCs compiled on their own: the hardware path picked here (x86-64: SSE4.2 /
+    PCLMULQDQ; aarch64 under qemu-user: the ARMv8 CRC instructions) against the tables."""
+    import os
+    import shutil
+    import subprocess
+
+    here = os.path.join(os.path.dirname(scan.__file__))
+    cc = {"native": shutil.which("cc") or shutil.which("gcc"), "aarch64": shutil.which("aarch64-linux-gnu-gcc")}[target]
+    run = [] if target == "native" else [shutil.which("qemu-aarch64"), "-L", "/usr/aarch64-linux-gnu"]
+    if cc is None or None in run:
+        pytest.skip(f"no compiler / emulator for {target} here")
+    src = tmp_path / "check.c"
+    src.write_text(_C_CHECK)
+    exe = tmp_path / "check"
+    subprocess.run([cc, "-O2", "-I", here, str(src), "-o", str(exe)], check=True, capture_output=True)
+    for env_soft in ("0", "1"):
+        out = subprocess.run(run + [str(exe)], check=True, capture_output=True, text=True,
+                             env=dict(os.environ, KAFKAFMT_CRC_SOFTWARE=env_soft)).stdout.split()
+        backends, crc32, crc32c, bad = int(out[0]), out[1], out[2], int(out[3])
+        assert (crc32, crc32c, bad) == ("cbf43926", "e3069283", 0)     # the standard check values
+        if env_soft == "1":
+            assert backends == 0
+        elif target == "aarch64":
+            assert backends == 4                                        # qemu emulates the CRC extension

@@ -355,10 +355,12 @@ def crc32_table(const uint8_t[::1] data):
 
 
 def crc_backends():
-    """The implementation each CRC uses in this process: {"crc32c": "sse4.2" | "table",
-    "crc32": "pclmulqdq" | "table"} (KAFKAFMT_CRC_SOFTWARE=1 at import forces "table")."""
+    """The implementation each CRC uses in this process: {"crc32c": "sse4.2" | "armv8-crc" |
+    "table", "crc32": "pclmulqdq" | "armv8-crc" | "table"} (KAFKAFMT_CRC_SOFTWARE=1 at import
+    forces "table")."""
     cdef int bits = kfmt_crc_backends()
-    return {"crc32c": "sse4.2" if bits & 1 else "table", "crc32": "pclmulqdq" if bits & 2 else "table"}
+    return {"crc32c": "sse4.2" if bits & 1 else "armv8-crc" if bits & 4 else "table",
+            "crc32": "pclmulqdq" if bits & 2 else "armv8-crc" if bits & 4 else "table"}
 
 
 def find_next_entry(const uint8_t[::1] data, Py_ssize_t start, int64_t min_offset=-1,
