@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,9 +23,10 @@ from kafkafmt._native import kernel as _kernel
 from kafkafmt._native import scan as _scan
 from kafkafmt.codecs import get_codec
 from kafkafmt.codecs import base as _codec_base
-from kafkafmt.records import BinaryColumn, Headers, Records, Table
+from kafkafmt.records import BinaryColumn, BinaryViewColumn, Headers, Records, Table
 
-__all__ = ["decode", "scan_batches", "DecodeOptions", "next_entry", "offset_sequence_error"]
+__all__ = ["decode", "scan_batches", "DecodeOptions", "next_entry", "offset_sequence_error", "resolve_threads",
+           "thread_pool"]
 
 # what each error code of the C loops means
 _ERRORS = {
@@ -114,10 +117,10 @@ class _Decompressor:
 
     def __init__(self, buf, table, max_decompressed, file):
         self.mv = memoryview(buf)
-        self.codec = table["codec"].tolist()
-        self.magic = table["magic"].tolist()
-        self.start = table["payload_start"].tolist()
-        self.length = table["payload_len"].tolist()
+        self.codec = table["codec"]
+        self.magic = table["magic"]
+        self.start = table["payload_start"]
+        self.length = table["payload_len"]
         self.table = table
         self.max = max_decompressed
         self.file = file
@@ -128,7 +131,8 @@ class _Decompressor:
                     offset=int(self.table["base_offset"][b]))
 
     def __call__(self, b):
-        codec_id, magic, start, length = self.codec[b], self.magic[b], self.start[b], self.length[b]
+        codec_id, magic, start, length = (int(self.codec[b]), int(self.magic[b]), int(self.start[b]),
+                                          int(self.length[b]))
         try:
             codec = self.codecs.get(codec_id)
             if codec is None:
@@ -156,6 +160,8 @@ class DecodeOptions:
     headers: bool = True
     max_decompressed: object = None  # cap on one batch's decompressed size (None: the codec default)
     max_batch_bytes: int = 256 << 20  # a size field above this is corruption, not a truncated tail
+    threads: object = None           # decoding threads: None = all cores (os.cpu_count()), 1 = serial
+    binary: str = "contiguous"       # "contiguous": Arrow binary; "view": binary_view into the input
 
     @classmethod
     def for_columns(cls, columns=None, **kwargs):
@@ -175,7 +181,7 @@ class DecodeOptions:
 def decode(data, *, verify_crc=True, include_control=False, file=None, topic=None, partition=None,
            keys=True, values=True, headers=True, max_decompressed=None, max_batch_bytes=256 << 20,
            chunk_bytes=1 << 20, start=0, stop=None, after_offset=None, next_offset=None,
-           check_offsets=None) -> Records:
+           check_offsets=None, threads=None, binary="contiguous") -> Records:
     """Decode a buffer of Kafka record batches / message sets into columns.
 
     data: any bytes-like (bytes, bytearray, memoryview, mmap, NumPy uint8 array) holding
@@ -196,7 +202,16 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     both neighbours is corrupt, and the error names it. after_offset: the last offset before
     `start`; next_offset: the first offset after the data, when no entry follows `stop` in it.
     file: a name used in error messages.
+    threads: decoding threads (None: all cores, as pyarrow's use_threads; 1: serial). A large
+    buffer is split at batch boundaries from the framing scan, the parts are decoded at once (the C
+    loops release the GIL) and joined in order: the result, and the error raised (the first in
+    byte order), are those of a serial decode.
+    binary: "contiguous" (key/value as Arrow binary: offsets + one data buffer) or "view" (Arrow
+    binary_view columns pointing into `data` and into the decompressed batches, which they keep
+    alive: no value byte is copied; see `kafkafmt.records.BinaryViewColumn`).
     """
+    if binary not in _BINARY_LAYOUTS:
+        raise ValueError(f"binary must be one of {', '.join(_BINARY_LAYOUTS)}, not {binary!r}")
     whole = _as_uint8(data)
     buf = _window(whole, start, stop)
     table = _scan.scan(buf, _CRC_MODES[verify_crc], start, max_batch_bytes)
@@ -218,14 +233,251 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
             count, tail = i, None
             valid_end = err[1]
     options = DecodeOptions(verify_crc=verify_crc, include_control=include_control, keys=keys, values=values,
-                            headers=headers, max_decompressed=max_decompressed, max_batch_bytes=max_batch_bytes)
-    cols, work = _prepare(table, options)
-    _decode_chunks(cols, buf, table, count, work, options, chunk_bytes, file)
+                            headers=headers, max_decompressed=max_decompressed, max_batch_bytes=max_batch_bytes,
+                            threads=threads, binary=binary)
+    views_from_input = binary == "view" and (keys or values) and buf.shape[0] < _VIEW_MAX_BUFFER and \
+        not (table["magic"][:count] < 2).any()
+    if binary == "view" and not views_from_input:
+        # v0/v1 messages (or an input past 2 GiB): views over the decoded contiguous values
+        options = options.replace(binary="contiguous")
+    groups = _split(table, count, resolve_threads(threads), buf.shape[0])
+    if len(groups) == 1:
+        a, c, kept = _decode_group(buf, table, 0, count, options, chunk_bytes, file)
+    else:
+        a, c, kept = _decode_parallel(buf, table, groups, options, chunk_bytes, file)
     if err is not None:
         _raise_scan_error(err, file)
     if tail == "truncated":
         _check_truncated_tail(buf, valid_end, max_batch_bytes, file)
-    return _finish(cols, table, buf.shape[0], valid_end, tail, file, topic, partition, options)
+    views = None
+    if views_from_input:
+        views = _views(buf, table, groups, kept, options, file)
+    recs = _finish(a, c, table, buf.shape[0], valid_end, tail, file, topic, partition,
+                   options.replace(keys=keys and views is None, values=values and views is None))
+    if views is not None:
+        return recs.replace(key=views[0], value=views[1])
+    if binary == "view":
+        return recs.replace(key=_as_views(recs._key), value=_as_views(recs._value))
+    return recs
+
+
+_VIEW_MAX_BUFFER = (1 << 31) - 1   # view offsets are int32
+
+
+def _views(buf, table, groups, kept, options, file):
+    """(key, value) `BinaryViewColumn`s (None where not wanted) of the decoded v2 records,
+    pointing into buf (uncompressed batches) and the decompressed payloads kept (batch -> buffer)."""
+    from kafkafmt._native import views as _vw
+
+    batches = sorted(kept)
+    index = np.zeros(len(table["codec"]), np.int32)
+    index[batches] = np.arange(1, len(batches) + 1, dtype=np.int32)
+    buffers = [buf] + [kept[b] for b in batches]
+    rows = []
+    for lo, hi in groups:
+        counts = table["record_count"][lo:hi]
+        keep = np.ones(hi - lo, bool) if options.include_control else ~table["is_control"][lo:hi].view(bool)
+        rows.append(int(counts[keep & (counts > 0)].sum()))
+    n = sum(rows)
+    kv = np.empty((n, 16), np.uint8) if options.keys else None
+    vv = np.empty((n, 16), np.uint8) if options.values else None
+    kbits = np.zeros((n + 7) // 8 + 1, np.uint8)
+    vbits = np.zeros((n + 7) // 8 + 1, np.uint8)
+    starts = np.concatenate([[0], np.cumsum(rows)]).tolist()
+
+    def run(g):
+        lo, hi = groups[g]
+        return _vw.v2_views(buf, table, lo, hi, [kept.get(b) for b in range(lo, hi)], index,
+                            options.include_control, kv, vv, kbits, vbits, starts[g])
+
+    if len(groups) > 1:
+        results = list(thread_pool(resolve_threads(options.threads)).map(run, range(len(groups))))
+    else:
+        results = [run(0)]
+    for (got, _, _), want in zip(results, rows):
+        if got != want:   # the kernel accepted these records: a walk that disagrees is a bug here
+            raise errors.CorruptRecordError(f"binary='view': records do not walk as decoded ({got} != {want})",
+                                            file=file)
+    knulls = sum(r[1] for r in results)
+    vnulls = sum(r[2] for r in results)
+    key = None if kv is None else BinaryViewColumn(kv, buffers, kbits[:(n + 7) // 8], knulls)
+    value = None if vv is None else BinaryViewColumn(vv, buffers, vbits[:(n + 7) // 8], vnulls)
+    return key, value
+
+
+def _as_views(col):
+    """A contiguous column as a `BinaryViewColumn` over its own data buffer (no value copied)."""
+    if col is None:
+        return None
+    import pyarrow as pa
+
+    arr = col.to_arrow().cast(pa.binary_view())
+    validity, views, *data = arr.buffers()
+    return BinaryViewColumn(np.frombuffer(views, np.uint8).reshape(-1, 16)[arr.offset:arr.offset + len(arr)],
+                            [d for d in data if d is not None],
+                            None if not arr.null_count else np.packbits(np.asarray(arr.is_valid()), bitorder="little"),
+                            arr.null_count)
+
+
+# -- threads ------------------------------------------------------------------------------------
+
+_BINARY_LAYOUTS = ("contiguous", "view")
+PARALLEL_MIN_BYTES = 4 << 20   # inputs smaller than this are decoded by one thread
+GROUP_MIN_BYTES = 1 << 20     # the smallest part a buffer is split into
+_GROUPS_PER_THREAD = 4         # parts per thread: balance, and the join's peak memory (1 + 1/parts)
+_pools = {}
+_pools_lock = threading.Lock()
+
+
+def resolve_threads(threads=None):
+    """The number of threads `threads` asks for: None or 0 = every core this process may run on
+    (as pyarrow's use_threads), else the positive int given."""
+    if threads is None or threads == 0 or threads is True:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except (AttributeError, OSError):   # pragma: no cover - not Linux
+            return max(1, os.cpu_count() or 1)
+    if threads is False:
+        return 1
+    threads = int(threads)
+    if threads < 1:
+        raise ValueError(f"threads must be a positive number (or None for all cores), not {threads}")
+    return threads
+
+
+def thread_pool(threads, kind="decode"):
+    """A process-wide pool of `threads` workers for one kind of work ("decode": parts of one
+    buffer; "tasks": segments / partitions, whose decodes may use the "decode" pool, never their own)."""
+    with _pools_lock:
+        pool = _pools.get((kind, threads))
+        if pool is None:
+            pool = _pools[(kind, threads)] = ThreadPoolExecutor(threads, thread_name_prefix=f"kafkafmt-{kind}")
+        return pool
+
+
+def _split(table, count, threads, nbytes):
+    """Batch ranges [(lo, hi)] decoded by separate threads: one when threads == 1 or the input is
+    small, else parts of about equal input bytes, cut at batch boundaries."""
+    if threads <= 1 or count < 2 or nbytes < PARALLEL_MIN_BYTES:
+        return [(0, count)]
+    parts = int(min(threads * _GROUPS_PER_THREAD, max(2, nbytes // GROUP_MIN_BYTES), count))
+    ends = (table["position"][:count] + table["size"][:count].astype(np.int64) + 12)
+    cuts = np.searchsorted(ends, np.linspace(ends[0], ends[-1], parts + 1)[1:-1], side="left") + 1
+    edges = sorted(set([0] + [int(c) for c in cuts if 0 < c < count] + [count]))
+    return list(zip(edges, edges[1:]))
+
+
+def _decode_parallel(buf, table, groups, options, chunk_bytes, file):
+    """Decode each batch range in the decode pool; the first error in byte order is raised once
+    the ranges before it are known to be clean; the outputs are joined in order."""
+    pool = thread_pool(resolve_threads(options.threads))
+    futures = [pool.submit(_decode_group, buf, table, lo, hi, options, chunk_bytes, file) for lo, hi in groups]
+    results, kept = [], {}
+    try:
+        for f in futures:
+            a, c, k = f.result()
+            results.append((a, c))
+            kept.update(k)
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        raise
+    futures.clear()
+    a, c = _join(results, options, pool)
+    return a, c, kept
+
+
+def _join(results, options, pool):
+    """One set of kernel outputs from the parts' (arrays, counts), in order. The joined arrays are
+    allocated untouched and filled part by part, each part dropped once copied (peak memory: the
+    output plus one part); the large copies run in the pool (NumPy copies without the GIL)."""
+    counts = [c for _, c in results]
+    n = sum(c["records"] for c in counts)
+    nh = sum(c["headers"] for c in counts)
+    nc = sum(c["controls"] for c in counts)
+    c = dict(records=n, headers=nh, controls=nc,
+             key_nulls=sum(x["key_nulls"] for x in counts), value_nulls=sum(x["value_nulls"] for x in counts),
+             header_value_nulls=sum(x["header_value_nulls"] for x in counts))
+    first = results[0][0]
+    out = {}
+    plan = []   # (name, per-part length of the used prefix, kind)
+    for name in ("offset", "timestamp", "timestamp_type", "batch_index"):
+        plan.append((name, [x["records"] for x in counts], "plain"))
+    for name in _CONTROL_COLUMNS:
+        plan.append((name, [x["controls"] for x in counts], "plain"))
+    binaries = [("key", "records", "key_nulls", options.keys), ("value", "records", "value_nulls", options.values)]
+    if options.headers:
+        binaries += [("header_key", "headers", None, True), ("header_value", "headers", "header_value_nulls", True)]
+        plan.append(("header_index", [x["records"] for x in counts], "index"))
+    for prefix, group, nulls, wanted in binaries:
+        if not wanted:
+            continue
+        plan.append((prefix + "_data", [int(a[prefix + "_offsets"][x[group]]) for a, x in results], "plain"))
+        plan.append((prefix + "_offsets", [x[group] for x in counts], "offsets"))
+        if nulls is None or c[nulls]:
+            plan.append((prefix + "_validity", [x[group] for x in counts], "bits"))
+    bits = [(name, lengths) for name, lengths, kind in plan if kind == "bits"]
+    for name, lengths in bits:    # validity bitmaps are small (one bit per row)
+        out[name] = np.packbits(np.concatenate([_bits(a[name], k) for (a, _), k in zip(results, lengths)]),
+                                bitorder="little")
+    plan = [x for x in plan if x[2] != "bits"]
+    at, base = {}, {}
+    for name, lengths, kind in plan:
+        extra = 1 if kind != "plain" else 0
+        out[name] = np.empty(sum(lengths) + extra, first[name].dtype)   # pages touched when filled
+        if extra:
+            out[name][0] = 0
+        at[name], base[name] = 0, 0
+    threads = resolve_threads(options.threads)
+    for p, (a, _) in enumerate(results):
+        jobs = []
+        for name, lengths, kind in plan:
+            k, src, dest = lengths[p], a[name], out[name]
+            if kind == "plain":
+                jobs += _pieces(np.copyto, dest[at[name]:at[name] + k], src[:k], 0, threads)
+            else:
+                jobs += _pieces(np.add, dest[at[name] + 1:at[name] + 1 + k], src[1:k + 1], base[name], threads)
+                base[name] += int(src[k])
+            at[name] += k
+        if sum(j[1].nbytes for j in jobs) >= (4 << 20) and len(jobs) > 1:
+            list(pool.map(_copy_job, jobs))
+        else:
+            for j in jobs:
+                _copy_job(j)
+        a.clear()     # this part's buffers go now: peak memory is the output plus one part
+    return out, c
+
+
+def _pieces(fn, dest, src, base, threads):
+    """Copy jobs for dest[:] = src + base, in up to `threads` slices when large."""
+    n = len(dest)
+    k = threads if dest.nbytes >= (2 << 20) else 1
+    edges = [n * i // k for i in range(k + 1)]
+    return [(fn, dest[x:y], src[x:y], base) for x, y in zip(edges, edges[1:]) if y > x]
+
+
+def _copy_job(job):
+    fn, dest, src, base = job
+    if fn is np.copyto or not base:
+        np.copyto(dest, src)
+    else:
+        np.add(src, base, out=dest)
+
+
+def _bits(validity, k):
+    return np.unpackbits(validity, bitorder="little", count=k).astype(bool, copy=False) if k else np.ones(0, bool)
+
+
+_CONTROL_COLUMNS = ("control_offset", "control_batch_index", "control_type", "control_version",
+                    "control_coordinator_epoch", "control_timestamp")
+
+
+def _decode_group(buf, table, lo, hi, options, chunk_bytes, file):
+    """Decode batches [lo, hi): the kernel's (arrays, counts)."""
+    cols, work = _prepare(table, lo, hi, options)
+    _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file)
+    a = cols.arrays()
+    return a, cols.counts, work["payloads"]
 
 
 def _window(buf, start, stop):
@@ -322,55 +574,76 @@ def next_entry(buf, start, after_offset=None, max_batch_bytes=256 << 20):
 
 # -- decoding in chunks -------------------------------------------------------------------------
 
-def _prepare(table, options):
-    """The kernel's output columns, sized from the batch table, and which batches need what."""
-    codec = table["codec"]
-    counts = table["record_count"]
+def _prepare(table, lo, hi, options):
+    """The kernel's output columns for batches [lo, hi), sized from the batch table, and which
+    batches need what (batch numbers are the table's)."""
+    sl = slice(lo, hi)
+    codec = table["codec"][sl]
+    counts = table["record_count"][sl]
+    magic = table["magic"][sl]
+    plen = table["payload_len"][sl]
     # the cleaner leaves v2 batches without records and without payload, whatever their codec bits
-    needs = (codec != 0) & ((table["magic"] < 2) | (counts > 0) | (table["payload_len"] > 0))
+    needs = (codec != 0) & ((magic < 2) | (counts > 0) | (plen > 0))
     # lz4 / zstd v2 batches are decompressed by the kernel itself when their libraries loaded
-    in_kernel = needs & (table["magic"] == 2) & (((C_CODECS >> codec.astype(np.int64)) & 1) == 1)
+    # (not for binary="view": values then point into decompressed buffers that must be kept)
+    c_codecs = 0 if options.binary == "view" else C_CODECS
+    in_kernel = needs & (magic == 2) & (((c_codecs >> codec.astype(np.int64)) & 1) == 1)
     plain = codec == 0
-    plain_bytes = int(table["payload_len"][plain].clip(0).sum())
+    plain_bytes = int(plen[plain].clip(0).sum())
     # record counts of uncompressed batches were checked against their size by the scan; those of
     # compressed batches are checked against the decompressed size, chunk by chunk, before use
     n_est = int(counts[plain].sum()) + 1
-    ctrl_est = int(counts[plain & table["is_control"]].sum())
+    ctrl_est = int(counts[plain & table["is_control"][sl]].sum())
+    view = options.binary == "view"
     cols = _kernel.Columns(
-        n_est, plain_bytes // 4 + 1024, plain_bytes + 1024, headers=max(16, n_est // 8),
-        controls=ctrl_est, want_keys=options.keys, want_values=options.values, want_headers=options.headers,
-        include_control=options.include_control, verify_crc=bool(options.verify_crc), c_codecs=C_CODECS,
+        n_est, 1 if view else plain_bytes // 4 + 1024, 1 if view else plain_bytes + 1024, headers=max(16, n_est // 8),
+        controls=ctrl_est, want_keys=options.keys and not view, want_values=options.values and not view,
+        # views: the kernel still validates every record (headers on keeps its full parse)
+        want_headers=options.headers or view,
+        include_control=options.include_control, verify_crc=bool(options.verify_crc), c_codecs=c_codecs,
         max_decompressed=_codec_base.DEFAULT_MAX_DECOMPRESSED if options.max_decompressed is None
         else options.max_decompressed)
     if in_kernel.any():
         # their decompressed sizes show only in the kernel: reserve for a typical ratio (address
         # space only: untouched pages cost nothing and the arrays shrink to fit), grow beyond
-        stored = int(table["payload_len"][in_kernel].sum())
+        stored = int(plen[in_kernel].sum())
         records = int(np.minimum(counts[in_kernel],
-                                 _IN_KERNEL_RATIO_GUESS * table["payload_len"][in_kernel] // _MIN_RECORD_BYTES).sum())
+                                 _IN_KERNEL_RATIO_GUESS * plen[in_kernel] // _MIN_RECORD_BYTES).sum())
         cols.reserve(min(stored, 1 << 30), min(_IN_KERNEL_RATIO_GUESS * stored, 4 << 30), records)
         cols.reserve_headers(records // 4, records, 4 * records)
-    return cols, dict(in_kernel=in_kernel, compressed=np.flatnonzero(needs & ~in_kernel))
+    full = np.zeros(len(table["codec"]), bool)
+    full[sl] = in_kernel
+    return cols, dict(in_kernel=full, compressed=np.flatnonzero(needs & ~in_kernel) + lo, payloads={})
 
 
-def _decode_chunks(cols, buf, table, count, work, options, chunk_bytes, file):
-    """Run the kernel over batches [0, count) in chunks whose decompressed payloads stay under
+def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file):
+    """Run the kernel over batches [lo, hi) in chunks whose decompressed payloads stay under
     chunk_bytes; a batch that fails to decompress is raised once the batches before it are
-    decoded (a record-level fault in one of them comes first in the data)."""
+    decoded (a record-level fault in one of them comes first in the data). binary="view": the
+    decompressed payloads are kept in work["payloads"] (batch -> buffer)."""
     decompress = _Decompressor(buf, table, options.max_decompressed, file)
+    keep = work["payloads"] if options.binary == "view" else None
     in_kernel = work["in_kernel"]
     compressed_l = work["compressed"].tolist()
     comp_len = table["payload_len"].clip(0)
     comp_left = int(comp_len[work["compressed"]].sum())   # compressed bytes not yet decompressed
-    counts_l = table["record_count"].tolist()
-    b = ci = 0
-    while b < count:
+    counts = table["record_count"]
+    b, ci = lo, 0
+    while b < hi:
         payloads = []
         stop = b
         decompressed = comp_used = claimed = 0
         pending = None
-        while stop < count and (decompressed + _BATCH_WEIGHT * (stop - b) < chunk_bytes or stop == b):
-            if ci < len(compressed_l) and compressed_l[ci] == stop:
+        while stop < hi and (decompressed + _BATCH_WEIGHT * (stop - b) < chunk_bytes or stop == b):
+            nxt = compressed_l[ci] if ci < len(compressed_l) else hi
+            if nxt > stop:
+                # uncompressed batches up to the next compressed one, as many as the budget takes
+                room = -(-(chunk_bytes - decompressed) // _BATCH_WEIGHT)
+                upto = min(nxt, hi, max(stop + 1, b + room))
+                payloads += [None] * (upto - stop)
+                stop = upto
+                continue
+            if compressed_l[ci] == stop:
                 try:
                     p = decompress(stop)
                 except errors.KafkafmtError as exc:
@@ -378,15 +651,15 @@ def _decode_chunks(cols, buf, table, count, work, options, chunk_bytes, file):
                     break
                 decompressed += len(p)
                 comp_used += int(comp_len[stop])
-                claimed += min(counts_l[stop], len(p) // _MIN_RECORD_BYTES)
+                claimed += min(int(counts[stop]), len(p) // _MIN_RECORD_BYTES)
                 payloads.append(p)
+                if keep is not None:
+                    keep[stop] = p
                 ci += 1
-            else:
-                payloads.append(None)
             stop += 1
-        if decompressed:
+        if decompressed and options.binary != "view":
             _reserve_ahead(cols, decompressed, comp_used, comp_left, claimed)
-            comp_left -= comp_used
+        comp_left -= comp_used
         start = b
         while True:
             status, at, err_at, grow = cols.run(buf, table, start, stop, payloads[start - b:])
@@ -463,9 +736,7 @@ def _controls_table(a, nc):
     })
 
 
-def _finish(cols, table, nbytes, valid_end, tail, file, topic, partition, options):
-    a = cols.arrays()
-    c = cols.counts
+def _finish(a, c, table, nbytes, valid_end, tail, file, topic, partition, options):
     n, nh, nc = c["records"], c["headers"], c["controls"]
     for name in _BOOL_BATCH_COLUMNS:
         table[name] = table[name].view(bool)
@@ -477,14 +748,14 @@ def _finish(cols, table, nbytes, valid_end, tail, file, topic, partition, option
         headers = Headers(
             hdr_offsets.astype(np.int32) if nh < (1 << 31) - 1 else hdr_offsets,
             _binary(a["header_key_offsets"], a["header_key_data"], a["header_key_validity"], 0, nh),
-            _binary(a["header_value_offsets"], a["header_value_data"], a["header_value_validity"],
+            _binary(a["header_value_offsets"], a["header_value_data"], a.get("header_value_validity"),
                     c["header_value_nulls"], nh))
     # columns not asked for are absent (None), never null or empty
     return Records(
         offset=a["offset"][:n], timestamp=a["timestamp"][:n], timestamp_type=a["timestamp_type"][:n],
         batch_index=a["batch_index"][:n],
-        key=_binary(a["key_offsets"], a["key_data"], a["key_validity"], c["key_nulls"], n) if options.keys else None,
-        value=_binary(a["value_offsets"], a["value_data"], a["value_validity"], c["value_nulls"], n)
+        key=_binary(a["key_offsets"], a["key_data"], a.get("key_validity"), c["key_nulls"], n) if options.keys else None,
+        value=_binary(a["value_offsets"], a["value_data"], a.get("value_validity"), c["value_nulls"], n)
         if options.values else None,
         headers=headers, batches=Table(table), controls=_controls_table(a, nc),
         topic=topic, partition=partition, file=file,

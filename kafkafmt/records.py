@@ -151,6 +151,21 @@ class BinaryColumn:
                 out[i] = None
         return out
 
+    @staticmethod
+    def from_arrow(arr):
+        """A column over an Arrow binary / large_binary array's buffers (no copy)."""
+        pa = _pa()
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        large = arr.type in (pa.large_binary(), pa.large_string())
+        validity, offsets, data = arr.buffers()
+        off = np.frombuffer(offsets, np.int64 if large else np.int32)[arr.offset:arr.offset + len(arr) + 1]
+        bits = None
+        if arr.null_count:
+            bits = _pack_validity(np.asarray(arr.is_valid()))
+        return BinaryColumn(off, np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8),
+                            bits, arr.null_count)
+
     def to_arrow(self, type=None):
         """pyarrow array on the same buffers: binary (int32 offsets) or large_binary (int64)."""
         pa = _pa()
@@ -163,6 +178,118 @@ class BinaryColumn:
         validity = None if self.validity is None else pa.py_buffer(self.validity)
         return pa.Array.from_buffers(type, len(self), [validity, pa.py_buffer(offsets), pa.py_buffer(self.data)],
                                      null_count=self.null_count)
+
+
+class BinaryViewColumn:
+    """A nullable binary column in Arrow's binary_view layout (``binary="view"``): ``views`` is a
+    uint8 array of shape (n, 16) -- per value its int32 length, then the value itself when at most
+    12 bytes, else a 4-byte prefix, the index of a data buffer and the offset in it --, ``buffers``
+    the data buffers the views point into (the decoded input, e.g. a segment's memory map, and
+    decompressed batches), ``validity`` bit-packed or None. No value byte is copied; the buffers
+    are referenced by this column and by every Arrow array made from it, so they live as long as
+    any of them."""
+
+    __slots__ = ("views", "buffers", "validity", "null_count")
+
+    def __init__(self, views, buffers, validity=None, null_count=0):
+        self.views = views
+        self.buffers = list(buffers)
+        self.validity = validity if null_count else None
+        self.null_count = int(null_count)
+
+    def __len__(self):
+        return len(self.views)
+
+    def __repr__(self):
+        return f"<BinaryViewColumn {len(self)} values, {self.nbytes} bytes, {self.null_count} null>"
+
+    def lengths(self):
+        """Length in bytes of each value (0 for null)."""
+        return np.ascontiguousarray(self.views[:, :4]).view("<i4").reshape(-1)
+
+    @property
+    def nbytes(self):
+        """Bytes of the values (not of the buffers they lie in)."""
+        return int(self.lengths().sum(dtype=np.int64))
+
+    def is_null(self):
+        return ~_unpack_validity(self.validity, len(self))
+
+    def _value(self, i):
+        v = self.views[i]
+        n = int(v[:4].view("<i4")[0])
+        if n <= 12:
+            return v[4:4 + n].tobytes()
+        b = int(v[8:12].view("<i4")[0])
+        off = int(v[12:16].view("<i4")[0])
+        return bytes(memoryview(self.buffers[b]).cast("B")[off:off + n])
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            start, stop, step = item.indices(len(self))
+            if step != 1:
+                raise IndexError("BinaryViewColumn slices must be contiguous")
+            stop = max(start, stop)
+            valid = _unpack_validity(self.validity, len(self))[start:stop]
+            nulls = int((~valid).sum())
+            return BinaryViewColumn(self.views[start:stop], self.buffers, _pack_validity(valid) if nulls else None,
+                                    nulls)
+        i = int(item)
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(item)
+        if self.validity is not None and not (self.validity[i >> 3] >> (i & 7)) & 1:
+            return None
+        return self._value(i)
+
+    def take(self, rows):
+        """The given rows, in that order (the 16-byte views are copied, never the values)."""
+        rows = np.asarray(rows, np.int64)
+        valid = _unpack_validity(self.validity, len(self))[rows] if self.validity is not None else None
+        nulls = 0 if valid is None else int(len(valid) - valid.sum())
+        return BinaryViewColumn(self.views[rows], self.buffers, _pack_validity(valid) if nulls else None, nulls)
+
+    @staticmethod
+    def concat(columns):
+        """One column of the rows of all `columns` (views renumbered; values not copied)."""
+        columns = list(columns)
+        views, buffers, valids = [], [], []
+        for c in columns:
+            v = np.array(c.views, copy=True) if len(c) else np.zeros((0, 16), np.uint8)
+            if buffers and len(v):
+                long = v[:, :4].copy().view("<i4").reshape(-1) > 12
+                idx = v[long, 8:12].copy().view("<i4").reshape(-1) + len(buffers)
+                v[long, 8:12] = idx.astype("<i4").view(np.uint8).reshape(-1, 4)
+            views.append(v)
+            buffers += c.buffers
+            valids.append(_unpack_validity(c.validity, len(c)))
+        valid = np.concatenate(valids) if valids else np.ones(0, bool)
+        nulls = int(len(valid) - valid.sum())
+        return BinaryViewColumn(np.concatenate(views) if views else np.zeros((0, 16), np.uint8), buffers,
+                                _pack_validity(valid) if nulls else None, nulls)
+
+    def to_pylist(self):
+        out = [self._value(i) for i in range(len(self))]
+        if self.validity is not None:
+            for i in np.flatnonzero(self.is_null()):
+                out[i] = None
+        return out
+
+    def to_contiguous(self):
+        """The same values as a `BinaryColumn` (copies them)."""
+        return BinaryColumn.from_arrow(self.to_arrow().cast(_pa().large_binary()))
+
+    def to_arrow(self, type=None):
+        """pyarrow binary_view array over the same views and buffers (no copy); `type` another
+        Arrow binary type casts it (copies)."""
+        pa = _pa()
+        validity = None if self.validity is None else pa.py_buffer(self.validity)
+        arr = pa.Array.from_buffers(pa.binary_view(), len(self),
+                                    [validity, pa.py_buffer(np.ascontiguousarray(self.views))]
+                                    + [pa.py_buffer(b) for b in self.buffers], null_count=self.null_count)
+        return arr if type is None or type == pa.binary_view() else arr.cast(type)
 
 
 class Headers:
@@ -327,9 +454,14 @@ class Table:
 
 
 def _concat_present(kind, columns):
-    """kind.concat of the columns, or None when any part lacks the column (not decoded)."""
+    """kind.concat of the columns, or None when any part lacks the column (not decoded); binary
+    views stay views when every part has them."""
     if any(c is None for c in columns):
         return None
+    if kind is BinaryColumn and any(isinstance(c, BinaryViewColumn) for c in columns):
+        if all(isinstance(c, BinaryViewColumn) for c in columns):
+            return BinaryViewColumn.concat(columns)
+        columns = [c.to_contiguous() if isinstance(c, BinaryViewColumn) else c for c in columns]
     return kind.concat(columns)
 
 
@@ -583,6 +715,19 @@ class Records:
                 pa.array(codec.astype(np.int32)), pa.array([CODEC_NAMES.get(i, str(i)) for i in range(8)]))
         return pa.table(cols)
 
-    def to_pandas(self, **kwargs):
-        """pandas.DataFrame with the same columns as to_arrow()."""
+    def to_pandas(self, *, dtype_backend="numpy_nullable", **kwargs):
+        """pandas.DataFrame with the same columns as to_arrow() (keyword arguments as to_arrow's).
+
+        dtype_backend (as ``pd.read_parquet`` takes it): the default gives NumPy columns, with a
+        Python ``bytes`` object per key and value (object dtype, what most pandas code expects;
+        one object per value is the cost). ``"pyarrow"`` gives ``pd.ArrowDtype`` columns over the
+        Arrow buffers -- binary / binary_view keys and values, timestamp, headers as
+        list<struct> -- with no Python object per value: pick it for large reads, for Arrow-native
+        consumers (Polars, DuckDB, ``pyarrow.compute``) and when memory matters."""
+        if dtype_backend == "pyarrow":
+            import pandas as pd
+
+            return self.to_arrow(**kwargs).to_pandas(types_mapper=pd.ArrowDtype)
+        if dtype_backend not in ("numpy_nullable", "numpy", None):
+            raise ValueError(f"dtype_backend must be 'numpy_nullable' or 'pyarrow', not {dtype_backend!r}")
         return self.to_arrow(**kwargs).to_pandas()
