@@ -245,8 +245,10 @@ def _headers_from_arrow(arr, n):
         raise EncodeError("headers column holds null header entries")
     if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
         raise EncodeError(f"headers column has type {arr.type}, not list<struct<key, value>>")
-    if arr.null_count:  # a null list means no headers; make its child range empty
-        arr = pc.fill_null(arr, pa.scalar([], type=arr.type))
+    if arr.null_count:  # a null list means no headers: its child range must be empty
+        lengths = np.diff(np.asarray(arr.offsets, dtype=np.int64))
+        if (lengths[np.asarray(arr.is_null(), dtype=bool)] > 0).any():   # rare; fill_null is slow
+            arr = pc.fill_null(arr, pa.scalar([], type=arr.type))
     offsets = np.asarray(arr.offsets, dtype=np.int64)
     values = arr.values
     if offsets[0] != 0 or len(values) != offsets[-1]:

@@ -134,3 +134,19 @@ def test_lists_round_trip_and_kafka_python_reads_them(codec, magic):
     assert [r["value"] for r in kp["records"]] == values
     assert [r["key"] for r in kp["records"]] == keys
     assert all(b["crc_valid"] for b in kp["batches"])
+
+
+def test_arrow_headers_null_lists():
+    # a null list is "no headers", whether or not its child range is empty (the fast path checks)
+    pa = pytest.importorskip("pyarrow")
+    hdr_type = pa.struct([("key", pa.string()), ("value", pa.binary())])
+    values = pa.array([{"key": "a", "value": b"1"}, {"key": "b", "value": b"2"}, {"key": "c", "value": b"3"}],
+                      type=hdr_type)
+    for offsets, mask in (([0, 1, 1, 3], [False, True, False]),      # null slot with an empty range
+                          ([0, 1, 3, 3], [False, True, False])):     # null slot over two entries
+        headers = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values, mask=pa.array(mask))
+        table = pa.table({"value": pa.array([b"x", b"y", b"z"]), "timestamp": pa.array([1, 2, 3], pa.int64()),
+                          "headers": headers})
+        got = kafkafmt.decode(kafkafmt.encode(table)).headers.to_pylist()
+        want = [[("a", b"1")], [], [("b", b"2"), ("c", b"3")] if offsets[2] == 1 else []]
+        assert got == want
