@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafkafmt import tiered
-from kafkafmt.decoder import DecodeOptions, decode
+from kafkafmt.decoder import DecodeOptions, decode, resolve_threads, thread_pool
 from kafkafmt.errors import CorruptRecordError, KafkafmtWarning, NotALogDirError, PathNotFoundError
 from kafkafmt.records import Records
 from kafkafmt.segments import (LOCAL, Partition, ReportEntry, ReportKind, Segment, committed_mask, entry_size_at,
@@ -231,13 +231,26 @@ def _select(recs, task):
 def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None,
                  isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True,
                  include_control=False, max_decompressed=None, max_bytes=64 << 20, report=None,
-                 keep_empty=False, storage_options=None, filesystem=None):
+                 keep_empty=False, storage_options=None, filesystem=None, threads=None, binary="contiguous"):
     """Yield the records of one partition folder (a path, a URL such as ``s3://bucket/logs/t-0``
     with ``storage_options``/``filesystem`` as pandas takes them, or a `Partition`) in chunks of
     about `max_bytes` of decoded data (whatever the segment sizes). Filters and options as
     `read_log_dir`; each chunk has topic and partition; `report` (a list) collects what was
     skipped or fell back. keep_empty=True also yields chunks without records (batches the
-    cleaner emptied), so every batch is seen."""
+    cleaner emptied), so every batch is seen. threads: each chunk's decode uses that many threads
+    (None: all cores; chunks are yielded one at a time, so memory stays bounded by max_bytes)."""
+    yield from _iter_partition(folder, start_offset=start_offset, end_offset=end_offset,
+                               start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation,
+                               columns=columns, errors=errors, verify_crc=verify_crc,
+                               include_control=include_control, max_decompressed=max_decompressed,
+                               max_bytes=max_bytes, report=report, keep_empty=keep_empty,
+                               storage_options=storage_options, filesystem=filesystem, threads=threads,
+                               binary=binary, whole_tasks=False)
+
+
+def _iter_partition(folder, *, start_offset, end_offset, start_timestamp, end_timestamp, isolation, columns, errors,
+                    verify_crc, include_control, max_decompressed, max_bytes, report, keep_empty, storage_options,
+                    filesystem, threads, binary, whole_tasks):
     part = resolve_partition(folder, storage_options, filesystem)
     report = [] if report is None else report
     if errors not in ("strict", "salvage"):
@@ -247,19 +260,67 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     committed = isolation == "read_committed"
     options = DecodeOptions.for_columns(columns, verify_crc=verify_crc,
                                         include_control=include_control and not committed,
-                                        max_decompressed=max_decompressed)
+                                        max_decompressed=max_decompressed, threads=threads, binary=binary)
+    n_threads = resolve_threads(threads)
+    if whole_tasks and n_threads > 1 and len(tasks) > 1:
+        chunks = _read_tasks_parallel(tasks, report, options, errors, n_threads)
+    else:
+        chunks = _read_tasks(tasks, report, options, errors, max_bytes)
+    for recs, _ in chunks:
+        recs = recs.replace(topic=part.topic, partition=part.partition, report=report)
+        # a chunk of record-less batches (the cleaner's empty batches) still carries them
+        if len(recs) or keep_empty or (not committed and (len(recs.controls) or len(recs.batches))):
+            yield recs
+
+
+def _read_tasks(tasks, report, options, errors, max_bytes):
+    """(records, last offset read) of the tasks' chunks, in order, one task after the other."""
     after = None
     for task in tasks:
         for recs, after in read_task(task, report, options=options, errors=errors, max_bytes=max_bytes,
                                      after=after):
-            # a chunk of record-less batches (the cleaner's empty batches) still carries them
-            if len(recs) or keep_empty or (not committed and (len(recs.controls) or len(recs.batches))):
-                yield recs
+            yield recs, after
+
+
+def _read_tasks_parallel(tasks, report, options, errors, threads):
+    """The tasks read whole, `threads` at a time, with the results (records, reports, the error
+    raised) of `_read_tasks`: each task is read without the offset of the batch before it; a task
+    whose predecessor ended above the floor its own segment sets (only then can that offset change
+    the result) is read again, in order, with it."""
+    inner = options.replace(threads=1) if len(tasks) >= threads else options
+    pool = thread_pool(threads, "tasks")
+
+    def one(task, after=None):
+        own = []
+        try:
+            return list(read_task(task, own, options=inner, errors=errors, max_bytes=1 << 62, after=after)), own, None
+        except Exception as exc:   # raised in order below
+            return None, own, exc
+
+    futures = [pool.submit(one, t) for t in tasks]
+    after = None
+    try:
+        for task, fut in zip(tasks, futures):
+            chunks, own, exc = fut.result()
+            floor = task.segment.base_offset - 1
+            if after is not None and after > floor:
+                chunks, own, exc = one(task, after)
+            report += own
+            if exc is not None:
+                raise exc
+            for recs, last in chunks:
+                if last is not None:
+                    after = last if after is None else max(after, last)
+                yield recs, after
+    finally:
+        for fut in futures:
+            fut.cancel()
 
 
 def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None,
                  isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True,
-                 include_control=False, max_decompressed=None, storage_options=None, filesystem=None) -> Records:
+                 include_control=False, max_decompressed=None, storage_options=None, filesystem=None, threads=None,
+                 binary="contiguous") -> Records:
     """All records of one partition folder (``<topic>-<partition>``; a path, a URL with
     ``storage_options``/``filesystem``, or a tiered upload folder) as one `Records`.
 
@@ -273,14 +334,21 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     The result's ``report`` lists what was skipped (leftover files, corrupt ranges, truncated
     tails) and where an index was not used; ``tail``/``truncated``/``valid_bytes``/
     ``trailing_bytes`` describe the end of the partition's last segment.
+    threads: segments decoded at once (and a large segment split at batch boundaries); None: all
+    cores, 1: serial. The result and the error raised (the first in offset order) are those of a
+    serial read.
+    binary: "contiguous" or "view" (key/value as Arrow binary_view pointing into the segments'
+    memory maps and decompressed batches, kept alive by the result; see `decode`).
     """
     report = []
     part = resolve_partition(folder, storage_options, filesystem)
-    parts = list(iter_log_dir(part, start_offset=start_offset, end_offset=end_offset,
-                              start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation,
-                              columns=columns, errors=errors, verify_crc=verify_crc, include_control=include_control,
-                              max_decompressed=max_decompressed, max_bytes=1 << 62, report=report, keep_empty=True))
-    options = DecodeOptions.for_columns(columns)
+    parts = list(_iter_partition(part, start_offset=start_offset, end_offset=end_offset,
+                                 start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation,
+                                 columns=columns, errors=errors, verify_crc=verify_crc,
+                                 include_control=include_control, max_decompressed=max_decompressed,
+                                 max_bytes=1 << 62, report=report, keep_empty=True, storage_options=None,
+                                 filesystem=None, threads=threads, binary=binary, whole_tasks=True))
+    options = DecodeOptions.for_columns(columns, binary=binary)
     if not parts:
         return decode(b"", **options.decode_kwargs()).replace(topic=part.topic, partition=part.partition,
                                                               report=report)
@@ -367,16 +435,34 @@ def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
 
 
 def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
-                  **kwargs) -> Records:
+                  threads=None, **kwargs) -> Records:
     """All records of every partition under one or several roots (paths or URLs, local and remote
     mixed: log dirs, folders holding log dirs at any depth, tiered uploads), with topic and
-    partition columns; options as `read_log_dir`."""
+    partition columns; options as `read_log_dir`. threads: partitions read at once (None: all
+    cores); the result and the error raised (the first partition's, in order) are a serial read's."""
     report = []
     parts = []
-    for p in find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys):
-        recs = read_log_dir(p, **kwargs)
-        report += recs.report
-        parts.append(recs)
+    found = find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys)
+    n = resolve_threads(threads)
+    if n > 1 and len(found) > 1:
+        inner = 1 if len(found) >= n else threads
+        pool = thread_pool(n, "partitions")
+        futures = [pool.submit(read_log_dir, p, threads=inner, **kwargs) for p in found]
+        try:
+            results = [f.result for f in futures]
+            for get in results:
+                recs = get()
+                report += recs.report
+                parts.append(recs)
+        finally:
+            for f in futures:
+                f.cancel()
+    else:
+        for p in found:
+            recs = read_log_dir(p, threads=threads, **kwargs)
+            report += recs.report
+            parts.append(recs)
     if not parts:
-        return decode(b"", **DecodeOptions.for_columns(kwargs.get("columns")).decode_kwargs()).replace(report=report)
+        options = DecodeOptions.for_columns(kwargs.get("columns"), binary=kwargs.get("binary", "contiguous"))
+        return decode(b"", **options.decode_kwargs()).replace(report=report)
     return Records.concat(parts).replace(report=report)
