@@ -715,19 +715,26 @@ class Records:
                 pa.array(codec.astype(np.int32)), pa.array([CODEC_NAMES.get(i, str(i)) for i in range(8)]))
         return pa.table(cols)
 
-    def to_pandas(self, *, dtype_backend="numpy_nullable", **kwargs):
+    def to_pandas(self, *, dtype_backend=None, **kwargs):
         """pandas.DataFrame with the same columns as to_arrow() (keyword arguments as to_arrow's).
 
-        dtype_backend (as ``pd.read_parquet`` takes it): the default gives NumPy columns, with a
-        Python ``bytes`` object per key and value (object dtype, what most pandas code expects;
-        one object per value is the cost). ``"pyarrow"`` gives ``pd.ArrowDtype`` columns over the
-        Arrow buffers -- binary / binary_view keys and values, timestamp, headers as
+        dtype_backend (as ``pd.read_parquet`` takes it): None (the default) gives NumPy columns,
+        with a Python ``bytes`` object per key and value (object dtype: what most pandas code
+        expects; one object per value is the cost). ``"pyarrow"`` gives ``pd.ArrowDtype`` columns
+        over the Arrow buffers -- binary (or binary_view) keys and values, timestamp, headers as
         list<struct> -- with no Python object per value: pick it for large reads, for Arrow-native
-        consumers (Polars, DuckDB, ``pyarrow.compute``) and when memory matters."""
-        if dtype_backend == "pyarrow":
-            import pandas as pd
+        consumers (Polars, DuckDB, ``pyarrow.compute``) and when memory matters.
+        ``"numpy_nullable"``: pandas' nullable integer dtypes, binary columns as objects."""
+        import pandas as pd
 
-            return self.to_arrow(**kwargs).to_pandas(types_mapper=pd.ArrowDtype)
-        if dtype_backend not in ("numpy_nullable", "numpy", None):
-            raise ValueError(f"dtype_backend must be 'numpy_nullable' or 'pyarrow', not {dtype_backend!r}")
-        return self.to_arrow(**kwargs).to_pandas()
+        table = self.to_arrow(**kwargs)
+        if dtype_backend is None:
+            return table.to_pandas()
+        if dtype_backend == "pyarrow":
+            return table.to_pandas(types_mapper=pd.ArrowDtype)
+        if dtype_backend == "numpy_nullable":
+            pa = _pa()
+            nullable = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+                        pa.int64(): pd.Int64Dtype(), pa.string(): pd.StringDtype()}
+            return table.to_pandas(types_mapper=nullable.get)
+        raise ValueError(f"dtype_backend must be None, 'numpy_nullable' or 'pyarrow', not {dtype_backend!r}")

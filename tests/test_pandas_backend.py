@@ -1,0 +1,56 @@
+"""to_pandas(dtype_backend="pyarrow"): pd.ArrowDtype columns over the Arrow buffers, no Python
+object per value; the default (NumPy / object columns) is unchanged."""
+import random
+
+import numpy as np
+import pytest
+
+import kafkafmt
+
+pd = pytest.importorskip("pandas")
+pa = pytest.importorskip("pyarrow")
+
+
+def _recs(binary="contiguous"):
+    rnd = random.Random(3)
+    n = 500
+    buf = kafkafmt.encode(keys=[None if i % 7 == 0 else rnd.randbytes(8) for i in range(n)],
+                          values=[rnd.randbytes(rnd.randint(0, 200)) for _ in range(n)],
+                          headers=[[("a", b"1")] if i % 4 == 0 else [] for i in range(n)],
+                          timestamps=[1_700_000_000_000 + i for i in range(n)], compression="zstd", max_records=40)
+    return kafkafmt.decode(buf, binary=binary)
+
+
+def test_default_unchanged():
+    recs = _recs()
+    df = recs.to_pandas()
+    assert df["value"].dtype == object and isinstance(df["value"].iloc[1], bytes)
+    assert df["offset"].dtype == np.int64
+    assert df.equals(recs.to_arrow().to_pandas())
+    nullable = recs.to_pandas(dtype_backend="numpy_nullable")
+    assert nullable["offset"].dtype == pd.Int64Dtype() and nullable["value"].tolist() == df["value"].tolist()
+
+
+@pytest.mark.parametrize("binary", ["contiguous", "view"])
+def test_pyarrow_backend(binary):
+    recs = _recs(binary)
+    df = recs.to_pandas(dtype_backend="pyarrow")
+    assert all(isinstance(t, pd.ArrowDtype) for t in df.dtypes)
+    want = pa.binary() if binary == "contiguous" else pa.binary_view()
+    assert df["value"].dtype.pyarrow_dtype == want
+    # the same values as the default frame
+    default = recs.to_pandas()
+    assert df["value"].tolist() == default["value"].tolist()
+    assert df["key"].isna().tolist() == default["key"].isna().tolist()
+    assert (df["offset"].to_numpy() == default["offset"].to_numpy()).all()
+    assert df["timestamp"].dtype.pyarrow_dtype == pa.timestamp("ms", tz="UTC")
+    # no copy of the values: the column's Arrow array is the decoded buffer
+    arr = df["value"].array.__arrow_array__().chunk(0)
+    if binary == "contiguous":
+        assert arr.buffers()[2].address == recs.value.data.ctypes.data
+    assert recs.to_pandas(dtype_backend="pyarrow", batch_metadata=True)["producerId"].dtype == pd.ArrowDtype(pa.int64())
+
+
+def test_bad_backend():
+    with pytest.raises(ValueError):
+        _recs().to_pandas(dtype_backend="polars")

@@ -1,0 +1,189 @@
+"""binary="view": key/value as Arrow binary_view columns pointing into the input and into the
+retained decompressed batches; equal to the contiguous layout; buffers outlive the Records."""
+import gc
+import glob
+import pathlib
+import random
+
+import numpy as np
+import pytest
+
+import kafkafmt
+from kafkafmt.records import BinaryColumn, BinaryViewColumn, Records
+
+pa = pytest.importorskip("pyarrow")
+
+CODECS = (None, "gzip", "snappy", "lz4", "zstd")
+
+
+def _records(n, seed=1):
+    rnd = random.Random(seed)
+    return dict(keys=[None if rnd.random() < 0.1 else rnd.randbytes(rnd.randint(0, 20)) for _ in range(n)],
+                values=[None if rnd.random() < 0.05 else rnd.randbytes(rnd.choice([0, 3, 12, 13, 300]))
+                        for _ in range(n)],
+                headers=[[("h", b"x")] if rnd.random() < 0.3 else [] for _ in range(n)])
+
+
+def _buffer(codecs=CODECS, n=300, magic=2):
+    parts, off = [], 0
+    for i, c in enumerate(codecs):
+        r = _records(n, seed=i)
+        if magic < 2:
+            r.pop("headers")
+        parts.append(kafkafmt.encode(**r, compression=c, max_records=23, base_offset=off, magic=magic))
+        off += n
+    return b"".join(parts)
+
+
+def _equal(contig, view):
+    a, b = contig.to_arrow(), view.to_arrow()
+    for name in ("key", "value"):
+        if name in a.column_names:
+            assert b[name].type == pa.binary_view()
+            assert b[name].combine_chunks().cast(pa.binary()).equals(a[name].combine_chunks()), name
+    assert a.drop([c for c in ("key", "value") if c in a.column_names]).equals(
+        b.drop([c for c in ("key", "value") if c in b.column_names]))
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_views_equal_contiguous(codec):
+    buf = _buffer((codec, codec))
+    contig = kafkafmt.decode(buf)
+    view = kafkafmt.decode(buf, binary="view")
+    assert isinstance(view.value, BinaryViewColumn) and isinstance(view.key, BinaryViewColumn)
+    _equal(contig, view)
+    assert view.value.to_pylist() == contig.value.to_pylist()
+    assert view.key.to_pylist() == contig.key.to_pylist()
+    assert view.value.nbytes == contig.value.nbytes
+    np.testing.assert_array_equal(view.value.is_null(), contig.value.is_null())
+    np.testing.assert_array_equal(view.value.lengths(), contig.value.lengths())
+    for i in (0, 5, len(view) - 1):
+        assert view.value[i] == contig.value[i] and view.key[i] == contig.key[i]
+
+
+@pytest.mark.parametrize("kw", [dict(keys=False), dict(values=False), dict(headers=False), dict(include_control=True),
+                                dict(verify_crc=None), dict(threads=4)])
+def test_views_options(kw):
+    buf = _buffer() + kafkafmt.encode_control("commit", offset=10_000, producer_id=3)
+    _equal(kafkafmt.decode(buf, **kw), kafkafmt.decode(buf, binary="view", **kw))
+
+
+def test_views_point_into_the_input_and_payloads():
+    raw = np.frombuffer(_buffer((None, "zstd")), np.uint8)
+    view = kafkafmt.decode(raw, binary="view")
+    arr = view.value.to_arrow()
+    bufs = arr.buffers()[2:]
+    assert bufs[0].address == raw.ctypes.data          # the input itself, not a copy
+    assert len(bufs) == 1 + int((view.batches.codec == 4).sum())   # + one per decompressed batch
+    lengths = view.value.lengths().astype(np.int64)
+    uncompressed_rows = view.batches.codec[view.batch_index] == 0
+    long_rows = np.flatnonzero(uncompressed_rows & (lengths > 12))
+    assert len(long_rows)
+    offs = view.value.views[long_rows, 12:16].copy().view("<i4").reshape(-1).astype(np.int64)
+    index = view.value.views[long_rows, 8:12].copy().view("<i4").reshape(-1)
+    assert (index == 0).all() and (offs >= 0).all() and (offs + lengths[long_rows] <= raw.nbytes).all()
+    expected = kafkafmt.decode(raw).value
+    for r, o, n in zip(long_rows[:50], offs[:50], lengths[long_rows][:50]):
+        assert raw[o:o + n].tobytes() == expected[int(r)]
+
+
+def test_legacy_messages_give_views_over_decoded_values():
+    buf = _buffer((None, "gzip"), magic=1)
+    contig = kafkafmt.decode(buf)
+    view = kafkafmt.decode(buf, binary="view")
+    assert isinstance(view.value, BinaryViewColumn)
+    _equal(contig, view)
+
+
+def test_slices_take_concat_filter():
+    buf = _buffer()
+    contig, view = kafkafmt.decode(buf), kafkafmt.decode(buf, binary="view")
+    _equal(contig[10:200], view[10:200])
+    rows = np.array([5, 3, 900, 0, 17])
+    _equal(contig.take(rows), view.take(rows))
+    _equal(Records.concat([contig[:50], contig[400:]]), Records.concat([view[:50], view[400:]]))
+    mixed = Records.concat([view[:50], contig[400:]])   # a contiguous part: contiguous result
+    assert mixed.value.to_pylist() == contig.value[:50].to_pylist() + contig.value[400:].to_pylist()
+    mask = np.arange(len(view)) % 3 == 0
+    _equal(contig.filter(mask), view.filter(mask))
+    back = view.value.to_contiguous()
+    assert isinstance(back, BinaryColumn) and back.to_pylist() == contig.value.to_pylist()
+
+
+def test_lifetime_outlives_records_and_map(tmp_path):
+    """Arrays made from view columns keep the memory map and the decompressed batches alive after
+    the Records, the file's map (closed by read_segment) and the file itself are gone."""
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    seg = folder / "00000000000000000000.log"
+    seg.write_bytes(_buffer((None, "lz4", None, "zstd")))
+    expected = kafkafmt.read_segment(seg).value.to_pylist()
+    recs = kafkafmt.read_segment(seg, binary="view")
+    arr = recs.to_arrow()["value"]
+    pl_col = recs.value
+    del recs
+    seg.unlink()
+    gc.collect()
+    garbage = [bytes(1 << 20) for _ in range(32)]   # reuse of freed memory would show
+    assert arr.to_pylist() == expected
+    assert pl_col.to_pylist() == expected
+    del garbage
+
+
+def test_read_log_dir_views(tmp_path):
+    from kafkafmt.logwriter import LogWriter
+
+    folder = tmp_path / "t-0"
+    with LogWriter(folder, segment_bytes=30_000) as w:
+        for k in range(12):
+            w.append(**_records(50, seed=k), compression=[None, "zstd", "lz4"][k % 3])
+    contig = kafkafmt.read_log_dir(folder)
+    for threads in (1, 4):
+        view = kafkafmt.read_log_dir(folder, binary="view", threads=threads)
+        assert isinstance(view.value, BinaryViewColumn)
+        _equal(contig, view)
+    chunks = list(kafkafmt.iter_log_dir(folder, binary="view", max_bytes=10_000))
+    assert all(isinstance(c.value, BinaryViewColumn) for c in chunks if len(c))
+    assert sum(len(c) for c in chunks) == len(contig)
+
+
+def test_polars_takes_views_without_copy():
+    pl = pytest.importorskip("polars")
+    buf = _buffer()
+    view = kafkafmt.decode(buf, binary="view")
+    df = pl.from_arrow(view.to_arrow(headers=False))
+    assert df["value"].to_list() == kafkafmt.decode(buf).value.to_pylist()
+    assert df.schema["value"] == pl.Binary
+
+
+def test_duckdb_reads_views():
+    duckdb = pytest.importorskip("duckdb")
+    buf = _buffer()
+    t = kafkafmt.decode(buf, binary="view").to_arrow(headers=False)
+    contig = kafkafmt.decode(buf)
+    got = duckdb.sql("select count(*), sum(octet_length(value)), count(key) from t").fetchall()[0]
+    assert got == (len(contig), contig.value.nbytes, len(contig) - contig.key.null_count)
+
+
+def test_pandas_arrow_backend_keeps_views():
+    pd = pytest.importorskip("pandas")
+    view = kafkafmt.decode(_buffer(), binary="view")
+    df = view.to_pandas(dtype_backend="pyarrow")
+    assert isinstance(df["value"].dtype, pd.ArrowDtype) and df["value"].dtype.pyarrow_dtype == pa.binary_view()
+
+
+def test_real_corpus_views(real_corpus):
+    files = sorted(glob.glob(str(real_corpus / "broker-dirs" / "**" / "*.log"), recursive=True))
+    files += sorted(glob.glob(str(real_corpus / "record-sets" / "**" / "*.log.bin"), recursive=True))
+    checked = 0
+    for f in files:
+        data = pathlib.Path(f).read_bytes()
+        try:
+            contig = kafkafmt.decode(data)
+        except kafkafmt.KafkafmtError as exc:
+            with pytest.raises(type(exc)):
+                kafkafmt.decode(data, binary="view")
+            continue
+        _equal(contig, kafkafmt.decode(data, binary="view"))
+        checked += 1
+    assert checked > 5
