@@ -36,3 +36,29 @@ def real_corpus(pytestconfig):
         pytest.skip(f"real corpus not found: {path}/expected.json missing (from {where}; "
                     f"set --real-corpus PATH or KAFKAFMT_REAL_CORPUS)")
     return path
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """One local[2] SparkSession for the test session, with kafka-segments registered (quiet logs,
+    UTC, the Python workers running this interpreter)."""
+    pytest.importorskip("pyspark", minversion="4.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = tmp_path_factory.mktemp("log4j") / "log4j2.properties"
+    log4j.write_text("rootLogger.level = error\nrootLogger.appenderRef.stdout.ref = console\n"
+                     "appender.console.type = Console\nappender.console.name = console\n"
+                     "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
+                     "appender.console.layout.pattern = %p %c{1}: %m%n\n")
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("kafkafmt-tests")
+               .config("spark.driver.extraJavaOptions",
+                       f"-Dlog4j2.configurationFile={log4j} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    import kafkafmt.spark
+
+    kafkafmt.spark.register(session)
+    yield session
+    session.stop()

@@ -428,27 +428,10 @@ def test_trigger_cost_without_new_data(tmp_path):
 # --- through Spark (local[2]) ---------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    log4j = tmp_path_factory.mktemp("log4j") / "log4j2.properties"
-    log4j.write_text("rootLogger.level = error\nrootLogger.appenderRef.stdout.ref = console\n"
-                     "appender.console.type = Console\nappender.console.name = console\n"
-                     "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
-                     "appender.console.layout.pattern = %p %c{1}: %m%n\n")
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2]").appName("kafkafmt-stream-tests")
-               .config("spark.driver.extraJavaOptions",
-                       f"-Dlog4j2.configurationFile={log4j} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .getOrCreate())
-    session.conf.set("spark.sql.streaming.pollingDelay", "10ms")    # also when another module made the session
-    import kafkafmt.spark
-
-    kafkafmt.spark.register(session)
-    yield session
+def spark(spark):
+    """The shared local[2] session (conftest.py), polling sources every 10 ms."""
+    spark.conf.set("spark.sql.streaming.pollingDelay", "10ms")
+    return spark
 
 
 def test_schema_takes_stream_options():
