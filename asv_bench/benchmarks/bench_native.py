@@ -76,7 +76,7 @@ def small_ratio_vs_aiokafka(budget_s=None) -> float:
 
 
 class CrcThroughput:
-    params = (CRCS, SIZES)
+    params = [CRCS, SIZES]
     param_names = ["crc", "bytes"]
     unit = "GB/s"
     timeout = 120
