@@ -26,7 +26,7 @@ from kafkafmt.codecs import base as _codec_base
 from kafkafmt.records import BinaryColumn, BinaryViewColumn, Headers, Records, Table
 
 __all__ = ["decode", "scan_batches", "DecodeOptions", "next_entry", "offset_sequence_error", "resolve_threads",
-           "thread_pool"]
+           "thread_pool", "set_cpu_count", "cpu_count"]
 
 # what each error code of the C loops means
 _ERRORS = {
@@ -329,10 +329,30 @@ _pools = {}
 _pools_lock = threading.Lock()
 
 
+_cpu_count = None   # set_cpu_count's setting (None: every core)
+
+
+def set_cpu_count(count):
+    """Set the number of threads ``threads=None`` means in every reader (as pyarrow.set_cpu_count);
+    None: every core this process may run on (the default). Returns the previous setting."""
+    global _cpu_count
+    previous = _cpu_count
+    _cpu_count = None if count is None else resolve_threads(count)
+    return previous
+
+
+def cpu_count():
+    """The number of threads ``threads=None`` means (see `set_cpu_count`)."""
+    return resolve_threads(None)
+
+
 def resolve_threads(threads=None):
-    """The number of threads `threads` asks for: None or 0 = every core this process may run on
-    (as pyarrow's use_threads), else the positive int given."""
+    """The number of threads `threads` asks for: None or 0 = `cpu_count()` (every core this process
+    may run on unless `set_cpu_count` said otherwise, as pyarrow's use_threads), else the positive
+    int given."""
     if threads is None or threads == 0 or threads is True:
+        if _cpu_count is not None:
+            return _cpu_count
         try:
             return max(1, len(os.sched_getaffinity(0)))
         except (AttributeError, OSError):   # pragma: no cover - not Linux

@@ -242,3 +242,44 @@ def test_real_corpus_threads(split_small, real_corpus):
         assert _error(lambda: kafkafmt.decode(data, threads=4)) == want, f
         if want is None:
             same(kafkafmt.decode(data, threads=1), kafkafmt.decode(data, threads=4))
+
+
+@pytest.mark.parametrize("command", [["stats"], ["verify"], ["dump", "--records", "--print-data"]])
+def test_cli_threads_same_output(split_small, capsys, command):
+    from kafkafmt.cli import main
+
+    outs = []
+    for n in ("1", "3"):
+        rc = main(command + ["--sample", "-q", "--threads", n])
+        outs.append((rc, capsys.readouterr().out))
+    assert outs[0] == outs[1] and outs[0][1]
+    assert decoder.cpu_count() == len(os.sched_getaffinity(0))     # restored after the command
+
+
+def test_cli_export_threads_same_file(split_small, tmp_path):
+    from kafkafmt.cli import main
+
+    got = []
+    for n in ("1", "3"):
+        out = tmp_path / f"out{n}.jsonl"
+        assert main(["export", "--sample", "-q", "--threads", n, "--format", "jsonl", "--to", str(out)]) == 0
+        got.append(out.read_bytes() if out.is_file() else b"".join(p.read_bytes() for p in sorted(out.rglob("*"))
+                                                                      if p.is_file()))
+    assert got[0] == got[1] and got[0]
+
+
+def test_cli_threads_rejects_zero(capsys):
+    from kafkafmt.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["stats", "--sample", "--threads", "0"])
+    assert exc.value.code == 2
+
+
+def test_set_cpu_count():
+    previous = decoder.set_cpu_count(1)
+    try:
+        assert decoder.cpu_count() == 1 and decoder.resolve_threads(None) == 1
+    finally:
+        decoder.set_cpu_count(previous)
+    assert decoder.cpu_count() == len(os.sched_getaffinity(0))

@@ -15,6 +15,16 @@ import warnings
 COMMANDS = ("dump", "verify", "stats", "export")
 
 
+def _threads(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive number of threads, not {text!r}")
+    return n
+
+
 def _common_parser():
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("common options")
@@ -26,6 +36,9 @@ def _common_parser():
     g.add_argument("--no-progress", dest="progress", action="store_const", const=False,
                    help="never show the progress bar")
     g.add_argument("--debug", action="store_true", help="show tracebacks")
+    g.add_argument("--threads", type=_threads, default=None, metavar="N",
+                   help="decoding threads (segments, partitions and large ranges decoded at once); default: all "
+                        "cores; 1: serial. Output and errors are the same whatever N")
     g.add_argument("--storage-option", action="append", metavar="KEY=VALUE", dest="storage_option",
                    help="an option of the filesystem holding URL paths (s3://, gs://, abfs://, hdfs://), e.g. "
                         "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable; JSON values allowed); "
@@ -105,7 +118,13 @@ def main(argv=None):
         args.progress = False
     debug = args.debug or os.environ.get("KAFKAFMT_DEBUG") not in (None, "", "0")
     _install_warnings(console, debug)
-    return run(args, console, debug)
+    from kafkafmt import decoder
+
+    previous = decoder.set_cpu_count(getattr(args, "threads", None))   # what threads=None means in the readers
+    try:
+        return run(args, console, debug)
+    finally:
+        decoder.set_cpu_count(previous)
 
 
 def run(args, console, debug=False):
