@@ -240,7 +240,8 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     if binary == "view" and not views_from_input:
         # v0/v1 messages (or an input past 2 GiB): views over the decoded contiguous values
         options = options.replace(binary="contiguous")
-    groups = _split(table, count, resolve_threads(threads), buf.shape[0])
+    groups = _split(table, count, resolve_threads(threads), buf.shape[0],
+                    copies_values=options.binary == "contiguous" and (keys or values))
     if len(groups) == 1:
         a, c, kept = _decode_group(buf, table, 0, count, options, chunk_bytes, file)
     else:
@@ -324,6 +325,7 @@ def _as_views(col):
 _BINARY_LAYOUTS = ("contiguous", "view")
 PARALLEL_MIN_BYTES = 4 << 20   # inputs smaller than this are decoded by one thread
 GROUP_MIN_BYTES = 1 << 20     # the smallest part a buffer is split into
+COMPRESSED_SHARE_FOR_THREADS = 0.5   # contiguous layout: split only inputs at least this much compressed
 _GROUPS_PER_THREAD = 4         # parts per thread: balance, and the join's peak memory (1 + 1/parts)
 _pools = {}
 _pools_lock = threading.Lock()
@@ -375,11 +377,17 @@ def thread_pool(threads, kind="decode"):
         return pool
 
 
-def _split(table, count, threads, nbytes):
+def _split(table, count, threads, nbytes, copies_values=False):
     """Batch ranges [(lo, hi)] decoded by separate threads: one when threads == 1 or the input is
-    small, else parts of about equal input bytes, cut at batch boundaries."""
+    small, else parts of about equal input bytes, cut at batch boundaries. copies_values (the
+    contiguous layout): mostly uncompressed input stays on one thread -- its decode is a copy of
+    the values, which joining the parts would do a second time."""
     if threads <= 1 or count < 2 or nbytes < PARALLEL_MIN_BYTES:
         return [(0, count)]
+    if copies_values and "codec" in table:
+        compressed = int(table["payload_len"][:count][table["codec"][:count] != 0].clip(0).sum())
+        if compressed < nbytes * COMPRESSED_SHARE_FOR_THREADS:
+            return [(0, count)]
     parts = int(min(threads * _GROUPS_PER_THREAD, max(2, nbytes // GROUP_MIN_BYTES), count))
     ends = (table["position"][:count] + table["size"][:count].astype(np.int64) + 12)
     cuts = np.searchsorted(ends, np.linspace(ends[0], ends[-1], parts + 1)[1:-1], side="left") + 1
@@ -444,7 +452,7 @@ def _join(results, options, pool):
     at, base = {}, {}
     for name, lengths, kind in plan:
         extra = 1 if kind != "plain" else 0
-        out[name] = np.empty(sum(lengths) + extra, first[name].dtype)   # pages touched when filled
+        out[name] = _empty(sum(lengths) + extra, first[name].dtype)
         if extra:
             out[name][0] = 0
         at[name], base[name] = 0, 0
@@ -459,20 +467,67 @@ def _join(results, options, pool):
                 jobs += _pieces(np.add, dest[at[name] + 1:at[name] + 1 + k], src[1:k + 1], base[name], threads)
                 base[name] += int(src[k])
             at[name] += k
-        if sum(j[1].nbytes for j in jobs) >= (4 << 20) and len(jobs) > 1:
-            list(pool.map(_copy_job, jobs))
-        else:
-            for j in jobs:
+        # a large copy is split between the pool and this thread (NumPy copies without the GIL, so
+        # the workers get it while this thread copies); small ones are done here (a pool round
+        # trip can wait for the GIL up to the 5 ms switch interval)
+        futures = []
+        for j in jobs:
+            if j[1].nbytes >= _PARALLEL_COPY_BYTES and threads > 1:
+                pieces = _slices(j, threads)
+                futures += [pool.submit(_copy_job, x) for x in pieces[1:]]
+                _copy_job(pieces[0])
+            else:
                 _copy_job(j)
+        for f in futures:
+            f.result()
+        held = sum(x.nbytes for x in a.values())
         a.clear()     # this part's buffers go now: peak memory is the output plus one part
+        if held >= _TRIM_BYTES:
+            _trim()
     return out, c
 
 
+_TRIM_BYTES = 8 << 20
+
+
+def _trim():
+    """Give freed heap memory back to the system (glibc keeps what worker threads' arenas freed,
+    so the parts' buffers would otherwise stay resident through the join)."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            import ctypes
+
+            _malloc_trim = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError):   # pragma: no cover - not glibc
+            _malloc_trim = False
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim = None
+
+
+def _empty(n, dtype):
+    """An uninitialized array, large ones on 2 MiB boundaries with huge-page advice (the kernel's
+    own output buffers: filling them costs 512x fewer page faults than 4 KiB pages)."""
+    dtype = np.dtype(dtype)
+    if n * dtype.itemsize < (2 << 20):
+        return np.empty(n, dtype)
+    return np.frombuffer(_kernel.GrowableBuffer(n * dtype.itemsize), dtype, count=n)
+
+
 def _pieces(fn, dest, src, base, threads):
-    """Copy jobs for dest[:] = src + base, in up to `threads` slices when large."""
-    n = len(dest)
-    k = threads if dest.nbytes >= (2 << 20) else 1
-    edges = [n * i // k for i in range(k + 1)]
+    """The copy job dest[:] = src + base.""" 
+    return [(fn, dest, src, base)] if len(dest) else []
+
+
+_PARALLEL_COPY_BYTES = 4 << 20
+
+
+def _slices(job, k):
+    fn, dest, src, base = job
+    edges = [len(dest) * i // k for i in range(k + 1)]
     return [(fn, dest[x:y], src[x:y], base) for x, y in zip(edges, edges[1:]) if y > x]
 
 

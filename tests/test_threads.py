@@ -22,6 +22,7 @@ pa = pytest.importorskip("pyarrow")
 def split_small(monkeypatch):
     monkeypatch.setattr(decoder, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(decoder, "GROUP_MIN_BYTES", 1)
+    monkeypatch.setattr(decoder, "COMPRESSED_SHARE_FOR_THREADS", 0)
 
 
 def _records(n, seed=1, nulls=True):
@@ -131,15 +132,26 @@ def test_truncated_tail_and_trailing_zeros(split_small):
 
 
 def test_large_buffer_uses_default_threshold():
-    buf = _buffer(n=3000, per=50)
+    buf = _buffer(("zstd", "gzip"), n=3000, per=50)
     assert len(buf) < decoder.PARALLEL_MIN_BYTES   # the default keeps small inputs serial
     big = buf * (decoder.PARALLEL_MIN_BYTES // len(buf) + 1)
     # offsets repeat (a record set, not a segment): decode does not check them unless asked
     serial = kafkafmt.decode(big, threads=1)
     t = kafkafmt.scan_batches(big)[0]
-    assert len(decoder._split({"position": t.position, "size": t["size"]}, len(t), 2, len(big))) > 1
+    table = {"position": t.position, "size": t["size"], "codec": t.codec, "payload_len": t["size"]}
+    assert len(decoder._split(table, len(t), 2, len(big), copies_values=True)) > 1
     same(serial, kafkafmt.decode(big, threads=2))
     same(serial, kafkafmt.decode(big))          # default: all cores
+
+
+def test_uncompressed_contiguous_stays_serial_views_split():
+    """Uncompressed input in the contiguous layout is one part (its decode is a copy the join would
+    repeat); binary='view' and metadata-only decodes split it."""
+    t = kafkafmt.scan_batches(_buffer((None,), n=5000, per=50))[0]
+    table = {"position": t.position, "size": t["size"], "codec": t.codec, "payload_len": t["size"]}
+    n = decoder.PARALLEL_MIN_BYTES
+    assert decoder._split(table, len(t), 4, n, copies_values=True) == [(0, len(t))]
+    assert len(decoder._split(table, len(t), 4, n, copies_values=False)) > 1
 
 
 def test_minor_faults_per_decode_are_bounded(split_small):
