@@ -242,21 +242,20 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
         options = options.replace(binary="contiguous")
     groups = _split(table, count, resolve_threads(threads), buf.shape[0],
                     copies_values=options.binary == "contiguous" and (keys or values))
+    views = _Views(buf, table, count, options) if views_from_input else None
     if len(groups) == 1:
-        a, c, kept = _decode_group(buf, table, 0, count, options, chunk_bytes, file)
+        a, c, kept = _decode_group(buf, table, 0, count, options, chunk_bytes, file, views)
     else:
-        a, c, kept = _decode_parallel(buf, table, groups, options, chunk_bytes, file)
+        a, c, kept = _decode_parallel(buf, table, groups, options, chunk_bytes, file, views)
     if err is not None:
         _raise_scan_error(err, file)
     if tail == "truncated":
         _check_truncated_tail(buf, valid_end, max_batch_bytes, file)
-    views = None
-    if views_from_input:
-        views = _views(buf, table, groups, kept, options, file)
     recs = _finish(a, c, table, buf.shape[0], valid_end, tail, file, topic, partition,
                    options.replace(keys=keys and views is None, values=values and views is None))
     if views is not None:
-        return recs.replace(key=views[0], value=views[1])
+        key, value = views.columns(kept, file)
+        return recs.replace(key=key, value=value)
     if binary == "view":
         return recs.replace(key=_as_views(recs._key), value=_as_views(recs._value))
     return recs
@@ -265,45 +264,54 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
 _VIEW_MAX_BUFFER = (1 << 31) - 1   # view offsets are int32
 
 
-def _views(buf, table, groups, kept, options, file):
-    """(key, value) `BinaryViewColumn`s (None where not wanted) of the decoded v2 records,
-    pointing into buf (uncompressed batches) and the decompressed payloads kept (batch -> buffer)."""
-    from kafkafmt._native import views as _vw
+class _Views:
+    """binary="view": the key/value views of the v2 records, written chunk by chunk right after the
+    kernel decoded (and validated) the chunk, while its bytes are in cache. Rows of batch b start
+    at row_start[b] (its record count, or 0 for a control batch left out), so parts decoded by
+    different threads write their own rows. Data buffer 0 is the input; a compressed batch's
+    decompressed records are buffer index[b] (numbered in batch order)."""
 
-    batches = sorted(kept)
-    index = np.zeros(len(table["codec"]), np.int32)
-    index[batches] = np.arange(1, len(batches) + 1, dtype=np.int32)
-    buffers = [buf] + [kept[b] for b in batches]
-    rows = []
-    for lo, hi in groups:
-        counts = table["record_count"][lo:hi]
-        keep = np.ones(hi - lo, bool) if options.include_control else ~table["is_control"][lo:hi].view(bool)
-        rows.append(int(counts[keep & (counts > 0)].sum()))
-    n = sum(rows)
-    kv = np.empty((n, 16), np.uint8) if options.keys else None
-    vv = np.empty((n, 16), np.uint8) if options.values else None
-    kbits = np.zeros((n + 7) // 8 + 1, np.uint8)
-    vbits = np.zeros((n + 7) // 8 + 1, np.uint8)
-    starts = np.concatenate([[0], np.cumsum(rows)]).tolist()
+    def __init__(self, buf, table, count, options):
+        self.buf = buf
+        self.table = table
+        self.options = options
+        counts = table["record_count"][:count].astype(np.int64).clip(0)
+        if not options.include_control:
+            counts = np.where(table["is_control"][:count].view(bool), 0, counts)
+        self.row_start = np.zeros(count + 1, np.int64)
+        np.cumsum(counts, out=self.row_start[1:])
+        n = self.n = int(self.row_start[-1])
+        self.kv = np.empty((n, 16), np.uint8) if options.keys else None
+        self.vv = np.empty((n, 16), np.uint8) if options.values else None
+        self.kbits = np.zeros((n + 7) // 8 + 1, np.uint8)
+        self.vbits = np.zeros((n + 7) // 8 + 1, np.uint8)
+        compressed = (table["codec"][:count] != 0)
+        self.order = np.flatnonzero(compressed)
+        self.index = np.zeros(len(table["codec"]), np.int32)
+        self.index[self.order] = np.arange(1, len(self.order) + 1, dtype=np.int32)
+        self.nulls = []
 
-    def run(g):
-        lo, hi = groups[g]
-        return _vw.v2_views(buf, table, lo, hi, [kept.get(b) for b in range(lo, hi)], index,
-                            options.include_control, kv, vv, kbits, vbits, starts[g])
+    def run(self, lo, hi, payloads, file):
+        from kafkafmt._native import views as _vw
 
-    if len(groups) > 1:
-        results = list(thread_pool(resolve_threads(options.threads)).map(run, range(len(groups))))
-    else:
-        results = [run(0)]
-    for (got, _, _), want in zip(results, rows):
+        got, knulls, vnulls = _vw.v2_views(self.buf, self.table, lo, hi, payloads, self.index,
+                                           self.options.include_control, self.kv, self.vv, self.kbits, self.vbits,
+                                           int(self.row_start[lo]))
+        want = int(self.row_start[hi] - self.row_start[lo])
         if got != want:   # the kernel accepted these records: a walk that disagrees is a bug here
             raise errors.CorruptRecordError(f"binary='view': records do not walk as decoded ({got} != {want})",
                                             file=file)
-    knulls = sum(r[1] for r in results)
-    vnulls = sum(r[2] for r in results)
-    key = None if kv is None else BinaryViewColumn(kv, buffers, kbits[:(n + 7) // 8], knulls)
-    value = None if vv is None else BinaryViewColumn(vv, buffers, vbits[:(n + 7) // 8], vnulls)
-    return key, value
+        self.nulls.append((knulls, vnulls))
+
+    def columns(self, kept, file):
+        """(key, value) `BinaryViewColumn`s (None where not wanted)."""
+        buffers = [self.buf] + [kept.get(int(b), b"") for b in self.order]
+        n = self.n
+        knulls = sum(k for k, _ in self.nulls)
+        vnulls = sum(v for _, v in self.nulls)
+        key = None if self.kv is None else BinaryViewColumn(self.kv, buffers, self.kbits[:(n + 7) // 8], knulls)
+        value = None if self.vv is None else BinaryViewColumn(self.vv, buffers, self.vbits[:(n + 7) // 8], vnulls)
+        return key, value
 
 
 def _as_views(col):
@@ -395,11 +403,11 @@ def _split(table, count, threads, nbytes, copies_values=False):
     return list(zip(edges, edges[1:]))
 
 
-def _decode_parallel(buf, table, groups, options, chunk_bytes, file):
+def _decode_parallel(buf, table, groups, options, chunk_bytes, file, views=None):
     """Decode each batch range in the decode pool; the first error in byte order is raised once
     the ranges before it are known to be clean; the outputs are joined in order."""
     pool = thread_pool(resolve_threads(options.threads))
-    futures = [pool.submit(_decode_group, buf, table, lo, hi, options, chunk_bytes, file) for lo, hi in groups]
+    futures = [pool.submit(_decode_group, buf, table, lo, hi, options, chunk_bytes, file, views) for lo, hi in groups]
     results, kept = [], {}
     try:
         for f in futures:
@@ -547,10 +555,10 @@ _CONTROL_COLUMNS = ("control_offset", "control_batch_index", "control_type", "co
                     "control_coordinator_epoch", "control_timestamp")
 
 
-def _decode_group(buf, table, lo, hi, options, chunk_bytes, file):
+def _decode_group(buf, table, lo, hi, options, chunk_bytes, file, views=None):
     """Decode batches [lo, hi): the kernel's (arrays, counts)."""
     cols, work = _prepare(table, lo, hi, options)
-    _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file)
+    _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, views)
     a = cols.arrays()
     return a, cols.counts, work["payloads"]
 
@@ -691,7 +699,7 @@ def _prepare(table, lo, hi, options):
     return cols, dict(in_kernel=full, compressed=np.flatnonzero(needs & ~in_kernel) + lo, payloads={})
 
 
-def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file):
+def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, views=None):
     """Run the kernel over batches [lo, hi) in chunks whose decompressed payloads stay under
     chunk_bytes; a batch that fails to decompress is raised once the batches before it are
     decoded (a record-level fault in one of them comes first in the data). binary="view": the
@@ -715,6 +723,12 @@ def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file):
                 # uncompressed batches up to the next compressed one, as many as the budget takes
                 room = -(-(chunk_bytes - decompressed) // _BATCH_WEIGHT)
                 upto = min(nxt, hi, max(stop + 1, b + room))
+                if views is not None:   # views: chunks of about chunk_bytes of input, walked while cached
+                    limit = int(np.searchsorted(table["position"], int(table["position"][b]) + chunk_bytes - decompressed,
+                                                "right"))
+                    if limit <= stop and stop > b:
+                        break
+                    upto = min(upto, max(stop + 1, limit))
                 payloads += [None] * (upto - stop)
                 stop = upto
                 continue
@@ -746,6 +760,8 @@ def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file):
                 _raise_kernel_error(status, at, err_at, table, payloads[at - b] is not None or bool(in_kernel[at]),
                                     file)
             break
+        if views is not None:
+            views.run(b, stop, payloads, file)
         if pending is not None:
             raise pending
         b = stop
