@@ -88,25 +88,25 @@ def plan(opts, bounds, report):
 
 
 def _pack(tasks, opts, report):
+    """Input partitions of about equal size: k = max(total / targetPartitionBytes, minPartitions)
+    of them; tasks larger than total / k split at offset-index positions; the pieces dealt largest
+    first to the least loaded partition (every Spark task has a fixed cost, and the slowest one
+    decides), each partition's pieces then read in log order."""
     total = sum(t.stop_pos - t.start_pos for t in tasks)
-    target = opts.target_partition_bytes
-    if opts.min_partitions and total:
-        target = min(target, max(total // opts.min_partitions, 1))
-    # split big tasks at index positions, then pack small ones together
+    if not tasks:
+        return []
+    k = max(1, int(np.ceil(total / opts.target_partition_bytes)), opts.min_partitions or 1)
+    share = max(total / k, 1.0)
     pieces = []
     for t in tasks:
         size = t.stop_pos - t.start_pos
-        n = int(np.ceil(size / target)) if size > target else 1
+        n = int(np.ceil(size / share - 1e-9)) if size > share else 1
         for a, b in t.segment.split_points(t.start_pos, t.stop_pos, n, report):
             pieces.append(dataclasses.replace(t, start_pos=a, stop_pos=b))
-    groups, current, size = [], [], 0
-    for p in pieces:
-        s = p.stop_pos - p.start_pos
-        if current and size + s > target:
-            groups.append(current)
-            current, size = [], 0
-        current.append(p)
-        size += s
-    if current:
-        groups.append(current)
-    return groups
+    order = {id(p): i for i, p in enumerate(pieces)}
+    bins = [[0, []] for _ in range(min(k, len(pieces)))]
+    for p in sorted(pieces, key=lambda p: p.start_pos - p.stop_pos):
+        least = min(bins, key=lambda b: b[0])
+        least[0] += p.stop_pos - p.start_pos
+        least[1].append(p)
+    return [sorted(b[1], key=lambda p: order[id(p)]) for b in bins if b[1]]
