@@ -236,7 +236,7 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
                             headers=headers, max_decompressed=max_decompressed, max_batch_bytes=max_batch_bytes,
                             threads=threads, binary=binary)
     views_from_input = binary == "view" and (keys or values) and buf.shape[0] < _VIEW_MAX_BUFFER and \
-        not (table["magic"][:count] < 2).any()
+        not (table["magic"][:count] < 2).any() and not _small_kernel_codec_batches(table, count)
     if binary == "view" and not views_from_input:
         # v0/v1 messages (or an input past 2 GiB): views over the decoded contiguous values
         options = options.replace(binary="contiguous")
@@ -262,6 +262,19 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
 
 
 _VIEW_MAX_BUFFER = (1 << 31) - 1   # view offsets are int32
+VIEW_MIN_KERNEL_CODEC_BATCH = 16 << 10   # see _small_kernel_codec_batches
+
+
+def _small_kernel_codec_batches(table, count):
+    """True when lz4/zstd batches the kernel would decompress itself are small on average: views
+    need their decompressed records kept, so they would be decompressed one by one in Python, whose
+    per-batch cost then outweighs the copy views save -- those decodes take views over the
+    contiguous output instead."""
+    codec = table["codec"][:count]
+    mine = ((C_CODECS >> codec.astype(np.int64)) & 1) == 1
+    if not mine.any():
+        return False
+    return float(table["payload_len"][:count][mine].clip(0).mean()) < VIEW_MIN_KERNEL_CODEC_BATCH
 
 
 class _Views:
@@ -495,7 +508,7 @@ def _join(results, options, pool):
     return out, c
 
 
-_TRIM_BYTES = 8 << 20
+_TRIM_BYTES = 1 << 20
 
 
 def _trim():
@@ -514,6 +527,27 @@ def _trim():
 
 
 _malloc_trim = None
+
+
+def _warm_allocator(nbytes=16 << 20):
+    """Free one large malloc block once: glibc then raises its mmap threshold (to that size), so
+    the decode's outputs below it are recycled from the heap instead of being mapped afresh on
+    every call -- ~900 page faults (1-2 ms) per 40k-record decode in a fresh process otherwise
+    (a process that freed any large array is in this state already)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.malloc.restype = ctypes.c_void_p
+        libc.free.argtypes = [ctypes.c_void_p]
+        p = libc.malloc(nbytes)
+        if p:
+            libc.free(p)
+    except (OSError, AttributeError):   # pragma: no cover - not glibc
+        pass
+
+
+_warm_allocator()
 
 
 def _empty(n, dtype):

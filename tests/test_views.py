@@ -16,6 +16,15 @@ pa = pytest.importorskip("pyarrow")
 CODECS = (None, "gzip", "snappy", "lz4", "zstd")
 
 
+@pytest.fixture(autouse=True)
+def views_into_small_batches(request, monkeypatch):
+    """Small test batches: views into the decompressed lz4/zstd batches all the same (by default
+    small ones give views over the contiguous output, see test_small_kernel_codec_batches)."""
+    if request.node.name != "test_small_kernel_codec_batches":
+        from kafkafmt import decoder
+        monkeypatch.setattr(decoder, "VIEW_MIN_KERNEL_CODEC_BATCH", 0)
+
+
 def _records(n, seed=1):
     rnd = random.Random(seed)
     return dict(keys=[None if rnd.random() < 0.1 else rnd.randbytes(rnd.randint(0, 20)) for _ in range(n)],
@@ -85,6 +94,16 @@ def test_views_point_into_the_input_and_payloads():
     expected = kafkafmt.decode(raw).value
     for r, o, n in zip(long_rows[:50], offs[:50], lengths[long_rows][:50]):
         assert raw[o:o + n].tobytes() == expected[int(r)]
+
+
+def test_small_kernel_codec_batches():
+    """Small lz4/zstd batches (decompressed by the kernel itself, which keeps no buffer): views over
+    the contiguous output; equal values either way."""
+    raw = np.frombuffer(_buffer(("zstd", "lz4")), np.uint8)
+    view = kafkafmt.decode(raw, binary="view")
+    assert isinstance(view.value, BinaryViewColumn)
+    assert all(b.address != raw.ctypes.data for b in view.value.to_arrow().buffers()[2:])
+    _equal(kafkafmt.decode(raw), view)
 
 
 def test_legacy_messages_give_views_over_decoded_values():

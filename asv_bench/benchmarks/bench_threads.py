@@ -248,3 +248,33 @@ class OutputMemory:
         return output_bytes(decode(big(name), threads))
 
     track_output_bytes.unit = "bytes"
+
+
+OWN = ("decode_threads_2_vs_1", "read_log_dirs_threads_2_vs_1", "decode_view_vs_aiokafka",
+       "decode_contiguous_1t_vs_aiokafka", "pandas_arrow_vs_aiokafka", "decode_peak_over_output")
+
+
+def main(argv=None):
+    """``python -m benchmarks.bench_threads [KEY[=PARAM,...]] ... [--budget S]``: this module's
+    ratios measured in this process (as benchmarks.report does for the others)."""
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("keys", nargs="*", help=f"some of {', '.join(OWN)}, optionally =param,param")
+    ap.add_argument("--budget", type=float, default=1.0, help="seconds per contender per ratio")
+    args = ap.parse_args(argv)
+    for item in args.keys or OWN:
+        key, _, params = item.partition("=")
+        spec = common.RATIOS[key]
+        chosen = [p for p in spec["params"] if not params or str(p) in params.split(",")
+                  or (isinstance(p, tuple) and ",".join(map(str, p)) in params.split(";"))]
+        for p in chosen:
+            try:
+                value = common.measure_registered(key, p, args.budget)
+            except NotImplementedError as exc:
+                value = f"n/a ({exc})"
+            print(f"{spec['title']:60s} {str(p):22s} {value}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
