@@ -346,7 +346,7 @@ def _as_views(col):
 _BINARY_LAYOUTS = ("contiguous", "view")
 PARALLEL_MIN_BYTES = 4 << 20   # inputs smaller than this are decoded by one thread
 GROUP_MIN_BYTES = 1 << 20     # the smallest part a buffer is split into
-COMPRESSED_SHARE_FOR_THREADS = 0.5   # contiguous layout: split only inputs at least this much compressed
+COMPRESSED_SHARE_FOR_THREADS = 0.5   # contiguous layout: see _worth_splitting
 _GROUPS_PER_THREAD = 4         # parts per thread: balance, and the join's peak memory (1 + 1/parts)
 _pools = {}
 _pools_lock = threading.Lock()
@@ -405,15 +405,30 @@ def _split(table, count, threads, nbytes, copies_values=False):
     the values, which joining the parts would do a second time."""
     if threads <= 1 or count < 2 or nbytes < PARALLEL_MIN_BYTES:
         return [(0, count)]
-    if copies_values and "codec" in table:
-        compressed = int(table["payload_len"][:count][table["codec"][:count] != 0].clip(0).sum())
-        if compressed < nbytes * COMPRESSED_SHARE_FOR_THREADS:
-            return [(0, count)]
+    if copies_values and "codec" in table and not _worth_splitting(table, count, nbytes):
+        return [(0, count)]
     parts = int(min(threads * _GROUPS_PER_THREAD, max(2, nbytes // GROUP_MIN_BYTES), count))
     ends = (table["position"][:count] + table["size"][:count].astype(np.int64) + 12)
     cuts = np.searchsorted(ends, np.linspace(ends[0], ends[-1], parts + 1)[1:-1], side="left") + 1
     edges = sorted(set([0] + [int(c) for c in cuts if 0 < c < count] + [count]))
     return list(zip(edges, edges[1:]))
+
+
+def _worth_splitting(table, count, nbytes):
+    """The contiguous layout: whether decoding in parts pays for joining them (a second copy of
+    the output). Measured here: uncompressed input and large lz4/zstd batches (decompressed in the
+    C loop at memory speed) do not (0.8-1.0x with 2 threads); batches decompressed in Python (gzip,
+    snappy, v0/v1 wrappers) and small lz4/zstd batches (per-batch costs) do (1.3x)."""
+    codec = table["codec"][:count]
+    plen = table["payload_len"][:count].clip(0)
+    compressed = codec != 0
+    in_kernel = compressed & (table["magic"][:count] == 2) & (((C_CODECS >> codec.astype(np.int64)) & 1) == 1)
+    python_bytes = int(plen[compressed & ~in_kernel].sum())
+    if python_bytes >= nbytes * COMPRESSED_SHARE_FOR_THREADS:
+        return True
+    kernel = int(in_kernel.sum())
+    return kernel > 0 and int(plen[in_kernel].sum()) >= nbytes * COMPRESSED_SHARE_FOR_THREADS and \
+        int(plen[in_kernel].sum()) / kernel < VIEW_MIN_KERNEL_CODEC_BATCH
 
 
 def _decode_parallel(buf, table, groups, options, chunk_bytes, file, views=None):

@@ -132,26 +132,30 @@ def test_truncated_tail_and_trailing_zeros(split_small):
 
 
 def test_large_buffer_uses_default_threshold():
-    buf = _buffer(("zstd", "gzip"), n=3000, per=50)
+    buf = _buffer(("gzip", "snappy"), n=3000, per=50)
     assert len(buf) < decoder.PARALLEL_MIN_BYTES   # the default keeps small inputs serial
     big = buf * (decoder.PARALLEL_MIN_BYTES // len(buf) + 1)
     # offsets repeat (a record set, not a segment): decode does not check them unless asked
     serial = kafkafmt.decode(big, threads=1)
     t = kafkafmt.scan_batches(big)[0]
-    table = {"position": t.position, "size": t["size"], "codec": t.codec, "payload_len": t["size"]}
+    table = {"position": t.position, "size": t["size"], "codec": t.codec, "payload_len": t["size"], "magic": t.magic}
     assert len(decoder._split(table, len(t), 2, len(big), copies_values=True)) > 1
     same(serial, kafkafmt.decode(big, threads=2))
     same(serial, kafkafmt.decode(big))          # default: all cores
 
 
 def test_uncompressed_contiguous_stays_serial_views_split():
-    """Uncompressed input in the contiguous layout is one part (its decode is a copy the join would
-    repeat); binary='view' and metadata-only decodes split it."""
+    """Uncompressed input (and large lz4/zstd batches) in the contiguous layout is one part (its
+    decode is a copy the join would repeat); binary='view' and metadata-only decodes split it."""
     t = kafkafmt.scan_batches(_buffer((None,), n=5000, per=50))[0]
-    table = {"position": t.position, "size": t["size"], "codec": t.codec, "payload_len": t["size"]}
+    table = {"position": t.position, "size": t["size"], "codec": t.codec, "payload_len": t["size"], "magic": t.magic}
     n = decoder.PARALLEL_MIN_BYTES
     assert decoder._split(table, len(t), 4, n, copies_values=True) == [(0, len(t))]
     assert len(decoder._split(table, len(t), 4, n, copies_values=False)) > 1
+    t = kafkafmt.scan_batches(_buffer(("lz4",), n=5000, per=2000))[0]
+    table = {"position": t.position, "size": t["size"], "codec": t.codec, "payload_len": t["size"], "magic": t.magic}
+    if decoder.C_CODECS & (1 << 3):
+        assert decoder._split(table, len(t), 4, n, copies_values=True) == [(0, len(t))]
 
 
 def test_minor_faults_per_decode_are_bounded(split_small):
