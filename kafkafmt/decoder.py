@@ -240,8 +240,8 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     if binary == "view" and not views_from_input:
         # v0/v1 messages (or an input past 2 GiB): views over the decoded contiguous values
         options = options.replace(binary="contiguous")
-    groups = _split(table, count, resolve_threads(threads), buf.shape[0],
-                    copies_values=options.binary == "contiguous" and (keys or values))
+    groups = _split(table, count, resolve_threads(threads), buf.shape[0], copies_values=keys or values,
+                    views=views_from_input)
     views = _Views(buf, table, count, options) if views_from_input else None
     if len(groups) == 1:
         a, c, kept = _decode_group(buf, table, 0, count, options, chunk_bytes, file, views)
@@ -398,14 +398,14 @@ def thread_pool(threads, kind="decode"):
         return pool
 
 
-def _split(table, count, threads, nbytes, copies_values=False):
+def _split(table, count, threads, nbytes, copies_values=False, views=False):
     """Batch ranges [(lo, hi)] decoded by separate threads: one when threads == 1 or the input is
     small, else parts of about equal input bytes, cut at batch boundaries. copies_values (the
     contiguous layout): mostly uncompressed input stays on one thread -- its decode is a copy of
     the values, which joining the parts would do a second time."""
     if threads <= 1 or count < 2 or nbytes < PARALLEL_MIN_BYTES:
         return [(0, count)]
-    if copies_values and "codec" in table and not _worth_splitting(table, count, nbytes):
+    if copies_values and "codec" in table and not _worth_splitting(table, count, nbytes, views):
         return [(0, count)]
     parts = int(min(threads * _GROUPS_PER_THREAD, max(2, nbytes // GROUP_MIN_BYTES), count))
     ends = (table["position"][:count] + table["size"][:count].astype(np.int64) + 12)
@@ -414,15 +414,19 @@ def _split(table, count, threads, nbytes, copies_values=False):
     return list(zip(edges, edges[1:]))
 
 
-def _worth_splitting(table, count, nbytes):
+def _worth_splitting(table, count, nbytes, views=False):
     """The contiguous layout: whether decoding in parts pays for joining them (a second copy of
     the output). Measured here: uncompressed input and large lz4/zstd batches (decompressed in the
     C loop at memory speed) do not (0.8-1.0x with 2 threads); batches decompressed in Python (gzip,
-    snappy, v0/v1 wrappers) and small lz4/zstd batches (per-batch costs) do (1.3x)."""
+    snappy, v0/v1 wrappers) and small lz4/zstd batches (per-batch costs) do (1.3x). binary="view":
+    uncompressed input does not either (0.83x: the walk over the records is memory-bound), compressed
+    input does (1.65x lz4)."""
     codec = table["codec"][:count]
     plen = table["payload_len"][:count].clip(0)
     compressed = codec != 0
     in_kernel = compressed & (table["magic"][:count] == 2) & (((C_CODECS >> codec.astype(np.int64)) & 1) == 1)
+    if views:   # every compressed batch is decompressed in Python (its buffer is kept)
+        return int(plen[compressed].sum()) >= nbytes * COMPRESSED_SHARE_FOR_THREADS
     python_bytes = int(plen[compressed & ~in_kernel].sum())
     if python_bytes >= nbytes * COMPRESSED_SHARE_FOR_THREADS:
         return True

@@ -146,12 +146,13 @@ def test_large_buffer_uses_default_threshold():
 
 def test_uncompressed_contiguous_stays_serial_views_split():
     """Uncompressed input (and large lz4/zstd batches) in the contiguous layout is one part (its
-    decode is a copy the join would repeat); binary='view' and metadata-only decodes split it."""
+    decode is a copy the join would repeat); metadata-only decodes split it."""
     t = kafkafmt.scan_batches(_buffer((None,), n=5000, per=50))[0]
     table = {"position": t.position, "size": t["size"], "codec": t.codec, "payload_len": t["size"], "magic": t.magic}
     n = decoder.PARALLEL_MIN_BYTES
     assert decoder._split(table, len(t), 4, n, copies_values=True) == [(0, len(t))]
     assert len(decoder._split(table, len(t), 4, n, copies_values=False)) > 1
+    assert decoder._split(table, len(t), 4, n, copies_values=True, views=True) == [(0, len(t))]
     t = kafkafmt.scan_batches(_buffer(("lz4",), n=5000, per=2000))[0]
     table = {"position": t.position, "size": t["size"], "codec": t.codec, "payload_len": t["size"], "magic": t.magic}
     if decoder.C_CODECS & (1 << 3):

@@ -54,6 +54,13 @@ def _threads_pair(name):
     return (lambda: decode(buf, 1)), (lambda: decode(buf, 2))
 
 
+def _view_threads_pair(name):
+    buf = big(name)
+    return (lambda: decode(buf, 1, binary="view")), (lambda: decode(buf, 2, binary="view"))
+
+
+register_ratio("decode_view_threads_2_vs_1", "decode binary='view': 2 threads × 1 thread", ["none", "lz4"],
+               _view_threads_pair, family="threads", track="bench_threads.ThreadScaling.track_ratio_view_2_threads_vs_1")
 register_ratio("decode_threads_2_vs_1", "decode: 2 threads × 1 thread", SCALING, _threads_pair, family="threads",
                track="bench_threads.ThreadScaling.track_ratio_2_threads_vs_1")
 
@@ -82,6 +89,13 @@ class ThreadScaling:
         return common.measure_registered("decode_threads_2_vs_1", name)
 
     track_ratio_2_threads_vs_1.unit = "ratio"
+
+    def track_ratio_view_2_threads_vs_1(self, name, threads):
+        if threads != 1 or name not in ("none", "lz4"):
+            raise NotImplementedError("reported under threads=1 for none and lz4")
+        return common.measure_registered("decode_view_threads_2_vs_1", name)
+
+    track_ratio_view_2_threads_vs_1.unit = "ratio"
 
 
 def _logdirs_pair(_):
@@ -250,7 +264,7 @@ class OutputMemory:
     track_output_bytes.unit = "bytes"
 
 
-OWN = ("decode_threads_2_vs_1", "read_log_dirs_threads_2_vs_1", "decode_view_vs_aiokafka",
+OWN = ("decode_threads_2_vs_1", "decode_view_threads_2_vs_1", "read_log_dirs_threads_2_vs_1", "decode_view_vs_aiokafka",
        "decode_contiguous_1t_vs_aiokafka", "pandas_arrow_vs_aiokafka", "decode_peak_over_output")
 
 
