@@ -60,9 +60,9 @@ def _view_threads_pair(name):
 
 
 register_ratio("decode_view_threads_2_vs_1", "decode binary='view': 2 threads × 1 thread", ["none", "lz4"],
-               _view_threads_pair, family="threads", track="bench_threads.ThreadScaling.track_ratio_view_2_threads_vs_1")
+               _view_threads_pair, family="threads", track="bench_threads.ThreadRatios.track_ratio_view_2_threads_vs_1")
 register_ratio("decode_threads_2_vs_1", "decode: 2 threads × 1 thread", SCALING, _threads_pair, family="threads",
-               track="bench_threads.ThreadScaling.track_ratio_2_threads_vs_1")
+               track="bench_threads.ThreadRatios.track_ratio_2_threads_vs_1")
 
 
 class ThreadScaling:
@@ -83,16 +83,26 @@ class ThreadScaling:
 
     track_minor_faults_per_decode.unit = "faults"
 
-    def track_ratio_2_threads_vs_1(self, name, threads):
-        if threads != 1:
-            raise NotImplementedError("reported once, under threads=1")
+
+
+class ThreadRatios:
+    """Interleaved ratios time(1 thread) / time(2 threads)."""
+    params = SCALING
+    param_names = ["corpus"]
+    timeout = 600
+
+    def setup(self, name):
+        require_kafkafmt()
+        common.note_quick()
+
+    def track_ratio_2_threads_vs_1(self, name):
         return common.measure_registered("decode_threads_2_vs_1", name)
 
     track_ratio_2_threads_vs_1.unit = "ratio"
 
-    def track_ratio_view_2_threads_vs_1(self, name, threads):
-        if threads != 1 or name not in ("none", "lz4"):
-            raise NotImplementedError("reported under threads=1 for none and lz4")
+    def track_ratio_view_2_threads_vs_1(self, name):
+        if name not in ("none", "lz4"):
+            raise common.SkipNotImplemented("measured for none and lz4")
         return common.measure_registered("decode_view_threads_2_vs_1", name)
 
     track_ratio_view_2_threads_vs_1.unit = "ratio"
@@ -105,7 +115,7 @@ def _logdirs_pair(_):
 
 
 register_ratio("read_log_dirs_threads_2_vs_1", "read_log_dirs (8 partitions): 2 threads × 1", ["cluster"],
-               _logdirs_pair, family="threads", track="bench_threads.LogDirThreads.track_ratio_2_threads_vs_1")
+               _logdirs_pair, family="threads", track="bench_threads.LogDirThreadRatio.track_ratio_2_threads_vs_1")
 
 
 class LogDirThreads:
@@ -121,9 +131,15 @@ class LogDirThreads:
     def time_read_log_dirs(self, threads):
         common.kafkafmt.read_log_dirs(self.root, threads=threads)
 
-    def track_ratio_2_threads_vs_1(self, threads):
-        if threads != 1:
-            raise NotImplementedError("reported once, under threads=1")
+
+class LogDirThreadRatio:
+    timeout = 300
+
+    def setup(self):
+        require_kafkafmt()
+        common.note_quick()
+
+    def track_ratio_2_threads_vs_1(self):
         return common.measure_registered("read_log_dirs_threads_2_vs_1", "cluster")
 
     track_ratio_2_threads_vs_1.unit = "ratio"
