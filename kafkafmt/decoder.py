@@ -352,6 +352,16 @@ _pools = {}
 _pools_lock = threading.Lock()
 
 
+def _forget_pools():   # a forked child has none of the parent's worker threads: new pools there
+    global _pools_lock
+    _pools.clear()
+    _pools_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools)
+
+
 _cpu_count = None   # set_cpu_count's setting (None: every core)
 
 

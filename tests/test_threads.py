@@ -300,3 +300,19 @@ def test_set_cpu_count():
     finally:
         decoder.set_cpu_count(previous)
     assert decoder.cpu_count() == len(os.sched_getaffinity(0))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_decode_threads_after_fork(split_small):
+    """A forked child (Spark's Python workers are forked) gets its own worker threads."""
+    buf = _buffer()
+    want = kafkafmt.decode(buf, threads=1).to_arrow()
+    kafkafmt.decode(buf, threads=3)       # the parent's pool exists
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ok = kafkafmt.decode(buf, threads=3).to_arrow().equals(want)
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
