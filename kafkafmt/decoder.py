@@ -20,6 +20,7 @@ import numpy as np
 
 from kafkafmt import errors
 from kafkafmt._native import kernel as _kernel
+from kafkafmt._native import libs as _libs
 from kafkafmt._native import scan as _scan
 from kafkafmt.codecs import get_codec
 from kafkafmt.codecs import base as _codec_base
@@ -29,55 +30,13 @@ __all__ = ["decode", "scan_batches", "DecodeOptions", "next_entry", "offset_sequ
            "thread_pool", "set_cpu_count", "cpu_count"]
 
 # what each error code of the C loops means
-_ERRORS = {
-    1: (errors.CorruptRecordError, "entry size {size} is smaller than the minimum for its magic"),
-    2: (errors.CorruptRecordError, "unknown magic byte"),
-    3: (errors.CrcError, "CRC mismatch: the stored checksum does not match the batch's bytes"),
-    4: (errors.CorruptRecordError, "record count is negative or larger than the batch can hold"),
-    5: (errors.CorruptRecordError, "a record runs past the end of its batch"),
-    6: (errors.CorruptRecordError, "varint longer than allowed"),
-    7: (errors.CorruptRecordError, "negative header key length or header count"),
-    8: (errors.CorruptRecordError, "record size field disagrees with the record's contents"),
-    9: (errors.CorruptRecordError, "bytes left in the batch after its declared records"),
-    10: (errors.CorruptRecordError, "compressed message inside a compressed wrapper"),
-    11: (errors.CorruptRecordError, "compressed wrapper holds no messages"),
-    12: (errors.CorruptRecordError, "inner message has an invalid magic"),
-    13: (errors.CorruptRecordError, "v1 wrapper offset is below its last inner relative offset"),
-    14: (errors.CorruptRecordError, "control record key is shorter than version + type"),
-    15: (errors.CorruptRecordError, "compressed wrapper has a null value"),
-    16: (errors.CrcError, "CRC mismatch in a message inside a compressed wrapper"),
-    18: (errors.CorruptRecordError, "entry size {size} exceeds the largest allowed batch size (max_batch_bytes)"),
-    19: (errors.CompressionError, "compressed records do not decompress"),
-    20: (errors.DecompressionLimitError, "compressed records decompress to more than max_decompressed bytes"),
-    21: (errors.CompressionError, "out of memory while decompressing"),
-}
+# what each error code of the C loops means: the native table (one definition), as exception classes
+_KINDS = {"corrupt": errors.CorruptRecordError, "crc": errors.CrcError, "compression": errors.CompressionError,
+          "limit": errors.DecompressionLimitError}
+_ERRORS = {code: (_KINDS[kind], message) for code, (kind, message) in _scan.ERROR_INFO.items()}
+_NULL_WRAPPER = _scan.ERROR_CODES["NULL_WRAPPER"]
 
-def _find_libraries():
-    """Paths of libzstd and liblz4 for in-kernel decompression (KAFKAFMT_PY_CODECS=1: none)."""
-    if os.environ.get("KAFKAFMT_PY_CODECS"):
-        return None, None
-    import ctypes.util
-
-    zstd = ctypes.util.find_library("zstd")
-    if zstd is None:
-        for cand in ("libzstd.so.1", "libzstd.1.dylib"):
-            try:
-                ctypes.CDLL(cand)
-                zstd = cand
-                break
-            except OSError:
-                pass
-    lz4 = None
-    try:  # python-lz4's extension carries liblz4 and exports its functions
-        import lz4.block._block as _lz4block
-
-        lz4 = _lz4block.__file__
-    except ImportError:  # pragma: no cover
-        lz4 = ctypes.util.find_library("lz4")
-    return zstd, lz4
-
-
-C_CODECS = _kernel.load_codecs(*_find_libraries())   # codec bits the kernel decompresses itself
+C_CODECS = _libs.load_kernel_codecs()   # codec bits the kernel decompresses itself (kafkafmt/_native/libs.py)
 
 _MAX_RATIO_AHEAD = 16     # compression ratio assumed at most when reserving outputs ahead
 _IN_KERNEL_RATIO_GUESS = 6  # compression ratio reserved for batches the kernel decompresses itself
@@ -139,7 +98,7 @@ class _Decompressor:
                 codec = self.codecs[codec_id] = get_codec(codec_id)
             if magic < 2:
                 if length < 0:
-                    raise errors.CorruptRecordError(_ERRORS[15][1])
+                    raise errors.CorruptRecordError(_ERRORS[_NULL_WRAPPER][1])
                 if codec_id == 4:
                     raise errors.UnsupportedCodecError("zstd is not allowed in v0/v1 messages")
             return codec.decompress(self.mv[start:start + length], max_size=self.max, magic=magic)

@@ -16,7 +16,9 @@ def read_tasks(tasks, schema, opts):
     target = to_arrow_schema(schema, timezone="UTC")
     names = [f.name for f in schema.fields]
     want = set(names)
-    options = DecodeOptions.for_columns(None if opts.decode else names, verify_crc=True, include_control=False)
+    # one thread per task: Spark already runs tasks in parallel
+    options = DecodeOptions.for_columns(None if opts.decode else names, verify_crc=True, include_control=False,
+                                        threads=1)
     table_of = None
     if opts.decode:       # an internal topic as a table (kafkafmt.internal)
         from kafkafmt import internal

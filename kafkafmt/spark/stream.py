@@ -759,7 +759,7 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
         try:
             for recs in kafkafmt.iter_log_dir(folder, start_offset=start, end_offset=end, isolation=o.isolation,
                                               columns=names, errors="strict" if o.fail_on_data_loss else "salvage",
-                                              max_bytes=o.max_bytes_per_batch, report=report,
+                                              max_bytes=o.max_bytes_per_batch, report=report, threads=1,
                                               **({"storage_options": storage_options} if storage_options else {})):
                 if not len(recs):
                     continue
