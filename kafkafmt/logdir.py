@@ -38,6 +38,7 @@ __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "li
            "KafkafmtWarning"]
 
 _ISOLATIONS = ("read_uncommitted", "read_committed")
+_WHOLE_RANGE_RATIO = 64   # decoded bytes per stored byte no real batch exceeds (read_task's first chunk)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -189,7 +190,10 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
         ratio = float("inf")
         released = 0
         while pos < stop:
-            budget = int(max_bytes / max(ratio, 1.0)) if ratio != float("inf") else 0
+            if ratio != float("inf"):
+                budget = int(max_bytes / max(ratio, 1.0))
+            else:   # nothing decoded yet: one batch shows the ratio, unless any ratio would fit anyway
+                budget = stop - pos if max_bytes >= (stop - pos) * _WHOLE_RANGE_RATIO else 0
             heads, _ = scan_range(f, pos, min(stop, pos + budget))
             if len(heads):
                 chunk_stop = int(heads["position"][-1] + heads["size"][-1])

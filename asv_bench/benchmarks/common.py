@@ -26,6 +26,12 @@ try:  # the library may be half-written while someone works on it: its benchmark
 
     _kafkafmt_decode = kafkafmt.decode
     KAFKAFMT_ERROR = None
+    # the ratios against aiokafka and kafka-python are one core against one core: kafkafmt's readers
+    # default to every core, so the suite pins them to one (bench_threads measures threads explicitly;
+    # KAFKAFMT_BENCH_THREADS=N to measure the default with N)
+    import os as _os
+
+    kafkafmt.decoder.set_cpu_count(int(_os.environ.get("KAFKAFMT_BENCH_THREADS", "1")))
 except Exception as exc:  # noqa: BLE001 - any import problem means "not benchmarkable"
     kafkafmt = None
     _kafkafmt_decode = None
