@@ -44,7 +44,7 @@ from kafkafmt.storage import LocalStorage
 
 __all__ = [
     "PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "DEFAULT_INDEX_INTERVAL",
-    "segment_file_name", "segment_base", "partition_of_name", "is_leftover_file", "is_leftover_dir", "file_kind",
+    "segment_file_name", "segment_base", "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir", "file_kind",
     "folder_kind", "find_log_dirs", "list_partitions", "list_segments", "Segment", "open_file", "window",
     "entry_size_at", "scan_range", "LOCAL",
     "ReportKind", "ReportEntry", "read_range", "offset_for_timestamp", "transactions",
@@ -74,6 +74,16 @@ DEFAULT_INDEX_INTERVAL = 4096   # Kafka's index.interval.bytes
 def segment_file_name(base_offset: int, suffix: str) -> str:
     """``00000000000000000042.log`` for (42, ".log")."""
     return f"{base_offset:020d}{suffix}"
+
+
+def log_name_of(path):
+    """The ``.log`` file name of the segment a file belongs to (``…42.index`` -> ``…42.log``), by
+    Kafka's rule for a segment file's base offset (the digits before the first ``.``); None when
+    the name has none."""
+    try:
+        return segment_file_name(sidefiles.offset_from_file_name(path), ".log")
+    except ValueError:
+        return None
 
 
 def segment_base(path):

@@ -40,7 +40,7 @@ from kafkafmt.records import CODEC_NAMES, TIMESTAMP_TYPES
 from kafkafmt.cli.common import (Problem, UsageError, bytes_encoder, check_kafka_file, escape_text, file_kind,
                                  find_inputs, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
                                  parse_time_range, segment_base, segment_in_partition)
-from kafkafmt.segments import ReportKind
+from kafkafmt.segments import ReportKind, log_name_of
 from kafkafmt.cli.controls import control_text, control_json
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli import internal_topics
@@ -242,8 +242,8 @@ class Dumper:
                     continue
             elif not self.args.all_files and (kind != "log" or is_leftover(full)):
                 continue
-            m = re.match(r"^(\d+)", name)
-            base = int(m.group(1)) if m else float("inf")
+            log = log_name_of(name)
+            base = segment_base(log) if log is not None else float("inf")
             rows.append((base, KIND_ORDER.get(kind, 9), name, kind, full))
         rows.sort()
         return [(kind, full, True) for *_, kind, full in rows]
@@ -505,9 +505,9 @@ class Dumper:
         return self._meta[1]
 
     def _sibling_log(self, path):
-        stem = os.path.basename(path).split(".", 1)[0]
-        log = cli_paths.sibling(path, stem + ".log")
-        return log if cli_paths.exists(log) else None
+        name = log_name_of(path)
+        log = None if name is None else cli_paths.sibling(path, name)
+        return log if log is not None and cli_paths.exists(log) else None
 
     def dump_index(self, path):
         self.header(path, "index")
@@ -765,7 +765,7 @@ class Dumper:
 
 
 def stem_log(path):
-    return os.path.basename(path).split(".", 1)[0] + ".log"
+    return log_name_of(path) or os.path.basename(path) + ".log"
 
 
 def _start(e):

@@ -40,6 +40,7 @@ from kafkafmt.records import Table
 
 from kafkafmt.cli.common import (add_command, Problem, UsageError, check_kafka_file, file_kind, find_inputs,
                                  human_bytes, is_leftover, report_problem, segment_base, segment_in_partition)
+from kafkafmt.segments import log_name_of
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader, concat_batches, iter_partition
@@ -382,9 +383,10 @@ class Verifier:
                 self.side_files(fr.segment, info)
 
     def index_file(self, path, kind):
-        log = cli_paths.sibling(path, os.path.basename(path).split(".", 1)[0] + ".log")
-        if not cli_paths.exists(log):
-            self.error(path, f"no {os.path.basename(log)} beside it to check it against")
+        name = log_name_of(path)
+        log = None if name is None else cli_paths.sibling(path, name)
+        if log is None or not cli_paths.exists(log):
+            self.error(path, f"no {name or 'segment .log'} beside it to check it against")
             return
         try:
             base = sidefiles.offset_from_file_name(path)
