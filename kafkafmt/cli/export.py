@@ -260,8 +260,6 @@ def run(args, console):
     opts = dict(isolation=args.isolation, errors="salvage" if args.salvage else "strict", verify_crc=True,
                 max_bytes=CHUNK_BYTES)
     schema = spark_kafka_schema(args.batch_metadata, not args.no_headers)
-    started = time.monotonic()
-    state = {"rows": 0, "errors": 0}
 
     def sources():
         for pd in found.partitions:
@@ -271,24 +269,42 @@ def run(args, console):
         for f in files:
             yield os.path.basename(f), lambda report, f=f: _file_chunks(f, report, offsets, times, opts)
 
+    def write(writer, chunk, state):
+        if topics is not None and chunk.topic not in topics:
+            return
+        writer.write(chunk)
+        state["rows"] += len(chunk)
+
+    state, elapsed = _stream_export(args, console, total, sources(), lambda tmp: _open_writer(fmt, tmp, schema, args),
+                                    write)
+    target = args.to
+    where = "stdout" if target == "-" else f"{target} ({human_bytes(os.path.getsize(target))})"
+    what = f"{len(found.partitions)} partitions" + (f" and {len(files)} files" if files else "")
+    console.info(f"kafkafmt: exported {state['rows']} records of {what} to {where} in {elapsed:.1f} s")
+    return 1 if state["errors"] else 0
+
+
+def _stream_export(args, console, total, sources, open_writer, write):
+    """Stream the chunks of every (label, make_chunks(report)) source through ``write(writer, chunk,
+    state)`` into a writer over a temporary file beside --to, renamed when complete (stdout for
+    '-'); problems are reported as they come. Returns (state, seconds)."""
+    state = {"rows": 0, "errors": 0, "records": 0}
+    started = time.monotonic()
     target = args.to
     tmp = None if target == "-" else _temp_name(target)
     try:
         with Progress(total, enabled=args.progress) as prog:
             console.progress = prog
-            writer = _open_writer(fmt, tmp, schema, args)
+            writer = open_writer(tmp)
             try:
-                for label, make in sources():
+                for label, make in sources:
                     prog.set_label(label)
                     report = []
                     seen = 0
                     for chunk in make(report):
                         seen = _report(report, seen, console, state)
-                        if topics is not None and len(chunk) and chunk.topic not in topics:
-                            continue
                         if len(chunk):
-                            writer.write(chunk)
-                            state["rows"] += len(chunk)
+                            write(writer, chunk, state)
                         prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
                     _report(report, seen, console, state)
             finally:
@@ -300,11 +316,7 @@ def run(args, console):
     finally:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-    elapsed = time.monotonic() - started
-    where = "stdout" if target == "-" else f"{target} ({human_bytes(os.path.getsize(target))})"
-    what = f"{len(found.partitions)} partitions" + (f" and {len(files)} files" if files else "")
-    console.info(f"kafkafmt: exported {state['rows']} records of {what} to {where} in {elapsed:.1f} s")
-    return 1 if state["errors"] else 0
+    return state, time.monotonic() - started
 
 
 def _file_chunks(path, report, offsets, times, opts):
@@ -551,8 +563,6 @@ def run_internal(args, console, fmt):
     schema = internal.schema_of(name)
     decode = getattr(internal, name)
     tally = WarningTally()
-    started = time.monotonic()
-    state = {"rows": 0, "errors": 0, "records": 0}
 
     def sources():
         for pd in found.partitions:
@@ -564,40 +574,19 @@ def run_internal(args, console, fmt):
         for f in files:
             yield os.path.basename(f), lambda report, f=f: _file_chunks(f, report, offsets, times, opts)
 
+    def write(writer, chunk, state):
+        table = tally(decode, chunk)
+        if table.schema != schema:
+            table = table.cast(schema)
+        writer.write(table)
+        state["rows"] += table.num_rows
+        state["records"] += len(chunk)
+
+    state, elapsed = _stream_export(args, console, total, sources(),
+                                    lambda tmp: _open_internal_writer(fmt, tmp, schema, args), write)
     target = args.to
-    tmp = None if target == "-" else _temp_name(target)
-    try:
-        with Progress(total, enabled=args.progress) as prog:
-            console.progress = prog
-            writer = _open_internal_writer(fmt, tmp, schema, args)
-            try:
-                for label, make in sources():
-                    prog.set_label(label)
-                    report = []
-                    seen = 0
-                    for chunk in make(report):
-                        seen = _report(report, seen, console, state)
-                        if len(chunk):
-                            table = tally(decode, chunk)
-                            if table.schema != schema:
-                                table = table.cast(schema)
-                            writer.write(table)
-                            state["rows"] += table.num_rows
-                            state["records"] += len(chunk)
-                        prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
-                    _report(report, seen, console, state)
-            finally:
-                writer.close()
-            console.progress = None
-        if tmp is not None:
-            os.replace(tmp, target)
-            tmp = None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
     for text in tally.messages():
         console.warn(text)
-    elapsed = time.monotonic() - started
     where = "stdout" if target == "-" else f"{target} ({human_bytes(os.path.getsize(target))})"
     what = f"{len(found.partitions)} partitions" + (f" and {len(files)} files" if files else "")
     nsnap = sum(len(v) for v in snapshots.values())
