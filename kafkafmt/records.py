@@ -50,6 +50,17 @@ def _pack_validity(valid):
     return np.packbits(valid, bitorder="little")
 
 
+def _sliced_validity(validity, n, item, what):
+    """(start, stop, validity bitmap or None, null count) of a contiguous slice of n values."""
+    start, stop, step = item.indices(n)
+    if step != 1:
+        raise IndexError(f"{what} slices must be contiguous")
+    stop = max(start, stop)
+    valid = _unpack_validity(validity, n)[start:stop]
+    nulls = int((~valid).sum())
+    return start, stop, (_pack_validity(valid) if nulls else None), nulls
+
+
 def _small_offsets(offsets):
     return offsets.astype(np.int32) if offsets[-1] < (1 << 31) - 1 else offsets
 
@@ -96,14 +107,8 @@ class BinaryColumn:
 
     def __getitem__(self, item):
         if isinstance(item, slice):
-            start, stop, step = item.indices(len(self))
-            if step != 1:
-                raise IndexError("BinaryColumn slices must be contiguous")
-            stop = max(start, stop)
-            valid = _unpack_validity(self.validity, len(self))[start:stop]
-            nulls = int((~valid).sum())
-            return BinaryColumn(self.offsets[start:stop + 1], self.data,
-                                _pack_validity(valid) if nulls else None, nulls)
+            start, stop, validity, nulls = _sliced_validity(self.validity, len(self), item, "BinaryColumn")
+            return BinaryColumn(self.offsets[start:stop + 1], self.data, validity, nulls)
         i = int(item)
         n = len(self)
         if i < 0:
@@ -226,14 +231,8 @@ class BinaryViewColumn:
 
     def __getitem__(self, item):
         if isinstance(item, slice):
-            start, stop, step = item.indices(len(self))
-            if step != 1:
-                raise IndexError("BinaryViewColumn slices must be contiguous")
-            stop = max(start, stop)
-            valid = _unpack_validity(self.validity, len(self))[start:stop]
-            nulls = int((~valid).sum())
-            return BinaryViewColumn(self.views[start:stop], self.buffers, _pack_validity(valid) if nulls else None,
-                                    nulls)
+            start, stop, validity, nulls = _sliced_validity(self.validity, len(self), item, "BinaryViewColumn")
+            return BinaryViewColumn(self.views[start:stop], self.buffers, validity, nulls)
         i = int(item)
         n = len(self)
         if i < 0:
