@@ -596,9 +596,6 @@ def _wrong_header_checksum(frame, hc, n):
     frame[14] = next(v for v in range(256) if v not in (good, broken))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 8 finding: the kernel's lz4 ignores the frame's content size "
-                                       "and header checksum, which kafkafmt.codecs (python-lz4, as Kafka's "
-                                       "KafkaLZ4BlockInputStream for the checksum) rejects")
 @pytest.mark.parametrize("mutate", [_lying_content_size, _huge_content_size, _wrong_header_checksum],
                          ids=["lying_content_size", "content_size_over_cap", "wrong_header_checksum"])
 def test_lz4_frame_header_checked_by_both_paths(mutate):

@@ -13,8 +13,9 @@
  *
  * lz4 frame (as Kafka's KafkaLZ4BlockOutputStream / python-lz4 write it): magic 0x184D2204, FLG
  * (version 01, block independence, block checksum, content size, content checksum, dict id),
- * BD (block max size 64 KiB..4 MiB), [content size u64], [dict id u32], header checksum (not
- * checked: the batch CRC covers these bytes, and magic-0 frames carry KAFKA-3160's wrong one),
+ * BD (block max size 64 KiB..4 MiB), [content size u64], [dict id u32], header checksum (checked
+ * by the kernel's decompressor, which sees v2 batches only; magic-0 frames carry KAFKA-3160's
+ * wrong one and go through the Python codec), content size (checked against the output),
  * blocks (u32 LE size, high bit = stored; [u32 checksum]), end mark 0, [content checksum].
  * Linked blocks decode with the preceding output as their dictionary.
  */
@@ -103,7 +104,7 @@ typedef struct {
     int content_sum;        /* the end mark followed by a 4-byte checksum */
     int64_t block_max;      /* 64 KiB .. 4 MiB */
     int64_t content_size;   /* -1: not in the header */
-    int64_t hc_pos;         /* position of the header checksum byte (not checked here: see above) */
+    int64_t hc_pos;         /* position of the header checksum byte (checked by kfmt_lz4_decompress) */
     int64_t body;           /* position of the first block header */
 } kfmt_lz4_frame;
 
@@ -178,6 +179,38 @@ static int64_t kfmt_lz4_walk(const uint8_t *src, int64_t n, const kfmt_lz4_frame
     return p;
 }
 
+/* XXH32 (the lz4 frame format's hash), for the frame header checksum: (xxh32(FLG..) >> 8) & 0xFF. */
+#define KFMT_XXH_P1 2654435761U
+#define KFMT_XXH_P2 2246822519U
+#define KFMT_XXH_P3 3266489917U
+#define KFMT_XXH_P4 668265263U
+#define KFMT_XXH_P5 374761393U
+
+static inline uint32_t kfmt_rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+
+static uint32_t kfmt_xxh32(const uint8_t *p, size_t len, uint32_t seed) {
+    const uint8_t *end = p + len;
+    uint32_t h;
+    if (len >= 16) {
+        const uint8_t *limit = end - 16;
+        uint32_t v1 = seed + KFMT_XXH_P1 + KFMT_XXH_P2, v2 = seed + KFMT_XXH_P2, v3 = seed, v4 = seed - KFMT_XXH_P1;
+        do {
+            v1 = kfmt_rotl32(v1 + kfmt_le32(p) * KFMT_XXH_P2, 13) * KFMT_XXH_P1; p += 4;
+            v2 = kfmt_rotl32(v2 + kfmt_le32(p) * KFMT_XXH_P2, 13) * KFMT_XXH_P1; p += 4;
+            v3 = kfmt_rotl32(v3 + kfmt_le32(p) * KFMT_XXH_P2, 13) * KFMT_XXH_P1; p += 4;
+            v4 = kfmt_rotl32(v4 + kfmt_le32(p) * KFMT_XXH_P2, 13) * KFMT_XXH_P1; p += 4;
+        } while (p <= limit);
+        h = kfmt_rotl32(v1, 1) + kfmt_rotl32(v2, 7) + kfmt_rotl32(v3, 12) + kfmt_rotl32(v4, 18);
+    } else {
+        h = seed + KFMT_XXH_P5;
+    }
+    h += (uint32_t)len;
+    while (p + 4 <= end) { h += kfmt_le32(p) * KFMT_XXH_P3; h = kfmt_rotl32(h, 17) * KFMT_XXH_P4; p += 4; }
+    while (p < end) { h += (*p) * KFMT_XXH_P5; h = kfmt_rotl32(h, 11) * KFMT_XXH_P1; p++; }
+    h ^= h >> 15; h *= KFMT_XXH_P2; h ^= h >> 13; h *= KFMT_XXH_P3; h ^= h >> 16;
+    return h;
+}
+
 /* Decompress the lz4 frame(s) in src[0:n] into *buf; returns the size or a KFMT_DECOMP_* code. */
 static int64_t kfmt_lz4_decompress(const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap, int64_t limit) {
     int64_t p = 0, out = 0, size = 0;
@@ -187,6 +220,12 @@ static int64_t kfmt_lz4_decompress(const uint8_t *src, int64_t n, uint8_t **buf,
         /* after a frame, bytes that do not start with the frame magic are ignored (as Java's reader) */
         if (p > 0 && (n - p < 4 || kfmt_le32(src + p) != KFMT_LZ4_MAGIC)) break;
         if (kfmt_lz4_header(src, n, p, &f)) return KFMT_DECOMP_CORRUPT;
+        /* v2 batches (the only ones decompressed here) carry a correct header checksum, and a
+         * content size the frame must decompress to, as Java's KafkaLZ4BlockInputStream and
+         * python-lz4 require (magic-0 frames, with KAFKA-3160's wrong checksum, go through Python) */
+        if (((kfmt_xxh32(src + p + 4, (size_t)(f.hc_pos - p - 4), 0) >> 8) & 0xFF) != src[f.hc_pos])
+            return KFMT_DECOMP_CORRUPT;
+        if (f.content_size > limit - out) return KFMT_DECOMP_LIMIT;
         p = f.body;
         int64_t frame_start = out;
         while ((rc = kfmt_lz4_block(src, n, &p, &f, &size, &stored)) == 1) {
@@ -217,6 +256,7 @@ static int64_t kfmt_lz4_decompress(const uint8_t *src, int64_t n, uint8_t **buf,
             p += size + (f.block_sum ? 4 : 0);
         }
         if (rc < 0) return KFMT_DECOMP_CORRUPT;
+        if (f.content_size >= 0 && out - frame_start != f.content_size) return KFMT_DECOMP_CORRUPT;
     }
     return out;
 }
