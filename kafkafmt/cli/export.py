@@ -351,12 +351,16 @@ def _open_writer(fmt, tmp, schema, args):
     if fmt in ("parquet", "arrow", "arrow-stream"):
         return _ArrowWriter(tmp, schema, fmt, args.compression)
     enc = bytes_encoder(args.bytes)
+    return _text_sink(tmp, lambda stream: _TextWriter(stream, fmt, enc, not args.no_headers, args.batch_metadata))
+
+
+def _text_sink(tmp, make_writer):
+    """A text writer (``make_writer(stream)``) over stdout (tmp None) or a new file at tmp, the
+    file closed with the writer."""
     if tmp is None:
-        stream = sys.stdout
-        w = _TextWriter(stream, fmt, enc, not args.no_headers, args.batch_metadata)
-        return w
+        return make_writer(sys.stdout)
     stream = io.open(tmp, "w", encoding="utf-8", newline="")
-    w = _TextWriter(stream, fmt, enc, not args.no_headers, args.batch_metadata)
+    w = make_writer(stream)
     close = w.close
 
     def close_file():
@@ -494,18 +498,7 @@ def _open_internal_writer(fmt, tmp, schema, args):
     if fmt in ("parquet", "arrow", "arrow-stream"):
         return _InternalArrowWriter(tmp, schema, fmt, args.compression)
     enc = bytes_encoder(args.bytes)
-    if tmp is None:
-        return _InternalTextWriter(sys.stdout, fmt, enc, schema)
-    stream = io.open(tmp, "w", encoding="utf-8", newline="")
-    w = _InternalTextWriter(stream, fmt, enc, schema)
-    close = w.close
-
-    def close_file():
-        close()
-        stream.close()
-
-    w.close = close_file
-    return w
+    return _text_sink(tmp, lambda stream: _InternalTextWriter(stream, fmt, enc, schema))
 
 
 def _snapshot_files(pd):
