@@ -62,3 +62,22 @@ def spark(tmp_path_factory):
     kafkafmt.spark.register(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def sample(tmp_path_factory):
+    """The bundled sample log dir, generated into a temporary folder (KAFKAFMT_SAMPLE_DIR, restored)."""
+    root = tmp_path_factory.mktemp("sample") / "logs"
+    old = os.environ.get("KAFKAFMT_SAMPLE_DIR")
+    os.environ["KAFKAFMT_SAMPLE_DIR"] = str(root)
+    try:
+        from kafkafmt.sample import sample_dir
+
+        path = pathlib.Path(sample_dir())
+    finally:
+        if old is None:
+            del os.environ["KAFKAFMT_SAMPLE_DIR"]
+        else:
+            os.environ["KAFKAFMT_SAMPLE_DIR"] = old
+    assert path == root
+    return path

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import kafkafmt
+from kcli import run as cli
 from kafkafmt import sidefiles
 from kafkafmt.records import CODEC_NAMES, CONTROL_TYPES
 
@@ -26,42 +27,6 @@ ZSTD_LABELLED_NONE = "record-sets/tulios__kafkajs/recordBatch__fixtures__v0_reco
 
 # ----------------------------------------------------------------------------------------------
 # helpers and fixtures
-
-@pytest.fixture(scope="session")
-def sample(tmp_path_factory):
-    """The bundled sample log dir, generated into a temporary folder (KAFKAFMT_SAMPLE_DIR)."""
-    root = tmp_path_factory.mktemp("sample") / "logs"
-    old = os.environ.get("KAFKAFMT_SAMPLE_DIR")
-    os.environ["KAFKAFMT_SAMPLE_DIR"] = str(root)
-    try:
-        from kafkafmt.sample import sample_dir
-
-        path = pathlib.Path(sample_dir())
-    finally:
-        if old is None:
-            del os.environ["KAFKAFMT_SAMPLE_DIR"]
-        else:
-            os.environ["KAFKAFMT_SAMPLE_DIR"] = old
-    assert path == root
-    return path
-
-
-def cli(*args, sample=None, env=None, check=None):
-    """Run ``python -m kafkafmt ARGS``; returns CompletedProcess (text)."""
-    e = dict(os.environ)
-    e.pop("KAFKAFMT_PROGRESS", None)
-    e.pop("KAFKAFMT_DEBUG", None)
-    if sample is not None:
-        e["KAFKAFMT_SAMPLE_DIR"] = str(sample)
-    e["PYTHONPATH"] = str(REPO) + os.pathsep + e.get("PYTHONPATH", "")
-    if env:
-        e.update(env)
-    p = subprocess.run([sys.executable, "-m", "kafkafmt", *map(str, args)], capture_output=True, text=True,
-                       env=e, timeout=120)
-    if check is not None:
-        assert p.returncode == check, f"exit {p.returncode}, stderr:\n{p.stderr}\nstdout:\n{p.stdout[-2000:]}"
-    return p
-
 
 def jsonl(text):
     return [json.loads(line) for line in text.splitlines() if line.strip()]

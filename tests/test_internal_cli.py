@@ -12,8 +12,6 @@ import pathlib
 import re
 import shutil
 import struct
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -24,7 +22,8 @@ import kafkafmt
 import kafkafmt.internal as ki
 from kafkafmt import KafkafmtWarning, LogWriter
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+import kcli
+
 T0 = 1_767_225_600_000
 RECORD = re.compile(r"^\| offset: (\d+) ")
 
@@ -32,37 +31,9 @@ RECORD = re.compile(r"^\| offset: (\d+) ")
 # ----------------------------------------------------------------------------------------------
 # helpers and fixtures
 
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory):
-    """The bundled sample log dir, generated into a temporary folder (KAFKAFMT_SAMPLE_DIR)."""
-    root = tmp_path_factory.mktemp("sample") / "logs"
-    old = os.environ.get("KAFKAFMT_SAMPLE_DIR")
-    os.environ["KAFKAFMT_SAMPLE_DIR"] = str(root)
-    try:
-        from kafkafmt.sample import sample_dir
-
-        path = pathlib.Path(sample_dir())
-    finally:
-        if old is None:
-            del os.environ["KAFKAFMT_SAMPLE_DIR"]
-        else:
-            os.environ["KAFKAFMT_SAMPLE_DIR"] = old
-    assert path == root
-    return path
-
-
 def cli(*args, sample=None, check=None):
-    """Run ``python -m kafkafmt ARGS``; returns CompletedProcess (text)."""
-    e = dict(os.environ)
-    e.pop("KAFKAFMT_PROGRESS", None)
-    e.pop("KAFKAFMT_DEBUG", None)
-    if sample is not None:
-        e["KAFKAFMT_SAMPLE_DIR"] = str(sample)
-    e["PYTHONPATH"] = str(REPO) + os.pathsep + e.get("PYTHONPATH", "")
-    p = subprocess.run([sys.executable, "-m", "kafkafmt", *map(str, args)], capture_output=True, text=True,
-                       env=e, timeout=120)
-    if check is not None:
-        assert p.returncode == check, f"exit {p.returncode}, stderr:\n{p.stderr}\nstdout:\n{p.stdout[-2000:]}"
+    """kcli.run, and never a traceback."""
+    p = kcli.run(*args, sample=sample, check=check)
     assert "Traceback" not in p.stderr, p.stderr
     return p
 
