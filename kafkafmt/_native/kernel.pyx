@@ -26,7 +26,7 @@ from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, free, realloc
 from cpython.buffer cimport PyBuffer_FillInfo
 
-from kafkafmt._native.kfmt cimport (kfmt_be16, kfmt_be32, kfmt_be64, kfmt_varint, kfmt_varlong, kfmt_crc_init,
+from kafkafmt._native.kfmt cimport (payload_pointers, kfmt_be16, kfmt_be32, kfmt_be64, kfmt_varint, kfmt_varlong, kfmt_crc_init,
                                    kfmt_crc32, kfmt_advise_hugepages)
 from kafkafmt._native.layout cimport *
 
@@ -776,7 +776,6 @@ cdef class Columns:
         cdef Py_ssize_t nb = stop - start
         cdef const uint8_t **ptrs = NULL
         cdef int64_t *lens = NULL
-        cdef const uint8_t[::1] view
         cdef list keep = []
         cdef const int64_t[::1] position = batches["position"]
         cdef const int32_t[::1] size = batches["size"]
@@ -804,23 +803,8 @@ cdef class Columns:
         cdef Cursor cur
         if nb <= 0:
             return (ERR_NONE, stop, 0, 0)
-        ptrs = <const uint8_t **>malloc(nb * sizeof(uint8_t *))
-        lens = <int64_t *>malloc(nb * sizeof(int64_t))
-        if ptrs == NULL or lens == NULL:
-            free(ptrs)
-            free(lens)
-            raise MemoryError()
+        payload_pointers(payloads, nb, &ptrs, &lens, keep)
         try:
-            for k in range(nb):
-                p = payloads[k]
-                if p is None:
-                    ptrs[k] = NULL
-                    lens[k] = 0
-                else:
-                    view = p
-                    keep.append(view)
-                    ptrs[k] = &view[0] if view.shape[0] > 0 else <const uint8_t *>""
-                    lens[k] = view.shape[0]
             self.o.grow = 0
             self.o.err_at = 0
             b = start

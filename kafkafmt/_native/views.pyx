@@ -12,6 +12,8 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
+from kafkafmt._native.kfmt cimport payload_pointers
+
 import numpy as np
 
 
@@ -82,7 +84,6 @@ def v2_views(const uint8_t[::1] buf, dict batches, Py_ssize_t lo, Py_ssize_t hi,
     if want_v:
         vv = value_views
     cdef Py_ssize_t nb = hi - lo, b, k
-    cdef const uint8_t[::1] pv
     cdef list keep = []
     cdef const uint8_t **ptrs = NULL
     cdef int64_t *lens = NULL
@@ -97,23 +98,8 @@ def v2_views(const uint8_t[::1] buf, dict batches, Py_ssize_t lo, Py_ssize_t hi,
     cdef int bad = 0
     if nb <= 0:
         return (0, 0, 0)
-    ptrs = <const uint8_t **>malloc(nb * sizeof(uint8_t *))
-    lens = <int64_t *>malloc(nb * sizeof(int64_t))
-    if ptrs == NULL or lens == NULL:
-        free(ptrs)
-        free(lens)
-        raise MemoryError()
+    payload_pointers(payloads, nb, &ptrs, &lens, keep)
     try:
-        for k in range(nb):
-            pl = payloads[k]
-            if pl is None:
-                ptrs[k] = NULL
-                lens[k] = 0
-            else:
-                pv = pl
-                keep.append(pv)
-                ptrs[k] = &pv[0] if pv.shape[0] > 0 else <const uint8_t *>""
-                lens[k] = pv.shape[0]
         with nogil:
             for b in range(lo, hi):
                 k = b - lo
