@@ -196,13 +196,15 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
                             headers=headers, max_decompressed=max_decompressed, max_batch_bytes=max_batch_bytes,
                             threads=threads, binary=binary)
     views_from_input = binary == "view" and (keys or values) and buf.shape[0] < _VIEW_MAX_BUFFER and \
-        not (table["magic"][:count] < 2).any() and not _small_kernel_codec_batches(table, count)
+        (max_decompressed or _codec_base.DEFAULT_MAX_DECOMPRESSED) < _VIEW_MAX_BUFFER and \
+        not _small_kernel_codec_batches(table, count)
     if binary == "view" and not views_from_input:
-        # v0/v1 messages (or an input past 2 GiB): views over the decoded contiguous values
+        # an input (or a batch) past 2 GiB, or small lz4/zstd batches: views over the decoded
+        # contiguous values
         options = options.replace(binary="contiguous")
     groups = _split(table, count, resolve_threads(threads), buf.shape[0], copies_values=keys or values,
                     views=views_from_input)
-    views = _Views(buf, table, count, options) if views_from_input else None
+    views = _ViewBuffers(buf, table, count) if views_from_input else None
     if len(groups) == 1:
         a, c, kept = _decode_group(buf, table, 0, count, options, chunk_bytes, file, views)
     else:
@@ -211,12 +213,9 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
         _raise_scan_error(err, file)
     if tail == "truncated":
         _check_truncated_tail(buf, valid_end, max_batch_bytes, file)
-    recs = _finish(a, c, table, buf.shape[0], valid_end, tail, file, topic, partition,
-                   options.replace(keys=keys and views is None, values=values and views is None))
-    if views is not None:
-        key, value = views.columns(kept, file)
-        return recs.replace(key=key, value=value)
-    if binary == "view":
+    recs = _finish(a, c, table, buf.shape[0], valid_end, tail, file, topic, partition, options,
+                   None if views is None else views.buffers(kept))
+    if binary == "view" and views is None:
         return recs.replace(key=_as_views(recs._key), value=_as_views(recs._value))
     return recs
 
@@ -237,54 +236,22 @@ def _small_kernel_codec_batches(table, count):
     return float(table["payload_len"][:count][mine].clip(0).mean()) < VIEW_MIN_KERNEL_CODEC_BATCH
 
 
-class _Views:
-    """binary="view": the key/value views of the v2 records, written chunk by chunk right after the
-    kernel decoded (and validated) the chunk, while its bytes are in cache. Rows of batch b start
-    at row_start[b] (its record count, or 0 for a control batch left out), so parts decoded by
-    different threads write their own rows. Data buffer 0 is the input; a compressed batch's
-    decompressed records are buffer index[b] (numbered in batch order)."""
+class _ViewBuffers:
+    """binary="view": the data buffers the kernel's views point into. Buffer 0 is the input; the
+    decompressed payload of compressed batch b (a v2 batch's records, a v0/v1 wrapper's inner
+    messages) is buffer index[b], numbered in batch order, so parts decoded by different threads
+    agree on the numbering."""
 
-    def __init__(self, buf, table, count, options):
+    def __init__(self, buf, table, count):
         self.buf = buf
-        self.table = table
-        self.options = options
-        counts = table["record_count"][:count].astype(np.int64).clip(0)
-        if not options.include_control:
-            counts = np.where(table["is_control"][:count].view(bool), 0, counts)
-        self.row_start = np.zeros(count + 1, np.int64)
-        np.cumsum(counts, out=self.row_start[1:])
-        n = self.n = int(self.row_start[-1])
-        self.kv = np.empty((n, 16), np.uint8) if options.keys else None
-        self.vv = np.empty((n, 16), np.uint8) if options.values else None
-        self.kbits = np.zeros((n + 7) // 8 + 1, np.uint8)
-        self.vbits = np.zeros((n + 7) // 8 + 1, np.uint8)
-        compressed = (table["codec"][:count] != 0)
-        self.order = np.flatnonzero(compressed)
+        self.order = np.flatnonzero(table["codec"][:count] != 0)
         self.index = np.zeros(len(table["codec"]), np.int32)
         self.index[self.order] = np.arange(1, len(self.order) + 1, dtype=np.int32)
-        self.nulls = []
 
-    def run(self, lo, hi, payloads, file):
-        from kafkafmt._native import views as _vw
-
-        got, knulls, vnulls = _vw.v2_views(self.buf, self.table, lo, hi, payloads, self.index,
-                                           self.options.include_control, self.kv, self.vv, self.kbits, self.vbits,
-                                           int(self.row_start[lo]))
-        want = int(self.row_start[hi] - self.row_start[lo])
-        if got != want:   # the kernel accepted these records: a walk that disagrees is a bug here
-            raise errors.CorruptRecordError(f"binary='view': records do not walk as decoded ({got} != {want})",
-                                            file=file)
-        self.nulls.append((knulls, vnulls))
-
-    def columns(self, kept, file):
-        """(key, value) `BinaryViewColumn`s (None where not wanted)."""
-        buffers = [self.buf] + [kept.get(int(b), b"") for b in self.order]
-        n = self.n
-        knulls = sum(k for k, _ in self.nulls)
-        vnulls = sum(v for _, v in self.nulls)
-        key = None if self.kv is None else BinaryViewColumn(self.kv, buffers, self.kbits[:(n + 7) // 8], knulls)
-        value = None if self.vv is None else BinaryViewColumn(self.vv, buffers, self.vbits[:(n + 7) // 8], vnulls)
-        return key, value
+    def buffers(self, kept):
+        """The data buffers, from the payloads the decode kept (batch -> buffer); a compressed
+        batch without records has none (an empty placeholder keeps the numbering)."""
+        return [self.buf] + [kept.get(int(b), b"") for b in self.order]
 
 
 def _as_views(col):
@@ -444,6 +411,13 @@ def _join(results, options, pool):
     for name in _CONTROL_COLUMNS:
         plan.append((name, [x["controls"] for x in counts], "plain"))
     binaries = [("key", "records", "key_nulls", options.keys), ("value", "records", "value_nulls", options.values)]
+    if options.binary == "view":   # 16-byte views, their buffer numbers global: copied as they are
+        for prefix, group, nulls, wanted in binaries:
+            if wanted:
+                plan.append((prefix + "_views", [x["records"] for x in counts], "plain"))
+                if c[nulls]:
+                    plan.append((prefix + "_validity", [x["records"] for x in counts], "bits"))
+        binaries = []
     if options.headers:
         binaries += [("header_key", "headers", None, True), ("header_value", "headers", "header_value_nulls", True)]
         plan.append(("header_index", [x["records"] for x in counts], "index"))
@@ -702,13 +676,15 @@ def _prepare(table, lo, hi, options):
     ctrl_est = int(counts[plain & table["is_control"][sl]].sum())
     view = options.binary == "view"
     cols = _kernel.Columns(
-        n_est, 1 if view else plain_bytes // 4 + 1024, 1 if view else plain_bytes + 1024, headers=max(16, n_est // 8),
-        controls=ctrl_est, want_keys=options.keys and not view, want_values=options.values and not view,
-        # views: the kernel still validates every record (headers on keeps its full parse)
-        want_headers=options.headers or view,
+        n_est, 1 if view else plain_bytes // 4 + 1024, 1 if view else plain_bytes + 1024,
+        # headers: room for one per record, their bytes a share of the records' (address space
+        # only until used; the arrays shrink to fit): growing them means decoding a batch again
+        headers=n_est if options.headers else 16, header_key_bytes=plain_bytes // 16 + 256 if options.headers else 16,
+        header_value_bytes=plain_bytes // 8 + 1024 if options.headers else 16,
+        controls=ctrl_est, want_keys=options.keys, want_values=options.values, want_headers=options.headers,
         include_control=options.include_control, verify_crc=bool(options.verify_crc), c_codecs=c_codecs,
         max_decompressed=_codec_base.DEFAULT_MAX_DECOMPRESSED if options.max_decompressed is None
-        else options.max_decompressed)
+        else options.max_decompressed, views=view)
     if in_kernel.any():
         # their decompressed sizes show only in the kernel: reserve for a typical ratio (address
         # space only: untouched pages cost nothing and the arrays shrink to fit), grow beyond
@@ -746,12 +722,6 @@ def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, v
                 # uncompressed batches up to the next compressed one, as many as the budget takes
                 room = -(-(chunk_bytes - decompressed) // _BATCH_WEIGHT)
                 upto = min(nxt, hi, max(stop + 1, b + room))
-                if views is not None:   # views: chunks of about chunk_bytes of input, walked while cached
-                    limit = int(np.searchsorted(table["position"], int(table["position"][b]) + chunk_bytes - decompressed,
-                                                "right"))
-                    if limit <= stop and stop > b:
-                        break
-                    upto = min(upto, max(stop + 1, limit))
                 payloads += [None] * (upto - stop)
                 stop = upto
                 continue
@@ -769,12 +739,13 @@ def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, v
                     keep[stop] = p
                 ci += 1
             stop += 1
-        if decompressed and options.binary != "view":
+        if decompressed:
             _reserve_ahead(cols, decompressed, comp_used, comp_left, claimed)
         comp_left -= comp_used
         start = b
         while True:
-            status, at, err_at, grow = cols.run(buf, table, start, stop, payloads[start - b:])
+            status, at, err_at, grow = cols.run(buf, table, start, stop, payloads[start - b:],
+                                                None if views is None else views.index)
             if status == _kernel.NEED_GROW_:
                 cols.grow(grow, 1 << 16)
                 start = at
@@ -783,8 +754,6 @@ def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, v
                 _raise_kernel_error(status, at, err_at, table, payloads[at - b] is not None or bool(in_kernel[at]),
                                     file)
             break
-        if views is not None:
-            views.run(b, stop, payloads, file)
         if pending is not None:
             raise pending
         b = stop
@@ -850,7 +819,13 @@ def _controls_table(a, nc):
     })
 
 
-def _finish(a, c, table, nbytes, valid_end, tail, file, topic, partition, options):
+def _views(views, validity, nulls, n, buffers):
+    return BinaryViewColumn(views[:n].view(np.uint8).reshape(-1, 16), buffers,
+                            validity[:(n + 7) // 8] if nulls else None, nulls)
+
+
+def _finish(a, c, table, nbytes, valid_end, tail, file, topic, partition, options, view_buffers=None):
+    """The Records of the kernel's outputs; view_buffers: the data buffers of binary="view" columns."""
     n, nh, nc = c["records"], c["headers"], c["controls"]
     for name in _BOOL_BATCH_COLUMNS:
         table[name] = table[name].view(bool)
@@ -868,9 +843,13 @@ def _finish(a, c, table, nbytes, valid_end, tail, file, topic, partition, option
     return Records(
         offset=a["offset"][:n], timestamp=a["timestamp"][:n], timestamp_type=a["timestamp_type"][:n],
         batch_index=a["batch_index"][:n],
-        key=_binary(a["key_offsets"], a["key_data"], a.get("key_validity"), c["key_nulls"], n) if options.keys else None,
-        value=_binary(a["value_offsets"], a["value_data"], a.get("value_validity"), c["value_nulls"], n)
-        if options.values else None,
+        key=None if not options.keys else
+        _views(a["key_views"], a.get("key_validity"), c["key_nulls"], n, view_buffers) if view_buffers is not None else
+        _binary(a["key_offsets"], a["key_data"], a.get("key_validity"), c["key_nulls"], n),
+        value=None if not options.values else
+        _views(a["value_views"], a.get("value_validity"), c["value_nulls"], n, view_buffers)
+        if view_buffers is not None else
+        _binary(a["value_offsets"], a["value_data"], a.get("value_validity"), c["value_nulls"], n),
         headers=headers, batches=Table(table), controls=_controls_table(a, nc),
         topic=topic, partition=partition, file=file,
         valid_bytes=valid_end, trailing_bytes=nbytes - valid_end, tail=tail if nbytes > valid_end else None,

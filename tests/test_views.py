@@ -106,12 +106,70 @@ def test_small_kernel_codec_batches():
     _equal(kafkafmt.decode(raw), view)
 
 
-def test_legacy_messages_give_views_over_decoded_values():
-    buf = _buffer((None, "gzip"), magic=1)
-    contig = kafkafmt.decode(buf)
-    view = kafkafmt.decode(buf, binary="view")
+@pytest.mark.parametrize("magic", [0, 1])
+def test_legacy_message_views_point_into_the_input_and_wrappers(magic):
+    """v0/v1: a plain message's value is viewed in the input, a compressed wrapper's inner values
+    in its decompressed message set (one buffer per wrapper)."""
+    raw = np.frombuffer(_buffer((None, "gzip", None), magic=magic), np.uint8)
+    contig = kafkafmt.decode(raw)
+    view = kafkafmt.decode(raw, binary="view")
     assert isinstance(view.value, BinaryViewColumn)
     _equal(contig, view)
+    bufs = view.value.to_arrow().buffers()[2:]
+    assert bufs[0].address == raw.ctypes.data
+    assert len(bufs) == 1 + int((view.batches.codec != 0).sum())
+    lengths = view.value.lengths()
+    index = view.value.views[:, 8:12].copy().view("<i4").reshape(-1)
+    plain = view.batches.codec[view.batch_index] == 0
+    assert ((index[plain & (lengths > 12)]) == 0).all()
+    assert (index[~plain & (lengths > 12)] > 0).all()
+
+
+def test_views_in_parallel_parts_equal_serial(monkeypatch):
+    """A buffer split between threads: each part's views name the buffers by the same global
+    numbers, so the joined column equals the serial one (values, nulls, buffers)."""
+    parts, off = [], 0
+    while sum(map(len, parts)) < 6 << 20:
+        codec = ("gzip", None, "snappy")[len(parts) % 3]
+        r = _records(400, seed=len(parts))
+        rnd = random.Random(len(parts))
+        r["values"] = [v if v is None else rnd.randbytes(40 * len(v)) for v in r["values"]]   # incompressible
+        parts.append(kafkafmt.encode(**r, compression=codec, max_records=50, base_offset=off))
+        off += 400
+    raw = np.frombuffer(b"".join(parts), np.uint8)
+    from kafkafmt import decoder
+    parts_decoded = []
+    group = decoder._decode_group
+
+    def spy(buf, table, lo, hi, *args):
+        parts_decoded.append((lo, hi))
+        return group(buf, table, lo, hi, *args)
+
+    serial = kafkafmt.decode(raw, binary="view", threads=1)
+    monkeypatch.setattr(decoder, "_decode_group", spy)
+    split = kafkafmt.decode(raw, binary="view", threads=2)
+    assert len(parts_decoded) > 1                  # really decoded in parts
+    np.testing.assert_array_equal(split.value.views, serial.value.views)
+    np.testing.assert_array_equal(split.key.views, serial.key.views)
+    assert split.value.null_count == serial.value.null_count > 0
+    assert split.value.to_pylist() == serial.value.to_pylist() == kafkafmt.decode(raw).value.to_pylist()
+    _equal(kafkafmt.decode(raw, threads=1), split)
+
+
+@pytest.mark.parametrize("codec", [None, "gzip"])
+def test_views_raise_the_errors_of_the_contiguous_layout(codec):
+    """A record that does not parse (the CRC left unchecked) fails the same way, at the same byte,
+    in both layouts."""
+    buf = bytearray(_buffer((codec, None)))
+    t = kafkafmt.scan_batches(bytes(buf))[0]
+    pos = int(t.position[1]) + 61               # the second batch's first record's length varint
+    buf[pos] = 0x02                             # a record of one byte: not a record
+    errs = []
+    for binary in ("contiguous", "view"):
+        with pytest.raises(kafkafmt.KafkafmtError) as exc:
+            kafkafmt.decode(bytes(buf), binary=binary, verify_crc=None)
+        errs.append((type(exc.value), exc.value.position, str(exc.value)))
+    assert errs[0] == errs[1]
 
 
 def test_slices_take_concat_filter():

@@ -112,6 +112,13 @@ cdef struct Out:
     int64_t *c_ts
     int64_t ctrl_cap
     int64_t n_ctrl
+    # binary="view": keys/values as 16-byte Arrow views (rec_cap each) instead of copies; they
+    # point at `origin` + offset, data buffer `buf_index` (set per batch by run)
+    bint views
+    uint8_t *key_views
+    uint8_t *val_views
+    const uint8_t *origin
+    int32_t buf_index
     # in-kernel decompression: scratch output reused batch after batch
     int c_codecs
     uint8_t *scratch
@@ -182,6 +189,29 @@ cdef inline int put_binary(int64_t *off, uint8_t *data, uint8_t *valid, int64_t 
     return 0
 
 
+cdef inline void put_view(uint8_t *views, uint8_t *valid, int64_t i, const uint8_t *src, int32_t length,
+                         const Out *o, int64_t *nulls) noexcept nogil:
+    """Element i of a binary_view column: int32 length, then the value itself when at most 12
+    bytes (zero padded), else its first 4 bytes, the data buffer's index and the int32 offset of
+    the value in it (the caller keeps that buffer under 2 GiB)."""
+    cdef uint8_t *v = views + 16 * i
+    cdef int32_t off
+    memset(v, 0, 16)
+    if length < 0:
+        set_bit(valid, i, False)
+        nulls[0] += 1
+        return
+    memcpy(v, &length, 4)
+    if length <= 12:
+        memcpy(v + 4, src, length)
+    else:
+        off = <int32_t>(src - o.origin)
+        memcpy(v + 4, src, 4)
+        memcpy(v + 8, &o.buf_index, 4)
+        memcpy(v + 12, &off, 4)
+    set_bit(valid, i, True)
+
+
 cdef inline int add_record(Out *o, int64_t offset, int64_t ts, int tstype, int32_t bidx,
                            const uint8_t *key, int32_t klen, const uint8_t *val, int32_t vlen) noexcept nogil:
     """Append one record's fixed fields, key and value; returns NEED_GROW when an output is full."""
@@ -189,10 +219,15 @@ cdef inline int add_record(Out *o, int64_t offset, int64_t ts, int tstype, int32
     if i >= o.rec_cap:
         o.grow |= GROW_RECORDS
         return NEED_GROW
-    if put_binary(o.key_off, o.key_data, o.key_valid, o.key_cap, i, key, klen, &o.key_nulls, o.want_keys):
+    if o.views:
+        if o.want_keys:
+            put_view(o.key_views, o.key_valid, i, key, klen, o, &o.key_nulls)
+        if o.want_values:
+            put_view(o.val_views, o.val_valid, i, val, vlen, o, &o.val_nulls)
+    elif put_binary(o.key_off, o.key_data, o.key_valid, o.key_cap, i, key, klen, &o.key_nulls, o.want_keys):
         o.grow |= GROW_KEYS
         return NEED_GROW
-    if put_binary(o.val_off, o.val_data, o.val_valid, o.val_cap, i, val, vlen, &o.val_nulls, o.want_values):
+    elif put_binary(o.val_off, o.val_data, o.val_valid, o.val_cap, i, val, vlen, &o.val_nulls, o.want_values):
         o.grow |= GROW_VALUES
         return NEED_GROW
     o.offset[i] = offset
@@ -512,11 +547,16 @@ cdef class GrowableBuffer:
         self.exports -= 1
 
 
-# output name -> (dtype, zero-filled, group); a group's arrays are sized together
+VIEW_DTYPE = np.dtype((np.void, 16))   # one Arrow binary_view element
+
+# output name -> (dtype, zero-filled, group); a group's arrays are sized together. "copies"
+# (offsets of copied keys/values) and "views" follow "records" in their layout's mode and hold
+# one element in the other.
 _OUTPUTS = {
     "offset": (np.int64, False, "records"), "timestamp": (np.int64, False, "records"),
     "timestamp_type": (np.int8, False, "records"), "batch_index": (np.int32, False, "records"),
-    "key_offsets": (np.int64, False, "records+1"), "value_offsets": (np.int64, False, "records+1"),
+    "key_offsets": (np.int64, False, "copies+1"), "value_offsets": (np.int64, False, "copies+1"),
+    "key_views": (VIEW_DTYPE, False, "views"), "value_views": (VIEW_DTYPE, False, "views"),
     "header_index": (np.int64, False, "records+1"),
     "key_validity": (np.uint8, True, "records/8"), "value_validity": (np.uint8, True, "records/8"),
     "key_data": (np.uint8, False, "key_data"), "value_data": (np.uint8, False, "value_data"),
@@ -580,6 +620,7 @@ cdef class Columns:
     cdef dict buffers                   # name -> GrowableBuffer
     cdef dict caps                      # group -> capacity in elements
     cdef public bint want_keys, want_values, want_headers, include_control, verify_crc
+    cdef readonly bint views
 
     def __cinit__(self, *args, **kwargs):
         self.o.scratch = NULL
@@ -597,7 +638,12 @@ cdef class Columns:
                  int64_t header_key_bytes=256, int64_t header_value_bytes=1024, int64_t controls=0,
                  bint want_keys=True, bint want_values=True, bint want_headers=True,
                  bint include_control=False, bint verify_crc=True, int c_codecs=0,
-                 int64_t max_decompressed=512 << 20):
+                 int64_t max_decompressed=512 << 20, bint views=False):
+        # views: keys and values become binary_view elements pointing into the input and into the
+        # decompressed payloads handed to run() (never into the scratch buffer, which is reused)
+        self.views = views
+        if views:
+            c_codecs = 0
         self.o.c_codecs = c_codecs & ((C_ZSTD if kfmt_have_zstd else 0) | (C_LZ4 if kfmt_have_lz4 else 0))
         self.o.max_decompressed = max_decompressed
         if self.o.c_codecs & C_ZSTD:
@@ -613,9 +659,10 @@ cdef class Columns:
         self.caps = {}
         self.o.n = self.o.key_nulls = self.o.val_nulls = self.o.n_hdr = self.o.hv_nulls = self.o.n_ctrl = 0
         self.o.hk_nulls = 0
+        self._size("copies" if views else "views", 1)     # the other layout's outputs: unused
         self._size("records", max(records, 1))
-        self._size("key_data", max(key_bytes, 1) if want_keys else 1)
-        self._size("value_data", max(value_bytes, 1) if want_values else 1)
+        self._size("key_data", max(key_bytes, 1) if want_keys and not views else 1)
+        self._size("value_data", max(value_bytes, 1) if want_values and not views else 1)
         self._size("headers", max(headers, 1))
         self._size("header_key_data", max(header_key_bytes, 1))
         self._size("header_value_data", max(header_value_bytes, 1))
@@ -635,6 +682,8 @@ cdef class Columns:
                 self.buffers[name] = GrowableBuffer(nbytes, zero)
             else:
                 buf.resize(nbytes, zero)
+        if group == "records":      # the key/value outputs of this layout hold one element per record
+            self._size("views" if self.views else "copies", cap)
 
     cdef char *_ptr(self, name):
         return (<GrowableBuffer>self.buffers[name]).ptr
@@ -654,6 +703,9 @@ cdef class Columns:
         self.o.val_data = <uint8_t *>self._ptr("value_data")
         self.o.val_cap = self.caps["value_data"]
         self.o.val_valid = <uint8_t *>self._ptr("value_validity")
+        self.o.key_views = <uint8_t *>self._ptr("key_views")
+        self.o.val_views = <uint8_t *>self._ptr("value_views")
+        self.o.views = self.views
         self.o.hdr_idx = <int64_t *>self._ptr("header_index")
         self.o.hdr_cap = self.caps["headers"]
         self.o.hk_off = <int64_t *>self._ptr("header_key_offsets")
@@ -700,9 +752,14 @@ cdef class Columns:
     def reserve(self, int64_t key_bytes, int64_t value_bytes, int64_t records=0):
         """Make room for at least this many more key/value bytes and records, growing
         geometrically so chunk-by-chunk callers reallocate only O(log n) times."""
-        cdef int64_t kused = self.o.key_off[self.o.n], vused = self.o.val_off[self.o.n]
+        cdef int64_t kused = 0, vused = 0
+        if not self.views:
+            kused = self.o.key_off[self.o.n]
+            vused = self.o.val_off[self.o.n]
         c = self.caps
         changed = False
+        if self.views:
+            key_bytes = value_bytes = 0
         if self.want_keys and c["key_data"] - kused < key_bytes:
             self._size("key_data", max(kused + key_bytes, c["key_data"] * 3 // 2))
             changed = True
@@ -736,7 +793,8 @@ cdef class Columns:
                         header_value_bytes=0)
         return dict(records=self.o.n, key_nulls=self.o.key_nulls, value_nulls=self.o.val_nulls,
                     headers=self.o.n_hdr, header_value_nulls=self.o.hv_nulls, controls=self.o.n_ctrl,
-                    key_bytes=self.o.key_off[self.o.n], value_bytes=self.o.val_off[self.o.n],
+                    key_bytes=0 if self.views else self.o.key_off[self.o.n],
+                    value_bytes=0 if self.views else self.o.val_off[self.o.n],
                     header_key_bytes=self.o.hk_off[self.o.n_hdr],
                     header_value_bytes=self.o.hv_off[self.o.n_hdr])
 
@@ -749,6 +807,7 @@ cdef class Columns:
         """NumPy views of the filled part of every output (the buffers stop growing)."""
         c = self.counts
         used = {"records": c["records"], "headers": c["headers"], "controls": c["controls"],
+                "views": c["records"] if self.views else 0, "copies": 0 if self.views else c["records"],
                 "key_data": c["key_bytes"], "value_data": c["value_bytes"],
                 "header_key_data": c["header_key_bytes"], "header_value_data": c["header_value_bytes"]}
         out = {}
@@ -765,9 +824,12 @@ cdef class Columns:
         self._bind()
         return out
 
-    def run(self, const uint8_t[::1] buf, dict batches, Py_ssize_t start, Py_ssize_t stop, list payloads):
+    def run(self, const uint8_t[::1] buf, dict batches, Py_ssize_t start, Py_ssize_t stop, list payloads,
+            const int32_t[::1] buf_index=None):
         """Decode batches [start, stop). payloads[i - start] holds the decompressed records
         (v2) or inner message set (v0/v1) of batch i when it is compressed, else None.
+        buf_index (views): per batch, the index of the data buffer its payload is (views into buf
+        are buffer 0); buf and every payload must be under 2 GiB.
 
         Returns (status, batch, err_at, grow_mask): status ERR_NONE when all were decoded, an
         error code for batch `batch` (err_at: byte position inside its records bytes), or
@@ -801,8 +863,13 @@ cdef class Columns:
         cdef Py_ssize_t b, k
         cdef int status = ERR_NONE
         cdef Cursor cur
+        cdef const int32_t *bix = NULL
         if nb <= 0:
             return (ERR_NONE, stop, 0, 0)
+        if self.views:
+            if buf_index is None or buf_index.shape[0] < stop:
+                raise ValueError("views need a data buffer index for every batch")
+            bix = &buf_index[0]
         payload_pointers(payloads, nb, &ptrs, &lens, keep)
         try:
             self.o.grow = 0
@@ -812,6 +879,13 @@ cdef class Columns:
                 while b < stop:
                     k = b - start
                     save(&self.o, &cur)
+                    if bix != NULL:    # where this batch's views point
+                        if ptrs[k] != NULL:
+                            self.o.origin = ptrs[k]
+                            self.o.buf_index = bix[b]
+                        else:
+                            self.o.origin = base
+                            self.o.buf_index = 0
                     if magic[b] == 2:
                         if ptrs[k] != NULL:
                             src = ptrs[k]
