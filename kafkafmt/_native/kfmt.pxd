@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""C-level helpers from kfmt.h, shared by scan.pyx, kernel.pyx and views.pyx."""
+"""C-level helpers from kfmt.h shared by the Cython modules, and the payload pointer table of the kernel."""
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
