@@ -49,6 +49,15 @@ def test_pyarrow_backend(binary):
     if binary == "contiguous":
         assert arr.buffers()[2].address == recs.value.data.ctypes.data
     assert recs.to_pandas(dtype_backend="pyarrow", batch_metadata=True)["producerId"].dtype == pd.ArrowDtype(pa.int64())
+    # the frame pyarrow's own conversion gives (built without its block manager round trip)
+    for kw in ({}, dict(batch_metadata=True)):
+        for part in (recs, recs[:0]):
+            got = part.to_pandas(dtype_backend="pyarrow", **kw)
+            want = part.to_arrow(**kw).to_pandas(types_mapper=pd.ArrowDtype)
+            assert list(got.columns) == list(want.columns) and got.index.equals(want.index)
+            for name in want.columns:   # (pandas' assert_frame_equal cannot compare binary_view)
+                assert got[name].dtype == want[name].dtype, name
+                assert got[name].array.__arrow_array__().equals(want[name].array.__arrow_array__()), name
 
 
 def test_bad_backend():
