@@ -327,7 +327,8 @@ def resolve_threads(threads=None):
 
 def thread_pool(threads, kind="decode"):
     """A process-wide pool of `threads` workers for one kind of work ("decode": parts of one
-    buffer; "tasks": segments / partitions, whose decodes may use the "decode" pool, never their own)."""
+    buffer; "tasks": segments / partitions, whose decodes may use the "decode" pool, never their own;
+    "compress": runs of batches the encoder compresses)."""
     with _pools_lock:
         pool = _pools.get((kind, threads))
         if pool is None:

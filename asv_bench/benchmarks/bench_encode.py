@@ -64,8 +64,10 @@ def arrow_table():
     return _tables["t"]
 
 
-def kafkafmt_encode_lists(codec):
+def kafkafmt_encode_lists(codec, threads=None):
     recs, kw = records(), _kw(codec)
+    if threads is not None:      # (otherwise the suite's pinned default: one thread)
+        kw["threads"] = threads
     encode = common.kafkafmt.encode
     keys, values, timestamps, headers = recs["keys"], recs["values"], recs["timestamps"], recs["headers"]
     return lambda: encode(keys=keys, values=values, timestamps=timestamps, headers=headers, **kw)
@@ -227,6 +229,9 @@ register_ratio("encode_vs_kafka_python", "encode × kafka-python", PARAMS, _rati
                family="encode", track="bench_encode.EncodeRatios.track_ratio_encode_vs_kafka_python")
 register_ratio("encode_vs_aiokafka", "encode × aiokafka", PARAMS, _ratio_maker(aiokafka_encode),
                family="encode", track="bench_encode.EncodeRatios.track_ratio_encode_vs_aiokafka")
+register_ratio("encode_2_threads_vs_aiokafka", "encode, 2 threads × aiokafka", PARAMS,
+               lambda codec: (aiokafka_encode(codec), kafkafmt_encode_lists(codec, threads=2)),
+               family="encode", track="bench_encode.EncodeRatios.track_ratio_encode_2_threads_vs_aiokafka")
 register_ratio("encode_vs_floor", "encode ÷ compress-only", PARAMS, _vs_floor, better="lower",
                family="encode", track="bench_encode.EncodeRatios.track_ratio_encode_vs_compress")
 
@@ -315,6 +320,8 @@ class EncodeThroughput(_EncodeBench):
 class EncodeRatios(_EncodeBench):
     """* ``track_ratio_encode_vs_kafka_python`` = time(kafka-python builders) / time(kafkafmt.encode)
     * ``track_ratio_encode_vs_aiokafka``     = time(aiokafka builders) / time(kafkafmt.encode)
+    * ``track_ratio_encode_2_threads_vs_aiokafka``: the same with ``threads=2`` (batches compressed
+      by two threads at once; aiokafka has no such option)
     * ``track_ratio_encode_vs_compress``     = time(kafkafmt.encode) / time(compress only), lower is
       better (1.0 = the compressor's floor); skipped for ``none``.
     kafkafmt encodes from the same Python lists as the peers."""
@@ -326,6 +333,9 @@ class EncodeRatios(_EncodeBench):
 
     def track_ratio_encode_vs_aiokafka(self, codec):
         return common.measure_registered("encode_vs_aiokafka", codec)
+
+    def track_ratio_encode_2_threads_vs_aiokafka(self, codec):
+        return common.measure_registered("encode_2_threads_vs_aiokafka", codec)
 
     def track_ratio_encode_vs_compress(self, codec):
         if codec == "none":
