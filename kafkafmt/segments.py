@@ -664,12 +664,15 @@ def offset_for_timestamp(folder, timestamp, report=None, *, errors="strict", seg
 # ----------------------------------------------------------------------------------------------
 # reading byte ranges
 
-def _checked_decode(f, path, start, stop, options, check, after, following):
+def _checked_decode(f, path, start, stop, options, check, after, following, peek=True):
     """decode() of [start, stop) of a file -- the one place where a log dir's bytes are decoded;
     for a segment (check), with the batch-offset sequence checked against the batch before
-    (`after`: its last offset) and the entries after (peeked, else `following`). Positions in the
-    result and in errors are the file's, whether the bytes came as a map or as a fetched range."""
-    buf, base = window(f, start, stop + _PEEK_BYTES)
+    (`after`: its last offset) and the entries after (peeked unless peek is False, else
+    `following`). Positions in the result and in errors are the file's, whether the bytes came as
+    a map or as a fetched range."""
+    buf, base = window(f, start, stop + (_PEEK_BYTES if peek else 0))
+    if not peek:
+        buf = buf[:stop - base]      # (a local file's window is the whole map)
     try:
         recs = decode(buf, start=start - base, stop=stop - base, file=path, check_offsets=check, after_offset=after,
                       next_offset=following, **options.decode_kwargs())
@@ -731,7 +734,9 @@ def _salvage(f, path, start, stop, limit, report, options, check, after, followi
         except CorruptRecordError as exc:
             bad = exc.batch_position if exc.batch_position is not None else pos
             if bad > pos:
-                good = _checked_decode(f, path, pos, bad, options, check, last_offset, None)
+                # the batches before the bad one, judged already against it: without peeking at
+                # it again (as an entry that follows, never blamed, it would put the blame on them)
+                good = _checked_decode(f, path, pos, bad, options, check, last_offset, None, peek=False)
                 parts.append(good)
                 if len(good.batches):
                     last_offset = int(good.batches.last_offset[-1])

@@ -436,3 +436,31 @@ def test_wrong_time_index_is_never_silently_wrong(pristine, copy):
             assert err.file == path
             return
     assert recs.offset.tolist() == brute(pristine, start_timestamp=st)
+
+
+def test_salvage_keeps_the_batches_before_an_overlap(tmp_path):
+    """Batches whose offsets go back (found by the fuzzer): [16777216], [1], [3], [3..2^31+2], [4],
+    then a cut-off batch. The batch judged bad against the entries after it must not make the
+    re-read of the batches before it blame one of them (it raised CorruptRecordError out of
+    salvage): [1], [3] and [4] are kept, every other byte is reported."""
+    parts = [kafkafmt.encode(values=[b"a" * 30], offsets=[o], timestamps=[T0]) for o in (16777216, 1, 3)]
+    parts.append(kafkafmt.encode(values=[b"b", b"c"], offsets=[3, 3 + (1 << 31) - 1], timestamps=[T0, T0]))
+    parts.append(kafkafmt.encode(values=[b"d"], offsets=[4], timestamps=[T0]))
+    tail = kafkafmt.encode(values=[b"e" * 50], offsets=[5], timestamps=[T0])
+    data = b"".join(parts) + tail[:-7]
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    (folder / "00000000000000000000.log").write_bytes(data)
+    with pytest.raises(kafkafmt.CorruptRecordError):
+        kafkafmt.read_log_dir(str(folder))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        recs = kafkafmt.read_log_dir(str(folder), errors="salvage")
+    assert recs.offset.tolist() == [1, 3, 4]
+    spans = sorted([(int(p), int(p) + int(z)) for p, z in zip(recs.batches.position, recs.batches.size)]
+                   + [(int(r.start), int(r.end)) for r in recs.report if r.start is not None])
+    at = 0
+    for start, end in spans:    # every byte decoded or reported, once
+        assert start == at and end > start
+        at = end
+    assert at == len(data)
