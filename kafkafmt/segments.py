@@ -733,13 +733,20 @@ def _salvage(f, path, start, stop, limit, report, options, check, after, followi
             break
         except CorruptRecordError as exc:
             bad = exc.batch_position if exc.batch_position is not None else pos
-            if bad > pos:
-                # the batches before the bad one, judged already against it: without peeking at
-                # it again (as an entry that follows, never blamed, it would put the blame on them)
-                good = _checked_decode(f, path, pos, bad, options, check, last_offset, None, peek=False)
+            while bad > pos:
+                # the batches before the bad one, without peeking at it (an entry that follows is
+                # never blamed, which could put the blame on them); judged with less context, one
+                # of them may still be found at fault: it is then the bad one (bad only moves back)
+                try:
+                    good = _checked_decode(f, path, pos, bad, options, check, last_offset, None, peek=False)
+                except CorruptRecordError as inner:
+                    at = inner.batch_position if inner.batch_position is not None else pos
+                    exc, bad = inner, at if pos <= at < bad else pos
+                    continue
                 parts.append(good)
                 if len(good.batches):
                     last_offset = int(good.batches.last_offset[-1])
+                break
             buf, base = window(f, bad + 1, limit)
             nxt = next_entry(buf[:limit - base], bad + 1 - base, last_offset if check else None)
             nxt = nxt + base if nxt >= 0 else nxt

@@ -464,3 +464,25 @@ def test_salvage_keeps_the_batches_before_an_overlap(tmp_path):
         assert start == at and end > start
         at = end
     assert at == len(data)
+
+
+def test_salvage_when_the_first_batch_is_below_the_segment(tmp_path):
+    """Three v1 messages whose offset field reads -1 in segment 0 (found by the fuzzer): a re-read
+    of the stretch before the batch first blamed judges the first message on its own and finds it
+    at fault; salvage reports it instead of raising, and every byte is still accounted for."""
+    msgs = [bytearray(kafkafmt.encode(values=[b"v%d" % i], offsets=[i], timestamps=[T0], magic=1)) for i in range(3)]
+    for m in msgs:
+        m[0:8] = struct.pack(">q", -1)          # outside the v1 CRC
+    data = b"".join(msgs)
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    (folder / "00000000000000000000.log").write_bytes(data)
+    with pytest.raises(kafkafmt.CorruptRecordError):
+        kafkafmt.read_log_dir(str(folder))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        recs = kafkafmt.read_log_dir(str(folder), errors="salvage", verify_crc=False, include_control=True)
+    assert len(recs) == 0
+    spans = sorted((int(r.start), int(r.end)) for r in recs.report if r.start is not None)
+    assert spans[0][0] == 0 and spans[-1][1] == len(data)
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
