@@ -111,6 +111,18 @@ def record_files(found):
             or (file_kind(f) == "log" and not is_leftover(f))]
 
 
+def checked_record_files(found, console):
+    """record_files(found), after a warning for each file named on the command line that holds no
+    records (an index, a checkpoint) and a check of each one that should (check_kafka_file)."""
+    files = record_files(found)
+    for f in found.given_files:
+        if f not in files:
+            console.warn(f"{f}: not a log segment, skipped")
+        else:
+            check_kafka_file(f)
+    return files
+
+
 def check_kafka_file(path):
     """UsageError-free check of a file named as Kafka data: raises NotKafkaDataError (one line,
     exit code 1) when it does not start with a Kafka log entry, or is empty without a segment's

@@ -24,9 +24,9 @@ import numpy as np
 
 from kafkafmt.logdir import iter_log_dir
 
-from kafkafmt.cli.common import (UsageError, bytes_encoder, check_kafka_file, find_inputs, human_bytes, input_paths,
-                                 parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
-                                 record_files, report_problem)
+from kafkafmt.cli.common import (UsageError, bytes_encoder, checked_record_files, find_inputs, human_bytes,
+                                 input_paths, parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
+                                 report_problem)
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import dumps
 from kafkafmt.cli.progress import Progress
@@ -243,12 +243,7 @@ def run(args, console):
     if args.to == "-" and fmt not in ("jsonl", "csv"):
         raise UsageError(f"{fmt} cannot be written to stdout; give a file name")
     found = find_inputs(paths, topics, partitions)
-    files = record_files(found)
-    for f in found.given_files:
-        if f not in files:
-            console.warn(f"{f}: not a log segment, skipped")
-        else:
-            check_kafka_file(f)
+    files = checked_record_files(found, console)
     if not found.partitions and not files:
         raise UsageError("no partition folders or segments found under " + ", ".join(paths)
                          + (" (after --topics/--partitions)" if topics or partitions else ""))
@@ -261,21 +256,14 @@ def run(args, console):
                 max_bytes=CHUNK_BYTES)
     schema = spark_kafka_schema(args.batch_metadata, not args.no_headers)
 
-    def sources():
-        for pd in found.partitions:
-            yield pd.name, lambda report, pd=pd: iter_log_dir(
-                pd, start_offset=offsets[0], end_offset=offsets[1], start_timestamp=times[0],
-                end_timestamp=times[1], report=report, **opts)
-        for f in files:
-            yield os.path.basename(f), lambda report, f=f: _file_chunks(f, report, offsets, times, opts)
-
     def write(writer, chunk, state):
         if topics is not None and chunk.topic not in topics:
             return
         writer.write(chunk)
         state["rows"] += len(chunk)
 
-    state, elapsed = _stream_export(args, console, total, sources(), lambda tmp: _open_writer(fmt, tmp, schema, args),
+    state, elapsed = _stream_export(args, console, total, _sources(found.partitions, files, offsets, times, opts),
+                                    lambda tmp: _open_writer(fmt, tmp, schema, args),
                                     write)
     target = args.to
     where = "stdout" if target == "-" else f"{target} ({human_bytes(os.path.getsize(target))})"
@@ -317,6 +305,20 @@ def _stream_export(args, console, total, sources, open_writer, write):
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
     return state, time.monotonic() - started
+
+
+def _sources(partitions, files, offsets, times, opts, snapshots=None):
+    """(name, chunks(report)) per input, in export order: each partition (after the KRaft snapshot
+    files of `snapshots`, url -> paths: the state a snapshot holds, then the log after it), then the
+    files named on the command line."""
+    for pd in partitions:
+        for snap in (snapshots or {}).get(pd.url, ()):
+            yield os.path.basename(snap), lambda report, f=snap: _file_chunks(f, report, offsets, times, opts)
+        yield pd.name, lambda report, pd=pd: iter_log_dir(
+            pd, start_offset=offsets[0], end_offset=offsets[1], start_timestamp=times[0],
+            end_timestamp=times[1], report=report, **opts)
+    for f in files:
+        yield os.path.basename(f), lambda report, f=f: _file_chunks(f, report, offsets, times, opts)
 
 
 def _file_chunks(path, report, offsets, times, opts):
@@ -533,12 +535,7 @@ def run_internal(args, console, fmt):
     times = parse_time_range(args.time_range)
     partitions = parse_int_list(args.partitions, "partition")
     found = find_inputs(paths, {topic}, partitions)
-    files = record_files(found)
-    for f in found.given_files:
-        if f not in files:
-            console.warn(f"{f}: not a log segment, skipped")
-        else:
-            check_kafka_file(f)
+    files = checked_record_files(found, console)
     snapshots = {}
     if name == "cluster_metadata":
         for pd in found.partitions:
@@ -557,16 +554,6 @@ def run_internal(args, console, fmt):
     decode = getattr(internal, name)
     tally = WarningTally()
 
-    def sources():
-        for pd in found.partitions:
-            for snap in snapshots.get(pd.url, ()):     # the state a snapshot holds, then the log after it
-                yield os.path.basename(snap), lambda report, f=snap: _file_chunks(f, report, offsets, times, opts)
-            yield pd.name, lambda report, pd=pd: iter_log_dir(
-                pd, start_offset=offsets[0], end_offset=offsets[1], start_timestamp=times[0],
-                end_timestamp=times[1], report=report, **opts)
-        for f in files:
-            yield os.path.basename(f), lambda report, f=f: _file_chunks(f, report, offsets, times, opts)
-
     def write(writer, chunk, state):
         table = tally(decode, chunk)
         if table.schema != schema:
@@ -575,7 +562,8 @@ def run_internal(args, console, fmt):
         state["rows"] += table.num_rows
         state["records"] += len(chunk)
 
-    state, elapsed = _stream_export(args, console, total, sources(),
+    state, elapsed = _stream_export(args, console, total,
+                                    _sources(found.partitions, files, offsets, times, opts, snapshots),
                                     lambda tmp: _open_internal_writer(fmt, tmp, schema, args), write)
     target = args.to
     for text in tally.messages():

@@ -28,8 +28,8 @@ import numpy as np
 from kafkafmt.segments import Partition
 from kafkafmt.records import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 
-from kafkafmt.cli.common import (UsageError, add_command, check_kafka_file, find_inputs, human_bytes, input_paths,
-                                 iso_ms, parse_int_list, parse_name_list, partition_label, record_files,
+from kafkafmt.cli.common import (UsageError, add_command, checked_record_files, find_inputs, human_bytes,
+                                 input_paths, iso_ms, parse_int_list, parse_name_list, partition_label,
                                  report_problem, segment_base)
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import table
@@ -237,12 +237,7 @@ def run(args, console):
     topics = parse_name_list(args.topics)
     partitions = parse_int_list(args.partitions, "partition")
     found = find_inputs(paths, topics, partitions)
-    files = record_files(found)
-    for f in found.given_files:
-        if f not in files:
-            console.warn(f"{f}: not a log segment, skipped")
-        else:
-            check_kafka_file(f)
+    files = checked_record_files(found, console)
     if not found.partitions and not files:
         raise UsageError("no partition folders or segments found under " + ", ".join(paths)
                          + (" (after --topics/--partitions)" if topics or partitions else ""))
