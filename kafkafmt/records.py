@@ -61,6 +61,18 @@ def _sliced_validity(validity, n, item, what):
     return start, stop, (_pack_validity(valid) if nulls else None), nulls
 
 
+def _row(validity, n, item):
+    """The row number of a scalar index (negative from the end), or None when that value is null."""
+    i = int(item)
+    if i < 0:
+        i += n
+    if not 0 <= i < n:
+        raise IndexError(item)
+    if validity is not None and not (validity[i >> 3] >> (i & 7)) & 1:
+        return None
+    return i
+
+
 def _small_offsets(offsets):
     return offsets.astype(np.int32) if offsets[-1] < (1 << 31) - 1 else offsets
 
@@ -109,15 +121,8 @@ class BinaryColumn:
         if isinstance(item, slice):
             start, stop, validity, nulls = _sliced_validity(self.validity, len(self), item, "BinaryColumn")
             return BinaryColumn(self.offsets[start:stop + 1], self.data, validity, nulls)
-        i = int(item)
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(item)
-        if self.validity is not None and not (self.validity[i >> 3] >> (i & 7)) & 1:
-            return None
-        return self.data[self.offsets[i]:self.offsets[i + 1]].tobytes()
+        i = _row(self.validity, len(self), item)
+        return None if i is None else self.data[self.offsets[i]:self.offsets[i + 1]].tobytes()
 
     def take(self, rows):
         """A new column holding the given rows (int array), in that order."""
@@ -233,15 +238,8 @@ class BinaryViewColumn:
         if isinstance(item, slice):
             start, stop, validity, nulls = _sliced_validity(self.validity, len(self), item, "BinaryViewColumn")
             return BinaryViewColumn(self.views[start:stop], self.buffers, validity, nulls)
-        i = int(item)
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(item)
-        if self.validity is not None and not (self.validity[i >> 3] >> (i & 7)) & 1:
-            return None
-        return self._value(i)
+        i = _row(self.validity, len(self), item)
+        return None if i is None else self._value(i)
 
     def take(self, rows):
         """The given rows, in that order (the 16-byte views are copied, never the values)."""
