@@ -26,7 +26,7 @@ from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, free, realloc
 from cpython.buffer cimport PyBuffer_FillInfo
 
-from kafkafmt._native.kfmt cimport (payload_pointers, kfmt_be16, kfmt_be32, kfmt_be64, kfmt_varint, kfmt_varlong, kfmt_crc_init,
+from kafkafmt._native.kfmt cimport (kfmt_be16, kfmt_be32, kfmt_be64, kfmt_varint, kfmt_varlong, kfmt_crc_init,
                                    kfmt_crc32, kfmt_advise_hugepages)
 from kafkafmt._native.layout cimport *
 
@@ -611,6 +611,36 @@ cdef void _give_dctx(void *d):
         _dctx_free += 1
     else:
         kfmt_ZSTD_freeDCtx(d)
+
+
+cdef int payload_pointers(list payloads, Py_ssize_t nb, const uint8_t ***ptrs, int64_t **lens,
+                          list keep) except -1:
+    """(pointer, length) of each batch's decompressed payload (NULL, 0 where it is None) in two
+    malloc'd arrays the caller frees; the buffers are kept alive in `keep`."""
+    cdef const uint8_t[::1] view
+    cdef Py_ssize_t k
+    ptrs[0] = <const uint8_t **>malloc(nb * sizeof(uint8_t *))
+    lens[0] = <int64_t *>malloc(nb * sizeof(int64_t))
+    try:
+        if ptrs[0] == NULL or lens[0] == NULL:
+            raise MemoryError()
+        for k in range(nb):
+            p = payloads[k]
+            if p is None:
+                ptrs[0][k] = NULL
+                lens[0][k] = 0
+            else:
+                view = p
+                keep.append(view)
+                ptrs[0][k] = &view[0] if view.shape[0] > 0 else <const uint8_t *>""
+                lens[0][k] = view.shape[0]
+    except BaseException:
+        free(ptrs[0])
+        free(lens[0])
+        ptrs[0] = NULL
+        lens[0] = NULL
+        raise
+    return 0
 
 
 cdef class Columns:

@@ -1,7 +1,6 @@
 # cython: language_level=3
-"""C-level helpers from kfmt.h shared by the Cython modules, and the payload pointer table of the kernel."""
+"""C-level helpers from kfmt.h, shared by scan.pyx, kernel.pyx and writer.pyx."""
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int32_t, int64_t
-from libc.stdlib cimport free, malloc
 
 cdef extern from "kfmt.h" nogil:
     uint16_t kfmt_be16(const uint8_t *p)
@@ -24,33 +23,3 @@ cdef extern from "kfmt.h" nogil:
     uint32_t kfmt_crc32_table_only(const uint8_t *p, size_t n)
     uint32_t kfmt_crc32c_table_only(const uint8_t *p, size_t n)
     int kfmt_crc_backends()
-
-
-cdef inline int payload_pointers(list payloads, Py_ssize_t nb, const uint8_t ***ptrs, int64_t **lens,
-                                 list keep) except -1:
-    """(pointer, length) of each batch's decompressed payload (NULL, 0 where it is None) in two
-    malloc'd arrays the caller frees; the buffers are kept alive in `keep`."""
-    cdef const uint8_t[::1] view
-    cdef Py_ssize_t k
-    ptrs[0] = <const uint8_t **>malloc(nb * sizeof(uint8_t *))
-    lens[0] = <int64_t *>malloc(nb * sizeof(int64_t))
-    try:
-        if ptrs[0] == NULL or lens[0] == NULL:
-            raise MemoryError()
-        for k in range(nb):
-            p = payloads[k]
-            if p is None:
-                ptrs[0][k] = NULL
-                lens[0][k] = 0
-            else:
-                view = p
-                keep.append(view)
-                ptrs[0][k] = &view[0] if view.shape[0] > 0 else <const uint8_t *>""
-                lens[0][k] = view.shape[0]
-    except BaseException:
-        free(ptrs[0])
-        free(lens[0])
-        ptrs[0] = NULL
-        lens[0] = NULL
-        raise
-    return 0

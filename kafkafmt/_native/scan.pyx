@@ -322,36 +322,34 @@ def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0, i
     return cols
 
 
-def crc32c(const uint8_t[::1] data):
-    """crc32c (Castagnoli) of a buffer, as Kafka's Crc32C.compute."""
+ctypedef uint32_t (*crc_fn)(const uint8_t *p, size_t n) noexcept nogil
+
+
+cdef uint32_t _checksum(const uint8_t[::1] data, crc_fn fn):
     cdef uint32_t c
     with nogil:
-        c = kfmt_crc32c(&data[0] if data.shape[0] else <const uint8_t *>"", data.shape[0])
+        c = fn(&data[0] if data.shape[0] else <const uint8_t *>"", data.shape[0])
     return c
+
+
+def crc32c(const uint8_t[::1] data):
+    """crc32c (Castagnoli) of a buffer, as Kafka's Crc32C.compute."""
+    return _checksum(data, kfmt_crc32c)
 
 
 def crc32(const uint8_t[::1] data):
     """crc32 (IEEE) of a buffer, as java.util.zip.CRC32."""
-    cdef uint32_t c
-    with nogil:
-        c = kfmt_crc32(&data[0] if data.shape[0] else <const uint8_t *>"", data.shape[0])
-    return c
+    return _checksum(data, kfmt_crc32)
 
 
 def crc32c_table(const uint8_t[::1] data):
     """crc32c by the slicing-by-8 tables, whatever the CPU has (the fallback path, for tests)."""
-    cdef uint32_t c
-    with nogil:
-        c = kfmt_crc32c_table_only(&data[0] if data.shape[0] else <const uint8_t *>"", data.shape[0])
-    return c
+    return _checksum(data, kfmt_crc32c_table_only)
 
 
 def crc32_table(const uint8_t[::1] data):
     """crc32 by the slicing-by-8 tables, whatever the CPU has (the fallback path, for tests)."""
-    cdef uint32_t c
-    with nogil:
-        c = kfmt_crc32_table_only(&data[0] if data.shape[0] else <const uint8_t *>"", data.shape[0])
-    return c
+    return _checksum(data, kfmt_crc32_table_only)
 
 
 def crc_backends():
