@@ -159,7 +159,7 @@ def encode_v2_bytes(int64_t cap, key, value, headers, const int64_t[::1] offsets
         res = <object>raw
         Py_DECREF(res)             # the reference raw owned; res's goes at return
         raise
-    _PyBytes_Resize(&raw, positions[-1])   # the only reference: shrinks in place (mremap), or raises
+    _PyBytes_Resize(&raw, positions[len(positions) - 1])   # the only reference: shrinks in place (mremap), or raises
     res = <object>raw
     Py_DECREF(res)                 # hand raw's reference over to res
     return res, positions
