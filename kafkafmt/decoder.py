@@ -677,7 +677,7 @@ def _prepare(table, lo, hi, options):
     ctrl_est = int(counts[plain & table["is_control"][sl]].sum())
     view = options.binary == "view"
     cols = _kernel.Columns(
-        n_est, 1 if view else plain_bytes // 4 + 1024, 1 if view else plain_bytes + 1024,
+        n_est, plain_bytes // 4 + 1024, plain_bytes + 1024,    # key/value bytes (views: the kernel keeps none)
         # headers: room for one per record, their bytes a share of the records' (address space
         # only until used; the arrays shrink to fit): growing them means decoding a batch again
         headers=n_est if options.headers else 16, header_key_bytes=plain_bytes // 16 + 256 if options.headers else 16,
@@ -820,9 +820,14 @@ def _controls_table(a, nc):
     })
 
 
-def _views(views, validity, nulls, n, buffers):
-    return BinaryViewColumn(views[:n].view(np.uint8).reshape(-1, 16), buffers,
-                            validity[:(n + 7) // 8] if nulls else None, nulls)
+def _key_or_value(a, c, name, n, view_buffers):
+    """The kernel's "key" or "value" output as a column: binary_view elements into view_buffers
+    (binary="view"), else offsets + data."""
+    validity, nulls = a.get(name + "_validity"), c[name + "_nulls"]
+    if view_buffers is not None:
+        return BinaryViewColumn(a[name + "_views"][:n].view(np.uint8).reshape(-1, 16), view_buffers,
+                                validity[:(n + 7) // 8] if nulls else None, nulls)
+    return _binary(a[name + "_offsets"], a[name + "_data"], validity, nulls, n)
 
 
 def _finish(a, c, table, nbytes, valid_end, tail, file, topic, partition, options, view_buffers=None):
@@ -844,13 +849,8 @@ def _finish(a, c, table, nbytes, valid_end, tail, file, topic, partition, option
     return Records(
         offset=a["offset"][:n], timestamp=a["timestamp"][:n], timestamp_type=a["timestamp_type"][:n],
         batch_index=a["batch_index"][:n],
-        key=None if not options.keys else
-        _views(a["key_views"], a.get("key_validity"), c["key_nulls"], n, view_buffers) if view_buffers is not None else
-        _binary(a["key_offsets"], a["key_data"], a.get("key_validity"), c["key_nulls"], n),
-        value=None if not options.values else
-        _views(a["value_views"], a.get("value_validity"), c["value_nulls"], n, view_buffers)
-        if view_buffers is not None else
-        _binary(a["value_offsets"], a["value_data"], a.get("value_validity"), c["value_nulls"], n),
+        key=_key_or_value(a, c, "key", n, view_buffers) if options.keys else None,
+        value=_key_or_value(a, c, "value", n, view_buffers) if options.values else None,
         headers=headers, batches=Table(table), controls=_controls_table(a, nc),
         topic=topic, partition=partition, file=file,
         valid_bytes=valid_end, trailing_bytes=nbytes - valid_end, tail=tail if nbytes > valid_end else None,
