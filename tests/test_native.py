@@ -27,13 +27,14 @@ def test_crc32_matches_zlib(size):
     assert scan.crc32(raw) == zlib.crc32(raw)
 
 
-def test_crc32c_detects_single_bit_flips():
-    raw = bytearray(random.Random(5).randbytes(30_000))
-    good = scan.crc32c(bytes(raw))
+@pytest.mark.parametrize("crc,bit,seed", [(scan.crc32c, 0x10, 5), (scan.crc32, 0x01, 6)], ids=["crc32c", "crc32"])
+def test_crc_detects_single_bit_flips(crc, bit, seed):
+    raw = bytearray(random.Random(seed).randbytes(30_000))
+    good = crc(bytes(raw))
     for pos in range(0, len(raw), 997):
-        raw[pos] ^= 0x10
-        assert scan.crc32c(bytes(raw)) != good
-        raw[pos] ^= 0x10
+        raw[pos] ^= bit
+        assert crc(bytes(raw)) != good
+        raw[pos] ^= bit
 
 
 # --- both CRC implementations: the hardware path picked at run time and the table fallback ------
@@ -69,14 +70,6 @@ def test_crc32_fold_boundaries(n):
     assert scan.crc32(b"\xff" * n) == zlib.crc32(b"\xff" * n)
     assert scan.crc32(bytes(n)) == zlib.crc32(bytes(n))
 
-
-def test_crc32_detects_single_bit_flips():
-    raw = bytearray(random.Random(6).randbytes(30_000))
-    good = scan.crc32(bytes(raw))
-    for pos in range(0, len(raw), 997):
-        raw[pos] ^= 0x01
-        assert scan.crc32(bytes(raw)) != good
-        raw[pos] ^= 0x01
 
 
 def test_software_crc_forced_by_environment(tmp_path):

@@ -369,16 +369,24 @@ def test_real_broker_dirs(real_corpus):
         assert sorted(_rows_of(r, s, e)) == _lib_keys(root), rel
 
 
+def _uploaded_log_dir(tmp_path, s3, prefix, topic, segment_bytes, records):
+    """A two-partition log dir written locally (tmp_path/logs) and uploaded under `prefix` of a new
+    bucket: (bucket, local folder)."""
+    local = tmp_path / "logs"
+    for p in range(2):
+        w = kafkafmt.LogWriter(str(local / f"{topic}-{p}"), segment_bytes=segment_bytes)
+        w.append(values=[b"v%d" % i for i in range(records)],
+                 timestamps=[1767225600000 + i for i in range(records)])
+        w.close()
+    bucket = s3.bucket()
+    s3.upload_dir(str(local), bucket, prefix)
+    return bucket, local
+
+
 def test_object_storage_log_dir(tmp_path, fault_proxy, s3):
     """s3:// (a real S3 API on loopback): listing is the only polling cost -- one request for the
     root and one per partition folder, no bytes read -- and a newly uploaded segment is found."""
-    local = tmp_path / "logs"
-    for p in range(2):
-        w = kafkafmt.LogWriter(str(local / f"obj-{p}"), segment_bytes=4096)
-        w.append(values=[b"v%d" % i for i in range(300)], timestamps=[1767225600000 + i for i in range(300)])
-        w.close()
-    bucket = s3.bucket()
-    s3.upload_dir(str(local), bucket, "logs")
+    bucket, local = _uploaded_log_dir(tmp_path, s3, "logs", "obj", 4096, 300)
     opts = {f"storage.{k}": v for k, v in fault_proxy.storage_options.items() if isinstance(v, str)}
     url = f"s3://{bucket}/logs"
     r = _reader(url, startingOffsets="earliest", **opts)
@@ -684,13 +692,7 @@ def test_subscription_options_and_extra_columns(tmp_path):
 
 
 def test_stream_from_object_storage_through_spark(spark, tmp_path, s3):
-    local = tmp_path / "logs"
-    for p in range(2):
-        w = kafkafmt.LogWriter(str(local / f"s3t-{p}"), segment_bytes=8192)
-        w.append(values=[b"v%d" % i for i in range(400)], timestamps=[1767225600000 + i for i in range(400)])
-        w.close()
-    bucket = s3.bucket()
-    s3.upload_dir(str(local), bucket, "kafka-logs")
+    bucket, local = _uploaded_log_dir(tmp_path, s3, "kafka-logs", "s3t", 8192, 400)
     opts = {f"storage.{k}": v for k, v in s3.storage_options.items() if isinstance(v, str)}
     _available_now(spark, f"s3://{bucket}/kafka-logs", tmp_path / "out", tmp_path / "ckpt",
                    startingOffsets="earliest", **opts)
