@@ -15,8 +15,8 @@ SECONDS_PER="${1:-15}"
 TARGETS="${KFUZZ_TARGETS:-decode v2 legacy codecs sidefiles salvage internal}"
 mkdir -p crashes
 
-python3 -c "import atheris" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check atheris \
-    || { echo "run_ci: atheris is not installable here" >&2; exit 2; }
+python3 -c "import atheris" 2>/dev/null \
+    || { echo "run_ci: atheris is missing: pip install -e '.[fuzz]'" >&2; exit 2; }
 
 python3 seed_corpus.py || exit 2
 python3 fuzz_internal.py --seed corpus/internal >/dev/null || exit 2     # issue 15's schema decoders
