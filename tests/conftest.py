@@ -15,6 +15,37 @@ if importlib.util.find_spec("kafkafmt") is None:    # not installed: use the (in
     sys.path.insert(0, str(REPO))
 
 
+#: skip reasons that mean something the project declares is absent: under KAFKAFMT_REQUIRE_ALL=1 (set by
+#: .ci/run) such a skip is a failure, so a run on a machine that lacks them cannot pass by skipping
+_ABSENT = ("could not import", "required is:", "real corpus not found", "no java on PATH")
+
+
+def _absent(report):
+    if not report.skipped or not os.environ.get("KAFKAFMT_REQUIRE_ALL"):
+        return None
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    return reason if any(a in reason for a in _ABSENT) else None
+
+
+def _fail_absent(report):
+    reason = _absent(report)
+    if reason is not None:
+        report.outcome = "failed"
+        report.longrepr = f"KAFKAFMT_REQUIRE_ALL=1 and a declared dependency is absent: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_absent(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    _fail_absent(outcome.get_result())
+
+
 def pytest_addoption(parser):
     parser.addoption("--real-corpus", action="store", default=None, metavar="PATH",
                      help="folder of real Kafka data with expected.json "

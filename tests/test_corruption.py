@@ -20,7 +20,7 @@ import pytest
 
 import kpy
 
-kafkafmt = pytest.importorskip("kafkafmt")
+import kafkafmt
 from kafkafmt.errors import (  # noqa: E402
     CompressionError, CorruptRecordError, CrcError, KafkafmtError, UnsupportedCodecError)
 

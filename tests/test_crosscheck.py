@@ -7,7 +7,7 @@ import pytest
 
 import kpy
 
-kafkafmt = pytest.importorskip("kafkafmt")
+import kafkafmt
 from kafkafmt.errors import CorruptRecordError, CrcError  # noqa: E402
 
 MATRIX = kpy.matrix()

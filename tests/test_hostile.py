@@ -30,7 +30,7 @@ import time
 
 import pytest
 
-hypothesis = pytest.importorskip("hypothesis")
+import hypothesis
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

@@ -22,7 +22,7 @@ import pytest
 
 import kpy
 
-kafkafmt = pytest.importorskip("kafkafmt")
+import kafkafmt
 from kafkafmt import EncodeError  # noqa: E402
 from kafkafmt.logwriter import LogWriter, write_log_dir  # noqa: E402
 

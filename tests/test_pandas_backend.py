@@ -7,8 +7,8 @@ import pytest
 
 import kafkafmt
 
-pd = pytest.importorskip("pandas")
-pa = pytest.importorskip("pyarrow")
+import pandas as pd
+import pyarrow as pa
 
 
 def _recs(binary="contiguous"):

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import kpy
 
-kafkafmt = pytest.importorskip("kafkafmt")
+import kafkafmt
 
 nullable_bytes = st.one_of(st.none(), st.just(b""), st.binary(max_size=40),
                            st.builds(lambda b, n: b * n, st.binary(min_size=1, max_size=4), st.integers(1, 60)))

@@ -15,7 +15,7 @@ import pytest
 
 import kpy
 
-kafkafmt = pytest.importorskip("kafkafmt")
+import kafkafmt
 from kafkafmt.errors import CorruptRecordError, CrcError, KafkafmtError  # noqa: E402
 
 BAD_CRC = "record-sets/dpkp__kafka-python/control_batch_data_v2.log.bin"

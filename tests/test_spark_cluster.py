@@ -125,7 +125,7 @@ spark.stop()
 
 
 def test_spark_connect_thin_client(log_dir, tmp_path):
-    pytest.importorskip("grpc", reason="Spark Connect client needs pyspark[connect] (grpcio, grpcio-status, "
+    pytest.importorskip("grpc", reason="could not import grpc: the Spark Connect client needs pyspark[connect] (grpcio, grpcio-status, "
                                        "googleapis-common-protos)")
     expected = _expected(log_dir)
     with connect_server(tmp_path / "connect") as (url, env, server):

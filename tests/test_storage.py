@@ -103,7 +103,7 @@ def test_local_errors(tmp_path):
 
 
 def test_memory_filesystem_through_fsspec():
-    pytest.importorskip("fsspec")
+    import fsspec  # noqa: F401
     st, root = open_storage("memory://kfmt-test/dir")
     st.fs.pipe(root + "/a.bin", bytes(range(256)) * 10)
     assert isinstance(st, FsspecStorage) and not st.is_local
@@ -310,7 +310,7 @@ def test_s3_object_changing_size_while_read(s3):
 
 
 def test_s3_through_pyarrow_filesystem(s3, uploaded):
-    pafs = pytest.importorskip("pyarrow.fs")
+    from pyarrow import fs as pafs
     local, url = uploaded["written"]
     fs = pafs.S3FileSystem(access_key="testing-key", secret_key=SECRET, endpoint_override=s3.endpoint,
                            scheme="http", region="us-east-1")

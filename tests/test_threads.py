@@ -16,7 +16,7 @@ import kafkafmt
 from kafkafmt import decoder, errors
 from kafkafmt.logdir import read_log_dir, read_log_dirs, iter_log_dir
 
-pa = pytest.importorskip("pyarrow")
+import pyarrow as pa
 
 
 @pytest.fixture

@@ -501,7 +501,7 @@ def test_aiven_duplicates_and_missing_manifest(tmp_path, written):
 
 def test_aiven_encrypted_segment_with_the_key(s3, written):
     """Compressed + encrypted and encrypted-only segments read with the RSA private key given."""
-    crypto = pytest.importorskip("cryptography.hazmat.primitives.asymmetric.rsa")
+    from cryptography.hazmat.primitives.asymmetric import rsa as crypto
     from cryptography.hazmat.primitives import serialization
     private = crypto.generate_private_key(public_exponent=65537, key_size=2048)
     pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -536,7 +536,7 @@ def test_aiven_encrypted_segment_with_the_key(s3, written):
 def test_oaep_decrypt_agrees_with_openssl():
     """The OAEP decoder (needed for SHA3-512, which OpenSSL's OAEP lacks here) against OpenSSL's
     encryption with SHA-256 and SHA-1 (the same algorithm, another digest)."""
-    rsa = pytest.importorskip("cryptography.hazmat.primitives.asymmetric.rsa")
+    from cryptography.hazmat.primitives.asymmetric import rsa
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import padding
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)

@@ -11,7 +11,7 @@ import pytest
 import kafkafmt
 from kafkafmt.records import BinaryColumn, BinaryViewColumn, Records
 
-pa = pytest.importorskip("pyarrow")
+import pyarrow as pa
 
 CODECS = (None, "gzip", "snappy", "lz4", "zstd")
 
@@ -225,7 +225,7 @@ def test_read_log_dir_views(tmp_path):
 
 
 def test_polars_takes_views_without_copy():
-    pl = pytest.importorskip("polars")
+    import polars as pl
     buf = _buffer()
     view = kafkafmt.decode(buf, binary="view")
     df = pl.from_arrow(view.to_arrow(headers=False))
@@ -234,7 +234,7 @@ def test_polars_takes_views_without_copy():
 
 
 def test_duckdb_reads_views():
-    duckdb = pytest.importorskip("duckdb")
+    import duckdb
     buf = _buffer()
     t = kafkafmt.decode(buf, binary="view").to_arrow(headers=False)
     contig = kafkafmt.decode(buf)
@@ -243,7 +243,7 @@ def test_duckdb_reads_views():
 
 
 def test_pandas_arrow_backend_keeps_views():
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     view = kafkafmt.decode(_buffer(), binary="view")
     df = view.to_pandas(dtype_backend="pyarrow")
     assert isinstance(df["value"].dtype, pd.ArrowDtype) and df["value"].dtype.pyarrow_dtype == pa.binary_view()

@@ -32,7 +32,7 @@ from kafka.record.memory_records import MemoryRecords
 
 import kpy
 
-kafkafmt = pytest.importorskip("kafkafmt")
+import kafkafmt
 from kafkafmt import EncodeError  # noqa: E402
 from kafkafmt.encoder import encode_empty_batch  # noqa: E402
 

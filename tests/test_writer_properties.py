@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import kpy
 
-kafkafmt = pytest.importorskip("kafkafmt")
+import kafkafmt
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
