@@ -128,7 +128,7 @@ def main(argv=None):
 
 
 def run(args, console, debug=False):
-    from kafkafmt.cli.common import UsageError
+    from kafkafmt.cli.usage import UsageError
     from kafkafmt.errors import KafkafmtError
 
     try:

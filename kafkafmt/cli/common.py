@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kafkafmt.cli import paths as cli_paths
+from kafkafmt.cli.usage import UsageError
 from kafkafmt.segments import (LOCAL, Partition, ReportKind, file_kind, folder_kind, is_leftover_dir, is_leftover_file,
                                list_partitions, not_kafka_reason, open_file, partition_of_name, segment_base,
                                window)
@@ -18,10 +19,6 @@ __all__ = ["file_kind", "segment_base", "is_leftover", "Partition"]
 
 is_leftover = is_leftover_file
 MAX_WALK_DEPTH = 8
-
-
-class UsageError(Exception):
-    """The command line asks for something impossible (exit code 2)."""
 
 
 # ----------------------------------------------------------------------------------------------

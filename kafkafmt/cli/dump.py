@@ -37,7 +37,8 @@ from kafkafmt import sidefiles
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.records import CODEC_NAMES, TIMESTAMP_TYPES
 
-from kafkafmt.cli.common import (Problem, UsageError, bytes_encoder, check_kafka_file, escape_text, file_kind,
+from kafkafmt.cli.usage import UsageError
+from kafkafmt.cli.common import (Problem, bytes_encoder, check_kafka_file, escape_text, file_kind,
                                  find_inputs, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
                                  parse_time_range, segment_base, segment_in_partition)
 from kafkafmt.segments import ReportKind, log_name_of

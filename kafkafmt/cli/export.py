@@ -24,7 +24,8 @@ import numpy as np
 
 from kafkafmt.logdir import iter_log_dir
 
-from kafkafmt.cli.common import (UsageError, bytes_encoder, checked_record_files, find_inputs, human_bytes,
+from kafkafmt.cli.usage import UsageError
+from kafkafmt.cli.common import (bytes_encoder, checked_record_files, find_inputs, human_bytes,
                                  input_paths, parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
                                  report_problem)
 from kafkafmt.cli import paths as cli_paths

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 
+from kafkafmt.cli.usage import UsageError
 from kafkafmt.segments import LOCAL
 from kafkafmt.storage import is_url, open_storage
 
@@ -21,8 +22,6 @@ def parse_storage_options(values):
     for v in values or []:
         key, sep, value = str(v).partition("=")
         if not sep or not key.strip():
-            from kafkafmt.cli.common import UsageError
-
             raise UsageError(f"--storage-option takes KEY=VALUE, not {v!r}")
         try:
             out[key.strip()] = json.loads(value)

@@ -28,7 +28,8 @@ import numpy as np
 from kafkafmt.segments import Partition
 from kafkafmt.records import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 
-from kafkafmt.cli.common import (UsageError, add_command, checked_record_files, find_inputs, human_bytes,
+from kafkafmt.cli.usage import UsageError
+from kafkafmt.cli.common import (add_command, checked_record_files, find_inputs, human_bytes,
                                  input_paths, iso_ms, parse_int_list, parse_name_list, partition_label,
                                  report_problem, segment_base)
 from kafkafmt.cli import paths as cli_paths

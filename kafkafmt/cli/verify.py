@@ -38,7 +38,8 @@ from kafkafmt import sidefiles
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.records import Table
 
-from kafkafmt.cli.common import (add_command, Problem, UsageError, check_kafka_file, file_kind, find_inputs,
+from kafkafmt.cli.usage import UsageError
+from kafkafmt.cli.common import (add_command, Problem, check_kafka_file, file_kind, find_inputs,
                                  human_bytes, is_leftover, report_problem, segment_base, segment_in_partition)
 from kafkafmt.segments import log_name_of
 from kafkafmt.cli import paths as cli_paths

@@ -1,0 +1,91 @@
+"""What docs/architecture.md claims about the layout, checked against the code."""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+def modules():
+    """{dotted name: path} of kafkafmt's Python modules."""
+    out = {}
+    for p in (REPO / "kafkafmt").rglob("*.py"):
+        rel = p.relative_to(REPO).with_suffix("")
+        out[".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)] = p
+    return out
+
+
+def import_graph():
+    """{module: {kafkafmt modules it imports}}, module-level and function-level imports alike (a lazy
+    import still ties two modules together); the package itself (``import kafkafmt``) is left out."""
+    mods = modules()
+
+    def owner(name):
+        while name and name not in mods:
+            name = name.rsplit(".", 1)[0] if "." in name else ""
+        return name
+
+    graph = {m: set() for m in mods}
+    for m, p in mods.items():
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            for t in targets:
+                r = owner(t) if t.startswith("kafkafmt") else ""
+                if r and r not in (m, "kafkafmt") and not m.startswith(r + "."):
+                    graph[m].add(r)
+    return graph
+
+
+def cycles(graph):
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_no_import_cycle():
+    assert cycles(import_graph()) == []
+
+
+def test_cycles_are_found():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
