@@ -12,7 +12,7 @@ pyspark = pytest.importorskip("pyspark", minversion="4.1")
 
 import kafkafmt  # noqa: E402
 from kafkafmt.spark.options import OptionError, parse  # noqa: E402
-from kafkafmt.spark.source import KafkaSegmentsReader, kafka_schema  # noqa: E402
+from kafkafmt.spark.source import PushdownReader, kafka_schema  # noqa: E402
 from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, In, LessThan  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,7 +41,7 @@ def _lib_rows(recs):
 
 def _reader(path, **options):
     opts = parse({"path": path, **options})
-    return KafkaSegmentsReader(kafka_schema(opts.include_headers, opts.batch_metadata), opts)
+    return PushdownReader(kafka_schema(opts.include_headers, opts.batch_metadata), opts)
 
 
 def test_options_rejected_with_reasons(sample):

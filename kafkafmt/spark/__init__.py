@@ -10,19 +10,52 @@ session starts.
 """
 from __future__ import annotations
 
-__all__ = ["register", "KafkaSegmentsDataSource", "kafka_schema"]
+__all__ = ["register", "pushdown_is_scoped_to_scans", "KafkaSegmentsDataSource", "kafka_schema"]
 
 
-def register(spark, *, filter_pushdown=True):
-    """Register the ``kafka-segments`` format with a SparkSession; by default also turns on
-    ``spark.sql.python.filterPushdown.enabled`` so offset/timestamp/topic/partition predicates
-    prune segments."""
+def register(spark, *, filter_pushdown=None):
+    """Register the ``kafka-segments`` format with a SparkSession.
+
+    filter_pushdown: whether offset/topic/partition/timestamp predicates prune what is read (and
+    ``spark.sql.python.filterPushdown.enabled`` is turned on for it). None (the default) decides by
+    the session's Spark: pushdown is used only where Spark keeps a pushed read to the one query
+    that pushed it. Spark 4.1 to 4.3 store the read planned after a pushdown on the DataFrame's
+    relation, and every later query of that DataFrame reuses it: ``df.where("offset >= 200")``
+    followed by ``df.count()`` would count the filtered rows. There, every filter is evaluated by
+    Spark (rows are always right) and reads are narrowed with the options instead
+    (``startingOffsets``/``endingOffsets``, ``startingTimestamp``, ``subscribe``/``assign``).
+    True forces pushdown (correct only while each DataFrame is queried once); False turns it off."""
     from kafkafmt.spark.source import KafkaSegmentsDataSource
 
-    spark.dataSource.register(KafkaSegmentsDataSource)
+    if filter_pushdown is None:
+        filter_pushdown = pushdown_is_scoped_to_scans(spark)
+    source = type("KafkaSegmentsDataSource", (KafkaSegmentsDataSource,), {
+        "filter_pushdown": bool(filter_pushdown), "__module__": __name__,
+        "__qualname__": f"KafkaSegmentsDataSource_pushdown_{bool(filter_pushdown)}",
+        "__doc__": KafkaSegmentsDataSource.__doc__})
+    spark.dataSource.register(source)
     if filter_pushdown:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     return spark
+
+
+#: the JVM class that held the read planned after a pushdown on the relation (Spark 4.1 to 4.3)
+_PYTHON_SOURCE_CLASS = "org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2"
+
+
+def pushdown_is_scoped_to_scans(spark):
+    """Whether the session's Spark keeps the read planned after a filter pushdown to that scan
+    (True), or caches it on the relation where later queries reuse it (False: Spark 4.1 to 4.3,
+    whose PythonDataSourceV2 has ``setReadInfo``). A session without a JVM here (Spark Connect)
+    cannot be inspected: False."""
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:
+        return False
+    try:
+        methods = {m.getName() for m in jvm.java.lang.Class.forName(_PYTHON_SOURCE_CLASS).getMethods()}
+    except Exception:   # noqa: BLE001 - a JVM without the class or reflection: assume the old planner
+        return False
+    return "setReadInfo" not in methods and "getOrCreateReadInfo" not in methods
 
 
 def __getattr__(name):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In,
-                                    InputPartition, LessThan, LessThanOrEqual, StringStartsWith)
+from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualNullSafe, EqualTo, GreaterThan,
+                                    GreaterThanOrEqual, In, InputPartition, LessThan, LessThanOrEqual, StringStartsWith)
 from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, ShortType, StringType, StructField,
                                StructType, TimestampType)
 
@@ -44,57 +44,86 @@ def _micros(value):
     return None
 
 
+def _int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _intersect(current, values):
+    values = set(values)
+    return values if current is None else current & values
+
+
+def _offset_bound(b, f):
+    """Offset bounds from one filter: True when they express it exactly, False when they only
+    narrow the read (Spark evaluates the filter), None when the filter says nothing usable."""
+    v = getattr(f, "value", None)
+    if isinstance(f, (EqualTo, EqualNullSafe)) and _int(v):
+        lo, hi, exact = v, v + 1, True
+    elif isinstance(f, GreaterThan) and _int(v):
+        lo, hi, exact = v + 1, None, True
+    elif isinstance(f, GreaterThanOrEqual) and _int(v):
+        lo, hi, exact = v, None, True
+    elif isinstance(f, LessThan) and _int(v):
+        lo, hi, exact = None, v, True
+    elif isinstance(f, LessThanOrEqual) and _int(v):
+        lo, hi, exact = None, v + 1, True
+    elif isinstance(f, In) and v and all(_int(x) for x in v):
+        lo, hi, exact = min(v), max(v) + 1, False       # the range around the listed offsets
+    else:
+        return None
+    if lo is not None:
+        b.offset_lo = lo if b.offset_lo is None else max(b.offset_lo, lo)
+    if hi is not None:
+        b.offset_hi = hi if b.offset_hi is None else min(b.offset_hi, hi)
+    return exact
+
+
+def _name_bound(b, f, col):
+    """Topic or partition sets from one filter (exact), or None."""
+    v = getattr(f, "value", None)
+    if isinstance(f, (EqualTo, EqualNullSafe)) and v is not None:
+        values = (v,)
+    elif isinstance(f, In) and all(x is not None for x in v):
+        values = v
+    elif col == "topic" and isinstance(f, StringStartsWith) and isinstance(v, str):
+        b.topic_prefix = v if b.topic_prefix is None or v.startswith(b.topic_prefix) else \
+            (b.topic_prefix if b.topic_prefix.startswith(v) else None)
+        if b.topic_prefix is None:      # two prefixes neither of which extends the other
+            b.empty = True
+        return True
+    else:
+        return None
+    if col == "topic":
+        b.topics = _intersect(b.topics, [x for x in values if isinstance(x, str)])
+    else:
+        b.partitions = _intersect(b.partitions, [x for x in values if _int(x)])
+    return True
+
+
 def bounds_from_filters(filters):
-    """Bounds that the pushed filters imply, and the filters Spark must still evaluate."""
+    """Bounds that the pushed filters imply, and the filters Spark must still evaluate.
+
+    A filter is pushed (left out of the returned list) only when the bounds express it exactly:
+    offset comparisons, topic and partition equality, IN and topic prefixes. Others may still
+    narrow what is read -- a timestamp lower bound prunes rolled segments, an offset IN the range
+    around its values -- and are returned for Spark to evaluate on every row. Filters of any other
+    kind (NOT, IS NULL, string suffixes, comparisons on other columns...) are returned untouched."""
     b = Bounds()
     rest = []
     for f in filters:
-        col = f.attribute[0] if len(f.attribute) == 1 else None
-        value = getattr(f, "value", None)
-        handled = False
-        if col == "offset" and isinstance(value, int) and not isinstance(value, bool):
-            if isinstance(f, EqualTo):
-                b.offset_lo = max(b.offset_lo or f.value, f.value)
-                b.offset_hi = min(b.offset_hi if b.offset_hi is not None else f.value + 1, f.value + 1)
-                handled = True
-            elif isinstance(f, GreaterThan):
-                b.offset_lo = max(b.offset_lo or 0, f.value + 1)
-                handled = True
-            elif isinstance(f, GreaterThanOrEqual):
-                b.offset_lo = max(b.offset_lo or 0, f.value)
-                handled = True
-            elif isinstance(f, LessThan):
-                b.offset_hi = f.value if b.offset_hi is None else min(b.offset_hi, f.value)
-                handled = True
-            elif isinstance(f, LessThanOrEqual):
-                b.offset_hi = f.value + 1 if b.offset_hi is None else min(b.offset_hi, f.value + 1)
-                handled = True
-        elif col == "partition":
-            if isinstance(f, EqualTo):
-                b.partitions = {f.value} if b.partitions is None else b.partitions & {f.value}
-                handled = True
-            elif isinstance(f, In):
-                vals = set(f.value)
-                b.partitions = vals if b.partitions is None else b.partitions & vals
-                handled = True
-        elif col == "topic":
-            if isinstance(f, EqualTo):
-                b.topics = {f.value} if b.topics is None else b.topics & {f.value}
-                handled = True
-            elif isinstance(f, In):
-                vals = set(f.value)
-                b.topics = vals if b.topics is None else b.topics & vals
-                handled = True
-            elif isinstance(f, StringStartsWith):
-                b.topic_prefix = f.value
-                handled = True
-        elif col == "timestamp" and isinstance(value, _dt.datetime):
-            us = _micros(f.value)
-            if isinstance(f, (GreaterThan, GreaterThanOrEqual)):
-                # prunes segments whose largest timestamp is below it; rows are still filtered
-                # exactly by Spark (timestamps within a partition are not monotonic)
-                lo = us // 1000
-                b.ts_lo = lo if b.ts_lo is None else max(b.ts_lo, lo)
+        attr = getattr(f, "attribute", None)
+        col = attr[0] if isinstance(attr, tuple) and len(attr) == 1 else None
+        handled = None
+        if col == "offset":
+            handled = _offset_bound(b, f)
+        elif col in ("topic", "partition"):
+            handled = _name_bound(b, f, col)
+        elif col == "timestamp" and isinstance(f, (GreaterThan, GreaterThanOrEqual)) and \
+                isinstance(getattr(f, "value", None), _dt.datetime):
+            # prunes segments whose largest timestamp is below it; the rows are filtered by Spark
+            # (timestamps within a partition are not monotonic)
+            lo = _micros(f.value) // 1000
+            b.ts_lo = lo if b.ts_lo is None else max(b.ts_lo, lo)
         if not handled:
             rest.append(f)
     if (b.offset_lo is not None and b.offset_hi is not None and b.offset_hi <= b.offset_lo) or \
@@ -110,18 +139,13 @@ class SegmentsPartition(InputPartition):
 
 
 class KafkaSegmentsReader(DataSourceReader):
+    """A batch read: the tasks the options select (Spark evaluates every filter itself)."""
+
     def __init__(self, schema, opts):
         self.schema = schema
         self.opts = opts
         self.bounds = Bounds()
         self.report = []
-
-    def pushFilters(self, filters):
-        if self.opts.decode:      # an internal topic's table: its columns are not the record's
-            yield from filters
-            return
-        self.bounds, rest = bounds_from_filters(filters)
-        yield from rest
 
     def partitions(self):
         groups = plan(self.opts, self.bounds, self.report)
@@ -135,8 +159,30 @@ class KafkaSegmentsReader(DataSourceReader):
         yield from read_tasks(partition.tasks, self.schema, self.opts)
 
 
+class PushdownReader(KafkaSegmentsReader):
+    """A batch read that also prunes by the filters Spark pushes (`bounds_from_filters`).
+
+    Only for a Spark whose planner keeps what one query pushed to that query's scan: Spark 4.1 to
+    4.3 keep the read planned after a pushdown on the relation itself, and a later query of the
+    same DataFrame without filters reuses it (rows of the first query only). `kafkafmt.spark.register`
+    decides which reader a session gets."""
+
+    def pushFilters(self, filters):
+        if self.opts.decode:      # an internal topic's table: its columns are not the record's
+            yield from filters
+            return
+        self.bounds, rest = bounds_from_filters(filters)
+        yield from rest
+
+
 class KafkaSegmentsDataSource(DataSource):
-    """spark.read.format("kafka-segments").load("/path/to/kafka-logs")"""
+    """spark.read.format("kafka-segments").load("/path/to/kafka-logs")
+
+    ``filter_pushdown``: whether readers take Spark's pushed filters (`PushdownReader`); False
+    here, set by `kafkafmt.spark.register` on a class of its own when the session's Spark scopes
+    pushdown to one scan."""
+
+    filter_pushdown = False
 
     @classmethod
     def name(cls):
@@ -163,7 +209,7 @@ class KafkaSegmentsDataSource(DataSource):
         return kafka_schema(o.include_headers, o.batch_metadata)
 
     def reader(self, schema):
-        return KafkaSegmentsReader(schema, self._opts())
+        return (PushdownReader if self.filter_pushdown else KafkaSegmentsReader)(schema, self._opts())
 
     def streamReader(self, schema):
         """spark.readStream.format("kafka-segments"): see kafkafmt.spark.stream."""
