@@ -10,6 +10,15 @@ Segments roll like the broker's: a batch that would take the segment past ``segm
 a new segment (a segment always holds at least one batch). Transactions are tracked like the
 broker's producer state: an ABORT marker for a producer with an open transaction adds an entry
 (producer id, first offset, last offset, last stable offset) to the active segment's .txnindex.
+
+**An existing partition folder is continued, never rewritten.** Opening one reads its state as a
+broker does at start-up -- the log end offset, each producer's last sequence, the transactions still
+open, the leader-epoch history, the topic id -- and new batches go into new segments from the log end
+offset on (as after a roll). No byte of an existing segment is touched; ``leader-epoch-checkpoint``
+keeps its entries and gains one only when the leader epoch rises. A partition whose end is damaged
+(a cut-off or corrupt last batch) is refused: ``kafkafmt recover`` repairs it first. Every file is
+written through a temporary file and a rename (`kafkafmt.durable`), index files before their
+``.log``, so a crash leaves the folder as it was or with whole new segments.
 """
 from __future__ import annotations
 
@@ -20,12 +29,73 @@ import numpy as np
 
 from kafkafmt import sidefiles
 from kafkafmt.decoder import decode, scan_batches
-from kafkafmt.segments import PARTITION_DIR, segment_file_name
+from kafkafmt.durable import write_atomic
 from kafkafmt.encoder import encode_columns, encode_control, encode_empty_batch, to_columns
-from kafkafmt.errors import EncodeError
+from kafkafmt.errors import EncodeError, KafkafmtError
+from kafkafmt.segments import PARTITION_DIR, list_segments, scan_range, segment_file_name
 
 __all__ = ["LogWriter", "write_log_dir"]
 
+
+class _PartitionState:
+    """What a broker knows of a partition folder at start-up (LogLoader): where its log ends, each
+    producer's next sequence, the transactions still open, the leader-epoch history, the topic id,
+    and the names of its files."""
+
+    __slots__ = ("log_end", "sequences", "open_txns", "epochs", "topic_id", "files", "empty_tail")
+
+    @classmethod
+    def read(cls, folder):
+        """The state of an existing partition folder, or None when there is none (or it is empty)."""
+        if not os.path.isdir(folder):
+            return None
+        files = frozenset(os.listdir(folder))
+        segments = list_segments(folder)
+        if not segments and not files:
+            return None
+        st = cls()
+        st.files = files
+        # without segments (all deleted by retention), the newest producer snapshot names the log end
+        snapshots = [int(n[:20]) for n in files if n.endswith(".snapshot") and n[:20].isdigit()]
+        st.log_end = segments[0].base_offset if segments else max(snapshots, default=0)
+        st.sequences, st.open_txns = {}, {}
+        # an empty newest segment (just rolled) is where the broker would append: it may be replaced
+        st.empty_tail = os.path.basename(segments[-1].log) if segments and segments[-1].size == 0 else None
+        for seg in segments:
+            st.log_end = max(st.log_end, seg.base_offset)
+            with seg.open() as f:
+                table, info = scan_range(f, 0, f.size, verify_crc=False)
+            if info["tail"] is not None or info["error"] is not None:
+                why = info["error"]["reason"] if info["error"] is not None else f"a {info['tail']} tail"
+                at = int(info["valid_bytes"])
+                raise KafkafmtError(f"cannot append to a partition whose log is damaged: {why} after position {at} "
+                                    "(run `kafkafmt recover --apply` on it first)", file=seg.url, position=at)
+            st._follow(table)
+        epochs = os.path.join(folder, "leader-epoch-checkpoint")
+        st.epochs = []
+        if os.path.exists(epochs):
+            e = sidefiles.read_leader_epoch_checkpoint(epochs)["entries"]
+            st.epochs = [(int(a), int(b)) for a, b in zip(e["epoch"], e["start_offset"])]
+        meta = os.path.join(folder, "partition.metadata")
+        st.topic_id = sidefiles.read_partition_metadata(meta)["topic_uuid"] if os.path.exists(meta) else None
+        return st
+
+    def _follow(self, t):
+        """Producer state from batch headers, in log order (ProducerStateManager's replay)."""
+        if not len(t):
+            return
+        self.log_end = max(self.log_end, int(t["last_offset"][-1]) + 1)
+        pid, seq, base, last = t["producer_id"], t["base_sequence"], t["base_offset"], t["last_offset"]
+        txn, ctl = t["is_transactional"], t["is_control"]
+        for i in map(int, (pid >= 0).nonzero()[0]):
+            p = int(pid[i])
+            if ctl[i]:
+                self.open_txns.pop(p, None)
+                continue
+            if seq[i] >= 0:
+                self.sequences[p] = (int(seq[i]) + int(last[i] - base[i]) + 1) % (1 << 31)
+            if txn[i]:
+                self.open_txns.setdefault(p, int(base[i]))
 
 
 class _Segment:
@@ -52,8 +122,8 @@ class LogWriter:
     ...     w.append_control("abort", producer_id=7, timestamp=4)
     """
 
-    def __init__(self, path, *, segment_bytes=1 << 30, index_interval_bytes=4096, base_offset=0,
-                 leader_epoch=0, topic_id=None):
+    def __init__(self, path, *, segment_bytes=1 << 30, index_interval_bytes=4096, base_offset=None,
+                 leader_epoch=None, topic_id=None):
         self.path = os.fspath(path)
         m = PARTITION_DIR.match(os.path.basename(os.path.normpath(self.path)))
         if not m:
@@ -63,15 +133,36 @@ class LogWriter:
             raise EncodeError("segment_bytes must be positive")
         self.segment_bytes = segment_bytes
         self.index_interval_bytes = index_interval_bytes
+        self.open_txns = {}    # producer_id -> first offset of its ongoing transaction
+        self.sequences = {}    # producer_id -> next sequence number
+        self.epochs = []       # the leader-epoch history already on disk: [(epoch, start offset)]
+        self.first_v2_offset = None
+        self.closed = False
+        state = _PartitionState.read(self.path)
+        end = state.log_end if state is not None else 0
+        if base_offset is None:
+            base_offset = end
+        elif base_offset < end:
+            raise EncodeError(f"{self.path} holds offsets up to {end - 1}: appending continues at its log end offset "
+                              f"{end}, not at base_offset={base_offset} (existing records are never replaced)")
+        if state is not None:
+            self.open_txns, self.sequences, self.epochs = state.open_txns, state.sequences, state.epochs
+            if topic_id is not None and state.topic_id is not None and \
+                    sidefiles.encode_partition_metadata(topic_id) != sidefiles.encode_partition_metadata(state.topic_id):
+                raise EncodeError(f"{self.path} belongs to topic id {state.topic_id}, not {topic_id}")
+            topic_id = state.topic_id if topic_id is None else topic_id
+        last_epoch = self.epochs[-1][0] if self.epochs else None
+        if leader_epoch is None:
+            leader_epoch = last_epoch if last_epoch is not None else 0
+        elif last_epoch is not None and leader_epoch < last_epoch:
+            raise EncodeError(f"leader_epoch {leader_epoch} is below the partition's latest epoch {last_epoch} "
+                              "(leader epochs never go back)")
+        self.existing = state.files - {state.empty_tail} if state is not None else frozenset()
         self.next_offset = base_offset
         self.leader_epoch = leader_epoch
         # deterministic by default, so generated directories are reproducible
         self.topic_id = topic_id if topic_id is not None else uuid.uuid5(uuid.NAMESPACE_URL, f"kafkafmt:{self.topic}")
         self.segments = [_Segment(base_offset)]
-        self.open_txns = {}    # producer_id -> first offset of its ongoing transaction
-        self.sequences = {}    # producer_id -> next sequence number
-        self.first_v2_offset = None
-        self.closed = False
 
     # --- appending ------------------------------------------------------------------------------
     def _add(self, data: bytes):
@@ -166,28 +257,37 @@ class LogWriter:
             raise EncodeError("this LogWriter is closed")
 
     def close(self):
-        """Write every segment with its indexes, and the partition's checkpoint files."""
+        """Write the new segments with their indexes, and the partition's checkpoint files."""
         if self.closed:
             return
         self.closed = True
         os.makedirs(self.path, exist_ok=True)
-        segs = [s for s in self.segments if s.size] or [self.segments[0]]
-        for k, seg in enumerate(segs):
-            data = b"".join(seg.parts)
+        segs = [s for s in self.segments if s.size]
+        if not segs and not self.existing:
+            segs = [self.segments[0]]      # a new partition folder: one empty segment, as a broker creates
+        for seg in segs:
             base = seg.base_offset
-            with open(os.path.join(self.path, segment_file_name(base, ".log")), "wb") as f:
-                f.write(data)
+            name = segment_file_name(base, ".log")
+            if name in self.existing:       # (cannot happen: new segments start at the log end offset)
+                raise EncodeError(f"{os.path.join(self.path, name)} already exists")
             index, timeindex = sidefiles.build_index_entries(seg.batches(), self.index_interval_bytes,
                                                              rolled=True)  # as after a clean shutdown
+            # the side files first: a .log without them is rebuilt by Kafka, side files without a .log are
+            # removed as orphans; the .log's rename is what makes the segment part of the partition
             sidefiles.write_index(os.path.join(self.path, segment_file_name(base, ".index")), index, base)
             sidefiles.write_timeindex(os.path.join(self.path, segment_file_name(base, ".timeindex")), timeindex, base)
             if seg.aborted:
                 sidefiles.write_txnindex(os.path.join(self.path, segment_file_name(base, ".txnindex")), seg.aborted)
-        # Kafka assigns leader epochs to v2 batches only: the entry starts at the first of them
-        sidefiles.write_leader_epoch_checkpoint(
-            os.path.join(self.path, "leader-epoch-checkpoint"),
-            [(self.leader_epoch, self.first_v2_offset)] if self.first_v2_offset is not None else [])
-        sidefiles.write_partition_metadata(os.path.join(self.path, "partition.metadata"), self.topic_id)
+            write_atomic(os.path.join(self.path, name), seg.parts)
+        # Kafka assigns leader epochs to v2 batches only: an entry starts at the first of them under
+        # a new epoch, after the history already there
+        epochs = list(self.epochs)
+        if self.first_v2_offset is not None and (not epochs or self.leader_epoch > epochs[-1][0]):
+            epochs.append((self.leader_epoch, self.first_v2_offset))
+        if epochs != self.epochs or "leader-epoch-checkpoint" not in self.existing:
+            sidefiles.write_leader_epoch_checkpoint(os.path.join(self.path, "leader-epoch-checkpoint"), epochs)
+        if "partition.metadata" not in self.existing:
+            sidefiles.write_partition_metadata(os.path.join(self.path, "partition.metadata"), self.topic_id)
 
     def __enter__(self):
         return self
@@ -197,11 +297,12 @@ class LogWriter:
             self.close()
 
 
-def write_log_dir(path, records=None, *, segment_bytes=1 << 30, index_interval_bytes=4096, base_offset=0,
-                  leader_epoch=0, topic_id=None, **append_kwargs):
-    """Write `records` (anything `kafkafmt.encode` takes) as a partition directory; the
-    remaining keyword arguments are `LogWriter.append`'s (magic, compression, batch_size,
-    timestamp_type, producer_id, transactional...). Returns the closed `LogWriter`."""
+def write_log_dir(path, records=None, *, segment_bytes=1 << 30, index_interval_bytes=4096, base_offset=None,
+                  leader_epoch=None, topic_id=None, **append_kwargs):
+    """Write `records` (anything `kafkafmt.encode` takes) as a partition directory, or append them
+    to an existing one (see `LogWriter`); the remaining keyword arguments are `LogWriter.append`'s
+    (magic, compression, batch_size, timestamp_type, producer_id, transactional...). Returns the
+    closed `LogWriter`."""
     w = LogWriter(path, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes,
                   base_offset=base_offset, leader_epoch=leader_epoch, topic_id=topic_id)
     w.append(records, **append_kwargs)

@@ -92,6 +92,7 @@ import uuid as _uuid
 import numpy as np
 
 from kafkafmt._native.scan import crc32c
+from kafkafmt.durable import write_atomic
 from kafkafmt.errors import CorruptRecordError, CrcError, EncodeError
 
 __all__ = [
@@ -227,15 +228,6 @@ def _check_range(values, lo, hi, what):
         raise EncodeError(f"{what} {int(values[i])} (entry {i}) is outside [{lo}, {hi}]")
 
 
-def _write_atomic(path, data: bytes):
-    """Write via ``<path>.tmp`` and rename, as Kafka's checkpoint writers do."""
-    path = os.fspath(path)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
 # ----------------------------------------------------------------------------------------------
 # offset index / time index / transaction index: readers
 
@@ -369,7 +361,7 @@ def encode_producer_snapshot(entries) -> bytes:
 
 def write_producer_snapshot(path, entries) -> None:
     """Write a producer snapshot (name it ``<20-digit offset>.snapshot``)."""
-    _write_atomic(path, encode_producer_snapshot(entries))
+    write_atomic(path, encode_producer_snapshot(entries))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -479,7 +471,7 @@ def encode_leader_epoch_checkpoint(entries) -> bytes:
 
 def write_leader_epoch_checkpoint(path, entries) -> None:
     """Write a ``leader-epoch-checkpoint`` from ``[(epoch, start_offset), ...]``."""
-    _write_atomic(path, encode_leader_epoch_checkpoint(entries))
+    write_atomic(path, encode_leader_epoch_checkpoint(entries))
 
 
 def encode_offset_checkpoint(offsets: dict) -> bytes:
@@ -495,7 +487,7 @@ def encode_offset_checkpoint(offsets: dict) -> bytes:
 
 def write_offset_checkpoint(path, offsets: dict) -> None:
     """Write an offset checkpoint file from ``{(topic, partition): offset}``."""
-    _write_atomic(path, encode_offset_checkpoint(offsets))
+    write_atomic(path, encode_offset_checkpoint(offsets))
 
 
 def _topic_id_bytes(topic_id) -> bytes:
@@ -554,7 +546,7 @@ def encode_partition_metadata(topic_id, version=PARTITION_METADATA_VERSION) -> b
 
 def write_partition_metadata(path, topic_id) -> None:
     """Write ``partition.metadata`` for ``topic_id`` (uuid.UUID, 16 bytes or Kafka's base64 text)."""
-    _write_atomic(path, encode_partition_metadata(topic_id))
+    write_atomic(path, encode_partition_metadata(topic_id))
 
 
 def read_quorum_state(src) -> dict:
@@ -685,18 +677,18 @@ def write_index(path, entries, base_offset=None, *, preallocate=None) -> None:
     """Write an offset index. ``base_offset`` defaults to the number in the file name.
     ``preallocate`` (bytes, e.g. 10485760) zero-fills the file as for an active segment."""
     base = offset_from_file_name(path) if base_offset is None else base_offset
-    _write_atomic(path, _pad(encode_index(entries, base), preallocate, _INDEX_DISK.itemsize))
+    write_atomic(path, _pad(encode_index(entries, base), preallocate, _INDEX_DISK.itemsize))
 
 
 def write_timeindex(path, entries, base_offset=None, *, preallocate=None) -> None:
     """Write a time index; see :func:`write_index`."""
     base = offset_from_file_name(path) if base_offset is None else base_offset
-    _write_atomic(path, _pad(encode_timeindex(entries, base), preallocate, _TIMEINDEX_DISK.itemsize))
+    write_atomic(path, _pad(encode_timeindex(entries, base), preallocate, _TIMEINDEX_DISK.itemsize))
 
 
 def write_txnindex(path, aborted) -> None:
     """Write a transaction index (Kafka creates the file only when there is an entry)."""
-    _write_atomic(path, encode_txnindex(aborted))
+    write_atomic(path, encode_txnindex(aborted))
 
 
 # ----------------------------------------------------------------------------------------------

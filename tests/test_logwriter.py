@@ -620,3 +620,127 @@ def test_leader_epoch_checkpoint_starts_at_first_v2_batch(tmp_path):
     path = tmp_path / "legacy-0"
     write_log_dir(path, values=[b"old"] * 5, timestamps=[TS0] * 5, magic=1)
     assert (path / "leader-epoch-checkpoint").read_text() == "0\n0\n"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# an existing partition folder is continued, never rewritten (issue 21)
+
+def _hashes(folder):
+    import hashlib
+
+    return {n: hashlib.sha256(open(os.path.join(folder, n), "rb").read()).hexdigest()
+            for n in sorted(os.listdir(folder))}
+
+
+def _real_partition(real_corpus, tmp_path, name="TestTopicPatient-0"):
+    import shutil
+
+    src = real_corpus / "broker-dirs" / "Niloufar1171__LDI-POC" / name
+    dst = tmp_path / name
+    shutil.copytree(src, dst)
+    for p in dst.iterdir():
+        p.chmod(0o644)
+    return str(dst)
+
+
+def test_appending_to_a_real_partition_keeps_every_byte(real_corpus, tmp_path):
+    folder = _real_partition(real_corpus, tmp_path)
+    before = _hashes(folder)
+    old = kafkafmt.read_log_dir(folder)
+    assert len(old) > 0
+    end = int(old.batches.last_offset[-1]) + 1
+    with LogWriter(folder) as w:
+        assert w.append(values=[b"new-1", b"new-2"], timestamps=[TS0, TS0 + 1]) == (end, end + 1)
+    after = _hashes(folder)
+    assert {n: h for n, h in after.items() if n in before} == before       # no existing file touched
+    assert sorted(set(after) - set(before)) == [f"{end:020d}.{k}" for k in ("index", "log", "timeindex")]
+    recs = kafkafmt.read_log_dir(folder)
+    assert recs.offset.tolist() == old.offset.tolist() + [end, end + 1]
+    assert recs.value.to_pylist() == old.value.to_pylist() + [b"new-1", b"new-2"]
+    # an independent decoder reads the new segment at the right offsets
+    new = kpy.kp_decode(open(os.path.join(folder, f"{end:020d}.log"), "rb").read())["records"]
+    assert [(r["offset"], r["value"]) for r in new] == [(end, b"new-1"), (end + 1, b"new-2")]
+    # a second writer continues after the first; the leader-epoch history gains an entry only when the epoch rises
+    epochs = kafkafmt.read_leader_epoch_checkpoint(os.path.join(folder, "leader-epoch-checkpoint"))["entries"]
+    with LogWriter(folder, leader_epoch=int(epochs["epoch"][-1]) + 2) as w:
+        w.append(values=[b"new-3"], timestamps=[TS0 + 2])
+    got = kafkafmt.read_leader_epoch_checkpoint(os.path.join(folder, "leader-epoch-checkpoint"))["entries"]
+    assert got.tolist()[:len(epochs)] == epochs.tolist()
+    assert got.tolist()[len(epochs):] == [(int(epochs["epoch"][-1]) + 2, end + 2)]
+    assert kafkafmt.read_log_dir(folder).offset.tolist()[-3:] == [end, end + 1, end + 2]
+    import kcli
+
+    kcli.run("verify", folder, check=0)
+
+
+def test_appending_refuses_what_would_lose_or_reorder_data(real_corpus, tmp_path):
+    folder = _real_partition(real_corpus, tmp_path)
+    end = int(kafkafmt.read_log_dir(folder).batches.last_offset[-1]) + 1
+    with pytest.raises(EncodeError, match="log end offset"):
+        LogWriter(folder, base_offset=0)
+    with pytest.raises(EncodeError, match="never go back"):
+        LogWriter(folder, leader_epoch=-5)
+    with pytest.raises(EncodeError, match="topic id"):
+        LogWriter(folder, topic_id=uuid.uuid4())
+    # a gap is allowed when asked for (offsets only increase)
+    with LogWriter(folder, base_offset=end + 10) as w:
+        w.append(values=[b"x"], timestamps=[TS0])
+    assert kafkafmt.read_log_dir(folder).offset.tolist()[-1] == end + 10
+    # a damaged end is refused, naming the file and position, and nothing is written
+    log = os.path.join(folder, f"{end + 10:020d}.log")
+    with open(log, "ab") as f:
+        f.write(b"\x00\x00\x00\x00\x00\x00\x00\x07\x00\x00\x01\x00torn")
+    before = _hashes(folder)
+    with pytest.raises(kafkafmt.KafkafmtError, match="recover") as exc:
+        LogWriter(folder)
+    assert exc.value.file.endswith(f"{end + 10:020d}.log") and exc.value.position is not None
+    assert _hashes(folder) == before
+
+
+def test_a_transaction_and_sequences_continue_across_writers(tmp_path):
+    folder = str(tmp_path / "t-0")
+    with LogWriter(folder) as w:
+        w.append(values=[b"committed"], timestamps=[TS0], producer_id=5)
+        w.append(values=[b"a1", b"a2"], timestamps=[TS0, TS0], producer_id=7, transactional=True)
+    with LogWriter(folder) as w:
+        w.append(values=[b"s"], timestamps=[TS0], producer_id=5)
+        w.append_control("abort", producer_id=7, timestamp=TS0 + 1)
+    recs = kafkafmt.read_log_dir(folder)
+    b = recs.batches
+    assert [int(s) for p, s in zip(b.producer_id, b.base_sequence) if p == 5] == [0, 1]   # producer 5 goes on
+    committed = kafkafmt.read_log_dir(folder, isolation="read_committed")
+    assert committed.value.to_pylist() == [b"committed", b"s"]
+    txn = glob.glob(os.path.join(folder, "*.txnindex"))
+    # the ABORT marker (offset 4) is in the second writer's segment, which starts at the log end offset 3
+    assert [os.path.basename(t) for t in txn] == [f"{3:020d}.txnindex"]
+
+
+def test_appending_killed_at_every_step_leaves_old_or_new(real_corpus, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    src = _real_partition(real_corpus, tmp_path / "src")
+    old = kafkafmt.read_log_dir(src)
+    before = _hashes(src)
+    script = ("import sys, kafkafmt\n"
+              "with kafkafmt.LogWriter(sys.argv[1], leader_epoch=9) as w:\n"
+              "    w.append(values=[b'n%d' % i for i in range(50)], timestamps=[1] * 50, batch_size=200)\n")
+    complete = None
+    for k in range(1, 30):
+        folder = str(tmp_path / f"k{k}" / "TestTopicPatient-0")
+        shutil.copytree(src, folder)
+        env = dict(os.environ, KAFKAFMT_CRASH_AFTER=str(k))
+        rc = subprocess.run([sys.executable, "-c", script, folder], env=env).returncode
+        recs = kafkafmt.read_log_dir(folder)          # strict: never a torn file
+        now = _hashes(folder)
+        assert {n: h for n, h in now.items() if n in before} == {
+            n: h for n, h in before.items() if n != "leader-epoch-checkpoint"} | (
+            {"leader-epoch-checkpoint": now["leader-epoch-checkpoint"]})
+        assert recs.offset.tolist()[:len(old)] == old.offset.tolist()
+        assert len(recs) in (len(old), len(old) + 50)
+        assert not [n for n in now if n.endswith(".tmp")] or rc != 0
+        if rc == 0:
+            complete = k
+            break
+    assert complete is not None and complete > 3, complete

@@ -1,0 +1,62 @@
+"""Writing files so that a crash leaves the old content or the new one, never a mix.
+
+Every file kafkafmt writes into a log dir goes through `write_atomic`: the bytes go to a temporary
+file beside the target (``<name>.tmp``, as Kafka's own checkpoint writers name theirs), which is
+flushed to disk and renamed over the target; the folder is then flushed so the rename survives a
+power cut. Writers that must be tested for crashes call `crash_point()` after each durable step:
+with ``KAFKAFMT_CRASH_AFTER=N`` in the environment the process ends (``os._exit``) right after the
+N-th one, as if killed there.
+"""
+from __future__ import annotations
+
+import os
+
+__all__ = ["write_atomic", "fsync_dir", "crash_point", "CRASH_ENV", "TMP_SUFFIX"]
+
+CRASH_ENV = "KAFKAFMT_CRASH_AFTER"
+TMP_SUFFIX = ".tmp"
+_CRASH_EXIT = 86
+_points = 0
+
+
+def fsync_dir(path):
+    """Flush a folder's entries (a rename into it) to disk, where the platform allows it."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path, data, *, sync=True):
+    """Write ``data`` (bytes-like, or a list of them) to ``path`` through ``<path>.tmp`` and a
+    rename: readers and a crash see the old file or the new one."""
+    path = os.fspath(path)
+    tmp = path + TMP_SUFFIX
+    parts = data if isinstance(data, (list, tuple)) else [data]
+    with open(tmp, "wb") as f:
+        for part in parts:
+            f.write(part)
+        if sync:
+            f.flush()
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
+    if sync:
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
+    crash_point()
+
+
+def crash_point():
+    """A durable point: the test hook ends the process here when ``KAFKAFMT_CRASH_AFTER`` says so."""
+    global _points
+    value = os.environ.get(CRASH_ENV)
+    if not value:
+        return
+    _points += 1
+    if _points >= int(value):
+        os._exit(_CRASH_EXIT)
