@@ -407,6 +407,31 @@ def test_export_internal_usage_errors(sample, tmp_path):
     assert tuple(choices.split(",")) == tuple(ki.TABLES)
 
 
+@pytest.mark.parametrize("name", ["consumer_offsets", "transaction_state", "cluster_metadata"])
+def test_export_internal_reads_only_its_own_topic(name, sample, real_corpus, tmp_path):
+    """Loose segments of user topics under a root are not an internal table's input (they were
+    exported as rows with errors); the topic's own partitions are, and files named explicitly."""
+    root = tmp_path / "root"
+    loose = root / "loose"
+    loose.mkdir(parents=True)
+    for seg in sorted((pathlib.Path(sample) / "orders-0").glob("*.log"))[:3]:
+        shutil.copy(seg, loose / seg.name)
+    from kafkafmt.cli.internal_topics import INTERNAL_TABLES
+
+    topic = INTERNAL_TABLES[name]
+    out = tmp_path / "x.parquet"
+    p = cli("export", root, "--internal", name, "--to", out, check=2)
+    assert f"no {topic} partition" in p.stderr
+    # beside real partitions of the topic: exactly the library's table of those partitions
+    own = [f for f in pathlib.Path(sample).iterdir() if f.name.startswith(topic + "-")]
+    for f in own:
+        shutil.copytree(f, root / f.name)
+    if own:
+        cli("export", root, "--internal", name, "--to", out, check=0)
+        want = getattr(ki, name)(kafkafmt.read_log_dirs(str(root), topics=[topic]))
+        assert pq.read_table(out).equals(want)
+
+
 def test_export_internal_partitions_filter(real_corpus, tmp_path):
     out = tmp_path / "co.parquet"
     root = real_corpus / "broker-dirs"

@@ -536,7 +536,9 @@ def run_internal(args, console, fmt):
     times = parse_time_range(args.time_range)
     partitions = parse_int_list(args.partitions, "partition")
     found = find_inputs(paths, {topic}, partitions)
-    files = checked_record_files(found, console)
+    # the topic's partitions, and files only when named on the command line: a loose segment found
+    # under a root belongs to no topic that could be told
+    files = [f for f in checked_record_files(found, console) if f in found.given_files]
     snapshots = {}
     if name == "cluster_metadata":
         for pd in found.partitions:
