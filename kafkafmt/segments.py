@@ -202,11 +202,11 @@ LOCAL = LocalStorage()
 _PEEK_BYTES = 17      # an entry's framing and magic: enough to judge the batch after a range
 
 
-def open_file(path, storage=None, size=None):
+def open_file(path, storage=None, size=None, version=None):
     """Open a file of a log dir for reading: a `kafkafmt.storage` Blob (``size``, ``read``,
     ``view`` -- the whole file as NumPy uint8 for local files, memory-mapped --, ``release``,
-    ``close``)."""
-    return (storage or LOCAL).open(path if storage is not None else os.fspath(path), size=size)
+    ``close``); ``size`` and ``version`` as the listing gave them pin what is read."""
+    return (storage or LOCAL).open(path if storage is not None else os.fspath(path), size=size, version=version)
 
 
 def window(f, start, stop):
@@ -395,7 +395,8 @@ def list_segments(folder, report=None, storage=None):
         if m:
             stem = name[:-len(".log")]
             present = {k for k in ("index", "timeindex", "txnindex") if f"{stem}.{k}" in names}
-            segments.append(Segment(folder, int(m.group("base")), e.size, storage=storage, present=present))
+            segments.append(Segment(folder, int(m.group("base")), e.size, storage=storage, present=present,
+                                    version=e.version))
         elif _LEFTOVER_FILE.match(name) and report is not None:
             report.append(ReportEntry(ReportKind.LEFTOVER, (storage or LOCAL).url(e.path),
                                       "broker leftover (deleted/cleaned/swap file) skipped"))
@@ -414,9 +415,10 @@ class Segment:
     is a tiered-storage upload (its files are named by that layout)."""
 
     __slots__ = ("folder", "base_offset", "log", "index", "timeindex", "txnindex", "size", "storage", "present",
-                 "remote", "keys", "_cache")
+                 "remote", "keys", "version", "_cache")
 
-    def __init__(self, folder, base_offset, size=None, *, storage=None, present=None, remote=None, keys=None):
+    def __init__(self, folder, base_offset, size=None, *, storage=None, present=None, remote=None, keys=None,
+                 version=None):
         st = storage or LOCAL
         folder = os.fspath(folder) if storage is None else folder
         self.folder = folder
@@ -425,6 +427,7 @@ class Segment:
         self.present = present
         self.remote = remote
         self.keys = keys          # private keys for encrypted tiered uploads ({key id: PEM})
+        self.version = version    # the log object's version as listed (object stores): reads stay on it
         if remote is not None:
             self.log, self.index = remote.log, remote.index
             self.timeindex, self.txnindex = remote.timeindex, remote.txnindex
@@ -470,7 +473,7 @@ class Segment:
             from kafkafmt.tiered import open_remote_log
 
             return open_remote_log(self.storage or LOCAL, self.remote, keys=self.keys)
-        return open_file(self.log, self.storage, self.size)
+        return open_file(self.log, self.storage, self.size, self.version)
 
     def has(self, kind):
         """Does the segment have this side file ("index", "timeindex", "txnindex")?"""

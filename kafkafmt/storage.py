@@ -19,6 +19,7 @@ Errors are :class:`kafkafmt.errors.StorageError` subclasses naming the URL, neve
 from __future__ import annotations
 
 import collections
+import inspect
 import mmap
 import os
 import re
@@ -31,7 +32,7 @@ import numpy as np
 from .errors import (KafkafmtError, ObjectChangedError, StorageError, StorageNotFoundError,
                      StoragePermissionError, StorageUnavailableError)
 
-__all__ = ["Entry", "Storage", "Blob", "LocalStorage", "LocalBlob", "FsspecStorage", "RemoteBlob",
+__all__ = ["version_of", "Entry", "Storage", "Blob", "LocalStorage", "LocalBlob", "FsspecStorage", "RemoteBlob",
            "open_storage", "is_url", "DEFAULT_READ_AHEAD", "DEFAULT_CACHE_BLOCKS", "DEFAULT_PREFETCH", "RetryPolicy"]
 
 DEFAULT_READ_AHEAD = 8 << 20      # bytes per remote request at least (issue 13: "several MiB")
@@ -55,11 +56,28 @@ def _safe_url(url: str) -> str:
 
 class Entry(NamedTuple):
     """One listing row: ``name`` (last component), ``path`` (as the storage takes it), ``size`` in
-    bytes (0 for folders), ``is_dir``."""
+    bytes (0 for folders), ``is_dir``, and ``version``: what names this content of an object where
+    the store has it (S3's ETag or version id, GCS's generation; see `version_of`), else None."""
     name: str
     path: str
     size: int
     is_dir: bool
+    version: object = None
+
+
+#: fields of an object store's listing or file details that change whenever the object's content does,
+#: in the order they are preferred: a version id names one version for good, an ETag / generation the
+#: content the object has now
+_VERSION_FIELDS = ("VersionId", "version_id", "generation", "ETag", "etag")
+
+
+def version_of(details):
+    """The version token of an object from its listing or file details (None when the store gives none)."""
+    for key in _VERSION_FIELDS:
+        value = details.get(key) if details else None
+        if value not in (None, "", "null"):
+            return f"{key}={value}"
+    return None
 
 
 class RetryPolicy(NamedTuple):
@@ -106,10 +124,12 @@ class Storage:
     def join(self, a, *names) -> str:
         raise NotImplementedError
 
-    def open(self, path, size=None, *, read_ahead=None) -> "Blob":
+    def open(self, path, size=None, *, read_ahead=None, version=None) -> "Blob":
         """A :class:`Blob` over the file. ``size`` (e.g. from a listing) saves a size lookup and
         pins the size the blob reads against; a file found shorter than it raises
-        :class:`ObjectChangedError`."""
+        :class:`ObjectChangedError`. ``version`` (an `Entry.version` from the listing) pins the
+        content where the store has versions: a replaced object raises ObjectChangedError, even
+        one of the same size."""
         raise NotImplementedError
 
     def url(self, path) -> str:
@@ -259,7 +279,7 @@ class LocalStorage(Storage):
     def url(self, path):
         return os.fspath(path)
 
-    def open(self, path, size=None, *, read_ahead=None):
+    def open(self, path, size=None, *, read_ahead=None, version=None):
         return LocalBlob(path, size)
 
     def read_bytes(self, path, start=0, stop=None):
@@ -342,6 +362,26 @@ _PERMISSION_WORDS = ("AccessDenied", "Forbidden", "InvalidAccessKeyId", "Signatu
                      "AuthorizationPermissionMismatch", "AuthenticationFailed", "403")
 _NOT_FOUND_WORDS = ("NoSuchBucket", "NoSuchKey", "NotFound", "404")
 _RANGE_WORDS = ("InvalidRange", "not satisfiable", "416")
+
+
+#: a ranged read's marker for `FsspecStorage._run`: a conditional read of one version (`_s3_conditional_range`)
+_PINNED_RANGE = object()
+
+
+async def _s3_conditional_range(fs, path, start, stop, version):
+    """Bytes [start, stop) of an S3 object only if it is still ``version`` (HTTP 412 otherwise):
+    If-Match on the ETag, or the version id itself -- the request s3fs makes for its own files."""
+    field, value = version.split("=", 1)
+    bucket, key, _ = fs.split_path(path)
+    cond = {"IfMatch": value} if field == "ETag" else {"VersionId": value}
+    resp = await fs._call_s3("get_object", Bucket=bucket, Key=key, Range=f"bytes={start}-{stop - 1}", **cond)
+    try:
+        return await resp["Body"].read()
+    finally:
+        resp["Body"].close()
+#: what stores answer when a conditional read finds another version (HTTP 412)
+_CHANGED_WORDS = ("PreconditionFailed", "Precondition Failed", "pre-conditions you specified did not hold",
+                  "ConditionNotMet")
 
 
 class _RangeNotSatisfiable(StorageError):
@@ -444,6 +484,10 @@ class FsspecStorage(Storage):
         text = self._scrub(f"{type(exc).__name__}: {exc}")
         if isinstance(exc, StorageError):
             return exc
+        if any(w in text for w in _CHANGED_WORDS):
+            err = ObjectChangedError(f"changed while being read: replaced by another version ({text})", file=url)
+            err.__cause__ = None
+            return err
         if isinstance(exc, FileNotFoundError) or (not isinstance(exc, PermissionError)
                                                   and any(w in text for w in ("NoSuchBucket", "NoSuchKey"))):
             err = StorageNotFoundError(f"cannot {what}: not found ({text})", file=url)
@@ -486,11 +530,14 @@ class FsspecStorage(Storage):
     def _run(self, method, args, kwargs, timeout):
         """Call a filesystem method; for async filesystems through its event loop with a timeout."""
         fs = self.fs
+        if method is _PINNED_RANGE:
+            import fsspec.asyn
+            return fsspec.asyn.sync(fs.loop, _s3_conditional_range, fs, *args, timeout=timeout or None)
         if method == "cat_file" and self._arrow is not None:
             return self._arrow_range(*args, **kwargs)
         if timeout and getattr(fs, "async_impl", False) and getattr(fs, "loop", None) is not None:
             afn = getattr(fs, "_" + method, None)
-            if afn is not None:
+            if afn is not None and inspect.iscoroutinefunction(afn):
                 import fsspec.asyn
                 return fsspec.asyn.sync(fs.loop, afn, *args, timeout=timeout, **kwargs)
         return getattr(fs, method)(*args, **kwargs)
@@ -515,7 +562,8 @@ class FsspecStorage(Storage):
                     raise StorageError("not a folder", file=self.url(path))
                 continue
             is_dir = r.get("type") == "directory"
-            out.append(Entry(name.rsplit("/", 1)[-1], name, 0 if is_dir else int(r.get("size") or 0), is_dir))
+            out.append(Entry(name.rsplit("/", 1)[-1], name, 0 if is_dir else int(r.get("size") or 0), is_dir,
+                             None if is_dir else version_of(r)))
         out.sort(key=lambda e: e.name)
         return out
 
@@ -541,20 +589,31 @@ class FsspecStorage(Storage):
         except StorageNotFoundError:
             return False
 
-    def open(self, path, size=None, *, read_ahead=None):
+    def open(self, path, size=None, *, read_ahead=None, version=None):
         if size is None:
             size = self.size(path)
         return RemoteBlob(self, str(path), int(size),
                           self.read_ahead if read_ahead is None else int(read_ahead), self.cache_blocks,
-                          self.prefetch)
+                          self.prefetch, version=version)
 
-    def fetch(self, path, start, stop, expected_size=None):
+    def fetch(self, path, start, stop, expected_size=None, version=None):
         """Bytes [start, stop) of an object in one request (retried); ObjectChangedError if fewer
-        come back (the object is shorter than ``expected_size`` now)."""
+        come back (the object is shorter than ``expected_size`` now), or if it is no longer the
+        ``version`` listed (`Entry.version`). S3 answers a conditional read for that (``If-Match``
+        on the ETag, or the version id), so a replaced object never gives bytes; on other stores
+        the version is looked up again after the read (one more request), and a change raises
+        before the bytes are used."""
         if stop <= start:
             return b""
         try:
-            data = self._call(path, f"read bytes {start}..{stop} of", "cat_file", path, start=start, end=stop)
+            if version is not None and self._conditional(version):
+                data = self._call(path, f"read bytes {start}..{stop} of", _PINNED_RANGE, path, start, stop, version)
+            else:
+                data = self._call(path, f"read bytes {start}..{stop} of", "cat_file", path, start=start, end=stop)
+                if version is not None:
+                    self._check_version(path, version, expected_size)
+        except ObjectChangedError as exc:
+            raise self._changed(path, expected_size) or exc from None
         except _RangeNotSatisfiable as exc:
             # a range beyond the end of the object now: it shrank since it was listed
             changed = self._changed(path, expected_size)
@@ -573,6 +632,21 @@ class FsspecStorage(Storage):
                 f"changed size while being read: asked for bytes {start}..{stop}, got {len(data)} bytes",
                 file=self.url(path))
         return data
+
+    def _conditional(self, version):
+        """Whether reads of this version can be made conditional (s3fs: If-Match / VersionId)."""
+        return self.protocol in ("s3", "s3a") and hasattr(self.fs, "_call_s3") and \
+            version.split("=", 1)[0] in ("ETag", "VersionId")
+
+    def _check_version(self, path, version, expected_size):
+        try:
+            self.fs.invalidate_cache(path)
+        except Exception:  # noqa: BLE001 - optional in fsspec implementations
+            pass
+        now = version_of(self._call(path, "look up", "info", path))
+        if now is not None and now.split("=", 1)[0] == version.split("=", 1)[0] and now != version:
+            raise ObjectChangedError(f"changed while being read: replaced by another version ({version} when "
+                                     f"listed, {now} now)", file=self.url(path))
 
     def _changed(self, path, expected_size):
         if expected_size is None:
@@ -606,9 +680,10 @@ class RemoteBlob(Blob):
     """
 
     def __init__(self, storage, path, size, read_ahead=DEFAULT_READ_AHEAD, cache_blocks=DEFAULT_CACHE_BLOCKS,
-                 prefetch=0):
+                 prefetch=0, version=None):
         self.storage = storage
         self.path = path
+        self.version = version        # the version listed: every range comes from it (FsspecStorage.fetch)
         self.url = storage.url(path)
         self.size = size
         self.read_ahead = max(1, read_ahead)
@@ -648,8 +723,10 @@ class RemoteBlob(Blob):
                 if pstart <= start and stop <= pend:
                     return
             end = min(self.size, max(stop, start + self.read_ahead))
-            self._pending[start] = (end, self.storage._executor().submit(
-                self.storage.fetch, self.path, start, end, self.size))
+            self._pending[start] = (end, self.storage._executor().submit(self._fetch, start, end))
+
+    def _fetch(self, start, stop):
+        return self.storage.fetch(self.path, start, stop, self.size, self.version)
 
     def _schedule(self, pos):
         for _ in range(self.prefetch):
@@ -657,8 +734,7 @@ class RemoteBlob(Blob):
                 return
             end = min(self.size, pos + self.read_ahead)
             if pos not in self._pending and pos not in self._blocks:
-                self._pending[pos] = (end, self.storage._executor().submit(
-                    self.storage.fetch, self.path, pos, end, self.size))
+                self._pending[pos] = (end, self.storage._executor().submit(self._fetch, pos, end))
             pos = end
 
     def read(self, start, stop=None):
@@ -698,7 +774,7 @@ class RemoteBlob(Blob):
                 self._keep(pstart, data)
                 return memoryview(data)[:stop - start]
         end = min(self.size, max(stop, start + self.read_ahead))
-        data = self.storage.fetch(self.path, start, end, expected_size=self.size)
+        data = self._fetch(start, end)
         self._fetched(start, data)
         self._keep(start, data)
         return memoryview(data)[:stop - start]

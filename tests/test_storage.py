@@ -390,3 +390,55 @@ def test_denied_by_the_server_is_not_retried(fault_proxy, proxied):
         with pytest.raises(StoragePermissionError):
             blob.read(0, 100)
     assert fault_proxy.count == 1
+
+
+def test_s3_object_replaced_by_one_of_the_same_size_while_read(s3):
+    """The version listed is the version read: an object replaced by another of the same size
+    between two ranged reads (or between the listing and the first read) raises, naming it."""
+    bucket = s3.bucket()
+    old = bytes(range(256)) * 4096           # 1 MiB
+    new = bytes(reversed(old))
+    s3.put(bucket, "seg.log", old)
+    st, path = open_storage(f"s3://{bucket}/seg.log", storage_options=s3.storage_options, read_ahead=64 * 1024,
+                            prefetch=0)
+    entry = [e for e in st.list(f"{bucket}") if e.name == "seg.log"][0]
+    assert entry.version is not None and entry.size == len(old)
+    blob = st.open(path, size=entry.size, version=entry.version)
+    assert bytes(blob.read(0, 10)) == old[:10]
+    s3.put(bucket, "seg.log", new)                       # same size, other bytes
+    with pytest.raises(ObjectChangedError, match="replaced by another version") as info:
+        blob.read(500_000, 500_100)
+    assert info.value.file == f"s3://{bucket}/seg.log"
+    blob.close()
+    # replaced between the listing and the first read
+    blob = st.open(path, size=entry.size, version=entry.version)
+    with pytest.raises(ObjectChangedError, match="replaced by another version"):
+        blob.read(0, 10)
+    blob.close()
+    # a new listing reads the new object
+    entry = [e for e in st.list(f"{bucket}") if e.name == "seg.log"][0]
+    with st.open(path, size=entry.size, version=entry.version) as blob:
+        assert bytes(blob.read(500_000, 500_100)) == new[500_000:500_100]
+
+
+def test_s3_log_dir_read_fails_when_a_segment_is_replaced_mid_read(s3, tmp_path):
+    """Through the library: a segment object replaced by a same-size object after the partition
+    was listed gives ObjectChangedError when it is read, never the other version's records."""
+    import kafkafmt
+
+    folder = tmp_path / "t-0"
+    kafkafmt.write_log_dir(folder, values=[b"v%06d" % i for i in range(20000)], timestamps=[1] * 20000,
+                           batch_size=1024, segment_bytes=64 << 10)
+    bucket = s3.bucket()
+    s3.upload_dir(tmp_path, bucket)
+    url = f"s3://{bucket}/t-0"
+    chunks = kafkafmt.iter_log_dir(url, storage_options=s3.storage_options, max_bytes=64 << 10)
+    first = next(chunks)
+    assert len(first)
+    seg = sorted(p.name for p in folder.glob("*.log"))[-1]
+    data = (folder / seg).read_bytes()
+    s3.put(bucket, f"t-0/{seg}", data.replace(b"v01", b"w01"))     # same size, other records
+    assert data.replace(b"v01", b"w01") != data
+    with pytest.raises(ObjectChangedError):
+        for _ in chunks:
+            pass
