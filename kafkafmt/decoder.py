@@ -24,7 +24,7 @@ from kafkafmt._native import libs as _libs
 from kafkafmt._native import scan as _scan
 from kafkafmt.codecs import get_codec
 from kafkafmt.codecs import base as _codec_base
-from kafkafmt.records import BinaryColumn, BinaryViewColumn, Headers, Records, Table
+from kafkafmt.records import COLUMNS, BinaryColumn, BinaryViewColumn, Headers, Records, Table
 
 __all__ = ["decode", "scan_batches", "DecodeOptions", "next_entry", "offset_sequence_error", "resolve_threads",
            "thread_pool", "set_cpu_count", "cpu_count"]
@@ -124,8 +124,13 @@ class DecodeOptions:
 
     @classmethod
     def for_columns(cls, columns=None, **kwargs):
-        """Options decoding only the binary columns named in `columns` (None: all)."""
-        want = None if columns is None else set(columns)
+        """Options decoding only the binary columns named in `columns` (None: all; names as
+        `kafkafmt.records.COLUMNS`, anything else is a ValueError)."""
+        want = None if columns is None else set([columns] if isinstance(columns, str) else columns)
+        unknown = sorted(want - set(COLUMNS)) if want is not None else []
+        if unknown:
+            raise ValueError(f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                             f"(columns are {', '.join(COLUMNS)})")
         for name, column in (("keys", "key"), ("values", "value"), ("headers", "headers")):
             kwargs.setdefault(name, want is None or column in want)
         return cls(**kwargs)

@@ -19,7 +19,9 @@ Built on the segment layer (`kafkafmt.segments`: names, discovery, index lookups
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +34,7 @@ from kafkafmt.segments import (LOCAL, Partition, ReportEntry, ReportKind, Segmen
                                find_log_dirs, folder_kind, list_partitions, list_segments, offset_for_timestamp,
                                partition_of_name, read_range, scan_range, transactions)
 from kafkafmt.storage import open_storage
+from kafkafmt.times import to_millis
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "list_partitions", "list_segments",
            "offset_for_timestamp", "find_log_dirs", "find_partitions", "resolve_partition", "plan", "Task",
@@ -93,6 +96,9 @@ def plan(folder, *, start_offset=None, end_offset=None, start_timestamp=None, en
     rolled segments whose largest timestamp (time index) is below it. Empty segments are left out."""
     if isolation not in _ISOLATIONS:
         raise ValueError(f"isolation must be read_uncommitted or read_committed, not {isolation!r}")
+    start_timestamp = to_millis(start_timestamp, "start_timestamp")
+    end_timestamp = to_millis(end_timestamp, "end_timestamp")
+    min_timestamp = to_millis(min_timestamp, "min_timestamp")
     report = [] if report is None else report
     part = resolve_partition(folder, storage_options, filesystem)
     topic, partition = part.topic, part.partition
@@ -373,6 +379,32 @@ def find_partitions(roots, topics=None, partitions=None, report=None, storage_op
     {key id: RSA private key (PEM)} for encrypted Aiven uploads."""
     roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
     report = [] if report is None else report
+    found = _find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys)
+    _warn_if_nothing_matched(roots, found, topics, partitions)
+    return found
+
+
+def _warn_if_nothing_matched(roots, found, topics, partitions):
+    """A KafkafmtWarning when a read would silently give nothing: no partition at all under the
+    roots, or a topic / partition asked for that none of them has (a typo, a wrong prefix)."""
+    where = ", ".join(map(str, roots))
+    if not found and topics is None and partitions is None:
+        warnings.warn(f"no partition folders, log dirs or tiered-storage uploads under {where}", KafkafmtWarning,
+                      stacklevel=3)
+        return
+    names = {topics} if isinstance(topics, str) else set(topics or ())
+    missing = sorted(names - {p.topic for p in found}) if partitions is None else []
+    if missing:
+        warnings.warn(f"no partition of topic{'s' if len(missing) > 1 else ''} {', '.join(missing)} under {where}",
+                      KafkafmtWarning, stacklevel=3)
+    wanted = {partitions} if isinstance(partitions, int) else set(partitions or ())
+    gone = sorted(wanted - {p.partition for p in found})
+    if gone:
+        warnings.warn(f"no partition {', '.join(map(str, gone))} under {where}"
+                      + (f" of {', '.join(sorted(names))}" if names else ""), KafkafmtWarning, stacklevel=3)
+
+
+def _find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys):
     plain, remote = [], []
     topics_set = None if topics is None else set([topics] if isinstance(topics, str) else topics)
     parts_set = None if partitions is None else set([partitions] if isinstance(partitions, int) else partitions)
@@ -427,11 +459,21 @@ def _merge(local, uploads, report):
     return dataclasses.replace(local, segments=tuple(segs))
 
 
+def _check_kwargs(kwargs, one, many):
+    """A TypeError naming the function the user called (not the one it hands its options to)."""
+    allowed = inspect.signature(one).parameters
+    for k in kwargs:
+        if k not in allowed or allowed[k].kind is not inspect.Parameter.KEYWORD_ONLY:
+            hint = " (did you mean topics= or partitions=?)" if k in ("topic", "partition") else ""
+            raise TypeError(f"{many}() got an unexpected keyword argument {k!r}{hint}")
+
+
 def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
                   **kwargs):
     """Chunks of every partition under one or several roots (paths or URLs: log dirs, folders
     holding log dirs at any depth, e.g. ``kafka-logs-1``..``-3`` of brokers on one host, tiered
     uploads), filtered by topic names and partition numbers; options as `iter_log_dir`."""
+    _check_kwargs(kwargs, iter_log_dir, "iter_log_dirs")
     report = kwargs.pop("report", None)
     report = [] if report is None else report
     for p in find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys):
@@ -444,6 +486,7 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
     mixed: log dirs, folders holding log dirs at any depth, tiered uploads), with topic and
     partition columns; options as `read_log_dir`. threads: partitions read at once (None: all
     cores); the result and the error raised (the first partition's, in order) are a serial read's."""
+    _check_kwargs(kwargs, read_log_dir, "read_log_dirs")
     report = []
     parts = []
     found = find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys)

@@ -88,6 +88,18 @@ def _ranges(starts, lengths):
         np.asarray(starts, np.int64), lengths)
 
 
+#: Spark's Kafka-source columns, as `Records.to_arrow` names them
+KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
+#: the log dir a record was read from (reads of log dirs; several copies of one partition tell apart by it)
+LOG_DIR_COLUMN = "logDir"
+#: the batch metadata columns (``to_arrow(batch_metadata=True)``, Spark's ``includeBatchMetadata``)
+BATCH_METADATA_COLUMNS = ("producerId", "producerEpoch", "baseSequence", "leaderEpoch", "codec")
+#: every column a read can be asked for (``columns=[...]``)
+COLUMNS = KAFKA_COLUMNS + BATCH_METADATA_COLUMNS + (LOG_DIR_COLUMN,)
+#: the batch table's fields behind the first four batch metadata columns
+_BATCH_FIELDS = ("producer_id", "producer_epoch", "base_sequence", "partition_leader_epoch")
+
+
 class BinaryColumn:
     """A nullable binary column in Arrow layout (offsets, data, validity)."""
 
@@ -462,29 +474,83 @@ def _concat_present(kind, columns):
     return kind.concat(columns)
 
 
+class Labels:
+    """A string column kept as Arrow keeps a dictionary: names, and per-record int32 codes into them
+    -- or no codes when one name (or none) holds for every record. The topic and log dir of a read."""
+
+    __slots__ = ("names", "codes")
+
+    def __init__(self, names=(), codes=None):
+        object.__setattr__(self, "names", list(names))
+        object.__setattr__(self, "codes", codes)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Labels are immutable")
+
+    @classmethod
+    def of(cls, value):
+        """One name for every record (None: no name), or a Labels as it is."""
+        if isinstance(value, Labels):
+            return value
+        return cls(() if value is None else (value,))
+
+    @property
+    def known(self):
+        return bool(self.names) and self.names != [None]
+
+    def value(self):
+        """The name when one holds for all, else a NumPy array with each record's name."""
+        if self.codes is None:
+            return self.names[0] if self.names else None
+        return np.asarray(self.names, dtype=object)[self.codes]
+
+    def select(self, rows):
+        """The labels of rows (a slice or row numbers)."""
+        return self if self.codes is None else Labels(self.names, self.codes[rows])
+
+    @staticmethod
+    def concat(parts):
+        """The labels of parts [(Labels, record count)] one after the other."""
+        names, codes = [], []
+        for lab, n in parts:
+            for t in lab.names or [None]:
+                if t not in names:
+                    names.append(t)
+            remap = np.asarray([names.index(t) for t in lab.names or [None]], np.int32)
+            codes.append(np.full(n, remap[0], np.int32) if lab.codes is None else remap[lab.codes])
+        if names == [None]:
+            return Labels()
+        if len(names) == 1:
+            return Labels(names)
+        return Labels(names, np.concatenate(codes) if codes else np.zeros(0, np.int32))
+
+    def to_arrow(self, n):
+        pa = _pa()
+        codes = np.zeros(n, np.int32) if self.codes is None else self.codes
+        arr = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(self.names, pa.string()))
+        return arr.cast(pa.string())
+
+
 class Records:
     """Decoded records as columns. Attributes (NumPy unless noted):
 
     offset (int64), timestamp (int64 ms; -1 where the format has none), timestamp_type (int8:
     0 CreateTime, 1 LogAppendTime, -1 none), batch_index (int32: the record's row in `batches`),
     key, value (`BinaryColumn`), headers (`Headers`), batches (`Table`, one row per batch),
-    controls (`Table` of control records), topic / partition (when known).
+    controls (`Table` of control records), topic / partition (when known), log_dir (the log dir a
+    record was read from, when known: the ``logDir`` column).
     valid_bytes / trailing_bytes / truncated say where valid data ended in the input.
     """
 
     def __init__(self, *, offset, timestamp, timestamp_type, batch_index, key, value, headers, batches,
                  controls, topic=None, partition=None, file=None, valid_bytes=0, trailing_bytes=0, tail=None,
-                 topic_index=None, topic_names=None, report=None):
-        # topic: one name for all records, or per-record codes into topic_names
-        if topic_index is not None:
-            topic_names = list(topic_names)
-        else:
-            topic_names = [] if topic is None else [topic]
+                 log_dir=None, report=None):
         # set once, here (the instance is immutable afterwards; see __setattr__)
         self.__dict__.update(
             offset=offset, timestamp=timestamp, timestamp_type=timestamp_type, batch_index=batch_index,
             _key=key, _value=value, _headers=headers,        # None: the column was not decoded (absent, not null)
-            batches=batches, controls=controls, topic_index=topic_index, topic_names=topic_names,
+            batches=batches, controls=controls,
+            _topic=Labels.of(topic), _log_dir=Labels.of(log_dir),   # one name for all, or per record
             partition=partition,                             # None, an int, or an int32 array (one per record)
             file=file, valid_bytes=valid_bytes, trailing_bytes=trailing_bytes, tail=tail,
             report=[] if report is None else report)         # what was skipped or fell back, and why
@@ -507,7 +573,7 @@ class Records:
     def columns(self):
         """The Arrow/pandas column names this result has (Spark's Kafka-source names)."""
         out = [c for c, v in (("key", self._key), ("value", self._value)) if v is not None]
-        if self.topic_names:
+        if self._topic.known:
             out.append("topic")
         if self.partition is not None:
             out.append("partition")
@@ -523,16 +589,17 @@ class Records:
     @property
     def topic(self):
         """The topic name (str) when all records share one, else a NumPy array of names."""
-        if self.topic_index is None:
-            return self.topic_names[0] if self.topic_names else None
-        return np.asarray(self.topic_names, dtype=object)[self.topic_index]
+        return self._topic.value()
+
+    @property
+    def log_dir(self):
+        """The log dir the records were read from (str) when all share one, else a NumPy array of
+        them; None when not read from a log dir."""
+        return self._log_dir.value()
 
     def replace(self, **changes):
         """A copy with some fields changed (the columns are shared, not copied): e.g.
         ``recs.replace(topic="orders", partition=3)``, ``recs.replace(report=entries)``."""
-        if "topic" in changes:
-            changes.setdefault("topic_index", None)
-            changes.setdefault("topic_names", None)
         return self._like(**changes)
 
     def _like(self, **changes):
@@ -540,14 +607,7 @@ class Records:
                       batch_index=self.batch_index, key=self._key, value=self._value, headers=self._headers,
                       batches=self.batches, controls=self.controls, partition=self.partition, file=self.file,
                       valid_bytes=self.valid_bytes, trailing_bytes=self.trailing_bytes, tail=self.tail,
-                      report=self.report)
-        if "topic" in changes and changes.get("topic_index") is None:
-            changes.pop("topic_index", None)
-            changes.pop("topic_names", None)
-        elif self.topic_index is None:
-            fields["topic"] = self.topic
-        else:
-            fields["topic_index"], fields["topic_names"] = self.topic_index, self.topic_names
+                      report=self.report, topic=self._topic, log_dir=self._log_dir)
         fields.update(changes)
         return Records(**fields)
 
@@ -560,7 +620,7 @@ class Records:
         return len(self.offset)
 
     def __repr__(self):
-        where = f" {self.topic}-{self.partition}" if self.topic_index is None and self.topic_names else ""
+        where = f" {self.topic}-{self.partition}" if self._topic.codes is None and self._topic.known else ""
         return (f"<Records{where}: {len(self)} records in {len(self.batches)} batches"
                 f"{', truncated tail' if self.truncated else ''}>")
 
@@ -572,9 +632,7 @@ class Records:
         if step != 1:
             raise IndexError("Records slices must be contiguous")
         sl = slice(start, max(start, stop))
-        changes = {}
-        if self.topic_index is not None:
-            changes["topic_index"] = self.topic_index[sl]
+        changes = dict(topic=self._topic.select(sl), log_dir=self._log_dir.select(sl))
         if isinstance(self.partition, np.ndarray):
             changes["partition"] = self.partition[sl]
         return self._like(offset=self.offset[sl], timestamp=self.timestamp[sl],
@@ -585,9 +643,7 @@ class Records:
     def take(self, rows):
         """Records at the given row numbers, in that order (copies the binary columns)."""
         rows = np.asarray(rows, np.int64)
-        changes = {}
-        if self.topic_index is not None:
-            changes["topic_index"] = self.topic_index[rows]
+        changes = dict(topic=self._topic.select(rows), log_dir=self._log_dir.select(rows))
         if isinstance(self.partition, np.ndarray):
             changes["partition"] = self.partition[rows]
         return self._like(offset=self.offset[rows], timestamp=self.timestamp[rows],
@@ -618,21 +674,10 @@ class Records:
             raise ValueError("nothing to concatenate")
         if len(parts) == 1:
             return parts[0]
-        names, codes, partitions, batches, controls, bidx, report = [], [], [], [], [], [], []
+        partitions, batches, controls, bidx, report = [], [], [], [], []
         nb = 0
         for p in parts:
             n = len(p)
-            if p.topic_index is None:
-                t = p.topic
-                if t not in names:
-                    names.append(t)
-                codes.append(np.full(n, names.index(t), np.int32))
-            else:
-                for t in p.topic_names:
-                    if t not in names:
-                        names.append(t)
-                remap = np.asarray([names.index(t) for t in p.topic_names], np.int32)
-                codes.append(remap[p.topic_index])
             part = p.partition
             partitions.append(part if isinstance(part, np.ndarray) else np.full(n, -1 if part is None else part, np.int32))
             bidx.append(p.batch_index.astype(np.int64) + nb)
@@ -657,8 +702,8 @@ class Records:
             value=_concat_present(BinaryColumn, [p._value for p in parts]),
             headers=_concat_present(Headers, [p._headers for p in parts]),
             batches=Table.concat(batches), controls=Table.concat(controls),
-            topic_index=np.concatenate(codes) if names != [None] else None,
-            topic_names=names if names != [None] else None,
+            topic=Labels.concat([(p._topic, len(p)) for p in parts]),
+            log_dir=Labels.concat([(p._log_dir, len(p)) for p in parts]),
             partition=None if (partition == -1).all() else partition, report=report)
 
     # --- per-record views of batch fields --------------------------------------------------------
@@ -674,11 +719,12 @@ class Records:
         return np.where(base >= 0, (base + delta) % (1 << 31), -1)
 
     # --- Arrow / pandas -------------------------------------------------------------------------
-    def to_arrow(self, *, headers=True, batch_metadata=False):
+    def to_arrow(self, *, headers=True, batch_metadata=False, log_dir=False):
         """pyarrow.Table with Spark's Kafka-source columns: key, value, [topic, partition,] offset,
         timestamp (timestamp[ms, UTC]), timestampType (int32), [headers]. Binary columns, offsets
         and timestamps share memory with this object. batch_metadata=True adds producerId,
-        producerEpoch, baseSequence, leaderEpoch, codec."""
+        producerEpoch, baseSequence, leaderEpoch, codec; log_dir=True adds logDir (the log dir each
+        record was read from; null when unknown): two copies of one partition tell apart by it."""
         pa = _pa()
         n = len(self)
         cols = {}
@@ -686,12 +732,8 @@ class Records:
             cols["key"] = self._key.to_arrow()
         if self._value is not None:
             cols["value"] = self._value.to_arrow()
-        if self.topic_index is not None:
-            cols["topic"] = pa.DictionaryArray.from_arrays(pa.array(self.topic_index, pa.int32()),
-                                                           pa.array(self.topic_names, pa.string())).cast(pa.string())
-        elif self.topic_names:
-            cols["topic"] = pa.DictionaryArray.from_arrays(
-                pa.array(np.zeros(n, np.int32)), pa.array(self.topic_names, pa.string())).cast(pa.string())
+        if self._topic.known:
+            cols["topic"] = self._topic.to_arrow(n)
         if isinstance(self.partition, np.ndarray):
             cols["partition"] = pa.array(self.partition.astype(np.int32, copy=False))
         elif self.partition is not None:
@@ -702,11 +744,11 @@ class Records:
         cols["timestampType"] = pa.array(self.timestamp_type.astype(np.int32))
         if headers and self._headers is not None:
             cols["headers"] = self._headers.to_arrow()
+        if log_dir:
+            cols[LOG_DIR_COLUMN] = self._log_dir.to_arrow(n) if self._log_dir.known else pa.nulls(n, pa.string())
         if batch_metadata:
-            cols["producerId"] = pa.array(self.batch_column("producer_id"))
-            cols["producerEpoch"] = pa.array(self.batch_column("producer_epoch"))
-            cols["baseSequence"] = pa.array(self.batch_column("base_sequence"))
-            cols["leaderEpoch"] = pa.array(self.batch_column("partition_leader_epoch"))
+            for name, field in zip(BATCH_METADATA_COLUMNS[:4], _BATCH_FIELDS):
+                cols[name] = pa.array(self.batch_column(field))
             codec = self.batch_column("codec")
             cols["codec"] = pa.DictionaryArray.from_arrays(
                 pa.array(codec.astype(np.int32)), pa.array([CODEC_NAMES.get(i, str(i)) for i in range(8)]))

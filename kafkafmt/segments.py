@@ -41,6 +41,7 @@ from kafkafmt.decoder import DecodeOptions, decode, next_entry, scan_batches
 from kafkafmt.errors import (CorruptRecordError, KafkafmtError, KafkafmtWarning, NotALogDirError,
                              PathNotFoundError, StorageError)
 from kafkafmt.storage import LocalStorage
+from kafkafmt.times import to_millis
 
 __all__ = [
     "PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "DEFAULT_INDEX_INTERVAL",
@@ -652,8 +653,9 @@ def _batch_at(f, position):
 
 
 def offset_for_timestamp(folder, timestamp, report=None, *, errors="strict", segments=None):
-    """Kafka's ListOffsets for a timestamp: the first offset whose record timestamp is >= it,
-    or None when no record is that recent."""
+    """Kafka's ListOffsets for a timestamp (ms, or any form `kafkafmt.times.to_millis` reads): the
+    first offset whose record timestamp is >= it, or None when no record is that recent."""
+    timestamp = to_millis(timestamp, "timestamp")
     report = [] if report is None else report
     segments = list_segments(folder, report) if segments is None else segments
     for k, seg in enumerate(segments):

@@ -392,3 +392,49 @@ def test_time_index_record_offsets_accepted_by_dump_and_verify(tmp_path):
     p = cli("dump", "--verify-index-only", seg.timeindex)
     assert p.returncode == 1 and "Indexed offset" in p.stderr
     assert cli("verify", folder).returncode == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# issue 21: the library's arguments
+
+def test_time_bounds_take_every_form_a_user_has(sample):
+    import datetime as dt
+
+    import pandas as pd
+
+    folder = os.path.join(str(sample), "orders-0")
+    all_ts = kafkafmt.read_log_dir(folder, columns=["offset"]).timestamp
+    lo_ms, hi_ms = int(np.sort(all_ts)[len(all_ts) // 4]), int(np.sort(all_ts)[len(all_ts) // 2])
+    want = kafkafmt.read_log_dir(folder, start_timestamp=lo_ms, end_timestamp=hi_ms, columns=["offset"]).offset
+    assert len(want) > 0
+    lo = dt.datetime.fromtimestamp(lo_ms / 1000, dt.timezone.utc)
+    hi = dt.datetime.fromtimestamp(hi_ms / 1000, dt.timezone.utc)
+    for a, b in [(lo, hi), (lo.replace(tzinfo=None), hi.replace(tzinfo=None)), (pd.Timestamp(lo), pd.Timestamp(hi)),
+                 (lo.isoformat(), hi.isoformat().replace("+00:00", "Z")), (str(lo_ms), str(hi_ms)),
+                 (np.datetime64(lo_ms, "ms"), np.datetime64(hi_ms, "ms"))]:
+        got = kafkafmt.read_log_dir(folder, start_timestamp=a, end_timestamp=b, columns=["offset"]).offset
+        assert got.tolist() == want.tolist(), (a, b)
+    assert kafkafmt.offset_for_timestamp(folder, lo) == int(want[0])
+    with pytest.raises(ValueError, match="start_timestamp: not a time"):
+        kafkafmt.read_log_dir(folder, start_timestamp="yesterday")
+
+
+def test_unknown_columns_and_keywords_are_named(sample):
+    folder = os.path.join(str(sample), "orders-0")
+    with pytest.raises(ValueError, match="unknown column 'nosuch'"):
+        kafkafmt.read_log_dir(folder, columns=["value", "nosuch"])
+    with pytest.raises(TypeError, match=r"read_log_dirs\(\) got an unexpected keyword argument 'topic'.*topics="):
+        kafkafmt.read_log_dirs(str(sample), topic="orders")
+    with pytest.raises(TypeError, match=r"iter_log_dirs\(\)"):
+        next(kafkafmt.iter_log_dirs(str(sample), topic="orders"))
+
+
+def test_a_filter_that_matches_nothing_says_so(sample, tmp_path):
+    with pytest.warns(kafkafmt.KafkafmtWarning, match="no partition of topic typo"):
+        assert len(kafkafmt.read_log_dirs(str(sample), topics=["typo"])) == 0
+    with pytest.warns(kafkafmt.KafkafmtWarning, match="no partition 99"):
+        assert len(kafkafmt.read_log_dirs(str(sample), topics=["orders"], partitions=[99])) == 0
+    (tmp_path / "not-kafka").mkdir()
+    (tmp_path / "not-kafka" / "notes.txt").write_text("hello")
+    with pytest.warns(kafkafmt.KafkafmtWarning, match="no partition folders, log dirs or tiered-storage uploads"):
+        assert len(kafkafmt.read_log_dirs(str(tmp_path / "not-kafka"))) == 0

@@ -2,7 +2,6 @@
 command line, reading one file as a segment, and problems found on the way."""
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import re
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ import numpy as np
 
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.usage import UsageError
+from kafkafmt.times import iso_millis, to_millis
 from kafkafmt.segments import (LOCAL, Partition, ReportKind, file_kind, folder_kind, is_leftover_dir, is_leftover_file,
                                list_partitions, not_kafka_reason, open_file, partition_of_name, segment_base,
                                window)
@@ -248,19 +248,12 @@ _INT = re.compile(r"^[+-]?\d+$")
 
 def parse_time(text):
     """Milliseconds since the epoch from ``1767225600000`` or ISO-8601 (``2026-01-01T00:00:00Z``,
-    ``2026-01-01 10:30``, ``2026-01-01``; no zone means UTC)."""
-    t = text.strip()
-    if _INT.match(t):
-        return int(t)
-    iso = t[:-1] + "+00:00" if t[-1:] in ("Z", "z") else t
+    ``2026-01-01 10:30``, ``2026-01-01``; no zone means UTC): `kafkafmt.times.to_millis`."""
     try:
-        d = _dt.datetime.fromisoformat(iso)
+        return to_millis(text)
     except ValueError:
         raise UsageError(f"not a time: {text!r} (give milliseconds since the epoch or ISO-8601, "
                          f"e.g. 2026-01-01T00:00:00Z)") from None
-    if d.tzinfo is None:
-        d = d.replace(tzinfo=_dt.timezone.utc)
-    return (d - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)) // _dt.timedelta(milliseconds=1)
 
 
 def _split_range(text, parse_one, what):
@@ -373,12 +366,7 @@ def parse_size(text):
 # ----------------------------------------------------------------------------------------------
 # formatting
 
-def iso_ms(ms):
-    """ISO-8601 UTC for a timestamp in ms; '-' for none (< 0)."""
-    if ms is None or ms < 0:
-        return "-"
-    d = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=int(ms))
-    return d.strftime("%Y-%m-%dT%H:%M:%S.") + f"{d.microsecond // 1000:03d}Z"
+iso_ms = iso_millis
 
 
 def human_bytes(n):

@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from kafkafmt.logdir import iter_log_dir
+from kafkafmt.records import BATCH_METADATA_COLUMNS
 
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (bytes_encoder, checked_record_files, find_inputs, human_bytes,
@@ -169,7 +170,7 @@ class _TextWriter:
         self.batch_metadata = batch_metadata
         self.columns = [c for c in self.COLUMNS if headers or c != "headers"]
         if batch_metadata:
-            self.columns += ["producerId", "producerEpoch", "baseSequence", "leaderEpoch", "codec"]
+            self.columns += list(BATCH_METADATA_COLUMNS)
         if fmt == "csv":
             self.csv = csv.writer(stream, lineterminator="\n")
             self.csv.writerow(self.columns)

@@ -7,8 +7,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from kafkafmt.decoder import DecodeOptions
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.logdir import read_task
+from kafkafmt.records import BATCH_METADATA_COLUMNS
 
-METADATA = ("producerId", "producerEpoch", "baseSequence", "leaderEpoch", "codec")
 
 
 def read_tasks(tasks, schema, opts):
@@ -36,8 +36,8 @@ def read_tasks(tasks, schema, opts):
                 if table_of is not None:
                     table = table_of(recs).select(names)
                 else:
-                    table = recs.to_arrow(headers="headers" in want,
-                                          batch_metadata=any(n in want for n in METADATA)).select(names)
+                    meta = any(n in want for n in BATCH_METADATA_COLUMNS)
+                    table = recs.to_arrow(headers="headers" in want, batch_metadata=meta).select(names)
                 yield from table.cast(target).to_batches()
         except KafkafmtError as exc:
             if errors == "salvage":

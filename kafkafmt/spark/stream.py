@@ -37,6 +37,7 @@ import os
 import time
 
 import kafkafmt
+from kafkafmt.records import BATCH_METADATA_COLUMNS
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
 
 try:    # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
@@ -56,7 +57,6 @@ MTIME_SETTLE_S = 2.0        # folders modified more recently than this are liste
 _FIRST_WINDOW = 64 << 10    # bytes read per scan step at first; doubles up to _MAX_WINDOW
 _MAX_WINDOW = 8 << 20
 _BENIGN_TAILS = ("truncated final batch", "zero-filled tail")
-METADATA = ("producerId", "producerEpoch", "baseSequence", "leaderEpoch", "codec")
 
 
 class DataLossError(RuntimeError):
@@ -755,7 +755,7 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
             if start >= end:
                 return
         report = []
-        want_meta = any(n in names for n in METADATA)
+        want_meta = any(n in names for n in BATCH_METADATA_COLUMNS)
         try:
             for recs in kafkafmt.iter_log_dir(folder, start_offset=start, end_offset=end, isolation=o.isolation,
                                               columns=names, errors="strict" if o.fail_on_data_loss else "salvage",
