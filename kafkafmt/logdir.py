@@ -63,6 +63,7 @@ class Task:
     following: object = None       # the next segment's base offset (batch offsets stay below it)
     aborted: dict = None
     lso: object = None
+    log_dir: object = None         # the log dir (path or URL) of the partition, for the logDir column
 
     @property
     def log(self):
@@ -135,7 +136,8 @@ def plan(folder, *, start_offset=None, end_offset=None, start_timestamp=None, en
                 start_pos = seg.position_for_offset(f, start, report)
                 stop_pos = seg.end_position(f, end, report)
         if stop_pos > start_pos:
-            tasks.append(Task(topic, partition, seg, start_pos, stop_pos, start, end, is_last, nxt, aborted, lso))
+            tasks.append(Task(topic, partition, seg, start_pos, stop_pos, start, end, is_last, nxt, aborted, lso,
+                              part.log_dir_url))
     return tasks
 
 
@@ -224,7 +226,7 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
             released = f.release(released, pos)
             recs = recs.replace(batches=recs.batches.with_column(
                 "segment", np.full(len(recs.batches), seg.base_offset, np.int64)),
-                topic=task.topic, partition=task.partition, report=report)
+                topic=task.topic, partition=task.partition, log_dir=task.log_dir, report=report)
             yield _select(recs, task), after
 
 
@@ -277,7 +279,7 @@ def _iter_partition(folder, *, start_offset, end_offset, start_timestamp, end_ti
     else:
         chunks = _read_tasks(tasks, report, options, errors, max_bytes)
     for recs, _ in chunks:
-        recs = recs.replace(topic=part.topic, partition=part.partition, report=report)
+        recs = recs.replace(topic=part.topic, partition=part.partition, log_dir=part.log_dir_url, report=report)
         # a chunk of record-less batches (the cleaner's empty batches) still carries them
         if len(recs) or keep_empty or (not committed and (len(recs.controls) or len(recs.batches))):
             yield recs
@@ -361,11 +363,12 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     options = DecodeOptions.for_columns(columns, binary=binary)
     if not parts:
         return decode(b"", **options.decode_kwargs()).replace(topic=part.topic, partition=part.partition,
-                                                              report=report)
+                                                              log_dir=part.log_dir_url, report=report)
     recs = Records.concat(parts) if len(parts) > 1 else parts[0]
     last = parts[-1]
     # where the log ends: the last chunk read (of the last segment, when the read reached it)
-    return recs.replace(topic=part.topic, partition=part.partition, report=report, valid_bytes=last.valid_bytes,
+    return recs.replace(topic=part.topic, partition=part.partition, log_dir=part.log_dir_url, report=report,
+                        valid_bytes=last.valid_bytes,
                         trailing_bytes=last.trailing_bytes, tail=last.tail, file=last.file)
 
 

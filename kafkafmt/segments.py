@@ -339,6 +339,14 @@ class Partition:
     def url(self):
         return (self.storage or LOCAL).url(self.folder)
 
+    @property
+    def log_dir_url(self):
+        """The log dir it was found in (path or URL; its parent folder when given alone)."""
+        st = self.storage or LOCAL
+        if self.log_dir is not None:
+            return st.url(self.log_dir)
+        return st.url(st.parent(self.folder if self.storage is not None else os.path.abspath(self.folder)))
+
     def list_segments(self, report=None):
         """Its segments in offset order."""
         if self.segments is not None:

@@ -618,3 +618,27 @@ def test_group_members_corrupt_member_bytes():
     assert rows[1]["error"] is None and rows[1]["subscription"] == ["orders"]
     assert "GroupMetadataValue v3" in rows[2]["error"] and rows[2]["member_id"] is None
     assert rows[2]["group"] == "shop" and rows[2]["generation"] is None
+
+
+def test_rows_name_the_partition_and_log_dir_they_came_from(real_corpus):
+    """Rows of different __consumer_offsets partitions (or of two copies of one) can be told apart
+    and deduplicated: every table ends with source_partition and log_dir (issue 21)."""
+    root = real_corpus / "broker-dirs"
+    recs = kafkafmt.read_log_dirs(str(root), topics=["__consumer_offsets"])
+    assert len(set(recs.partition.tolist())) > 1
+    for name in ("consumer_offsets", "transaction_state", "cluster_metadata"):
+        assert ki.schema_of(name).names[-2:] == ["source_partition", "log_dir"]
+    table = ki.consumer_offsets(recs)
+    assert table.column("source_partition").to_pylist() == recs.partition.tolist()
+    assert table.column("log_dir").to_pylist() == list(recs.log_dir)
+    for folder in sorted(root.glob("*/**/__consumer_offsets-*")):
+        one = kafkafmt.read_log_dir(str(folder))
+        t = ki.consumer_offsets(one)
+        assert set(t.column("source_partition").to_pylist()) <= {int(folder.name.rsplit("-", 1)[1])}
+        assert set(t.column("log_dir").to_pylist()) <= {str(folder.parent)}
+    members = ki.group_members(recs)
+    if members.num_rows:
+        by_offset = dict(zip(zip(recs.offset.tolist(), recs.partition.tolist()), recs.log_dir))
+        for off, part, d in zip(members.column("offset").to_pylist(), members.column("source_partition").to_pylist(),
+                                members.column("log_dir").to_pylist()):
+            assert by_offset[(off, part)] == d

@@ -14,7 +14,7 @@ from kafkafmt.errors import KafkafmtWarning
 from kafkafmt.logdir import Task, iter_log_dir, read_task, resolve_offsets
 from kafkafmt.records import Table
 from kafkafmt.cli import paths as cli_paths
-from kafkafmt.segments import LOCAL, Segment, partition_of_name, segment_base
+from kafkafmt.segments import LOCAL, Segment, partition_of_name
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
 
@@ -40,8 +40,8 @@ class FileReader:
         self.path = path
         st, p = cli_paths.storage_of(path)
         storage = st or LOCAL
-        named = segment_base(storage.name(p)) is not None
-        tp = partition_of_name(storage.name(storage.parent(p if st else os.path.abspath(p)))) if named else None
+        # the topic and partition its folder names, as read_segment takes them
+        tp = partition_of_name(storage.name(storage.parent(p if st else os.path.abspath(p))))
         self.topic, self.partition = tp if tp else (None, None)
         self.segment = Segment.of_file(p, st)
 

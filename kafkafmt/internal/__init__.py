@@ -49,6 +49,16 @@ def _schemas():
     pa = _pa()
     ts = pa.timestamp("ms", tz="UTC")
     tps = pa.list_(pa.struct([("topic", pa.string()), ("partitions", pa.list_(pa.int32()))]))
+    return {name: schema.append(pa.field("source_partition", pa.int32())).append(pa.field("log_dir", pa.string()))
+            for name, schema in _record_schemas(pa, ts, tps).items()}
+
+
+#: the columns every table ends with: where its row was read (two partitions of __consumer_offsets, or two
+#: copies of one, hold rows that are otherwise alike)
+SOURCE_COLUMNS = ("source_partition", "log_dir")
+
+
+def _record_schemas(pa, ts, tps):
     return {
         "consumer_offsets": pa.schema([
             ("offset", pa.int64()), ("timestamp", ts), ("kind", pa.string()), ("group", pa.string()),
@@ -84,6 +94,22 @@ TABLES = ("consumer_offsets", "group_members", "transaction_state", "cluster_met
 #: the internal topic each table is read from
 TOPIC_OF = {"consumer_offsets": "__consumer_offsets", "group_members": "__consumer_offsets",
             "transaction_state": "__transaction_state", "cluster_metadata": "__cluster_metadata"}
+
+
+def _with_source(table, recs, rows=None):
+    """The table with `SOURCE_COLUMNS` appended: the partition and log dir of each row's record
+    (``rows``: the record of each row, when a record gives several rows or none)."""
+    pa = _pa()
+    n = len(recs)
+    part = recs.partition
+    part = np.full(n, -1 if part is None else part, np.int32) if not isinstance(part, np.ndarray) else part
+    log_dir = recs.log_dir
+    log_dir = np.full(n, log_dir, object) if not isinstance(log_dir, np.ndarray) else log_dir
+    if rows is not None:
+        part, log_dir = part[rows], log_dir[rows]
+    part_arr = pa.array(part.astype(np.int32, copy=False), mask=part < 0)
+    return table.append_column(pa.field("source_partition", pa.int32()), part_arr) \
+                .append_column(pa.field("log_dir", pa.string()), pa.array(log_dir.tolist(), pa.string()))
 
 
 def schema_of(table):
@@ -363,7 +389,8 @@ def consumer_offsets(recs):
         _sparse_binary(recs.key, raw_rows, n),
         _sparse_binary(recs.value, raw_rows, n),
     ]
-    return pa.Table.from_arrays(cols, schema=_schemas()["consumer_offsets"])
+    schema = _schemas()["consumer_offsets"]
+    return _with_source(pa.Table.from_arrays(cols, schema=_without_source(schema)), recs)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -404,10 +431,12 @@ def group_members(recs):
     idx = koff[:-1][ok]
     first[ok] = (kdata[idx].astype(np.int32) << 8) | kdata[idx + 1]
     rows = np.nonzero(ok & (first == 2) & ~vnull)[0]
-    cols = {name: [] for name in _schemas()["group_members"].names}
+    schema = _without_source(_schemas()["group_members"])
+    cols = {name: [] for name in schema.names}
+    cols["_record"] = []    # the record of each row
     unknown = 0
     for i in rows.tolist():
-        base = {"offset": int(recs.offset[i]), "timestamp": int(recs.timestamp[i])}
+        base = {"offset": int(recs.offset[i]), "timestamp": int(recs.timestamp[i]), "_record": i}
         try:
             d = decode_coordinator_record(keys[i], vals[i])
         except LookupError as e:
@@ -448,8 +477,12 @@ def group_members(recs):
             _append(cols, row, error=err)
     if unknown:
         _warn("__consumer_offsets", {"group metadata records with a value version newer than known": unknown})
-    schema = _schemas()["group_members"]
-    return pa.Table.from_pydict(cols, schema=schema)
+    source = np.asarray(cols.pop("_record"), np.int64)
+    return _with_source(pa.Table.from_pydict(cols, schema=schema), recs, source)
+
+
+def _without_source(schema):
+    return _pa().schema([f for f in schema if f.name not in SOURCE_COLUMNS])
 
 
 def _append(cols, row, error=None):
@@ -513,10 +546,12 @@ def transaction_state(recs):
     cols.pop("raw_key")
     cols.pop("raw_value")
     schema = _schemas()["transaction_state"]
-    table = pa.Table.from_pydict(cols, schema=pa.schema([f for f in schema if not f.name.startswith("raw_")]))
+    table = pa.Table.from_pydict(cols, schema=pa.schema([f for f in _without_source(schema)
+                                                          if not f.name.startswith("raw_")]))
     rows = np.asarray(raw, np.int64)
-    return table.append_column(schema.field("raw_key"), _sparse_binary(keys, rows, n)) \
-                .append_column(schema.field("raw_value"), _sparse_binary(vals, rows, n))
+    table = table.append_column(schema.field("raw_key"), _sparse_binary(keys, rows, n)) \
+                 .append_column(schema.field("raw_value"), _sparse_binary(vals, rows, n))
+    return _with_source(table, recs)
 
 
 def _key_only(key):
@@ -632,8 +667,10 @@ def cluster_metadata(recs):
     _warn("__cluster_metadata", counts)
     cols.pop("raw_value")
     schema = _schemas()["cluster_metadata"]
-    table = pa.Table.from_pydict(cols, schema=pa.schema([f for f in schema if f.name != "raw_value"]))
-    return table.append_column(schema.field("raw_value"), _sparse_binary(vals, np.asarray(raw, np.int64), n))
+    table = pa.Table.from_pydict(cols, schema=pa.schema([f for f in _without_source(schema)
+                                                          if f.name != "raw_value"]))
+    table = table.append_column(schema.field("raw_value"), _sparse_binary(vals, np.asarray(raw, np.int64), n))
+    return _with_source(table, recs)
 
 
 def _promote(row, api_key, d):

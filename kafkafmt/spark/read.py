@@ -32,7 +32,7 @@ def read_tasks(tasks, schema, opts):
             for recs, _ in chunks:
                 if not len(recs):
                     continue
-                recs = recs.replace(topic=t.topic, partition=t.partition)
+                recs = recs.replace(topic=t.topic, partition=t.partition, log_dir=t.log_dir)
                 if table_of is not None:
                     table = table_of(recs).select(names)
                 else:
