@@ -50,8 +50,8 @@ import numpy as np
 from kafkafmt import sidefiles
 from kafkafmt.errors import EncodeError, KafkafmtError, NotALogDirError, PathNotFoundError, RecoveryError
 from kafkafmt.recovery.indexes import ProducerState, index_entries, record_time_offsets, scan_segment
-from kafkafmt.segments import (DEFAULT_INDEX_INTERVAL, PARTITION_DIR, ReportEntry, ReportKind, folder_kind,
-                               is_leftover_dir, segment_base, segment_file_name)
+from kafkafmt.segments import (DEFAULT_INDEX_INTERVAL, PARTITION_DIR, ReportEntry, ReportKind, find_log_dirs,
+                               folder_kind, is_leftover_dir, segment_base, segment_file_name)
 
 __all__ = ["ActionKind", "RecoveryAction", "RecoveryPlan", "plan_recovery", "TEMP_SUFFIX"]
 
@@ -216,16 +216,19 @@ def _resolve(path):
                                 file=path)
         folder = os.path.dirname(path)
         parent = os.path.dirname(folder)
-        return _Root(parent if _is_log_dir(parent) else None, [folder], [], only_log=path)
+        return [_Root(parent if _is_log_dir(parent) else None, [folder], [], only_log=path)]
     if PARTITION_DIR.match(os.path.basename(path)) or is_leftover_dir(path):
         names = os.listdir(path)
         if not any(os.path.isdir(os.path.join(path, n)) and PARTITION_DIR.match(n) for n in names):
             parent = os.path.dirname(path)
-            return _Root(parent if _is_log_dir(parent) else None, [path], [])
+            return [_Root(parent if _is_log_dir(parent) else None, [path], [])]
     if not _is_log_dir(path):
-        raise NotALogDirError(f"not a log dir or partition folder: {path}", file=path)
+        found = find_log_dirs(path)            # a folder holding log dirs (kafka-logs-1, -2, ...)
+        if not found:
+            raise NotALogDirError(f"not a log dir or partition folder: {path}", file=path)
+        return [r for d in found for r in _resolve(d)]
     parts, deletes = _partition_dirs(path)
-    return _Root(path, parts, deletes)
+    return [_Root(path, parts, deletes)]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -257,7 +260,7 @@ def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     opts = _Options(kafka_compatible, index_interval_bytes, timeindex_offsets)
-    roots = [_resolve(p) for p in paths]
+    roots = [r for p in paths for r in _resolve(p)]
     plan = RecoveryPlan(roots=roots, kafka_compatible=kafka_compatible)
     for root in roots:
         ld = root.log_dir
@@ -380,6 +383,9 @@ def _plan_partition(plan, folder, log_dir, opts, only_log):
         if scan.damage:
             first = scan.damage[0]
             kept_end = int(first.start)
+            before = batches["last_offset"][batches["position"] < kept_end]
+            here_cut = int(before[-1]) + 1 if len(before) else base       # the first offset at stake
+            first_offset = first.offset if first.offset is not None else here_cut
             if opts.kafka_compatible:
                 keep = batches["position"] < kept_end
                 batches = {c: v[keep] for c, v in batches.items()}
@@ -392,7 +398,7 @@ def _plan_partition(plan, folder, log_dir, opts, only_log):
                                 "the broker does (LogLoader.recoverLog)", log_dir=log_dir))
                 data_acts.append(RecoveryAction(
                     ActionKind.TRUNCATE, path, f"{_words(first)}; truncated at the first invalid batch as the "
-                    f"broker does (LogSegment.recover)", start=kept_end, end=scan.size, offset=first.offset,
+                    f"broker does (LogSegment.recover)", start=kept_end, end=scan.size, offset=first_offset,
                     log_dir=log_dir))
                 logs = logs[:k + 1]
             else:
@@ -400,17 +406,15 @@ def _plan_partition(plan, folder, log_dir, opts, only_log):
                 if len(ranges) <= 1 and (not ranges or ranges[0][0] == 0):
                     data_acts.append(RecoveryAction(
                         ActionKind.TRUNCATE, path, _words(first) + "; truncated after the last intact batch "
-                        "(LogSegment.recover)", start=kept_end, end=scan.size, offset=first.offset,
+                        "(LogSegment.recover)", start=kept_end, end=scan.size, offset=first_offset,
                         log_dir=log_dir))
                 else:
                     removed = tuple((int(e.start), int(e.end), _words(e)) for e in scan.damage)
                     data_acts.append(RecoveryAction(
                         ActionKind.CUT, path, f"{len(removed)} damaged range(s) removed, "
                         f"{len(batches['size'])} intact batches kept (Kafka would truncate at position "
-                        f"{kept_end}): {_words(first)}", start=kept_end, end=int(first.end), offset=first.offset,
+                        f"{kept_end}): {_words(first)}", start=kept_end, end=int(first.end), offset=first_offset,
                         removed=removed, log_dir=log_dir))
-            before = batches["last_offset"][batches["position"] < kept_end]
-            here_cut = int(before[-1]) + 1 if len(before) else base
             cut_after = here_cut if cut_after is None else min(cut_after, here_cut)
         any_batches = any_batches or len(batches["size"]) > 0
         aborted = state.replay(batches, scan.controls)
