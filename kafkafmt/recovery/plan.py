@@ -34,8 +34,9 @@ file and method are named where each rule is applied):
    end of recovery and at a clean shutdown).
 5. Checkpoints: the partition's ``leader-epoch-checkpoint`` loses the epochs starting at or past the
    log end offset (``LeaderEpochFileCache.truncateFromEnd``); in the log dir,
-   ``recovery-point-offset-checkpoint`` is set to the log end offset (every segment was checked and
-   is flushed before the file is written, so the broker need not recover it again: KAFKA-5829), and
+   ``recovery-point-offset-checkpoint`` entries are set to the log end offset (every segment was
+   checked and is flushed before the file is written, so the broker need not recover it again:
+   KAFKA-5829; partitions without an entry are not added), and
    a ``log-start-offset-checkpoint`` entry past the log end offset is lowered to it (else
    ``LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd`` would delete every segment).
 """
@@ -584,7 +585,9 @@ def _plan_checkpoints(plan, log_dir, ends):
         for tp, (first_base, end) in keys.items():
             old = new.get(tp)
             if name == _RECOVERY_POINT:
-                if old != end:
+                # only entries the broker keeps (a partition it does not list, such as the KRaft
+                # __cluster_metadata log, is not added: the broker then recovers it from 0 itself)
+                if old is not None and old != end:
                     new[tp] = end
                     changes.append(f"{tp[0]}-{tp[1]} {old} -> {end}")
             elif old is not None and old > end:
