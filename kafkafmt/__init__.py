@@ -6,6 +6,8 @@ from kafkafmt.errors import (CompressionError, CorruptRecordError, CrcError, Dec
                              UnsupportedCodecError)
 from kafkafmt.logdir import iter_log_dir, iter_log_dirs, read_log_dir, read_log_dirs
 from kafkafmt.logwriter import LogWriter, write_log_dir
+from kafkafmt.recovery import RecoveryAction, RecoveryPlan, rebuild_indexes, recover
+from kafkafmt.recovery import undo as undo_recovery
 from kafkafmt.records import CONTROL_TYPES, BinaryColumn, Headers, Records, Table
 from kafkafmt.segments import (ReportEntry, ReportKind, find_log_dirs, list_partitions, list_segments,
                                offset_for_timestamp, read_segment)
@@ -22,5 +24,5 @@ __all__ = [
     "read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "list_partitions", "list_segments",
     "find_log_dirs", "offset_for_timestamp", "ReportEntry", "ReportKind", "LogWriter", "write_log_dir",
     "read_index", "read_timeindex", "read_txnindex", "read_producer_snapshot", "read_leader_epoch_checkpoint",
-    "read_partition_metadata",
+    "read_partition_metadata", "recover", "rebuild_indexes", "undo_recovery", "RecoveryPlan", "RecoveryAction",
 ]

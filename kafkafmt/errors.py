@@ -111,3 +111,12 @@ class ObjectChangedError(StorageError):
 
 class UnsupportedLayoutError(KafkafmtError, ValueError):
     """A tiered-storage object cannot be read as stored (e.g. encrypted without a key, unknown format)."""
+
+
+class RecoveryError(KafkafmtError):
+    """A repair (``kafkafmt recover``) cannot be done as asked: object storage, a manifest that does
+    not match the files it names, a path that is not local Kafka data."""
+
+
+class LogDirLockedError(RecoveryError):
+    """A log dir's ``.lock`` is held by another process (a running broker)."""

@@ -1,0 +1,101 @@
+"""``kafkafmt recover``: repair a log dir offline, as the broker would at start-up, losing less.
+
+A dry run by default: each action is printed with the file, the byte positions and why (in
+``verify``'s words). ``--apply`` carries the plan out: every byte removed and every file replaced
+is first saved in a backup folder (``--backup``; default ``<log dir>.recover-<time>`` beside the log
+dir) and listed in its ``manifest.jsonl``; ``kafkafmt recover --undo MANIFEST`` puts everything back.
+
+What it does (the rules of Kafka's LogLoader / LogSegment.recover): truncates torn and
+zero-filled tails; removes damaged stretches in the middle of a segment, keeping the intact batches
+after them (``--kafka-compatible``: truncate at the first damage and delete the later segments, as
+the broker does); rebuilds missing, wrong or stale ``.index`` / ``.timeindex`` / ``.txnindex`` files
+and the producer ``.snapshot`` at the log end; finishes the broker's ``.swap`` / ``.cleaned`` /
+``.deleted`` / ``-delete`` leftovers; updates ``recovery-point-offset-checkpoint`` and
+``log-start-offset-checkpoint``. A log dir whose ``.lock`` is held (a running broker) is refused
+unless ``--force``. Local paths only.
+
+Exit codes: 0 nothing to do, or everything done; 1 a dry run found work to do, or an error; 2 usage.
+"""
+from __future__ import annotations
+
+from kafkafmt.cli.common import UsageError, add_command
+
+DEFAULT_INDEX_INTERVAL = 4096
+
+
+def _positive(text):
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be a number of bytes >= 0, not {text!r}")
+    return n
+
+
+def add_parser(sub, parents):
+    p = add_command(sub, parents, "recover", "repair and re-index a log dir offline (dry run unless --apply)",
+                    __doc__, "log directories, partition folders or segment .log files (local)")
+    p.add_argument("--apply", action="store_true", help="do it (default: only print what would be done)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--keep-intact-batches", dest="kafka_compatible", action="store_false", default=False,
+                      help="remove only damaged bytes, keep every intact batch after them (default)")
+    mode.add_argument("--kafka-compatible", dest="kafka_compatible", action="store_true",
+                      help="truncate each segment at its first damage and delete the later segments, as Kafka")
+    p.add_argument("--backup", metavar="DIR", help="backup folder (default: <log dir>.recover-<time> beside it)")
+    p.add_argument("--undo", metavar="MANIFEST", help="revert a recovery from its manifest.jsonl")
+    p.add_argument("--force", action="store_true", help="go on even if a running broker holds the log dir's .lock")
+    p.add_argument("--index-interval-bytes", type=_positive, default=DEFAULT_INDEX_INTERVAL, metavar="N",
+                   help="index.interval.bytes of the topics (default 4096)")
+    p.add_argument("--timeindex-offsets", choices=("batch", "record"), default="batch",
+                   help="time index entries hold the batch's last offset (Kafka >= 3.8 and every recovery; "
+                        "default) or the record's offset (leaders before KAFKA-16310)")
+    p.add_argument("--json", action="store_true", help="JSON lines: one per action, then a summary")
+    p.set_defaults(run=run)
+    return p
+
+
+def run(args, console):
+    from kafkafmt.recovery import recover, undo
+
+    if args.undo:
+        if args.paths or args.apply:
+            raise UsageError("recover --undo MANIFEST takes no PATH and no --apply")
+        restored = undo(args.undo, force=args.force)
+        for path in restored:
+            if args.json:
+                console.json({"type": "restored", "file": path})
+            else:
+                console.write(f"restored: {path}")
+        if args.json:
+            console.json({"type": "summary", "status": "UNDONE", "restored": len(restored)})
+        else:
+            console.write(f"UNDONE: {len(restored)} files restored from {args.undo}")
+        return 0
+    paths = list(args.paths)
+    if getattr(args, "sample", False):
+        raise UsageError("recover does not repair the bundled sample")
+    if not paths:
+        raise UsageError("recover: give log directories, partition folders or segment files")
+    plan = recover(paths, apply=args.apply, kafka_compatible=args.kafka_compatible, backup=args.backup,
+                   force=args.force, index_interval_bytes=args.index_interval_bytes,
+                   timeindex_offsets=args.timeindex_offsets)
+    for a in plan.actions:
+        if args.json:
+            console.json({"type": "action", "action": a.kind.value, "file": a.file, "target": a.target,
+                          "start": a.start, "end": a.end, "offset": a.offset, "bytes_removed": a.bytes_removed,
+                          "removed": [list(r) for r in a.removed], "message": a.message})
+        else:
+            console.write(a.text())
+    if args.json:
+        console.json({"type": "summary", "status": "APPLIED" if plan.applied else "DRY RUN",
+                      "partitions": plan.partitions, "segments": plan.segments, "bytes": plan.bytes,
+                      "actions": len(plan.actions), "bytes_removed": plan.bytes_removed,
+                      "manifests": plan.manifests})
+    else:
+        console.write(plan.text().rsplit("\n", 1)[-1])
+        for m in plan.manifests:
+            console.write(f"manifest: {m} (undo: kafkafmt recover --undo {m})")
+    return 0 if plan.applied or plan.clean else 1

@@ -1,0 +1,69 @@
+"""Offline recovery: check, repair and re-index a broker's log dir before the broker starts.
+
+``recover(path)`` plans (dry run); ``recover(path, apply=True)`` also carries the plan out, with
+every removed byte and replaced file saved in a backup folder and listed in a manifest that
+``undo(manifest)`` reverts. ``rebuild_indexes(segment)`` computes one segment's indexes from its
+``.log`` alone.
+
+Modules: `plan` (what to do and why), `indexes` (scanning a segment, rebuilding its indexes and
+the producer state), `apply` (the journal: backups, manifest, undo), `lock` (the broker's ``.lock``).
+"""
+from __future__ import annotations
+
+from kafkafmt.recovery.apply import CRASH_ENV, MANIFEST, apply_plan, undo
+from kafkafmt.recovery.indexes import ProducerState, RebuiltIndexes, SegmentScan, rebuild_indexes, scan_segment
+from kafkafmt.recovery.lock import lock_holder, locked_log_dir
+from kafkafmt.recovery.plan import ActionKind, RecoveryAction, RecoveryPlan, plan_recovery
+from kafkafmt.segments import DEFAULT_INDEX_INTERVAL
+
+__all__ = ["recover", "undo", "rebuild_indexes", "plan_recovery", "apply_plan", "RecoveryPlan", "RecoveryAction",
+           "ActionKind", "RebuiltIndexes", "SegmentScan", "ProducerState", "scan_segment", "lock_holder",
+           "locked_log_dir", "MANIFEST", "CRASH_ENV"]
+
+
+def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=False,
+            index_interval_bytes=DEFAULT_INDEX_INTERVAL, timeindex_offsets="batch") -> RecoveryPlan:
+    """Recover local log dirs, partition folders or segments as a broker would at start-up, losing less.
+
+    Parameters
+    ----------
+    path : path or list of paths
+        Log dirs, partition folders or ``<base>.log`` segments (local only: object storage URLs
+        raise `kafkafmt.errors.RecoveryError`).
+    apply : bool
+        False (default): only plan -- nothing is written. True: carry the plan out (backups and a
+        manifest first; see `kafkafmt.recovery.apply`).
+    kafka_compatible : bool
+        Truncate each damaged segment at its first damage and delete the partition's later
+        segments, exactly as ``LogLoader.recoverLog`` does. Default: keep every intact batch,
+        removing only the damaged bytes.
+    backup : path, optional
+        The backup folder (default ``<log dir>.recover-<time>`` beside the log dir).
+    force : bool
+        Repair even when the log dir's ``.lock`` is held by another process (a running broker).
+    index_interval_bytes : int
+        The topics' ``index.interval.bytes``.
+    timeindex_offsets : {"batch", "record"}
+        Offsets of time index entries: the batch's last offset (Kafka since KAFKA-16310, and its
+        recovery always) or the record's (leaders before KAFKA-16310).
+
+    Returns
+    -------
+    RecoveryPlan
+        The actions (`RecoveryAction`) and the damage found (`ReportEntry`); after ``apply``,
+        ``plan.manifests`` lists the manifests written.
+
+    Raises
+    ------
+    LogDirLockedError
+        A log dir is held by a running broker (its ``.lock``), unless ``force``.
+    """
+    plan = plan_recovery(path, kafka_compatible=kafka_compatible, index_interval_bytes=index_interval_bytes,
+                         timeindex_offsets=timeindex_offsets)
+    for root in plan.roots:
+        if root.log_dir is not None and not force and lock_holder(root.log_dir):
+            with locked_log_dir(root.log_dir, force=False):
+                pass                            # raises LogDirLockedError with the message
+    if apply and plan.actions:
+        apply_plan(plan, backup, force=force)
+    return plan

@@ -1,0 +1,456 @@
+"""Applying a recovery plan without losing a byte, and undoing it.
+
+Every change is a *step* of a journal, ``manifest.jsonl`` in the backup folder (one JSON object a
+line, each line flushed to disk before the step acts):
+
+1. what the step will remove or replace is first copied into the backup folder (the bytes cut from
+   a log, the whole previous version of a rewritten file) and flushed;
+2. new contents go to a temporary file beside the target (``<name>.kafkafmt-tmp``), flushed;
+3. the step's line -- file, byte ranges, reason, CRC-32C of the bytes removed and of the file
+   before and after -- is appended to the manifest and flushed;
+4. the change is one atomic file-system call: ``rename`` of the temporary file over the target, a
+   ``truncate``, or a ``rename`` of a removed file or folder *into* the backup folder;
+5. a ``done`` line follows.
+
+So a crash at any point leaves every file either as it was or as it is meant to be (a leftover
+temporary file is removed by the next run), and the manifest names everything needed to go back:
+`undo` reverts the steps newest first -- each by what the file is now, so a step interrupted before
+its ``done`` line is reverted too when it took effect -- and checks every restored file's CRC.
+
+Test hook: ``KAFKAFMT_RECOVER_CRASH_AFTER=N`` ends the process (``os._exit``) right after the N-th
+durable point (a flushed backup, temporary file, manifest line or file-system change).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import errno
+import json
+import os
+import shutil
+
+import numpy as np
+
+from kafkafmt._native.scan import crc32c
+from kafkafmt.errors import RecoveryError
+from kafkafmt.recovery.lock import locked_log_dir
+from kafkafmt.recovery.plan import TEMP_SUFFIX, ActionKind
+
+__all__ = ["apply_plan", "undo", "MANIFEST", "CRASH_ENV"]
+
+MANIFEST = "manifest.jsonl"
+CRASH_ENV = "KAFKAFMT_RECOVER_CRASH_AFTER"
+MANIFEST_VERSION = 1
+_COPY_CHUNK = 8 << 20
+
+
+class _Crash:
+    """The test hook: exit after the N-th durable point."""
+
+    def __init__(self):
+        value = os.environ.get(CRASH_ENV)
+        self.after = int(value) if value not in (None, "") else None
+        self.count = 0
+
+    def point(self):
+        self.count += 1
+        if self.after is not None and self.count >= self.after:
+            os._exit(86)
+
+
+# ----------------------------------------------------------------------------------------------
+# file helpers
+
+def _fsync_dir(path):
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _file_crc(path, start=0, end=None):
+    """(size, crc32c) of a file or of its bytes [start, end)."""
+    size = os.path.getsize(path)
+    end = size if end is None else end
+    if end <= start:
+        return size, 0
+    with open(path, "rb") as f:
+        data = np.memmap(f, np.uint8, "r", offset=0, shape=(size,)) if size else np.zeros(0, np.uint8)
+        crc = int(crc32c(data[start:end]))
+        del data
+    return size, crc
+
+
+def _state(path):
+    """{"size", "crc"} of a file, None when missing."""
+    if not os.path.isfile(path):
+        return None
+    size, crc = _file_crc(path)
+    return {"size": size, "crc": crc}
+
+
+def _copy_range(src, dst_f, start, end):
+    with open(src, "rb") as f:
+        f.seek(start)
+        left = end - start
+        while left > 0:
+            chunk = f.read(min(_COPY_CHUNK, left))
+            if not chunk:
+                raise RecoveryError(f"{src} ended at {end - left} while copying bytes {start}..{end}", file=src)
+            dst_f.write(chunk)
+            left -= len(chunk)
+
+
+def _write_synced(path, pieces):
+    """Write ``pieces`` (bytes, or (file, start, end) ranges) to ``path`` and flush it to disk."""
+    with open(path, "wb") as out:
+        for p in pieces:
+            if isinstance(p, tuple):
+                _copy_range(p[0], out, p[1], p[2])
+            else:
+                out.write(p)
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def _move(src, dst):
+    """Rename src to dst (atomic on one file system); across file systems copy, flush, remove."""
+    try:
+        os.rename(src, dst)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        if os.path.isdir(src):
+            shutil.copytree(src, dst)
+            shutil.rmtree(src)
+        else:
+            shutil.copy2(src, dst)
+            with open(dst, "rb+") as f:
+                os.fsync(f.fileno())
+            os.unlink(src)
+    _fsync_dir(os.path.dirname(dst))
+    _fsync_dir(os.path.dirname(src))
+
+
+class _Journal:
+    def __init__(self, path, crash):
+        self.path = path
+        self.crash = crash
+        self.f = open(path, "a", encoding="utf-8")
+
+    def write(self, obj):
+        self.f.write(json.dumps(obj, sort_keys=True) + "\n")
+        self.f.flush()
+        os.fsync(self.f.fileno())
+        self.crash.point()
+
+    def close(self):
+        self.f.close()
+
+
+def _default_backup(root):
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = os.path.join(os.path.dirname(root), f"{os.path.basename(root)}.recover-{stamp}")
+    path, k = base, 1
+    while os.path.exists(path):
+        k += 1
+        path = f"{base}-{k}"
+    return path
+
+
+def _root_of(action):
+    if action.log_dir is not None:
+        return action.log_dir
+    # a partition folder without a log dir around it: its parent holds the backup
+    folder = action.file if os.path.isdir(action.file) else os.path.dirname(action.file)
+    return os.path.dirname(folder)
+
+
+# ----------------------------------------------------------------------------------------------
+# applying
+
+def apply_plan(plan, backup=None, *, force=False):
+    """Carry out a `RecoveryPlan` (see the module docstring). ``backup``: the backup folder (default:
+    ``<log dir>.recover-<time>`` beside each log dir; with several log dirs, one folder per log dir
+    inside ``backup``). ``force``: go on even when a log dir's ``.lock`` is held by another process.
+    Returns the manifest paths (also set as ``plan.manifests``)."""
+    groups = {}
+    for a in plan.actions:
+        groups.setdefault(_root_of(a), []).append(a)
+    manifests = []
+    crash = _Crash()
+    for k, (root, actions) in enumerate(groups.items()):
+        if backup is None:
+            folder = _default_backup(root)
+        elif len(groups) == 1:
+            folder = os.fspath(backup)
+        else:
+            folder = os.path.join(os.fspath(backup), f"{os.path.basename(root)}-{k}")
+        with locked_log_dir(root, force=force):
+            manifests.append(_apply_root(root, actions, folder, plan, crash))
+    plan.applied = True
+    plan.manifests = manifests
+    return manifests
+
+
+def _apply_root(root, actions, folder, plan, crash):
+    if os.path.exists(folder) and os.listdir(folder):
+        raise RecoveryError(f"backup folder {folder} is not empty", file=folder)
+    os.makedirs(os.path.join(folder, "data"), exist_ok=True)
+    _fsync_dir(os.path.dirname(folder))
+    manifest = os.path.join(folder, MANIFEST)
+    journal = _Journal(manifest, crash)
+    journal.write({"type": "header", "version": MANIFEST_VERSION, "root": root,
+                   "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                   "kafka_compatible": plan.kafka_compatible})
+    synced = set()
+    try:
+        for n, a in enumerate(actions):
+            if a.kind is ActionKind.WRITE and os.path.basename(a.file) == "recovery-point-offset-checkpoint":
+                _sync_logs(root, synced)        # the recovery point moves only over data on disk
+            _apply_one(n, a, root, folder, journal, crash)
+        journal.write({"type": "complete"})
+    finally:
+        journal.close()
+    return manifest
+
+
+def _sync_logs(root, synced):
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            if name.endswith(".log"):
+                p = os.path.join(dirpath, name)
+                if p in synced:
+                    continue
+                fd = os.open(p, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                synced.add(p)
+
+
+def _rel(root, path):
+    return os.path.relpath(path, root)
+
+
+def _apply_one(n, a, root, folder, journal, crash):
+    path = a.file
+    name = os.path.basename(path)
+    bkp = os.path.join("data", f"{n:06d}-{name}")
+    step = {"type": "step", "n": n, "op": a.kind.value, "file": _rel(root, path), "reason": a.message}
+    if a.kind is ActionKind.TRUNCATE:
+        size = os.path.getsize(path)
+        if size != a.end:
+            raise RecoveryError(f"{path} is {size} bytes, not {a.end} as when planned: plan again", file=path)
+        before = _state(path)
+        _write_synced(os.path.join(folder, bkp), [(path, a.start, a.end)])
+        crash.point()
+        _, crc = _file_crc(path, a.start, a.end)
+        step.update(start=a.start, end=a.end, backup=bkp, crc=crc, before=before,
+                    after={"size": a.start, "crc": _file_crc(path, 0, a.start)[1]})
+        journal.write(step)
+        os.truncate(path, a.start)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        crash.point()
+    elif a.kind is ActionKind.CUT:
+        size = os.path.getsize(path)
+        if a.removed and size != a.removed[-1][1] and size < max(e for _, e, _ in a.removed):
+            raise RecoveryError(f"{path} is {size} bytes, smaller than when planned: plan again", file=path)
+        before = _state(path)
+        removed = sorted((s, e, why) for s, e, why in a.removed)
+        kept, at = [], 0
+        for s, e, _ in removed:
+            if s > at:
+                kept.append((at, s))
+            at = max(at, e)
+        if at < size:
+            kept.append((at, size))
+        _write_synced(os.path.join(folder, bkp), [(path, s, e) for s, e, _ in removed])
+        crash.point()
+        tmp = path + TEMP_SUFFIX
+        _write_synced(tmp, [(path, s, e) for s, e in kept])
+        crash.point()
+        step.update(removed=[{"start": s, "end": e, "reason": why, "crc": _file_crc(path, s, e)[1]}
+                             for s, e, why in removed],
+                    kept=[[s, e] for s, e in kept], backup=bkp, before=before, after=_state(tmp))
+        journal.write(step)
+        os.replace(tmp, path)
+        _fsync_dir(os.path.dirname(path))
+        crash.point()
+    elif a.kind is ActionKind.WRITE:
+        before = _state(path)
+        if before is not None:
+            _write_synced(os.path.join(folder, bkp), [(path, 0, before["size"])])
+            crash.point()
+        tmp = path + TEMP_SUFFIX
+        _write_synced(tmp, [bytes(a.data)])
+        crash.point()
+        step.update(backup=bkp if before is not None else None, before=before,
+                    after={"size": len(a.data), "crc": int(crc32c(np.frombuffer(bytes(a.data), np.uint8)))})
+        journal.write(step)
+        os.replace(tmp, path)
+        _fsync_dir(os.path.dirname(path))
+        crash.point()
+    elif a.kind is ActionKind.DELETE:
+        is_dir = os.path.isdir(path)
+        step.update(backup=bkp, before={"dir": True} if is_dir else _state(path))
+        journal.write(step)
+        _move(path, os.path.join(folder, bkp))
+        crash.point()
+    elif a.kind is ActionKind.RENAME:
+        if os.path.exists(a.target):
+            raise RecoveryError(f"{a.target} exists: cannot finish the swap of {path}", file=a.target)
+        step.update(target=_rel(root, a.target), before=_state(path))
+        journal.write(step)
+        os.rename(path, a.target)
+        _fsync_dir(os.path.dirname(path))
+        crash.point()
+    else:                                                        # pragma: no cover
+        raise RecoveryError(f"unknown action {a.kind}")
+    journal.write({"type": "done", "n": n})
+
+
+# ----------------------------------------------------------------------------------------------
+# undoing
+
+def read_manifest(path):
+    """(header, steps) of a manifest; a torn last line (a crash while writing it) is ignored."""
+    header, steps = None, []
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    for k, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            if k >= len(lines) - 2:
+                break                         # torn final line
+            raise RecoveryError(f"line {k + 1} of the manifest is not JSON", file=path) from None
+        if obj.get("type") == "header":
+            header = obj
+        elif obj.get("type") == "step":
+            steps.append(obj)
+    if header is None or header.get("version") != MANIFEST_VERSION:
+        raise RecoveryError("not a kafkafmt recovery manifest (no header line of version 1)", file=path)
+    return header, steps
+
+
+def _matches(path, st):
+    cur = _state(path)
+    return cur is not None and st is not None and cur["size"] == st["size"] and cur["crc"] == st["crc"]
+
+
+def undo(manifest, *, force=False):
+    """Revert a recovery from its manifest: every removed byte and replaced file put back, newest
+    step first, each file's CRC checked against the manifest. Returns the paths restored.
+    Raises `RecoveryError` when a file is neither as the recovery left it nor as it found it (it
+    changed since)."""
+    manifest = os.path.abspath(os.fspath(manifest))
+    folder = os.path.dirname(manifest)
+    header, steps = read_manifest(manifest)
+    root = header["root"]
+    restored = []
+    with locked_log_dir(root, force=force):
+        for step in reversed(steps):
+            p = _undo_step(step, root, folder)
+            if p is not None:
+                restored.append(p)
+        with open(manifest, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"type": "undone", "at": _dt.datetime.now(_dt.timezone.utc).isoformat(
+                timespec="seconds")}) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    return restored
+
+
+def _undo_step(step, root, folder):
+    op = step["op"]
+    path = os.path.join(root, step["file"])
+    before, after = step.get("before"), step.get("after")
+    bkp = os.path.join(folder, step["backup"]) if step.get("backup") else None
+
+    def check():
+        if before is not None and "crc" in before and not _matches(path, before):
+            raise RecoveryError(f"{path}: restored, but its CRC does not match the manifest's", file=path)
+
+    if op in ("cut", "write") and os.path.exists(path + TEMP_SUFFIX):
+        os.unlink(path + TEMP_SUFFIX)             # written, never renamed into place
+
+    if op == "truncate":
+        if _matches(path, before):
+            return None
+        size = os.path.getsize(path) if os.path.isfile(path) else -1
+        if size < step["start"] or size > step["end"]:
+            raise RecoveryError(f"{path} is {size} bytes: changed since the recovery", file=path)
+        with open(path, "r+b") as f:
+            f.truncate(step["start"])
+            f.seek(step["start"])
+            _copy_range(bkp, f, 0, step["end"] - step["start"])
+            f.flush()
+            os.fsync(f.fileno())
+        check()
+        return path
+    if op == "cut":
+        if _matches(path, before):
+            return None
+        if not _matches(path, after):
+            raise RecoveryError(f"{path} changed since the recovery", file=path)
+        pieces, at_new, at_bkp = [], 0, 0
+        events = [(s, e, "kept") for s, e in step["kept"]] + [(r["start"], r["end"], "removed")
+                                                             for r in step["removed"]]
+        for s, e, what in sorted(events):
+            if what == "kept":
+                pieces.append((path, at_new, at_new + e - s))
+                at_new += e - s
+            else:
+                pieces.append((bkp, at_bkp, at_bkp + e - s))
+                at_bkp += e - s
+        tmp = path + TEMP_SUFFIX
+        _write_synced(tmp, pieces)
+        os.replace(tmp, path)
+        _fsync_dir(os.path.dirname(path))
+        check()
+        return path
+    if op == "write":
+        if before is None:
+            if os.path.exists(path) and _matches(path, after):
+                os.unlink(path)
+                _fsync_dir(os.path.dirname(path))
+                return path
+            return None
+        if _matches(path, before):
+            return None
+        if os.path.exists(path) and not _matches(path, after):
+            raise RecoveryError(f"{path} changed since the recovery", file=path)
+        tmp = path + TEMP_SUFFIX
+        _write_synced(tmp, [(bkp, 0, before["size"])])
+        os.replace(tmp, path)
+        _fsync_dir(os.path.dirname(path))
+        check()
+        return path
+    if op == "delete":
+        if os.path.exists(bkp) and not os.path.exists(path):
+            _move(bkp, path)
+            check()
+            return path
+        return None
+    if op == "rename":
+        target = os.path.join(root, step["target"])
+        if os.path.exists(target) and not os.path.exists(path):
+            os.rename(target, path)
+            _fsync_dir(os.path.dirname(path))
+            check()
+            return path
+        return None
+    raise RecoveryError(f"unknown step {op!r} in the manifest")

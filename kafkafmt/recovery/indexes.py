@@ -1,0 +1,421 @@
+"""Index and producer-state rebuilding: what ``LogSegment.recover`` computes for one segment.
+
+Rules, all from Apache Kafka's sources (file and method named at each rule below; facts only):
+
+* Offset index and time index: ``LogSegment.recover`` (storage/.../log/LogSegment.java) walks the
+  valid batches; when more than ``index.interval.bytes`` were appended since the last entry it
+  appends ``(batch.lastOffset, position)`` to the offset index and
+  ``TimeIndex.maybeAppend(maxTimestampSoFar, offsetOfMaxTimestampSoFar)``; the max timestamp so far
+  is replaced only by a strictly greater one, with the batch's *last* offset; at the end
+  ``maybeAppend(..., skipFullCheck=true)`` adds the final entry when the timestamp grew.
+  `kafkafmt.sidefiles.build_index_entries` implements exactly this (``rolled=True``).
+* KAFKA-16310: a leader before that fix (``LogValidator.assignOffsetsNonCompressed``) wrote, for
+  uncompressed CreateTime batches, the offset of the *record* holding the max timestamp instead of
+  the batch's last offset (``timeindex_offsets="record"`` reproduces it; recovery itself, followers
+  and every version since use the last offset: ``"batch"``, the default).
+* Producer state: ``LogSegment.updateProducerState`` feeds every v2 batch with a producer id to
+  ``ProducerAppendInfo.append`` (ProducerAppendInfo.java): a data batch sets the producer's epoch,
+  last sequence, last offset, offset delta and timestamp (``ProducerStateEntry.addBatch``) and opens
+  a transaction when transactional and none is open; a control batch's end-transaction marker
+  (``appendEndTxnMarker``) completes the open transaction (only if one is open), sets the epoch,
+  the coordinator epoch and the timestamp and clears the batch metadata when the epoch changes
+  (``ProducerStateEntry.update``).
+* Transaction index: a completed *aborted* transaction adds ``(producer id, first offset, marker
+  offset, last stable offset)`` (``LogSegment.updateTxnIndex``); the last stable offset is the first
+  offset of the earliest transaction still open by *another* producer, else marker offset + 1
+  (``ProducerStateManager.lastStableOffset``).
+* Snapshot entries (``ProducerStateManager.writeSnapshot``): producer id, epoch, last sequence, last
+  data offset (-1 without batches), last offset delta (0 without), last timestamp, coordinator epoch,
+  first offset of the open transaction (-1 when none).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from kafkafmt import sidefiles
+from kafkafmt.decoder import DecodeOptions, decode, scan_batches
+from kafkafmt.segments import (DEFAULT_INDEX_INTERVAL, ReportEntry, ReportKind, Segment, list_segments, open_file,
+                               read_range, segment_base, window)
+
+__all__ = ["SegmentScan", "scan_segment", "ProducerState", "RebuiltIndexes", "rebuild_indexes",
+           "index_entries", "TIMEINDEX_OFFSETS"]
+
+#: where a time index entry points: the batch's last offset (recovery; every leader since KAFKA-16310)
+#: or the offset of the record carrying the max timestamp (leaders before KAFKA-16310, uncompressed
+#: CreateTime batches)
+TIMEINDEX_OFFSETS = ("batch", "record")
+
+_INT32_MAX = 2**31 - 1
+_NO_SEQUENCE = -1
+_ABORT = 0
+_COMMIT = 1
+_HEADER_COLUMNS = ("position", "size", "base_offset", "last_offset", "last_offset_delta", "max_timestamp",
+                   "producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control", "magic",
+                   "codec", "timestamp_type", "partition_leader_epoch")
+
+
+@dataclass
+class SegmentScan:
+    """What one pass over a ``.log`` found.
+
+    ``batches``: the intact batches (dict of NumPy columns, positions in the file as it is);
+    ``damage``: `ReportEntry` (CORRUPT, TRUNCATED, ZEROS) for every byte range that is not an
+    intact batch, in file order; ``controls``: {batch position: (type, coordinator epoch, timestamp)}
+    of the control batches among them; ``size``: the file's size."""
+    path: str
+    base_offset: int
+    size: int
+    batches: dict
+    damage: list
+    controls: dict
+
+    @property
+    def clean(self):
+        return not self.damage
+
+    @property
+    def next_offset(self):
+        """Last offset + 1 of the last intact batch (``LogSegment.readNextOffset``), else the base."""
+        last = self.batches["last_offset"]
+        return int(last[-1]) + 1 if len(last) else self.base_offset
+
+    def kept_ranges(self):
+        """Byte ranges [start, end) of runs of adjacent intact batches."""
+        pos, size = self.batches["position"], self.batches["size"]
+        if not len(pos):
+            return []
+        ends = pos + size
+        breaks = np.flatnonzero(pos[1:] != ends[:-1]) + 1
+        starts = np.concatenate(([0], breaks))
+        stops = np.concatenate((breaks, [len(pos)])) - 1
+        return [(int(pos[a]), int(ends[b])) for a, b in zip(starts, stops)]
+
+
+def _columns(table, rows=None):
+    out = {}
+    for c in _HEADER_COLUMNS:
+        v = np.asarray(table[c])
+        out[c] = v if rows is None else v[rows]
+    return out
+
+
+def _sequence_ok(t, base_offset):
+    """Offsets as a log needs them: each batch's last >= base >= the previous batch's last + 1,
+    not below the segment's base offset, relative offsets within int32 (OffsetIndex)."""
+    base, last = np.asarray(t["base_offset"], np.int64), np.asarray(t["last_offset"], np.int64)
+    if not len(base):
+        return True
+    return bool(np.all(last >= base) and np.all(base[1:] > last[:-1]) and base[0] >= base_offset
+                and last[-1] - base_offset <= _INT32_MAX)
+
+
+def scan_segment(path, base_offset=None, *, max_batch_bytes=256 << 20) -> SegmentScan:
+    """Scan a ``.log`` file: its intact batches and every damaged byte range.
+
+    The fast path is one C framing scan with every CRC checked (what ``LogSegment.recover``'s
+    ``batch.ensureValid()`` checks); only a segment where that finds anything wrong is read again
+    with `kafkafmt.segments.read_range` in salvage mode (records decoded, each corrupt stretch
+    skipped and named, resynchronizing on the next batch whose CRC verifies), the same reading
+    ``kafkafmt verify`` does.
+    """
+    path = os.fspath(path)
+    if base_offset is None:
+        base_offset = segment_base(path)
+        base_offset = 0 if base_offset is None else base_offset
+    seg = Segment.of_file(path)
+    with open_file(path) as f:
+        size = f.size
+        buf, origin = window(f, 0, size)
+        t, info = scan_batches(buf, verify_crc=True, max_batch_bytes=max_batch_bytes)
+        crc_ok = bool(np.all(t["crc_valid"]))
+        if info["error"] is None and crc_ok and _sequence_ok(t, base_offset) and segment_base(path) is not None:
+            batches = _columns(t)
+            damage = []
+            if info["tail"] is not None:
+                valid = int(info["valid_bytes"])
+                kind = ReportKind.TRUNCATED if info["tail"] == "truncated" else ReportKind.ZEROS
+                msg = "truncated final batch" if kind is ReportKind.TRUNCATED else "zero-filled tail"
+                damage.append(ReportEntry(kind, path, msg, valid, size))
+        else:
+            report = []
+            options = DecodeOptions(keys=False, values=False, headers=False, verify_crc=True, threads=1,
+                                    max_batch_bytes=max_batch_bytes)
+            recs, _ = read_range(seg, f, 0, size, report, errors="salvage", options=options, limit=size)
+            b = recs.batches
+            batches = _columns(b) if len(b) else {c: np.zeros(0, np.asarray(t[c]).dtype) for c in _HEADER_COLUMNS}
+            damage = [e for e in report if e.kind in (ReportKind.CORRUPT, ReportKind.TRUNCATED, ReportKind.ZEROS)]
+            damage = _fill_gaps(path, batches, damage, size)
+        controls = _control_markers(buf, batches)
+        if np.any(batches["magic"] < 2) and len(batches["magic"]):
+            batches["max_timestamp"] = _legacy_max_timestamps(buf, batches)
+    return SegmentScan(path, int(base_offset), int(size), batches, damage, controls)
+
+
+def _fill_gaps(path, batches, damage, size):
+    """Every byte outside an intact batch belongs to some damage entry (salvage reports them all;
+    this keeps that true by construction)."""
+    covered = sorted([(int(e.start), int(e.end)) for e in damage if e.start is not None and e.end is not None] +
+                     [(int(p), int(p) + int(s)) for p, s in zip(batches["position"], batches["size"])])
+    out = list(damage)
+    at = 0
+    for s, e in covered:
+        if s > at:
+            out.append(ReportEntry(ReportKind.CORRUPT, path, "bytes outside any intact batch", at, s))
+        at = max(at, e)
+    if at < size:
+        out.append(ReportEntry(ReportKind.CORRUPT, path, "bytes outside any intact batch", at, size))
+    return sorted(out, key=lambda e: (e.start, e.end))
+
+
+def _decode_one(buf, pos, size, **kw):
+    return decode(buf, start=pos, stop=pos + size, verify_crc=None, keys=False, values=False, headers=False,
+                  threads=1, **kw)
+
+
+def _control_markers(buf, batches):
+    """{position: (type, coordinator epoch, timestamp)} of each control batch's first record (the
+    end-transaction marker ``ProducerAppendInfo.append`` reads); empty control batches (all records
+    cleaned) are left out, as Kafka ignores them."""
+    out = {}
+    for i in np.flatnonzero(batches["is_control"]).tolist():
+        p, s = int(batches["position"][i]), int(batches["size"][i])
+        c = _decode_one(buf, p, s, include_control=True).controls
+        if len(c):
+            out[p] = (int(c["type"][0]), int(c["coordinator_epoch"][0]), int(c["timestamp"][0]))
+    return out
+
+
+def _legacy_max_timestamps(buf, batches):
+    """Max timestamps with v0/v1 wrappers decoded (a wrapper's header holds its own timestamp)."""
+    ts = batches["max_timestamp"].copy()
+    for i in np.flatnonzero(batches["magic"] < 2).tolist():
+        b = _decode_one(buf, int(batches["position"][i]), int(batches["size"][i])).batches
+        if len(b):
+            ts[i] = int(np.max(b["max_timestamp"]))
+    return ts
+
+
+# ----------------------------------------------------------------------------------------------
+# producer state
+
+def _last_sequence(base_seq, delta):
+    """``DefaultRecordBatch.lastSequence``/``incrementSequence``: wraps past Integer.MAX_VALUE."""
+    if base_seq == _NO_SEQUENCE:
+        return _NO_SEQUENCE
+    if base_seq > _INT32_MAX - delta:
+        return base_seq - (_INT32_MAX - delta) - 1
+    return base_seq + delta
+
+
+class ProducerState:
+    """The producer state a broker keeps for a partition (``ProducerStateManager``), replayed from
+    batch headers and end-transaction markers; seeded from a snapshot's entries when given."""
+
+    def __init__(self, entries=None):
+        # producer id -> [epoch, last_seq, last_offset, offset_delta, timestamp, coordinator_epoch, txn_first]
+        self.producers = {}
+        self.open_txns = {}          # producer id -> first offset of its open transaction
+        if entries is not None:
+            for e in entries:
+                pid = int(e["producer_id"])
+                txn = int(e["current_txn_first_offset"])
+                self.producers[pid] = [int(e["epoch"]), int(e["last_sequence"]), int(e["last_offset"]),
+                                       int(e["offset_delta"]), int(e["timestamp"]), int(e["coordinator_epoch"]),
+                                       txn]
+                if txn >= 0:
+                    self.open_txns[pid] = txn
+
+    def copy(self):
+        other = ProducerState()
+        other.producers = {k: list(v) for k, v in self.producers.items()}
+        other.open_txns = dict(self.open_txns)
+        return other
+
+    def replay(self, batches, controls):
+        """Apply a segment's batches (columns as `SegmentScan.batches`) in order; returns the
+        aborted transactions completed on the way as (producer id, first, last, last stable offset)."""
+        aborted = []
+        pid_col = batches["producer_id"]
+        rows = np.flatnonzero((pid_col >= 0) & (batches["magic"] >= 2))
+        if not len(rows):
+            return aborted
+        cols = {c: batches[c][rows].tolist() for c in ("producer_id", "producer_epoch", "base_sequence",
+                                                        "last_offset_delta", "base_offset", "last_offset",
+                                                        "max_timestamp", "is_transactional", "is_control",
+                                                        "position")}
+        for k in range(len(rows)):
+            pid, epoch = cols["producer_id"][k], cols["producer_epoch"][k]
+            entry = self.producers.get(pid)
+            if entry is None:
+                entry = self.producers[pid] = [-1, _NO_SEQUENCE, -1, 0, -1, -1, -1]
+            if cols["is_control"][k]:
+                marker = controls.get(cols["position"][k])
+                if marker is None:
+                    continue                  # an empty control batch: ignored (ProducerAppendInfo.append)
+                mtype, coord_epoch, ts = marker
+                if mtype not in (_ABORT, _COMMIT):
+                    continue
+                first = self.open_txns.pop(pid, None)
+                offset = cols["base_offset"][k]
+                if first is not None and mtype == _ABORT:
+                    others = [f for p, f in self.open_txns.items() if p != pid]
+                    lso = min(others) if others else offset + 1
+                    aborted.append((pid, first, offset, lso))
+                if entry[0] != epoch:         # ProducerStateEntry.maybeUpdateProducerEpoch clears batches
+                    entry[1], entry[2], entry[3] = _NO_SEQUENCE, -1, 0
+                entry[0], entry[5], entry[4], entry[6] = epoch, coord_epoch, ts, -1
+            else:
+                base, last = cols["base_offset"][k], cols["last_offset"][k]
+                entry[0] = epoch
+                entry[1] = _last_sequence(cols["base_sequence"][k], cols["last_offset_delta"][k])
+                entry[2] = last
+                entry[3] = last - base
+                entry[4] = cols["max_timestamp"][k]
+                if cols["is_transactional"][k] and pid not in self.open_txns:
+                    self.open_txns[pid] = base
+                    entry[6] = base
+        return aborted
+
+    def snapshot_entries(self):
+        """Entries for ``encode_producer_snapshot`` (sorted by producer id)."""
+        out = np.empty(len(self.producers), sidefiles.PRODUCER_ENTRY_DTYPE)
+        for i, pid in enumerate(sorted(self.producers)):
+            e = self.producers[pid]
+            out[i] = (pid, e[0], e[1], e[2], e[3], e[4], e[5], e[6])
+        return out
+
+
+# ----------------------------------------------------------------------------------------------
+# indexes
+
+def index_entries(batches, positions=None, *, index_interval_bytes=DEFAULT_INDEX_INTERVAL,
+                  timeindex_offsets="batch", record_offsets=None):
+    """(offset index, time index) entries ``LogSegment.recover`` writes for ``batches`` laid out
+    contiguously from position 0 (or at ``positions``)."""
+    if timeindex_offsets not in TIMEINDEX_OFFSETS:
+        raise ValueError(f"timeindex_offsets must be one of {TIMEINDEX_OFFSETS}, not {timeindex_offsets!r}")
+    size = np.asarray(batches["size"], np.int64)
+    if positions is None:
+        positions = np.concatenate(([0], np.cumsum(size)[:-1])) if len(size) else np.zeros(0, np.int64)
+    table = {"size": size, "last_offset": batches["last_offset"], "max_timestamp": batches["max_timestamp"],
+             "position": positions}
+    return sidefiles.build_index_entries(table, index_interval_bytes, rolled=True,
+                                         time_offsets=record_offsets if timeindex_offsets == "record" else None)
+
+
+def record_time_offsets(path, batches):
+    """Per batch, the offset a leader before KAFKA-16310 put in the time index: the first record
+    with the batch's max timestamp for uncompressed CreateTime batches, else the last offset."""
+    out = np.asarray(batches["last_offset"], np.int64).copy()
+    pick = np.flatnonzero((batches["codec"] == 0) & (batches["timestamp_type"] == 0) & (batches["magic"] >= 1))
+    if not len(pick):
+        return out
+    with open_file(path) as f:
+        buf, _ = window(f, 0, f.size)
+        for i in pick.tolist():
+            r = _decode_one(buf, int(batches["position"][i]), int(batches["size"][i]), include_control=True)
+            out[i] = int(sidefiles.record_offsets_of_max_timestamp(r)[0]) if len(r.batches) else out[i]
+    return out
+
+
+@dataclass
+class RebuiltIndexes:
+    """The side files of one segment as recovery rebuilds them from its ``.log`` alone.
+
+    ``index``/``timeindex``/``txnindex``: entries (``INDEX_DTYPE``, ``TIMEINDEX_DTYPE``, aborted
+    transactions as (producer id, first, last, last stable offset)); ``valid_bytes``: where the last
+    intact batch ends (``LogSegment.recover`` truncates there); ``scan``: the `SegmentScan`;
+    ``producer_state``: the `ProducerState` after the segment."""
+    base_offset: int
+    index: np.ndarray
+    timeindex: np.ndarray
+    txnindex: list
+    valid_bytes: int
+    scan: SegmentScan
+    producer_state: ProducerState
+
+    def encoded(self):
+        """{suffix: bytes} of the three files (``.txnindex`` empty when nothing was aborted)."""
+        return {".index": sidefiles.encode_index(self.index, self.base_offset),
+                ".timeindex": sidefiles.encode_timeindex(self.timeindex, self.base_offset),
+                ".txnindex": sidefiles.encode_txnindex(self.txnindex)}
+
+
+def rebuild_indexes(segment, *, index_interval_bytes=DEFAULT_INDEX_INTERVAL, timeindex_offsets="batch",
+                    producer_state=None, write=False) -> RebuiltIndexes:
+    """Rebuild a segment's ``.index``, ``.timeindex`` and ``.txnindex`` from its ``.log`` alone.
+
+    Parameters
+    ----------
+    segment : str or os.PathLike
+        The ``<base offset>.log`` file.
+    index_interval_bytes : int
+        The topic's ``index.interval.bytes`` (Kafka's default 4096).
+    timeindex_offsets : {"batch", "record"}
+        Which offset a time index entry holds: the batch's last offset (recovery, every broker
+        since KAFKA-16310) or the offset of the record with the max timestamp (leaders before it,
+        for uncompressed CreateTime batches).
+    producer_state : ProducerState, optional
+        The partition's producer state at the segment's base offset (transactions opened in earlier
+        segments). By default it is replayed from the earlier segments of the same folder.
+    write : bool
+        Also write the three files beside the ``.log`` (each through a temporary file renamed into
+        place; the ``.txnindex`` only when there is an entry or one exists). Use
+        ``kafkafmt.recover(..., apply=True)`` for repairs with backups.
+
+    Returns
+    -------
+    RebuiltIndexes
+        Entries computed as if the log had been truncated after its last intact batch before
+        damage (``LogSegment.recover``); damaged stretches in the middle are skipped, as
+        ``recover --keep-intact-batches`` lays the file out after removing them.
+    """
+    path = os.fspath(segment)
+    scan = scan_segment(path)
+    if producer_state is None:
+        producer_state = _state_before(path, scan.base_offset)
+    state = producer_state.copy()
+    aborted = state.replay(scan.batches, scan.controls)
+    rec = record_time_offsets(path, scan.batches) if timeindex_offsets == "record" else None
+    index, timeindex = index_entries(scan.batches, index_interval_bytes=index_interval_bytes,
+                                     timeindex_offsets=timeindex_offsets, record_offsets=rec)
+    kept = scan.kept_ranges()
+    valid = kept[0][1] if kept and kept[0][0] == 0 else 0
+    out = RebuiltIndexes(scan.base_offset, index, timeindex, aborted, valid, scan, state)
+    if write:
+        stem = path[:-len(".log")]
+        for suffix, data in out.encoded().items():
+            if suffix == ".txnindex" and not aborted and not os.path.exists(stem + suffix):
+                continue
+            tmp = stem + suffix + ".kafkafmt-tmp"
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, stem + suffix)
+    return out
+
+
+def _state_before(path, base_offset):
+    """Producer state at a segment's base offset: replayed over the earlier segments of its folder
+    (seeded from a valid snapshot at the first one's base offset, as ``rebuildProducerState``)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    earlier = [s for s in list_segments(folder) if s.base_offset < base_offset]
+    state = ProducerState(_snapshot_at(folder, earlier[0].base_offset if earlier else base_offset))
+    for s in earlier:
+        sc = scan_segment(s.log)
+        state.replay(sc.batches, sc.controls)
+    return state
+
+
+def _snapshot_at(folder, offset):
+    p = os.path.join(folder, f"{offset:020d}.snapshot")
+    if not os.path.isfile(p):
+        return None
+    try:
+        return sidefiles.read_producer_snapshot(p)["entries"]
+    except Exception:                     # noqa: BLE001 - a corrupt snapshot is not a seed
+        return None

@@ -1,0 +1,602 @@
+"""Planning a recovery: what to change in a log dir, and why -- nothing is written here.
+
+The plan follows what a broker does at start-up after an unclean shutdown, rule by rule (the Kafka
+file and method are named where each rule is applied):
+
+1. Leftovers of the broker's own work, per partition folder (``LogLoader.load`` and
+   ``LogLoader.removeTempFilesAndCollectSwapFiles``, storage/.../log/LogLoader.java): ``.deleted``
+   files are removed (KRaft ``.checkpoint.deleted`` excepted); ``.cleaned`` files are removed, and
+   with them every ``.swap`` file whose base offset is at or above the smallest ``.cleaned`` one (an
+   interrupted split, KAFKA-6264); the remaining ``.swap`` files are finished: every other file whose
+   name's offset lies in [smallest swap base offset, largest swap ``readNextOffset``) is removed
+   (segments already compacted into the swap) and each ``.swap`` is renamed to its name without
+   the suffix. Index files without a ``.log`` are removed (``LogLoader.loadSegmentFiles``).
+   ``<topic>-<partition>.<id>-delete`` folders are removed (``LogManager.loadLog`` ->
+   ``addLogToBeDeleted``); ``-future`` and ``-stray`` folders are kept (loaded as future / stray
+   logs) and repaired like partitions.
+2. Each segment's data (``LogSegment.recover``): the first batch that fails its checks ends the
+   segment in Kafka (``batch.ensureValid()`` in the loop; ``log.truncateTo(validBytes)``), and
+   every later segment of the partition is deleted (``LogLoader.recoverLog``: "Corruption found
+   in segment ..., truncating"). With ``kafka_compatible=True`` that is what the plan does. By
+   default (keep intact batches) only the damaged byte ranges are removed: a torn or zero-filled
+   tail is truncated, a damaged stretch in the middle is cut out and the intact batches after it
+   are kept (offsets then have a gap, as in a compacted log).
+3. Index files are rewritten when missing, unreadable, failing the checks ``kafkafmt verify`` makes
+   (``OffsetIndex``/``TimeIndex`` sanity checks, every entry against the batch it names), or --
+   time index -- when the last entry is not the segment's largest timestamp (``LogSegment.recover``
+   and ``onBecomeInactiveSegment`` end every recovered or rolled segment with that entry; retention
+   reads it). A valid index is left as the broker wrote it. The ``.txnindex`` is rewritten when its
+   aborted transactions differ from the ABORT markers (``LogSegment.updateTxnIndex``).
+4. Producer state (``ProducerStateManager``): unreadable snapshots are removed (``loadFromSnapshot``
+   deletes a corrupt one), as are snapshots past the new log end offset (``truncateAndReload``)
+   and, when a damaged stretch is cut out, those after it (they counted batches that are gone); a
+   snapshot at the log end offset is written when none is left there (``takeSnapshot``, as at the
+   end of recovery and at a clean shutdown).
+5. Checkpoints: the partition's ``leader-epoch-checkpoint`` loses the epochs starting at or past the
+   log end offset (``LeaderEpochFileCache.truncateFromEnd``); in the log dir,
+   ``recovery-point-offset-checkpoint`` entries are set to the log end offset (every segment was
+   checked and is flushed before the file is written, so the broker need not recover it again:
+   KAFKA-5829; partitions without an entry are not added), and
+   a ``log-start-offset-checkpoint`` entry past the log end offset is lowered to it (else
+   ``LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd`` would delete every segment).
+"""
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kafkafmt import sidefiles
+from kafkafmt.errors import EncodeError, KafkafmtError, NotALogDirError, PathNotFoundError, RecoveryError
+from kafkafmt.recovery.indexes import ProducerState, index_entries, record_time_offsets, scan_segment
+from kafkafmt.segments import (DEFAULT_INDEX_INTERVAL, PARTITION_DIR, ReportEntry, ReportKind, find_log_dirs,
+                               folder_kind, is_leftover_dir, segment_base, segment_file_name)
+
+__all__ = ["ActionKind", "RecoveryAction", "RecoveryPlan", "plan_recovery", "TEMP_SUFFIX"]
+
+#: name suffix of the temporary files a recovery writes before renaming them into place
+TEMP_SUFFIX = ".kafkafmt-tmp"
+_RECOVERY_POINT = "recovery-point-offset-checkpoint"
+_LOG_START = "log-start-offset-checkpoint"
+_EPOCHS = "leader-epoch-checkpoint"
+_INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
+_SNAPSHOT_DELETED = ".checkpoint.deleted"        # KRaft snapshots: handled by KafkaMetadataLog, not here
+
+
+class ActionKind(enum.Enum):
+    TRUNCATE = "truncate"      # cut a file's tail at ``start`` (bytes start..end removed)
+    CUT = "cut"                # rewrite a log without its damaged ranges (``removed``), keeping the rest
+    WRITE = "write"            # create or replace a file with new contents (indexes, snapshot, checkpoints)
+    DELETE = "delete"          # remove a file or folder (moved into the backup)
+    RENAME = "rename"          # rename ``file`` to ``target`` (a .swap file finished)
+
+
+@dataclass(frozen=True)
+class RecoveryAction:
+    """One change a recovery makes. ``file``: the path changed; ``message``: why, in ``verify``'s
+    words; ``start``/``end``: the byte range removed (TRUNCATE, first range of a CUT); ``offset``:
+    the first offset concerned when known. Reads also as a mapping, like `ReportEntry`."""
+    kind: ActionKind
+    file: str
+    message: str
+    start: object = None
+    end: object = None
+    offset: object = None
+    target: object = None                                   # RENAME: the new name
+    removed: tuple = ()                                      # CUT: ((start, end, reason), ...)
+    data: object = field(default=None, repr=False)          # WRITE: the new contents
+    log_dir: object = field(default=None, repr=False)       # the log dir it belongs to (lock, backup)
+
+    @property
+    def reason(self):
+        return self.message
+
+    @property
+    def bytes_removed(self):
+        if self.kind is ActionKind.TRUNCATE:
+            return int(self.end) - int(self.start)
+        if self.kind is ActionKind.CUT:
+            return sum(int(e) - int(s) for s, e, _ in self.removed)
+        return 0
+
+    def text(self):
+        where = self.file
+        if self.kind is ActionKind.RENAME:
+            where += f" -> {os.path.basename(self.target)}"
+        if self.start is not None:
+            where += f" position {self.start}"
+            if self.end is not None and self.end > self.start:
+                where += f"..{self.end}"
+        if self.offset is not None:
+            where += f" (offset {self.offset})"
+        return f"{self.kind.value}: {where}: {self.message}"
+
+    def __getitem__(self, key):
+        return getattr(self, key)
+
+    def get(self, key, default=None):
+        return getattr(self, key, default)
+
+
+@dataclass
+class RecoveryPlan:
+    """What a recovery does (``actions``, in order) and what it found (``problems``: the damage,
+    as `ReportEntry` of kinds CORRUPT/TRUNCATED/ZEROS/LEFTOVER). After ``apply``, ``manifests``
+    holds the manifest written for each log dir (``recover --undo MANIFEST`` reverts it)."""
+    roots: list
+    actions: list = field(default_factory=list)
+    problems: list = field(default_factory=list)
+    partitions: int = 0
+    segments: int = 0
+    bytes: int = 0
+    kafka_compatible: bool = False
+    applied: bool = False
+    manifests: list = field(default_factory=list)
+
+    @property
+    def clean(self):
+        """Nothing to do."""
+        return not self.actions
+
+    @property
+    def bytes_removed(self):
+        return sum(a.bytes_removed for a in self.actions)
+
+    def log_dirs(self):
+        """The log dirs the actions touch, in order."""
+        out = []
+        for a in self.actions:
+            if a.log_dir not in out:
+                out.append(a.log_dir)
+        return out
+
+    def text(self):
+        lines = [a.text() for a in self.actions]
+        verb = "did" if self.applied else "would do"
+        lines.append(f"{'APPLIED' if self.applied else 'DRY RUN'}: {self.partitions} partitions, {self.segments} "
+                     f"segments ({self.bytes} bytes): {len(self.actions)} actions {verb}, "
+                     f"{self.bytes_removed} bytes removed from logs"
+                     + ("" if self.applied or not self.actions else " (give --apply to do them)"))
+        return "\n".join(lines)
+
+    __str__ = text
+
+
+# ----------------------------------------------------------------------------------------------
+# where things are
+
+@dataclass
+class _Root:
+    """A path given: a log dir (its partition folders), a partition folder, or one segment."""
+    log_dir: object            # the log dir (checkpoints, lock, backup), or None when there is none
+    partitions: list           # partition folders to repair
+    delete_dirs: list          # -delete folders to remove
+    only_log: object = None    # a single segment's .log given
+
+
+def _is_log_dir(path):
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    if "meta.properties" in names or _RECOVERY_POINT in names or _LOG_START in names:
+        return True
+    try:
+        return folder_kind(path) == "log_dir"
+    except KafkafmtError:
+        return False
+
+
+def _partition_dirs(log_dir):
+    """(partition folders incl. -future/-stray ones, -delete folders) of a log dir."""
+    parts, deletes = [], []
+    for name in sorted(os.listdir(log_dir)):
+        full = os.path.join(log_dir, name)
+        if not os.path.isdir(full) or name.startswith("."):
+            continue
+        if is_leftover_dir(name):
+            (deletes if name.endswith("-delete") else parts).append(full)
+        elif PARTITION_DIR.match(name):
+            parts.append(full)
+    return parts, deletes
+
+
+def _resolve(path):
+    text = os.fspath(path)
+    if "://" in text:
+        raise RecoveryError(f"{text}: recover repairs local log dirs only, not object storage (copy the data to a "
+                            f"local disk, recover it there, and upload the result)", file=text)
+    path = os.path.abspath(text)
+    if not os.path.exists(path):
+        raise PathNotFoundError(f"no such file or directory: {path}", file=path)
+    if os.path.isfile(path):
+        if segment_base(path) is None:
+            raise RecoveryError(f"{path}: give a log dir, a partition folder or a <base offset>.log segment",
+                                file=path)
+        folder = os.path.dirname(path)
+        parent = os.path.dirname(folder)
+        return [_Root(parent if _is_log_dir(parent) else None, [folder], [], only_log=path)]
+    if PARTITION_DIR.match(os.path.basename(path)) or is_leftover_dir(path):
+        names = os.listdir(path)
+        if not any(os.path.isdir(os.path.join(path, n)) and PARTITION_DIR.match(n) for n in names):
+            parent = os.path.dirname(path)
+            return [_Root(parent if _is_log_dir(parent) else None, [path], [])]
+    if not _is_log_dir(path):
+        found = find_log_dirs(path)            # a folder holding log dirs (kafka-logs-1, -2, ...)
+        if not found:
+            raise NotALogDirError(f"not a log dir or partition folder: {path}", file=path)
+        return [r for d in found for r in _resolve(d)]
+    parts, deletes = _partition_dirs(path)
+    return [_Root(path, parts, deletes)]
+
+
+# ----------------------------------------------------------------------------------------------
+# planning
+
+@dataclass
+class _Options:
+    kafka_compatible: bool
+    index_interval_bytes: int
+    timeindex_offsets: str
+
+
+def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT_INDEX_INTERVAL,
+                  timeindex_offsets="batch") -> RecoveryPlan:
+    """Plan the recovery of log dirs, partition folders or segments (see the module docstring).
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        Local log dirs, partition folders or ``<base>.log`` segment files.
+    kafka_compatible : bool
+        Truncate each damaged segment at its first damage and delete the partition's later
+        segments, exactly as the broker would; default: remove only the damaged bytes.
+    index_interval_bytes : int
+        ``index.interval.bytes`` of the topics (Kafka's default 4096).
+    timeindex_offsets : {"batch", "record"}
+        See `kafkafmt.recovery.rebuild_indexes`.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    opts = _Options(kafka_compatible, index_interval_bytes, timeindex_offsets)
+    roots = [r for p in paths for r in _resolve(p)]
+    plan = RecoveryPlan(roots=roots, kafka_compatible=kafka_compatible)
+    for root in roots:
+        ld = root.log_dir
+        for d in root.delete_dirs:
+            plan.problems.append(ReportEntry(ReportKind.LEFTOVER, d, "partition folder being deleted (-delete)"))
+            plan.actions.append(RecoveryAction(ActionKind.DELETE, d, "partition folder marked for deletion: "
+                                               "removed as the broker would (LogManager.loadLog -> "
+                                               "addLogToBeDeleted)", log_dir=ld))
+        ends = {}
+        for folder in root.partitions:
+            end = _plan_partition(plan, folder, ld, opts, root.only_log)
+            if end is not None and not is_leftover_dir(folder) and root.only_log is None:
+                ends[folder] = end
+        if ld is not None and ends:
+            _plan_checkpoints(plan, ld, ends)
+    return plan
+
+
+def _offset_of(name):
+    try:
+        return sidefiles.offset_from_file_name(name)
+    except ValueError:
+        return None
+
+
+def _plan_partition(plan, folder, log_dir, opts, only_log):
+    """Actions for one partition folder; returns (log start, log end offset) after recovery."""
+    plan.partitions += 1
+    acts = []
+
+    def act(kind, path, message, **kw):
+        acts.append(RecoveryAction(kind, path, message, log_dir=log_dir, **kw))
+
+    names = sorted(n for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n)))
+    here = {n: os.path.join(folder, n) for n in names}           # final name -> where its bytes are now
+    gone = set()
+
+    def drop(name, message):
+        act(ActionKind.DELETE, here[name], message)
+        plan.problems.append(ReportEntry(ReportKind.LEFTOVER, here[name], message))
+        gone.add(name)
+        del here[name]
+
+    # 1. leftovers (LogLoader.removeTempFilesAndCollectSwapFiles)
+    for n in names:
+        if n.endswith(TEMP_SUFFIX):
+            drop(n, "temporary file of an interrupted recovery")
+    for n in names:
+        if n in gone:
+            continue
+        if n.endswith(".deleted") and not n.endswith(_SNAPSHOT_DELETED):
+            drop(n, "stray file marked for deletion (.deleted): removed (LogLoader."
+                    "removeTempFilesAndCollectSwapFiles)")
+    cleaned = [n for n in here if n.endswith(".cleaned")]
+    min_cleaned = min((_offset_of(n) for n in cleaned if _offset_of(n) is not None), default=None)
+    swaps = [n for n in here if n.endswith(".swap")]
+    valid_swaps = []
+    for n in swaps:
+        if min_cleaned is not None and _offset_of(n) is not None and _offset_of(n) >= min_cleaned:
+            drop(n, f".swap file of an interrupted segment split (base offset at or above the .cleaned "
+                    f"offset {min_cleaned}): removed (KAFKA-6264; LogLoader.removeTempFilesAndCollectSwapFiles)")
+        else:
+            valid_swaps.append(n)
+    for n in cleaned:
+        drop(n, "stray .cleaned file of an interrupted log cleaning: removed (LogLoader."
+                "removeTempFilesAndCollectSwapFiles)")
+    swap_logs = [n for n in valid_swaps if n[:-len(".swap")].endswith(".log") and _offset_of(n) is not None]
+    if swap_logs:
+        lo = min(_offset_of(n) for n in swap_logs)
+        hi = max(scan_segment(here[n], _offset_of(n)).next_offset for n in swap_logs)
+        for n in sorted(here):
+            off = _offset_of(n)
+            if n.endswith(".swap") or off is None:
+                continue
+            if lo <= off < hi:
+                drop(n, f"replaced by the interrupted swap of offsets {lo}..{hi - 1} (compacted or split, not yet "
+                        f"deleted): removed (LogLoader.load, second pass)")
+    for n in valid_swaps:
+        final = n[:-len(".swap")]
+        src = here.pop(n)
+        if final in here:
+            drop(final, "replaced by its .swap file")
+        act(ActionKind.RENAME, src, "interrupted swap finished by renaming (LogLoader.load, third pass)",
+            target=os.path.join(folder, final))
+        plan.problems.append(ReportEntry(ReportKind.LEFTOVER, src, "interrupted .swap operation"))
+        here[final] = src
+    for n in sorted(here):
+        if n.endswith(_INDEX_SUFFIXES) and _offset_of(n) is not None:
+            log = segment_file_name(_offset_of(n), ".log")
+            if log not in here:
+                drop(n, f"index file without its {log}: removed (LogLoader.loadSegmentFiles)")
+
+    # 2. segments and their data
+    logs = sorted((segment_base(n), n) for n in here if segment_base(n) is not None)
+    snaps = {}
+    for n in sorted(here):
+        if n.endswith(".snapshot") and _offset_of(n) is not None:
+            try:
+                sidefiles.read_producer_snapshot(here[n])
+                snaps[_offset_of(n)] = n
+            except (KafkafmtError, OSError) as exc:
+                act(ActionKind.DELETE, here[n], f"unreadable producer snapshot ({getattr(exc, 'reason', exc)}): "
+                                                f"removed (ProducerStateManager.loadFromSnapshot)")
+                gone.add(n)
+    seed = None
+    if logs and logs[0][0] in snaps:
+        seed = sidefiles.read_producer_snapshot(here[snaps[logs[0][0]]])["entries"]
+    state = ProducerState(seed)
+    data_acts, index_acts = [], []
+    cut_after = None            # first offset whose producer state changed (snapshots after it are stale)
+    end_offset = logs[0][0] if logs else None
+    any_batches = False
+    for k, (base, n) in enumerate(logs):
+        path = os.path.join(folder, n)
+        scan = scan_segment(here[n], base)
+        plan.segments += 1
+        plan.bytes += scan.size
+        plan.problems.extend(scan.damage)
+        batches = scan.batches
+        if scan.damage:
+            first = scan.damage[0]
+            kept_end = int(first.start)
+            before = batches["last_offset"][batches["position"] < kept_end]
+            here_cut = int(before[-1]) + 1 if len(before) else base       # the first offset at stake
+            first_offset = first.offset if first.offset is not None else here_cut
+            if opts.kafka_compatible:
+                keep = batches["position"] < kept_end
+                batches = {c: v[keep] for c, v in batches.items()}
+                for _, later in logs[k + 1:]:
+                    for suffix in (".log",) + _INDEX_SUFFIXES:
+                        name = later[:-len(".log")] + suffix
+                        if name in here:
+                            data_acts.insert(0, RecoveryAction(
+                                ActionKind.DELETE, here[name], f"segment after the corruption in {n}: deleted as "
+                                "the broker does (LogLoader.recoverLog)", log_dir=log_dir))
+                data_acts.append(RecoveryAction(
+                    ActionKind.TRUNCATE, path, f"{_words(first)}; truncated at the first invalid batch as the "
+                    f"broker does (LogSegment.recover)", start=kept_end, end=scan.size, offset=first_offset,
+                    log_dir=log_dir))
+                logs = logs[:k + 1]
+            else:
+                ranges = scan.kept_ranges()
+                if len(ranges) <= 1 and (not ranges or ranges[0][0] == 0):
+                    data_acts.append(RecoveryAction(
+                        ActionKind.TRUNCATE, path, _words(first) + "; truncated after the last intact batch "
+                        "(LogSegment.recover)", start=kept_end, end=scan.size, offset=first_offset,
+                        log_dir=log_dir))
+                else:
+                    removed = tuple((int(e.start), int(e.end), _words(e)) for e in scan.damage)
+                    data_acts.append(RecoveryAction(
+                        ActionKind.CUT, path, f"{len(removed)} damaged range(s) removed, "
+                        f"{len(batches['size'])} intact batches kept (Kafka would truncate at position "
+                        f"{kept_end}): {_words(first)}", start=kept_end, end=int(first.end), offset=first_offset,
+                        removed=removed, log_dir=log_dir))
+            cut_after = here_cut if cut_after is None else min(cut_after, here_cut)
+        any_batches = any_batches or len(batches["size"]) > 0
+        aborted = state.replay(batches, scan.controls)
+        if len(batches["size"]):
+            end_offset = int(batches["last_offset"][-1]) + 1
+        else:
+            end_offset = max(end_offset, base)
+        if only_log is not None and os.path.abspath(path) != os.path.abspath(only_log):
+            continue
+        index_acts += _plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir)
+        if opts.kafka_compatible and scan.damage:
+            break
+    if only_log is not None:
+        keep = {os.path.abspath(only_log)}
+        stem = os.path.abspath(only_log)[:-len(".log")]
+        keep |= {stem + s for s in _INDEX_SUFFIXES}
+        plan.actions += [a for a in acts + data_acts + index_acts if os.path.abspath(a.file) in keep]
+        return None
+
+    # 4. producer snapshots
+    snap_acts = []
+    if end_offset is not None:
+        for off, n in sorted(snaps.items()):
+            if off > end_offset:
+                snap_acts.append(RecoveryAction(ActionKind.DELETE, here[n], f"producer snapshot at offset {off} is past "
+                                                f"the log end offset {end_offset} (ProducerStateManager."
+                                                f"truncateAndReload)", log_dir=log_dir))
+            elif cut_after is not None and off > cut_after:
+                snap_acts.append(RecoveryAction(ActionKind.DELETE, here[n], f"producer snapshot at offset {off} counts "
+                                                f"batches of a damaged range removed at offset {cut_after}",
+                                                log_dir=log_dir))
+        stale = {a.file for a in snap_acts}
+        at_end = snaps.get(end_offset)
+        if any_batches and (at_end is None or here[at_end] in stale):
+            name = segment_file_name(end_offset, ".snapshot")
+            index_acts.append(RecoveryAction(
+                ActionKind.WRITE, os.path.join(folder, name), f"no producer snapshot at the log end offset "
+                f"{end_offset}: written from the {len(state.producers)} producers' state (ProducerStateManager."
+                f"takeSnapshot)", data=sidefiles.encode_producer_snapshot(state.snapshot_entries()),
+                log_dir=log_dir))
+    # 5. leader epochs
+    epochs = here.get(_EPOCHS)
+    if epochs is not None and end_offset is not None:
+        try:
+            cp = sidefiles.read_leader_epoch_checkpoint(epochs)
+            e = cp["entries"]
+            keep = e["start_offset"] < end_offset
+            if not keep.all():
+                index_acts.append(RecoveryAction(
+                    ActionKind.WRITE, epochs, f"{int((~keep).sum())} leader epoch(s) start at or past the log end "
+                    f"offset {end_offset}: removed (LeaderEpochFileCache.truncateFromEnd)",
+                    data=sidefiles.encode_leader_epoch_checkpoint(e[keep]), log_dir=log_dir))
+        except (KafkafmtError, OSError):
+            pass                          # verify reports it; the broker rebuilds nothing from it here
+    plan.actions += acts + snap_acts + data_acts + index_acts
+    if not logs:
+        return None
+    return logs[0][0], end_offset
+
+
+def _words(entry):
+    """A damage entry in ``verify``'s words."""
+    n = int(entry.end) - int(entry.start)
+    if entry.kind is ReportKind.ZEROS:
+        return f"zero-filled tail of {n} bytes (preallocated file)"
+    if entry.kind is ReportKind.TRUNCATED:
+        return f"truncated final batch: {n} bytes after the last complete batch"
+    return f"{entry.message}; {n} bytes"
+
+
+def _read_or_none(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
+    stem = n[:-len(".log")]
+    out = []
+    rec = record_time_offsets(scan.path, batches) if opts.timeindex_offsets == "record" else None
+    try:
+        index, timeindex = index_entries(batches, index_interval_bytes=opts.index_interval_bytes,
+                                         timeindex_offsets=opts.timeindex_offsets, record_offsets=rec)
+        new = {".index": sidefiles.encode_index(index, base), ".timeindex": sidefiles.encode_timeindex(timeindex, base)}
+    except EncodeError:
+        # offsets more than 2^31-1 past the base offset: the broker splits such a segment first
+        # (LocalLog.splitOverflowedSegment, KAFKA-6264); not done here, the indexes are left alone
+        return []
+    positions = np.concatenate(([0], np.cumsum(batches["size"])[:-1])) if len(batches["size"]) else np.zeros(0)
+    table = dict(batches, position=positions.astype(np.int64))
+    for suffix, label in ((".index", "index"), (".timeindex", "time index")):
+        name = stem + suffix
+        data = _read_or_none(here[name]) if name in here else None
+        why = None
+        if data is None:
+            why = f"no {suffix} file (a broker rebuilds missing indexes at start-up)"
+        elif data != new[suffix]:
+            why = _index_problem(suffix, data, base, table)
+        if why is not None:
+            out.append(RecoveryAction(ActionKind.WRITE, os.path.join(folder, name), f"{why}: rebuilt from the log "
+                                      f"({len(index if suffix == '.index' else timeindex)} entries; "
+                                      f"LogSegment.recover)", data=new[suffix], log_dir=log_dir))
+    name = stem + ".txnindex"
+    data = _read_or_none(here[name]) if name in here else None
+    want = sidefiles.encode_txnindex(aborted)
+    expected = {(p, last) for p, _, last, _ in aborted}
+    why = None
+    if data is None:
+        if aborted:
+            why = f"{len(aborted)} aborted transaction(s) but no .txnindex file"
+    elif data != want:
+        try:
+            have = sidefiles.read_txnindex(data)
+            listed = {(int(e["producer_id"]), int(e["last_offset"])) for e in have}
+            if listed != expected:
+                why = (f"its {len(listed)} aborted transaction(s) do not match the {len(expected)} ABORT markers of "
+                       f"the log")
+        except KafkafmtError as exc:
+            why = exc.reason
+    if why is not None:
+        out.append(RecoveryAction(ActionKind.WRITE, os.path.join(folder, name), f"{why}: rebuilt from the ABORT "
+                                  f"markers (LogSegment.updateTxnIndex)", data=want, log_dir=log_dir))
+    return out
+
+
+def _index_problem(suffix, data, base, table):
+    """Why an existing index cannot stay (None: it is valid for the log as it will be)."""
+    try:
+        if suffix == ".index":
+            entries = sidefiles.read_index(data, base)
+            raw = sidefiles.read_index(data, base, trim_zeros=False)
+            if len(raw) and int(raw["offset"][-1]) < base:
+                return "last entry's offset is below the base offset (OffsetIndex.sanityCheck)"
+            problems = sidefiles.check_index(entries, table, base)
+        else:
+            entries = sidefiles.read_timeindex(data, base)
+            problems = sidefiles.check_timeindex(entries, table, base)
+            ts = table["max_timestamp"]
+            top = int(ts.max()) if len(ts) else -1
+            if not problems and top >= 0 and (not len(entries) or int(entries["timestamp"][-1]) != top):
+                last = int(entries["timestamp"][-1]) if len(entries) else None
+                return (f"stale: its last entry's timestamp {last} is not the segment's largest timestamp {top} "
+                        f"(LogSegment.onBecomeInactiveSegment)")
+    except KafkafmtError as exc:
+        return exc.reason
+    return str(problems[0]) if problems else None
+
+
+def _plan_checkpoints(plan, log_dir, ends):
+    """recovery-point-offset-checkpoint and log-start-offset-checkpoint entries of the partitions."""
+    keys = {}
+    for folder, (first_base, end) in ends.items():
+        m = PARTITION_DIR.match(os.path.basename(folder))
+        keys[(m.group("topic"), int(m.group("partition")))] = (first_base, end)
+    for name in (_RECOVERY_POINT, _LOG_START):
+        path = os.path.join(log_dir, name)
+        if not os.path.isfile(path):
+            continue
+        try:
+            current = sidefiles.read_offset_checkpoint(path)
+        except (KafkafmtError, OSError):
+            current = None
+        new = dict(current or {})
+        changes = []
+        for tp, (first_base, end) in keys.items():
+            old = new.get(tp)
+            if name == _RECOVERY_POINT:
+                # only entries the broker keeps (a partition it does not list, such as the KRaft
+                # __cluster_metadata log, is not added: the broker then recovers it from 0 itself)
+                if old is not None and old != end:
+                    new[tp] = end
+                    changes.append(f"{tp[0]}-{tp[1]} {old} -> {end}")
+            elif old is not None and old > end:
+                new[tp] = end
+                changes.append(f"{tp[0]}-{tp[1]} {old} -> {end} (past the log end offset)")
+        if current is None or changes:
+            what = "recovery point (log end offset; all segments checked)" if name == _RECOVERY_POINT else \
+                "log start offset"
+            msg = ("unreadable: rewritten" if current is None else f"{what}: " + ", ".join(changes[:5]) +
+                   (f" and {len(changes) - 5} more" if len(changes) > 5 else ""))
+            plan.actions.append(RecoveryAction(ActionKind.WRITE, path, msg + " (LogLoader.load)",
+                                               data=sidefiles.encode_offset_checkpoint(new), log_dir=log_dir))
