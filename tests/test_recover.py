@@ -267,7 +267,7 @@ def test_leftover_folders_and_files(tmp_path):
 # crashes: killed after each durable point, the files are old or new, and a re-run completes
 
 def _run_recover(root, backup, crash_after=None):
-    env = {"KAFKAFMT_RECOVER_CRASH_AFTER": str(crash_after)} if crash_after is not None else {}
+    env = {"KAFKAFMT_CRASH_AFTER": str(crash_after)} if crash_after is not None else {}
     return kcli.run("recover", "--apply", "-q", "--backup", backup, root, env=env)
 
 

@@ -10,7 +10,7 @@ the producer state), `apply` (the journal: backups, manifest, undo), `lock` (the
 """
 from __future__ import annotations
 
-from kafkafmt.recovery.apply import CRASH_ENV, MANIFEST, apply_plan, undo
+from kafkafmt.recovery.apply import MANIFEST, apply_plan, undo
 from kafkafmt.recovery.indexes import ProducerState, RebuiltIndexes, SegmentScan, rebuild_indexes, scan_segment
 from kafkafmt.recovery.lock import lock_holder, locked_log_dir
 from kafkafmt.recovery.plan import ActionKind, RecoveryAction, RecoveryPlan, plan_recovery
@@ -18,7 +18,7 @@ from kafkafmt.segments import DEFAULT_INDEX_INTERVAL
 
 __all__ = ["recover", "undo", "rebuild_indexes", "plan_recovery", "apply_plan", "RecoveryPlan", "RecoveryAction",
            "ActionKind", "RebuiltIndexes", "SegmentScan", "ProducerState", "scan_segment", "lock_holder",
-           "locked_log_dir", "MANIFEST", "CRASH_ENV"]
+           "locked_log_dir", "MANIFEST"]
 
 
 def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=False,

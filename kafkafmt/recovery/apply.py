@@ -17,7 +17,7 @@ temporary file is removed by the next run), and the manifest names everything ne
 `undo` reverts the steps newest first -- each by what the file is now, so a step interrupted before
 its ``done`` line is reverted too when it took effect -- and checks every restored file's CRC.
 
-Test hook: ``KAFKAFMT_RECOVER_CRASH_AFTER=N`` ends the process (``os._exit``) right after the N-th
+Test hook: ``KAFKAFMT_CRASH_AFTER=N`` (`kafkafmt.durable`) ends the process (``os._exit``) right after the N-th
 durable point (a flushed backup, temporary file, manifest line or file-system change).
 """
 from __future__ import annotations
@@ -31,47 +31,20 @@ import shutil
 import numpy as np
 
 from kafkafmt._native.scan import crc32c
+from kafkafmt.durable import crash_point, fsync_dir
 from kafkafmt.errors import RecoveryError
 from kafkafmt.recovery.lock import locked_log_dir
 from kafkafmt.recovery.plan import TEMP_SUFFIX, ActionKind
 
-__all__ = ["apply_plan", "undo", "MANIFEST", "CRASH_ENV"]
+__all__ = ["apply_plan", "undo", "MANIFEST"]
 
 MANIFEST = "manifest.jsonl"
-CRASH_ENV = "KAFKAFMT_RECOVER_CRASH_AFTER"
 MANIFEST_VERSION = 1
 _COPY_CHUNK = 8 << 20
 
 
-class _Crash:
-    """The test hook: exit after the N-th durable point."""
-
-    def __init__(self):
-        value = os.environ.get(CRASH_ENV)
-        self.after = int(value) if value not in (None, "") else None
-        self.count = 0
-
-    def point(self):
-        self.count += 1
-        if self.after is not None and self.count >= self.after:
-            os._exit(86)
-
-
 # ----------------------------------------------------------------------------------------------
 # file helpers
-
-def _fsync_dir(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
 
 def _file_crc(path, start=0, end=None):
     """(size, crc32c) of a file or of its bytes [start, end)."""
@@ -133,21 +106,20 @@ def _move(src, dst):
             with open(dst, "rb+") as f:
                 os.fsync(f.fileno())
             os.unlink(src)
-    _fsync_dir(os.path.dirname(dst))
-    _fsync_dir(os.path.dirname(src))
+    fsync_dir(os.path.dirname(dst))
+    fsync_dir(os.path.dirname(src))
 
 
 class _Journal:
-    def __init__(self, path, crash):
+    def __init__(self, path):
         self.path = path
-        self.crash = crash
         self.f = open(path, "a", encoding="utf-8")
 
     def write(self, obj):
         self.f.write(json.dumps(obj, sort_keys=True) + "\n")
         self.f.flush()
         os.fsync(self.f.fileno())
-        self.crash.point()
+        crash_point()
 
     def close(self):
         self.f.close()
@@ -183,7 +155,6 @@ def apply_plan(plan, backup=None, *, force=False):
     for a in plan.actions:
         groups.setdefault(_root_of(a), []).append(a)
     manifests = []
-    crash = _Crash()
     for k, (root, actions) in enumerate(groups.items()):
         if backup is None:
             folder = _default_backup(root)
@@ -192,19 +163,19 @@ def apply_plan(plan, backup=None, *, force=False):
         else:
             folder = os.path.join(os.fspath(backup), f"{os.path.basename(root)}-{k}")
         with locked_log_dir(root, force=force):
-            manifests.append(_apply_root(root, actions, folder, plan, crash))
+            manifests.append(_apply_root(root, actions, folder, plan))
     plan.applied = True
     plan.manifests = manifests
     return manifests
 
 
-def _apply_root(root, actions, folder, plan, crash):
+def _apply_root(root, actions, folder, plan):
     if os.path.exists(folder) and os.listdir(folder):
         raise RecoveryError(f"backup folder {folder} is not empty", file=folder)
     os.makedirs(os.path.join(folder, "data"), exist_ok=True)
-    _fsync_dir(os.path.dirname(folder))
+    fsync_dir(os.path.dirname(folder))
     manifest = os.path.join(folder, MANIFEST)
-    journal = _Journal(manifest, crash)
+    journal = _Journal(manifest)
     journal.write({"type": "header", "version": MANIFEST_VERSION, "root": root,
                    "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                    "kafka_compatible": plan.kafka_compatible})
@@ -213,7 +184,7 @@ def _apply_root(root, actions, folder, plan, crash):
         for n, a in enumerate(actions):
             if a.kind is ActionKind.WRITE and os.path.basename(a.file) == "recovery-point-offset-checkpoint":
                 _sync_logs(root, synced)        # the recovery point moves only over data on disk
-            _apply_one(n, a, root, folder, journal, crash)
+            _apply_one(n, a, root, folder, journal)
         journal.write({"type": "complete"})
     finally:
         journal.close()
@@ -239,7 +210,7 @@ def _rel(root, path):
     return os.path.relpath(path, root)
 
 
-def _apply_one(n, a, root, folder, journal, crash):
+def _apply_one(n, a, root, folder, journal):
     path = a.file
     name = os.path.basename(path)
     bkp = os.path.join("data", f"{n:06d}-{name}")
@@ -250,7 +221,7 @@ def _apply_one(n, a, root, folder, journal, crash):
             raise RecoveryError(f"{path} is {size} bytes, not {a.end} as when planned: plan again", file=path)
         before = _state(path)
         _write_synced(os.path.join(folder, bkp), [(path, a.start, a.end)])
-        crash.point()
+        crash_point()
         _, crc = _file_crc(path, a.start, a.end)
         step.update(start=a.start, end=a.end, backup=bkp, crc=crc, before=before,
                     after={"size": a.start, "crc": _file_crc(path, 0, a.start)[1]})
@@ -261,7 +232,7 @@ def _apply_one(n, a, root, folder, journal, crash):
             os.fsync(fd)
         finally:
             os.close(fd)
-        crash.point()
+        crash_point()
     elif a.kind is ActionKind.CUT:
         size = os.path.getsize(path)
         if a.removed and size != a.removed[-1][1] and size < max(e for _, e, _ in a.removed):
@@ -276,45 +247,45 @@ def _apply_one(n, a, root, folder, journal, crash):
         if at < size:
             kept.append((at, size))
         _write_synced(os.path.join(folder, bkp), [(path, s, e) for s, e, _ in removed])
-        crash.point()
+        crash_point()
         tmp = path + TEMP_SUFFIX
         _write_synced(tmp, [(path, s, e) for s, e in kept])
-        crash.point()
+        crash_point()
         step.update(removed=[{"start": s, "end": e, "reason": why, "crc": _file_crc(path, s, e)[1]}
                              for s, e, why in removed],
                     kept=[[s, e] for s, e in kept], backup=bkp, before=before, after=_state(tmp))
         journal.write(step)
         os.replace(tmp, path)
-        _fsync_dir(os.path.dirname(path))
-        crash.point()
+        fsync_dir(os.path.dirname(path))
+        crash_point()
     elif a.kind is ActionKind.WRITE:
         before = _state(path)
         if before is not None:
             _write_synced(os.path.join(folder, bkp), [(path, 0, before["size"])])
-            crash.point()
+            crash_point()
         tmp = path + TEMP_SUFFIX
         _write_synced(tmp, [bytes(a.data)])
-        crash.point()
+        crash_point()
         step.update(backup=bkp if before is not None else None, before=before,
                     after={"size": len(a.data), "crc": int(crc32c(np.frombuffer(bytes(a.data), np.uint8)))})
         journal.write(step)
         os.replace(tmp, path)
-        _fsync_dir(os.path.dirname(path))
-        crash.point()
+        fsync_dir(os.path.dirname(path))
+        crash_point()
     elif a.kind is ActionKind.DELETE:
         is_dir = os.path.isdir(path)
         step.update(backup=bkp, before={"dir": True} if is_dir else _state(path))
         journal.write(step)
         _move(path, os.path.join(folder, bkp))
-        crash.point()
+        crash_point()
     elif a.kind is ActionKind.RENAME:
         if os.path.exists(a.target):
             raise RecoveryError(f"{a.target} exists: cannot finish the swap of {path}", file=a.target)
         step.update(target=_rel(root, a.target), before=_state(path))
         journal.write(step)
         os.rename(path, a.target)
-        _fsync_dir(os.path.dirname(path))
-        crash.point()
+        fsync_dir(os.path.dirname(path))
+        crash_point()
     else:                                                        # pragma: no cover
         raise RecoveryError(f"unknown action {a.kind}")
     journal.write({"type": "done", "n": n})
@@ -419,14 +390,14 @@ def _undo_step(step, root, folder):
         tmp = path + TEMP_SUFFIX
         _write_synced(tmp, pieces)
         os.replace(tmp, path)
-        _fsync_dir(os.path.dirname(path))
+        fsync_dir(os.path.dirname(path))
         check()
         return path
     if op == "write":
         if before is None:
             if os.path.exists(path) and _matches(path, after):
                 os.unlink(path)
-                _fsync_dir(os.path.dirname(path))
+                fsync_dir(os.path.dirname(path))
                 return path
             return None
         if _matches(path, before):
@@ -436,7 +407,7 @@ def _undo_step(step, root, folder):
         tmp = path + TEMP_SUFFIX
         _write_synced(tmp, [(bkp, 0, before["size"])])
         os.replace(tmp, path)
-        _fsync_dir(os.path.dirname(path))
+        fsync_dir(os.path.dirname(path))
         check()
         return path
     if op == "delete":
@@ -449,7 +420,7 @@ def _undo_step(step, root, folder):
         target = os.path.join(root, step["target"])
         if os.path.exists(target) and not os.path.exists(path):
             os.rename(target, path)
-            _fsync_dir(os.path.dirname(path))
+            fsync_dir(os.path.dirname(path))
             check()
             return path
         return None
