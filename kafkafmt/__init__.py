@@ -11,6 +11,7 @@ from kafkafmt.recovery import undo as undo_recovery
 from kafkafmt.records import CONTROL_TYPES, BinaryColumn, Headers, Records, Table
 from kafkafmt.segments import (ReportEntry, ReportKind, find_log_dirs, list_partitions, list_segments,
                                offset_for_timestamp, read_segment)
+from kafkafmt.threads import cpu_count, set_cpu_count
 from kafkafmt.sidefiles import (read_index, read_leader_epoch_checkpoint, read_partition_metadata,
                                 read_producer_snapshot, read_timeindex, read_txnindex)
 
@@ -24,5 +25,5 @@ __all__ = [
     "read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "list_partitions", "list_segments",
     "find_log_dirs", "offset_for_timestamp", "ReportEntry", "ReportKind", "LogWriter", "write_log_dir",
     "read_index", "read_timeindex", "read_txnindex", "read_producer_snapshot", "read_leader_epoch_checkpoint",
-    "read_partition_metadata", "recover", "rebuild_indexes", "undo_recovery", "RecoveryPlan", "RecoveryAction",
+    "read_partition_metadata", "set_cpu_count", "cpu_count", "recover", "rebuild_indexes", "undo_recovery", "RecoveryPlan", "RecoveryAction",
 ]

@@ -11,9 +11,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,9 +22,9 @@ from kafkafmt._native import scan as _scan
 from kafkafmt.codecs import get_codec
 from kafkafmt.codecs import base as _codec_base
 from kafkafmt.records import COLUMNS, BinaryColumn, BinaryViewColumn, Headers, Records, Table
+from kafkafmt.threads import resolve_threads, thread_pool
 
-__all__ = ["decode", "scan_batches", "DecodeOptions", "next_entry", "offset_sequence_error", "resolve_threads",
-           "thread_pool", "set_cpu_count", "cpu_count"]
+__all__ = ["decode", "scan_batches", "DecodeOptions", "next_entry", "offset_sequence_error"]
 
 # what each error code of the C loops means
 # what each error code of the C loops means: the native table (one definition), as exception classes
@@ -280,65 +277,6 @@ PARALLEL_MIN_BYTES = 4 << 20   # inputs smaller than this are decoded by one thr
 GROUP_MIN_BYTES = 1 << 20     # the smallest part a buffer is split into
 COMPRESSED_SHARE_FOR_THREADS = 0.5   # contiguous layout: see _worth_splitting
 _GROUPS_PER_THREAD = 4         # parts per thread: balance, and the join's peak memory (1 + 1/parts)
-_pools = {}
-_pools_lock = threading.Lock()
-
-
-def _forget_pools():   # a forked child has none of the parent's worker threads: new pools there
-    global _pools_lock
-    _pools.clear()
-    _pools_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pools)
-
-
-_cpu_count = None   # set_cpu_count's setting (None: every core)
-
-
-def set_cpu_count(count):
-    """Set the number of threads ``threads=None`` means in every reader (as pyarrow.set_cpu_count);
-    None: every core this process may run on (the default). Returns the previous setting."""
-    global _cpu_count
-    previous = _cpu_count
-    _cpu_count = None if count is None else resolve_threads(count)
-    return previous
-
-
-def cpu_count():
-    """The number of threads ``threads=None`` means (see `set_cpu_count`)."""
-    return resolve_threads(None)
-
-
-def resolve_threads(threads=None):
-    """The number of threads `threads` asks for: None or 0 = `cpu_count()` (every core this process
-    may run on unless `set_cpu_count` said otherwise, as pyarrow's use_threads), else the positive
-    int given."""
-    if threads is None or threads == 0 or threads is True:
-        if _cpu_count is not None:
-            return _cpu_count
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except (AttributeError, OSError):   # pragma: no cover - not Linux
-            return max(1, os.cpu_count() or 1)
-    if threads is False:
-        return 1
-    threads = int(threads)
-    if threads < 1:
-        raise ValueError(f"threads must be a positive number (or None for all cores), not {threads}")
-    return threads
-
-
-def thread_pool(threads, kind="decode"):
-    """A process-wide pool of `threads` workers for one kind of work ("decode": parts of one
-    buffer; "tasks": segments / partitions, whose decodes may use the "decode" pool, never their own;
-    "compress": runs of batches the encoder compresses)."""
-    with _pools_lock:
-        pool = _pools.get((kind, threads))
-        if pool is None:
-            pool = _pools[(kind, threads)] = ThreadPoolExecutor(threads, thread_name_prefix=f"kafkafmt-{kind}")
-        return pool
 
 
 def _split(table, count, threads, nbytes, copies_values=False, views=False):

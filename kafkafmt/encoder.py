@@ -20,7 +20,7 @@ import numpy as np
 from kafkafmt._native import writer as _writer
 from kafkafmt._native.scan import crc32c as _crc32c
 from kafkafmt.codecs import get_codec
-from kafkafmt.decoder import resolve_threads, thread_pool
+from kafkafmt.threads import resolve_threads, thread_pool
 from kafkafmt.errors import EncodeError, UnsupportedCodecError
 from kafkafmt.records import Records
 

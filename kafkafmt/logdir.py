@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafkafmt import tiered
-from kafkafmt.decoder import DecodeOptions, decode, resolve_threads, thread_pool
+from kafkafmt.decoder import DecodeOptions, decode
+from kafkafmt.threads import resolve_threads, thread_pool
 from kafkafmt.errors import CorruptRecordError, KafkafmtWarning, NotALogDirError, PathNotFoundError
 from kafkafmt.records import Records
 from kafkafmt.segments import (LOCAL, Partition, ReportEntry, ReportKind, Segment, committed_mask, entry_size_at,

@@ -14,6 +14,7 @@ import pytest
 
 import kafkafmt
 from kafkafmt import decoder, errors
+from kafkafmt import threads as kthreads
 from kafkafmt.logdir import read_log_dir, read_log_dirs, iter_log_dir
 
 import pyarrow as pa
@@ -56,11 +57,11 @@ def same(a, b):
 
 
 def test_resolve_threads():
-    assert decoder.resolve_threads(None) == len(os.sched_getaffinity(0))
-    assert decoder.resolve_threads(1) == 1
-    assert decoder.resolve_threads(3) == 3
+    assert kthreads.resolve_threads(None) == len(os.sched_getaffinity(0))
+    assert kthreads.resolve_threads(1) == 1
+    assert kthreads.resolve_threads(3) == 3
     with pytest.raises(ValueError):
-        decoder.resolve_threads(-1)
+        kthreads.resolve_threads(-1)
 
 
 @pytest.mark.parametrize("magic", [2, 1, 0])
@@ -272,7 +273,7 @@ def test_cli_threads_same_output(split_small, capsys, command):
         # (verify's summary says how long it took: the one part that may differ)
         outs.append((rc, re.sub(r"checked in [0-9.]+ s", "checked in <t> s", capsys.readouterr().out)))
     assert outs[0] == outs[1] and outs[0][1]
-    assert decoder.cpu_count() == len(os.sched_getaffinity(0))     # restored after the command
+    assert kthreads.cpu_count() == len(os.sched_getaffinity(0))     # restored after the command
 
 
 def test_cli_export_threads_same_file(split_small, tmp_path):
@@ -296,12 +297,12 @@ def test_cli_threads_rejects_zero(capsys):
 
 
 def test_set_cpu_count():
-    previous = decoder.set_cpu_count(1)
+    previous = kthreads.set_cpu_count(1)
     try:
-        assert decoder.cpu_count() == 1 and decoder.resolve_threads(None) == 1
+        assert kthreads.cpu_count() == 1 and kthreads.resolve_threads(None) == 1
     finally:
-        decoder.set_cpu_count(previous)
-    assert decoder.cpu_count() == len(os.sched_getaffinity(0))
+        kthreads.set_cpu_count(previous)
+    assert kthreads.cpu_count() == len(os.sched_getaffinity(0))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")

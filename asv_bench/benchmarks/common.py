@@ -31,7 +31,7 @@ try:  # the library may be half-written while someone works on it: its benchmark
     # KAFKAFMT_BENCH_THREADS=N to measure the default with N)
     import os as _os
 
-    kafkafmt.decoder.set_cpu_count(int(_os.environ.get("KAFKAFMT_BENCH_THREADS", "1")))
+    kafkafmt.set_cpu_count(int(_os.environ.get("KAFKAFMT_BENCH_THREADS", "1")))
 except Exception as exc:  # noqa: BLE001 - any import problem means "not benchmarkable"
     kafkafmt = None
     _kafkafmt_decode = None

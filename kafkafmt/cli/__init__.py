@@ -118,13 +118,13 @@ def main(argv=None):
         args.progress = False
     debug = args.debug or os.environ.get("KAFKAFMT_DEBUG") not in (None, "", "0")
     _install_warnings(console, debug)
-    from kafkafmt import decoder
+    from kafkafmt import threads
 
-    previous = decoder.set_cpu_count(getattr(args, "threads", None))   # what threads=None means in the readers
+    previous = threads.set_cpu_count(getattr(args, "threads", None))   # what threads=None means in the readers
     try:
         return run(args, console, debug)
     finally:
-        decoder.set_cpu_count(previous)
+        threads.set_cpu_count(previous)
 
 
 def run(args, console, debug=False):
