@@ -9,8 +9,10 @@ from kafkafmt.logwriter import LogWriter, write_log_dir
 from kafkafmt.recovery import RecoveryAction, RecoveryPlan, rebuild_indexes, recover
 from kafkafmt.recovery import undo as undo_recovery
 from kafkafmt.records import CONTROL_TYPES, BinaryColumn, Headers, Records, Table
-from kafkafmt.segments import (ReportEntry, ReportKind, find_log_dirs, list_partitions, list_segments,
-                               offset_for_timestamp, read_segment)
+from kafkafmt.discovery import find_log_dirs, list_partitions, list_segments
+from kafkafmt.logdir import read_segment
+from kafkafmt.reports import ReportEntry, ReportKind
+from kafkafmt.planner import offset_for_timestamp
 from kafkafmt.threads import cpu_count, set_cpu_count
 from kafkafmt.sidefiles import (read_index, read_leader_epoch_checkpoint, read_partition_metadata,
                                 read_producer_snapshot, read_timeindex, read_txnindex)

@@ -1,16 +1,9 @@
-"""Partition folders and whole ``log.dirs``, read the way Kafka reads them.
-
-Built on the segment layer (`kafkafmt.segments`: names, discovery, index lookups, range reads):
+"""Reading partitions and whole ``log.dirs`` the way Kafka reads them: `read_log_dir(s)` /
+`iter_log_dir(s)` over the tasks `kafkafmt.planner` plans for the partitions `kafkafmt.discovery`
+finds, and `read_segment` for one file.
 
 * Segments are read in base-offset order; leftovers of the broker's own work are skipped and
   named in the result's ``report``.
-* Offset seeks (first offset >= start): the segment whose base offset is the largest <= start,
-  then the ``.index`` entry with the largest offset <= start gives the byte position to decode
-  from (OffsetIndex.lookup). Time seeks (first record with timestamp >= T, as ListOffsets and
-  Spark's startingTimestamp) become offsets, so ``start_timestamp``/``end_timestamp`` select the
-  same records a consumer that seeked by time would read. See `plan`.
-* ``isolation="read_committed"`` drops control batches and the records of aborted transactions
-  and stops at the last stable offset, as a read_committed consumer does.
 * ``errors="salvage"`` decodes every intact batch after a corrupt one and reports each skipped
   byte range; a batch whose offsets are out of sequence with its neighbours (a damaged base
   offset, which the v2 CRC does not cover) is corrupt.
@@ -21,170 +14,26 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
-import warnings
-from dataclasses import dataclass
 
 import numpy as np
 
-from kafkafmt import tiered
 from kafkafmt.decoder import DecodeOptions, decode
-from kafkafmt.threads import resolve_threads, thread_pool
-from kafkafmt.errors import CorruptRecordError, KafkafmtWarning, NotALogDirError, PathNotFoundError
+from kafkafmt.discovery import find_partitions, resolve_partition
+from kafkafmt.errors import CorruptRecordError, NotKafkaDataError
+from kafkafmt.framing import entry_size_at, not_kafka_reason, scan_range, window
+from kafkafmt.names import partition_of_name, segment_base
+from kafkafmt.planner import plan
+from kafkafmt.ranges import read_range
 from kafkafmt.records import Records
-from kafkafmt.segments import (LOCAL, Partition, ReportEntry, ReportKind, Segment, committed_mask, entry_size_at,
-                               find_log_dirs, folder_kind, list_partitions, list_segments, offset_for_timestamp,
-                               partition_of_name, read_range, scan_range, transactions)
+from kafkafmt.segments import Segment, open_file
 from kafkafmt.storage import open_storage
-from kafkafmt.times import to_millis
+from kafkafmt.threads import resolve_threads, thread_pool
+from kafkafmt.transactions import committed_mask
 
-__all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "list_partitions", "list_segments",
-           "offset_for_timestamp", "find_log_dirs", "find_partitions", "resolve_partition", "plan", "Task",
-           "KafkafmtWarning"]
+__all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment", "read_task"]
 
-_ISOLATIONS = ("read_uncommitted", "read_committed")
 _WHOLE_RANGE_RATIO = 64   # decoded bytes per stored byte no real batch exceeds (read_task's first chunk)
 
-
-# ----------------------------------------------------------------------------------------------
-# planning: offset / time bounds -> (segment, byte range, offset range) tasks
-
-@dataclass
-class Task:
-    """One segment's part of a read: decode bytes [start_pos, stop_pos) of ``segment`` and keep
-    offsets in [start_offset, end_offset) (None: unbounded); read_committed tasks carry the
-    partition's aborted ranges and last stable offset."""
-    topic: str
-    partition: int
-    segment: object
-    start_pos: int
-    stop_pos: int
-    start_offset: object
-    end_offset: object
-    is_last: bool = True           # the partition's last segment (a cut-off tail is the end of data)
-    following: object = None       # the next segment's base offset (batch offsets stay below it)
-    aborted: dict = None
-    lso: object = None
-    log_dir: object = None         # the log dir (path or URL) of the partition, for the logDir column
-
-    @property
-    def log(self):
-        return self.segment.log
-
-
-def resolve_offsets(folder, segments, start_offset, end_offset, start_timestamp, end_timestamp, report,
-                    errors="strict"):
-    """[start, end) offsets after turning timestamps into offsets (Kafka's offsets-for-times);
-    None when nothing can match."""
-    if start_timestamp is not None:
-        t = offset_for_timestamp(folder, start_timestamp, report, errors=errors, segments=segments)
-        if t is None:
-            return None
-        start_offset = t if start_offset is None else max(start_offset, t)
-    if end_timestamp is not None:
-        t = offset_for_timestamp(folder, end_timestamp, report, errors=errors, segments=segments)
-        if t is not None:
-            end_offset = t if end_offset is None else min(end_offset, t)
-    if start_offset is not None and end_offset is not None and end_offset <= start_offset:
-        return None
-    return start_offset, end_offset
-
-
-def plan(folder, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None,
-         isolation="read_uncommitted", report=None, errors="strict", min_timestamp=None, positions=True,
-         storage_options=None, filesystem=None):
-    """The tasks that read one partition (a folder path or URL, or a `Partition`): one per
-    segment overlapping the offset range, with the byte range found through the offset index
-    (positions=False: whole segments, for callers that seek later). ``min_timestamp`` prunes
-    rolled segments whose largest timestamp (time index) is below it. Empty segments are left out."""
-    if isolation not in _ISOLATIONS:
-        raise ValueError(f"isolation must be read_uncommitted or read_committed, not {isolation!r}")
-    start_timestamp = to_millis(start_timestamp, "start_timestamp")
-    end_timestamp = to_millis(end_timestamp, "end_timestamp")
-    min_timestamp = to_millis(min_timestamp, "min_timestamp")
-    report = [] if report is None else report
-    part = resolve_partition(folder, storage_options, filesystem)
-    topic, partition = part.topic, part.partition
-    segments = part.list_segments(report)
-    rng = resolve_offsets(part.folder, segments, start_offset, end_offset, start_timestamp, end_timestamp, report,
-                          errors)
-    if rng is None:
-        return []
-    start, end = rng
-    aborted = lso = None
-    if isolation == "read_committed":
-        aborted, lso = transactions(segments, report)
-        if lso is not None:
-            end = lso if end is None else min(end, lso)
-            if start is not None and end <= start:
-                return []
-    tasks = []
-    for k, seg in enumerate(segments):
-        nxt = segments[k + 1].base_offset if k + 1 < len(segments) else None
-        if start is not None and nxt is not None and nxt <= start:
-            continue  # every offset of this segment is below the start
-        if end is not None and seg.base_offset >= end and k > 0:
-            break
-        is_last = nxt is None
-        if min_timestamp is not None and not is_last:
-            mx = seg.max_timestamp(report)
-            if mx is not None and mx < min_timestamp:
-                continue  # pruned: no record of this segment is recent enough
-        if seg.size == 0:
-            continue
-        start_pos, stop_pos = 0, seg.size
-        if positions:
-            with seg.open() as f:
-                start_pos = seg.position_for_offset(f, start, report)
-                stop_pos = seg.end_position(f, end, report)
-        if stop_pos > start_pos:
-            tasks.append(Task(topic, partition, seg, start_pos, stop_pos, start, end, is_last, nxt, aborted, lso,
-                              part.log_dir_url))
-    return tasks
-
-
-def _source(path, storage_options=None, filesystem=None):
-    """(storage or None for the local disk, path) of a path or URL."""
-    storage, p = open_storage(path, storage_options, filesystem)
-    return (None, os.fspath(p)) if storage.is_local else (storage, p)
-
-
-def resolve_partition(folder, storage_options=None, filesystem=None):
-    """The `Partition` a folder path or URL names: a ``<topic>-<partition>`` folder, or a tiered
-    upload folder of Kafka's layout (``<topic>-<partition>-<topicId>``)."""
-    if isinstance(folder, Partition):
-        return folder
-    st, path = _source(folder, storage_options, filesystem)
-    storage = st or LOCAL
-    if not storage.exists(path):
-        raise PathNotFoundError(f"no such partition folder: {storage.url(path)}", file=storage.url(path))
-    if not storage.isdir(path):
-        raise NotALogDirError(f"not a partition folder (<topic>-<partition>): {storage.url(path)}",
-                              file=storage.url(path))
-    name = storage.name(path)
-    if tiered.parse_kafka_partition_dir(name) is not None and folder_kind(path, storage=st) != "partition":
-        remote = tiered.list_remote_partitions(storage, path)
-        if remote:
-            return _remote_partition(remote[0], storage, None, [])
-    tp = partition_of_name(name)
-    if tp is None:
-        raise NotALogDirError(f"not a partition folder (<topic>-<partition>): {storage.url(path)}",
-                              file=storage.url(path))
-    return Partition(tp[0], tp[1], path, None, st)
-
-
-def _remote_partition(rp, storage, log_dir, report, keys=None):
-    """A tiered-storage partition (`kafkafmt.tiered.RemotePartition`) as a Partition; uploads
-    superseded by a later upload of the same segment are reported."""
-    for s in rp.superseded:
-        report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(s.log),
-                                  f"upload {s.segment_id} of segment {s.base_offset} superseded by a later upload "
-                                  f"(it ends at offset {s.end_offset}); skipped"))
-    segs = tuple(Segment.of_remote(s, None if storage.is_local else storage, keys) for s in rp.segments)
-    return Partition(rp.topic, rp.partition, rp.path, log_dir, None if storage.is_local else storage, segs)
-
-
-# ----------------------------------------------------------------------------------------------
-# reading tasks
 
 def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20, after=None):
     """Yield the records of one task in chunks of about `max_bytes` of decoded data (the first
@@ -373,96 +222,6 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                         trailing_bytes=last.trailing_bytes, tail=last.tail, file=last.file)
 
 
-def find_partitions(roots, topics=None, partitions=None, report=None, storage_options=None, filesystem=None,
-                    tiered_keys=None):
-    """Every partition under one root or a list of roots (paths or URLs, local and remote mixed):
-    partition folders, log dirs or folders holding log dirs at any depth, and tiered-storage
-    uploads (Kafka's and Aiven's layouts). A partition that has tiered uploads and a local folder
-    is one partition: the uploads (older) and the local segments (newer) merged in offset order,
-    a segment in both read once (the local copy), a gap between them reported. tiered_keys:
-    {key id: RSA private key (PEM)} for encrypted Aiven uploads."""
-    roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
-    report = [] if report is None else report
-    found = _find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys)
-    _warn_if_nothing_matched(roots, found, topics, partitions)
-    return found
-
-
-def _warn_if_nothing_matched(roots, found, topics, partitions):
-    """A KafkafmtWarning when a read would silently give nothing: no partition at all under the
-    roots, or a topic / partition asked for that none of them has (a typo, a wrong prefix)."""
-    where = ", ".join(map(str, roots))
-    if not found and topics is None and partitions is None:
-        warnings.warn(f"no partition folders, log dirs or tiered-storage uploads under {where}", KafkafmtWarning,
-                      stacklevel=3)
-        return
-    names = {topics} if isinstance(topics, str) else set(topics or ())
-    missing = sorted(names - {p.topic for p in found}) if partitions is None else []
-    if missing:
-        warnings.warn(f"no partition of topic{'s' if len(missing) > 1 else ''} {', '.join(missing)} under {where}",
-                      KafkafmtWarning, stacklevel=3)
-    wanted = {partitions} if isinstance(partitions, int) else set(partitions or ())
-    gone = sorted(wanted - {p.partition for p in found})
-    if gone:
-        warnings.warn(f"no partition {', '.join(map(str, gone))} under {where}"
-                      + (f" of {', '.join(sorted(names))}" if names else ""), KafkafmtWarning, stacklevel=3)
-
-
-def _find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys):
-    plain, remote = [], []
-    topics_set = None if topics is None else set([topics] if isinstance(topics, str) else topics)
-    parts_set = None if partitions is None else set([partitions] if isinstance(partitions, int) else partitions)
-    for root in roots:
-        st, path = _source(root, storage_options, filesystem)
-        storage = st or LOCAL
-        if storage.isdir(path) and folder_kind(path, storage=st) == "partition":
-            plain += list_partitions(path, topics, partitions, report, storage=st)
-            continue
-        log_dirs = find_log_dirs(path, storage=st)
-        for log_dir in log_dirs:
-            plain += list_partitions(log_dir, topics, partitions, report, storage=st)
-        if not log_dirs:
-            for rp in tiered.list_remote_partitions(storage, path, keys=tiered_keys):
-                if (topics_set is None or rp.topic in topics_set) and (parts_set is None or rp.partition in parts_set):
-                    for problem in rp.problems:
-                        report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(rp.path), problem))
-                    remote.append(_remote_partition(rp, storage, path, report, tiered_keys))
-    if not remote:
-        return plain
-    out = []
-    merged = set()
-    for p in plain:
-        ups = [r for r in remote if (r.topic, r.partition) == (p.topic, p.partition)]
-        if ups and (p.topic, p.partition) not in merged:
-            merged.add((p.topic, p.partition))
-            p = _merge(p, ups, report)
-        out.append(p)
-    out += [r for r in remote if (r.topic, r.partition) not in merged]
-    out.sort(key=lambda q: (q.topic, q.partition))
-    return out
-
-
-def _merge(local, uploads, report):
-    """A local partition with its tiered uploads: one segment list in offset order."""
-    own = local.list_segments(report)
-    have = {s.base_offset for s in own}
-    older = sorted((s for u in uploads for s in u.segments if s.base_offset not in have), key=lambda s: s.base_offset)
-    segs = older + own
-    segs.sort(key=lambda s: s.base_offset)
-    first_local = own[0].base_offset if own else None
-    if older and first_local is not None:
-        prev = [s for s in older if s.base_offset < first_local]
-        if prev:
-            last = prev[-1]
-            end = tiered.segment_end_offset(last.storage or LOCAL, last.remote, keys=last.keys)
-            if end + 1 < first_local:
-                report.append(ReportEntry(ReportKind.GAP, local.url,
-                                          f"offsets {end + 1}..{first_local - 1} are in neither the tiered uploads "
-                                          f"(they end at {end}) nor the local segments (from {first_local})",
-                                          offset=end + 1))
-    return dataclasses.replace(local, segments=tuple(segs))
-
-
 def _check_kwargs(kwargs, one, many):
     """A TypeError naming the function the user called (not the one it hands its options to)."""
     allowed = inspect.signature(one).parameters
@@ -517,3 +276,38 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
         options = DecodeOptions.for_columns(kwargs.get("columns"), binary=kwargs.get("binary", "contiguous"))
         return decode(b"", **options.decode_kwargs()).replace(report=report)
     return Records.concat(parts).replace(report=report)
+
+
+def read_segment(path, *, errors="strict", storage_options=None, filesystem=None, **kwargs):
+    """Decode a whole segment file (memory-mapped when local; a path or a URL such as
+    ``s3://bucket/t-0/00000000000000000000.log`` with ``storage_options`` or ``filesystem`` as
+    pandas takes them). Accepts decode()'s keyword arguments; topic and partition default to those
+    named by the file's ``<topic>-<partition>`` folder. errors="salvage" skips corrupt stretches
+    (resynchronizing on the next entry whose CRC verifies) and lists them in the result's
+    ``report`` instead of raising. A file that is not Kafka data at all raises NotKafkaDataError."""
+    if errors not in ("strict", "salvage"):
+        raise ValueError(f"errors must be 'strict' or 'salvage', not {errors!r}")
+    storage, p = open_storage(path, storage_options, filesystem)
+    st = None if storage.is_local else storage
+    if st is None:
+        p = os.fspath(p)
+    tp = partition_of_name(storage.name(storage.parent(os.path.abspath(p) if st is None else p))) or (None, None)
+    topic, partition = kwargs.pop("topic", tp[0]), kwargs.pop("partition", tp[1])
+    file = kwargs.pop("file", storage.url(p))
+    names = {f.name for f in dataclasses.fields(DecodeOptions)}
+    options = DecodeOptions(**{k: kwargs.pop(k) for k in list(kwargs) if k in names})
+    seg = Segment.of_file(p, st) if segment_base(storage.name(p)) is not None else None
+    with open_file(p, st) as f:
+        buf, _ = window(f, 0, f.size)
+        why = not_kafka_reason(buf) if errors == "strict" else None
+        if why is not None:
+            raise NotKafkaDataError(f"not a Kafka log segment: {why}", file=file, position=0)
+        if errors == "salvage":
+            report = []
+            recs, _ = read_range(seg, f, 0, f.size, report, options=options, errors="salvage")
+            recs = recs.replace(report=report)
+        else:
+            recs = decode(buf, file=file, check_offsets=seg is not None,
+                          after_offset=None if seg is None else seg.base_offset - 1, **options.decode_kwargs(),
+                          **kwargs)
+    return recs.replace(topic=topic, partition=partition)

@@ -32,7 +32,9 @@ from kafkafmt.decoder import decode, scan_batches
 from kafkafmt.durable import write_atomic
 from kafkafmt.encoder import encode_columns, encode_control, encode_empty_batch, to_columns
 from kafkafmt.errors import EncodeError, KafkafmtError
-from kafkafmt.segments import PARTITION_DIR, list_segments, scan_range, segment_file_name
+from kafkafmt.discovery import list_segments
+from kafkafmt.framing import scan_range
+from kafkafmt.names import PARTITION_DIR, segment_file_name
 
 __all__ = ["LogWriter", "write_log_dir"]
 

@@ -15,34 +15,20 @@ from kafkafmt import sidefiles
 __all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES", "segment_file_name", "segment_base",
            "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir", "is_leftover_segment_file",
            "is_segment_file", "holds_segment_files", "file_kind"]
-
-
 #: a partition folder: ``<topic>-<partition>`` (topic names may hold dashes and dots)
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-
-
 #: a segment's log file
 SEGMENT_LOG = re.compile(r"^(?P<base>\d{20})\.log$")
-
-
 #: any file of a segment: ``<base>.<suffix>``
 _SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
-
-
 #: suffixes the broker appends to files it is deleting, cleaning or swapping in
 LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
-
-
 _LEFTOVER_FILE = re.compile(r"^\d{20}\.(log|index|timeindex|txnindex|snapshot)\.(deleted|cleaned|swap)$|"
                             r"^\d{20}\.(cleaned|swap|deleted)$")
-
-
 #: partition folders being deleted (``<tp>.<uuid>-delete``), moved (``-future``) or left stray
 _LEFTOVER_DIR = re.compile(r".*-(delete|future|stray)$")
-
-
 #: files a broker keeps inside a partition folder besides segments
-_PARTITION_FILES = ("partition.metadata", "leader-epoch-checkpoint")
+PARTITION_FILES = ("partition.metadata", "leader-epoch-checkpoint")
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
@@ -115,5 +101,17 @@ def file_kind(path):
     return None
 
 
-def _holds_segment_files(names):
-    return any(_SEGMENT_FILE.match(n) or n in _PARTITION_FILES or _LEFTOVER_FILE.match(n) for n in names)
+def is_segment_file(name) -> bool:
+    """A segment's file: ``<20 digits>.log|index|timeindex|txnindex|snapshot``."""
+    return _SEGMENT_FILE.match(name) is not None
+
+
+def is_leftover_segment_file(name) -> bool:
+    """A segment file the broker is deleting, cleaning or swapping in (``…42.log.deleted``, ``…42.swap``)."""
+    return _LEFTOVER_FILE.match(name) is not None
+
+
+def holds_segment_files(names) -> bool:
+    """Do these file names include a partition folder's own files (segments, their leftovers,
+    ``partition.metadata``, ``leader-epoch-checkpoint``)?"""
+    return any(is_segment_file(n) or n in PARTITION_FILES or is_leftover_segment_file(n) for n in names)

@@ -19,7 +19,7 @@ import pyarrow as pa
 import kafkafmt  # noqa: E402
 from kafkafmt import internal as ki  # noqa: E402
 from kafkafmt.internal import codec, schemas  # noqa: E402
-from kafkafmt.logdir import KafkafmtWarning  # noqa: E402
+from kafkafmt.errors import KafkafmtWarning
 
 UUID1 = bytes(range(16))
 UUID2 = bytes(range(100, 116))

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 import kafkafmt
-from kafkafmt import LogWriter, logdir, segments
-from kafkafmt.logdir import KafkafmtWarning
+from kafkafmt import LogWriter, discovery, planner, ranges, segments
+from kafkafmt.errors import KafkafmtWarning
 
 T0 = 1_700_000_000_000
 CODECS = [None, "lz4", "zstd", "gzip", "snappy"]
@@ -206,7 +206,7 @@ def test_offset_for_timestamp_is_kafkas_list_offsets(known_log):
     pairs = list(zip(known_log.offsets, known_log.timestamps))
     for t in _time_candidates(known_log):
         hit = [o for o, ts in pairs if ts >= t]
-        assert logdir.offset_for_timestamp(known_log.path, t) == (hit[0] if hit else None), t
+        assert planner.offset_for_timestamp(known_log.path, t) == (hit[0] if hit else None), t
 
 
 def test_mixed_offset_and_time_bounds(known_log):
@@ -279,13 +279,13 @@ def test_column_projection(known_log):
 class DecodeSpy:
     def __init__(self, monkeypatch):
         self.calls = []
-        real = segments.decode      # the segment layer decodes every byte range a log-dir read needs
+        real = ranges.decode        # the range reader decodes every byte range a log-dir read needs
 
         def spy(data, *args, **kw):
             n = len(data) if hasattr(data, "__len__") else None
             self.calls.append((kw.get("file"), kw.get("start", 0), kw.get("stop") if kw.get("stop") is not None else n))
             return real(data, *args, **kw)
-        monkeypatch.setattr(segments, "decode", spy)
+        monkeypatch.setattr(ranges, "decode", spy)
 
     def files(self):
         return {os.path.basename(f) for f, _, _ in self.calls if f}
@@ -734,7 +734,7 @@ def test_leftover_files_skipped_and_reported(log_dirs):
     first = f"{0:020d}"
     assert reported == sorted(f"{first}{s}" for s in [".log.deleted", ".log.cleaned", ".log.swap", ".index.swap",
                                                       ".timeindex.deleted", ".index.cleaned", ".cleaned", ".swap"])
-    assert [s.base_offset for s in logdir.list_segments(folder)] == segment_bases(folder)
+    assert [s.base_offset for s in discovery.list_segments(folder)] == segment_bases(folder)
 
 
 def test_partition_folder_leftovers_skipped_and_reported(log_dirs):
@@ -759,7 +759,7 @@ def test_topic_names_with_dashes_and_dots(log_dirs):
     assert (recs.topic, recs.partition) == ("my.topic-with-dashes", 12)
     t = recs.to_pandas()
     assert set(t["topic"]) == {"my.topic-with-dashes"} and set(t["partition"]) == {12}
-    tps = [(t, p) for t, p, _ in logdir.list_partitions(log_dirs)]
+    tps = [(t, p) for t, p, _ in discovery.list_partitions(log_dirs)]
     assert ("orders-1", 0) in tps and ("orders", 1) in tps and ("my.topic-with-dashes", 3) in tps
     assert len(tps) == 6
     with pytest.raises(kafkafmt.KafkafmtError):

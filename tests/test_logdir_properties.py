@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import kafkafmt
 from kafkafmt import LogWriter
-from kafkafmt.logdir import KafkafmtWarning
+from kafkafmt.errors import KafkafmtWarning
 
 T0 = 1_700_000_000_000
 SETTINGS = settings(max_examples=120, deadline=None, derandomize=True,

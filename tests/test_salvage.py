@@ -14,7 +14,7 @@ import pytest
 import kafkafmt
 from kafkafmt import LogWriter
 from kafkafmt._native.scan import crc32c
-from kafkafmt.logdir import KafkafmtWarning
+from kafkafmt.errors import KafkafmtWarning
 from test_logdir import Known, brute, check_result, seg_file, segment_bases, write_known_log
 
 T0 = 1_700_000_000_000

@@ -69,7 +69,7 @@ def multinode(tmp_path):
 
 def test_log_dir_named_like_a_partition_is_a_log_dir(multinode):
     ld2 = multinode / "kafka-logs-2"
-    assert kafkafmt.segments.folder_kind(str(ld2)) == "log_dir"
+    assert kafkafmt.discovery.folder_kind(str(ld2)) == "log_dir"
     recs = kafkafmt.read_log_dirs(str(ld2))
     assert sorted(set(zip(recs.to_pandas()["topic"], recs.to_pandas()["partition"]))) == [
         ("__cluster_metadata", 0), ("orders", 1)]
@@ -170,7 +170,7 @@ def real_segment_copy(real_corpus, tmp_path):
             src = p
             break
     assert src is not None
-    folder = tmp_path / (src.parent.name if kafkafmt.segments.partition_of_name(src.parent.name) else "t-0")
+    folder = tmp_path / (src.parent.name if kafkafmt.names.partition_of_name(src.parent.name) else "t-0")
     folder.mkdir()
     dst = folder / src.name
     shutil.copyfile(src, dst)

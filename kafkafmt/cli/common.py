@@ -11,9 +11,11 @@ import numpy as np
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.times import iso_millis, to_millis
-from kafkafmt.segments import (LOCAL, Partition, ReportKind, file_kind, folder_kind, is_leftover_dir, is_leftover_file,
-                               list_partitions, not_kafka_reason, open_file, partition_of_name, segment_base,
-                               window)
+from kafkafmt.discovery import Partition, folder_kind, list_partitions
+from kafkafmt.framing import not_kafka_reason, window
+from kafkafmt.names import file_kind, is_leftover_dir, is_leftover_file, partition_of_name, segment_base
+from kafkafmt.reports import ReportKind
+from kafkafmt.segments import LOCAL, open_file
 
 __all__ = ["file_kind", "segment_base", "is_leftover", "Partition"]
 
@@ -76,7 +78,7 @@ def report_problem(entry, file=None):
 
 @dataclass
 class Found:
-    partitions: list = field(default_factory=list)   # segments.Partition, in the order found
+    partitions: list = field(default_factory=list)   # discovery.Partition, in the order found
     files: list = field(default_factory=list)        # files given, and files beside partition folders
     given_files: list = field(default_factory=list)  # the files named on the command line
     leftovers: list = field(default_factory=list)    # Problem (warning) for -delete/-future folders
@@ -164,7 +166,7 @@ def find_inputs(paths, topics=None, partitions=None):
 
     def remote(url):
         """A URL: a file, or partitions under it (log dirs at any depth, tiered uploads)."""
-        from kafkafmt.logdir import find_partitions
+        from kafkafmt.discovery import find_partitions
 
         if not cli_paths.exists(url):
             raise UsageError(f"no such file or directory: {url}")

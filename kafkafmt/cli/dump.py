@@ -41,7 +41,8 @@ from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (Problem, bytes_encoder, check_kafka_file, escape_text, file_kind,
                                  find_inputs, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
                                  parse_time_range, segment_base, segment_in_partition)
-from kafkafmt.segments import ReportKind, log_name_of
+from kafkafmt.names import log_name_of
+from kafkafmt.reports import ReportKind
 from kafkafmt.cli.controls import control_text, control_json
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli import internal_topics

@@ -507,7 +507,7 @@ def _open_internal_writer(fmt, tmp, schema, args):
 
 def _snapshot_files(pd):
     """The KRaft snapshots (``<offset>-<epoch>.checkpoint``) in a __cluster_metadata folder, oldest first."""
-    from kafkafmt.segments import file_kind
+    from kafkafmt.names import file_kind
 
     return sorted((full for name, full in cli_paths.listdir(pd.url) if file_kind(name) == "kraft-snapshot"),
                   key=lambda f: os.path.basename(f))

@@ -11,10 +11,12 @@ import numpy as np
 
 from kafkafmt.decoder import DecodeOptions
 from kafkafmt.errors import KafkafmtWarning
-from kafkafmt.logdir import Task, iter_log_dir, read_task, resolve_offsets
+from kafkafmt.logdir import iter_log_dir, read_task
+from kafkafmt.planner import Task, resolve_offsets
 from kafkafmt.records import Table
 from kafkafmt.cli import paths as cli_paths
-from kafkafmt.segments import LOCAL, Segment, partition_of_name
+from kafkafmt.names import partition_of_name
+from kafkafmt.segments import LOCAL, Segment
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
 

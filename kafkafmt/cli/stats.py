@@ -25,7 +25,7 @@ import os
 
 import numpy as np
 
-from kafkafmt.segments import Partition
+from kafkafmt.discovery import Partition
 from kafkafmt.records import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 
 from kafkafmt.cli.usage import UsageError

@@ -29,7 +29,6 @@ Exit code 0 when nothing is wrong (warnings allowed, unless --strict), 1 when a 
 """
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -41,7 +40,7 @@ from kafkafmt.records import Table
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_command, Problem, check_kafka_file, file_kind, find_inputs,
                                  human_bytes, is_leftover, report_problem, segment_base, segment_in_partition)
-from kafkafmt.segments import log_name_of
+from kafkafmt.names import log_name_of
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader, concat_batches, iter_partition

@@ -26,7 +26,7 @@ from kafkafmt.internal.codec import (SchemaError, decode_message, encode_message
 from kafkafmt.internal.schemas import (CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, GROUP_RECORDS,
                                        METADATA_RECORDS, SHARE_STATE_RECORDS, TRANSACTION_RECORDS,
                                        TRANSACTION_STATUS, in_versions)
-from kafkafmt.logdir import KafkafmtWarning
+from kafkafmt.errors import KafkafmtWarning
 
 __all__ = ["consumer_offsets", "group_members", "transaction_state", "cluster_metadata", "TABLES", "TOPIC_OF",
            "schema_of",

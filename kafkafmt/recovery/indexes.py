@@ -37,8 +37,12 @@ import numpy as np
 
 from kafkafmt import sidefiles
 from kafkafmt.decoder import DecodeOptions, decode, scan_batches
-from kafkafmt.segments import (DEFAULT_INDEX_INTERVAL, ReportEntry, ReportKind, Segment, list_segments, open_file,
-                               read_range, segment_base, window)
+from kafkafmt.discovery import list_segments
+from kafkafmt.framing import window
+from kafkafmt.names import segment_base
+from kafkafmt.ranges import read_range
+from kafkafmt.reports import ReportEntry, ReportKind
+from kafkafmt.segments import DEFAULT_INDEX_INTERVAL, Segment, open_file
 
 __all__ = ["SegmentScan", "scan_segment", "ProducerState", "RebuiltIndexes", "rebuild_indexes",
            "index_entries", "TIMEINDEX_OFFSETS"]
@@ -117,7 +121,7 @@ def scan_segment(path, base_offset=None, *, max_batch_bytes=256 << 20) -> Segmen
 
     The fast path is one C framing scan with every CRC checked (what ``LogSegment.recover``'s
     ``batch.ensureValid()`` checks); only a segment where that finds anything wrong is read again
-    with `kafkafmt.segments.read_range` in salvage mode (records decoded, each corrupt stretch
+    with `kafkafmt.ranges.read_range` in salvage mode (records decoded, each corrupt stretch
     skipped and named, resynchronizing on the next batch whose CRC verifies), the same reading
     ``kafkafmt verify`` does.
     """

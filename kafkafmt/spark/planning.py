@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafkafmt.errors import KafkafmtError, PathNotFoundError
-from kafkafmt.logdir import Task, find_partitions, plan as plan_partition
+from kafkafmt.discovery import find_partitions
+from kafkafmt.planner import plan as plan_partition
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
 
 @dataclass

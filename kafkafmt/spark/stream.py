@@ -224,7 +224,7 @@ class _RemoteFs:
         return sorted(found)
 
     def list_segments(self, folder):
-        from kafkafmt.segments import list_segments
+        from kafkafmt.discovery import list_segments
 
         return list_segments(folder, storage=self.storage)
 
