@@ -328,7 +328,12 @@ class AvroPlan:
                   ("string", "string"): ("OP_STRING", 1), ("bytes", "string"): ("OP_STRING", 1)}
         if (wk, rk) in simple:
             op, size = simple[(wk, rk)]
-            return self._node(op, ci, min_size=size, path=path)
+            # Arrow's time types hold one day: other values are per-record errors
+            day = {"time-millis": 86_400_000, "time-micros": 86_400_000_000}.get(r.logical, 0)
+            check = day if op in ("OP_INT", "OP_INT_LONG", "OP_LONG") else 0
+            if op == "OP_STRING" and r.logical == "uuid":
+                check = 1                   # the canonical 8-4-4-4-12 form
+            return self._node(op, ci, c=check, min_size=size, path=path)
         if rk == "bytes" and wk in ("bytes", "string"):
             if col.decimal:
                 return self._node("OP_DEC_BYTES", ci, a=self._bound(col), min_size=1, path=path)

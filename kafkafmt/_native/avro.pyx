@@ -36,17 +36,17 @@ from cpython.buffer cimport PyBuffer_FillInfo
 cdef enum:
     OP_NULL = 1           # writer null -> append a null (placeholder) to col
     OP_BOOL = 2
-    OP_INT = 3            # int -> int32 (int, date, time-millis)
-    OP_INT_LONG = 4       # int -> int64
+    OP_INT = 3            # int -> int32 (int, date, time-millis: c > 0, values in [0, c))
+    OP_INT_LONG = 4       # int -> int64 (c as OP_INT)
     OP_INT_FLOAT = 5
     OP_INT_DOUBLE = 6
-    OP_LONG = 7
+    OP_LONG = 7           # long -> int64 (c as OP_INT: time-micros)
     OP_LONG_FLOAT = 8
     OP_LONG_DOUBLE = 9
     OP_FLOAT = 10
     OP_FLOAT_DOUBLE = 11
     OP_DOUBLE = 12
-    OP_STRING = 13        # length + UTF-8 checked bytes -> string column (also bytes -> string)
+    OP_STRING = 13        # length + UTF-8 checked bytes -> string column (also bytes -> string); c = 1: a UUID
     OP_BYTES = 14         # length + bytes -> binary column (also string -> bytes)
     OP_FIXED = 15         # c bytes -> fixed_size_binary(c)
     OP_DEC_BYTES = 16     # length + big-endian two's complement -> decimal (a: bound in consts)
@@ -102,6 +102,8 @@ cdef enum:
     E_DURATION = 17
     E_TRAILING = 18
     E_TOO_LARGE = 19
+    E_TIME_RANGE = 20
+    E_UUID = 21
     # not per record: the call stops
     E_FULL = 100          # an int32 offset would overflow: stop here, call again
     E_NOMEM = 101
@@ -146,6 +148,8 @@ _ERROR_TABLE = (
     (E_DURATION, "DURATION", "duration months or days above 2^31 - 1"),
     (E_TRAILING, "TRAILING", "{detail} bytes after the end of the Avro value"),
     (E_TOO_LARGE, "TOO_LARGE", "the value alone needs more than 2 GiB in one Arrow column"),
+    (E_TIME_RANGE, "TIME_RANGE", "time of day {detail} is outside one day"),
+    (E_UUID, "UUID", "uuid string is not 8-4-4-4-12 hex digits"),
 )
 #: error code -> (name, message template)
 ERROR_INFO = {int(code): (name, text) for code, name, text in _ERROR_TABLE}
@@ -445,6 +449,22 @@ cdef inline bint utf8_ok(const uint8_t *s, int64_t n) noexcept nogil:
     return True
 
 
+cdef bint uuid_ok(const uint8_t *s, int64_t n) noexcept nogil:
+    """The canonical text form of a UUID (RFC 4122): 8-4-4-4-12 hex digits."""
+    cdef int64_t i
+    cdef uint8_t c
+    if n != 36:
+        return False
+    for i in range(36):
+        c = s[i]
+        if i == 8 or i == 13 or i == 18 or i == 23:
+            if c != 45:
+                return False
+        elif not ((48 <= c <= 57) or (97 <= c <= 102) or (65 <= c <= 70)):
+            return False
+    return True
+
+
 cdef inline int fail(Ctx *x, int32_t ni, const uint8_t *p, int code, int64_t detail) noexcept nogil:
     x.err_node = ni
     x.err_pos = p - x.vstart
@@ -625,6 +645,8 @@ cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int dep
         rc = read_long(pp, end, &v)
         if rc:
             return fail(x, ni, at, rc, 0)
+        if nd.c > 0 and (v < 0 or v >= nd.c):
+            return fail(x, ni, at, E_TIME_RANGE, v)
         return put_i64(&x.cols[nd.col], v)
     elif op == OP_INT:
         rc = read_long(pp, end, &v)
@@ -632,13 +654,19 @@ cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int dep
             return fail(x, ni, at, rc, 0)
         if v < -2147483648 or v > 2147483647:
             return fail(x, ni, at, E_INT_RANGE, v)
+        if nd.c > 0 and (v < 0 or v >= nd.c):
+            return fail(x, ni, at, E_TIME_RANGE, v)
         return put_i32(&x.cols[nd.col], <int32_t>v)
     elif op == OP_STRING or op == OP_BYTES:
         rc = read_len(x, ni, pp, end, &n)
         if rc:
             return rc
-        if op == OP_STRING and not utf8_ok(pp[0], n):
-            return fail(x, ni, at, E_UTF8, 0)
+        if op == OP_STRING:
+            if nd.c == 1:
+                if not uuid_ok(pp[0], n):
+                    return fail(x, ni, at, E_UUID, 0)
+            elif not utf8_ok(pp[0], n):
+                return fail(x, ni, at, E_UTF8, 0)
         rc = put_bytes(&x.cols[nd.col], pp[0], n)
         pp[0] += n
         return rc
@@ -675,6 +703,8 @@ cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int dep
                 (v < -2147483648 or v > 2147483647):
             return fail(x, ni, at, E_INT_RANGE, v)
         if op == OP_INT_LONG:
+            if nd.c > 0 and (v < 0 or v >= nd.c):
+                return fail(x, ni, at, E_TIME_RANGE, v)
             return put_i64(&x.cols[nd.col], v)
         if op == OP_INT_FLOAT or op == OP_LONG_FLOAT:
             return put_f32(&x.cols[nd.col], <float>v)
