@@ -3,14 +3,17 @@ from kafkafmt.decoder import DecodeOptions, decode, scan_batches
 from kafkafmt.encoder import encode, encode_control
 from kafkafmt.errors import (CompressionError, CorruptRecordError, CrcError, DecompressionLimitError, EncodeError,
                              KafkafmtError, KafkafmtWarning, NotALogDirError, NotKafkaDataError, PathNotFoundError,
-                             UnsupportedCodecError)
+                             SchemaError, SchemaNotFoundError, SchemaRegistryError, UnsupportedCodecError,
+                             ValueDecodeError)
 from kafkafmt.logdir import iter_log_dir, iter_log_dirs, read_log_dir, read_log_dirs
 from kafkafmt.logwriter import LogWriter, write_log_dir
 from kafkafmt.records import CONTROL_TYPES, BinaryColumn, Headers, Records, Table
+from kafkafmt.schemaregistry import RegisteredSchema, SchemaRegistry, open_registry
 from kafkafmt.segments import (ReportEntry, ReportKind, find_log_dirs, list_partitions, list_segments,
                                offset_for_timestamp, read_segment)
 from kafkafmt.sidefiles import (read_index, read_leader_epoch_checkpoint, read_partition_metadata,
                                 read_producer_snapshot, read_timeindex, read_txnindex)
+from kafkafmt.values import DecodedColumn, decode_column, value_type
 
 __version__ = "0.1.0"
 
@@ -23,4 +26,6 @@ __all__ = [
     "find_log_dirs", "offset_for_timestamp", "ReportEntry", "ReportKind", "LogWriter", "write_log_dir",
     "read_index", "read_timeindex", "read_txnindex", "read_producer_snapshot", "read_leader_epoch_checkpoint",
     "read_partition_metadata",
+    "SchemaRegistry", "RegisteredSchema", "open_registry", "decode_column", "value_type", "DecodedColumn",
+    "SchemaRegistryError", "SchemaNotFoundError", "SchemaError", "ValueDecodeError",
 ]

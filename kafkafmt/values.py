@@ -223,7 +223,7 @@ def _framing(offsets, data, valid):
 class _SchemaCache:
     def __init__(self):
         self.lock = threading.RLock()
-        self.writers = {}      # id -> AvroType, or (code, message)
+        self.writers = {}      # (format, id) -> AvroType, or (code, message)
         self.plans = {}        # reader key -> AvroPlan
 
 
@@ -415,7 +415,7 @@ class AvroFormat(_KernelFormat):
     def _writer(self, reg, cache, schema_id):
         """The parsed writer schema of an id, or (code, message)."""
         with cache.lock:
-            hit = cache.writers.get(schema_id)
+            hit = cache.writers.get((self.name, schema_id))
             if hit is not None:
                 return hit
             try:
@@ -433,7 +433,7 @@ class AvroFormat(_KernelFormat):
                         hit = parse_registered(reg, rs)
                     except (SchemaError, SchemaNotFoundError) as exc:
                         hit = (E_BAD_SCHEMA, f"schema id {schema_id} cannot be used: {exc.reason}")
-            cache.writers[schema_id] = hit
+            cache.writers[(self.name, schema_id)] = hit
             return hit
 
     def decode(self, column, ctx):
