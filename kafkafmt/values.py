@@ -49,6 +49,7 @@ import weakref
 
 import numpy as np
 
+from kafkafmt._native import avro as _kernel
 from kafkafmt.avroplan import ZERO_ITEMS_CAP, AvroPlan
 from kafkafmt.avroschema import parse_registered, parse_schema
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
@@ -57,8 +58,9 @@ from kafkafmt.schemaregistry import InlineSchemaRegistry, RegisteredSchema, Sche
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
            "get_format", "reader_schema_for"]
 
-#: errors found before decoding (the kernel's own codes are below 64)
-E_NO_MAGIC, E_SHORT, E_GUID, E_UNKNOWN_ID, E_NOT_AVRO, E_UNSUPPORTED, E_BAD_SCHEMA = 64, 65, 66, 67, 68, 69, 70
+#: errors found before decoding (the kernel's own codes are below 64; framing: 64-66)
+E_NO_MAGIC, E_SHORT, E_GUID = (_kernel.FRAME_ERRORS[k] for k in ("NO_MAGIC", "SHORT", "GUID"))
+E_UNKNOWN_ID, E_NOT_AVRO, E_UNSUPPORTED, E_BAD_SCHEMA = 67, 68, 69, 70
 _FRAMING = 5
 
 
@@ -161,7 +163,7 @@ def get_format(name):
 # columns in
 
 def _parts(column):
-    """(pyarrow binary-like array, int64 offsets, uint8 data, bool validity or None) of a column."""
+    """(pyarrow binary / large_binary array, int64 offsets, uint8 data) of a column."""
     pa = _pa()
     from kafkafmt.records import BinaryColumn, BinaryViewColumn
     if isinstance(column, BinaryViewColumn):
@@ -185,36 +187,14 @@ def _parts(column):
     offsets = np.frombuffer(offs, np.int64 if large else np.int32)[column.offset:column.offset + n + 1]
     offsets = offsets.astype(np.int64, copy=False)
     data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
-    valid = None
-    if column.null_count:
-        valid = np.asarray(column.is_valid())
-    return column, offsets, data, valid
+    return column, offsets, data
 
 
-def _framing(offsets, data, valid):
-    """Confluent framing per row: (schema id int64 (-1 where unframed), pre-decode codes int32 (0 ok,
-    -1 null value, else an error code))."""
-    n = len(offsets) - 1
-    starts, lengths = offsets[:-1], np.diff(offsets)
-    codes = np.zeros(n, np.int32)
-    if valid is not None:
-        codes[~valid] = -1
-    live = codes == 0
-    first = np.full(n, -1, np.int64)
-    has = live & (lengths >= 1)
-    first[has] = data[starts[has]]
-    codes[live & (lengths < 1)] = E_NO_MAGIC
-    codes[has & (first != 0) & (first != 1)] = E_NO_MAGIC
-    codes[has & (first == 1)] = E_GUID
-    codes[has & (first == 0) & (lengths < _FRAMING)] = E_SHORT
-    ids = np.full(n, -1, np.int64)
-    ok = codes == 0
-    if ok.any():
-        s = starts[ok]
-        ids[ok] = ((data[s + 1].astype(np.int64) << 24) | (data[s + 2].astype(np.int64) << 16)
-                   | (data[s + 3].astype(np.int64) << 8) | data[s + 4].astype(np.int64))
-        ids[ok] = np.where(ids[ok] >= 1 << 31, ids[ok] - (1 << 32), ids[ok])
-    return ids, codes, first
+def _validity(column):
+    """(validity bits as uint8, bit offset) of an Arrow array, or (None, 0) when nothing is null."""
+    if not column.null_count:
+        return None, 0
+    return np.frombuffer(column.buffers()[0], np.uint8), column.offset
 
 
 # ------------------------------------------------------------------------------------------------
@@ -367,11 +347,11 @@ class StringFormat(_KernelFormat):
 
     def decode(self, column, ctx):
         pa = _pa()
-        column, offsets, data, valid = _parts(column)
+        column, offsets, data = _parts(column)
         plan = self._get_plan()
         roots = np.full(len(column), plan.roots["raw"], np.int32)
-        if valid is not None:
-            roots[~valid] = -1
+        if column.null_count:
+            roots[~np.asarray(column.is_valid())] = -1
         values, errors = plan.decode(offsets, data, roots, skip=0)
         return self._finish(plan, values, errors, pa.nulls(len(column), pa.int32()), None, ctx, None)
 
@@ -439,46 +419,42 @@ class AvroFormat(_KernelFormat):
     def decode(self, column, ctx):
         pa = _pa()
         reg, cache, plan = self.plan(ctx)
-        column, offsets, data, valid = _parts(column)
-        n = len(column)
-        ids, codes, first = _framing(offsets, data, valid)
-        roots = np.where(codes > 0, -codes, codes).astype(np.int32)
-        framed = codes == 0
+        column, offsets, data = _parts(column)
+        bits, bit_offset = _validity(column)
+        ids, slots, uniq = _kernel.frame(offsets, data, bits, bit_offset)
         problems = {}
-        if framed.any():
-            uniq, inverse = np.unique(ids[framed], return_inverse=True)
-            lut = np.empty(len(uniq), np.int32)
-            for j, sid in enumerate(uniq.tolist()):
-                w = self._writer(reg, cache, sid)
-                if isinstance(w, tuple):
-                    lut[j] = -w[0]
-                    problems[sid] = w[1]
-                else:
-                    try:
-                        lut[j] = plan.add_writer(sid, w)
-                    except SchemaError as exc:
-                        lut[j] = -E_BAD_SCHEMA
-                        problems[sid] = f"schema id {sid} cannot be resolved: {exc.reason}"
-            roots[framed] = lut[inverse]
+        lut = np.empty(len(uniq), np.int32)
+        for j, sid in enumerate(uniq.tolist()):
+            w = self._writer(reg, cache, sid)
+            if isinstance(w, tuple):
+                lut[j] = -w[0]
+                problems[sid] = w[1]
+            else:
+                try:
+                    lut[j] = plan.add_writer(sid, w)
+                except SchemaError as exc:
+                    lut[j] = -E_BAD_SCHEMA
+                    problems[sid] = f"schema id {sid} cannot be resolved: {exc.reason}"
+        framed = slots >= 0
+        roots = np.where(framed, lut[np.maximum(slots, 0)] if len(lut) else 0, slots).astype(np.int32)
         values, errors = plan.decode(offsets, data, roots, skip=_FRAMING, trailing_error=ctx.trailing == "error",
                                      zero_cap=ZERO_ITEMS_CAP)
-        lengths = np.diff(offsets)
-        errors[0][codes > 0] = codes[codes > 0]
 
         def messages(code, sid, i):
+            length = int(offsets[i + 1] - offsets[i])
             if code == E_NO_MAGIC:
-                if lengths[i] == 0:
+                if length == 0:
                     return "empty value: no magic byte (not the Schema Registry wire format)"
-                return (f"no magic byte: the value starts with 0x{int(first[i]):02x}, not 0x00 (not the Schema "
-                        f"Registry wire format)")
+                return (f"no magic byte: the value starts with 0x{int(data[offsets[i]]):02x}, not 0x00 (not the "
+                        f"Schema Registry wire format)")
             if code == E_SHORT:
-                return f"value of {int(lengths[i])} bytes is shorter than the 5 bytes of the wire format's header"
+                return f"value of {length} bytes is shorter than the 5 bytes of the wire format's header"
             if code == E_GUID:
                 return "magic byte 0x01 (a schema GUID: Confluent's V1 framing) is not supported"
             return problems.get(sid, f"schema id {sid}: error {code}")
 
-        schema_id = pa.array(np.where(framed, ids, 0).astype(np.int32), pa.int32(),
-                             mask=None if framed.all() else ~framed)
+        schema_id = pa.Array.from_buffers(pa.int32(), len(ids), [None if framed.all() else pa.py_buffer(
+            np.packbits(framed, bitorder="little")), pa.py_buffer(ids)])
         return self._finish(plan, values, errors, schema_id, ids, ctx, messages)
 
     def json(self, decoded):

@@ -111,6 +111,14 @@ cdef enum:
 cdef enum:
     MAX_DEPTH_ = 64       # nested records/arrays/maps/unions per value
 
+# ---- framing errors (Confluent wire format), found by frame() before decoding
+cdef enum:
+    F_NO_MAGIC = 64       # empty, or the first byte is not 0x00 (nor 0x01)
+    F_SHORT = 65          # 0x00 but fewer than 5 bytes
+    F_GUID = 66           # 0x01: a 16-byte schema GUID (Confluent's V1 framing)
+
+FRAME_ERRORS = {"NO_MAGIC": F_NO_MAGIC, "SHORT": F_SHORT, "GUID": F_GUID}
+
 MAX_DEPTH = MAX_DEPTH_
 STATUS_OK, STATUS_FULL = 0, int(E_FULL)
 
@@ -374,7 +382,19 @@ cdef inline uint8_t *put_slot(Col *c) noexcept nogil:
 # reading
 
 cdef inline int read_long(const uint8_t **pp, const uint8_t *end, int64_t *out) noexcept nogil:
-    """A zigzag varint of at most 10 bytes (the 10th holding bit 63 only)."""
+    """A zigzag varint of at most 10 bytes (the 10th holding bit 63 only); one-byte values inline."""
+    cdef const uint8_t *p = pp[0]
+    cdef uint64_t b
+    if p < end:
+        b = p[0]
+        if b < 0x80:
+            pp[0] = p + 1
+            out[0] = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
+            return E_NONE
+    return read_long_slow(pp, end, out)
+
+
+cdef int read_long_slow(const uint8_t **pp, const uint8_t *end, int64_t *out) noexcept nogil:
     cdef const uint8_t *p = pp[0]
     cdef uint64_t u, b
     cdef int shift
@@ -1134,6 +1154,123 @@ cdef class Program:
         if c.kind == K_VAR or c.kind == K_LIST or c.kind == K_MAP:
             offs = _own(<uint8_t **>&c.offs, (c.length + 1) * 4)
         return (c.length, c.nulls, valid, data, offs)
+
+
+def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1] validity=None,
+          int64_t bit_offset=0):
+    """The Confluent framing of every value: 0x00, big-endian int32 schema id, payload.
+
+    validity: Arrow validity bits (None: no null), starting at bit `bit_offset`.
+
+    Returns (ids, slots, uniq): ids int32 per row (0 where unframed); slots int32 per row: the
+    index of the row's id in `uniq` (distinct ids in order of first appearance), -1 for a null
+    value, -F_* for a framing error.
+    """
+    cdef int64_t n = offsets.shape[0] - 1, i, start, length, h
+    cdef int64_t cap = 64, used = 0, k
+    ids_a = np.zeros(max(n, 0), np.int32)
+    slots_a = np.empty(max(n, 0), np.int32)
+    cdef int32_t[::1] ids = ids_a
+    cdef int32_t[::1] slots = slots_a
+    cdef const uint8_t *base = &data[0] if data.shape[0] else <const uint8_t *>""
+    cdef const uint8_t *v
+    cdef const uint8_t *bits = NULL
+    cdef int64_t *keys = NULL
+    cdef int32_t *vals = NULL
+    cdef int64_t *order = NULL
+    cdef int64_t *nk
+    cdef int32_t *nv
+    cdef int32_t sid
+    cdef bint nomem = False
+    if n < 0:
+        raise ValueError("offsets are n + 1 positions")
+    for i in range(n + 1):
+        if offsets[i] < 0 or offsets[i] > data.shape[0] or (i > 0 and offsets[i] < offsets[i - 1]):
+            raise ValueError("offsets out of range")
+    if validity is not None:
+        if validity.shape[0] * 8 < bit_offset + n:
+            raise ValueError("validity shorter than the column")
+        bits = &validity[0] if validity.shape[0] else NULL
+    keys = <int64_t *>malloc(cap * sizeof(int64_t))
+    vals = <int32_t *>malloc(cap * sizeof(int32_t))
+    order = <int64_t *>malloc((cap // 2 + 1) * sizeof(int64_t))
+    try:
+        if keys == NULL or vals == NULL or order == NULL:
+            raise MemoryError()
+        with nogil:
+            for k in range(cap):
+                keys[k] = -1
+            for i in range(n):
+                if bits != NULL and not (bits[(bit_offset + i) >> 3] >> ((bit_offset + i) & 7)) & 1:
+                    slots[i] = -1
+                    continue
+                start = offsets[i]
+                length = offsets[i + 1] - start
+                v = base + start
+                if length < 1 or (v[0] != 0 and v[0] != 1):
+                    slots[i] = -F_NO_MAGIC
+                    continue
+                if v[0] == 1:
+                    slots[i] = -F_GUID
+                    continue
+                if length < 5:
+                    slots[i] = -F_SHORT
+                    continue
+                sid = <int32_t>((<uint32_t>v[1] << 24) | (<uint32_t>v[2] << 16) | (<uint32_t>v[3] << 8) | v[4])
+                ids[i] = sid
+                # open addressing on the id (a handful of distinct ids per column, as a rule)
+                h = (<uint32_t>sid * 2654435761u) & (cap - 1)
+                while keys[h] != -1 and keys[h] != <int64_t><uint32_t>sid:
+                    h = (h + 1) & (cap - 1)
+                if keys[h] == -1:
+                    if used + 1 > cap // 2:
+                        # grow: rehash the ids seen (their slots are their order of appearance)
+                        nk = <int64_t *>malloc(2 * cap * sizeof(int64_t))
+                        nv = <int32_t *>malloc(2 * cap * sizeof(int32_t))
+                        if nk == NULL or nv == NULL:
+                            free(nk)
+                            free(nv)
+                            nomem = True
+                            break
+                        free(order)
+                        order = <int64_t *>malloc((cap + 1) * sizeof(int64_t))
+                        if order == NULL:
+                            free(nk)
+                            free(nv)
+                            nomem = True
+                            break
+                        for k in range(2 * cap):
+                            nk[k] = -1
+                        for k in range(cap):
+                            if keys[k] != -1:
+                                h = (<uint32_t>keys[k] * 2654435761u) & (2 * cap - 1)
+                                while nk[h] != -1:
+                                    h = (h + 1) & (2 * cap - 1)
+                                nk[h] = keys[k]
+                                nv[h] = vals[k]
+                                order[vals[k]] = keys[k]
+                        free(keys)
+                        free(vals)
+                        keys, vals = nk, nv
+                        cap *= 2
+                        h = (<uint32_t>sid * 2654435761u) & (cap - 1)
+                        while keys[h] != -1:
+                            h = (h + 1) & (cap - 1)
+                    keys[h] = <int64_t><uint32_t>sid
+                    vals[h] = <int32_t>used
+                    order[used] = <int64_t><uint32_t>sid
+                    used += 1
+                slots[i] = vals[h]
+        if nomem:
+            raise MemoryError()
+        uniq = np.empty(used, np.int32)
+        for k in range(used):
+            uniq[k] = <int32_t><uint32_t>order[k]
+        return ids_a, slots_a, uniq
+    finally:
+        free(keys)
+        free(vals)
+        free(order)
 
 
 def utf8_valid(const uint8_t[::1] data):
