@@ -485,19 +485,23 @@ class AvroPlan:
             Of `arrow_type` (chunked only when a column would pass 2 GiB).
         errors : tuple of NumPy arrays
             (code uint8, position int64, node int32, detail int64) per row; code 0: no error.
+        trailing : int
+            Rows decoded with bytes left after the value (trailing_error=False).
         """
         n = len(roots)
         errors = (np.zeros(n, np.uint8), np.zeros(n, np.int64), np.zeros(n, np.int32), np.zeros(n, np.int64))
         prog = self.program()
-        chunks, start = [], 0
+        chunks, start, trailing = [], 0, 0
         while True:
-            status, stop, cols = prog.decode(offsets, data, roots, start, skip, trailing_error, zero_cap, *errors)
+            status, stop, cols, extra = prog.decode(offsets, data, roots, start, skip, trailing_error, zero_cap,
+                                                    *errors)
             chunks.append(self._assemble(cols))
+            trailing += extra
             if status == _kernel.STATUS_OK:
                 break
             start = stop
         values = chunks[0] if len(chunks) == 1 else _pa().chunked_array(chunks, self.arrow_type)
-        return values, errors
+        return values, errors, trailing
 
     def _assemble(self, out):
         pa = _pa()

@@ -34,8 +34,9 @@ schema given as a schema is also every id's writer schema.
 **Bad values never crash and never pass silently**: no magic byte, a value shorter than the
 framing, an unknown schema id, a truncated or corrupt body, bytes left after the value, a value
 the reader schema cannot hold -> that value is null and ``error`` says why (with the byte position
-inside the value). Confluent's deserializers ignore bytes after the value; ``trailing="ignore"``
-does too, the default ``"error"`` flags them. ``strict=True`` raises `ValueDecodeError` for the
+inside the value). Bytes left after a value are read as Confluent's deserializers (Java's
+KafkaAvroDeserializer, confluent-kafka's AvroDeserializer) read them -- ignored, the value
+decoded -- and counted in ``trailing_count``; ``trailing="error"`` makes such values errors. ``strict=True`` raises `ValueDecodeError` for the
 first bad value instead, naming ``file``, its ``positions`` entry and its Kafka offset. Null input
 values (tombstones) stay null without an error.
 """
@@ -89,6 +90,8 @@ class DecodedColumn:
         The format that decoded it (``json()`` renders with it).
     reader : AvroType or None
         The reader schema (Avro formats).
+    trailing_count : int
+        Values decoded although bytes followed them (``trailing="ignore"``, the default).
     """
     values: object
     schema_id: object
@@ -96,6 +99,7 @@ class DecodedColumn:
     error_count: int
     format: object = None
     reader: object = None
+    trailing_count: int = 0
 
     def __len__(self):
         return len(self.values)
@@ -116,7 +120,7 @@ class _Ctx:
     file: object = None
     offsets: object = None
     positions: object = None
-    trailing: str = "error"
+    trailing: str = "ignore"
 
 
 class ValueFormat:
@@ -296,7 +300,7 @@ class BytesFormat(ValueFormat):
 class _KernelFormat(ValueFormat):
     """Shared by the formats the Avro kernel decodes: errors and strict mode."""
 
-    def _finish(self, plan, values, errors, schema_id, ids, ctx, messages):
+    def _finish(self, plan, values, errors, schema_id, ids, ctx, messages, trailing=0):
         """The DecodedColumn: error texts for the rows with an error code (messages(code, id, row)
         for the codes found before decoding), or the strict error for the first."""
         pa = _pa()
@@ -323,7 +327,7 @@ class _KernelFormat(ValueFormat):
                                        offset=None if ctx.offsets is None else int(ctx.offsets[i]))
         else:
             error = pa.nulls(n, pa.string())
-        return DecodedColumn(values, schema_id, error, len(bad), self, plan.reader)
+        return DecodedColumn(values, schema_id, error, len(bad), self, plan.reader, trailing)
 
 
 @register_format
@@ -352,7 +356,7 @@ class StringFormat(_KernelFormat):
         roots = np.full(len(column), plan.roots["raw"], np.int32)
         if column.null_count:
             roots[~np.asarray(column.is_valid())] = -1
-        values, errors = plan.decode(offsets, data, roots, skip=0)
+        values, errors, _ = plan.decode(offsets, data, roots, skip=0)
         return self._finish(plan, values, errors, pa.nulls(len(column), pa.int32()), None, ctx, None)
 
     def json(self, decoded):
@@ -437,8 +441,8 @@ class AvroFormat(_KernelFormat):
                     problems[sid] = f"schema id {sid} cannot be resolved: {exc.reason}"
         framed = slots >= 0
         roots = np.where(framed, lut[np.maximum(slots, 0)] if len(lut) else 0, slots).astype(np.int32)
-        values, errors = plan.decode(offsets, data, roots, skip=_FRAMING, trailing_error=ctx.trailing == "error",
-                                     zero_cap=ZERO_ITEMS_CAP)
+        values, errors, trailing = plan.decode(offsets, data, roots, skip=_FRAMING,
+                                               trailing_error=ctx.trailing == "error", zero_cap=ZERO_ITEMS_CAP)
 
         def messages(code, sid, i):
             length = int(offsets[i + 1] - offsets[i])
@@ -455,7 +459,7 @@ class AvroFormat(_KernelFormat):
 
         schema_id = pa.Array.from_buffers(pa.int32(), len(ids), [None if framed.all() else pa.py_buffer(
             np.packbits(framed, bitorder="little")), pa.py_buffer(ids)])
-        return self._finish(plan, values, errors, schema_id, ids, ctx, messages)
+        return self._finish(plan, values, errors, schema_id, ids, ctx, messages, trailing)
 
     def json(self, decoded):
         from kafkafmt.avrojson import avro_json
@@ -491,7 +495,7 @@ def value_type(format, *, registry=None, topic=None, is_key=False, reader_schema
 
 
 def decode_column(column, *, format, registry=None, topic=None, is_key=False, reader_schema=None, strict=False,
-                  file=None, offsets=None, positions=None, trailing="error") -> DecodedColumn:
+                  file=None, offsets=None, positions=None, trailing="ignore") -> DecodedColumn:
     """Decode a column of keys or values in ``format`` (see the module docstring).
 
     Parameters
@@ -511,8 +515,9 @@ def decode_column(column, *, format, registry=None, topic=None, is_key=False, re
     file, offsets, positions : optional
         For error texts: the file, the Kafka offset (int64 array) and byte position in the file
         (int64 array) of each row.
-    trailing : "error" or "ignore"
-        What bytes after the end of an Avro value are.
+    trailing : "ignore" or "error"
+        Bytes after the end of an Avro value: ignored as Confluent's deserializers ignore them
+        (counted in ``trailing_count``), or a per-record error.
 
     Returns
     -------

@@ -88,7 +88,7 @@ CASES = [
 def test_hostile_value_is_a_per_record_error(name, schema, body, words, fastavro_too):
     good = everything_like(schema)
     t0 = time.monotonic()
-    dec = decode(schema, [good, body, None, good])
+    dec = decode(schema, [good, body, None, good], trailing="error")
     assert time.monotonic() - t0 < 5
     errors = dec.error.to_pylist()
     assert errors[0] is None and errors[2] is None and errors[3] is None
@@ -99,7 +99,8 @@ def test_hostile_value_is_a_per_record_error(name, schema, body, words, fastavro
     if fastavro_too is not None:
         assert fastavro_fails(schema, body) == fastavro_too
     with pytest.raises(ValueDecodeError) as exc:
-        decode(schema, [good, body], strict=True, file="x.log", offsets=[10, 11], positions=[100, 200])
+        decode(schema, [good, body], strict=True, file="x.log", offsets=[10, 11], positions=[100, 200],
+               trailing="error")
     assert exc.value.offset == 11 and exc.value.file == "x.log" and exc.value.position >= 200
     assert words in str(exc.value)
 
@@ -124,11 +125,14 @@ def everything_like(schema):
     return out.getvalue()
 
 
-def test_trailing_bytes_can_be_ignored_as_confluent_does():
+def test_trailing_bytes_are_ignored_as_confluent_does_and_counted():
     schema = rec("int")
     body = zigzag(5) + b"\x00\x00"
-    dec = decode(schema, [body], trailing="ignore")
-    assert dec.error_count == 0 and dec.values.to_pylist() == [fastavro_read(body, schema)]
+    for dec in (decode(schema, [body, zigzag(6)]), decode(schema, [body, zigzag(6)], trailing="ignore")):
+        assert dec.error_count == 0 and dec.trailing_count == 1
+        assert dec.values.to_pylist() == [fastavro_read(body, schema), fastavro_read(zigzag(6), schema)]
+    strict = decode(schema, [body, zigzag(6)], trailing="error")
+    assert strict.error_count == 1 and strict.trailing_count == 0
 
 
 def test_framing_errors():

@@ -1006,12 +1006,13 @@ cdef class Program:
         each value (5 for the Confluent wire format). Errors go to err_* (code, byte position in
         the value, node, detail).
 
-        Returns (status, stop, columns): STATUS_OK, or STATUS_FULL when a column's int32 offsets
-        would overflow at row `stop` (rows [start, stop) are in `columns`; call again from stop).
-        columns: per column (length, null count, validity, data, offsets), buffers as
-        OwnedBuffer or None.
+        Returns (status, stop, columns, trailing): STATUS_OK, or STATUS_FULL when a column's int32
+        offsets would overflow at row `stop` (rows [start, stop) are in `columns`; call again from
+        stop). columns: per column (length, null count, validity, data, offsets), buffers as
+        OwnedBuffer or None. trailing: rows decoded with bytes left after the value (when
+        trailing_error is false; else those rows are errors).
         """
-        cdef int64_t n = offsets.shape[0] - 1, i, m = self.ncols, k, b, e, init
+        cdef int64_t n = offsets.shape[0] - 1, i, m = self.ncols, k, b, e, init, trailing = 0
         cdef Ctx x
         cdef Col *cols
         cdef int64_t *saved = NULL
@@ -1088,8 +1089,11 @@ cdef class Program:
                         rc = run(&x, r, &p, end, 0)
                         if rc == E_NONE and top.length != i - start + 1:
                             rc = fail(&x, r, p, E_RESOLVE, -1)     # a plan that did not write one row
-                        if rc == E_NONE and p != end and trailing_error:
-                            rc = fail(&x, r, p, E_TRAILING, end - p)
+                        if rc == E_NONE and p != end:
+                            if trailing_error:
+                                rc = fail(&x, r, p, E_TRAILING, end - p)
+                            else:
+                                trailing += 1
                     if rc == E_NONE:
                         i += 1
                         continue
@@ -1129,7 +1133,7 @@ cdef class Program:
             out = []
             for k in range(m):
                 out.append(self._column(&cols[k]))
-            return (STATUS_FULL if status == E_FULL else STATUS_OK, i, out)
+            return (STATUS_FULL if status == E_FULL else STATUS_OK, i, out, trailing)
         finally:
             for k in range(m):
                 free(cols[k].valid)
