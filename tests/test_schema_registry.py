@@ -110,6 +110,23 @@ def test_default_finds_the_partition_among_the_roots(tmp_path):
         open_registry(None)
 
 
+def test_remote_log_dir_through_fsspec(tmp_path):
+    """The partition on an object store (fsspec's memory filesystem), as a source and among roots."""
+    fsspec = pytest.importorskip("fsspec")
+    m = populated()
+    m.write(tmp_path / "logs")
+    fs = fsspec.filesystem("memory")
+    for root, _, files in os.walk(tmp_path / "logs"):
+        for name in files:
+            path = os.path.join(root, name)
+            fs.pipe(f"/kafkafmt-sr-test/{os.path.relpath(path, tmp_path)}", open(path, "rb").read())
+    try:
+        assert_matches_mock(open_registry("memory://kafkafmt-sr-test/logs"), m)
+        assert_matches_mock(open_registry(None, roots=["memory://kafkafmt-sr-test/logs"]), m)
+    finally:
+        fs.rm("/kafkafmt-sr-test", recursive=True)
+
+
 def test_the_longest_replica_is_replayed(tmp_path):
     m = populated()
     short = RegistryMirror()
