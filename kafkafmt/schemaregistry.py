@@ -380,6 +380,13 @@ class TopicSchemaRegistry(SchemaRegistry):
         self._state = state
         self.source = source
         self.problems = state.problems
+        # subject -> [(version, deleted)], ascending (the state no longer changes)
+        self._by_subject = {}
+        for k, v in state.store.items():
+            if k[0] == "SCHEMA":
+                self._by_subject.setdefault(k[1], []).append((k[2], bool(v.get("deleted"))))
+        for vs in self._by_subject.values():
+            vs.sort()
 
     @classmethod
     def from_records(cls, records, source="_schemas topic"):
@@ -444,12 +451,10 @@ class TopicSchemaRegistry(SchemaRegistry):
         return self._registered(key, value)
 
     def versions(self, subject, include_deleted=False):
-        return sorted(k[2] for k, v in self._state.store.items()
-                      if k[0] == "SCHEMA" and k[1] == subject and (include_deleted or not v.get("deleted")))
+        return [v for v, deleted in self._by_subject.get(subject, ()) if include_deleted or not deleted]
 
     def subjects(self, include_deleted=False):
-        return sorted({k[1] for k, v in self._state.store.items()
-                       if k[0] == "SCHEMA" and (include_deleted or not v.get("deleted"))})
+        return sorted(s for s, vs in self._by_subject.items() if include_deleted or any(not d for _, d in vs))
 
     def ids(self, context=DEFAULT_CONTEXT):
         """Every id that resolves, ascending."""

@@ -43,6 +43,7 @@ values (tombstones) stay null without an error.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import threading
@@ -212,6 +213,13 @@ class _SchemaCache:
 
 
 _CACHES = weakref.WeakKeyDictionary()
+
+
+@functools.lru_cache(maxsize=64)
+def _inline(schema_str):
+    """The registry of a reader schema given without a registry (every id's writer schema too),
+    kept so its plans are compiled once."""
+    return InlineSchemaRegistry(schema_str, source="reader schema (no registry given)")
 _CACHES_LOCK = threading.Lock()
 
 
@@ -375,7 +383,7 @@ class AvroFormat(_KernelFormat):
         reg = ctx.registry
         if reg is None:
             rs = reader_schema_for(None, ctx.topic, ctx.is_key, ctx.reader_schema)
-            return InlineSchemaRegistry(rs.schema_str, source="reader schema (no registry given)")
+            return _inline(rs.schema_str)
         return open_registry(reg)
 
     def plan(self, ctx):
