@@ -179,12 +179,10 @@ cdef struct Col:
     int32_t nchild
     bint nullable            # placeholders are null (else zero-valued)
     int64_t length
-    int64_t nulls
     int64_t cap              # values the validity/offsets/fixed data can hold
     uint8_t *valid           # bit-packed, grown with 1 bits (cleared for nulls)
     uint8_t *data
-    int64_t data_len         # K_VAR: bytes used
-    int64_t data_cap         # bytes allocated
+    int64_t data_cap         # bytes allocated (K_VAR: offs[length] are used)
     int32_t *offs
 
 
@@ -278,7 +276,6 @@ cdef int put_null(Ctx *x, int32_t ci) noexcept nogil:
     cdef int32_t k
     cdef int rc
     if c.kind == K_NULL:
-        c.nulls += 1
         c.length = i + 1
         return E_NONE
     rc = room(c)
@@ -286,7 +283,6 @@ cdef int put_null(Ctx *x, int32_t ci) noexcept nogil:
         return rc
     if c.nullable:
         clear_bit(c.valid, i)
-        c.nulls += 1
     if c.kind == K_FIXED:
         memset(c.data + i * c.width, 0, c.width)
     elif c.kind == K_BOOL:
@@ -337,15 +333,16 @@ cdef inline int put_f64(Col *c, double v) noexcept nogil:
 
 
 cdef inline int put_bytes(Col *c, const uint8_t *s, int64_t n) noexcept nogil:
-    cdef int64_t end = c.data_len + n
+    cdef int64_t used, end
     if c.length >= c.cap and grow(c, c.length + 1):
         return E_NOMEM
+    used = c.offs[c.length]
+    end = used + n
     if end > INT32_MAX:
         return E_FULL
     if end > c.data_cap and grow_data(c, end):
         return E_NOMEM
-    memcpy(c.data + c.data_len, s, n)
-    c.data_len = end
+    memcpy(c.data + used, s, n)
     c.length += 1
     c.offs[c.length] = <int32_t>end
     return E_NONE
@@ -871,6 +868,21 @@ cdef class OwnedBuffer:
         pass
 
 
+cdef int64_t popcount(const uint8_t *bits, int64_t n) noexcept nogil:
+    """Set bits among the first n."""
+    cdef int64_t i, total = 0
+    cdef uint64_t w
+    for i in range(n >> 6):
+        memcpy(&w, bits + 8 * i, 8)
+        w = w - ((w >> 1) & 0x5555555555555555ULL)             # SWAR (portable; gcc turns it into popcnt)
+        w = (w & 0x3333333333333333ULL) + ((w >> 2) & 0x3333333333333333ULL)
+        w = (w + (w >> 4)) & 0x0F0F0F0F0F0F0F0FULL
+        total += <int64_t>((w * 0x0101010101010101ULL) >> 56)
+    for i in range((n >> 6) << 6, n):
+        total += (bits[i >> 3] >> (i & 7)) & 1
+    return total
+
+
 cdef OwnedBuffer _own(uint8_t **ptr, Py_ssize_t size):
     cdef OwnedBuffer b = OwnedBuffer.__new__(OwnedBuffer)
     b.ptr = ptr[0]
@@ -1034,7 +1046,7 @@ cdef class Program:
             if roots[i] >= self.nnodes or roots[i] < -255:
                 raise ValueError("root out of range")
         cols = <Col *>calloc(m, sizeof(Col))
-        saved = <int64_t *>malloc(3 * m * sizeof(int64_t) + 8)
+        saved = <int64_t *>malloc(m * sizeof(int64_t) + 8)
         if cols == NULL or saved == NULL:
             free(cols)
             free(saved)
@@ -1076,9 +1088,7 @@ cdef class Program:
                         i += 1
                         continue
                     for k in range(m):
-                        saved[3 * k] = cols[k].length
-                        saved[3 * k + 1] = cols[k].nulls
-                        saved[3 * k + 2] = cols[k].data_len
+                        saved[k] = cols[k].length
                     x.vstart = base + offsets[i]
                     p = x.vstart + skip_bytes
                     end = base + offsets[i + 1]
@@ -1099,15 +1109,13 @@ cdef class Program:
                         continue
                     # roll every column back to the row's start
                     for k in range(m):
-                        b = saved[3 * k]
+                        b = saved[k]
                         e = cols[k].length
                         if cols[k].kind != K_NULL:
                             while b < e:         # placeholders of the failed row may have cleared bits
                                 cols[k].valid[b >> 3] |= <uint8_t>(1 << (b & 7))
                                 b += 1
-                        cols[k].length = saved[3 * k]
-                        cols[k].nulls = saved[3 * k + 1]
-                        cols[k].data_len = saved[3 * k + 2]
+                        cols[k].length = saved[k]   # (string data ends at offs[length]: nothing more)
                     if rc == E_FULL and i > start:
                         status = E_FULL
                         break
@@ -1144,20 +1152,23 @@ cdef class Program:
 
     cdef tuple _column(self, Col *c):
         cdef int64_t nbits = (c.length + 7) >> 3
+        cdef int64_t nulls = 0
         cdef object valid = None, data = None, offs = None
         if c.kind == K_NULL:
             return (c.length, c.length, None, None, None)
-        if c.nulls:
+        if c.nullable:
+            nulls = c.length - popcount(c.valid, c.length)
+        if nulls:
             valid = _own(&c.valid, nbits)
         if c.kind == K_FIXED:
             data = _own(&c.data, c.length * c.width)
         elif c.kind == K_BOOL:
             data = _own(&c.data, nbits)
         elif c.kind == K_VAR:
-            data = _own(&c.data, c.data_len)
+            data = _own(&c.data, c.offs[c.length])
         if c.kind == K_VAR or c.kind == K_LIST or c.kind == K_MAP:
             offs = _own(<uint8_t **>&c.offs, (c.length + 1) * 4)
-        return (c.length, c.nulls, valid, data, offs)
+        return (c.length, nulls, valid, data, offs)
 
 
 def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1] validity=None,
