@@ -131,6 +131,7 @@ class AvroPlan:
         self._bound_at = {}
         self._memo, self._skips, self._defaults = {}, {}, {}
         self.roots = {}
+        self._writers = []          # the writer types compiled (the memo keys are their ids: kept alive)
         self._program = None
         self._lock = threading.RLock()
 
@@ -261,6 +262,7 @@ class AvroPlan:
         with self._lock:
             root = self.roots.get(key)
             if root is None:
+                self._writers.append(writer)
                 if writer.kind == "bytes":
                     root = self._raw(writer, self.top)
                 else:
