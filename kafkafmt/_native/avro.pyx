@@ -868,6 +868,21 @@ cdef class OwnedBuffer:
         pass
 
 
+cdef bint offsets_ok(const int64_t *offsets, int64_t n, int64_t size) noexcept:
+    """n + 1 offsets, non-decreasing, inside [0, size] (checked once per call, without the GIL)."""
+    cdef int64_t i
+    cdef bint ok = True
+    with nogil:
+        if offsets[0] < 0 or offsets[n] > size:
+            ok = False
+        else:
+            for i in range(n):
+                if offsets[i + 1] < offsets[i]:
+                    ok = False
+                    break
+    return ok
+
+
 cdef int64_t popcount(const uint8_t *bits, int64_t n) noexcept nogil:
     """Set bits among the first n."""
     cdef int64_t i, total = 0
@@ -1034,17 +1049,22 @@ cdef class Program:
         cdef const uint8_t *p
         cdef const uint8_t *end
         cdef Col *top
+        if n < 0:
+            raise ValueError("offsets are n + 1 positions")
         if roots.shape[0] < n or err_code.shape[0] < n or err_pos.shape[0] < n or err_node.shape[0] < n \
                 or err_detail.shape[0] < n:
             raise ValueError("per-row arrays shorter than the column")
         if start < 0 or start > n:
             raise ValueError("start out of range")
-        for i in range(n + 1):
-            if offsets[i] < 0 or offsets[i] > data.shape[0] or (i > 0 and offsets[i] < offsets[i - 1]):
-                raise ValueError("offsets out of range")
-        for i in range(start, n):
-            if roots[i] >= self.nnodes or roots[i] < -255:
-                raise ValueError("root out of range")
+        if not offsets_ok(&offsets[0], n, data.shape[0]):
+            raise ValueError("offsets out of range")
+        with nogil:
+            for i in range(start, n):
+                if roots[i] >= self.nnodes or roots[i] < -255:
+                    rc = -1
+                    break
+        if rc:
+            raise ValueError("root out of range")
         cols = <Col *>calloc(m, sizeof(Col))
         saved = <int64_t *>malloc(m * sizeof(int64_t) + 8)
         if cols == NULL or saved == NULL:
@@ -1199,9 +1219,8 @@ def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1
     cdef bint nomem = False
     if n < 0:
         raise ValueError("offsets are n + 1 positions")
-    for i in range(n + 1):
-        if offsets[i] < 0 or offsets[i] > data.shape[0] or (i > 0 and offsets[i] < offsets[i - 1]):
-            raise ValueError("offsets out of range")
+    if not offsets_ok(&offsets[0], n, data.shape[0]):
+        raise ValueError("offsets out of range")
     if validity is not None:
         if validity.shape[0] * 8 < bit_offset + n:
             raise ValueError("validity shorter than the column")
