@@ -44,7 +44,8 @@ EVERY = {"type": "record", "name": "Every", "fields": [
     {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}},
     {"name": "arr", "type": {"type": "array", "items": ["null", "long"]}},
     {"name": "m", "type": {"type": "map", "values": {"type": "array", "items": "string"}}},
-    {"name": "u", "type": ["int", "string", {"type": "record", "name": "In", "fields": [{"name": "x", "type": "int"}]}]},
+    {"name": "u", "type": ["int", "string",
+                           {"type": "record", "name": "In", "fields": [{"name": "x", "type": "int"}]}]},
     {"name": "empty", "type": {"type": "array", "items": {"type": "record", "name": "Z", "fields": []}}}]}
 
 LOGICAL = {"type": "record", "name": "Logical", "fields": [
@@ -205,9 +206,11 @@ def seeds():
     logical = [{"dec": decimal.Decimal("-1234567.89"), "decf": decimal.Decimal(10 ** 37), "big": decimal.Decimal("1.5"),
                 "day": 19000, "tm": 3_600_000, "tu": 1, "ts": 1_700_000_000_000_000, "uid": str(uuid.UUID(int=7)),
                 "dur": b"\x01\x00\x00\x00\x02\x00\x00\x00\x03\x00\x00\x00"}]
-    v1 = [{"id": i, "note": "n", "st": ["NEW", "PAID", "GONE"][i % 3], "old": {"a": node(2)}, "p": 0.5} for i in range(3)]
+    v1 = [{"id": i, "note": "n", "st": ["NEW", "PAID", "GONE"][i % 3], "old": {"a": node(2)}, "p": 0.5}
+          for i in range(3)]
     framed = {
-        0: [body(EVERY, r) for r in every], 1: [body(NODE, node(n)) for n in (1, 4)], 2: [body(LOGICAL, r) for r in logical],
+        0: [body(EVERY, r) for r in every], 1: [body(NODE, node(n)) for n in (1, 4)],
+        2: [body(LOGICAL, r) for r in logical],
         3: [body(V1, r) for r in v1], 4: [b"", b"\x00\xff"], 5: [body(PAIRS[5][0], [None] * n) for n in (0, 3)],
         6: [body(PAIRS[6][0], v) for v in (None, "x", 5)],
     }
@@ -215,7 +218,8 @@ def seeds():
     for sel, bodies in framed.items():
         vals = [b"\x00\x00\x00\x00\x01" + b for b in bodies]
         out.append(join(sel, vals))
-        out.append(join(sel | 0x80, vals + [None, b"\x00\x00\x00\x00\x02" + bodies[0], b"junk", b"\x00\x00\x00\x00\x09"]))
+        odd = [None, b"\x00\x00\x00\x00\x02" + bodies[0], b"junk", b"\x00\x00\x00\x00\x09"]
+        out.append(join(sel | 0x80, vals + odd))
     return out
 
 

@@ -542,7 +542,8 @@ def _logical_arrow():
     pa = _pa()
     return {
         "date": pa.date32, "time-millis": lambda: pa.time32("ms"), "time-micros": lambda: pa.time64("us"),
-        "timestamp-millis": lambda: pa.timestamp("ms", tz="UTC"), "timestamp-micros": lambda: pa.timestamp("us", tz="UTC"),
+        "timestamp-millis": lambda: pa.timestamp("ms", tz="UTC"),
+        "timestamp-micros": lambda: pa.timestamp("us", tz="UTC"),
         "timestamp-nanos": lambda: pa.timestamp("ns", tz="UTC"), "local-timestamp-millis": lambda: pa.timestamp("ms"),
         "local-timestamp-micros": lambda: pa.timestamp("us"), "local-timestamp-nanos": lambda: pa.timestamp("ns"),
     }

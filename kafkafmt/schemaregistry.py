@@ -505,7 +505,8 @@ class _TableRegistry(SchemaRegistry):
         return self._registered(e, subject, int(version))
 
     def versions(self, subject, include_deleted=False):
-        return sorted(v for (s, v), e in self._by_sv.items() if s == subject and (include_deleted or not e.get("deleted")))
+        return sorted(v for (s, v), e in self._by_sv.items()
+                      if s == subject and (include_deleted or not e.get("deleted")))
 
     def subjects(self, include_deleted=False):
         return sorted({s for (s, v), e in self._by_sv.items() if include_deleted or not e.get("deleted")})
@@ -797,8 +798,10 @@ def open_registry(source=None, *, roots=None, storage_options=None, filesystem=N
         if "://" not in s and filesystem is None:
             if os.path.isfile(s) and os.path.splitext(s)[1] in _EXTENSIONS:
                 with open(s, encoding="utf-8") as f:
-                    return InlineSchemaRegistry(f.read(), _EXTENSIONS[os.path.splitext(s)[1]], source=f"schema file {s}")
+                    return InlineSchemaRegistry(f.read(), _EXTENSIONS[os.path.splitext(s)[1]],
+                                                source=f"schema file {s}")
             if os.path.isdir(s) and _is_schema_folder(s):
                 return FolderSchemaRegistry(s)
         return TopicSchemaRegistry.from_log_dirs(s, storage_options=storage_options, filesystem=filesystem)
-    raise TypeError(f"a schema registry is None, a path, a URL, a dict or a SchemaRegistry, not {type(source).__name__}")
+    raise TypeError(f"a schema registry is None, a path, a URL, a dict or a SchemaRegistry, "
+                    f"not {type(source).__name__}")

@@ -36,7 +36,8 @@ framing, an unknown schema id, a truncated or corrupt body, bytes left after the
 the reader schema cannot hold -> that value is null and ``error`` says why (with the byte position
 inside the value). Bytes left after a value are read as Confluent's deserializers (Java's
 KafkaAvroDeserializer, confluent-kafka's AvroDeserializer) read them -- ignored, the value
-decoded -- and counted in ``trailing_count``; ``trailing="error"`` makes such values errors. ``strict=True`` raises `ValueDecodeError` for the
+decoded -- and counted in ``trailing_count``; ``trailing="error"`` makes such values errors.
+``strict=True`` raises `ValueDecodeError` for the
 first bad value instead, naming ``file``, its ``positions`` entry and its Kafka offset. Null input
 values (tombstones) stay null without an error.
 """
@@ -283,7 +284,8 @@ def reader_schema_for(registry, topic=None, is_key=False, reader_schema=None):
         except SchemaNotFoundError as exc:
             raise SchemaNotFoundError(
                 f"{exc.reason}: no reader schema for topic {topic!r} under the TopicNameStrategy; a topic written "
-                f"with the RecordNameStrategy needs reader_schema='<namespace>.<Record>' (or a schema, an id)") from None
+                f"with the RecordNameStrategy needs reader_schema='<namespace>.<Record>' (or a schema, an id)"
+            ) from None
     raise SchemaError(f"reader_schema cannot be a {type(spec).__name__}")
 
 
@@ -322,7 +324,8 @@ class _KernelFormat(ValueFormat):
                 if c >= 64:
                     texts[i] = messages(c, int(ids[i]), i)
                 else:
-                    texts[i] = f"{plan.error_text(c, int(node[i]), int(detail[i]))} (at byte {int(pos[i])} of the value)"
+                    texts[i] = (f"{plan.error_text(c, int(node[i]), int(detail[i]))} "
+                                f"(at byte {int(pos[i])} of the value)")
             error = pa.array(texts, pa.string())
             if ctx.strict:
                 i = int(bad[0])

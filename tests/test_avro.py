@@ -11,24 +11,22 @@ import datetime
 import decimal
 import io
 import json
+import os
 import uuid
 
+import fastavro
 import numpy as np
+import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-pa = pytest.importorskip("pyarrow")
-fastavro = pytest.importorskip("fastavro")
-pytest.importorskip("confluent_kafka.schema_registry.avro")
+import kafkafmt
+from kafkafmt.avroschema import parse_schema
+from kafkafmt.schemaregistry import InlineSchemaRegistry, open_registry
+from kafkafmt.values import decode_column, value_type
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-import kafkafmt  # noqa: E402
-from kafkafmt.avroschema import parse_schema  # noqa: E402
-from kafkafmt.schemaregistry import InlineSchemaRegistry, open_registry  # noqa: E402
-from kafkafmt.values import decode_column, value_type  # noqa: E402
-
-from avro_support import (RegistryMirror, compact, expected_pylist, fastavro_read, plain, same)  # noqa: E402
+from avro_support import (RegistryMirror, compact, expected_pylist, fastavro_read, plain, same)
 
 UTC = datetime.timezone.utc
 EXACT = decimal.Context(prec=100)
@@ -76,7 +74,8 @@ EVERYTHING = {
 def everything(i):
     inner = {"x": i, "tags": [f"t{i}", "é"][: i % 3]}
     return {
-        "n": None, "b": i % 2 == 0, "i": -(2 ** 31) if i == 3 else i * 1000 - 7, "l": 2 ** 63 - 1 if i == 2 else -i * 10 ** 12,
+        "n": None, "b": i % 2 == 0, "i": -(2 ** 31) if i == 3 else i * 1000 - 7,
+        "l": 2 ** 63 - 1 if i == 2 else -i * 10 ** 12,
         "f": [1.5, -0.0, float("inf"), 3.4e38, 1e-40][i % 5], "d": [2.5, float("nan"), -1e308, 0.1, 5e-324][i % 5],
         "by": bytes(range(i * 7 % 256, i * 7 % 256 + i % 5)), "s": ["", "héllo", "日本", "a" * 300, "\x00"][i % 5],
         "fx": bytes([i, 255, 0, 7]), "e": ["RED", "GREEN", "BLUE"][i % 3], "arr": list(range(i % 4)),
@@ -193,7 +192,8 @@ INVALID_LOGICAL = [
 @pytest.mark.parametrize("t", INVALID_LOGICAL, ids=lambda t: f"{t['type']}-{t['logicalType']}")
 def test_invalid_logical_types_read_as_the_base_type(t):
     base = {k: v for k, v in t.items() if k not in ("logicalType", "precision", "scale")}
-    sample = {"bytes": b"\x01\x02", "fixed": bytes(t.get("size", 0)), "long": 12345, "int": -3, "string": "x"}[t["type"]]
+    samples = {"bytes": b"\x01\x02", "fixed": bytes(t.get("size", 0)), "long": 12345, "int": -3, "string": "x"}
+    sample = samples[t["type"]]
     schema = {"type": "record", "name": "R", "fields": [{"name": "v", "type": t}]}
     plain_schema = {"type": "record", "name": "R", "fields": [{"name": "v", "type": base}]}
     out = io.BytesIO()
@@ -363,9 +363,10 @@ def test_record_name_strategy(mirror):
     mirror.register("ev.Created", a)
     mirror.register("events-ev.Deleted", b)        # TopicRecordNameStrategy
     from confluent_kafka.schema_registry import record_subject_name_strategy, topic_record_subject_name_strategy
-    values = [mirror.serializer(a, topic="events", **{"subject.name.strategy": record_subject_name_strategy})({"id": 1}),
-              mirror.serializer(b, topic="events", **{"subject.name.strategy": topic_record_subject_name_strategy})(
-                  {"id": 2, "why": "x"})]
+    by_record = mirror.serializer(a, topic="events", **{"subject.name.strategy": record_subject_name_strategy})
+    by_topic_record = mirror.serializer(b, topic="events",
+                                        **{"subject.name.strategy": topic_record_subject_name_strategy})
+    values = [by_record({"id": 1}), by_topic_record({"id": 2, "why": "x"})]
     mirror.reopen()
     with pytest.raises(kafkafmt.KafkafmtError) as exc:
         value_type("avro", registry=mirror.registry, topic="events")
@@ -386,7 +387,8 @@ def test_references_across_subjects(mirror):
     mirror.register("money", money)
     refs = [{"name": "com.acme.Money", "subject": "money", "version": 1}]
     mirror.register("orders-value", order, references=refs)
-    values = [mirror.serializer(order, references=refs)({"total": {"cents": i}, "items": [{"cents": 1}] * i}) for i in range(4)]
+    ser = mirror.serializer(order, references=refs)
+    values = [ser({"total": {"cents": i}, "items": [{"cents": 1}] * i}) for i in range(4)]
     mirror.reopen()
     dec = decode_column(pa.array(values, pa.binary()), format="avro", registry=mirror.registry, topic="orders")
     de = mirror.deserializer()
@@ -518,7 +520,8 @@ def schema_and_values(draw):
     return s, vals
 
 
-@settings(max_examples=int(__import__("os").environ.get("AVRO_EXAMPLES", "200")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=int(os.environ.get("AVRO_EXAMPLES", "200")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(schema_and_values())
 def test_random_schemas_against_fastavro(case):
     s, vals = case
@@ -564,8 +567,8 @@ def test_json_rendering_matches_avro_json_encoding():
         out = io.BytesIO()
         fastavro.schemaless_writer(out, parsed, r)
         framed.append(b"\x00\x00\x00\x00\x01" + out.getvalue())
-    dec = decode_column(pa.array(framed, pa.binary()), format="avro", registry=InlineSchemaRegistry({1: json.dumps(schema)}),
-                        reader_schema=1)
+    reg = InlineSchemaRegistry({1: json.dumps(schema)})
+    dec = decode_column(pa.array(framed, pa.binary()), format="avro", registry=reg, reader_schema=1)
     ours = dec.json()
     for text, rec in zip(ours, recs):
         buf = io.StringIO()

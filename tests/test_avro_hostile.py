@@ -3,25 +3,24 @@ hang or unbounded memory), the rows around it decode as fastavro decodes them, a
 accepts fastavro accepts too, with the same value.
 """
 import io
-import os
 import json
+import os
 import random
 import struct
 import time
 
+import fastavro
+import pyarrow as pa
 import pytest
 
-pa = pytest.importorskip("pyarrow")
-fastavro = pytest.importorskip("fastavro")
+from kafkafmt.avroplan import ZERO_ITEMS_CAP
+from kafkafmt.avroschema import parse_schema, zigzag
+from kafkafmt.errors import ValueDecodeError
+from kafkafmt.schemaregistry import InlineSchemaRegistry
+from kafkafmt.values import decode_column
 
-from kafkafmt.avroplan import ZERO_ITEMS_CAP  # noqa: E402
-from kafkafmt.avroschema import parse_schema, zigzag  # noqa: E402
-from kafkafmt.errors import ValueDecodeError  # noqa: E402
-from kafkafmt.schemaregistry import InlineSchemaRegistry  # noqa: E402
-from kafkafmt.values import decode_column  # noqa: E402
-
-from avro_support import expected_pylist, fastavro_read, plain, same  # noqa: E402
-from test_avro import EVERYTHING, everything  # noqa: E402
+from avro_support import expected_pylist, fastavro_read, plain, same
+from test_avro import EVERYTHING, everything
 
 HEADER = b"\x00\x00\x00\x00\x01"
 
@@ -94,7 +93,8 @@ def test_hostile_value_is_a_per_record_error(name, schema, body, words, fastavro
     assert errors[0] is None and errors[2] is None and errors[3] is None
     assert errors[1] is not None and words in errors[1], errors[1]
     assert dec.values.null_count == 2 and dec.error_count == 1
-    assert same(plain(dec.values)[::3], expected_pylist([fastavro_read(good, schema)] * 2, parse_schema(json.dumps(schema))))
+    expected = expected_pylist([fastavro_read(good, schema)] * 2, parse_schema(json.dumps(schema)))
+    assert same(plain(dec.values)[::3], expected)
     dec.values.validate(full=True)
     if fastavro_too is not None:
         assert fastavro_fails(schema, body) == fastavro_too

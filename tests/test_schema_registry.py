@@ -11,15 +11,12 @@ import os
 
 import pytest
 
-pytest.importorskip("pyarrow")
-pytest.importorskip("confluent_kafka.schema_registry")
-
-import kafkafmt  # noqa: E402
-from kafkafmt.errors import KafkafmtError, SchemaNotFoundError, SchemaRegistryError  # noqa: E402
-from kafkafmt.schemaregistry import (ClientSchemaRegistry, FolderSchemaRegistry, InlineSchemaRegistry,  # noqa: E402
+import kafkafmt
+from kafkafmt.errors import KafkafmtError, SchemaNotFoundError, SchemaRegistryError
+from kafkafmt.schemaregistry import (ClientSchemaRegistry, FolderSchemaRegistry, InlineSchemaRegistry,
                                      TopicSchemaRegistry, open_registry, replay_schemas_topic)
 
-from avro_support import RegistryMirror, compact  # noqa: E402
+from avro_support import RegistryMirror, compact
 
 
 def order(version):
@@ -112,7 +109,7 @@ def test_default_finds_the_partition_among_the_roots(tmp_path):
 
 def test_remote_log_dir_through_fsspec(tmp_path):
     """The partition on an object store (fsspec's memory filesystem), as a source and among roots."""
-    fsspec = pytest.importorskip("fsspec")
+    import fsspec
     m = populated()
     m.write(tmp_path / "logs")
     fs = fsspec.filesystem("memory")

@@ -3,18 +3,16 @@ reader-schema choices and strict mode."""
 import json
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
-pa = pytest.importorskip("pyarrow")
-pytest.importorskip("confluent_kafka.schema_registry.avro")
+import kafkafmt
+from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
+from kafkafmt.records import BinaryColumn
+from kafkafmt.schemaregistry import InlineSchemaRegistry, open_registry
+from kafkafmt.values import FORMATS, ValueFormat, decode_column, get_format, register_format, value_type
 
-import kafkafmt  # noqa: E402
-from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError  # noqa: E402
-from kafkafmt.records import BinaryColumn  # noqa: E402
-from kafkafmt.schemaregistry import InlineSchemaRegistry, open_registry  # noqa: E402
-from kafkafmt.values import FORMATS, ValueFormat, decode_column, get_format, register_format, value_type  # noqa: E402
-
-from avro_support import RegistryMirror  # noqa: E402
+from avro_support import RegistryMirror
 
 ORDER = {"type": "record", "name": "Order", "namespace": "com.acme",
          "fields": [{"name": "id", "type": "long"}, {"name": "tag", "type": ["null", "string"], "default": None}]}
@@ -83,7 +81,8 @@ def test_bytes_and_string(setup):
             expected.append(None)
     assert dec.values.to_pylist() == expected
     assert dec.values.type == value_type("string") == pa.string()
-    assert [e is not None for e in dec.error.to_pylist()] == [r is not None and x is None for r, x in zip(raw, expected)]
+    bad = [r is not None and x is None for r, x in zip(raw, expected)]
+    assert [e is not None for e in dec.error.to_pylist()] == bad
     assert dec.json()[0] == '"abc"' and dec.json()[2] is None
 
 
