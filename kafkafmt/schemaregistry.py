@@ -55,6 +55,7 @@ import json
 import os
 import re
 import threading
+import warnings
 from typing import Optional
 
 from kafkafmt.errors import SchemaNotFoundError, SchemaRegistryError
@@ -406,10 +407,14 @@ class TopicSchemaRegistry(SchemaRegistry):
         SchemaRegistryError
             No such partition under the roots.
         """
+        from kafkafmt.errors import KafkafmtWarning
         from kafkafmt.logdir import find_partitions, read_log_dir
 
         roots_list = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
-        found = [p for p in find_partitions(roots_list, [topic], None, None, storage_options, filesystem)]
+        with warnings.catch_warnings():
+            # "no partition of topic _schemas": the error below says it, and what to do
+            warnings.simplefilter("ignore", KafkafmtWarning)
+            found = list(find_partitions(roots_list, [topic], None, None, storage_options, filesystem))
         if not found:
             where = ", ".join(map(str, roots_list)) or "(no roots)"
             raise SchemaRegistryError(f"no schema registry given and no {topic}-0 partition (the Schema "
