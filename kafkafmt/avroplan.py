@@ -25,8 +25,9 @@ other unions                    struct<member0, member1, ...>: one nullable memb
                                 branch, in the reader's order (as Spark's from_avro); the branch
                                 read is the one member that is set; null when the null branch is
 decimal (bytes or fixed)        decimal128(p, s); decimal256 when p > 38; p > 76: the base type
-uuid (string / fixed(16))       string / fixed_size_binary(16)
-date, time-millis, time-micros  date32, time32[ms], time64[us]
+uuid (string / fixed(16))       string (8-4-4-4-12 hex digits, else a per-record error, as Java's and
+                                fastavro's UUID conversions fail) / fixed_size_binary(16)
+date, time-millis, time-micros  date32, time32[ms], time64[us] (a time outside one day: a per-record error)
 timestamp-millis/-micros/-nanos timestamp[ms/us/ns, tz=UTC]
 local-timestamp-*               timestamp[ms/us/ns] (no zone)
 duration (fixed(12))            month_day_nano_interval (milliseconds as nanoseconds)
