@@ -1,21 +1,23 @@
 """kafkafmt: read Apache Kafka's on-disk data into NumPy, Arrow and pandas, without a broker."""
 from kafkafmt.decoder import DecodeOptions, decode, scan_batches
+from kafkafmt.discovery import find_log_dirs, list_partitions, list_segments
 from kafkafmt.encoder import encode, encode_control
 from kafkafmt.errors import (CompressionError, CorruptRecordError, CrcError, DecompressionLimitError, EncodeError,
                              KafkafmtError, KafkafmtWarning, NotALogDirError, NotKafkaDataError, PathNotFoundError,
-                             UnsupportedCodecError)
-from kafkafmt.logdir import iter_log_dir, iter_log_dirs, read_log_dir, read_log_dirs
+                             SchemaError, SchemaNotFoundError, SchemaRegistryError, UnsupportedCodecError,
+                             ValueDecodeError)
+from kafkafmt.logdir import iter_log_dir, iter_log_dirs, read_log_dir, read_log_dirs, read_segment
 from kafkafmt.logwriter import LogWriter, write_log_dir
+from kafkafmt.planner import offset_for_timestamp
+from kafkafmt.records import CONTROL_TYPES, BinaryColumn, Headers, Records, Table
 from kafkafmt.recovery import RecoveryAction, RecoveryPlan, rebuild_indexes, recover
 from kafkafmt.recovery import undo as undo_recovery
-from kafkafmt.records import CONTROL_TYPES, BinaryColumn, Headers, Records, Table
-from kafkafmt.discovery import find_log_dirs, list_partitions, list_segments
-from kafkafmt.logdir import read_segment
 from kafkafmt.reports import ReportEntry, ReportKind
-from kafkafmt.planner import offset_for_timestamp
-from kafkafmt.threads import cpu_count, set_cpu_count
+from kafkafmt.schemaregistry import RegisteredSchema, SchemaRegistry, open_registry
 from kafkafmt.sidefiles import (read_index, read_leader_epoch_checkpoint, read_partition_metadata,
                                 read_producer_snapshot, read_timeindex, read_txnindex)
+from kafkafmt.threads import cpu_count, set_cpu_count
+from kafkafmt.values import DecodedColumn, decode_column, value_type
 
 __version__ = "0.1.0"
 
@@ -27,5 +29,8 @@ __all__ = [
     "read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "list_partitions", "list_segments",
     "find_log_dirs", "offset_for_timestamp", "ReportEntry", "ReportKind", "LogWriter", "write_log_dir",
     "read_index", "read_timeindex", "read_txnindex", "read_producer_snapshot", "read_leader_epoch_checkpoint",
-    "read_partition_metadata", "set_cpu_count", "cpu_count", "recover", "rebuild_indexes", "undo_recovery", "RecoveryPlan", "RecoveryAction",
+    "read_partition_metadata", "set_cpu_count", "cpu_count",
+    "recover", "rebuild_indexes", "undo_recovery", "RecoveryPlan", "RecoveryAction",
+    "SchemaRegistry", "RegisteredSchema", "open_registry", "decode_column", "value_type", "DecodedColumn",
+    "SchemaRegistryError", "SchemaNotFoundError", "SchemaError", "ValueDecodeError",
 ]

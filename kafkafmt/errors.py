@@ -120,3 +120,24 @@ class RecoveryError(KafkafmtError):
 
 class LogDirLockedError(RecoveryError):
     """A log dir's ``.lock`` is held by another process (a running broker)."""
+
+
+# --- typed values (schema registry, Avro) --------------------------------------------------------
+
+class SchemaRegistryError(KafkafmtError, LookupError):
+    """A schema source cannot be opened or read (no ``_schemas`` partition, an unreadable folder...)."""
+
+
+class SchemaNotFoundError(SchemaRegistryError, KeyError):
+    """A schema id, subject or version is not known to the schema source."""
+
+    def __str__(self):
+        return self._format()
+
+
+class SchemaError(KafkafmtError, ValueError):
+    """A schema is invalid, or a writer schema cannot be resolved to the reader schema."""
+
+
+class ValueDecodeError(KafkafmtError, ValueError):
+    """A record's key or value does not decode in the requested format (``strict=True``)."""

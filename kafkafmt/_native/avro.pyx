@@ -1,0 +1,1312 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Avro kernel: decode a whole column of Avro values into Arrow buffers in one call, without the GIL.
+
+The Python side (kafkafmt.avroplan) compiles each (writer schema, reader schema) pair once into a
+flat *plan*: an array of nodes, each one instruction -- read a writer type, convert it, append it
+to an output column (or skip it) --, with their children in a shared int32 table and field defaults
+pre-encoded as Avro binary in a constants blob. The output *columns* follow the reader schema (one
+per Arrow array: struct, list, map, primitive); every plan of every writer schema writes into the
+same columns, so rows written with different schema ids decode in one pass, in record order.
+
+Per row the caller gives the root node of the row's writer schema (or a negative code: -1 a null
+input value, stays null without an error; -k an error k found before decoding, e.g. an unknown
+schema id). The kernel then:
+
+* bounds-checks every read against the end of the value: a length, block count or fixed size past
+  the end, a negative length, a varint longer than 10 bytes (an int outside 32 bits), a union or
+  enum index out of range, a boolean byte other than 0/1, invalid UTF-8 in a string, a decimal
+  beyond its precision, nesting deeper than MAX_DEPTH are per-record errors (ERROR_INFO);
+* caps items per array/map block by the bytes left (every item of a type that takes >= 1 byte
+  needs one), and items of zero-byte types (null, empty records, fixed(0)) by ``zero_cap`` per value;
+* on an error, rolls every column back to the row's start and appends a placeholder row: the
+  value is null (its non-nullable children hold zeros, as Arrow's Parquet writer wants), and the
+  row's error code, byte position in the value, plan node and detail are recorded.
+
+Columns grow geometrically (realloc) inside the loop. A string/binary/list/map column whose int32
+offsets would pass 2^31 - 1 stops the call at that row (STATUS_FULL): the caller takes the rows
+decoded so far and calls again from there.
+"""
+import numpy as np
+from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t, INT32_MAX, INT64_MIN
+from libc.string cimport memcpy, memset
+from libc.stdlib cimport malloc, calloc, realloc, free
+from cpython.buffer cimport PyBuffer_FillInfo
+
+# ---- plan node ops (the Python compiler uses OPS)
+cdef enum:
+    OP_NULL = 1           # writer null -> append a null (placeholder) to col
+    OP_BOOL = 2
+    OP_INT = 3            # int -> int32 (int, date, time-millis: c > 0, values in [0, c))
+    OP_INT_LONG = 4       # int -> int64 (c as OP_INT)
+    OP_INT_FLOAT = 5
+    OP_INT_DOUBLE = 6
+    OP_LONG = 7           # long -> int64 (c as OP_INT: time-micros)
+    OP_LONG_FLOAT = 8
+    OP_LONG_DOUBLE = 9
+    OP_FLOAT = 10
+    OP_FLOAT_DOUBLE = 11
+    OP_DOUBLE = 12
+    OP_STRING = 13        # length + UTF-8 checked bytes -> string column (also bytes -> string); c = 1: a UUID
+    OP_BYTES = 14         # length + bytes -> binary column (also string -> bytes)
+    OP_FIXED = 15         # c bytes -> fixed_size_binary(c)
+    OP_DEC_BYTES = 16     # length + big-endian two's complement -> decimal (a: bound in consts)
+    OP_DEC_FIXED = 17     # c bytes -> decimal (a: bound)
+    OP_DURATION = 18      # fixed(12) -> month_day_nano
+    OP_ENUM = 19          # int index; table[a + index] = reader index or -1; b = writer symbols
+    OP_RECORD = 20        # children table[a .. a + b), then the struct col
+    OP_ARRAY = 21         # blocks of items (node a) -> list col
+    OP_MAP = 22           # blocks of (string key, value node a) -> map col
+    OP_UNION = 23         # int index < b; node table[a + index]
+    OP_MEMBER = 24        # general reader union (struct of members) col: member a gets node b, others null
+    OP_DEFAULT = 25       # decode consts[a .. a + b) with node c (a reader-only field's default)
+    OP_ERROR = 26         # a resolution error (incompatible types, a recursive type cut off...): message a
+    OP_RAW = 27           # the rest of the value (a top-level "bytes" writer schema): b 0 bytes, 1 string, 2 decimal
+    SK_NONE = 40          # skip: writer-only parts, nothing written
+    SK_FIXED = 41         # c bytes
+    SK_VARINT = 42
+    SK_BYTES = 43
+    SK_RECORD = 44        # children table[a .. a + b)
+    SK_ARRAY = 45         # items node a
+    SK_MAP = 46           # values node a
+    SK_UNION = 47         # table[a + index], index < b
+
+# ---- column kinds
+cdef enum:
+    K_NULL = 0            # Arrow null: a length only
+    K_BOOL = 1            # validity + bit-packed values
+    K_FIXED = 2           # validity + width bytes per value
+    K_VAR = 3             # validity + int32 offsets + data (string, binary)
+    K_LIST = 4            # validity + int32 offsets + child 0
+    K_STRUCT = 5          # validity + children
+    K_MAP = 6             # validity + int32 offsets + child 0 (the entries struct: key, value)
+
+# ---- per-record error codes (ERROR_INFO); codes >= 64 belong to the Python side (framing, ids)
+cdef enum:
+    E_NONE = 0
+    E_TRUNCATED = 1
+    E_VARINT = 2
+    E_INT_RANGE = 3
+    E_NEG_LENGTH = 4
+    E_LENGTH = 5
+    E_COUNT = 6
+    E_BLOCK_SIZE = 7
+    E_ZERO_ITEMS = 8
+    E_BOOL = 9
+    E_UTF8 = 10
+    E_ENUM_INDEX = 11
+    E_ENUM_SYMBOL = 12
+    E_UNION_INDEX = 13
+    E_RESOLVE = 14
+    E_DEPTH = 15
+    E_DECIMAL = 16
+    E_DURATION = 17
+    E_TRAILING = 18
+    E_TOO_LARGE = 19
+    E_TIME_RANGE = 20
+    E_UUID = 21
+    # not per record: the call stops
+    E_FULL = 100          # an int32 offset would overflow: stop here, call again
+    E_NOMEM = 101
+
+cdef enum:
+    MAX_DEPTH_ = 64       # nested records/arrays/maps/unions per value
+
+# ---- framing errors (Confluent wire format), found by frame() before decoding
+cdef enum:
+    F_NO_MAGIC = 64       # empty, or the first byte is not 0x00 (nor 0x01)
+    F_SHORT = 65          # 0x00 but fewer than 5 bytes
+    F_GUID = 66           # 0x01: a 16-byte schema GUID (Confluent's V1 framing)
+
+FRAME_ERRORS = {"NO_MAGIC": F_NO_MAGIC, "SHORT": F_SHORT, "GUID": F_GUID}
+
+MAX_DEPTH = MAX_DEPTH_
+STATUS_OK, STATUS_FULL = 0, int(E_FULL)
+
+OPS = dict(
+    OP_NULL=OP_NULL, OP_BOOL=OP_BOOL, OP_INT=OP_INT, OP_INT_LONG=OP_INT_LONG, OP_INT_FLOAT=OP_INT_FLOAT,
+    OP_INT_DOUBLE=OP_INT_DOUBLE, OP_LONG=OP_LONG, OP_LONG_FLOAT=OP_LONG_FLOAT, OP_LONG_DOUBLE=OP_LONG_DOUBLE,
+    OP_FLOAT=OP_FLOAT, OP_FLOAT_DOUBLE=OP_FLOAT_DOUBLE, OP_DOUBLE=OP_DOUBLE, OP_STRING=OP_STRING,
+    OP_BYTES=OP_BYTES, OP_FIXED=OP_FIXED, OP_DEC_BYTES=OP_DEC_BYTES, OP_DEC_FIXED=OP_DEC_FIXED,
+    OP_DURATION=OP_DURATION, OP_ENUM=OP_ENUM, OP_RECORD=OP_RECORD, OP_ARRAY=OP_ARRAY, OP_MAP=OP_MAP,
+    OP_UNION=OP_UNION, OP_MEMBER=OP_MEMBER, OP_DEFAULT=OP_DEFAULT, OP_ERROR=OP_ERROR, OP_RAW=OP_RAW,
+    SK_NONE=SK_NONE, SK_FIXED=SK_FIXED, SK_VARINT=SK_VARINT, SK_BYTES=SK_BYTES,
+    SK_RECORD=SK_RECORD, SK_ARRAY=SK_ARRAY, SK_MAP=SK_MAP, SK_UNION=SK_UNION)
+KINDS = dict(K_NULL=K_NULL, K_BOOL=K_BOOL, K_FIXED=K_FIXED, K_VAR=K_VAR, K_LIST=K_LIST, K_STRUCT=K_STRUCT,
+             K_MAP=K_MAP)
+
+# code -> message ({detail}: the error's detail number; {depth}: MAX_DEPTH; {cap}: zero_cap)
+_ERROR_TABLE = (
+    (E_TRUNCATED, "TRUNCATED", "the value ends inside a field (truncated or corrupt)"),
+    (E_VARINT, "VARINT", "varint longer than 10 bytes, or beyond 64 bits"),
+    (E_INT_RANGE, "INT_RANGE", "int value {detail} outside the 32-bit range"),
+    (E_NEG_LENGTH, "NEG_LENGTH", "negative length {detail}"),
+    (E_LENGTH, "LENGTH", "length {detail} runs past the end of the value"),
+    (E_COUNT, "COUNT", "block count {detail} is more than the bytes left can hold"),
+    (E_BLOCK_SIZE, "BLOCK_SIZE", "block size {detail} runs past the end of the value"),
+    (E_ZERO_ITEMS, "ZERO_ITEMS", "more than {cap} items of a zero-byte type in one value"),
+    (E_BOOL, "BOOL", "boolean byte {detail} is neither 0 nor 1"),
+    (E_UTF8, "UTF8", "string is not valid UTF-8"),
+    (E_ENUM_INDEX, "ENUM_INDEX", "enum index {detail} out of range"),
+    (E_ENUM_SYMBOL, "ENUM_SYMBOL", "enum symbol #{detail} of the writer is not in the reader's enum, which has "
+                                   "no default"),
+    (E_UNION_INDEX, "UNION_INDEX", "union branch index {detail} out of range"),
+    (E_RESOLVE, "RESOLVE", "{message}"),
+    (E_DEPTH, "DEPTH", "nesting deeper than {depth}"),
+    (E_DECIMAL, "DECIMAL", "decimal value does not fit its precision"),
+    (E_DURATION, "DURATION", "duration months or days above 2^31 - 1"),
+    (E_TRAILING, "TRAILING", "{detail} bytes after the end of the Avro value"),
+    (E_TOO_LARGE, "TOO_LARGE", "the value alone needs more than 2 GiB in one Arrow column"),
+    (E_TIME_RANGE, "TIME_RANGE", "time of day {detail} is outside one day"),
+    (E_UUID, "UUID", "uuid string is not 8-4-4-4-12 hex digits"),
+)
+#: error code -> (name, message template)
+ERROR_INFO = {int(code): (name, text) for code, name, text in _ERROR_TABLE}
+
+
+cdef struct Node:
+    int32_t op
+    int32_t col
+    int32_t a
+    int32_t b
+    int64_t c
+    int64_t min_size         # fewest bytes the writer type takes (counts are checked against it)
+
+
+cdef struct Col:
+    int32_t kind
+    int32_t width            # K_FIXED: bytes per value
+    int32_t child0           # first child in col_children
+    int32_t nchild
+    bint nullable            # placeholders are null (else zero-valued)
+    int64_t length
+    int64_t cap              # values the validity/offsets/fixed data can hold
+    uint8_t *valid           # bit-packed, grown with 1 bits (cleared for nulls)
+    uint8_t *data
+    int64_t data_cap         # bytes allocated (K_VAR: offs[length] are used)
+    int32_t *offs
+
+
+cdef struct Ctx:
+    const Node *nodes
+    const int32_t *table
+    const uint8_t *consts
+    const uint8_t *bounds    # decimal bounds (little-endian magnitudes)
+    Col *cols
+    const int32_t *col_children
+    const uint8_t *vstart    # the current value (error positions count from here)
+    int64_t err_pos
+    int64_t err_detail
+    int32_t err_node
+    int64_t zero_items
+    int64_t zero_cap
+
+
+# ------------------------------------------------------------------------------------------------
+# columns
+
+cdef int grow(Col *c, int64_t need) noexcept nogil:
+    """Capacity for at least `need` values (validity, offsets or fixed data)."""
+    cdef int64_t ncap = c.cap * 2 if c.cap >= 8 else 16
+    cdef int64_t old_bytes = (c.cap + 7) >> 3, new_bytes
+    cdef void *p
+    while ncap < need:
+        ncap *= 2
+    new_bytes = (ncap + 7) >> 3
+    p = realloc(c.valid, new_bytes + 1)
+    if p == NULL:
+        return E_NOMEM
+    c.valid = <uint8_t *>p
+    memset(c.valid + old_bytes, 0xFF, new_bytes + 1 - old_bytes)
+    if c.kind == K_FIXED:
+        p = realloc(c.data, ncap * c.width + 1)
+        if p == NULL:
+            return E_NOMEM
+        c.data = <uint8_t *>p
+        c.data_cap = ncap * c.width + 1
+    elif c.kind == K_BOOL:
+        p = realloc(c.data, new_bytes + 1)
+        if p == NULL:
+            return E_NOMEM
+        c.data = <uint8_t *>p
+        c.data_cap = new_bytes + 1
+    elif c.kind == K_VAR or c.kind == K_LIST or c.kind == K_MAP:
+        p = realloc(c.offs, (ncap + 1) * sizeof(int32_t))
+        if p == NULL:
+            return E_NOMEM
+        c.offs = <int32_t *>p
+    c.cap = ncap
+    return E_NONE
+
+
+cdef inline int room(Col *c) noexcept nogil:
+    if c.length < c.cap:
+        return E_NONE
+    return grow(c, c.length + 1)
+
+
+cdef int grow_data(Col *c, int64_t need) noexcept nogil:
+    cdef int64_t ncap = c.data_cap * 2 if c.data_cap >= 64 else 64
+    cdef void *p
+    while ncap < need:
+        ncap *= 2
+    p = realloc(c.data, ncap)
+    if p == NULL:
+        return E_NOMEM
+    c.data = <uint8_t *>p
+    c.data_cap = ncap
+    return E_NONE
+
+
+cdef inline void clear_bit(uint8_t *bits, int64_t i) noexcept nogil:
+    bits[i >> 3] &= <uint8_t>~(1 << (i & 7))
+
+
+cdef inline void put_bit(uint8_t *bits, int64_t i, bint v) noexcept nogil:
+    if v:
+        bits[i >> 3] |= <uint8_t>(1 << (i & 7))
+    else:
+        bits[i >> 3] &= <uint8_t>~(1 << (i & 7))
+
+
+cdef int put_null(Ctx *x, int32_t ci) noexcept nogil:
+    """Append a placeholder: null in a nullable column, else a zero value (empty string or list,
+    a struct of placeholders)."""
+    cdef Col *c = &x.cols[ci]
+    cdef int64_t i = c.length
+    cdef int32_t k
+    cdef int rc
+    if c.kind == K_NULL:
+        c.length = i + 1
+        return E_NONE
+    rc = room(c)
+    if rc:
+        return rc
+    if c.nullable:
+        clear_bit(c.valid, i)
+    if c.kind == K_FIXED:
+        memset(c.data + i * c.width, 0, c.width)
+    elif c.kind == K_BOOL:
+        clear_bit(c.data, i)
+    elif c.kind == K_VAR:
+        c.offs[i + 1] = c.offs[i]
+    elif c.kind == K_LIST or c.kind == K_MAP:
+        c.offs[i + 1] = c.offs[i]
+    elif c.kind == K_STRUCT:
+        for k in range(c.nchild):
+            rc = put_null(x, x.col_children[c.child0 + k])
+            if rc:
+                return rc
+    c.length = i + 1
+    return E_NONE
+
+
+cdef inline int put_i32(Col *c, int32_t v) noexcept nogil:
+    if c.length >= c.cap and grow(c, c.length + 1):
+        return E_NOMEM
+    (<int32_t *>c.data)[c.length] = v
+    c.length += 1
+    return E_NONE
+
+
+cdef inline int put_i64(Col *c, int64_t v) noexcept nogil:
+    if c.length >= c.cap and grow(c, c.length + 1):
+        return E_NOMEM
+    (<int64_t *>c.data)[c.length] = v
+    c.length += 1
+    return E_NONE
+
+
+cdef inline int put_f32(Col *c, float v) noexcept nogil:
+    if c.length >= c.cap and grow(c, c.length + 1):
+        return E_NOMEM
+    (<float *>c.data)[c.length] = v
+    c.length += 1
+    return E_NONE
+
+
+cdef inline int put_f64(Col *c, double v) noexcept nogil:
+    if c.length >= c.cap and grow(c, c.length + 1):
+        return E_NOMEM
+    (<double *>c.data)[c.length] = v
+    c.length += 1
+    return E_NONE
+
+
+cdef inline int put_bytes(Col *c, const uint8_t *s, int64_t n) noexcept nogil:
+    cdef int64_t used, end
+    if c.length >= c.cap and grow(c, c.length + 1):
+        return E_NOMEM
+    used = c.offs[c.length]
+    end = used + n
+    if end > INT32_MAX:
+        return E_FULL
+    if end > c.data_cap and grow_data(c, end):
+        return E_NOMEM
+    memcpy(c.data + used, s, n)
+    c.length += 1
+    c.offs[c.length] = <int32_t>end
+    return E_NONE
+
+
+cdef inline int put_end(Col *c, int64_t child_len) noexcept nogil:
+    """Close a list/map value whose items end at child_len."""
+    if c.length >= c.cap and grow(c, c.length + 1):
+        return E_NOMEM
+    if child_len > INT32_MAX:
+        return E_FULL
+    c.length += 1
+    c.offs[c.length] = <int32_t>child_len
+    return E_NONE
+
+
+cdef inline int put_valid(Col *c) noexcept nogil:
+    """A valid struct value (its children were appended)."""
+    if c.length >= c.cap and grow(c, c.length + 1):
+        return E_NOMEM
+    c.length += 1
+    return E_NONE
+
+
+cdef inline uint8_t *put_slot(Col *c) noexcept nogil:
+    """Room for one fixed-width value: its address (NULL when out of memory)."""
+    if c.length >= c.cap and grow(c, c.length + 1):
+        return NULL
+    c.length += 1
+    return c.data + (c.length - 1) * c.width
+
+
+# ------------------------------------------------------------------------------------------------
+# reading
+
+cdef inline int read_long(const uint8_t **pp, const uint8_t *end, int64_t *out) noexcept nogil:
+    """A zigzag varint of at most 10 bytes (the 10th holding bit 63 only); one-byte values inline."""
+    cdef const uint8_t *p = pp[0]
+    cdef uint64_t b
+    if p < end:
+        b = p[0]
+        if b < 0x80:
+            pp[0] = p + 1
+            out[0] = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
+            return E_NONE
+    return read_long_slow(pp, end, out)
+
+
+cdef int read_long_slow(const uint8_t **pp, const uint8_t *end, int64_t *out) noexcept nogil:
+    cdef const uint8_t *p = pp[0]
+    cdef uint64_t u, b
+    cdef int shift
+    if p >= end:
+        return E_TRUNCATED
+    b = p[0]
+    if b < 0x80:
+        pp[0] = p + 1
+        out[0] = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
+        return E_NONE
+    u = b & 0x7F
+    shift = 7
+    p += 1
+    while True:
+        if p >= end:
+            return E_TRUNCATED
+        b = p[0]
+        p += 1
+        if shift == 63 and b > 1:
+            return E_VARINT
+        u |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+    pp[0] = p
+    out[0] = <int64_t>((u >> 1) ^ (~(u & 1) + 1))
+    return E_NONE
+
+
+cdef inline bint utf8_ok(const uint8_t *s, int64_t n) noexcept nogil:
+    """Strict UTF-8 (no overlongs, no surrogates, at most U+10FFFF), ASCII 8 bytes at a time."""
+    cdef int64_t i = 0
+    cdef uint64_t w
+    cdef uint8_t c, c1
+    cdef int need
+    while i < n:
+        if i + 8 <= n:
+            memcpy(&w, s + i, 8)
+            if (w & 0x8080808080808080ULL) == 0:
+                i += 8
+                continue
+        c = s[i]
+        if c < 0x80:
+            i += 1
+            continue
+        if c >= 0xC2 and c <= 0xDF:
+            need = 1
+        elif c >= 0xE0 and c <= 0xEF:
+            need = 2
+        elif c >= 0xF0 and c <= 0xF4:
+            need = 3
+        else:
+            return False
+        if i + need >= n:
+            return False
+        c1 = s[i + 1]
+        if (c1 & 0xC0) != 0x80:
+            return False
+        if c == 0xE0 and c1 < 0xA0:
+            return False
+        if c == 0xED and c1 > 0x9F:
+            return False
+        if c == 0xF0 and c1 < 0x90:
+            return False
+        if c == 0xF4 and c1 > 0x8F:
+            return False
+        if need >= 2 and (s[i + 2] & 0xC0) != 0x80:
+            return False
+        if need == 3 and (s[i + 3] & 0xC0) != 0x80:
+            return False
+        i += need + 1
+    return True
+
+
+cdef bint uuid_ok(const uint8_t *s, int64_t n) noexcept nogil:
+    """The canonical text form of a UUID (RFC 4122): 8-4-4-4-12 hex digits."""
+    cdef int64_t i
+    cdef uint8_t c
+    if n != 36:
+        return False
+    for i in range(36):
+        c = s[i]
+        if i == 8 or i == 13 or i == 18 or i == 23:
+            if c != 45:
+                return False
+        elif not ((48 <= c <= 57) or (97 <= c <= 102) or (65 <= c <= 70)):
+            return False
+    return True
+
+
+cdef inline int fail(Ctx *x, int32_t ni, const uint8_t *p, int code, int64_t detail) noexcept nogil:
+    x.err_node = ni
+    x.err_pos = p - x.vstart
+    x.err_detail = detail
+    return code
+
+
+cdef inline int read_len(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int64_t *n) noexcept nogil:
+    """A length (long) and the check that that many bytes are left."""
+    cdef const uint8_t *start = pp[0]
+    cdef int rc = read_long(pp, end, n)
+    if rc:
+        return fail(x, ni, start, rc, 0)
+    if n[0] < 0:
+        return fail(x, ni, start, E_NEG_LENGTH, n[0])
+    if n[0] > end - pp[0]:
+        return fail(x, ni, start, E_LENGTH, n[0])
+    return E_NONE
+
+
+cdef int put_decimal(Ctx *x, int32_t ni, Col *c, const uint8_t *src, int64_t n, const uint8_t *bound,
+                     const uint8_t *at) noexcept nogil:
+    """A big-endian two's-complement integer of n bytes as a little-endian decimal of c.width bytes,
+    checked against 10^precision (bound: little-endian magnitude)."""
+    cdef int w = c.width, k
+    cdef bint neg = n > 0 and (src[0] & 0x80) != 0
+    cdef uint8_t sign = 0xFF if neg else 0x00
+    cdef uint8_t *dst
+    cdef uint8_t mag[32]
+    cdef int carry
+    while n > w:               # redundant sign bytes
+        if src[0] != sign or ((src[1] & 0x80) != 0) != neg:
+            return fail(x, ni, at, E_DECIMAL, 0)
+        src += 1
+        n -= 1
+    dst = put_slot(c)
+    if dst == NULL:
+        return E_NOMEM
+    memset(dst, sign, w)
+    for k in range(n):
+        dst[k] = src[n - 1 - k]
+    # magnitude, compared with the bound from the most significant byte
+    carry = 1
+    for k in range(w):
+        if neg:
+            carry += <uint8_t>~dst[k]
+            mag[k] = <uint8_t>carry
+            carry >>= 8
+        else:
+            mag[k] = dst[k]
+    for k in range(w - 1, -1, -1):
+        if mag[k] != bound[k]:
+            if mag[k] > bound[k]:
+                c.length -= 1
+                return fail(x, ni, at, E_DECIMAL, 0)
+            return E_NONE
+    c.length -= 1                    # equal to 10^precision: one digit too many
+    return fail(x, ni, at, E_DECIMAL, 0)
+
+
+cdef int count_ok(Ctx *x, int32_t ni, int64_t count, int64_t min_size, const uint8_t *p, const uint8_t *end,
+                  const uint8_t *at) noexcept nogil:
+    """Block counts are bounded by the bytes left (items of >= 1 byte) or by zero_cap per value."""
+    if min_size > 0:
+        if count > (end - p) // min_size:
+            return fail(x, ni, at, E_COUNT, count)
+        return E_NONE
+    if count > x.zero_cap - x.zero_items:
+        return fail(x, ni, at, E_ZERO_ITEMS, count)
+    x.zero_items += count
+    return E_NONE
+
+
+cdef int block(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int64_t item_min, int64_t *count,
+               int64_t *size) noexcept nogil:
+    """The next block header of an array or map: count (0 = the end) and, for a negative count,
+    its byte size (else -1)."""
+    cdef const uint8_t *at = pp[0]
+    cdef int rc = read_long(pp, end, count)
+    if rc:
+        return fail(x, ni, at, rc, 0)
+    size[0] = -1
+    if count[0] < 0:
+        if count[0] == INT64_MIN:
+            return fail(x, ni, at, E_COUNT, count[0])
+        count[0] = -count[0]
+        rc = read_long(pp, end, size)
+        if rc:
+            return fail(x, ni, at, rc, 0)
+    if count[0] == 0:
+        return E_NONE
+    return count_ok(x, ni, count[0], item_min, pp[0], end, at)
+
+
+cdef int skip(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int depth) noexcept nogil:
+    """Skip one writer value of node ni (a field or branch the reader lacks)."""
+    cdef const Node *nd = &x.nodes[ni]
+    cdef const uint8_t *at = pp[0]
+    cdef int64_t v, count, size, k
+    cdef int rc
+    cdef int32_t op = nd.op
+    if depth > MAX_DEPTH_:
+        return fail(x, ni, at, E_DEPTH, MAX_DEPTH_)
+    if op == SK_NONE:
+        return E_NONE
+    elif op == SK_FIXED:
+        if nd.c > end - at:
+            return fail(x, ni, at, E_LENGTH, nd.c)
+        pp[0] = at + nd.c
+        return E_NONE
+    elif op == SK_VARINT:
+        rc = read_long(pp, end, &v)
+        return fail(x, ni, at, rc, 0) if rc else E_NONE
+    elif op == SK_BYTES:
+        rc = read_len(x, ni, pp, end, &v)
+        if rc:
+            return rc
+        pp[0] += v
+        return E_NONE
+    elif op == SK_RECORD:
+        for k in range(nd.b):
+            rc = skip(x, x.table[nd.a + k], pp, end, depth + 1)
+            if rc:
+                return rc
+        return E_NONE
+    elif op == SK_ARRAY or op == SK_MAP:
+        while True:
+            at = pp[0]
+            rc = block(x, ni, pp, end, x.nodes[nd.a].min_size + (1 if op == SK_MAP else 0), &count, &size)
+            if rc:
+                return rc
+            if count == 0:
+                return E_NONE
+            if size >= 0:               # the writer gave the block's size: jump over it
+                if size > end - pp[0]:
+                    return fail(x, ni, at, E_BLOCK_SIZE, size)
+                pp[0] += size
+                continue
+            for k in range(count):
+                if op == SK_MAP:
+                    rc = read_len(x, ni, pp, end, &v)
+                    if rc:
+                        return rc
+                    pp[0] += v
+                rc = skip(x, nd.a, pp, end, depth + 1)
+                if rc:
+                    return rc
+    elif op == SK_UNION:
+        rc = read_long(pp, end, &v)
+        if rc:
+            return fail(x, ni, at, rc, 0)
+        if v < 0 or v >= nd.b:
+            return fail(x, ni, at, E_UNION_INDEX, v)
+        return skip(x, x.table[nd.a + v], pp, end, depth + 1)
+    if op < SK_NONE:
+        return run(x, ni, pp, end, depth)
+    return fail(x, ni, at, E_RESOLVE, -1)
+
+
+cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int depth) noexcept nogil:
+    """Decode one writer value of node ni into its column(s)."""
+    cdef const Node *nd = &x.nodes[ni]
+    cdef int32_t op = nd.op
+    cdef const uint8_t *at = pp[0]
+    cdef const uint8_t *q
+    cdef const uint8_t *qend
+    cdef Col *c
+    cdef Col *child
+    cdef Col *key = NULL
+    cdef int64_t v, n, count, size, k
+    cdef int32_t mapped, j
+    cdef float f
+    cdef double d
+    cdef uint8_t *slot
+    cdef uint32_t u32[3]
+    cdef int rc
+    if op == OP_LONG:
+        rc = read_long(pp, end, &v)
+        if rc:
+            return fail(x, ni, at, rc, 0)
+        if nd.c > 0 and (v < 0 or v >= nd.c):
+            return fail(x, ni, at, E_TIME_RANGE, v)
+        return put_i64(&x.cols[nd.col], v)
+    elif op == OP_INT:
+        rc = read_long(pp, end, &v)
+        if rc:
+            return fail(x, ni, at, rc, 0)
+        if v < -2147483648 or v > 2147483647:
+            return fail(x, ni, at, E_INT_RANGE, v)
+        if nd.c > 0 and (v < 0 or v >= nd.c):
+            return fail(x, ni, at, E_TIME_RANGE, v)
+        return put_i32(&x.cols[nd.col], <int32_t>v)
+    elif op == OP_STRING or op == OP_BYTES:
+        rc = read_len(x, ni, pp, end, &n)
+        if rc:
+            return rc
+        if op == OP_STRING:
+            if nd.c == 1:
+                if not uuid_ok(pp[0], n):
+                    return fail(x, ni, at, E_UUID, 0)
+            elif not utf8_ok(pp[0], n):
+                return fail(x, ni, at, E_UTF8, 0)
+        rc = put_bytes(&x.cols[nd.col], pp[0], n)
+        pp[0] += n
+        return rc
+    elif op == OP_DOUBLE or op == OP_FLOAT_DOUBLE or op == OP_FLOAT:
+        n = 8 if op == OP_DOUBLE else 4
+        if end - at < n:
+            return fail(x, ni, at, E_TRUNCATED, 0)
+        pp[0] = at + n
+        if op == OP_DOUBLE:
+            memcpy(&d, at, 8)
+            return put_f64(&x.cols[nd.col], d)
+        memcpy(&f, at, 4)
+        if op == OP_FLOAT:
+            return put_f32(&x.cols[nd.col], f)
+        return put_f64(&x.cols[nd.col], <double>f)
+    elif op == OP_BOOL:
+        if at >= end:
+            return fail(x, ni, at, E_TRUNCATED, 0)
+        if at[0] > 1:
+            return fail(x, ni, at, E_BOOL, at[0])
+        c = &x.cols[nd.col]
+        if room(c):
+            return E_NOMEM
+        put_bit(c.data, c.length, at[0])
+        c.length += 1
+        pp[0] = at + 1
+        return E_NONE
+    elif op == OP_INT_LONG or op == OP_INT_FLOAT or op == OP_INT_DOUBLE or op == OP_LONG_FLOAT \
+            or op == OP_LONG_DOUBLE:
+        rc = read_long(pp, end, &v)
+        if rc:
+            return fail(x, ni, at, rc, 0)
+        if (op == OP_INT_LONG or op == OP_INT_FLOAT or op == OP_INT_DOUBLE) and \
+                (v < -2147483648 or v > 2147483647):
+            return fail(x, ni, at, E_INT_RANGE, v)
+        if op == OP_INT_LONG:
+            if nd.c > 0 and (v < 0 or v >= nd.c):
+                return fail(x, ni, at, E_TIME_RANGE, v)
+            return put_i64(&x.cols[nd.col], v)
+        if op == OP_INT_FLOAT or op == OP_LONG_FLOAT:
+            return put_f32(&x.cols[nd.col], <float>v)
+        return put_f64(&x.cols[nd.col], <double>v)
+    elif op == OP_NULL:
+        return put_null(x, nd.col)
+
+    if depth > MAX_DEPTH_:
+        return fail(x, ni, at, E_DEPTH, MAX_DEPTH_)
+    if op == OP_RECORD:
+        for k in range(nd.b):
+            j = x.table[nd.a + k]
+            if x.nodes[j].op >= SK_NONE:
+                rc = skip(x, j, pp, end, depth + 1)
+            else:
+                rc = run(x, j, pp, end, depth + 1)
+            if rc:
+                return rc
+        return put_valid(&x.cols[nd.col])
+    elif op == OP_ARRAY or op == OP_MAP:
+        c = &x.cols[nd.col]
+        child = &x.cols[x.col_children[c.child0]]
+        if op == OP_MAP:
+            key = &x.cols[x.col_children[child.child0]]
+        while True:
+            rc = block(x, ni, pp, end, x.nodes[nd.a].min_size + (1 if op == OP_MAP else 0), &count, &size)
+            if rc:
+                return rc
+            if count == 0:
+                break
+            for k in range(count):
+                if op == OP_MAP:
+                    at = pp[0]
+                    rc = read_len(x, ni, pp, end, &n)
+                    if rc:
+                        return rc
+                    if not utf8_ok(pp[0], n):
+                        return fail(x, ni, at, E_UTF8, 0)
+                    rc = put_bytes(key, pp[0], n)
+                    if rc:
+                        return rc
+                    pp[0] += n
+                rc = run(x, nd.a, pp, end, depth + 1)
+                if rc:
+                    return rc
+                if op == OP_MAP:
+                    rc = put_valid(child)
+                    if rc:
+                        return rc
+        return put_end(c, child.length)
+    elif op == OP_UNION:
+        rc = read_long(pp, end, &v)
+        if rc:
+            return fail(x, ni, at, rc, 0)
+        if v < 0 or v >= nd.b:
+            return fail(x, ni, at, E_UNION_INDEX, v)
+        return run(x, x.table[nd.a + v], pp, end, depth + 1)
+    elif op == OP_MEMBER:
+        c = &x.cols[nd.col]
+        for k in range(c.nchild):
+            if k != nd.a:
+                rc = put_null(x, x.col_children[c.child0 + k])
+                if rc:
+                    return rc
+        rc = run(x, nd.b, pp, end, depth + 1)
+        if rc:
+            return rc
+        return put_valid(c)
+    elif op == OP_ENUM:
+        rc = read_long(pp, end, &v)
+        if rc:
+            return fail(x, ni, at, rc, 0)
+        if v < 0 or v >= nd.b:
+            return fail(x, ni, at, E_ENUM_INDEX, v)
+        mapped = x.table[nd.a + v]
+        if mapped < 0:
+            return fail(x, ni, at, E_ENUM_SYMBOL, v)
+        return put_i32(&x.cols[nd.col], mapped)
+    elif op == OP_FIXED or op == OP_DEC_FIXED or op == OP_DURATION:
+        if nd.c > end - at:
+            return fail(x, ni, at, E_LENGTH, nd.c)
+        pp[0] = at + nd.c
+        c = &x.cols[nd.col]
+        if op == OP_DEC_FIXED:
+            return put_decimal(x, ni, c, at, nd.c, x.bounds + nd.a, at)
+        slot = put_slot(c)
+        if slot == NULL:
+            return E_NOMEM
+        if op == OP_FIXED:
+            memcpy(slot, at, nd.c)
+            return E_NONE
+        memcpy(u32, at, 12)         # months, days, milliseconds: little-endian uint32
+        if u32[0] > 2147483647 or u32[1] > 2147483647:
+            c.length -= 1
+            return fail(x, ni, at, E_DURATION, 0)
+        (<int32_t *>slot)[0] = <int32_t>u32[0]
+        (<int32_t *>slot)[1] = <int32_t>u32[1]
+        v = <int64_t>u32[2] * 1000000
+        memcpy(slot + 8, &v, 8)
+        return E_NONE
+    elif op == OP_DEC_BYTES:
+        rc = read_len(x, ni, pp, end, &n)
+        if rc:
+            return rc
+        q = pp[0]
+        pp[0] += n
+        return put_decimal(x, ni, &x.cols[nd.col], q, n, x.bounds + nd.a, at)
+    elif op == OP_DEFAULT:
+        q = x.consts + nd.a
+        qend = q + nd.b
+        return run(x, <int32_t>nd.c, &q, qend, depth + 1)
+    elif op == OP_RAW:
+        n = end - at
+        pp[0] = end
+        if nd.b == 2:
+            return put_decimal(x, ni, &x.cols[nd.col], at, n, x.bounds + nd.a, at)
+        if nd.b == 1 and not utf8_ok(at, n):
+            return fail(x, ni, at, E_UTF8, 0)
+        return put_bytes(&x.cols[nd.col], at, n)
+    elif op == OP_ERROR:
+        return fail(x, ni, at, E_RESOLVE, nd.a)
+    elif op >= SK_NONE and op <= SK_UNION:
+        return skip(x, ni, pp, end, depth)
+    return fail(x, ni, at, E_RESOLVE, -1)
+
+
+# ------------------------------------------------------------------------------------------------
+
+cdef class OwnedBuffer:
+    """Memory malloc'd by the kernel, handed to Python (buffer protocol) and freed with this object."""
+    cdef uint8_t *ptr
+    cdef Py_ssize_t size
+
+    def __dealloc__(self):
+        free(self.ptr)
+
+    def __len__(self):
+        return self.size
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        PyBuffer_FillInfo(view, self, self.ptr, self.size, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer *view):
+        pass
+
+
+cdef bint offsets_ok(const int64_t *offsets, int64_t n, int64_t size) noexcept:
+    """n + 1 offsets, non-decreasing, inside [0, size] (checked once per call, without the GIL)."""
+    cdef int64_t i
+    cdef bint ok = True
+    with nogil:
+        if offsets[0] < 0 or offsets[n] > size:
+            ok = False
+        else:
+            for i in range(n):
+                if offsets[i + 1] < offsets[i]:
+                    ok = False
+                    break
+    return ok
+
+
+cdef int64_t popcount(const uint8_t *bits, int64_t n) noexcept nogil:
+    """Set bits among the first n."""
+    cdef int64_t i, total = 0
+    cdef uint64_t w
+    for i in range(n >> 6):
+        memcpy(&w, bits + 8 * i, 8)
+        w = w - ((w >> 1) & 0x5555555555555555ULL)             # SWAR (portable; gcc turns it into popcnt)
+        w = (w & 0x3333333333333333ULL) + ((w >> 2) & 0x3333333333333333ULL)
+        w = (w + (w >> 4)) & 0x0F0F0F0F0F0F0F0FULL
+        total += <int64_t>((w * 0x0101010101010101ULL) >> 56)
+    for i in range((n >> 6) << 6, n):
+        total += (bits[i >> 3] >> (i & 7)) & 1
+    return total
+
+
+cdef OwnedBuffer _own(uint8_t **ptr, Py_ssize_t size):
+    cdef OwnedBuffer b = OwnedBuffer.__new__(OwnedBuffer)
+    b.ptr = ptr[0]
+    b.size = size
+    ptr[0] = NULL
+    return b
+
+
+cdef class Program:
+    """A compiled plan (nodes, table, constants, decimal bounds) and its output columns.
+
+    Parameters
+    ----------
+    nodes : int64 array (n, 6)
+        op, column, a, b, c, min_size per node.
+    table : int32 array
+    consts, bounds : bytes
+    columns : int64 array (m, 5)
+        kind, width, first child (in ``col_children``), child count, nullable.
+    col_children : int32 array
+    top : int
+        The column each row appends to.
+    """
+    cdef Node *nodes
+    cdef int32_t nnodes
+    cdef int32_t *table
+    cdef uint8_t *consts
+    cdef uint8_t *bounds
+    cdef int32_t *col_children
+    cdef int64_t[:, ::1] columns
+    cdef int32_t ncols
+    cdef readonly int32_t top
+    cdef object _keep
+
+    def __cinit__(self):
+        self.nodes = NULL
+        self.table = NULL
+        self.consts = NULL
+        self.bounds = NULL
+        self.col_children = NULL
+
+    def __dealloc__(self):
+        free(self.nodes)
+        free(self.table)
+        free(self.consts)
+        free(self.bounds)
+        free(self.col_children)
+
+    def __init__(self, const int64_t[:, ::1] nodes, const int32_t[::1] table, bytes consts, bytes bounds,
+                 int64_t[:, ::1] columns, const int32_t[::1] col_children, int32_t top):
+        cdef Py_ssize_t i
+        cdef int64_t m = columns.shape[0]
+        if nodes.shape[1] != 6 or columns.shape[1] != 5:
+            raise ValueError("nodes are (n, 6), columns (m, 5)")
+        self.nnodes = <int32_t>nodes.shape[0]
+        self.ncols = <int32_t>m
+        if not 0 <= top < m:
+            raise ValueError("top column out of range")
+        self.top = top
+        self.nodes = <Node *>malloc(max(1, self.nnodes) * sizeof(Node))
+        self.table = <int32_t *>malloc(max(1, table.shape[0]) * sizeof(int32_t))
+        self.consts = <uint8_t *>malloc(max(1, len(consts)))
+        self.bounds = <uint8_t *>malloc(max(1, len(bounds)))
+        self.col_children = <int32_t *>malloc(max(1, col_children.shape[0]) * sizeof(int32_t))
+        if self.nodes == NULL or self.table == NULL or self.consts == NULL or self.bounds == NULL \
+                or self.col_children == NULL:
+            raise MemoryError()
+        for i in range(self.nnodes):
+            # every reference must stay inside the plan: checked once here, not per value
+            self.nodes[i].op = <int32_t>nodes[i, 0]
+            self.nodes[i].col = <int32_t>nodes[i, 1]
+            self.nodes[i].a = <int32_t>nodes[i, 2]
+            self.nodes[i].b = <int32_t>nodes[i, 3]
+            self.nodes[i].c = nodes[i, 4]
+            self.nodes[i].min_size = nodes[i, 5]
+        for i in range(table.shape[0]):
+            self.table[i] = table[i]
+        if len(consts):
+            memcpy(self.consts, <const char *>consts, len(consts))
+        if len(bounds):
+            memcpy(self.bounds, <const char *>bounds, len(bounds))
+        for i in range(col_children.shape[0]):
+            self.col_children[i] = col_children[i]
+        self.columns = np.array(columns, dtype=np.int64)
+        self._check(table.shape[0], len(consts), len(bounds), col_children.shape[0])
+
+    cdef _check(self, Py_ssize_t ntable, Py_ssize_t nconsts, Py_ssize_t nbounds, Py_ssize_t nchildren):
+        cdef Py_ssize_t i
+        cdef Node *nd
+        for i in range(self.ncols):
+            if self.columns[i, 2] < 0 or self.columns[i, 2] + self.columns[i, 3] > nchildren:
+                raise ValueError(f"column {i}: children out of range")
+        for i in range(nchildren):
+            if not 0 <= self.col_children[i] < self.ncols:
+                raise ValueError("column child out of range")
+        for i in range(self.nnodes):
+            nd = &self.nodes[i]
+            if not (OP_NULL <= nd.op <= OP_RAW or SK_NONE <= nd.op <= SK_UNION):
+                raise ValueError(f"node {i}: unknown op {nd.op}")
+            if nd.min_size < 0 or nd.c < 0:
+                raise ValueError(f"node {i}: negative size")
+            if nd.op < SK_NONE and nd.op not in (OP_ERROR, OP_UNION) and \
+                    not 0 <= nd.col < self.ncols:
+                raise ValueError(f"node {i}: column out of range")
+            if nd.op in (OP_RECORD, SK_RECORD, OP_UNION, SK_UNION, OP_ENUM) and \
+                    (nd.a < 0 or nd.b < 0 or nd.a + nd.b > ntable):
+                raise ValueError(f"node {i}: table range out of range")
+            if nd.op in (OP_RECORD, SK_RECORD, OP_UNION, SK_UNION):
+                for k in range(nd.b):
+                    if not 0 <= self.table[nd.a + k] < self.nnodes:
+                        raise ValueError(f"node {i}: child out of range")
+            if nd.op in (OP_ARRAY, OP_MAP, SK_ARRAY, SK_MAP) and not 0 <= nd.a < self.nnodes:
+                raise ValueError(f"node {i}: item node out of range")
+            if nd.op == OP_MEMBER and not (0 <= nd.b < self.nnodes and 0 <= nd.a < self.columns[nd.col, 3]):
+                raise ValueError(f"node {i}: member out of range")
+            if nd.op == OP_DEFAULT and not (0 <= nd.c < self.nnodes and 0 <= nd.a and nd.a + nd.b <= nconsts):
+                raise ValueError(f"node {i}: default out of range")
+            if nd.op in (OP_DEC_BYTES, OP_DEC_FIXED) or (nd.op == OP_RAW and nd.b == 2):
+                if not (0 <= nd.a and nd.a + self.columns[nd.col, 1] <= nbounds):
+                    raise ValueError(f"node {i}: decimal bound out of range")
+            if nd.op in (OP_ARRAY, OP_MAP) and self.columns[nd.col, 3] != 1:
+                raise ValueError(f"node {i}: a list/map column has one child")
+            if nd.op == OP_MAP and self.columns[self.col_children[self.columns[nd.col, 2]], 3] != 2:
+                raise ValueError(f"node {i}: map entries have a key and a value")
+
+    def decode(self, const int64_t[::1] offsets, const uint8_t[::1] data, const int32_t[::1] roots, int64_t start,
+               int64_t skip_bytes, bint trailing_error, int64_t zero_cap, uint8_t[::1] err_code,
+               int64_t[::1] err_pos, int32_t[::1] err_node, int64_t[::1] err_detail):
+        """Decode rows [start, n) of a binary column (offsets: n + 1 int64 into data).
+
+        roots[i]: the plan node of row i's writer schema; -1 a null value (stays null, no error);
+        < -1 an error found before (code -roots[i], recorded as is). skip_bytes: framing before
+        each value (5 for the Confluent wire format). Errors go to err_* (code, byte position in
+        the value, node, detail).
+
+        Returns (status, stop, columns, trailing): STATUS_OK, or STATUS_FULL when a column's int32
+        offsets would overflow at row `stop` (rows [start, stop) are in `columns`; call again from
+        stop). columns: per column (length, null count, validity, data, offsets), buffers as
+        OwnedBuffer or None. trailing: rows decoded with bytes left after the value (when
+        trailing_error is false; else those rows are errors).
+        """
+        cdef int64_t n = offsets.shape[0] - 1, i, m = self.ncols, k, b, e, init, trailing = 0
+        cdef Ctx x
+        cdef Col *cols
+        cdef int64_t *saved = NULL
+        cdef int rc = E_NONE, status = E_NONE
+        cdef int32_t r
+        cdef const uint8_t *base = &data[0] if data.shape[0] > 0 else <const uint8_t *>""
+        cdef const uint8_t *p
+        cdef const uint8_t *end
+        cdef Col *top
+        if n < 0:
+            raise ValueError("offsets are n + 1 positions")
+        if roots.shape[0] < n or err_code.shape[0] < n or err_pos.shape[0] < n or err_node.shape[0] < n \
+                or err_detail.shape[0] < n:
+            raise ValueError("per-row arrays shorter than the column")
+        if start < 0 or start > n:
+            raise ValueError("start out of range")
+        if not offsets_ok(&offsets[0], n, data.shape[0]):
+            raise ValueError("offsets out of range")
+        with nogil:
+            for i in range(start, n):
+                if roots[i] >= self.nnodes or roots[i] < -255:
+                    rc = -1
+                    break
+        if rc:
+            raise ValueError("root out of range")
+        cols = <Col *>calloc(m, sizeof(Col))
+        saved = <int64_t *>malloc(m * sizeof(int64_t) + 8)
+        if cols == NULL or saved == NULL:
+            free(cols)
+            free(saved)
+            raise MemoryError()
+        try:
+            init = max(16, n - start)
+            for k in range(m):
+                cols[k].kind = <int32_t>self.columns[k, 0]
+                cols[k].width = <int32_t>self.columns[k, 1]
+                cols[k].child0 = <int32_t>self.columns[k, 2]
+                cols[k].nchild = <int32_t>self.columns[k, 3]
+                cols[k].nullable = self.columns[k, 4] != 0
+                if cols[k].kind != K_NULL:
+                    if grow(&cols[k], init):
+                        raise MemoryError()
+                if cols[k].kind == K_VAR or cols[k].kind == K_LIST or cols[k].kind == K_MAP:
+                    cols[k].offs[0] = 0
+                if cols[k].kind == K_VAR and grow_data(&cols[k], 64):
+                    raise MemoryError()
+            x.nodes = self.nodes
+            x.table = self.table
+            x.consts = self.consts
+            x.bounds = self.bounds
+            x.cols = cols
+            x.col_children = self.col_children
+            x.zero_cap = zero_cap
+            top = &cols[self.top]
+            i = start
+            with nogil:
+                while i < n:
+                    r = roots[i]
+                    if r < 0:
+                        if r < -1:
+                            err_code[i] = <uint8_t>(-r)
+                        rc = put_null(&x, self.top)
+                        if rc:
+                            status = rc
+                            break
+                        i += 1
+                        continue
+                    for k in range(m):
+                        saved[k] = cols[k].length
+                    x.vstart = base + offsets[i]
+                    p = x.vstart + skip_bytes
+                    end = base + offsets[i + 1]
+                    x.zero_items = 0
+                    if p > end:
+                        rc = fail(&x, r, end, E_TRUNCATED, 0)
+                    else:
+                        rc = run(&x, r, &p, end, 0)
+                        if rc == E_NONE and top.length != i - start + 1:
+                            rc = fail(&x, r, p, E_RESOLVE, -1)     # a plan that did not write one row
+                        if rc == E_NONE and p != end:
+                            if trailing_error:
+                                rc = fail(&x, r, p, E_TRAILING, end - p)
+                            else:
+                                trailing += 1
+                    if rc == E_NONE:
+                        i += 1
+                        continue
+                    # roll every column back to the row's start
+                    for k in range(m):
+                        b = saved[k]
+                        e = cols[k].length
+                        if cols[k].kind != K_NULL:
+                            while b < e:         # placeholders of the failed row may have cleared bits
+                                cols[k].valid[b >> 3] |= <uint8_t>(1 << (b & 7))
+                                b += 1
+                        cols[k].length = saved[k]   # (string data ends at offs[length]: nothing more)
+                    if rc == E_FULL and i > start:
+                        status = E_FULL
+                        break
+                    if rc == E_NOMEM:
+                        status = E_NOMEM
+                        break
+                    if rc == E_FULL:
+                        rc = E_TOO_LARGE
+                        x.err_pos = 0
+                        x.err_detail = 0
+                        x.err_node = r
+                    err_code[i] = <uint8_t>rc
+                    err_pos[i] = x.err_pos
+                    err_node[i] = x.err_node
+                    err_detail[i] = x.err_detail
+                    rc = put_null(&x, self.top)
+                    if rc:
+                        status = rc
+                        break
+                    i += 1
+            if status == E_NOMEM:
+                raise MemoryError("out of memory while decoding Avro values")
+            out = []
+            for k in range(m):
+                out.append(self._column(&cols[k]))
+            return (STATUS_FULL if status == E_FULL else STATUS_OK, i, out, trailing)
+        finally:
+            for k in range(m):
+                free(cols[k].valid)
+                free(cols[k].data)
+                free(cols[k].offs)
+            free(cols)
+            free(saved)
+
+    cdef tuple _column(self, Col *c):
+        cdef int64_t nbits = (c.length + 7) >> 3
+        cdef int64_t nulls = 0
+        cdef object valid = None, data = None, offs = None
+        if c.kind == K_NULL:
+            return (c.length, c.length, None, None, None)
+        if c.nullable:
+            nulls = c.length - popcount(c.valid, c.length)
+        if nulls:
+            valid = _own(&c.valid, nbits)
+        if c.kind == K_FIXED:
+            data = _own(&c.data, c.length * c.width)
+        elif c.kind == K_BOOL:
+            data = _own(&c.data, nbits)
+        elif c.kind == K_VAR:
+            data = _own(&c.data, c.offs[c.length])
+        if c.kind == K_VAR or c.kind == K_LIST or c.kind == K_MAP:
+            offs = _own(<uint8_t **>&c.offs, (c.length + 1) * 4)
+        return (c.length, nulls, valid, data, offs)
+
+
+def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1] validity=None,
+          int64_t bit_offset=0):
+    """The Confluent framing of every value: 0x00, big-endian int32 schema id, payload.
+
+    validity: Arrow validity bits (None: no null), starting at bit `bit_offset`.
+
+    Returns (ids, slots, uniq): ids int32 per row (0 where unframed); slots int32 per row: the
+    index of the row's id in `uniq` (distinct ids in order of first appearance), -1 for a null
+    value, -F_* for a framing error.
+    """
+    cdef int64_t n = offsets.shape[0] - 1, i, start, length, h
+    cdef int64_t cap = 64, used = 0, k
+    ids_a = np.zeros(max(n, 0), np.int32)
+    slots_a = np.empty(max(n, 0), np.int32)
+    cdef int32_t[::1] ids = ids_a
+    cdef int32_t[::1] slots = slots_a
+    cdef const uint8_t *base = &data[0] if data.shape[0] else <const uint8_t *>""
+    cdef const uint8_t *v
+    cdef const uint8_t *bits = NULL
+    cdef int64_t *keys = NULL
+    cdef int32_t *vals = NULL
+    cdef int64_t *order = NULL
+    cdef int64_t *nk
+    cdef int32_t *nv
+    cdef int32_t sid
+    cdef bint nomem = False
+    if n < 0:
+        raise ValueError("offsets are n + 1 positions")
+    if not offsets_ok(&offsets[0], n, data.shape[0]):
+        raise ValueError("offsets out of range")
+    if validity is not None:
+        if validity.shape[0] * 8 < bit_offset + n:
+            raise ValueError("validity shorter than the column")
+        bits = &validity[0] if validity.shape[0] else NULL
+    keys = <int64_t *>malloc(cap * sizeof(int64_t))
+    vals = <int32_t *>malloc(cap * sizeof(int32_t))
+    order = <int64_t *>malloc((cap // 2 + 1) * sizeof(int64_t))
+    try:
+        if keys == NULL or vals == NULL or order == NULL:
+            raise MemoryError()
+        with nogil:
+            for k in range(cap):
+                keys[k] = -1
+            for i in range(n):
+                if bits != NULL and not (bits[(bit_offset + i) >> 3] >> ((bit_offset + i) & 7)) & 1:
+                    slots[i] = -1
+                    continue
+                start = offsets[i]
+                length = offsets[i + 1] - start
+                v = base + start
+                if length < 1 or (v[0] != 0 and v[0] != 1):
+                    slots[i] = -F_NO_MAGIC
+                    continue
+                if v[0] == 1:
+                    slots[i] = -F_GUID
+                    continue
+                if length < 5:
+                    slots[i] = -F_SHORT
+                    continue
+                sid = <int32_t>((<uint32_t>v[1] << 24) | (<uint32_t>v[2] << 16) | (<uint32_t>v[3] << 8) | v[4])
+                ids[i] = sid
+                # open addressing on the id (a handful of distinct ids per column, as a rule)
+                h = (<uint32_t>sid * 2654435761u) & (cap - 1)
+                while keys[h] != -1 and keys[h] != <int64_t><uint32_t>sid:
+                    h = (h + 1) & (cap - 1)
+                if keys[h] == -1:
+                    if used + 1 > cap // 2:
+                        # grow: rehash the ids seen (their slots are their order of appearance)
+                        nk = <int64_t *>malloc(2 * cap * sizeof(int64_t))
+                        nv = <int32_t *>malloc(2 * cap * sizeof(int32_t))
+                        if nk == NULL or nv == NULL:
+                            free(nk)
+                            free(nv)
+                            nomem = True
+                            break
+                        free(order)
+                        order = <int64_t *>malloc((cap + 1) * sizeof(int64_t))
+                        if order == NULL:
+                            free(nk)
+                            free(nv)
+                            nomem = True
+                            break
+                        for k in range(2 * cap):
+                            nk[k] = -1
+                        for k in range(cap):
+                            if keys[k] != -1:
+                                h = (<uint32_t>keys[k] * 2654435761u) & (2 * cap - 1)
+                                while nk[h] != -1:
+                                    h = (h + 1) & (2 * cap - 1)
+                                nk[h] = keys[k]
+                                nv[h] = vals[k]
+                                order[vals[k]] = keys[k]
+                        free(keys)
+                        free(vals)
+                        keys, vals = nk, nv
+                        cap *= 2
+                        h = (<uint32_t>sid * 2654435761u) & (cap - 1)
+                        while keys[h] != -1:
+                            h = (h + 1) & (cap - 1)
+                    keys[h] = <int64_t><uint32_t>sid
+                    vals[h] = <int32_t>used
+                    order[used] = <int64_t><uint32_t>sid
+                    used += 1
+                slots[i] = vals[h]
+        if nomem:
+            raise MemoryError()
+        uniq = np.empty(used, np.int32)
+        for k in range(used):
+            uniq[k] = <int32_t><uint32_t>order[k]
+        return ids_a, slots_a, uniq
+    finally:
+        free(keys)
+        free(vals)
+        free(order)
+
+
+def utf8_valid(const uint8_t[::1] data):
+    """True when data is strict UTF-8 (the kernel's check, for tests)."""
+    return utf8_ok(&data[0] if data.shape[0] else <const uint8_t *>"", data.shape[0])
