@@ -8,7 +8,8 @@ import numpy as np
 
 from kafkafmt.decoder import scan_batches
 
-__all__ = ["window", "entry_size_at", "scan_range", "batch_at", "last_offset_from", "not_kafka_reason"]
+__all__ = ["window", "entry_size_at", "scan_range", "batch_at", "batch_base_offset", "last_offset_from",
+           "not_kafka_reason"]
 
 
 def window(f, start, stop):
@@ -48,6 +49,14 @@ def batch_at(f, position):
     if not len(t) or int(t["position"][0]) != position:
         return None
     return int(t["last_offset"][0]), int(t["max_timestamp"][0])
+
+
+def batch_base_offset(f):
+    """The base offset of the first entry of an open blob (its first 8 bytes), None when shorter."""
+    if f.size < 12:
+        return None
+    buf, base = window(f, 0, 12)          # base is 0: the window starts at the file's start
+    return int.from_bytes(buf[:8].tobytes(), "big", signed=True)
 
 
 _FRAMING_ERRORS = (1, 2, 18)    # the C scan's codes for a size too small, an unknown magic, a size too large

@@ -18,14 +18,14 @@ import os
 import numpy as np
 
 from kafkafmt.decoder import DecodeOptions, decode
-from kafkafmt.discovery import find_partitions, resolve_partition
+from kafkafmt.discovery import Partition, find_partitions, resolve_partition
 from kafkafmt.errors import CorruptRecordError, NotKafkaDataError
 from kafkafmt.framing import entry_size_at, not_kafka_reason, scan_range, window
 from kafkafmt.names import partition_of_name, segment_base
 from kafkafmt.planner import plan
 from kafkafmt.ranges import read_range
 from kafkafmt.records import Records
-from kafkafmt.segments import Segment, open_file
+from kafkafmt.segments import Segment
 from kafkafmt.storage import open_storage
 from kafkafmt.threads import resolve_threads, thread_pool
 from kafkafmt.transactions import committed_mask
@@ -232,27 +232,32 @@ def _check_kwargs(kwargs, one, many):
 
 
 def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
-                  **kwargs):
+                  replicas="all", **kwargs):
     """Chunks of every partition under one or several roots (paths or URLs: log dirs, folders
     holding log dirs at any depth, e.g. ``kafka-logs-1``..``-3`` of brokers on one host, tiered
-    uploads), filtered by topic names and partition numbers; options as `iter_log_dir`."""
+    uploads), filtered by topic names and partition numbers; options as `iter_log_dir`.
+    replicas: "all" (the default) reads every copy of a partition found (two log dirs of one
+    broker's data, a backup beside the original), each record's copy named by its log dir
+    (``to_arrow(log_dir=True)``); "dedup" reads the most complete copy of each and reports the
+    others and any disagreement between copies (`kafkafmt.discovery`)."""
     _check_kwargs(kwargs, iter_log_dir, "iter_log_dirs")
     report = kwargs.pop("report", None)
     report = [] if report is None else report
-    for p in find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys):
+    for p in find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys, replicas):
         yield from iter_log_dir(p, report=report, **kwargs)
 
 
 def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
-                  threads=None, **kwargs) -> Records:
+                  replicas="all", threads=None, **kwargs) -> Records:
     """All records of every partition under one or several roots (paths or URLs, local and remote
     mixed: log dirs, folders holding log dirs at any depth, tiered uploads), with topic and
     partition columns; options as `read_log_dir`. threads: partitions read at once (None: all
-    cores); the result and the error raised (the first partition's, in order) are a serial read's."""
+    cores); the result and the error raised (the first partition's, in order) are a serial read's.
+    replicas: as `iter_log_dirs`."""
     _check_kwargs(kwargs, read_log_dir, "read_log_dirs")
     report = []
     parts = []
-    found = find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys)
+    found = find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys, replicas)
     n = resolve_threads(threads)
     if n > 1 and len(found) > 1:
         inner = 1 if len(found) >= n else threads
@@ -288,16 +293,16 @@ def read_segment(path, *, errors="strict", storage_options=None, filesystem=None
     if errors not in ("strict", "salvage"):
         raise ValueError(f"errors must be 'strict' or 'salvage', not {errors!r}")
     storage, p = open_storage(path, storage_options, filesystem)
-    st = None if storage.is_local else storage
-    if st is None:
-        p = os.fspath(p)
-    tp = partition_of_name(storage.name(storage.parent(os.path.abspath(p) if st is None else p))) or (None, None)
+    p = os.fspath(p) if storage.is_local else p
+    folder = storage.parent(os.path.abspath(p) if storage.is_local else p)
+    tp = partition_of_name(storage.name(folder)) or (None, None)
+    log_dir = Partition(tp[0], tp[1], folder, storage).log_dir_url
     topic, partition = kwargs.pop("topic", tp[0]), kwargs.pop("partition", tp[1])
     file = kwargs.pop("file", storage.url(p))
     names = {f.name for f in dataclasses.fields(DecodeOptions)}
     options = DecodeOptions(**{k: kwargs.pop(k) for k in list(kwargs) if k in names})
-    seg = Segment.of_file(p, st) if segment_base(storage.name(p)) is not None else None
-    with open_file(p, st) as f:
+    seg = Segment.of_file(p, storage) if segment_base(storage.name(p)) is not None else None
+    with storage.open(p) as f:
         buf, _ = window(f, 0, f.size)
         why = not_kafka_reason(buf) if errors == "strict" else None
         if why is not None:
@@ -310,4 +315,4 @@ def read_segment(path, *, errors="strict", storage_options=None, filesystem=None
             recs = decode(buf, file=file, check_offsets=seg is not None,
                           after_offset=None if seg is None else seg.base_offset - 1, **options.decode_kwargs(),
                           **kwargs)
-    return recs.replace(topic=topic, partition=partition)
+    return recs.replace(topic=topic, partition=partition, log_dir=log_dir)

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkafmt.discovery import resolve_partition
+from kafkafmt.discovery import Partition, resolve_partition
 from kafkafmt.times import to_millis
 from kafkafmt.transactions import transactions
 
-__all__ = ["Task", "plan", "resolve_offsets", "offset_for_timestamp"]
+__all__ = ["Task", "plan", "resolve_offsets", "offset_for_timestamp", "deal"]
 
 
 _ISOLATIONS = ("read_uncommitted", "read_committed")
@@ -51,7 +51,12 @@ class Task:
 def resolve_offsets(folder, segments, start_offset, end_offset, start_timestamp, end_timestamp, report,
                     errors="strict"):
     """[start, end) offsets after turning timestamps into offsets (Kafka's offsets-for-times);
-    None when nothing can match."""
+    None when nothing can match. A start left open begins at the partition's log start offset when
+    its log dir's checkpoint moved it past the first segment (records deleted by DeleteRecords)."""
+    if start_offset is None and isinstance(folder, Partition) and folder.log_start_offset is not None:
+        earliest = folder.earliest(segments)
+        if earliest is not None and earliest > segments[0].base_offset:
+            start_offset = earliest
     if start_timestamp is not None:
         t = offset_for_timestamp(folder, start_timestamp, report, errors=errors, segments=segments)
         if t is None:
@@ -69,10 +74,12 @@ def resolve_offsets(folder, segments, start_offset, end_offset, start_timestamp,
 def plan(folder, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None,
          isolation="read_uncommitted", report=None, errors="strict", min_timestamp=None, positions=True,
          storage_options=None, filesystem=None):
-    """The tasks that read one partition (a folder path or URL, or a `Partition`): one per
-    segment overlapping the offset range, with the byte range found through the offset index
-    (positions=False: whole segments, for callers that seek later). ``min_timestamp`` prunes
-    rolled segments whose largest timestamp (time index) is below it. Empty segments are left out."""
+    """The tasks that read one partition (a folder path or URL, or a `Partition` -- also one made of
+    a single file's segment): one per segment overlapping the offset range, with the byte range
+    found through the offset index (positions=False: whole segments, for callers that seek later).
+    An open start is the partition's earliest offset (`Partition.earliest`). ``min_timestamp``
+    prunes rolled segments whose largest timestamp (time index) is below it. Empty segments are
+    left out."""
     if isolation not in _ISOLATIONS:
         raise ValueError(f"isolation must be read_uncommitted or read_committed, not {isolation!r}")
     start_timestamp = to_millis(start_timestamp, "start_timestamp")
@@ -82,8 +89,7 @@ def plan(folder, *, start_offset=None, end_offset=None, start_timestamp=None, en
     part = resolve_partition(folder, storage_options, filesystem)
     topic, partition = part.topic, part.partition
     segments = part.list_segments(report)
-    rng = resolve_offsets(part.folder, segments, start_offset, end_offset, start_timestamp, end_timestamp, report,
-                          errors)
+    rng = resolve_offsets(part, segments, start_offset, end_offset, start_timestamp, end_timestamp, report, errors)
     if rng is None:
         return []
     start, end = rng
@@ -131,3 +137,15 @@ def offset_for_timestamp(folder, timestamp, report=None, *, errors="strict", seg
         if hit is not None:
             return hit
     return None
+
+
+def deal(pieces, k):
+    """Share ``pieces`` [(item, size)] among at most ``k`` workers: largest first, each to the least
+    loaded (every Spark task has a fixed cost, and the slowest one decides). Lists of items, one per
+    worker that got any, each in the order dealt."""
+    bins = [[0.0, []] for _ in range(min(k, len(pieces)))]
+    for item, size in sorted(pieces, key=lambda x: -x[1]):
+        least = min(bins, key=lambda b: b[0])
+        least[0] += size
+        least[1].append(item)
+    return [b[1] for b in bins if b[1]]

@@ -13,6 +13,8 @@ class ReportKind(enum.Enum):
     ZEROS = "zeros"                    # a zero-filled (preallocated) tail
     GAP = "gap"                        # offsets missing between a partition's places (tiered and local)
     LEFTOVER = "leftover"              # a broker leftover file or folder, skipped
+    DUPLICATE = "duplicate"            # a second copy of something read once (a symlink, a replica, a re-upload)
+    MISMATCH = "mismatch"              # copies of one partition that disagree
     INDEX_FALLBACK = "index_fallback"  # an index not used (missing, insane, wrong): scanned instead
 
 

@@ -8,7 +8,6 @@ ListOffsets for a timestamp.
 """
 from __future__ import annotations
 
-import os
 import warnings
 
 import numpy as np
@@ -20,19 +19,10 @@ from kafkafmt.framing import batch_at, entry_size_at, scan_range
 from kafkafmt.names import segment_base, segment_file_name
 from kafkafmt.ranges import read_range
 from kafkafmt.reports import ReportEntry, ReportKind
-from kafkafmt.storage import LocalStorage
 
-__all__ = ["Segment", "DEFAULT_INDEX_INTERVAL", "LOCAL", "open_file"]
+__all__ = ["Segment", "DEFAULT_INDEX_INTERVAL"]
 
 DEFAULT_INDEX_INTERVAL = 4096   # Kafka's index.interval.bytes
-LOCAL = LocalStorage()
-
-
-def open_file(path, storage=None, size=None, version=None):
-    """Open a file of a log dir for reading: a `kafkafmt.storage` Blob (``size``, ``read``,
-    ``view`` -- the whole file as NumPy uint8 for local files, memory-mapped --, ``release``,
-    ``close``); ``size`` and ``version`` as the listing gave them pin what is read."""
-    return (storage or LOCAL).open(path if storage is not None else os.fspath(path), size=size, version=version)
 
 
 def _fallback(report, file, why):
@@ -43,44 +33,42 @@ def _fallback(report, file, why):
 class Segment:
     """One segment of a partition: its files, base offset and size; index lookups.
 
-    ``storage`` is where it lives (None: the local disk); ``present`` the side-file kinds its
-    listing showed (None: ask the storage); ``remote`` a `kafkafmt.tiered.RemoteSegment` when it
-    is a tiered-storage upload (its files are named by that layout)."""
+    ``storage`` is where it lives (a `kafkafmt.storage` Storage: `LocalStorage` for the disk);
+    ``present`` the side-file kinds its listing showed (None: ask the storage); ``remote`` a
+    `kafkafmt.tiered.RemoteSegment` when it is a tiered-storage upload (its layout names and reads
+    its files); ``version`` the log object's version as listed (reads stay on it)."""
 
     __slots__ = ("folder", "base_offset", "log", "index", "timeindex", "txnindex", "size", "storage", "present",
                  "remote", "keys", "version", "_cache")
 
-    def __init__(self, folder, base_offset, size=None, *, storage=None, present=None, remote=None, keys=None,
+    def __init__(self, folder, base_offset, size=None, *, storage, present=None, remote=None, keys=None,
                  version=None):
-        st = storage or LOCAL
-        folder = os.fspath(folder) if storage is None else folder
         self.folder = folder
         self.base_offset = base_offset
         self.storage = storage
         self.present = present
         self.remote = remote
         self.keys = keys          # private keys for encrypted tiered uploads ({key id: PEM})
-        self.version = version    # the log object's version as listed (object stores): reads stay on it
+        self.version = version
         if remote is not None:
             self.log, self.index = remote.log, remote.index
             self.timeindex, self.txnindex = remote.timeindex, remote.txnindex
             self.size = remote.original_size if size is None else size
+            self.version = remote.versions.get("log")
         else:
-            stem = st.join(folder, segment_file_name(base_offset, ""))
+            stem = storage.join(folder, segment_file_name(base_offset, ""))
             self.log = stem + ".log"
             self.index = stem + ".index"
             self.timeindex = stem + ".timeindex"
             self.txnindex = stem + ".txnindex"
-            self.size = st.size(self.log) if size is None else size
+            self.size = storage.size(self.log) if size is None else size
         self._cache = {}     # index entries read (once per read, so a fallback is reported once)
 
     @classmethod
-    def of_file(cls, log, storage=None):
+    def of_file(cls, log, storage):
         """The segment a ``<base>.log`` path names (base 0 for other names)."""
-        st = storage or LOCAL
-        log = os.fspath(log) if storage is None else log
-        base = segment_base(st.name(log))
-        seg = cls(st.parent(log) or ".", 0 if base is None else base, st.size(log), storage=storage,
+        base = segment_base(storage.name(log))
+        seg = cls(storage.parent(log) or ".", 0 if base is None else base, storage.size(log), storage=storage,
                   present=None if base is not None else set())
         if base is None:    # not a segment's name: no side files
             stem = log[:-len(".log")] if log.endswith(".log") else log
@@ -99,39 +87,31 @@ class Segment:
     @property
     def url(self):
         """The log file's path or URL (for messages)."""
-        return (self.storage or LOCAL).url(self.log)
+        return self.storage.url(self.log)
 
     def open(self):
         if self.remote is not None:
-            from kafkafmt.tiered import open_remote_log
-
-            return open_remote_log(self.storage or LOCAL, self.remote, keys=self.keys)
-        return open_file(self.log, self.storage, self.size, self.version)
+            return self.remote.layout.open_log(self.storage, self.remote, keys=self.keys)
+        return self.storage.open(self.log, size=self.size, version=self.version)
 
     def has(self, kind):
         """Does the segment have this side file ("index", "timeindex", "txnindex")?"""
         if self.remote is not None:
-            if self.remote.layout == "kafka":
-                return kind in self.remote.files
-            from kafkafmt.tiered import read_aiven_manifest
-
-            return kind in read_aiven_manifest(self.storage or LOCAL, self.remote).indexes
+            return self.remote.layout.has_side_file(self.storage, self.remote, kind)
         if self.present is not None:
             return kind in self.present
-        return (self.storage or LOCAL).exists(getattr(self, kind))
+        return self.storage.exists(getattr(self, kind))
 
     def side_bytes(self, kind):
         """The bytes of a side file ("index", "timeindex", "txnindex"), or None without one."""
         if not self.has(kind):
             return None
         if self.remote is not None:
-            from kafkafmt.tiered import read_remote_side_file
-
-            return read_remote_side_file(self.storage or LOCAL, self.remote, kind, keys=self.keys)
-        return (self.storage or LOCAL).read_bytes(getattr(self, kind))
+            return self.remote.layout.side_file(self.storage, self.remote, kind, keys=self.keys)
+        return self.storage.read_bytes(getattr(self, kind))
 
     def side_url(self, kind):
-        return (self.storage or LOCAL).url(getattr(self, kind) or f"{self.log} ({kind})")
+        return self.storage.url(getattr(self, kind) or f"{self.log} ({kind})")
 
     def index_entries(self, kind, report):
         """Offset ("index") or time ("timeindex") index entries, or None (missing / failing

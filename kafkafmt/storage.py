@@ -54,6 +54,10 @@ def _safe_url(url: str) -> str:
     return _USERINFO.sub(r"\1", url)
 
 
+#: a local folder changed this recently may change again within the same timestamp tick
+SETTLE_SECONDS = 2.0
+
+
 class Entry(NamedTuple):
     """One listing row: ``name`` (last component), ``path`` (as the storage takes it), ``size`` in
     bytes (0 for folders), ``is_dir``, and ``version``: what names this content of an object where
@@ -123,6 +127,16 @@ class Storage:
 
     def join(self, a, *names) -> str:
         raise NotImplementedError
+
+    def change_token(self, path):
+        """Something that changes when a folder's listing or a file's content does, cheaply (a local
+        folder's or file's mtime); None where the store has no such thing (list again to know)."""
+        return None
+
+    def settled(self, token):
+        """Whether a change token is old enough to trust (file-system timestamps are coarse: a
+        folder changed in the last `SETTLE_SECONDS` may change again within the same tick)."""
+        return True
 
     def open(self, path, size=None, *, read_ahead=None, version=None) -> "Blob":
         """A :class:`Blob` over the file. ``size`` (e.g. from a listing) saves a size lookup and
@@ -278,6 +292,15 @@ class LocalStorage(Storage):
 
     def url(self, path):
         return os.fspath(path)
+
+    def change_token(self, path):
+        try:
+            return os.stat(path).st_mtime_ns
+        except OSError:
+            return None
+
+    def settled(self, token):
+        return token is None or time.time() - token / 1e9 > SETTLE_SECONDS
 
     def open(self, path, size=None, *, read_ahead=None, version=None):
         return LocalBlob(path, size)

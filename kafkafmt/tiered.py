@@ -53,7 +53,8 @@ __all__ = [
     "kafka_segment_file_name", "kafka_partition_dir_name", "aiven_segment_key", "looks_tiered",
     "RemoteSegment", "RemotePartition", "AivenManifest", "parse_aiven_manifest", "read_aiven_manifest",
     "AivenSegmentBlob", "oaep_decrypt", "open_remote_log", "read_remote_side_file", "segment_end_offset",
-    "list_remote_partitions",
+    "list_remote_partitions", "partitions_at", "finish_partitions", "TieredLayout", "KafkaTieredLayout",
+    "AivenLayout", "LAYOUTS",
 ]
 
 _ID = r"[A-Za-z0-9_-]{22}"
@@ -150,8 +151,9 @@ class RemoteSegment:
     ``timeindex``, ``txnindex``, ``snapshot``, ``leader_epoch_checkpoint``; Aiven layout ``log``,
     ``indexes``, ``manifest``. ``size`` is the ``.log`` object's size as listed (for Aiven
     segments stored transformed, ``manifest.original_size`` is the segment's). ``end_offset`` is
-    known from an Aiven manifest, or once :func:`segment_end_offset` computed it."""
-    layout: str
+    known from an Aiven manifest, or once :func:`segment_end_offset` computed it. ``versions``:
+    each object's version as listed (reads stay on it: `kafkafmt.storage.version_of`)."""
+    layout: "TieredLayout"
     topic: str
     partition: int
     topic_id: str
@@ -161,6 +163,7 @@ class RemoteSegment:
     sizes: dict
     end_offset: Optional[int] = None
     manifest: Optional["AivenManifest"] = None
+    versions: dict = field(default_factory=dict)
 
     @property
     def log(self):
@@ -191,7 +194,7 @@ class RemoteSegment:
 @dataclass
 class RemotePartition:
     """The segments of one (topic, partition, topic id) under a root, in base-offset order."""
-    layout: str
+    layout: "TieredLayout"
     topic: str
     partition: int
     topic_id: str
@@ -206,25 +209,42 @@ class RemotePartition:
 
 
 def list_remote_partitions(storage, root, *, prefix="", max_depth=4, read_manifests=True, resolve=True, keys=None):
-    """Every tiered-storage partition under ``root`` (Kafka's or Aiven's layout, detected by names).
+    """Every tiered-storage partition under ``root`` (any of `LAYOUTS`, recognised by names).
 
-    One listing per folder visited; folders whose names match neither layout are descended into
-    up to ``max_depth`` levels (a ``kafka-tiered-storage`` folder, key prefixes). Aiven manifests
-    are read (one small request per segment) unless ``read_manifests`` is False. Duplicate uploads
-    of one base offset are resolved when ``resolve`` (reading Aiven manifests, or the tail of each
+    One listing per folder visited; folders that are no layout's are descended into up to
+    ``max_depth`` levels (a ``kafka-tiered-storage`` folder, key prefixes). Aiven manifests are
+    read (one small request per segment) unless ``read_manifests`` is False. Duplicate uploads of
+    one base offset are resolved when ``resolve`` (reading Aiven manifests, or the tail of each
     duplicate Kafka-layout ``.log`` from its last index entry).
     """
     out = []
     root = str(root)
-    name = storage.name(root)
     entries = storage.list(root)
-    found = _classify(storage, root, name, entries, prefix, out, parent_name=storage.name(storage.parent(root)))
-    if not found:
+    found = partitions_at(storage, root, storage.name(root), entries, prefix,
+                          parent_name=storage.name(storage.parent(root)))
+    if found is None:
         _walk(storage, entries, prefix, max_depth, out)
-    for part in out:
-        _finish_partition(storage, part, read_manifests, resolve, keys)
-    out.sort(key=lambda p: (p.topic, p.partition, p.topic_id, p.layout))
-    return out
+    else:
+        out += found
+    return finish_partitions(storage, out, read_manifests=read_manifests, resolve=resolve, keys=keys)
+
+
+def partitions_at(storage, path, name, entries, prefix="", parent_name=None):
+    """The tiered-storage partitions a folder is or holds (its listing given), by the first of
+    `LAYOUTS` that recognises it; None when it is no layout's (so a walk descends into it)."""
+    for layout in LAYOUTS:
+        found = layout.partitions_at(storage, path, name, entries, prefix, parent_name)
+        if found is not None:
+            return found
+    return None
+
+
+def finish_partitions(storage, parts, *, read_manifests=True, resolve=True, keys=None):
+    """Partitions found by `partitions_at`, completed (manifests, duplicate uploads) and sorted."""
+    for part in parts:
+        part.layout.finish(storage, part, read_manifests=read_manifests, resolve=resolve, keys=keys)
+    parts.sort(key=lambda p: (p.topic, p.partition, p.topic_id, p.layout.name))
+    return parts
 
 
 def _walk(storage, entries, prefix, depth, out):
@@ -232,33 +252,186 @@ def _walk(storage, entries, prefix, depth, out):
         if not e.is_dir:
             continue
         sub = storage.list(e.path)
-        if not _classify(storage, e.path, e.name, sub, prefix, out) and depth > 1:
+        found = partitions_at(storage, e.path, e.name, sub, prefix)
+        if found is not None:
+            out += found
+        elif depth > 1:
             _walk(storage, sub, prefix, depth - 1, out)
 
 
-def _classify(storage, path, name, entries, prefix, out, parent_name=None):
-    """Add the partitions this folder is (or holds, for an Aiven topic folder); True if it was one."""
-    kafka = parse_kafka_partition_dir(name)
-    files = [e for e in entries if not e.is_dir]
-    if kafka and (any(parse_kafka_segment_file(e.name) for e in files) or not entries):
-        out.append(_kafka_partition(storage, path, kafka, files))
-        return True
-    aiven = parse_aiven_topic_dir(name, prefix)
-    numeric = [e for e in entries if e.is_dir and e.name.isdigit()]
-    if aiven and numeric:
-        for e in numeric:
-            out.append(_aiven_partition(storage, e.path, aiven, int(e.name), storage.list(e.path)))
-        return True
-    if name.isdigit() and parent_name and parse_aiven_topic_dir(parent_name, prefix) \
-            and any(parse_aiven_segment_file(e.name) for e in files):
-        out.append(_aiven_partition(storage, path, parse_aiven_topic_dir(parent_name, prefix), int(name), entries))
-        return True
-    return False
+class TieredLayout:
+    """One tiered-storage layout: how its folders and objects are named, and how an upload is read.
+    `KafkaTieredLayout` and `AivenLayout` are the two known; a new layout is one more subclass in
+    `LAYOUTS`."""
+
+    name = None
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+    def __eq__(self, other):        # layouts are stateless: one per class
+        return type(self) is type(other)
+
+    def __hash__(self):
+        return hash(type(self))
+
+    def __reduce__(self):           # pickled by name (Spark ships segments to executors)
+        return _layout, (self.name,)
+
+    def partitions_at(self, storage, path, name, entries, prefix, parent_name):
+        """The `RemotePartition`s this folder is or holds in this layout, or None."""
+        raise NotImplementedError
+
+    def finish(self, storage, part, *, read_manifests, resolve, keys=None):
+        """Complete a partition after listing: of duplicate uploads of one base offset keep the one
+        reaching the highest end offset (a new leader's re-upload), the others ``superseded``."""
+        by_offset = OrderedDict()
+        for seg in sorted(part.segments, key=lambda s: (s.base_offset, s.segment_id)):
+            by_offset.setdefault(seg.base_offset, []).append(seg)
+        keep = []
+        for segs in by_offset.values():
+            if len(segs) == 1 or not resolve:
+                keep.extend(segs)
+                continue
+            for s in segs:
+                if s.end_offset is None:
+                    try:
+                        segment_end_offset(storage, s, keys=keys)
+                    except (KafkafmtError, ValueError) as exc:
+                        part.problems.append(f"{storage.url(s.log)}: end offset unknown ({exc})")
+            segs.sort(key=lambda s: (-1 if s.end_offset is None else s.end_offset, s.original_size, s.segment_id),
+                      reverse=True)
+            keep.append(segs[0])
+            part.superseded.extend(segs[1:])
+        part.segments = keep
+
+    def open_log(self, storage, seg, *, read_ahead=None, keys=None) -> Blob:
+        """A Blob of the segment's original bytes (``.size`` = what the broker wrote)."""
+        return storage.open(seg.log, size=seg.size, read_ahead=read_ahead, version=seg.versions.get("log"))
+
+    def side_file(self, storage, seg, kind, *, keys=None):
+        """The bytes of a side file of the upload (None when it has none)."""
+        path = seg.files.get(kind)
+        return None if path is None else storage.read_bytes(path)
+
+    def has_side_file(self, storage, seg, kind):
+        return kind in seg.files
+
+    def end_offset(self, storage, seg, *, keys=None):
+        """The last offset in the upload (``base_offset - 1`` when it holds no batch): from the last
+        offset-index entry's position, the framing scan to the end of the ``.log``."""
+        from kafkafmt.framing import last_offset_from
+        from kafkafmt.sidefiles import read_index
+
+        pos = 0
+        index = self.side_file(storage, seg, "index", keys=keys)
+        if index:
+            entries = read_index(index, seg.base_offset)
+            if len(entries):
+                pos = int(entries["position"][-1])
+        with self.open_log(storage, seg, read_ahead=256 * 1024, keys=keys) as blob:
+            return last_offset_from(blob, pos if pos <= blob.size else 0, seg.base_offset)
+
+
+class KafkaTieredLayout(TieredLayout):
+    """Kafka's ``LocalTieredStorage``: ``<topic>-<partition>-<topicId>/<offset20>-<segmentId>.<suffix>``,
+    files byte-identical to the broker's."""
+
+    name = "kafka"
+
+    def partitions_at(self, storage, path, name, entries, prefix, parent_name):
+        parsed = parse_kafka_partition_dir(name)
+        files = [e for e in entries if not e.is_dir]
+        if parsed and (any(parse_kafka_segment_file(e.name) for e in files) or not entries):
+            return [_kafka_partition(storage, path, parsed, files)]
+        return None
+
+
+class AivenLayout(TieredLayout):
+    """Aiven's tiered-storage-for-apache-kafka: ``<prefix><topic>-<topicId>/<partition>/<offset20>-<segmentId>
+    .{log,indexes,rsm-manifest}``; the manifest says how the ``.log`` is stored (as is, or chunked,
+    compressed, encrypted) and where each index lies in ``.indexes``."""
+
+    name = "aiven"
+
+    def partitions_at(self, storage, path, name, entries, prefix, parent_name):
+        aiven = parse_aiven_topic_dir(name, prefix)
+        numeric = [e for e in entries if e.is_dir and e.name.isdigit()]
+        if aiven and numeric:
+            return [_aiven_partition(storage, e.path, aiven, int(e.name), storage.list(e.path)) for e in numeric]
+        files = [e for e in entries if not e.is_dir]
+        if name.isdigit() and parent_name and parse_aiven_topic_dir(parent_name, prefix) \
+                and any(parse_aiven_segment_file(e.name) for e in files):
+            return [_aiven_partition(storage, path, parse_aiven_topic_dir(parent_name, prefix), int(name), entries)]
+        return None
+
+    def finish(self, storage, part, *, read_manifests, resolve, keys=None):
+        if read_manifests:
+            for seg in part.segments:
+                try:
+                    read_aiven_manifest(storage, seg)
+                except (KafkafmtError, ValueError) as exc:
+                    part.problems.append(f"{storage.url(seg.files['manifest'])}: {exc}")
+        super().finish(storage, part, read_manifests=read_manifests, resolve=resolve, keys=keys)
+
+    def open_log(self, storage, seg, *, read_ahead=None, keys=None) -> Blob:
+        """The ``.log`` object itself when stored untransformed; else an `AivenSegmentBlob` (encrypted
+        segments need ``keys``, else UnsupportedLayoutError names the key)."""
+        m = read_aiven_manifest(storage, seg)
+        if m.encryption is not None:
+            m.data_key(keys, url=storage.url(seg.log))     # fails early, before any request for the .log
+        raw = super().open_log(storage, seg, read_ahead=read_ahead, keys=keys)
+        if not m.transformed:
+            if raw.size != m.original_size:
+                raw.close()
+                raise ObjectChangedError(f"changed size: the .log object has {seg.size} bytes, its manifest says "
+                                         f"{m.original_size}", file=storage.url(seg.log))
+            return raw
+        try:
+            return AivenSegmentBlob(raw, m, keys=keys)
+        except Exception:
+            raw.close()
+            raise
+
+    def side_file(self, storage, seg, kind, *, keys=None):
+        m = read_aiven_manifest(storage, seg)
+        where = m.indexes.get(kind)
+        if where is None or "indexes" not in seg.files:
+            return None
+        url = storage.url(seg.files["indexes"])
+        aes = aad = None
+        if m.encryption is not None:
+            key, aad = m.data_key(keys, url=url)
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+            aes = AESGCM(key)
+        pos, size = where
+        if pos + size > seg.sizes.get("indexes", 0):
+            raise ObjectChangedError(f"the .indexes object has {seg.sizes.get('indexes', 0)} bytes, its manifest "
+                                     f"places the {kind} at {pos}..{pos + size}", file=url)
+        data = storage.read_bytes(seg.files["indexes"], pos, pos + size) if size else b""
+        return _decrypt(aes, data, aad, url) if aes is not None and data else data
+
+    def has_side_file(self, storage, seg, kind):
+        return kind in read_aiven_manifest(storage, seg).indexes
+
+    def end_offset(self, storage, seg, *, keys=None):
+        m = read_aiven_manifest(storage, seg)
+        if m.end_offset is not None:
+            return int(m.end_offset)
+        return super().end_offset(storage, seg, keys=keys)
+
+
+#: the tiered-storage layouts kafkafmt recognises, in the order they are tried
+LAYOUTS = (KafkaTieredLayout(), AivenLayout())
+
+
+def _layout(name):
+    return next(layout for layout in LAYOUTS if layout.name == name)
 
 
 def _kafka_partition(storage, path, parsed, files):
     topic, partition, topic_id = parsed
-    part = RemotePartition("kafka", topic, partition, topic_id, path)
+    part = RemotePartition(_layout("kafka"), topic, partition, topic_id, path)
     groups = OrderedDict()
     for e in files:
         p = parse_kafka_segment_file(e.name)
@@ -266,10 +439,10 @@ def _kafka_partition(storage, path, parsed, files):
             part.problems.append(f"{storage.url(e.path)}: not a tiered-storage segment file")
             continue
         off, sid, kind = p
-        g = groups.setdefault(sid, {"offset": off, "files": {}, "sizes": {}})
+        g = groups.setdefault(sid, {"offset": off, "files": {}, "sizes": {}, "versions": {}})
         if off is not None:
             g["offset"] = off
-        g["files"][kind], g["sizes"][kind] = e.path, e.size
+        g["files"][kind], g["sizes"][kind], g["versions"][kind] = e.path, e.size, e.version
     for sid, g in groups.items():
         files_, sizes = g["files"], g["sizes"]
         if "log" not in files_:
@@ -277,21 +450,21 @@ def _kafka_partition(storage, path, parsed, files):
             continue
         base = g["offset"]
         if base is None:            # Kafka 3.5 names: <segmentId>.log; the base offset is the first batch's
-            head = storage.read_bytes(files_["log"], 0, 8) if sizes["log"] >= 8 else b""
-            if len(head) < 8:
+            with storage.open(files_["log"], size=sizes["log"], version=g["versions"]["log"]) as blob:
+                from kafkafmt.framing import batch_base_offset
+
+                base = batch_base_offset(blob)
+            if base is None:
                 part.problems.append(f"{storage.url(files_['log'])}: empty segment without a base offset in its name")
                 continue
-            base = struct.unpack(">q", head)[0]
-        missing = [k for k in ("index", "timeindex") if k not in files_]
-        if missing:
-            part.problems.append(f"{storage.url(files_['log'])}: no " + " / ".join("." + k for k in missing))
-        part.segments.append(RemoteSegment("kafka", topic, partition, topic_id, base, sid, files_, sizes))
+        part.segments.append(RemoteSegment(part.layout, topic, partition, topic_id, base, sid, files_, sizes,
+                                           versions=g["versions"]))
     return part
 
 
 def _aiven_partition(storage, path, parsed, partition, entries):
     topic, topic_id = parsed
-    part = RemotePartition("aiven", topic, partition, topic_id, path)
+    part = RemotePartition(_layout("aiven"), topic, partition, topic_id, path)
     groups = OrderedDict()
     for e in entries:
         if e.is_dir:
@@ -301,43 +474,16 @@ def _aiven_partition(storage, path, parsed, partition, entries):
             part.problems.append(f"{storage.url(e.path)}: not a tiered-storage segment object")
             continue
         off, sid, kind = p
-        g = groups.setdefault((off, sid), ({}, {}))
-        g[0][kind], g[1][kind] = e.path, e.size
-    for (off, sid), (files_, sizes) in groups.items():
+        g = groups.setdefault((off, sid), ({}, {}, {}))
+        g[0][kind], g[1][kind], g[2][kind] = e.path, e.size, e.version
+    for (off, sid), (files_, sizes, versions) in groups.items():
         if "log" not in files_ or "manifest" not in files_:
             what = "no .log" if "log" not in files_ else "no .rsm-manifest (cannot tell how the .log is stored)"
             part.problems.append(f"{storage.url(next(iter(files_.values())))}: segment {sid}: {what}")
             continue
-        part.segments.append(RemoteSegment("aiven", topic, partition, topic_id, off, sid, files_, sizes))
+        part.segments.append(RemoteSegment(part.layout, topic, partition, topic_id, off, sid, files_, sizes,
+                                           versions=versions))
     return part
-
-
-def _finish_partition(storage, part, read_manifests, resolve, keys=None):
-    if part.layout == "aiven" and read_manifests:
-        for seg in part.segments:
-            try:
-                read_aiven_manifest(storage, seg)
-            except (KafkafmtError, ValueError) as exc:
-                part.problems.append(f"{storage.url(seg.files['manifest'])}: {exc}")
-    by_offset = OrderedDict()
-    for seg in sorted(part.segments, key=lambda s: (s.base_offset, s.segment_id)):
-        by_offset.setdefault(seg.base_offset, []).append(seg)
-    keep = []
-    for base, segs in by_offset.items():
-        if len(segs) == 1 or not resolve:
-            keep.extend(segs)
-            continue
-        for s in segs:
-            if s.end_offset is None:
-                try:
-                    segment_end_offset(storage, s, keys=keys)
-                except (KafkafmtError, ValueError) as exc:
-                    part.problems.append(f"{storage.url(s.log)}: end offset unknown ({exc})")
-        segs.sort(key=lambda s: (-1 if s.end_offset is None else s.end_offset, s.original_size, s.segment_id),
-                  reverse=True)
-        keep.append(segs[0])
-        part.superseded.extend(segs[1:])
-    part.segments = keep
 
 
 # ------------------------------------------------------------------------------------------------
@@ -635,29 +781,8 @@ def _decrypt(aes, frame, aad, url, position=None):
 # reading
 
 def open_remote_log(storage, seg, *, read_ahead=None, keys=None) -> Blob:
-    """A Blob of the segment's original bytes (``.size`` = what the broker wrote).
-
-    Kafka layout and untransformed Aiven segments: the ``.log`` object itself; zstd-chunked or
-    encrypted Aiven segments: an :class:`AivenSegmentBlob` (encrypted ones need ``keys``, else
-    UnsupportedLayoutError names the key).
-    """
-    if seg.layout == "aiven":
-        m = read_aiven_manifest(storage, seg)
-        if m.encryption is not None:
-            m.data_key(keys, url=storage.url(seg.log))     # fails early, before any request for the .log
-        raw = storage.open(seg.log, size=seg.size, read_ahead=read_ahead)
-        if not m.transformed:
-            if raw.size != m.original_size:
-                raw.close()
-                raise ObjectChangedError(f"changed size: the .log object has {seg.size} bytes, its manifest says "
-                                         f"{m.original_size}", file=storage.url(seg.log))
-            return raw
-        try:
-            return AivenSegmentBlob(raw, m, keys=keys)
-        except Exception:
-            raw.close()
-            raise
-    return storage.open(seg.log, size=seg.size, read_ahead=read_ahead)
+    """A Blob of the segment's original bytes (``.size`` = what the broker wrote): its layout's."""
+    return seg.layout.open_log(storage, seg, read_ahead=read_ahead, keys=keys)
 
 
 def read_remote_side_file(storage, seg, kind, *, keys=None) -> Optional[bytes]:
@@ -665,60 +790,13 @@ def read_remote_side_file(storage, seg, kind, *, keys=None) -> Optional[bytes]:
     ``leader_epoch_checkpoint`` (None when the upload has none)."""
     if kind not in _AIVEN_INDEX_NAMES:
         raise ValueError(f"unknown side file kind {kind!r}")
-    if seg.layout == "kafka":
-        path = seg.files.get(kind)
-        return None if path is None else storage.read_bytes(path)
-    m = read_aiven_manifest(storage, seg)
-    where = m.indexes.get(kind)
-    if where is None or "indexes" not in seg.files:
-        return None
-    url = storage.url(seg.files["indexes"])
-    aes = aad = None
-    if m.encryption is not None:
-        key, aad = m.data_key(keys, url=url)
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-        aes = AESGCM(key)
-    pos, size = where
-    if pos + size > seg.sizes.get("indexes", 0):
-        raise ObjectChangedError(f"the .indexes object has {seg.sizes.get('indexes', 0)} bytes, its manifest "
-                                 f"places the {kind} at {pos}..{pos + size}", file=storage.url(seg.files["indexes"]))
-    data = storage.read_bytes(seg.files["indexes"], pos, pos + size) if size else b""
-    return _decrypt(aes, data, aad, url) if aes is not None and data else data
+    return seg.layout.side_file(storage, seg, kind, keys=keys)
 
 
 def segment_end_offset(storage, seg, *, keys=None) -> int:
     """The last offset in the segment (``base_offset - 1`` when it holds no batch); sets
-    ``seg.end_offset``. Aiven: from the manifest; Kafka layout: from the last ``.index`` entry's
-    position, walking batch headers (ranged reads) to the end of the ``.log``."""
-    if seg.end_offset is not None:
-        return seg.end_offset
-    if seg.layout == "aiven":
-        m = read_aiven_manifest(storage, seg)
-        if m.end_offset is not None:
-            seg.end_offset = int(m.end_offset)
-            return seg.end_offset
-    pos = 0
-    index = read_remote_side_file(storage, seg, "index") if seg.layout == "kafka" else None
-    if index:
-        entries = np.frombuffer(index[:len(index) // 8 * 8], dtype=">i4").reshape(-1, 2)
-        entries = entries[(entries[:, 0] > 0) | (np.arange(len(entries)) == 0)]
-        if len(entries) and entries[-1, 1] >= 0:
-            pos = int(entries[-1, 1])
-    last = seg.base_offset - 1
-    with open_remote_log(storage, seg, read_ahead=256 * 1024, keys=keys) as blob:
-        if pos > blob.size:
-            pos = 0
-        while pos + 17 <= blob.size:
-            head = bytes(blob.read(pos, pos + 17))
-            offset, size = struct.unpack_from(">qi", head, 0)
-            magic = head[16]
-            if size < 14 or pos + 12 + size > blob.size:
-                break
-            if magic >= 2 and size >= 15:
-                (delta,) = struct.unpack(">i", bytes(blob.read(pos + 23, pos + 27)))
-                last = offset + delta
-            else:
-                last = offset
-            pos += 12 + size
-    seg.end_offset = last
-    return last
+    ``seg.end_offset``. Aiven: from the manifest; otherwise from the last ``.index`` entry's
+    position, the framing scan (ranged reads) to the end of the ``.log``."""
+    if seg.end_offset is None:
+        seg.end_offset = seg.layout.end_offset(storage, seg, keys=keys)
+    return seg.end_offset

@@ -40,8 +40,9 @@ def verify_ok(path):
 
 
 def records(folder):
-    """{offset: value} of what a salvage read gets from a partition folder."""
-    r = kafkafmt.read_log_dir(str(folder), errors="salvage", threads=1)
+    """{offset: value} of what a salvage read gets from a partition folder (every record on disk:
+    from offset 0, whatever log start offset a checkpoint names)."""
+    r = kafkafmt.read_log_dir(str(folder), errors="salvage", threads=1, start_offset=0)
     return dict(zip(np.asarray(r.offset).tolist(), [bytes(v) for v in r.value.to_pylist()]))
 
 

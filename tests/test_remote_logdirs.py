@@ -137,7 +137,7 @@ def test_offset_seek_fetches_a_small_part_of_a_large_segment(s3, fault_proxy, tm
     storage, path = open_storage(f"s3://{b}/big/t-0", opts, read_ahead=read_ahead)
     target = n // 2
     recs = kafkafmt.read_log_dir(kafkafmt.discovery.resolve_partition(
-        kafkafmt.discovery.Partition("t", 0, path, None, storage)), start_offset=target, end_offset=target + 5)
+        kafkafmt.discovery.Partition("t", 0, path, storage)), start_offset=target, end_offset=target + 5)
     assert recs.offset.tolist() == list(range(target, target + 5))
     got = sum(int(r.split("-")[1]) - int(r.split("=")[1].split("-")[0]) + 1
               for _m, _p, r in fault_proxy.log if r)

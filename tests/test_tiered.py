@@ -312,7 +312,7 @@ def test_kafka_layout_on_s3(s3, written):
     _put_all(s3, bucket, "tiered/kafka-tiered-storage", objs)
     st, root = open_storage(f"s3://{bucket}/tiered", storage_options=s3.storage_options)
     parts = list_remote_partitions(st, root)
-    assert [(p.layout, p.topic, p.partition, p.topic_id) for p in parts] == [
+    assert [(p.layout.name, p.topic, p.partition, p.topic_id) for p in parts] == [
         ("kafka", "orders-events", 0, tid1), ("kafka", "plain", 1, tid2)]
     assert all(not p.problems and not p.superseded for p in parts)
     assert len(parts[0].segments) > 3
@@ -413,7 +413,7 @@ def test_aiven_layout_on_s3(s3, written, compress):
     _put_all(s3, bucket, "", objs)
     st, root = open_storage(f"s3://{bucket}", storage_options=s3.storage_options)
     parts = list_remote_partitions(st, root)
-    assert [(p.layout, p.name) for p in parts] == [("aiven", "orders-events-0"), ("aiven", "plain-1")]
+    assert [(p.layout.name, p.name) for p in parts] == [("aiven", "orders-events-0"), ("aiven", "plain-1")]
     for part, local in zip(parts, (written["orders"], written["plain"])):
         assert not part.problems
         for seg in part.segments:

@@ -10,17 +10,15 @@ import numpy as np
 
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.times import iso_millis, to_millis
-from kafkafmt.discovery import Partition, folder_kind, list_partitions
+from kafkafmt.discovery import Partition
 from kafkafmt.framing import not_kafka_reason, window
-from kafkafmt.names import file_kind, is_leftover_dir, is_leftover_file, partition_of_name, segment_base
+from kafkafmt.names import file_kind, is_leftover_file, partition_of_name, segment_base
 from kafkafmt.reports import ReportKind
-from kafkafmt.segments import LOCAL, open_file
+from kafkafmt.times import iso_millis, to_millis
 
 __all__ = ["file_kind", "segment_base", "is_leftover", "Partition"]
 
 is_leftover = is_leftover_file
-MAX_WALK_DEPTH = 8
 
 
 # ----------------------------------------------------------------------------------------------
@@ -70,6 +68,8 @@ def report_problem(entry, file=None):
                        start, end)
     if entry.kind is ReportKind.CORRUPT:
         return Problem("error", f, f"{entry.message}; {end - start} bytes skipped", start, end, entry.offset)
+    if entry.kind in (ReportKind.GAP, ReportKind.MISMATCH):      # records missing, or copies that disagree
+        return Problem("error", f, entry.message, offset=entry.offset)
     return Problem("warning", f, entry.message)
 
 
@@ -78,15 +78,12 @@ def report_problem(entry, file=None):
 
 @dataclass
 class Found:
-    partitions: list = field(default_factory=list)   # discovery.Partition, in the order found
-    files: list = field(default_factory=list)        # files given, and files beside partition folders
+    partitions: list = field(default_factory=list)   # discovery.Partition, sorted
+    files: list = field(default_factory=list)        # files given, and files outside partition folders
     given_files: list = field(default_factory=list)  # the files named on the command line
-    leftovers: list = field(default_factory=list)    # Problem (warning) for -delete/-future folders
-
-    @property
-    def log_dirs(self):
-        """The distinct log dirs the partitions come from (None for partition folders given alone)."""
-        return sorted({p.log_dir for p in self.partitions if p.log_dir is not None})
+    leftovers: list = field(default_factory=list)    # Problems of the discovery (leftovers, duplicates, gaps)
+    log_dirs: list = field(default_factory=list)     # the distinct log dirs the partitions come from
+    empty_log_dirs: list = field(default_factory=list)   # log dirs holding no partitions
 
 
 def input_paths(args, command):
@@ -129,7 +126,7 @@ def check_kafka_file(path):
     from kafkafmt.errors import NotKafkaDataError
 
     st, p = cli_paths.storage_of(path)
-    with open_file(p, st) as f:
+    with st.open(p) as f:
         if f.size == 0:
             if segment_base(path) is None:
                 raise NotKafkaDataError("not a Kafka log segment: the file is empty", file=path, position=0)
@@ -149,78 +146,45 @@ def add_command(sub, parents, name, help, doc, paths_help="log directories, part
     return p
 
 
-def find_inputs(paths, topics=None, partitions=None):
-    """Partition folders and files under ``paths``: files, partition folders, log dirs (whatever
-    their names, e.g. ``kafka-logs-1``), or folders holding log dirs at any depth. Missing paths
-    raise UsageError."""
-    found = Found()
-    seen = set()
+def find_inputs(paths, topics=None, partitions=None, replicas="all"):
+    """Partitions and files under ``paths`` -- files, partition folders, log dirs (whatever their
+    names, e.g. ``kafka-logs-1``), folders holding log dirs or tiered uploads at any depth, local or
+    remote -- found by the library's one discovery (`kafkafmt.discovery.discover`). Missing or
+    unreadable paths raise UsageError."""
+    from kafkafmt.discovery import discover
+    from kafkafmt.errors import PathNotFoundError, StorageError
 
-    def add_partition(p):
-        key = os.path.realpath(p.folder) if p.storage is None else p.url
-        if key in seen:
-            return
-        seen.add(key)
-        if (topics is None or p.topic in topics) and (partitions is None or p.partition in partitions):
-            found.partitions.append(p)
-
-    def remote(url):
-        """A URL: a file, or partitions under it (log dirs at any depth, tiered uploads)."""
-        from kafkafmt.discovery import find_partitions
-
-        if not cli_paths.exists(url):
-            raise UsageError(f"no such file or directory: {url}")
-        if not cli_paths.isdir(url):
-            found.files.append(url)
-            found.given_files.append(url)
-            return
-        report = []
-        for p in find_partitions(url, report=report, storage_options=cli_paths.OPTIONS or None):
-            add_partition(p)
-        for e in report:
-            found.leftovers.append(Problem("warning", e.file, e.message))
-
-    def walk(path, depth):
-        try:
-            entries = LOCAL.list(path)
-        except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-        kind = folder_kind(path, entries)
-        if kind == "partition":
-            add_partition(Partition(*partition_of_name(path), os.path.normpath(path)))
-            return
-        if kind == "log_dir":
-            report = []
-            for p in list_partitions(path, report=report):
-                add_partition(p)
-            for e in report:
-                found.leftovers.append(Problem("warning", e.file, "partition folder being deleted or moved "
-                                                                  "(-delete/-future/-stray), skipped"))
-        for e in entries:
-            if e.name.startswith("."):
-                continue
-            if e.is_dir:
-                if kind == "log_dir" and (partition_of_name(e.name) is not None or is_leftover_dir(e.name)):
-                    continue
-                if depth < MAX_WALK_DEPTH:
-                    walk(e.path, depth + 1)
-            else:
-                found.files.append(e.path)
-
-    for p in paths:
-        if not cli_paths.is_local(p):
-            remote(p)
-            continue
-        if not os.path.exists(p):
-            raise UsageError(f"no such file or directory: {p}")
-        if not os.path.isdir(p):
-            if not os.access(p, os.R_OK):
-                raise UsageError(f"cannot read {p}: permission denied")
-            found.files.append(p)
-            found.given_files.append(p)
-            continue
-        walk(os.path.normpath(p), 0)
+    report = []
+    try:
+        d = discover(paths, topics=topics, partitions=partitions, storage_options=cli_paths.OPTIONS or None,
+                     replicas=replicas, report=report, files=True)
+    except PathNotFoundError as exc:
+        raise UsageError(f"no such file or directory: {exc.file}") from None
+    except (StorageError, PermissionError) as exc:
+        raise UsageError(f"cannot read {getattr(exc, 'file', None) or exc}: {getattr(exc, 'reason', exc)}") from None
+    found = Found(partitions=d.partitions, files=d.files, given_files=d.given_files, log_dirs=d.log_dirs,
+                  empty_log_dirs=d.empty_log_dirs)
+    for e in report:
+        p = report_problem(e)
+        if p is not None:
+            found.leftovers.append(p)
     return found
+
+
+def no_data(found, files, paths, filtered=False):
+    """A UsageError when nothing Kafka was found under the paths: no partition and none of ``files``
+    (the files the command reads); a log dir holding no partitions is Kafka data, a broker's before
+    any topic exists (see `empty_note`), unless a filter left nothing of what it holds."""
+    if not found.partitions and not files and (filtered or not found.empty_log_dirs):
+        return UsageError("no partition folders, log dirs or segments found under " + ", ".join(map(str, paths))
+                          + (" (after --topics/--partitions)" if filtered else ""))
+    return None
+
+
+def empty_note(found):
+    """The note every command gives for log dirs that hold no partitions (exit code 0: an empty log
+    dir is valid, it holds no records)."""
+    return [f"the log dir {d} holds no partitions" for d in found.empty_log_dirs]
 
 
 def segment_in_partition(path):
@@ -229,16 +193,16 @@ def segment_in_partition(path):
     if base is None:
         return None
     st, p = cli_paths.storage_of(path)
-    folder = (st or LOCAL).parent(p if st is not None else os.path.abspath(p))
-    tp = partition_of_name((st or LOCAL).name(folder))
-    return None if tp is None else (Partition(tp[0], tp[1], folder, None, st), base)
+    folder = st.parent(p if not st.is_local else os.path.abspath(p))
+    tp = partition_of_name(st.name(folder))
+    return None if tp is None else (Partition(tp[0], tp[1], folder, st), base)
 
 
 def partition_label(p, found):
     """``topic-N``, with the log dir when partitions come from several (two brokers both have
     ``__cluster_metadata-0``)."""
     if len(found.log_dirs) > 1 and p.log_dir is not None:
-        return f"{p.name} ({p.log_dir})"
+        return f"{p.name} ({p.log_dir_url})"
     return p.name
 
 

@@ -38,7 +38,7 @@ from kafkafmt.errors import KafkafmtError
 from kafkafmt.records import CODEC_NAMES, TIMESTAMP_TYPES
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.cli.common import (Problem, bytes_encoder, check_kafka_file, escape_text, file_kind,
+from kafkafmt.cli.common import (empty_note, Problem, bytes_encoder, check_kafka_file, escape_text, file_kind,
                                  find_inputs, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
                                  parse_time_range, segment_base, segment_in_partition)
 from kafkafmt.names import log_name_of
@@ -216,6 +216,8 @@ class Dumper:
         found = find_inputs([path], self.topics, self.partitions)
         for w in found.leftovers:
             self.c.warn(w.text()[len("warning: "):])
+        for note in empty_note(found):
+            self.c.warn(note)
         out = []
         for pd in found.partitions:
             out += self.partition_files(pd)
@@ -226,8 +228,8 @@ class Dumper:
             if self.args.all_files or (not self.index_mode and kind in ("log", "kraft-snapshot")
                                        and not is_leftover(f)):
                 out.append((kind, f, True))
-        if not found.partitions and not any(file_kind(f) for f in found.files):
-            raise UsageError(f"no Kafka data found under {path}"
+        if not found.partitions and not any(file_kind(f) for f in found.files) and not found.empty_log_dirs:
+            raise UsageError(f"no partition folders, log dirs or segments found under {path}"
                              + (" (after --topics/--partitions)" if self.topics or self.partitions else ""))
         return out
 

@@ -26,7 +26,7 @@ from kafkafmt.logdir import iter_log_dir
 from kafkafmt.records import BATCH_METADATA_COLUMNS
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.cli.common import (bytes_encoder, checked_record_files, find_inputs, human_bytes,
+from kafkafmt.cli.common import (empty_note, no_data, bytes_encoder, checked_record_files, find_inputs, human_bytes,
                                  input_paths, parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
                                  report_problem)
 from kafkafmt.cli import paths as cli_paths
@@ -246,11 +246,13 @@ def run(args, console):
         raise UsageError(f"{fmt} cannot be written to stdout; give a file name")
     found = find_inputs(paths, topics, partitions)
     files = checked_record_files(found, console)
-    if not found.partitions and not files:
-        raise UsageError("no partition folders or segments found under " + ", ".join(paths)
-                         + (" (after --topics/--partitions)" if topics or partitions else ""))
+    err = no_data(found, files, paths, topics or partitions)
+    if err is not None:
+        raise err
     for w in found.leftovers:
         console.warn(w.text()[len("warning: "):])
+    for note in empty_note(found):
+        console.warn(note)
 
     total = sum(s.size for pd in found.partitions for s in pd.list_segments()) + sum(
         cli_paths.getsize(f) for f in files)

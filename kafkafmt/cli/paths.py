@@ -8,7 +8,6 @@ import json
 import os
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.segments import LOCAL
 from kafkafmt.storage import is_url, open_storage
 
 #: storage options given on the command line (set once by the CLI's main)
@@ -31,49 +30,48 @@ def parse_storage_options(values):
 
 
 def storage_of(path):
-    """(storage, storage path) of a command-line path: None and the path itself for local files."""
+    """(storage, storage path) of a command-line path: `kafkafmt.storage.LocalStorage` and the path
+    itself for local files, the object store a URL names (with ``--storage-option``) otherwise."""
     if is_url(path) and not str(path).lower().startswith("file://"):
         storage, p = open_storage(path, OPTIONS or None)
-        return (None, p) if storage.is_local else (storage, p)
-    if is_url(path):
-        return None, open_storage(path)[1]
-    return None, path
+        return storage, (os.fspath(p) if storage.is_local else p)
+    storage, p = open_storage(path)
+    return storage, os.fspath(p)
 
 
 def exists(path):
     st, p = storage_of(path)
-    return (st or LOCAL).exists(p)
+    return st.exists(p)
 
 
 def isdir(path):
     st, p = storage_of(path)
-    return (st or LOCAL).isdir(p)
+    return st.isdir(p)
 
 
 def getsize(path):
     st, p = storage_of(path)
-    return (st or LOCAL).size(p)
+    return st.size(p)
 
 
 def read_bytes(path):
     st, p = storage_of(path)
-    return (st or LOCAL).read_bytes(p)
+    return st.read_bytes(p)
 
 
 def listdir(path):
     """(name, URL or path) of the files in a folder."""
     st, p = storage_of(path)
-    storage = st or LOCAL
-    return [(e.name, e.path if st is None else storage.url(e.path)) for e in storage.list(p) if not e.is_dir]
+    return [(e.name, e.path if st.is_local else st.url(e.path)) for e in st.list(p) if not e.is_dir]
 
 
 def readable(path):
     """A path (local) or the file's bytes (remote), for the side-file readers that take either."""
-    return path if storage_of(path)[0] is None else read_bytes(path)
+    return path if is_local(path) else read_bytes(path)
 
 
 def is_local(path):
-    return storage_of(path)[0] is None
+    return storage_of(path)[0].is_local
 
 
 def sibling(path, name):

@@ -12,11 +12,12 @@ import numpy as np
 from kafkafmt.decoder import DecodeOptions
 from kafkafmt.errors import KafkafmtWarning
 from kafkafmt.logdir import iter_log_dir, read_task
-from kafkafmt.planner import Task, resolve_offsets
+from kafkafmt.planner import plan, resolve_offsets
+from kafkafmt.discovery import Partition
 from kafkafmt.records import Table
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.names import partition_of_name
-from kafkafmt.segments import LOCAL, Segment
+from kafkafmt.segments import Segment
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
 
@@ -30,22 +31,23 @@ def resolve_range(part, offsets, times):
     """(start, end) offsets of a partition (`Partition`) for an offset range and a time range
     (offsets-for-times, as a consumer seeking by time): None for no bound; returns None when
     nothing can match."""
-    return resolve_offsets(part.folder, part.list_segments(), offsets[0], offsets[1], times[0], times[1], [])
+    return resolve_offsets(part, part.list_segments(), offsets[0], offsets[1], times[0], times[1], [])
 
 
 class FileReader:
     """Read one file -- a segment anywhere, a record-set dump, a KRaft snapshot -- as a
-    one-segment partition: its own index files are used when it is a segment with them. Use as
-    a context manager (kept for symmetry with partition reads; nothing is created on disk)."""
+    one-segment partition planned and read as every partition is (`kafkafmt.planner.plan`): its
+    own index files are used when it is a segment with them. Use as a context manager (kept for
+    symmetry with partition reads; nothing is created on disk)."""
 
     def __init__(self, path):
         self.path = path
         st, p = cli_paths.storage_of(path)
-        storage = st or LOCAL
         # the topic and partition its folder names, as read_segment takes them
-        tp = partition_of_name(storage.name(storage.parent(p if st else os.path.abspath(p))))
+        tp = partition_of_name(st.name(st.parent(p if not st.is_local else os.path.abspath(p))))
         self.topic, self.partition = tp if tp else (None, None)
         self.segment = Segment.of_file(p, st)
+        self.part = Partition(self.topic, self.partition, self.segment.folder, st, segments=(self.segment,))
 
     def __enter__(self):
         return self
@@ -55,29 +57,25 @@ class FileReader:
 
     def resolve_range(self, offsets, times):
         with _no_index_warnings():
-            return resolve_offsets(self.segment.folder, [self.segment], offsets[0], offsets[1], times[0], times[1],
-                                   [])
+            return resolve_range(self.part, offsets, times)
 
     def chunks(self, report, *, start_offset=None, end_offset=None, errors="strict", columns=None, verify_crc=True,
                include_control=False, max_bytes=CHUNK_BYTES, isolation="read_uncommitted", **_):
         """The file's records in chunks (iter_log_dir's options). A lone file has no index files
         (unless it is a segment with them): the library's warnings about scanning instead are not
         passed on."""
-        seg = self.segment
         with _no_index_warnings():
-            with seg.open() as f:
-                start_pos = seg.position_for_offset(f, start_offset, [])
-                stop_pos = seg.end_position(f, end_offset, [])
-        task = Task(self.topic, self.partition, seg, start_pos, stop_pos, start_offset, end_offset)
+            tasks = plan(self.part, start_offset=start_offset, end_offset=end_offset, report=[])
         options = DecodeOptions.for_columns(columns, verify_crc=verify_crc, include_control=include_control)
-        it = read_task(task, report, options=options, errors=errors, max_bytes=max_bytes)
-        while True:
-            with _no_index_warnings():
-                try:
-                    recs, _ = next(it)
-                except StopIteration:
-                    return
-            yield recs.replace(topic=self.topic, partition=self.partition, report=report)
+        for task in tasks:
+            it = read_task(task, report, options=options, errors=errors, max_bytes=max_bytes)
+            while True:
+                with _no_index_warnings():
+                    try:
+                        recs, _ = next(it)
+                    except StopIteration:
+                        break
+                yield recs.replace(topic=self.topic, partition=self.partition, report=report)
 
 
 @contextlib.contextmanager

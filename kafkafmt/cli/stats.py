@@ -28,8 +28,7 @@ import numpy as np
 from kafkafmt.discovery import Partition
 from kafkafmt.records import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 
-from kafkafmt.cli.usage import UsageError
-from kafkafmt.cli.common import (add_command, checked_record_files, find_inputs, human_bytes,
+from kafkafmt.cli.common import (empty_note, no_data, add_command, checked_record_files, find_inputs, human_bytes,
                                  input_paths, iso_ms, parse_int_list, parse_name_list, partition_label,
                                  report_problem, segment_base)
 from kafkafmt.cli import paths as cli_paths
@@ -239,11 +238,13 @@ def run(args, console):
     partitions = parse_int_list(args.partitions, "partition")
     found = find_inputs(paths, topics, partitions)
     files = checked_record_files(found, console)
-    if not found.partitions and not files:
-        raise UsageError("no partition folders or segments found under " + ", ".join(paths)
-                         + (" (after --topics/--partitions)" if topics or partitions else ""))
+    err = no_data(found, files, paths, topics or partitions)
+    if err is not None:
+        raise err
     for w in found.leftovers:
         console.warn(w.text()[len("warning: "):])
+    for note in empty_note(found):
+        console.warn(note)
     problems = []
     total_bytes = sum(s.size for pd in found.partitions for s in pd.list_segments())
     total_bytes += sum(cli_paths.getsize(f) for f in files)

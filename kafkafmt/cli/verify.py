@@ -29,6 +29,7 @@ Exit code 0 when nothing is wrong (warnings allowed, unless --strict), 1 when a 
 """
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -38,7 +39,7 @@ from kafkafmt.errors import KafkafmtError
 from kafkafmt.records import Table
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.cli.common import (add_command, Problem, check_kafka_file, file_kind, find_inputs,
+from kafkafmt.cli.common import (empty_note, no_data, add_command, Problem, check_kafka_file, file_kind, find_inputs,
                                  human_bytes, is_leftover, report_problem, segment_base, segment_in_partition)
 from kafkafmt.names import log_name_of
 from kafkafmt.cli import paths as cli_paths
@@ -122,8 +123,12 @@ class Verifier:
         if not paths:
             raise UsageError("verify: give log directories, partition folders or files (or --sample)")
         found = find_inputs(paths)
-        if not found.partitions and not found.files:
-            raise UsageError("no Kafka data found under " + ", ".join(paths))
+        err = no_data(found, [f for f in found.files if file_kind(f) in ("log", "kraft-snapshot")] or found.given_files,
+                      paths)
+        if err is not None:
+            raise err
+        for note in empty_note(found):
+            self.c.warn(note)
         for f in found.given_files:
             if file_kind(f) in (None, "log"):
                 check_kafka_file(f)       # named as Kafka data: it is, or it is an error
@@ -173,7 +178,9 @@ class Verifier:
         infos = {s.base_offset: SegmentInfo(s.base_offset, s.url) for s in segments}
         self.n_segments += len(segments)
         self.bytes += sum(s.size for s in segments)
-        self.read_log(iter_partition, (pd,), infos)
+        # every byte of the files, also below a log start offset that DeleteRecords moved (an explicit
+        # start below it reads what is still on disk)
+        self.read_log(functools.partial(iter_partition, start_offset=0), (pd,), infos)
         for s in segments:
             self.side_files(s, infos[s.base_offset])
         if pd.segments is None:       # a folder (not tiered uploads): its other files

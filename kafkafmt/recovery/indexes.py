@@ -42,10 +42,13 @@ from kafkafmt.framing import window
 from kafkafmt.names import segment_base
 from kafkafmt.ranges import read_range
 from kafkafmt.reports import ReportEntry, ReportKind
-from kafkafmt.segments import DEFAULT_INDEX_INTERVAL, Segment, open_file
+from kafkafmt.segments import DEFAULT_INDEX_INTERVAL, Segment
+from kafkafmt.storage import LocalStorage
 
 __all__ = ["SegmentScan", "scan_segment", "ProducerState", "RebuiltIndexes", "rebuild_indexes",
            "index_entries", "TIMEINDEX_OFFSETS"]
+
+_DISK = LocalStorage()      # recovery repairs local log dirs only
 
 #: where a time index entry points: the batch's last offset (recovery; every leader since KAFKA-16310)
 #: or the offset of the record carrying the max timestamp (leaders before KAFKA-16310, uncompressed
@@ -129,8 +132,8 @@ def scan_segment(path, base_offset=None, *, max_batch_bytes=256 << 20) -> Segmen
     if base_offset is None:
         base_offset = segment_base(path)
         base_offset = 0 if base_offset is None else base_offset
-    seg = Segment.of_file(path)
-    with open_file(path) as f:
+    seg = Segment.of_file(path, _DISK)
+    with _DISK.open(path) as f:
         size = f.size
         buf, origin = window(f, 0, size)
         t, info = scan_batches(buf, verify_crc=True, max_batch_bytes=max_batch_bytes)
@@ -317,7 +320,7 @@ def record_time_offsets(path, batches):
     pick = np.flatnonzero((batches["codec"] == 0) & (batches["timestamp_type"] == 0) & (batches["magic"] >= 1))
     if not len(pick):
         return out
-    with open_file(path) as f:
+    with _DISK.open(path) as f:
         buf, _ = window(f, 0, f.size)
         for i in pick.tolist():
             r = _decode_one(buf, int(batches["position"][i]), int(batches["size"][i]), include_control=True)

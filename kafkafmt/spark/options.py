@@ -53,6 +53,7 @@ _ACCEPTED = {
     "startingoffsetsbytimestampstrategy", "includeheaders", "failondataloss", "minpartitions",
     "kafka.isolation.level", "isolationlevel", "includebatchmetadata", "maxbytesperbatch",
     "targetpartitionbytes", "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "decode",
+    "replicas", "includelogdir",
 }
 _TIME_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -129,6 +130,8 @@ class Options:
     starting_ts: object = None               # int ms, or {topic: {partition: ms}}
     ending_ts: object = None
     include_headers: bool = False
+    include_log_dir: bool = False            # includeLogDir: the logDir column (several copies of a partition)
+    replicas: str = "all"                    # all | dedup (kafkafmt.discovery.REPLICAS)
     fail_on_data_loss: bool = True
     min_partitions: int = None
     isolation: str = "read_uncommitted"
@@ -260,6 +263,14 @@ def parse(options, stream=False) -> Options:
         raise OptionError("minOffsetsPerTrigger must not exceed maxOffsetsPerTrigger")
     if "includeheaders" in opts:
         o.include_headers = _bool(opts["includeheaders"], "includeHeaders")
+    if "includelogdir" in opts:
+        o.include_log_dir = _bool(opts["includelogdir"], "includeLogDir")
+    if "replicas" in opts:
+        from kafkafmt.discovery import REPLICAS
+
+        o.replicas = str(opts["replicas"]).strip().lower()
+        if o.replicas not in REPLICAS:
+            raise OptionError(f"replicas must be one of {', '.join(REPLICAS)}, not {opts['replicas']!r}")
     if "failondataloss" in opts:
         o.fail_on_data_loss = _bool(opts["failondataloss"], "failOnDataLoss")
     if "minpartitions" in opts:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafkafmt.errors import KafkafmtError, PathNotFoundError
-from kafkafmt.discovery import find_partitions
-from kafkafmt.planner import plan as plan_partition
+from kafkafmt.discovery import discover
+from kafkafmt.planner import deal, plan as plan_partition
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
 
 @dataclass
@@ -54,16 +54,18 @@ def partition_range(opts, bounds, topic, partition):
 
 def partition_folders(opts, report):
     """Every partition under the given paths (partition folders, log dirs, folders holding log
-    dirs at any depth, tiered uploads; paths or URLs, with the storage.* options)."""
+    dirs at any depth, tiered uploads; paths or URLs, with the storage.* options), found by the
+    library's discovery. A log dir holding no partitions gives none (an empty DataFrame); paths
+    holding no Kafka data at all are an error."""
     try:
-        folders = find_partitions(opts.paths, report=report, storage_options=opts.storage_options)
+        found = discover(opts.paths, report=report, storage_options=opts.storage_options, replicas=opts.replicas)
     except PathNotFoundError as exc:
         raise OptionError(f"path does not exist: {exc}") from None
     except KafkafmtError as exc:
         raise OptionError(f"cannot list {', '.join(opts.paths)}: {exc}") from None
-    if not folders:
-        raise OptionError(f"no <topic>-<partition> folders with segments under {', '.join(opts.paths)}")
-    return folders
+    if not found.partitions and not found.empty_log_dirs:
+        raise OptionError(f"no <topic>-<partition> folders, log dirs or tiered uploads under {', '.join(opts.paths)}")
+    return found.partitions
 
 
 def plan(opts, bounds, report):
@@ -105,9 +107,5 @@ def _pack(tasks, opts, report):
         for a, b in t.segment.split_points(t.start_pos, t.stop_pos, n, report):
             pieces.append(dataclasses.replace(t, start_pos=a, stop_pos=b))
     order = {id(p): i for i, p in enumerate(pieces)}
-    bins = [[0, []] for _ in range(min(k, len(pieces)))]
-    for p in sorted(pieces, key=lambda p: p.start_pos - p.stop_pos):
-        least = min(bins, key=lambda b: b[0])
-        least[0] += p.stop_pos - p.start_pos
-        least[1].append(p)
-    return [sorted(b[1], key=lambda p: order[id(p)]) for b in bins if b[1]]
+    groups = deal([(p, p.stop_pos - p.start_pos) for p in pieces], k)
+    return [sorted(g, key=lambda p: order[id(p)]) for g in groups]

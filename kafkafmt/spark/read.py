@@ -7,7 +7,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from kafkafmt.decoder import DecodeOptions
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.logdir import read_task
-from kafkafmt.records import BATCH_METADATA_COLUMNS
+from kafkafmt.records import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
 
 
 
@@ -37,7 +37,8 @@ def read_tasks(tasks, schema, opts):
                     table = table_of(recs).select(names)
                 else:
                     meta = any(n in want for n in BATCH_METADATA_COLUMNS)
-                    table = recs.to_arrow(headers="headers" in want, batch_metadata=meta).select(names)
+                    table = recs.to_arrow(headers="headers" in want, batch_metadata=meta,
+                                          log_dir=LOG_DIR_COLUMN in want).select(names)
                 yield from table.cast(target).to_batches()
         except KafkafmtError as exc:
             if errors == "salvage":

@@ -14,6 +14,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualNullSafe,
 from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, ShortType, StringType, StructField,
                                StructType, TimestampType)
 
+from kafkafmt.records import LOG_DIR_COLUMN
 from kafkafmt.spark import options as _options
 from kafkafmt.spark.planning import Bounds, plan
 
@@ -23,7 +24,7 @@ METADATA_FIELDS = [StructField("producerId", LongType()), StructField("producerE
                    StructField("codec", StringType())]
 
 
-def kafka_schema(include_headers=False, batch_metadata=False) -> StructType:
+def kafka_schema(include_headers=False, batch_metadata=False, include_log_dir=False) -> StructType:
     fields = [StructField("key", BinaryType()), StructField("value", BinaryType()),
               StructField("topic", StringType()), StructField("partition", IntegerType()),
               StructField("offset", LongType()), StructField("timestamp", TimestampType()),
@@ -32,6 +33,8 @@ def kafka_schema(include_headers=False, batch_metadata=False) -> StructType:
         fields.append(StructField("headers", HEADERS_TYPE))
     if batch_metadata:
         fields += METADATA_FIELDS
+    if include_log_dir:
+        fields.append(StructField(LOG_DIR_COLUMN, StringType()))
     return StructType(fields)
 
 
@@ -206,7 +209,7 @@ class KafkaSegmentsDataSource(DataSource):
             from kafkafmt.internal import schema_of
 
             return from_arrow_schema(schema_of(o.decode))
-        return kafka_schema(o.include_headers, o.batch_metadata)
+        return kafka_schema(o.include_headers, o.batch_metadata, o.include_log_dir)
 
     def reader(self, schema):
         return (PushdownReader if self.filter_pushdown else KafkaSegmentsReader)(schema, self._opts())

@@ -5,22 +5,26 @@ A ``DataSourceStreamReader`` whose offsets are Spark's Kafka-source offsets,
 positions always serialize to the same string -- Spark compares offsets as JSON strings), so a
 checkpoint reads the way a Kafka query's does.
 
-Driver side (``initialOffset`` / ``latestOffset`` / ``partitions``): a `LogDirWatcher` keeps, per
-partition folder, its segment list and where the header scan of the newest segment stopped. A
-trigger costs two ``stat`` calls per partition when nothing changed (the folder, for new or deleted
-segments, and the newest ``.log``, for appends); only bytes appended since the last trigger are
-scanned (batch headers, no decoding). A batch cut off mid-write ends the scan before it: its
-offsets become visible once the broker has finished writing it. A folder whose mtime is younger
-than ``MTIME_SETTLE_S`` is listed again on every trigger (file-system timestamps are coarse).
+Driver side (``initialOffset`` / ``latestOffset`` / ``partitions``): a `LogDirWatcher` asks the
+library's one discovery (`kafkafmt.discovery.discover`) for the partitions under the paths every
+trigger -- log dirs at any depth, tiered-storage uploads, a partition's uploads and local segments
+merged -- and keeps, per partition, where the header scan of its newest segment stopped. The
+discovery keeps the listings of local folders whose mtime has not changed (and is older than
+`kafkafmt.storage.SETTLE_SECONDS`: file-system timestamps are coarse), so a trigger costs a ``stat``
+per folder and one of the newest ``.log`` per partition when nothing changed; only bytes appended
+since the last trigger are scanned (batch headers, no decoding). A batch cut off mid-write ends the
+scan before it: its offsets become visible once the broker has finished writing it. "earliest" is
+a partition's log start offset (`Partition.earliest`: its log dir's ``log-start-offset-checkpoint``
+when DeleteRecords moved it).
 
 Object storage (``s3://bucket/kafka-logs`` etc. with ``storage.<key>`` options, through
-kafkafmt.storage): no change markers exist there, so each trigger lists the root once and each
-partition folder once -- the only polling cost -- and reads bytes only of a segment object that
-appeared or grew (from its last offset-index entry on).
+kafkafmt.storage): no change markers exist there, so each trigger lists the folders again -- the
+only polling cost -- and reads bytes only of a segment object that appeared or grew (from its last
+offset-index entry on).
 
 Executor side (``read``): each input partition is a list of offset ranges
-``(topic, partition, folder, start, end)`` read with ``kafkafmt.iter_log_dir`` and handed to Spark
-as Arrow record batches with exactly Spark's Arrow schema.
+``(topic, partition, Partition, start, end)`` planned and read as every read is (`kafkafmt.iter_log_dir`)
+and handed to Spark as Arrow record batches with exactly Spark's Arrow schema.
 
 Data loss, as Spark's Kafka source defines it (``failOnDataLoss=true`` fails the query, ``false``
 logs a warning and goes on): offsets deleted (retention) before they were read, a log start offset
@@ -30,14 +34,16 @@ the batch source does).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
-import os
 import time
 
 import kafkafmt
-from kafkafmt.records import BATCH_METADATA_COLUMNS
+from kafkafmt.framing import entry_size_at, scan_range
+from kafkafmt.planner import deal
+from kafkafmt.records import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
 
 try:    # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
@@ -53,7 +59,6 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 log = logging.getLogger("kafkafmt.spark.stream")
 
-MTIME_SETTLE_S = 2.0        # folders modified more recently than this are listed again every trigger
 _FIRST_WINDOW = 64 << 10    # bytes read per scan step at first; doubles up to _MAX_WINDOW
 _MAX_WINDOW = 8 << 20
 _BENIGN_TAILS = ("truncated final batch", "zero-filled tail")
@@ -108,297 +113,202 @@ def _tp(t, p):
 # --- the driver's view of the log dirs ---------------------------------------------------------------
 
 class _Partition:
-    """What the driver knows about one partition folder."""
+    """What the driver knows about one partition: the library's `kafkafmt.discovery.Partition` (a
+    folder, tiered uploads, or both merged), its segments, and where the header scan of its newest
+    segment stopped."""
 
-    __slots__ = ("topic", "partition", "folder", "fs", "fs_folder", "dir_mtime", "listed_at", "segments",
-                 "tail_log", "tail_pos", "tail_stat", "next", "open_txns", "reported")
+    __slots__ = ("topic", "partition", "part", "segments", "tail_log", "tail_pos", "tail_stat", "next", "open_txns",
+                 "reported")
 
-    def __init__(self, topic, partition, folder, fs=None, fs_folder=None):
-        self.topic, self.partition, self.folder = topic, partition, folder    # folder: path or URL
-        self.fs = fs if fs is not None else _LocalFs()
-        self.fs_folder = fs_folder if fs_folder is not None else folder       # as the backend names it
-        self.dir_mtime = None
-        self.listed_at = 0.0
+    def __init__(self, part):
+        self.topic, self.partition, self.part = part.topic, part.partition, part
         self.segments = []
-        self.tail_log = None       # the newest segment scanned so far
+        self.tail_log = None       # the newest segment scanned so far (its log path)
         self.tail_pos = 0          # where its scan stopped (the start of the first unread batch)
-        self.tail_stat = None      # (size, mtime_ns) of tail_log when last scanned
+        self.tail_stat = None      # (size, change token) of tail_log when last scanned
         self.next = None           # next offset after the last complete batch (log end offset)
         self.open_txns = {}        # read_committed: producer id -> first offset of its open transaction
         self.reported = set()      # corrupt positions already reported (salvage)
 
     @property
     def earliest(self):
-        return self.segments[0].base_offset if self.segments else None
+        """The log start offset: the first segment's base offset, or further where DeleteRecords moved
+        it (the log dir's log-start-offset-checkpoint)."""
+        return self.part.earliest(self.segments)
 
     def nbytes(self):
         return sum(s.size for s in self.segments[:-1]) + (self.tail_stat[0] if self.tail_stat else 0)
 
 
-def _settled(mtime_ns, now):
-    return now - mtime_ns / 1e9 > MTIME_SETTLE_S
-
-
-class _LocalFs:
-    """Local disk: a folder's mtime tells whether its listing changed, a file's (size, mtime)
-    whether it grew."""
-
-    remote = False
-
-    def dir_token(self, folder):
-        return os.stat(folder).st_mtime_ns
-
-    def file_state(self, seg):
-        st = os.stat(seg.log)
-        return st.st_size, st.st_mtime_ns
-
-    @staticmethod
-    def settled(token, now):
-        return token is None or _settled(token, now)
-
-    def list_partitions(self, root, now, cache):
-        st = os.stat(root)
-        cached = cache.get(root)
-        if cached is not None and cached[0] == st.st_mtime_ns and _settled(st.st_mtime_ns, now):
-            return cached[1]
-        m = _partition_dir(os.path.basename(os.path.normpath(root)))
-        if m and any(n.endswith(".log") for n in os.listdir(root)):
-            found = [(m[0], m[1], root, root)]       # a partition folder itself
-        else:
-            found = [(t, p, f, f) for t, p, f in map(_as_tuple, kafkafmt.list_partitions(root))]
-        cache[root] = (st.st_mtime_ns, found)
-        return found
-
-    def list_segments(self, folder):
-        return kafkafmt.list_segments(folder)
-
-    def read(self, path, start, stop):
-        with open(path, "rb") as f:
-            f.seek(start)
-            return f.read(stop - start)
-
-    def read_index(self, seg):
-        return kafkafmt.read_index(seg.index)
-
-    def url(self, path):
-        return path
-
-
-class _RemoteFs:
-    """An object store (s3://, gs://, ... through kafkafmt's storage layer): one listing of the
-    root and one per partition folder each trigger -- the only polling cost; bytes are read only
-    for segments that grew or appeared (from the last index entry on)."""
-
-    remote = True
-
-    def __init__(self, root_url, storage_options):
-        from kafkafmt.storage import open_storage
-
-        self.root_url = root_url.rstrip("/")
-        self.storage_options = storage_options
-        self.storage, path = open_storage(root_url, storage_options)
-        self.root_path = str(path).rstrip("/")
-
-    def dir_token(self, folder):
-        return None                    # no cheap change marker: list every trigger
-
-    def file_state(self, seg):
-        return seg.size, None          # the size the listing gave
-
-    @staticmethod
-    def settled(token, now):
-        return True
-
-    def list_partitions(self, root, now, cache):
-        """One listing of the root: its <topic>-<partition> folders (or the root itself when it is
-        a partition folder)."""
-        entries = self.storage.list(self.root_path)
-        if any(not e.is_dir and e.name.endswith(".log") for e in entries):
-            m = _partition_dir(self.root_path.rsplit("/", 1)[-1])
-            return [(m[0], m[1], self.root_path, self.root_url)] if m else []
-        found = []
-        for e in entries:
-            m = _partition_dir(e.name) if e.is_dir else None
-            if m:
-                found.append((m[0], m[1], e.path, self.url(e.path)))
-        return sorted(found)
-
-    def list_segments(self, folder):
-        from kafkafmt.discovery import list_segments
-
-        return list_segments(folder, storage=self.storage)
-
-    def read(self, path, start, stop):
-        return self.storage.read_bytes(path, start, stop)
-
-    def read_index(self, seg):
-        return kafkafmt.read_index(self.storage.read_bytes(seg.index), seg.base_offset)
-
-    def url(self, path):
-        path = str(path)
-        return self.root_url + path[len(self.root_path):] if path.startswith(self.root_path) else path
-
-
-def _fs_for(root, storage_options):
-    from kafkafmt.storage import is_url
-
-    if is_url(root) and not str(root).lower().startswith(("file:", "local:")):
-        return _RemoteFs(root, storage_options)
-    return _LocalFs()
+def _file_state(seg):
+    """(size now, change token) of a segment's log: a local file is looked at again (appends do not
+    change its folder's listing), an object store's size is the one its fresh listing gave."""
+    st = seg.storage
+    if seg.remote is None and st.is_local:
+        return st.size(seg.log), st.change_token(seg.log)
+    return seg.size, None
 
 
 class LogDirWatcher:
     """Partitions of the subscription under the log dirs, with their earliest and next offsets,
-    refreshed cheaply (see the module doc)."""
+    refreshed cheaply through the library's discovery (see the module doc)."""
 
     def __init__(self, opts):
         self.opts = opts
         self.committed = opts.isolation == "read_committed"
         self.salvage = not opts.fail_on_data_loss
         self.parts = {}            # (topic, partition) -> _Partition
-        self._roots = {}           # local root -> (mtime_ns, [(topic, partition, fs folder, folder)])
-        self._fs = {}              # root -> _LocalFs / _RemoteFs
+        self._cache = {}           # the discovery's listings of local folders, kept while they are unchanged
         self.warnings = []
 
     # listing
-    def _root_folders(self, root, now):
-        fs = self._fs.get(root)
-        if fs is None:
-            fs = self._fs[root] = _fs_for(root, getattr(self.opts, "storage_options", None))
+    def _discover(self):
+        from kafkafmt.discovery import discover
+        from kafkafmt.errors import PathNotFoundError
+
+        report = []
         try:
-            return fs, fs.list_partitions(root, now, self._roots)
-        except FileNotFoundError:
-            raise DataLossError(f"kafka-segments: the log dir {root} is gone (deleted or unmounted)") from None
-        except PermissionError as exc:
-            raise DataLossError(f"kafka-segments: the log dir {root} cannot be read: {exc}") from None
+            found = discover(self.opts.paths, storage_options=getattr(self.opts, "storage_options", None),
+                             replicas=getattr(self.opts, "replicas", "all"), report=report, cache=self._cache)
+        except PathNotFoundError as exc:
+            raise DataLossError(f"kafka-segments: the log dir {exc.file} is gone (deleted or unmounted)") from None
+        except kafkafmt.KafkafmtError as exc:
+            raise DataLossError(f"kafka-segments: the log dirs cannot be read: {exc}") from None
+        for e in report:
+            if getattr(e.kind, "value", None) in ("gap", "mismatch") and (e.file, e.message) not in self._said:
+                self._said.add((e.file, e.message))
+                self._fail_or_warn(f"{e.file}: {e.message}")
+        return found.partitions
+
+    _said = frozenset()
 
     def refresh(self):
         """Re-read what changed; returns {(topic, partition): _Partition} of the subscription."""
-        now = time.time()
+        if not isinstance(self._said, set):
+            self._said = set()
         seen = {}
-        for root in self.opts.paths:
-            if not _fs_for(root, None).remote and not os.path.isdir(root) and os.path.exists(root):
-                raise OptionError(f"path is not a directory: {root}")
-            fs, found = self._root_folders(root, now)
-            for topic, partition, fs_folder, folder in found:
-                if self.opts.wants(topic, partition):
-                    seen[(topic, partition)] = (fs, fs_folder, folder)
+        for part in self._discover():
+            if not self.opts.wants(part.topic, part.partition):
+                continue
+            key = (part.topic, part.partition)
+            if key in seen:
+                raise OptionError(f"{part.name} is found in several places ({seen[key].log_dir_url}, "
+                                  f"{part.log_dir_url}): a stream reads one copy of each partition -- set "
+                                  "replicas=dedup to read the most complete one")
+            seen[key] = part
         for key in list(self.parts):
             if key not in seen:
                 del self.parts[key]
-        for key, (fs, fs_folder, folder) in seen.items():
+        for key, part in seen.items():
             st = self.parts.get(key)
-            if st is None or st.folder != folder:
-                st = self.parts[key] = _Partition(key[0], key[1], folder, fs, fs_folder)
+            if st is None or st.part.key != part.key:
+                st = self.parts[key] = _Partition(part)
+            st.part = part
             try:
-                self._refresh_partition(st, now)
+                self._refresh_partition(st)
             except FileNotFoundError:
                 del self.parts[key]      # removed between the listing and now: gone
             except OSError as exc:       # unreadable: say which file, never stall silently
-                raise DataLossError(f"kafka-segments: cannot read {getattr(exc, 'filename', None) or folder}: "
+                raise DataLossError(f"kafka-segments: cannot read {getattr(exc, 'filename', None) or part.url}: "
                                     f"{exc.strerror or exc}") from exc
         return self.parts
 
-    def _refresh_partition(self, st, now):
-        fs = st.fs
-        token = fs.dir_token(st.fs_folder)
-        if token is None or st.dir_mtime != token or not fs.settled(token, now) or not st.segments:
-            st.segments = fs.list_segments(st.fs_folder)
-            st.dir_mtime = token
+    def _refresh_partition(self, st):
+        st.segments = st.part.list_segments(cache=self._cache)
         if not st.segments:
             st.next = None
             return
         last = st.segments[-1]
         if st.tail_log == last.log:
-            key = fs.file_state(last)
-            if key == st.tail_stat and fs.settled(key[1], now):
+            key = _file_state(last)
+            if key == st.tail_stat and last.storage.settled(key[1]):
                 return            # nothing appended
             if key[0] < st.tail_pos:      # truncated (a new leader's log, a recreated segment): read it anew
                 st.next, st.tail_pos, st.open_txns = last.base_offset, 0, {}
-            self._scan(st, last.log, st.tail_pos, key[0])
+            self._scan(st, last, st.tail_pos, key[0])
             st.tail_stat = key
             return
         # a new newest segment (or the first look at this partition)
         if self.committed:
             # transactions may span segments: follow every batch header once, from the oldest
             # segment not yet scanned
-            todo = [s for s in st.segments if st.tail_log is None or s.base_offset >= _base_of(st.tail_log)]
+            tail_base = next((s.base_offset for s in st.segments if s.log == st.tail_log), None)
+            todo = [s for s in st.segments if tail_base is None or s.base_offset >= tail_base]
             for s in todo:
                 start = st.tail_pos if s.log == st.tail_log else 0
-                self._scan(st, s.log, start, fs.file_state(s)[0])
+                self._scan(st, s, start, _file_state(s)[0])
                 if s is not last:
                     st.next = max(st.next or 0, s.base_offset)
-            key = fs.file_state(last)
+            key = _file_state(last)
         else:
-            key = fs.file_state(last)
-            start = _index_hint(fs, last, key[0]) if key[0] else 0
+            key = _file_state(last)
+            start = _index_hint(last, key[0]) if key[0] else 0
             st.next = last.base_offset
-            if not self._scan(st, last.log, start, key[0], hint=start > 0) and start:
-                self._scan(st, last.log, 0, key[0])     # the index pointed at no batch: from the start
+            if not self._scan(st, last, start, key[0], hint=start > 0) and start:
+                self._scan(st, last, 0, key[0])     # the index pointed at no batch: from the start
         st.tail_log, st.tail_stat = last.log, key
         if st.next is None or st.next < last.base_offset:
             st.next = last.base_offset
 
-    def _scan(self, st, path, start, size, hint=False):
-        """Follow batch headers of `path` from `start` to `size`; updates st.next / tail_pos / open
-        transactions. Returns False when `hint` and no batch starts at `start`."""
+    def _scan(self, st, seg, start, size, hint=False):
+        """Follow batch headers of a segment from `start` to `size` (the framing scan over ranged
+        reads of its blob); updates st.next / tail_pos / open transactions. Returns False when
+        `hint` and no batch starts at `start`."""
         pos, window = start, _FIRST_WINDOW
-        if st.tail_log != path:
-            st.tail_log, st.tail_pos = path, start
-        fs = st.fs
-        while pos < size:
-            buf = fs.read(path, pos, min(pos + window, size))
-            if not buf:
-                break
-            table, info = kafkafmt.scan_batches(buf, verify_crc=None)
-            n = info["count"]
-            if hint and pos == start and n == 0 and (info["tail"] != "truncated" or info["error"]):
-                return False
-            hint = False
-            if n:
-                last_offsets = table["last_offset"][:n]
-                st.next = max(st.next or 0, int(last_offsets.max()) + 1)
-                if self.committed:
-                    self._track_txns(st, table, n)
-            err = info["error"]
-            if err is not None:
-                pos = self._corrupt(st, path, pos + int(err["position"]), err, size)
-                continue
-            valid = int(info["valid_bytes"])
-            if info["tail"] is None:
+        if st.tail_log != seg.log:
+            st.tail_log, st.tail_pos = seg.log, start
+        with seg.storage.open(seg.log, size=size) if seg.remote is None else seg.open() as f:
+            size = min(size, f.size)
+            while pos < size:
+                stop = min(pos + window, size)
+                table, info = scan_range(f, pos, stop)
+                n = info["count"]
+                if hint and pos == start and n == 0 and (info["tail"] != "truncated" or info["error"]):
+                    return False
+                hint = False
+                if n:
+                    st.next = max(st.next or 0, int(table["last_offset"][:n].max()) + 1)
+                    if self.committed:
+                        self._track_txns(st, table, n)
+                err = info["error"]
+                if err is not None:
+                    pos = self._corrupt(st, seg, int(err["position"]), err, size)
+                    continue
+                valid = int(info["valid_bytes"]) - pos
+                if info["tail"] is None:
+                    pos += valid
+                    window = min(window * 2, _MAX_WINDOW)
+                    continue
+                if info["tail"] == "zeros":       # a preallocated file's zero-filled tail: the end for now
+                    pos += valid
+                    break
+                # "truncated": the window ended inside a batch, or the file does (a write in progress)
+                if stop >= size:
+                    pos += valid
+                    break
+                if valid == 0:                    # one batch larger than the window
+                    need = entry_size_at(f, pos)
+                    window = max(window * 2, 12 + need if need > 0 else window * 2)
                 pos += valid
-                window = min(window * 2, _MAX_WINDOW)
-                continue
-            if info["tail"] == "zeros":       # a preallocated file's zero-filled tail: the end for now
-                pos += valid
-                break
-            # "truncated": the window ended inside a batch, or the file does (a write in progress)
-            if pos + len(buf) >= size:
-                pos += valid
-                break
-            if valid == 0:                    # one batch larger than the window
-                need = 12 + int.from_bytes(buf[8:12], "big", signed=True) if len(buf) >= 12 else window * 2
-                window = max(window * 2, need)
-            pos += valid
         st.tail_pos = pos
         return True
 
-    def _corrupt(self, st, path, position, err, size):
+    def _corrupt(self, st, seg, position, err, size):
         """A framing error in a live segment: fail (strict) or skip to the next intact batch."""
-        where = f"{st.fs.url(path)} position {position} (offset {err.get('offset')})"
+        where = f"{seg.url} position {position} (offset {err.get('offset')})"
         if not self.salvage:
             raise DataLossError(f"kafka-segments: corrupt data in {where}: {err.get('reason')} -- the stream "
                                 "cannot read past it; set failOnDataLoss=false to skip corrupt batches")
-        recs = kafkafmt.read_segment(st.fs.url(path), errors="salvage", keys=False, values=False, headers=False,
-                                     verify_crc=False, storage_options=getattr(st.fs, "storage_options", None))
+        recs = kafkafmt.read_segment(seg.url, errors="salvage", keys=False, values=False, headers=False,
+                                     verify_crc=False, storage_options=getattr(self.opts, "storage_options", None))
         b = recs.batches
-        ends = [int(p) + int(s) for p, s, o in zip(b["position"], b["size"], b["last_offset"])]
+        ends = [int(p) + int(s) for p, s in zip(b["position"], b["size"])]
         after = [e for e in ends if e > position]
         if len(b):
             st.next = max(st.next or 0, int(max(b["last_offset"])) + 1)
         resume = max(after) if after else size
-        if (path, position) not in st.reported:
-            st.reported.add((path, position))
+        if (seg.log, position) not in st.reported:
+            st.reported.add((seg.log, position))
             self.warn(f"corrupt data in {where}: {err.get('reason')}; {resume - position} bytes skipped "
                       "(failOnDataLoss=false)")
         return max(resume, position + 1)
@@ -427,10 +337,11 @@ class LogDirWatcher:
         self.warnings.append(message)
         log.warning("kafka-segments: %s", message)
 
-
-def _as_tuple(p):
-    """(topic, partition, folder) from list_partitions' rows (Partition objects or plain tuples)."""
-    return (p.topic, p.partition, p.folder) if hasattr(p, "topic") else tuple(p)
+    def _fail_or_warn(self, message):
+        if self.opts.fail_on_data_loss:
+            raise DataLossError(f"kafka-segments: {message}. Some data may have been lost; if that is "
+                                "expected (e.g. retention deleted it), set failOnDataLoss=false")
+        self.warn(message + " (failOnDataLoss=false: going on)")
 
 
 def _benign(entry):
@@ -438,25 +349,15 @@ def _benign(entry):
     being written, a zero-filled tail), a leftover file, an index fallback."""
     kind = getattr(entry, "kind", None)
     if kind is not None:
-        return getattr(kind, "value", kind) not in ("corrupt",)
+        return getattr(kind, "value", kind) not in ("corrupt", "gap", "mismatch")
     return entry.get("reason") in _BENIGN_TAILS or entry.get("start") is None
 
 
-def _base_of(log_path):
-    return int(os.path.basename(log_path)[:20])
-
-
-def _partition_dir(name):
-    head, sep, tail = name.rpartition("-")
-    if sep and head and tail.isdigit():
-        return head, int(tail)
-    return None
-
-
-def _index_hint(fs, seg, size):
+def _index_hint(seg, size):
     """Byte position of the last offset-index entry of a segment (a batch start), or 0."""
     try:
-        entries = fs.read_index(seg)       # the zero-filled tail of a live index is cut off
+        data = seg.side_bytes("index")      # the zero-filled tail of a live index is cut off
+        entries = kafkafmt.read_index(data, seg.base_offset) if data else ()
     except (OSError, kafkafmt.KafkafmtError):
         return 0
     if not len(entries):
@@ -468,7 +369,7 @@ def _index_hint(fs, seg, size):
 # --- the stream reader -------------------------------------------------------------------------------
 
 class StreamPartition(InputPartition):
-    """Offset ranges (topic, partition, folder, start, end) read by one Spark task."""
+    """Offset ranges (topic, partition, `kafkafmt.discovery.Partition`, start, end) read by one Spark task."""
 
     def __init__(self, index, ranges):
         super().__init__(index)
@@ -521,10 +422,7 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
         return self._watcher
 
     def _fail_or_warn(self, message):
-        if self.opts.fail_on_data_loss:
-            raise DataLossError(f"kafka-segments: {message}. Some data may have been lost; if that is "
-                                "expected (e.g. retention deleted it), set failOnDataLoss=false")
-        self.watcher.warn(message + " (failOnDataLoss=false: going on)")
+        self.watcher._fail_or_warn(message)
 
     def _check_subscription(self, offsets, where):
         foreign = sorted(_tp(t, p) for (t, p) in offsets if not self.opts.wants(t, p))
@@ -562,7 +460,7 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
                     raise OptionError(f"startingOffsetsByTimestamp does not name {_tp(*tp)}: a stream's starting "
                                       "timestamps must cover every partition of the subscription")
                 st = self.watcher.parts[tp]
-                off = kafkafmt.offset_for_timestamp(st.fs_folder, ts, segments=st.segments)
+                off = kafkafmt.offset_for_timestamp(st.part, ts, segments=st.segments)
                 if off is None:
                     if o.timestamp_strategy != "latest":
                         raise OptionError(f"no record of {_tp(*tp)} has a timestamp >= {ts} (set "
@@ -695,7 +593,7 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
                 continue
             if until > frm:
                 per = st.nbytes() / max(1, (self.watcher.latest(st) or until) - st.earliest)
-                ranges.append((tp[0], tp[1], st.folder, frm, until, per))
+                ranges.append((tp[0], tp[1], st.part, frm, until, per))
         return self._pack(ranges)
 
     def _pack(self, ranges):
@@ -708,16 +606,11 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
         k = max(1, int(math.ceil(total / o.target_partition_bytes)), o.min_partitions or 1)
         share = max(total / k, 1.0)
         pieces = []
-        for (t, p, folder, s, e, per), size in zip(ranges, sizes):
+        for (t, p, part, s, e, per), size in zip(ranges, sizes):
             n = max(1, min(e - s, int(math.ceil(size / share - 1e-9))))
             cuts = [s + (e - s) * i // n for i in range(n + 1)]
-            pieces += [((t, p, folder, a, b), (b - a) * per) for a, b in zip(cuts, cuts[1:]) if b > a]
-        bins = [[0.0, []] for _ in range(min(k, len(pieces)))]
-        for piece, size in sorted(pieces, key=lambda x: -x[1]):
-            target = min(bins, key=lambda b: b[0])
-            target[0] += size
-            target[1].append(piece)
-        groups = [sorted(b[1]) for b in bins if b[1]]
+            pieces += [((t, p, part, a, b), (b - a) * per) for a, b in zip(cuts, cuts[1:]) if b > a]
+        groups = [sorted(g, key=lambda r: (r[0], r[1], r[3])) for g in deal(pieces, k)]
         return [StreamPartition(i, g) for i, g in enumerate(groups)]
 
     def commit(self, end):
@@ -732,23 +625,21 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
 
         target = to_arrow_schema(self.schema, timezone="UTC")
         names = [f.name for f in self.schema.fields]
-        for topic, part, folder, start, end in partition.ranges:
-            yield from self._read_range(topic, part, folder, start, end, names, target)
+        for topic, p, part, start, end in partition.ranges:
+            yield from self._read_range(part, start, end, names, target)
 
-    def _read_range(self, topic, part, folder, start, end, names, target):
+    def _read_range(self, part, start, end, names, target):
         o = self.opts
-        name = _tp(topic, part)
-        storage_options = getattr(o, "storage_options", None)
+        name = part.name
         try:
-            fs = _fs_for(folder, storage_options)
-            segments = fs.list_segments(fs.root_path if fs.remote else folder)
-        except FileNotFoundError:
+            segments = part.list_segments()
+        except (FileNotFoundError, kafkafmt.PathNotFoundError):
             segments = []
         if not segments:
-            self._fail_or_warn(f"the folder of {name} ({folder}) is gone: offsets {start}..{end - 1} cannot be read")
+            self._fail_or_warn(f"the folder of {name} ({part.url}) is gone: offsets {start}..{end - 1} cannot be read")
             return
-        if segments[0].base_offset > start:
-            first = segments[0].base_offset
+        first = part.earliest(segments)
+        if first > start:
             self._fail_or_warn(f"offsets {start}..{min(end, first) - 1} of {name} were deleted before they were "
                                f"read (its log start offset is now {first})")
             start = first
@@ -757,13 +648,14 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
         report = []
         want_meta = any(n in names for n in BATCH_METADATA_COLUMNS)
         try:
-            for recs in kafkafmt.iter_log_dir(folder, start_offset=start, end_offset=end, isolation=o.isolation,
-                                              columns=names, errors="strict" if o.fail_on_data_loss else "salvage",
-                                              max_bytes=o.max_bytes_per_batch, report=report, threads=1,
-                                              **({"storage_options": storage_options} if storage_options else {})):
+            for recs in kafkafmt.iter_log_dir(dataclasses.replace(part, segments=tuple(segments)), start_offset=start,
+                                              end_offset=end, isolation=o.isolation, columns=names,
+                                              errors="strict" if o.fail_on_data_loss else "salvage",
+                                              max_bytes=o.max_bytes_per_batch, report=report, threads=1):
                 if not len(recs):
                     continue
-                table = recs.to_arrow(headers="headers" in names, batch_metadata=want_meta).select(names)
+                table = recs.to_arrow(headers="headers" in names, batch_metadata=want_meta,
+                                      log_dir=LOG_DIR_COLUMN in names).select(names)
                 yield from table.cast(target).to_batches()
         except kafkafmt.KafkafmtError as exc:
             raise DataLossError(f"kafka-segments: {exc} (reading offsets {start}..{end - 1} of {name}) -- set "
