@@ -283,6 +283,7 @@ def describe(expected, got):
 
 
 def assert_rows(what, expected, got):
+    expected, got = sorted(expected, key=_key), sorted(got, key=_key)
     if got != expected:
         pytest.fail(f"{what}: {describe(expected, got)}", pytrace=False)
 
