@@ -27,6 +27,8 @@ import os
 import warnings
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from kafkafmt import sidefiles, tiered
 from kafkafmt.errors import KafkafmtError, KafkafmtWarning, NotALogDirError, PathNotFoundError, StorageError
 from kafkafmt.names import (holds_segment_files, is_leftover_dir, is_leftover_segment_file, partition_of_name,
@@ -371,7 +373,7 @@ def discover(roots, *, topics=None, partitions=None, storage_options=None, files
             path = os.fspath(path) if st.is_local else path
         walk.root(st, path, root)
     found = walk.found
-    plain = _dedup_folders(walk.plain, found.report)
+    plain = _dedup_folders(walk.plain)
     remote = [_remote_partition(st, path, rp, found.report, tiered_keys) for st, path, rp in walk.remote]
     parts = _merge_places(plain, remote, found.report, cache)
     parts = [p for p in parts if _wanted(p.topic, p.partition, _as_set(topics), _as_set(partitions))]
@@ -388,16 +390,14 @@ def _as_set(v):
     return {v} if isinstance(v, (str, int)) else set(v)
 
 
-def _dedup_folders(parts, report):
-    """One Partition per folder (a partition folder symlinked into two log dirs is read once)."""
-    out, seen = [], {}
+def _dedup_folders(parts):
+    """One Partition per folder: a partition folder symlinked into two log dirs is one folder, read
+    once (nothing is skipped: no report)."""
+    out, seen = [], set()
     for p in parts:
-        if p.key in seen:
-            report.append(ReportEntry(ReportKind.DUPLICATE, p.url, f"the same folder as {seen[p.key].url} "
-                                      "(a symbolic link): read once"))
-            continue
-        seen[p.key] = p
-        out.append(p)
+        if p.key not in seen:
+            seen.add(p.key)
+            out.append(p)
     return out
 
 
@@ -479,11 +479,12 @@ def _dedup_replicas(parts, report):
             facts.append((end, sum(s.size for s in segs), segs, c))
         best = max(facts, key=lambda f: (f[0], f[1], -copies.index(f[3])))
         out.append(best[3])
-        best_sizes = {s.base_offset: s.size for s in best[2]}
+        best_segs = {s.base_offset: s for s in best[2]}
         for end, nbytes, segs, c in facts:
             if c is best[3]:
                 continue
-            differ = [s.base_offset for s in segs if s.base_offset in best_sizes and best_sizes[s.base_offset] != s.size]
+            differ = [s.base_offset for s in segs if s.base_offset in best_segs
+                      and not _same_batches(s, best_segs[s.base_offset])]
             what = f"copy of {c.name} in {c.log_dir_url} (offsets up to {end}, {nbytes} bytes) not read: " \
                    f"replicas='dedup' reads the copy in {best[3].log_dir_url} (up to {best[0]})"
             if differ:
@@ -492,6 +493,44 @@ def _dedup_replicas(parts, report):
             else:
                 report.append(ReportEntry(ReportKind.DUPLICATE, c.url, what))
     return out
+
+
+def _same_batches(a, b):
+    """Whether two copies of a segment agree where both hold records. Batch headers first (a
+    follower's copy is the leader's batches, maybe fewer of them); from the first batch whose header
+    differs, the records of both copies are decoded and compared offset by offset (key, value,
+    timestamp) -- copies written apart can split batches differently and still hold the same records."""
+    from kafkafmt.decoder import decode
+    from kafkafmt.framing import scan_range, window
+
+    if a.size == b.size and a.version is not None and a.version == b.version:
+        return True
+    with a.open() as fa, b.open() as fb:
+        ta, _ = scan_range(fa, 0, fa.size)
+        tb, _ = scan_range(fb, 0, fb.size)
+        n = min(len(ta), len(tb))
+        same = np.ones(n, bool)
+        for c in ("position", "size", "crc", "base_offset"):
+            same &= ta[c][:n] == tb[c][:n]
+        k = int(np.argmin(same)) if not same.all() else n
+        if k == n:
+            return True             # one copy's batches are the other's first ones
+        recs = []
+        for f, t in ((fa, ta), (fb, tb)):
+            pos = int(t["position"][k])
+            end = int(t["position"][-1] + t["size"][-1])
+            buf, base = window(f, pos, end)
+            recs.append(decode(buf, start=pos - base, stop=end - base, verify_crc=None, headers=False))
+    ra, rb = recs
+    common, ia, ib = np.intersect1d(ra.offset, rb.offset, return_indices=True)
+    if not len(common):
+        return True
+    if not (ra.timestamp[ia] == rb.timestamp[ib]).all():
+        return False
+    for col in ("key", "value"):
+        if getattr(ra, col).take(ia).to_pylist() != getattr(rb, col).take(ib).to_pylist():
+            return False
+    return True
 
 
 def find_partitions(roots, topics=None, partitions=None, report=None, storage_options=None, filesystem=None,

@@ -68,6 +68,15 @@ class NotKafkaDataError(CorruptRecordError):
     """A file given as Kafka data does not start with a Kafka log entry (a PNG, a text file...)."""
 
 
+class DataLossError(KafkafmtError, RuntimeError):
+    """Records a read should return are gone or cannot be read: offsets in neither a partition's
+    tiered uploads nor its local segments, copies that disagree, offsets deleted before a stream read
+    them (Spark's ``failOnDataLoss=true``)."""
+
+    def _format(self):
+        return self.reason
+
+
 class NotALogDirError(KafkafmtError, NotADirectoryError):
     """A path given as a partition folder or log dir is not one (a file, or a folder without Kafka data)."""
 

@@ -32,11 +32,15 @@ def entry_size_at(f, pos):
 
 
 def scan_range(f, start, stop, verify_crc=None):
-    """The batch headers of [start, stop) of an open blob (positions in the file)."""
+    """The batch headers of [start, stop) of an open blob, and the scan's info (``valid_bytes``, the
+    error's ``position``): positions in the file, whether the bytes came as a map or a fetched range."""
     buf, base = window(f, start, stop)
     t, info = scan_batches(buf, verify_crc=verify_crc, start=start - base, stop=stop - base)
     if base:
         t = t.with_column("position", t["position"] + base)
+        info["valid_bytes"] += base
+        if info["error"] is not None:
+            info["error"] = dict(info["error"], position=info["error"]["position"] + base)
     return t, info
 
 
@@ -94,7 +98,7 @@ def last_offset_from(f, position, base_offset, step=256 << 10):
         t, _ = scan_range(f, pos, min(f.size, pos + step), verify_crc=None)
         if len(t):
             last = max(last, int(t["last_offset"][-1]))
-            pos = int(t["position"][-1] + t["size"][-1]) + 12
+            pos = int(t["position"][-1] + t["size"][-1])
             continue
         size = entry_size_at(f, pos)
         if size <= 0 or pos + 12 + size > f.size:

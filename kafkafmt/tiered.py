@@ -412,7 +412,7 @@ class AivenLayout(TieredLayout):
         return _decrypt(aes, data, aad, url) if aes is not None and data else data
 
     def has_side_file(self, storage, seg, kind):
-        return kind in read_aiven_manifest(storage, seg).indexes
+        return read_aiven_manifest(storage, seg).indexes.get(kind) is not None
 
     def end_offset(self, storage, seg, *, keys=None):
         m = read_aiven_manifest(storage, seg)

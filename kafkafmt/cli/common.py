@@ -146,6 +146,16 @@ def add_command(sub, parents, name, help, doc, paths_help="log directories, part
     return p
 
 
+def add_replicas_option(p):
+    """``--replicas all|dedup``: what to do with several copies of one partition (`kafkafmt.discovery`)."""
+    from kafkafmt.discovery import REPLICAS
+
+    p.add_argument("--replicas", choices=REPLICAS, default="all",
+                   help="several copies of one partition (replicas, a backup beside the original): read all "
+                        "(the default) or only the most complete one of each (dedup), reporting the others and "
+                        "where they disagree")
+
+
 def find_inputs(paths, topics=None, partitions=None, replicas="all"):
     """Partitions and files under ``paths`` -- files, partition folders, log dirs (whatever their
     names, e.g. ``kafka-logs-1``), folders holding log dirs or tiered uploads at any depth, local or
@@ -179,6 +189,21 @@ def no_data(found, files, paths, filtered=False):
         return UsageError("no partition folders, log dirs or segments found under " + ", ".join(map(str, paths))
                           + (" (after --topics/--partitions)" if filtered else ""))
     return None
+
+
+def say_found(found, console):
+    """Print what the discovery reported -- errors (a gap in a partition, copies that disagree: records
+    missing from what is read) on stderr as problems, warnings as warnings -- and the notes for
+    empty log dirs; returns the errors (they make the exit code 1)."""
+    errors = [p for p in found.leftovers if p.severity == "error"]
+    for p in found.leftovers:
+        if p.severity == "error":
+            console.message(f"kafkafmt: {p.text()}")
+        else:
+            console.warn(p.text()[len("warning: "):])
+    for note in empty_note(found):
+        console.warn(note)
+    return errors
 
 
 def empty_note(found):

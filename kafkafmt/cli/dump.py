@@ -38,7 +38,7 @@ from kafkafmt.errors import KafkafmtError
 from kafkafmt.records import CODEC_NAMES, TIMESTAMP_TYPES
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.cli.common import (empty_note, Problem, bytes_encoder, check_kafka_file, escape_text, file_kind,
+from kafkafmt.cli.common import (add_replicas_option, empty_note, Problem, bytes_encoder, check_kafka_file, escape_text, file_kind,
                                  find_inputs, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
                                  parse_time_range, segment_base, segment_in_partition)
 from kafkafmt.names import log_name_of
@@ -47,7 +47,10 @@ from kafkafmt.cli.controls import control_text, control_json
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli import internal_topics
 from kafkafmt.cli.progress import Progress
-from kafkafmt.cli.reading import FileReader, iter_partition, log_metadata, resolve_range
+from kafkafmt.cli.reading import CHUNK_BYTES, FileReader, iter_partition, log_metadata, resolve_range
+from kafkafmt.decoder import DecodeOptions
+from kafkafmt.logdir import read_task
+from kafkafmt.planner import plan
 
 DELETE_HORIZON_FLAG = 0x40
 INT32_MAX = (1 << 31) - 1
@@ -71,6 +74,7 @@ def add_parser(sub, parents):
     p.add_argument("--files", action="append", metavar="F[,F]",
                    help="files or folders to dump, comma-separated (kafka-dump-log's flag; same as PATH)")
     p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics (in directories)")
+    add_replicas_option(p)
     p.add_argument("--partitions", action="append", metavar="N[,N|A-B]",
                    help="only these partition numbers (in directories)")
     p.add_argument("--records", "--deep-iteration", dest="records", action="store_true",
@@ -169,6 +173,7 @@ class Dumper:
         self.index_mode = args.index_sanity_check or args.verify_index_only
         self.topics = parse_name_list(args.topics)
         self.partitions = parse_int_list(args.partitions, "partition")
+        self.replicas = getattr(args, "replicas", "all")
         self.failed = False
         self.index_mismatches = {}
         self.time_mismatch, self.time_order, self.time_not_found = {}, {}, {}
@@ -186,15 +191,23 @@ class Dumper:
         if not paths:
             raise UsageError("dump: give files or directories (or --sample)")
         targets = []
+        folders = []
         for p in paths:
-            targets += self.expand(p)
+            if cli_paths.isdir(p):
+                folders.append(p)       # found together: one discovery over every folder given
+            else:
+                targets += self.expand_file(p)
+        if folders:
+            targets = self.expand(folders) + targets
         total = 0
         for kind, path, _ in targets:
-            if kind in ("log", "kraft-snapshot"):
-                try:
+            try:
+                if kind == "partition":
+                    total += sum(s.size for s in path.list_segments())
+                elif kind in ("log", "kraft-snapshot"):
                     total += cli_paths.getsize(path)
-                except OSError:
-                    pass
+            except (OSError, KafkafmtError):
+                pass
         with Progress(total, enabled=self.args.progress) as prog:
             self.c.progress = prog
             self.progress = prog
@@ -205,22 +218,29 @@ class Dumper:
         self.kafka_summaries()
         return 1 if self.failed else 0
 
-    def expand(self, path):
-        if not cli_paths.isdir(path):
-            find_inputs([path])      # missing / unreadable -> UsageError
-            kind = file_kind(path)
-            if kind in (None, "log"):
-                check_kafka_file(path)    # named as Kafka data: it is, or it is an error
-                kind = "log"
-            return [(kind, path, False)]
-        found = find_inputs([path], self.topics, self.partitions)
+    def expand_file(self, path):
+        find_inputs([path])      # missing / unreadable -> UsageError
+        kind = file_kind(path)
+        if kind in (None, "log"):
+            check_kafka_file(path)    # named as Kafka data: it is, or it is an error
+            kind = "log"
+        return [(kind, path, False)]
+
+    def expand(self, folders):
+        found = find_inputs(folders, self.topics, self.partitions, self.replicas)
         for w in found.leftovers:
-            self.c.warn(w.text()[len("warning: "):])
+            if w.severity == "error":
+                self.problem(w)
+            else:
+                self.c.warn(w.text()[len("warning: "):])
         for note in empty_note(found):
             self.c.warn(note)
         out = []
         for pd in found.partitions:
-            out += self.partition_files(pd)
+            if self.index_mode or self.args.all_files:
+                out += self.partition_files(pd)
+            else:       # its records, planned and read as every door reads a partition
+                out.append(("partition", pd, True))
         for f in found.files:
             kind = file_kind(f)
             if kind is None:
@@ -229,7 +249,7 @@ class Dumper:
                                        and not is_leftover(f)):
                 out.append((kind, f, True))
         if not found.partitions and not any(file_kind(f) for f in found.files) and not found.empty_log_dirs:
-            raise UsageError(f"no partition folders, log dirs or segments found under {path}"
+            raise UsageError(f"no partition folders, log dirs or segments found under {', '.join(folders)}"
                              + (" (after --topics/--partitions)" if self.topics or self.partitions else ""))
         return out
 
@@ -268,7 +288,9 @@ class Dumper:
 
     def dump_file(self, kind, path, from_dir=False):
         try:
-            if kind in ("log", "kraft-snapshot"):
+            if kind == "partition":
+                self.dump_partition(path)
+            elif kind in ("log", "kraft-snapshot"):
                 self.dump_log(path, kind, from_dir)
             elif kind is None:
                 self.header(path, "unknown")
@@ -280,7 +302,7 @@ class Dumper:
         except BrokenPipeError:
             raise
         except (OSError, ValueError) as exc:
-            self.problem(Problem("error", path, getattr(exc, "strerror", None) or str(exc)))
+            self.problem(Problem("error", getattr(path, "url", path), getattr(exc, "strerror", None) or str(exc)))
 
     # -- logs ---------------------------------------------------------------------------------
     def range_for(self, pd):
@@ -332,9 +354,40 @@ class Dumper:
             chunks = fr.chunks(report, start_offset=rng[0], end_offset=rng[1], **opts)
             self.print_chunks(path, chunks, report, rng)
 
-    def log_header(self, path, kind):
+    def dump_partition(self, pd):
+        """A partition's records segment by segment -- local, tiered uploads, or both merged -- from
+        its log start (records below it were deleted; name a segment file to see every byte), the
+        tasks planned as every door plans them."""
+        report = []
+        self.cur_decoder = self.decoder or (internal_topics.TOPIC_DECODERS.get(pd.topic) if self.decode_internal
+                                            else None)
+        rng = self.range_for(pd) if self.filtered else (None, None)
+        segments = pd.list_segments(report)
+        tasks = plan(pd, start_offset=rng[0], end_offset=rng[1], report=report) if rng is not None else []
+        options = DecodeOptions.for_columns(None if self.deep else ["offset", "timestamp"], verify_crc=False,
+                                            include_control=True)
+        by_segment = {}
+        for t in tasks:
+            by_segment.setdefault(t.segment.base_offset, []).append(t)
+        after = [None]
+
+        def chunks(seg_tasks):
+            for t in seg_tasks:
+                for recs, after[0] in read_task(t, report, options=options, errors="salvage", max_bytes=CHUNK_BYTES,
+                                                after=after[0]):
+                    yield recs
+
+        for seg in segments:
+            mine = by_segment.get(seg.base_offset)
+            if mine is None and (self.filtered or seg.size):
+                continue        # outside the range asked for, or below the log start
+            self.log_header(seg.url, "log", base=seg.base_offset)
+            if mine:
+                self.print_chunks(seg.url, chunks(mine), report, rng or (None, None))
+
+    def log_header(self, path, kind, base=None):
         extra = {}
-        base = segment_base(path)
+        base = segment_base(path) if base is None else base
         lines = []
         if kind == "kraft-snapshot":
             name = os.path.basename(path)

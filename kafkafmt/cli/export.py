@@ -26,7 +26,7 @@ from kafkafmt.logdir import iter_log_dir
 from kafkafmt.records import BATCH_METADATA_COLUMNS
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.cli.common import (empty_note, no_data, bytes_encoder, checked_record_files, find_inputs, human_bytes,
+from kafkafmt.cli.common import (add_replicas_option, no_data, say_found, bytes_encoder, checked_record_files, find_inputs, human_bytes,
                                  input_paths, parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
                                  report_problem)
 from kafkafmt.cli import paths as cli_paths
@@ -54,6 +54,7 @@ def add_parser(sub, parents):
     p.add_argument("--format", choices=("parquet", "csv", "jsonl", "arrow", "arrow-stream"),
                    help="output format (default: from the file extension)")
     p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics")
+    add_replicas_option(p)
     p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
     p.add_argument("--offset-range", metavar="A:B", help="only offsets A <= offset < B (A:, :B)")
     p.add_argument("--time-range", metavar="T1:T2",
@@ -244,15 +245,12 @@ def run(args, console):
         _pa()
     if args.to == "-" and fmt not in ("jsonl", "csv"):
         raise UsageError(f"{fmt} cannot be written to stdout; give a file name")
-    found = find_inputs(paths, topics, partitions)
+    found = find_inputs(paths, topics, partitions, args.replicas)
     files = checked_record_files(found, console)
     err = no_data(found, files, paths, topics or partitions)
     if err is not None:
         raise err
-    for w in found.leftovers:
-        console.warn(w.text()[len("warning: "):])
-    for note in empty_note(found):
-        console.warn(note)
+    found_errors = say_found(found, console)
 
     total = sum(s.size for pd in found.partitions for s in pd.list_segments()) + sum(
         cli_paths.getsize(f) for f in files)
@@ -273,7 +271,7 @@ def run(args, console):
     where = "stdout" if target == "-" else f"{target} ({human_bytes(os.path.getsize(target))})"
     what = f"{len(found.partitions)} partitions" + (f" and {len(files)} files" if files else "")
     console.info(f"kafkafmt: exported {state['rows']} records of {what} to {where} in {elapsed:.1f} s")
-    return 1 if state["errors"] else 0
+    return 1 if state["errors"] or found_errors else 0
 
 
 def _stream_export(args, console, total, sources, open_writer, write):
@@ -549,8 +547,7 @@ def run_internal(args, console, fmt):
     if not found.partitions and not files:
         raise UsageError(f"no {topic} partition folders or segments found under " + ", ".join(paths)
                          + (" (after --partitions)" if partitions else ""))
-    for w in found.leftovers:
-        console.warn(w.text()[len("warning: "):])
+    found_errors = say_found(found, console)
 
     total = sum(s.size for pd in found.partitions for s in pd.list_segments()) + sum(
         cli_paths.getsize(f) for f in files) + sum(cli_paths.getsize(f) for v in snapshots.values() for f in v)
@@ -581,4 +578,4 @@ def run_internal(args, console, fmt):
         what += f" and {nsnap} snapshots"
     console.info(f"kafkafmt: exported {state['rows']} {name} rows ({state['records']} records of {what}) "
                  f"to {where} in {elapsed:.1f} s")
-    return 1 if state["errors"] else 0
+    return 1 if state["errors"] or found_errors else 0

@@ -28,7 +28,7 @@ import numpy as np
 from kafkafmt.discovery import Partition
 from kafkafmt.records import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 
-from kafkafmt.cli.common import (empty_note, no_data, add_command, checked_record_files, find_inputs, human_bytes,
+from kafkafmt.cli.common import (add_replicas_option, no_data, say_found, add_command, checked_record_files, find_inputs, human_bytes,
                                  input_paths, iso_ms, parse_int_list, parse_name_list, partition_label,
                                  report_problem, segment_base)
 from kafkafmt.cli import paths as cli_paths
@@ -43,6 +43,7 @@ def add_parser(sub, parents):
     p.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     p.add_argument("--partitions-only", action="store_true", help="no per-segment rows in the table")
     p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics")
+    add_replicas_option(p)
     p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
     p.set_defaults(run=run)
     return p
@@ -236,16 +237,12 @@ def run(args, console):
     paths = input_paths(args, "stats")
     topics = parse_name_list(args.topics)
     partitions = parse_int_list(args.partitions, "partition")
-    found = find_inputs(paths, topics, partitions)
+    found = find_inputs(paths, topics, partitions, args.replicas)
     files = checked_record_files(found, console)
     err = no_data(found, files, paths, topics or partitions)
     if err is not None:
         raise err
-    for w in found.leftovers:
-        console.warn(w.text()[len("warning: "):])
-    for note in empty_note(found):
-        console.warn(note)
-    problems = []
+    problems = say_found(found, console)
     total_bytes = sum(s.size for pd in found.partitions for s in pd.list_segments())
     total_bytes += sum(cli_paths.getsize(f) for f in files)
     results = []   # (label, topic, partition, folder or file, {base: Acc})
@@ -265,8 +262,11 @@ def run(args, console):
                 prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
                 seen = _problems(report, seen, problems, console, ps, pd.folder)
             _problems(report, seen, problems, console, ps, pd.folder)
+            start = pd.earliest() if pd.log_start_offset is not None else None
             for base, a in ps.segments.items():
                 a.file_bytes = sizes.get(base, 0)
+                if start is not None and a.first_offset is not None and a.first_offset < start:
+                    a.first_offset = start      # the log start lies inside a batch (DeleteRecords)
             results.append((partition_label(pd, found), pd.topic, pd.partition, pd, ps.segments))
         for f in files:
             prog.set_label(os.path.basename(f))

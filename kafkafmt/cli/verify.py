@@ -39,7 +39,7 @@ from kafkafmt.errors import KafkafmtError
 from kafkafmt.records import Table
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.cli.common import (empty_note, no_data, add_command, Problem, check_kafka_file, file_kind, find_inputs,
+from kafkafmt.cli.common import (add_replicas_option, empty_note, no_data, add_command, Problem, check_kafka_file, file_kind, find_inputs,
                                  human_bytes, is_leftover, report_problem, segment_base, segment_in_partition)
 from kafkafmt.names import log_name_of
 from kafkafmt.cli import paths as cli_paths
@@ -55,6 +55,7 @@ def add_parser(sub, parents):
                     "log directories, partition folders or files")
     p.add_argument("--json", action="store_true", help="JSON lines: one per problem, then a summary")
     p.add_argument("--strict", action="store_true", help="warnings make the exit code 1 too")
+    add_replicas_option(p)
     p.set_defaults(run=run)
     return p
 
@@ -122,7 +123,7 @@ class Verifier:
             paths.append(sample_dir())
         if not paths:
             raise UsageError("verify: give log directories, partition folders or files (or --sample)")
-        found = find_inputs(paths)
+        found = find_inputs(paths, replicas=self.args.replicas)
         err = no_data(found, [f for f in found.files if file_kind(f) in ("log", "kraft-snapshot")] or found.given_files,
                       paths)
         if err is not None:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kafkafmt.errors import KafkafmtError, PathNotFoundError
+from kafkafmt.errors import DataLossError, KafkafmtError, PathNotFoundError
+from kafkafmt.reports import ReportKind
 from kafkafmt.discovery import discover
 from kafkafmt.planner import deal, plan as plan_partition
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
@@ -65,6 +66,11 @@ def partition_folders(opts, report):
         raise OptionError(f"cannot list {', '.join(opts.paths)}: {exc}") from None
     if not found.partitions and not found.empty_log_dirs:
         raise OptionError(f"no <topic>-<partition> folders, log dirs or tiered uploads under {', '.join(opts.paths)}")
+    if opts.fail_on_data_loss:
+        for e in found.report:
+            if e.kind in (ReportKind.GAP, ReportKind.MISMATCH):
+                raise DataLossError(f"kafka-segments: {e.file}: {e.message} -- set failOnDataLoss=false to read "
+                                    "the rest")
     return found.partitions
 
 

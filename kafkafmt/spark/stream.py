@@ -41,6 +41,7 @@ import math
 import time
 
 import kafkafmt
+from kafkafmt.errors import DataLossError
 from kafkafmt.framing import entry_size_at, scan_range
 from kafkafmt.planner import deal
 from kafkafmt.records import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
@@ -62,10 +63,6 @@ log = logging.getLogger("kafkafmt.spark.stream")
 _FIRST_WINDOW = 64 << 10    # bytes read per scan step at first; doubles up to _MAX_WINDOW
 _MAX_WINDOW = 8 << 20
 _BENIGN_TAILS = ("truncated final batch", "zero-filled tail")
-
-
-class DataLossError(RuntimeError):
-    """Offsets the stream should have read are gone or unreadable (failOnDataLoss=true)."""
 
 
 class CheckpointMismatchError(ValueError):
