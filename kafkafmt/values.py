@@ -59,7 +59,7 @@ from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
 from kafkafmt.schemaregistry import InlineSchemaRegistry, RegisteredSchema, SchemaRegistry, open_registry
 
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
-           "get_format", "reader_schema_for"]
+           "get_format", "reader_schema_for", "column_parts", "column_validity", "raise_strict"]
 
 #: errors found before decoding (the kernel's own codes are below 64; framing: 64-66)
 E_NO_MAGIC, E_SHORT, E_GUID = (_kernel.FRAME_ERRORS[k] for k in ("NO_MAGIC", "SHORT", "GUID"))
@@ -201,6 +201,29 @@ def _validity(column):
     if not column.null_count:
         return None, 0
     return np.frombuffer(column.buffers()[0], np.uint8), column.offset
+
+
+def column_parts(column):
+    """(pyarrow binary / large_binary array, int64 offsets, uint8 data) of a column of raw keys or
+    values (a BinaryColumn, BinaryViewColumn, pyarrow array or a list of bytes)."""
+    return _parts(column)
+
+
+def column_validity(column):
+    """(validity bits as uint8, bit offset) of an Arrow array, or (None, 0) when nothing is null."""
+    return _validity(column)
+
+
+def raise_strict(fmt, ctx, row, text, position=None):
+    """Raise `ValueDecodeError` for bad value ``row`` (strict mode) as every format words it:
+    the file, the row's Kafka offset, and ``position`` (bytes past the row's position in the file)."""
+    what = "key" if ctx.is_key else "value"
+    where = "" if ctx.offsets is None else f" of the record at offset {int(ctx.offsets[row])}"
+    pos = None
+    if ctx.positions is not None:
+        pos = int(ctx.positions[row]) + (position or 0)
+    raise ValueDecodeError(f"bad {fmt.name} {what}{where}: {text}", file=ctx.file, position=pos,
+                           offset=None if ctx.offsets is None else int(ctx.offsets[row]))
 
 
 # ------------------------------------------------------------------------------------------------
