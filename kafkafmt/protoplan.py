@@ -31,8 +31,8 @@ proto2 groups                       left out (their bytes are skipped)
 
 Presence: a field without presence (proto3 scalars, repeated, maps) reads as its default when
 absent (0, "", false, empty); a field with presence (``optional``, proto2 fields, oneof members,
-messages) is null when absent. A value whose proto2 ``required`` field is missing is a per-record
-error (the runtime's ``ParseFromString`` refuses it too).
+messages) is null when absent -- a proto2 ``required`` field too (the runtime's ``ParseFromString``
+accepts a value without it).
 
 A recursive message is unrolled ``max_recursion`` levels (default 4); the field below is an Arrow
 null that must be absent -- a value nested deeper is a per-record error.
@@ -241,8 +241,6 @@ class ProtoPlan:
         flags = 0
         if f.has_presence and not repeated:
             flags |= _F["FL_PRESENCE"]
-        if getattr(f, "is_required", False):
-            flags |= _F["FL_REQUIRED"]
         row = [f.number, 0, -1, -1, -1, flags, -1, 0, 0, 0, 0]
         mt = f.message_type
         if repeated and mt is not None and mt.GetOptions().map_entry:
@@ -258,7 +256,7 @@ class ProtoPlan:
         item_nullable = not repeated and bool(flags & _F["FL_PRESENCE"])
         col = self._value(f, row, path, stack, item_nullable or member)
         if repeated:
-            lcol = self._new(_K["K_LIST"], pa.list_(pa.field("item", col.arrow, False)))
+            lcol = self._new(_K["K_LIST"], pa.list_(pa.field("item", col.arrow, col.kind == _K["K_NULL"])))
             lcol.children = [col]
             row[3] = lcol.index
             row[5] |= _F["FL_REPEATED"]
@@ -286,7 +284,7 @@ class ProtoPlan:
             elif name in _JSON_TYPES:
                 col = self._new(_K["K_VAR"], pa.string(), nullable=nullable)
                 col.json = name
-                row[1] = _O["P_RAW"]
+                row[1], row[8] = _O["P_RAW"], _JSON_TYPES.index(name)
             elif stack.count(name) > self.max_recursion:
                 col = self._new(_K["K_NULL"], pa.null(), nullable=True)
                 row[1] = _O["P_CUTOFF"]
@@ -431,19 +429,35 @@ def _dictionary(col, length, nulls, vb, data):
     return pa.DictionaryArray.from_arrays(indices, pa.array(names, pa.string()), safe=False)
 
 
+def _json_value(v):
+    """A parsed google.protobuf.Value as Python data (no kind set: None)."""
+    kind = v.WhichOneof("kind")
+    if kind == "struct_value":
+        return {k: _json_value(x) for k, x in v.struct_value.fields.items()}
+    if kind == "list_value":
+        return [_json_value(x) for x in v.list_value.values]
+    if kind is None or kind == "null_value":
+        return None
+    return getattr(v, kind)
+
+
 def _json_texts(raw, full_name):
-    """google.protobuf.Struct / Value / ListValue bytes as the JSON text of MessageToDict."""
+    """google.protobuf.Struct / Value / ListValue bytes (checked by the kernel) as JSON text:
+    what MessageToDict gives, with a Value that sets no kind as null (MessageToDict refuses it)."""
     pa = _pa()
-    from google.protobuf import json_format, struct_pb2
+    from google.protobuf import struct_pb2
     cls = getattr(struct_pb2, full_name.rsplit(".", 1)[1])
     out = []
     for b in raw.to_pylist():
         if b is None:
             out.append(None)
             continue
-        try:
-            out.append(json.dumps(json_format.MessageToDict(cls.FromString(b)), ensure_ascii=False,
-                                  separators=(",", ":")))
-        except Exception:  # noqa: BLE001 - the runtime's DecodeError / ValueError
-            out.append(None)
+        m = cls.FromString(b)
+        if full_name.endswith("Struct"):
+            data = {k: _json_value(x) for k, x in m.fields.items()}
+        elif full_name.endswith("ListValue"):
+            data = [_json_value(x) for x in m.values]
+        else:
+            data = _json_value(m)
+        out.append(json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=True))
     return pa.array(out, pa.string())

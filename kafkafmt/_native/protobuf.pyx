@@ -21,7 +21,8 @@ ones for messages.
 Every read is bounds-checked against the end of its segment: a varint longer than 10 bytes, a
 length past the end, a field number 0, wire types 6 and 7, an end-group tag without its start,
 invalid UTF-8 in a string, nesting deeper than MAX_DEPTH, a Timestamp or Duration outside
-timestamp[ns] / duration[ns], a missing proto2 required field are per-record errors; the row is
+timestamp[ns] / duration[ns] are per-record errors (FL_REQUIRED, unused by the plan, makes a missing
+field one too); the row is
 rolled back (every column to its length at the row's start) and becomes a null row.
 """
 import numpy as np
@@ -199,6 +200,7 @@ cdef struct Ctx:
     const Oneof *oneofs
     const int32_t *table
     Col *cols
+    int64_t ncols
     const int32_t *col_children
     Occ *occ
     int64_t occ_top
@@ -758,6 +760,62 @@ cdef int small_fields(Ctx *x, int32_t fi, int32_t head, int64_t cutoff, bint sin
     return E_NONE
 
 
+cdef int check_json_msg(Ctx *x, int32_t fi, const uint8_t *p, const uint8_t *end, int kind,
+                        int depth) noexcept nogil:
+    """Validate the bytes of a google.protobuf.Struct (kind 0), Value (1), ListValue (2) or Struct
+    entry (3) as the runtime parses them: well-formed fields, UTF-8 strings, nested kinds."""
+    cdef const uint8_t *at
+    cdef const uint8_t *vs
+    cdef uint64_t tag, v
+    cdef int wt, rc, sub
+    cdef uint64_t num
+    if depth > MAX_DEPTH_:
+        return fail(x, fi, p, E_DEPTH, 0)
+    while p < end:
+        at = p
+        rc = read_varint(&p, end, &tag)
+        if rc:
+            return fail(x, fi, at, rc, 0)
+        if tag > 0xFFFFFFFFULL:
+            return fail(x, fi, at, E_TAG, <int64_t>tag)
+        if (tag >> 3) == 0:
+            return fail(x, fi, at, E_FIELD_ZERO, 0)
+        wt = <int>(tag & 7)
+        num = tag >> 3
+        vs = p
+        if wt == 2:
+            rc = read_varint(&p, end, &v)
+            if rc:
+                return fail(x, fi, vs, rc, 0)
+            if v > <uint64_t>(end - p):
+                return fail(x, fi, vs, E_LENGTH, <int64_t>(v & INT64_MAX))
+            vs = p
+            p += v
+            sub = -1
+            if kind == 0 and num == 1:
+                sub = 3
+            elif kind == 3 and num == 2:
+                sub = 1
+            elif kind == 1 and num == 5:
+                sub = 0
+            elif kind == 1 and num == 6:
+                sub = 2
+            elif kind == 2 and num == 1:
+                sub = 1
+            elif (kind == 3 and num == 1) or (kind == 1 and num == 3):
+                if not utf8_ok(vs, p - vs):
+                    return fail(x, fi, vs, E_UTF8, 0)
+            if sub >= 0:
+                rc = check_json_msg(x, fi, vs, p, sub, depth + 1)
+                if rc:
+                    return rc
+        else:
+            rc = skip_value(x, &p, end, tag, depth)
+            if rc:
+                return rc
+    return E_NONE
+
+
 cdef int put_special(Ctx *x, int32_t fi, const Field *f, Col *c, int32_t head, int64_t cutoff, bint single,
                      int depth) noexcept nogil:
     """A Timestamp, Duration, wrapper or raw message (Struct & co.) from its occurrences."""
@@ -778,6 +836,9 @@ cdef int put_special(Ctx *x, int32_t fi, const Field *f, Col *c, int32_t head, i
         seg = head
         while seg >= 0:
             if single or x.occ[seg].seq > cutoff:
+                rc = check_json_msg(x, fi, x.occ[seg].p, x.occ[seg].end, f.extra, depth)
+                if rc:
+                    return rc
                 size = x.occ[seg].end - x.occ[seg].p
                 if used + size > INT32_MAX:
                     return E_FULL
@@ -929,6 +990,49 @@ cdef inline bint memcmp_(const uint8_t *a, const uint8_t *b, int64_t n) noexcept
     return True
 
 
+cdef int check_occ(Ctx *x, int32_t fi, const Field *f, int32_t k, int depth) noexcept nogil:
+    """Check an occurrence that gives no value (overwritten, or of a oneof member that lost) as
+    strictly as the runtime parses it: strings are UTF-8, messages well-formed."""
+    cdef int64_t *saved
+    cdef int64_t c, b, e
+    cdef int rc
+    cdef const uint8_t *v1
+    cdef const uint8_t *e1
+    cdef const uint8_t *v2
+    cdef const uint8_t *e2
+    if f.op == P_STRING:
+        if not utf8_ok(x.occ[k].p, x.occ[k].end - x.occ[k].p):
+            return fail(x, fi, x.occ[k].p, E_UTF8, 0)
+        return E_NONE
+    if f.op == P_RAW:
+        return check_json_msg(x, fi, x.occ[k].p, x.occ[k].end, f.extra, depth)
+    if f.op == P_TIMESTAMP or f.op == P_DURATION or f.op == P_WRAPPER:
+        rc = small_fields(x, fi, k, -1, True, wire_of(f.extra) if f.op == P_WRAPPER else 0,
+                          -1 if f.op == P_WRAPPER else 0, &v1, &e1, &v2, &e2, depth)
+        if rc == E_NONE and f.op == P_WRAPPER and f.extra == P_STRING and v1 != NULL and not utf8_ok(v1, e1 - v1):
+            return fail(x, fi, v1, E_UTF8, 0)
+        return rc
+    if f.op != P_MESSAGE and f.op != P_MAP:
+        return E_NONE
+    # decode it, then take it back out of the columns
+    saved = <int64_t *>malloc(x.ncols * sizeof(int64_t) + 8)
+    if saved == NULL:
+        return E_NOMEM
+    for c in range(x.ncols):
+        saved[c] = x.cols[c].length
+    rc = put_message(x, f.child, k, -1, True, depth + 1)
+    for c in range(x.ncols):
+        b = saved[c]
+        e = x.cols[c].length
+        if x.cols[c].kind != K_NULL:
+            while b < e:
+                x.cols[c].valid[b >> 3] |= <uint8_t>(1 << (b & 7))
+                b += 1
+        x.cols[c].length = saved[c]
+    free(saved)
+    return rc
+
+
 cdef int put_field(Ctx *x, int32_t fi, const Field *f, int32_t head, int32_t tail, int64_t cutoff,
                    int depth) noexcept nogil:
     """Pass 2 for one field: its value(s) from its occurrences (head..tail; those after cutoff)."""
@@ -967,6 +1071,9 @@ cdef int put_field(Ctx *x, int32_t fi, const Field *f, int32_t head, int32_t tai
     # singular: the last occurrence (messages: all of them, merged)
     if head >= 0 and cutoff >= 0:
         while head >= 0 and x.occ[head].seq <= cutoff:
+            rc = check_occ(x, fi, f, head, depth)           # a oneof member's value before another member's
+            if rc:
+                return rc
             head = x.occ[head].next
     if head < 0:
         if not (f.flags & FL_PRESENCE):
@@ -983,6 +1090,12 @@ cdef int put_field(Ctx *x, int32_t fi, const Field *f, int32_t head, int32_t tai
     if f.op >= P_RAW and f.op <= P_WRAPPER:
         return put_special(x, fi, f, c, head, cutoff, False, depth + 1)
     if f.op == P_STRING or f.op == P_BYTES:
+        k = head
+        while k != tail:                                    # overwritten strings are checked too
+            rc = check_occ(x, fi, f, k, depth)
+            if rc:
+                return rc
+            k = x.occ[k].next
         return put_string(x, fi, f, c, tail)
     if not (f.op == P_ENUM and (f.flags & FL_CLOSED)):
         return put_occ_scalars(x, fi, f, c, tail, &count)
@@ -1062,7 +1175,12 @@ cdef int put_message(Ctx *x, int32_t mi, int32_t head, int64_t cutoff, bint sing
                 if i == win:
                     rc = put_field(x, m.first + fi, f, x.slots[base + 2 * fi], x.slots[base + 2 * fi + 1], cut, depth)
                 else:
-                    rc = put_null(x, f.col)
+                    t = x.slots[base + 2 * fi]
+                    while t >= 0 and rc == E_NONE:           # a member that lost is still parsed by the runtime
+                        rc = check_occ(x, m.first + fi, f, t, depth)
+                        t = x.occ[t].next
+                    if rc == E_NONE:
+                        rc = put_null(x, f.col)
                 if rc:
                     break
             if rc:
@@ -1295,6 +1413,8 @@ cdef class Program:
             if f.op == P_ENUM and (f.flags & FL_CLOSED) and (f.extra < 0 or f.extra2 < 0
                                                               or f.extra + f.extra2 > self.ntable):
                 raise ValueError(f"field {i}: enum numbers out of range")
+            if f.op == P_RAW and not 0 <= f.extra <= 2:
+                raise ValueError(f"field {i}: unknown JSON message kind")
             if f.op == P_WRAPPER and not (P_INT32 <= f.extra <= P_BYTES and f.extra != P_ENUM):
                 raise ValueError(f"field {i}: wrapper of an unknown op")
             if f.wire != wire_of(f.op):
@@ -1377,6 +1497,7 @@ cdef class Program:
             x.oneofs = self.oneofs
             x.table = self.table
             x.cols = cols
+            x.ncols = m
             x.col_children = self.col_children
             i = start
             with nogil:
