@@ -20,6 +20,7 @@ from kafkafmt.threads import cpu_count, set_cpu_count
 from kafkafmt.values import DecodedColumn, decode_column, value_type
 from kafkafmt import jsonvalues as _jsonvalues  # noqa: E402,F401  (registers the JSON formats)
 from kafkafmt import protovalues as _protovalues  # noqa: E402,F401  (registers the Protobuf formats)
+from kafkafmt import registryformat as _registryformat  # noqa: E402,F401  (registers "registry")
 
 __version__ = "0.1.0"
 

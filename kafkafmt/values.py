@@ -16,9 +16,11 @@ adds one. Here:
 ``"avro"``     the Schema Registry wire format (byte 0x00, big-endian int32 schema id, Avro binary; a
                top-level ``"bytes"`` schema written raw): each id's writer schema resolved to one
                reader schema; an id whose schema is not AVRO is a per-record error
-``"registry"`` the wire format, each id's registered type deciding (AVRO here; PROTOBUF and JSON give
-               the per-record error "PROTOBUF values are not supported yet")
+``"registry"`` the wire format, each id's registered type deciding (`kafkafmt.registryformat`)
 =============  ==========================================================================================
+
+More formats register themselves when ``kafkafmt`` is imported: ``"protobuf"``, ``"protobuf-raw"``
+(`kafkafmt.protovalues`), ``"json-schema"``, ``"json"``, ``"connect-json"`` (`kafkafmt.jsonvalues`).
 
 **Reader schema** (``reader_schema=``): None takes the latest live version of ``<topic>-value``
 (``<topic>-key`` for keys): the TopicNameStrategy. Otherwise an int (a schema id), a
@@ -418,8 +420,8 @@ class AvroFormat(_KernelFormat):
         cache = _cache(reg)
         rs = reader_schema_for(reg, ctx.topic, ctx.is_key, ctx.reader_schema)
         if rs.schema_type not in (None, "AVRO"):
-            raise SchemaError(f"the reader schema ({rs.subject or 'id %d' % rs.id}) is {rs.schema_type}: "
-                              f"{rs.schema_type} values are not supported yet")
+            raise SchemaError(f"the reader schema ({rs.subject or 'id %d' % rs.id}) is {rs.schema_type}, not AVRO: "
+                              f"read it with format=\"registry\" or its own format")
         key = (rs.id, rs.schema_str, rs.references)
         with cache.lock:
             plan = cache.plans.get(key)
@@ -500,13 +502,6 @@ class AvroFormat(_KernelFormat):
         return avro_json(decoded.values, decoded.reader)
 
 
-@register_format
-class RegistryFormat(AvroFormat):
-    """The wire format, each schema id's registered type deciding (only AVRO is decoded so far)."""
-    name = "registry"
-    schema_type = None
-
-
 # ------------------------------------------------------------------------------------------------
 
 def _context(format, registry, topic, is_key, reader_schema, **kw):
@@ -535,7 +530,8 @@ def decode_column(column, *, format, registry=None, topic=None, is_key=False, re
     Parameters
     ----------
     column : BinaryColumn, BinaryViewColumn or pyarrow binary-like array
-    format : None, "bytes", "string", "avro" or "registry" (any name in FORMATS)
+    format : None, "bytes", "string", "avro", "registry", "protobuf", "protobuf-raw", "json-schema", "json",
+        "connect-json" (any name in FORMATS)
     registry : SchemaRegistry, str or None
         Where schemas come from (`open_registry` takes the same).
     topic : str, optional

@@ -702,49 +702,64 @@ cdef bint parse_date(const uint8_t *s, int64_t n, int64_t *days) noexcept nogil:
 
 
 cdef bint parse_datetime(const uint8_t *s, int64_t n, int64_t *ns) noexcept nogil:
-    """RFC 3339 date-time (T or t or a space; Z, z or +hh:mm / -hh:mm) -> ns since the epoch."""
-    cdef int64_t days, hh, mi, ss, frac = 0, scale = 1000000000, oh, om, total
-    cdef int64_t i = 19
+    """ISO 8601 / RFC 3339 text as Arrow's parser takes it -> ns since the epoch: YYYY-MM-DD, then
+    optionally T (t, or a space) and hh[:mm[:ss[.fraction]]], then optionally Z (z), +hh, +hhmm or
+    +hh:mm (text without a zone is taken as UTC)."""
+    cdef int64_t days, hh = 0, mi = 0, ss = 0, frac = 0, scale = 1000000000, oh = 0, om = 0, total
+    cdef int64_t i = 10
     cdef int digits_seen = 0
-    if n < 20 or not parse_date(s, 10, &days):
+    cdef bint neg = False
+    if n < 10 or not parse_date(s, 10, &days):
         return False
-    if not (s[10] == 84 or s[10] == 116 or s[10] == 32):
-        return False
-    if not digits(s + 11, 2, &hh) or s[13] != 58 or not digits(s + 14, 2, &mi) or s[16] != 58 \
-            or not digits(s + 17, 2, &ss):
-        return False
-    if hh > 23 or mi > 59 or ss > 60:
-        return False
-    if ss == 60:
-        ss = 59                           # a leap second: as Python's and Arrow's parsers, the second before
-    if i < n and s[i] == 46:
-        i += 1
-        while i < n and 48 <= s[i] <= 57:
-            if digits_seen < 9:
-                frac = frac * 10 + (s[i] - 48)
-                scale //= 10
-            digits_seen += 1
-            i += 1
-        if digits_seen == 0:
+    if i < n and (s[i] == 84 or s[i] == 116 or s[i] == 32):
+        if i + 3 > n or not digits(s + i + 1, 2, &hh):
             return False
-        frac *= scale
-    if i >= n:
-        return False
-    if s[i] == 90 or s[i] == 122:
-        oh = 0
-        om = 0
-        i += 1
-    elif s[i] == 43 or s[i] == 45:
-        if i + 6 > n or not digits(s + i + 1, 2, &oh) or s[i + 3] != 58 or not digits(s + i + 4, 2, &om):
+        i += 3
+        if i < n and s[i] == 58:
+            if i + 3 > n or not digits(s + i + 1, 2, &mi):
+                return False
+            i += 3
+            if i < n and s[i] == 58:
+                if i + 3 > n or not digits(s + i + 1, 2, &ss):
+                    return False
+                i += 3
+                if i < n and (s[i] == 46 or s[i] == 44):
+                    i += 1
+                    while i < n and 48 <= s[i] <= 57:
+                        if digits_seen < 9:
+                            frac = frac * 10 + (s[i] - 48)
+                            scale //= 10
+                        digits_seen += 1
+                        i += 1
+                    if digits_seen == 0:
+                        return False
+                    frac *= scale
+        if hh > 23 or mi > 59 or ss > 60:
             return False
-        if oh > 23 or om > 59:
-            return False
-        if s[i] == 45:
-            oh = -oh
-            om = -om
-        i += 6
-    else:
-        return False
+        if ss == 60:
+            ss = 59                       # a leap second: as Python's and Arrow's parsers, the second before
+        if i < n:
+            if s[i] == 90 or s[i] == 122:
+                i += 1
+            elif s[i] == 43 or s[i] == 45:
+                neg = s[i] == 45
+                if i + 3 > n or not digits(s + i + 1, 2, &oh):
+                    return False
+                if i + 6 <= n and s[i + 3] == 58:
+                    if not digits(s + i + 4, 2, &om):
+                        return False
+                    i += 6
+                elif i + 5 <= n and 48 <= s[i + 3] <= 57:
+                    if not digits(s + i + 3, 2, &om):
+                        return False
+                    i += 5
+                else:
+                    i += 3
+                if oh > 23 or om > 59:
+                    return False
+                if neg:
+                    oh = -oh
+                    om = -om
     if i != n:
         return False
     total = ((days * 24 + hh - oh) * 60 + mi - om) * 60 + ss
