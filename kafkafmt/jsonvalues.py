@@ -133,7 +133,7 @@ class JsonSchemaFormat(_JsonBase):
         arrow = _arrow_spec(spec)
         if arrow is not None:
             return reg, arrow
-        if isinstance(spec, bool) or (isinstance(spec, dict) and not set(spec) <= _LOOKUP_KEYS) or \
+        if isinstance(spec, bool) or (isinstance(spec, dict) and (not spec or not set(spec) <= _LOOKUP_KEYS)) or \
                 (isinstance(spec, str) and spec.lstrip()[:1] == "{"):
             return reg, spec_of_json_schema(spec)
         if reg is None:

@@ -382,6 +382,8 @@ def test_wire_corners():
         _ld(23, _ld(1, b"k") + _tag(2, 0) + _varint(1)) + _ld(23, _ld(1, b"k") + _tag(2, 0) + _varint(2)),
         _ld(24, _tag(2, 2) + _varint(0)),                                    # map entry without its key
         _ld(24, _tag(1, 0) + _varint(3)),                                    # ... without its value
+        _ld(23, _ld(2, b"k") + _tag(2, 0) + _varint(2)) + _ld(23, _ld(1, b"j")),  # an entry with an unknown
+        # field is the message's unknown field, not a map entry (upb)
         _tag(999, 0) + _varint(5) + _tag(998, 5) + b"abcd" + _tag(997, 1) + b"12345678" + _ld(996, b"zz"),
         _tag(995, 3) + _tag(1, 0) + _varint(1) + _tag(995, 4) + _tag(2, 0) + _varint(7),   # an unknown group
         _tag(1, 2) + _varint(1) + b"x",                                      # wrong wire type: unknown

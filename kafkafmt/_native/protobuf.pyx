@@ -736,6 +736,36 @@ cdef int entry_key(Ctx *x, int32_t fi, const Field *kf, int32_t k, uint64_t *v, 
     return E_NONE
 
 
+cdef int entry_unknown(Ctx *x, int32_t fi, const Field *f, int32_t k, bint *unknown) noexcept nogil:
+    """Whether map entry occurrence k holds an unknown field (another number, or a wire type its
+    key / value cannot have): the runtime then keeps the whole entry as an unknown field of the
+    message holding the map, not in the map."""
+    cdef const Field *kf = &x.fields[x.msgs[f.child].first]
+    cdef const Field *vf = &x.fields[x.msgs[f.child].first + 1]
+    cdef const uint8_t *p = x.occ[k].p
+    cdef const uint8_t *end = x.occ[k].end
+    cdef const uint8_t *at
+    cdef uint64_t tag
+    cdef int rc, wt
+    unknown[0] = False
+    while p < end:
+        at = p
+        rc = read_varint(&p, end, &tag)
+        if rc:
+            return fail(x, fi, at, rc, 0)
+        if tag > 0xFFFFFFFFULL:
+            return fail(x, fi, at, E_TAG, <int64_t>tag)
+        if (tag >> 3) == 0:
+            return fail(x, fi, at, E_FIELD_ZERO, 0)
+        wt = <int>(tag & 7)
+        if not (((tag >> 3) == 1 and wt == kf.wire) or ((tag >> 3) == 2 and wt == vf.wire)):
+            unknown[0] = True
+        rc = skip_value(x, &p, end, tag, 0)
+        if rc:
+            return rc
+    return E_NONE
+
+
 cdef int dedupe_map(Ctx *x, int32_t fi, const Field *f, int32_t head) noexcept nogil:
     """Mark map entries whose key comes again later as dropped (the runtime keeps the last)."""
     cdef const Field *kf = &x.fields[x.msgs[f.child].first]
@@ -748,7 +778,8 @@ cdef int dedupe_map(Ctx *x, int32_t fi, const Field *f, int32_t head) noexcept n
     cdef int rc
     cdef void *mem
     while k >= 0:
-        n += 1
+        if x.occ[k].wire >= 0:
+            n += 1
         k = x.occ[k].next
     if n < 2:
         return E_NONE
@@ -764,6 +795,9 @@ cdef int dedupe_map(Ctx *x, int32_t fi, const Field *f, int32_t head) noexcept n
         x.scratch[j] = -1
     k = head
     while k >= 0:
+        if x.occ[k].wire < 0:
+            k = x.occ[k].next
+            continue
         rc = entry_key(x, fi, kf, k, &v, &kp, &kn)
         if rc:
             return rc
@@ -841,6 +875,7 @@ cdef int put_field(Ctx *x, int32_t fi, const Field *f, int32_t head, int32_t tai
     """Pass 2 for one field: its value(s) from its occurrences (head..tail; those after cutoff)."""
     cdef Col *c = &x.cols[f.col]
     cdef Col *lst
+    cdef bint unknown
     cdef int32_t k, last
     cdef int64_t count = 0, before
     cdef int rc
@@ -849,6 +884,15 @@ cdef int put_field(Ctx *x, int32_t fi, const Field *f, int32_t head, int32_t tai
     if f.flags & FL_REPEATED:
         lst = &x.cols[f.list_col]
         if f.op == P_MAP:
+            k = head
+            while k >= 0:
+                rc = entry_unknown(x, fi, f, k, &unknown)
+                if rc == E_NONE and unknown:
+                    rc = check_occ(x, fi, f, k, depth)       # still parsed by the runtime
+                    x.occ[k].wire = -1
+                if rc:
+                    return rc
+                k = x.occ[k].next
             rc = dedupe_map(x, fi, f, head)
             if rc:
                 return rc
