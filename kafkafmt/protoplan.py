@@ -110,6 +110,12 @@ class Column:
         self.json = None       # a Struct / Value / ListValue written raw: its full name
 
 
+def _repeated(f):
+    """FieldDescriptor.is_repeated (protobuf >= 5.29), else its label."""
+    r = getattr(f, "is_repeated", None)
+    return bool(r) if r is not None else f.label == f.LABEL_REPEATED
+
+
 def _closed(enum_desc):
     closed = getattr(enum_desc, "is_closed", None)
     if closed is not None:
@@ -237,7 +243,7 @@ class ProtoPlan:
     def _field(self, f, path, stack, member):
         """(the kernel's row for field f, its Arrow column) -- oneof members: their own column."""
         pa = _pa()
-        repeated = f.is_repeated
+        repeated = _repeated(f)
         flags = 0
         if f.has_presence and not repeated:
             flags |= _F["FL_PRESENCE"]
@@ -289,7 +295,7 @@ class ProtoPlan:
                 col = self._new(_K["K_NULL"], pa.null(), nullable=True)
                 row[1] = _O["P_CUTOFF"]
             else:
-                child = self._message(mt, path + ("[]" if f.is_repeated else ""), stack)
+                child = self._message(mt, path + ("[]" if _repeated(f) else ""), stack)
                 col = self.columns[self.msgs[child][6]]
                 col.nullable = nullable
                 row[1], row[4] = _O["P_MESSAGE"], child
