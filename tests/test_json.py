@@ -481,3 +481,29 @@ def test_registry_format_refuses_what_does_not_fit(tmp_path):
     assert errs[4] is None and dec.values[4].as_py()["id"] == 9
     assert [v is None for v in dec.values.to_pylist()] == [False, True, True, True, False]
     dec.values.validate(full=True)
+
+
+def test_recursive_refs_unroll_then_read_as_text():
+    tree = {"$ref": "#/definitions/Node", "definitions": {"Node": {"type": "object", "properties": {
+        "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/definitions/Node"}}}}}}
+    deep = {"v": 0, "kids": []}
+    for i in range(1, 8):
+        deep = {"v": i, "kids": [deep]}
+    dec = decode_column(pa.array([json.dumps(deep).encode()], pa.binary()), format="json", reader_schema=tree)
+    assert dec.error_count == 0
+    node, depth = dec.values[0].as_py(), 0
+    while isinstance(node, dict):
+        assert node["v"] == 7 - depth
+        node, depth = node["kids"][0], depth + 1
+    assert depth == 4 and json.loads(node)["v"] == 7 - depth      # below the unrolled levels: JSON text
+
+
+def test_json_texts_of_decoded_values(written):
+    root, objs, values, _ = written
+    dec = decode_column(pa.array(values[:3] + [None], pa.binary()), format="json-schema",
+                        registry=open_registry(None, roots=root), topic="orders")
+    texts = dec.json()
+    assert texts[3] is None
+    for t, o in zip(texts[:3], objs):
+        back = json.loads(t)
+        assert back["id"] == o["id"] and back["name"] == o["name"] and back["tags"] == o["tags"]

@@ -531,3 +531,18 @@ def test_parse_registry_text_roundtrip():
     assert parse_proto(b64, "e.proto").message_type[0].name == "Everything"
     with pytest.raises(SchemaError):
         compile_text("syntax = \"proto3\"; message X { Missing m = 1; }")
+
+
+def test_json_texts_and_keys(written):
+    root, msgs, values, _ = written
+    reg = open_registry(None, roots=root)
+    dec = decode_column(pa.array(values[:4] + [None], pa.binary()), format="protobuf", registry=reg, topic="orders")
+    assert dec.error_count == 0, dec.error.to_pylist()
+    texts = dec.json()
+    assert texts[4] is None and None not in texts[:4], (texts, dec.values.to_pylist())
+    for t, m in zip(texts[:4], msgs):
+        back = __import__("json").loads(t)
+        assert back["i64"] == m.i64 and back["st"] == m.st and back["by"] == base64.b64encode(m.by).decode()
+    # keys: the <topic>-key subject
+    with pytest.raises(kafkafmt.errors.SchemaNotFoundError):
+        value_type("protobuf", registry=reg, topic="orders", is_key=True)
