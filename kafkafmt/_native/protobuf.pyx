@@ -167,6 +167,7 @@ cdef struct Oneof:
 cdef struct Occ:
     const uint8_t *p      # the value (varint / fixed bytes, or a length-delimited payload)
     const uint8_t *end
+    uint64_t val          # wire types 0, 1, 5: the value's bits (read once, in pass 1)
     int64_t seq
     int32_t next
     int32_t wire          # -1: dropped (a map entry whose key comes again)
@@ -308,7 +309,7 @@ cdef inline int32_t lookup(Ctx *x, const Msg *m, uint64_t number) noexcept nogil
     return -1
 
 
-cdef int new_occ(Ctx *x) noexcept nogil:
+cdef inline int new_occ(Ctx *x) noexcept nogil:
     cdef int64_t ncap
     cdef void *p
     if x.occ_top >= x.occ_cap:
@@ -335,6 +336,7 @@ cdef int scan(Ctx *x, int32_t mi, int32_t head, int64_t cutoff, bint single, int
     cdef const uint8_t *at
     cdef const uint8_t *vs
     cdef uint64_t tag, v
+    cdef uint32_t u32
     cdef int wt, rc, ok
     while seg >= 0:
         if x.occ[seg].seq <= cutoff and not single:
@@ -353,6 +355,7 @@ cdef int scan(Ctx *x, int32_t mi, int32_t head, int64_t cutoff, bint single, int
                 return fail(x, -1, at, E_FIELD_ZERO, 0)
             wt = <int>(tag & 7)
             vs = p
+            v = 0
             if wt == 2:
                 rc = read_varint(&p, end, &v)
                 if rc:
@@ -361,6 +364,22 @@ cdef int scan(Ctx *x, int32_t mi, int32_t head, int64_t cutoff, bint single, int
                     return fail(x, -1, vs, E_LENGTH, <int64_t>(v & INT64_MAX))
                 vs = p
                 p += v
+            elif wt == 0:
+                rc = read_varint(&p, end, &v)
+                if rc:
+                    return fail(x, -1, vs, rc, 0)
+            elif wt == 5:
+                if end - p < 4:
+                    return fail(x, -1, vs, E_TRUNCATED, 0)
+                u32 = 0
+                memcpy(&u32, p, 4)
+                v = u32
+                p += 4
+            elif wt == 1:
+                if end - p < 8:
+                    return fail(x, -1, vs, E_TRUNCATED, 0)
+                memcpy(&v, p, 8)
+                p += 8
             else:
                 rc = skip_value(x, &p, end, tag, depth)
                 if rc:
@@ -377,6 +396,7 @@ cdef int scan(Ctx *x, int32_t mi, int32_t head, int64_t cutoff, bint single, int
                 return E_NOMEM
             x.occ[k].p = vs
             x.occ[k].end = p
+            x.occ[k].val = v
             x.occ[k].seq = x.seq
             x.occ[k].wire = wt
             x.occ[k].next = -1
@@ -482,6 +502,12 @@ cdef int put_occ_scalars(Ctx *x, int32_t fi, const Field *f, Col *c, int32_t k, 
     cdef uint64_t u
     cdef int rc
     cdef bint packed = x.occ[k].wire == 2 and f.wire != 2
+    if not packed:
+        u = x.occ[k].val
+        if f.op == P_ENUM and (f.flags & FL_CLOSED) and not enum_known(x, f, <int32_t>u):
+            return E_NONE
+        count[0] += 1
+        return put_scalar(x, f.op, c, u)
     while p < end or (not packed and p == x.occ[k].p):
         at = p
         rc = read_scalar(x, f.op, &p, end, &u)
