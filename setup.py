@@ -22,7 +22,7 @@ extensions = [
         libraries=["dl"] if os.name != "nt" else [],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
-    for name in ("scan", "kernel", "writer", "frames", "schema", "avro")
+    for name in ("scan", "kernel", "writer", "frames", "schema", "avro", "protobuf", "jsontext")
 ]
 
 setup(

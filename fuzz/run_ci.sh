@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Short CI fuzz run (issue 8): replay the seed corpus through every target, then run each atheris
-# harness for SECONDS (default 15; 8 harnesses -> ~2 min). Exits non-zero on any finding; crashing
+# harness for SECONDS (default 15; 10 harnesses -> ~3 min). Exits non-zero on any finding; crashing
 # inputs are kept in fuzz/crashes/ (replay one with: python fuzz/replay.py TARGET FILE).
 #
 #   fuzz/run_ci.sh [SECONDS]
@@ -12,7 +12,7 @@ set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE"
 SECONDS_PER="${1:-15}"
-TARGETS="${KFUZZ_TARGETS:-decode v2 legacy codecs sidefiles salvage internal avro}"
+TARGETS="${KFUZZ_TARGETS:-decode v2 legacy codecs sidefiles salvage internal avro protobuf json}"
 mkdir -p crashes
 
 python3 -c "import atheris" 2>/dev/null \
@@ -21,6 +21,8 @@ python3 -c "import atheris" 2>/dev/null \
 python3 seed_corpus.py || exit 2
 python3 fuzz_internal.py --seed corpus/internal >/dev/null || exit 2     # issue 15's schema decoders
 python3 fuzz_avro.py --seed corpus/avro >/dev/null || exit 2             # issue 23's Avro kernel
+python3 fuzz_protobuf.py --seed corpus/protobuf >/dev/null || exit 2     # issue 24's Protobuf kernel
+python3 fuzz_json.py --seed corpus/json >/dev/null || exit 2             # issue 24's JSON kernel
 
 if [ -n "${KFUZZ_ASAN:-}" ]; then
     ./build_native.sh clang || exit 2

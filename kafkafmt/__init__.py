@@ -18,6 +18,9 @@ from kafkafmt.sidefiles import (read_index, read_leader_epoch_checkpoint, read_p
                                 read_producer_snapshot, read_timeindex, read_txnindex)
 from kafkafmt.threads import cpu_count, set_cpu_count
 from kafkafmt.values import DecodedColumn, decode_column, value_type
+from kafkafmt import jsonvalues as _jsonvalues  # noqa: E402,F401  (registers the JSON formats)
+from kafkafmt import protovalues as _protovalues  # noqa: E402,F401  (registers the Protobuf formats)
+from kafkafmt import registryformat as _registryformat  # noqa: E402,F401  (registers "registry")
 
 __version__ = "0.1.0"
 

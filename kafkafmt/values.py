@@ -16,9 +16,11 @@ adds one. Here:
 ``"avro"``     the Schema Registry wire format (byte 0x00, big-endian int32 schema id, Avro binary; a
                top-level ``"bytes"`` schema written raw): each id's writer schema resolved to one
                reader schema; an id whose schema is not AVRO is a per-record error
-``"registry"`` the wire format, each id's registered type deciding (AVRO here; PROTOBUF and JSON give
-               the per-record error "PROTOBUF values are not supported yet")
+``"registry"`` the wire format, each id's registered type deciding (`kafkafmt.registryformat`)
 =============  ==========================================================================================
+
+More formats register themselves when ``kafkafmt`` is imported: ``"protobuf"``, ``"protobuf-raw"``
+(`kafkafmt.protovalues`), ``"json-schema"``, ``"json"``, ``"connect-json"`` (`kafkafmt.jsonvalues`).
 
 **Reader schema** (``reader_schema=``): None takes the latest live version of ``<topic>-value``
 (``<topic>-key`` for keys): the TopicNameStrategy. Otherwise an int (a schema id), a
@@ -59,7 +61,7 @@ from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
 from kafkafmt.schemaregistry import InlineSchemaRegistry, RegisteredSchema, SchemaRegistry, open_registry
 
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
-           "get_format", "reader_schema_for"]
+           "get_format", "reader_schema_for", "column_parts", "column_validity", "raise_strict"]
 
 #: errors found before decoding (the kernel's own codes are below 64; framing: 64-66)
 E_NO_MAGIC, E_SHORT, E_GUID = (_kernel.FRAME_ERRORS[k] for k in ("NO_MAGIC", "SHORT", "GUID"))
@@ -201,6 +203,29 @@ def _validity(column):
     if not column.null_count:
         return None, 0
     return np.frombuffer(column.buffers()[0], np.uint8), column.offset
+
+
+def column_parts(column):
+    """(pyarrow binary / large_binary array, int64 offsets, uint8 data) of a column of raw keys or
+    values (a BinaryColumn, BinaryViewColumn, pyarrow array or a list of bytes)."""
+    return _parts(column)
+
+
+def column_validity(column):
+    """(validity bits as uint8, bit offset) of an Arrow array, or (None, 0) when nothing is null."""
+    return _validity(column)
+
+
+def raise_strict(fmt, ctx, row, text, position=None):
+    """Raise `ValueDecodeError` for bad value ``row`` (strict mode) as every format words it:
+    the file, the row's Kafka offset, and ``position`` (bytes past the row's position in the file)."""
+    what = "key" if ctx.is_key else "value"
+    where = "" if ctx.offsets is None else f" of the record at offset {int(ctx.offsets[row])}"
+    pos = None
+    if ctx.positions is not None:
+        pos = int(ctx.positions[row]) + (position or 0)
+    raise ValueDecodeError(f"bad {fmt.name} {what}{where}: {text}", file=ctx.file, position=pos,
+                           offset=None if ctx.offsets is None else int(ctx.offsets[row]))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -395,8 +420,8 @@ class AvroFormat(_KernelFormat):
         cache = _cache(reg)
         rs = reader_schema_for(reg, ctx.topic, ctx.is_key, ctx.reader_schema)
         if rs.schema_type not in (None, "AVRO"):
-            raise SchemaError(f"the reader schema ({rs.subject or 'id %d' % rs.id}) is {rs.schema_type}: "
-                              f"{rs.schema_type} values are not supported yet")
+            raise SchemaError(f"the reader schema ({rs.subject or 'id %d' % rs.id}) is {rs.schema_type}, not AVRO: "
+                              f"read it with format=\"registry\" or its own format")
         key = (rs.id, rs.schema_str, rs.references)
         with cache.lock:
             plan = cache.plans.get(key)
@@ -477,13 +502,6 @@ class AvroFormat(_KernelFormat):
         return avro_json(decoded.values, decoded.reader)
 
 
-@register_format
-class RegistryFormat(AvroFormat):
-    """The wire format, each schema id's registered type deciding (only AVRO is decoded so far)."""
-    name = "registry"
-    schema_type = None
-
-
 # ------------------------------------------------------------------------------------------------
 
 def _context(format, registry, topic, is_key, reader_schema, **kw):
@@ -512,7 +530,8 @@ def decode_column(column, *, format, registry=None, topic=None, is_key=False, re
     Parameters
     ----------
     column : BinaryColumn, BinaryViewColumn or pyarrow binary-like array
-    format : None, "bytes", "string", "avro" or "registry" (any name in FORMATS)
+    format : None, "bytes", "string", "avro", "registry", "protobuf", "protobuf-raw", "json-schema", "json",
+        "connect-json" (any name in FORMATS)
     registry : SchemaRegistry, str or None
         Where schemas come from (`open_registry` takes the same).
     topic : str, optional

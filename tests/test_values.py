@@ -113,16 +113,18 @@ def test_avro_and_registry_formats(setup):
         assert avro.values[i].as_py() == (de(v) if v is not None else None)
     e_avro, e_reg = avro.error.to_pylist(), registry.error.to_pylist()
     assert f"schema id {proto} is a PROTOBUF schema, not AVRO" in e_avro[5]
-    assert "PROTOBUF values are not supported yet" in e_reg[5]
+    assert "message-index array" in e_reg[5]        # a PROTOBUF value without its message indexes
     assert "no magic byte" in e_avro[7] and e_avro[3] is None and avro.values[3].as_py() is None
     assert avro.error_count == registry.error_count == 2
     assert avro.schema_id.to_pylist()[5] == proto and avro.schema_id.to_pylist()[7] is None
     keys = decode_column(recs.key, format="avro", registry=reg, topic="orders", is_key=True)
     assert keys.values.to_pylist() == [{"id": i} for i in range(20)]
     assert keys.values.type == value_type("avro", registry=reg, topic="orders", is_key=True)
-    # the reader schema of a PROTOBUF subject: not decodable yet, said before reading
+    # the reader schema of a PROTOBUF subject: its own format's type; not an Avro one
+    assert value_type("registry", registry=reg, reader_schema={"subject": "orders-proto", "version": 1}) == \
+        pa.struct([pa.field("id", pa.int64(), False)])
     with pytest.raises(SchemaError):
-        value_type("registry", registry=reg, reader_schema={"subject": "orders-proto", "version": 1})
+        value_type("avro", registry=reg, reader_schema={"subject": "orders-proto", "version": 1})
 
 
 def test_strict_names_file_offset_and_position(setup):

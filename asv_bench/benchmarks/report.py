@@ -28,6 +28,7 @@ import sys
 import time
 
 from . import bench_arrow, bench_avro, bench_decode, bench_encode, bench_logdir, bench_memory, bench_meta  # noqa: F401
+from . import bench_json, bench_protobuf  # noqa: F401
 from . import common
 
 FAMILIES = {
@@ -35,6 +36,8 @@ FAMILIES = {
     "encode": "Encoding, per codec (40 000 records, 500 per batch)",
     "logdir": "Log directories",
     "avro": "Typed values: Avro in the wire format -> Arrow columns (one core)",
+    "protobuf": "Typed values: Protobuf in the wire format -> Arrow columns (one core)",
+    "json": "Typed values: JSON texts -> Arrow columns (one core)",
 }
 #: column order of the corpus table (others follow in registration order)
 ORDER = ["vs_aiokafka", "vs_kafka_python", "decode_vs_floor", "crc_cost", "meta_speedup", "meta_speedup_nocrc", "meta_vs_aiokafka",
@@ -71,7 +74,8 @@ def _table(family, cell):
         for p in common.RATIOS[k]["params"]:
             if p not in params:
                 params.append(p)
-    first = {"corpus": "corpus", "encode": "codec", "logdir": "data", "avro": "record"}[family]
+    first = {"corpus": "corpus", "encode": "codec", "logdir": "data", "avro": "record", "protobuf": "record",
+             "json": "record"}[family]
     if family == "logdir":   # few cells with different params: one row per id instead
         lines = ["| measure | param | value |", "|---|---|---|"]
         print("\n".join(lines), flush=True)

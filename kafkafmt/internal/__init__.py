@@ -7,6 +7,8 @@ Each function takes a `kafkafmt.Records` (``read_log_dirs(root, topics=["__consu
 * `group_members` -- one row per member of each classic GroupMetadataValue
 * `transaction_state` -- one row per record of __transaction_state
 * `cluster_metadata` -- one row per KRaft metadata record
+* `connect_configs`, `connect_offsets`, `connect_status` -- one row per record of Kafka Connect's
+  internal topics (`kafkafmt.internal.connect`)
 
 Bad input never raises: a corrupt or truncated key/value gives nulls and an ``error`` text naming the
 message, version and field that failed; an unknown record type or a value version newer than these
@@ -27,9 +29,10 @@ from kafkafmt.internal.schemas import (CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PR
                                        METADATA_RECORDS, SHARE_STATE_RECORDS, TRANSACTION_RECORDS,
                                        TRANSACTION_STATUS, in_versions)
 from kafkafmt.errors import KafkafmtWarning
+from kafkafmt.internal import connect as _connect
 
 __all__ = ["consumer_offsets", "group_members", "transaction_state", "cluster_metadata", "TABLES", "TOPIC_OF",
-           "schema_of",
+           "schema_of", "connect_configs", "connect_offsets", "connect_status", "CONNECT_TABLES",
            "decode_coordinator_record", "decode_metadata_record", "encode_group_record",
            "encode_transaction_record", "encode_metadata_record", "encode_subscription", "encode_assignment",
            "metadata_type_enum_name", "dump_text", "SchemaError", "GROUP_KINDS"]
@@ -59,6 +62,10 @@ SOURCE_COLUMNS = ("source_partition", "log_dir")
 
 
 def _record_schemas(pa, ts, tps):
+    return dict(_kafka_schemas(pa, ts, tps), **_connect.record_schemas(pa, ts))
+
+
+def _kafka_schemas(pa, ts, tps):
     return {
         "consumer_offsets": pa.schema([
             ("offset", pa.int64()), ("timestamp", ts), ("kind", pa.string()), ("group", pa.string()),
@@ -93,7 +100,12 @@ def _record_schemas(pa, ts, tps):
 TABLES = ("consumer_offsets", "group_members", "transaction_state", "cluster_metadata")
 #: the internal topic each table is read from
 TOPIC_OF = {"consumer_offsets": "__consumer_offsets", "group_members": "__consumer_offsets",
-            "transaction_state": "__transaction_state", "cluster_metadata": "__cluster_metadata"}
+            "transaction_state": "__transaction_state", "cluster_metadata": "__cluster_metadata",
+            "connect_configs": "connect-configs", "connect_offsets": "connect-offsets",
+            "connect_status": "connect-status"}
+#: Kafka Connect's internal topics as tables (their topics' default names in TOPIC_OF; any name
+#: works, as they are configured per Connect cluster)
+CONNECT_TABLES = ("connect_configs", "connect_offsets", "connect_status")
 
 
 def _with_source(table, recs, rows=None):
@@ -755,3 +767,30 @@ def dump_text(decoder, key, value, offset):
                 except SchemaError:
                     pass
     return key_text, json_text({"version": str(d["version"]), "data": data})
+
+
+# ------------------------------------------------------------------------------------------------
+# Kafka Connect's internal topics
+
+def connect_configs(recs):
+    """One row per record of Kafka Connect's config topic (``config.storage.topic``, by default
+    ``connect-configs``): ``offset, timestamp, kind, key, connector, task, properties, tasks,
+    state, state_v2, task_count, session_key, algorithm, creation_timestamp, include_tasks,
+    only_failed, logger_namespace, level, tombstone, error, raw_key, raw_value, source_partition,
+    log_dir`` (`kafkafmt.internal.connect`)."""
+    return _with_source(_connect.configs_table(recs, _without_source(_schemas()["connect_configs"])), recs)
+
+
+def connect_offsets(recs):
+    """One row per record of Kafka Connect's offsets topic (``offset.storage.topic``, by default
+    ``connect-offsets``): ``offset, timestamp, connector, connect_partition, connect_offset,
+    tombstone, error, raw_key, raw_value, source_partition, log_dir`` (`kafkafmt.internal.connect`)."""
+    return _with_source(_connect.offsets_table(recs, _without_source(_schemas()["connect_offsets"])), recs)
+
+
+def connect_status(recs):
+    """One row per record of Kafka Connect's status topic (``status.storage.topic``, by default
+    ``connect-status``): ``offset, timestamp, kind, key, connector, task, topic, state, trace,
+    worker_id, generation, discover_timestamp, tombstone, error, raw_key, raw_value,
+    source_partition, log_dir`` (`kafkafmt.internal.connect`)."""
+    return _with_source(_connect.status_table(recs, _without_source(_schemas()["connect_status"])), recs)

@@ -1,0 +1,210 @@
+"""Kafka Connect's internal topics as tables: ``connect-configs``, ``connect-offsets``,
+``connect-status`` (the defaults of ``config.storage.topic``, ``offset.storage.topic`` and
+``status.storage.topic``; any name works: the functions take the records).
+
+Keys are UTF-8 strings (StringSerializer) except the offsets topic's; values are JSON written by
+the worker's internal JsonConverter with ``schemas.enable=false``; a null value is a tombstone
+(Kafka Connect's sources: KafkaConfigBackingStore, KafkaOffsetBackingStore / OffsetUtils,
+KafkaStatusBackingStore):
+
+* configs -- ``connector-<c>`` {"properties": {...}}; ``task-<c>-<n>`` {"properties": {...}};
+  ``commit-<c>`` {"tasks": n}; ``target-state-<c>`` {"state": "STARTED" | "PAUSED" | "STOPPED",
+  "state.v2": ...}; ``tasks-fencing-<c>`` {"task-count": n}; ``session-key`` {"key": base64,
+  "algorithm", "creation-timestamp"}; ``restart-connector-<c>`` {"include-tasks", "only-failed"};
+  ``logger-cluster-<namespace>`` {"level"};
+* offsets -- key ``["<connector>", {source partition}]``, value the source offset object;
+* status -- ``status-connector-<c>`` / ``status-task-<c>-<n>`` {"state", "trace", "worker_id",
+  "generation"}; ``status-topic-<topic>:connector-<c>`` {"topic": {"name", "connector", "task",
+  "discoverTimestamp"}}.
+
+A record that does not parse keeps its bytes in ``raw_key``/``raw_value`` with an ``error`` text;
+an unknown key kind is ``kind = "unknown"`` (kept raw too).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+__all__ = ["configs_table", "offsets_table", "status_table", "record_schemas"]
+
+_CONFIG_PREFIXES = (("connector-", "connector"), ("target-state-", "target_state"), ("tasks-fencing-", "tasks_fencing"),
+                    ("task-", "task"), ("commit-", "commit"), ("restart-connector-", "restart"),
+                    ("logger-cluster-", "logger_cluster"))
+
+
+def record_schemas(pa, ts):
+    """The three tables' schemas (without the source columns every table ends with)."""
+    raw = [("tombstone", pa.bool_()), ("error", pa.string()), ("raw_key", pa.binary()), ("raw_value", pa.binary())]
+    return {
+        "connect_configs": pa.schema([
+            ("offset", pa.int64()), ("timestamp", ts), ("kind", pa.string()), ("key", pa.string()),
+            ("connector", pa.string()), ("task", pa.int32()), ("properties", pa.map_(pa.string(), pa.string())),
+            ("tasks", pa.int32()), ("state", pa.string()), ("state_v2", pa.string()), ("task_count", pa.int32()),
+            ("session_key", pa.string()), ("algorithm", pa.string()), ("creation_timestamp", ts),
+            ("include_tasks", pa.bool_()), ("only_failed", pa.bool_()), ("logger_namespace", pa.string()),
+            ("level", pa.string())] + raw),
+        "connect_offsets": pa.schema([
+            ("offset", pa.int64()), ("timestamp", ts), ("connector", pa.string()),
+            ("connect_partition", pa.string()), ("connect_offset", pa.string())] + raw),
+        "connect_status": pa.schema([
+            ("offset", pa.int64()), ("timestamp", ts), ("kind", pa.string()), ("key", pa.string()),
+            ("connector", pa.string()), ("task", pa.int32()), ("topic", pa.string()), ("state", pa.string()),
+            ("trace", pa.string()), ("worker_id", pa.string()), ("generation", pa.int32()),
+            ("discover_timestamp", ts)] + raw),
+    }
+
+
+def _text(b):
+    return None if b is None else bytes(b).decode("utf-8")
+
+
+def _task_of(rest):
+    """'<connector>-<n>' -> (connector, n); connector names may hold dashes: n follows the last."""
+    connector, _, n = rest.rpartition("-")
+    if not connector or not n.isdigit():
+        raise ValueError(f"not <connector>-<task>: {rest!r}")
+    return connector, int(n)
+
+
+def _table(rows, schema):
+    import pyarrow as pa
+    return pa.Table.from_pydict({f.name: [r.get(f.name) for r in rows] for f in schema}, schema=schema)
+
+
+def _base(recs, i, key, value):
+    return {"offset": int(recs.offset[i]), "timestamp": int(recs.timestamp[i]), "tombstone": value is None}
+
+
+def _bad(row, key, value, text):
+    row.update(error=text, raw_key=None if key is None else bytes(key), raw_value=None if value is None else bytes(value))
+
+
+def _json(value):
+    doc = json.loads(bytes(value))
+    if not isinstance(doc, dict):
+        raise ValueError("the value is not a JSON object")
+    return doc
+
+
+def configs_table(recs, schema):
+    """One row per record of Kafka Connect's config topic: ``offset, timestamp, kind, key,
+    connector, task, properties, tasks, state, state_v2, task_count, session_key, algorithm,
+    creation_timestamp, include_tasks, only_failed, logger_namespace, level, tombstone, error,
+    raw_key, raw_value``.
+
+    ``kind`` is ``connector``, ``task``, ``commit``, ``target_state``, ``tasks_fencing``,
+    ``session_key``, ``restart``, ``logger_cluster`` or ``unknown``; ``properties`` the connector's
+    or task's configuration (map<string, string>).
+    """
+    keys, vals = recs.key, recs.value
+    rows = []
+    for i in range(len(recs)):
+        key, value = keys[i], vals[i]
+        row = _base(recs, i, key, value)
+        try:
+            k = _text(key)
+            row["key"] = k
+            kind, rest = "unknown", None
+            if k == "session-key":
+                kind = "session_key"
+            else:
+                for prefix, name in _CONFIG_PREFIXES:
+                    if k is not None and k.startswith(prefix):
+                        kind, rest = name, k[len(prefix):]
+                        break
+            row["kind"] = kind
+            if kind == "task":
+                row["connector"], row["task"] = _task_of(rest)
+            elif kind == "logger_cluster":
+                row["logger_namespace"] = rest
+            elif rest is not None:
+                row["connector"] = rest
+            if kind == "unknown":
+                _bad(row, key, value, f"unknown config key {k!r}")
+            elif value is not None:
+                doc = _json(value)
+                if kind in ("connector", "task"):
+                    props = doc["properties"]
+                    row["properties"] = None if props is None else [(str(a), None if b is None else str(b))
+                                                                    for a, b in props.items()]
+                elif kind == "commit":
+                    row["tasks"] = int(doc["tasks"])
+                elif kind == "target_state":
+                    row["state"], row["state_v2"] = doc["state"], doc.get("state.v2")
+                elif kind == "tasks_fencing":
+                    row["task_count"] = int(doc["task-count"])
+                elif kind == "session_key":
+                    row.update(session_key=doc["key"], algorithm=doc["algorithm"],
+                               creation_timestamp=int(doc["creation-timestamp"]))
+                elif kind == "restart":
+                    row.update(include_tasks=bool(doc.get("include-tasks")), only_failed=bool(doc.get("only-failed")))
+                elif kind == "logger_cluster":
+                    row["level"] = doc["level"]
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+            _bad(row, key, value, f"{type(exc).__name__}: {exc}")
+        rows.append(row)
+    return _table(rows, schema)
+
+
+def offsets_table(recs, schema):
+    """One row per record of Kafka Connect's offsets topic: ``offset, timestamp, connector,
+    connect_partition, connect_offset, tombstone, error, raw_key, raw_value`` (then. The source partition and offset are JSON text (their fields
+    are the connector's own); a tombstone (offset reset) has a null ``connect_offset``."""
+    keys, vals = recs.key, recs.value
+    rows = []
+    for i in range(len(recs)):
+        key, value = keys[i], vals[i]
+        row = _base(recs, i, key, value)
+        try:
+            k = json.loads(bytes(key))
+            if not (isinstance(k, list) and len(k) == 2 and isinstance(k[0], str)):
+                raise ValueError("the key is not [connector, partition]")
+            row["connector"] = k[0]
+            row["connect_partition"] = json.dumps(k[1], separators=(",", ":"), ensure_ascii=False)
+            if value is not None:
+                row["connect_offset"] = json.dumps(json.loads(bytes(value)), separators=(",", ":"),
+                                                   ensure_ascii=False)
+        except (ValueError, TypeError, UnicodeDecodeError) as exc:
+            _bad(row, key, value, f"{type(exc).__name__}: {exc}")
+        rows.append(row)
+    return _table(rows, schema)
+
+
+def status_table(recs, schema):
+    """One row per record of Kafka Connect's status topic: ``offset, timestamp, kind, key,
+    connector, task, topic, state, trace, worker_id, generation, discover_timestamp, tombstone,
+    error, raw_key, raw_value``; ``kind`` is ``connector``,
+    ``task``, ``topic`` or ``unknown``. A tombstone is a connector or task destroyed, or a topic no
+    longer used."""
+    keys, vals = recs.key, recs.value
+    rows = []
+    for i in range(len(recs)):
+        key, value = keys[i], vals[i]
+        row = _base(recs, i, key, value)
+        try:
+            k = _text(key)
+            row["key"] = k
+            if k is not None and k.startswith("status-connector-"):
+                row["kind"], row["connector"] = "connector", k[len("status-connector-"):]
+            elif k is not None and k.startswith("status-task-"):
+                row["kind"] = "task"
+                row["connector"], row["task"] = _task_of(k[len("status-task-"):])
+            elif k is not None and k.startswith("status-topic-") and ":connector-" in k:
+                topic, _, connector = k[len("status-topic-"):].partition(":connector-")
+                row.update(kind="topic", topic=topic, connector=connector)
+            else:
+                row["kind"] = "unknown"
+                _bad(row, key, value, f"unknown status key {k!r}")
+            if value is not None and row["kind"] in ("connector", "task"):
+                doc = _json(value)
+                row.update(state=doc["state"], trace=doc.get("trace"), worker_id=doc["worker_id"],
+                           generation=int(doc["generation"]))
+            elif value is not None and row["kind"] == "topic":
+                t = _json(value)["topic"]
+                row.update(task=int(t["task"]), discover_timestamp=int(t["discoverTimestamp"]))
+                row["topic"], row["connector"] = t.get("name", row["topic"]), t.get("connector", row["connector"])
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+            _bad(row, key, value, f"{type(exc).__name__}: {exc}")
+        rows.append(row)
+    return _table(rows, schema)

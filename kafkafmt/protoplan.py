@@ -1,0 +1,469 @@
+"""A Protobuf reader message as Arrow columns and as the flat tables the kernel
+(``kafkafmt._native.protobuf``) reads values with.
+
+Arrow types, as ``MessageToDict(m, preserving_proto_field_name=True,
+always_print_fields_with_no_presence=True)`` shows the values:
+
+==================================  ===========================================================================
+Protobuf                            Arrow
+==================================  ===========================================================================
+message                             struct, fields in declaration order, named as the .proto spells them
+int32, sint32, sfixed32             int32
+int64, sint64, sfixed64             int64
+uint32, fixed32 / uint64, fixed64   uint32 / uint64
+float, double, bool                 float32, float64, bool
+string, bytes                       string (UTF-8 checked), binary
+enum                                dictionary<int32, string> of the value names (the first name of an
+                                    aliased number); a number the enum lacks (open enums) reads as its
+                                    decimal text, as MessageToDict prints it as a number
+repeated T                          list<T> (never null: empty when absent)
+map<K, V>                           map<K, V> (never null; a key seen twice keeps its last entry)
+oneof o { ... }                     struct<member..., which>: the members (nullable), ``which`` the name of
+                                    the member set (dictionary<int32, string>); the struct is null when no
+                                    member is set (``which_`` when a member is called ``which``)
+google.protobuf.Timestamp           timestamp[ns, UTC] (outside 1677..2262: a per-record error)
+google.protobuf.Duration            duration[ns]
+google.protobuf.*Value (wrappers)   the wrapped scalar, nullable
+google.protobuf.Struct/Value/       string: the JSON text ``json.dumps(MessageToDict(v))`` gives
+ListValue
+proto2 groups                       left out (their bytes are skipped)
+==================================  ===========================================================================
+
+Presence: a field without presence (proto3 scalars, repeated, maps) reads as its default when
+absent (0, "", false, empty); a field with presence (``optional``, proto2 fields, oneof members,
+messages) is null when absent -- a proto2 ``required`` field too (the runtime's ``ParseFromString``
+accepts a value without it).
+
+A recursive message is unrolled ``max_recursion`` levels (default 4); the field below is an Arrow
+null that must be absent -- a value nested deeper is a per-record error.
+"""
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+
+from kafkafmt._native import protobuf as _kernel
+from kafkafmt.errors import SchemaError
+
+__all__ = ["ProtoPlan", "MAX_RECURSION", "MAX_COLUMNS", "WRAPPERS"]
+
+#: levels a recursive message is unrolled to in the Arrow type
+MAX_RECURSION = 4
+#: Arrow columns one reader message may need
+MAX_COLUMNS = 10_000
+
+_O = _kernel.OPS
+_F = _kernel.FLAGS
+_K = _kernel.KINDS
+
+#: FieldDescriptor.type -> op
+_SCALAR_OPS = {5: "P_INT32", 3: "P_INT64", 13: "P_UINT32", 4: "P_UINT64", 17: "P_SINT32", 18: "P_SINT64",
+               8: "P_BOOL", 14: "P_ENUM", 7: "P_FIXED32", 15: "P_SFIXED32", 2: "P_FLOAT", 6: "P_FIXED64",
+               16: "P_SFIXED64", 1: "P_DOUBLE", 9: "P_STRING", 12: "P_BYTES"}
+#: wrapper message -> the op of its value
+WRAPPERS = {"google.protobuf.DoubleValue": "P_DOUBLE", "google.protobuf.FloatValue": "P_FLOAT",
+            "google.protobuf.Int64Value": "P_INT64", "google.protobuf.UInt64Value": "P_UINT64",
+            "google.protobuf.Int32Value": "P_INT32", "google.protobuf.UInt32Value": "P_UINT32",
+            "google.protobuf.BoolValue": "P_BOOL", "google.protobuf.StringValue": "P_STRING",
+            "google.protobuf.BytesValue": "P_BYTES"}
+_JSON_TYPES = ("google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue")
+
+
+def _pa():
+    try:
+        import pyarrow as pa
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("typed values need pyarrow: pip install 'kafkafmt[arrow]'") from exc
+    return pa
+
+
+def _arrow_of(op):
+    pa = _pa()
+    return {"P_INT32": pa.int32(), "P_SINT32": pa.int32(), "P_SFIXED32": pa.int32(), "P_INT64": pa.int64(),
+            "P_SINT64": pa.int64(), "P_SFIXED64": pa.int64(), "P_UINT32": pa.uint32(), "P_FIXED32": pa.uint32(),
+            "P_UINT64": pa.uint64(), "P_FIXED64": pa.uint64(), "P_FLOAT": pa.float32(), "P_DOUBLE": pa.float64(),
+            "P_BOOL": pa.bool_(), "P_STRING": pa.string(), "P_BYTES": pa.binary(),
+            "P_ENUM": pa.dictionary(pa.int32(), pa.string())}[op]
+
+
+def _kind_of(op):
+    if op in ("P_STRING", "P_BYTES"):
+        return _K["K_VAR"], 0
+    if op == "P_BOOL":
+        return _K["K_BOOL"], 0
+    wide = op in ("P_INT64", "P_SINT64", "P_SFIXED64", "P_UINT64", "P_FIXED64", "P_DOUBLE")
+    return _K["K_FIXED"], 8 if wide else 4
+
+
+class Column:
+    """One output column (one Arrow array)."""
+
+    __slots__ = ("index", "kind", "width", "arrow", "nullable", "children", "enum", "which", "json")
+
+    def __init__(self, index, kind, arrow, width=0, nullable=False):
+        self.index, self.kind, self.arrow, self.width, self.nullable = index, kind, arrow, width, nullable
+        self.children = []
+        self.enum = None       # (sorted numbers, their names)
+        self.which = None      # oneof member names (the indices are written directly)
+        self.json = None       # a Struct / Value / ListValue written raw: its full name
+
+
+def _repeated(f):
+    """FieldDescriptor.is_repeated (protobuf >= 5.29), else its label."""
+    r = getattr(f, "is_repeated", None)
+    return bool(r) if r is not None else f.label == f.LABEL_REPEATED
+
+
+def _closed(enum_desc):
+    closed = getattr(enum_desc, "is_closed", None)
+    if closed is not None:
+        return bool(closed)
+    return getattr(enum_desc.file, "syntax", "proto3") == "proto2"
+
+
+class ProtoPlan:
+    """A reader message's Arrow type and the kernel's tables.
+
+    Parameters
+    ----------
+    descriptor : google.protobuf.descriptor.Descriptor
+        The reader message.
+    max_recursion : int
+        Levels a recursive message is unrolled to.
+
+    Raises
+    ------
+    SchemaError
+        The message needs more than MAX_COLUMNS columns.
+    """
+
+    def __init__(self, descriptor, max_recursion=MAX_RECURSION):
+        self.descriptor = descriptor
+        self.max_recursion = max_recursion
+        self.columns = []
+        self.fields, self.msgs, self.oneofs, self.table = [], [], [], []
+        self.paths = []                 # per field: its path (error texts)
+        self.top = self._message(descriptor, "", ())
+        self.top_col = self.columns[self.msgs[self.top][6]]
+        self.top_col.nullable = True
+        self.arrow_type = self.top_col.arrow
+        self._program = None
+        self._lock = threading.Lock()
+
+    # ---- columns -------------------------------------------------------------------------------
+    def _new(self, kind, arrow, width=0, nullable=False):
+        if len(self.columns) >= MAX_COLUMNS:
+            raise SchemaError(f"the reader message needs more than {MAX_COLUMNS} Arrow columns (a recursive "
+                              f"message unrolled {self.max_recursion} levels?): lower max_recursion")
+        col = Column(len(self.columns), kind, arrow, width, nullable)
+        self.columns.append(col)
+        return col
+
+    def _message(self, d, path, stack):
+        """Message node of descriptor d (its struct column built too); returns the node index."""
+        pa = _pa()
+        from google.protobuf import descriptor_pb2
+        proto = descriptor_pb2.DescriptorProto()
+        d.CopyToProto(proto)
+        synthetic = {f.name for f in proto.field if f.proto3_optional}
+        fields = [f for f in d.fields if f.type != 10]         # groups: skipped as unknown fields
+        mi = len(self.msgs)
+        self.msgs.append(None)
+        first = len(self.fields)
+        self.fields.extend([None] * len(fields))
+        self.paths.extend([""] * len(fields))
+        struct = self._new(_K["K_STRUCT"], None)
+        inner = stack + (d.full_name,)
+        arrow_fields, children = [], []
+        oneof_rows, seen_oneofs = [], {}
+        for i, f in enumerate(fields):
+            fpath = f"{path}.{f.name}" if path else f.name
+            oneof = f.containing_oneof
+            real = oneof is not None and not (len(oneof.fields) == 1 and f.name in synthetic)
+            row, col = self._field(f, fpath, inner, member=real)
+            if real:
+                k = seen_oneofs.get(oneof.name)
+                if k is None:
+                    k = seen_oneofs[oneof.name] = len(oneof_rows)
+                    oneof_rows.append((oneof, []))
+                    arrow_fields.append(("oneof", k))
+                    children.append(("oneof", k))
+                oneof_rows[k][1].append((first + i, f, col))
+                row[6] = k                     # the message's k-th oneof (made global below)
+                row[7] = len(oneof_rows[k][1]) - 1
+            else:
+                arrow_fields.append(pa.field(f.name, col.arrow, col.nullable))
+                children.append(col)
+            self.fields[first + i] = row
+            self.paths[first + i] = fpath
+        first_oneof = len(self.oneofs)
+        for k, (oneof, members) in enumerate(oneof_rows):
+            names = [m[1].name for m in members]
+            which_name = "which"
+            while which_name in names:
+                which_name += "_"
+            which = self._new(_K["K_FIXED"], pa.dictionary(pa.int32(), pa.string()), width=4)
+            which.which = names
+            ocol = self._new(_K["K_STRUCT"], None, nullable=True)
+            ocol.children = [m[2] for m in members] + [which]
+            ocol.arrow = pa.struct([pa.field(m[1].name, m[2].arrow, True) for m in members]
+                                   + [pa.field(which_name, which.arrow, False)])
+            off = len(self.table)
+            self.table.extend(m[0] for m in members)
+            self.oneofs.append([ocol.index, which.index, off, len(members)])
+            for gi, _, _ in members:
+                self.fields[gi][6] = first_oneof + k
+            for j, c in enumerate(children):
+                if c == ("oneof", k):
+                    children[j] = ocol
+                    arrow_fields[j] = pa.field(oneof.name, ocol.arrow, True)
+        struct.children = children
+        struct.arrow = pa.struct(arrow_fields)
+        # the field-number lookup: dense for small numbers, sorted pairs for the rest
+        numbers = [f.number for f in fields]
+        dense_len = min(max(numbers, default=-1) + 1, 8 * len(numbers) + 64)
+        dense_off = len(self.table)
+        dense = [-1] * dense_len
+        sparse = []
+        for i, num in enumerate(numbers):
+            if num < dense_len:
+                dense[num] = i
+            else:
+                sparse.append((num, i))
+        self.table.extend(dense)
+        sorted_off = len(self.table)
+        for num, i in sorted(sparse):
+            self.table.extend((num, i))
+        self.msgs[mi] = [first, len(fields), dense_off, dense_len, sorted_off, len(sparse), struct.index,
+                         first_oneof, len(oneof_rows)]
+        return mi
+
+    def _field(self, f, path, stack, member):
+        """(the kernel's row for field f, its Arrow column) -- oneof members: their own column."""
+        pa = _pa()
+        repeated = _repeated(f)
+        flags = 0
+        if f.has_presence and not repeated:
+            flags |= _F["FL_PRESENCE"]
+        row = [f.number, 0, -1, -1, -1, flags, -1, 0, 0, 0, 0]
+        mt = f.message_type
+        if repeated and mt is not None and mt.GetOptions().map_entry:
+            entry_mi = self._entry(mt, path, stack)
+            entries = self.columns[self.msgs[entry_mi][6]]
+            kcol, vcol = entries.children
+            mcol = self._new(_K["K_MAP"], pa.map_(pa.field("key", kcol.arrow, False),
+                                                  pa.field("value", vcol.arrow, vcol.nullable)))
+            mcol.children = [entries]
+            row[1], row[2], row[3], row[4], row[10] = _O["P_MAP"], entries.index, mcol.index, entry_mi, 2
+            row[5] |= _F["FL_REPEATED"]
+            return row, mcol
+        item_nullable = not repeated and bool(flags & _F["FL_PRESENCE"])
+        col = self._value(f, row, path, stack, item_nullable or member)
+        if repeated:
+            lcol = self._new(_K["K_LIST"], pa.list_(pa.field("item", col.arrow, col.kind == _K["K_NULL"])))
+            lcol.children = [col]
+            row[3] = lcol.index
+            row[5] |= _F["FL_REPEATED"]
+            if f.type not in (9, 12, 11, 10):
+                row[5] |= _F["FL_PACKABLE"]
+            return row, lcol
+        return row, col
+
+    def _value(self, f, row, path, stack, nullable):
+        """The column of one value of field f (an item of a repeated field); fills op/col/child."""
+        pa = _pa()
+        mt = f.message_type
+        if mt is not None:
+            name = mt.full_name
+            row[10] = 2
+            if name == "google.protobuf.Timestamp" or name == "google.protobuf.Duration":
+                arrow = pa.timestamp("ns", tz="UTC") if name.endswith("Timestamp") else pa.duration("ns")
+                col = self._new(_K["K_FIXED"], arrow, width=8, nullable=nullable)
+                row[1] = _O["P_TIMESTAMP" if name.endswith("Timestamp") else "P_DURATION"]
+            elif name in WRAPPERS:
+                op = WRAPPERS[name]
+                kind, width = _kind_of(op)
+                col = self._new(kind, _arrow_of(op), width=width, nullable=nullable)
+                row[1], row[8] = _O["P_WRAPPER"], _O[op]
+            elif name in _JSON_TYPES:
+                col = self._new(_K["K_VAR"], pa.string(), nullable=nullable)
+                col.json = name
+                row[1], row[8] = _O["P_RAW"], _JSON_TYPES.index(name)
+            elif stack.count(name) > self.max_recursion:
+                col = self._new(_K["K_NULL"], pa.null(), nullable=True)
+                row[1] = _O["P_CUTOFF"]
+            else:
+                child = self._message(mt, path + ("[]" if _repeated(f) else ""), stack)
+                col = self.columns[self.msgs[child][6]]
+                col.nullable = nullable
+                row[1], row[4] = _O["P_MESSAGE"], child
+            row[2] = col.index
+            return col
+        op = _SCALAR_OPS.get(f.type)
+        if op is None:                                # pragma: no cover - groups are filtered out before
+            raise SchemaError(f"{path}: unsupported field type {f.type}")
+        kind, width = _kind_of(op)
+        col = self._new(kind, _arrow_of(op), width=width, nullable=nullable)
+        row[1], row[2], row[10] = _O[op], col.index, {"P_FIXED32": 5, "P_SFIXED32": 5, "P_FLOAT": 5,
+                                                      "P_FIXED64": 1, "P_SFIXED64": 1, "P_DOUBLE": 1,
+                                                      "P_STRING": 2, "P_BYTES": 2}.get(op, 0)
+        if op == "P_ENUM":
+            by_number = {}
+            for v in f.enum_type.values:
+                by_number.setdefault(v.number, v.name)
+            nums = sorted(by_number)
+            col.enum = (np.array(nums, np.int32), [by_number[n] for n in nums])
+            if _closed(f.enum_type):
+                row[5] |= _F["FL_CLOSED"]
+                row[8] = len(self.table)
+                row[9] = len(nums)
+                self.table.extend(nums)
+        return col
+
+    def _entry(self, mt, path, stack):
+        """The node of a map entry message: key and value without presence (an absent message
+        value reads as its defaults, as the runtime's map does)."""
+        mi = self._message(mt, path + "{}", stack)
+        first, n = self.msgs[mi][0], self.msgs[mi][1]
+        for i in range(first, first + n):
+            self.fields[i][5] &= ~_F["FL_PRESENCE"]
+        entries = self.columns[self.msgs[mi][6]]
+        for c in entries.children:
+            c.nullable = False
+        names = [self.paths[i].rsplit(".", 1)[-1] for i in range(first, first + n)]
+        if names != ["key", "value"]:
+            raise SchemaError(f"{path}: a map entry has fields key and value, not {names}")
+        entries.arrow = _pa().struct([_pa().field("key", entries.children[0].arrow, False),
+                                      _pa().field("value", entries.children[1].arrow, False)])
+        return mi
+
+    # ---- the kernel ----------------------------------------------------------------------------
+    def program(self):
+        """The compiled kernel `Program`."""
+        with self._lock:
+            if self._program is None:
+                children, cols = [], []
+                for c in self.columns:
+                    cols.append([c.kind, c.width, len(children), len(c.children), int(c.nullable)])
+                    children += [k.index for k in c.children]
+                self._program = _kernel.Program(
+                    np.array(self.fields, np.int64).reshape(-1, 11), np.array(self.msgs, np.int64).reshape(-1, 9),
+                    np.array(self.oneofs, np.int64).reshape(-1, 4), np.array(self.table, np.int32),
+                    np.array(cols, np.int64).reshape(-1, 5), np.array(children, np.int32), self.top)
+            return self._program
+
+    def decode(self, offsets, data, starts, roots):
+        """Decode a binary column (int64 offsets, uint8 data); row i's message starts at starts[i].
+
+        Returns
+        -------
+        values : pyarrow.Array or pyarrow.ChunkedArray
+        errors : tuple of NumPy arrays
+            (code uint8, position int64, field int32, detail int64) per row; code 0: no error.
+        """
+        n = len(roots)
+        errors = (np.zeros(n, np.uint8), np.zeros(n, np.int64), np.full(n, -1, np.int32), np.zeros(n, np.int64))
+        prog = self.program()
+        chunks, start = [], 0
+        while True:
+            status, stop, cols = prog.decode(offsets, data, starts, roots, start, *errors)
+            chunks.append(self._assemble(cols))
+            if status == _kernel.STATUS_OK:
+                break
+            start = stop
+        values = chunks[0] if len(chunks) == 1 else _pa().chunked_array(chunks, self.arrow_type)
+        return values, errors
+
+    def _assemble(self, out):
+        pa = _pa()
+
+        def build(col):
+            length, nulls, valid, data, offs = out[col.index]
+            vb = None if valid is None else pa.py_buffer(valid)
+            k = col.kind
+            if k == _K["K_NULL"]:
+                return pa.nulls(length)
+            if col.enum is not None or col.which is not None:
+                return _dictionary(col, length, nulls, vb, data)
+            if k in (_K["K_FIXED"], _K["K_BOOL"]):
+                return pa.Array.from_buffers(col.arrow, length, [vb, pa.py_buffer(data)], null_count=nulls)
+            if k == _K["K_VAR"]:
+                if col.json is not None:
+                    raw = pa.Array.from_buffers(pa.binary(), length, [vb, pa.py_buffer(offs), pa.py_buffer(data)],
+                                                null_count=nulls)
+                    return _json_texts(raw, col.json)
+                return pa.Array.from_buffers(col.arrow, length, [vb, pa.py_buffer(offs), pa.py_buffer(data)],
+                                             null_count=nulls)
+            children = [build(c) for c in col.children]
+            bufs = [vb] if k == _K["K_STRUCT"] else [vb, pa.py_buffer(offs)]
+            return pa.Array.from_buffers(col.arrow, length, bufs, null_count=nulls, children=children)
+
+        return build(self.columns[self.msgs[self.top][6]])
+
+    def error_text(self, code, field, detail):
+        """The message of a kernel error (code, field, detail as `decode` returns them)."""
+        name, text = _kernel.ERROR_INFO.get(int(code), ("?", f"error {code}"))
+        msg = text.format(detail=detail, depth=_kernel.MAX_DEPTH)
+        path = self.paths[field] if 0 <= field < len(self.paths) else ""
+        return f"{msg} (in {path})" if path else msg
+
+
+def _dictionary(col, length, nulls, vb, data):
+    """An enum (raw numbers) or oneof-member (indices) column as dictionary<int32, string>."""
+    pa = _pa()
+    raw = np.frombuffer(data, np.int32, length) if length else np.zeros(0, np.int32)
+    if col.which is not None:
+        names, idx = col.which, raw
+    else:
+        nums, names = col.enum
+        idx = np.searchsorted(nums, raw).astype(np.int32)
+        np.minimum(idx, max(len(nums) - 1, 0), out=idx)
+        match = nums[idx] == raw if len(nums) else np.zeros(length, bool)
+        if nulls:
+            valid = np.unpackbits(np.frombuffer(vb, np.uint8), bitorder="little", count=length).astype(bool)
+            match |= ~valid
+            idx = np.where(valid, idx, 0).astype(np.int32)
+        if not match.all():
+            unknown = np.unique(raw[~match])
+            names = list(names) + [str(int(u)) for u in unknown]
+            idx = idx.copy()
+            idx[~match] = len(nums) + np.searchsorted(unknown, raw[~match])
+    indices = pa.Array.from_buffers(pa.int32(), length, [vb, pa.py_buffer(np.ascontiguousarray(idx, np.int32))],
+                                    null_count=nulls)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(names, pa.string()), safe=False)
+
+
+def _json_value(v):
+    """A parsed google.protobuf.Value as Python data (no kind set: None)."""
+    kind = v.WhichOneof("kind")
+    if kind == "struct_value":
+        return {k: _json_value(x) for k, x in v.struct_value.fields.items()}
+    if kind == "list_value":
+        return [_json_value(x) for x in v.list_value.values]
+    if kind is None or kind == "null_value":
+        return None
+    return getattr(v, kind)
+
+
+def _json_texts(raw, full_name):
+    """google.protobuf.Struct / Value / ListValue bytes (checked by the kernel) as JSON text:
+    what MessageToDict gives, with a Value that sets no kind as null (MessageToDict refuses it)."""
+    pa = _pa()
+    from google.protobuf import struct_pb2
+    cls = getattr(struct_pb2, full_name.rsplit(".", 1)[1])
+    out = []
+    for b in raw.to_pylist():
+        if b is None:
+            out.append(None)
+            continue
+        m = cls.FromString(b)
+        if full_name.endswith("Struct"):
+            data = {k: _json_value(x) for k, x in m.fields.items()}
+        elif full_name.endswith("ListValue"):
+            data = [_json_value(x) for x in m.values]
+        else:
+            data = _json_value(m)
+        out.append(json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=True))
+    return pa.array(out, pa.string())
