@@ -7,6 +7,7 @@ from kafkafmt.errors import (CompressionError, CorruptRecordError, CrcError, Dec
                              SchemaError, SchemaNotFoundError, SchemaRegistryError, UnsupportedCodecError,
                              ValueDecodeError)
 from kafkafmt.logdir import iter_log_dir, iter_log_dirs, read_log_dir, read_log_dirs, read_segment
+from kafkafmt.lakehouse import DataLossError, ExportResult, export_table
 from kafkafmt.logwriter import LogWriter, write_log_dir
 from kafkafmt.planner import offset_for_timestamp
 from kafkafmt.records import CONTROL_TYPES, BinaryColumn, Headers, Records, Table
@@ -33,4 +34,5 @@ __all__ = [
     "recover", "rebuild_indexes", "undo_recovery", "RecoveryPlan", "RecoveryAction",
     "SchemaRegistry", "RegisteredSchema", "open_registry", "decode_column", "value_type", "DecodedColumn",
     "SchemaRegistryError", "SchemaNotFoundError", "SchemaError", "ValueDecodeError",
+    "export_table", "ExportResult", "DataLossError",
 ]
