@@ -399,6 +399,26 @@ def test_sigkill_at_random_moments(fmt, tmp_path):
     assert_table_equals_source(fmt, where, root)
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_concurrent_runs_cannot_both_commit(fmt, tmp_path):
+    """A run that read the ledger before another run committed cannot commit after it."""
+    from kafkafmt.lakehouse import CommitConflictError
+
+    root = make_source(str(tmp_path / "logs"), layout=(("orders", 0, 800), ("orders", 1, 800)))
+    where = str(tmp_path / "table")
+    export(fmt, root, where, partitions=[1])
+    other = []
+
+    def meanwhile(label, nbytes, nrecords):
+        if not other:
+            other.append(export(fmt, root, where))
+    with pytest.raises(CommitConflictError, match="run it again"):
+        export(fmt, root, where, on_chunk=meanwhile)
+    assert other[0].rows == 800
+    assert_table_equals_source(fmt, where, root)
+    assert export(fmt, root, where).commits == []
+
+
 # --- data loss -----------------------------------------------------------------------------------
 
 def _delete_first_segments(folder, keep):

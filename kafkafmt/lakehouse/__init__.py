@@ -7,6 +7,6 @@ and `delta` (the two table formats), `export` (the run). pyiceberg and deltalake
 when a table of theirs is written (``pip install 'kafkafmt[lakehouse]'``).
 """
 from kafkafmt.lakehouse.export import ExportResult, export_table
-from kafkafmt.lakehouse.ledger import DataLoss, DataLossError
+from kafkafmt.lakehouse.ledger import CommitConflictError, DataLoss, DataLossError
 
-__all__ = ["export_table", "ExportResult", "DataLoss", "DataLossError"]
+__all__ = ["export_table", "ExportResult", "DataLoss", "DataLossError", "CommitConflictError"]

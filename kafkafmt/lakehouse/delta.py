@@ -21,7 +21,7 @@ import os
 import time
 import uuid
 
-from kafkafmt.lakehouse.ledger import OFFSETS_KEY, app_id, parse_offsets
+from kafkafmt.lakehouse.ledger import OFFSETS_KEY, CommitConflictError, app_id, parse_offsets
 
 __all__ = ["DeltaTable", "delta_storage_options"]
 
@@ -239,9 +239,15 @@ class DeltaTable:
 
         now = int(time.time() * 1000)
         txns = [Transaction(app_id(t, p), int(n), now) for (t, p), n in sorted(ledger_changes.items())]
-        self.dt.create_write_transaction(
-            files, "append", schema=self.dt.schema(), partition_by=[f.name for f in self.fields] or None,
-            commit_properties=CommitProperties(custom_metadata=dict(properties), app_transactions=txns))
+        from deltalake.exceptions import CommitFailedError
+
+        try:
+            self.dt.create_write_transaction(
+                files, "append", schema=self.dt.schema(), partition_by=[f.name for f in self.fields] or None,
+                commit_properties=CommitProperties(custom_metadata=dict(properties), app_transactions=txns))
+        except CommitFailedError as exc:
+            raise CommitConflictError(f"{self.describe()} changed while this export ran (another export?): its "
+                                      f"commit was refused, nothing of it is in the table; run it again ({exc})") from exc
         self.dt = self._load()
         return self.dt.version()
 

@@ -10,6 +10,9 @@ SQL ...), or be a SQLAlchemy URL (``sqlite:////var/lib/kafkafmt/catalog.db``,
 Data files are Parquet with Iceberg field ids, written by `kafkafmt.lakehouse.writer` and described
 to Iceberg (partition, column statistics) as pyiceberg describes its own; a run's files become one
 fast-append snapshot per commit, whose summary carries the ledger (`kafkafmt.lakehouse.ledger`).
+A commit must apply to the snapshot whose ledger the run started from: the table property
+``commit.retry.num-retries`` is set to 0 (pyiceberg would otherwise rebase a commit that lost a race
+on the winner's snapshot, adding the same offsets twice); a lost race is a `CommitConflictError`.
 The ledger of a table is that of the newest snapshot carrying one in the current snapshot's
 ancestry (so a rollback rolls it back too); when older snapshots have been expired away, the table
 property ``kafkafmt.offsets`` (written with every commit) stands in.
@@ -19,12 +22,17 @@ from __future__ import annotations
 import os
 import uuid
 
-from kafkafmt.lakehouse.ledger import OFFSETS_KEY, parse_offsets
+from kafkafmt.lakehouse.ledger import OFFSETS_KEY, CommitConflictError, parse_offsets
 
 __all__ = ["IcebergTable", "fileio_properties"]
 
 _S3FS_TO_ICEBERG = {"key": "s3.access-key-id", "secret": "s3.secret-access-key", "token": "s3.session-token",
                     "endpoint_url": "s3.endpoint", "region": "s3.region", "region_name": "s3.region"}
+
+
+#: pyiceberg retries a commit that lost a race by rebasing it on the winner's snapshot: for an export
+#: that would add the offsets the winner already added a second time, so the table forbids it
+_NO_RETRIES = "commit.retry.num-retries"
 
 
 def fileio_properties(storage_options):
@@ -132,6 +140,10 @@ class IcebergTable:
             self.table = self.catalog.load_table(self.identifier)
         except NoSuchTableError:
             self._create(schema, fields, target_file_size, compression)
+        if self.table.properties.get(_NO_RETRIES) != "0":
+            with self.table.transaction() as tx:
+                tx.set_properties({_NO_RETRIES: "0"})
+            self.table = self.catalog.load_table(self.identifier)
         return self.partition_fields()
 
     def _create(self, schema, fields, target_file_size, compression):
@@ -142,7 +154,7 @@ class IcebergTable:
                       "month": MonthTransform, "year": YearTransform}
         ns = tuple(self.identifier.split(".")[:-1])
         self.catalog.create_namespace_if_not_exists(ns)
-        props = {"write.target-file-size-bytes": str(int(target_file_size)),
+        props = {"write.target-file-size-bytes": str(int(target_file_size)), _NO_RETRIES: "0",
                  "write.parquet.compression-codec": compression or "uncompressed",
                  "kafkafmt.table": "kafka-records"}
         try:
@@ -251,12 +263,18 @@ class IcebergTable:
     def commit(self, files, properties, offsets_text, ledger_changes):
         """One snapshot adding ``files`` with ``properties`` in its summary; the table property
         ``kafkafmt.offsets`` follows in the same commit. Returns the snapshot id."""
+        from pyiceberg.exceptions import CommitFailedException
+
         tx = self.table.transaction()
         tx.set_properties({OFFSETS_KEY: offsets_text})
         with tx.update_snapshot(snapshot_properties=properties).fast_append() as append:
             for f in files:
                 append.append_data_file(f)
-        tx.commit_transaction()
+        try:
+            tx.commit_transaction()
+        except CommitFailedException as exc:
+            raise CommitConflictError(f"{self.describe()} changed while this export ran (another export?): its "
+                                      f"commit was refused, nothing of it is in the table; run it again ({exc})") from exc
         self.table = self.catalog.load_table(self.identifier)
         return self.table.current_snapshot().snapshot_id
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from kafkafmt.errors import KafkafmtError, KafkafmtWarning
 from kafkafmt.reports import ReportKind
 
-__all__ = ["OFFSETS_KEY", "RANGES_KEY", "LOSS_KEY", "DataLossError", "DataLoss", "offsets_json", "parse_offsets",
+__all__ = ["OFFSETS_KEY", "RANGES_KEY", "LOSS_KEY", "DataLossError", "CommitConflictError", "DataLoss", "offsets_json", "parse_offsets",
            "ranges_json", "find_data_loss", "report_data_loss", "app_id"]
 
 OFFSETS_KEY = "kafkafmt.offsets"
@@ -41,6 +41,11 @@ VERSION_KEY = "kafkafmt.version"
 
 class DataLossError(KafkafmtError):
     """Offsets the table should receive are gone from the source (fail_on_data_loss=True)."""
+
+
+class CommitConflictError(KafkafmtError):
+    """Another writer committed to the table since this run read its ledger: this run's commit was
+    refused (nothing of it is in the table); run the export again."""
 
 
 @dataclass(frozen=True)

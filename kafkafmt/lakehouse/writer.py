@@ -22,7 +22,7 @@ from kafkafmt.durable import crash_point
 __all__ = ["RollingWriter"]
 
 ROW_GROUP_BYTES = 64 << 20
-MEMORY_BYTES = 256 << 20
+MEMORY_BYTES = 64 << 20          # all files together: what the Parquet export buffers for its one file
 MAX_OPEN = 32
 _FIRST_RATIO = 0.5
 
