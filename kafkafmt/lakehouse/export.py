@@ -185,8 +185,9 @@ class _Run:
             rng = self.pending.get(tp)
             if rng is None:
                 first = self.ledger.get(tp)
-                if first is None:
-                    first = start if start is not None else (int(chunk.offset[0]) if len(chunk) else nxt)
+                if first is None:       # a partition new to the table: from where this read began
+                    first = start if start is not None else \
+                        int(chunk.batches["base_offset"][0]) if len(chunk.batches) else int(chunk.offset[0])
                 rng = self.pending[tp] = [first, first]
             rng[1] = max(rng[1], nxt)
         if not len(chunk):
