@@ -600,3 +600,32 @@ def test_real_broker_dirs(fmt, real_corpus, tmp_path):
         assert export(fmt, str(d), where).commits == []
         done += 1
     assert done >= 2
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_undoing_a_commit_undoes_its_offsets(fmt, tmp_path):
+    """The ledger is part of the table's state: after a rollback (Iceberg) or a restore (Delta) to
+    before a run, the next run exports that run's offsets again -- once."""
+    root = make_source(str(tmp_path / "logs"), layout=(("orders", 0, 500),))
+    where = str(tmp_path / "table")
+    export(fmt, root, where)
+    if fmt == "iceberg":
+        first = iceberg_table(where).current_snapshot().snapshot_id
+    else:
+        from deltalake import DeltaTable
+
+        first = DeltaTable(where).version()
+    append(root, "orders", 0, 200)
+    assert export(fmt, root, where).rows == 200
+    if fmt == "iceberg":
+        t = iceberg_table(where)
+        t.manage_snapshots().rollback_to_snapshot(first).commit()
+    else:
+        DeltaTable(where).restore(first)
+    assert len(read_back(fmt, where)["polars"]) == 500
+    r = export(fmt, root, where)
+    assert r.rows == 200 and r.ranges == {("orders", 0): (500, 700)}
+    assert_table_equals_source(fmt, where, root)
+    append(root, "orders", 0, 5)
+    assert export(fmt, root, where).ranges == {("orders", 0): (700, 705)}
+    assert_table_equals_source(fmt, where, root)

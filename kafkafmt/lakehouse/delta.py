@@ -193,14 +193,30 @@ class DeltaTable:
 
     # -- the ledger -----------------------------------------------------------------------------
     def ledger(self, tps=()):
-        out = {}
-        for info in self.dt.history(50):
-            text = info.get(OFFSETS_KEY)
-            if text:
-                out = parse_offsets(text)
+        """{(topic, partition): next offset} of the table's state: the ``txn`` versions of ``tps``
+        (and the newest kafkafmt commit info's offsets for the others). A RESTORE keeps the txn
+        actions of the versions it undid, so after one the state restored to is read instead."""
+        dt, out, restored = self.dt, {}, False
+        for _ in range(64):
+            back = None
+            for info in dt.history(100):
+                if info.get("operation") == "RESTORE":
+                    back = info.get("operationParameters") or {}
+                    break
+                if info.get(OFFSETS_KEY):
+                    if not restored:
+                        out = parse_offsets(info[OFFSETS_KEY])
+                    break
+            if back is None:
                 break
+            restored = True
+            dt = self._load()
+            if back.get("version") is not None:
+                dt.load_as_version(int(back["version"]))
+            else:
+                dt.load_as_version(_dt.datetime.fromisoformat(str(back["datetime"]).replace("Z", "+00:00")))
         for tp in tps:
-            v = self.dt.transaction_version(app_id(*tp))
+            v = dt.transaction_version(app_id(*tp))
             if v is not None:
                 out[tp] = int(v)
             else:
@@ -232,13 +248,14 @@ class DeltaTable:
         return AddAction(rel, int(size), values, int(time.time() * 1000), True, stats)
 
     # -- commits --------------------------------------------------------------------------------
-    def commit(self, files, properties, offsets_text, ledger_changes):
-        """One Delta commit adding ``files``, ``properties`` in its commit info and a ``txn`` per
-        changed topic-partition. Returns the table version."""
+    def commit(self, files, properties, offsets_text, ledger):
+        """One Delta commit adding ``files``, ``properties`` in its commit info and a ``txn`` for
+        every topic-partition of the ledger (all of them, so that the state after a RESTORE is
+        made whole by the next commit). Returns the table version."""
         from deltalake import CommitProperties, Transaction
 
         now = int(time.time() * 1000)
-        txns = [Transaction(app_id(t, p), int(n), now) for (t, p), n in sorted(ledger_changes.items())]
+        txns = [Transaction(app_id(t, p), int(n), now) for (t, p), n in sorted(ledger.items())]
         from deltalake.exceptions import CommitFailedError
 
         try:

@@ -219,7 +219,7 @@ class _Run:
             import json
 
             props[LOSS_KEY] = json.dumps([x.as_json() for x in self.losses], separators=(",", ":"))
-        cid = self.target.commit(files, props, offsets, changes)
+        cid = self.target.commit(files, props, offsets, self.ledger)
         crash_point()
         self.losses = []
         for tp, r in self.pending.items():

@@ -260,7 +260,7 @@ class IcebergTable:
                                   equality_ids=None, key_metadata=None, **stats.to_serialized_dict())
 
     # -- commits --------------------------------------------------------------------------------
-    def commit(self, files, properties, offsets_text, ledger_changes):
+    def commit(self, files, properties, offsets_text, ledger):
         """One snapshot adding ``files`` with ``properties`` in its summary; the table property
         ``kafkafmt.offsets`` follows in the same commit. Returns the snapshot id."""
         from pyiceberg.exceptions import CommitFailedException

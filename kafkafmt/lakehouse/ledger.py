@@ -14,7 +14,9 @@ Every commit of an export records
 
 Iceberg keeps them in the snapshot summary; Delta in the commit info and, per topic-partition, as
 a ``txn`` action (app id ``kafkafmt-<topic>-<partition>``, version the next offset -- as
-kafka-delta-ingest does), which Delta keeps in the table state through checkpoints.
+kafka-delta-ingest does), which Delta keeps in the table state through checkpoints. Both follow
+the table's state: an Iceberg rollback or a Delta RESTORE to before a run makes the next run export
+that run's offsets again.
 
 Data loss, as Spark's Kafka source defines it: a topic-partition whose ledger offset is below the
 first offset its log still has (segments deleted by retention before this export read them); a new
