@@ -629,3 +629,22 @@ def test_undoing_a_commit_undoes_its_offsets(fmt, tmp_path):
     append(root, "orders", 0, 5)
     assert export(fmt, root, where).ranges == {("orders", 0): (700, 705)}
     assert_table_equals_source(fmt, where, root)
+
+
+def test_iceberg_ledger_survives_expired_snapshots(tmp_path):
+    """Another writer's snapshot on top and ours expired: the table property written with every
+    commit stands in for the summary that is gone."""
+    root = make_source(str(tmp_path / "logs"), layout=(("orders", 0, 300),))
+    where = str(tmp_path / "table")
+    export("iceberg", root, where)
+    t = iceberg_table(where)
+    ours = t.current_snapshot().snapshot_id
+    t.append(t.scan(limit=0).to_arrow())            # another writer's (empty) snapshot
+    t = iceberg_table(where)
+    assert t.current_snapshot().snapshot_id != ours
+    t.maintenance.expire_snapshots().by_id(ours).commit()
+    t = iceberg_table(where)
+    assert t.snapshot_by_id(ours) is None
+    append(root, "orders", 0, 40)
+    assert export("iceberg", root, where).ranges == {("orders", 0): (300, 340)}
+    assert_table_equals_source("iceberg", where, root)

@@ -15,7 +15,8 @@ A commit must apply to the snapshot whose ledger the run started from: the table
 on the winner's snapshot, adding the same offsets twice); a lost race is a `CommitConflictError`.
 The ledger of a table is that of the newest snapshot carrying one in the current snapshot's
 ancestry (so a rollback rolls it back too); when older snapshots have been expired away, the table
-property ``kafkafmt.offsets`` (written with every commit) stands in.
+property ``kafkafmt.offsets`` (written with every commit, with the commit's sequence number) stands
+in.
 """
 from __future__ import annotations
 
@@ -33,6 +34,10 @@ _S3FS_TO_ICEBERG = {"key": "s3.access-key-id", "secret": "s3.secret-access-key",
 #: pyiceberg retries a commit that lost a race by rebasing it on the winner's snapshot: for an export
 #: that would add the offsets the winner already added a second time, so the table forbids it
 _NO_RETRIES = "commit.retry.num-retries"
+
+
+#: the sequence number of the snapshot whose ledger the table property ``kafkafmt.offsets`` holds
+_SEQUENCE = "kafkafmt.offsets-sequence-number"
 
 
 def fileio_properties(storage_options):
@@ -213,21 +218,22 @@ class IcebergTable:
 
     # -- the ledger -----------------------------------------------------------------------------
     def ledger(self, tps=()):
+        """The offsets of the newest snapshot carrying them in the current snapshot's ancestry (so
+        a rollback rolls them back too). When none does -- the snapshots were expired under a newer
+        one of another writer -- the table property written with the last commit stands in, if
+        that commit is not newer than the current snapshot (else the table was rolled back to
+        before it)."""
         t = self.table
         snap = t.current_snapshot()
-        broken = False
+        head = snap
         while snap is not None:
             text = (snap.summary.additional_properties or {}).get(OFFSETS_KEY) if snap.summary else None
             if text is not None:
                 return parse_offsets(text)
-            if snap.parent_snapshot_id is None:
-                break
-            parent = t.snapshot_by_id(snap.parent_snapshot_id)
-            if parent is None:
-                broken = True
-                break
-            snap = parent
-        if broken and OFFSETS_KEY in t.properties:
+            snap = None if snap.parent_snapshot_id is None else t.snapshot_by_id(snap.parent_snapshot_id)
+        seq = t.properties.get(_SEQUENCE)
+        if head is not None and OFFSETS_KEY in t.properties and seq is not None and \
+                (head.sequence_number or 0) >= int(seq):
             return parse_offsets(t.properties[OFFSETS_KEY])
         return {}
 
@@ -266,7 +272,8 @@ class IcebergTable:
         from pyiceberg.exceptions import CommitFailedException
 
         tx = self.table.transaction()
-        tx.set_properties({OFFSETS_KEY: offsets_text})
+        tx.set_properties({OFFSETS_KEY: offsets_text,
+                           _SEQUENCE: str(self.table.metadata.last_sequence_number + 1)})
         with tx.update_snapshot(snapshot_properties=properties).fast_append() as append:
             for f in files:
                 append.append_data_file(f)
