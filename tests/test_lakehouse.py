@@ -648,3 +648,36 @@ def test_iceberg_ledger_survives_expired_snapshots(tmp_path):
     append(root, "orders", 0, 40)
     assert export("iceberg", root, where).ranges == {("orders", 0): (300, 340)}
     assert_table_equals_source("iceberg", where, root)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_read_committed_runs_take_a_transaction_once_it_is_decided(fmt, tmp_path):
+    """read_committed: aborted records never reach the table; an open transaction's records are
+    left for the run after its COMMIT, and taken once."""
+    folder = str(tmp_path / "logs" / "pay-0")
+
+    def put(w, n, **kw):
+        first = w.next_offset
+        w.append(**_records(n, first, 1), **kw)
+
+    with kafkafmt.LogWriter(folder) as w:
+        put(w, 10)
+        put(w, 5, producer_id=7, transactional=True)
+        w.append_control("abort", producer_id=7)
+        put(w, 5, producer_id=8, transactional=True)
+        w.append_control("commit", producer_id=8)
+        put(w, 4, producer_id=9, transactional=True)            # still open at the first run
+        put(w, 3)
+    where = str(tmp_path / "table")
+    root = str(tmp_path / "logs")
+    r1 = export(fmt, root, where, isolation="read_committed")
+    assert r1.rows == 15                    # 10 + 5 committed; stops at the open transaction
+    with kafkafmt.LogWriter(folder) as w:
+        w.append_control("commit", producer_id=9)
+        put(w, 2)
+    r2 = export(fmt, root, where, isolation="read_committed")
+    assert r2.rows == 4 + 3 + 2
+    want = rows_of(_us_table(kafkafmt.read_log_dir(folder, isolation="read_committed").to_arrow()))
+    for reader, rows in read_back(fmt, where).items():
+        assert rows == want, reader
+    assert export(fmt, root, where, isolation="read_committed").commits == []
