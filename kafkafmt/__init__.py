@@ -2,11 +2,12 @@
 from kafkafmt.decoder import DecodeOptions, decode, scan_batches
 from kafkafmt.discovery import find_log_dirs, list_partitions, list_segments
 from kafkafmt.encoder import encode, encode_control
-from kafkafmt.errors import (CompressionError, CorruptRecordError, CrcError, DecompressionLimitError, EncodeError,
+from kafkafmt.errors import (CompressionError, CorruptRecordError, CrcError, DataLossError, DecompressionLimitError, EncodeError,
                              KafkafmtError, KafkafmtWarning, NotALogDirError, NotKafkaDataError, PathNotFoundError,
                              SchemaError, SchemaNotFoundError, SchemaRegistryError, UnsupportedCodecError,
                              ValueDecodeError)
 from kafkafmt.logdir import iter_log_dir, iter_log_dirs, read_log_dir, read_log_dirs, read_segment
+from kafkafmt.lakehouse import ExportResult, export_table
 from kafkafmt.logwriter import LogWriter, write_log_dir
 from kafkafmt.planner import offset_for_timestamp
 from kafkafmt.records import CONTROL_TYPES, BinaryColumn, Headers, Records, Table
@@ -36,4 +37,5 @@ __all__ = [
     "recover", "rebuild_indexes", "undo_recovery", "RecoveryPlan", "RecoveryAction",
     "SchemaRegistry", "RegisteredSchema", "open_registry", "decode_column", "value_type", "DecodedColumn",
     "SchemaRegistryError", "SchemaNotFoundError", "SchemaError", "ValueDecodeError",
+    "export_table", "ExportResult", "DataLossError",
 ]

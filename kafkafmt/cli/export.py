@@ -33,6 +33,8 @@ from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import dumps
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import CHUNK_BYTES, FileReader
+from kafkafmt.cli.table_export import TABLE_FORMATS, run_table
+from kafkafmt.cli.table_export import add_arguments as add_table_arguments
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".json": "jsonl", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow", ".arrows": "arrow-stream"}
@@ -50,9 +52,11 @@ def add_parser(sub, parents):
                "  kafkafmt export /data/kafka-logs --engine spark --to s3a://bucket/orders/")
     p.add_argument("paths", nargs="*", metavar="PATH", help="log directories, partition folders or segment files")
     p.add_argument("--to", required=True, metavar="OUT",
-                   help="output file (.parquet, .csv, .jsonl, .arrow/.feather/.ipc, .arrows), '-' for stdout")
-    p.add_argument("--format", choices=("parquet", "csv", "jsonl", "arrow", "arrow-stream"),
-                   help="output format (default: from the file extension)")
+                   help="output file (.parquet, .csv, .jsonl, .arrow/.feather/.ipc, .arrows), '-' for stdout; "
+                        "with --format iceberg the warehouse, with --format delta the table (paths or URLs)")
+    p.add_argument("--format", choices=("parquet", "csv", "jsonl", "arrow", "arrow-stream") + TABLE_FORMATS,
+                   help="output format (default: from the file extension); iceberg and delta write a table, "
+                        "incrementally: each run exports what the last one did not")
     p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics")
     add_replicas_option(p)
     p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
@@ -78,6 +82,7 @@ def add_parser(sub, parents):
                    help="write one of kafkafmt.internal's tables of Kafka's internal topics instead of records: "
                         "consumer_offsets/group_members read __consumer_offsets, transaction_state "
                         "__transaction_state, cluster_metadata __cluster_metadata and its .checkpoint snapshots")
+    add_table_arguments(p)
     p.set_defaults(run=run)
     return p
 
@@ -232,6 +237,8 @@ def _format_of(args):
 
 def run(args, console):
     fmt = _format_of(args)
+    if fmt in TABLE_FORMATS:
+        return run_table(args, console, fmt)
     if getattr(args, "internal", None):
         return run_internal(args, console, fmt)
     paths = input_paths(args, "export")

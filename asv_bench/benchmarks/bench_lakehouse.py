@@ -1,0 +1,178 @@
+"""Exporting log dirs to lakehouse tables (``kafkafmt export --format iceberg|delta``) beside today's
+Parquet export of the same data.
+
+Data (written once into the corpus cache, see ``corpus.cache_dir``): ``lakehouse-<MB>``, a log dir of
+4 partitions of one topic, lz4, ``MB`` MiB of record batches in all (192; 24 in quick mode): JSON-like
+values of 150-450 bytes, string keys, a header on every tenth record, CreateTime timestamps over three
+days (so the default partitioning by topic and day gives several data files per run).
+
+Benchmarks (one core, as the suite's readers; each call exports into a fresh table, through the
+command line in this process):
+
+* ``time_export`` for ``parquet`` (one file), ``iceberg`` (an embedded SQLite catalog in the
+  warehouse folder, created by the run) and ``delta``;
+* ``track_ratio_export_rate_vs_parquet``: the rate of the table export ÷ that of the Parquet export,
+  measured interleaved (the issue's target: >= 0.7);
+* ``track_peak_mb_export``: the peak resident memory one export adds (a fresh interpreter).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from . import common, corpus
+from .common import require_kafkafmt
+
+MB = 192
+QUICK_MB = 24
+PARTITIONS = 4
+T0 = 1_700_000_000_000
+SPAN_MS = 3 * 86_400_000
+
+
+def _write(root, mb):
+    import kafkafmt
+
+    rng = np.random.default_rng(26)
+    per_partition = (mb << 20) // PARTITIONS
+    records = 0
+    for p in range(PARTITIONS):
+        w = kafkafmt.LogWriter(root / f"events-{p}", segment_bytes=64 << 20)
+        written, first = 0, 0
+        while written < per_partition:
+            n = 5000
+            users = rng.integers(0, 100_000, n)
+            amounts = rng.integers(0, 1_000_000, n)
+            pads = rng.integers(100, 400, n)
+            values = [b'{"id":%d,"user":"u%06d","amount":%d.%02d,"note":"%s"}' % (first + i, users[i], amounts[i] // 100,
+                                                                             amounts[i] % 100, b"x" * int(pads[i]))
+                      for i in range(n)]
+            keys = [b"u%06d" % u for u in users]
+            headers = [[("source", b"bench")] if (first + i) % 10 == 0 else [] for i in range(n)]
+            frac = (first + np.arange(n)) / (per_partition / 330)
+            ts = (T0 + np.minimum(frac, 1.0) * SPAN_MS).astype(np.int64).tolist()
+            w.append(keys=keys, values=values, timestamps=ts, headers=headers, compression="lz4", batch_size=500)
+            written += sum(map(len, values)) // 2       # lz4 keeps about half of these values
+            first += n
+        w.close()
+        records += first
+    return {"records": records, "partitions": PARTITIONS}
+
+
+def log_dir():
+    """(path, metadata) of the benchmark's log dir, written once."""
+    mb = QUICK_MB if common.asv_quick() else MB
+    base = corpus.cache_dir() / "logdirs"
+    final = base / f"lakehouse-{mb}"
+    done = base / f"lakehouse-{mb}.json"
+    if not (done.exists() and final.is_dir()):
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = base / f"lakehouse-{mb}.{os.getpid()}.tmp"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        meta = _write(tmp, mb)
+        os.replace(tmp, final)
+        done.write_text(json.dumps(meta))
+    return str(final), json.loads(done.read_text())
+
+
+def exporter(fmt, root, out_dir):
+    """A zero-argument callable exporting ``root`` into a fresh table (or file) under ``out_dir``
+    each call (the previous one removed first)."""
+    from kafkafmt.cli import main
+
+    counter = itertools.count()
+    last = [None]
+
+    def run():
+        if last[0] is not None:
+            shutil.rmtree(last[0], ignore_errors=True)
+        where = last[0] = os.path.join(out_dir, f"{fmt}-{next(counter)}")
+        if fmt == "parquet":
+            os.makedirs(where)
+            args = ["export", root, "--to", os.path.join(where, "out.parquet")]
+        elif fmt == "iceberg":
+            args = ["export", root, "--format", "iceberg", "--to", where, "--table", "kafka.events"]
+        else:
+            args = ["export", root, "--format", "delta", "--to", where]
+        status = main(args + ["--quiet"])
+        assert status == 0, f"export {fmt} failed ({status})"
+
+    return run
+
+
+def _needs(fmt):
+    mod = {"iceberg": "pyiceberg", "delta": "deltalake"}.get(fmt)
+    if mod:
+        try:
+            __import__(mod)
+        except ImportError:
+            raise NotImplementedError(f"{mod} is not installed (pip install 'kafkafmt[lakehouse]')") from None
+
+
+def _ratio_pair(fmt):
+    root, _ = log_dir()
+    out = tempfile.mkdtemp(prefix="kafkafmt-bench-lakehouse-")
+    # time(parquet) / time(table) = rate(table) / rate(parquet)
+    return exporter("parquet", root, out), exporter(fmt, root, out)
+
+
+common.register_ratio("export_table_vs_parquet", "export to a table: rate ÷ that of the Parquet export (>= 0.7)",
+                      ["iceberg", "delta"], _ratio_pair, better="higher", family="logdir",
+                      track="bench_lakehouse.ExportTable.track_ratio_export_rate_vs_parquet")
+
+
+def peak_factory(fmt):
+    """For `common.peak_delta_bytes`: the export of one format, ready to run."""
+    import pyarrow  # noqa: F401 - loaded before the baseline, as in every benchmark process
+
+    _needs(fmt)
+    root, _ = log_dir()
+    out = tempfile.mkdtemp(prefix="kafkafmt-bench-lakehouse-")
+    if fmt == "iceberg":
+        import pyiceberg.catalog.sql  # noqa: F401
+        import pyiceberg.io.pyarrow  # noqa: F401
+    elif fmt == "delta":
+        import deltalake  # noqa: F401
+    return exporter(fmt, root, out)
+
+
+class ExportTable:
+    """``kafkafmt export`` of one log dir to Parquet, Iceberg and Delta."""
+
+    params = ["parquet", "iceberg", "delta"]
+    param_names = ["format"]
+    timeout = 900
+
+    def setup(self, fmt):
+        require_kafkafmt()
+        common.note_quick()
+        _needs(fmt)
+        self.root, self.meta = log_dir()
+        self.out = tempfile.mkdtemp(prefix="kafkafmt-bench-lakehouse-")
+        self.run = exporter(fmt, self.root, self.out)
+        self.run()      # imports the table library, warms the page cache; fails loudly if the export does
+
+    def teardown(self, fmt):
+        shutil.rmtree(self.out, ignore_errors=True)
+
+    def time_export(self, fmt):
+        self.run()
+
+    def track_ratio_export_rate_vs_parquet(self, fmt):
+        if fmt == "parquet":
+            raise common.SkipNotImplemented("the reference itself")
+        return common.measure_registered("export_table_vs_parquet", fmt)
+
+    track_ratio_export_rate_vs_parquet.unit = "ratio"
+
+    def track_peak_mb_export(self, fmt):
+        return round(common.median_peak_delta("bench_lakehouse:peak_factory", fmt) / 2**20, 1)
+
+    track_peak_mb_export.unit = "MiB"

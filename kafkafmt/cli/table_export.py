@@ -1,0 +1,97 @@
+"""``kafkafmt export --format iceberg|delta``: records into a lakehouse table, incrementally (see
+`kafkafmt.lakehouse`). The options of this mode are added to ``export``'s parser here."""
+from __future__ import annotations
+
+from kafkafmt.cli.usage import UsageError
+from kafkafmt.cli.common import (human_bytes, input_paths, parse_int_list, parse_name_list, parse_offset_range,
+                                 parse_size, parse_time_range, report_problem)
+from kafkafmt.cli import paths as cli_paths
+from kafkafmt.cli.progress import Progress
+
+TABLE_FORMATS = ("iceberg", "delta")
+
+
+def add_arguments(p):
+    g = p.add_argument_group("tables (--format iceberg or delta): incremental, each run from where the last stopped")
+    g.add_argument("--table", metavar="NS.TABLE",
+                   help="Iceberg: the table (namespace.name) in the warehouse --to or the catalog --catalog")
+    g.add_argument("--catalog", metavar="NAME|URL",
+                   help="Iceberg: a catalog of pyiceberg's configuration (~/.pyiceberg.yaml, PYICEBERG_CATALOG__*), "
+                        "or a SQL catalog database URL (sqlite:////path/catalog.db); default: SQLite in the "
+                        "warehouse folder")
+    g.add_argument("--partition-by", metavar="FIELDS",
+                   help="partition fields of a new table: topic, partition, timestampType, and year/month/day/hour"
+                        "(timestamp), comma-separated, or none (default: topic,day(timestamp))")
+    g.add_argument("--target-file-size", type=parse_size, default=128 << 20, metavar="SIZE",
+                   help="size of each data file, about (default 128M)")
+    g.add_argument("--commit-every", type=parse_size, default=8 << 30, metavar="SIZE",
+                   help="commit after this much input, so a long backfill keeps its progress (default 8G)")
+    g.add_argument("--fail-on-data-loss", choices=("true", "false"), default="true",
+                   help="offsets the table expects that the sources no longer have (retention deleted them): "
+                        "true stops before writing anything (default); false warns, goes on and records the loss")
+
+
+def run_table(args, console, fmt):
+    from kafkafmt.lakehouse import DataLossError, export_table
+
+    if getattr(args, "internal", None):
+        raise UsageError("--internal tables are written as files; leave out --format iceberg/delta")
+    if args.engine == "spark":
+        raise UsageError(f"--format {fmt} is written by the local engine (leave out --engine spark)")
+    if args.to == "-":
+        raise UsageError(f"--format {fmt} writes a table: give --to WAREHOUSE (Iceberg) or --to PATH (Delta)")
+    if fmt == "iceberg" and not args.table:
+        raise UsageError("--format iceberg needs --table NAMESPACE.TABLE")
+    if fmt == "delta" and (args.table or args.catalog):
+        raise UsageError("--format delta writes the table at --to: leave out --table and --catalog")
+    for mod in ("pyarrow", "pyiceberg" if fmt == "iceberg" else "deltalake"):
+        try:
+            __import__(mod)
+        except ImportError:
+            raise UsageError(f"--format {fmt} needs {mod}: pip install 'kafkafmt[lakehouse]'") from None
+    paths = input_paths(args, "export")
+    offsets = parse_offset_range(args.offset_range)
+    times = parse_time_range(args.time_range)
+    topics = parse_name_list(args.topics)
+    partitions = parse_int_list(args.partitions, "partition")
+    opts = cli_paths.OPTIONS or None
+    with Progress(None, enabled=args.progress) as prog:
+        console.progress = prog
+
+        def on_chunk(label, nbytes, nrecords):
+            prog.set_label(label)
+            prog.advance(nbytes, nrecords)
+
+        try:
+            r = export_table(paths, args.to, format=fmt, table=args.table, catalog=args.catalog, topics=topics,
+                             partitions=partitions, partition_by=args.partition_by,
+                             target_file_size=args.target_file_size, commit_every=args.commit_every,
+                             compression=args.compression, isolation=args.isolation, start_offset=offsets[0],
+                             end_offset=offsets[1], start_timestamp=times[0], end_timestamp=times[1],
+                             headers=not args.no_headers, batch_metadata=args.batch_metadata,
+                             errors="salvage" if args.salvage else "strict",
+                             fail_on_data_loss=args.fail_on_data_loss == "true", storage_options=opts,
+                             on_chunk=on_chunk)
+        except DataLossError:
+            raise
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        finally:
+            console.progress = None
+    errors = 0
+    for e in r.report:
+        problem = report_problem(e)
+        if problem is None:
+            continue
+        if problem.severity == "error":
+            errors += 1
+            console.message(f"kafkafmt: {problem.text()}")
+        else:
+            console.warn(problem.text()[len("warning: "):])
+    if not r.commits:
+        console.info(f"kafkafmt: {r.table} is up to date with {r.partitions} partitions: nothing to export")
+    else:
+        console.info(f"kafkafmt: exported {r.rows} records of {r.partitions} partitions to {r.table} in "
+                     f"{r.seconds:.1f} s: {r.files} files ({human_bytes(r.bytes)}), {len(r.commits)} "
+                     f"commit{'s' if len(r.commits) > 1 else ''} (last {r.commits[-1]})")
+    return 1 if errors or r.data_loss else 0

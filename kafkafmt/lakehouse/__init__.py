@@ -1,0 +1,12 @@
+"""Kafka history into lakehouse tables -- Iceberg (pyiceberg) and Delta (delta-rs) -- incrementally
+and idempotently: `export_table`.
+
+One job per module: `layout` (the table's columns and partitioning, chunks as rows), `ledger` (the
+source offsets each commit records, data loss), `writer` (rolling Parquet data files), `iceberg`
+and `delta` (the two table formats), `export` (the run). pyiceberg and deltalake are imported only
+when a table of theirs is written (``pip install 'kafkafmt[lakehouse]'``).
+"""
+from kafkafmt.lakehouse.export import ExportResult, export_table
+from kafkafmt.lakehouse.ledger import CommitConflictError, DataLoss, DataLossError
+
+__all__ = ["export_table", "ExportResult", "DataLoss", "DataLossError", "CommitConflictError"]

@@ -1,0 +1,243 @@
+"""`export_table`: the records of log dirs into an Iceberg or Delta table, incrementally.
+
+A run reads the table's offset ledger (`kafkafmt.lakehouse.ledger`), checks the sources for data
+loss (before anything is written), then streams partition by partition from each one's ledger
+offset on, in chunks of bounded size, through `kafkafmt.lakehouse.writer` into data files, and
+commits: once at the end, and on the way every ``commit_every`` bytes of input (a long backfill
+keeps its progress if stopped) and before the schema evolves. Each commit adds its files and moves
+the ledger in one atomic step of the table format, so a run killed at any point leaves the table
+as of its last commit, and the next run goes on from exactly there: no record twice, none skipped.
+
+The next offset of a partition is one past the last batch read (read_uncommitted, no end bound:
+batches the cleaner emptied and transaction markers count), or one past the last record exported
+(read_committed, or an end bound: what lies beyond is read again next time, filtered again).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kafkafmt.discovery import find_partitions
+from kafkafmt.durable import crash_point
+from kafkafmt.lakehouse.layout import (added_fields, chunk_table, conform, format_partition_by, kafka_schema,
+                                       merge_schema, parse_partition_by, partition_groups)
+from kafkafmt.lakehouse.ledger import (LOSS_KEY, OFFSETS_KEY, RANGES_KEY, VERSION_KEY, find_data_loss, offsets_json,
+                                       ranges_json, report_data_loss)
+from kafkafmt.lakehouse.writer import RollingWriter
+from kafkafmt.logdir import iter_log_dir
+
+__all__ = ["export_table", "ExportResult", "open_target", "CHUNK_BYTES"]
+
+CHUNK_BYTES = 16 << 20          # decoded bytes per chunk read (as the command line's export)
+COMMIT_EVERY = 8 << 30          # input bytes between commits of a long run
+FORMATS = ("iceberg", "delta")
+
+
+@dataclass
+class ExportResult:
+    """What a run did: ``rows`` exported, data ``files`` and their ``bytes``, the ``commits``
+    (Iceberg snapshot ids, Delta versions), the offset ``ranges`` exported per (topic, partition)
+    ([start, end)), the ledger after the run (``offsets``), ``data_loss`` (`DataLoss` entries) and
+    the readers' ``report``."""
+    table: str
+    format: str
+    rows: int = 0
+    files: int = 0
+    bytes: int = 0
+    input_bytes: int = 0
+    commits: list = field(default_factory=list)
+    ranges: dict = field(default_factory=dict)
+    offsets: dict = field(default_factory=dict)
+    data_loss: list = field(default_factory=list)
+    partitions: int = 0
+    report: list = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def open_target(format, to=None, table=None, catalog=None, storage_options=None):
+    """The table an export writes: Iceberg (``table`` "NS.TABLE" in the warehouse ``to`` and/or
+    ``catalog``) or Delta (the table at ``to``)."""
+    if format == "iceberg":
+        from kafkafmt.lakehouse.iceberg import IcebergTable
+
+        return IcebergTable(table, warehouse=to, catalog=catalog, storage_options=storage_options)
+    if format == "delta":
+        from kafkafmt.lakehouse.delta import DeltaTable
+
+        if to is None:
+            raise ValueError("a Delta export needs the table's path or URL (to=)")
+        return DeltaTable(to, storage_options=storage_options)
+    raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+
+
+def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, topics=None, partitions=None,
+                 partition_by=None, target_file_size=128 << 20, commit_every=COMMIT_EVERY, compression="snappy",
+                 isolation="read_uncommitted", start_offset=None, end_offset=None, start_timestamp=None,
+                 end_timestamp=None, headers=True, batch_metadata=False, errors="strict", fail_on_data_loss=True,
+                 storage_options=None, table_storage_options=None, filesystem=None, tiered_keys=None, threads=None,
+                 report=None, on_chunk=None) -> ExportResult:
+    """Export the records of log dirs (``roots``: paths or URLs, as `kafkafmt.iter_log_dirs` takes
+    them, tiered uploads included) into a lakehouse table, continuing where the table's ledger says
+    the last export stopped.
+
+    format "iceberg": ``table`` is "NAMESPACE.TABLE", ``to`` the warehouse (an embedded SQLite
+    catalog in it by default), ``catalog`` a catalog name of pyiceberg's configuration or a SQL
+    catalog URL. format "delta": ``to`` is the table's path or URL.
+    partition_by: "topic,day(timestamp)" by default for a new table (see
+    `kafkafmt.lakehouse.layout`); an existing table keeps its own, and a different one given is an
+    error. target_file_size: bytes per data file (about). commit_every: input bytes between
+    commits. Offsets/timestamps bound what is read, as `kafkafmt.iter_log_dir`'s; the start is
+    never before the ledger's. fail_on_data_loss: offsets the ledger expects that the sources no
+    longer have raise `DataLossError` before anything is written; False warns, exports what there
+    is and records the loss in the commit. storage_options: the sources'; table_storage_options:
+    the table's (default: the same), fsspec-style (``key``, ``secret``, ``endpoint_url``, ...),
+    translated for pyiceberg and delta-rs. on_chunk(label, input bytes, records): progress.
+    """
+    started = time.monotonic()
+    report = [] if report is None else report
+    if isolation not in ("read_uncommitted", "read_committed"):
+        raise ValueError(f"isolation must be read_uncommitted or read_committed, not {isolation!r}")
+    requested = parse_partition_by(partition_by)
+    target = open_target(format, to, table, catalog,
+                         storage_options if table_storage_options is None else table_storage_options)
+    found = find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys)
+    base = kafka_schema(headers, batch_metadata)
+    fields = target.open(base, requested, target_file_size=target_file_size, compression=compression)
+    if partition_by is not None and tuple(fields) != tuple(requested):
+        raise ValueError(f"{target.describe()} is partitioned by {format_partition_by(fields)}, not "
+                         f"{format_partition_by(requested)}: leave out partition_by (--partition-by) or export to "
+                         "a new table")
+    result = ExportResult(table=target.describe(), format=format, partitions=len(found), report=report)
+    tps = [(p.topic, p.partition) for p in found]
+    ledger = target.ledger(tps)
+    losses = find_data_loss(found, ledger, report)
+    report_data_loss(losses, fail_on_data_loss)
+    result.data_loss = list(losses)
+
+    run = _Run(target, fields, ledger, losses, target_file_size, compression, commit_every, result)
+    table_schema = target.arrow_schema()
+    if added_fields(table_schema, base):
+        target.evolve(merge_schema(table_schema, base))
+    run.start_writer()
+    exact_batches = isolation == "read_uncommitted" and end_offset is None and end_timestamp is None
+    try:
+        for p in found:
+            tp = (p.topic, p.partition)
+            start = ledger.get(tp)
+            if start_offset is not None:
+                start = start_offset if start is None else max(start, start_offset)
+            if end_offset is not None and start is not None and start >= end_offset:
+                continue
+            for chunk in iter_log_dir(p, start_offset=start, end_offset=end_offset, start_timestamp=start_timestamp,
+                                      end_timestamp=end_timestamp, isolation=isolation, errors=errors,
+                                      max_bytes=CHUNK_BYTES, threads=threads, report=report):
+                stored = int(np.asarray(chunk.batches["size"], np.int64).sum()) if len(chunk.batches) else 0
+                run.add(tp, chunk, start, headers, batch_metadata, exact_batches, end_offset)
+                run.input_bytes += stored
+                result.input_bytes += stored
+                if on_chunk is not None:
+                    on_chunk(p.name, stored, len(chunk))
+                crash_point()
+                if run.input_bytes >= commit_every:
+                    run.commit()
+        run.commit()
+    except BaseException:
+        run.writer.abort()
+        raise
+    result.offsets = dict(run.ledger)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+class _Run:
+    """The state of one export: the open writer, the ledger, and what the next commit covers."""
+
+    def __init__(self, target, fields, ledger, losses, target_file_size, compression, commit_every, result):
+        self.target, self.fields, self.ledger = target, fields, dict(ledger)
+        self.losses = list(losses)
+        self.target_file_size, self.compression = target_file_size, compression
+        self.result = result
+        self.pending = {}           # (topic, partition) -> [start, next] of the next commit
+        self.input_bytes = 0
+        self.writer = None
+        self.schema = None          # the table's Arrow schema (stored types)
+
+    def start_writer(self):
+        self.schema = self.target.arrow_schema()
+        file_schema = self.target.file_schema(self.schema)
+        self.writer = RollingWriter(file_schema,
+                                    lambda key: self.target.open_file(key, self.fields),
+                                    self.target.close_file, target_size=self.target_file_size,
+                                    compression=self.compression)
+
+    def add(self, tp, chunk, start, headers, batch_metadata, exact_batches, end_offset):
+        nxt = None
+        if exact_batches and len(chunk.batches):
+            nxt = int(np.max(chunk.batches["last_offset"])) + 1
+        if len(chunk):
+            last = int(chunk.offset[-1]) + 1
+            nxt = last if nxt is None else max(nxt, last)
+        if nxt is not None and end_offset is not None:
+            nxt = min(nxt, end_offset)
+        if nxt is not None:
+            rng = self.pending.get(tp)
+            if rng is None:
+                first = self.ledger.get(tp)
+                if first is None:       # a partition new to the table: from where this read began
+                    first = start if start is not None else \
+                        int(chunk.batches["base_offset"][0]) if len(chunk.batches) else int(chunk.offset[0])
+                rng = self.pending[tp] = [first, first]
+            rng[1] = max(rng[1], nxt)
+        if not len(chunk):
+            return
+        t = chunk_table(chunk, headers, batch_metadata)
+        if added_fields(self.schema, t.schema):
+            self.commit()
+            self.target.evolve(merge_schema(self.schema, t.schema))
+            self.start_writer()
+        t = conform(t, self.writer.schema)
+        for key, rows in partition_groups(chunk, self.fields):
+            part = t.slice(rows.start, rows.stop - rows.start) if isinstance(rows, slice) else t.take(rows)
+            self.writer.write(key, part)
+        self.result.rows += len(chunk)
+
+    def commit(self):
+        files = self.writer.close()
+        changes = {tp: r[1] for tp, r in self.pending.items() if r[1] != self.ledger.get(tp)}
+        if not files and not changes:
+            self.pending = {}
+            self.input_bytes = 0
+            return None
+        self.ledger.update(changes)
+        self.pending = {tp: r for tp, r in self.pending.items() if r[1] > r[0]}
+        offsets = offsets_json(self.ledger)
+        props = {OFFSETS_KEY: offsets, RANGES_KEY: ranges_json({tp: tuple(r) for tp, r in self.pending.items()}),
+                 VERSION_KEY: _version()}
+        if self.losses:
+            import json
+
+            props[LOSS_KEY] = json.dumps([x.as_json() for x in self.losses], separators=(",", ":"))
+        cid = self.target.commit(files, props, offsets, self.ledger)
+        crash_point()
+        self.losses = []
+        for tp, r in self.pending.items():
+            old = self.result.ranges.get(tp)
+            self.result.ranges[tp] = (r[0] if old is None else old[0], r[1])
+        self.result.commits.append(cid)
+        self.result.files += len(files)
+        self.result.bytes += sum(_size(f) for f in files)
+        self.pending = {}
+        self.input_bytes = 0
+        return cid
+
+
+def _size(entry):
+    return int(getattr(entry, "file_size_in_bytes", None) or getattr(entry, "size", 0))
+
+
+def _version():
+    from kafkafmt import __version__
+
+    return __version__

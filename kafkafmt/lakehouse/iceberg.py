@@ -1,0 +1,306 @@
+"""Iceberg tables through pyiceberg: the catalog, the table (created with its partition spec and sort
+order, or loaded), data files and the commit that adds them with the offset ledger.
+
+Catalogs: by default an embedded SQL catalog -- SQLite in ``<warehouse>/catalog.db``, no server --
+for a warehouse on the local disk. ``catalog`` may instead name a catalog of pyiceberg's own
+configuration (``~/.pyiceberg.yaml`` or ``PYICEBERG_CATALOG__<NAME>__*`` variables: REST, Glue, Hive,
+SQL ...), or be a SQLAlchemy URL (``sqlite:////var/lib/kafkafmt/catalog.db``,
+``postgresql+psycopg2://...``) for a SQL catalog whose warehouse is anywhere, object stores included.
+
+Data files are Parquet with Iceberg field ids, written by `kafkafmt.lakehouse.writer` and described
+to Iceberg (partition, column statistics) as pyiceberg describes its own; a run's files become one
+fast-append snapshot per commit, whose summary carries the ledger (`kafkafmt.lakehouse.ledger`).
+A commit must apply to the snapshot whose ledger the run started from: the table property
+``commit.retry.num-retries`` is set to 0 (pyiceberg would otherwise rebase a commit that lost a race
+on the winner's snapshot, adding the same offsets twice); a lost race is a `CommitConflictError`.
+The ledger of a table is that of the newest snapshot carrying one in the current snapshot's
+ancestry (so a rollback rolls it back too); when older snapshots have been expired away, the table
+property ``kafkafmt.offsets`` (written with every commit, with the commit's sequence number) stands
+in.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+
+from kafkafmt.lakehouse.ledger import OFFSETS_KEY, CommitConflictError, parse_offsets
+
+__all__ = ["IcebergTable", "fileio_properties"]
+
+_S3FS_TO_ICEBERG = {"key": "s3.access-key-id", "secret": "s3.secret-access-key", "token": "s3.session-token",
+                    "endpoint_url": "s3.endpoint", "region": "s3.region", "region_name": "s3.region"}
+
+
+#: pyiceberg retries a commit that lost a race by rebasing it on the winner's snapshot: for an export
+#: that would add the offsets the winner already added a second time, so the table forbids it
+_NO_RETRIES = "commit.retry.num-retries"
+
+
+#: the sequence number of the snapshot whose ledger the table property ``kafkafmt.offsets`` holds
+_SEQUENCE = "kafkafmt.offsets-sequence-number"
+
+
+def fileio_properties(storage_options):
+    """fsspec-style storage options (what ``--storage-option`` takes: ``key``, ``secret``,
+    ``endpoint_url``, ``client_kwargs={"region_name": ...}``) as pyiceberg FileIO properties; keys
+    already in pyiceberg's form (``s3.endpoint`` ...) pass as they are."""
+    out = {}
+    for k, v in (storage_options or {}).items():
+        if k == "client_kwargs" and isinstance(v, dict):
+            for kk, vv in v.items():
+                if kk in _S3FS_TO_ICEBERG:
+                    out[_S3FS_TO_ICEBERG[kk]] = str(vv)
+                elif kk == "endpoint_url":
+                    out["s3.endpoint"] = str(vv)
+        elif k in _S3FS_TO_ICEBERG:
+            out[_S3FS_TO_ICEBERG[k]] = str(v)
+        elif k == "anon":
+            out["s3.anonymous"] = "true" if v in (True, "true", "1") else "false"
+        elif "." in k:
+            out[k] = str(v)
+    if out.get("s3.endpoint", "").startswith("http://") and "s3.region" not in out:
+        out["s3.region"] = "us-east-1"
+    return out
+
+
+def _is_local(uri):
+    return "://" not in str(uri) or str(uri).startswith("file://")
+
+
+def _local_path(uri):
+    uri = str(uri)
+    return uri[len("file://"):] if uri.startswith("file://") else uri
+
+
+def open_catalog(warehouse=None, catalog=None, storage_options=None):
+    """The pyiceberg catalog for a warehouse and/or a catalog name or URL (see the module doc)."""
+    props = fileio_properties(storage_options)
+    if catalog is not None and "://" not in catalog:
+        from pyiceberg.catalog import load_catalog
+
+        if warehouse is not None:
+            props["warehouse"] = warehouse if not _is_local(warehouse) else \
+                "file://" + os.path.abspath(_local_path(warehouse))
+        return load_catalog(catalog, **props)
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    if warehouse is None:
+        raise ValueError("an Iceberg export needs a warehouse (--to) unless --catalog names a configured catalog")
+    if _is_local(warehouse):
+        path = os.path.abspath(_local_path(warehouse))
+        os.makedirs(path, exist_ok=True)
+        wh = "file://" + path
+        uri = catalog or "sqlite:///" + os.path.join(path, "catalog.db")
+    else:
+        if catalog is None:
+            raise ValueError(f"the warehouse {warehouse} is on object storage, where no SQLite catalog can live: give "
+                             "--catalog NAME (a catalog of pyiceberg's configuration) or --catalog URL (a SQL catalog "
+                             "database, e.g. sqlite:////var/lib/kafkafmt/catalog.db)")
+        wh, uri = warehouse.rstrip("/"), catalog
+    return SqlCatalog("kafkafmt", uri=uri, warehouse=wh, **props)
+
+
+def _with_field_ids(arrow_type, ice_type):
+    """``arrow_type`` with the Iceberg field ids of ``ice_type`` (matched by name) in its fields'
+    metadata, as Parquet writers store them."""
+    import pyarrow as pa
+    from pyiceberg.types import ListType, StructType
+
+    if pa.types.is_struct(arrow_type) and isinstance(ice_type, StructType):
+        return pa.struct([_field_with_id(f, ice_type.field_by_name(f.name)) for f in arrow_type])
+    if pa.types.is_list(arrow_type) and isinstance(ice_type, ListType):
+        item = pa.field("element", _with_field_ids(arrow_type.value_type, ice_type.element_type), True,
+                        metadata={b"PARQUET:field_id": str(ice_type.element_id).encode()})
+        return pa.list_(item)
+    return arrow_type
+
+
+def _field_with_id(f, nested):
+    import pyarrow as pa
+
+    return pa.field(f.name, _with_field_ids(f.type, nested.field_type), True,
+                    metadata={b"PARQUET:field_id": str(nested.field_id).encode()})
+
+
+class IcebergTable:
+    """One Iceberg table as an export target (the interface `kafkafmt.lakehouse.export` drives)."""
+
+    format = "iceberg"
+
+    def __init__(self, identifier, warehouse=None, catalog=None, storage_options=None):
+        if not identifier or "." not in identifier:
+            raise ValueError(f"an Iceberg table is named NAMESPACE.TABLE, not {identifier!r}")
+        self.identifier = identifier
+        self.catalog = open_catalog(warehouse, catalog, storage_options)
+        self.table = None
+
+    # -- the table ------------------------------------------------------------------------------
+    def open(self, schema, fields, *, target_file_size, compression):
+        """Load the table, or create it with ``schema`` (Arrow), partitioned by ``fields`` and
+        sorted by partition and offset. Returns the partition fields in force (an existing
+        table's own)."""
+        from pyiceberg.exceptions import NoSuchTableError
+
+        try:
+            self.table = self.catalog.load_table(self.identifier)
+        except NoSuchTableError:
+            self._create(schema, fields, target_file_size, compression)
+        if self.table.properties.get(_NO_RETRIES) != "0":
+            with self.table.transaction() as tx:
+                tx.set_properties({_NO_RETRIES: "0"})
+            self.table = self.catalog.load_table(self.identifier)
+        return self.partition_fields()
+
+    def _create(self, schema, fields, target_file_size, compression):
+        from pyiceberg.exceptions import TableAlreadyExistsError
+        from pyiceberg.transforms import DayTransform, HourTransform, IdentityTransform, MonthTransform, YearTransform
+
+        transforms = {"identity": IdentityTransform, "day": DayTransform, "hour": HourTransform,
+                      "month": MonthTransform, "year": YearTransform}
+        ns = tuple(self.identifier.split(".")[:-1])
+        self.catalog.create_namespace_if_not_exists(ns)
+        props = {"write.target-file-size-bytes": str(int(target_file_size)), _NO_RETRIES: "0",
+                 "write.parquet.compression-codec": compression or "uncompressed",
+                 "kafkafmt.table": "kafka-records"}
+        try:
+            with self.catalog.create_table_transaction(self.identifier, schema=schema, properties=props) as tx:
+                if fields:
+                    with tx.update_spec() as spec:
+                        for f in fields:
+                            if f.transform == "identity":
+                                spec.add_identity(f.source)
+                            else:
+                                spec.add_field(f.source, transforms[f.transform](), f.name)
+                if "partition" in schema.names and "offset" in schema.names:
+                    with tx.update_sort_order() as order:
+                        order.asc("partition", IdentityTransform())
+                        order.asc("offset", IdentityTransform())
+        except TableAlreadyExistsError:
+            pass            # created meanwhile by another run: use it
+        self.table = self.catalog.load_table(self.identifier)
+
+    def partition_fields(self):
+        from kafkafmt.lakehouse.layout import PartitionField
+
+        schema = self.table.schema()
+        out = []
+        for pf in self.table.spec().fields:
+            source = schema.find_column_name(pf.source_id)
+            name = str(pf.transform)
+            transform = "identity" if name == "identity" else name
+            out.append(PartitionField(source, transform))
+        return tuple(out)
+
+    def arrow_schema(self):
+        """The table's schema as Arrow (stored types: binary, string, timestamp[us, UTC])."""
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+        from kafkafmt.lakehouse.layout import _plain_type
+
+        s = schema_to_pyarrow(self.table.schema(), include_field_ids=False)
+        return _plain_arrow(s, _plain_type)
+
+    def file_schema(self, schema):
+        """The Arrow schema data files are written with: ``schema`` with field ids."""
+        import pyarrow as pa
+
+        ice = self.table.schema()
+        return pa.schema([_field_with_id(f, ice.find_field(f.name)) for f in schema])
+
+    def file_columns(self, schema):
+        return list(schema.names)
+
+    def evolve(self, new_schema):
+        """Add the new fields of ``new_schema`` (Arrow) to the table (a commit of its own)."""
+        with self.table.update_schema() as update:
+            update.union_by_name(new_schema)
+        self.table = self.catalog.load_table(self.identifier)
+
+    # -- the ledger -----------------------------------------------------------------------------
+    def ledger(self, tps=()):
+        """The offsets of the newest snapshot carrying them in the current snapshot's ancestry (so
+        a rollback rolls them back too). When none does -- the snapshots were expired under a newer
+        one of another writer -- the table property written with the last commit stands in, if
+        that commit is not newer than the current snapshot (else the table was rolled back to
+        before it)."""
+        t = self.table
+        snap = t.current_snapshot()
+        head = snap
+        while snap is not None:
+            text = (snap.summary.additional_properties or {}).get(OFFSETS_KEY) if snap.summary else None
+            if text is not None:
+                return parse_offsets(text)
+            snap = None if snap.parent_snapshot_id is None else t.snapshot_by_id(snap.parent_snapshot_id)
+        seq = t.properties.get(_SEQUENCE)
+        if head is not None and OFFSETS_KEY in t.properties and seq is not None and \
+                (head.sequence_number or 0) >= int(seq):
+            return parse_offsets(t.properties[OFFSETS_KEY])
+        return {}
+
+    # -- data files -----------------------------------------------------------------------------
+    def open_file(self, key, fields):
+        from pyiceberg.typedef import Record
+
+        t = self.table
+        name = f"00000-0-{uuid.uuid4()}.parquet"
+        data = t.properties.get("write.data.path", f"{t.location().rstrip('/')}/data").rstrip("/")
+        path = f"{data}/{t.spec().partition_to_path(Record(*key), t.schema())}/{name}" if fields else f"{data}/{name}"
+        out = t.io.new_output(path)
+        return (path, out), out.create(overwrite=False)
+
+    def close_file(self, handle, key, size, metadata, rows):
+        from pyiceberg.io.pyarrow import (compute_statistics_plan, data_file_statistics_from_parquet_metadata,
+                                          parquet_path_to_id_mapping)
+        from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+        from pyiceberg.typedef import Record
+
+        path, _out = handle
+        t = self.table
+        schema = t.schema()
+        stats = data_file_statistics_from_parquet_metadata(
+            parquet_metadata=metadata, stats_columns=compute_statistics_plan(schema, t.properties),
+            parquet_column_mapping=parquet_path_to_id_mapping(schema))
+        return DataFile.from_args(content=DataFileContent.DATA, file_path=path, file_format=FileFormat.PARQUET,
+                                  partition=Record(*key), file_size_in_bytes=size,
+                                  sort_order_id=t.sort_order().order_id or None, spec_id=t.spec().spec_id,
+                                  equality_ids=None, key_metadata=None, **stats.to_serialized_dict())
+
+    # -- commits --------------------------------------------------------------------------------
+    def commit(self, files, properties, offsets_text, ledger):
+        """One snapshot adding ``files`` with ``properties`` in its summary; the table property
+        ``kafkafmt.offsets`` follows in the same commit. Returns the snapshot id."""
+        from pyiceberg.exceptions import CommitFailedException
+
+        tx = self.table.transaction()
+        tx.set_properties({OFFSETS_KEY: offsets_text,
+                           _SEQUENCE: str(self.table.metadata.last_sequence_number + 1)})
+        with tx.update_snapshot(snapshot_properties=properties).fast_append() as append:
+            for f in files:
+                append.append_data_file(f)
+        try:
+            tx.commit_transaction()
+        except CommitFailedException as exc:
+            raise CommitConflictError(f"{self.describe()} changed while this export ran (another export?): its "
+                                      f"commit was refused, nothing of it is in the table; run it again ({exc})") from exc
+        self.table = self.catalog.load_table(self.identifier)
+        return self.table.current_snapshot().snapshot_id
+
+    def describe(self):
+        return f"Iceberg table {self.identifier} at {self.table.location()}"
+
+
+def _plain_arrow(schema, plain):
+    import pyarrow as pa
+
+    def conv(t):
+        if pa.types.is_large_binary(t):
+            return pa.binary()
+        if pa.types.is_large_string(t):
+            return pa.string()
+        if pa.types.is_large_list(t) or pa.types.is_list(t):
+            return pa.list_(pa.field(t.value_field.name, conv(t.value_type), True))
+        if pa.types.is_struct(t):
+            return pa.struct([pa.field(f.name, conv(f.type), True) for f in t])
+        return plain(t)
+
+    return pa.schema([pa.field(f.name, conv(f.type), True) for f in schema])

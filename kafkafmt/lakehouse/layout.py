@@ -1,0 +1,307 @@
+"""The table a topic's history becomes: its columns, how it is partitioned, and each chunk of records
+turned into rows of it.
+
+Columns are those of Spark's Kafka source -- ``key, value, topic, partition, offset, timestamp,
+timestampType, headers`` -- plus the batch metadata columns when asked for. ``timestamp`` is stored
+in microseconds (Iceberg's and Delta's timestamp with time zone); the column types of a chunk come
+from the chunk itself (`chunk_table`), so a typed ``value`` or ``key`` (a struct, once values are
+decoded) is one more Arrow type here, and a chunk whose type has fields the table lacks is what
+schema evolution (`added_fields`) finds.
+
+Partitioning (``partition_by``): a list of fields, each a column kept as it is (identity) or a time
+transform of ``timestamp`` -- ``"topic,day(timestamp)"`` by default, as users query Kafka data: by
+topic and by day. Iceberg partitions by the transforms themselves (hidden partitioning); Delta has
+no transforms, so a time transform becomes a partition column of its own (``timestamp_day`` as a
+date, ``timestamp_hour`` / ``timestamp_month`` as text, ``timestamp_year`` as an int), always in
+UTC. `partition_groups` splits a chunk into the rows of each partition, keeping offset order.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["PartitionField", "DEFAULT_PARTITION_BY", "parse_partition_by", "kafka_schema", "chunk_table",
+           "added_fields", "merge_schema", "conform", "partition_groups", "delta_partition_value",
+           "delta_partition_type", "format_partition_by"]
+
+#: the columns that can be partitioned by as they are, and the column time transforms apply to
+IDENTITY_COLUMNS = ("topic", "partition", "timestampType")
+TIME_COLUMN = "timestamp"
+TIME_TRANSFORMS = ("year", "month", "day", "hour")
+DEFAULT_PARTITION_BY = "topic,day(timestamp)"
+_MS = {"hour": 3_600_000, "day": 86_400_000}
+
+
+@dataclass(frozen=True)
+class PartitionField:
+    """One partition field: ``source`` column and ``transform`` ("identity", "year", "month",
+    "day", "hour"); ``name`` is the Iceberg partition field's name and the Delta partition column's."""
+    source: str
+    transform: str = "identity"
+
+    @property
+    def name(self):
+        return self.source if self.transform == "identity" else f"{self.source}_{self.transform}"
+
+    def __str__(self):
+        return self.source if self.transform == "identity" else f"{self.transform}({self.source})"
+
+
+def parse_partition_by(spec):
+    """``"topic,day(timestamp)"`` (or a list of such items, or PartitionFields) -> tuple of
+    PartitionField; ``"none"`` or ``""`` -> () (unpartitioned)."""
+    if spec is None:
+        spec = DEFAULT_PARTITION_BY
+    items = spec if isinstance(spec, (list, tuple)) else [s for s in re.split(r",(?![^(]*\))", spec)]
+    out = []
+    for item in items:
+        if isinstance(item, PartitionField):
+            out.append(item)
+            continue
+        text = str(item).strip()
+        if text.lower() in ("", "none"):
+            continue
+        m = re.fullmatch(r"(\w+)\s*\(\s*(\w+)\s*\)", text)
+        field = PartitionField(m.group(2), m.group(1).lower()) if m else PartitionField(text)
+        if field.transform == "identity" and field.source not in IDENTITY_COLUMNS:
+            raise ValueError(f"cannot partition by {text!r}: identity partitions are on {', '.join(IDENTITY_COLUMNS)}; "
+                             f"time transforms ({', '.join(TIME_TRANSFORMS)}) on timestamp, e.g. day(timestamp)")
+        if field.transform != "identity" and (field.transform not in TIME_TRANSFORMS or field.source != TIME_COLUMN):
+            raise ValueError(f"cannot partition by {text!r}: the transforms are "
+                             f"{', '.join(t + '(timestamp)' for t in TIME_TRANSFORMS)}")
+        if field in out:
+            raise ValueError(f"partition field {text!r} given twice")
+        out.append(field)
+    return tuple(out)
+
+
+def format_partition_by(fields):
+    return ",".join(map(str, fields)) or "none"
+
+
+def kafka_schema(headers=True, batch_metadata=False):
+    """The Arrow schema of a table of raw records (binary key and value)."""
+    import pyarrow as pa
+
+    fields = [("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+              ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32())]
+    if headers:
+        fields.append(("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))))
+    if batch_metadata:
+        fields += [("producerId", pa.int64()), ("producerEpoch", pa.int16()), ("baseSequence", pa.int32()),
+                   ("leaderEpoch", pa.int32()), ("codec", pa.string())]
+    return pa.schema(fields)
+
+
+def _plain_type(t):
+    """The stored type of an Arrow type: views and dictionaries as their plain type, timestamps in
+    microseconds UTC, large lists/binaries as they are."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        return _plain_type(t.value_type)
+    if t == pa.binary_view():
+        return pa.binary()
+    if t == pa.string_view():
+        return pa.string()
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", tz="UTC")
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _plain_type(f.type), True) for f in t])
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(pa.field(t.value_field.name, _plain_type(t.value_type), True))
+    return t
+
+
+def chunk_table(recs, headers=True, batch_metadata=False):
+    """A chunk of records (`kafkafmt.Records`) as an Arrow table in stored types (see `_plain_type`),
+    columns in the order of `kafka_schema`."""
+    import pyarrow as pa
+
+    t = recs.to_arrow(headers=headers, batch_metadata=batch_metadata)
+    base = kafka_schema(headers, batch_metadata)
+    names = [n for n in base.names if n in t.column_names] + [n for n in t.column_names if n not in base.names]
+    cols, fields = [], []
+    for name in names:
+        col = t.column(name)
+        want = base.field(name).type if name in base.names and not pa.types.is_struct(col.type) \
+            else _plain_type(col.type)
+        if col.type != want:
+            col = col.cast(want)
+        cols.append(col)
+        fields.append(pa.field(name, want, True))
+    return pa.Table.from_arrays(cols, schema=pa.schema(fields))
+
+
+def _struct_additions(old, new, path):
+    import pyarrow as pa
+
+    out = []
+    if pa.types.is_struct(old) and pa.types.is_struct(new):
+        have = {f.name: f for f in old}
+        for f in new:
+            if f.name not in have:
+                out.append(path + (f.name,))
+            else:
+                out += _struct_additions(have[f.name].type, f.type, path + (f.name,))
+    elif (pa.types.is_list(old) or pa.types.is_large_list(old)) and (pa.types.is_list(new) or pa.types.is_large_list(new)):
+        out += _struct_additions(old.value_type, new.value_type, path + ("element",))
+    return out
+
+
+def added_fields(table_schema, chunk_schema):
+    """Paths (tuples of names) of the fields of ``chunk_schema`` that ``table_schema`` lacks, top
+    level and nested in structs: what schema evolution adds."""
+    have = {f.name: f for f in table_schema}
+    out = []
+    for f in chunk_schema:
+        if f.name not in have:
+            out.append((f.name,))
+        else:
+            out += _struct_additions(have[f.name].type, f.type, (f.name,))
+    return out
+
+
+def _merge_type(old, new):
+    import pyarrow as pa
+
+    if pa.types.is_struct(old) and pa.types.is_struct(new):
+        news = {f.name: f for f in new}
+        fields = [pa.field(f.name, _merge_type(f.type, news[f.name].type) if f.name in news else f.type, True)
+                  for f in old]
+        fields += [pa.field(f.name, f.type, True) for f in new if f.name not in {g.name for g in old}]
+        return pa.struct(fields)
+    if pa.types.is_list(old) and pa.types.is_list(new):
+        return pa.list_(pa.field(old.value_field.name, _merge_type(old.value_type, new.value_type), True))
+    return old
+
+
+def merge_schema(table_schema, chunk_schema):
+    """The table's schema with the chunk's new fields added (every table column kept, in order)."""
+    import pyarrow as pa
+
+    news = {f.name: f for f in chunk_schema}
+    fields = [pa.field(f.name, _merge_type(f.type, news[f.name].type) if f.name in news else f.type, True)
+              for f in table_schema]
+    fields += [pa.field(f.name, f.type, True) for f in chunk_schema if f.name not in table_schema.names]
+    return pa.schema(fields)
+
+
+def _conform_array(arr, want):
+    """``arr`` as type ``want``: structs field by field by name (fields it lacks null), lists by their
+    items, everything else cast."""
+    import pyarrow as pa
+
+    if arr.type == want:
+        return arr
+    if isinstance(arr, pa.ChunkedArray):
+        return pa.chunked_array([_conform_array(c, want) for c in arr.chunks], type=want)
+    if pa.types.is_struct(want) and pa.types.is_struct(arr.type):
+        names = {arr.type.field(i).name: i for i in range(arr.type.num_fields)}
+        children = [_conform_array(arr.field(names[f.name]), f.type) if f.name in names else pa.nulls(len(arr), f.type)
+                    for f in want]
+        mask = arr.is_null() if arr.null_count else None
+        return pa.StructArray.from_arrays(children, fields=list(want), mask=mask)
+    if pa.types.is_list(want) and (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)) \
+            and pa.types.is_struct(want.value_type) and arr.type.value_type != want.value_type:
+        arr = arr.cast(pa.list_(arr.type.value_field)) if pa.types.is_large_list(arr.type) else arr
+        values = _conform_array(arr.values, want.value_type)
+        offsets = arr.offsets
+        out = pa.ListArray.from_arrays(offsets, values, type=want, mask=arr.is_null() if arr.null_count else None)
+        return out
+    return arr.cast(want)
+
+
+def conform(table, schema):
+    """``table`` with exactly ``schema``'s columns, in its order and types: columns the chunk lacks
+    are null (a column is never dropped from the table), types converted field by field."""
+    import pyarrow as pa
+
+    cols = []
+    for f in schema:
+        if f.name in table.column_names:
+            cols.append(_conform_array(table.column(f.name), f.type))
+        else:
+            cols.append(pa.nulls(table.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def _time_values(ms, transform):
+    """Iceberg's transform values of epoch milliseconds (int64): hours, days, months or years since
+    1970-01-01 UTC."""
+    if transform in _MS:
+        return np.floor_divide(ms, _MS[transform])
+    unit = "M" if transform == "month" else "Y"
+    return ms.astype("datetime64[ms]").astype(f"datetime64[{unit}]").astype(np.int64)
+
+
+def partition_groups(recs, fields):
+    """[(key, rows)] of a chunk: ``key`` a tuple of partition values (Iceberg's representation: the
+    identity value, or hours/days/months/years since the epoch) in ``fields`` order; ``rows`` a
+    slice (the whole chunk in one partition) or an int64 index array, in offset order."""
+    n = len(recs)
+    const, varying = [], []
+    for i, f in enumerate(fields):
+        if f.source == "topic":
+            const.append((i, recs.topic))
+        elif f.source == "partition":
+            part = recs.partition
+            if isinstance(part, np.ndarray):
+                varying.append((i, part.astype(np.int64)))
+            else:
+                const.append((i, None if part is None else int(part)))
+        elif f.source == "timestampType":
+            varying.append((i, np.asarray(recs.timestamp_type, np.int64)))
+        else:
+            varying.append((i, _time_values(np.asarray(recs.timestamp, np.int64), f.transform)))
+    key = [None] * len(fields)
+    for i, v in const:
+        key[i] = v
+    varying = [(i, v) for i, v in varying if n]
+    if not varying or all(v[0] == v[-1] and (v == v[0]).all() for _, v in varying):
+        for i, v in varying:
+            key[i] = int(v[0])
+        return [(tuple(key), slice(0, n))]
+    order = np.lexsort([v for _, v in reversed(varying)])      # stable: offset order within a group
+    cols = [v[order] for _, v in varying]
+    change = np.zeros(n, bool)
+    change[0] = True
+    for c in cols:
+        change[1:] |= c[1:] != c[:-1]
+    starts = np.flatnonzero(change)
+    ends = np.append(starts[1:], n)
+    out = []
+    for s, e in zip(starts, ends):
+        k = list(key)
+        for (i, _), c in zip(varying, cols):
+            k[i] = int(c[s])
+        out.append((tuple(k), order[s:e]))
+    return out
+
+
+def delta_partition_type(field):
+    """The Arrow type of a Delta partition column."""
+    import pyarrow as pa
+
+    if field.transform == "identity":
+        return {"topic": pa.string(), "partition": pa.int32(), "timestampType": pa.int32()}[field.source]
+    return {"day": pa.date32(), "year": pa.int32()}.get(field.transform, pa.string())
+
+
+def delta_partition_value(field, value):
+    """A partition value (as `partition_groups` gives it) as Delta's partitionValues string."""
+    if value is None:
+        return None
+    if field.transform == "identity":
+        return str(value)
+    epoch = _dt.datetime(1970, 1, 1)
+    if field.transform == "day":
+        return (epoch + _dt.timedelta(days=value)).date().isoformat()
+    if field.transform == "hour":
+        return (epoch + _dt.timedelta(hours=value)).strftime("%Y-%m-%d-%H")
+    if field.transform == "month":
+        return f"{1970 + value // 12:04d}-{value % 12 + 1:02d}"
+    return str(1970 + value)
