@@ -218,7 +218,7 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     recs = _finish(a, c, table, buf.shape[0], valid_end, tail, file, topic, partition, options,
                    None if views is None else views.buffers(kept))
     if binary == "view" and views is None:
-        return recs.replace(key=_as_views(recs._key), value=_as_views(recs._value))
+        return recs.replace(key=_as_views(recs.decoded("key")), value=_as_views(recs.decoded("value")))
     return recs
 
 

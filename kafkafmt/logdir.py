@@ -25,7 +25,7 @@ from kafkafmt.names import partition_of_name, segment_base
 from kafkafmt.planner import plan
 from kafkafmt.ranges import read_range
 from kafkafmt.records import Records
-from kafkafmt.segments import Segment
+from kafkafmt.segments import Segment, warn_fallbacks
 from kafkafmt.storage import open_storage
 from kafkafmt.threads import resolve_threads, thread_pool
 from kafkafmt.transactions import committed_mask
@@ -117,8 +117,10 @@ def _iter_partition(folder, *, start_offset, end_offset, start_timestamp, end_ti
     report = [] if report is None else report
     if errors not in ("strict", "salvage"):
         raise ValueError(f"errors must be 'strict' or 'salvage', not {errors!r}")
+    since = len(report)
     tasks = plan(part, start_offset=start_offset, end_offset=end_offset, start_timestamp=start_timestamp,
                  end_timestamp=end_timestamp, isolation=isolation, report=report, errors=errors)
+    warn_fallbacks(report, since, part.name)     # the index lookups are planning's: said once, here
     committed = isolation == "read_committed"
     options = DecodeOptions.for_columns(columns, verify_crc=verify_crc,
                                         include_control=include_control and not committed,

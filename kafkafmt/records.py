@@ -565,6 +565,13 @@ class Records:
                                  f"it): read again with it (recs.columns lists the columns this result has)")
         return col
 
+    def decoded(self, name):
+        """The ``key``, ``value`` or ``headers`` column, or None when it was not decoded (absent,
+        where the attribute raises)."""
+        if name not in ("key", "value", "headers"):
+            raise ValueError(f"decoded() takes key, value or headers, not {name!r}")
+        return getattr(self, "_" + name)
+
     key = property(lambda self: self._column("key", "keys"), doc="keys (`BinaryColumn`), when decoded")
     value = property(lambda self: self._column("value", "values"), doc="values (`BinaryColumn`), when decoded")
     headers = property(lambda self: self._column("headers", "headers"), doc="headers (`Headers`), when decoded")

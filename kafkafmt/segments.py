@@ -20,14 +20,26 @@ from kafkafmt.names import segment_base, segment_file_name
 from kafkafmt.ranges import read_range
 from kafkafmt.reports import ReportEntry, ReportKind
 
-__all__ = ["Segment", "DEFAULT_INDEX_INTERVAL"]
+__all__ = ["Segment", "DEFAULT_INDEX_INTERVAL", "warn_fallbacks"]
 
 DEFAULT_INDEX_INTERVAL = 4096   # Kafka's index.interval.bytes
 
 
 def _fallback(report, file, why):
-    warnings.warn(f"{file}: {why}; scanning the segment instead", KafkafmtWarning, stacklevel=4)
+    """An index not used: reported (the read that met it warns once for all: `warn_fallbacks`)."""
     report.append(ReportEntry(ReportKind.INDEX_FALLBACK, file, why + "; scanned instead"))
+
+
+def warn_fallbacks(report, since=0, where=None):
+    """One `KafkafmtWarning` for the index fallbacks a read reported (entries of ``report`` from
+    ``since`` on), however many segments and lookups met them."""
+    mine = [e for e in report[since:] if e.kind is ReportKind.INDEX_FALLBACK]
+    if not mine:
+        return
+    first = mine[0]
+    more = f" (and {len(mine) - 1} more index file{'s' if len(mine) > 2 else ''})" if len(mine) > 1 else ""
+    warnings.warn(f"{where + ': ' if where else ''}{first.file}: {first.message}{more}", KafkafmtWarning,
+                  stacklevel=3)
 
 
 class Segment:
@@ -124,7 +136,9 @@ class Segment:
         path = self.side_url(kind)
         data = self.side_bytes(kind)
         if data is None:
-            if self.size:
+            # Kafka creates an index file lazily, with the first entry: a segment of at most
+            # index.interval.bytes has none, and a scan is what the broker does too
+            if self.size > DEFAULT_INDEX_INTERVAL:
                 _fallback(report, path, f"no .{kind} file")
             return None
         try:

@@ -7,6 +7,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import warnings
 import sys
 
 import numpy as np
@@ -358,9 +359,49 @@ def test_warnings_once(tmp_path):
     shutil.copyfile(base, base + ".deleted")
     p = cli("export", tmp_path / "logs", "--to", tmp_path / "o.jsonl")
     assert p.returncode == 0 and p.stderr.count(".log.deleted") == 1, p.stderr
+    # a small segment (at most index.interval.bytes) has no index on a broker: no news
     os.unlink(base[:-4] + ".index")
     p = cli("dump", folder, "--offset-range", "3:6")
+    assert "no .index file" not in p.stderr, p.stderr
+
+
+def test_missing_indexes_said_once_per_read(tmp_path):
+    """Large segments without their .index: one warning for the read, whatever the number of
+    segments and seeks (issue 21: every seek warned); the report still names each file."""
+    folder = str(tmp_path / "big-0")
+    kafkafmt.write_log_dir(folder, values=[b"v%05d" % i + b"x" * 200 for i in range(3000)], timestamps=[1] * 3000,
+                           batch_size=2048, segment_bytes=64 << 10)
+    segs = kafkafmt.list_segments(folder)
+    assert len(segs) >= 5 and all(s.size > 4096 for s in segs)
+    for s in segs:
+        os.unlink(s.index)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        recs = kafkafmt.read_log_dir(folder, start_offset=1500, end_offset=2500)
+    said = [w for w in caught if issubclass(w.category, kafkafmt.KafkafmtWarning)]
+    assert len(said) == 1 and "no .index file" in str(said[0].message) and "more index file" in str(said[0].message)
+    assert recs.offset.tolist() == list(range(1500, 2500))
+    assert len([e for e in recs.report if e.kind is kafkafmt.ReportKind.INDEX_FALLBACK]) >= 2
+    p = cli("dump", folder, "--offset-range", "1500:2500")
     assert p.stderr.count("no .index file") == 1, p.stderr
+
+
+def test_tiered_uploads_without_indexes_are_not_leftovers(tmp_path):
+    """Uploads of Kafka's layout without .index/.timeindex objects are segments read by a scan, not
+    broker leftovers (issue 21 item 9)."""
+    from test_tiered import _write_local, kafka_layout_objects
+
+    src = tmp_path / "src" / "t-0"
+    kafkafmt.write_log_dir(str(src), values=[b"v%d" % i for i in range(500)], timestamps=[1] * 500,
+                           segment_bytes=4096)
+    objs = {k: v for k, v in kafka_layout_objects(str(src), "t", 0, "AAAAAAAAAAAAAAAAAAAAAQ").items()
+            if not k.endswith((".index", ".timeindex"))}
+    _write_local(tmp_path / "remote" / "kafka-tiered-storage", objs)
+    report = []
+    parts = kafkafmt.discovery.find_partitions(str(tmp_path / "remote"), report=report)
+    assert [p.name for p in parts] == ["t-0"]
+    assert not [e for e in report if e.kind is kafkafmt.ReportKind.LEFTOVER], report
+    assert kafkafmt.read_log_dirs(str(tmp_path / "remote")).offset.tolist() == list(range(500))
 
 
 def test_stats_filter_that_matches_nothing_says_so(multinode):

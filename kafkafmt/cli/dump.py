@@ -51,6 +51,7 @@ from kafkafmt.cli.reading import CHUNK_BYTES, FileReader, iter_partition, log_me
 from kafkafmt.decoder import DecodeOptions
 from kafkafmt.logdir import read_task
 from kafkafmt.planner import plan
+from kafkafmt.segments import warn_fallbacks
 
 DELETE_HORIZON_FLAG = 0x40
 INT32_MAX = (1 << 31) - 1
@@ -364,6 +365,7 @@ class Dumper:
         rng = self.range_for(pd) if self.filtered else (None, None)
         segments = pd.list_segments(report)
         tasks = plan(pd, start_offset=rng[0], end_offset=rng[1], report=report) if rng is not None else []
+        warn_fallbacks(report, 0, pd.name)
         options = DecodeOptions.for_columns(None if self.deep else ["offset", "timestamp"], verify_crc=False,
                                             include_control=True)
         by_segment = {}
