@@ -187,6 +187,12 @@ class Partition:
             return list(self.segments)
         return list_segments(self.folder, report, self.storage, cache)
 
+    def files(self, cache=None):
+        """(name, path or URL) of every file in its folder (segments, side files, checkpoints, KRaft
+        snapshots), sorted by name."""
+        return [(e.name, e.path if self.storage.is_local else self.storage.url(e.path))
+                for e in _listing(self.folder, self.storage, cache) if not e.is_dir]
+
     def earliest(self, segments=None):
         """The first offset a consumer can read ("earliest"): the first segment's base offset, or the
         log start offset when DeleteRecords moved it further; None without segments."""

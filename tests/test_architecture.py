@@ -89,3 +89,44 @@ def test_no_import_cycle():
 
 def test_cycles_are_found():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _calls(path, names):
+    """(line, call) of the calls in a module to one of ``names``: a builtin (``open``), a module's
+    function (``os.listdir``), or any object's method (``.list``, written with the leading dot)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name):
+                full = f.id
+            elif isinstance(f, ast.Attribute):
+                owner = f.value.id if isinstance(f.value, ast.Name) else None
+                full = f"{owner}.{f.attr}" if owner else f".{f.attr}"
+                if "." + f.attr in names:
+                    out.append((node.lineno, full))
+                    continue
+            else:
+                continue
+            if full in names:
+                out.append((node.lineno, full))
+    return out
+
+
+def test_only_discovery_walks_folders():
+    """The command line and Spark find data through kafkafmt.discovery only: no module of theirs lists a
+    folder (os.listdir/scandir/walk, a Storage's list) -- the one read path of docs/architecture.md."""
+    doors = sorted((REPO / "kafkafmt" / "cli").glob("*.py")) + sorted((REPO / "kafkafmt" / "spark").glob("*.py"))
+    found = {str(p.relative_to(REPO)): _calls(p, {"os.listdir", "os.scandir", "os.walk", ".list", "glob.glob"})
+             for p in doors + [REPO / "kafkafmt" / "logdir.py", REPO / "kafkafmt" / "planner.py"]}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_every_read_goes_through_the_storage_interface():
+    """No module of the read path opens a data file itself: bytes come from a Storage's blob (mmap for
+    local files, ranged reads for object stores)."""
+    read_path = ["decoder", "framing", "ranges", "segments", "discovery", "planner", "logdir", "transactions",
+                 "tiered", "spark/stream", "spark/read", "spark/planning", "cli/reading", "cli/common"]
+    found = {m: _calls(REPO / "kafkafmt" / f"{m}.py", {"open", "io.open", "os.open", "mmap.mmap"})
+             for m in read_path}
+    assert {k: v for k, v in found.items() if v} == {}

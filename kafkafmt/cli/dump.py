@@ -256,7 +256,7 @@ class Dumper:
 
     def partition_files(self, pd):
         rows = []
-        listing = cli_paths.listdir(pd.url) if pd.segments is None else \
+        listing = pd.files() if pd.segments is None else \
             [(os.path.basename(s.url), s.url) for s in pd.segments]     # tiered uploads: their logs
         for name, full in listing:
             kind = file_kind(name)

@@ -516,7 +516,7 @@ def _snapshot_files(pd):
     """The KRaft snapshots (``<offset>-<epoch>.checkpoint``) in a __cluster_metadata folder, oldest first."""
     from kafkafmt.names import file_kind
 
-    return sorted((full for name, full in cli_paths.listdir(pd.url) if file_kind(name) == "kraft-snapshot"),
+    return sorted((full for name, full in pd.files() if file_kind(name) == "kraft-snapshot"),
                   key=lambda f: os.path.basename(f))
 
 

@@ -59,12 +59,6 @@ def read_bytes(path):
     return st.read_bytes(p)
 
 
-def listdir(path):
-    """(name, URL or path) of the files in a folder."""
-    st, p = storage_of(path)
-    return [(e.name, e.path if st.is_local else st.url(e.path)) for e in st.list(p) if not e.is_dir]
-
-
 def readable(path):
     """A path (local) or the file's bytes (remote), for the side-file readers that take either."""
     return path if is_local(path) else read_bytes(path)

@@ -185,7 +185,7 @@ class Verifier:
         for s in segments:
             self.side_files(s, infos[s.base_offset])
         if pd.segments is None:       # a folder (not tiered uploads): its other files
-            for name, full in cli_paths.listdir(pd.url):
+            for name, full in pd.files():
                 kind = file_kind(name)
                 if kind in ("producer-snapshot", "leader-epoch", "partition-metadata") and not is_leftover(name):
                     self.other_file(full, kind)
