@@ -15,12 +15,10 @@ import dataclasses
 import inspect
 import os
 
-import numpy as np
-
 from kafkafmt.decoder import DecodeOptions, decode
 from kafkafmt.discovery import Partition, find_partitions, resolve_partition
-from kafkafmt.errors import CorruptRecordError, NotKafkaDataError
-from kafkafmt.framing import entry_size_at, not_kafka_reason, scan_range, window
+from kafkafmt.errors import NotKafkaDataError
+from kafkafmt.framing import not_kafka_reason, window
 from kafkafmt.names import partition_of_name, segment_base
 from kafkafmt.planner import plan
 from kafkafmt.ranges import read_range
@@ -28,66 +26,9 @@ from kafkafmt.records import Records
 from kafkafmt.segments import Segment, warn_fallbacks
 from kafkafmt.storage import open_storage
 from kafkafmt.threads import resolve_threads, thread_pool
-from kafkafmt.transactions import committed_mask
+from kafkafmt.taskreader import read_task, read_tasks
 
-__all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment", "read_task"]
-
-_WHOLE_RANGE_RATIO = 64   # decoded bytes per stored byte no real batch exceeds (read_task's first chunk)
-
-
-def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20, after=None):
-    """Yield the records of one task in chunks of about `max_bytes` of decoded data (the first
-    chunk is one batch; later ones are sized from what the previous chunk showed). Headers are
-    scanned window by window, so pages beyond the chunk are not touched; consumed pages leave
-    this process's memory. `after`: the last offset read before this task (offsets must increase).
-    Each chunk is (records, last offset read)."""
-    options = DecodeOptions() if options is None else options
-    seg = task.segment
-    with seg.open() as f:
-        pos, stop = task.start_pos, min(task.stop_pos, f.size)
-        ratio = float("inf")
-        released = 0
-        while pos < stop:
-            if ratio != float("inf"):
-                budget = int(max_bytes / max(ratio, 1.0))
-            else:   # nothing decoded yet: one batch shows the ratio, unless any ratio would fit anyway
-                budget = stop - pos if max_bytes >= (stop - pos) * _WHOLE_RANGE_RATIO else 0
-            heads, _ = scan_range(f, pos, min(stop, pos + budget))
-            if len(heads):
-                chunk_stop = int(heads["position"][-1] + heads["size"][-1])
-            else:   # the next batch alone exceeds the budget (or a tail / corruption follows)
-                size = entry_size_at(f, pos) if pos + 12 <= stop else -1
-                chunk_stop = pos + 12 + size if 0 < size and pos + 12 + size <= stop else stop
-            if stop - chunk_stop < 12:
-                chunk_stop = stop
-            recs, resume = read_range(seg, f, pos, chunk_stop, report, options=options, errors=errors, limit=stop,
-                                      after=after, following=task.following if chunk_stop >= f.size else None)
-            if recs.tail == "truncated" and not task.is_last and stop == f.size and errors == "strict":
-                # a cut-off tail is the end of data only at the end of the log: here segments follow
-                raise CorruptRecordError("segment ends inside a batch although later segments follow "
-                                         "(use errors='salvage' to read past it)", file=seg.log,
-                                         position=recs.valid_bytes)
-            if len(recs.batches):
-                after = max(int(recs.batches.last_offset[-1]), after if after is not None else -1)
-            decoded = (recs.key.nbytes if options.keys else 0) + (recs.value.nbytes if options.values else 0) \
-                + 40 * len(recs)
-            ratio = max(decoded / max(chunk_stop - pos, 1), 0.05)
-            pos = resume if recs.tail is None else stop
-            released = f.release(released, pos)
-            recs = recs.replace(batches=recs.batches.with_column(
-                "segment", np.full(len(recs.batches), seg.base_offset, np.int64)),
-                topic=task.topic, partition=task.partition, log_dir=task.log_dir, report=report)
-            yield _select(recs, task), after
-
-
-def _select(recs, task):
-    """The records of a decoded range that the task keeps: its offset range, committed only."""
-    lo = 0 if task.start_offset is None else int(np.searchsorted(recs.offset, task.start_offset, side="left"))
-    hi = len(recs) if task.end_offset is None else int(np.searchsorted(recs.offset, task.end_offset, side="left"))
-    recs = recs[lo:hi]
-    if task.aborted is not None:
-        recs = recs.filter(committed_mask(recs, task.aborted, task.lso))
-    return recs
+__all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment"]
 
 
 def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None,
@@ -129,21 +70,12 @@ def _iter_partition(folder, *, start_offset, end_offset, start_timestamp, end_ti
     if whole_tasks and n_threads > 1 and len(tasks) > 1:
         chunks = _read_tasks_parallel(tasks, report, options, errors, n_threads)
     else:
-        chunks = _read_tasks(tasks, report, options, errors, max_bytes)
+        chunks = read_tasks(tasks, report, options, errors, max_bytes)
     for recs, _ in chunks:
         recs = recs.replace(topic=part.topic, partition=part.partition, log_dir=part.log_dir_url, report=report)
         # a chunk of record-less batches (the cleaner's empty batches) still carries them
         if len(recs) or keep_empty or (not committed and (len(recs.controls) or len(recs.batches))):
             yield recs
-
-
-def _read_tasks(tasks, report, options, errors, max_bytes):
-    """(records, last offset read) of the tasks' chunks, in order, one task after the other."""
-    after = None
-    for task in tasks:
-        for recs, after in read_task(task, report, options=options, errors=errors, max_bytes=max_bytes,
-                                     after=after):
-            yield recs, after
 
 
 def _read_tasks_parallel(tasks, report, options, errors, threads):

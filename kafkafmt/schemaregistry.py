@@ -409,7 +409,6 @@ class TopicSchemaRegistry(SchemaRegistry):
         """
         from kafkafmt.discovery import find_partitions
         from kafkafmt.errors import KafkafmtWarning
-        from kafkafmt.logdir import read_log_dir
 
         roots_list = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
         with warnings.catch_warnings():
@@ -423,7 +422,7 @@ class TopicSchemaRegistry(SchemaRegistry):
                                       f"(a log dir, a folder of schema files, a registry URL)")
         best = None
         for part in found:
-            recs = read_log_dir(part, columns=["key", "value"], threads=1)
+            recs = _read_topic_partition(part)
             end = int(recs.offset[-1]) if len(recs) else -1
             if best is None or end > best[0]:
                 best = (end, recs, part)
@@ -811,3 +810,19 @@ def open_registry(source=None, *, roots=None, storage_options=None, filesystem=N
         return TopicSchemaRegistry.from_log_dirs(s, storage_options=storage_options, filesystem=filesystem)
     raise TypeError(f"a schema registry is None, a path, a URL, a dict or a SchemaRegistry, "
                     f"not {type(source).__name__}")
+
+
+def _read_topic_partition(part):
+    """Every record of the registry's partition, planned and read as every read is (below the readers
+    of `kafkafmt.logdir`, which decode values with this module's schemas)."""
+    from kafkafmt.decoder import DecodeOptions, decode
+    from kafkafmt.planner import plan
+    from kafkafmt.records import Records
+    from kafkafmt.taskreader import read_tasks
+
+    report = []
+    options = DecodeOptions.for_columns(["key", "value"], threads=1)
+    parts = [recs for recs, _ in read_tasks(plan(part, report=report), report, options)]
+    if not parts:
+        return decode(b"", **options.decode_kwargs())
+    return Records.concat(parts) if len(parts) > 1 else parts[0]

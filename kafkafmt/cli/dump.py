@@ -49,7 +49,7 @@ from kafkafmt.cli import internal_topics
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import CHUNK_BYTES, FileReader, iter_partition, log_metadata, resolve_range
 from kafkafmt.decoder import DecodeOptions
-from kafkafmt.logdir import read_task
+from kafkafmt.taskreader import read_tasks
 from kafkafmt.planner import plan
 from kafkafmt.segments import warn_fallbacks
 
@@ -374,10 +374,8 @@ class Dumper:
         after = [None]
 
         def chunks(seg_tasks):
-            for t in seg_tasks:
-                for recs, after[0] in read_task(t, report, options=options, errors="salvage", max_bytes=CHUNK_BYTES,
-                                                after=after[0]):
-                    yield recs
+            for recs, after[0] in read_tasks(seg_tasks, report, options, "salvage", CHUNK_BYTES, after[0]):
+                yield recs
 
         for seg in segments:
             mine = by_segment.get(seg.base_offset)

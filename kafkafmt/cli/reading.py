@@ -11,7 +11,8 @@ import numpy as np
 
 from kafkafmt.decoder import DecodeOptions
 from kafkafmt.errors import KafkafmtWarning
-from kafkafmt.logdir import iter_log_dir, read_task
+from kafkafmt.logdir import iter_log_dir
+from kafkafmt.taskreader import read_task
 from kafkafmt.planner import plan, resolve_offsets
 from kafkafmt.discovery import Partition
 from kafkafmt.records import Table

@@ -6,7 +6,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from kafkafmt.decoder import DecodeOptions
 from kafkafmt.errors import KafkafmtError
-from kafkafmt.logdir import read_task
+from kafkafmt.taskreader import read_task
 from kafkafmt.records import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
 
 
