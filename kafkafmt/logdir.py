@@ -8,7 +8,11 @@ finds, and `read_segment` for one file.
   byte range; a batch whose offsets are out of sequence with its neighbours (a damaged base
   offset, which the v2 CRC does not cover) is corrupt.
 * ``iter_log_dir`` yields chunks of at most about ``max_bytes`` of decoded data.
+* ``value_format=`` / ``key_format=`` type values and keys (Avro, Protobuf, JSON Schema, JSON,
+  strings) with the schemas of ``schema_registry=`` -- by default the ``_schemas`` topic among the
+  log dirs being read (`kafkafmt.typed`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,14 +31,33 @@ from kafkafmt.segments import Segment, warn_fallbacks
 from kafkafmt.storage import open_storage
 from kafkafmt.threads import resolve_threads, thread_pool
 from kafkafmt.taskreader import read_task, read_tasks
+from kafkafmt.typed import decode_values, open_typed
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment"]
+
+#: the readers' keyword arguments for typed keys and values (`kafkafmt.typed.open_typed`)
+TYPED_KWARGS = ("value_format", "key_format", "schema_registry", "value_schema", "key_schema", "value_errors")
+
+_TYPED_DOC = """
+    value_format, key_format: type values / keys: "avro", "registry" (each schema id's registered
+    type), "protobuf", "json-schema", "json", "connect-json", "string" (`kafkafmt.values`); None
+    (the default) keeps bytes. to_arrow() then has typed ``value``/``key`` columns (an Avro record
+    is a struct) and valueSchemaId/valueError (keySchemaId/keyError).
+    schema_registry: where schemas come from (a log dir, a folder of schema files, a registry
+    URL, a `SchemaRegistry`); None: the ``_schemas`` partition among the log dirs being read.
+    value_schema, key_schema: the reader schema (default: the latest version of subject
+    ``<topic>-value`` / ``<topic>-key``; or an id, ``{"version": n}``, a subject, a schema).
+    value_errors: "null" (a bad value is null, its reason in valueError, counted in the report as
+    BAD_VALUE) or "strict" (raise ValueDecodeError naming file, position and offset)."""
+
 
 
 def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None,
                  isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True,
                  include_control=False, max_decompressed=None, max_bytes=64 << 20, report=None,
-                 keep_empty=False, storage_options=None, filesystem=None, threads=None, binary="contiguous"):
+                 keep_empty=False, storage_options=None, filesystem=None, threads=None, binary="contiguous",
+                 value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
+                 value_errors="null"):
     """Yield the records of one partition folder (a path, a URL such as ``s3://bucket/logs/t-0``
     with ``storage_options``/``filesystem`` as pandas takes them, or a `Partition`) in chunks of
     about `max_bytes` of decoded data (whatever the segment sizes). Filters and options as
@@ -42,18 +65,30 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     skipped or fell back. keep_empty=True also yields chunks without records (batches the
     cleaner emptied), so every batch is seen. threads: each chunk's decode uses that many threads
     (None: all cores; chunks are yielded one at a time, so memory stays bounded by max_bytes)."""
+    part = resolve_partition(folder, storage_options, filesystem)
+    typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
+                       value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
+                       roots=_roots(part), storage_options=storage_options, filesystem=filesystem)
     yield from _iter_partition(folder, start_offset=start_offset, end_offset=end_offset,
                                start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation,
                                columns=columns, errors=errors, verify_crc=verify_crc,
                                include_control=include_control, max_decompressed=max_decompressed,
                                max_bytes=max_bytes, report=report, keep_empty=keep_empty,
                                storage_options=storage_options, filesystem=filesystem, threads=threads,
-                               binary=binary, whole_tasks=False)
+                               binary=binary, whole_tasks=False, typed=typed)
+
+
+iter_log_dir.__doc__ += _TYPED_DOC
+
+
+def _roots(part):
+    """Where a partition's read looks for the ``_schemas`` topic: its log dir (or upload root)."""
+    return [part.log_dir_url] if part.log_dir_url is not None else None
 
 
 def _iter_partition(folder, *, start_offset, end_offset, start_timestamp, end_timestamp, isolation, columns, errors,
                     verify_crc, include_control, max_decompressed, max_bytes, report, keep_empty, storage_options,
-                    filesystem, threads, binary, whole_tasks):
+                    filesystem, threads, binary, whole_tasks, typed):
     part = resolve_partition(folder, storage_options, filesystem)
     report = [] if report is None else report
     if errors not in ("strict", "salvage"):
@@ -63,6 +98,8 @@ def _iter_partition(folder, *, start_offset, end_offset, start_timestamp, end_ti
                  end_timestamp=end_timestamp, isolation=isolation, report=report, errors=errors)
     warn_fallbacks(report, since, part.name)     # the index lookups are planning's: said once, here
     committed = isolation == "read_committed"
+    if typed.active:     # typed sides need their raw column
+        columns = None if columns is None else list(columns) + [s for s, _, _ in typed.sides() if s not in columns]
     options = DecodeOptions.for_columns(columns, verify_crc=verify_crc,
                                         include_control=include_control and not committed,
                                         max_decompressed=max_decompressed, threads=threads, binary=binary)
@@ -75,6 +112,10 @@ def _iter_partition(folder, *, start_offset, end_offset, start_timestamp, end_ti
         recs = recs.replace(topic=part.topic, partition=part.partition, log_dir=part.log_dir_url, report=report)
         # a chunk of record-less batches (the cleaner's empty batches) still carries them
         if len(recs) or keep_empty or (not committed and (len(recs.controls) or len(recs.batches))):
+            if typed.active:
+                typed_recs = decode_values(recs.replace(report=[]), typed)
+                report += typed_recs.report
+                recs = typed_recs.replace(report=report)
             yield recs
 
 
@@ -116,7 +157,8 @@ def _read_tasks_parallel(tasks, report, options, errors, threads):
 def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None,
                  isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True,
                  include_control=False, max_decompressed=None, storage_options=None, filesystem=None, threads=None,
-                 binary="contiguous") -> Records:
+                 binary="contiguous", value_format=None, key_format=None, schema_registry=None, value_schema=None,
+                 key_schema=None, value_errors="null") -> Records:
     """All records of one partition folder (``<topic>-<partition>``; a path, a URL with
     ``storage_options``/``filesystem``, or a tiered upload folder) as one `Records`.
 
@@ -138,22 +180,36 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     """
     report = []
     part = resolve_partition(folder, storage_options, filesystem)
+    typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
+                       value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
+                       roots=_roots(part), storage_options=storage_options, filesystem=filesystem)
     parts = list(_iter_partition(part, start_offset=start_offset, end_offset=end_offset,
                                  start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation,
                                  columns=columns, errors=errors, verify_crc=verify_crc,
                                  include_control=include_control, max_decompressed=max_decompressed,
                                  max_bytes=1 << 62, report=report, keep_empty=True, storage_options=None,
-                                 filesystem=None, threads=threads, binary=binary, whole_tasks=True))
-    options = DecodeOptions.for_columns(columns, binary=binary)
+                                 filesystem=None, threads=threads, binary=binary, whole_tasks=True, typed=typed))
     if not parts:
-        return decode(b"", **options.decode_kwargs()).replace(topic=part.topic, partition=part.partition,
-                                                              log_dir=part.log_dir_url, report=report)
+        return _empty(columns, binary, typed, report, topic=part.topic, partition=part.partition,
+                      log_dir=part.log_dir_url)
     recs = Records.concat(parts) if len(parts) > 1 else parts[0]
     last = parts[-1]
     # where the log ends: the last chunk read (of the last segment, when the read reached it)
     return recs.replace(topic=part.topic, partition=part.partition, log_dir=part.log_dir_url, report=report,
                         valid_bytes=last.valid_bytes,
                         trailing_bytes=last.trailing_bytes, tail=last.tail, file=last.file)
+
+
+read_log_dir.__doc__ += _TYPED_DOC
+
+
+def _empty(columns, binary, typed, report, **where):
+    """No records, with the columns (typed where asked) a read of records would have."""
+    options = DecodeOptions.for_columns(columns, binary=binary)
+    recs = decode(b"", **options.decode_kwargs()).replace(report=report, **where)
+    if typed.active and where.get("topic") is not None:
+        recs = decode_values(recs, typed).replace(report=report)
+    return recs
 
 
 def _check_kwargs(kwargs, one, many):
@@ -177,8 +233,15 @@ def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
     _check_kwargs(kwargs, iter_log_dir, "iter_log_dirs")
     report = kwargs.pop("report", None)
     report = [] if report is None else report
+    typed = _open_typed(kwargs, root, storage_options, filesystem)
     for p in find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys, replicas):
-        yield from iter_log_dir(p, report=report, **kwargs)
+        yield from iter_log_dir(p, report=report, value_format=typed, **kwargs)
+
+
+def _open_typed(kwargs, root, storage_options, filesystem):
+    """The typed-value options of a read of several partitions, opened once (popped from kwargs)."""
+    return open_typed(**{k: kwargs.pop(k) for k in TYPED_KWARGS if k in kwargs}, roots=root,
+                      storage_options=storage_options, filesystem=filesystem)
 
 
 def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
@@ -191,6 +254,8 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
     _check_kwargs(kwargs, read_log_dir, "read_log_dirs")
     report = []
     parts = []
+    typed = _open_typed(kwargs, root, storage_options, filesystem)
+    kwargs["value_format"] = typed
     found = find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys, replicas)
     n = resolve_threads(threads)
     if n > 1 and len(found) > 1:
@@ -212,12 +277,16 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
             report += recs.report
             parts.append(recs)
     if not parts:
-        options = DecodeOptions.for_columns(kwargs.get("columns"), binary=kwargs.get("binary", "contiguous"))
-        return decode(b"", **options.decode_kwargs()).replace(report=report)
+        return _empty(kwargs.get("columns"), kwargs.get("binary", "contiguous"), typed, report)
     return Records.concat(parts).replace(report=report)
 
 
-def read_segment(path, *, errors="strict", storage_options=None, filesystem=None, **kwargs):
+iter_log_dirs.__doc__ += _TYPED_DOC
+read_log_dirs.__doc__ += _TYPED_DOC
+
+
+def read_segment(path, *, errors="strict", storage_options=None, filesystem=None, value_format=None, key_format=None,
+                 schema_registry=None, value_schema=None, key_schema=None, value_errors="null", **kwargs):
     """Decode a whole segment file (memory-mapped when local; a path or a URL such as
     ``s3://bucket/t-0/00000000000000000000.log`` with ``storage_options`` or ``filesystem`` as
     pandas takes them). Accepts decode()'s keyword arguments; topic and partition default to those
@@ -231,6 +300,10 @@ def read_segment(path, *, errors="strict", storage_options=None, filesystem=None
     folder = storage.parent(os.path.abspath(p) if storage.is_local else p)
     tp = partition_of_name(storage.name(folder)) or (None, None)
     log_dir = Partition(tp[0], tp[1], folder, storage).log_dir_url
+    typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
+                       value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
+                       roots=None if log_dir is None else [log_dir], storage_options=storage_options,
+                       filesystem=filesystem)
     topic, partition = kwargs.pop("topic", tp[0]), kwargs.pop("partition", tp[1])
     file = kwargs.pop("file", storage.url(p))
     names = {f.name for f in dataclasses.fields(DecodeOptions)}
@@ -249,4 +322,8 @@ def read_segment(path, *, errors="strict", storage_options=None, filesystem=None
             recs = decode(buf, file=file, check_offsets=seg is not None,
                           after_offset=None if seg is None else seg.base_offset - 1, **options.decode_kwargs(),
                           **kwargs)
-    return recs.replace(topic=topic, partition=partition, log_dir=log_dir)
+    recs = recs.replace(topic=topic, partition=partition, log_dir=log_dir)
+    return decode_values(recs, typed) if typed.active else recs
+
+
+read_segment.__doc__ += _TYPED_DOC

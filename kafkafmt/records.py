@@ -95,6 +95,8 @@ LOG_DIR_COLUMN = "logDir"
 #: the batch metadata columns (``to_arrow(batch_metadata=True)``, Spark's ``includeBatchMetadata``)
 BATCH_METADATA_COLUMNS = ("producerId", "producerEpoch", "baseSequence", "leaderEpoch", "codec")
 #: every column a read can be asked for (``columns=[...]``)
+#: the columns typed keys and values add (``value_format=`` / ``key_format=``), by side: schema id, error
+TYPED_COLUMNS = {"key": ("keySchemaId", "keyError"), "value": ("valueSchemaId", "valueError")}
 COLUMNS = KAFKA_COLUMNS + BATCH_METADATA_COLUMNS + (LOG_DIR_COLUMN,)
 #: the batch table's fields behind the first four batch metadata columns
 _BATCH_FIELDS = ("producer_id", "producer_epoch", "base_sequence", "partition_leader_epoch")
@@ -462,6 +464,16 @@ class Table:
         return pd.DataFrame(self._columns)
 
 
+def _concat_typed(parts):
+    """The typed columns of concatenated parts: a side typed in every part that has records."""
+    out = {}
+    for side in ("key", "value"):
+        cols = [p._typed.get(side) for p in parts if len(p) or side in p._typed]
+        if cols and all(c is not None for c in cols):
+            out[side] = type(cols[0]).concat(cols) if len(cols) > 1 else cols[0]
+    return out
+
+
 def _concat_present(kind, columns):
     """kind.concat of the columns, or None when any part lacks the column (not decoded); binary
     views stay views when every part has them."""
@@ -538,13 +550,14 @@ class Records:
     0 CreateTime, 1 LogAppendTime, -1 none), batch_index (int32: the record's row in `batches`),
     key, value (`BinaryColumn`), headers (`Headers`), batches (`Table`, one row per batch),
     controls (`Table` of control records), topic / partition (when known), log_dir (the log dir a
-    record was read from, when known: the ``logDir`` column).
+    record was read from, when known: the ``logDir`` column), typed (``{"key"|"value":
+    DecodedColumn}``: keys and values decoded by ``key_format``/``value_format``, see `kafkafmt.typed`).
     valid_bytes / trailing_bytes / truncated say where valid data ended in the input.
     """
 
     def __init__(self, *, offset, timestamp, timestamp_type, batch_index, key, value, headers, batches,
                  controls, topic=None, partition=None, file=None, valid_bytes=0, trailing_bytes=0, tail=None,
-                 log_dir=None, report=None):
+                 log_dir=None, report=None, typed=None):
         # set once, here (the instance is immutable afterwards; see __setattr__)
         self.__dict__.update(
             offset=offset, timestamp=timestamp, timestamp_type=timestamp_type, batch_index=batch_index,
@@ -553,7 +566,8 @@ class Records:
             _topic=Labels.of(topic), _log_dir=Labels.of(log_dir),   # one name for all, or per record
             partition=partition,                             # None, an int, or an int32 array (one per record)
             file=file, valid_bytes=valid_bytes, trailing_bytes=trailing_bytes, tail=tail,
-            report=[] if report is None else report)         # what was skipped or fell back, and why
+            report=[] if report is None else report,         # what was skipped or fell back, and why
+            _typed=dict(typed) if typed else {})             # side -> DecodedColumn (kafkafmt.typed)
 
     def __setattr__(self, name, value):
         raise AttributeError(f"Records are immutable: use recs.replace({name}=...) for a copy with a new {name}")
@@ -577,6 +591,12 @@ class Records:
     headers = property(lambda self: self._column("headers", "headers"), doc="headers (`Headers`), when decoded")
 
     @property
+    def typed(self):
+        """``{"key"|"value": DecodedColumn}``: the typed keys and values (``value_format=`` /
+        ``key_format=`` of the readers, `kafkafmt.typed.decode_values`); empty when none."""
+        return dict(self._typed)
+
+    @property
     def columns(self):
         """The Arrow/pandas column names this result has (Spark's Kafka-source names)."""
         out = [c for c, v in (("key", self._key), ("value", self._value)) if v is not None]
@@ -587,6 +607,9 @@ class Records:
         out += ["offset", "timestamp", "timestampType"]
         if self._headers is not None:
             out.append("headers")
+        for side in ("key", "value"):
+            if side in self._typed:
+                out += TYPED_COLUMNS[side]
         return out
 
     @staticmethod
@@ -614,7 +637,7 @@ class Records:
                       batch_index=self.batch_index, key=self._key, value=self._value, headers=self._headers,
                       batches=self.batches, controls=self.controls, partition=self.partition, file=self.file,
                       valid_bytes=self.valid_bytes, trailing_bytes=self.trailing_bytes, tail=self.tail,
-                      report=self.report, topic=self._topic, log_dir=self._log_dir)
+                      report=self.report, topic=self._topic, log_dir=self._log_dir, typed=self._typed)
         fields.update(changes)
         return Records(**fields)
 
@@ -645,7 +668,8 @@ class Records:
         return self._like(offset=self.offset[sl], timestamp=self.timestamp[sl],
                           timestamp_type=self.timestamp_type[sl], batch_index=self.batch_index[sl],
                           key=self._apply(self._key, lambda c: c[sl]), value=self._apply(self._value, lambda c: c[sl]),
-                          headers=self._apply(self._headers, lambda c: c[sl]), **changes)
+                          headers=self._apply(self._headers, lambda c: c[sl]),
+                          typed={k: d[sl] for k, d in self._typed.items()}, **changes)
 
     def take(self, rows):
         """Records at the given row numbers, in that order (copies the binary columns)."""
@@ -658,7 +682,7 @@ class Records:
                           key=self._apply(self._key, lambda c: c.take(rows)),
                           value=self._apply(self._value, lambda c: c.take(rows)),
                           headers=self._apply(self._headers, lambda c: c.take(rows)),
-                          **changes)
+                          typed={k: d.take(rows) for k, d in self._typed.items()}, **changes)
 
     def filter(self, mask):
         """Records where the boolean mask is True (a contiguous selection is sliced, not copied)."""
@@ -711,7 +735,7 @@ class Records:
             batches=Table.concat(batches), controls=Table.concat(controls),
             topic=Labels.concat([(p._topic, len(p)) for p in parts]),
             log_dir=Labels.concat([(p._log_dir, len(p)) for p in parts]),
-            partition=None if (partition == -1).all() else partition, report=report)
+            partition=None if (partition == -1).all() else partition, report=report, typed=_concat_typed(parts))
 
     # --- per-record views of batch fields --------------------------------------------------------
     def batch_column(self, name):
@@ -731,14 +755,17 @@ class Records:
         timestamp (timestamp[ms, UTC]), timestampType (int32), [headers]. Binary columns, offsets
         and timestamps share memory with this object. batch_metadata=True adds producerId,
         producerEpoch, baseSequence, leaderEpoch, codec; log_dir=True adds logDir (the log dir each
-        record was read from; null when unknown): two copies of one partition tell apart by it."""
+        record was read from; null when unknown): two copies of one partition tell apart by it.
+        Typed keys/values (``recs.typed``) replace the raw ones and add keySchemaId, keyError,
+        valueSchemaId, valueError (`TYPED_COLUMNS`) after headers."""
         pa = _pa()
         n = len(self)
         cols = {}
+        typed = self._typed
         if self._key is not None:
-            cols["key"] = self._key.to_arrow()
+            cols["key"] = typed["key"].values if "key" in typed else self._key.to_arrow()
         if self._value is not None:
-            cols["value"] = self._value.to_arrow()
+            cols["value"] = typed["value"].values if "value" in typed else self._value.to_arrow()
         if self._topic.known:
             cols["topic"] = self._topic.to_arrow(n)
         if isinstance(self.partition, np.ndarray):
@@ -751,6 +778,10 @@ class Records:
         cols["timestampType"] = pa.array(self.timestamp_type.astype(np.int32))
         if headers and self._headers is not None:
             cols["headers"] = self._headers.to_arrow()
+        for side in ("key", "value"):
+            if side in typed:
+                schema_id, error = TYPED_COLUMNS[side]
+                cols[schema_id], cols[error] = typed[side].schema_id, typed[side].error
         if log_dir:
             cols[LOG_DIR_COLUMN] = self._log_dir.to_arrow(n) if self._log_dir.known else pa.nulls(n, pa.string())
         if batch_metadata:

@@ -16,6 +16,7 @@ class ReportKind(enum.Enum):
     DUPLICATE = "duplicate"            # a second copy of something read once (a symlink, a replica, a re-upload)
     MISMATCH = "mismatch"              # copies of one partition that disagree
     INDEX_FALLBACK = "index_fallback"  # an index not used (missing, insane, wrong): scanned instead
+    BAD_VALUE = "bad_value"            # keys or values that could not be typed (value_format=): null, reason kept
 
 
 @dataclass(frozen=True)

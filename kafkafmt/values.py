@@ -61,7 +61,8 @@ from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
 from kafkafmt.schemaregistry import InlineSchemaRegistry, RegisteredSchema, SchemaRegistry, open_registry
 
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
-           "get_format", "reader_schema_for", "column_parts", "column_validity", "raise_strict"]
+           "get_format", "reader_schema_for", "column_parts", "column_validity", "raise_strict", "nullable_type",
+           "merge_types", "conform"]
 
 #: errors found before decoding (the kernel's own codes are below 64; framing: 64-66)
 E_NO_MAGIC, E_SHORT, E_GUID = (_kernel.FRAME_ERRORS[k] for k in ("NO_MAGIC", "SHORT", "GUID"))
@@ -112,6 +113,108 @@ class DecodedColumn:
         """Each value as JSON text (None where null): Avro as kafka-avro-console-consumer prints it
         (`kafkafmt.avrojson`), strings as JSON strings, bytes as ISO-8859-1 JSON strings."""
         return self.format.json(self)
+
+    def _like(self, values, schema_id, error):
+        return dataclasses.replace(self, values=values, schema_id=schema_id, error=error,
+                                   error_count=len(error) - error.null_count,
+                                   trailing_count=self.trailing_count if len(values) == len(self.values) else 0)
+
+    def __getitem__(self, item):
+        """Rows ``item`` (a contiguous slice; zero-copy)."""
+        if not isinstance(item, slice):
+            raise TypeError("DecodedColumn supports slices; index .values for single values")
+        return self._like(self.values[item], self.schema_id[item], self.error[item])
+
+    def take(self, rows):
+        """The rows at ``rows`` (int64 indices), in that order."""
+        pa = _pa()
+        idx = pa.array(np.asarray(rows, np.int64))
+        return self._like(self.values.take(idx), self.schema_id.take(idx), self.error.take(idx))
+
+    @staticmethod
+    def concat(parts):
+        """One column holding the rows of ``parts`` in order (Arrow chunks of one type; several
+        topics' value types are merged into one where Arrow can promote them, e.g. structs with
+        different fields: missing fields are null).
+
+        Raises
+        ------
+        SchemaError
+            The parts' types cannot be merged into one (read the topics separately).
+        """
+        pa = _pa()
+        parts = list(parts)
+        types = [p.values.type for p in parts]
+        values = [p.values for p in parts]
+        if any(t != types[0] for t in types):
+            try:     # fields one topic lacks are null in its rows: every field nullable first
+                values = [v.cast(nullable_type(v.type)) for v in values]
+                merged = pa.concat_tables([pa.table({"v": v}) for v in values], promote_options="permissive")
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+                raise SchemaError(f"the topics' values have types that cannot be one column "
+                                  f"({', '.join(sorted({str(t) for t in types}))}): read them one topic at a time "
+                                  f"({exc})") from None
+            values = merged.column("v")
+        else:
+            chunks = [c for v in values for c in (v.chunks if isinstance(v, pa.ChunkedArray) else [v])]
+            values = pa.chunked_array(chunks, types[0])
+        first = parts[0]
+        return DecodedColumn(values=values, schema_id=pa.concat_arrays([_one(p.schema_id) for p in parts]),
+                             error=pa.concat_arrays([_one(p.error) for p in parts]),
+                             error_count=sum(p.error_count for p in parts), format=first.format,
+                             reader=first.reader if all(p.reader is first.reader for p in parts) else None,
+                             trailing_count=sum(p.trailing_count for p in parts))
+
+
+def nullable_type(t):
+    """``t`` with every nested field nullable (struct fields, list items, map values)."""
+    pa = _pa()
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, nullable_type(f.type), True, f.metadata) for f in t])
+    if pa.types.is_large_list(t):
+        return pa.large_list(pa.field(t.value_field.name, nullable_type(t.value_type), True))
+    if pa.types.is_list(t):
+        return pa.list_(pa.field(t.value_field.name, nullable_type(t.value_type), True))
+    if pa.types.is_map(t):
+        return pa.map_(t.key_type, pa.field(t.item_field.name, nullable_type(t.item_type), True))
+    return t
+
+
+def merge_types(types):
+    """One Arrow type holding values of every type in ``types`` (several topics' values in one
+    column): the type itself when all are equal, else their fields merged, every field nullable.
+
+    Raises
+    ------
+    SchemaError
+        The types cannot be merged (e.g. a struct and a string).
+    """
+    pa = _pa()
+    types = list(types)
+    if all(t == types[0] for t in types):
+        return types[0]
+    try:
+        return pa.unify_schemas([pa.schema([("v", nullable_type(t))]) for t in types],
+                                promote_options="permissive").field("v").type
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise SchemaError(f"values of types {', '.join(sorted({str(t) for t in types}))} cannot be one column: "
+                          f"read them one topic at a time ({exc})") from None
+
+
+def conform(column, type):
+    """``column`` as Arrow type ``type`` (one that `merge_types` made of its type and others):
+    fields it lacks are null."""
+    pa = _pa()
+    if column.type == type:
+        return column
+    merged = pa.concat_tables([pa.schema([("v", type)]).empty_table(), pa.table({"v": column})],
+                              promote_options="permissive")
+    return merged.column("v").cast(type)
+
+
+def _one(arr):
+    """An Arrow array from an array or a chunked array."""
+    return arr.combine_chunks() if hasattr(arr, "combine_chunks") else arr
 
 
 @dataclasses.dataclass

@@ -1,0 +1,218 @@
+"""Typed keys and values for the readers: the options every door takes (``value_format``,
+``key_format``, ``schema_registry``, ``value_schema``, ``key_schema``, ``value_errors``) and
+`decode_values`, which turns the raw ``key``/``value`` columns of decoded `Records` into typed
+Arrow columns with `kafkafmt.values.decode_column`, topic by topic.
+
+The typed columns travel with the records (slices, takes, filters and concatenations keep them)
+and replace the raw ones in ``to_arrow()``/``to_pandas()``, followed by ``keySchemaId``,
+``keyError``, ``valueSchemaId`` and ``valueError`` (`TYPED_COLUMNS`). The raw bytes stay
+available as ``recs.key``/``recs.value``.
+
+The schema registry is opened once per read (`open_typed`): by default the ``_schemas``
+partition among the roots being read, when a format needs one.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import numpy as np
+
+from kafkafmt.errors import SchemaNotFoundError, SchemaRegistryError
+from kafkafmt.records import TYPED_COLUMNS
+from kafkafmt.reports import ReportEntry, ReportKind
+from kafkafmt.schemaregistry import SchemaRegistry, open_registry
+from kafkafmt.values import DecodedColumn, decode_column, get_format, value_type
+
+__all__ = ["TypedOptions", "open_typed", "decode_values", "VALUE_ERRORS", "NO_SCHEMA_FORMATS"]
+
+#: what a bad value does: "null" (null, with the reason in valueError and a report entry) or "strict" (raise)
+VALUE_ERRORS = ("null", "strict")
+#: formats that never look a schema up (no registry is opened for them)
+NO_SCHEMA_FORMATS = (None, "bytes", "string", "json")
+
+
+@dataclasses.dataclass(frozen=True)
+class TypedOptions:
+    """How keys and values are typed in one read (the readers' keyword arguments, resolved).
+
+    Attributes
+    ----------
+    value_format, key_format : str or None
+        Names in `kafkafmt.values.FORMATS`; None keeps the bytes.
+    registry : SchemaRegistry or None
+        Opened once for the read.
+    value_schema, key_schema : optional
+        Reader schemas (see `kafkafmt.values`).
+    value_errors : "null" or "strict"
+    """
+    value_format: object = None
+    key_format: object = None
+    registry: object = None
+    value_schema: object = None
+    key_schema: object = None
+    value_errors: str = "null"
+
+    @property
+    def active(self):
+        """True when keys or values are to be typed."""
+        return self.value_format not in (None, "bytes") or self.key_format not in (None, "bytes")
+
+    def sides(self):
+        """(side, format, reader schema) of each side to type."""
+        out = []
+        for side, fmt, schema in (("key", self.key_format, self.key_schema),
+                                  ("value", self.value_format, self.value_schema)):
+            if fmt not in (None, "bytes"):
+                out.append((side, fmt, schema))
+        return out
+
+    def arrow_type(self, side, topic):
+        """The Arrow type of ``side``'s typed column for ``topic``, known before reading."""
+        for s, fmt, schema in self.sides():
+            if s == side:
+                with _topic_hint(topic, side):
+                    return value_type(fmt, registry=self.registry, topic=topic, is_key=side == "key",
+                                      reader_schema=schema)
+        return None
+
+
+@contextlib.contextmanager
+def _topic_hint(topic, side):
+    """A reader schema not found for a topic: say that the format applies to every topic read."""
+    try:
+        yield
+    except SchemaNotFoundError as exc:
+        raise SchemaNotFoundError(f"{exc.reason} ({side}_format applies to every topic read: choose the topics "
+                                  f"whose {side}s have this format, e.g. topics=[...] or --topics)",
+                                  file=exc.file) from None
+
+
+def open_typed(*, value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
+               value_errors="null", roots=None, storage_options=None, filesystem=None):
+    """Check the typed-value options of a read and open its schema registry (once).
+
+    Parameters
+    ----------
+    value_format, key_format : str or None
+        Names in `kafkafmt.values.FORMATS` (``"avro"``, ``"registry"``, ``"protobuf"``,
+        ``"json-schema"``, ``"json"``, ``"string"``, ...).
+    schema_registry : optional
+        Anything `kafkafmt.open_registry` takes, or an opened `SchemaRegistry`. None: the
+        ``_schemas`` partition among ``roots`` when a format needs schemas.
+    value_schema, key_schema : optional
+        Reader schemas (an id, a version, a subject, a schema).
+    value_errors : "null" or "strict"
+    roots : str or list, optional
+        The roots being read (searched for ``_schemas``).
+    storage_options, filesystem : optional
+        How to reach the roots and the registry's log dir.
+
+    Returns
+    -------
+    TypedOptions
+
+    Raises
+    ------
+    ValueError
+        An unknown format or value_errors.
+    SchemaRegistryError
+        A format needs schemas, none were given, and no ``_schemas`` partition is among the roots.
+    """
+    if isinstance(value_format, TypedOptions):
+        return value_format
+    if value_errors not in VALUE_ERRORS:
+        raise ValueError(f"value_errors is 'null' or 'strict', not {value_errors!r}")
+    for fmt in (value_format, key_format):
+        get_format(fmt)                      # an unknown name is a ValueError naming the known ones
+    opts = TypedOptions(value_format, key_format, None, value_schema, key_schema, value_errors)
+    if not opts.active:
+        if schema_registry is not None or value_schema is not None or key_schema is not None:
+            raise ValueError("schema_registry / value_schema / key_schema need value_format or key_format")
+        return opts
+    registry = schema_registry
+    if registry is not None and not isinstance(registry, SchemaRegistry):
+        registry = open_registry(registry, storage_options=storage_options, filesystem=filesystem)
+    elif registry is None and any(fmt not in NO_SCHEMA_FORMATS for _, fmt, _ in opts.sides()):
+        try:
+            registry = open_registry(None, roots=roots, storage_options=storage_options, filesystem=filesystem)
+        except SchemaRegistryError:
+            # a reader schema given as a schema is every id's writer schema: no registry needed
+            if not all(fmt in NO_SCHEMA_FORMATS or schema is not None for _, fmt, schema in opts.sides()):
+                raise
+    return dataclasses.replace(opts, registry=registry)
+
+
+def _runs(recs):
+    """(start, stop, topic) of each run of records of one topic."""
+    n = len(recs)
+    topic = recs.topic
+    if not isinstance(topic, np.ndarray):
+        return [(0, n, topic)] if n else []
+    if n == 0:
+        return []
+    change = np.flatnonzero(topic[1:] != topic[:-1]) + 1
+    starts = np.concatenate([[0], change])
+    stops = np.concatenate([change, [n]])
+    return [(int(a), int(b), topic[a]) for a, b in zip(starts, stops)]
+
+
+def decode_values(recs, typed):
+    """``recs`` with typed keys and values (see the module docstring).
+
+    Parameters
+    ----------
+    recs : Records
+        Decoded records with their raw key/value columns and topic names.
+    typed : TypedOptions
+        From `open_typed`.
+
+    Returns
+    -------
+    Records
+        The same records, ``recs.typed`` holding a `kafkafmt.values.DecodedColumn` per typed side;
+        bad values are counted in the report (``ReportKind.BAD_VALUE``, one entry per side and
+        file).
+
+    Raises
+    ------
+    ValueDecodeError
+        ``value_errors="strict"`` and a value is bad (the error names file, position and offset).
+    """
+    if not typed.active:
+        return recs
+    strict = typed.value_errors == "strict"
+    positions = recs.batch_column("position") if "position" in recs.batches.columns else None
+    out = {}
+    report = list(recs.report)
+    for side, fmt, schema in typed.sides():
+        raw = recs.decoded(side)
+        if raw is None:
+            raise ValueError(f"{side}_format={fmt!r} needs the {side} column: read it (columns=[..., {side!r}])")
+        parts = []
+        runs = _runs(recs) or [(0, 0, recs.topic if not isinstance(recs.topic, np.ndarray) else None)]
+        for start, stop, topic in runs:
+            with _topic_hint(topic, side):
+                dec = decode_column(raw[start:stop], format=fmt, registry=typed.registry, topic=topic,
+                                    is_key=side == "key", reader_schema=schema, strict=strict, file=recs.file,
+                                    offsets=recs.offset[start:stop],
+                                    positions=None if positions is None else positions[start:stop])
+            parts.append(dec)
+        dec = parts[0] if len(parts) == 1 else DecodedColumn.concat(parts)
+        if dec.error_count:
+            report.append(ReportEntry(ReportKind.BAD_VALUE, recs.file or "",
+                                      f"{dec.error_count} {side}s could not be read as {fmt} (null, with the "
+                                      f"reason in {TYPED_COLUMNS[side][1]}); first: {_first_error(dec)}",
+                                      offset=int(recs.offset[_first_error_row(dec)])))
+        out[side] = dec
+    return recs.replace(typed=out, report=report)
+
+
+def _first_error_row(dec):
+    import pyarrow.compute as pc
+    return int(pc.index(pc.is_valid(dec.error), True).as_py())
+
+
+def _first_error(dec):
+    return dec.error[_first_error_row(dec)].as_py()
+

@@ -1,0 +1,232 @@
+"""Typed keys and values through the readers (read_segment, read_log_dir(s), iter_log_dir(s)):
+``value_format=`` / ``key_format=`` with the schemas of the ``_schemas`` topic found among the log
+dirs being read. Values are written by confluent-kafka's own AvroSerializer against its mock
+registry (whose ``_schemas`` topic is written as a real partition, tests/avro_support.py); the
+expected values are confluent-kafka's AvroDeserializer's, read with the latest schema.
+"""
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import kafkafmt
+from kafkafmt.avroschema import parse_schema
+from kafkafmt.reports import ReportKind
+
+from avro_support import RegistryMirror, compact, expected_pylist, plain, same
+
+ORDER_V1 = {"type": "record", "name": "Order", "namespace": "com.acme", "fields": [
+    {"name": "id", "type": "int"}, {"name": "note", "type": "string"}]}
+ORDER_V2 = {"type": "record", "name": "Order", "namespace": "com.acme", "fields": [
+    {"name": "id", "type": "long"}, {"name": "note", "type": "string"},
+    {"name": "tags", "type": {"type": "array", "items": "string"}, "default": []},
+    {"name": "price", "type": ["null", "double"], "default": None}]}
+USER = {"type": "record", "name": "User", "namespace": "com.acme", "fields": [
+    {"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
+KEY = {"type": "record", "name": "Key", "fields": [{"name": "id", "type": "long"}]}
+BAD_ROW = 13          # a value without the wire format's magic byte
+
+
+def order(i):
+    return {"id": i, "note": f"n{i}", "tags": ["t"] * (i % 3), "price": None if i % 2 else i / 4}
+
+
+@pytest.fixture(scope="module")
+def backup(tmp_path_factory):
+    """A log dir with orders (two schema versions, Avro keys, a tombstone, a bad value), users and
+    ``_schemas``; returns (root, mirror, orders' raw values, users' raw values)."""
+    m = RegistryMirror()
+    for s in (ORDER_V1, ORDER_V2):
+        m.register("orders-value", s)
+    m.register("orders-key", KEY)
+    m.register("users-value", USER)
+    root = tmp_path_factory.mktemp("typed") / "logs"
+    m.write(root)
+    values, keys = [], []
+    for i in range(300):
+        if i == BAD_ROW:
+            values.append(b"not avro")
+        elif i % 97 == 5:
+            values.append(None)
+        else:
+            values.append(m.serializer(ORDER_V1 if i < 150 else ORDER_V2)(order(i)))
+        keys.append(m.serializer(KEY, is_key=True)({"id": i}))
+    kafkafmt.write_log_dir(str(root / "orders-0"), keys=keys, values=values, compression="zstd", batch_size=1024,
+                           segment_bytes=6000)
+    users = [m.serializer(USER, topic="users")({"name": f"u{i}", "age": i}) for i in range(40)]
+    kafkafmt.write_log_dir(str(root / "users-0"), values=users)
+    return root, m, values, users
+
+
+def expected(m, values, schema, topic="orders"):
+    de = m.deserializer(schema, topic=topic)
+    out = []
+    for v in values:
+        try:
+            out.append(None if v is None else de(v))
+        except Exception:
+            out.append(None)
+    return expected_pylist(out, parse_schema(compact(schema)))
+
+
+def test_read_log_dir_types_values_and_keys_with_the_log_dirs_own_schemas(backup):
+    root, m, values, _ = backup
+    recs = kafkafmt.read_log_dir(str(root / "orders-0"), value_format="avro", key_format="avro")
+    assert same(plain(recs.typed["value"].values), expected(m, values, ORDER_V2))
+    table = recs.to_arrow()
+    assert table.column_names[:2] == ["key", "value"]
+    assert pa.types.is_struct(table.schema.field("value").type)
+    assert table.column("key").to_pylist() == [{"id": i} for i in range(300)]
+    assert {"keySchemaId", "keyError", "valueSchemaId", "valueError"} <= set(table.column_names)
+    errors = table.column("valueError").to_pylist()
+    assert [i for i, e in enumerate(errors) if e] == [BAD_ROW] and "magic" in errors[BAD_ROW]
+    ids = table.column("valueSchemaId").to_pylist()
+    v1_id, v2_id = (m.client.get_version("orders-value", v).schema_id for v in (1, 2))
+    assert {ids[i] for i in range(150) if values[i] and i != BAD_ROW} == {v1_id}
+    assert {ids[i] for i in range(150, 300) if values[i]} == {v2_id}
+    # raw bytes stay available
+    assert recs.value.to_pylist() == values
+    bad = [e for e in recs.report if e.kind is ReportKind.BAD_VALUE]
+    assert len(bad) == 1 and bad[0].offset == BAD_ROW
+
+
+def test_every_reader_gives_the_same_typed_table(backup):
+    root, m, values, users = backup
+    whole = kafkafmt.read_log_dirs(str(root), topics=["orders"], value_format="avro").to_arrow()
+    chunks = list(kafkafmt.iter_log_dirs(str(root), topics=["orders"], value_format="avro", max_bytes=4096))
+    assert len(chunks) > 3
+    assert pa.concat_tables([c.to_arrow() for c in chunks]).equals(whole)
+    assert pa.concat_tables([c.to_arrow() for c in kafkafmt.iter_log_dir(str(root / "orders-0"),
+                                                                           value_format="avro")]).equals(whole)
+    whole = kafkafmt.read_log_dirs(str(root), topics=["orders", "users"], value_format="avro").to_arrow()
+    one = kafkafmt.read_log_dir(str(root / "users-0"), value_format="avro").to_arrow()
+    merged = whole.filter(pa.compute.equal(whole["topic"], "users")).column("value").to_pylist()
+    assert [{k: r[k] for k in ("name", "age")} for r in merged] == \
+        one.column("value").to_pylist() == [{"name": f"u{i}", "age": i} for i in range(40)]
+    seg = sorted(os.listdir(root / "orders-0"))[0]
+    first = kafkafmt.read_segment(str(root / "orders-0" / seg), value_format="avro").to_arrow()
+    assert first.column("value").to_pylist() == \
+        whole.column("value").to_pylist()[:first.num_rows]
+
+
+def test_two_topics_of_different_records_are_one_column_with_null_fields(backup):
+    root, m, values, users = backup
+    t = kafkafmt.read_log_dirs(str(root), topics=["orders", "users"], value_format="avro").to_arrow()
+    names = {f.name for f in t.schema.field("value").type}
+    assert {"id", "note", "tags", "price", "name", "age"} <= names
+    users_rows = t.filter(pa.compute.equal(t["topic"], "users")).column("value").to_pylist()
+    assert all(r["id"] is None and r["name"].startswith("u") for r in users_rows)
+
+
+def test_filters_and_slices_keep_typed_values_aligned(backup):
+    root, m, values, _ = backup
+    full = kafkafmt.read_log_dir(str(root / "orders-0"), value_format="avro")
+    part = kafkafmt.read_log_dir(str(root / "orders-0"), value_format="avro", start_offset=120, end_offset=200)
+    assert part.to_arrow().equals(full[120:200].to_arrow())
+    rows = np.array([250, 3, 120, 7])
+    assert full.take(rows).to_arrow().column("value").to_pylist() == \
+        [full.to_arrow().column("value")[int(r)].as_py() for r in rows]
+    mask = full.offset % 2 == 0
+    assert full.filter(mask).to_arrow().column("valueSchemaId").to_pylist() == \
+        full.to_arrow().column("valueSchemaId").to_pylist()[::2]
+
+
+def test_strict_values_raise_naming_file_position_and_offset(backup):
+    root, *_ = backup
+    with pytest.raises(kafkafmt.ValueDecodeError) as info:
+        kafkafmt.read_log_dir(str(root / "orders-0"), value_format="avro", value_errors="strict")
+    err = info.value
+    assert err.offset == BAD_ROW and err.file.endswith(".log") and err.position is not None
+    assert "offset 13" in str(err)
+    with open(err.file, "rb") as f:          # the position is the batch holding the value
+        f.seek(err.position)
+        assert int.from_bytes(f.read(8), "big") <= BAD_ROW
+
+
+def test_columns_projection_keeps_the_typed_side(backup):
+    root, m, values, _ = backup
+    t = kafkafmt.read_log_dir(str(root / "orders-0"), value_format="avro", columns=["offset", "value"]).to_arrow()
+    assert "key" not in t.column_names and same(plain(t.column("value")), expected(m, values, ORDER_V2))
+
+
+def test_reader_schema_by_version_and_pandas(backup):
+    root, m, values, _ = backup
+    recs = kafkafmt.read_log_dir(str(root / "orders-0"), value_format="avro", value_schema={"version": 1})
+    df = recs.to_pandas()
+    assert list(df["value"].iloc[0]) == ["id", "note"]
+    assert df["value"].iloc[0] == {"id": 0, "note": "n0"}
+    arrow_df = recs.to_pandas(dtype_backend="pyarrow")
+    assert str(arrow_df["value"].dtype).startswith("struct<id: int32 not null, note: string not null>")
+
+
+def test_no_schemas_anywhere_is_a_clear_error(tmp_path):
+    kafkafmt.write_log_dir(str(tmp_path / "orders-0"), values=[b"\x00\x00\x00\x00\x01\x02"])
+    with pytest.raises(kafkafmt.SchemaRegistryError, match="_schemas"):
+        kafkafmt.read_log_dirs(str(tmp_path), value_format="avro")
+    # a schema given as a schema needs no registry
+    recs = kafkafmt.read_log_dirs(str(tmp_path), value_format="avro", value_schema=compact(KEY))
+    assert recs.to_arrow().column("value").to_pylist() == [{"id": 1}]
+    # formats without schemas never look for one
+    kafkafmt.write_log_dir(str(tmp_path / "names-0"), values=[b"ok", b"\xff"])
+    names = kafkafmt.read_log_dirs(str(tmp_path), topics=["names"], value_format="string").to_arrow()
+    assert names.column("value").to_pylist() == ["ok", None]
+    assert "UTF-8" in names.column("valueError")[1].as_py()
+    with pytest.raises(ValueError, match="value_errors"):
+        kafkafmt.read_log_dirs(str(tmp_path), value_format="string", value_errors="ignore")
+    with pytest.raises(ValueError, match="unknown value format"):
+        kafkafmt.read_log_dirs(str(tmp_path), value_format="avr")
+
+
+def test_schemas_from_another_log_dir(backup, tmp_path):
+    root, m, values, users = backup
+    kafkafmt.write_log_dir(str(tmp_path / "users-0"), values=users)
+    recs = kafkafmt.read_log_dirs(str(tmp_path), value_format="avro", schema_registry=str(root))
+    assert recs.to_arrow().column("value").to_pylist() == [{"name": f"u{i}", "age": i} for i in range(40)]
+
+
+# -- the command line ------------------------------------------------------------------------------
+
+def test_cli_dump_prints_values_as_the_library_types_them(backup):
+    import json
+    import kcli
+
+    root, m, values, _ = backup
+    lib = kafkafmt.read_log_dir(str(root / "orders-0"), value_format="avro", key_format="avro")
+    texts = lib.typed["value"].json()
+    out = kcli.run("dump", root, "--topics", "orders", "--json", "--value-decoder", "avro", "--key-decoder", "avro",
+                   check=0).stdout
+    rows = [json.loads(line) for line in out.splitlines() if '"type":"record"' in line]
+    assert [r["offset"] for r in rows] == list(range(300))
+    assert [None if t is None else json.loads(t) for t in texts] == [r["value"] for r in rows]
+    assert [r["key"] for r in rows] == [{"id": i} for i in range(300)]
+    assert [r["valueError"] is not None for r in rows] == [i == BAD_ROW for i in range(300)]
+    # as text, kafka-avro-console-consumer's JSON after "payload: "
+    text = kcli.run("dump", root / "orders-0", "--value-decoder", "avro", check=0).stdout
+    payloads = {int(line.split("offset: ", 1)[1].split()[0]): line.split(" payload: ", 1)[1]
+                for line in text.splitlines() if " payload: " in line}
+    assert sorted(payloads) == [i for i in range(300) if values[i] is not None]
+    assert all(payloads[i] == texts[i] for i in payloads if i != BAD_ROW)
+    assert "valueError: no magic byte" in payloads[BAD_ROW]
+    strict = kcli.run("dump", root / "orders-0", "--value-decoder", "avro", "--value-errors", "strict")
+    assert strict.returncode == 1 and "offset 13" in strict.stderr
+
+
+def test_cli_export_writes_the_librarys_typed_table(backup, tmp_path):
+    import json
+    import pyarrow.parquet as pq
+    import kcli
+
+    root, m, values, users = backup
+    out = tmp_path / "typed.parquet"
+    p = kcli.run("export", root, "--topics", "orders,users", "--value-format", "avro", "--to", out, check=0)
+    assert "could not be read as avro" in p.stderr
+    lib = kafkafmt.read_log_dirs(str(root), topics=["orders", "users"], value_format="avro").to_arrow()
+    got = pq.read_table(out)
+    for name in ("value", "valueSchemaId", "valueError", "offset", "topic"):
+        assert got.column(name).to_pylist() == lib.column(name).to_pylist(), name
+    lines = kcli.run("export", root / "users-0", "--value-format", "avro", "--to", "-", "--format", "jsonl",
+                     check=0).stdout.splitlines()
+    assert [json.loads(x)["value"] for x in lines] == [{"name": f"u{i}", "age": i} for i in range(40)]
+    missing = kcli.run("export", root, "--value-format", "avro", "--to", tmp_path / "all.parquet")
+    assert missing.returncode != 0 and "--topics" in missing.stderr
