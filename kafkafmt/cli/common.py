@@ -156,6 +156,64 @@ def add_replicas_option(p):
                         "where they disagree")
 
 
+def add_typed_options(p, key_flag, value_flag, action):
+    """The options that type keys and values (`kafkafmt.typed`): ``value_flag``/``key_flag`` (a
+    format name), ``--schema-registry``, ``--value-schema``/``--key-schema`` and
+    ``--value-errors``; ``action`` says what typing does for this command."""
+    from kafkafmt.values import FORMATS
+
+    names = sorted(k for k in FORMATS if k != "bytes")
+    p.add_argument(value_flag, dest="value_format", choices=names, metavar="FORMAT",
+                   help=f"{action} values as FORMAT: {', '.join(names)} (avro/registry/protobuf/json-schema: the "
+                        f"Schema Registry's wire format, schemas from --schema-registry)")
+    p.add_argument(key_flag, dest="key_format", choices=names, metavar="FORMAT", help=f"{action} keys as FORMAT")
+    p.add_argument("--schema-registry", metavar="PATH|URL",
+                   help="where schemas come from: a log dir holding _schemas, a folder of schema files, or a "
+                        "registry URL (default: the _schemas topic among the paths read)")
+    p.add_argument("--value-schema", metavar="SCHEMA",
+                   help="reader schema of values: a schema id, a version (v3), a subject, or a schema file "
+                        "(default: the latest version of <topic>-value)")
+    p.add_argument("--key-schema", metavar="SCHEMA", help="reader schema of keys (as --value-schema)")
+    p.add_argument("--value-errors", choices=("null", "strict"), default="null",
+                   help="a value that cannot be read: null with the reason (the default), or stop with an error "
+                        "naming file, position and offset")
+
+
+def _reader_schema(text):
+    if text is None:
+        return None
+    if re.fullmatch(r"\d+", text):
+        return int(text)
+    m = re.fullmatch(r"v(\d+)", text)
+    if m:
+        return {"version": int(m.group(1))}
+    return text
+
+
+def _log_dir_of(path):
+    """Where a path given on the command line has its ``_schemas`` topic: the log dir holding a
+    partition folder or a segment file, else the path itself."""
+    path = os.fspath(path)
+    if not cli_paths.isdir(path) and segment_base(os.path.basename(path)) is not None:
+        path = os.path.dirname(os.path.abspath(path)) if "://" not in path else path.rsplit("/", 1)[0]
+    name = os.path.basename(path.rstrip("/"))
+    if partition_of_name(name) is not None:
+        return os.path.dirname(os.path.abspath(path)) if "://" not in path else path.rstrip("/").rsplit("/", 1)[0]
+    return path
+
+
+def typed_options(args, roots):
+    """The `kafkafmt.typed.TypedOptions` of the typing options on the command line (opened once)."""
+    from kafkafmt.typed import open_typed
+
+    return open_typed(value_format=getattr(args, "value_format", None), key_format=getattr(args, "key_format", None),
+                      schema_registry=getattr(args, "schema_registry", None),
+                      value_schema=_reader_schema(getattr(args, "value_schema", None)),
+                      key_schema=_reader_schema(getattr(args, "key_schema", None)),
+                      value_errors=getattr(args, "value_errors", "null"), roots=[_log_dir_of(r) for r in roots],
+                      storage_options=cli_paths.OPTIONS or None)
+
+
 def find_inputs(paths, topics=None, partitions=None, replicas="all"):
     """Partitions and files under ``paths`` -- files, partition folders, log dirs (whatever their
     names, e.g. ``kafka-logs-1``), folders holding log dirs or tiered uploads at any depth, local or

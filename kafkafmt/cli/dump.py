@@ -28,6 +28,7 @@ data, index mismatches).
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -38,8 +39,8 @@ from kafkafmt.errors import KafkafmtError
 from kafkafmt.records import CODEC_NAMES, TIMESTAMP_TYPES
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.cli.common import (add_replicas_option, empty_note, Problem, bytes_encoder, check_kafka_file, escape_text, file_kind,
-                                 find_inputs, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
+from kafkafmt.cli.common import (add_replicas_option, add_typed_options, empty_note, Problem, bytes_encoder,
+                                 check_kafka_file, escape_text, file_kind, find_inputs, typed_options, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
                                  parse_time_range, segment_base, segment_in_partition)
 from kafkafmt.names import log_name_of
 from kafkafmt.reports import ReportKind
@@ -47,11 +48,13 @@ from kafkafmt.cli.controls import control_text, control_json
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli import internal_topics
 from kafkafmt.cli.progress import Progress
-from kafkafmt.cli.reading import CHUNK_BYTES, FileReader, iter_partition, log_metadata, resolve_range
+from kafkafmt.cli.reading import (CHUNK_BYTES, FileReader, iter_partition, log_metadata, resolve_range,
+                                  topic_of_file)
 from kafkafmt.decoder import DecodeOptions
 from kafkafmt.taskreader import read_tasks
 from kafkafmt.planner import plan
 from kafkafmt.segments import warn_fallbacks
+from kafkafmt.typed import decode_values
 
 DELETE_HORIZON_FLAG = 0x40
 INT32_MAX = (1 << 31) - 1
@@ -69,13 +72,16 @@ def add_parser(sub, parents):
                "  kafkafmt dump orders-0 --offset-range 1000:1010 --print-data\n"
                "  kafkafmt dump orders-0 --time-range 2026-01-01T00:00Z..2026-01-01T01:00Z --json\n"
                "  kafkafmt dump orders-0/00000000000000000000.index --verify-index-only\n"
-               "  kafkafmt dump kafka-logs/__consumer_offsets-12 --offsets-decoder",
+               "  kafkafmt dump kafka-logs/__consumer_offsets-12 --offsets-decoder\n"
+               "  kafkafmt dump kafka-logs --topics orders --print-data --value-decoder avro",
         formatter_class=_formatter())
     p.add_argument("paths", nargs="*", metavar="PATH", help="files, partition folders or log directories")
     p.add_argument("--files", action="append", metavar="F[,F]",
                    help="files or folders to dump, comma-separated (kafka-dump-log's flag; same as PATH)")
     p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics (in directories)")
     add_replicas_option(p)
+    add_typed_options(p, "--key-decoder", "--value-decoder",
+                      "print (as JSON, as kafka-avro-console-consumer prints them; implies --print-data)")
     p.add_argument("--partitions", action="append", metavar="N[,N|A-B]",
                    help="only these partition numbers (in directories)")
     p.add_argument("--records", "--deep-iteration", dest="records", action="store_true",
@@ -164,7 +170,9 @@ class Dumper:
                              if getattr(args, flag, False)), None)
         self.decode_internal = not getattr(args, "no_decode_internal", False)
         self.cur_decoder = None
-        self.print_data = args.print_data or args.skip_record_metadata or self.decoder is not None
+        self.print_data = (args.print_data or args.skip_record_metadata or self.decoder is not None
+                           or getattr(args, "value_format", None) is not None
+                           or getattr(args, "key_format", None) is not None)
         self.deep = args.records or self.print_data
         self.enc = bytes_encoder(args.bytes)
         self.offsets = parse_offset_range(args.offset_range)
@@ -181,6 +189,7 @@ class Dumper:
         self.nonconsecutive = {}
         self._ranges = {}
         self._meta = (None, None)
+        self.typed = None            # TypedOptions once the paths are known (run)
 
     # -- driving ------------------------------------------------------------------------------
     def run(self):
@@ -191,6 +200,7 @@ class Dumper:
             paths.append(sample_dir())
         if not paths:
             raise UsageError("dump: give files or directories (or --sample)")
+        self.typed = typed_options(self.args, paths)
         targets = []
         folders = []
         for p in paths:
@@ -484,7 +494,7 @@ class Dumper:
             bidx = np.asarray(recs.batch_index, np.int64)
             sel_arr = np.asarray(sel, np.int64)
             rec_ranges = (np.searchsorted(bidx, sel_arr, "left").tolist(), np.searchsorted(bidx, sel_arr, "right").tolist())
-            rv = _RecordView(recs, self)
+            rv = _RecordView(recs, self, path)
         pending = list(pending)
         topic = recs.topic if isinstance(recs.topic, str) else None
         part = recs.partition if isinstance(recs.partition, (int, np.integer)) else None
@@ -833,7 +843,7 @@ def _start(e):
 class _RecordView:
     """The per-record columns of one chunk as Python lists, for printing."""
 
-    def __init__(self, recs, d: Dumper):
+    def __init__(self, recs, d: Dumper, path):
         self.d = d
         self.off = recs.offset.tolist()
         self.ts = recs.timestamp.tolist()
@@ -855,6 +865,12 @@ class _RecordView:
             self.hvals = recs.headers.value[lo:hi].to_pylist() if (d.json or d.print_data) else None
         self.keys = recs.key.to_pylist() if (d.json or d.print_data) else None
         self.vals = recs.value.to_pylist() if (d.json or d.print_data) else None
+        self.typed = {}             # side -> (JSON texts, schema ids, errors) of typed keys / values
+        if d.typed is not None and d.typed.active and (d.json or d.print_data) and len(recs):
+            if recs.topic is None:
+                recs = recs.replace(topic=topic_of_file(path))
+            for side, dec in decode_values(recs, d.typed).typed.items():
+                self.typed[side] = (dec.json(), dec.schema_id.to_pylist(), dec.error.to_pylist())
         self.value_col = recs.value
         c = recs.controls
         self.controls = {}
@@ -869,6 +885,22 @@ class _RecordView:
             return [], []
         a, b = lo - self.hbase, hi - self.hbase
         return self.hkeys[a:b], (self.hvals[a:b] if self.hvals is not None else None)
+
+    def typed_text(self, side, r, raw):
+        """A typed key or value as JSON text; one that could not be read: its bytes and why."""
+        if side not in self.typed:
+            return None if raw is None else escape_text(raw)
+        texts, _, errors = self.typed[side]
+        if errors[r] is not None:
+            return f"{escape_text(raw)} ({side}Error: {errors[r]})"
+        return texts[r]
+
+    def typed_json(self, obj, r):
+        """Typed keys and values in a JSON line: the value as JSON, its schema id, its error."""
+        for side, (texts, ids, errors) in self.typed.items():
+            obj[side] = None if texts[r] is None else json.loads(texts[r])
+            obj[side + "SchemaId"] = ids[r]
+            obj[side + "Error"] = errors[r]
 
     def emit(self, path, L, i, lo, hi, topic, part, prev_offset):
         d = self.d
@@ -902,6 +934,8 @@ class _RecordView:
                     obj["control"] = control_json(*self.controls[o], self.value_col[r])
                 elif d.cur_decoder is not None and not is_control:
                     obj.update(internal_topics.record_json(d.cur_decoder, self.keys[r], self.vals[r], o))
+                elif self.typed and not is_control:
+                    self.typed_json(obj, r)
                 d.c.json(obj)
                 continue
             if skip_meta:
@@ -929,6 +963,8 @@ class _RecordView:
                     except internal_topics.MissingKey as exc:     # Kafka's tool stops here
                         d.problem(Problem("error", path, str(exc), offset=o))
                         k = v = None
+                elif self.typed:
+                    k, v = self.typed_text("key", r, k), self.typed_text("value", r, v)
                 else:
                     k = None if k is None else escape_text(k)
                     v = None if v is None else escape_text(v)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import sys
 import time
@@ -23,16 +24,18 @@ import time
 import numpy as np
 
 from kafkafmt.logdir import iter_log_dir
-from kafkafmt.records import BATCH_METADATA_COLUMNS
+from kafkafmt.typed import decode_values
+from kafkafmt.records import BATCH_METADATA_COLUMNS, TYPED_COLUMNS
+from kafkafmt.values import conform, merge_types
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.cli.common import (add_replicas_option, no_data, say_found, bytes_encoder, checked_record_files, find_inputs, human_bytes,
-                                 input_paths, parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
+from kafkafmt.cli.common import (add_replicas_option, add_typed_options, no_data, say_found, bytes_encoder,
+                                 checked_record_files, find_inputs, human_bytes, typed_options, input_paths, parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
                                  report_problem)
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import dumps
 from kafkafmt.cli.progress import Progress
-from kafkafmt.cli.reading import CHUNK_BYTES, FileReader
+from kafkafmt.cli.reading import CHUNK_BYTES, FileReader, topic_of_file
 from kafkafmt.cli.table_export import TABLE_FORMATS, run_table
 from kafkafmt.cli.table_export import add_arguments as add_table_arguments
 
@@ -49,7 +52,8 @@ def add_parser(sub, parents):
         description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Examples:\n  kafkafmt export /var/lib/kafka --topics orders --to orders.parquet\n"
                "  kafkafmt export orders-0 --offset-range 1000:2000 --to - --format jsonl --bytes utf8 | jq .\n"
-               "  kafkafmt export /data/kafka-logs --engine spark --to s3a://bucket/orders/")
+               "  kafkafmt export /data/kafka-logs --engine spark --to s3a://bucket/orders/\n"
+               "  kafkafmt export /var/lib/kafka --topics orders --value-format avro --to orders.parquet")
     p.add_argument("paths", nargs="*", metavar="PATH", help="log directories, partition folders or segment files")
     p.add_argument("--to", required=True, metavar="OUT",
                    help="output file (.parquet, .csv, .jsonl, .arrow/.feather/.ipc, .arrows), '-' for stdout; "
@@ -82,6 +86,7 @@ def add_parser(sub, parents):
                    help="write one of kafkafmt.internal's tables of Kafka's internal topics instead of records: "
                         "consumer_offsets/group_members read __consumer_offsets, transaction_state "
                         "__transaction_state, cluster_metadata __cluster_metadata and its .checkpoint snapshots")
+    add_typed_options(p, "--key-format", "--value-format", "write typed (nested) columns: decode")
     add_table_arguments(p)
     p.set_defaults(run=run)
     return p
@@ -95,12 +100,21 @@ def _pa():
     return pa
 
 
-def spark_kafka_schema(batch_metadata=False, headers=True):
+def spark_kafka_schema(batch_metadata=False, headers=True, typed=None, topics=()):
+    """The Arrow schema of an export: Spark's Kafka columns; typed keys/values (``typed``, a
+    `kafkafmt.typed.TypedOptions`) of every topic in ``topics`` merged into one type each, with
+    their schema id and error columns."""
     pa = _pa()
-    fields = [("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+    types = {"key": pa.binary(), "value": pa.binary()}
+    sides = typed.sides() if typed is not None else ()
+    for side, _, _ in sides:
+        types[side] = merge_types([typed.arrow_type(side, t) for t in sorted(set(topics))] or [pa.null()])
+    fields = [("key", types["key"]), ("value", types["value"]), ("topic", pa.string()), ("partition", pa.int32()),
               ("offset", pa.int64()), ("timestamp", pa.timestamp("ms", tz="UTC")), ("timestampType", pa.int32())]
     if headers:
         fields.append(("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))))
+    for side, _, _ in sides:
+        fields += [(TYPED_COLUMNS[side][0], pa.int32()), (TYPED_COLUMNS[side][1], pa.string())]
     if batch_metadata:
         fields += [("producerId", pa.int64()), ("producerEpoch", pa.int16()), ("baseSequence", pa.int32()),
                    ("leaderEpoch", pa.int32()), ("codec", pa.string())]
@@ -116,7 +130,7 @@ def to_table(recs, schema):
         if f.name in t.column_names:
             col = t.column(f.name)
             if col.type != f.type:
-                col = col.cast(f.type)
+                col = conform(col, f.type) if f.name in recs.typed else col.cast(f.type)
             cols.append(col)
         else:
             cols.append(pa.nulls(t.num_rows, f.type))
@@ -168,15 +182,18 @@ class _TextWriter:
 
     COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
 
-    def __init__(self, stream, fmt, enc, headers, batch_metadata):
+    def __init__(self, stream, fmt, enc, headers, batch_metadata, typed_sides=()):
         self.stream = stream
         self.fmt = fmt
         self.enc = enc
         self.headers = headers
         self.batch_metadata = batch_metadata
+        self.typed_sides = [s for s in ("key", "value") if s in typed_sides]
         self.columns = [c for c in self.COLUMNS if headers or c != "headers"]
         if batch_metadata:
             self.columns += list(BATCH_METADATA_COLUMNS)
+        for side in self.typed_sides:
+            self.columns += list(TYPED_COLUMNS[side])
         if fmt == "csv":
             self.csv = csv.writer(stream, lineterminator="\n")
             self.csv.writerow(self.columns)
@@ -186,8 +203,10 @@ class _TextWriter:
 
         n = len(recs)
         enc = self.enc
-        keys = [enc(k) for k in recs.key.to_pylist()]
-        values = [enc(v) for v in recs.value.to_pylist()]
+        keys = self._side(recs, "key", enc)
+        values = self._side(recs, "value", enc)
+        typed = [col for side in self.typed_sides
+                 for col in (recs.typed[side].schema_id.to_pylist(), recs.typed[side].error.to_pylist())]
         topic = recs.topic
         topics = topic.tolist() if isinstance(topic, np.ndarray) else [topic] * n
         part = recs.partition
@@ -210,12 +229,25 @@ class _TextWriter:
                 row.append(hdrs[i])
             if meta is not None:
                 row += [m[i] for m in meta]
+            for col in typed:
+                row.append(col[i])
             if self.fmt == "csv":
                 if hdrs is not None:
                     row[7] = "" if hdrs[i] is None else dumps(hdrs[i])
                 self.csv.writerow(["" if v is None else v for v in row])
             else:
                 out.write(dumps(dict(zip(self.columns, row))) + "\n")
+
+    def _side(self, recs, side, enc):
+        """Keys or values to write: typed ones as JSON (nested in JSON lines, text in CSV), else
+        bytes as --bytes says."""
+        dec = recs.typed.get(side)
+        if dec is None:
+            return [enc(v) for v in recs.decoded(side).to_pylist()]
+        texts = dec.json()
+        if self.fmt == "csv":
+            return texts
+        return [None if t is None else json.loads(t) for t in texts]
 
     def close(self):
         self.stream.flush()
@@ -261,9 +293,11 @@ def run(args, console):
 
     total = sum(s.size for pd in found.partitions for s in pd.list_segments()) + sum(
         cli_paths.getsize(f) for f in files)
+    typed = typed_options(args, paths)
     opts = dict(isolation=args.isolation, errors="salvage" if args.salvage else "strict", verify_crc=True,
-                max_bytes=CHUNK_BYTES)
-    schema = spark_kafka_schema(args.batch_metadata, not args.no_headers)
+                max_bytes=CHUNK_BYTES, value_format=typed)
+    schema = spark_kafka_schema(args.batch_metadata, not args.no_headers, typed,
+                                [p.topic for p in found.partitions] + [topic_of_file(f) for f in files])
 
     def write(writer, chunk, state):
         if topics is not None and chunk.topic not in topics:
@@ -331,11 +365,17 @@ def _sources(partitions, files, offsets, times, opts, snapshots=None):
 
 
 def _file_chunks(path, report, offsets, times, opts):
+    opts = dict(opts)
+    typed = opts.pop("value_format", None)
     with FileReader(path) as fr:
         rng = fr.resolve_range(offsets, times) if any(v is not None for v in offsets + times) else (None, None)
         if rng is None:
             return
-        yield from fr.chunks(report, start_offset=rng[0], end_offset=rng[1], **opts)
+        for chunk in fr.chunks(report, start_offset=rng[0], end_offset=rng[1], **opts):
+            if typed is not None and typed.active:
+                chunk = decode_values(chunk.replace(topic=topic_of_file(path)), typed)
+                report += chunk.report
+            yield chunk
 
 
 def _report(report, seen, console, state):
@@ -362,7 +402,9 @@ def _open_writer(fmt, tmp, schema, args):
     if fmt in ("parquet", "arrow", "arrow-stream"):
         return _ArrowWriter(tmp, schema, fmt, args.compression)
     enc = bytes_encoder(args.bytes)
-    return _text_sink(tmp, lambda stream: _TextWriter(stream, fmt, enc, not args.no_headers, args.batch_metadata))
+    typed = [side for side in ("key", "value") if getattr(args, side + "_format", None) not in (None, "bytes")]
+    return _text_sink(tmp, lambda stream: _TextWriter(stream, fmt, enc, not args.no_headers, args.batch_metadata,
+                                                      typed))
 
 
 def _text_sink(tmp, make_writer):

@@ -23,6 +23,12 @@ from kafkafmt.segments import Segment
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
 
 
+def topic_of_file(path):
+    """The topic named by a file's ``<topic>-<partition>`` folder (None when it names none)."""
+    tp = partition_of_name(os.path.basename(os.path.dirname(os.path.abspath(path))))
+    return None if tp is None else tp[0]
+
+
 def iter_partition(folder, report, *, max_bytes=CHUNK_BYTES, **kwargs):
     """``iter_log_dir`` over one partition folder, every chunk kept (record-less ones too)."""
     return iter_log_dir(folder, report=report, max_bytes=max_bytes, keep_empty=True, **kwargs)
