@@ -22,7 +22,7 @@ from kafkafmt.errors import SchemaNotFoundError, SchemaRegistryError
 from kafkafmt.records import TYPED_COLUMNS
 from kafkafmt.reports import ReportEntry, ReportKind
 from kafkafmt.schemaregistry import SchemaRegistry, open_registry
-from kafkafmt.values import DecodedColumn, decode_column, get_format, value_type
+from kafkafmt.values import DecodedColumn, decode_column, get_format, reader_schema_for, value_type
 
 __all__ = ["TypedOptions", "open_typed", "decode_values", "VALUE_ERRORS", "NO_SCHEMA_FORMATS"]
 
@@ -45,6 +45,9 @@ class TypedOptions:
     value_schema, key_schema : optional
         Reader schemas (see `kafkafmt.values`).
     value_errors : "null" or "strict"
+    pinned : tuple
+        ``((side, topic), reader schema)`` pairs that override the side's reader schema for one
+        topic (`pin`: the schema ids a query planned with).
     """
     value_format: object = None
     key_format: object = None
@@ -52,11 +55,41 @@ class TypedOptions:
     value_schema: object = None
     key_schema: object = None
     value_errors: str = "null"
+    pinned: tuple = ()
 
     @property
     def active(self):
         """True when keys or values are to be typed."""
         return self.value_format not in (None, "bytes") or self.key_format not in (None, "bytes")
+
+    def reader(self, side, topic):
+        """The reader schema of ``side`` for ``topic``: pinned, else the side's own."""
+        for key, schema in self.pinned:
+            if key == (side, topic):
+                return schema
+        return self.key_schema if side == "key" else self.value_schema
+
+    def pin(self, topics):
+        """A copy whose reader schemas are the ids they resolve to now, per topic (so that a read
+        planned now decodes with the same schemas later, whatever the registry learns meanwhile).
+
+        Raises
+        ------
+        SchemaNotFoundError
+            A topic has no reader schema.
+        """
+        if self.registry is None:
+            return self
+        pinned = dict(self.pinned)
+        for side, fmt, _ in self.sides():
+            if fmt in NO_SCHEMA_FORMATS:
+                continue
+            for topic in topics:
+                with _topic_hint(topic, side):
+                    rs = reader_schema_for(self.registry, topic, side == "key", self.reader(side, topic))
+                if rs.id is not None:
+                    pinned[(side, topic)] = rs.id
+        return dataclasses.replace(self, pinned=tuple(sorted(pinned.items())))
 
     def sides(self):
         """(side, format, reader schema) of each side to type."""
@@ -73,7 +106,7 @@ class TypedOptions:
             if s == side:
                 with _topic_hint(topic, side):
                     return value_type(fmt, registry=self.registry, topic=topic, is_key=side == "key",
-                                      reader_schema=schema)
+                                      reader_schema=self.reader(side, topic))
         return None
 
 
@@ -194,7 +227,8 @@ def decode_values(recs, typed):
         for start, stop, topic in runs:
             with _topic_hint(topic, side):
                 dec = decode_column(raw[start:stop], format=fmt, registry=typed.registry, topic=topic,
-                                    is_key=side == "key", reader_schema=schema, strict=strict, file=recs.file,
+                                    is_key=side == "key", reader_schema=typed.reader(side, topic), strict=strict,
+                                    file=recs.file,
                                     offsets=recs.offset[start:stop],
                                     positions=None if positions is None else positions[start:stop])
             parts.append(dec)

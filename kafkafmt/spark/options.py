@@ -17,6 +17,14 @@ ignores them there); their ``startingOffsets`` defaults to latest and accepts -1
 kafkafmt's own: ``includeBatchMetadata`` (producerId, producerEpoch, baseSequence, leaderEpoch,
 codec columns), ``maxBytesPerBatch`` (decoded bytes per Arrow batch a task yields),
 ``targetPartitionBytes`` (segment bytes packed into one input partition).
+
+Typed keys and values (`kafkafmt.spark.typedcols`): ``valueFormat`` / ``keyFormat`` (avro,
+registry, protobuf, json-schema, json, connect-json, string), ``schemaRegistry`` (default: the
+``_schemas`` topic among the paths), ``valueSchema`` / ``keySchema`` (an id, ``v<version>``, a
+subject or a schema), ``mode`` (from_avro's: FAILFAST, the default, fails the query on a bad
+value; PERMISSIVE makes it null with the reason in valueError) and ``schemaEvolutionMode``
+(streams: ``restart``, the default, fails the query when a subject gets a new latest version, so
+that a restart reads with it; ``none`` keeps the schema the query started with).
 """
 from __future__ import annotations
 
@@ -53,7 +61,8 @@ _ACCEPTED = {
     "startingoffsetsbytimestampstrategy", "includeheaders", "failondataloss", "minpartitions",
     "kafka.isolation.level", "isolationlevel", "includebatchmetadata", "maxbytesperbatch",
     "targetpartitionbytes", "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "decode",
-    "replicas", "includelogdir",
+    "replicas", "includelogdir", "valueformat", "keyformat", "schemaregistry", "valueschema", "keyschema", "mode",
+    "schemaevolutionmode",
 }
 _TIME_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -146,6 +155,14 @@ class Options:
     timestamp_strategy: str = "error"        # startingOffsetsByTimestampStrategy: error | latest
     extra: dict = field(default_factory=dict)
     storage_options: dict = None             # storage.<key> options, for the filesystem (never logged)
+    value_format: str = None                 # valueFormat / keyFormat: typed values (kafkafmt.typed)
+    key_format: str = None
+    schema_registry: str = None
+    value_schema: object = None
+    key_schema: object = None
+    mode: str = "FAILFAST"                   # from_avro's mode: FAILFAST | PERMISSIVE
+    schema_evolution: str = "restart"        # schemaEvolutionMode (streams): restart | none
+    typed: object = None                     # the plan of typed values (kafkafmt.spark.typedcols.SparkTyped)
 
     def __repr__(self):     # secrets in storage options stay out of plans and logs
         shown = {k: v for k, v in self.__dict__.items() if k != "storage_options"}
@@ -176,6 +193,44 @@ def _storage_value(v):
         return int(s)
     except ValueError:
         return s
+
+
+def _reader_schema(text):
+    """valueSchema / keySchema: an id, v<version>, a subject or a schema (JSON text)."""
+    v = str(text).strip()
+    if re.fullmatch(r"\d+", v):
+        return int(v)
+    m = re.fullmatch(r"v(\d+)", v)
+    return {"version": int(m.group(1))} if m else v
+
+
+def _typed_options(o, opts):
+    from kafkafmt.values import FORMATS
+
+    for key, attr in (("valueformat", "value_format"), ("keyformat", "key_format")):
+        if key in opts:
+            fmt = str(opts[key]).strip().lower()
+            if fmt not in FORMATS:
+                raise OptionError(f"{key} must be one of {', '.join(sorted(FORMATS))}, not {opts[key]!r}")
+            setattr(o, attr, None if fmt == "bytes" else fmt)
+    if "schemaregistry" in opts:
+        o.schema_registry = str(opts["schemaregistry"]).strip()
+    for key, attr in (("valueschema", "value_schema"), ("keyschema", "key_schema")):
+        if key in opts:
+            setattr(o, attr, _reader_schema(opts[key]))
+    if "mode" in opts:
+        o.mode = str(opts["mode"]).strip().upper()
+        if o.mode not in ("FAILFAST", "PERMISSIVE"):
+            raise OptionError(f"mode must be FAILFAST or PERMISSIVE (as from_avro's), not {opts['mode']!r}")
+    if "schemaevolutionmode" in opts:
+        o.schema_evolution = str(opts["schemaevolutionmode"]).strip().lower()
+        if o.schema_evolution not in ("restart", "none"):
+            raise OptionError(f"schemaEvolutionMode must be restart or none, not {opts['schemaevolutionmode']!r}")
+    if (o.value_format or o.key_format) and o.decode:
+        raise OptionError("decode (an internal topic's table) and valueFormat/keyFormat exclude each other")
+    if not (o.value_format or o.key_format) and (o.schema_registry or o.value_schema is not None
+                                                 or o.key_schema is not None):
+        raise OptionError("schemaRegistry / valueSchema / keySchema need valueFormat or keyFormat")
 
 
 def parse(options, stream=False) -> Options:
@@ -294,6 +349,7 @@ def parse(options, stream=False) -> Options:
             raise OptionError("decode is for batch reads (spark.read), not streams")
         if o.subscribe is None and o.pattern is None and o.assign is None:
             o.subscribe = [TOPIC_OF[o.decode]]
+    _typed_options(o, opts)
     if "maxbytesperbatch" in opts:
         o.max_bytes_per_batch = _int(opts["maxbytesperbatch"], "maxBytesPerBatch", 1)
     if "targetpartitionbytes" in opts:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from kafkafmt.decoder import DecodeOptions
-from kafkafmt.errors import KafkafmtError
+from kafkafmt.errors import KafkafmtError, ValueDecodeError
 from kafkafmt.taskreader import read_task
 from kafkafmt.records import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
+from kafkafmt.spark.typedcols import decode_names
+from kafkafmt.typed import decode_values
 
 
 
@@ -17,8 +19,9 @@ def read_tasks(tasks, schema, opts):
     names = [f.name for f in schema.fields]
     want = set(names)
     # one thread per task: Spark already runs tasks in parallel
-    options = DecodeOptions.for_columns(None if opts.decode else names, verify_crc=True, include_control=False,
-                                        threads=1)
+    typed = opts.typed.open() if opts.typed is not None else None
+    options = DecodeOptions.for_columns(None if opts.decode else decode_names(names, opts.typed), verify_crc=True,
+                                        include_control=False, threads=1)
     table_of = None
     if opts.decode:       # an internal topic as a table (kafkafmt.internal)
         from kafkafmt import internal
@@ -36,10 +39,19 @@ def read_tasks(tasks, schema, opts):
                 if table_of is not None:
                     table = table_of(recs).select(names)
                 else:
+                    if typed is not None:
+                        recs = decode_values(recs, typed)
                     meta = any(n in want for n in BATCH_METADATA_COLUMNS)
                     table = recs.to_arrow(headers="headers" in want, batch_metadata=meta,
-                                          log_dir=LOG_DIR_COLUMN in want).select(names)
+                                          log_dir=LOG_DIR_COLUMN in want)
+                    if typed is not None:
+                        table = opts.typed.conform(table)
+                    table = table.select(names)
                 yield from table.cast(target).to_batches()
+        except ValueDecodeError as exc:
+            raise ValueDecodeError(f"{exc.reason} -- set mode=PERMISSIVE to read bad values as null with the reason "
+                                   f"in valueError / keyError", file=exc.file, position=exc.position,
+                                   offset=exc.offset) from None
         except KafkafmtError as exc:
             if errors == "salvage":
                 raise

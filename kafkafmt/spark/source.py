@@ -14,7 +14,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualNullSafe,
 from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, ShortType, StringType, StructField,
                                StructType, TimestampType)
 
-from kafkafmt.records import LOG_DIR_COLUMN
+from kafkafmt.records import LOG_DIR_COLUMN, TYPED_COLUMNS
 from kafkafmt.spark import options as _options
 from kafkafmt.spark.planning import Bounds, plan
 
@@ -24,13 +24,26 @@ METADATA_FIELDS = [StructField("producerId", LongType()), StructField("producerE
                    StructField("codec", StringType())]
 
 
-def kafka_schema(include_headers=False, batch_metadata=False, include_log_dir=False) -> StructType:
-    fields = [StructField("key", BinaryType()), StructField("value", BinaryType()),
+def kafka_schema(include_headers=False, batch_metadata=False, include_log_dir=False, typed=None) -> StructType:
+    """Spark's Kafka-source schema, with the columns the options add; ``typed`` (a
+    `kafkafmt.spark.typedcols.SparkTyped`): typed key / value and their schema id and error."""
+    types = {"key": BinaryType(), "value": BinaryType()}
+    sides = [] if typed is None else [side for side, _ in typed.types]
+    if typed is not None:
+        from pyspark.sql.pandas.types import from_arrow_type
+
+        for side, t in typed.types:
+            types[side] = from_arrow_type(t)
+    fields = [StructField("key", types["key"]), StructField("value", types["value"]),
               StructField("topic", StringType()), StructField("partition", IntegerType()),
               StructField("offset", LongType()), StructField("timestamp", TimestampType()),
               StructField("timestampType", IntegerType())]
     if include_headers:
         fields.append(StructField("headers", HEADERS_TYPE))
+    for side in ("key", "value"):
+        if side in sides:
+            fields += [StructField(TYPED_COLUMNS[side][0], IntegerType()), StructField(TYPED_COLUMNS[side][1],
+                                                                                      StringType())]
     if batch_metadata:
         fields += METADATA_FIELDS
     if include_log_dir:
@@ -209,10 +222,12 @@ class KafkaSegmentsDataSource(DataSource):
             from kafkafmt.internal import schema_of
 
             return from_arrow_schema(schema_of(o.decode))
-        return kafka_schema(o.include_headers, o.batch_metadata, o.include_log_dir)
+        return kafka_schema(o.include_headers, o.batch_metadata, o.include_log_dir, typed_plan(o))
 
     def reader(self, schema):
-        return (PushdownReader if self.filter_pushdown else KafkaSegmentsReader)(schema, self._opts())
+        opts = self._opts()
+        opts.typed = checked_typed_plan(opts, schema)
+        return (PushdownReader if self.filter_pushdown else KafkaSegmentsReader)(schema, opts)
 
     def streamReader(self, schema):
         """spark.readStream.format("kafka-segments"): see kafkafmt.spark.stream."""
@@ -222,4 +237,32 @@ class KafkaSegmentsDataSource(DataSource):
             opts = _options.parse(self.options, stream=True)
         except _options.OptionError as exc:
             raise ValueError(f"kafka-segments: {exc}") from None
+        opts.typed = checked_typed_plan(opts, schema)
         return KafkaSegmentsStreamReader(schema, opts)
+
+
+def typed_plan(opts):
+    """The typed-value plan of a query (`kafkafmt.spark.typedcols.plan_typed`), or None."""
+    if not (opts.value_format or opts.key_format):
+        return None
+    from kafkafmt.spark.planning import partition_folders
+    from kafkafmt.spark.typedcols import plan_typed, subscribed_topics
+
+    found = [] if opts.subscribe is not None or opts.assign is not None else partition_folders(opts, [])
+    try:
+        return plan_typed(opts, subscribed_topics(opts, found))
+    except _options.OptionError as exc:
+        raise ValueError(f"kafka-segments: {exc}") from None
+
+
+def checked_typed_plan(opts, schema):
+    """The typed plan again (for the reader), checked against the schema Spark planned with."""
+    typed = typed_plan(opts)
+    if typed is not None:
+        names = [f.name for f in schema.fields]
+        planned = kafka_schema(typed=typed)
+        for side, _ in typed.types:
+            if side in names and schema[side].dataType != planned[side].dataType:
+                raise ValueError(f"kafka-segments: the schema of {side} changed while the query was planned (the "
+                                 f"schema registry learned a new version): run the query again")
+    return typed

@@ -46,6 +46,7 @@ from kafkafmt.framing import entry_size_at, scan_range
 from kafkafmt.planner import deal
 from kafkafmt.records import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
+from kafkafmt.spark.typedcols import SchemaChangedError, decode_names
 
 try:    # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, ReadMinRows,
@@ -434,6 +435,17 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
                 f"({sub}) does not include: the checkpoint belongs to a query with another subscription; "
                 "use a new checkpointLocation")
 
+    def _check_schemas(self):
+        """schemaEvolutionMode=restart: fail when a subject read got a new latest version."""
+        o = self.opts
+        if o.typed is None or o.schema_evolution != "restart":
+            return
+        changed = o.typed.changed()
+        if changed:
+            raise SchemaChangedError("kafka-segments: " + "; ".join(changed) + " -- restart the query to read with "
+                                     "the new schema (or set schemaEvolutionMode=none to keep the one it started "
+                                     "with)")
+
     def _snapshot(self):
         """{tp: latest} and {tp: earliest} of the subscription now."""
         parts = self.watcher.refresh()
@@ -515,6 +527,7 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
         else:
             start_map = parse_offsets(start, "start offset")
         self._check_subscription(start_map, "checkpointed offset")
+        self._check_schemas()
         latest, earliest = self._snapshot()
         if self._available_now:
             if self._target is None:
@@ -644,16 +657,26 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
                 return
         report = []
         want_meta = any(n in names for n in BATCH_METADATA_COLUMNS)
+        typed = o.typed.open() if o.typed is not None else None
         try:
             for recs in kafkafmt.iter_log_dir(dataclasses.replace(part, segments=tuple(segments)), start_offset=start,
-                                              end_offset=end, isolation=o.isolation, columns=names,
+                                              end_offset=end, isolation=o.isolation,
+                                              columns=decode_names(names, o.typed),
                                               errors="strict" if o.fail_on_data_loss else "salvage",
-                                              max_bytes=o.max_bytes_per_batch, report=report, threads=1):
+                                              max_bytes=o.max_bytes_per_batch, report=report, threads=1,
+                                              value_format=typed):
                 if not len(recs):
                     continue
                 table = recs.to_arrow(headers="headers" in names, batch_metadata=want_meta,
-                                      log_dir=LOG_DIR_COLUMN in names).select(names)
-                yield from table.cast(target).to_batches()
+                                      log_dir=LOG_DIR_COLUMN in names)
+                if typed is not None:
+                    table = o.typed.conform(table)
+                yield from table.select(names).cast(target).to_batches()
+        except kafkafmt.ValueDecodeError as exc:
+            raise kafkafmt.ValueDecodeError(f"{exc.reason} (reading offsets {start}..{end - 1} of {name}) -- set "
+                                            "mode=PERMISSIVE to read bad values as null with the reason in "
+                                            "valueError / keyError", file=exc.file, position=exc.position,
+                                            offset=exc.offset) from None
         except kafkafmt.KafkafmtError as exc:
             raise DataLossError(f"kafka-segments: {exc} (reading offsets {start}..{end - 1} of {name}) -- set "
                                 "failOnDataLoss=false to skip corrupt batches and keep reading") from exc

@@ -1,0 +1,188 @@
+"""Typed keys and values in Spark (``valueFormat`` / ``keyFormat``): the same decoding as the
+library (`kafkafmt.typed`), with a schema known when the query is planned.
+
+* On the driver, `plan_typed` opens the schema registry once, resolves each subscribed topic's
+  reader schema to the schema id it names now and *pins* it (`kafkafmt.typed.TypedOptions.pin`),
+  and computes the Spark type of ``value`` / ``key``: several topics' types merged into one
+  (`kafkafmt.values.merge_types`), converted to types Spark holds (`spark_arrow_type`: enums as
+  strings, unsigned integers widened, fixed as binary).
+* On the executors, `SparkTyped.open` reopens the registry once per process (the pinned ids keep
+  the types the driver planned, whatever the registry learned since) and decodes each chunk.
+* ``mode``: FAILFAST (from_avro's default) fails the task on a bad value, naming file, position
+  and offset; PERMISSIVE makes it null with the reason in ``valueError`` / ``keyError``.
+* Streams (``schemaEvolutionMode``): a subject whose latest version changes after the query
+  started fails the next micro-batch (``restart``, the default, as Databricks' from_avro with a
+  registry): restarting the query reads with the new version. ``none`` keeps the pinned schemas;
+  values written with newer versions are resolved to them by Avro's rules.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+from kafkafmt.spark.options import OptionError
+from kafkafmt.typed import NO_SCHEMA_FORMATS, open_typed
+from kafkafmt.values import conform, merge_types
+
+__all__ = ["SparkTyped", "plan_typed", "subscribed_topics", "decode_names", "spark_arrow_type", "SchemaChangedError"]
+
+_OPENED = {}
+_LOCK = threading.Lock()
+
+
+class SchemaChangedError(RuntimeError):
+    """A subject got a new latest version while a stream runs (schemaEvolutionMode=restart)."""
+
+
+def _pa():
+    import pyarrow as pa
+
+    return pa
+
+
+def spark_arrow_type(t):
+    """``t`` as an Arrow type Spark can hold: dictionaries (enums) as their values, unsigned
+    integers widened (uint64 as decimal(20, 0)), fixed-size binary as binary, half floats as
+    floats; nested types converted inside."""
+    pa = _pa()
+    if pa.types.is_dictionary(t):
+        return spark_arrow_type(t.value_type)
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, spark_arrow_type(f.type), True) for f in t])
+    if pa.types.is_large_list(t) or pa.types.is_list(t):
+        return pa.list_(pa.field("element", spark_arrow_type(t.value_type), True))
+    if pa.types.is_map(t):
+        return pa.map_(spark_arrow_type(t.key_type), pa.field("value", spark_arrow_type(t.item_type), True))
+    if pa.types.is_unsigned_integer(t):
+        return {8: pa.int16(), 16: pa.int32(), 32: pa.int64()}.get(t.bit_width, pa.decimal128(20, 0))
+    if pa.types.is_fixed_size_binary(t):
+        return pa.binary()
+    if pa.types.is_float16(t):
+        return pa.float32()
+    return t
+
+
+@dataclasses.dataclass(frozen=True)
+class SparkTyped:
+    """What executors need to decode as the driver planned (picklable; no open registry)."""
+    value_format: object
+    key_format: object
+    schema_registry: object
+    roots: tuple
+    storage: tuple                 # storage options as sorted items
+    value_schema: object
+    key_schema: object
+    value_errors: str
+    pinned: tuple
+    types: tuple                   # (side, Arrow type of the merged column) pairs
+
+    def open(self):
+        """The `kafkafmt.typed.TypedOptions`, its registry opened once per process."""
+        with _LOCK:
+            typed = _OPENED.get(self)
+            if typed is None:
+                typed = dataclasses.replace(self._open(), pinned=self.pinned)
+                _OPENED[self] = typed
+            return typed
+
+    def _open(self):
+        return open_typed(value_format=self.value_format, key_format=self.key_format,
+                          schema_registry=self.schema_registry, value_schema=_hashable_back(self.value_schema),
+                          key_schema=_hashable_back(self.key_schema), value_errors=self.value_errors,
+                          roots=list(self.roots), storage_options=dict(self.storage) or None)
+
+    def conform(self, table):
+        """``table`` with its typed columns in the planned (merged) types."""
+        for side, t in self.types:
+            if side in table.column_names:
+                i = table.column_names.index(side)
+                col = table.column(side)
+                table = table.set_column(i, side, conform(col.cast(spark_arrow_type(col.type)), t))
+        return table
+
+    def changed(self):
+        """Messages for each pinned (side, topic) whose reader schema now resolves to another id
+        (the registry replayed afresh)."""
+        if not self.pinned:
+            return []
+        now = self._open()
+        out = []
+        for (side, topic), sid in self.pinned:
+            explicit = (self.key_schema if side == "key" else self.value_schema) is not None
+            if explicit:
+                continue
+            latest = now.pin([topic]).reader(side, topic)
+            if latest != sid:
+                out.append(f"subject {topic}-{side} has a new latest schema (id {latest}) since the query started "
+                           f"with id {sid}")
+        return out
+
+
+def _hashable(v):
+    import json
+
+    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+
+
+def _hashable_back(v):
+    import json
+
+    if isinstance(v, str) and v[:1] in ("{", "["):
+        try:
+            parsed = json.loads(v)
+        except ValueError:
+            return v
+        if isinstance(parsed, dict) and set(parsed) <= {"version", "id", "subject"}:
+            return parsed
+    return v
+
+
+def decode_names(names, typed):
+    """The columns to decode for a query's columns ``names``: its typed sides' raw columns
+    instead of their schema id and error columns."""
+    if typed is None:
+        return list(names)
+    from kafkafmt.records import TYPED_COLUMNS
+
+    extra = {c for cols in TYPED_COLUMNS.values() for c in cols}
+    out = [n for n in names if n not in extra]
+    return out + [side for side, _ in typed.types if side not in out]
+
+
+def subscribed_topics(opts, found):
+    """The topics a query reads: those it names (subscribe, assign), else those of the partitions
+    found that its subscription selects."""
+    if opts.subscribe is not None:
+        return list(opts.subscribe)
+    if opts.assign is not None:
+        return list(opts.assign)
+    return sorted({p.topic for p in found if opts.wants(p.topic, p.partition)})
+
+
+def plan_typed(opts, topics):
+    """The `SparkTyped` of a query (None without valueFormat/keyFormat) for ``topics`` (the
+    subscribed topics found), with its Spark-ready Arrow types.
+
+    Raises
+    ------
+    SchemaRegistryError, SchemaNotFoundError
+        No registry, or a topic without a reader schema (the message names the topic).
+    """
+    if not (opts.value_format or opts.key_format):
+        return None
+    typed = open_typed(value_format=opts.value_format, key_format=opts.key_format,
+                       schema_registry=opts.schema_registry, value_schema=opts.value_schema,
+                       key_schema=opts.key_schema, value_errors="strict" if opts.mode == "FAILFAST" else "null",
+                       roots=list(opts.paths), storage_options=opts.storage_options)
+    topics = sorted(set(topics))
+    typed = typed.pin(topics)
+    types = []
+    for side, fmt, _ in typed.sides():
+        if not topics and fmt not in NO_SCHEMA_FORMATS:
+            raise OptionError(f"{side}Format={fmt} takes each topic's schema, and no topic of the subscription is "
+                              f"under {', '.join(opts.paths)}: name the topics with subscribe or assign")
+        merged = merge_types([typed.arrow_type(side, t) for t in topics or [None]])
+        types.append((side, spark_arrow_type(merged)))
+    return SparkTyped(opts.value_format, opts.key_format, opts.schema_registry, tuple(opts.paths),
+                      tuple(sorted((opts.storage_options or {}).items())), _hashable(opts.value_schema),
+                      _hashable(opts.key_schema), typed.value_errors, typed.pinned, tuple(types))
