@@ -12,6 +12,11 @@ user cache folder). It holds:
   left behind by the cleaner.
 * ``clicks-0`` -- an old topic: a legacy v1 segment (gzip wrappers, relative inner offsets)
   followed by v2 segments after the upgrade.
+* ``shipments-0`` -- Avro values in the Schema Registry's wire format, written with two versions of
+  the ``shipments-value`` subject (v2 adds a nullable ``tracking`` and an ``items`` array), and one
+  value a misbehaving producer wrote as plain JSON; keys are order ids (UTF-8).
+* ``_schemas-0`` -- the Schema Registry's topic holding those schemas (as the registry writes it):
+  read shipments typed with ``value_format="avro"``.
 * ``__consumer_offsets-0`` -- the group coordinator's log for three consumer groups: ``billing``
   (orders + payments, one member) and ``analytics`` (orders + clicks, two members, then one after a
   rebalance) commit offsets that follow the sample's own records over time; ``old-reports`` commits
@@ -37,7 +42,7 @@ import numpy as np
 
 from kafkafmt.logwriter import LogWriter
 
-SAMPLE_VERSION = 3
+SAMPLE_VERSION = 4
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, in ms
 
 
@@ -145,6 +150,91 @@ def _clicks(root, rnd):
     with LogWriter(path, segment_bytes=12 * 1024, index_interval_bytes=2048) as w:
         w.append(**clicks(300, 0), magic=1, compression="gzip", max_records=25)   # before the upgrade
         w.append(**clicks(300, 60_000), magic=2, compression="lz4")               # after it
+
+
+# -- Avro values and the Schema Registry's topic ------------------------------------------------------
+
+SHIPMENT_V1 = {"type": "record", "name": "Shipment", "namespace": "com.example.logistics", "fields": [
+    {"name": "order_id", "type": "string"},
+    {"name": "carrier", "type": {"type": "enum", "name": "Carrier", "symbols": ["DHL", "UPS", "FEDEX"]}},
+    {"name": "weight_kg", "type": "double"},
+    {"name": "shipped_at", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}
+SHIPMENT_V2 = {**SHIPMENT_V1, "fields": SHIPMENT_V1["fields"] + [
+    {"name": "tracking", "type": ["null", "string"], "default": None},
+    {"name": "items", "type": {"type": "array", "items": "string"}, "default": []}]}
+_CARRIERS = ["DHL", "UPS", "FEDEX"]
+
+
+def _zigzag(n):
+    """An Avro int/long: zigzag, then a base-128 varint."""
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _avro_string(text):
+    b = text.encode()
+    return _zigzag(len(b)) + b
+
+
+def _shipment(schema_id, v, version):
+    """The wire format (0x00, big-endian schema id) and the Avro binary of a shipment."""
+    body = (_avro_string(v["order_id"]) + _zigzag(_CARRIERS.index(v["carrier"]))
+            + np.float64(v["weight_kg"]).tobytes() + _zigzag(v["shipped_at"]))
+    if version == 2:
+        body += b"\x00" if v["tracking"] is None else b"\x02" + _avro_string(v["tracking"])
+        if v["items"]:
+            body += _zigzag(len(v["items"])) + b"".join(_avro_string(i) for i in v["items"])
+        body += b"\x00"
+    return b"\x00" + schema_id.to_bytes(4, "big") + body
+
+
+def _schemas_records(subject_schemas):
+    """What a Confluent Schema Registry writes to ``_schemas`` registering these (subject, schema)
+    pairs in order: a NOOP, the global config, one SCHEMA record per version (ids from 1)."""
+    def dump(obj):
+        return json.dumps(obj, separators=(",", ":")).encode()
+    recs = [(dump({"keytype": "NOOP", "magic": 0}), None),
+            (dump({"keytype": "CONFIG", "magic": 0}), dump({"compatibilityLevel": "BACKWARD"}))]
+    versions = {}
+    for sid, (subject, schema) in enumerate(subject_schemas, 1):
+        versions[subject] = versions.get(subject, 0) + 1
+        v = versions[subject]
+        recs.append((dump({"keytype": "SCHEMA", "subject": subject, "version": v, "magic": 1}),
+                     dump({"subject": subject, "version": v, "id": sid, "schemaType": "AVRO",
+                           "schema": json.dumps(schema, separators=(",", ":")), "deleted": False})))
+    return recs
+
+
+def _shipments(root, rnd):
+    records = _schemas_records([("shipments-value", SHIPMENT_V1), ("shipments-value", SHIPMENT_V2)])
+    with LogWriter(os.path.join(root, "_schemas-0"), leader_epoch=0) as w:
+        for i, (k, v) in enumerate(records):
+            w.append(keys=[k], values=[v], timestamps=[T0 - 3_600_000 + 1000 * i])
+    with LogWriter(os.path.join(root, "shipments-0"), segment_bytes=32 * 1024, index_interval_bytes=4096,
+                   leader_epoch=2) as w:
+        ts = T0 + 30_000
+        for seg, codec in enumerate(["zstd", "lz4", "none", "snappy"]):
+            version = 1 if seg < 2 else 2
+            keys, values, stamps = [], [], []
+            for i in range(500):
+                n = seg * 500 + i
+                ts += rnd.randint(100, 900)
+                v = {"order_id": f"o-{rnd.randint(0, 4799):07d}", "carrier": rnd.choice(_CARRIERS),
+                     "weight_kg": round(rnd.uniform(0.1, 30), 3), "shipped_at": ts - rnd.randint(0, 60_000),
+                     "tracking": None if rnd.random() < 0.3 else f"TRK{rnd.getrandbits(40):010X}",
+                     "items": [f"sku-{rnd.randint(1, 99)}" for _ in range(rnd.randint(0, 4))]}
+                keys.append(v["order_id"].encode())
+                if n == 1234:        # a producer that did not use the registry's serializer
+                    values.append(json.dumps(v, separators=(",", ":")).encode())
+                else:
+                    values.append(_shipment(version, v, version))
+                stamps.append(ts)
+            w.append(keys=keys, values=values, timestamps=stamps, compression=codec, batch_size=8192)
 
 
 # -- internal topics ----------------------------------------------------------------------------------
@@ -266,6 +356,8 @@ def _cluster_metadata(root):
     create(boot + 1_200_000, "orders", [("compression.type", "producer")])
     create(boot + 1_800_000, "payments", [("min.insync.replicas", "1")])
     create(boot + 2_400_000, "customers", [("cleanup.policy", "compact")])
+    create(boot + 2_700_000, "_schemas", [("cleanup.policy", "compact")])
+    create(boot + 3_000_000, "shipments", [("compression.type", "producer")])
     batches.append((boot + 3_000_000, [rec(4, 0, {"ResourceType": 4, "ResourceName": "", "Name": "log.cleaner.threads",
                                                   "Value": "2"})]))
     batches.append((boot + 3_600_000, [rec(15, 0, {"BrokerId": 0, "BrokerEpoch": broker_epoch,
@@ -289,6 +381,7 @@ def generate(root):
     _payments(root, rnd)
     _customers(root, rnd)
     _clicks(root, rnd)
+    _shipments(root, rnd)
     _consumer_offsets(root)        # after the data topics: commits follow their records
     _cluster_metadata(root)
     with open(os.path.join(root, "meta.properties"), "w") as f:

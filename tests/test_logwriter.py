@@ -423,7 +423,8 @@ def test_txnindex_lso_is_first_offset_of_oldest_open_txn(tmp_path, segment_bytes
 
 # ---------------------------------------------------------------------------------------------------------
 # the bundled sample
-TOPICS = ["orders-0", "orders-1", "payments-0", "customers-0", "clicks-0", "__consumer_offsets-0", "__cluster_metadata-0"]
+TOPICS = ["orders-0", "orders-1", "payments-0", "customers-0", "clicks-0", "shipments-0", "_schemas-0",
+          "__consumer_offsets-0", "__cluster_metadata-0"]
 
 
 SAMPLE_CONFIG = {}     # partition dir name -> (segment_bytes, index_interval_bytes), seen while generating

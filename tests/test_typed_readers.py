@@ -230,3 +230,33 @@ def test_cli_export_writes_the_librarys_typed_table(backup, tmp_path):
     assert [json.loads(x)["value"] for x in lines] == [{"name": f"u{i}", "age": i} for i in range(40)]
     missing = kcli.run("export", root, "--value-format", "avro", "--to", tmp_path / "all.parquet")
     assert missing.returncode != 0 and "--topics" in missing.stderr
+
+
+# -- the bundled sample ----------------------------------------------------------------------------
+
+def test_the_samples_avro_topic_equals_fastavro(tmp_path, monkeypatch):
+    import io
+
+    import fastavro
+
+    from kafkafmt import sample
+
+    monkeypatch.setenv("KAFKAFMT_SAMPLE_DIR", str(tmp_path / "sample"))
+    root = sample.sample_dir()
+    recs = kafkafmt.read_log_dirs(root, topics=["shipments"], value_format="avro")
+    raw = recs.value.to_pylist()
+    writers = {1: fastavro.parse_schema(sample.SHIPMENT_V1), 2: fastavro.parse_schema(sample.SHIPMENT_V2)}
+    reader = fastavro.parse_schema(sample.SHIPMENT_V2)
+    want = []
+    for v in raw:
+        if v[:1] != b"\x00":
+            want.append(None)
+            continue
+        rec = fastavro.schemaless_reader(io.BytesIO(v[5:]), writers[int.from_bytes(v[1:5], "big")], reader)
+        rec["shipped_at"] = int(rec["shipped_at"].timestamp() * 1000)
+        want.append(rec)
+    t = recs.to_arrow()
+    got = plain(t.column("value"))
+    assert len(got) == 2000 and got == want
+    assert t.column("valueSchemaId").to_pylist().count(2) == 999 and t.column("valueError").null_count == 1999
+    assert [e.kind for e in recs.report] == [ReportKind.BAD_VALUE]
