@@ -204,6 +204,121 @@ class AvroRatios:
     track_records_per_second.unit = "records/s"
 
 
+# ---------------------------------------------------------------------------------------------
+# end to end: a log dir with its _schemas topic -> typed Arrow table
+
+LOG_DIR_RECORDS = 300_000
+
+
+def typed_log_dir():
+    """An uncompressed log dir holding ``flat`` (LOG_DIR_RECORDS flat records, Avro in the wire
+    format) and ``_schemas`` as the registry writes it; written once per corpus cache."""
+    import kafkafmt
+
+    from .corpus import cache_dir
+
+    root = cache_dir() / "logdirs" / "avro-flat"
+    if (root / ".complete").exists():
+        return root
+    values, *_ = data("flat")
+    reps = -(-LOG_DIR_RECORDS // len(values))
+    key = json.dumps({"keytype": "SCHEMA", "subject": "flat-value", "version": 1, "magic": 1}).encode()
+    value = json.dumps({"subject": "flat-value", "version": 1, "id": SCHEMA_ID, "schemaType": "AVRO",
+                        "schema": json.dumps(FLAT, separators=(",", ":")), "deleted": False}).encode()
+    kafkafmt.write_log_dir(str(root / "_schemas-0"), keys=[key], values=[value])
+    kafkafmt.write_log_dir(str(root / "flat-0"), values=(values * reps)[:LOG_DIR_RECORDS], batch_size=1 << 20)
+    (root / ".complete").write_text("")
+    return root
+
+
+def kafkafmt_log_dir():
+    import kafkafmt
+    root = str(typed_log_dir() / "flat-0")
+    return lambda: kafkafmt.read_log_dir(root, value_format="avro").to_arrow()
+
+
+def kafka_python_fastavro_log_dir():
+    """The peers' end to end: kafka-python's record reader over the segment, fastavro per value,
+    the same Arrow table's value column."""
+    import pyarrow as pa
+    from fastavro import schemaless_reader
+    from kafka.record import MemoryRecords
+
+    root = typed_log_dir() / "flat-0"
+    seg = (root / "00000000000000000000.log").read_bytes()
+    parsed = data("flat")[2]
+    arrow_type = data("flat")[4]
+
+    def run(BytesIO=io.BytesIO, read=schemaless_reader):
+        rows, offsets = [], []
+        records = MemoryRecords(seg)
+        while records.has_next():
+            for r in records.next_batch():
+                offsets.append(r.offset)
+                rows.append(read(BytesIO(r.value[5:]), parsed, None))
+        return pa.table({"value": pa.array(rows, arrow_type), "offset": pa.array(offsets, pa.int64())})
+    return run
+
+
+def log_dir_records_per_second(_=None, budget_s=None):
+    t, = common.interleaved_medians([kafkafmt_log_dir()], budget_s)
+    return round(LOG_DIR_RECORDS / t)
+
+
+def log_dir_peak_ratio(_=None):
+    """Peak memory the read adds ÷ the bytes of the table it returns."""
+    peak = common.median_peak_delta("bench_avro:kafkafmt_log_dir_call")
+    return round(peak / _output_bytes(), 3)
+
+
+def kafkafmt_log_dir_call():
+    return kafkafmt_log_dir()
+
+
+def _output_bytes():
+    return kafkafmt_log_dir()().nbytes
+
+
+common.register_value("avro_log_dir_rate", "read_log_dir(value_format='avro') records/s", ["flat"],
+               log_dir_records_per_second, "records/s", family="avro",
+               track="bench_avro.AvroLogDir.track_records_per_second")
+register_ratio("avro_log_dir_vs_kafka_python", "read_log_dir(value_format='avro') × kafka-python + fastavro",
+               ["flat"], lambda _: (kafka_python_fastavro_log_dir(), kafkafmt_log_dir()), family="avro",
+               track="bench_avro.AvroLogDir.track_ratio_vs_kafka_python_fastavro")
+common.register_value("avro_log_dir_peak", "read_log_dir(value_format='avro') peak memory ÷ output", ["flat"],
+               log_dir_peak_ratio, "ratio", better="lower", family="avro",
+               track="bench_avro.AvroLogDir.track_peak_over_output")
+
+
+class AvroLogDir:
+    """End to end: an uncompressed log dir with its _schemas topic -> a typed Arrow table."""
+
+    timeout = 900
+
+    def setup(self):
+        require_kafkafmt()
+        common.note_quick()
+        self.read = kafkafmt_log_dir()
+
+    def time_kafkafmt_read_log_dir(self):
+        self.read()
+
+    def track_records_per_second(self):
+        return log_dir_records_per_second()
+
+    track_records_per_second.unit = "records/s"
+
+    def track_ratio_vs_kafka_python_fastavro(self):
+        return common.measure_registered("avro_log_dir_vs_kafka_python", "flat")
+
+    track_ratio_vs_kafka_python_fastavro.unit = "ratio"
+
+    def track_peak_over_output(self):
+        return log_dir_peak_ratio()
+
+    track_peak_over_output.unit = "ratio"
+
+
 if __name__ == "__main__":   # python -m benchmarks.bench_avro: medians and ratios without asv
     for kind in SCHEMAS:
         check_same(kind)
@@ -212,3 +327,9 @@ if __name__ == "__main__":   # python -m benchmarks.bench_avro: medians and rati
         print(f"{kind}: {RECORDS[kind]} values; kafkafmt {med[0] * 1e3:.2f} ms, fastavro {med[1] * 1e3:.1f} ms "
               f"({med[1] / med[0]:.1f}x), confluent-kafka {med[2] * 1e3:.1f} ms ({med[2] / med[0]:.1f}x); "
               f"kafkafmt {RECORDS[kind] / med[0] / 1e6:.2f} M values/s")
+
+    peer, mine = kafka_python_fastavro_log_dir(), kafkafmt_log_dir()
+    med = common.interleaved_medians([mine, peer])
+    print(f"read_log_dir(value_format='avro'), {LOG_DIR_RECORDS} flat records: kafkafmt {med[0] * 1e3:.1f} ms "
+          f"({LOG_DIR_RECORDS / med[0] / 1e6:.2f} M records/s), kafka-python + fastavro {med[1] * 1e3:.0f} ms "
+          f"({med[1] / med[0]:.1f}x); peak memory / output {log_dir_peak_ratio():.2f}")
