@@ -91,3 +91,42 @@ def test_connect_status(tmp_path):
     assert rows[2]["discover_timestamp"] == pa.scalar(1700000000123, pa.timestamp("ms", tz="UTC")).as_py()
     assert rows[3]["tombstone"] and rows[3]["state"] is None and rows[4]["error"]
     assert set(internal.CONNECT_TABLES) <= set(internal.TOPIC_OF)
+
+
+def _connect_dir(tmp_path, topic="connect-status"):
+    records = [("status-connector-my-source", {"state": "RUNNING", "trace": None, "worker_id": "w1:8083",
+                                               "generation": 3}),
+               ("status-task-my-source-0", {"state": "FAILED", "trace": "boom", "worker_id": "w1:8083",
+                                            "generation": 3}),
+               ("status-topic-orders:my-source", {"topic": {"name": "orders", "connector": "my-source", "task": 0,
+                                                             "discoverTimestamp": 1700000000000}})]
+    _write(str(tmp_path / "logs" / f"{topic}-0"), records)
+    return tmp_path / "logs"
+
+
+def test_connect_tables_through_the_cli_and_spark(tmp_path, spark):
+    import pyarrow.parquet as pq
+
+    import kcli
+
+    root = _connect_dir(tmp_path)
+    want = internal.connect_status(kafkafmt.read_log_dirs(str(root), topics=["connect-status"]))
+    kcli.run("export", root, "--internal", "connect_status", "--to", tmp_path / "s.parquet", check=0)
+    assert pq.read_table(tmp_path / "s.parquet").equals(want)
+    df = spark.read.format("kafka-segments").option("decode", "connect_status").load(str(root))
+    assert sorted(r["offset"] for r in df.collect()) == want.column("offset").to_pylist()
+    assert [r["state"] for r in df.orderBy("offset").collect()] == want.column("state").to_pylist()
+
+
+def test_a_connect_cluster_names_its_own_topics(tmp_path):
+    import pyarrow.parquet as pq
+
+    import kcli
+
+    root = _connect_dir(tmp_path, topic="dc1-connect-status")
+    kcli.run("export", root, "--internal", "connect_status", "--topics", "dc1-connect-status",
+             "--to", tmp_path / "s.parquet", check=0)
+    want = internal.connect_status(kafkafmt.read_log_dirs(str(root)))
+    assert pq.read_table(tmp_path / "s.parquet").equals(want) and want.num_rows == 3
+    p = kcli.run("export", root, "--internal", "connect_status", "--to", tmp_path / "t.parquet")
+    assert p.returncode != 0 and "connect-status" in p.stderr

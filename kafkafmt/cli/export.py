@@ -82,10 +82,13 @@ def add_parser(sub, parents):
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local: this process, streaming; spark: the kafka-segments Spark data source (pyspark)")
     p.add_argument("--internal", choices=("consumer_offsets", "group_members", "transaction_state",
-                                          "cluster_metadata"),     # kafkafmt.internal.TABLES (not imported here)
+                                          "cluster_metadata", "connect_configs", "connect_offsets",
+                                          "connect_status"),     # kafkafmt.internal.TABLES (not imported here)
                    help="write one of kafkafmt.internal's tables of Kafka's internal topics instead of records: "
                         "consumer_offsets/group_members read __consumer_offsets, transaction_state "
-                        "__transaction_state, cluster_metadata __cluster_metadata and its .checkpoint snapshots")
+                        "__transaction_state, cluster_metadata __cluster_metadata and its .checkpoint snapshots; "
+                        "connect_configs/connect_offsets/connect_status Kafka Connect's topics (by default "
+                        "connect-configs, connect-offsets, connect-status; --topics names another)")
     add_typed_options(p, "--key-format", "--value-format", "write typed (nested) columns: decode")
     add_table_arguments(p)
     p.set_defaults(run=run)
@@ -571,7 +574,11 @@ def run_internal(args, console, fmt):
     name = args.internal
     topic = INTERNAL_TABLES[name]
     given_topics = parse_name_list(args.topics)
-    if given_topics is not None and given_topics != {topic}:
+    if name in internal.CONNECT_TABLES and given_topics is not None:
+        if len(given_topics) != 1:
+            raise UsageError(f"--internal {name} reads one topic: give one name with --topics")
+        topic, = given_topics           # a Connect cluster names its topics itself
+    elif given_topics is not None and given_topics != {topic}:
         raise UsageError(f"--internal {name} reads the topic {topic}; leave out --topics")
     if args.engine == "spark":
         raise UsageError("--internal is written by the local engine only (leave out --engine spark)")

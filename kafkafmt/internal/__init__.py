@@ -97,17 +97,16 @@ def _kafka_schemas(pa, ts, tps):
     }
 
 
-TABLES = ("consumer_offsets", "group_members", "transaction_state", "cluster_metadata")
+#: Kafka Connect's internal topics as tables (their topics' default names in TOPIC_OF; any name
+#: works, as they are configured per Connect cluster)
+CONNECT_TABLES = ("connect_configs", "connect_offsets", "connect_status")
+#: every table of an internal topic: Kafka's own, then Kafka Connect's
+TABLES = ("consumer_offsets", "group_members", "transaction_state", "cluster_metadata") + CONNECT_TABLES
 #: the internal topic each table is read from
 TOPIC_OF = {"consumer_offsets": "__consumer_offsets", "group_members": "__consumer_offsets",
             "transaction_state": "__transaction_state", "cluster_metadata": "__cluster_metadata",
             "connect_configs": "connect-configs", "connect_offsets": "connect-offsets",
             "connect_status": "connect-status"}
-#: Kafka Connect's internal topics as tables (their topics' default names in TOPIC_OF; any name
-#: works, as they are configured per Connect cluster)
-CONNECT_TABLES = ("connect_configs", "connect_offsets", "connect_status")
-
-
 def _with_source(table, recs, rows=None):
     """The table with `SOURCE_COLUMNS` appended: the partition and log dir of each row's record
     (``rows``: the record of each row, when a record gives several rows or none)."""

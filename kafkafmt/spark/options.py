@@ -343,7 +343,8 @@ def parse(options, stream=False) -> Options:
 
         o.decode = str(opts["decode"]).strip().lower()
         if o.decode not in TABLES:
-            raise OptionError(f"decode must be one of {', '.join(TABLES)} (Kafka's internal topics as tables), "
+            raise OptionError(f"decode must be one of {', '.join(TABLES)} (Kafka's and Kafka Connect's internal "
+                              f"topics as tables), "
                               f"not {opts['decode']!r}")
         if stream:
             raise OptionError("decode is for batch reads (spark.read), not streams")
