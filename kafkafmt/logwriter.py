@@ -118,10 +118,33 @@ class _Segment:
 class LogWriter:
     """Append records and transaction markers to a partition directory, then `close()` it.
 
-    >>> with LogWriter("out/orders-0", segment_bytes=1 << 20) as w:
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The partition folder, ``<topic>-<partition>`` (created if missing).
+    segment_bytes : int
+        Roll a new ``.log`` segment at this size (Kafka's ``segment.bytes``).
+    index_interval_bytes : int
+        Bytes between ``.index``/``.timeindex`` entries (Kafka's ``index.interval.bytes``).
+    base_offset : int, optional
+        The first offset of an empty folder (default 0, or the end of what the folder holds).
+    leader_epoch : int, optional
+        The partition leader epoch written into every batch and ``leader-epoch-checkpoint``.
+    topic_id : optional
+        The topic id written into ``partition.metadata``.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> with kafkafmt.LogWriter("out/orders-0", segment_bytes=1 << 20) as w:
     ...     w.append(values=[b"a", b"b"], timestamps=[1, 2], compression="lz4")
     ...     w.append(values=[b"c"], timestamps=[3], producer_id=7, transactional=True)
     ...     w.append_control("abort", producer_id=7, timestamp=4)
+    (0, 1)
+    (2, 2)
+    3
+    >>> len(kafkafmt.read_log_dir("out/orders-0", isolation="read_committed"))
+    2
     """
 
     def __init__(self, path, *, segment_bytes=1 << 30, index_interval_bytes=4096, base_offset=None,
