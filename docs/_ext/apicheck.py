@@ -44,9 +44,7 @@ PENDING = frozenset({
     "kafkafmt.internal.encode_transaction_record", "kafkafmt.internal.group_members",
     "kafkafmt.internal.metadata_type_enum_name", "kafkafmt.internal.schema_of",
     "kafkafmt.internal.transaction_state", "kafkafmt.list_partitions", "kafkafmt.list_segments",
-    "kafkafmt.offset_for_timestamp", "kafkafmt.open_registry", "kafkafmt.read_index",
-    "kafkafmt.read_leader_epoch_checkpoint", "kafkafmt.read_partition_metadata", "kafkafmt.read_producer_snapshot",
-    "kafkafmt.read_timeindex", "kafkafmt.read_txnindex", "kafkafmt.write_log_dir",
+    "kafkafmt.offset_for_timestamp", "kafkafmt.open_registry", "kafkafmt.write_log_dir",
 })
 
 _SECTION = re.compile(r"^[ \t]*(Parameters|Returns|Yields|Raises|Warns|Examples|Attributes|Methods|See Also|Notes|"
