@@ -34,14 +34,6 @@ PENDING = frozenset({
     "kafkafmt.spark.KafkaSegmentsDataSource", "kafkafmt.spark.kafka_schema",
     "kafkafmt.spark.pushdown_is_scoped_to_scans", "kafkafmt.spark.register",
     # (b) in this branch's files, not yet converted to numpydoc form with examples (see the branch's notes)
-    "kafkafmt.internal.cluster_metadata", "kafkafmt.internal.connect_configs", "kafkafmt.internal.connect_offsets",
-    "kafkafmt.internal.connect_status", "kafkafmt.internal.consumer_offsets",
-    "kafkafmt.internal.decode_coordinator_record", "kafkafmt.internal.decode_metadata_record",
-    "kafkafmt.internal.dump_text", "kafkafmt.internal.encode_assignment", "kafkafmt.internal.encode_group_record",
-    "kafkafmt.internal.encode_metadata_record", "kafkafmt.internal.encode_subscription",
-    "kafkafmt.internal.encode_transaction_record", "kafkafmt.internal.group_members",
-    "kafkafmt.internal.metadata_type_enum_name", "kafkafmt.internal.schema_of",
-    "kafkafmt.internal.transaction_state",
 })
 
 _SECTION = re.compile(r"^[ \t]*(Parameters|Returns|Yields|Raises|Warns|Examples|Attributes|Methods|See Also|Notes|"
