@@ -20,11 +20,13 @@ import re
 #: the modules the API reference documents, besides the package itself
 DOCUMENTED_MODULES = ("kafkafmt", "kafkafmt.internal", "kafkafmt.codecs", "kafkafmt.spark", "kafkafmt.sample")
 
-# TEMPORARY, the one list of known-missing docstrings: (a) names in files other branches are editing at the same
-# time, filled in there before they merge; (b) names this branch has not converted yet. Empty it: a name on it
-# that has become documented fails the check ("stale"), and any name not on it fails as usual.
+# TEMPORARY, the one list of known-missing documentation: names in files other branches are editing at the same
+# time, filled in there before they merge. Empty it: a name on it that has become documented fails the check
+# ("stale"), and any name not on it fails as usual. An entry naming a module (not a public name) is a docstring
+# example of that module known not to run yet: tests/test_docs.py expects its doctest to fail, and fails when
+# it passes (take it off then).
 PENDING = frozenset({
-    # (a) in files other branches are editing now: logdir.py, records.py, sample.py, values.py, spark/
+    # in files other branches are editing now: logdir.py, records.py, sample.py, values.py, spark/
     "kafkafmt.DecodedColumn", "kafkafmt.decode_column", "kafkafmt.value_type", "kafkafmt.BinaryColumn",
     "kafkafmt.BinaryColumn.nbytes", "kafkafmt.Headers", "kafkafmt.Headers.concat", "kafkafmt.Records",
     "kafkafmt.Records.headers", "kafkafmt.Records.key", "kafkafmt.Records.value", "kafkafmt.Table",
@@ -33,7 +35,9 @@ PENDING = frozenset({
     "kafkafmt.read_log_dirs", "kafkafmt.read_segment", "kafkafmt.sample.generate", "kafkafmt.sample.sample_dir",
     "kafkafmt.spark.KafkaSegmentsDataSource", "kafkafmt.spark.kafka_schema",
     "kafkafmt.spark.pushdown_is_scoped_to_scans", "kafkafmt.spark.register",
-    # (b) in this branch's files, not yet converted to numpydoc form with examples (see the branch's notes)
+    # a module docstring's example that does not run: kafkafmt.spark's prints what register() returns and reads
+    # /data/kafka-logs
+    "kafkafmt.spark",
 })
 
 _SECTION = re.compile(r"^[ \t]*(Parameters|Returns|Yields|Raises|Warns|Examples|Attributes|Methods|See Also|Notes|"
@@ -132,14 +136,27 @@ def problem(obj, kind):
 def problems():
     """``({dotted name: problem}, stale)``: every undocumented public name not on PENDING, and the names on
     PENDING that are documented now (the list must shrink with them)."""
-    found = {}
+    found, names = {}, set()
     for name, obj, kind in public_names():
+        names.add(name)
         p = problem(obj, kind)
         if p:
             found[name] = p
     bad = {n: p for n, p in found.items() if n not in PENDING}
-    stale = sorted(PENDING - set(found))
+    stale = sorted(n for n in PENDING - set(found) if n in names or n not in pending_doctests())
     return bad, stale
+
+
+def pending_doctests():
+    """The entries of PENDING that name a module: doctests (by name) known not to run yet."""
+    out = set()
+    for name in PENDING:
+        try:
+            if inspect.ismodule(importlib.import_module(name)):
+                out.add(name)
+        except ImportError:
+            pass
+    return out
 
 
 def _check(app, env):
