@@ -3,7 +3,9 @@
 Conventions of ``docs/**/*.md`` (written down for authors in docs/contributing-docs.md):
 
 * each page runs in a fresh temporary folder holding ``kafka-logs``, a copy of the bundled sample log dir
-  (``kafkafmt.sample``), with ``KAFKAFMT_SAMPLE_DIR`` pointing at a session-wide sample;
+  (``kafkafmt.sample``), with ``KAFKAFMT_SAMPLE_DIR`` pointing at a session-wide sample; a page whose Python
+  blocks use ``spark`` finds it defined (the local[2] session of ``tests/conftest.py``, ``kafka-segments``
+  registered); environment variables a page sets are undone after it;
 * `````python`` blocks run in order in one namespace per page; what they print is checked against a
   `````text`` block that follows right after (its lines appear in the output in that order; ``...`` stands
   for any text; runs of whitespace count as one space);
@@ -160,9 +162,14 @@ def run_console(block, cwd):
         expect_lines(expected, r.stdout, f"{block}: `{cmd}`")
 
 
-def run_page(page, cwd):
+def uses_spark(page):
+    """Whether a Python block of the page that runs uses the name ``spark``."""
+    return any(re.search(r"\bspark\b", b.text) for b in blocks_of(page) if b.lang == "python" and not b.not_run)
+
+
+def run_page(page, cwd, namespace=None):
     blocks = blocks_of(page)
-    namespace = {"__name__": "__docs__"}
+    namespace = {"__name__": "__docs__", **(namespace or {})}
     for n, block in enumerate(blocks):
         if block.not_run or block.lang in OUTPUT:
             continue
@@ -184,8 +191,14 @@ def _page_id(p):
 
 
 @pytest.mark.parametrize("page", guide_pages(), ids=_page_id)
-def test_guide_page_examples_run(page, workdir):
-    run_page(page, workdir)
+def test_guide_page_examples_run(page, workdir, request):
+    namespace = {"spark": request.getfixturevalue("spark")} if uses_spark(page) else {}
+    environ = dict(os.environ)
+    try:
+        run_page(page, workdir, namespace)
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
 
 
 def test_not_run_blocks_are_marked_and_few():
