@@ -108,7 +108,38 @@ class _Decompressor:
 @dataclass(frozen=True)
 class DecodeOptions:
     """What to decode and how strictly: the settings `decode`, `read_segment`, the log-dir readers,
-    the CLI and the Spark source share (as pyarrow's ReadOptions)."""
+    the CLI and the Spark source share (as pyarrow's ReadOptions).
+
+    Parameters
+    ----------
+    verify_crc : bool or None
+        True: raise on a mismatch; False: compute into ``crc_valid``; None: skip.
+    include_control : bool
+        Control records as data rows too (they are always in ``controls``).
+    keys, values, headers : bool
+        False: do not copy that column (metadata-only decoding).
+    max_decompressed : int, optional
+        Cap on one batch's decompressed size (None: the codec default).
+    max_batch_bytes : int
+        A size field above this is corruption, not a truncated tail.
+    threads : int, optional
+        Decoding threads: None = all cores (``os.cpu_count()``), 1 = serial.
+    binary : {"contiguous", "view"}
+        "contiguous": Arrow binary; "view": binary_view into the input.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> opts = kafkafmt.DecodeOptions(values=False)
+    >>> opts
+    DecodeOptions(verify_crc=True, include_control=False, keys=True, values=False, headers=True,
+                  max_decompressed=None, max_batch_bytes=268435456, threads=None, binary='contiguous')
+    >>> seg = f"{sample_dir()}/payments-0/00000000000000000000.log"
+    >>> recs = kafkafmt.read_segment(seg, **opts.decode_kwargs())
+    >>> recs.columns
+    ['key', 'topic', 'partition', 'offset', 'timestamp', 'timestampType', 'headers']
+    """
     verify_crc: object = True        # True: raise on mismatch; False: compute into crc_valid; None: skip
     include_control: bool = False    # control records as data rows too (they are always in `controls`)
     keys: bool = True                # False: do not copy keys (metadata-only decoding)
@@ -133,9 +164,41 @@ class DecodeOptions:
         return cls(**kwargs)
 
     def replace(self, **changes):
+        """A copy with some settings changed (`dataclasses.replace`).
+
+        Parameters
+        ----------
+        **changes
+            Settings by name, as the constructor takes them.
+
+        Returns
+        -------
+        DecodeOptions
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> kafkafmt.DecodeOptions(values=False).replace(values=True, threads=1)
+        DecodeOptions(verify_crc=True, include_control=False, keys=True, values=True, headers=True,
+                      max_decompressed=None, max_batch_bytes=268435456, threads=1, binary='contiguous')
+        """
         return dataclasses.replace(self, **changes)
 
     def decode_kwargs(self):
+        """The settings as keyword arguments of `decode` (and `read_segment`).
+
+        Returns
+        -------
+        dict
+            Setting name -> value, a shallow dict.
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> kafkafmt.DecodeOptions(threads=1).decode_kwargs()
+        {'verify_crc': True, 'include_control': False, 'keys': True, 'values': True, 'headers': True,
+         'max_decompressed': None, 'max_batch_bytes': 268435456, 'threads': 1, 'binary': 'contiguous'}
+        """
         # a shallow dict (dataclasses.asdict deep-copies every field: measurable per chunk)
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
@@ -146,31 +209,76 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
            check_offsets=None, threads=None, binary="contiguous") -> Records:
     """Decode a buffer of Kafka record batches / message sets into columns.
 
-    data: any bytes-like (bytes, bytearray, memoryview, mmap, NumPy uint8 array) holding
-    concatenated entries: a segment's contents, a Fetch response's record set...
-    verify_crc: True checks every CRC and raises CrcError on a mismatch; False computes them into
-    ``batches.crc_valid`` without raising; None skips them.
-    include_control: keep control records (transaction markers, KRaft records) as data rows too
-    (they are always in ``controls``).
-    keys / values / headers: False leaves that column out (faster metadata-only decoding).
-    max_decompressed: cap on the decompressed size of one batch (default: the codec's default).
-    max_batch_bytes: a size field above this is corruption (Kafka: maxMessageSize), not a
-    truncated tail.
-    chunk_bytes: decompressed bytes handed to the C kernel per call (cache-sized by default).
-    start / stop: decode only the entries in that byte range of data (positions in the batch table
-    and in errors stay those of data).
-    check_offsets: batch offsets must increase, as in a log (default: when after_offset or
-    next_offset is given). The base offset lies outside the v2 CRC: a batch out of sequence with
-    both neighbours is corrupt, and the error names it. after_offset: the last offset before
-    `start`; next_offset: the first offset after the data, when no entry follows `stop` in it.
-    file: a name used in error messages.
-    threads: decoding threads (None: all cores, as pyarrow's use_threads; 1: serial). A large
-    buffer is split at batch boundaries from the framing scan, the parts are decoded at once (the C
-    loops release the GIL) and joined in order: the result, and the error raised (the first in
-    byte order), are those of a serial decode.
-    binary: "contiguous" (key/value as Arrow binary: offsets + one data buffer) or "view" (Arrow
-    binary_view columns pointing into `data` and into the decompressed batches, which they keep
-    alive: no value byte is copied; see `kafkafmt.records.BinaryViewColumn`).
+    Parameters
+    ----------
+    data : bytes-like
+        Any bytes-like (bytes, bytearray, memoryview, mmap, NumPy uint8 array) holding
+        concatenated entries: a segment's contents, a Fetch response's record set...
+    verify_crc : bool or None
+        True checks every CRC and raises CrcError on a mismatch; False computes them into
+        ``batches.crc_valid`` without raising; None skips them.
+    include_control : bool
+        Keep control records (transaction markers, KRaft records) as data rows too
+        (they are always in ``controls``).
+    file : str, optional
+        A name used in error messages.
+    topic, partition : optional
+        The topic and partition the result is labelled with.
+    keys, values, headers : bool
+        False leaves that column out (faster metadata-only decoding).
+    max_decompressed : int, optional
+        Cap on the decompressed size of one batch (default: the codec's default).
+    max_batch_bytes : int
+        A size field above this is corruption (Kafka: maxMessageSize), not a truncated tail.
+    chunk_bytes : int
+        Decompressed bytes handed to the C kernel per call (cache-sized by default).
+    start, stop : int, optional
+        Decode only the entries in that byte range of data (positions in the batch table
+        and in errors stay those of data).
+    after_offset : int, optional
+        The last offset before `start`.
+    next_offset : int, optional
+        The first offset after the data, when no entry follows `stop` in it.
+    check_offsets : bool, optional
+        Batch offsets must increase, as in a log (default: when after_offset or next_offset is
+        given). The base offset lies outside the v2 CRC: a batch out of sequence with both
+        neighbours is corrupt, and the error names it.
+    threads : int, optional
+        Decoding threads (None: all cores, as pyarrow's use_threads; 1: serial). A large
+        buffer is split at batch boundaries from the framing scan, the parts are decoded at once (the C
+        loops release the GIL) and joined in order: the result, and the error raised (the first in
+        byte order), are those of a serial decode.
+    binary : {"contiguous", "view"}
+        "contiguous" (key/value as Arrow binary: offsets + one data buffer) or "view" (Arrow
+        binary_view columns pointing into `data` and into the decompressed batches, which they keep
+        alive: no value byte is copied; see `kafkafmt.records.BinaryViewColumn`).
+
+    Returns
+    -------
+    Records
+
+    Raises
+    ------
+    CrcError
+        A CRC does not match (``verify_crc=True``).
+    CorruptRecordError
+        A malformed entry, or a batch out of offset sequence.
+    ValueError
+        An unknown ``binary`` layout.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> with open(f"{sample_dir()}/payments-0/00000000000000000000.log", "rb") as f:
+    ...     data = f.read()
+    >>> recs = kafkafmt.decode(data)
+    >>> recs
+    <Records: 45 records in 3 batches>
+    >>> recs.offset[:5]
+    array([0, 1, 2, 3, 4])
+    >>> recs.value[0]
+    b'{"payment": "plain-a-0", "amount": 909}'
     """
     if binary not in _BINARY_LAYOUTS:
         raise ValueError(f"binary must be one of {', '.join(_BINARY_LAYOUTS)}, not {binary!r}")
@@ -802,9 +910,36 @@ def _finish(a, c, table, nbytes, valid_end, tail, file, topic, partition, option
 
 def scan_batches(data, *, verify_crc=True, start=0, stop=None, max_batch_bytes=256 << 20):
     """The batch table alone -- every batch header, CRCs checked, nothing decompressed or decoded
-    (a "shallow" iteration, as Kafka's DumpLogSegments without --deep-iteration). Returns
-    (Table, info) where info has valid_bytes, tail and error (code, position, offset) or None:
-    scanning stops at the first malformed entry instead of raising."""
+    (a "shallow" iteration, as Kafka's DumpLogSegments without --deep-iteration).
+
+    Parameters
+    ----------
+    data : bytes-like
+        Concatenated entries, as `decode` takes them.
+    verify_crc : bool or None
+        True or False: CRCs computed into ``crc_valid``; None: skipped.
+    start, stop : int, optional
+        Scan only the entries in that byte range of data.
+    max_batch_bytes : int
+        A size field above this is corruption, not a truncated tail.
+
+    Returns
+    -------
+    (Table, dict)
+        The batch table and info, which has valid_bytes, tail and error (code, position, offset)
+        or None: scanning stops at the first malformed entry instead of raising.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> with open(f"{sample_dir()}/payments-0/00000000000000000000.log", "rb") as f:
+    ...     table, info = kafkafmt.scan_batches(f.read())
+    >>> info
+    {'count': 3, 'valid_bytes': 974, 'tail': None, 'error': None}
+    >>> table["base_offset"], table["record_count"]
+    (array([ 0, 20, 35]), array([20, 15, 10]...))
+    """
     buf = _window(_as_uint8(data), start, stop)
     t = _scan.scan(buf, _CRC_MODES[verify_crc] if verify_crc is not True else _scan.CRC_REPORT_, start,
                    max_batch_bytes)

@@ -114,7 +114,40 @@ def folder_kind(path, entries=None, storage=None, cache=None):
 
 def list_segments(folder, report=None, storage=None, cache=None):
     """The segments of a partition folder in offset order (sizes, versions and side files from one
-    listing); leftovers are named in `report`."""
+    listing).
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        The partition folder.
+    report : list, optional
+        Leftovers (``.deleted``, ``.cleaned``, ``.swap`` files) are named in it as `ReportEntry`.
+    storage : Storage, optional
+        Where the path is (a `kafkafmt.storage` Storage); by default from the path (local, or an
+        fsspec URL).
+    cache : optional
+        A listing cache (the stream reader's).
+
+    Returns
+    -------
+    list of Segment
+
+    Examples
+    --------
+    >>> import shutil
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "copy/payments-0")
+    >>> open(f"{folder}/00000000000000000000.log.deleted", "wb").close()   # a broker leftover
+    >>> report = []
+    >>> for seg in kafkafmt.list_segments(folder, report):
+    ...     print(seg.base_offset, seg.size)
+    0 974
+    45 961
+    71 1140
+    >>> report[0].kind, report[0].message
+    (<ReportKind.LEFTOVER: 'leftover'>, 'broker leftover (deleted/cleaned/swap file) skipped')
+    """
     storage, folder = _storage_of(folder, storage)
     entries = _listing(folder, storage, cache)
     names = {e.name: e for e in entries if not e.is_dir}
@@ -205,8 +238,38 @@ class Partition:
 
 def list_partitions(log_dir, topics=None, partitions=None, report=None, storage=None):
     """The partition folders of a log dir as `Partition`s (they unpack as (topic, partition,
-    folder)), sorted; leftover folders (``-delete``/``-future``/``-stray``) are named in `report`.
-    A partition folder given as ``log_dir`` lists itself."""
+    folder)), sorted. A partition folder given as ``log_dir`` lists itself.
+
+    Parameters
+    ----------
+    log_dir : str or os.PathLike
+        The log dir (or a partition folder).
+    topics : list of str, optional
+        Only these topics.
+    partitions : list of int, optional
+        Only these partition numbers.
+    report : list, optional
+        Leftover folders (``-delete``/``-future``/``-stray``) are named in it as `ReportEntry`.
+    storage : Storage, optional
+        Where the path is (a `kafkafmt.storage` Storage); by default from the path (local, or an
+        fsspec URL).
+
+    Returns
+    -------
+    list of Partition
+
+    Examples
+    --------
+    >>> import os
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> for topic, partition, folder in kafkafmt.list_partitions(sample_dir(), topics=["orders"]):
+    ...     print(topic, partition, os.path.basename(folder))
+    orders 0 orders-0
+    orders 1 orders-1
+    >>> [p.topic for p in kafkafmt.list_partitions(f"{sample_dir()}/payments-0")]
+    ['payments']
+    """
     storage, log_dir = _storage_of(log_dir, storage)
     if storage.is_local:
         log_dir = os.path.normpath(log_dir)
@@ -267,7 +330,36 @@ def _log_starts(storage, log_dir, entries, report):
 
 def find_log_dirs(root, max_depth=MAX_DEPTH, storage=None):
     """Every log dir at or below ``root`` (any depth up to max_depth), sorted. A partition folder
-    given as root is not a log dir (see `list_partitions`)."""
+    given as root is not a log dir (see `list_partitions`).
+
+    Parameters
+    ----------
+    root : str or os.PathLike
+        A folder (or URL) holding log dirs at any depth, or a log dir.
+    max_depth : int
+        How deep to look below ``root``.
+    storage : Storage, optional
+        Where the path is (a `kafkafmt.storage` Storage); by default from the path (local, or an
+        fsspec URL).
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    Two brokers' log dirs, each holding a copy of a sample partition:
+
+    >>> import shutil
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> _ = shutil.copytree(f"{sample_dir()}/orders-0", "brokers/1/kafka-logs/orders-0")
+    >>> _ = shutil.copytree(f"{sample_dir()}/orders-1", "brokers/2/kafka-logs/orders-1")
+    >>> kafkafmt.find_log_dirs("brokers")
+    ['brokers/1/kafka-logs', 'brokers/2/kafka-logs']
+    >>> kafkafmt.find_log_dirs(sample_dir()) == [sample_dir()]
+    True
+    """
     found = discover([root], storage=storage, max_depth=max_depth)
     if found.given_files:
         raise NotALogDirError(f"not a log dir (a directory holding <topic>-<partition> folders): "

@@ -118,10 +118,33 @@ class _Segment:
 class LogWriter:
     """Append records and transaction markers to a partition directory, then `close()` it.
 
-    >>> with LogWriter("out/orders-0", segment_bytes=1 << 20) as w:
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The partition folder, ``<topic>-<partition>`` (created if missing).
+    segment_bytes : int
+        Roll a new ``.log`` segment at this size (Kafka's ``segment.bytes``).
+    index_interval_bytes : int
+        Bytes between ``.index``/``.timeindex`` entries (Kafka's ``index.interval.bytes``).
+    base_offset : int, optional
+        The first offset of an empty folder (default 0, or the end of what the folder holds).
+    leader_epoch : int, optional
+        The partition leader epoch written into every batch and ``leader-epoch-checkpoint``.
+    topic_id : optional
+        The topic id written into ``partition.metadata``.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> with kafkafmt.LogWriter("out/orders-0", segment_bytes=1 << 20) as w:
     ...     w.append(values=[b"a", b"b"], timestamps=[1, 2], compression="lz4")
     ...     w.append(values=[b"c"], timestamps=[3], producer_id=7, transactional=True)
     ...     w.append_control("abort", producer_id=7, timestamp=4)
+    (0, 1)
+    (2, 2)
+    3
+    >>> len(kafkafmt.read_log_dir("out/orders-0", isolation="read_committed"))
+    2
     """
 
     def __init__(self, path, *, segment_bytes=1 << 30, index_interval_bytes=4096, base_offset=None,
@@ -302,9 +325,44 @@ class LogWriter:
 def write_log_dir(path, records=None, *, segment_bytes=1 << 30, index_interval_bytes=4096, base_offset=None,
                   leader_epoch=None, topic_id=None, **append_kwargs):
     """Write `records` (anything `kafkafmt.encode` takes) as a partition directory, or append them
-    to an existing one (see `LogWriter`); the remaining keyword arguments are `LogWriter.append`'s
-    (magic, compression, batch_size, timestamp_type, producer_id, transactional...). Returns the
-    closed `LogWriter`."""
+    to an existing one (see `LogWriter`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The partition folder, ``<topic>-<partition>`` (created if missing).
+    records : optional
+        Anything `kafkafmt.encode` takes (or give ``keys=``, ``values=``, ... instead).
+    segment_bytes, index_interval_bytes, base_offset, leader_epoch, topic_id : optional
+        As `LogWriter` takes them.
+    **append_kwargs
+        `LogWriter.append`'s (magic, compression, batch_size, timestamp_type, producer_id,
+        transactional...).
+
+    Returns
+    -------
+    LogWriter
+        The closed writer.
+
+    Raises
+    ------
+    KafkafmtError
+        The existing partition's log is damaged (``kafkafmt recover`` repairs it first).
+
+    Examples
+    --------
+    A sample partition written again in small segments, then one more record appended:
+
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0")
+    >>> _ = kafkafmt.write_log_dir("out/payments-0", recs, segment_bytes=1024, batch_size=512)
+    >>> [seg.base_offset for seg in kafkafmt.list_segments("out/payments-0")]
+    [0, 15, 31, 47, 63, 80, 95, 110]
+    >>> _ = kafkafmt.write_log_dir("out/payments-0", values=[b"one more"], timestamps=[1767225700000])
+    >>> kafkafmt.read_log_dir("out/payments-0").offset[-3:]
+    array([120, 121, 122])
+    """
     w = LogWriter(path, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes,
                   base_offset=base_offset, leader_epoch=leader_epoch, topic_id=topic_id)
     w.append(records, **append_kwargs)

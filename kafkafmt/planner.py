@@ -126,8 +126,38 @@ def plan(folder, *, start_offset=None, end_offset=None, start_timestamp=None, en
 
 
 def offset_for_timestamp(folder, timestamp, report=None, *, errors="strict", segments=None):
-    """Kafka's ListOffsets for a timestamp (ms, or any form `kafkafmt.times.to_millis` reads): the
-    first offset whose record timestamp is >= it, or None when no record is that recent."""
+    """Kafka's ListOffsets for a timestamp: the first offset whose record timestamp is >= it.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        A partition folder (path or URL).
+    timestamp : int, str, datetime or pandas.Timestamp
+        ms, or any form `kafkafmt.times.to_millis` reads.
+    report : list, optional
+        Indexes not used (and scanned instead) are named in it as `ReportEntry`.
+    errors : {"strict", "salvage"}
+        "salvage" skips corrupt stretches instead of raising.
+    segments : list of Segment, optional
+        The partition's segments, when already listed.
+
+    Returns
+    -------
+    int or None
+        The offset, or None when no record is that recent.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> folder = f"{sample_dir()}/payments-0"
+    >>> kafkafmt.offset_for_timestamp(folder, "2026-01-01T00:00:06Z")
+    71
+    >>> kafkafmt.offset_for_timestamp(folder, 1767225606000)
+    71
+    >>> kafkafmt.offset_for_timestamp(folder, "2027-01-01") is None
+    True
+    """
     timestamp = to_millis(timestamp, "timestamp")
     report = [] if report is None else report
     segments = resolve_partition(folder).list_segments(report) if segments is None else segments

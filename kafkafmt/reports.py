@@ -8,6 +8,28 @@ __all__ = ["ReportKind", "ReportEntry"]
 
 
 class ReportKind(enum.Enum):
+    """The kinds of `ReportEntry`.
+
+    Attributes
+    ----------
+    CORRUPT
+        A corrupt byte range, skipped (salvage).
+    TRUNCATED
+        A final batch cut short.
+    ZEROS
+        A zero-filled (preallocated) tail.
+    GAP
+        Offsets missing between a partition's places (tiered and local).
+    LEFTOVER
+        A broker leftover file or folder, skipped.
+    DUPLICATE
+        A second copy of something read once (a symlink, a replica, a re-upload).
+    MISMATCH
+        Copies of one partition that disagree.
+    INDEX_FALLBACK
+        An index not used (missing, insane, wrong): scanned instead.
+    """
+
     CORRUPT = "corrupt"                # a corrupt byte range, skipped (salvage)
     TRUNCATED = "truncated"            # a final batch cut short
     ZEROS = "zeros"                    # a zero-filled (preallocated) tail
@@ -21,9 +43,44 @@ class ReportKind(enum.Enum):
 
 @dataclass(frozen=True)
 class ReportEntry:
-    """Something skipped or read in a degraded way. ``start``/``end``: the byte range in ``file``
-    (None for a whole file or folder); ``offset``: the batch's offset when known. Reads also as a
-    mapping (``entry["start"]``, ``entry.get("reason")``)."""
+    """Something skipped or read in a degraded way. Reads also as a mapping (``entry["start"]``,
+    ``entry.get("reason")``).
+
+    Parameters
+    ----------
+    kind : ReportKind
+        What happened.
+    file : str
+        The file or folder concerned.
+    message : str
+        Why, in words.
+    start, end : int, optional
+        The byte range in ``file`` (None for a whole file or folder).
+    offset : int, optional
+        The batch's offset when known.
+
+    Examples
+    --------
+    A damaged copy of a sample segment, read with ``errors="salvage"``:
+
+    >>> import shutil
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
+    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:
+    ...     _ = f.seek(400)
+    ...     _ = f.write(b"\\xff" * 8)
+    >>> recs = kafkafmt.read_segment(f"{folder}/00000000000000000000.log", errors="salvage")
+    >>> len(recs)
+    30
+    >>> entry = recs.report[0]
+    >>> entry.kind, entry.start, entry.end, entry.offset
+    (<ReportKind.CORRUPT: 'corrupt'>, 352, 669, 20)
+    >>> entry["message"]
+    "CRC mismatch: the stored checksum does not match the batch's bytes"
+    >>> entry.is_damage
+    True
+    """
     kind: ReportKind
     file: str
     message: str
@@ -33,6 +90,7 @@ class ReportEntry:
 
     @property
     def reason(self):
+        """The ``message`` (the name older callers use)."""
         return self.message
 
     @property
@@ -44,6 +102,19 @@ class ReportEntry:
         return getattr(self, key)
 
     def get(self, key, default=None):
+        """A field by name, or ``default`` when there is no such field (as `dict.get`).
+
+        Parameters
+        ----------
+        key : str
+            A field name (``kind``, ``file``, ``message``, ``reason``, ``start``, ``end``, ``offset``).
+        default : optional
+            What a name that is not a field gives.
+
+        Returns
+        -------
+        object
+        """
         return getattr(self, key, default)
 
     def __contains__(self, key):

@@ -104,6 +104,27 @@ class RegisteredSchema:
     deleted : bool
         The subject-version asked for is soft-deleted; for `schema` (by id): every subject-version
         of the id is.
+
+    Parameters
+    ----------
+    id, schema_type, schema_str, references, subject, version, versions, deleted
+        The attributes, in this order.
+
+    Examples
+    --------
+    A ``_schemas`` topic with one Avro schema, as a Schema Registry writes it, replayed:
+
+    >>> import json
+    >>> import kafkafmt
+    >>> schema = json.dumps({"type": "record", "name": "Payment",
+    ...                      "fields": [{"name": "payment", "type": "string"}, {"name": "amount", "type": "int"}]})
+    >>> key = {"keytype": "SCHEMA", "subject": "payments-value", "version": 1, "magic": 1}
+    >>> value = {"subject": "payments-value", "version": 1, "id": 1, "schema": schema, "deleted": False}
+    >>> _ = kafkafmt.write_log_dir("registry/_schemas-0", keys=[json.dumps(key).encode()],
+    ...                            values=[json.dumps(value).encode()], timestamps=[1767225600000])
+    >>> registered = kafkafmt.open_registry("registry").latest("payments-value")
+    >>> registered.id, registered.schema_type, registered.subject, registered.version, registered.versions
+    (1, 'AVRO', 'payments-value', 1, (('payments-value', 1),))
     """
     id: int
     schema_type: str
@@ -141,6 +162,24 @@ class SchemaRegistry:
 
     Subclasses implement `schema`, `version`, `versions` and `subjects`; `latest` and
     `resolve_references` are built on them.
+
+    Examples
+    --------
+    Every source `open_registry` opens answers the same questions:
+
+    >>> import json
+    >>> import kafkafmt
+    >>> schema = json.dumps({"type": "record", "name": "Payment",
+    ...                      "fields": [{"name": "payment", "type": "string"}, {"name": "amount", "type": "int"}]})
+    >>> key = {"keytype": "SCHEMA", "subject": "payments-value", "version": 1, "magic": 1}
+    >>> value = {"subject": "payments-value", "version": 1, "id": 1, "schema": schema, "deleted": False}
+    >>> _ = kafkafmt.write_log_dir("registry/_schemas-0", keys=[json.dumps(key).encode()],
+    ...                            values=[json.dumps(value).encode()], timestamps=[1767225600000])
+    >>> registry = kafkafmt.open_registry("registry")
+    >>> isinstance(registry, kafkafmt.SchemaRegistry)
+    True
+    >>> registry.subjects(), registry.versions("payments-value"), registry.schema(1).schema_type
+    (['payments-value'], [1], 'AVRO')
     """
 
     #: where the schemas come from (for error texts)
@@ -779,12 +818,39 @@ def open_registry(source=None, *, roots=None, storage_options=None, filesystem=N
         * a `SchemaRegistry`: returned as is.
     roots : str or list, optional
         The roots of the read, searched when ``source`` is None.
+    storage_options : dict, optional
+        For a ``_schemas`` partition in object storage, fsspec-style (as pandas takes them).
+    filesystem : fsspec.AbstractFileSystem, optional
+        The filesystem of a ``_schemas`` partition, instead of ``storage_options``.
+
+    Returns
+    -------
+    SchemaRegistry
 
     Raises
     ------
     SchemaRegistryError
         Nothing to open: e.g. no ``_schemas`` partition under ``roots`` (the error names what was
         looked for and where).
+
+    Examples
+    --------
+    Schemas given inline, and the error when the log dirs read hold no ``_schemas`` partition (the
+    sample has none):
+
+    >>> import json
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> schema = json.dumps({"type": "record", "name": "Payment", "fields": [{"name": "amount", "type": "int"}]})
+    >>> registry = kafkafmt.open_registry({1: schema})
+    >>> registry
+    <InlineSchemaRegistry schema given directly>
+    >>> registry.schema(1).schema_type
+    'AVRO'
+    >>> kafkafmt.open_registry(roots=[sample_dir()])
+    Traceback (most recent call last):
+    ...
+    kafkafmt.errors.SchemaRegistryError: no schema registry given and no _schemas-0 partition ...
     """
     if isinstance(source, SchemaRegistry):
         return source

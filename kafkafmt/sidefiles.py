@@ -235,11 +235,34 @@ def read_index(src, base_offset=None, *, trim_zeros=True) -> np.ndarray:
     """Entries of an offset index (``.index``) as a structured array (offset int64 absolute,
     position int32).
 
-    ``src`` is a path or bytes; ``base_offset`` defaults to the number in the file name (0 for
-    bytes). With ``trim_zeros`` the zero-filled tail of a preallocated (active-segment) file is cut
-    at the first all-zero entry, including a first entry (Kafka never indexes position 0: the first
-    batch of a segment can never have crossed the index interval). A length that is not a multiple
-    of 8 raises ``CorruptRecordError`` (Kafka's ``OffsetIndex.sanityCheck``).
+    Parameters
+    ----------
+    src : str, os.PathLike or bytes
+        A path or bytes.
+    base_offset : int, optional
+        Defaults to the number in the file name (0 for bytes).
+    trim_zeros : bool
+        Cut the zero-filled tail of a preallocated (active-segment) file at the first all-zero
+        entry, including a first entry (Kafka never indexes position 0: the first batch of a
+        segment can never have crossed the index interval).
+
+    Returns
+    -------
+    numpy.ndarray
+        Structured, fields ``offset`` and ``position``.
+
+    Raises
+    ------
+    CorruptRecordError
+        A length that is not a multiple of 8 (Kafka's ``OffsetIndex.sanityCheck``).
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> kafkafmt.read_index(f"{sample_dir()}/orders-0/00000000000000000885.index")[:3]
+    array([( 992,  5427), (1079, 10812), (1166, 16115)],
+          dtype=[('offset', '<i8'), ('position', '<i4')])
     """
     data, name = _load(src)
     base = _base_offset(base_offset, name)
@@ -264,6 +287,32 @@ def read_timeindex(src, base_offset=None, *, trim_zeros=True) -> np.ndarray:
     timestamp 0 and relative offset 0 (a real first entry can only look like that if a record at
     the base offset is stamped exactly 1970-01-01T00:00:00.000Z; pass ``trim_zeros=False`` to read
     by file length as Kafka does).
+
+    Parameters
+    ----------
+    src : str, os.PathLike or bytes
+        A path or bytes.
+    base_offset : int, optional
+        Defaults to the number in the file name (0 for bytes).
+    trim_zeros : bool
+        Cut the zero-filled tail of a preallocated file.
+
+    Returns
+    -------
+    numpy.ndarray
+        Structured, fields ``timestamp`` and ``offset``.
+
+    Raises
+    ------
+    CorruptRecordError
+        A length that is not a multiple of 12.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> kafkafmt.read_timeindex(f"{sample_dir()}/payments-0/00000000000000000000.timeindex")
+    array([(1767225602090, 44)], dtype=[('timestamp', '<i8'), ('offset', '<i8')])
     """
     data, name = _load(src)
     base = _base_offset(base_offset, name)
@@ -284,7 +333,34 @@ def read_txnindex(src) -> np.ndarray:
     """Entries of a transaction index (``.txnindex``): structured array (version int16, producer_id,
     first_offset, last_offset, last_stable_offset int64). A trailing partial entry (Kafka's reader
     silently ignores it; it can only come from a torn write) or a version other than 0 raises
-    ``CorruptRecordError``."""
+    ``CorruptRecordError``.
+
+    Parameters
+    ----------
+    src : str, os.PathLike or bytes
+        A path or bytes.
+
+    Returns
+    -------
+    numpy.ndarray
+        Structured, one entry per aborted transaction.
+
+    Raises
+    ------
+    CorruptRecordError
+        A trailing partial entry or an unknown version.
+
+    Examples
+    --------
+    The transaction the sample's ``payments`` topic aborts:
+
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> kafkafmt.read_txnindex(f"{sample_dir()}/payments-0/00000000000000000045.txnindex")
+    array([(0, 1002, 35, 70, 20)],
+          dtype=[('version', '<i2'), ('producer_id', '<i8'), ('first_offset', '<i8'), ('last_offset', '<i8'),
+                 ('last_stable_offset', '<i8')])
+    """
     data, name = _load(src)
     n, rem = divmod(len(data), _TXNINDEX_DISK.itemsize)
     if rem:
@@ -307,11 +383,41 @@ def read_txnindex(src) -> np.ndarray:
 def read_producer_snapshot(src, *, verify_crc=True) -> dict:
     """A producer state snapshot (``<offset>.snapshot``).
 
-    Returns ``dict(version, crc, computed_crc, crc_valid, offset, entries, trailing)``: ``offset``
-    from the file name (None for bytes), ``entries`` a structured array with
-    ``PRODUCER_ENTRY_DTYPE``, ``trailing`` the number of bytes after the entries. A short file, an
-    unknown version or an impossible entry count raises ``CorruptRecordError``; a CRC mismatch
-    raises ``CrcError`` when ``verify_crc`` (else ``crc_valid`` is False).
+    Parameters
+    ----------
+    src : str, os.PathLike or bytes
+        A path or bytes.
+    verify_crc : bool
+        Raise ``CrcError`` on a CRC mismatch (else ``crc_valid`` is False).
+
+    Returns
+    -------
+    dict
+        ``dict(version, crc, computed_crc, crc_valid, offset, entries, trailing)``: ``offset``
+        from the file name (None for bytes), ``entries`` a structured array with
+        ``PRODUCER_ENTRY_DTYPE``, ``trailing`` the number of bytes after the entries.
+
+    Raises
+    ------
+    CorruptRecordError
+        A short file, an unknown version or an impossible entry count.
+    CrcError
+        A CRC mismatch, when ``verify_crc``.
+
+    Examples
+    --------
+    The sample has no snapshot; a recovery of a copy of a partition writes one at its log end:
+
+    >>> import shutil
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "copy/payments-0")
+    >>> _ = kafkafmt.recover(folder, apply=True, backup="backup")
+    >>> snap = kafkafmt.read_producer_snapshot(f"{folder}/00000000000000000122.snapshot")
+    >>> snap["offset"], snap["crc_valid"]
+    (122, True)
+    >>> snap["entries"][["producer_id", "last_sequence", "last_offset"]].tolist()
+    [(1001, 29, 59), (1002, 19, 69)]
     """
     data, name = _load(src)
     size = len(data)
@@ -441,7 +547,24 @@ def _read_checkpoint(src, n_fields, what):
 
 def read_leader_epoch_checkpoint(src) -> dict:
     """``leader-epoch-checkpoint``: ``dict(version, entries)`` with ``entries`` a structured array
-    (epoch int32, start_offset int64). An empty file gives version None and no entries (as Kafka)."""
+    (epoch int32, start_offset int64). An empty file gives version None and no entries (as Kafka).
+
+    Parameters
+    ----------
+    src : str, os.PathLike or bytes
+        A path or bytes.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> kafkafmt.read_leader_epoch_checkpoint(f"{sample_dir()}/orders-0/leader-epoch-checkpoint")
+    {'version': 0, 'entries': array([(3, 0)], dtype=[('epoch', '<i4'), ('start_offset', '<i8')])}
+    """
     version, rows, name = _read_checkpoint(src, 2, "leader epoch checkpoint")
     out = np.empty(len(rows), EPOCH_ENTRY_DTYPE)
     for i, ((epoch, start), pos) in enumerate(rows):
@@ -511,7 +634,24 @@ def _decode_kafka_uuid(text):
 
 def read_partition_metadata(src) -> dict:
     """``partition.metadata``: ``dict(version, topic_id, topic_uuid)``; ``topic_id`` is the text as
-    stored (Kafka's base64 form), ``topic_uuid`` the same id as ``uuid.UUID``."""
+    stored (Kafka's base64 form), ``topic_uuid`` the same id as ``uuid.UUID``.
+
+    Parameters
+    ----------
+    src : str, os.PathLike or bytes
+        A path or bytes.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> kafkafmt.read_partition_metadata(f"{sample_dir()}/orders-0/partition.metadata")
+    {'version': 0, 'topic_id': 'iIpw9rYEWuCS81FWd553uQ', 'topic_uuid': UUID('888a70f6-b604-5ae0-92f3-5156779e77b9')}
+    """
     data, name = _load(src)
     lines = _java_lines(data, name)
     values = []

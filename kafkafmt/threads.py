@@ -29,8 +29,27 @@ _cpu_count = None   # set_cpu_count's setting (None: every core)
 
 
 def set_cpu_count(count):
-    """Set the number of threads ``threads=None`` means in every reader (as pyarrow.set_cpu_count);
-    None: every core this process may run on (the default). Returns the previous setting."""
+    """Set the number of threads ``threads=None`` means in every reader (as pyarrow.set_cpu_count).
+
+    Parameters
+    ----------
+    count : int or None
+        The number of threads; None: every core this process may run on (the default).
+
+    Returns
+    -------
+    int or None
+        The previous setting.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> previous = kafkafmt.set_cpu_count(2)
+    >>> kafkafmt.cpu_count()
+    2
+    >>> kafkafmt.set_cpu_count(previous)
+    2
+    """
     global _cpu_count
     previous = _cpu_count
     _cpu_count = None if count is None else resolve_threads(count)
@@ -38,7 +57,19 @@ def set_cpu_count(count):
 
 
 def cpu_count():
-    """The number of threads ``threads=None`` means (see `set_cpu_count`)."""
+    """The number of threads ``threads=None`` means (see `set_cpu_count`).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> import os
+    >>> import kafkafmt
+    >>> 1 <= kafkafmt.cpu_count() <= os.cpu_count()
+    True
+    """
     return resolve_threads(None)
 
 

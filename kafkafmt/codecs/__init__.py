@@ -33,7 +33,18 @@ NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 
 
 class NoneCodec(Codec):
-    """No compression: ``decompress`` returns the data unchanged (checked against the cap)."""
+    """No compression: ``decompress`` returns the data unchanged (checked against the cap).
+
+    Examples
+    --------
+    >>> from kafkafmt.codecs import NoneCodec
+    >>> NoneCodec().compress(b"payload")
+    b'payload'
+    >>> NoneCodec().decompress(b"payload", max_size=4)
+    Traceback (most recent call last):
+    ...
+    kafkafmt.errors.DecompressionLimitError: ...
+    """
 
     __slots__ = ()
     id = NONE
@@ -56,7 +67,40 @@ _BY_NAME = {codec.name: codec for codec in CODECS.values()}
 
 
 def get_codec(id_or_name) -> Codec:
-    """The codec for a Kafka codec id (0-4) or name ('none', 'gzip', 'snappy', 'lz4', 'zstd')."""
+    """The codec for a Kafka codec id (0-4) or name ('none', 'gzip', 'snappy', 'lz4', 'zstd').
+
+    Parameters
+    ----------
+    id_or_name : int or str
+        The codec id (the low 3 bits of a batch's ``attributes``) or its name (any case).
+
+    Returns
+    -------
+    Codec
+
+    Raises
+    ------
+    UnsupportedCodecError
+        Any other id (5-7 are not defined by Kafka) or name.
+
+    Examples
+    --------
+    The codec of the first batch of a sample segment:
+
+    >>> import kafkafmt
+    >>> from kafkafmt.codecs import get_codec
+    >>> from kafkafmt.sample import sample_dir
+    >>> with open(f"{sample_dir()}/orders-0/00000000000000000000.log", "rb") as f:
+    ...     batches, _ = kafkafmt.scan_batches(f.read())
+    >>> get_codec(int(batches["codec"][0]))
+    <Lz4Codec id=3 name='lz4'>
+    >>> get_codec("ZSTD")
+    <ZstdCodec id=4 name='zstd'>
+    >>> get_codec(6)
+    Traceback (most recent call last):
+    ...
+    kafkafmt.errors.UnsupportedCodecError: unknown compression codec 6
+    """
     if isinstance(id_or_name, str):
         codec = _BY_NAME.get(id_or_name.strip().lower())
     elif isinstance(id_or_name, bool):

@@ -109,7 +109,27 @@ def _checksums(descriptor: bytes):
 
 # ---------------------------------------------------------------------------------------------------
 class Lz4Codec(Codec):
-    """lz4: LZ4 frames, Kafka flavour (KAFKA-3160 header checksum for magic 0)."""
+    """lz4: LZ4 frames, Kafka flavour (KAFKA-3160 header checksum for magic 0).
+
+    Examples
+    --------
+    The batches of the sample's ``orders-0`` that use lz4, and a round trip:
+
+    >>> import kafkafmt
+    >>> from kafkafmt.codecs import Lz4Codec
+    >>> from kafkafmt.sample import sample_dir
+    >>> codec = Lz4Codec()
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/orders-0")
+    >>> int((recs.batches["codec"] == codec.id).sum())
+    38
+    >>> data = codec.compress(b"kafka " * 1000)
+    >>> len(data) < 6000, bytes(codec.decompress(data)) == b"kafka " * 1000
+    (True, True)
+    >>> codec.decompress(data, max_size=100)
+    Traceback (most recent call last):
+    ...
+    kafkafmt.errors.DecompressionLimitError: lz4: payload decompresses to ... the limit of 100 bytes
+    """
 
     __slots__ = ()
     id = 3

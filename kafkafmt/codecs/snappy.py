@@ -38,7 +38,27 @@ _ERRORS = (cramjam.DecompressionError, ValueError, OverflowError)
 
 
 class SnappyCodec(Codec):
-    """snappy: xerial-framed (Kafka Java) or raw (librdkafka) snappy; cramjam underneath."""
+    """snappy: xerial-framed (Kafka Java) or raw (librdkafka) snappy; cramjam underneath.
+
+    Examples
+    --------
+    The batches of the sample's ``orders-0`` that use snappy, and a round trip:
+
+    >>> import kafkafmt
+    >>> from kafkafmt.codecs import SnappyCodec
+    >>> from kafkafmt.sample import sample_dir
+    >>> codec = SnappyCodec()
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/orders-0")
+    >>> int((recs.batches["codec"] == codec.id).sum())
+    19
+    >>> data = codec.compress(b"kafka " * 1000)
+    >>> len(data) < 6000, bytes(codec.decompress(data)) == b"kafka " * 1000
+    (True, True)
+    >>> codec.decompress(data, max_size=100)
+    Traceback (most recent call last):
+    ...
+    kafkafmt.errors.DecompressionLimitError: snappy: payload decompresses to ... the limit of 100 bytes
+    """
 
     __slots__ = ()
     id = 2

@@ -124,7 +124,23 @@ def _with_source(table, recs, rows=None):
 
 
 def schema_of(table):
-    """The pyarrow schema of one of `TABLES` (for Spark and writers that need it before any data)."""
+    """The pyarrow schema of one of `TABLES` (for Spark and writers that need it before any data).
+
+    Parameters
+    ----------
+    table : str
+        One of `TABLES` or `CONNECT_TABLES`.
+
+    Returns
+    -------
+    pyarrow.Schema
+
+    Examples
+    --------
+    >>> from kafkafmt import internal
+    >>> internal.schema_of("consumer_offsets").names[:7]
+    ['offset', 'timestamp', 'kind', 'group', 'topic', 'partition', 'committed_offset']
+    """
     return _schemas()[table]
 
 
@@ -229,6 +245,40 @@ def decode_coordinator_record(key, value, topic="consumer_offsets"):
     Returns a dict: ``type`` (the key's int16), ``kind``, ``key`` (dict), ``version`` (value version or
     None), ``value`` (dict, or None for a tombstone), ``key_message`` / ``value_message`` (the schemas).
     Raises `SchemaError` for corrupt bytes, `LookupError` for an unknown type or value version.
+
+    Parameters
+    ----------
+    key : bytes
+        The record's key.
+    value : bytes or None
+        The record's value (None: a tombstone).
+    topic : {"consumer_offsets", "transaction_state", "share_group_state"}
+        Whose records.
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    SchemaError
+        Corrupt bytes.
+    LookupError
+        An unknown type or value version.
+
+    Examples
+    --------
+    The first record of the sample's ``__consumer_offsets``: the ``billing`` group's metadata.
+
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/__consumer_offsets-0")
+    >>> rec = internal.decode_coordinator_record(recs.key[0], recs.value[0])
+    >>> rec["kind"], rec["key"], rec["version"]
+    ('group_metadata', {'group': 'billing'}, 3)
+    >>> [m["clientId"] for m in rec["value"]["members"]]
+    ['consumer-billing-1']
     """
     registry = _coordinator_registry(topic)
     if key is None:
@@ -263,12 +313,67 @@ def decode_coordinator_record(key, value, topic="consumer_offsets"):
 def encode_group_record(rtype, key, version=None, value=None):
     """(key bytes, value bytes or None) of a __consumer_offsets record: `rtype` is the record type
     (1 offset commit, 2 group metadata, ...), `key`/`value` dicts by Kafka field name, `value=None` a
-    tombstone."""
+    tombstone.
+
+    Parameters
+    ----------
+    rtype : int
+        The record type (1 offset commit, 2 group metadata, ...).
+    key : dict
+        The key's fields, by Kafka field name.
+    version : int, optional
+        The value's version.
+    value : dict, optional
+        The value's fields, by Kafka field name; None: a tombstone.
+
+    Returns
+    -------
+    (bytes, bytes or None)
+
+    Examples
+    --------
+    >>> from kafkafmt import internal
+    >>> key, value = internal.encode_group_record(
+    ...     1, {"group": "billing", "topic": "orders", "partition": 0},
+    ...     3, {"offset": 2400, "leaderEpoch": 3, "metadata": "", "commitTimestamp": 1767226380000})
+    >>> internal.decode_coordinator_record(key, value)["value"]
+    {'offset': 2400, 'leaderEpoch': 3, 'metadata': '', 'commitTimestamp': 1767226380000}
+    >>> internal.encode_group_record(2, {"group": "old-reports"})
+    (b'\\x00\\x02\\x00\\x0bold-reports', None)
+    """
     return _encode_coordinator(GROUP_RECORDS, rtype, key, version, value)
 
 
 def encode_transaction_record(transactional_id, version=None, value=None):
-    """(key bytes, value bytes or None) of a __transaction_state record."""
+    """(key bytes, value bytes or None) of a __transaction_state record.
+
+    Parameters
+    ----------
+    transactional_id : str
+        The key.
+    version : int, optional
+        The value's version.
+    value : dict, optional
+        The TransactionLogValue's fields, by Kafka field name; None: a tombstone.
+
+    Returns
+    -------
+    (bytes, bytes or None)
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> from kafkafmt.sample import sample_dir
+    >>> value = {"ProducerId": 1001, "ProducerEpoch": 0, "TransactionTimeoutMs": 60000, "TransactionStatus": 1,
+    ...          "TransactionPartitions": [{"Topic": "payments", "PartitionIds": [0]}],
+    ...          "TransactionLastUpdateTimestampMs": 1767225601000, "TransactionStartTimestampMs": 1767225601000}
+    >>> key, value = internal.encode_transaction_record("payments-tx-1", 0, value)
+    >>> key
+    b'\\x00\\x00\\x00\\rpayments-tx-1'
+    >>> internal.decode_coordinator_record(key, value, "transaction_state")["value"]["TransactionStatus"]
+    1
+    """
     return _encode_coordinator(TRANSACTION_RECORDS, 0, {"TransactionalId": transactional_id}, version, value)
 
 
@@ -283,7 +388,39 @@ def _encode_coordinator(registry, rtype, key, version, value):
 
 
 def encode_subscription(version, topics, user_data=None, owned_partitions=(), generation_id=-1, rack_id=None):
-    """ConsumerProtocolSubscription bytes (int16 version first), as a consumer sends them."""
+    """ConsumerProtocolSubscription bytes (int16 version first), as a consumer sends them.
+
+    Parameters
+    ----------
+    version : int
+        The ConsumerProtocolSubscription version (0-3).
+    topics : list of str
+        The topics subscribed to.
+    user_data : bytes, optional
+    owned_partitions : list of (str, list of int)
+        v1+: ``[(topic, [p, ...]), ...]``.
+    generation_id : int
+        v2+.
+    rack_id : str, optional
+        v3+.
+
+    Returns
+    -------
+    bytes
+
+    Examples
+    --------
+    The subscription of the sample's ``billing`` member, as its group metadata holds it:
+
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/__consumer_offsets-0")
+    >>> member = internal.decode_coordinator_record(recs.key[0], recs.value[0])["value"]["members"][0]
+    >>> member["subscription"] == internal.encode_subscription(
+    ...     1, ["orders", "payments"], owned_partitions=[("orders", [0, 1]), ("payments", [0])])
+    True
+    """
     return struct.pack(">h", version) + encode_message(CONSUMER_PROTOCOL_SUBSCRIPTION, version, {
         "Topics": list(topics), "UserData": user_data,
         "OwnedPartitions": [{"Topic": t, "Partitions": list(p)} for t, p in owned_partitions],
@@ -291,7 +428,32 @@ def encode_subscription(version, topics, user_data=None, owned_partitions=(), ge
 
 
 def encode_assignment(version, partitions, user_data=None):
-    """ConsumerProtocolAssignment bytes (int16 version first); partitions: [(topic, [p, ...]), ...]."""
+    """ConsumerProtocolAssignment bytes (int16 version first); partitions: [(topic, [p, ...]), ...].
+
+    Parameters
+    ----------
+    version : int
+        The ConsumerProtocolAssignment version (0-3).
+    partitions : list of (str, list of int)
+        ``[(topic, [p, ...]), ...]``.
+    user_data : bytes, optional
+
+    Returns
+    -------
+    bytes
+
+    Examples
+    --------
+    The assignment of the sample's ``billing`` member, as its group metadata holds it:
+
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/__consumer_offsets-0")
+    >>> member = internal.decode_coordinator_record(recs.key[0], recs.value[0])["value"]["members"][0]
+    >>> member["assignment"] == internal.encode_assignment(1, [("orders", [0, 1]), ("payments", [0])])
+    True
+    """
     return struct.pack(">h", version) + encode_message(CONSUMER_PROTOCOL_ASSIGNMENT, version, {
         "AssignedPartitions": [{"Topic": t, "Partitions": list(p)} for t, p in partitions],
         "UserData": user_data})
@@ -322,6 +484,39 @@ def consumer_offsets(recs):
     v3, ``expire_timestamp`` outside v1 (and where it is -1). A tombstone keeps its key fields, with
     null value fields. Other kinds fill ``group`` (their values are checked: a corrupt one sets
     ``error``).
+
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table
+        With ``source_partition`` and ``log_dir`` appended.
+
+    Examples
+    --------
+    The last offset each of the sample's consumer groups committed:
+
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/__consumer_offsets-0")
+    >>> table = internal.consumer_offsets(recs)
+    >>> table["kind"].value_counts().to_pylist()
+    [{'values': 'group_metadata', 'counts': 6}, {'values': 'offset_commit', 'counts': 62}]
+    >>> commits = table.filter(table["kind"].to_numpy(zero_copy_only=False) == "offset_commit").to_pandas()
+    >>> commits.groupby(["group", "topic", "partition"]).committed_offset.last().astype(int)
+    group        topic     partition
+    analytics    clicks    0             600
+                 orders    0            2400
+                           1            2400
+    billing      orders    0            2400
+                           1            2400
+                 payments  0             122
+    old-reports  clicks    0             251
+    Name: committed_offset, dtype: int64
     """
     global _MAX_VERSIONS
     from kafkafmt._native.schema import ERROR_CODES, STATUS, decode_group_records
@@ -428,6 +623,30 @@ def group_members(recs):
     assignment (list<struct<topic, partitions>>) are decoded (ConsumerProtocol v0-v3). A group
     with no members gives one row with null member fields (the group went Empty); tombstones give
     no row (see `consumer_offsets`). A corrupt value gives a row with nulls and ``error``.
+
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/__consumer_offsets-0")
+    >>> for row in internal.group_members(recs).to_pylist():
+    ...     print(row["offset"], row["group"], row["generation"], row["client_id"], row["subscription"])
+    0 billing 1 consumer-billing-1 ['orders', 'payments']
+    1 old-reports 1 consumer-old-reports-1 ['clicks']
+    3 analytics 1 consumer-analytics-1 ['clicks', 'orders']
+    3 analytics 1 consumer-analytics-2 ['clicks', 'orders']
+    7 old-reports 2 None None
+    35 analytics 2 consumer-analytics-1 ['clicks', 'orders']
     """
     pa = _pa()
     keys, vals = recs.key, recs.value
@@ -513,6 +732,35 @@ def transaction_state(recs):
     ``status`` is Kafka's name (Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit,
     CompleteAbort, Dead, PrepareEpochFence); the tagged fields (v1+) take Kafka's defaults when
     absent and are null for v0 values.
+
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    A ``__transaction_state`` partition with one transaction's record and its tombstone (the sample has
+    no such topic):
+
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> from kafkafmt.sample import sample_dir
+    >>> value = {"ProducerId": 1001, "ProducerEpoch": 0, "TransactionTimeoutMs": 60000, "TransactionStatus": 1,
+    ...          "TransactionPartitions": [{"Topic": "payments", "PartitionIds": [0]}],
+    ...          "TransactionLastUpdateTimestampMs": 1767225601000, "TransactionStartTimestampMs": 1767225601000}
+    >>> key, value = internal.encode_transaction_record("payments-tx-1", 0, value)
+    >>> _ = kafkafmt.write_log_dir("txn/__transaction_state-0", keys=[key, key], values=[value, None],
+    ...                            timestamps=[1767225601000, 1767225609000])
+    >>> table = internal.transaction_state(kafkafmt.read_log_dir("txn/__transaction_state-0"))
+    >>> for row in table.select(["offset", "transactional_id", "producer_id", "status", "tombstone"]).to_pylist():
+    ...     print(row)
+    {'offset': 0, 'transactional_id': 'payments-tx-1', 'producer_id': 1001, 'status': 'Ongoing', 'tombstone': False}
+    {'offset': 1, 'transactional_id': 'payments-tx-1', 'producer_id': None, 'status': None, 'tombstone': True}
     """
     pa = _pa()
     keys, vals = recs.key, recs.value
@@ -585,7 +833,24 @@ _CONFIG_RESOURCE = {2: "topic", 4: "broker", 8: "broker_logger", 16: "client_met
 
 
 def metadata_type_enum_name(api_key):
-    """Kafka's MetadataRecordType name as DumpLogSegments prints it (``TOPIC_RECORD``)."""
+    """Kafka's MetadataRecordType name as DumpLogSegments prints it (``TOPIC_RECORD``).
+
+    Parameters
+    ----------
+    api_key : int
+        The record's api key.
+
+    Returns
+    -------
+    str or None
+        None for an api key these schemas do not know.
+
+    Examples
+    --------
+    >>> from kafkafmt import internal
+    >>> internal.metadata_type_enum_name(2), internal.metadata_type_enum_name(3)
+    ('TOPIC_RECORD', 'PARTITION_RECORD')
+    """
     msg = METADATA_RECORDS.get(api_key)
     if msg is None:
         return None
@@ -601,7 +866,35 @@ def metadata_type_enum_name(api_key):
 def decode_metadata_record(value):
     """Decode one KRaft metadata record value: uvarint frame version, uvarint api key, uvarint
     version, then the message. Returns (api_key, version, message schema, dict). Raises `SchemaError`
-    for corrupt bytes, `LookupError` (with api_key/version known) for an unknown type or version."""
+    for corrupt bytes, `LookupError` (with api_key/version known) for an unknown type or version.
+
+    Parameters
+    ----------
+    value : bytes
+        The record's value.
+
+    Returns
+    -------
+    (int, int, Message, dict)
+
+    Raises
+    ------
+    SchemaError
+        Corrupt bytes.
+    LookupError
+        An unknown type or version (with api_key/version known).
+
+    Examples
+    --------
+    The first record of the sample's ``__cluster_metadata``:
+
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/__cluster_metadata-0")
+    >>> internal.decode_metadata_record(recs.value[0])
+    (12, 0, <Message FeatureLevelRecord v0-0>, {'Name': 'metadata.version', 'FeatureLevel': 19})
+    """
     if value is None:
         raise SchemaError("the value is null")
     end = len(value)
@@ -620,7 +913,30 @@ def decode_metadata_record(value):
 
 
 def encode_metadata_record(api_key, version, values, frame_version=1, extra_tags=None):
-    """Value bytes of a KRaft metadata record (the key is null)."""
+    """Value bytes of a KRaft metadata record (the key is null).
+
+    Parameters
+    ----------
+    api_key, version : int
+        The record type and its version.
+    values : dict
+        The message's fields, by Kafka field name.
+    frame_version : int
+        The frame version written first.
+    extra_tags : dict, optional
+        Tagged fields to add.
+
+    Returns
+    -------
+    bytes
+
+    Examples
+    --------
+    >>> from kafkafmt import internal
+    >>> value = internal.encode_metadata_record(2, 0, {"Name": "orders", "TopicId": bytes(16)})
+    >>> internal.decode_metadata_record(value)[3]
+    {'Name': 'orders', 'TopicId': b'\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00'}
+    """
     out = bytearray()
     write_uvarint(out, frame_version)
     write_uvarint(out, api_key)
@@ -644,6 +960,33 @@ def cluster_metadata(recs):
     producer-id blocks; ``leader``/``replicas``/``isr`` from PartitionRecord and from
     PartitionChangeRecord when it changes them; ``config_resource`` as ``topic:NAME``,
     ``broker:ID`` (``broker:`` the cluster default), ...). ``topic_id`` is Kafka's base64 text.
+
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    The sample's topics and their configs, as its KRaft log created them:
+
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/__cluster_metadata-0")
+    >>> table = internal.cluster_metadata(recs)
+    >>> table.num_rows
+    30
+    >>> table.filter(table["api_key"].to_numpy() == 2)["topic_name"].to_pylist()
+    ['clicks', 'orders', 'payments', 'customers', '__consumer_offsets']
+    >>> configs = table.filter(table["api_key"].to_numpy() == 4)
+    >>> configs.select(["config_resource", "config_name", "config_value"]).slice(0, 2).to_pylist()
+    [{'config_resource': 'topic:clicks', 'config_name': 'retention.ms', 'config_value': '604800000'},
+     {'config_resource': 'topic:orders', 'config_name': 'compression.type', 'config_value': 'producer'}]
     """
     pa = _pa()
     vals = recs.value
@@ -730,7 +1073,29 @@ def dump_text(decoder, key, value, offset):
     ``decoder`` = ``"offsets"`` (--offsets-decoder), ``"transaction-log"`` (--transaction-log-decoder)
     or ``"cluster-metadata"`` (--cluster-metadata-decoder): ``key: {"type":"1","data":{...}}
     payload: {"version":"3","data":{...}}``, ``<DELETE>`` for a tombstone, ``Unknown record type ...``
-    / ``Error at offset ...`` texts for what cannot be read."""
+    / ``Error at offset ...`` texts for what cannot be read.
+
+    Parameters
+    ----------
+    decoder : {"offsets", "transaction-log", "cluster-metadata"}
+    key, value : bytes or None
+        The record's key and value.
+    offset : int
+        The record's offset (for error texts).
+
+    Returns
+    -------
+    (str or None, str or None)
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/__cluster_metadata-0")
+    >>> internal.dump_text("cluster-metadata", recs.key[0], recs.value[0], int(recs.offset[0]))
+    (None, '{"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":19}}')
+    """
     if decoder == "cluster-metadata":
         try:
             api_key, version, msg, data = decode_metadata_record(value)
@@ -776,14 +1141,70 @@ def connect_configs(recs):
     ``connect-configs``): ``offset, timestamp, kind, key, connector, task, properties, tasks,
     state, state_v2, task_count, session_key, algorithm, creation_timestamp, include_tasks,
     only_failed, logger_namespace, level, tombstone, error, raw_key, raw_value, source_partition,
-    log_dir`` (`kafkafmt.internal.connect`)."""
+    log_dir`` (`kafkafmt.internal.connect`).
+
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    >>> import json
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> def write_topic(path, records):         # as a Connect worker writes them: string keys, JSON values
+    ...     kafkafmt.write_log_dir(path, keys=[k.encode() for k, _ in records],
+    ...                            values=[None if v is None else json.dumps(v).encode() for _, v in records],
+    ...                            timestamps=[1767225600000 + i for i in range(len(records))])
+    ...     return kafkafmt.read_log_dir(path)
+    >>> recs = write_topic("connect/connect-configs-0", [
+    ...     ("connector-file-source", {"properties": {"connector.class": "FileStreamSource", "tasks.max": "1"}}),
+    ...     ("task-file-source-0", {"properties": {"task.class": "FileStreamSourceTask"}}),
+    ...     ("commit-file-source", {"tasks": 1})])
+    >>> for row in internal.connect_configs(recs).to_pylist():
+    ...     print(row["kind"], row["connector"], row["task"], row["properties"], row["tasks"])
+    connector file-source None [('connector.class', 'FileStreamSource'), ('tasks.max', '1')] None
+    task file-source 0 [('task.class', 'FileStreamSourceTask')] None
+    commit file-source None None 1
+    """
     return _with_source(_connect.configs_table(recs, _without_source(_schemas()["connect_configs"])), recs)
 
 
 def connect_offsets(recs):
     """One row per record of Kafka Connect's offsets topic (``offset.storage.topic``, by default
     ``connect-offsets``): ``offset, timestamp, connector, connect_partition, connect_offset,
-    tombstone, error, raw_key, raw_value, source_partition, log_dir`` (`kafkafmt.internal.connect`)."""
+    tombstone, error, raw_key, raw_value, source_partition, log_dir`` (`kafkafmt.internal.connect`).
+
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    >>> import json
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> def write_topic(path, records):         # as a Connect worker writes them: string keys, JSON values
+    ...     kafkafmt.write_log_dir(path, keys=[k.encode() for k, _ in records],
+    ...                            values=[None if v is None else json.dumps(v).encode() for _, v in records],
+    ...                            timestamps=[1767225600000 + i for i in range(len(records))])
+    ...     return kafkafmt.read_log_dir(path)
+    >>> recs = write_topic("connect/connect-offsets-0", [
+    ...     ('["file-source",{"filename":"/tmp/a.txt"}]', {"position": 1234})])
+    >>> row = internal.connect_offsets(recs).to_pylist()[0]
+    >>> row["connector"], row["connect_partition"], row["connect_offset"]
+    ('file-source', '{"filename":"/tmp/a.txt"}', '{"position":1234}')
+    """
     return _with_source(_connect.offsets_table(recs, _without_source(_schemas()["connect_offsets"])), recs)
 
 
@@ -791,5 +1212,34 @@ def connect_status(recs):
     """One row per record of Kafka Connect's status topic (``status.storage.topic``, by default
     ``connect-status``): ``offset, timestamp, kind, key, connector, task, topic, state, trace,
     worker_id, generation, discover_timestamp, tombstone, error, raw_key, raw_value,
-    source_partition, log_dir`` (`kafkafmt.internal.connect`)."""
+    source_partition, log_dir`` (`kafkafmt.internal.connect`).
+
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    >>> import json
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> def write_topic(path, records):         # as a Connect worker writes them: string keys, JSON values
+    ...     kafkafmt.write_log_dir(path, keys=[k.encode() for k, _ in records],
+    ...                            values=[None if v is None else json.dumps(v).encode() for _, v in records],
+    ...                            timestamps=[1767225600000 + i for i in range(len(records))])
+    ...     return kafkafmt.read_log_dir(path)
+    >>> recs = write_topic("connect/connect-status-0", [
+    ...     ("status-connector-file-source", {"state": "RUNNING", "trace": None, "worker_id": "10.0.0.1:8083",
+    ...                                       "generation": 3}),
+    ...     ("status-task-file-source-0", None)])
+    >>> for row in internal.connect_status(recs).to_pylist():
+    ...     print(row["kind"], row["connector"], row["task"], row["state"], row["worker_id"], row["tombstone"])
+    connector file-source None RUNNING 10.0.0.1:8083 False
+    task file-source 0 None None True
+    """
     return _with_source(_connect.status_table(recs, _without_source(_schemas()["connect_status"])), recs)

@@ -37,10 +37,42 @@ FORMATS = ("iceberg", "delta")
 
 @dataclass
 class ExportResult:
-    """What a run did: ``rows`` exported, data ``files`` and their ``bytes``, the ``commits``
-    (Iceberg snapshot ids, Delta versions), the offset ``ranges`` exported per (topic, partition)
-    ([start, end)), the ledger after the run (``offsets``), ``data_loss`` (`DataLoss` entries) and
-    the readers' ``report``."""
+    """What a run did (`export_table` returns it).
+
+    Parameters
+    ----------
+    table : str
+        The table written, described.
+    format : {"iceberg", "delta"}
+    rows : int
+        Rows exported.
+    files, bytes : int
+        Data ``files`` written and their ``bytes``.
+    input_bytes : int
+        Bytes of segments read.
+    commits : list
+        Iceberg snapshot ids, Delta versions.
+    ranges : dict
+        The offset ranges exported per (topic, partition) ([start, end)).
+    offsets : dict
+        The ledger after the run: the next offset of every (topic, partition).
+    data_loss : list
+        `DataLoss` entries.
+    partitions : int
+        Partitions read.
+    report : list
+        The readers' ``report``.
+    seconds : float
+        How long the run took.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> result = kafkafmt.export_table(sample_dir(), "lake", format="delta", topics=["payments"])
+    >>> result.rows, result.commits, result.ranges, result.offsets, result.data_loss
+    (120, [1], {('payments', 0): (0, 122)}, {('payments', 0): 122}, [])
+    """
     table: str
     format: str
     rows: int = 0
@@ -94,6 +126,78 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
     is and records the loss in the commit. storage_options: the sources'; table_storage_options:
     the table's (default: the same), fsspec-style (``key``, ``secret``, ``endpoint_url``, ...),
     translated for pyiceberg and delta-rs. on_chunk(label, input bytes, records): progress.
+
+    Parameters
+    ----------
+    roots : str, os.PathLike or list
+        Log dirs (paths or URLs, as `kafkafmt.iter_log_dirs` takes them, tiered uploads included).
+    to : str, optional
+        Iceberg: the warehouse; Delta: the table's path or URL.
+    format : {"iceberg", "delta"}
+    table : str, optional
+        Iceberg: "NAMESPACE.TABLE".
+    catalog : str, optional
+        Iceberg: a catalog name of pyiceberg's configuration or a SQL catalog URL (default: an
+        embedded SQLite catalog in the warehouse).
+    topics, partitions : list, optional
+        Only these topics and partition numbers.
+    partition_by : str, optional
+        "topic,day(timestamp)" by default for a new table.
+    target_file_size : int
+        Bytes per data file (about).
+    commit_every : int
+        Input bytes between commits.
+    compression : str
+        The Parquet codec of the data files.
+    isolation : {"read_uncommitted", "read_committed"}
+        As a consumer's ``isolation.level``.
+    start_offset, end_offset, start_timestamp, end_timestamp : optional
+        Bound what is read, as `kafkafmt.iter_log_dir`'s; the start is never before the ledger's.
+    headers, batch_metadata : bool
+        Export the headers column; add the producer columns.
+    errors : {"strict", "salvage"}
+        As the readers take it.
+    fail_on_data_loss : bool
+        Offsets the ledger expects that the sources no longer have raise `DataLossError` before
+        anything is written; False warns, exports what there is and records the loss in the commit.
+    storage_options, table_storage_options : dict, optional
+        The sources'; the table's (default: the same), fsspec-style, translated for pyiceberg and
+        delta-rs.
+    filesystem : fsspec.AbstractFileSystem, optional
+        The sources' filesystem, instead of ``storage_options``.
+    tiered_keys : optional
+        As `kafkafmt.read_log_dirs` takes them.
+    threads : int, optional
+        Reading threads (None: all cores).
+    report : list, optional
+        Receives what the readers skipped (`ReportEntry`).
+    on_chunk : callable, optional
+        ``on_chunk(label, input bytes, records)``: progress.
+
+    Returns
+    -------
+    ExportResult
+
+    Raises
+    ------
+    DataLossError
+        Offsets the ledger expects are gone (``fail_on_data_loss``).
+    ValueError
+        An unknown format or isolation, or a ``partition_by`` other than an existing table's.
+
+    Examples
+    --------
+    The sample's ``payments`` topic into an Iceberg warehouse in a local folder (an embedded
+    SQLite catalog); a second run finds nothing new:
+
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> result = kafkafmt.export_table(sample_dir(), "warehouse", table="kafka.events", topics=["payments"])
+    >>> result.table, result.rows, result.ranges
+    ('Iceberg table kafka.events at file://.../warehouse/kafka/events', 120, {('payments', 0): (0, 122)})
+    >>> again = kafkafmt.export_table(sample_dir(), "warehouse", table="kafka.events", topics=["payments"])
+    >>> again.rows, again.commits
+    (0, [])
     """
     started = time.monotonic()
     report = [] if report is None else report

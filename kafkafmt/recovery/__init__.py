@@ -57,6 +57,32 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
     ------
     LogDirLockedError
         A log dir is held by a running broker (its ``.lock``), unless ``force``.
+
+    Examples
+    --------
+    A copy of a sample partition with a damaged batch: the plan keeps the intact batches around it;
+    ``apply=True`` carries it out (the damaged records are gone, the others read again) and
+    `undo_recovery` puts every byte back:
+
+    >>> import shutil
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
+    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:     # damage the second batch
+    ...     _ = f.seek(400)
+    ...     _ = f.write(b"\\xff" * 8)
+    >>> kafkafmt.read_log_dir(folder)
+    Traceback (most recent call last):
+    ...
+    kafkafmt.errors.CrcError: ...
+    >>> plan = kafkafmt.recover(folder, apply=True, backup="backup")
+    >>> plan.applied, plan.bytes_removed, plan.manifests
+    (True, 317, ['backup/manifest.jsonl'])
+    >>> len(kafkafmt.read_log_dir(folder))
+    105
+    >>> restored = kafkafmt.undo_recovery(plan.manifests[0])
+    >>> len(restored)
+    3
     """
     plan = plan_recovery(path, kafka_compatible=kafka_compatible, index_interval_bytes=index_interval_bytes,
                          timeindex_offsets=timeindex_offsets)

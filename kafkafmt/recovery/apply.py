@@ -324,9 +324,44 @@ def _matches(path, st):
 
 def undo(manifest, *, force=False):
     """Revert a recovery from its manifest: every removed byte and replaced file put back, newest
-    step first, each file's CRC checked against the manifest. Returns the paths restored.
-    Raises `RecoveryError` when a file is neither as the recovery left it nor as it found it (it
-    changed since)."""
+    step first, each file's CRC checked against the manifest.
+
+    Parameters
+    ----------
+    manifest : str or os.PathLike
+        The ``manifest.jsonl`` a recovery wrote (``RecoveryPlan.manifests``).
+    force : bool
+        Revert even when the log dir's ``.lock`` is held by another process.
+
+    Returns
+    -------
+    list of str
+        The paths restored.
+
+    Raises
+    ------
+    RecoveryError
+        A file is neither as the recovery left it nor as it found it (it changed since).
+
+    Examples
+    --------
+    >>> import shutil
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
+    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:     # damage the second batch
+    ...     _ = f.seek(400)
+    ...     _ = f.write(b"\\xff" * 8)
+    >>> before = open(f"{folder}/00000000000000000000.log", "rb").read()
+    >>> plan = kafkafmt.recover(folder, apply=True, backup="backup")
+    >>> for path in kafkafmt.undo_recovery(plan.manifests[0]):
+    ...     print(path)
+    /.../damaged/payments-0/00000000000000000122.snapshot
+    /.../damaged/payments-0/00000000000000000000.index
+    /.../damaged/payments-0/00000000000000000000.log
+    >>> open(f"{folder}/00000000000000000000.log", "rb").read() == before
+    True
+    """
     manifest = os.path.abspath(os.fspath(manifest))
     folder = os.path.dirname(manifest)
     header, steps = read_manifest(manifest)

@@ -379,6 +379,21 @@ def rebuild_indexes(segment, *, index_interval_bytes=DEFAULT_INDEX_INTERVAL, tim
         Entries computed as if the log had been truncated after its last intact batch before
         damage (``LogSegment.recover``); damaged stretches in the middle are skipped, as
         ``recover --keep-intact-batches`` lays the file out after removing them.
+
+    Examples
+    --------
+    The indexes of a sample segment holding an aborted transaction, as its broker wrote them:
+
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> seg = f"{sample_dir()}/payments-0/00000000000000000045"
+    >>> rebuilt = kafkafmt.rebuild_indexes(seg + ".log")
+    >>> rebuilt.txnindex
+    [(1002, 35, 70, 20)]
+    >>> kafkafmt.read_txnindex(seg + ".txnindex")
+    array([(0, 1002, 35, 70, 20)], dtype=...)
+    >>> rebuilt.timeindex.tolist() == kafkafmt.read_timeindex(seg + ".timeindex").tolist()
+    True
     """
     path = os.fspath(segment)
     scan = scan_segment(path)

@@ -68,6 +68,8 @@ _SNAPSHOT_DELETED = ".checkpoint.deleted"        # KRaft snapshots: handled by K
 
 
 class ActionKind(enum.Enum):
+    """The kinds of `RecoveryAction`: TRUNCATE, CUT, WRITE, DELETE, RENAME."""
+
     TRUNCATE = "truncate"      # cut a file's tail at ``start`` (bytes start..end removed)
     CUT = "cut"                # rewrite a log without its damaged ranges (``removed``), keeping the rest
     WRITE = "write"            # create or replace a file with new contents (indexes, snapshot, checkpoints)
@@ -77,9 +79,46 @@ class ActionKind(enum.Enum):
 
 @dataclass(frozen=True)
 class RecoveryAction:
-    """One change a recovery makes. ``file``: the path changed; ``message``: why, in ``verify``'s
-    words; ``start``/``end``: the byte range removed (TRUNCATE, first range of a CUT); ``offset``:
-    the first offset concerned when known. Reads also as a mapping, like `ReportEntry`."""
+    """One change a recovery makes. Reads also as a mapping, like `ReportEntry`.
+
+    Parameters
+    ----------
+    kind : ActionKind
+        TRUNCATE (cut a file's tail at ``start``), CUT (rewrite a log without its damaged ranges,
+        keeping the rest), WRITE (create or replace a file: indexes, snapshot, checkpoints), DELETE
+        (remove a file or folder, moved into the backup) or RENAME (a .swap file finished).
+    file : str
+        The path changed.
+    message : str
+        Why, in ``verify``'s words.
+    start, end : int, optional
+        The byte range removed (TRUNCATE, first range of a CUT).
+    offset : int, optional
+        The first offset concerned when known.
+    target : str, optional
+        RENAME: the new name.
+    removed : tuple
+        CUT: ``((start, end, reason), ...)``.
+    data : bytes, optional
+        WRITE: the new contents.
+    log_dir : str, optional
+        The log dir it belongs to (lock, backup).
+
+    Examples
+    --------
+    >>> import shutil
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
+    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:     # damage the second batch
+    ...     _ = f.seek(400)
+    ...     _ = f.write(b"\\xff" * 8)
+    >>> cut = kafkafmt.recover(folder).actions[0]
+    >>> cut.kind, cut.start, cut.end, cut.offset, cut.bytes_removed
+    (<ActionKind.CUT: 'cut'>, 352, 669, 20, 317)
+    >>> cut["removed"]
+    ((352, 669, "CRC mismatch: the stored checksum does not match the batch's bytes; 317 bytes"),)
+    """
     kind: ActionKind
     file: str
     message: str
@@ -93,10 +132,12 @@ class RecoveryAction:
 
     @property
     def reason(self):
+        """The ``message`` (as `ReportEntry.reason`)."""
         return self.message
 
     @property
     def bytes_removed(self):
+        """Bytes this action removes from a log (TRUNCATE, CUT; 0 for the other kinds)."""
         if self.kind is ActionKind.TRUNCATE:
             return int(self.end) - int(self.start)
         if self.kind is ActionKind.CUT:
@@ -104,6 +145,27 @@ class RecoveryAction:
         return 0
 
     def text(self):
+        """The action as one line of ``kafkafmt recover``'s output.
+
+        Returns
+        -------
+        str
+            ``kind: file position start..end (offset N): message``.
+
+        Examples
+        --------
+    >>> import shutil
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
+    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:     # damage the second batch
+    ...     _ = f.seek(400)
+    ...     _ = f.write(b"\\xff" * 8)
+    >>> print(kafkafmt.recover(folder).actions[0].text())
+    cut: .../damaged/payments-0/00000000000000000000.log position 352..669 (offset 20): 1 damaged range(s)
+    removed, 2 intact batches kept (Kafka would truncate at position 352): CRC mismatch: the stored
+    checksum does not match the batch's bytes; 317 bytes
+        """
         where = self.file
         if self.kind is ActionKind.RENAME:
             where += f" -> {os.path.basename(self.target)}"
@@ -119,14 +181,60 @@ class RecoveryAction:
         return getattr(self, key)
 
     def get(self, key, default=None):
+        """A field by name, or ``default`` when there is no such field (as `dict.get`).
+
+        Parameters
+        ----------
+        key : str
+            A field name.
+        default : optional
+            What a name that is not a field gives.
+
+        Returns
+        -------
+        object
+        """
         return getattr(self, key, default)
 
 
 @dataclass
 class RecoveryPlan:
-    """What a recovery does (``actions``, in order) and what it found (``problems``: the damage,
-    as `ReportEntry` of kinds CORRUPT/TRUNCATED/ZEROS/LEFTOVER). After ``apply``, ``manifests``
-    holds the manifest written for each log dir (``recover --undo MANIFEST`` reverts it)."""
+    """What a recovery does (``actions``, in order) and what it found (``problems``). `recover`
+    returns it.
+
+    Parameters
+    ----------
+    roots : list
+        The paths given, resolved.
+    actions : list of RecoveryAction
+        What the recovery does, in order.
+    problems : list of ReportEntry
+        The damage, as `ReportEntry` of kinds CORRUPT/TRUNCATED/ZEROS/LEFTOVER.
+    partitions, segments, bytes : int
+        How much was looked at.
+    kafka_compatible : bool
+        Planned as Kafka's own recovery (truncate at the first damage).
+    applied : bool
+        The actions have been carried out.
+    manifests : list of str
+        After ``apply``, the manifest written for each log dir (``recover --undo MANIFEST``
+        reverts it).
+
+    Examples
+    --------
+    >>> import shutil
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
+    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:     # damage the second batch
+    ...     _ = f.seek(400)
+    ...     _ = f.write(b"\\xff" * 8)
+    >>> plan = kafkafmt.recover(folder)
+    >>> [a.kind.value for a in plan.actions], plan.bytes_removed
+    (['cut', 'write', 'write'], 317)
+    >>> plan.problems[0].kind, plan.problems[0].offset
+    (<ReportKind.CORRUPT: 'corrupt'>, 20)
+    """
     roots: list
     actions: list = field(default_factory=list)
     problems: list = field(default_factory=list)
@@ -144,6 +252,7 @@ class RecoveryPlan:
 
     @property
     def bytes_removed(self):
+        """Bytes the actions remove from logs, in all."""
         return sum(a.bytes_removed for a in self.actions)
 
     def log_dirs(self):
@@ -155,6 +264,30 @@ class RecoveryPlan:
         return out
 
     def text(self):
+        """The plan as ``kafkafmt recover`` prints it: one line per action, then a summary.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+    >>> import shutil
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
+    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:     # damage the second batch
+    ...     _ = f.seek(400)
+    ...     _ = f.write(b"\\xff" * 8)
+    >>> print(kafkafmt.recover(folder).text())
+    cut: .../damaged/payments-0/00000000000000000000.log position 352..669 (offset 20): ...
+    write: .../damaged/payments-0/00000000000000000000.index: index entry 0 (offset 44, position 669):
+    no batch starts at position 669: rebuilt from the log (0 entries; LogSegment.recover)
+    write: .../damaged/payments-0/00000000000000000122.snapshot: no producer snapshot at the log end
+    offset 122: written from the 2 producers' state (ProducerStateManager.takeSnapshot)
+    DRY RUN: 1 partitions, 3 segments (3075 bytes): 3 actions would do, 317 bytes removed from logs
+    (give --apply to do them)
+        """
         lines = [a.text() for a in self.actions]
         verb = "did" if self.applied else "would do"
         lines.append(f"{'APPLIED' if self.applied else 'DRY RUN'}: {self.partitions} partitions, {self.segments} "
