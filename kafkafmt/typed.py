@@ -235,7 +235,7 @@ def decode_values(recs, typed):
         dec = parts[0] if len(parts) == 1 else DecodedColumn.concat(parts)
         if dec.error_count:
             report.append(ReportEntry(ReportKind.BAD_VALUE, recs.file or "",
-                                      f"{dec.error_count} {side}s could not be read as {fmt} (null, with the "
+                                      f"{dec.error_count} {side}{'s' if dec.error_count != 1 else ''} could not be read as {fmt} (null, with the "
                                       f"reason in {TYPED_COLUMNS[side][1]}); first: {_first_error(dec)}",
                                       offset=int(recs.offset[_first_error_row(dec)])))
         out[side] = dec
