@@ -15,6 +15,7 @@ import dataclasses
 import inspect
 import os
 
+from kafkafmt.arrowstream import RecordStream
 from kafkafmt.decoder import DecodeOptions, decode
 from kafkafmt.discovery import Partition, find_partitions, resolve_partition
 from kafkafmt.errors import NotKafkaDataError
@@ -41,14 +42,15 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     `read_log_dir`; each chunk has topic and partition; `report` (a list) collects what was
     skipped or fell back. keep_empty=True also yields chunks without records (batches the
     cleaner emptied), so every batch is seen. threads: each chunk's decode uses that many threads
-    (None: all cores; chunks are yielded one at a time, so memory stays bounded by max_bytes)."""
-    yield from _iter_partition(folder, start_offset=start_offset, end_offset=end_offset,
+    (None: all cores; chunks are yielded one at a time, so memory stays bounded by max_bytes).
+    The result is also an Arrow stream of the chunks (`kafkafmt.arrowstream.RecordStream`)."""
+    return RecordStream(_iter_partition(folder, start_offset=start_offset, end_offset=end_offset,
                                start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation,
                                columns=columns, errors=errors, verify_crc=verify_crc,
                                include_control=include_control, max_decompressed=max_decompressed,
                                max_bytes=max_bytes, report=report, keep_empty=keep_empty,
                                storage_options=storage_options, filesystem=filesystem, threads=threads,
-                               binary=binary, whole_tasks=False)
+                               binary=binary, whole_tasks=False), columns=columns, binary=binary)
 
 
 def _iter_partition(folder, *, start_offset, end_offset, start_timestamp, end_timestamp, isolation, columns, errors,
@@ -173,8 +175,14 @@ def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
     replicas: "all" (the default) reads every copy of a partition found (two log dirs of one
     broker's data, a backup beside the original), each record's copy named by its log dir
     (``to_arrow(log_dir=True)``); "dedup" reads the most complete copy of each and reports the
-    others and any disagreement between copies (`kafkafmt.discovery`)."""
+    others and any disagreement between copies (`kafkafmt.discovery`). The result is also an Arrow
+    stream of the chunks (`kafkafmt.arrowstream.RecordStream`)."""
     _check_kwargs(kwargs, iter_log_dir, "iter_log_dirs")
+    return RecordStream(_iter_log_dirs(root, topics, partitions, storage_options, filesystem, tiered_keys, replicas,
+                                       **kwargs), columns=kwargs.get("columns"), binary=kwargs.get("binary", "contiguous"))
+
+
+def _iter_log_dirs(root, topics, partitions, storage_options, filesystem, tiered_keys, replicas, **kwargs):
     report = kwargs.pop("report", None)
     report = [] if report is None else report
     for p in find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys, replicas):
