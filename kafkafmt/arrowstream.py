@@ -9,7 +9,8 @@ of kafkafmt's results: how Polars, DuckDB, pandas, pyarrow and narwhals take the
   by the chunk size over a whole log dir. Its schema is known before anything is read: that of an
   empty read with the same options (`empty_schema`).
 
-A stream is consumed once, as the iterator it wraps.
+A stream is consumed once, as the iterator it wraps: a second Arrow consumer is refused (it would
+see nothing) rather than given an empty table.
 """
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ class RecordStream:
         self._columns = columns
         self._binary = binary
         self._schema = None
+        self._exported = False
 
     # -- the iterator, as before -------------------------------------------------------------------
     def __iter__(self):
@@ -96,6 +98,11 @@ class RecordStream:
         return self.to_reader().read_all()
 
     def __arrow_c_stream__(self, requested_schema=None):
+        # one consumer: a second one (a query naming the stream twice) would silently see nothing
+        if self._exported:
+            raise ValueError("this stream of chunks was already handed to an Arrow consumer (it is read once): "
+                             "call iter_log_dir(s) again, or use read_log_dir(s) for data read several times")
+        self._exported = True
         return self.to_reader().__arrow_c_stream__(requested_schema)
 
     def __arrow_c_schema__(self):

@@ -118,6 +118,8 @@ def test_stream_is_iterable_as_before_and_pulled_chunk_by_chunk(sample):
     # the reader pulled one chunk: the rest is still there for the iterator (bounded memory)
     rest = list(stream)
     assert len(rest) == len(chunks) - 1
+    with pytest.raises(ValueError, match="read once"):     # a second consumer would see nothing
+        pa.RecordBatchReader.from_stream(stream)
     assert pa.Table.from_batches([first]).equals(chunks[0].to_arrow())
     # the whole stream equals to_arrow of the whole read, batch by batch on the chunks' buffers
     whole = pa.RecordBatchReader.from_stream(kafkafmt.iter_log_dir(folder, max_bytes=1 << 14)).read_all()
