@@ -19,6 +19,7 @@ import dataclasses
 import inspect
 import os
 
+from kafkafmt.arrowstream import RecordStream
 from kafkafmt.decoder import DecodeOptions, decode
 from kafkafmt.discovery import Partition, find_partitions, resolve_partition
 from kafkafmt.errors import NotKafkaDataError
@@ -64,18 +65,20 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     `read_log_dir`; each chunk has topic and partition; `report` (a list) collects what was
     skipped or fell back. keep_empty=True also yields chunks without records (batches the
     cleaner emptied), so every batch is seen. threads: each chunk's decode uses that many threads
-    (None: all cores; chunks are yielded one at a time, so memory stays bounded by max_bytes)."""
+    (None: all cores; chunks are yielded one at a time, so memory stays bounded by max_bytes).
+    The result is also an Arrow stream of the chunks (`kafkafmt.arrowstream.RecordStream`)."""
     part = resolve_partition(folder, storage_options, filesystem)
     typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
                        value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
                        roots=_roots(part), storage_options=storage_options, filesystem=filesystem)
-    yield from _iter_partition(folder, start_offset=start_offset, end_offset=end_offset,
+    return RecordStream(_iter_partition(part, start_offset=start_offset, end_offset=end_offset,
                                start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation,
                                columns=columns, errors=errors, verify_crc=verify_crc,
                                include_control=include_control, max_decompressed=max_decompressed,
                                max_bytes=max_bytes, report=report, keep_empty=keep_empty,
                                storage_options=storage_options, filesystem=filesystem, threads=threads,
-                               binary=binary, whole_tasks=False, typed=typed)
+                               binary=binary, whole_tasks=False, typed=typed), columns=columns, binary=binary,
+                        typed=typed, topics=[part.topic])
 
 
 iter_log_dir.__doc__ += _TYPED_DOC
@@ -229,12 +232,19 @@ def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
     replicas: "all" (the default) reads every copy of a partition found (two log dirs of one
     broker's data, a backup beside the original), each record's copy named by its log dir
     (``to_arrow(log_dir=True)``); "dedup" reads the most complete copy of each and reports the
-    others and any disagreement between copies (`kafkafmt.discovery`)."""
+    others and any disagreement between copies (`kafkafmt.discovery`). The result is also an Arrow
+    stream of the chunks (`kafkafmt.arrowstream.RecordStream`)."""
     _check_kwargs(kwargs, iter_log_dir, "iter_log_dirs")
     report = kwargs.pop("report", None)
     report = [] if report is None else report
     typed = _open_typed(kwargs, root, storage_options, filesystem)
-    for p in find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys, replicas):
+    found = find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys, replicas)
+    return RecordStream(_iter_log_dirs(found, report, typed, **kwargs), columns=kwargs.get("columns"),
+                        binary=kwargs.get("binary", "contiguous"), typed=typed, topics=[p.topic for p in found])
+
+
+def _iter_log_dirs(found, report, typed, **kwargs):
+    for p in found:
         yield from iter_log_dir(p, report=report, value_format=typed, **kwargs)
 
 

@@ -463,6 +463,10 @@ class Table:
 
         return pd.DataFrame(self._columns)
 
+    def __arrow_c_stream__(self, requested_schema=None):
+        """The Arrow PyCapsule stream of ``to_arrow()``."""
+        return self.to_arrow().__arrow_c_stream__(requested_schema)
+
 
 def _concat_typed(parts):
     """The typed columns of concatenated parts: a side typed in every part that has records."""
@@ -818,3 +822,20 @@ class Records:
                         pa.int64(): pd.Int64Dtype(), pa.string(): pd.StringDtype()}
             return table.to_pandas(types_mapper=nullable.get)
         raise ValueError(f"dtype_backend must be None, 'numpy_nullable' or 'pyarrow', not {dtype_backend!r}")
+
+    # --- the Arrow PyCapsule interface: what to_arrow() gives, for Polars, DuckDB, pandas, pyarrow ---
+    def __arrow_c_stream__(self, requested_schema=None):
+        """``to_arrow()`` as an Arrow C stream (no value byte copied)."""
+        return self.to_arrow().__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_array__(self, requested_schema=None):
+        """``to_arrow()`` as one Arrow C record batch (schema and struct array capsules)."""
+        table = self.to_arrow()
+        batches = table.to_batches()
+        if len(batches) != 1:       # (to_arrow builds one chunk per column: only an empty table has none)
+            batches = table.combine_chunks().to_batches() or [_pa().RecordBatch.from_pylist([], schema=table.schema)]
+        return batches[0].__arrow_c_array__(requested_schema)
+
+    def __arrow_c_schema__(self):
+        """The Arrow C schema of ``to_arrow()``."""
+        return self.to_arrow().schema.__arrow_c_schema__()

@@ -32,7 +32,7 @@ import numpy as np
 from .errors import (KafkafmtError, ObjectChangedError, StorageError, StorageNotFoundError,
                      StoragePermissionError, StorageUnavailableError)
 
-__all__ = ["version_of", "Entry", "Storage", "Blob", "LocalStorage", "LocalBlob", "FsspecStorage", "RemoteBlob",
+__all__ = ["version_of", "Entry", "StorageStatistics", "statistics", "Storage", "Blob", "LocalStorage", "LocalBlob", "FsspecStorage", "RemoteBlob",
            "open_storage", "is_url", "DEFAULT_READ_AHEAD", "DEFAULT_CACHE_BLOCKS", "DEFAULT_PREFETCH", "RetryPolicy"]
 
 DEFAULT_READ_AHEAD = 8 << 20      # bytes per remote request at least (issue 13: "several MiB")
@@ -82,6 +82,39 @@ def version_of(details):
         if value not in (None, "", "null"):
             return f"{key}={value}"
     return None
+
+
+class StorageStatistics(NamedTuple):
+    """What every `Storage` of this process did since it started (`statistics`): ``requests``
+    (listings, size lookups, ranged reads) and ``bytes_fetched`` (bytes received by ranged reads).
+    A read's own numbers are the difference of two snapshots; local files are memory-mapped, so
+    only object stores (and fsspec filesystems such as ``memory://``) count."""
+    requests: int
+    bytes_fetched: int
+
+    def __sub__(self, other):
+        return StorageStatistics(self.requests - other.requests, self.bytes_fetched - other.bytes_fetched)
+
+
+class _Totals:
+    def __init__(self):
+        self.requests = self.bytes_fetched = 0
+        self.lock = threading.Lock()
+
+    def add(self, requests, nbytes):
+        with self.lock:
+            self.requests += requests
+            self.bytes_fetched += nbytes
+
+
+_TOTALS = _Totals()
+
+
+def statistics() -> StorageStatistics:
+    """A snapshot of the process-wide `StorageStatistics` (every storage opened, including the ones
+    the readers open themselves): ``after - before`` is what a read in between fetched."""
+    with _TOTALS.lock:
+        return StorageStatistics(_TOTALS.requests, _TOTALS.bytes_fetched)
 
 
 class RetryPolicy(NamedTuple):
@@ -167,6 +200,7 @@ class Storage:
         with self._lock:
             self.requests += requests
             self.bytes_fetched += nbytes
+        _TOTALS.add(requests, nbytes)
 
     def __getstate__(self):
         state = self.__dict__.copy()
