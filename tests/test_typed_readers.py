@@ -260,3 +260,14 @@ def test_the_samples_avro_topic_equals_fastavro(tmp_path, monkeypatch):
     assert len(got) == 2000 and got == want
     assert t.column("valueSchemaId").to_pylist().count(2) == 999 and t.column("valueError").null_count == 1999
     assert [e.kind for e in recs.report] == [ReportKind.BAD_VALUE]
+
+
+def test_a_typed_stream_is_an_arrow_stream_of_the_merged_type(backup):
+    root, *_ = backup
+    whole = kafkafmt.read_log_dirs(str(root), topics=["orders", "users"], value_format="avro").to_arrow()
+    stream = kafkafmt.iter_log_dirs(str(root), topics=["orders", "users"], value_format="avro", max_bytes=4096)
+    schema = stream.schema                                   # known before reading
+    got = pa.RecordBatchReader.from_stream(stream).read_all()
+    assert got.schema == schema and schema.field("value").type == whole.schema.field("value").type
+    for name in ("value", "valueSchemaId", "valueError", "offset", "topic"):
+        assert got.column(name).to_pylist() == whole.column(name).to_pylist()
