@@ -1,0 +1,310 @@
+"""`kafkafmt report` / `kafkafmt.report.build`: its figures against `stats`, `verify` and an independent
+count of the records; consumer lag against a hand replay of the commits written; the HTML page opened in
+headless Chromium (charts drawn, no console errors)."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import kafkafmt
+import kafkafmt.internal as ki
+import kafkafmt.report
+from kafkafmt.logwriter import LogWriter
+
+from kcli import run as cli
+
+T0 = 1767225600000           # 2026-01-01T00:00:00Z
+STAT_KEYS = ("records", "controlRecords", "batches", "fileBytes", "batchBytes", "payloadBytes", "compressionRatio",
+             "codecs", "magics", "firstOffset", "lastOffset", "firstTimestamp", "lastTimestamp", "producers",
+             "committedTransactions", "abortedTransactions", "abortedRecords", "controls", "tombstones",
+             "skippedBytes", "leaderEpochs")
+
+
+def jsonl(text):
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def problem_key(p):
+    return (p["severity"], p["file"], p["position"], p["end"], p["offset"], p["message"])
+
+
+def report_json(*args, check=None, sample=None):
+    p = cli("report", *args, "--json", sample=sample, check=check)
+    assert "Traceback" not in p.stderr, p.stderr
+    return json.loads(p.stdout), p
+
+
+def assert_same_as_stats_and_verify(paths, sample=None, expect_errors=False):
+    code = 1 if expect_errors else 0
+    doc, _ = report_json(*paths, check=code, sample=sample)
+    stats = json.loads(cli("stats", *paths, "--json", sample=sample, check=code).stdout)
+    sparts = {p["name"]: p for p in stats["partitions"]}
+    rparts = {p["name"]: p for p in doc["partitions"]}
+    assert set(rparts) == set(sparts) and rparts
+    for name, sp in sparts.items():
+        rp = rparts[name]
+        for k in STAT_KEYS:
+            assert rp[k] == sp[k], (name, k)
+        # log end offset: the next offset, what stats says as lastOffset + 1
+        if sp["lastOffset"] is not None:
+            assert rp["logEndOffset"] == sp["lastOffset"] + 1
+        rsegs = [s for s in doc["segments"] if s["partition"] == name]
+        assert [s["baseOffset"] for s in rsegs] == [s["baseOffset"] for s in sp["segments"]]
+        for rs, ss in zip(rsegs, sp["segments"]):
+            assert rs["file"] == ss["file"]
+            for k in STAT_KEYS:
+                assert rs[k] == ss[k], (name, rs["baseOffset"], k)
+    # topics: the sums of their partitions
+    for t in doc["topics"]:
+        mine = [p for p in sparts.values() if p["topic"] == t["topic"]]
+        assert t["partitions"] == len(mine)
+        for k in ("records", "fileBytes", "batches", "abortedTransactions", "committedTransactions"):
+            assert t[k] == sum(p[k] for p in mine), (t["topic"], k)
+    # problems: those verify lists
+    vlines = jsonl(cli("verify", *paths, "--json", sample=sample, check=code).stdout)
+    vprobs = {problem_key(p) for p in vlines if p["type"] == "problem"}
+    assert {problem_key(p) for p in doc["problems"]} == vprobs
+    assert bool(vprobs) == expect_errors or not expect_errors
+    return doc
+
+
+# ----------------------------------------------------------------------------------------------
+# the figures are stats' and verify's
+
+def test_report_figures_are_stats_and_verify_on_the_sample(sample):
+    doc = assert_same_as_stats_and_verify(["--sample"], sample=sample)
+    # the timeline: data records per minute, against the records read by the library
+    for part in doc["partitions"]:
+        recs = kafkafmt.read_log_dir(part["path"])
+        ts = np.asarray(recs.timestamp, np.int64)
+        ts = ts[ts >= 0]
+        expect = pd.Series(ts // 60000 * 60000).value_counts().sort_index()
+        mine = {r["minute"]: r["records"] for r in doc["timeline"] if r["partition"] == part["name"]}
+        assert mine == {int(k): int(v) for k, v in expect.items()}, part["name"]
+    assert doc["lastWrite"] == max(p["lastTimestamp"] for p in doc["partitions"] if p["lastTimestamp"])
+    # transaction markers over time add up to the partitions' committed / aborted transactions
+    for part in doc["partitions"]:
+        tx = [r for r in doc["transactions"] if r["partition"] == part["name"]]
+        assert sum(r["committed"] for r in tx) == part["committedTransactions"]
+        assert sum(r["aborted"] for r in tx) == part["abortedTransactions"]
+
+
+def test_report_places_a_corrupt_stretch_in_its_segment(sample, tmp_path):
+    root = tmp_path / "logs"
+    shutil.copytree(sample, root)
+    seg = sorted((root / "orders-0").glob("*.log"))[0]
+    data = bytearray(seg.read_bytes())
+    pos = len(data) // 2
+    data[pos] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    doc = assert_same_as_stats_and_verify([root], expect_errors=True)
+    mine = [p for p in doc["problems"] if p["file"] == str(seg) and p["position"] is not None
+            and p["end"] is not None and p["severity"] == "error"]
+    assert mine, doc["problems"]
+    s = [x for x in doc["segments"] if x["file"] == str(seg)][0]
+    for p in mine:
+        assert p["partition"] == "orders-0"
+        assert p["position"] <= pos < p["end"]
+        assert s["firstTimestamp"] <= p["time"] <= s["lastTimestamp"]
+    assert [x for x in doc["partitions"] if x["name"] == "orders-0"][0]["errors"] >= 1
+
+
+def test_report_figures_on_real_broker_dirs(real_corpus):
+    dirs = sorted(d for d in (real_corpus / "broker-dirs").iterdir() if d.is_dir())
+    assert dirs
+    for d in dirs:
+        v = cli("verify", d, "--json")
+        assert_same_as_stats_and_verify([d], expect_errors=v.returncode == 1)
+
+
+def test_library_tables_are_the_json(sample):
+    r = kafkafmt.report.build(str(sample))
+    doc, _ = report_json("--sample", check=0, sample=sample)
+    assert json.loads(json.dumps(r.to_json()))["partitions"] == doc["partitions"]
+    for name in kafkafmt.report.TABLES:
+        df = r.table(name)
+        assert isinstance(df, pd.DataFrame) and len(df) == len(doc[name])
+    lag = r.table("lag")
+    assert set(lag.columns) >= {"group", "topic", "partition", "committedOffset", "logEndOffset", "lag"}
+
+
+# ----------------------------------------------------------------------------------------------
+# consumer lag: a log dir written for it, against a hand replay of what was written
+
+def _commit(group, topic, partition, offset):
+    return ki.encode_group_record(1, {"group": group, "topic": topic, "partition": partition}, 3,
+                                  {"offset": offset, "leaderEpoch": 0, "metadata": "", "commitTimestamp": T0 + offset,
+                                   "expireTimestamp": -1})
+
+
+def _delete(group, topic, partition):
+    return ki.encode_group_record(1, {"group": group, "topic": topic, "partition": partition})[0], None
+
+
+def write_lag_dir(root):
+    """Topics and a __consumer_offsets partition; returns (log end offsets, expected committed offsets)
+    replayed by hand: a plain commit sets, a tombstone deletes, a transaction's commits count at its
+    COMMIT marker, never when aborted or still open."""
+    leo = {}
+    for topic, part, n in (("orders", 0, 50), ("orders", 1, 30), ("payments", 0, 10)):
+        with LogWriter(root / f"{topic}-{part}") as w:
+            for i in range(0, n, 7):
+                k = min(7, n - i)
+                w.append(values=[b"v%d" % j for j in range(i, i + k)], timestamps=[T0 + j * 1000 for j in range(i, i + k)])
+        leo[(topic, part)] = n
+    expected = {}
+    pending = {}
+    with LogWriter(root / "__consumer_offsets-0") as w:
+        def plain(group, topic, part, offset):        # offset None: the group's offset deleted (a tombstone)
+            key, value = _delete(group, topic, part) if offset is None else _commit(group, topic, part, offset)
+            w.append(keys=[key], values=[value], timestamps=[T0])
+            if offset is None:
+                expected.pop((group, topic, part), None)
+            else:
+                expected[(group, topic, part)] = offset
+
+        def txn(pid, group, topic, part, offset):
+            key, value = _commit(group, topic, part, offset)
+            w.append(keys=[key], values=[value], timestamps=[T0], producer_id=pid, transactional=True)
+            pending.setdefault(pid, []).append(((group, topic, part), offset))
+
+        def end(pid, kind):
+            w.append_control(kind, producer_id=pid, timestamp=T0)
+            for key, off in pending.pop(pid):
+                if kind == "commit":
+                    expected[key] = off
+
+        plain("g1", "orders", 0, 10)
+        plain("g1", "orders", 0, 20)
+        plain("g1", "orders", 1, 30)
+        plain("g2", "orders", 0, 5)
+        plain("g2", "payments", 0, 7)
+        plain("g2", "orders", 0, None)
+        plain("g3", "orders", 1, 12)
+        txn(100, "g3", "orders", 0, 40)
+        txn(101, "g3", "orders", 1, 25)
+        plain("g1", "payments", 0, 15)       # beyond the log end: a negative lag
+        end(100, "commit")
+        end(101, "abort")
+        plain("g5", "ghost", 0, 3)           # a partition not on this disk: no log end offset
+        txn(102, "g4", "orders", 0, 49)      # still open at the end: not committed
+    return leo, expected
+
+
+def test_consumer_lag_against_a_hand_replay(tmp_path):
+    root = tmp_path / "logs"
+    root.mkdir()
+    leo, expected = write_lag_dir(root)
+    assert ("g3", "orders", 0) in expected and ("g4", "orders", 0) not in expected   # the scenario holds
+    assert expected[("g3", "orders", 1)] == 12 and ("g2", "orders", 0) not in expected
+    doc, _ = report_json(root, check=0)
+    got = {(r["group"], r["topic"], r["partition"]): r for r in doc["lag"]}
+    assert set(got) == set(expected)
+    for key, committed in expected.items():
+        r = got[key]
+        assert r["committedOffset"] == committed
+        end = leo.get(key[1:])
+        assert r["logEndOffset"] == end
+        assert r["lag"] == (None if end is None else end - committed)
+    assert got[("g1", "payments", 0)]["lag"] < 0
+    # the log end offsets are stats' next offsets
+    stats = json.loads(cli("stats", root, "--json", check=0).stdout)
+    for p in stats["partitions"]:
+        if p["topic"] != "__consumer_offsets":
+            assert p["lastOffset"] + 1 == leo[(p["topic"], p["partition"])]
+    # and the library gives the same table
+    lag = kafkafmt.report.build(root).table("lag")
+    assert {(g, t, int(p)): int(c) for g, t, p, c in zip(lag["group"], lag["topic"], lag["partition"],
+                                                           lag["committedOffset"])} == expected
+
+
+# ----------------------------------------------------------------------------------------------
+# the page, in headless Chromium
+
+def chromium():
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert exe, "chromium is not installed (.ci/run installs Debian's package)"
+    return exe
+
+
+def render(page, tmp_path, width=1400, height=3000):
+    """(screenshot PNG path, the DOM after the scripts ran, the console messages) of a page."""
+    png = tmp_path / (page.stem + ".png")
+    base = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+            f"--user-data-dir={tmp_path / 'chromium-profile'}", "--virtual-time-budget=10000",
+            f"--window-size={width},{height}"]
+    env = {**os.environ, "HOME": str(tmp_path)}
+    shot = subprocess.run(base + [f"--screenshot={png}", "--enable-logging=stderr", "--v=0", page.as_uri()],
+                          capture_output=True, text=True, timeout=180, env=env)
+    dom = subprocess.run(base + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=180, env=env)
+    console = [line for line in shot.stderr.splitlines() if "CONSOLE" in line]
+    assert png.is_file(), shot.stderr[-2000:]
+    return png, dom.stdout, console
+
+
+def colours(png):
+    from PIL import Image
+
+    im = Image.open(png).convert("RGB")
+    counts = im.getcolors(maxcolors=1 << 24)
+    return im.size, {c: n for n, c in counts}
+
+
+def test_the_page_renders_in_chromium(sample, tmp_path):
+    page = tmp_path / "report.html"
+    p = cli("report", "--sample", "--to", page, sample=sample, check=0)
+    assert "Traceback" not in p.stderr
+    text = page.read_text()
+    from plotly.offline import get_plotlyjs
+
+    js = get_plotlyjs()
+    assert js in text                                  # plotly.js inlined ...
+    rest = text.replace(js, "")
+    assert "<script src" not in rest and "http" not in rest and "<link" not in rest   # ... nothing else fetched
+    n_charts = text.count('class="chart"')
+    assert n_charts >= 8
+    png, dom, console = render(page, tmp_path)
+    assert not [c for c in console if "Uncaught" in c or "Error" in c], console
+    # every chart div was drawn by plotly.js (an SVG with its traces in it)
+    assert dom.count('class="plot-container plotly"') == n_charts, dom[:500]
+    assert dom.count("class=\"main-svg\"") >= n_charts
+    size, cols = colours(png)
+    assert size == (1400, 3000)
+    white = cols.get((255, 255, 255), 0)
+    assert white < 0.95 * size[0] * size[1]
+    assert len(cols) > 500          # heatmap colour scales, bars, text: not a blank page
+    # the topic bar chart's colour (plotly's first colour) is on the screenshot
+    assert cols.get((0x63, 0x6E, 0xFA), 0) > 1000
+
+
+def test_the_console_check_can_fail(tmp_path):
+    page = tmp_path / "broken.html"
+    page.write_text("<html><body><div id='x'></div><script>Plotly.newPlot('x', [], {});</script></body></html>")
+    png, dom, console = render(page, tmp_path, 400, 300)
+    assert any("Uncaught" in c for c in console), console
+    assert 'class="plot-container plotly"' not in dom
+
+
+def test_the_page_stays_small_for_many_partitions(tmp_path):
+    root = tmp_path / "many"
+    for i in range(200):
+        with LogWriter(root / f"t{i % 4}-{i // 4}") as w:
+            w.append(values=[b"x" * 20] * 60, timestamps=[T0 + i * 1000 + j * 60_000 for j in range(60)])
+    page = tmp_path / "many.html"
+    r = kafkafmt.report.build(root)
+    size = kafkafmt.report.write_html(r, page)
+    assert size == page.stat().st_size
+    from plotly.offline import get_plotlyjs
+
+    plotly_js = len(get_plotlyjs().encode())
+    # the data of 200 partitions over an hour: a small part of the page beside plotly.js
+    assert size - plotly_js < 1 << 20
+    assert r.table("partitions")["records"].sum() == 200 * 60
