@@ -20,6 +20,7 @@ import kafkafmt.report
 from kafkafmt.logwriter import LogWriter
 
 from kcli import run as cli
+from s3server import s3  # noqa: F401  (pytest fixture)
 
 T0 = 1767225600000           # 2026-01-01T00:00:00Z
 STAT_KEYS = ("records", "controlRecords", "batches", "fileBytes", "batchBytes", "payloadBytes", "compressionRatio",
@@ -308,3 +309,62 @@ def test_the_page_stays_small_for_many_partitions(tmp_path):
     # the data of 200 partitions over an hour: a small part of the page beside plotly.js
     assert size - plotly_js < 1 << 20
     assert r.table("partitions")["records"].sum() == 200 * 60
+
+
+# ----------------------------------------------------------------------------------------------
+# object storage
+
+def test_report_on_s3_equals_local(s3, sample, tmp_path):
+    b = s3.bucket()
+    s3.upload_dir(str(sample), b, "logs")
+    o = s3.storage_options
+    opts = ["--storage-option", f"endpoint_url={o['endpoint_url']}", "--storage-option", f"key={o['key']}",
+            "--storage-option", f"secret={o['secret']}"]
+    page = tmp_path / "s3.html"
+    p = cli("report", f"s3://{b}/logs", *opts, "--json", "--to", page, env={"AWS_DEFAULT_REGION": "us-east-1"},
+            check=0)
+    remote = json.loads(p.stdout)
+    local, _ = report_json(sample, check=0)
+    assert all(d["path"].startswith("s3://") for d in remote["partitions"])
+    strip = (lambda rows: [{k: v for k, v in r.items() if k not in ("path", "file")} for r in rows])
+    for name in ("topics", "partitions", "segments", "timeline", "transactions", "lag"):
+        assert strip(remote[name]) == strip(local[name]), name
+    assert [problem_key(x)[0] for x in remote["problems"]] == [problem_key(x)[0] for x in local["problems"]]
+    assert page.stat().st_size > 0
+
+
+def test_report_marks_tiered_and_local_segments(tmp_path):
+    from test_tiered import _id, _write_local, kafka_layout_objects
+
+    logs = tmp_path / "logs"
+    folder = logs / "orders-0"
+    n = 3000
+    kafkafmt.write_log_dir(folder, values=[b"v%05d" % i for i in range(n)],
+                           timestamps=[T0 + 1000 * i for i in range(n)], segment_bytes=4 << 10,
+                           batch_size=1024)
+    segs = sorted(f.name for f in folder.glob("*.log"))
+    assert len(segs) >= 4
+    old = segs[:len(segs) // 2]
+    upload = tmp_path / "upload" / "orders-0"
+    shutil.copytree(folder, upload)
+    for f in upload.iterdir():                        # the uploads: the older half
+        if f.name[:20].isdigit() and f"{f.name[:20]}.log" not in old:
+            f.unlink()
+    tiered = tmp_path / "remote"
+    _write_local(str(tiered), kafka_layout_objects(str(upload), "orders", 0, _id(1)))
+    for f in folder.iterdir():                        # local: the newer half and the last upload
+        if f.name[:20].isdigit() and f"{f.name[:20]}.log" in old[:-1]:
+            f.unlink()
+    r = kafkafmt.report.build([logs, tiered])
+    segments = r.table("segments")
+    only_remote = {int(s[:20]) for s in old[:-1]}
+    only_local = {int(s[:20]) for s in segs[len(old):]}
+    flags = dict(zip(segments["baseOffset"], segments["tiered"]))
+    assert set(flags) == {int(s[:20]) for s in segs}
+    assert all(flags[b] for b in only_remote) and not any(flags[b] for b in only_local)
+    part = r.table("partitions").iloc[0]
+    assert part["records"] == n and part["tieredSegments"] == sum(flags.values())
+    assert part["localSegments"] == len(flags) - part["tieredSegments"]
+    page = tmp_path / "t.html"
+    kafkafmt.report.write_html(r, page)
+    assert "tiered" in page.read_text()

@@ -55,14 +55,14 @@ def _esc(v):
 
 
 def _table(headers, rows, right=()):
-    out = ["<table><thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers) + "</tr></thead><tbody>"]
+    out = ["<div class='scroll'><table><thead><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers) + "</tr></thead><tbody>"]
     for r in rows:
         cells = []
         for i, v in enumerate(r):
             cls = ' class="num"' if i in right else ""
             cells.append(f"<td{cls}>{v}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "\n".join(out)
 
 
@@ -81,6 +81,7 @@ class _Charts:
         if height is not None:
             fig.update_layout(height=height)
         fig.update_layout(margin=dict(l=60, r=20, t=40, b=40), template="plotly_white")
+        fig.update_yaxes(automargin=True)
         spec = fig.to_plotly_json()
         data = json.dumps(spec["data"], default=_default, separators=(",", ":"))
         layout = json.dumps(spec["layout"], default=_default, separators=(",", ":"))
@@ -156,6 +157,19 @@ def to_html(report, title=None):
                                     marker_color="#d62728", name="lag")])
             fig.update_layout(title="Total lag per consumer group (records)", yaxis=dict(autorange="reversed"))
             body.append(charts.add(fig, height=max(250, 22 * len(groups) + 100)))
+        summary = {}
+        for r in lag:
+            g = summary.setdefault(r["group"], [0, 0, None, 0])
+            g[0] += 1
+            if r["lag"] is not None:
+                g[1] += r["lag"]
+                g[2] = r["lag"] if g[2] is None else max(g[2], r["lag"])
+            if r["lag"] is None or r["lag"] < 0:
+                g[3] += 1
+        body.append(_table(["group", "partitions", "total lag", "largest lag", "not on disk or beyond its end"],
+                           [[_esc(g), v[0], f"{v[1]:,}", _esc(v[2]), v[3]]
+                            for g, v in sorted(summary.items(), key=lambda kv: -kv[1][1])], right={1, 2, 3, 4}))
+        body.append("<h3>Per partition (largest lag first)</h3>")
         rows = sorted(lag, key=lambda r: -(r["lag"] if r["lag"] is not None else -1))[:LAG_ROWS]
         body.append(_table(["group", "topic", "partition", "committed offset", "log end offset", "lag",
                             "committed at (UTC)"],
@@ -264,7 +278,7 @@ def to_html(report, title=None):
     css = ("body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;"
            "font-size:13px;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}"
            "td.num{text-align:right}th{background:#f3f3f3}.error{color:#c00;font-weight:bold}.warning{color:#b60}"
-           "nav a{margin-right:1em}.chart{width:100%}")
+           "nav a{margin-right:1em}.chart{width:100%}.scroll{max-height:420px;overflow:auto;display:inline-block}")
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_esc(title)}</title><style>{css}</style>"
             f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>\n" + "\n".join(body)
             + "\n</body></html>\n")
