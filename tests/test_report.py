@@ -259,16 +259,27 @@ def colours(png):
     return im.size, {c: n for n, c in counts}
 
 
-def test_the_page_renders_in_chromium(sample, tmp_path):
-    page = tmp_path / "report.html"
-    p = cli("report", "--sample", "--to", page, sample=sample, check=0)
-    assert "Traceback" not in p.stderr
-    text = page.read_text()
+@pytest.mark.parametrize("plain", [False, True], ids=["packed-js", "plain-js"])
+def test_the_page_renders_in_chromium(sample, tmp_path, plain):
+    import base64
+    import gzip
+    import re
+
     from plotly.offline import get_plotlyjs
 
+    page = tmp_path / "report.html"
+    p = cli("report", "--sample", "--to", page, *(["--plain-js"] if plain else []), sample=sample, check=0)
+    assert "Traceback" not in p.stderr
+    text = page.read_text()
     js = get_plotlyjs()
-    assert js in text                                  # plotly.js inlined ...
-    rest = text.replace(js, "")
+    if plain:
+        assert js in text                               # plotly.js inlined ...
+        rest = text.replace(js, "")
+    else:
+        packed = re.findall(r'atob\("([A-Za-z0-9+/=]+)"\)', text)
+        assert len(packed) == 1 and gzip.decompress(base64.b64decode(packed[0])).decode() == js
+        rest = text.replace(packed[0], "")
+        assert len(text) < len(js) / 2
     assert "<script src" not in rest and "http" not in rest and "<link" not in rest   # ... nothing else fetched
     n_charts = text.count('class="chart"')
     assert n_charts >= 8
@@ -308,6 +319,7 @@ def test_the_page_stays_small_for_many_partitions(tmp_path):
     plotly_js = len(get_plotlyjs().encode())
     # the data of 200 partitions over an hour: a small part of the page beside plotly.js
     assert size - plotly_js < 1 << 20
+    assert size < 3 << 20                  # plotly.js packed: the whole page
     assert r.table("partitions")["records"].sum() == 200 * 60
 
 

@@ -31,6 +31,8 @@ def add_parser(sub, parents):
     p.add_argument("--to", metavar="FILE.html", help="write the HTML page here")
     p.add_argument("--json", action="store_true", help="print the report's tables as one JSON document")
     p.add_argument("--title", help="the page's title (default: the paths)")
+    p.add_argument("--plain-js", action="store_true",
+                   help="plotly.js as text (4.6 MB) instead of gzipped (1.9 MB, unpacked by browsers since 2023)")
     p.add_argument("--no-checks", action="store_true",
                    help="skip verify's checks (one read of each partition instead of two)")
     p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics (lag still reads "
@@ -64,7 +66,7 @@ def run(args, console):
     if args.json:
         console.json(report.to_json())
     if args.to:
-        size = write_html(report, args.to, title=args.title)
+        size = write_html(report, args.to, title=args.title, compress_js=not args.plain_js)
         if not console.quiet:
             console.message(f"kafkafmt: wrote {args.to} ({human_bytes(size)}, {len(builder.partitions)} partitions) "
                             f"in {time.monotonic() - started:.1f} s")
