@@ -1,4 +1,4 @@
-"""kafkafmt's command line: ``kafkafmt dump | verify | stats | export | recover``.
+"""kafkafmt's command line: ``kafkafmt dump | verify | stats | report | export | recover``.
 
 Exit codes: 0 done and the data is clean; 1 the data has problems (corrupt or truncated batches,
 CRC mismatches, index inconsistencies...) or a file could not be read; 2 the command line is wrong
@@ -12,7 +12,7 @@ import os
 import sys
 import warnings
 
-COMMANDS = ("dump", "verify", "stats", "export", "recover")
+COMMANDS = ("dump", "verify", "stats", "report", "export", "recover")
 
 
 def _threads(text):
@@ -48,7 +48,7 @@ def _common_parser():
 
 def build_parser():
     from kafkafmt import __version__
-    from kafkafmt.cli import dump, export, recover, stats, verify
+    from kafkafmt.cli import dump, export, recover, report, stats, verify
 
     parser = argparse.ArgumentParser(
         prog="kafkafmt",
@@ -61,7 +61,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parents = [_common_parser()]
     parser.commands = {}
-    for mod in (dump, verify, stats, export, recover):
+    for mod in (dump, verify, stats, report, export, recover):
         parser.commands[mod.__name__.rsplit(".", 1)[1]] = mod.add_parser(sub, parents)
     return parser
 

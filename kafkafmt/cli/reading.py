@@ -15,7 +15,7 @@ from kafkafmt.logdir import iter_log_dir
 from kafkafmt.taskreader import read_task
 from kafkafmt.planner import plan, resolve_offsets
 from kafkafmt.discovery import Partition
-from kafkafmt.records import Table
+from kafkafmt.report.checks import concat_batches
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.names import partition_of_name
 from kafkafmt.segments import Segment
@@ -90,15 +90,6 @@ def _no_index_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", KafkafmtWarning)
         yield
-
-
-def concat_batches(tables):
-    """Batch tables of several chunks as one (the columns they all have), or None."""
-    tables = [t for t in tables if t.columns]
-    if not tables:
-        return None
-    names = [c for c in tables[0].columns if all(c in t.columns for t in tables[1:])]
-    return Table.concat([Table({c: t[c] for c in names}) for t in tables])
 
 
 def log_metadata(path, report):

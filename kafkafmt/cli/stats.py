@@ -1,6 +1,6 @@
 """``kafkafmt stats``: per topic-partition and segment, what the log holds.
 
-Numbers (all from the decoded log, read in bounded chunks):
+The figures are the library's (`kafkafmt.report.figures`, also behind ``kafkafmt report``):
 
 * records: data records (control records are counted apart, as ``controlRecords``);
 * batches, file bytes (segment files on disk) and batch bytes (sum of batch sizes);
@@ -20,21 +20,20 @@ Corrupt stretches are skipped (and reported; exit code 1) so the rest is still c
 """
 from __future__ import annotations
 
-import collections
+import functools
 import os
 
 import numpy as np
 
 from kafkafmt.discovery import Partition
-from kafkafmt.records import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
+from kafkafmt.report.figures import Acc, PartitionStats, partition_stats, totals as _totals
 
 from kafkafmt.cli.common import (add_replicas_option, no_data, say_found, add_command, checked_record_files, find_inputs, human_bytes,
-                                 input_paths, iso_ms, parse_int_list, parse_name_list, partition_label,
-                                 report_problem, segment_base)
+                                 input_paths, iso_ms, parse_int_list, parse_name_list, partition_label)
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import table
 from kafkafmt.cli.progress import Progress
-from kafkafmt.cli.reading import FileReader, iter_partition
+from kafkafmt.cli.reading import FileReader
 
 
 def add_parser(sub, parents):
@@ -47,190 +46,6 @@ def add_parser(sub, parents):
     p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
     p.set_defaults(run=run)
     return p
-
-
-class Acc:
-    """Statistics of a segment, a partition or everything."""
-
-    def __init__(self):
-        self.records = self.control_records = self.batches = 0
-        self.file_bytes = self.batch_bytes = self.payload_bytes = 0
-        self.codecs = collections.Counter()
-        self.codec_stored = collections.Counter()
-        self.codec_payload = collections.Counter()
-        self.magics = collections.Counter()
-        self.timestamp_types = collections.Counter()
-        self.controls = collections.Counter()
-        self.first_offset = self.last_offset = None
-        self.first_ts = self.last_ts = None
-        self.producers = set()
-        self.txn_batches = self.txn_records = 0
-        self.committed = self.aborted = self.aborted_records = 0
-        self.tombstones = self.with_headers = 0
-        self.no_timestamp = 0          # data records without a timestamp (-1: magic 0, some producers)
-        self.epochs = None
-        self.skipped_bytes = 0
-        self.segments = 0
-
-    def merge(self, o):
-        for name in ("records", "control_records", "batches", "file_bytes", "batch_bytes", "payload_bytes",
-                     "txn_batches", "txn_records", "committed", "aborted", "aborted_records", "tombstones",
-                     "with_headers", "skipped_bytes", "segments", "no_timestamp"):
-            setattr(self, name, getattr(self, name) + getattr(o, name))
-        for name in ("codecs", "codec_stored", "codec_payload", "magics", "timestamp_types", "controls"):
-            getattr(self, name).update(getattr(o, name))
-        self.producers |= o.producers
-        self.first_offset = _min(self.first_offset, o.first_offset)
-        self.last_offset = _max(self.last_offset, o.last_offset)
-        self.first_ts = _min(self.first_ts, o.first_ts)
-        self.last_ts = _max(self.last_ts, o.last_ts)
-        if o.epochs is not None:
-            self.epochs = o.epochs if self.epochs is None else (min(self.epochs[0], o.epochs[0]),
-                                                                max(self.epochs[1], o.epochs[1]))
-
-    def ratio(self, codec=None):
-        stored = self.batch_bytes if codec is None else self.codec_stored[codec]
-        payload = self.payload_bytes if codec is None else self.codec_payload[codec]
-        return round(payload / stored, 4) if stored else None
-
-    def to_json(self):
-        return {
-            "records": self.records, "controlRecords": self.control_records, "batches": self.batches,
-            "fileBytes": self.file_bytes, "batchBytes": self.batch_bytes, "payloadBytes": self.payload_bytes,
-            "compressionRatio": self.ratio(),
-            "codecs": {c: {"batches": self.codecs[c], "batchBytes": self.codec_stored[c],
-                           "payloadBytes": self.codec_payload[c], "compressionRatio": self.ratio(c)}
-                       for c in sorted(self.codecs)},
-            "magics": {str(m): n for m, n in sorted(self.magics.items())},
-            "timestampTypes": dict(sorted(self.timestamp_types.items())),
-            "firstOffset": self.first_offset, "lastOffset": self.last_offset,
-            "firstTimestamp": self.first_ts, "lastTimestamp": self.last_ts, "noTimestamp": self.no_timestamp,
-            "producers": len(self.producers), "transactionalBatches": self.txn_batches,
-            "transactionalRecords": self.txn_records, "committedTransactions": self.committed,
-            "abortedTransactions": self.aborted, "abortedRecords": self.aborted_records,
-            "controls": dict(sorted(self.controls.items())), "tombstones": self.tombstones,
-            "recordsWithHeaders": self.with_headers,
-            "leaderEpochs": list(self.epochs) if self.epochs is not None else None,
-            "skippedBytes": self.skipped_bytes,
-        }
-
-
-def _min(a, b):
-    return b if a is None else a if b is None else min(a, b)
-
-
-def _max(a, b):
-    return b if a is None else a if b is None else max(a, b)
-
-
-class PartitionStats:
-    """Accumulates the chunks of one partition (or one file) into per-segment Acc."""
-
-    def __init__(self):
-        self.segments = collections.OrderedDict()   # base offset -> Acc
-        self.open_txns = {}                          # producer id -> {segment: records}
-
-    def seg(self, base):
-        if base not in self.segments:
-            self.segments[base] = Acc()
-            self.segments[base].segments = 1
-        return self.segments[base]
-
-    def add(self, recs):
-        b = recs.batches
-        nb = len(b)
-        if not nb:
-            return
-        segs = np.asarray(b["segment"], np.int64) if "segment" in b.columns else np.zeros(nb, np.int64)
-        is_ctl = np.asarray(b["is_control"], bool)
-        bidx = np.asarray(recs.batch_index, np.int64)
-        rec_ctl = is_ctl[bidx] if len(bidx) else np.zeros(0, bool)
-        # payload bytes per record: key + value + header keys + header values
-        payload = recs.key.lengths().astype(np.int64) + recs.value.lengths().astype(np.int64)
-        if recs.headers.count():
-            ho = np.asarray(recs.headers.offsets, np.int64)
-            hl = (recs.headers.key.lengths().astype(np.int64) + recs.headers.value.lengths().astype(np.int64))
-            cs = np.concatenate(([0], np.cumsum(hl)))
-            payload = payload + (cs[ho[1:]] - cs[ho[:-1]])
-        batch_payload = np.bincount(bidx, weights=payload, minlength=nb).astype(np.int64) if len(bidx) \
-            else np.zeros(nb, np.int64)
-        data_per_batch = np.bincount(bidx[~rec_ctl], minlength=nb) if len(bidx) else np.zeros(nb, np.int64)
-        size = np.asarray(b["size"], np.int64)
-        codec = np.asarray(b["codec"])
-        magic = np.asarray(b["magic"])
-        tst = np.asarray(b["timestamp_type"])
-        pid = np.asarray(b["producer_id"], np.int64)
-        txn = np.asarray(b["is_transactional"], bool)
-        epoch = np.asarray(b["partition_leader_epoch"], np.int64)
-        ts = np.asarray(recs.timestamp, np.int64)
-        offs_first, offs_last = np.asarray(b["base_offset"], np.int64), np.asarray(b["last_offset"], np.int64)
-        value_null = recs.value.is_null() if recs.value.null_count else np.zeros(len(recs), bool)
-        hcount = recs.headers.counts() if recs.headers.count() else np.zeros(len(recs), np.int64)
-        ctl_type_by_batch = {}
-        c = recs.controls
-        if len(c):
-            for bi, t in zip(np.asarray(c["batch_index"], np.int64).tolist(), c["type"].tolist()):
-                ctl_type_by_batch.setdefault(bi, t)
-        for s in np.unique(segs).tolist():
-            a = self.seg(s)
-            bm = segs == s
-            rm = bm[bidx] if len(bidx) else np.zeros(0, bool)
-            dm = rm & ~rec_ctl
-            a.batches += int(bm.sum())
-            a.batch_bytes += int(size[bm].sum())
-            a.payload_bytes += int(batch_payload[bm].sum())
-            for cd in np.unique(codec[bm]).tolist():
-                cm = bm & (codec == cd)
-                name = CODEC_NAMES.get(cd, str(cd))
-                a.codecs[name] += int(cm.sum())
-                a.codec_stored[name] += int(size[cm].sum())
-                a.codec_payload[name] += int(batch_payload[cm].sum())
-            for m in np.unique(magic[bm]).tolist():
-                a.magics[m] += int((bm & (magic == m)).sum())
-            for t in np.unique(tst[bm]).tolist():
-                a.timestamp_types[TIMESTAMP_TYPES.get(t, str(t))] += int((bm & (tst == t)).sum())
-            a.records += int(dm.sum())
-            a.control_records += int((rm & rec_ctl).sum())
-            a.first_offset = _min(a.first_offset, int(offs_first[bm].min()))
-            a.last_offset = _max(a.last_offset, int(offs_last[bm].max()))
-            good_ts = ts[dm]
-            a.no_timestamp += int((good_ts < 0).sum())
-            good_ts = good_ts[good_ts >= 0]
-            if len(good_ts):
-                a.first_ts = _min(a.first_ts, int(good_ts.min()))
-                a.last_ts = _max(a.last_ts, int(good_ts.max()))
-            a.producers.update(np.unique(pid[bm & (pid >= 0)]).tolist())
-            a.txn_batches += int((bm & txn & ~is_ctl).sum())
-            a.txn_records += int(data_per_batch[bm & txn & ~is_ctl].sum())
-            a.tombstones += int((value_null & dm).sum())
-            a.with_headers += int(((hcount > 0) & dm).sum())
-            v2 = bm & (magic >= 2)
-            if v2.any():
-                lo, hi = int(epoch[v2].min()), int(epoch[v2].max())
-                a.epochs = (lo, hi) if a.epochs is None else (min(a.epochs[0], lo), max(a.epochs[1], hi))
-        if len(c):
-            for t in c["type"].tolist():
-                self.seg(int(segs[0]))   # ensure exists
-            ctl_seg = segs[np.asarray(c["batch_index"], np.int64)]
-            for t, s in zip(c["type"].tolist(), ctl_seg.tolist()):
-                self.seg(s).controls[CONTROL_TYPES.get(t, str(t))] += 1
-        # transactions, in log order: records of a producer's open transaction, then its marker
-        order = np.argsort(np.asarray(b["position"], np.int64) + segs * 0, kind="stable")
-        for i in order[txn[order]].tolist():
-            p = int(pid[i])
-            s = int(segs[i])
-            if not is_ctl[i]:
-                counts = self.open_txns.setdefault(p, {})
-                counts[s] = counts.get(s, 0) + int(data_per_batch[i])
-                continue
-            t = ctl_type_by_batch.get(i)
-            counts = self.open_txns.pop(p, {})
-            if t == 0:
-                self.seg(s).aborted += 1
-                for s2, n in counts.items():
-                    self.seg(s2).aborted_records += n
-            elif t == 1:
-                self.seg(s).committed += 1
 
 
 def run(args, console):
@@ -248,26 +63,13 @@ def run(args, console):
     results = []   # (label, topic, partition, folder or file, {base: Acc})
     with Progress(total_bytes, enabled=args.progress) as prog:
         console.progress = prog
+        say = functools.partial(_say, console)
+        advance = (lambda chunk: prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk)))
         for pd in found.partitions:
             prog.set_label(pd.name)
-            report = []
-            ps = PartitionStats()
-            sizes = {}
-            for seg in pd.list_segments():
-                ps.seg(seg.base_offset)
-                sizes[seg.base_offset] = seg.size
-            seen = 0
-            for chunk in iter_partition(pd, report, errors="salvage", verify_crc=True, include_control=True):
-                ps.add(chunk)
-                prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
-                seen = _problems(report, seen, problems, console, ps, pd.folder)
-            _problems(report, seen, problems, console, ps, pd.folder)
-            start = pd.earliest() if pd.log_start_offset is not None else None
-            for base, a in ps.segments.items():
-                a.file_bytes = sizes.get(base, 0)
-                if start is not None and a.first_offset is not None and a.first_offset < start:
-                    a.first_offset = start      # the log start lies inside a batch (DeleteRecords)
-            results.append((partition_label(pd, found), pd.topic, pd.partition, pd, ps.segments))
+            segments, found_problems = partition_stats(pd, on_chunk=advance, on_problem=say)
+            problems += found_problems
+            results.append((partition_label(pd, found), pd.topic, pd.partition, pd, segments))
         for f in files:
             prog.set_label(os.path.basename(f))
             report = []
@@ -277,7 +79,7 @@ def run(args, console):
                     ps.add(chunk)
                     prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
                 topic, part = fr.topic, fr.partition
-            _problems(report, 0, problems, console, ps, None)
+            problems += ps.note_problems(report, 0, say)[1]
             if not ps.segments:
                 ps.seg(0)
             for a in ps.segments.values():
@@ -292,32 +94,11 @@ def run(args, console):
     return 1 if any(p.severity == "error" for p in problems) else 0
 
 
-def _problems(report, seen, problems, console, ps, folder):
-    for e in report[seen:]:
-        p = report_problem(e)
-        if p is None:
-            continue
-        if p.severity == "error" and p.position is not None and p.end is not None:
-            base = _base_of(e.get("file"))
-            if base is not None and base in ps.segments:
-                ps.segments[base].skipped_bytes += p.end - p.position
-        problems.append(p)
-        if p.severity == "error":
-            console.message(f"kafkafmt: {p.text()}")
-        else:
-            console.warn(p.text()[len("warning: "):])
-    return len(report)
-
-
-def _base_of(path):
-    return segment_base(path) if path else None
-
-
-def _totals(segments):
-    t = Acc()
-    for a in segments.values():
-        t.merge(a)
-    return t
+def _say(console, p):
+    if p.severity == "error":
+        console.message(f"kafkafmt: {p.text()}")
+    else:
+        console.warn(p.text()[len("warning: "):])
 
 
 def _json(results, problems):

@@ -1,0 +1,73 @@
+"""``kafkafmt report``: one HTML page picturing log dirs, for people who must judge them quickly.
+
+The page (self-contained: it opens without network access) shows:
+
+* per topic: records, bytes, compression ratio, codecs, time span;
+* consumer-group lag as of the disk's last write: each group's committed offset, replayed from
+  ``__consumer_offsets``, against the partition's log end offset (the next offset, as ``stats``
+  reports it: lastOffset + 1);
+* records per time bin of every partition (one heatmap per topic), transaction markers
+  (committed / aborted) over time;
+* the problems ``verify`` finds, each linked to its partition's timeline, where segments (local or
+  tiered) and the problems are marked with their byte positions.
+
+The figures are those of ``stats`` and ``verify`` (the same library code); ``--json`` prints them as
+data (the tables of `kafkafmt.report.build`). Exit code 1 when a problem (an error) was found.
+"""
+from __future__ import annotations
+
+import time
+
+from kafkafmt.cli.common import (add_command, add_replicas_option, input_paths, parse_int_list, parse_name_list,
+                                 human_bytes)
+from kafkafmt.cli.usage import UsageError
+from kafkafmt.cli import paths as cli_paths
+from kafkafmt.cli.progress import Progress
+
+
+def add_parser(sub, parents):
+    p = add_command(sub, parents, "report", "one self-contained HTML page: topics, timelines, problems, consumer lag",
+                    __doc__, "log directories, partition folders or tiered uploads (local or URLs)")
+    p.add_argument("--to", metavar="FILE.html", help="write the HTML page here")
+    p.add_argument("--json", action="store_true", help="print the report's tables as one JSON document")
+    p.add_argument("--title", help="the page's title (default: the paths)")
+    p.add_argument("--plain-js", action="store_true",
+                   help="plotly.js as text (4.6 MB) instead of gzipped (1.9 MB, unpacked by browsers since 2023)")
+    p.add_argument("--no-checks", action="store_true",
+                   help="skip verify's checks (one read of each partition instead of two)")
+    p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics (lag still reads "
+                   "__consumer_offsets)")
+    p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
+    add_replicas_option(p)
+    p.set_defaults(run=run)
+    return p
+
+
+def run(args, console):
+    from kafkafmt.report import Builder, write_html
+    from kafkafmt.errors import PathNotFoundError
+
+    if not args.to and not args.json:
+        raise UsageError("report: give --to FILE.html and/or --json")
+    paths = input_paths(args, "report")
+    started = time.monotonic()
+    try:
+        builder = Builder(paths, topics=parse_name_list(args.topics),
+                          partitions=parse_int_list(args.partitions, "partition"), replicas=args.replicas,
+                          storage_options=cli_paths.OPTIONS or None, checks=not args.no_checks)
+    except PathNotFoundError as exc:
+        raise UsageError(f"no such file or directory: {exc.file}") from None
+    if not builder.partitions:
+        raise UsageError("no partition folders or log dirs found under " + ", ".join(map(str, paths)))
+    with Progress(builder.total_bytes, enabled=args.progress) as prog:
+        console.progress = prog
+        report = builder.run(prog)
+        console.progress = None
+    if args.json:
+        console.json(report.to_json())
+    if args.to:
+        size = write_html(report, args.to, title=args.title, compress_js=not args.plain_js)
+        if not console.quiet:
+            console.message(f"kafkafmt: wrote {args.to} ({human_bytes(size)}, {len(builder.partitions)} partitions) "
+                            f"in {time.monotonic() - started:.1f} s")
+    return 1 if any(p["severity"] == "error" for p in report.problems) else 0

@@ -1,0 +1,295 @@
+"""`build`: the figures of a report as tables -- one pass of `kafkafmt.report.figures` (what `stats`
+counts, plus records per minute, transaction markers per minute and where each batch lies in time)
+and one of `kafkafmt.report.checks` (what `verify` finds) per partition, and consumer lag from
+``__consumer_offsets`` (`kafkafmt.report.lag`)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kafkafmt.discovery import REPLICAS, discover
+from kafkafmt.names import segment_base
+from kafkafmt.report.checks import check_partition
+from kafkafmt.report.figures import Acc, partition_stats, totals
+from kafkafmt.report.lag import committed_offsets, consumer_lag
+from kafkafmt.report.problems import report_problem
+
+__all__ = ["Builder", "build", "Report", "MINUTE_MS", "TABLES"]
+
+MINUTE_MS = 60_000
+SAMPLES_PER_CHUNK = 256          # batches kept per chunk to place problems in time
+TABLES = ("topics", "partitions", "segments", "timeline", "transactions", "problems", "lag")
+
+
+class Report:
+    """The figures of a report as tables (lists of JSON-ready dicts; `table` gives a pandas
+    DataFrame), times in milliseconds since the epoch:
+
+    * ``topics``: per topic, the `stats` figures summed over its partitions (records, batches,
+      fileBytes, payloadBytes, compressionRatio, codecs, firstTimestamp, lastTimestamp, ...);
+    * ``partitions``: per partition the `stats` figures, ``logStartOffset``, ``logEndOffset`` (the
+      next offset: ``lastOffset + 1``), ``localSegments`` / ``tieredSegments``, ``errors`` / ``warnings``;
+    * ``segments``: per segment its partition, ``baseOffset``, file, ``tiered``, and its `stats` figures;
+    * ``timeline``: data records per partition and minute (``minute``: its start, ``records``);
+    * ``transactions``: COMMIT / ABORT markers per partition and minute (``committed``, ``aborted``);
+    * ``problems``: what `verify` finds (``severity, file, position, end, offset, message``), with
+      its ``partition`` and ``time`` (where it lies on the partition's timeline, when known);
+    * ``lag``: per consumer group and topic-partition its committed offset, the partition's log end
+      offset and the lag (`kafkafmt.report.lag.consumer_lag`), as of the disk's last write.
+
+    ``last_write``: the largest record timestamp on disk (what "as of" means here)."""
+
+    def __init__(self, paths, tables, last_write):
+        self.paths = list(paths)
+        self.tables = tables
+        self.last_write = last_write
+
+    def __getattr__(self, name):
+        if name in TABLES:
+            return self.tables[name]
+        raise AttributeError(name)
+
+    def table(self, name):
+        """One of `TABLES` as a pandas DataFrame."""
+        import pandas as pd
+
+        rows = self.tables[name]
+        return pd.DataFrame(rows) if rows else pd.DataFrame(columns=_COLUMNS[name])
+
+    def to_json(self):
+        """The whole report as one JSON-ready dict (what ``kafkafmt report --json`` prints)."""
+        return {"paths": [str(p) for p in self.paths], "lastWrite": self.last_write,
+                **{name: self.tables[name] for name in TABLES}}
+
+
+_COLUMNS = {
+    "topics": ["topic", "partitions", "records", "fileBytes"],
+    "partitions": ["name", "topic", "partition", "records", "logEndOffset"],
+    "segments": ["partition", "baseOffset", "file", "tiered"],
+    "timeline": ["partition", "minute", "records"],
+    "transactions": ["partition", "minute", "committed", "aborted"],
+    "problems": ["severity", "file", "position", "end", "offset", "message", "partition", "time"],
+    "lag": ["group", "topic", "partition", "committedOffset", "commitTimestamp", "logEndOffset", "lag"],
+}
+
+
+class _Tracker:
+    """What a report keeps of a partition's chunks besides the `stats` figures: records and
+    transaction markers per minute, and sampled batches (segment, position, offsets, time)."""
+
+    def __init__(self):
+        self.minutes = {}
+        self.commits = {}
+        self.aborts = {}
+        self.samples = []
+
+    def add(self, chunk):
+        b = chunk.batches
+        nb = len(b)
+        if not nb:
+            return
+        bidx = np.asarray(chunk.batch_index, np.int64)
+        is_ctl = np.asarray(b["is_control"], bool)
+        if len(bidx):
+            ts = np.asarray(chunk.timestamp, np.int64)[~is_ctl[bidx]]
+            ts = ts[ts >= 0]
+            for m, n in zip(*np.unique(ts // MINUTE_MS, return_counts=True)):
+                self.minutes[int(m)] = self.minutes.get(int(m), 0) + int(n)
+        c = chunk.controls
+        if len(c):
+            cb = np.asarray(c["batch_index"], np.int64)
+            cts = np.asarray(b["max_timestamp"], np.int64)[cb] // MINUTE_MS
+            for t, m in zip(np.asarray(c["type"]).tolist(), cts.tolist()):
+                d = self.commits if t == 1 else self.aborts if t == 0 else None
+                if d is not None:
+                    d[m] = d.get(m, 0) + 1
+        segs = np.asarray(b["segment"], np.int64) if "segment" in b.columns else np.zeros(nb, np.int64)
+        keep = np.unique(np.linspace(0, nb - 1, min(nb, SAMPLES_PER_CHUNK)).astype(np.int64))
+        self.samples.append(np.stack([segs[keep], np.asarray(b["position"], np.int64)[keep],
+                                      np.asarray(b["base_offset"], np.int64)[keep],
+                                      np.asarray(b["last_offset"], np.int64)[keep],
+                                      np.asarray(b["max_timestamp"], np.int64)[keep]], axis=1))
+
+    def sample_table(self):
+        return np.concatenate(self.samples) if self.samples else np.zeros((0, 5), np.int64)
+
+
+def _time_of(samples, problem, base):
+    """Where a problem lies in time: the max timestamp of the sampled batch at or before its byte
+    position in its segment, else at or before its offset; None when nothing places it."""
+    s = samples[samples[:, 4] >= 0]
+    if not len(s):
+        return None
+    if base is not None and problem.position is not None:
+        mine = s[s[:, 0] == base]
+        if len(mine):
+            before = mine[mine[:, 1] <= problem.position]
+            row = before[np.argmax(before[:, 1])] if len(before) else mine[np.argmin(mine[:, 1])]
+            return int(row[4])
+    if problem.offset is not None:
+        before = s[s[:, 3] < problem.offset]
+        row = before[np.argmax(before[:, 3])] if len(before) else s[np.argmin(s[:, 2])]
+        return int(row[4])
+    if base is not None:
+        mine = s[s[:, 0] == base]
+        if len(mine):
+            return int(mine[:, 4].min())
+    return None
+
+
+def _clean(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+class Builder:
+    """A report in two steps, for callers that show progress: ``Builder(paths, ...)`` finds the
+    partitions (``partitions``; ``total_bytes``: the bytes the run reads, each partition twice: the
+    figures, then the checks), ``run(progress)`` reads them. ``progress``: an object with
+    ``set_label(text)`` and ``advance(nbytes, nrecords)`` (the CLI's progress bar), or None."""
+
+    def __init__(self, paths, *, topics=None, partitions=None, replicas="all", storage_options=None, checks=True,
+                 lag=True):
+        if replicas not in REPLICAS:
+            raise ValueError(f"replicas must be one of {REPLICAS}")
+        self.paths = [paths] if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") else list(paths)
+        self.checks = checks
+        self.lag = lag
+        self.discovery_report = []
+        found = discover(self.paths, topics=topics, partitions=partitions, storage_options=storage_options,
+                         replicas=replicas, report=self.discovery_report)
+        self.found = found
+        self.partitions = found.partitions
+        # __consumer_offsets is read for lag even when --topics leaves it out
+        self.offsets_partitions = [p for p in found.partitions if p.topic == "__consumer_offsets"]
+        if lag and topics and not self.offsets_partitions:
+            self.offsets_partitions = discover(self.paths, topics=["__consumer_offsets"],
+                                               storage_options=storage_options, replicas=replicas).partitions
+        self._segments = {id(p): p.list_segments() for p in self.partitions}
+        self.total_bytes = sum(s.size or 0 for segs in self._segments.values() for s in segs) * (2 if checks else 1)
+
+    def label(self, part):
+        """``topic-N``, with the log dir when partitions come from several (as `stats` names them)."""
+        if len(self.found.log_dirs) > 1 and part.log_dir is not None:
+            return f"{part.name} ({part.log_dir_url})"
+        return part.name
+
+    def run(self, progress=None):
+        tables = {name: [] for name in TABLES}
+        last_write = None
+        leo = {}
+        for p in self.discovery_report:
+            prob = report_problem(p)
+            if prob is not None:
+                tables["problems"].append({**_problem_row(prob), "partition": None, "time": None})
+        by_topic = {}
+
+        def advance(chunk):
+            if progress is not None:
+                progress.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
+
+        for part in self.partitions:
+            name = self.label(part)
+            if progress is not None:
+                progress.set_label(name)
+            tracker = _Tracker()
+
+            def on_chunk(chunk, tracker=tracker):
+                tracker.add(chunk)
+                advance(chunk)
+
+            segs_listed = self._segments[id(part)]
+            segments, stat_problems = partition_stats(part, on_chunk=on_chunk)
+            problems = check_partition(part, on_chunk=advance) if self.checks else stat_problems
+            t = totals(segments)
+            by_topic.setdefault(part.topic, []).append(t)
+            if t.last_ts is not None:
+                last_write = t.last_ts if last_write is None else max(last_write, t.last_ts)
+            end = t.last_offset + 1 if t.last_offset is not None else part.earliest(segs_listed)
+            if end is not None:
+                key = (part.topic, part.partition)
+                leo[key] = max(leo.get(key, end), end)
+            tiered = {s.base_offset: s.remote is not None for s in segs_listed}
+            urls = {s.base_offset: s.url for s in segs_listed}
+            stats = t.to_json()
+            tables["partitions"].append({
+                "name": name, "topic": part.topic, "partition": part.partition, "path": part.url,
+                "logStartOffset": part.earliest(segs_listed), "logEndOffset": end,
+                "localSegments": sum(1 for v in tiered.values() if not v),
+                "tieredSegments": sum(1 for v in tiered.values() if v),
+                "errors": sum(1 for p in problems if p.severity == "error"),
+                "warnings": sum(1 for p in problems if p.severity != "error"), **stats})
+            for base, a in segments.items():
+                tables["segments"].append({"partition": name, "baseOffset": base, "file": urls.get(base),
+                                           "tiered": tiered.get(base, False), **a.to_json()})
+            for m, n in sorted(tracker.minutes.items()):
+                tables["timeline"].append({"partition": name, "minute": m * MINUTE_MS, "records": n})
+            for m in sorted(set(tracker.commits) | set(tracker.aborts)):
+                tables["transactions"].append({"partition": name, "minute": m * MINUTE_MS,
+                                               "committed": tracker.commits.get(m, 0),
+                                               "aborted": tracker.aborts.get(m, 0)})
+            samples = tracker.sample_table()
+            for p in problems:
+                base = segment_base(p.file) if p.file else None
+                tables["problems"].append({**_problem_row(p), "partition": name,
+                                           "time": _time_of(samples, p, base)})
+        for topic, accs in by_topic.items():
+            t = totals(accs)
+            tables["topics"].append({"topic": topic, "partitions": len(accs), **t.to_json(),
+                                     "firstOffset": None, "lastOffset": None})
+        if self.lag:
+            committed = committed_offsets(self.offsets_partitions)
+            lag = consumer_lag(committed, leo)
+            for row in lag.to_dict("records"):
+                ts = row["commit_timestamp"]
+                tables["lag"].append({
+                    "group": row["group"], "topic": row["topic"], "partition": int(row["partition"]),
+                    "committedOffset": int(row["committed_offset"]),
+                    "commitTimestamp": None if ts is None or ts != ts else int(ts.value // 1_000_000),
+                    "coordinator": int(row["coordinator"]),
+                    "logEndOffset": None if row["log_end_offset"] is None or row["log_end_offset"] != row["log_end_offset"]
+                    else int(row["log_end_offset"]),
+                    "lag": None if row["lag"] is None or row["lag"] != row["lag"] else int(row["lag"])})
+        for rows in tables.values():
+            for r in rows:
+                for k, v in r.items():
+                    r[k] = _clean(v)
+        return Report(self.paths, tables, last_write)
+
+
+def _problem_row(p):
+    return {"severity": p.severity, "file": p.file, "position": p.position, "end": p.end, "offset": p.offset,
+            "message": p.message}
+
+
+def build(paths, *, topics=None, partitions=None, replicas="all", storage_options=None, checks=True, lag=True,
+          progress=None):
+    """The figures of a report on log dirs, partition folders or tiered uploads (paths or URLs).
+
+    Parameters
+    ----------
+    paths : str, path-like or list of them
+        Roots as `kafkafmt.discovery.discover` takes them (local or object storage).
+    topics, partitions : list, optional
+        Only these topics / partition numbers (``__consumer_offsets`` is still read for the lag).
+    replicas : {"all", "dedup"}
+        Several copies of one partition: read all, or the most complete one of each.
+    storage_options : dict, optional
+        fsspec options for URLs.
+    checks : bool
+        Run `verify`'s checks (a second read of every partition); False lists only the problems the
+        figures' read finds (corrupt stretches).
+    lag : bool
+        Compute consumer lag from ``__consumer_offsets``.
+    progress : object, optional
+        ``set_label(text)`` / ``advance(nbytes, nrecords)`` as the reads go.
+
+    Returns
+    -------
+    Report
+        The tables (``report.table("lag")`` is a pandas DataFrame).
+    """
+    return Builder(paths, topics=topics, partitions=partitions, replicas=replicas, storage_options=storage_options,
+                   checks=checks, lag=lag).run(progress)

@@ -1,0 +1,359 @@
+"""The checks of ``kafkafmt verify`` (and of `kafkafmt.report`), on partitions of a log dir.
+
+Checked, per partition:
+
+* every batch: framing, CRC (crc32c for v2, crc32 for v0/v1, inner messages of compressed
+  wrappers too), decompression, record structure -- a corrupt stretch is reported with its byte
+  range and reading resumes at the next intact batch, so every problem is found, not only the first;
+* a final batch cut short (an unclean shutdown) is an error, a zero-filled tail (preallocated
+  segment) a warning;
+* offsets: each batch's base offset above the previous batch's last offset, across segments too;
+  last offset >= base offset; offsets not below the segment's base offset (its file name); record
+  offsets increasing and inside their batch;
+* ``.index``, ``.timeindex``, ``.txnindex``: as ``kafka-dump-log --verify-index-only`` and Kafka's
+  sanity checks (`kafkafmt.sidefiles`);
+* producer state ``.snapshot`` files, ``leader-epoch-checkpoint``, ``partition.metadata``: readable,
+  CRCs, epochs increasing.
+
+A `Checker` says each `Problem` once, to its ``on_problem`` callback, and counts what it read.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from kafkafmt import sidefiles
+from kafkafmt.errors import KafkafmtError
+from kafkafmt.logdir import iter_log_dir
+from kafkafmt.names import file_kind, is_leftover_file, segment_base
+from kafkafmt.records import Table
+from kafkafmt.report.figures import CHUNK_BYTES
+from kafkafmt.report.problems import Problem, report_problem
+
+__all__ = ["Checker", "SegmentInfo", "concat_batches", "check_partition"]
+
+BATCH_COLUMNS = ("position", "size", "base_offset", "last_offset", "max_timestamp", "producer_id", "is_control",
+                 "magic")
+
+
+def concat_batches(tables):
+    """Batch tables of several chunks as one (the columns they all have), or None."""
+    tables = [t for t in tables if t.columns]
+    if not tables:
+        return None
+    names = [c for c in tables[0].columns if all(c in t.columns for t in tables[1:])]
+    return Table.concat([Table({c: t[c] for c in names}) for t in tables])
+
+
+def _read_from_zero(part, report, **kwargs):
+    """Every byte of a partition's files, also below a log start offset that DeleteRecords moved."""
+    return iter_log_dir(part, report=report, start_offset=0, max_bytes=CHUNK_BYTES, keep_empty=True, **kwargs)
+
+
+def _side_file(part, name, full):
+    """A file of a partition folder for the side-file readers: its path (local) or its bytes."""
+    if part.storage.is_local:
+        return full
+    return part.storage.read_bytes(part.storage.join(part.folder, name))
+
+
+def _load(data):
+    return data() if callable(data) else data
+
+
+class SegmentInfo:
+    def __init__(self, base, log):
+        self.base = base
+        self.log = log
+        self.tables = []
+        self.controls = []          # (offset, type, producer_id)
+        self.skipped = []           # (start, end)
+
+    def batches(self):
+        t = concat_batches(self.tables)
+        if t is None:
+            return {c: np.zeros(0, np.int64) for c in BATCH_COLUMNS}
+        return {c: np.asarray(t[c]) for c in BATCH_COLUMNS}
+
+
+class Checker:
+    """Runs the checks and collects the problems; ``on_problem(problem)`` hears each new one (a
+    problem said twice is said once), ``on_chunk(records)`` each chunk read (progress).
+
+    ``problems`` lists them in the order found; ``errors`` / ``warnings`` count them; ``n_partitions``,
+    ``n_segments``, ``n_batches``, ``n_records``, ``n_files``, ``bytes`` what was checked."""
+
+    def __init__(self, on_problem=None, on_chunk=None):
+        self.on_problem = on_problem
+        self.on_chunk = on_chunk
+        self.problems = []
+        self.errors = 0
+        self.warnings = 0
+        self.n_partitions = self.n_segments = self.n_batches = self.n_records = self.n_files = 0
+        self.bytes = 0
+        self._seen = set()
+
+    def add(self, p: Problem):
+        """Say a problem (once)."""
+        key = p.text()
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        if p.severity == "error":
+            self.errors += 1
+        else:
+            self.warnings += 1
+        self.problems.append(p)
+        if self.on_problem is not None:
+            self.on_problem(p)
+
+    def error(self, file, message, position=None, offset=None, end=None):
+        self.add(Problem("error", file, message, position, end, offset))
+
+    def warning(self, file, message, position=None):
+        self.add(Problem("warning", file, message, position))
+
+    # -- partitions --------------------------------------------------------------------------------
+    def partition(self, pd):
+        self.n_partitions += 1
+        report = []
+        segments = pd.list_segments(report)
+        for e in report:
+            p = report_problem(e)
+            if p is not None:
+                self.add(p)
+        infos = {s.base_offset: SegmentInfo(s.base_offset, s.url) for s in segments}
+        self.n_segments += len(segments)
+        self.bytes += sum(s.size for s in segments)
+        # every byte of the files, also below a log start offset that DeleteRecords moved (an explicit
+        # start below it reads what is still on disk)
+        self.read_log(_read_from_zero, (pd,), infos)
+        for s in segments:
+            self.side_files(s, infos[s.base_offset])
+        if pd.segments is None:       # a folder (not tiered uploads): its other files
+            for name, full in pd.files():
+                kind = file_kind(name)
+                if kind in ("producer-snapshot", "leader-epoch", "partition-metadata") and not is_leftover_file(name):
+                    self.other_file(full, kind, functools.partial(_side_file, pd, name, full))
+
+    def read_log(self, source, source_args, infos, file_label=None):
+        """Stream the records (salvaging) and check batches and offsets; fills infos per segment."""
+        report = []
+        seen = 0
+        prev_last = None      # last offset of the previous batch
+        prev_file = None
+        for chunk in source(*source_args, report, errors="salvage", verify_crc=True, include_control=True,
+                            columns=["offset", "timestamp"]):
+            seen = self._report(report, seen, infos, file_label)
+            b = chunk.batches
+            nb = len(b)
+            if not nb:
+                continue
+            segs = np.asarray(b["segment"], np.int64) if "segment" in b.columns else np.zeros(nb, np.int64)
+            base = np.asarray(b["base_offset"], np.int64)
+            last = np.asarray(b["last_offset"], np.int64)
+            pos = np.asarray(b["position"], np.int64)
+            order = np.lexsort((pos, segs))
+            for i in order.tolist():
+                seg = int(segs[i])
+                info = infos.get(seg)
+                f = self._file_of(seg, infos, file_label)
+                if last[i] < base[i]:
+                    self.error(f, f"batch last offset {int(last[i])} is below its base offset {int(base[i])}",
+                               int(pos[i]), int(base[i]))
+                if info is not None and file_label is None and base[i] < seg:
+                    self.error(f, f"batch base offset {int(base[i])} is below the segment's base offset {seg} "
+                                  f"(its file name)", int(pos[i]), int(base[i]))
+                if prev_last is not None and base[i] <= prev_last:
+                    where = "the previous batch" if prev_file == f else f"the last batch of {prev_file}"
+                    self.error(f, f"offsets go backwards: batch base offset {int(base[i])} is not above the "
+                                  f"last offset {prev_last} of {where}", int(pos[i]), int(base[i]))
+                prev_last = max(int(last[i]), prev_last if prev_last is not None else int(last[i]))
+                prev_file = f
+            # records: increasing and inside their batch
+            if len(chunk):
+                offs = np.asarray(chunk.offset, np.int64)
+                bidx = np.asarray(chunk.batch_index, np.int64)
+                outside = np.flatnonzero((offs < base[bidx]) | (offs > last[bidx]))
+                for r in outside[:20].tolist():
+                    i = int(bidx[r])
+                    self.error(self._file_of(int(segs[i]), infos, file_label),
+                               f"record offset {int(offs[r])} is outside its batch's offsets "
+                               f"{int(base[i])}..{int(last[i])}", int(pos[i]), int(offs[r]))
+                same = bidx[1:] == bidx[:-1]
+                back = np.flatnonzero(same & (np.diff(offs) <= 0)) + 1
+                for r in back[:20].tolist():
+                    i = int(bidx[r])
+                    self.error(self._file_of(int(segs[i]), infos, file_label),
+                               f"record offset {int(offs[r])} does not increase within its batch (after "
+                               f"{int(offs[r - 1])})", int(pos[i]), int(offs[r]))
+                self.n_records += int((~np.asarray(b["is_control"], bool)[bidx]).sum())
+            self.n_batches += nb
+            # per segment: batch tables and control records for the index checks
+            cols = {c: np.asarray(b[c]) for c in BATCH_COLUMNS}
+            ctl = chunk.controls
+            for seg in np.unique(segs).tolist():
+                info = infos.get(seg)
+                if info is None:
+                    continue
+                m = segs == seg
+                info.tables.append(Table({c: v[m] for c, v in cols.items()}))
+                if len(ctl):
+                    cb = np.asarray(ctl["batch_index"], np.int64)
+                    cm = segs[cb] == seg
+                    info.controls += list(zip(np.asarray(ctl["offset"])[cm].tolist(), np.asarray(ctl["type"])[cm].tolist(),
+                                              np.asarray(b["producer_id"])[cb[cm]].tolist()))
+            if self.on_chunk is not None:
+                self.on_chunk(chunk)
+        self._report(report, seen, infos, file_label)
+
+    @staticmethod
+    def _file_of(seg, infos, file_label):
+        if file_label is not None:
+            return file_label
+        info = infos.get(seg)
+        return info.log if info is not None else "?"
+
+    def _report(self, report, seen, infos, file_label):
+        for e in report[seen:]:
+            p = report_problem(e, file_label)
+            if p is None:
+                continue
+            self.add(p)
+            base = segment_base(e.get("file") or "")
+            if base in infos and p.position is not None and p.end is not None:
+                infos[base].skipped.append((p.position, p.end))
+        return len(report)
+
+    # -- side files of a segment -------------------------------------------------------------------
+    def side_files(self, seg, info):
+        base, log = seg.base_offset, seg.url
+        b = info.batches()
+        note = " (after corrupt stretches in the log)" if info.skipped else ""
+        has_index, has_time = seg.has("index"), seg.has("timeindex")
+        if seg.size and (not has_index or not has_time):
+            missing = "/".join(n for n, h in ((".index", has_index), (".timeindex", has_time)) if not h)
+            self.warning(log, f"no {missing} file beside it (a broker rebuilds missing indexes at start-up)")
+        if has_index:
+            self.check_index(seg.side_url("index"), base, b, info, note, seg.side_bytes("index"))
+        if has_time:
+            self.check_timeindex(seg.side_url("timeindex"), base, b, note, seg.side_bytes("timeindex"))
+        if seg.has("txnindex"):
+            self.check_txnindex(seg.side_url("txnindex"), base, info, seg.side_bytes("txnindex"))
+        else:
+            aborts = [o for o, t, _ in info.controls if t == 0]
+            if aborts:
+                self.warning(log, f"{len(aborts)} ABORT markers (first at offset {aborts[0]}) but no .txnindex "
+                                  f"file (the broker rebuilds it at start-up)")
+
+    def check_index(self, path, base, b, info, note="", data=None):
+        self.n_files += 1
+        try:
+            data = _load(data)
+            n = len(data) // 8
+            if len(data) % 8:
+                self.error(path, f"index is {len(data)} bytes, not a multiple of 8 (Kafka's sanity check fails; "
+                                 f"the broker rebuilds it)", n * 8)
+            raw = sidefiles.read_index(data[:n * 8], base, trim_zeros=False)
+            if n and int(raw["offset"][-1]) < base:
+                self.error(path, f"last entry's offset {int(raw['offset'][-1])} is below the base offset {base} "
+                                 f"(Kafka's sanity check fails; the broker rebuilds the index)", (n - 1) * 8)
+            entries = sidefiles.read_index(data[:n * 8], base)
+        except (KafkafmtError, OSError, ValueError) as exc:
+            self.error(path, _reason(exc), getattr(exc, "position", None))
+            return
+        if info.skipped:
+            inside = np.zeros(len(entries), bool)
+            for s, e in info.skipped:
+                inside |= (entries["position"] >= s) & (entries["position"] < e)
+            entries = entries[~inside]
+        for problem in sidefiles.check_index(entries, b, base):
+            self.error(path, problem + note, problem.entry * 8)
+
+    def check_timeindex(self, path, base, b, note="", data=None):
+        self.n_files += 1
+        try:
+            data = _load(data)
+            n = len(data) // 12
+            if len(data) % 12:
+                self.error(path, f"time index is {len(data)} bytes, not a multiple of 12 (Kafka's sanity check "
+                                 f"fails; the broker rebuilds it)", n * 12)
+            entries = sidefiles.read_timeindex(data[:n * 12], base)
+        except (KafkafmtError, OSError, ValueError) as exc:
+            self.error(path, _reason(exc), getattr(exc, "position", None))
+            return
+        for problem in sidefiles.check_timeindex(entries, b, base):
+            self.error(path, problem + note, problem.entry * 12)
+
+    def check_txnindex(self, path, base, info, data=None):
+        self.n_files += 1
+        try:
+            entries = sidefiles.read_txnindex(_load(data))
+        except (KafkafmtError, OSError) as exc:
+            self.error(path, _reason(exc), getattr(exc, "position", None))
+            return
+        aborts = {(o, p) for o, t, p in info.controls if t == 0}
+        listed = set()
+        last_prev = None
+        for i, e in enumerate(entries):
+            pid, first, last = int(e["producer_id"]), int(e["first_offset"]), int(e["last_offset"])
+            pos = i * 34
+            listed.add((last, pid))
+            if first > last:
+                self.error(path, f"aborted transaction entry {i}: first offset {first} is above its last offset {last}",
+                           pos)
+            if last_prev is not None and last <= last_prev:
+                self.error(path, f"aborted transaction entry {i}: last offset {last} is not above the previous "
+                                 f"entry's {last_prev}", pos)
+            last_prev = last
+            if (last, pid) not in aborts:
+                self.error(path, f"aborted transaction entry {i} (producer {pid}, offsets {first}..{last}): no ABORT "
+                                 f"marker of that producer at offset {last} in the segment", pos)
+        for o, p in sorted(aborts - listed):
+            self.warning(path, f"ABORT marker at offset {o} (producer {p}) has no entry in the transaction index")
+
+    def other_file(self, path, kind, load):
+        self.n_files += 1
+        try:
+            src = _load(load)
+            if kind == "producer-snapshot":
+                snap = sidefiles.read_producer_snapshot(src, verify_crc=False)
+                if not snap["crc_valid"]:
+                    self.error(path, f"producer snapshot CRC mismatch: stored {snap['crc']:#010x}, computed "
+                                     f"{snap['computed_crc']:#010x}", 2)
+            elif kind == "leader-epoch":
+                cp = sidefiles.read_leader_epoch_checkpoint(src)
+                ep, so = cp["entries"]["epoch"], cp["entries"]["start_offset"]
+                for i in np.flatnonzero(np.diff(ep) <= 0).tolist():
+                    self.error(path, f"epoch {int(ep[i + 1])} (entry {i + 1}) is not above the previous epoch {int(ep[i])}")
+                for i in np.flatnonzero(np.diff(so) < 0).tolist():
+                    self.error(path, f"start offset {int(so[i + 1])} of epoch {int(ep[i + 1])} is below the previous "
+                                     f"start offset {int(so[i])}")
+            elif kind == "partition-metadata":
+                sidefiles.read_partition_metadata(src)
+            elif kind == "offset-checkpoint":
+                sidefiles.read_offset_checkpoint(src)
+            elif kind == "quorum-state":
+                sidefiles.read_quorum_state(src)
+            elif kind == "meta-properties":
+                sidefiles.read_meta_properties(src)
+            else:
+                self.n_files -= 1
+        except (KafkafmtError, OSError) as exc:
+            self.error(path, _reason(exc), getattr(exc, "position", None))
+
+
+def _reason(exc):
+    if isinstance(exc, KafkafmtError):
+        return exc.reason
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc)
+
+
+def check_partition(part, on_problem=None, on_chunk=None):
+    """The `Problem` s of one partition (`kafkafmt.discovery.Partition`), as ``kafkafmt verify`` lists them."""
+    c = Checker(on_problem, on_chunk)
+    c.partition(part)
+    return c.problems
