@@ -340,7 +340,8 @@ def test_duckdb_sql_prunes_through_the_lazy_frame(memory_day, day):
         "partition", "offset", "value").sort("offset")
     assert len(want) and got.equals(want)
     log_bytes = sum(s.stat().st_size for s in (day / "events-0").glob("*.log"))
-    assert nbytes < 0.25 * log_bytes
+    if int(duckdb.__version__.split(".")[0]) >= 2:     # DuckDB < 2 (Python < 3.11) reads the LazyFrame whole
+        assert nbytes < 0.25 * log_bytes
     # a registered view, offsets
     con = duckdb.connect()
     con.register("kafka", lf)
