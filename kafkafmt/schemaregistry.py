@@ -835,8 +835,8 @@ def open_registry(source=None, *, roots=None, storage_options=None, filesystem=N
 
     Examples
     --------
-    Schemas given inline, and the error when the log dirs read hold no ``_schemas`` partition (the
-    sample has none):
+    Schemas given inline; the sample's own ``_schemas`` partition, found among the roots; and the
+    error when the log dirs read hold none:
 
     >>> import json
     >>> import kafkafmt
@@ -847,7 +847,10 @@ def open_registry(source=None, *, roots=None, storage_options=None, filesystem=N
     <InlineSchemaRegistry schema given directly>
     >>> registry.schema(1).schema_type
     'AVRO'
-    >>> kafkafmt.open_registry(roots=[sample_dir()])
+    >>> found = kafkafmt.open_registry(roots=[sample_dir()])
+    >>> found.latest("shipments-value").version, found.latest("shipments-value").id
+    (2, 2)
+    >>> kafkafmt.open_registry(roots=[sample_dir() + "/orders-0"])
     Traceback (most recent call last):
     ...
     kafkafmt.errors.SchemaRegistryError: no schema registry given and no _schemas-0 partition ...

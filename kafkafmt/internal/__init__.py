@@ -980,9 +980,9 @@ def cluster_metadata(recs):
     >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/__cluster_metadata-0")
     >>> table = internal.cluster_metadata(recs)
     >>> table.num_rows
-    30
+    36
     >>> table.filter(table["api_key"].to_numpy() == 2)["topic_name"].to_pylist()
-    ['clicks', 'orders', 'payments', 'customers', '__consumer_offsets']
+    ['clicks', 'orders', 'payments', 'customers', '_schemas', 'shipments', '__consumer_offsets']
     >>> configs = table.filter(table["api_key"].to_numpy() == 4)
     >>> configs.select(["config_resource", "config_name", "config_value"]).slice(0, 2).to_pylist()
     [{'config_resource': 'topic:clicks', 'config_name': 'retention.ms', 'config_value': '604800000'},
