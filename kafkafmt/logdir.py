@@ -582,7 +582,7 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
     >>> row["key"], row["value"]["carrier"], row["value"]["items"], row["valueSchemaId"]
     ('o-0003035', 'DHL', ['sku-93'], 2)
     >>> table.filter(table["valueError"].is_valid()).select(["offset", "valueError"]).to_pylist()
-    [{'offset': 1234, 'valueError': 'no magic byte: the value starts with 0x7b, not 0x00 (not the Schema Registry wire format)'}]
+    [{'offset': 1234, 'valueError': 'no magic byte: the value starts with 0x7b, not 0x00 (not the Schema ...)'}]
     >>> ships.value[1234][:12]              # the raw bytes stay: plain JSON, not the wire format
     b'{"order_id":'
     """
