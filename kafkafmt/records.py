@@ -103,7 +103,49 @@ _BATCH_FIELDS = ("producer_id", "producer_epoch", "base_sequence", "partition_le
 
 
 class BinaryColumn:
-    """A nullable binary column in Arrow layout (offsets, data, validity)."""
+    """A nullable binary column in Arrow layout (offsets, data, validity).
+
+    Exactly Arrow's binary / large_binary layout, so `to_arrow` wraps the same buffers without
+    copying. Value ``i`` is ``data[offsets[i]:offsets[i + 1]]``, or null where its validity bit is 0
+    (null is absent, as opposed to empty).
+
+    Parameters
+    ----------
+    offsets : numpy.ndarray
+        int32 (or int64 past 2 GiB) offsets into `data`, one more than the values.
+    data : numpy.ndarray
+        uint8: the values' bytes, one after the other.
+    validity : numpy.ndarray, optional
+        Bit-packed validity (LSB first, 1 = valid); None when nothing is null (kept only when
+        `null_count` is not 0).
+    null_count : int
+        How many values are null.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kafkafmt import BinaryColumn
+    >>> col = BinaryColumn(np.array([0, 3, 3, 8], np.int32), np.frombuffer(b"abcworld", np.uint8),
+    ...                    validity=np.packbits([1, 0, 1], bitorder="little"), null_count=1)
+    >>> col
+    <BinaryColumn 3 values, 8 bytes, 1 null>
+    >>> col.to_pylist()
+    [b'abc', None, b'world']
+    >>> col[2], col.is_null()
+    (b'world', array([False,  True, False]))
+
+    The readers' keys and values are `BinaryColumn` objects:
+
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/customers-0")
+    >>> recs.value
+    <BinaryColumn 600 values, 23143 bytes, 53 null>
+    >>> recs.value[2]
+    b'{"name": "Customer 0049", "tier": "gold"}'
+    >>> recs.value.to_arrow().type
+    DataType(binary)
+    """
 
     __slots__ = ("offsets", "data", "validity", "null_count")
 
@@ -121,6 +163,20 @@ class BinaryColumn:
 
     @property
     def nbytes(self):
+        """Bytes of the values (of this column's rows only, for a slice; not of `data`).
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> from kafkafmt.sample import sample_dir
+        >>> keys = kafkafmt.read_log_dir(f"{sample_dir()}/orders-0").key
+        >>> keys[0], keys.nbytes, keys[:3].nbytes
+        (b'customer-0012', 31200, 39)
+        """
         return int(self.offsets[-1] - self.offsets[0]) if len(self.offsets) else 0
 
     def is_null(self):
@@ -304,7 +360,34 @@ class BinaryViewColumn:
 
 
 class Headers:
-    """Record headers, flat: record i owns header rows offsets[i]:offsets[i+1]."""
+    """Record headers, flat: record i owns header rows offsets[i]:offsets[i+1].
+
+    Header keys (UTF-8) and values (nullable) are two `BinaryColumn` objects of header rows; indexing
+    gives one record's headers as ``[(key: str, value: bytes | None)]``.
+
+    Parameters
+    ----------
+    offsets : numpy.ndarray
+        int32 (or int64) offsets into the header rows, one more than the records.
+    key : BinaryColumn
+        The header keys, one per header row.
+    value : BinaryColumn
+        The header values, one per header row (null where a header has no value).
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> headers = kafkafmt.read_log_dir(f"{sample_dir()}/orders-0").headers
+    >>> headers
+    <Headers 2400 records, 922 headers>
+    >>> headers.counts()[:5]
+    array([0, 0, 2, 0, 2]...)
+    >>> headers[2]
+    [('trace-id', b'033aeece5c85c85b'), ('source', b'web')]
+    >>> headers.to_arrow().type
+    ListType(list<item: struct<key: string, value: binary>>)
+    """
 
     __slots__ = ("offsets", "key", "value")
 
@@ -351,6 +434,27 @@ class Headers:
 
     @staticmethod
     def concat(headers):
+        """One `Headers` holding the records of all `headers`, in order (copies).
+
+        Parameters
+        ----------
+        headers : iterable of Headers
+
+        Returns
+        -------
+        Headers
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> from kafkafmt.sample import sample_dir
+        >>> headers = kafkafmt.read_log_dir(f"{sample_dir()}/orders-0").headers
+        >>> both = kafkafmt.Headers.concat([headers[:2], headers[4:5]])
+        >>> both
+        <Headers 3 records, 2 headers>
+        >>> both.to_pylist()
+        [[], [], [('trace-id', b'96845132aed889d6'), ('source', b'web')]]
+        """
         headers = list(headers)
         offs, keys, values, base = [np.zeros(1, np.int64)], [], [], 0
         for h in headers:
@@ -392,7 +496,29 @@ class Headers:
 
 
 class Table:
-    """Equal-length named NumPy columns with attribute access (the batch and control tables)."""
+    """Equal-length named NumPy columns with attribute access (the batch and control tables).
+
+    ``table["name"]`` and ``table.name`` give a column, ``table[rows]`` (a slice, a mask, row
+    numbers) a `Table` of those rows; iterating gives the rows as dicts of Python scalars.
+    Columns are read-only (`with_column` makes a copy with another).
+
+    Parameters
+    ----------
+    columns : dict
+        Column name -> NumPy array (all of one length).
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> batches = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0").batches
+    >>> batches
+    <Table 9 rows: position, size, base_offset, last_offset, ...>
+    >>> batches.base_offset
+    array([ 0, 20, 35, 45, 60, 70, 71, 91, 92])
+    >>> batches["is_transactional"][:3]
+    array([False,  True,  True])
+    """
 
     def __init__(self, columns: dict):
         object.__setattr__(self, "_columns", dict(columns))
@@ -408,6 +534,19 @@ class Table:
 
     @property
     def columns(self):
+        """The column names, in order.
+
+        Returns
+        -------
+        list of str
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> from kafkafmt.sample import sample_dir
+        >>> kafkafmt.read_log_dir(f"{sample_dir()}/payments-0").controls.columns
+        ['offset', 'batch_index', 'type', 'version', 'coordinator_epoch', 'timestamp']
+        """
         return list(self._columns)
 
     def __len__(self):
@@ -428,9 +567,49 @@ class Table:
             yield {k: v[i] for k, v in cols.items()}
 
     def to_pylist(self):
+        """The rows as dicts of Python scalars.
+
+        Returns
+        -------
+        list of dict
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> from kafkafmt.sample import sample_dir
+        >>> controls = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0").controls
+        >>> for row in controls.to_pylist():
+        ...     print(row["offset"], kafkafmt.CONTROL_TYPES[row["type"]], row["coordinator_epoch"])
+        70 ABORT 4
+        91 COMMIT 4
+        """
         return list(self)
 
     def with_column(self, name, values):
+        """A copy with column `name` set to `values` (added at the end, or replaced in place); the
+        other columns are shared, not copied.
+
+        Parameters
+        ----------
+        name : str
+        values : numpy.ndarray
+            One value per row.
+
+        Returns
+        -------
+        Table
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> from kafkafmt.sample import sample_dir
+        >>> batches = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0").batches
+        >>> with_end = batches.with_column("end", batches.position + batches.size)
+        >>> with_end.columns[-1], with_end.end[:3]
+        ('end', array([352, 669, 974]))
+        >>> "end" in batches.columns
+        False
+        """
         cols = dict(self._columns)
         cols[name] = values
         return Table(cols)
@@ -455,10 +634,41 @@ class Table:
         return Table(out)
 
     def to_arrow(self):
+        """The columns as a pyarrow.Table (needs pyarrow).
+
+        Returns
+        -------
+        pyarrow.Table
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> from kafkafmt.sample import sample_dir
+        >>> controls = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0").controls.to_arrow()
+        >>> controls.num_rows, controls.schema.field("offset").type
+        (2, DataType(int64))
+        """
         pa = _pa()
         return pa.table({k: pa.array(v) for k, v in self._columns.items()})
 
     def to_pandas(self):
+        """The columns as a pandas.DataFrame.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> from kafkafmt.sample import sample_dir
+        >>> batches = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0").batches.to_pandas()
+        >>> batches[["base_offset", "record_count", "producer_id", "is_transactional"]].head(3)
+           base_offset  record_count  producer_id  is_transactional
+        0            0            20           -1             False
+        1           20            15         1001              True
+        2           35            10         1002              True
+        """
         import pandas as pd
 
         return pd.DataFrame(self._columns)
@@ -548,15 +758,86 @@ class Labels:
 
 
 class Records:
-    """Decoded records as columns. Attributes (NumPy unless noted):
+    """Decoded records as columns: what `decode` and the readers return.
 
-    offset (int64), timestamp (int64 ms; -1 where the format has none), timestamp_type (int8:
-    0 CreateTime, 1 LogAppendTime, -1 none), batch_index (int32: the record's row in `batches`),
-    key, value (`BinaryColumn`), headers (`Headers`), batches (`Table`, one row per batch),
-    controls (`Table` of control records), topic / partition (when known), log_dir (the log dir a
-    record was read from, when known: the ``logDir`` column), typed (``{"key"|"value":
-    DecodedColumn}``: keys and values decoded by ``key_format``/``value_format``, see `kafkafmt.typed`).
-    valid_bytes / trailing_bytes / truncated say where valid data ended in the input.
+    Immutable: `replace` makes a copy with some fields changed (the columns are shared, not
+    copied). Python names are Kafka's in snake_case; `to_arrow` / `to_pandas` give Spark's
+    Kafka-source columns.
+
+    Parameters
+    ----------
+    offset, timestamp, timestamp_type, batch_index : numpy.ndarray
+        The per-record columns (see Attributes).
+    key, value : BinaryColumn, BinaryViewColumn or None
+        The keys and values; None: the column was not decoded (absent, not null).
+    headers : Headers or None
+        The headers; None: not decoded.
+    batches : Table
+        One row per batch.
+    controls : Table
+        The control records.
+    topic, log_dir : str or None
+        One name for every record (None: unknown), or a per-record `Labels`.
+    partition : int, numpy.ndarray or None
+        None, an int, or an int32 array (one per record).
+    file : str, optional
+        The file the records were decoded from (named in errors).
+    valid_bytes, trailing_bytes : int
+        Where valid data ended in the input, and the bytes after it.
+    tail : {None, "truncated", "zeros"}
+        What the bytes after the valid data are.
+    report : list of ReportEntry, optional
+        What was skipped or fell back, and why.
+    typed : dict, optional
+        ``{"key"|"value": DecodedColumn}``.
+
+    Attributes
+    ----------
+    offset : numpy.ndarray
+        int64.
+    timestamp : numpy.ndarray
+        int64 ms; -1 where the format has none.
+    timestamp_type : numpy.ndarray
+        int8: 0 CreateTime, 1 LogAppendTime, -1 none.
+    batch_index : numpy.ndarray
+        int32: the record's row in `batches`.
+    key, value : BinaryColumn
+        The keys and values (when decoded).
+    headers : Headers
+        The headers (when decoded).
+    batches : Table
+        One row per batch.
+    controls : Table
+        Table of control records.
+    topic, partition
+        When known.
+    log_dir : str
+        The log dir a record was read from, when known: the ``logDir`` column.
+    typed : dict
+        ``{"key"|"value": DecodedColumn}``: keys and values decoded by ``key_format`` /
+        ``value_format``, see `kafkafmt.typed`.
+    valid_bytes, trailing_bytes, truncated
+        Where valid data ended in the input.
+    report : list of ReportEntry
+        What the read skipped or fell back on, and why.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0")
+    >>> recs
+    <Records payments-0: 120 records in 9 batches>
+    >>> recs.offset[:3], recs.timestamp_type[:3]
+    (array([0, 1, 2]), array([0, 0, 0], dtype=int8))
+    >>> recs.key[20], recs.value[20]
+    (b'tx1-a-0', b'{"payment": "tx1-a-0", "amount": 203}')
+    >>> int(recs.batches.producer_id[recs.batch_index[20]])     # the batch the record is in
+    1001
+    >>> recs[20:35].to_pandas()[["key", "offset", "timestamp"]].head(2)
+              key  offset                timestamp
+    0  b'tx1-a-0'      20  2026-01-01 00:00:01+00:00
+    1  b'tx1-a-1'      21  2026-01-01 00:00:01.010000+00:00
     """
 
     def __init__(self, *, offset, timestamp, timestamp_type, batch_index, key, value, headers, batches,
@@ -590,9 +871,90 @@ class Records:
             raise ValueError(f"decoded() takes key, value or headers, not {name!r}")
         return getattr(self, "_" + name)
 
-    key = property(lambda self: self._column("key", "keys"), doc="keys (`BinaryColumn`), when decoded")
-    value = property(lambda self: self._column("value", "values"), doc="values (`BinaryColumn`), when decoded")
-    headers = property(lambda self: self._column("headers", "headers"), doc="headers (`Headers`), when decoded")
+    @property
+    def key(self):
+        """The keys (`BinaryColumn`), when decoded.
+
+        Returns
+        -------
+        BinaryColumn
+            Null where a record has no key; a `BinaryViewColumn` for ``binary="view"`` reads.
+
+        Raises
+        ------
+        AttributeError
+            The keys were not decoded (``keys=False``, or ``columns=[...]`` without ``"key"``):
+            absent, never null.
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> from kafkafmt.sample import sample_dir
+        >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/clicks-0")
+        >>> recs.key
+        <BinaryColumn 600 values, 4335 bytes, 159 null>
+        >>> recs.key[:3].to_pylist()
+        [None, None, b'session-32']
+        >>> kafkafmt.read_log_dir(f"{sample_dir()}/clicks-0", columns=["offset"]).key
+        Traceback (most recent call last):
+        ...
+        AttributeError: the 'key' column was not decoded (keys=False, or columns=[...] without it): ...
+        """
+        return self._column("key", "keys")
+
+    @property
+    def value(self):
+        """The values (`BinaryColumn`), when decoded.
+
+        Returns
+        -------
+        BinaryColumn
+            Null for tombstones; a `BinaryViewColumn` for ``binary="view"`` reads. Typed values
+            (``value_format=``) are in `typed`, these stay the raw bytes.
+
+        Raises
+        ------
+        AttributeError
+            The values were not decoded (``values=False``, or ``columns=[...]`` without
+            ``"value"``): absent, never null.
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> from kafkafmt.sample import sample_dir
+        >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/customers-0")
+        >>> recs.value
+        <BinaryColumn 600 values, 23143 bytes, 53 null>
+        >>> recs.value[:3].to_pylist()
+        [None, None, b'{"name": "Customer 0049", "tier": "gold"}']
+        """
+        return self._column("value", "values")
+
+    @property
+    def headers(self):
+        """The headers (`Headers`), when decoded.
+
+        Returns
+        -------
+        Headers
+
+        Raises
+        ------
+        AttributeError
+            The headers were not decoded (``headers=False``, or ``columns=[...]`` without
+            ``"headers"``): absent, never empty.
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> from kafkafmt.sample import sample_dir
+        >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/orders-0")
+        >>> recs.headers
+        <Headers 2400 records, 922 headers>
+        >>> recs.headers[2]
+        [('trace-id', b'033aeece5c85c85b'), ('source', b'web')]
+        """
+        return self._column("headers", "headers")
 
     @property
     def typed(self):

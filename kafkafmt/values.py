@@ -80,9 +80,10 @@ def _pa():
 
 @dataclasses.dataclass
 class DecodedColumn:
-    """The result of `decode_column`.
+    """The result of `decode_column` (and of the readers' ``value_format=`` / ``key_format=``:
+    ``recs.typed``). Its fields, given to the constructor, are its attributes.
 
-    Attributes
+    Parameters
     ----------
     values : pyarrow.Array or pyarrow.ChunkedArray
         The decoded values (chunked only if one column would pass 2 GiB).
@@ -91,12 +92,28 @@ class DecodedColumn:
     error : pyarrow.StringArray
         Why a value is null; null where it decoded (or was null to begin with).
     error_count : int
+        How many values have an error.
     format : ValueFormat
         The format that decoded it (``json()`` renders with it).
     reader : AvroType or None
         The reader schema (Avro formats).
     trailing_count : int
         Values decoded although bytes followed them (``trailing="ignore"``, the default).
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/shipments-0", value_format="avro")
+    >>> decoded = recs.typed["value"]
+    >>> len(decoded), decoded.error_count, decoded.trailing_count, decoded.reader
+    (2000, 1, 0, <AvroType com.example.logistics.Shipment>)
+    >>> decoded.values[0]["order_id"], decoded.schema_id[0], decoded.error[0]
+    (<pyarrow.StringScalar: 'o-0002419'>, <pyarrow.Int32Scalar: 1>, <pyarrow.StringScalar: None>)
+    >>> decoded.error[1234].as_py()
+    'no magic byte: the value starts with 0x7b, not 0x00 (not the Schema Registry wire format)'
+    >>> decoded.json()[1999]            # as kafka-avro-console-consumer prints it
+    '{"order_id":"o-0003035","carrier":"DHL",...,"tracking":{"string":"TRKE1B00194CD"},"items":["sku-93"]}'
     """
     values: object
     schema_id: object
@@ -618,10 +635,39 @@ def _context(format, registry, topic, is_key, reader_schema, **kw):
 def value_type(format, *, registry=None, topic=None, is_key=False, reader_schema=None):
     """The Arrow type `decode_column` gives for these arguments, known before any record is read.
 
+    Parameters
+    ----------
+    format : str or None
+        A format name (see `decode_column`).
+    registry, topic, is_key, reader_schema : optional
+        As `decode_column`.
+
+    Returns
+    -------
+    pyarrow.DataType
+
     Raises
     ------
     SchemaNotFoundError, SchemaError, SchemaRegistryError
         No reader schema can be found, or it is not valid.
+    ValueError
+        An unknown format.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> registry = kafkafmt.open_registry(sample_dir())     # the sample's _schemas topic
+    >>> kafkafmt.value_type("avro", registry=registry, topic="shipments").names
+    ['order_id', 'carrier', 'weight_kg', 'shipped_at', 'tracking', 'items']
+    >>> kafkafmt.value_type("avro", registry=registry, topic="shipments", reader_schema={"version": 1}).names
+    ['order_id', 'carrier', 'weight_kg', 'shipped_at']
+    >>> kafkafmt.value_type("string"), kafkafmt.value_type(None)
+    (DataType(string), DataType(binary))
+    >>> kafkafmt.value_type("avro", registry=registry, topic="orders")
+    Traceback (most recent call last):
+    ...
+    kafkafmt.errors.SchemaNotFoundError: subject 'orders-value' has no live version in the _schemas topic at ...
     """
     return get_format(format).value_type(_context(format, registry, topic, is_key, reader_schema))
 
@@ -662,6 +708,36 @@ def decode_column(column, *, format, registry=None, topic=None, is_key=False, re
         strict=True and a value is bad.
     SchemaNotFoundError, SchemaError
         No reader schema, or an invalid one (per-id problems are per-record errors instead).
+
+    Examples
+    --------
+    The sample's shipments: Avro values in the Schema Registry wire format, written with two
+    versions of the subject ``shipments-value``, one value plain JSON; the schemas come from the
+    sample's ``_schemas`` topic:
+
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/shipments-0")
+    >>> registry = kafkafmt.open_registry(sample_dir())
+    >>> decoded = kafkafmt.decode_column(recs.value, format="avro", registry=registry, topic="shipments")
+    >>> decoded.values.type.names
+    ['order_id', 'carrier', 'weight_kg', 'shipped_at', 'tracking', 'items']
+    >>> decoded.values[1999]["tracking"], decoded.values[1999]["items"]
+    (<pyarrow.StringScalar: 'TRKE1B00194CD'>, <pyarrow.ListScalar: ['sku-93']>)
+    >>> decoded.schema_id[:2].to_pylist(), decoded.schema_id[1999], decoded.error_count
+    ([1, 1], <pyarrow.Int32Scalar: 2>, 1)
+    >>> decoded.values[1234].is_valid, decoded.error[1234].as_py()
+    (False, 'no magic byte: the value starts with 0x7b, not 0x00 (not the Schema Registry wire format)')
+    >>> kafkafmt.decode_column(recs.key, format="string").values[:2].to_pylist()
+    ['o-0002419', 'o-0002868']
+
+    ``strict=True`` raises for the first bad value instead, naming its Kafka offset:
+
+    >>> kafkafmt.decode_column(recs.value, format="avro", registry=registry, topic="shipments",
+    ...                        strict=True, offsets=recs.offset)
+    Traceback (most recent call last):
+    ...
+    kafkafmt.errors.ValueDecodeError: bad avro value of the record at offset 1234: no magic byte: ...
     """
     if trailing not in ("error", "ignore"):
         raise ValueError(f"trailing is 'error' or 'ignore', not {trailing!r}")

@@ -25,20 +25,7 @@ DOCUMENTED_MODULES = ("kafkafmt", "kafkafmt.internal", "kafkafmt.codecs", "kafka
 # ("stale"), and any name not on it fails as usual. An entry naming a module (not a public name) is a docstring
 # example of that module known not to run yet: tests/test_docs.py expects its doctest to fail, and fails when
 # it passes (take it off then).
-PENDING = frozenset({
-    # in files other branches are editing now: logdir.py, records.py, sample.py, values.py, spark/
-    "kafkafmt.DecodedColumn", "kafkafmt.decode_column", "kafkafmt.value_type", "kafkafmt.BinaryColumn",
-    "kafkafmt.BinaryColumn.nbytes", "kafkafmt.Headers", "kafkafmt.Headers.concat", "kafkafmt.Records",
-    "kafkafmt.Records.headers", "kafkafmt.Records.key", "kafkafmt.Records.value", "kafkafmt.Table",
-    "kafkafmt.Table.columns", "kafkafmt.Table.to_arrow", "kafkafmt.Table.to_pandas", "kafkafmt.Table.to_pylist",
-    "kafkafmt.Table.with_column", "kafkafmt.iter_log_dir", "kafkafmt.iter_log_dirs", "kafkafmt.read_log_dir",
-    "kafkafmt.read_log_dirs", "kafkafmt.read_segment", "kafkafmt.sample.generate", "kafkafmt.sample.sample_dir",
-    "kafkafmt.spark.KafkaSegmentsDataSource", "kafkafmt.spark.kafka_schema",
-    "kafkafmt.spark.pushdown_is_scoped_to_scans", "kafkafmt.spark.register",
-    # a module docstring's example that does not run: kafkafmt.spark's prints what register() returns and reads
-    # /data/kafka-logs
-    "kafkafmt.spark",
-})
+PENDING = frozenset()
 
 _SECTION = re.compile(r"^[ \t]*(Parameters|Returns|Yields|Raises|Warns|Examples|Attributes|Methods|See Also|Notes|"
                       r"Other Parameters|Receives|Warnings|References)[ \t]*\n[ \t]*-{3,}[ \t]*$", re.M)

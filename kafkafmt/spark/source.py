@@ -25,8 +25,31 @@ METADATA_FIELDS = [StructField("producerId", LongType()), StructField("producerE
 
 
 def kafka_schema(include_headers=False, batch_metadata=False, include_log_dir=False, typed=None) -> StructType:
-    """Spark's Kafka-source schema, with the columns the options add; ``typed`` (a
-    `kafkafmt.spark.typedcols.SparkTyped`): typed key / value and their schema id and error."""
+    """Spark's Kafka-source schema, with the columns the options add.
+
+    Parameters
+    ----------
+    include_headers : bool
+        Add ``headers`` (``includeHeaders``): array<struct<key: string, value: binary>>.
+    batch_metadata : bool
+        Add producerId, producerEpoch, baseSequence, leaderEpoch, codec (``includeBatchMetadata``).
+    include_log_dir : bool
+        Add ``logDir``, the log dir each record was read from (``includeLogDir``).
+    typed : kafkafmt.spark.typedcols.SparkTyped, optional
+        Typed key / value and their schema id and error.
+
+    Returns
+    -------
+    pyspark.sql.types.StructType
+
+    Examples
+    --------
+    >>> from kafkafmt.spark import kafka_schema
+    >>> kafka_schema().simpleString()
+    'struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,timestamp:timestamp,timestampType:int>'
+    >>> kafka_schema(include_headers=True, batch_metadata=True, include_log_dir=True).fieldNames()[7:]
+    ['headers', 'producerId', 'producerEpoch', 'baseSequence', 'leaderEpoch', 'codec', 'logDir']
+    """
     types = {"key": BinaryType(), "value": BinaryType()}
     sides = [] if typed is None else [side for side, _ in typed.types]
     if typed is not None:
@@ -194,9 +217,48 @@ class PushdownReader(KafkaSegmentsReader):
 class KafkaSegmentsDataSource(DataSource):
     """spark.read.format("kafka-segments").load("/path/to/kafka-logs")
 
+    The data source `kafkafmt.spark.register` registers, for ``spark.read`` and
+    ``spark.readStream``; the options are Spark's Kafka source's (`kafkafmt.spark.options`).
     ``filter_pushdown``: whether readers take Spark's pushed filters (`PushdownReader`); False
     here, set by `kafkafmt.spark.register` on a class of its own when the session's Spark scopes
-    pushdown to one scan."""
+    pushdown to one scan.
+
+    Parameters
+    ----------
+    options : dict
+        The query's options (Spark passes them: ``.option(...)`` and the ``path`` given to
+        ``load``).
+
+    Examples
+    --------
+    >>> from kafkafmt.sample import sample_dir
+    >>> from kafkafmt.spark import KafkaSegmentsDataSource
+    >>> KafkaSegmentsDataSource.name()
+    'kafka-segments'
+    >>> KafkaSegmentsDataSource({"path": sample_dir(), "includeHeaders": "true"}).schema().fieldNames()
+    ['key', 'value', 'topic', 'partition', 'offset', 'timestamp', 'timestampType', 'headers']
+
+    Avro values typed with the schemas of the sample's ``_schemas`` topic; PERMISSIVE mode makes a
+    bad value null with its reason:
+
+    >>> df = (spark.read.format("kafka-segments").option("subscribe", "shipments")
+    ...       .option("valueFormat", "avro").option("mode", "PERMISSIVE").load(sample_dir()))
+    >>> df.select("offset", "value.carrier", "valueSchemaId").show(3)
+    +------+-------+-------------+
+    |offset|carrier|valueSchemaId|
+    +------+-------+-------------+
+    |     0|  FEDEX|            1|
+    |     1|    UPS|            1|
+    |     2|  FEDEX|            1|
+    +------+-------+-------------+
+    only showing top 3 rows
+    >>> df.where("valueError is not null").select("offset", "valueError").show(truncate=60)
+    +------+------------------------------------------------------------+
+    |offset|                                                  valueError|
+    +------+------------------------------------------------------------+
+    |  1234|no magic byte: the value starts with 0x7b, not 0x00 (not ...|
+    +------+------------------------------------------------------------+
+    """
 
     filter_pushdown = False
 
