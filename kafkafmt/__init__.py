@@ -19,6 +19,7 @@ from kafkafmt.sidefiles import (read_index, read_leader_epoch_checkpoint, read_p
                                 read_producer_snapshot, read_timeindex, read_txnindex)
 from kafkafmt.threads import cpu_count, set_cpu_count
 from kafkafmt.values import DecodedColumn, decode_column, value_type
+from kafkafmt.typed import type_values
 from kafkafmt import jsonvalues as _jsonvalues  # noqa: E402,F401  (registers the JSON formats)
 from kafkafmt import protovalues as _protovalues  # noqa: E402,F401  (registers the Protobuf formats)
 from kafkafmt import registryformat as _registryformat  # noqa: E402,F401  (registers "registry")
@@ -36,6 +37,7 @@ __all__ = [
     "read_partition_metadata", "set_cpu_count", "cpu_count",
     "recover", "rebuild_indexes", "undo_recovery", "RecoveryPlan", "RecoveryAction",
     "SchemaRegistry", "RegisteredSchema", "open_registry", "decode_column", "value_type", "DecodedColumn",
+    "type_values",
     "SchemaRegistryError", "SchemaNotFoundError", "SchemaError", "ValueDecodeError",
     "export_table", "ExportResult", "DataLossError",
 ]

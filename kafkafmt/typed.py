@@ -24,7 +24,7 @@ from kafkafmt.reports import ReportEntry, ReportKind
 from kafkafmt.schemaregistry import SchemaRegistry, open_registry
 from kafkafmt.values import DecodedColumn, decode_column, get_format, reader_schema_for, value_type
 
-__all__ = ["TypedOptions", "open_typed", "decode_values", "VALUE_ERRORS", "NO_SCHEMA_FORMATS"]
+__all__ = ["TypedOptions", "open_typed", "decode_values", "type_values", "VALUE_ERRORS", "NO_SCHEMA_FORMATS"]
 
 #: what a bad value does: "null" (null, with the reason in valueError and a report entry) or "strict" (raise)
 VALUE_ERRORS = ("null", "strict")
@@ -250,3 +250,61 @@ def _first_error_row(dec):
 def _first_error(dec):
     return dec.error[_first_error_row(dec)].as_py()
 
+
+def type_values(recs, *, value_format=None, key_format=None, schema_registry=None, value_schema=None,
+                key_schema=None, value_errors="null", storage_options=None, filesystem=None):
+    """Type the keys and values of `Records` already decoded (what the readers' ``value_format=``
+    does while reading).
+
+    Parameters
+    ----------
+    recs : Records
+        Decoded records with their raw ``key``/``value`` columns and topic names (from any reader,
+        or `kafkafmt.decode` with ``topic=``).
+    value_format, key_format : str, optional
+        Names in `kafkafmt.values.FORMATS` (``"avro"``, ``"registry"``, ``"protobuf"``,
+        ``"json-schema"``, ``"json"``, ``"connect-json"``, ``"string"``); None keeps bytes.
+    schema_registry : optional
+        Anything `kafkafmt.open_registry` takes; None: the ``_schemas`` partition among the log
+        dirs the records were read from (``recs.log_dir``).
+    value_schema, key_schema : optional
+        Reader schemas: an id, ``{"version": n}``, a subject or a schema (default: the latest
+        version of ``<topic>-value`` / ``<topic>-key``).
+    value_errors : "null" or "strict"
+        A bad value is null with its reason in ``valueError`` (and a ``BAD_VALUE`` report entry),
+        or raises.
+    storage_options, filesystem : optional
+        How to reach the registry's log dir.
+
+    Returns
+    -------
+    Records
+        The same records with ``typed`` columns: ``to_arrow()`` gives typed ``key``/``value`` and
+        ``keySchemaId``, ``keyError``, ``valueSchemaId``, ``valueError``.
+
+    Raises
+    ------
+    ValueDecodeError
+        ``value_errors="strict"`` and a value is bad.
+    SchemaRegistryError, SchemaNotFoundError
+        No registry to open, or a topic without a reader schema.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/shipments-0", start_offset=1998, end_offset=2000)
+    >>> typed = kafkafmt.type_values(recs, value_format="avro", key_format="string")
+    >>> typed.to_arrow().column("key").to_pylist()
+    ['o-0000701', 'o-0003035']
+    >>> typed.to_arrow().column("value")[1]["carrier"].as_py(), typed.typed["value"].error_count
+    ('DHL', 0)
+    """
+    roots = None
+    if schema_registry is None:
+        log_dir = recs.log_dir
+        roots = sorted({d for d in np.atleast_1d(log_dir).tolist() if d is not None}) if log_dir is not None else None
+    typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
+                       value_schema=value_schema, key_schema=key_schema, value_errors=value_errors, roots=roots,
+                       storage_options=storage_options, filesystem=filesystem)
+    return decode_values(recs, typed)

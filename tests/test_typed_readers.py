@@ -271,3 +271,16 @@ def test_a_typed_stream_is_an_arrow_stream_of_the_merged_type(backup):
     assert got.schema == schema and schema.field("value").type == whole.schema.field("value").type
     for name in ("value", "valueSchemaId", "valueError", "offset", "topic"):
         assert got.column(name).to_pylist() == whole.column(name).to_pylist()
+
+
+def test_records_already_decoded_are_typed_alike(backup):
+    root, *_ = backup
+    raw = kafkafmt.read_log_dirs(str(root), topics=["orders", "users"])
+    later = kafkafmt.type_values(raw, value_format="avro")
+    now = kafkafmt.read_log_dirs(str(root), topics=["orders", "users"], value_format="avro")
+    assert later.to_arrow().equals(now.to_arrow())
+    orders = kafkafmt.read_log_dir(str(root / "orders-0"))
+    assert kafkafmt.type_values(orders, key_format="avro").to_arrow().equals(
+        kafkafmt.read_log_dir(str(root / "orders-0"), key_format="avro").to_arrow())
+    with pytest.raises(kafkafmt.ValueDecodeError):
+        kafkafmt.type_values(raw, value_format="avro", value_errors="strict")
