@@ -24,7 +24,7 @@ oneof o { ... }                     struct<member..., which>: the members (nulla
 google.protobuf.Timestamp           timestamp[ns, UTC] (outside 1677..2262: a per-record error)
 google.protobuf.Duration            duration[ns]
 google.protobuf.*Value (wrappers)   the wrapped scalar, nullable
-google.protobuf.Struct/Value/       string: the JSON text ``json.dumps(MessageToDict(v))`` gives
+google.protobuf.Struct/Value/       string: the JSON text ``json.dumps(MessageToDict(v))`` gives (keys sorted)
 ListValue
 proto2 groups                       left out (their bytes are skipped)
 ==================================  ===========================================================================
@@ -465,5 +465,6 @@ def _json_texts(raw, full_name):
             data = [_json_value(x) for x in m.values]
         else:
             data = _json_value(m)
-        out.append(json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=True))
+        # keys sorted: a Struct is a protobuf map, whose iteration order differs between processes
+        out.append(json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=True, sort_keys=True))
     return pa.array(out, pa.string())

@@ -507,3 +507,24 @@ def test_json_texts_of_decoded_values(written):
     for t, o in zip(texts[:3], objs):
         back = json.loads(t)
         assert back["id"] == o["id"] and back["name"] == o["name"] and back["tags"] == o["tags"]
+
+
+def test_every_door_reads_json_schema_values_alike(written, tmp_path, spark):
+    """value_format="json-schema" through the readers, the CLI's export and Spark: the column decode_column
+    gives (checked above against confluent-kafka's serializer's JSON)."""
+    import pyarrow.parquet as pq
+
+    import kcli
+
+    root, objs, values, _ = written
+    recs = kafkafmt.read_log_dir(f"{root}/orders-0")
+    want = decode_column(recs.value, format="json-schema", registry=open_registry(None, roots=root), topic="orders")
+    lib = kafkafmt.read_log_dirs(root, topics=["orders"], value_format="json-schema").to_arrow()
+    assert lib.column("value").to_pylist() == want.values.to_pylist()
+    kcli.run("export", root, "--topics", "orders", "--value-format", "json-schema", "--to", tmp_path / "o.parquet",
+             check=0)
+    assert pq.read_table(tmp_path / "o.parquet").column("value").to_pylist() == want.values.to_pylist()
+    df = spark.read.format("kafka-segments").option("subscribe", "orders").option("valueFormat", "json-schema") \
+        .load(root)
+    assert [r[0] for r in df.orderBy("offset").select("value.id").collect()] == \
+        [None if v is None else v["id"] for v in want.values.to_pylist()]

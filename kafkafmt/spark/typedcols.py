@@ -1,5 +1,7 @@
 """Typed keys and values in Spark (``valueFormat`` / ``keyFormat``): the same decoding as the
-library (`kafkafmt.typed`), with a schema known when the query is planned.
+library (`kafkafmt.typed`), with a schema known when the query is planned. Spark holds
+microseconds: nanosecond timestamps, times and durations (JSON Schema date-times, Protobuf
+Timestamps) are truncated to them.
 
 * On the driver, `plan_typed` opens the schema registry once, resolves each subscribed topic's
   reader schema to the schema id it names now and *pins* it (`kafkafmt.typed.TypedOptions.pin`),
@@ -59,6 +61,13 @@ def spark_arrow_type(t):
         return pa.binary()
     if pa.types.is_float16(t):
         return pa.float32()
+    # Spark keeps microseconds: nanosecond times are truncated to them (the only lossy step, documented)
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        return pa.timestamp("us", t.tz)
+    if pa.types.is_time64(t) and t.unit == "ns":
+        return pa.time64("us")
+    if pa.types.is_duration(t) and t.unit == "ns":
+        return pa.duration("us")
     return t
 
 
@@ -97,7 +106,8 @@ class SparkTyped:
             if side in table.column_names:
                 i = table.column_names.index(side)
                 col = table.column(side)
-                table = table.set_column(i, side, conform(col.cast(spark_arrow_type(col.type)), t))
+                spark_col = col.cast(spark_arrow_type(col.type), safe=False)     # widening, or ns -> us
+                table = table.set_column(i, side, conform(spark_col, t))
         return table
 
     def changed(self):
