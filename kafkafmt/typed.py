@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 
 import numpy as np
 
@@ -24,7 +25,8 @@ from kafkafmt.reports import ReportEntry, ReportKind
 from kafkafmt.schemaregistry import SchemaRegistry, open_registry
 from kafkafmt.values import DecodedColumn, decode_column, get_format, reader_schema_for, value_type
 
-__all__ = ["TypedOptions", "open_typed", "decode_values", "type_values", "VALUE_ERRORS", "NO_SCHEMA_FORMATS"]
+__all__ = ["TypedOptions", "open_typed", "decode_values", "type_values", "reader_schema_of_text", "VALUE_ERRORS",
+           "NO_SCHEMA_FORMATS"]
 
 #: what a bad value does: "null" (null, with the reason in valueError and a report entry) or "strict" (raise)
 VALUE_ERRORS = ("null", "strict")
@@ -234,10 +236,11 @@ def decode_values(recs, typed):
             parts.append(dec)
         dec = parts[0] if len(parts) == 1 else DecodedColumn.concat(parts)
         if dec.error_count:
+            row = _first_error_row(dec)
             report.append(ReportEntry(ReportKind.BAD_VALUE, recs.file or "",
-                                      f"{dec.error_count} {side}{'s' if dec.error_count != 1 else ''} could not be read as {fmt} (null, with the "
-                                      f"reason in {TYPED_COLUMNS[side][1]}); first: {_first_error(dec)}",
-                                      offset=int(recs.offset[_first_error_row(dec)])))
+                                      f"{dec.error_count} {side}{'s' if dec.error_count != 1 else ''} could not be "
+                                      f"read as {fmt} (null, with the reason in {TYPED_COLUMNS[side][1]}); first: "
+                                      f"{dec.error[row].as_py()}", offset=int(recs.offset[row])))
         out[side] = dec
     return recs.replace(typed=out, report=report)
 
@@ -247,8 +250,17 @@ def _first_error_row(dec):
     return int(pc.index(pc.is_valid(dec.error), True).as_py())
 
 
-def _first_error(dec):
-    return dec.error[_first_error_row(dec)].as_py()
+def reader_schema_of_text(text):
+    """A reader schema given as text (the command line's ``--value-schema``, Spark's
+    ``valueSchema``): digits are a schema id, ``v<n>`` a version of the topic's subject, anything
+    else a subject name or a schema (JSON text or a file); None stays None."""
+    if text is None:
+        return None
+    v = str(text).strip()
+    if re.fullmatch(r"\d+", v):
+        return int(v)
+    m = re.fullmatch(r"v(\d+)", v)
+    return {"version": int(m.group(1))} if m else v
 
 
 def type_values(recs, *, value_format=None, key_format=None, schema_registry=None, value_schema=None,

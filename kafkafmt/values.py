@@ -161,20 +161,10 @@ class DecodedColumn:
         """
         pa = _pa()
         parts = list(parts)
-        types = [p.values.type for p in parts]
-        values = [p.values for p in parts]
-        if any(t != types[0] for t in types):
-            try:     # fields one topic lacks are null in its rows: every field nullable first
-                values = [v.cast(nullable_type(v.type)) for v in values]
-                merged = pa.concat_tables([pa.table({"v": v}) for v in values], promote_options="permissive")
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-                raise SchemaError(f"the topics' values have types that cannot be one column "
-                                  f"({', '.join(sorted({str(t) for t in types}))}): read them one topic at a time "
-                                  f"({exc})") from None
-            values = merged.column("v")
-        else:
-            chunks = [c for v in values for c in (v.chunks if isinstance(v, pa.ChunkedArray) else [v])]
-            values = pa.chunked_array(chunks, types[0])
+        merged = merge_types(p.values.type for p in parts)
+        values = [conform(p.values, merged) for p in parts]
+        values = pa.chunked_array([c for v in values for c in (v.chunks if isinstance(v, pa.ChunkedArray) else [v])],
+                                  merged)
         first = parts[0]
         return DecodedColumn(values=values, schema_id=pa.concat_arrays([_one(p.schema_id) for p in parts]),
                              error=pa.concat_arrays([_one(p.error) for p in parts]),

@@ -136,17 +136,6 @@ def add_typed_options(p, key_flag, value_flag, action):
                         "naming file, position and offset")
 
 
-def _reader_schema(text):
-    if text is None:
-        return None
-    if re.fullmatch(r"\d+", text):
-        return int(text)
-    m = re.fullmatch(r"v(\d+)", text)
-    if m:
-        return {"version": int(m.group(1))}
-    return text
-
-
 def _log_dir_of(path):
     """Where a path given on the command line has its ``_schemas`` topic: the log dir holding a
     partition folder or a segment file, else the path itself."""
@@ -161,12 +150,12 @@ def _log_dir_of(path):
 
 def typed_options(args, roots):
     """The `kafkafmt.typed.TypedOptions` of the typing options on the command line (opened once)."""
-    from kafkafmt.typed import open_typed
+    from kafkafmt.typed import open_typed, reader_schema_of_text
 
     return open_typed(value_format=getattr(args, "value_format", None), key_format=getattr(args, "key_format", None),
                       schema_registry=getattr(args, "schema_registry", None),
-                      value_schema=_reader_schema(getattr(args, "value_schema", None)),
-                      key_schema=_reader_schema(getattr(args, "key_schema", None)),
+                      value_schema=reader_schema_of_text(getattr(args, "value_schema", None)),
+                      key_schema=reader_schema_of_text(getattr(args, "key_schema", None)),
                       value_errors=getattr(args, "value_errors", "null"), roots=[_log_dir_of(r) for r in roots],
                       storage_options=cli_paths.OPTIONS or None)
 

@@ -195,16 +195,8 @@ def _storage_value(v):
         return s
 
 
-def _reader_schema(text):
-    """valueSchema / keySchema: an id, v<version>, a subject or a schema (JSON text)."""
-    v = str(text).strip()
-    if re.fullmatch(r"\d+", v):
-        return int(v)
-    m = re.fullmatch(r"v(\d+)", v)
-    return {"version": int(m.group(1))} if m else v
-
-
 def _typed_options(o, opts):
+    from kafkafmt.typed import reader_schema_of_text
     from kafkafmt.values import FORMATS
 
     for key, attr in (("valueformat", "value_format"), ("keyformat", "key_format")):
@@ -217,7 +209,7 @@ def _typed_options(o, opts):
         o.schema_registry = str(opts["schemaregistry"]).strip()
     for key, attr in (("valueschema", "value_schema"), ("keyschema", "key_schema")):
         if key in opts:
-            setattr(o, attr, _reader_schema(opts[key]))
+            setattr(o, attr, reader_schema_of_text(opts[key]))
     if "mode" in opts:
         o.mode = str(opts["mode"]).strip().upper()
         if o.mode not in ("FAILFAST", "PERMISSIVE"):
