@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Atheris harness: the Avro kernel (kafkafmt._native.avro) through kafkafmt.values.decode_column,
+"""Atheris harness: the Avro kernel (kafkafmt._native.avro) through kafkafmt.values._formats.decode_column,
 on hostile values in the Schema Registry's wire format (issue 23).
 
 Input: ``sel byte, then values`` -- each value ``uint16 length (0xFFFF: null), bytes`` (the bytes
@@ -138,9 +138,9 @@ def _same(a, b):
 
 def check(data):
     import pyarrow as pa
-    from kafkafmt.avrojson import storage_values
-    from kafkafmt.schemaregistry import InlineSchemaRegistry
-    from kafkafmt.values import decode_column
+    from kafkafmt.values.avro._json import storage_values
+    from kafkafmt.values.registry._sources import InlineSchemaRegistry
+    from kafkafmt.values._formats import decode_column
 
     sel, values = split(data)
     writer, reader, differential = PAIRS[sel % len(PAIRS)]
@@ -232,9 +232,9 @@ def main():
         return
     import atheris
     import fastavro  # noqa: F401  (not instrumented)
-    with atheris.instrument_imports(include=["kafkafmt.values", "kafkafmt.avroplan", "kafkafmt.avroschema",
-                                             "kafkafmt.schemaregistry"]):
-        import kafkafmt.values  # noqa: F401
+    with atheris.instrument_imports(include=["kafkafmt.values._formats", "kafkafmt.values.avro._plan", "kafkafmt.values.avro._schema",
+                                             "kafkafmt.values.registry._sources"]):
+        import kafkafmt.values._formats  # noqa: F401
 
     atheris.Setup(sys.argv, check)
     atheris.Fuzz()

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Atheris harness: the JSON kernel (kafkafmt._native.jsontext) through
-kafkafmt.values.decode_column, on hostile JSON texts (issue 24).
+kafkafmt.values._formats.decode_column, on hostile JSON texts (issue 24).
 
 Input: ``sel byte, then values`` -- each value ``uint16 length (0xFFFF: null), bytes``. ``sel %
 len(TARGETS)`` picks the target: a JSON Schema (``{}``: any JSON as its text; a typed object with
@@ -139,7 +139,7 @@ def _ints(a, b):
 
 
 def check(data):
-    from kafkafmt.values import decode_column
+    from kafkafmt.values._formats import decode_column
 
     sel, values = split(data)
     target = TARGETS[sel % len(TARGETS)]
@@ -205,9 +205,9 @@ def main():
                 f.write(s)
         return
     import atheris
-    with atheris.instrument_imports(include=["kafkafmt.values", "kafkafmt.jsonvalues", "kafkafmt.jsonplan",
-                                             "kafkafmt.jsonschemas"]):
-        import kafkafmt.jsonvalues  # noqa: F401
+    with atheris.instrument_imports(include=["kafkafmt.values._formats", "kafkafmt.values.json._format", "kafkafmt.values.json._plan",
+                                             "kafkafmt.values.json._schema"]):
+        import kafkafmt.values.json._format  # noqa: F401
     atheris.Setup(sys.argv, check)
     atheris.Fuzz()
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Atheris harness: the Protobuf kernel (kafkafmt._native.protobuf) through
-kafkafmt.values.decode_column, on hostile messages (issue 24).
+kafkafmt.values._formats.decode_column, on hostile messages (issue 24).
 
 Input: ``sel byte, then values`` -- each value ``uint16 length (0xFFFF: null), bytes``. ``sel %
 len(MESSAGES)`` picks the reader message; bit 7 of sel picks the framed format ("protobuf": the
@@ -63,7 +63,7 @@ _STATE = {}
 def _classes():
     if not _STATE:
         from google.protobuf import message_factory
-        from kafkafmt.protoschema import compile_text
+        from kafkafmt.values.protobuf._schema import compile_text
         ps = compile_text(SCHEMA, "fz.proto")
         for name in MESSAGES:
             d = ps.pool.FindMessageTypeByName(name)
@@ -127,7 +127,7 @@ def _indexes(b):
 
 def check(data):
     import pyarrow as pa
-    from kafkafmt.values import decode_column
+    from kafkafmt.values._formats import decode_column
     from protobuf_support import expected, ours, same, to_dict
 
     sel, values = split(data)
@@ -230,9 +230,9 @@ def main():
         return
     import atheris
     import google.protobuf  # noqa: F401  (not instrumented)
-    with atheris.instrument_imports(include=["kafkafmt.values", "kafkafmt.protovalues", "kafkafmt.protoplan",
-                                             "kafkafmt.protoschema"]):
-        import kafkafmt.protovalues  # noqa: F401
+    with atheris.instrument_imports(include=["kafkafmt.values._formats", "kafkafmt.values.protobuf._format", "kafkafmt.values.protobuf._plan",
+                                             "kafkafmt.values.protobuf._schema"]):
+        import kafkafmt.values.protobuf._format  # noqa: F401
     import protobuf_support  # noqa: F401  (after kafkafmt: it imports it)
     _classes()
     atheris.Setup(sys.argv, check)

@@ -71,8 +71,8 @@ def _import():
     import kafkafmt._native.scan
     import kafkafmt.codecs
     import kafkafmt.errors
-    import kafkafmt.sidefiles
-    kafkafmt, errors, codecs, sidefiles = k, k.errors, k.codecs, k.sidefiles
+    import kafkafmt.log._sidefiles
+    kafkafmt, errors, codecs, sidefiles = k, k.errors, k.codecs, k.log._sidefiles
     _crc32c = k._native.scan.crc32c
 
 
@@ -305,7 +305,7 @@ def same_records(a, b, kw, what):
 
 def _decode_python_codecs(buf, kw):
     """decode with every codec run by kafkafmt.codecs (not by the kernel's C decompressors)."""
-    dec = sys.modules["kafkafmt.decoder"]
+    dec = sys.modules["kafkafmt.record._decoder"]
     saved = dec.C_CODECS
     dec.C_CODECS = 0
     try:
@@ -317,7 +317,7 @@ def _decode_python_codecs(buf, kw):
 
 
 def _has_c_codecs():
-    return bool(getattr(sys.modules.get("kafkafmt.decoder"), "C_CODECS", 0))
+    return bool(getattr(sys.modules.get("kafkafmt.record._decoder"), "C_CODECS", 0))
 
 
 def decode_target(data: bytes):
@@ -476,7 +476,7 @@ def sidefiles_target(data: bytes):
         check(len(out["entries"]) * 46 + 10 <= len(body), f"{name}: more entries than the file holds")
 
 
-# --- salvage (kafkafmt.logdir.read_log_dir(errors="salvage")) --------------------------------
+# --- salvage (kafkafmt.read._readers.read_log_dir(errors="salvage")) --------------------------------
 
 _SALVAGE_DIR = None
 
@@ -488,7 +488,7 @@ def salvage_target(data: bytes):
     global _SALVAGE_DIR
     import tempfile
     import warnings
-    from kafkafmt import logdir
+    from kafkafmt.read import _readers as logdir
     if not data:
         return
     kw = decode_options(data[0])

@@ -114,19 +114,19 @@ def _calls(path, names):
 
 
 def test_only_discovery_walks_folders():
-    """The command line and Spark find data through kafkafmt.discovery only: no module of theirs lists a
+    """The command line and Spark find data through kafkafmt.log._discovery only: no module of theirs lists a
     folder (os.listdir/scandir/walk, a Storage's list) -- the one read path of docs/architecture.md."""
     doors = sorted((REPO / "kafkafmt" / "cli").glob("*.py")) + sorted((REPO / "kafkafmt" / "spark").glob("*.py"))
     found = {str(p.relative_to(REPO)): _calls(p, {"os.listdir", "os.scandir", "os.walk", ".list", "glob.glob"})
-             for p in doors + [REPO / "kafkafmt" / "logdir.py", REPO / "kafkafmt" / "planner.py"]}
+             for p in doors + [REPO / "kafkafmt" / "read" / "_readers.py", REPO / "kafkafmt" / "log" / "_planner.py"]}
     assert {k: v for k, v in found.items() if v} == {}
 
 
 def test_every_read_goes_through_the_storage_interface():
     """No module of the read path opens a data file itself: bytes come from a Storage's blob (mmap for
     local files, ranged reads for object stores)."""
-    read_path = ["decoder", "framing", "ranges", "segments", "discovery", "planner", "logdir", "transactions",
-                 "tiered", "spark/stream", "spark/read", "spark/planning", "cli/reading", "cli/common"]
+    read_path = ["record/_decoder", "log/_framing", "log/_ranges", "log/_segments", "log/_discovery",
+                 "log/_planner", "read/_readers", "log/_transactions", "log/_tiered", "spark/stream", "spark/read", "spark/planning", "cli/reading", "cli/common"]
     found = {m: _calls(REPO / "kafkafmt" / f"{m}.py", {"open", "io.open", "os.open", "mmap.mmap"})
              for m in read_path}
     assert {k: v for k, v in found.items() if v} == {}

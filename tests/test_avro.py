@@ -1,4 +1,4 @@
-"""Avro values to Arrow (kafkafmt.values, kafkafmt.avroplan, the Cython kernel), checked against
+"""Avro values to Arrow (kafkafmt.values._formats, kafkafmt.values.avro._plan, the Cython kernel), checked against
 independent readers: fastavro's ``schemaless_reader`` and confluent-kafka's ``AvroDeserializer``.
 
 Every value is written by confluent-kafka's own ``AvroSerializer`` (or fastavro's writer, for the
@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kafkafmt
-from kafkafmt.avroschema import parse_schema
-from kafkafmt.schemaregistry import InlineSchemaRegistry, open_registry
-from kafkafmt.values import decode_column, value_type
+from kafkafmt.values.avro._schema import parse_schema
+from kafkafmt.values.registry._sources import InlineSchemaRegistry, open_registry
+from kafkafmt.values._formats import decode_column, value_type
 
 from avro_support import (RegistryMirror, compact, expected_pylist, fastavro_read, plain, same)
 

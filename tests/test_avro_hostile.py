@@ -13,11 +13,11 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from kafkafmt.avroplan import ZERO_ITEMS_CAP
-from kafkafmt.avroschema import parse_schema, zigzag
+from kafkafmt.values.avro._plan import ZERO_ITEMS_CAP
+from kafkafmt.values.avro._schema import parse_schema, zigzag
 from kafkafmt.errors import ValueDecodeError
-from kafkafmt.schemaregistry import InlineSchemaRegistry
-from kafkafmt.values import decode_column
+from kafkafmt.values.registry._sources import InlineSchemaRegistry
+from kafkafmt.values._formats import decode_column
 
 from avro_support import expected_pylist, fastavro_read, plain, same
 from test_avro import EVERYTHING, everything
@@ -236,7 +236,7 @@ def _mutations(body, rng, n):
         yield bytes(b)
 
 
-# errors where kafkafmt is stricter than fastavro (documented in kafkafmt.values / the kernel)
+# errors where kafkafmt is stricter than fastavro (documented in kafkafmt.values._formats / the kernel)
 STRICTER = ("boolean byte", "32-bit", "precision", "duration", "varint", "negative length", "zero-byte",
             "block count", "bytes after the end", "one day", "uuid",
             "enum index -", "union branch index -")      # fastavro indexes Python lists with negative indexes

@@ -6,7 +6,7 @@ import pytest
 
 import kpy
 import kafkafmt
-from kafkafmt import decoder
+from kafkafmt.record import _decoder as decoder
 from kafkafmt.errors import DecompressionLimitError, KafkafmtError
 
 C_BITS = decoder.C_CODECS

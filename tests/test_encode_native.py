@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import kafkafmt
-from kafkafmt import encoder
+from kafkafmt.record import _encoder as encoder
 from kafkafmt._native import writer
 from kafkafmt.errors import EncodeError
 

@@ -5,7 +5,7 @@ import random
 import pytest
 
 import kafkafmt
-from kafkafmt import encoder
+from kafkafmt.record import _encoder as encoder
 from kafkafmt.errors import EncodeError
 
 

@@ -73,7 +73,7 @@ def _bases():
     out["v2_txn"] = (kafkafmt.encode(keys=k[:2], values=v[:2], timestamps=[TS] * 2, producer_id=4, producer_epoch=0,
                                      transactional=True, compression="lz4")
                      + kafkafmt.encode_control("commit", offset=2, producer_id=4, timestamp=TS)
-                     + kafkafmt.encoder.encode_empty_batch(base_offset=3, last_offset=5, timestamp=TS))
+                     + kafkafmt.record._encoder.encode_empty_batch(base_offset=3, last_offset=5, timestamp=TS))
     out["mixed"] = out["m1_gzip"] + out["v2_zstd"] + out["m0_none"]
     return out
 
@@ -548,7 +548,7 @@ def test_framing_error_names_the_right_size():
 ], ids=["leader_epoch_checkpoint", "offset_checkpoint", "partition_metadata"])
 def test_side_files_huge_integers(reader, data):
     with pytest.raises(CorruptRecordError):
-        getattr(kafkafmt.sidefiles, reader)(data)
+        getattr(kafkafmt.log._sidefiles, reader)(data)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -565,7 +565,7 @@ def _lz4_v2(mutate_frame):
 
 def _both_paths(buf):
     """(outcome with the kernel's C codecs, outcome with kafkafmt.codecs): records or error class."""
-    dec = sys.modules["kafkafmt.decoder"]
+    dec = sys.modules["kafkafmt.record._decoder"]
     if not getattr(dec, "C_CODECS", 0):
         pytest.skip("the kernel decompresses nothing itself here (liblz4/libzstd not found)")
     out = []
@@ -636,7 +636,7 @@ def _salvage_cover(tmp_path, buf, name, how="read_log_dir"):
         if how == "read_segment":
             recs = kafkafmt.read_segment(str(seg), errors="salvage")
         else:
-            recs = kafkafmt.logdir.read_log_dir(str(folder), errors="salvage")
+            recs = kafkafmt.read._readers.read_log_dir(str(folder), errors="salvage")
     spans = [(int(p), int(p) + int(s), "batch") for p, s in zip(recs.batches.position, recs.batches.size)]
     spans += [(int(r["start"]), int(r["end"]), r.get("reason", "?")) for r in recs.report
               if "start" in r and os.path.abspath(str(r.get("file"))) == os.path.abspath(str(seg))]
@@ -652,7 +652,7 @@ def _salvage_cover(tmp_path, buf, name, how="read_log_dir"):
 
 
 def _salvage_available():
-    return hasattr(kafkafmt, "logdir") or __import__("importlib").util.find_spec("kafkafmt.logdir") is not None
+    return hasattr(kafkafmt, "logdir") or __import__("importlib").util.find_spec("kafkafmt.read._readers") is not None
 
 
 def _read_segment_salvages():
@@ -667,10 +667,10 @@ def _salvage_params(kinds):
     return [pytest.param(kind, how, id=f"{kind}-{how}") for kind in kinds for how in SALVAGE_READERS]
 
 
-@pytest.mark.skipif(not _salvage_available(), reason="kafkafmt.logdir (salvage mode) not present")
+@pytest.mark.skipif(not _salvage_available(), reason="kafkafmt.read._readers (salvage mode) not present")
 @pytest.mark.parametrize("kind, how", _salvage_params(CORRUPTIONS + ("none",)))
 def test_salvage_accounts_for_every_byte_generated(tmp_path, kind, how):
-    import kafkafmt.logdir  # noqa: F401
+    import kafkafmt.read._readers  # noqa: F401
     seg = _generated_segment()
     for seed in range(12):
         bad = seg if kind == "none" else _corrupt(seg, kind, random.Random(seed))
@@ -682,10 +682,10 @@ def test_salvage_accounts_for_every_byte_generated(tmp_path, kind, how):
             raise AssertionError(f"{kind} seed {seed}: {e}\n  input: {bad.hex()}") from e
 
 
-@pytest.mark.skipif(not _salvage_available(), reason="kafkafmt.logdir (salvage mode) not present")
+@pytest.mark.skipif(not _salvage_available(), reason="kafkafmt.read._readers (salvage mode) not present")
 @pytest.mark.parametrize("kind, how", _salvage_params(CORRUPTIONS))
 def test_salvage_accounts_for_every_byte_real(tmp_path, real_corpus, kind, how):
-    import kafkafmt.logdir  # noqa: F401
+    import kafkafmt.read._readers  # noqa: F401
     for i, p in enumerate(_real_segments(real_corpus)):
         buf = p.read_bytes()
         for seed in range(3):
@@ -717,7 +717,7 @@ def test_resync_work_is_bounded():
     assert seconds < 0.1, f"decode of {len(buf)} bytes took {seconds:.2f}s"
 
 
-@pytest.mark.skipif(not _salvage_available(), reason="kafkafmt.logdir (salvage mode) not present")
+@pytest.mark.skipif(not _salvage_available(), reason="kafkafmt.read._readers (salvage mode) not present")
 def test_salvage_resync_work_is_bounded(tmp_path):
     buf = bytearray(_fake_headers(1 << 20))
     struct.pack_into(">i", buf, 8, 20)      # a corrupt first entry instead of a truncated one
@@ -748,7 +748,7 @@ def test_read_segment_salvage_never_raises(tmp_path):
     assert len(recs) == 1
 
 
-@pytest.mark.skipif(not _salvage_available(), reason="kafkafmt.logdir (salvage mode) not present")
+@pytest.mark.skipif(not _salvage_available(), reason="kafkafmt.read._readers (salvage mode) not present")
 def test_read_log_dir_salvage_reports_the_whole_zero_tail(tmp_path):
     a = kafkafmt.encode(keys=[b"k"], values=[b"v" * 10], timestamps=[0], base_offset=0)
     b = kafkafmt.encode(keys=[b"k"], values=[b"v" * 10], timestamps=[0], base_offset=1)

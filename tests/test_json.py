@@ -1,4 +1,4 @@
-"""JSON values to Arrow (kafkafmt.jsonschemas, jsonplan, the Cython kernel; formats "json-schema",
+"""JSON values to Arrow (kafkafmt.values.json._schema, jsonplan, the Cython kernel; formats "json-schema",
 "json", "connect-json", and "registry" across formats), checked against ``json.loads``,
 confluent-kafka's ``JSONSerializer``/``JSONDeserializer`` and pyarrow's own JSON reader.
 
@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 import kafkafmt
 from kafkafmt.errors import SchemaError, ValueDecodeError
-from kafkafmt.schemaregistry import ClientSchemaRegistry, open_registry
-from kafkafmt.values import decode_column, value_type
+from kafkafmt.values.registry._sources import ClientSchemaRegistry, open_registry
+from kafkafmt.values._formats import decode_column, value_type
 
 from protobuf_support import mirror_registry, same
 

@@ -165,7 +165,7 @@ def export(fmt, roots, where, **kw):
 
 def log_end(root):
     return {(p.topic, p.partition): kafkafmt.read_log_dir(p).offset[-1] + 1
-            for p in kafkafmt.discovery.find_partitions(root)}
+            for p in kafkafmt.log._discovery.find_partitions(root)}
 
 
 def assert_table_equals_source(fmt, where, root):
@@ -366,7 +366,7 @@ def test_killed_runs_never_duplicate_or_skip(fmt, tmp_path):
     root = make_source(str(tmp_path / "logs"), layout=(("orders", 0, 1500), ("orders", 1, 900)))
     where = str(tmp_path / "table")
     crashed = 0
-    # crash points count chunks read, files closed and commits made (kafkafmt.durable.crash_point)
+    # crash points count chunks read, files closed and commits made (kafkafmt._util.durable.crash_point)
     for n in (1, 2, 3, 5, 8, 13):
         p = _cli_export(fmt, root, where, env={"KAFKAFMT_CRASH_AFTER": str(n)})
         crashed += p.returncode == 86

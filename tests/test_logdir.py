@@ -1,9 +1,9 @@
-"""Partition directories and whole log dirs (kafkafmt.logdir): layout, offset and time seeks
+"""Partition directories and whole log dirs (kafkafmt.read._readers): layout, offset and time seeks
 against a brute-force filter, real index use and fallbacks, read_committed, column projection,
 bounded streaming (RSS measured in subprocesses) and the real broker dirs of the corpus.
 
 Every expectation is computed here from what was written (or, for the real corpus, from
-expected.json and a plain full decode), never from kafkafmt.logdir itself.
+expected.json and a plain full decode), never from kafkafmt.read._readers itself.
 """
 import collections
 import glob
@@ -21,7 +21,11 @@ import numpy as np
 import pytest
 
 import kafkafmt
-from kafkafmt import LogWriter, discovery, planner, ranges, segments
+from kafkafmt import LogWriter
+from kafkafmt.log import _discovery as discovery
+from kafkafmt.log import _planner as planner
+from kafkafmt.log import _ranges as ranges
+from kafkafmt.log import _segments as segments
 from kafkafmt.errors import KafkafmtWarning
 
 T0 = 1_700_000_000_000

@@ -1,6 +1,6 @@
 """LogWriter / write_log_dir / the bundled sample, checked file by file like a broker would lay them out.
 
-The side files are read here with ``struct`` directly (independently of kafkafmt.sidefiles), and what a
+The side files are read here with ``struct`` directly (independently of kafkafmt.log._sidefiles), and what a
 broker would have written is derived here from the batches of each ``.log`` (LogSegment.append: an offset
 index entry (batch last offset, batch position) when more than ``index.interval.bytes`` were appended since
 the last entry, a time index entry (max timestamp so far, last offset of the first batch that reached it)
@@ -24,7 +24,7 @@ import kpy
 
 import kafkafmt
 from kafkafmt import EncodeError  # noqa: E402
-from kafkafmt.logwriter import LogWriter, write_log_dir  # noqa: E402
+from kafkafmt.log._writer import LogWriter, write_log_dir  # noqa: E402
 
 TS0 = 1_700_000_000_000
 INT32_MAX = 2**31 - 1
@@ -495,7 +495,7 @@ def test_sample_partitions_decode_and_indexes(sample, topic):
         kpy.assert_records_match(recs, truth)
     check_partition(path, *SAMPLE_CONFIG[topic])
     try:
-        from kafkafmt import sidefiles
+        from kafkafmt.log import _sidefiles as sidefiles
     except ImportError:
         return
     for base in segments(path):

@@ -132,12 +132,12 @@ def test_offset_seek_fetches_a_small_part_of_a_large_segment(s3, fault_proxy, tm
     read_ahead = 1 << 20
     opts = fault_proxy.storage_options
     fault_proxy.log.clear()
-    from kafkafmt.storage import open_storage
+    from kafkafmt.storage._storage import open_storage
 
     storage, path = open_storage(f"s3://{b}/big/t-0", opts, read_ahead=read_ahead)
     target = n // 2
-    recs = kafkafmt.read_log_dir(kafkafmt.discovery.resolve_partition(
-        kafkafmt.discovery.Partition("t", 0, path, storage)), start_offset=target, end_offset=target + 5)
+    recs = kafkafmt.read_log_dir(kafkafmt.log._discovery.resolve_partition(
+        kafkafmt.log._discovery.Partition("t", 0, path, storage)), start_offset=target, end_offset=target + 5)
     assert recs.offset.tolist() == list(range(target, target + 5))
     got = sum(int(r.split("-")[1]) - int(r.split("=")[1].split("-")[0]) + 1
               for _m, _p, r in fault_proxy.log if r)

@@ -1,4 +1,4 @@
-"""kafkafmt.schemaregistry: the registry's ``_schemas`` topic replayed from a real log dir, folders
+"""kafkafmt.values.registry._sources: the registry's ``_schemas`` topic replayed from a real log dir, folders
 of schema files, inline schemas and a live registry (confluent-kafka's mock).
 
 The ids, subjects and versions come from confluent-kafka's own mock registry (tests/avro_support.py
@@ -13,7 +13,7 @@ import pytest
 
 import kafkafmt
 from kafkafmt.errors import KafkafmtError, SchemaNotFoundError, SchemaRegistryError
-from kafkafmt.schemaregistry import (ClientSchemaRegistry, FolderSchemaRegistry, InlineSchemaRegistry,
+from kafkafmt.values.registry._sources import (ClientSchemaRegistry, FolderSchemaRegistry, InlineSchemaRegistry,
                                      TopicSchemaRegistry, open_registry, replay_schemas_topic)
 
 from avro_support import RegistryMirror, compact

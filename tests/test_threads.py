@@ -1,6 +1,6 @@
 """threads=: a parallel decode / log-dir read equals the serial one, errors included.
 
-The size threshold below which decode stays serial is lowered (kafkafmt.decoder.PARALLEL_MIN_BYTES
+The size threshold below which decode stays serial is lowered (kafkafmt.record._decoder.PARALLEL_MIN_BYTES
 and GROUP_MIN_BYTES, public tuning knobs) so small test buffers are split into many parts."""
 import glob
 import json
@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 import kafkafmt
-from kafkafmt import decoder, errors
-from kafkafmt import threads as kthreads
-from kafkafmt.logdir import read_log_dir, read_log_dirs, iter_log_dir
+from kafkafmt import errors
+from kafkafmt.record import _decoder as decoder
+from kafkafmt._util import threads as kthreads
+from kafkafmt.read._readers import read_log_dir, read_log_dirs, iter_log_dir
 
 import pyarrow as pa
 
@@ -180,7 +181,7 @@ def test_minor_faults_per_decode_are_bounded(split_small):
 # --- log dirs ------------------------------------------------------------------------------------
 
 def _write_log(tmp_path, name="t-0", segments=6, corrupt=None):
-    from kafkafmt.logwriter import LogWriter
+    from kafkafmt.log._writer import LogWriter
 
     folder = tmp_path / name
     with LogWriter(folder, segment_bytes=40_000) as w:

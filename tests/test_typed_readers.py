@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 import kafkafmt
-from kafkafmt.avroschema import parse_schema
-from kafkafmt.reports import ReportKind
+from kafkafmt.values.avro._schema import parse_schema
+from kafkafmt.log._notes import ReportKind
 
 from avro_support import RegistryMirror, compact, expected_pylist, plain, same
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kafkafmt
-from kafkafmt.records import BinaryColumn, BinaryViewColumn, Records
+from kafkafmt.record._records import BinaryColumn, BinaryViewColumn, Records
 
 import pyarrow as pa
 
@@ -21,7 +21,7 @@ def views_into_small_batches(request, monkeypatch):
     """Small test batches: views into the decompressed lz4/zstd batches all the same (by default
     small ones give views over the contiguous output, see test_small_kernel_codec_batches)."""
     if request.node.name != "test_small_kernel_codec_batches":
-        from kafkafmt import decoder
+        from kafkafmt.record import _decoder as decoder
         monkeypatch.setattr(decoder, "VIEW_MIN_KERNEL_CODEC_BATCH", 0)
 
 
@@ -137,7 +137,7 @@ def test_views_in_parallel_parts_equal_serial(monkeypatch):
         parts.append(kafkafmt.encode(**r, compression=codec, max_records=50, base_offset=off))
         off += 400
     raw = np.frombuffer(b"".join(parts), np.uint8)
-    from kafkafmt import decoder
+    from kafkafmt.record import _decoder as decoder
     parts_decoded = []
     group = decoder._decode_group
 
@@ -208,7 +208,7 @@ def test_lifetime_outlives_records_and_map(tmp_path):
 
 
 def test_read_log_dir_views(tmp_path):
-    from kafkafmt.logwriter import LogWriter
+    from kafkafmt.log._writer import LogWriter
 
     folder = tmp_path / "t-0"
     with LogWriter(folder, segment_bytes=30_000) as w:

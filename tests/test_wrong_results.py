@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import kafkafmt
-from kafkafmt import sidefiles
+from kafkafmt.log import _sidefiles as sidefiles
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c63f8cf"
@@ -70,7 +70,7 @@ def multinode(tmp_path):
 
 def test_log_dir_named_like_a_partition_is_a_log_dir(multinode):
     ld2 = multinode / "kafka-logs-2"
-    assert kafkafmt.discovery.folder_kind(str(ld2)) == "log_dir"
+    assert kafkafmt.log._discovery.folder_kind(str(ld2)) == "log_dir"
     recs = kafkafmt.read_log_dirs(str(ld2))
     assert sorted(set(zip(recs.to_pandas()["topic"], recs.to_pandas()["partition"]))) == [
         ("__cluster_metadata", 0), ("orders", 1)]
@@ -171,7 +171,7 @@ def real_segment_copy(real_corpus, tmp_path):
             src = p
             break
     assert src is not None
-    folder = tmp_path / (src.parent.name if kafkafmt.names.partition_of_name(src.parent.name) else "t-0")
+    folder = tmp_path / (src.parent.name if kafkafmt.log._names.partition_of_name(src.parent.name) else "t-0")
     folder.mkdir()
     dst = folder / src.name
     shutil.copyfile(src, dst)
@@ -398,7 +398,7 @@ def test_tiered_uploads_without_indexes_are_not_leftovers(tmp_path):
             if not k.endswith((".index", ".timeindex"))}
     _write_local(tmp_path / "remote" / "kafka-tiered-storage", objs)
     report = []
-    parts = kafkafmt.discovery.find_partitions(str(tmp_path / "remote"), report=report)
+    parts = kafkafmt.log._discovery.find_partitions(str(tmp_path / "remote"), report=report)
     assert [p.name for p in parts] == ["t-0"]
     assert not [e for e in report if e.kind is kafkafmt.ReportKind.LEFTOVER], report
     assert kafkafmt.read_log_dirs(str(tmp_path / "remote")).offset.tolist() == list(range(500))

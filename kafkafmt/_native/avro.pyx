@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Avro kernel: decode a whole column of Avro values into Arrow buffers in one call, without the GIL.
 
-The Python side (kafkafmt.avroplan) compiles each (writer schema, reader schema) pair once into a
+The Python side (kafkafmt.values.avro._plan) compiles each (writer schema, reader schema) pair once into a
 flat *plan*: an array of nodes, each one instruction -- read a writer type, convert it, append it
 to an output column (or skip it) --, with their children in a shared int32 table and field defaults
 pre-encoded as Avro binary in a constants blob. The output *columns* follow the reader schema (one

@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """JSON kernel: parse a whole column of JSON texts into Arrow buffers in one call, without the GIL,
-driven by a plan compiled once from the target Arrow type (kafkafmt.jsonplan).
+driven by a plan compiled once from the target Arrow type (kafkafmt.values.json._plan).
 
 The plan is a table of *nodes*, one per value position of the target type (object -> struct,
 array -> list, object with any keys -> map, scalars, ...), and a table of object *fields* (name,

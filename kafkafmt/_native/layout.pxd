@@ -62,7 +62,7 @@ cdef enum:
     CODEC_ZSTD = 4
 
 # Error codes returned by the C loops. Their exception kinds and messages are in scan.pyx's
-# ERROR_INFO (the one table kafkafmt.decoder turns into exceptions).
+# ERROR_INFO (the one table kafkafmt.record._decoder turns into exceptions).
 cdef enum:
     ERR_NONE = 0
     ERR_SIZE_TOO_SMALL = 1        # size field below the minimum for the entry's magic

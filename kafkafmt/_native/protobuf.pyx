@@ -2,7 +2,7 @@
 """Protobuf kernel: decode a whole column of Protobuf messages into Arrow buffers in one call,
 without the GIL, driven by a plan compiled once from the reader message's descriptors.
 
-The Python side (kafkafmt.protoplan) flattens the reader message into tables: *messages* (their
+The Python side (kafkafmt.values.protobuf._plan) flattens the reader message into tables: *messages* (their
 fields, a field-number lookup, their oneofs), *fields* (number, how to read it, the output column,
 the child message) and *oneofs*; the output *columns* follow the Arrow type (struct, list, map,
 primitive), as in the Avro kernel (kafkafmt._native.avro).

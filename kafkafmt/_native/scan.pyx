@@ -43,7 +43,7 @@ TAIL_NONE_, TAIL_TRUNCATED_, TAIL_ZEROS_ = int(TAIL_NONE), int(TAIL_TRUNCATED), 
 # Every error code of the C loops (scan here, kernel.pyx; numbered in layout.pxd): its name, the kind
 # of exception it is ("corrupt": CorruptRecordError, "crc": CrcError, "compression":
 # CompressionError, "limit": DecompressionLimitError) and its message ({size}: the entry's size
-# field, for the framing errors). kafkafmt.decoder raises from this table alone.
+# field, for the framing errors). kafkafmt.record._decoder raises from this table alone.
 _ERROR_TABLE = (
     (ERR_SIZE_TOO_SMALL, "SIZE_TOO_SMALL", "corrupt", "entry size {size} is smaller than the minimum for its magic"),
     (ERR_BAD_MAGIC, "BAD_MAGIC", "corrupt", "unknown magic byte"),

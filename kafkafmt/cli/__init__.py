@@ -118,7 +118,7 @@ def main(argv=None):
         args.progress = False
     debug = args.debug or os.environ.get("KAFKAFMT_DEBUG") not in (None, "", "0")
     _install_warnings(console, debug)
-    from kafkafmt import threads
+    from kafkafmt._util import threads as threads
 
     previous = threads.set_cpu_count(getattr(args, "threads", None))   # what threads=None means in the readers
     try:

@@ -10,12 +10,12 @@ import numpy as np
 
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.discovery import Partition
-from kafkafmt.framing import not_kafka_reason, window
-from kafkafmt.names import file_kind, is_leftover_file, partition_of_name, segment_base
-from kafkafmt.reports import ReportKind
+from kafkafmt.log._discovery import Partition
+from kafkafmt.log._framing import not_kafka_reason, window
+from kafkafmt.log._names import file_kind, is_leftover_file, partition_of_name, segment_base
+from kafkafmt.log._notes import ReportKind
 from kafkafmt.report.problems import Problem, report_problem
-from kafkafmt.times import iso_millis, to_millis
+from kafkafmt._util.times import iso_millis, to_millis
 
 __all__ = ["file_kind", "segment_base", "is_leftover", "Partition", "Problem", "report_problem"]
 
@@ -104,8 +104,8 @@ def add_command(sub, parents, name, help, doc, paths_help="log directories, part
 
 
 def add_replicas_option(p):
-    """``--replicas all|dedup``: what to do with several copies of one partition (`kafkafmt.discovery`)."""
-    from kafkafmt.discovery import REPLICAS
+    """``--replicas all|dedup``: what to do with several copies of one partition (`kafkafmt.log._discovery`)."""
+    from kafkafmt.log._discovery import REPLICAS
 
     p.add_argument("--replicas", choices=REPLICAS, default="all",
                    help="several copies of one partition (replicas, a backup beside the original): read all "
@@ -114,10 +114,10 @@ def add_replicas_option(p):
 
 
 def add_typed_options(p, key_flag, value_flag, action):
-    """The options that type keys and values (`kafkafmt.typed`): ``value_flag``/``key_flag`` (a
+    """The options that type keys and values (`kafkafmt.values._typed`): ``value_flag``/``key_flag`` (a
     format name), ``--schema-registry``, ``--value-schema``/``--key-schema`` and
     ``--value-errors``; ``action`` says what typing does for this command."""
-    from kafkafmt.values import FORMATS
+    from kafkafmt.values._formats import FORMATS
 
     names = sorted(k for k in FORMATS if k != "bytes")
     p.add_argument(value_flag, dest="value_format", choices=names, metavar="FORMAT",
@@ -149,8 +149,8 @@ def _log_dir_of(path):
 
 
 def typed_options(args, roots):
-    """The `kafkafmt.typed.TypedOptions` of the typing options on the command line (opened once)."""
-    from kafkafmt.typed import open_typed, reader_schema_of_text
+    """The `kafkafmt.values._typed.TypedOptions` of the typing options on the command line (opened once)."""
+    from kafkafmt.values._typed import open_typed, reader_schema_of_text
 
     return open_typed(value_format=getattr(args, "value_format", None), key_format=getattr(args, "key_format", None),
                       schema_registry=getattr(args, "schema_registry", None),
@@ -163,9 +163,9 @@ def typed_options(args, roots):
 def find_inputs(paths, topics=None, partitions=None, replicas="all"):
     """Partitions and files under ``paths`` -- files, partition folders, log dirs (whatever their
     names, e.g. ``kafka-logs-1``), folders holding log dirs or tiered uploads at any depth, local or
-    remote -- found by the library's one discovery (`kafkafmt.discovery.discover`). Missing or
+    remote -- found by the library's one discovery (`kafkafmt.log._discovery.discover`). Missing or
     unreadable paths raise UsageError."""
-    from kafkafmt.discovery import discover
+    from kafkafmt.log._discovery import discover
     from kafkafmt.errors import PathNotFoundError, StorageError
 
     report = []
@@ -243,7 +243,7 @@ _INT = re.compile(r"^[+-]?\d+$")
 
 def parse_time(text):
     """Milliseconds since the epoch from ``1767225600000`` or ISO-8601 (``2026-01-01T00:00:00Z``,
-    ``2026-01-01 10:30``, ``2026-01-01``; no zone means UTC): `kafkafmt.times.to_millis`."""
+    ``2026-01-01 10:30``, ``2026-01-01``; no zone means UTC): `kafkafmt._util.times.to_millis`."""
     try:
         return to_millis(text)
     except ValueError:

@@ -1,10 +1,10 @@
 """The command line's progress bar on stderr (bytes and records per second), drawn by tqdm
-(`kafkafmt.progress`): shown only on a terminal, or as ``--progress`` / ``KAFKAFMT_PROGRESS`` say."""
+(`kafkafmt._util.progress`): shown only on a terminal, or as ``--progress`` / ``KAFKAFMT_PROGRESS`` say."""
 from __future__ import annotations
 
 import time
 
-from kafkafmt.progress import progress_bar, records_text
+from kafkafmt._util.progress import progress_bar, records_text
 
 
 class Progress:

@@ -9,16 +9,16 @@ import warnings
 
 import numpy as np
 
-from kafkafmt.decoder import DecodeOptions
+from kafkafmt.record._decoder import DecodeOptions
 from kafkafmt.errors import KafkafmtWarning
-from kafkafmt.logdir import iter_log_dir
-from kafkafmt.taskreader import read_task
-from kafkafmt.planner import plan, resolve_offsets
-from kafkafmt.discovery import Partition
+from kafkafmt.read._readers import iter_log_dir
+from kafkafmt.log._taskreader import read_task
+from kafkafmt.log._planner import plan, resolve_offsets
+from kafkafmt.log._discovery import Partition
 from kafkafmt.report.checks import concat_batches
 from kafkafmt.cli import paths as cli_paths
-from kafkafmt.names import partition_of_name
-from kafkafmt.segments import Segment
+from kafkafmt.log._names import partition_of_name
+from kafkafmt.log._segments import Segment
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
 
@@ -43,7 +43,7 @@ def resolve_range(part, offsets, times):
 
 class FileReader:
     """Read one file -- a segment anywhere, a record-set dump, a KRaft snapshot -- as a
-    one-segment partition planned and read as every partition is (`kafkafmt.planner.plan`): its
+    one-segment partition planned and read as every partition is (`kafkafmt.log._planner.plan`): its
     own index files are used when it is a segment with them. Use as a context manager (kept for
     symmetry with partition reads; nothing is created on disk)."""
 

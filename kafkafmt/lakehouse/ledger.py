@@ -6,7 +6,7 @@ Every commit of an export records
 * ``kafkafmt.offsets`` -- the ledger after the commit: ``{"topic": {"partition": next offset}}``,
   every topic-partition the table has ever received (the next offset is the one after the last
   offset exported; a re-run starts there);
-* ``kafkafmt.ranges`` -- the offsets this commit covers: ``{"topic": {"partition": [start, end]}}``
+* ``kafkafmt.log._ranges`` -- the offsets this commit covers: ``{"topic": {"partition": [start, end]}}``
   (end exclusive);
 * ``kafkafmt.data-loss`` -- when offsets were gone from the source (retention deleted them before
   they were exported) and the export went on anyway: ``[{"topic", "partition", "start", "end",
@@ -30,7 +30,7 @@ import warnings
 from dataclasses import dataclass
 
 from kafkafmt.errors import DataLossError, KafkafmtError, KafkafmtWarning
-from kafkafmt.reports import ReportKind
+from kafkafmt.log._notes import ReportKind
 
 __all__ = ["OFFSETS_KEY", "RANGES_KEY", "LOSS_KEY", "DataLossError", "CommitConflictError", "DataLoss", "offsets_json", "parse_offsets",
            "ranges_json", "find_data_loss", "report_data_loss", "app_id"]
@@ -76,7 +76,7 @@ def offsets_json(offsets):
 
 
 def ranges_json(ranges):
-    """{(topic, partition): (start, end)} as the ``kafkafmt.ranges`` text."""
+    """{(topic, partition): (start, end)} as the ``kafkafmt.log._ranges`` text."""
     return json.dumps(_nested(ranges, lambda r: [int(r[0]), int(r[1])]), separators=(",", ":"))
 
 
@@ -92,7 +92,7 @@ def app_id(topic, partition, prefix="kafkafmt"):
 
 
 def find_data_loss(partitions, ledger, report):
-    """The DataLoss of each partition (`kafkafmt.discovery.Partition`s about to be exported) given
+    """The DataLoss of each partition (`kafkafmt.log._discovery.Partition`s about to be exported) given
     the ledger ({(topic, partition): next offset}) and the report of finding them (gaps between
     tiered uploads and local segments)."""
     known_topics = {t for t, _ in ledger}

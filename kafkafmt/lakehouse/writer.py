@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from kafkafmt.durable import crash_point
+from kafkafmt._util.durable import crash_point
 
 __all__ = ["RollingWriter"]
 

@@ -17,7 +17,7 @@ temporary file is removed by the next run), and the manifest names everything ne
 `undo` reverts the steps newest first -- each by what the file is now, so a step interrupted before
 its ``done`` line is reverted too when it took effect -- and checks every restored file's CRC.
 
-Test hook: ``KAFKAFMT_CRASH_AFTER=N`` (`kafkafmt.durable`) ends the process (``os._exit``) right after the N-th
+Test hook: ``KAFKAFMT_CRASH_AFTER=N`` (`kafkafmt._util.durable`) ends the process (``os._exit``) right after the N-th
 durable point (a flushed backup, temporary file, manifest line or file-system change).
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ import shutil
 import numpy as np
 
 from kafkafmt._native.scan import crc32c
-from kafkafmt.durable import crash_point, fsync_dir
+from kafkafmt._util.durable import crash_point, fsync_dir
 from kafkafmt.errors import RecoveryError
 from kafkafmt.recovery.lock import locked_log_dir
 from kafkafmt.recovery.plan import TEMP_SUFFIX, ActionKind

@@ -8,7 +8,7 @@ Rules, all from Apache Kafka's sources (file and method named at each rule below
   ``TimeIndex.maybeAppend(maxTimestampSoFar, offsetOfMaxTimestampSoFar)``; the max timestamp so far
   is replaced only by a strictly greater one, with the batch's *last* offset; at the end
   ``maybeAppend(..., skipFullCheck=true)`` adds the final entry when the timestamp grew.
-  `kafkafmt.sidefiles.build_index_entries` implements exactly this (``rolled=True``).
+  `kafkafmt.log._sidefiles.build_index_entries` implements exactly this (``rolled=True``).
 * KAFKA-16310: a leader before that fix (``LogValidator.assignOffsetsNonCompressed``) wrote, for
   uncompressed CreateTime batches, the offset of the *record* holding the max timestamp instead of
   the batch's last offset (``timeindex_offsets="record"`` reproduces it; recovery itself, followers
@@ -35,15 +35,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kafkafmt import sidefiles
-from kafkafmt.decoder import DecodeOptions, decode, scan_batches
-from kafkafmt.discovery import list_segments
-from kafkafmt.framing import window
-from kafkafmt.names import segment_base
-from kafkafmt.ranges import read_range
-from kafkafmt.reports import ReportEntry, ReportKind
-from kafkafmt.segments import DEFAULT_INDEX_INTERVAL, Segment
-from kafkafmt.storage import LocalStorage
+from kafkafmt.log import _sidefiles as sidefiles
+from kafkafmt.record._decoder import DecodeOptions, decode, scan_batches
+from kafkafmt.log._discovery import list_segments
+from kafkafmt.log._framing import window
+from kafkafmt.log._names import segment_base
+from kafkafmt.log._ranges import read_range
+from kafkafmt.log._notes import ReportEntry, ReportKind
+from kafkafmt.log._segments import DEFAULT_INDEX_INTERVAL, Segment
+from kafkafmt.storage._storage import LocalStorage
 
 __all__ = ["SegmentScan", "scan_segment", "ProducerState", "RebuiltIndexes", "rebuild_indexes",
            "index_entries", "TIMEINDEX_OFFSETS"]
@@ -124,7 +124,7 @@ def scan_segment(path, base_offset=None, *, max_batch_bytes=256 << 20) -> Segmen
 
     The fast path is one C framing scan with every CRC checked (what ``LogSegment.recover``'s
     ``batch.ensureValid()`` checks); only a segment where that finds anything wrong is read again
-    with `kafkafmt.ranges.read_range` in salvage mode (records decoded, each corrupt stretch
+    with `kafkafmt.log._ranges.read_range` in salvage mode (records decoded, each corrupt stretch
     skipped and named, resynchronizing on the next batch whose CRC verifies), the same reading
     ``kafkafmt verify`` does.
     """

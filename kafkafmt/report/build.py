@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from kafkafmt.discovery import REPLICAS, discover
-from kafkafmt.names import segment_base
+from kafkafmt.log._discovery import REPLICAS, discover
+from kafkafmt.log._names import segment_base
 from kafkafmt.report.checks import check_partition
 from kafkafmt.report.figures import Acc, partition_stats, totals
 from kafkafmt.report.lag import committed_offsets, consumer_lag
@@ -271,7 +271,7 @@ def build(paths, *, topics=None, partitions=None, replicas="all", storage_option
     Parameters
     ----------
     paths : str, path-like or list of them
-        Roots as `kafkafmt.discovery.discover` takes them (local or object storage).
+        Roots as `kafkafmt.log._discovery.discover` takes them (local or object storage).
     topics, partitions : list, optional
         Only these topics / partition numbers (``__consumer_offsets`` is still read for the lag).
     replicas : {"all", "dedup"}

@@ -11,7 +11,7 @@ Checked, per partition:
   last offset >= base offset; offsets not below the segment's base offset (its file name); record
   offsets increasing and inside their batch;
 * ``.index``, ``.timeindex``, ``.txnindex``: as ``kafka-dump-log --verify-index-only`` and Kafka's
-  sanity checks (`kafkafmt.sidefiles`);
+  sanity checks (`kafkafmt.log._sidefiles`);
 * producer state ``.snapshot`` files, ``leader-epoch-checkpoint``, ``partition.metadata``: readable,
   CRCs, epochs increasing.
 
@@ -23,11 +23,11 @@ import functools
 
 import numpy as np
 
-from kafkafmt import sidefiles
+from kafkafmt.log import _sidefiles as sidefiles
 from kafkafmt.errors import KafkafmtError
-from kafkafmt.logdir import iter_log_dir
-from kafkafmt.names import file_kind, is_leftover_file, segment_base
-from kafkafmt.records import Table
+from kafkafmt.read._readers import iter_log_dir
+from kafkafmt.log._names import file_kind, is_leftover_file, segment_base
+from kafkafmt.record._records import Table
 from kafkafmt.report.figures import CHUNK_BYTES
 from kafkafmt.report.problems import Problem, report_problem
 
@@ -353,7 +353,7 @@ def _reason(exc):
 
 
 def check_partition(part, on_problem=None, on_chunk=None):
-    """The `Problem` s of one partition (`kafkafmt.discovery.Partition`), as ``kafkafmt verify`` lists them."""
+    """The `Problem` s of one partition (`kafkafmt.log._discovery.Partition`), as ``kafkafmt verify`` lists them."""
     c = Checker(on_problem, on_chunk)
     c.partition(part)
     return c.problems

@@ -24,9 +24,9 @@ import collections
 
 import numpy as np
 
-from kafkafmt.logdir import iter_log_dir
-from kafkafmt.names import segment_base
-from kafkafmt.records import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
+from kafkafmt.read._readers import iter_log_dir
+from kafkafmt.log._names import segment_base
+from kafkafmt.record._records import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 from kafkafmt.report.problems import report_problem
 
 __all__ = ["Acc", "PartitionStats", "partition_stats", "totals", "CHUNK_BYTES"]
@@ -238,7 +238,7 @@ class PartitionStats:
 
 
 def partition_stats(part, *, on_chunk=None, on_problem=None, max_bytes=CHUNK_BYTES):
-    """Per-segment figures of a partition (`kafkafmt.discovery.Partition`), from its log start offset.
+    """Per-segment figures of a partition (`kafkafmt.log._discovery.Partition`), from its log start offset.
 
     Every batch is read (salvaging, CRCs checked, control records included); ``on_chunk(records)``
     sees each chunk as it is read (progress, timelines), ``on_problem(problem)`` each problem found.

@@ -393,7 +393,7 @@ def write_html(report, path, title=None, compress_js=True):
     int
         The size of the page in bytes.
     """
-    from kafkafmt.durable import write_atomic
+    from kafkafmt._util.durable import write_atomic
 
     data = to_html(report, title, compress_js).encode("utf-8")
     write_atomic(path, data)

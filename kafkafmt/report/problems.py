@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkafmt.reports import ReportKind
+from kafkafmt.log._notes import ReportKind
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Problem:
 
 
 def report_problem(entry, file=None):
-    """A Problem from a `kafkafmt.reports.ReportEntry` of a read's ``report``; None for index
+    """A Problem from a `kafkafmt.log._notes.ReportEntry` of a read's ``report``; None for index
     fallbacks (the library warns about those itself)."""
     if entry.kind is ReportKind.INDEX_FALLBACK:
         return None

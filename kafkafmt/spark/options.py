@@ -140,7 +140,7 @@ class Options:
     ending_ts: object = None
     include_headers: bool = False
     include_log_dir: bool = False            # includeLogDir: the logDir column (several copies of a partition)
-    replicas: str = "all"                    # all | dedup (kafkafmt.discovery.REPLICAS)
+    replicas: str = "all"                    # all | dedup (kafkafmt.log._discovery.REPLICAS)
     fail_on_data_loss: bool = True
     min_partitions: int = None
     isolation: str = "read_uncommitted"
@@ -155,7 +155,7 @@ class Options:
     timestamp_strategy: str = "error"        # startingOffsetsByTimestampStrategy: error | latest
     extra: dict = field(default_factory=dict)
     storage_options: dict = None             # storage.<key> options, for the filesystem (never logged)
-    value_format: str = None                 # valueFormat / keyFormat: typed values (kafkafmt.typed)
+    value_format: str = None                 # valueFormat / keyFormat: typed values (kafkafmt.values._typed)
     key_format: str = None
     schema_registry: str = None
     value_schema: object = None
@@ -196,8 +196,8 @@ def _storage_value(v):
 
 
 def _typed_options(o, opts):
-    from kafkafmt.typed import reader_schema_of_text
-    from kafkafmt.values import FORMATS
+    from kafkafmt.values._typed import reader_schema_of_text
+    from kafkafmt.values._formats import FORMATS
 
     for key, attr in (("valueformat", "value_format"), ("keyformat", "key_format")):
         if key in opts:
@@ -313,7 +313,7 @@ def parse(options, stream=False) -> Options:
     if "includelogdir" in opts:
         o.include_log_dir = _bool(opts["includelogdir"], "includeLogDir")
     if "replicas" in opts:
-        from kafkafmt.discovery import REPLICAS
+        from kafkafmt.log._discovery import REPLICAS
 
         o.replicas = str(opts["replicas"]).strip().lower()
         if o.replicas not in REPLICAS:

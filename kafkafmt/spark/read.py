@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from kafkafmt.decoder import DecodeOptions
+from kafkafmt.record._decoder import DecodeOptions
 from kafkafmt.errors import KafkafmtError, ValueDecodeError
-from kafkafmt.taskreader import read_task
-from kafkafmt.records import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
+from kafkafmt.log._taskreader import read_task
+from kafkafmt.record._records import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
 from kafkafmt.spark.typedcols import decode_names
-from kafkafmt.typed import decode_values
+from kafkafmt.values._typed import decode_values
 
 
 

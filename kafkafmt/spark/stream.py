@@ -6,11 +6,11 @@ positions always serialize to the same string -- Spark compares offsets as JSON 
 checkpoint reads the way a Kafka query's does.
 
 Driver side (``initialOffset`` / ``latestOffset`` / ``partitions``): a `LogDirWatcher` asks the
-library's one discovery (`kafkafmt.discovery.discover`) for the partitions under the paths every
+library's one discovery (`kafkafmt.log._discovery.discover`) for the partitions under the paths every
 trigger -- log dirs at any depth, tiered-storage uploads, a partition's uploads and local segments
 merged -- and keeps, per partition, where the header scan of its newest segment stopped. The
 discovery keeps the listings of local folders whose mtime has not changed (and is older than
-`kafkafmt.storage.SETTLE_SECONDS`: file-system timestamps are coarse), so a trigger costs a ``stat``
+`kafkafmt.storage._storage.SETTLE_SECONDS`: file-system timestamps are coarse), so a trigger costs a ``stat``
 per folder and one of the newest ``.log`` per partition when nothing changed; only bytes appended
 since the last trigger are scanned (batch headers, no decoding). A batch cut off mid-write ends the
 scan before it: its offsets become visible once the broker has finished writing it. "earliest" is
@@ -18,7 +18,7 @@ a partition's log start offset (`Partition.earliest`: its log dir's ``log-start-
 when DeleteRecords moved it).
 
 Object storage (``s3://bucket/kafka-logs`` etc. with ``storage.<key>`` options, through
-kafkafmt.storage): no change markers exist there, so each trigger lists the folders again -- the
+kafkafmt.storage._storage): no change markers exist there, so each trigger lists the folders again -- the
 only polling cost -- and reads bytes only of a segment object that appeared or grew (from its last
 offset-index entry on).
 
@@ -42,9 +42,9 @@ import time
 
 import kafkafmt
 from kafkafmt.errors import DataLossError
-from kafkafmt.framing import entry_size_at, scan_range
-from kafkafmt.planner import deal
-from kafkafmt.records import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
+from kafkafmt.log._framing import entry_size_at, scan_range
+from kafkafmt.log._planner import deal
+from kafkafmt.record._records import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
 from kafkafmt.spark.typedcols import SchemaChangedError, decode_names
 
@@ -111,7 +111,7 @@ def _tp(t, p):
 # --- the driver's view of the log dirs ---------------------------------------------------------------
 
 class _Partition:
-    """What the driver knows about one partition: the library's `kafkafmt.discovery.Partition` (a
+    """What the driver knows about one partition: the library's `kafkafmt.log._discovery.Partition` (a
     folder, tiered uploads, or both merged), its segments, and where the header scan of its newest
     segment stopped."""
 
@@ -161,7 +161,7 @@ class LogDirWatcher:
 
     # listing
     def _discover(self):
-        from kafkafmt.discovery import discover
+        from kafkafmt.log._discovery import discover
         from kafkafmt.errors import PathNotFoundError
 
         report = []
@@ -367,7 +367,7 @@ def _index_hint(seg, size):
 # --- the stream reader -------------------------------------------------------------------------------
 
 class StreamPartition(InputPartition):
-    """Offset ranges (topic, partition, `kafkafmt.discovery.Partition`, start, end) read by one Spark task."""
+    """Offset ranges (topic, partition, `kafkafmt.log._discovery.Partition`, start, end) read by one Spark task."""
 
     def __init__(self, index, ranges):
         super().__init__(index)

@@ -1,12 +1,12 @@
 """Typed keys and values in Spark (``valueFormat`` / ``keyFormat``): the same decoding as the
-library (`kafkafmt.typed`), with a schema known when the query is planned. Spark holds
+library (`kafkafmt.values._typed`), with a schema known when the query is planned. Spark holds
 microseconds: nanosecond timestamps, times and durations (JSON Schema date-times, Protobuf
 Timestamps) are truncated to them.
 
 * On the driver, `plan_typed` opens the schema registry once, resolves each subscribed topic's
-  reader schema to the schema id it names now and *pins* it (`kafkafmt.typed.TypedOptions.pin`),
+  reader schema to the schema id it names now and *pins* it (`kafkafmt.values._typed.TypedOptions.pin`),
   and computes the Spark type of ``value`` / ``key``: several topics' types merged into one
-  (`kafkafmt.values.merge_types`), converted to types Spark holds (`spark_arrow_type`: enums as
+  (`kafkafmt.values._formats.merge_types`), converted to types Spark holds (`spark_arrow_type`: enums as
   strings, unsigned integers widened, fixed as binary).
 * On the executors, `SparkTyped.open` reopens the registry once per process (the pinned ids keep
   the types the driver planned, whatever the registry learned since) and decodes each chunk.
@@ -23,8 +23,8 @@ import dataclasses
 import threading
 
 from kafkafmt.spark.options import OptionError
-from kafkafmt.typed import NO_SCHEMA_FORMATS, open_typed
-from kafkafmt.values import conform, merge_types
+from kafkafmt.values._typed import NO_SCHEMA_FORMATS, open_typed
+from kafkafmt.values._formats import conform, merge_types
 
 __all__ = ["SparkTyped", "plan_typed", "subscribed_topics", "decode_names", "spark_arrow_type", "SchemaChangedError"]
 
@@ -86,7 +86,7 @@ class SparkTyped:
     types: tuple                   # (side, Arrow type of the merged column) pairs
 
     def open(self):
-        """The `kafkafmt.typed.TypedOptions`, its registry opened once per process."""
+        """The `kafkafmt.values._typed.TypedOptions`, its registry opened once per process."""
         with _LOCK:
             typed = _OPENED.get(self)
             if typed is None:
@@ -152,7 +152,7 @@ def decode_names(names, typed):
     instead of their schema id and error columns."""
     if typed is None:
         return list(names)
-    from kafkafmt.records import TYPED_COLUMNS
+    from kafkafmt.record._records import TYPED_COLUMNS
 
     extra = {c for cols in TYPED_COLUMNS.values() for c in cols}
     out = [n for n in names if n not in extra]

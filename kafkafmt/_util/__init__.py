@@ -1,0 +1,1 @@
+"""Helpers every layer uses: thread pools, times, progress bars, durable writes (private to kafkafmt)."""

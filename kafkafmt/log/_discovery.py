@@ -1,0 +1,706 @@
+"""Finding Kafka data: roots (paths, URLs, lists of both) -> log dirs -> partitions -> segments.
+
+The one discovery every door uses -- the library's readers, the command line, Spark's batch planner
+and its stream reader -- so the same roots give the same partitions whichever door asks.
+
+* A folder is a *partition folder* when its name is ``<topic>-<partition>`` and it holds segment
+  files (or, empty, sits beside other partition folders in a log dir). A folder that holds partition
+  folders or ``meta.properties`` is a *log dir*, whatever its own name -- so ``kafka-logs-1`` (several
+  brokers on one host) is a log dir, not partition 1 of a topic ``kafka-logs``.
+* Roots are walked to any depth (`MAX_DEPTH`): log dirs, partition folders given alone, tiered-storage
+  uploads of every layout in `kafkafmt.log._tiered.LAYOUTS` -- also side by side under one root -- and the
+  files lying outside partition folders (a KRaft ``bootstrap.checkpoint``, loose segments), the same
+  for the local disk and object stores. A folder reached twice (a symlink) is read once.
+* A partition with tiered uploads and a local folder is one partition: the uploads (older) and the
+  local segments (newer) merged in offset order, a segment in both read once (the local copy), a gap
+  between them reported (`ReportKind.GAP`).
+* Copies of one partition in several log dirs (replicas, a backup beside the original) are all read,
+  told apart by their log dir (the ``logDir`` column); ``replicas="dedup"`` keeps the most complete copy
+  of each and reports the others and where the copies disagree.
+* A log dir's ``log-start-offset-checkpoint`` (records deleted by DeleteRecords) sets each of its
+  partitions' `Partition.log_start_offset`, where "earliest" begins.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kafkafmt.log import _sidefiles as sidefiles
+from kafkafmt.log import _tiered as tiered
+from kafkafmt.errors import KafkafmtError, KafkafmtWarning, NotALogDirError, PathNotFoundError, StorageError
+from kafkafmt.log._names import (holds_segment_files, is_leftover_dir, is_leftover_segment_file, partition_of_name,
+                            SEGMENT_LOG)
+from kafkafmt.log._notes import ReportEntry, ReportKind
+from kafkafmt.log._segments import Segment
+from kafkafmt.storage._storage import open_storage
+
+__all__ = ["Partition", "Found", "MAX_DEPTH", "REPLICAS", "LOG_START_CHECKPOINT", "discover", "find_partitions",
+           "resolve_partition", "folder_kind", "find_log_dirs", "list_partitions", "list_segments"]
+
+MAX_DEPTH = 8                       # folders below a root searched for Kafka data
+REPLICAS = ("all", "dedup")         # what to do with several copies of one partition
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+
+
+# ----------------------------------------------------------------------------------------------
+# folders
+
+_PASS = "__pass__"      # the cache's key for the current discovery pass
+
+
+def _listing(path, storage, cache=None):
+    """Entries of a folder (kafkafmt.storage._storage.Entry: name, path, size, is_dir, version); errors name
+    it. ``cache`` ({path: (token, entries)}) keeps listings of folders whose change token
+    (`Storage.change_token`: a local folder's mtime) is unchanged and settled; a folder without one
+    (an object store's) is listed once per discovery pass."""
+    token = None
+    if cache is not None:
+        token = storage.change_token(path)
+        hit = cache.get((storage.url(path), "listing"))
+        if hit is not None:
+            if token is not None and hit[0] == token and storage.settled(token):
+                return hit[1]
+            if token is None and hit[0] == ("pass", cache.get(_PASS)):
+                return hit[1]
+        if token is None:
+            token = ("pass", cache.get(_PASS))
+    try:
+        entries = storage.list(path)
+    except PathNotFoundError:
+        raise PathNotFoundError(f"no such file or directory: {storage.url(path)}", file=storage.url(path)) from None
+    except StorageError as exc:
+        if not storage.exists(path):
+            raise PathNotFoundError(f"no such file or directory: {storage.url(path)}",
+                                    file=storage.url(path)) from None
+        if not storage.isdir(path):
+            raise NotALogDirError(f"not a directory: {storage.url(path)}", file=storage.url(path)) from None
+        raise exc
+    if cache is not None:
+        cache[(storage.url(path), "listing")] = (token, entries)
+    return entries
+
+
+def _storage_of(path, storage):
+    """(storage, path as it names it) for a path or URL given to a public function: ``storage``
+    when given, else the one the path names (`kafkafmt.storage._storage.open_storage`)."""
+    if storage is not None:
+        return storage, path
+    st, p = open_storage(path)
+    return st, (os.fspath(p) if st.is_local else p)
+
+
+def folder_kind(path, entries=None, storage=None, cache=None):
+    """"partition", "log_dir" or None for a folder (see the module docstring for the rules)."""
+    storage, path = _storage_of(path, storage)
+    entries = _listing(path, storage, cache) if entries is None else entries
+    names = [e.name for e in entries]
+    if "meta.properties" in names:
+        return "log_dir"
+    subdirs = [e for e in entries if e.is_dir]
+    if partition_of_name(storage.name(path)) is not None and holds_segment_files(names) and not any(
+            partition_of_name(d.name) is not None for d in subdirs):
+        return "partition"
+    for d in subdirs:
+        if partition_of_name(d.name) is not None and holds_segment_files(
+                [e.name for e in _listing(d.path, storage, cache)]):
+            return "log_dir"
+    if any(is_leftover_dir(d.name) for d in subdirs):
+        return "log_dir"
+    return None
+
+
+def list_segments(folder, report=None, storage=None, cache=None):
+    """The segments of a partition folder in offset order (sizes, versions and side files from one
+    listing).
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        The partition folder.
+    report : list, optional
+        Leftovers (``.deleted``, ``.cleaned``, ``.swap`` files) are named in it as `ReportEntry`.
+    storage : Storage, optional
+        Where the path is (a `kafkafmt.storage._storage` Storage); by default from the path (local, or an
+        fsspec URL).
+    cache : optional
+        A listing cache (the stream reader's).
+
+    Returns
+    -------
+    list of Segment
+
+    Examples
+    --------
+    >>> import shutil
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "copy/payments-0")
+    >>> open(f"{folder}/00000000000000000000.log.deleted", "wb").close()   # a broker leftover
+    >>> report = []
+    >>> for seg in kafkafmt.list_segments(folder, report):
+    ...     print(seg.base_offset, seg.size)
+    0 974
+    45 961
+    71 1140
+    >>> report[0].kind, report[0].message
+    (<ReportKind.LEFTOVER: 'leftover'>, 'broker leftover (deleted/cleaned/swap file) skipped')
+    """
+    storage, folder = _storage_of(folder, storage)
+    entries = _listing(folder, storage, cache)
+    names = {e.name: e for e in entries if not e.is_dir}
+    segments = []
+    for name, e in names.items():
+        m = SEGMENT_LOG.match(name)
+        if m:
+            stem = name[:-len(".log")]
+            present = {k for k in ("index", "timeindex", "txnindex") if f"{stem}.{k}" in names}
+            segments.append(Segment(folder, int(m.group("base")), e.size, storage=storage, present=present,
+                                    version=e.version))
+        elif is_leftover_segment_file(name) and report is not None:
+            report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(e.path),
+                                      "broker leftover (deleted/cleaned/swap file) skipped"))
+    segments.sort(key=lambda s: s.base_offset)
+    return segments
+
+
+# ----------------------------------------------------------------------------------------------
+# partitions
+
+@dataclass(frozen=True)
+class Partition:
+    """A partition: a folder of a log dir, tiered-storage uploads, or both merged; unpacks as
+    (topic, partition, folder).
+
+    ``storage``: where ``folder`` is (a `kafkafmt.storage._storage` Storage); ``log_dir``: the log dir it was
+    found in (None for uploads and for a partition folder given alone); ``segments``: its segments
+    when known in advance (uploads, merged places), else listed on demand; ``log_start_offset``: the
+    log dir's ``log-start-offset-checkpoint`` entry for it (records below it were deleted)."""
+    topic: str
+    partition: int
+    folder: str
+    storage: object
+    log_dir: object = None
+    segments: object = None
+    log_start_offset: object = None
+    root: object = None          # the root it was found under (tiered uploads: the storage path of the root)
+
+    @property
+    def name(self):
+        return f"{self.topic}-{self.partition}"
+
+    def __iter__(self):
+        return iter((self.topic, self.partition, self.folder))
+
+    @property
+    def url(self):
+        return self.storage.url(self.folder)
+
+    @property
+    def log_dir_url(self):
+        """Where it was found (path or URL): its log dir, the root of uploads, else the folder holding
+        its partition folder (None for a file outside any partition folder)."""
+        where = self.log_dir if self.log_dir is not None else self.root
+        if where is None and self.topic is None:
+            return None
+        if where is None:
+            where = self.storage.parent(self.folder if not self.storage.is_local else os.path.abspath(self.folder))
+        return self.storage.url(where)
+
+    @property
+    def key(self):
+        """What tells copies of a folder apart: its real path (a symlink is the folder it points to)."""
+        return os.path.realpath(self.folder) if self.storage.is_local else self.url
+
+    def list_segments(self, report=None, cache=None):
+        """Its segments in offset order."""
+        if self.segments is not None:
+            return list(self.segments)
+        return list_segments(self.folder, report, self.storage, cache)
+
+    def files(self, cache=None):
+        """(name, path or URL) of every file in its folder (segments, side files, checkpoints, KRaft
+        snapshots), sorted by name."""
+        return [(e.name, e.path if self.storage.is_local else self.storage.url(e.path))
+                for e in _listing(self.folder, self.storage, cache) if not e.is_dir]
+
+    def earliest(self, segments=None):
+        """The first offset a consumer can read ("earliest"): the first segment's base offset, or the
+        log start offset when DeleteRecords moved it further; None without segments."""
+        segments = self.list_segments() if segments is None else segments
+        if not segments:
+            return None
+        first = segments[0].base_offset
+        return first if self.log_start_offset is None else max(first, self.log_start_offset)
+
+
+def list_partitions(log_dir, topics=None, partitions=None, report=None, storage=None):
+    """The partition folders of a log dir as `Partition`s (they unpack as (topic, partition,
+    folder)), sorted. A partition folder given as ``log_dir`` lists itself.
+
+    Parameters
+    ----------
+    log_dir : str or os.PathLike
+        The log dir (or a partition folder).
+    topics : list of str, optional
+        Only these topics.
+    partitions : list of int, optional
+        Only these partition numbers.
+    report : list, optional
+        Leftover folders (``-delete``/``-future``/``-stray``) are named in it as `ReportEntry`.
+    storage : Storage, optional
+        Where the path is (a `kafkafmt.storage._storage` Storage); by default from the path (local, or an
+        fsspec URL).
+
+    Returns
+    -------
+    list of Partition
+
+    Examples
+    --------
+    >>> import os
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> for topic, partition, folder in kafkafmt.list_partitions(sample_dir(), topics=["orders"]):
+    ...     print(topic, partition, os.path.basename(folder))
+    orders 0 orders-0
+    orders 1 orders-1
+    >>> [p.topic for p in kafkafmt.list_partitions(f"{sample_dir()}/payments-0")]
+    ['payments']
+    """
+    storage, log_dir = _storage_of(log_dir, storage)
+    if storage.is_local:
+        log_dir = os.path.normpath(log_dir)
+    entries = _listing(log_dir, storage)
+    if folder_kind(log_dir, entries, storage) == "partition":
+        t, p = partition_of_name(storage.name(log_dir))
+        return [Partition(t, p, log_dir, storage)] if _wanted(t, p, topics, partitions) else []
+    found = [p for p in _log_dir_partitions(storage, log_dir, entries, report, None)
+             if _wanted(p.topic, p.partition, topics, partitions)]
+    return found
+
+
+def _wanted(t, p, topics, partitions):
+    topics = {topics} if isinstance(topics, str) else topics
+    partitions = {partitions} if isinstance(partitions, int) else partitions
+    return (topics is None or t in topics) and (partitions is None or p in partitions)
+
+
+def _log_dir_partitions(storage, log_dir, entries, report, cache):
+    """The partition folders of a log dir (its listing given), with the log start offsets of its
+    checkpoint file."""
+    starts = _log_starts(storage, log_dir, entries, report)
+    found = []
+    for e in entries:
+        if not e.is_dir:
+            continue
+        if is_leftover_dir(e.name):
+            if report is not None:
+                report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(e.path),
+                                          "partition folder being deleted, moved or left stray "
+                                          "(-delete/-future/-stray) skipped"))
+            continue
+        tp = partition_of_name(e.name)
+        if tp is None:
+            continue
+        sub = _listing(e.path, storage, cache)
+        # a partition folder holds segment files, or (empty) sits in a log dir beside others
+        if sub and not holds_segment_files([s.name for s in sub]):
+            continue
+        found.append(Partition(tp[0], tp[1], e.path, storage, log_dir, None, starts.get(tp)))
+    found.sort(key=lambda p: (p.topic, p.partition))
+    return found
+
+
+def _log_starts(storage, log_dir, entries, report):
+    """{(topic, partition): log start offset} of a log dir's checkpoint ({} without one)."""
+    if not any(e.name == LOG_START_CHECKPOINT and not e.is_dir for e in entries):
+        return {}
+    path = storage.join(log_dir, LOG_START_CHECKPOINT)
+    try:
+        return sidefiles.read_offset_checkpoint(storage.read_bytes(path))
+    except KafkafmtError as exc:
+        if report is not None:
+            report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(path),
+                                      f"unreadable {LOG_START_CHECKPOINT} ({exc.reason}): log start offsets unknown"))
+        return {}
+
+
+def find_log_dirs(root, max_depth=MAX_DEPTH, storage=None):
+    """Every log dir at or below ``root`` (any depth up to max_depth), sorted. A partition folder
+    given as root is not a log dir (see `list_partitions`).
+
+    Parameters
+    ----------
+    root : str or os.PathLike
+        A folder (or URL) holding log dirs at any depth, or a log dir.
+    max_depth : int
+        How deep to look below ``root``.
+    storage : Storage, optional
+        Where the path is (a `kafkafmt.storage._storage` Storage); by default from the path (local, or an
+        fsspec URL).
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    Two brokers' log dirs, each holding a copy of a sample partition:
+
+    >>> import shutil
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> _ = shutil.copytree(f"{sample_dir()}/orders-0", "brokers/1/kafka-logs/orders-0")
+    >>> _ = shutil.copytree(f"{sample_dir()}/orders-1", "brokers/2/kafka-logs/orders-1")
+    >>> kafkafmt.find_log_dirs("brokers")
+    ['brokers/1/kafka-logs', 'brokers/2/kafka-logs']
+    >>> kafkafmt.find_log_dirs(sample_dir()) == [sample_dir()]
+    True
+    """
+    found = discover([root], storage=storage, max_depth=max_depth)
+    if found.given_files:
+        raise NotALogDirError(f"not a log dir (a directory holding <topic>-<partition> folders): "
+                              f"{found.given_files[0]}", file=found.given_files[0])
+    return sorted(found.log_dirs_paths)
+
+
+# ----------------------------------------------------------------------------------------------
+# the walk
+
+@dataclass
+class Found:
+    """What `discover` found under the roots: ``partitions`` (in the order of the roots, then
+    sorted), ``files`` (files named as roots and files lying outside partition folders: a KRaft
+    ``bootstrap.checkpoint``, checkpoint files, loose segments), ``given_files`` (those named as
+    roots), ``log_dirs_paths`` (storage paths), ``report`` (leftovers, duplicates, gaps...)."""
+    partitions: list = field(default_factory=list)
+    files: list = field(default_factory=list)
+    given_files: list = field(default_factory=list)
+    log_dirs_paths: list = field(default_factory=list)
+    log_dir_urls: list = field(default_factory=list)
+    empty_log_dirs: list = field(default_factory=list)   # URLs of log dirs holding no partition at all
+    report: list = field(default_factory=list)
+
+    @property
+    def log_dirs(self):
+        """The distinct log dirs (paths or URLs) the partitions come from."""
+        return sorted({p.log_dir_url for p in self.partitions if p.log_dir is not None})
+
+
+class _Walk:
+    """One walk over the roots: what was found, and the folders already visited."""
+
+    def __init__(self, report, max_depth, cache, files):
+        self.found = Found(report=report)
+        self.plain = []
+        self.remote = []
+        self.max_depth = max_depth
+        self.cache = cache
+        self.want_files = files
+        self.seen = set()
+
+    def root(self, storage, path, given):
+        if storage.is_local:
+            path = os.path.normpath(path)
+        try:
+            entries = _listing(path, storage, self.cache)
+        except NotALogDirError:             # a file
+            url = storage.url(path) if not storage.is_local else path
+            self.found.files.append(url)
+            self.found.given_files.append(url)
+            return
+        self.folder(storage, path, 0, None, entries)
+
+    def folder(self, storage, path, depth, parent_name, entries=None):
+        key = os.path.realpath(path) if storage.is_local else storage.url(path)
+        if key in self.seen:                # a symlink to a folder walked already (or a loop)
+            return
+        self.seen.add(key)
+        entries = _listing(path, storage, self.cache) if entries is None else entries
+        kind = folder_kind(path, entries, storage, self.cache)
+        if kind == "partition":
+            tp = partition_of_name(storage.name(path))
+            self.plain.append(Partition(tp[0], tp[1], path, storage))
+            return
+        if kind == "log_dir":
+            self.found.log_dirs_paths.append(path)
+            self.found.log_dir_urls.append(storage.url(path))
+            own = _log_dir_partitions(storage, path, entries, self.found.report, self.cache)
+            if not own:
+                self.found.empty_log_dirs.append(storage.url(path))
+            self.plain += own
+        else:
+            uploads = tiered.partitions_at(storage, path, storage.name(path), entries, parent_name=parent_name)
+            if uploads is not None:
+                self.remote += [(storage, path, u) for u in uploads]
+                return
+        if self.want_files:
+            self.found.files += [e.path if storage.is_local else storage.url(e.path) for e in entries
+                                 if not e.is_dir and not e.name.startswith(".")]
+        if depth >= self.max_depth:
+            return
+        for e in entries:
+            if not e.is_dir or e.name.startswith("."):
+                continue
+            if kind == "log_dir" and (partition_of_name(e.name) is not None or is_leftover_dir(e.name)):
+                continue
+            self.folder(storage, e.path, depth + 1, storage.name(path))
+
+
+def discover(roots, *, topics=None, partitions=None, storage_options=None, filesystem=None, storage=None,
+             tiered_keys=None, replicas="all", report=None, max_depth=MAX_DEPTH, cache=None, files=False):
+    """Everything under one root or a list of roots (paths or URLs, local and remote mixed): a
+    `Found` with the partitions (filtered by topic names and partition numbers; a partition with
+    uploads and local segments merged; copies by ``replicas``) and, with ``files=True``, the files
+    outside partition folders. ``cache``: a dict kept between calls to list again only local
+    folders that changed (the stream reader's polling)."""
+    if replicas not in REPLICAS:
+        raise ValueError(f"replicas must be one of {', '.join(REPLICAS)}, not {replicas!r}")
+    roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
+    cache = {} if cache is None else cache
+    cache[_PASS] = cache.get(_PASS, 0) + 1     # listings without a change token are fresh for this pass
+    walk = _Walk([] if report is None else report, max_depth, cache, files)
+    for root in roots:
+        if storage is not None:
+            st, path = storage, root
+        else:
+            st, path = open_storage(root, storage_options, filesystem)
+            path = os.fspath(path) if st.is_local else path
+        walk.root(st, path, root)
+    found = walk.found
+    plain = _dedup_folders(walk.plain)
+    remote = [_remote_partition(st, path, rp, found.report, tiered_keys) for st, path, rp in walk.remote]
+    parts = _merge_places(plain, remote, found.report, cache)
+    parts = [p for p in parts if _wanted(p.topic, p.partition, _as_set(topics), _as_set(partitions))]
+    if replicas == "dedup":
+        parts = _dedup_replicas(parts, found.report)
+    parts.sort(key=lambda q: (q.topic, q.partition, q.log_dir_url))
+    found.partitions = parts
+    return found
+
+
+def _as_set(v):
+    if v is None:
+        return None
+    return {v} if isinstance(v, (str, int)) else set(v)
+
+
+def _dedup_folders(parts):
+    """One Partition per folder: a partition folder symlinked into two log dirs is one folder, read
+    once (nothing is skipped: no report)."""
+    out, seen = [], set()
+    for p in parts:
+        if p.key not in seen:
+            seen.add(p.key)
+            out.append(p)
+    return out
+
+
+def _remote_partition(storage, root, rp, report, keys):
+    """A tiered-storage partition (`kafkafmt.log._tiered.RemotePartition`) as a Partition; uploads
+    superseded by a later upload of the same segment are reported."""
+    tiered.finish_partitions(storage, [rp], keys=keys)
+    for problem in rp.problems:
+        report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(rp.path), problem))
+    for s in rp.superseded:
+        report.append(ReportEntry(ReportKind.DUPLICATE, storage.url(s.log),
+                                  f"upload {s.segment_id} of segment {s.base_offset} superseded by a later upload "
+                                  f"(it ends at offset {s.end_offset}); skipped"))
+    segs = tuple(Segment.of_remote(s, storage, keys) for s in rp.segments)
+    return Partition(rp.topic, rp.partition, rp.path, storage, None, segs, None, root)
+
+
+def _merge_places(plain, remote, report, cache=None):
+    """Every local copy of a partition with the partition's uploads merged in; uploads without a
+    local copy as partitions of their own."""
+    uploads = {}
+    for r in remote:
+        uploads.setdefault((r.topic, r.partition), []).append(r)
+    out = []
+    merged = set()
+    for p in plain:
+        ups = uploads.get((p.topic, p.partition))
+        if ups:
+            merged.add((p.topic, p.partition))
+            p = _merge(p, ups, report, cache)
+        out.append(p)
+    out += [r for r in remote if (r.topic, r.partition) not in merged]
+    return out
+
+
+def _merge(local, uploads, report, cache=None):
+    """A local partition with its tiered uploads: one segment list in offset order, a segment in
+    both read once (the local copy), a gap between the last upload before the local segments and
+    the first local segment reported."""
+    own = local.list_segments(report, cache)
+    have = {s.base_offset for s in own}
+    older = sorted((s for u in uploads for s in u.segments if s.base_offset not in have), key=lambda s: s.base_offset)
+    segs = sorted(older + own, key=lambda s: s.base_offset)
+    first_local = own[0].base_offset if own else None
+    if older and first_local is not None:
+        prev = [s for s in older if s.base_offset < first_local]
+        if prev:
+            last = prev[-1]
+            end = tiered.segment_end_offset(last.storage, last.remote, keys=last.keys)
+            if end + 1 < first_local:
+                report.append(ReportEntry(ReportKind.GAP, local.url,
+                                          f"offsets {end + 1}..{first_local - 1} are in neither the tiered uploads "
+                                          f"(they end at {end}) nor the local segments (from {first_local})",
+                                          offset=end + 1))
+    return dataclasses.replace(local, segments=tuple(segs))
+
+
+def _dedup_replicas(parts, report):
+    """Of several copies of one topic-partition, the most complete (the highest log end offset, then
+    the most bytes, then the first found); the others reported, and where the copies disagree."""
+    from kafkafmt.log._framing import last_offset_from
+
+    groups = {}
+    for p in parts:
+        groups.setdefault((p.topic, p.partition), []).append(p)
+    out = []
+    for copies in groups.values():
+        if len(copies) == 1:
+            out.append(copies[0])
+            continue
+        facts = []
+        for c in copies:
+            segs = c.list_segments()
+            end = -1
+            if segs:
+                last = segs[-1]
+                with last.open() as f:
+                    end = last_offset_from(f, 0, last.base_offset)
+            facts.append((end, sum(s.size for s in segs), segs, c))
+        best = max(facts, key=lambda f: (f[0], f[1], -copies.index(f[3])))
+        out.append(best[3])
+        best_segs = {s.base_offset: s for s in best[2]}
+        for end, nbytes, segs, c in facts:
+            if c is best[3]:
+                continue
+            differ = [s.base_offset for s in segs if s.base_offset in best_segs
+                      and not _same_batches(s, best_segs[s.base_offset])]
+            what = f"copy of {c.name} in {c.log_dir_url} (offsets up to {end}, {nbytes} bytes) not read: " \
+                   f"replicas='dedup' reads the copy in {best[3].log_dir_url} (up to {best[0]})"
+            if differ:
+                what += f"; the copies disagree on the segments at {', '.join(map(str, differ[:5]))}"
+                report.append(ReportEntry(ReportKind.MISMATCH, c.url, what))
+            else:
+                report.append(ReportEntry(ReportKind.DUPLICATE, c.url, what))
+    return out
+
+
+def _same_batches(a, b):
+    """Whether two copies of a segment agree where both hold records. Batch headers first (a
+    follower's copy is the leader's batches, maybe fewer of them); from the first batch whose header
+    differs, the records of both copies are decoded and compared offset by offset (key, value,
+    timestamp) -- copies written apart can split batches differently and still hold the same records."""
+    from kafkafmt.record._decoder import decode
+    from kafkafmt.log._framing import scan_range, window
+
+    if a.size == b.size and a.version is not None and a.version == b.version:
+        return True
+    with a.open() as fa, b.open() as fb:
+        ta, _ = scan_range(fa, 0, fa.size)
+        tb, _ = scan_range(fb, 0, fb.size)
+        n = min(len(ta), len(tb))
+        same = np.ones(n, bool)
+        for c in ("position", "size", "crc", "base_offset"):
+            same &= ta[c][:n] == tb[c][:n]
+        k = int(np.argmin(same)) if not same.all() else n
+        if k == n:
+            return True             # one copy's batches are the other's first ones
+        recs = []
+        for f, t in ((fa, ta), (fb, tb)):
+            pos = int(t["position"][k])
+            end = int(t["position"][-1] + t["size"][-1])
+            buf, base = window(f, pos, end)
+            recs.append(decode(buf, start=pos - base, stop=end - base, verify_crc=None, headers=False))
+    ra, rb = recs
+    common, ia, ib = np.intersect1d(ra.offset, rb.offset, return_indices=True)
+    if not len(common):
+        return True
+    if not (ra.timestamp[ia] == rb.timestamp[ib]).all():
+        return False
+    for col in ("key", "value"):
+        if getattr(ra, col).take(ia).to_pylist() != getattr(rb, col).take(ib).to_pylist():
+            return False
+    return True
+
+
+def find_partitions(roots, topics=None, partitions=None, report=None, storage_options=None, filesystem=None,
+                    tiered_keys=None, replicas="all"):
+    """Every partition under one root or a list of roots (paths or URLs, local and remote mixed):
+    partition folders, log dirs or folders holding log dirs at any depth, and tiered-storage
+    uploads (Kafka's and Aiven's layouts), side by side or merged (see the module doc).
+    tiered_keys: {key id: RSA private key (PEM)} for encrypted Aiven uploads. A root that is a
+    file raises NotALogDirError; a topic, partition or root that matches nothing warns."""
+    roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
+    found = discover(roots, topics=topics, partitions=partitions, report=report, storage_options=storage_options,
+                     filesystem=filesystem, tiered_keys=tiered_keys, replicas=replicas)
+    if found.given_files:
+        f = found.given_files[0]
+        raise NotALogDirError(f"not a log dir (a directory holding <topic>-<partition> folders): {f}", file=f)
+    _warn_if_nothing_matched(roots, found, topics, partitions)
+    return found.partitions
+
+
+def _warn_if_nothing_matched(roots, found, topics, partitions):
+    """A KafkafmtWarning when a read would silently give nothing: no partition at all under the
+    roots, or a topic / partition asked for that none of them has (a typo, a wrong prefix). An
+    empty log dir (a broker's with no partitions yet) is said to be one."""
+    where = ", ".join(map(str, roots))
+    parts = found.partitions
+    if not parts and topics is None and partitions is None:
+        if found.empty_log_dirs:
+            n = len(found.empty_log_dirs)
+            warnings.warn(f"the log dir{'s' if n > 1 else ''} {', '.join(found.empty_log_dirs)} "
+                          f"hold{'' if n > 1 else 's'} no partitions", KafkafmtWarning, stacklevel=3)
+        else:
+            warnings.warn(f"no partition folders, log dirs or tiered-storage uploads under {where}", KafkafmtWarning,
+                          stacklevel=3)
+        return
+    names = _as_set(topics) or set()
+    missing = sorted(names - {p.topic for p in parts}) if partitions is None else []
+    if missing:
+        warnings.warn(f"no partition of topic{'s' if len(missing) > 1 else ''} {', '.join(missing)} under {where}",
+                      KafkafmtWarning, stacklevel=3)
+    gone = sorted((_as_set(partitions) or set()) - {p.partition for p in parts})
+    if gone:
+        warnings.warn(f"no partition {', '.join(map(str, gone))} under {where}"
+                      + (f" of {', '.join(sorted(names))}" if names else ""), KafkafmtWarning, stacklevel=3)
+
+
+def resolve_partition(folder, storage_options=None, filesystem=None):
+    """The `Partition` a folder path or URL names: a ``<topic>-<partition>`` folder (with its log
+    dir's log start offset), or a tiered upload folder of Kafka's layout (``<topic>-<partition>-<topicId>``)."""
+    if isinstance(folder, Partition):
+        return folder
+    storage, path = open_storage(folder, storage_options, filesystem)
+    path = os.fspath(path) if storage.is_local else path
+    if not storage.exists(path):
+        raise PathNotFoundError(f"no such partition folder: {storage.url(path)}", file=storage.url(path))
+    if not storage.isdir(path):
+        raise NotALogDirError(f"not a partition folder (<topic>-<partition>): {storage.url(path)}",
+                              file=storage.url(path))
+    name = storage.name(path)
+    entries = storage.list(path)
+    if folder_kind(path, entries, storage) != "partition":
+        uploads = tiered.partitions_at(storage, path, name, entries)
+        if uploads:
+            return _remote_partition(storage, storage.parent(path), uploads[0], [], None)
+    tp = partition_of_name(name)
+    if tp is None:
+        raise NotALogDirError(f"not a partition folder (<topic>-<partition>): {storage.url(path)}",
+                              file=storage.url(path))
+    parent = storage.parent(os.path.abspath(path) if storage.is_local else path)
+    starts = {}
+    try:
+        starts = _log_starts(storage, parent, storage.list(parent), None)
+    except StorageError:
+        pass                 # the parent cannot be listed: no log start offset known
+    return Partition(tp[0], tp[1], path, storage, None, None, starts.get(tp))

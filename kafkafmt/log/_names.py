@@ -1,0 +1,117 @@
+"""Kafka's names for what a log dir holds -- every file and folder naming rule, in one place.
+
+``<log.dir>/<topic>-<partition>/<20-digit base offset>.log`` plus side files (``.index``,
+``.timeindex``, ``.txnindex``, ``.snapshot``), ``partition.metadata`` and ``leader-epoch-checkpoint``;
+broker leftovers (``.deleted``/``.cleaned``/``.swap`` files, ``-delete``/``-future``/``-stray``
+folders). Names only: nothing here touches a file.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from kafkafmt.log import _sidefiles as sidefiles
+
+__all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES", "segment_file_name", "segment_base",
+           "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir", "is_leftover_segment_file",
+           "is_segment_file", "holds_segment_files", "file_kind"]
+#: a partition folder: ``<topic>-<partition>`` (topic names may hold dashes and dots)
+PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+#: a segment's log file
+SEGMENT_LOG = re.compile(r"^(?P<base>\d{20})\.log$")
+#: any file of a segment: ``<base>.<suffix>``
+_SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
+#: suffixes the broker appends to files it is deleting, cleaning or swapping in
+LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
+_LEFTOVER_FILE = re.compile(r"^\d{20}\.(log|index|timeindex|txnindex|snapshot)\.(deleted|cleaned|swap)$|"
+                            r"^\d{20}\.(cleaned|swap|deleted)$")
+#: partition folders being deleted (``<tp>.<uuid>-delete``), moved (``-future``) or left stray
+_LEFTOVER_DIR = re.compile(r".*-(delete|future|stray)$")
+#: files a broker keeps inside a partition folder besides segments
+PARTITION_FILES = ("partition.metadata", "leader-epoch-checkpoint")
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    """``00000000000000000042.log`` for (42, ".log")."""
+    return f"{base_offset:020d}{suffix}"
+
+
+def log_name_of(path):
+    """The ``.log`` file name of the segment a file belongs to (``…42.index`` -> ``…42.log``), by
+    Kafka's rule for a segment file's base offset (the digits before the first ``.``); None when
+    the name has none."""
+    try:
+        return segment_file_name(sidefiles.offset_from_file_name(path), ".log")
+    except ValueError:
+        return None
+
+
+def segment_base(path):
+    """Base offset of a ``<20 digits>.log`` file, else None."""
+    m = SEGMENT_LOG.match(os.path.basename(os.fspath(path)))
+    return int(m.group("base")) if m else None
+
+
+def partition_of_name(name):
+    """(topic, partition) for a folder name ``<topic>-<partition>``; None otherwise and for the
+    broker's leftover folders."""
+    name = os.path.basename(os.path.normpath(os.fspath(name)))
+    m = PARTITION_DIR.match(name)
+    if not m or _LEFTOVER_DIR.match(name):
+        return None
+    return m.group("topic"), int(m.group("partition"))
+
+
+def is_leftover_file(path) -> bool:
+    """A file the broker is deleting, cleaning or swapping in (``.deleted``/``.cleaned``/``.swap``)."""
+    return os.path.basename(os.fspath(path)).endswith(LEFTOVER_SUFFIXES)
+
+
+def is_leftover_dir(path) -> bool:
+    """A partition folder being deleted, moved to another log dir, or left stray."""
+    return _LEFTOVER_DIR.match(os.path.basename(os.path.normpath(os.fspath(path)))) is not None
+
+
+def file_kind(path):
+    """What a file is, from its name (as Kafka decides by suffix): log, index, timeindex, txnindex,
+    producer-snapshot, kraft-snapshot, leader-epoch, partition-metadata, offset-checkpoint,
+    quorum-state, meta-properties; None when unknown. Broker leftovers are classified by the name
+    before their leftover suffix."""
+    name = os.path.basename(os.fspath(path))
+    for suffix in LEFTOVER_SUFFIXES:
+        if name.endswith(suffix):
+            name = name[:-len(suffix)]
+            break
+    if name.endswith(".log") or name.endswith(".log.bin"):
+        return "log"
+    for suffix, kind in ((".index", "index"), (".timeindex", "timeindex"), (".txnindex", "txnindex"),
+                         (".snapshot", "producer-snapshot"), (".checkpoint", "kraft-snapshot")):
+        if name.endswith(suffix):
+            return kind
+    if name == "leader-epoch-checkpoint":
+        return "leader-epoch"
+    if name == "partition.metadata":
+        return "partition-metadata"
+    if name.endswith("-checkpoint"):
+        return "offset-checkpoint"
+    if name == "quorum-state":
+        return "quorum-state"
+    if name == "meta.properties":
+        return "meta-properties"
+    return None
+
+
+def is_segment_file(name) -> bool:
+    """A segment's file: ``<20 digits>.log|index|timeindex|txnindex|snapshot``."""
+    return _SEGMENT_FILE.match(name) is not None
+
+
+def is_leftover_segment_file(name) -> bool:
+    """A segment file the broker is deleting, cleaning or swapping in (``…42.log.deleted``, ``…42.swap``)."""
+    return _LEFTOVER_FILE.match(name) is not None
+
+
+def holds_segment_files(names) -> bool:
+    """Do these file names include a partition folder's own files (segments, their leftovers,
+    ``partition.metadata``, ``leader-epoch-checkpoint``)?"""
+    return any(is_segment_file(n) or n in PARTITION_FILES or is_leftover_segment_file(n) for n in names)

@@ -1,0 +1,370 @@
+"""Write partition directories exactly as a Kafka broker lays them out.
+
+``<topic>-<partition>/`` holds segments named by their base offset (20 digits): ``.log`` (the
+batches), ``.index`` (sparse: relative offset -> byte position, one entry per
+``index_interval_bytes`` of log, holding the batch's last offset), ``.timeindex`` (max timestamp
+so far -> relative offset), ``.txnindex`` (aborted transactions whose ABORT marker lies in the
+segment), plus ``leader-epoch-checkpoint`` and ``partition.metadata``.
+
+Segments roll like the broker's: a batch that would take the segment past ``segment_bytes`` starts
+a new segment (a segment always holds at least one batch). Transactions are tracked like the
+broker's producer state: an ABORT marker for a producer with an open transaction adds an entry
+(producer id, first offset, last offset, last stable offset) to the active segment's .txnindex.
+
+**An existing partition folder is continued, never rewritten.** Opening one reads its state as a
+broker does at start-up -- the log end offset, each producer's last sequence, the transactions still
+open, the leader-epoch history, the topic id -- and new batches go into new segments from the log end
+offset on (as after a roll). No byte of an existing segment is touched; ``leader-epoch-checkpoint``
+keeps its entries and gains one only when the leader epoch rises. A partition whose end is damaged
+(a cut-off or corrupt last batch) is refused: ``kafkafmt recover`` repairs it first. Every file is
+written through a temporary file and a rename (`kafkafmt._util.durable`), index files before their
+``.log``, so a crash leaves the folder as it was or with whole new segments.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+
+import numpy as np
+
+from kafkafmt.log import _sidefiles as sidefiles
+from kafkafmt.record._decoder import decode, scan_batches
+from kafkafmt._util.durable import write_atomic
+from kafkafmt.record._encoder import encode_columns, encode_control, encode_empty_batch, to_columns
+from kafkafmt.errors import EncodeError, KafkafmtError
+from kafkafmt.log._discovery import list_segments
+from kafkafmt.log._framing import scan_range
+from kafkafmt.log._names import PARTITION_DIR, segment_file_name
+
+__all__ = ["LogWriter", "write_log_dir"]
+
+
+class _PartitionState:
+    """What a broker knows of a partition folder at start-up (LogLoader): where its log ends, each
+    producer's next sequence, the transactions still open, the leader-epoch history, the topic id,
+    and the names of its files."""
+
+    __slots__ = ("log_end", "sequences", "open_txns", "epochs", "topic_id", "files", "empty_tail")
+
+    @classmethod
+    def read(cls, folder):
+        """The state of an existing partition folder, or None when there is none (or it is empty)."""
+        if not os.path.isdir(folder):
+            return None
+        files = frozenset(os.listdir(folder))
+        segments = list_segments(folder)
+        if not segments and not files:
+            return None
+        st = cls()
+        st.files = files
+        # without segments (all deleted by retention), the newest producer snapshot names the log end
+        snapshots = [int(n[:20]) for n in files if n.endswith(".snapshot") and n[:20].isdigit()]
+        st.log_end = segments[0].base_offset if segments else max(snapshots, default=0)
+        st.sequences, st.open_txns = {}, {}
+        # an empty newest segment (just rolled) is where the broker would append: it may be replaced
+        st.empty_tail = os.path.basename(segments[-1].log) if segments and segments[-1].size == 0 else None
+        for seg in segments:
+            st.log_end = max(st.log_end, seg.base_offset)
+            with seg.open() as f:
+                table, info = scan_range(f, 0, f.size, verify_crc=False)
+            if info["tail"] is not None or info["error"] is not None:
+                why = info["error"]["reason"] if info["error"] is not None else f"a {info['tail']} tail"
+                at = int(info["valid_bytes"])
+                raise KafkafmtError(f"cannot append to a partition whose log is damaged: {why} after position {at} "
+                                    "(run `kafkafmt recover --apply` on it first)", file=seg.url, position=at)
+            st._follow(table)
+        epochs = os.path.join(folder, "leader-epoch-checkpoint")
+        st.epochs = []
+        if os.path.exists(epochs):
+            e = sidefiles.read_leader_epoch_checkpoint(epochs)["entries"]
+            st.epochs = [(int(a), int(b)) for a, b in zip(e["epoch"], e["start_offset"])]
+        meta = os.path.join(folder, "partition.metadata")
+        st.topic_id = sidefiles.read_partition_metadata(meta)["topic_uuid"] if os.path.exists(meta) else None
+        return st
+
+    def _follow(self, t):
+        """Producer state from batch headers, in log order (ProducerStateManager's replay)."""
+        if not len(t):
+            return
+        self.log_end = max(self.log_end, int(t["last_offset"][-1]) + 1)
+        pid, seq, base, last = t["producer_id"], t["base_sequence"], t["base_offset"], t["last_offset"]
+        txn, ctl = t["is_transactional"], t["is_control"]
+        for i in map(int, (pid >= 0).nonzero()[0]):
+            p = int(pid[i])
+            if ctl[i]:
+                self.open_txns.pop(p, None)
+                continue
+            if seq[i] >= 0:
+                self.sequences[p] = (int(seq[i]) + int(last[i] - base[i]) + 1) % (1 << 31)
+            if txn[i]:
+                self.open_txns.setdefault(p, int(base[i]))
+
+
+class _Segment:
+    def __init__(self, base_offset):
+        self.base_offset = base_offset
+        self.parts = []        # encoded batch bytes, in order
+        self.size = 0
+        self.aborted = []      # (producer_id, first_offset, last_offset, last_stable_offset)
+        self.heads = []        # (size, last offset, max timestamp) of each batch, for the indexes
+
+    def batches(self):
+        """The batch table the indexes are built from (batches contiguous from position 0)."""
+        size, last, ts = (np.array(c, np.int64) for c in zip(*self.heads)) if self.heads else \
+            (np.zeros(0, np.int64),) * 3
+        return {"size": size, "last_offset": last, "max_timestamp": ts}
+
+
+class LogWriter:
+    """Append records and transaction markers to a partition directory, then `close()` it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The partition folder, ``<topic>-<partition>`` (created if missing).
+    segment_bytes : int
+        Roll a new ``.log`` segment at this size (Kafka's ``segment.bytes``).
+    index_interval_bytes : int
+        Bytes between ``.index``/``.timeindex`` entries (Kafka's ``index.interval.bytes``).
+    base_offset : int, optional
+        The first offset of an empty folder (default 0, or the end of what the folder holds).
+    leader_epoch : int, optional
+        The partition leader epoch written into every batch and ``leader-epoch-checkpoint``.
+    topic_id : optional
+        The topic id written into ``partition.metadata``.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> with kafkafmt.LogWriter("out/orders-0", segment_bytes=1 << 20) as w:
+    ...     w.append(values=[b"a", b"b"], timestamps=[1, 2], compression="lz4")
+    ...     w.append(values=[b"c"], timestamps=[3], producer_id=7, transactional=True)
+    ...     w.append_control("abort", producer_id=7, timestamp=4)
+    (0, 1)
+    (2, 2)
+    3
+    >>> len(kafkafmt.read_log_dir("out/orders-0", isolation="read_committed"))
+    2
+    """
+
+    def __init__(self, path, *, segment_bytes=1 << 30, index_interval_bytes=4096, base_offset=None,
+                 leader_epoch=None, topic_id=None):
+        self.path = os.fspath(path)
+        m = PARTITION_DIR.match(os.path.basename(os.path.normpath(self.path)))
+        if not m:
+            raise EncodeError(f"a partition directory is named <topic>-<partition>, not {self.path!r}")
+        self.topic, self.partition = m.group("topic"), int(m.group("partition"))
+        if segment_bytes < 1:
+            raise EncodeError("segment_bytes must be positive")
+        self.segment_bytes = segment_bytes
+        self.index_interval_bytes = index_interval_bytes
+        self.open_txns = {}    # producer_id -> first offset of its ongoing transaction
+        self.sequences = {}    # producer_id -> next sequence number
+        self.epochs = []       # the leader-epoch history already on disk: [(epoch, start offset)]
+        self.first_v2_offset = None
+        self.closed = False
+        state = _PartitionState.read(self.path)
+        end = state.log_end if state is not None else 0
+        if base_offset is None:
+            base_offset = end
+        elif base_offset < end:
+            raise EncodeError(f"{self.path} holds offsets up to {end - 1}: appending continues at its log end offset "
+                              f"{end}, not at base_offset={base_offset} (existing records are never replaced)")
+        if state is not None:
+            self.open_txns, self.sequences, self.epochs = state.open_txns, state.sequences, state.epochs
+            if topic_id is not None and state.topic_id is not None and \
+                    sidefiles.encode_partition_metadata(topic_id) != sidefiles.encode_partition_metadata(state.topic_id):
+                raise EncodeError(f"{self.path} belongs to topic id {state.topic_id}, not {topic_id}")
+            topic_id = state.topic_id if topic_id is None else topic_id
+        last_epoch = self.epochs[-1][0] if self.epochs else None
+        if leader_epoch is None:
+            leader_epoch = last_epoch if last_epoch is not None else 0
+        elif last_epoch is not None and leader_epoch < last_epoch:
+            raise EncodeError(f"leader_epoch {leader_epoch} is below the partition's latest epoch {last_epoch} "
+                              "(leader epochs never go back)")
+        self.existing = state.files - {state.empty_tail} if state is not None else frozenset()
+        self.next_offset = base_offset
+        self.leader_epoch = leader_epoch
+        # deterministic by default, so generated directories are reproducible
+        self.topic_id = topic_id if topic_id is not None else uuid.uuid5(uuid.NAMESPACE_URL, f"kafkafmt:{self.topic}")
+        self.segments = [_Segment(base_offset)]
+
+    # --- appending ------------------------------------------------------------------------------
+    def _add(self, data: bytes):
+        if not data:
+            return
+        table, _ = scan_batches(data, verify_crc=None)      # headers only: the writer's own output
+        if (table.magic < 2).any():
+            # a v0/v1 wrapper's max timestamp is that of its inner messages: decoded, not in a header
+            table = decode(data, verify_crc=None, keys=False, values=False, headers=False).batches
+        pos = table.position.tolist() + [len(data)]
+        for i in range(len(table)):
+            part = data[pos[i]:pos[i + 1]]
+            seg = self.segments[-1]
+            # roll like the broker: when the segment would grow past segment_bytes, or its index
+            # could not hold the batch's offset relative to the base (LogSegment.shouldRoll)
+            if seg.size and (seg.size + len(part) > self.segment_bytes
+                             or int(table.last_offset[i]) - seg.base_offset > 0x7FFFFFFF):
+                seg = _Segment(int(table.base_offset[i]))
+                self.segments.append(seg)
+            elif not seg.size:
+                seg.base_offset = int(table.base_offset[i])
+            if self.first_v2_offset is None and int(table.magic[i]) == 2:
+                self.first_v2_offset = int(table.base_offset[i])   # leader epochs start with v2
+            seg.parts.append(part)
+            seg.size += len(part)
+            seg.heads.append((len(part), int(table.last_offset[i]), int(table.max_timestamp[i])))
+
+    def append(self, records=None, *, keys=None, values=None, timestamps=None, headers=None, offsets=None,
+               magic=2, compression=None, compression_level=None, batch_size=16384, max_records=None,
+               timestamp_type="CreateTime", log_append_time=None, producer_id=-1, producer_epoch=0,
+               transactional=False):
+        """Append records (as `kafkafmt.encode` takes them) at the next offsets; returns (first, last)
+        offset. With producer_id >= 0 the batches carry that producer's sequence numbers; with
+        transactional=True they open (or continue) that producer's transaction."""
+        self._check_open()
+        cols = to_columns(records, keys=keys, values=values, timestamps=timestamps, headers=headers,
+                          offsets=offsets)
+        if cols.n == 0:
+            return None
+        if cols.offset is not None and cols.offset[0] < self.next_offset:
+            raise EncodeError(f"offsets must increase: {cols.offset[0]} < next offset {self.next_offset}")
+        if transactional and producer_id < 0:
+            raise EncodeError("a transactional append needs a producer_id")
+        seq = -1
+        if producer_id >= 0:
+            seq = self.sequences.get(producer_id, 0)
+            self.sequences[producer_id] = (seq + cols.n) % (1 << 31)
+        data = encode_columns(cols, magic=magic, compression=compression, compression_level=compression_level,
+                              batch_size=batch_size, max_records=max_records, base_offset=self.next_offset,
+                              timestamp_type=timestamp_type, log_append_time=log_append_time,
+                              producer_id=producer_id, producer_epoch=producer_epoch if producer_id >= 0 else -1,
+                              base_sequence=seq, transactional=transactional,
+                              partition_leader_epoch=self.leader_epoch if magic == 2 else -1)
+        first, last = int(cols.offset[0]), int(cols.offset[-1])
+        if transactional:
+            self.open_txns.setdefault(producer_id, first)
+        self._add(data)
+        self.next_offset = last + 1
+        return first, last
+
+    def append_empty_batch(self, *, last_offset, timestamp, producer_id=-1, producer_epoch=-1):
+        """Append a batch without records ending at `last_offset` (what compaction leaves behind)."""
+        self._check_open()
+        if last_offset < self.next_offset:
+            raise EncodeError(f"last_offset {last_offset} < next offset {self.next_offset}")
+        self._add(encode_empty_batch(base_offset=last_offset, last_offset=last_offset, timestamp=timestamp,
+                                     producer_id=producer_id, producer_epoch=producer_epoch,
+                                     partition_leader_epoch=self.leader_epoch))
+        self.next_offset = last_offset + 1
+
+    def append_control(self, kind, *, producer_id, producer_epoch=0, coordinator_epoch=0, timestamp=None):
+        """Append a COMMIT or ABORT marker ending `producer_id`'s transaction; returns its offset."""
+        self._check_open()
+        offset = self.next_offset
+        data = encode_control(kind, offset=offset, producer_id=producer_id, producer_epoch=producer_epoch,
+                              coordinator_epoch=coordinator_epoch, timestamp=timestamp,
+                              partition_leader_epoch=self.leader_epoch)
+        self._add(data)
+        first = self.open_txns.pop(producer_id, None)
+        if str(kind).lower() == "abort" and first is not None:
+            # Kafka's ProducerStateManager.lastStableOffset: the first offset of the next
+            # transaction still open, else just past this marker
+            others = [f for f in self.open_txns.values()]
+            lso = min(others) if others else offset + 1
+            self.segments[-1].aborted.append((producer_id, first, offset, lso))
+        self.next_offset = offset + 1
+        return offset
+
+    # --- writing out ----------------------------------------------------------------------------
+    def _check_open(self):
+        if self.closed:
+            raise EncodeError("this LogWriter is closed")
+
+    def close(self):
+        """Write the new segments with their indexes, and the partition's checkpoint files."""
+        if self.closed:
+            return
+        self.closed = True
+        os.makedirs(self.path, exist_ok=True)
+        segs = [s for s in self.segments if s.size]
+        if not segs and not self.existing:
+            segs = [self.segments[0]]      # a new partition folder: one empty segment, as a broker creates
+        for seg in segs:
+            base = seg.base_offset
+            name = segment_file_name(base, ".log")
+            if name in self.existing:       # (cannot happen: new segments start at the log end offset)
+                raise EncodeError(f"{os.path.join(self.path, name)} already exists")
+            index, timeindex = sidefiles.build_index_entries(seg.batches(), self.index_interval_bytes,
+                                                             rolled=True)  # as after a clean shutdown
+            # the side files first: a .log without them is rebuilt by Kafka, side files without a .log are
+            # removed as orphans; the .log's rename is what makes the segment part of the partition
+            sidefiles.write_index(os.path.join(self.path, segment_file_name(base, ".index")), index, base)
+            sidefiles.write_timeindex(os.path.join(self.path, segment_file_name(base, ".timeindex")), timeindex, base)
+            if seg.aborted:
+                sidefiles.write_txnindex(os.path.join(self.path, segment_file_name(base, ".txnindex")), seg.aborted)
+            write_atomic(os.path.join(self.path, name), seg.parts)
+        # Kafka assigns leader epochs to v2 batches only: an entry starts at the first of them under
+        # a new epoch, after the history already there
+        epochs = list(self.epochs)
+        if self.first_v2_offset is not None and (not epochs or self.leader_epoch > epochs[-1][0]):
+            epochs.append((self.leader_epoch, self.first_v2_offset))
+        if epochs != self.epochs or "leader-epoch-checkpoint" not in self.existing:
+            sidefiles.write_leader_epoch_checkpoint(os.path.join(self.path, "leader-epoch-checkpoint"), epochs)
+        if "partition.metadata" not in self.existing:
+            sidefiles.write_partition_metadata(os.path.join(self.path, "partition.metadata"), self.topic_id)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+
+
+def write_log_dir(path, records=None, *, segment_bytes=1 << 30, index_interval_bytes=4096, base_offset=None,
+                  leader_epoch=None, topic_id=None, **append_kwargs):
+    """Write `records` (anything `kafkafmt.encode` takes) as a partition directory, or append them
+    to an existing one (see `LogWriter`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The partition folder, ``<topic>-<partition>`` (created if missing).
+    records : optional
+        Anything `kafkafmt.encode` takes (or give ``keys=``, ``values=``, ... instead).
+    segment_bytes, index_interval_bytes, base_offset, leader_epoch, topic_id : optional
+        As `LogWriter` takes them.
+    **append_kwargs
+        `LogWriter.append`'s (magic, compression, batch_size, timestamp_type, producer_id,
+        transactional...).
+
+    Returns
+    -------
+    LogWriter
+        The closed writer.
+
+    Raises
+    ------
+    KafkafmtError
+        The existing partition's log is damaged (``kafkafmt recover`` repairs it first).
+
+    Examples
+    --------
+    A sample partition written again in small segments, then one more record appended:
+
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0")
+    >>> _ = kafkafmt.write_log_dir("out/payments-0", recs, segment_bytes=1024, batch_size=512)
+    >>> [seg.base_offset for seg in kafkafmt.list_segments("out/payments-0")]
+    [0, 15, 31, 47, 63, 80, 95, 110]
+    >>> _ = kafkafmt.write_log_dir("out/payments-0", values=[b"one more"], timestamps=[1767225700000])
+    >>> kafkafmt.read_log_dir("out/payments-0").offset[-3:]
+    array([120, 121, 122])
+    """
+    w = LogWriter(path, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes,
+                  base_offset=base_offset, leader_epoch=leader_epoch, topic_id=topic_id)
+    w.append(records, **append_kwargs)
+    w.close()
+    return w

@@ -1,0 +1,358 @@
+"""Log dirs as a Polars LazyFrame (``kafkafmt.polars.scan_log_dirs``), and through it in DuckDB's SQL.
+
+The frame is a Polars IO source (``polars.io.plugins.register_io_source``). When it is collected,
+Polars hands the source the columns it needs and the query's predicate; the source reads only:
+
+* the partitions whose ``topic`` and ``partition`` can satisfy the predicate (each conjunct on those
+  two columns alone is evaluated on the partitions found, with Polars itself);
+* from the first offset a conjunct ``offset >= / > / == / is_between`` allows, up to the last one
+  ``offset < / <= / == / is_between`` allows (index seeks: `kafkafmt.log._planner`);
+* from the first offset whose record has ``timestamp >=`` the lower bound of a conjunct
+  ``timestamp >= / > / == / is_between`` (Kafka's offsets-for-times, the readers'
+  ``start_timestamp``: no record before that offset is that recent, so the read is a superset).
+  An upper time bound prunes nothing: timestamps are not monotonic in a partition, so a record
+  after the first one at or past the bound may still be below it;
+* the key, value and headers columns only when the query uses them (``columns=``);
+* and it stops once ``n_rows`` rows passed (``head``/``limit``).
+
+Pruning only ever reads a superset of the rows the predicate keeps: the whole predicate is then
+applied to every chunk by Polars, so the answer is that of reading everything and filtering.
+
+DuckDB (>= 2.0) scans a LazyFrame with projection and filter pushdown: its filters become Polars
+predicates, and so the same pruning::
+
+    lf = kafkafmt.polars.scan_log_dirs("/var/lib/kafka")
+    duckdb.sql("SELECT topic, count(*) FROM lf WHERE timestamp >= now() - INTERVAL 1 HOUR GROUP BY topic")
+"""
+from __future__ import annotations
+
+import json
+
+from kafkafmt.read._stream import empty_schema
+from kafkafmt.log._discovery import find_partitions
+from kafkafmt.read._readers import iter_log_dir
+from kafkafmt.record._records import COLUMNS
+
+__all__ = ["scan_log_dirs", "pushdown"]
+
+#: options of `iter_log_dir` a scan takes (the rest -- columns, report, keep_empty -- the scan decides)
+_READ_OPTIONS = ("start_offset", "end_offset", "start_timestamp", "end_timestamp", "isolation", "errors",
+                 "verify_crc", "include_control", "max_decompressed", "max_bytes", "threads", "binary")
+
+# expression nodes whose value for a row depends on that row alone (no aggregation, window or
+# sort): a conjunct made of them can be evaluated on the topic and partition of each partition
+_ROW_WISE_OPS = {"Eq", "NotEq", "Lt", "LtEq", "Gt", "GtEq", "And", "Or", "Xor", "EqValidity", "NotEqValidity",
+                 "Plus", "Minus", "Multiply", "TrueDivide", "FloorDivide", "Modulus"}
+_ROW_WISE_FUNCTIONS = {("Boolean", "IsIn"), ("Boolean", "IsBetween"), ("Boolean", "Not"), ("Boolean", "IsNull"),
+                       ("Boolean", "IsNotNull"), ("StringExpr", "StartsWith"), ("StringExpr", "EndsWith"),
+                       ("StringExpr", "Contains")}
+_FLIP = {"Lt": "Gt", "LtEq": "GtEq", "Gt": "Lt", "GtEq": "LtEq", "Eq": "Eq"}
+
+
+def _pl():
+    try:
+        import polars as pl
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("kafkafmt.polars needs polars: pip install 'kafkafmt[polars]'") from exc
+    return pl
+
+
+def _tree(expr):
+    return json.loads(expr.meta.serialize(format="json"))
+
+
+def _function_name(fn):
+    """('Boolean', 'IsIn') of a serialized function node, or None."""
+    if not isinstance(fn, dict) or len(fn) != 1:
+        return None
+    (group, what), = fn.items()
+    name = what if isinstance(what, str) else next(iter(what)) if isinstance(what, dict) and len(what) == 1 else None
+    return (group, name) if name is not None else None
+
+
+def _row_wise(node):
+    """Whether a serialized expression computes each row from that row alone (known nodes only)."""
+    if not isinstance(node, dict) or len(node) != 1:
+        return False
+    (kind, body), = node.items()
+    if kind == "Column":
+        return True
+    if kind == "Literal":
+        return isinstance(body, dict) and set(body) <= {"Scalar", "Dyn"}
+    if kind == "BinaryExpr":
+        return body.get("op") in _ROW_WISE_OPS and _row_wise(body.get("left")) and _row_wise(body.get("right"))
+    if kind == "Cast":
+        return _row_wise(body.get("expr"))
+    if kind == "Function":
+        return _function_name(body.get("function")) in _ROW_WISE_FUNCTIONS and \
+            all(_row_wise(i) for i in body.get("input", ()))
+    return False
+
+
+def _conjuncts(expr):
+    """The expressions ANDed together at the top of `expr` (itself when it is no AND)."""
+    tree = _tree(expr)
+    body = tree.get("BinaryExpr")
+    if body is not None and body.get("op") == "And":
+        # meta.pop gives the root's inputs; which one is which does not matter for an AND
+        out = []
+        for part in expr.meta.pop():
+            out += _conjuncts(part)
+        return out
+    return [expr]
+
+
+def _scalar(expr):
+    """The value of a column-free expression as (dtype, Series of one value), or None."""
+    pl = _pl()
+    if expr.meta.root_names():
+        return None
+    try:
+        s = pl.select(expr).to_series()
+    except Exception:    # not evaluable alone: no bound from it
+        return None
+    return s if len(s) == 1 and s.null_count() == 0 else None
+
+
+def _bound_value(column, s):
+    """A literal compared with `column` as an int: offsets as integers, timestamps as epoch ms
+    rounded down (a lower bound rounded down keeps a superset), or None."""
+    pl = _pl()
+    if column == "offset" and s.dtype.is_integer():
+        return int(s.item())
+    if column == "timestamp" and isinstance(s.dtype, pl.Datetime) and s.dtype.time_zone is not None:
+        return int(s.dt.epoch("us").item()) // 1000
+    return None
+
+
+def _column_of(node):
+    """The column a serialized node is, also through an exact change of a timestamp's unit (what
+    DuckDB's filters apply to a millisecond column), else None."""
+    if not isinstance(node, dict) or len(node) != 1:
+        return None
+    if "Column" in node:
+        return node["Column"]
+    body = node.get("Function")
+    if body is not None and _function_name(body.get("function")) == ("TemporalExpr", "CastTimeUnit") \
+            and len(body.get("input", [])) == 1 and _column_of(body["input"][0]) == "timestamp":
+        return "timestamp"
+    return None
+
+
+def _comparison(expr, tree):
+    """(column, op, value) of ``column <op> literal`` on offset or timestamp (either side), or None."""
+    body = tree.get("BinaryExpr")
+    if body is None or body.get("op") not in _FLIP:
+        return None
+    left, right, op = body.get("left"), body.get("right"), body["op"]
+    inputs = expr.meta.pop()
+    if len(inputs) != 2:
+        return None
+    for col_node, other_node, flip in ((left, right, False), (right, left, True)):
+        column = _column_of(col_node)
+        if column in ("offset", "timestamp") and _column_of(other_node) is None:
+            other = [e for e in inputs if not e.meta.root_names()]
+            if len(other) != 1:
+                return None
+            s = _scalar(other[0])
+            value = None if s is None else _bound_value(column, s)
+            if value is None:
+                return None
+            return column, (_FLIP[op] if flip else op), value
+    return None
+
+
+def _between(expr, tree):
+    """[(column, op, value), ...] of ``column.is_between(lo, hi)`` on offset or timestamp, or None."""
+    body = tree.get("Function")
+    if body is None or _function_name(body.get("function")) != ("Boolean", "IsBetween"):
+        return None
+    inputs = body.get("input", [])
+    column = _column_of(inputs[0]) if len(inputs) == 3 else None
+    if column not in ("offset", "timestamp"):
+        return None
+    closed = body["function"]["Boolean"]["IsBetween"].get("closed")
+    pl = _pl()
+    out = []
+    for node, closed_op, open_op, side in ((inputs[1], "GtEq", "Gt", ("Both", "Left")),
+                                           (inputs[2], "LtEq", "Lt", ("Both", "Right"))):
+        if not isinstance(node, dict) or "Column" in node or not _row_wise(node):
+            return None
+        s = _scalar(pl.Expr.deserialize(json.dumps(node).encode(), format="json"))
+        value = None if s is None else _bound_value(column, s)
+        if value is not None:
+            out.append((column, closed_op if closed in side else open_op, value))
+    return out
+
+
+class Pushdown:
+    """What a predicate lets a scan skip: which (topic, partition) pairs can hold rows it keeps, the
+    offsets [start_offset, end_offset) and the lowest timestamp (ms) a kept row can have. None:
+    unbounded."""
+
+    def __init__(self):
+        self.partition_filters = []     # row-wise conjuncts on topic / partition alone
+        self.start_offset = None
+        self.end_offset = None
+        self.start_timestamp = None
+
+    def __repr__(self):
+        return (f"<Pushdown {len(self.partition_filters)} topic/partition conjuncts, offsets "
+                f"[{self.start_offset}, {self.end_offset}), timestamp >= {self.start_timestamp}>")
+
+    def _lower(self, name, value):
+        cur = getattr(self, name)
+        setattr(self, name, value if cur is None else max(cur, value))
+
+    def _add(self, column, op, value):
+        if column == "offset":
+            if op in ("GtEq", "Gt", "Eq"):
+                self._lower("start_offset", value + (op == "Gt"))
+            if op in ("Lt", "LtEq", "Eq"):
+                end = value + (op != "Lt")
+                self.end_offset = end if self.end_offset is None else min(self.end_offset, end)
+        elif op in ("GtEq", "Gt", "Eq") and value >= 0:
+            # timestamp: only a lower bound maps onto offsets-for-times (a superset of the rows kept)
+            self._lower("start_timestamp", value)
+
+    def keeps(self, partitions):
+        """The partitions (objects with .topic and .partition) the topic/partition conjuncts allow."""
+        if not self.partition_filters or not partitions:
+            return list(partitions)
+        pl = _pl()
+        frame = pl.DataFrame({"topic": [p.topic for p in partitions], "partition": [p.partition for p in partitions]},
+                             schema={"topic": pl.String, "partition": pl.Int32})
+        mask = frame.select(pl.all_horizontal(self.partition_filters).fill_null(False)).to_series()
+        return [p for p, keep in zip(partitions, mask.to_list()) if keep]
+
+
+def pushdown(predicate):
+    """The `Pushdown` of a Polars predicate (None: nothing to skip). Conjuncts that are not
+    understood prune nothing; the predicate must still be applied to what is read."""
+    out = Pushdown()
+    if predicate is None:
+        return out
+    for part in _conjuncts(predicate):
+        try:
+            tree = _tree(part)
+        except Exception:     # not serializable: prunes nothing
+            continue
+        roots = set(part.meta.root_names())
+        if roots and roots <= {"topic", "partition"} and _row_wise(tree):
+            out.partition_filters.append(part)
+            continue
+        if roots == {"offset"} or roots == {"timestamp"}:
+            found = _comparison(part, tree)
+            for column, op, value in ([found] if found else _between(part, tree) or []):
+                out._add(column, op, value)
+    return out
+
+
+def _needed_columns(with_columns, predicate):
+    """kafkafmt's ``columns=`` for a projection and a predicate (None: all)."""
+    if with_columns is None:
+        return None
+    names = set(with_columns) | (set(predicate.meta.root_names()) if predicate is not None else set())
+    return [c for c in COLUMNS if c in names]
+
+
+def _partition_options(part, push, options, report):
+    """The read options of one partition: the user's bounds narrowed by the pushdown."""
+    opts = dict(options)
+    start = push.start_offset
+    if start is not None:
+        user = opts.get("start_offset")
+        start = start if user is None else max(start, user)
+        # an explicit start below the log start offset would read deleted records: never below it
+        earliest = part.earliest(part.list_segments(report))
+        opts["start_offset"] = start if earliest is None else max(start, earliest)
+    if push.end_offset is not None:
+        user = opts.get("end_offset")
+        opts["end_offset"] = push.end_offset if user is None else min(push.end_offset, user)
+    if push.start_timestamp is not None:
+        from kafkafmt._util.times import to_millis
+
+        user = to_millis(opts.get("start_timestamp"), "start_timestamp")
+        opts["start_timestamp"] = push.start_timestamp if user is None else max(push.start_timestamp, user)
+    return opts
+
+
+def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
+                  replicas="all", progress=False, **options):
+    """A Polars LazyFrame of every partition under one or several roots (as `kafkafmt.read_log_dirs`
+    takes them), read when collected, with the columns of ``Records.to_arrow()``.
+
+    Parameters
+    ----------
+    roots : str, path or list of them
+        Log dirs, folders holding log dirs, partition folders, URLs.
+    topics, partitions : optional
+        As `kafkafmt.read_log_dirs` (a filter on the frame does the same and prunes as well).
+    storage_options, filesystem, tiered_keys, replicas
+        As `kafkafmt.read_log_dirs`.
+    progress : bool
+        Show a progress bar (bytes of the partitions to read) on stderr while the frame is collected.
+    **options
+        ``start_offset``, ``end_offset``, ``start_timestamp``, ``end_timestamp``, ``isolation``,
+        ``errors``, ``verify_crc``, ``include_control``, ``max_decompressed``, ``max_bytes`` (the
+        chunk size), ``threads``, ``binary``: as `kafkafmt.iter_log_dir`.
+
+    Returns
+    -------
+    polars.LazyFrame
+        Filters on ``topic``, ``partition``, ``offset`` and ``timestamp`` prune what is read (see the
+        module doc); every filter is applied exactly.
+    """
+    pl = _pl()
+    unknown = sorted(set(options) - set(_READ_OPTIONS))
+    if unknown:
+        raise TypeError(f"scan_log_dirs() got unexpected keyword arguments {', '.join(map(repr, unknown))}")
+    binary = options.get("binary", "contiguous")
+    schema = pl.from_arrow(empty_schema(None, binary).empty_table()).schema
+
+    def source(with_columns, predicate, n_rows, batch_size):
+        push = pushdown(predicate)
+        columns = _needed_columns(with_columns, predicate)
+        report = []
+        found = find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys,
+                                replicas)
+        found = push.keeps(found)
+        left = n_rows
+        bar = _progress_bar(found, report) if progress else None
+        try:
+            for part in found:
+                opts = _partition_options(part, push, options, report)
+                for recs in iter_log_dir(part, columns=columns, report=report, **opts):
+                    if bar is not None:
+                        bar.update(_chunk_bytes(recs))
+                    df = pl.from_arrow(recs.to_arrow())
+                    if predicate is not None:
+                        df = df.filter(predicate)
+                    if with_columns is not None:
+                        df = df.select(with_columns)
+                    if left is not None:
+                        df = df.head(left)
+                        left -= len(df)
+                    if len(df):
+                        yield df
+                    if left is not None and left <= 0:
+                        return
+        finally:
+            if bar is not None:
+                bar.close()
+
+    return pl.io.plugins.register_io_source(source, schema=schema, explain_name="kafkafmt log dirs")
+
+
+def _chunk_bytes(recs):
+    """Stored bytes of a chunk's batches."""
+    return int(recs.batches["size"].sum()) if "size" in recs.batches.columns else 0
+
+
+def _progress_bar(found, report):
+    from kafkafmt._util.progress import progress_bar
+
+    total = 0
+    for part in found:
+        total += sum(int(s.size) for s in part.list_segments(report))
+    return progress_bar(total, label="kafkafmt scan")

@@ -1,0 +1,138 @@
+"""The Arrow PyCapsule interface (``__arrow_c_stream__``, ``__arrow_c_array__``, ``__arrow_c_schema__``)
+of kafkafmt's results: how Polars, DuckDB, pandas, pyarrow and narwhals take them without a copy.
+
+* `Records` and `Table` (in `kafkafmt.record._records`) export what their ``to_arrow()`` gives (the same
+  buffers: no value byte copied).
+* `RecordStream` is what ``iter_log_dir(s)`` return: iterable chunk by chunk exactly as before, and an
+  Arrow stream of the same chunks (``pl.from_arrow(stream)``, ``duckdb.sql("SELECT ... FROM stream")``,
+  ``pa.RecordBatchReader.from_stream(stream)``) pulling one chunk at a time, so memory stays bounded
+  by the chunk size over a whole log dir. Its schema is known before anything is read: that of an
+  empty read with the same options (`empty_schema`).
+
+A stream is consumed once, as the iterator it wraps: a second Arrow consumer is refused (it would
+see nothing) rather than given an empty table.
+"""
+from __future__ import annotations
+
+from kafkafmt.record._decoder import DecodeOptions, decode
+
+__all__ = ["RecordStream", "empty_schema"]
+
+
+def _pa():
+    try:
+        import pyarrow as pa
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("the Arrow interface needs pyarrow: pip install 'kafkafmt[arrow]'") from exc
+    return pa
+
+
+def empty_schema(columns=None, binary="contiguous", typed=None, topics=()):
+    """The pyarrow schema of ``to_arrow()`` of a log-dir read with these options (topic and
+    partition known): what an empty read gives, so it is the one ``Records.to_arrow`` builds.
+    ``typed`` (a `kafkafmt.values._typed.TypedOptions`) and ``topics``: typed keys / values of those
+    topics, their types merged (`kafkafmt.values._formats.merge_types`), and their schema id and error
+    columns."""
+    pa = _pa()
+    options = DecodeOptions.for_columns(columns, binary=binary)
+    empty = decode(b"", **options.decode_kwargs()).replace(topic="", partition=0)
+    schema = empty.to_arrow().schema
+    if typed is None or not typed.active:
+        return schema
+    from kafkafmt.record._records import TYPED_COLUMNS
+    from kafkafmt.values._formats import merge_types
+
+    for side, _, _ in typed.sides():
+        if side not in schema.names:
+            continue
+        t = merge_types([typed.arrow_type(side, topic) for topic in sorted(set(topics)) or [None]])
+        schema = schema.set(schema.get_field_index(side), pa.field(side, t))
+        schema = schema.append(pa.field(TYPED_COLUMNS[side][0], pa.int32())).append(
+            pa.field(TYPED_COLUMNS[side][1], pa.string()))
+    return schema
+
+
+class RecordStream:
+    """The chunks (`Records`) of ``iter_log_dir(s)``: iterate it as the generator it wraps, or hand it
+    to any Arrow consumer (``__arrow_c_stream__``), which pulls one chunk at a time.
+
+    Parameters
+    ----------
+    chunks : iterator of Records
+        The chunks, read lazily.
+    columns, binary : as the readers take them
+        They decide the Arrow schema (`empty_schema`), known before anything is read.
+    typed : kafkafmt.values._typed.TypedOptions, optional
+        Typed keys / values (``value_format=``): their types, merged over ``topics``.
+    topics : list of str
+        The topics the stream reads (for the typed columns' types).
+    """
+
+    def __init__(self, chunks, *, columns=None, binary="contiguous", typed=None, topics=()):
+        self._chunks = iter(chunks)
+        self._columns = columns
+        self._binary = binary
+        self._typed = typed
+        self._topics = tuple(topics)
+        self._schema = None
+        self._exported = False
+
+    # -- the iterator, as before -------------------------------------------------------------------
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._chunks)
+
+    def close(self):
+        """Stop the read (the generator's close: open segments are released)."""
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
+
+    def __repr__(self):
+        return f"<RecordStream of {', '.join(self.schema.names)}>"
+
+    # -- Arrow ---------------------------------------------------------------------------------------
+    @property
+    def schema(self):
+        """The pyarrow schema every chunk's ``to_arrow()`` has."""
+        if self._schema is None:
+            self._schema = empty_schema(self._columns, self._binary, self._typed, self._topics)
+        return self._schema
+
+    def _conform(self, table):
+        if table.schema.equals(self.schema):
+            return table
+        # offsets past 2 GiB in one chunk (large_binary) or a typed column variant: same values
+        from kafkafmt.values._formats import conform
+
+        for f in self.schema:
+            if f.name in ("key", "value") and table.schema.field(f.name).type != f.type:
+                table = table.set_column(table.schema.get_field_index(f.name), f.name,
+                                         conform(table.column(f.name), f.type))
+        return table.cast(self.schema)
+
+    def record_batches(self):
+        """The chunks as pyarrow record batches (on the chunks' buffers), one chunk at a time."""
+        for recs in self:
+            yield from self._conform(recs.to_arrow()).to_batches()
+
+    def to_reader(self):
+        """A ``pyarrow.RecordBatchReader`` over the remaining chunks."""
+        return _pa().RecordBatchReader.from_batches(self.schema, self.record_batches())
+
+    def to_arrow(self):
+        """The remaining chunks as one pyarrow Table (every chunk in memory at once)."""
+        return self.to_reader().read_all()
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        # one consumer: a second one (a query naming the stream twice) would silently see nothing
+        if self._exported:
+            raise ValueError("this stream of chunks was already handed to an Arrow consumer (it is read once): "
+                             "call iter_log_dir(s) again, or use read_log_dir(s) for data read several times")
+        self._exported = True
+        return self.to_reader().__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_schema__(self):
+        return self.schema.__arrow_c_schema__()

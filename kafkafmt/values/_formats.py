@@ -1,0 +1,737 @@
+"""Typed keys and values: one call turns a column of raw keys or values into Arrow, by format.
+
+    dec = decode_column(recs.value, format="avro", registry=open_registry(None, roots=root), topic="orders")
+    dec.values        # pyarrow StructArray typed by the reader schema (null where a value is bad or null)
+    dec.schema_id     # pyarrow int32: the schema id of each framed value (null where not framed)
+    dec.error         # pyarrow string: why a value is null (null where fine, and for tombstones)
+    dec.error_count
+    value_type("avro", registry=reg, topic="orders")   # the Arrow type, before reading anything
+
+Formats are classes in a registry (as kafkafmt.codecs): ``FORMATS[name]``; `register_format`
+adds one. Here:
+
+=============  ==========================================================================================
+``None``       the bytes as they are (``"bytes"`` too): binary
+``"string"``   UTF-8 text: string; invalid UTF-8 is a per-record error
+``"avro"``     the Schema Registry wire format (byte 0x00, big-endian int32 schema id, Avro binary; a
+               top-level ``"bytes"`` schema written raw): each id's writer schema resolved to one
+               reader schema; an id whose schema is not AVRO is a per-record error
+``"registry"`` the wire format, each id's registered type deciding (`kafkafmt.values._registryformat`)
+=============  ==========================================================================================
+
+More formats register themselves when ``kafkafmt`` is imported: ``"protobuf"``, ``"protobuf-raw"``
+(`kafkafmt.values.protobuf._format`), ``"json-schema"``, ``"json"``, ``"connect-json"`` (`kafkafmt.values.json._format`).
+
+**Reader schema** (``reader_schema=``): None takes the latest live version of ``<topic>-value``
+(``<topic>-key`` for keys): the TopicNameStrategy. Otherwise an int (a schema id), a
+`RegisteredSchema`, ``{"version": v}`` / ``{"subject": s, "version": v}`` / ``{"id": i}``, an
+Avro schema (JSON text, parsed JSON or a ``.avsc`` path), or a subject name: its latest live
+version, else that of ``<topic>-<name>``. For topics written with the RecordNameStrategy or
+TopicRecordNameStrategy (several record types per topic) name the record type:
+``reader_schema="com.acme.Order"`` picks subject ``com.acme.Order`` (or ``orders-com.acme.Order``);
+values of other record types do not resolve to it and are per-record errors ("names differ") --
+read the topic once per record type to get each as its own table. Without a registry, a reader
+schema given as a schema is also every id's writer schema.
+
+**Bad values never crash and never pass silently**: no magic byte, a value shorter than the
+framing, an unknown schema id, a truncated or corrupt body, bytes left after the value, a value
+the reader schema cannot hold -> that value is null and ``error`` says why (with the byte position
+inside the value). Bytes left after a value are read as Confluent's deserializers (Java's
+KafkaAvroDeserializer, confluent-kafka's AvroDeserializer) read them -- ignored, the value
+decoded -- and counted in ``trailing_count``; ``trailing="error"`` makes such values errors.
+``strict=True`` raises `ValueDecodeError` for the
+first bad value instead, naming ``file``, its ``positions`` entry and its Kafka offset. Null input
+values (tombstones) stay null without an error.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import threading
+import weakref
+
+import numpy as np
+
+from kafkafmt._native import avro as _kernel
+from kafkafmt.values.avro._plan import ZERO_ITEMS_CAP, AvroPlan
+from kafkafmt.values.avro._schema import parse_registered, parse_schema
+from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
+from kafkafmt.values.registry._sources import InlineSchemaRegistry, RegisteredSchema, SchemaRegistry, open_registry
+
+__all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
+           "get_format", "reader_schema_for", "column_parts", "column_validity", "raise_strict", "nullable_type",
+           "merge_types", "conform"]
+
+#: errors found before decoding (the kernel's own codes are below 64; framing: 64-66)
+E_NO_MAGIC, E_SHORT, E_GUID = (_kernel.FRAME_ERRORS[k] for k in ("NO_MAGIC", "SHORT", "GUID"))
+E_UNKNOWN_ID, E_NOT_AVRO, E_UNSUPPORTED, E_BAD_SCHEMA = 67, 68, 69, 70
+_FRAMING = 5
+
+
+def _pa():
+    try:
+        import pyarrow as pa
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("typed values need pyarrow: pip install 'kafkafmt[arrow]'") from exc
+    return pa
+
+
+@dataclasses.dataclass
+class DecodedColumn:
+    """The result of `decode_column` (and of the readers' ``value_format=`` / ``key_format=``:
+    ``recs.typed``). Its fields, given to the constructor, are its attributes.
+
+    Parameters
+    ----------
+    values : pyarrow.Array or pyarrow.ChunkedArray
+        The decoded values (chunked only if one column would pass 2 GiB).
+    schema_id : pyarrow.Int32Array
+        Schema id of each framed value; null where the value is null or not framed.
+    error : pyarrow.StringArray
+        Why a value is null; null where it decoded (or was null to begin with).
+    error_count : int
+        How many values have an error.
+    format : ValueFormat
+        The format that decoded it (``json()`` renders with it).
+    reader : AvroType or None
+        The reader schema (Avro formats).
+    trailing_count : int
+        Values decoded although bytes followed them (``trailing="ignore"``, the default).
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/shipments-0", value_format="avro")
+    >>> decoded = recs.typed["value"]
+    >>> len(decoded), decoded.error_count, decoded.trailing_count, decoded.reader
+    (2000, 1, 0, <AvroType com.example.logistics.Shipment>)
+    >>> decoded.values[0]["order_id"], decoded.schema_id[0], decoded.error[0]
+    (<pyarrow.StringScalar: 'o-0002419'>, <pyarrow.Int32Scalar: 1>, <pyarrow.StringScalar: None>)
+    >>> decoded.error[1234].as_py()
+    'no magic byte: the value starts with 0x7b, not 0x00 (not the Schema Registry wire format)'
+    >>> decoded.json()[1999]            # as kafka-avro-console-consumer prints it
+    '{"order_id":"o-0003035","carrier":"DHL",...,"tracking":{"string":"TRKE1B00194CD"},"items":["sku-93"]}'
+    """
+    values: object
+    schema_id: object
+    error: object
+    error_count: int
+    format: object = None
+    reader: object = None
+    trailing_count: int = 0
+
+    def __len__(self):
+        return len(self.values)
+
+    def json(self):
+        """Each value as JSON text (None where null): Avro as kafka-avro-console-consumer prints it
+        (`kafkafmt.values.avro._json`), strings as JSON strings, bytes as ISO-8859-1 JSON strings."""
+        return self.format.json(self)
+
+    def _like(self, values, schema_id, error):
+        return dataclasses.replace(self, values=values, schema_id=schema_id, error=error,
+                                   error_count=len(error) - error.null_count,
+                                   trailing_count=self.trailing_count if len(values) == len(self.values) else 0)
+
+    def __getitem__(self, item):
+        """Rows ``item`` (a contiguous slice; zero-copy)."""
+        if not isinstance(item, slice):
+            raise TypeError("DecodedColumn supports slices; index .values for single values")
+        return self._like(self.values[item], self.schema_id[item], self.error[item])
+
+    def take(self, rows):
+        """The rows at ``rows`` (int64 indices), in that order."""
+        pa = _pa()
+        idx = pa.array(np.asarray(rows, np.int64))
+        return self._like(self.values.take(idx), self.schema_id.take(idx), self.error.take(idx))
+
+    @staticmethod
+    def concat(parts):
+        """One column holding the rows of ``parts`` in order (Arrow chunks of one type; several
+        topics' value types are merged into one where Arrow can promote them, e.g. structs with
+        different fields: missing fields are null).
+
+        Raises
+        ------
+        SchemaError
+            The parts' types cannot be merged into one (read the topics separately).
+        """
+        pa = _pa()
+        parts = list(parts)
+        merged = merge_types(p.values.type for p in parts)
+        values = [conform(p.values, merged) for p in parts]
+        values = pa.chunked_array([c for v in values for c in (v.chunks if isinstance(v, pa.ChunkedArray) else [v])],
+                                  merged)
+        first = parts[0]
+        return DecodedColumn(values=values, schema_id=pa.concat_arrays([_one(p.schema_id) for p in parts]),
+                             error=pa.concat_arrays([_one(p.error) for p in parts]),
+                             error_count=sum(p.error_count for p in parts), format=first.format,
+                             reader=first.reader if all(p.reader is first.reader for p in parts) else None,
+                             trailing_count=sum(p.trailing_count for p in parts))
+
+
+def nullable_type(t):
+    """``t`` with every nested field nullable (struct fields, list items, map values)."""
+    pa = _pa()
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, nullable_type(f.type), True, f.metadata) for f in t])
+    if pa.types.is_large_list(t):
+        return pa.large_list(pa.field(t.value_field.name, nullable_type(t.value_type), True))
+    if pa.types.is_list(t):
+        return pa.list_(pa.field(t.value_field.name, nullable_type(t.value_type), True))
+    if pa.types.is_map(t):
+        return pa.map_(t.key_type, pa.field(t.item_field.name, nullable_type(t.item_type), True))
+    return t
+
+
+def merge_types(types):
+    """One Arrow type holding values of every type in ``types`` (several topics' values in one
+    column): the type itself when all are equal, else their fields merged, every field nullable.
+
+    Raises
+    ------
+    SchemaError
+        The types cannot be merged (e.g. a struct and a string).
+    """
+    pa = _pa()
+    types = list(types)
+    if all(t == types[0] for t in types):
+        return types[0]
+    try:
+        return pa.unify_schemas([pa.schema([("v", nullable_type(t))]) for t in types],
+                                promote_options="permissive").field("v").type
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise SchemaError(f"values of types {', '.join(sorted({str(t) for t in types}))} cannot be one column: "
+                          f"read them one topic at a time ({exc})") from None
+
+
+def conform(column, type):
+    """``column`` as Arrow type ``type`` (one that `merge_types` made of its type and others):
+    fields it lacks are null."""
+    pa = _pa()
+    if column.type == type:
+        return column
+    merged = pa.concat_tables([pa.schema([("v", type)]).empty_table(), pa.table({"v": column})],
+                              promote_options="permissive")
+    return merged.column("v").cast(type)
+
+
+def _one(arr):
+    """An Arrow array from an array or a chunked array."""
+    return arr.combine_chunks() if hasattr(arr, "combine_chunks") else arr
+
+
+@dataclasses.dataclass
+class _Ctx:
+    registry: object
+    topic: object
+    is_key: bool
+    reader_schema: object
+    strict: bool = False
+    file: object = None
+    offsets: object = None
+    positions: object = None
+    trailing: str = "ignore"
+
+
+class ValueFormat:
+    """One format: its Arrow type and its decoder (subclass, set ``name``, `register_format`)."""
+
+    name = None
+    #: the registry's schemaType this format decodes (for ``"registry"``), if any
+    schema_type = None
+
+    def value_type(self, ctx):
+        """The Arrow type of the decoded values (before any value is read)."""
+        raise NotImplementedError
+
+    def decode(self, column, ctx):
+        """Decode a pyarrow binary / large_binary array into a `DecodedColumn`."""
+        raise NotImplementedError
+
+    def json(self, decoded):
+        """JSON texts of decoded values."""
+        return [None if v is None else json.dumps(v.decode("latin-1") if isinstance(v, bytes) else v,
+                                                  ensure_ascii=False)
+                for v in decoded.values.to_pylist()]
+
+
+#: format name -> class
+FORMATS = {}
+
+
+def register_format(cls):
+    """Add a `ValueFormat` subclass to FORMATS under its ``name`` (a class decorator)."""
+    FORMATS[cls.name] = cls
+    return cls
+
+
+def get_format(name):
+    """An instance of the format called ``name`` (None and "bytes": the raw bytes)."""
+    cls = FORMATS.get("bytes" if name is None else name)
+    if cls is None:
+        raise ValueError(f"unknown value format {name!r}: one of {sorted(k for k in FORMATS)}")
+    return cls()
+
+
+# ------------------------------------------------------------------------------------------------
+# columns in
+
+def _parts(column):
+    """(pyarrow binary / large_binary array, int64 offsets, uint8 data) of a column."""
+    pa = _pa()
+    from kafkafmt.record._records import BinaryColumn, BinaryViewColumn
+    if isinstance(column, BinaryViewColumn):
+        column = column.to_arrow()
+    elif isinstance(column, BinaryColumn):
+        column = column.to_arrow()
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if not isinstance(column, pa.Array):
+        column = pa.array(column, pa.binary())
+    t = column.type
+    if pa.types.is_string(t):
+        column = column.cast(pa.binary())
+    elif pa.types.is_large_string(t):
+        column = column.cast(pa.large_binary())
+    elif not (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+        column = column.cast(pa.large_binary())      # binary_view, string_view, fixed_size_binary
+    large = pa.types.is_large_binary(column.type)
+    n = len(column)
+    validity, offs, data = column.buffers()[:3]
+    offsets = np.frombuffer(offs, np.int64 if large else np.int32)[column.offset:column.offset + n + 1]
+    offsets = offsets.astype(np.int64, copy=False)
+    data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return column, offsets, data
+
+
+def _validity(column):
+    """(validity bits as uint8, bit offset) of an Arrow array, or (None, 0) when nothing is null."""
+    if not column.null_count:
+        return None, 0
+    return np.frombuffer(column.buffers()[0], np.uint8), column.offset
+
+
+def column_parts(column):
+    """(pyarrow binary / large_binary array, int64 offsets, uint8 data) of a column of raw keys or
+    values (a BinaryColumn, BinaryViewColumn, pyarrow array or a list of bytes)."""
+    return _parts(column)
+
+
+def column_validity(column):
+    """(validity bits as uint8, bit offset) of an Arrow array, or (None, 0) when nothing is null."""
+    return _validity(column)
+
+
+def raise_strict(fmt, ctx, row, text, position=None):
+    """Raise `ValueDecodeError` for bad value ``row`` (strict mode) as every format words it:
+    the file, the row's Kafka offset, and ``position`` (bytes past the row's position in the file)."""
+    what = "key" if ctx.is_key else "value"
+    where = "" if ctx.offsets is None else f" of the record at offset {int(ctx.offsets[row])}"
+    pos = None
+    if ctx.positions is not None:
+        pos = int(ctx.positions[row]) + (position or 0)
+    raise ValueDecodeError(f"bad {fmt.name} {what}{where}: {text}", file=ctx.file, position=pos,
+                           offset=None if ctx.offsets is None else int(ctx.offsets[row]))
+
+
+# ------------------------------------------------------------------------------------------------
+# schemas: parsed once per registry
+
+class _SchemaCache:
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.writers = {}      # (format, id) -> AvroType, or (code, message)
+        self.plans = {}        # reader key -> AvroPlan
+
+
+_CACHES = weakref.WeakKeyDictionary()
+
+
+@functools.lru_cache(maxsize=64)
+def _inline(schema_str):
+    """The registry of a reader schema given without a registry (every id's writer schema too),
+    kept so its plans are compiled once."""
+    return InlineSchemaRegistry(schema_str, source="reader schema (no registry given)")
+_CACHES_LOCK = threading.Lock()
+
+
+def _cache(registry):
+    with _CACHES_LOCK:
+        c = _CACHES.get(registry)
+        if c is None:
+            c = _CACHES[registry] = _SchemaCache()
+        return c
+
+
+def reader_schema_for(registry, topic=None, is_key=False, reader_schema=None):
+    """The reader schema (a `RegisteredSchema`) a read would use (see the module docstring).
+
+    Raises
+    ------
+    SchemaNotFoundError
+        The subject, version or id is not in the registry.
+    SchemaError
+        Nothing names a reader schema (no topic and no reader_schema).
+    """
+    spec = reader_schema
+    subject = None if topic is None else f"{topic}-{'key' if is_key else 'value'}"
+    if isinstance(spec, RegisteredSchema):
+        return spec
+    if isinstance(spec, os.PathLike) or (isinstance(spec, str) and spec.endswith(".avsc") and os.path.isfile(spec)):
+        with open(spec, encoding="utf-8") as f:
+            return RegisteredSchema(id=-1, schema_type="AVRO", schema_str=f.read())
+    if isinstance(spec, list) or (isinstance(spec, dict) and "type" in spec):
+        return RegisteredSchema(id=-1, schema_type="AVRO", schema_str=json.dumps(spec))
+    if isinstance(spec, str) and spec.lstrip()[:1] in ("{", "[", '"'):
+        return RegisteredSchema(id=-1, schema_type="AVRO", schema_str=spec)
+    if registry is None:
+        raise SchemaError("no schema registry to find the reader schema in: give a schema registry, or "
+                          "reader_schema as an Avro schema")
+    if isinstance(spec, bool):
+        raise SchemaError(f"reader_schema cannot be {spec!r}")
+    if isinstance(spec, int):
+        return registry.schema(spec)
+    if isinstance(spec, dict):
+        if "id" in spec:
+            return registry.schema(int(spec["id"]))
+        subject = spec.get("subject", subject)
+        if subject is None:
+            raise SchemaError("reader_schema={'version': ...} needs a topic (or a subject)")
+        version = spec.get("version", "latest")
+        return registry.latest(subject) if version == "latest" else registry.version(subject, int(version))
+    if isinstance(spec, str):
+        try:
+            return registry.latest(spec)
+        except SchemaNotFoundError:
+            if topic is None:
+                raise
+        return registry.latest(f"{topic}-{spec}")
+    if spec is None:
+        if subject is None:
+            raise SchemaError("no reader schema: give the topic (its <topic>-value subject, TopicNameStrategy) "
+                              "or reader_schema")
+        try:
+            return registry.latest(subject)
+        except SchemaNotFoundError as exc:
+            raise SchemaNotFoundError(
+                f"{exc.reason}: no reader schema for topic {topic!r} under the TopicNameStrategy; a topic written "
+                f"with the RecordNameStrategy needs reader_schema='<namespace>.<Record>' (or a schema, an id)"
+            ) from None
+    raise SchemaError(f"reader_schema cannot be a {type(spec).__name__}")
+
+
+# ------------------------------------------------------------------------------------------------
+# the formats
+
+@register_format
+class BytesFormat(ValueFormat):
+    """The raw bytes (binary), unchanged."""
+    name = "bytes"
+
+    def value_type(self, ctx):
+        return _pa().binary()
+
+    def decode(self, column, ctx):
+        pa = _pa()
+        column = _parts(column)[0]
+        n = len(column)
+        return DecodedColumn(column, pa.nulls(n, pa.int32()), pa.nulls(n, pa.string()), 0, self)
+
+
+class _KernelFormat(ValueFormat):
+    """Shared by the formats the Avro kernel decodes: errors and strict mode."""
+
+    def _finish(self, plan, values, errors, schema_id, ids, ctx, messages, trailing=0):
+        """The DecodedColumn: error texts for the rows with an error code (messages(code, id, row)
+        for the codes found before decoding), or the strict error for the first."""
+        pa = _pa()
+        code, pos, node, detail = errors
+        n = len(code)
+        bad = np.flatnonzero(code)
+        if len(bad):
+            texts = np.full(n, None, dtype=object)
+            for i in bad:
+                c = int(code[i])
+                if c >= 64:
+                    texts[i] = messages(c, int(ids[i]), i)
+                else:
+                    texts[i] = (f"{plan.error_text(c, int(node[i]), int(detail[i]))} "
+                                f"(at byte {int(pos[i])} of the value)")
+            error = pa.array(texts, pa.string())
+            if ctx.strict:
+                i = int(bad[0])
+                what = "key" if ctx.is_key else "value"
+                where = "" if ctx.offsets is None else f" of the record at offset {int(ctx.offsets[i])}"
+                position = None
+                if ctx.positions is not None:
+                    position = int(ctx.positions[i]) + (int(pos[i]) if code[i] < 64 else 0)
+                raise ValueDecodeError(f"bad {self.name} {what}{where}: {texts[i]}", file=ctx.file, position=position,
+                                       offset=None if ctx.offsets is None else int(ctx.offsets[i]))
+        else:
+            error = pa.nulls(n, pa.string())
+        return DecodedColumn(values, schema_id, error, len(bad), self, plan.reader, trailing)
+
+
+@register_format
+class StringFormat(_KernelFormat):
+    """UTF-8 text (Arrow string); invalid UTF-8 is a per-record error."""
+    name = "string"
+    _plan = None
+    _lock = threading.Lock()
+
+    def value_type(self, ctx):
+        return _pa().string()
+
+    @classmethod
+    def _get_plan(cls):
+        with cls._lock:
+            if cls._plan is None:
+                plan = AvroPlan(parse_schema('"string"'))
+                plan.add_writer("raw", parse_schema('"bytes"'))
+                cls._plan = plan
+            return cls._plan
+
+    def decode(self, column, ctx):
+        pa = _pa()
+        column, offsets, data = _parts(column)
+        plan = self._get_plan()
+        roots = np.full(len(column), plan.roots["raw"], np.int32)
+        if column.null_count:
+            roots[~np.asarray(column.is_valid())] = -1
+        values, errors, _ = plan.decode(offsets, data, roots, skip=0)
+        return self._finish(plan, values, errors, pa.nulls(len(column), pa.int32()), None, ctx, None)
+
+    def json(self, decoded):
+        return [None if v is None else json.dumps(v, ensure_ascii=False) for v in decoded.values.to_pylist()]
+
+
+@register_format
+class AvroFormat(_KernelFormat):
+    """The Schema Registry wire format with Avro values (see the module docstring)."""
+    name = "avro"
+    schema_type = "AVRO"
+    #: schemaTypes this format decodes; others are per-record errors
+    decodes = ("AVRO",)
+
+    def _registry(self, ctx):
+        reg = ctx.registry
+        if reg is None:
+            rs = reader_schema_for(None, ctx.topic, ctx.is_key, ctx.reader_schema)
+            return _inline(rs.schema_str)
+        return open_registry(reg)
+
+    def plan(self, ctx):
+        """The `AvroPlan` of the reader schema (cached per registry and reader schema)."""
+        reg = self._registry(ctx)
+        cache = _cache(reg)
+        rs = reader_schema_for(reg, ctx.topic, ctx.is_key, ctx.reader_schema)
+        if rs.schema_type not in (None, "AVRO"):
+            raise SchemaError(f"the reader schema ({rs.subject or 'id %d' % rs.id}) is {rs.schema_type}, not AVRO: "
+                              f"read it with format=\"registry\" or its own format")
+        key = (rs.id, rs.schema_str, rs.references)
+        with cache.lock:
+            plan = cache.plans.get(key)
+            if plan is None:
+                plan = cache.plans[key] = AvroPlan(parse_registered(reg, rs))
+        return reg, cache, plan
+
+    def value_type(self, ctx):
+        return self.plan(ctx)[2].arrow_type
+
+    def _writer(self, reg, cache, schema_id):
+        """The parsed writer schema of an id, or (code, message)."""
+        with cache.lock:
+            hit = cache.writers.get((self.name, schema_id))
+            if hit is not None:
+                return hit
+            try:
+                rs = reg.schema(schema_id)
+            except SchemaNotFoundError:
+                hit = (E_UNKNOWN_ID, f"schema id {schema_id} is not in the {reg.source}")
+            else:
+                stype = rs.schema_type or "AVRO"
+                if stype not in self.decodes:
+                    code = E_UNSUPPORTED if self.name == "registry" else E_NOT_AVRO
+                    hit = (code, f"schema id {schema_id} is a {stype} schema: {stype} values are not supported yet"
+                           if code == E_UNSUPPORTED else f"schema id {schema_id} is a {stype} schema, not AVRO")
+                else:
+                    try:
+                        hit = parse_registered(reg, rs)
+                    except (SchemaError, SchemaNotFoundError) as exc:
+                        hit = (E_BAD_SCHEMA, f"schema id {schema_id} cannot be used: {exc.reason}")
+            cache.writers[(self.name, schema_id)] = hit
+            return hit
+
+    def decode(self, column, ctx):
+        pa = _pa()
+        reg, cache, plan = self.plan(ctx)
+        column, offsets, data = _parts(column)
+        bits, bit_offset = _validity(column)
+        ids, slots, uniq = _kernel.frame(offsets, data, bits, bit_offset)
+        problems = {}
+        lut = np.empty(len(uniq), np.int32)
+        for j, sid in enumerate(uniq.tolist()):
+            w = self._writer(reg, cache, sid)
+            if isinstance(w, tuple):
+                lut[j] = -w[0]
+                problems[sid] = w[1]
+            else:
+                try:
+                    lut[j] = plan.add_writer(sid, w)
+                except SchemaError as exc:
+                    lut[j] = -E_BAD_SCHEMA
+                    problems[sid] = f"schema id {sid} cannot be resolved: {exc.reason}"
+        framed = slots >= 0
+        roots = np.where(framed, lut[np.maximum(slots, 0)] if len(lut) else 0, slots).astype(np.int32)
+        values, errors, trailing = plan.decode(offsets, data, roots, skip=_FRAMING,
+                                               trailing_error=ctx.trailing == "error", zero_cap=ZERO_ITEMS_CAP)
+
+        def messages(code, sid, i):
+            length = int(offsets[i + 1] - offsets[i])
+            if code == E_NO_MAGIC:
+                if length == 0:
+                    return "empty value: no magic byte (not the Schema Registry wire format)"
+                return (f"no magic byte: the value starts with 0x{int(data[offsets[i]]):02x}, not 0x00 (not the "
+                        f"Schema Registry wire format)")
+            if code == E_SHORT:
+                return f"value of {length} bytes is shorter than the 5 bytes of the wire format's header"
+            if code == E_GUID:
+                return "magic byte 0x01 (a schema GUID: Confluent's V1 framing) is not supported"
+            return problems.get(sid, f"schema id {sid}: error {code}")
+
+        schema_id = pa.Array.from_buffers(pa.int32(), len(ids), [None if framed.all() else pa.py_buffer(
+            np.packbits(framed, bitorder="little")), pa.py_buffer(ids)])
+        return self._finish(plan, values, errors, schema_id, ids, ctx, messages, trailing)
+
+    def json(self, decoded):
+        from kafkafmt.values.avro._json import avro_json
+        return avro_json(decoded.values, decoded.reader)
+
+
+# ------------------------------------------------------------------------------------------------
+
+def _context(format, registry, topic, is_key, reader_schema, **kw):
+    if format is not None and not isinstance(format, str):
+        raise TypeError(f"format is a name, not {type(format).__name__}")
+    if registry is not None and not isinstance(registry, SchemaRegistry):
+        registry = open_registry(registry)
+    return _Ctx(registry, topic, is_key, reader_schema, **kw)
+
+
+def value_type(format, *, registry=None, topic=None, is_key=False, reader_schema=None):
+    """The Arrow type `decode_column` gives for these arguments, known before any record is read.
+
+    Parameters
+    ----------
+    format : str or None
+        A format name (see `decode_column`).
+    registry, topic, is_key, reader_schema : optional
+        As `decode_column`.
+
+    Returns
+    -------
+    pyarrow.DataType
+
+    Raises
+    ------
+    SchemaNotFoundError, SchemaError, SchemaRegistryError
+        No reader schema can be found, or it is not valid.
+    ValueError
+        An unknown format.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> registry = kafkafmt.open_registry(sample_dir())     # the sample's _schemas topic
+    >>> kafkafmt.value_type("avro", registry=registry, topic="shipments").names
+    ['order_id', 'carrier', 'weight_kg', 'shipped_at', 'tracking', 'items']
+    >>> kafkafmt.value_type("avro", registry=registry, topic="shipments", reader_schema={"version": 1}).names
+    ['order_id', 'carrier', 'weight_kg', 'shipped_at']
+    >>> kafkafmt.value_type("string"), kafkafmt.value_type(None)
+    (DataType(string), DataType(binary))
+    >>> kafkafmt.value_type("avro", registry=registry, topic="orders")
+    Traceback (most recent call last):
+    ...
+    kafkafmt.errors.SchemaNotFoundError: subject 'orders-value' has no live version in the _schemas topic at ...
+    """
+    return get_format(format).value_type(_context(format, registry, topic, is_key, reader_schema))
+
+
+def decode_column(column, *, format, registry=None, topic=None, is_key=False, reader_schema=None, strict=False,
+                  file=None, offsets=None, positions=None, trailing="ignore") -> DecodedColumn:
+    """Decode a column of keys or values in ``format`` (see the module docstring).
+
+    Parameters
+    ----------
+    column : BinaryColumn, BinaryViewColumn or pyarrow binary-like array
+    format : None, "bytes", "string", "avro", "registry", "protobuf", "protobuf-raw", "json-schema", "json",
+        "connect-json" (any name in FORMATS)
+    registry : SchemaRegistry, str or None
+        Where schemas come from (`open_registry` takes the same).
+    topic : str, optional
+        The topic (TopicNameStrategy subjects ``<topic>-value`` / ``<topic>-key``).
+    is_key : bool
+        Keys: the ``-key`` subject.
+    reader_schema : optional
+        The schema the values are read as (see the module docstring).
+    strict : bool
+        Raise `ValueDecodeError` for the first bad value instead of nulling it.
+    file, offsets, positions : optional
+        For error texts: the file, the Kafka offset (int64 array) and byte position in the file
+        (int64 array) of each row.
+    trailing : "ignore" or "error"
+        Bytes after the end of an Avro value: ignored as Confluent's deserializers ignore them
+        (counted in ``trailing_count``), or a per-record error.
+
+    Returns
+    -------
+    DecodedColumn
+
+    Raises
+    ------
+    ValueDecodeError
+        strict=True and a value is bad.
+    SchemaNotFoundError, SchemaError
+        No reader schema, or an invalid one (per-id problems are per-record errors instead).
+
+    Examples
+    --------
+    The sample's shipments: Avro values in the Schema Registry wire format, written with two
+    versions of the subject ``shipments-value``, one value plain JSON; the schemas come from the
+    sample's ``_schemas`` topic:
+
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/shipments-0")
+    >>> registry = kafkafmt.open_registry(sample_dir())
+    >>> decoded = kafkafmt.decode_column(recs.value, format="avro", registry=registry, topic="shipments")
+    >>> decoded.values.type.names
+    ['order_id', 'carrier', 'weight_kg', 'shipped_at', 'tracking', 'items']
+    >>> decoded.values[1999]["tracking"], decoded.values[1999]["items"]
+    (<pyarrow.StringScalar: 'TRKE1B00194CD'>, <pyarrow.ListScalar: ['sku-93']>)
+    >>> decoded.schema_id[:2].to_pylist(), decoded.schema_id[1999], decoded.error_count
+    ([1, 1], <pyarrow.Int32Scalar: 2>, 1)
+    >>> decoded.values[1234].is_valid, decoded.error[1234].as_py()
+    (False, 'no magic byte: the value starts with 0x7b, not 0x00 (not the Schema Registry wire format)')
+    >>> kafkafmt.decode_column(recs.key, format="string").values[:2].to_pylist()
+    ['o-0002419', 'o-0002868']
+
+    ``strict=True`` raises for the first bad value instead, naming its Kafka offset:
+
+    >>> kafkafmt.decode_column(recs.value, format="avro", registry=registry, topic="shipments",
+    ...                        strict=True, offsets=recs.offset)
+    Traceback (most recent call last):
+    ...
+    kafkafmt.errors.ValueDecodeError: bad avro value of the record at offset 1234: no magic byte: ...
+    """
+    if trailing not in ("error", "ignore"):
+        raise ValueError(f"trailing is 'error' or 'ignore', not {trailing!r}")
+    fmt = get_format(format)
+    ctx = _context(format, registry, topic, is_key, reader_schema, strict=strict, file=file, offsets=offsets,
+                   positions=positions, trailing=trailing)
+    return fmt.decode(column, ctx)

@@ -1,0 +1,1 @@
+"""Avro values: schemas, plans compiled once per (writer, reader) pair, JSON text."""

@@ -1,0 +1,1 @@
+"""JSON values: JSON Schema and Connect schemas, plans, the "json", "json-schema" and "connect-json" formats."""

@@ -1,0 +1,1 @@
+"""Protobuf values: .proto schemas compiled at run time, plans, the "protobuf" formats."""

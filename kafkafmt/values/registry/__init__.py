@@ -1,0 +1,1 @@
+"""Schema sources (the _schemas topic, folders, inline schemas, a live registry)."""
