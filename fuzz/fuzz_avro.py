@@ -138,9 +138,9 @@ def _same(a, b):
 
 def check(data):
     import pyarrow as pa
-    from kafkafmt.values.avro._json import storage_values
-    from kafkafmt.values.registry._sources import InlineSchemaRegistry
-    from kafkafmt.values._formats import decode_column
+    from kafkafmt.values.avro import storage_values
+    from kafkafmt.values.registry import InlineSchemaRegistry
+    from kafkafmt.values import decode_column
 
     sel, values = split(data)
     writer, reader, differential = PAIRS[sel % len(PAIRS)]

@@ -139,7 +139,7 @@ def _ints(a, b):
 
 
 def check(data):
-    from kafkafmt.values._formats import decode_column
+    from kafkafmt.values import decode_column
 
     sel, values = split(data)
     target = TARGETS[sel % len(TARGETS)]

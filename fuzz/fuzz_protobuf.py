@@ -63,7 +63,7 @@ _STATE = {}
 def _classes():
     if not _STATE:
         from google.protobuf import message_factory
-        from kafkafmt.values.protobuf._schema import compile_text
+        from kafkafmt.values.protobuf import compile_text
         ps = compile_text(SCHEMA, "fz.proto")
         for name in MESSAGES:
             d = ps.pool.FindMessageTypeByName(name)
@@ -127,7 +127,7 @@ def _indexes(b):
 
 def check(data):
     import pyarrow as pa
-    from kafkafmt.values._formats import decode_column
+    from kafkafmt.values import decode_column
     from protobuf_support import expected, ours, same, to_dict
 
     sel, values = split(data)

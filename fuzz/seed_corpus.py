@@ -32,7 +32,7 @@ import cramjam  # noqa: E402
 import lz4.frame  # noqa: E402
 import zstandard  # noqa: E402
 
-from kafkafmt.record._encoder import encode_empty_batch  # noqa: E402
+from kafkafmt.record import encode_empty_batch  # noqa: E402
 
 TS = 1_600_000_000_000
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")

@@ -1,6 +1,29 @@
-"""Log dirs as a Polars LazyFrame with pushdown (``pip install 'kafkafmt[polars]'``); DuckDB scans it.
+"""Log dirs as a Polars LazyFrame (``kafkafmt.polars.scan_log_dirs``), and through it in DuckDB's SQL.
 
-The implementation lives in `kafkafmt.read`; this module is its public path.
+The frame is a Polars IO source (``polars.io.plugins.register_io_source``). When it is collected,
+Polars hands the source the columns it needs and the query's predicate; the source reads only:
+
+* the partitions whose ``topic`` and ``partition`` can satisfy the predicate (each conjunct on those
+  two columns alone is evaluated on the partitions found, with Polars itself);
+* from the first offset a conjunct ``offset >= / > / == / is_between`` allows, up to the last one
+  ``offset < / <= / == / is_between`` allows (index seeks: `kafkafmt.log._planner`);
+* from the first offset whose record has ``timestamp >=`` the lower bound of a conjunct
+  ``timestamp >= / > / == / is_between`` (Kafka's offsets-for-times, the readers'
+  ``start_timestamp``: no record before that offset is that recent, so the read is a superset).
+  An upper time bound prunes nothing: timestamps are not monotonic in a partition, so a record
+  after the first one at or past the bound may still be below it;
+* the key, value and headers columns only when the query uses them (``columns=``);
+* and it stops once ``n_rows`` rows passed (``head``/``limit``).
+
+Pruning only ever reads a superset of the rows the predicate keeps: the whole predicate is then
+applied to every chunk by Polars, so the answer is that of reading everything and filtering.
+
+DuckDB (>= 2.0) scans a LazyFrame with projection and filter pushdown: its filters become Polars
+predicates, and so the same pruning::
+
+    lf = kafkafmt.polars.scan_log_dirs("/var/lib/kafka")
+    duckdb.sql("SELECT topic, count(*) FROM lf WHERE timestamp >= now() - INTERVAL 1 HOUR GROUP BY topic")
 """
-from kafkafmt.read._polars import *  # noqa: F401,F403
-from kafkafmt.read._polars import __all__, __doc__  # noqa: F401
+from kafkafmt.read import pushdown, scan_log_dirs
+
+__all__ = ["scan_log_dirs", "pushdown"]

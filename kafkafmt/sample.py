@@ -40,7 +40,7 @@ import uuid
 
 import numpy as np
 
-from kafkafmt.log._writer import LogWriter
+from kafkafmt.log import LogWriter
 
 SAMPLE_VERSION = 4
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, in ms
@@ -267,7 +267,7 @@ def _shipments(root, rnd):
 
 def _positions(root, name):
     """(timestamps, offsets, leader epochs) of a sample partition's records, for commits that follow them."""
-    from kafkafmt.read._readers import read_log_dir
+    from kafkafmt.read import read_log_dir
 
     recs = read_log_dir(os.path.join(root, name))
     return (np.asarray(recs.timestamp, np.int64), np.asarray(recs.offset, np.int64),
@@ -344,7 +344,7 @@ def _consumer_offsets(root):
 def _cluster_metadata(root):
     """__cluster_metadata-0: the KRaft log that created the sample's topics."""
     from kafkafmt.internal import encode_metadata_record as rec
-    from kafkafmt.log._sidefiles import read_leader_epoch_checkpoint, read_partition_metadata
+    from kafkafmt.log import read_leader_epoch_checkpoint, read_partition_metadata
 
     boot = T0 - 7_200_000
     log_dir = uuid.uuid5(uuid.NAMESPACE_URL, "kafkafmt:sample:log-dir").bytes

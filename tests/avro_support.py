@@ -186,7 +186,7 @@ class RegistryMirror:
 
 def plain(values):
     """kafkafmt's Arrow values as Python data, temporal types as their integers."""
-    from kafkafmt.values.avro._json import storage_values
+    from kafkafmt.values.avro import storage_values
 
     return storage_values(values).to_pylist()
 

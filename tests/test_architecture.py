@@ -130,3 +130,85 @@ def test_every_read_goes_through_the_storage_interface():
     found = {m: _calls(REPO / "kafkafmt" / f"{m}.py", {"open", "io.open", "os.open", "mmap.mmap"})
              for m in read_path}
     assert {k: v for k, v in found.items() if v} == {}
+
+
+# The packages by concern, bottom to top (docs/architecture.md draws the same): a package imports only packages
+# of lower layers -- lazy imports included -- so e.g. `values` never imports `read`, `log` never `cli` or `spark`.
+LAYERS = [
+    {"errors", "_version", "_native", "_util"},
+    {"codecs", "storage", "internal"},
+    {"record"},
+    {"log"},
+    {"values"},
+    {"read"},
+    {"polars", "sample", "recovery", "lakehouse", "spark", "report"},
+    {"cli"},
+    {"__main__"},
+]
+
+
+def package_of(module):
+    """kafkafmt.log._discovery -> "log"; kafkafmt.errors -> "errors"; kafkafmt -> "kafkafmt"."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "kafkafmt"
+
+
+def test_every_package_has_a_layer():
+    packages = {package_of(m) for m in modules()} - {"kafkafmt"}
+    assert packages == set().union(*LAYERS)
+
+
+def test_packages_import_only_lower_layers():
+    level = {p: i for i, layer in enumerate(LAYERS) for p in layer}
+    wrong = sorted((m, d) for m, deps in import_graph().items() for d in deps
+                   if package_of(m) != "kafkafmt" and package_of(m) != package_of(d)
+                   and level[package_of(d)] >= level[package_of(m)])
+    assert wrong == []
+
+
+def test_the_layering_check_finds_an_upward_import():
+    level = {p: i for i, layer in enumerate(LAYERS) for p in layer}
+    assert level["read"] > level["values"] > level["log"] > level["record"]
+    assert level["cli"] > level["spark"] > level["log"]
+
+
+def test_no_module_imports_the_top_package():
+    """`kafkafmt/__init__.py` re-exports the public API; nothing inside imports from it (the version lives in
+    kafkafmt._version), so no import runs back up."""
+    found = []
+    for m, p in modules().items():
+        if m in ("kafkafmt", "kafkafmt.__main__"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "kafkafmt" and node.level == 0:
+                names = [a.name for a in node.names if f"kafkafmt.{a.name}" not in modules()]
+                if names:
+                    found.append((m, names))
+    assert found == []
+
+
+def test_at_most_twenty_top_level_entries():
+    entries = [p.name for p in (REPO / "kafkafmt").iterdir()
+               if p.name != "__pycache__" and not p.name.endswith((".so", ".c"))]
+    assert len(entries) <= 20, sorted(entries)
+
+
+def test_packages_use_each_others_public_faces():
+    """A module outside a package imports that package's public face, never its private modules (`_name`)."""
+    wrong = []
+    for m, p in modules().items():
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                for i, part in enumerate(parts[1:], 1):
+                    if part.startswith("_") and not part.startswith("__") and part not in ("_native", "_util", "_version") \
+                            and not m.startswith(".".join(parts[:i])):
+                        wrong.append((m, name))
+                        break
+    assert wrong == []

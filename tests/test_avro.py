@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kafkafmt
-from kafkafmt.values.avro._schema import parse_schema
-from kafkafmt.values.registry._sources import InlineSchemaRegistry, open_registry
-from kafkafmt.values._formats import decode_column, value_type
+from kafkafmt.values.avro import parse_schema
+from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
+from kafkafmt.values import decode_column, value_type
 
 from avro_support import (RegistryMirror, compact, expected_pylist, fastavro_read, plain, same)
 

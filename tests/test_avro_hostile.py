@@ -13,11 +13,11 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from kafkafmt.values.avro._plan import ZERO_ITEMS_CAP
-from kafkafmt.values.avro._schema import parse_schema, zigzag
+from kafkafmt.values.avro import ZERO_ITEMS_CAP
+from kafkafmt.values.avro import parse_schema, zigzag
 from kafkafmt.errors import ValueDecodeError
-from kafkafmt.values.registry._sources import InlineSchemaRegistry
-from kafkafmt.values._formats import decode_column
+from kafkafmt.values.registry import InlineSchemaRegistry
+from kafkafmt.values import decode_column
 
 from avro_support import expected_pylist, fastavro_read, plain, same
 from test_avro import EVERYTHING, everything

@@ -17,8 +17,8 @@ import pytest
 
 import kafkafmt
 from kcli import run as cli
-from kafkafmt.log import _sidefiles as sidefiles
-from kafkafmt.record._records import CODEC_NAMES, CONTROL_TYPES
+from kafkafmt.log import sidefiles
+from kafkafmt.record import CODEC_NAMES, CONTROL_TYPES
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BAD_CRC = "record-sets/dpkp__kafka-python/control_batch_data_v2.log.bin"

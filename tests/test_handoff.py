@@ -23,7 +23,7 @@ import pytest
 
 import kafkafmt
 import kafkafmt.polars as kpl
-from kafkafmt.storage._storage import statistics
+from kafkafmt.storage import statistics
 
 T0 = 1_767_225_600_000
 HOUR = 3_600_000
@@ -138,7 +138,7 @@ def test_stream_batches_share_the_chunks_buffers(sample):
             seen.append(recs)
             yield recs
 
-    from kafkafmt.read._stream import RecordStream
+    from kafkafmt.read import RecordStream
 
     wrapped = RecordStream(keep(kafkafmt.iter_log_dir(sample / "clicks-0", max_bytes=1 << 13)))
     reader = pa.RecordBatchReader.from_stream(wrapped)

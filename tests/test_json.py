@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 import kafkafmt
 from kafkafmt.errors import SchemaError, ValueDecodeError
-from kafkafmt.values.registry._sources import ClientSchemaRegistry, open_registry
-from kafkafmt.values._formats import decode_column, value_type
+from kafkafmt.values.registry import ClientSchemaRegistry, open_registry
+from kafkafmt.values import decode_column, value_type
 
 from protobuf_support import mirror_registry, same
 

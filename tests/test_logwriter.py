@@ -24,7 +24,7 @@ import kpy
 
 import kafkafmt
 from kafkafmt import EncodeError  # noqa: E402
-from kafkafmt.log._writer import LogWriter, write_log_dir  # noqa: E402
+from kafkafmt.log import LogWriter, write_log_dir  # noqa: E402
 
 TS0 = 1_700_000_000_000
 INT32_MAX = 2**31 - 1
@@ -495,7 +495,7 @@ def test_sample_partitions_decode_and_indexes(sample, topic):
         kpy.assert_records_match(recs, truth)
     check_partition(path, *SAMPLE_CONFIG[topic])
     try:
-        from kafkafmt.log import _sidefiles as sidefiles
+        from kafkafmt.log import sidefiles
     except ImportError:
         return
     for base in segments(path):

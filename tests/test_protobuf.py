@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 import kafkafmt
 from kafkafmt.errors import SchemaError, ValueDecodeError
-from kafkafmt.values.protobuf._schema import compile_text, parse_proto
-from kafkafmt.values.registry._sources import ClientSchemaRegistry, InlineSchemaRegistry, open_registry
-from kafkafmt.values._formats import decode_column, value_type
+from kafkafmt.values.protobuf import compile_text, parse_proto
+from kafkafmt.values.registry import ClientSchemaRegistry, InlineSchemaRegistry, open_registry
+from kafkafmt.values import decode_column, value_type
 
 from protobuf_support import compile_protos, expected, mirror_registry, ours, proto_text, same, to_dict
 

@@ -12,7 +12,7 @@ import pytest
 
 import kafkafmt
 from kafkafmt import LogWriter
-from kafkafmt.log import _sidefiles as sidefiles
+from kafkafmt.log import sidefiles
 from kafkafmt.cli import main as cli_main
 from kafkafmt.errors import LogDirLockedError, RecoveryError
 from kafkafmt.recovery import ActionKind, rebuild_indexes, recover, undo

@@ -132,7 +132,7 @@ def test_offset_seek_fetches_a_small_part_of_a_large_segment(s3, fault_proxy, tm
     read_ahead = 1 << 20
     opts = fault_proxy.storage_options
     fault_proxy.log.clear()
-    from kafkafmt.storage._storage import open_storage
+    from kafkafmt.storage import open_storage
 
     storage, path = open_storage(f"s3://{b}/big/t-0", opts, read_ahead=read_ahead)
     target = n // 2

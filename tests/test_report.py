@@ -17,7 +17,7 @@ import pytest
 import kafkafmt
 import kafkafmt.internal as ki
 import kafkafmt.report
-from kafkafmt.log._writer import LogWriter
+from kafkafmt.log import LogWriter
 
 from kcli import run as cli
 from s3server import s3  # noqa: F401  (pytest fixture)

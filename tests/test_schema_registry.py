@@ -13,8 +13,8 @@ import pytest
 
 import kafkafmt
 from kafkafmt.errors import KafkafmtError, SchemaNotFoundError, SchemaRegistryError
-from kafkafmt.values.registry._sources import (ClientSchemaRegistry, FolderSchemaRegistry, InlineSchemaRegistry,
-                                     TopicSchemaRegistry, open_registry, replay_schemas_topic)
+from kafkafmt.values.registry import (ClientSchemaRegistry, FolderSchemaRegistry, InlineSchemaRegistry,
+                                      TopicSchemaRegistry, open_registry, replay_schemas_topic)
 
 from avro_support import RegistryMirror, compact
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kafkafmt
-from kafkafmt.log import _sidefiles as sf
+from kafkafmt.log import sidefiles as sf
 from kafkafmt.errors import CorruptRecordError, CrcError, EncodeError
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,7 +10,7 @@ import pytest
 import kafkafmt
 from kafkafmt.errors import (KafkafmtError, ObjectChangedError, StorageError, StorageNotFoundError,
                              StoragePermissionError, StorageUnavailableError)
-from kafkafmt.storage._storage import (Entry, FsspecStorage, LocalStorage, RetryPolicy, is_url, open_storage)
+from kafkafmt.storage import Entry, FsspecStorage, LocalStorage, RetryPolicy, is_url, open_storage
 
 from s3server import SECRET, fault_proxy, s3  # noqa: F401  (pytest fixtures)
 

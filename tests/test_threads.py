@@ -16,7 +16,7 @@ import kafkafmt
 from kafkafmt import errors
 from kafkafmt.record import _decoder as decoder
 from kafkafmt._util import threads as kthreads
-from kafkafmt.read._readers import read_log_dir, read_log_dirs, iter_log_dir
+from kafkafmt.read import read_log_dir, read_log_dirs, iter_log_dir
 
 import pyarrow as pa
 
@@ -181,7 +181,7 @@ def test_minor_faults_per_decode_are_bounded(split_small):
 # --- log dirs ------------------------------------------------------------------------------------
 
 def _write_log(tmp_path, name="t-0", segments=6, corrupt=None):
-    from kafkafmt.log._writer import LogWriter
+    from kafkafmt.log import LogWriter
 
     folder = tmp_path / name
     with LogWriter(folder, segment_bytes=40_000) as w:

@@ -14,7 +14,7 @@ import zstandard
 
 import kafkafmt
 from kafkafmt.errors import UnsupportedLayoutError
-from kafkafmt.storage._storage import LocalStorage, open_storage
+from kafkafmt.storage import LocalStorage, open_storage
 from kafkafmt.log._tiered import (AivenSegmentBlob, kafka_id, looks_tiered, oaep_decrypt, list_remote_partitions, open_remote_log,
                              parse_aiven_manifest, parse_aiven_segment_file, parse_aiven_topic_dir, parse_kafka_id,
                              parse_kafka_partition_dir, parse_kafka_segment_file, read_remote_side_file,

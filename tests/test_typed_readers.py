@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 import kafkafmt
-from kafkafmt.values.avro._schema import parse_schema
-from kafkafmt.log._notes import ReportKind
+from kafkafmt.values.avro import parse_schema
+from kafkafmt.log import ReportKind
 
 from avro_support import RegistryMirror, compact, expected_pylist, plain, same
 

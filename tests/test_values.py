@@ -8,9 +8,9 @@ import pytest
 
 import kafkafmt
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
-from kafkafmt.record._records import BinaryColumn
-from kafkafmt.values.registry._sources import InlineSchemaRegistry, open_registry
-from kafkafmt.values._formats import FORMATS, ValueFormat, decode_column, get_format, register_format, value_type
+from kafkafmt.record import BinaryColumn
+from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
+from kafkafmt.values import FORMATS, ValueFormat, decode_column, get_format, register_format, value_type
 
 from avro_support import RegistryMirror
 
@@ -58,7 +58,7 @@ def test_formats_are_a_registry():
             col = column.to_arrow() if hasattr(column, "to_arrow") else column
             vals = pc.utf8_upper(col.cast(pa.string()))
             n = len(vals)
-            from kafkafmt.values._formats import DecodedColumn
+            from kafkafmt.values import DecodedColumn
             return DecodedColumn(vals, pa.nulls(n, pa.int32()), pa.nulls(n, pa.string()), 0, self)
 
     try:

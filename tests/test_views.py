@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kafkafmt
-from kafkafmt.record._records import BinaryColumn, BinaryViewColumn, Records
+from kafkafmt.record import BinaryColumn, BinaryViewColumn, Records
 
 import pyarrow as pa
 
@@ -208,7 +208,7 @@ def test_lifetime_outlives_records_and_map(tmp_path):
 
 
 def test_read_log_dir_views(tmp_path):
-    from kafkafmt.log._writer import LogWriter
+    from kafkafmt.log import LogWriter
 
     folder = tmp_path / "t-0"
     with LogWriter(folder, segment_bytes=30_000) as w:

@@ -34,7 +34,7 @@ import kpy
 
 import kafkafmt
 from kafkafmt import EncodeError  # noqa: E402
-from kafkafmt.record._encoder import encode_empty_batch  # noqa: E402
+from kafkafmt.record import encode_empty_batch  # noqa: E402
 
 TS0 = 1_700_000_000_000
 T_APPEND = TS0 + 5_555_555

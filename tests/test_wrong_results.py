@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import kafkafmt
-from kafkafmt.log import _sidefiles as sidefiles
+from kafkafmt.log import sidefiles
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c63f8cf"

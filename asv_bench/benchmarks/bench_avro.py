@@ -66,8 +66,8 @@ def data(kind):
         return _CACHE[kind]
     import fastavro
     import pyarrow as pa
-    from kafkafmt.values.registry._sources import InlineSchemaRegistry
-    from kafkafmt.values._formats import value_type
+    from kafkafmt.values.registry import InlineSchemaRegistry
+    from kafkafmt.values import value_type
 
     parsed = fastavro.parse_schema(SCHEMAS[kind])
     header = b"\x00" + SCHEMA_ID.to_bytes(4, "big")
@@ -83,7 +83,7 @@ def data(kind):
 
 
 def kafkafmt_avro(kind):
-    from kafkafmt.values._formats import decode_column
+    from kafkafmt.values import decode_column
     values, arr, parsed, reg, arrow_type = data(kind)
     return lambda: decode_column(arr, format="avro", registry=reg, reader_schema=SCHEMA_ID).values
 
@@ -122,7 +122,7 @@ def confluent_avro(kind):
 def check_same(kind, n=2000):
     """kafkafmt's column equals both peers' (on the first n values)."""
     import pyarrow as pa
-    from kafkafmt.values._formats import decode_column
+    from kafkafmt.values import decode_column
     values, arr, parsed, reg, arrow_type = data(kind)
     ours = decode_column(arr[:n], format="avro", registry=reg, reader_schema=SCHEMA_ID)
     assert ours.error_count == 0

@@ -121,7 +121,7 @@ def fetched_fraction(_=None):
     """Bytes the windowed scan fetched / bytes the full read fetched, from ``memory://``."""
     import fsspec
 
-    from kafkafmt.storage._storage import statistics
+    from kafkafmt.storage import statistics
 
     root = handoff_root()
     fs = fsspec.filesystem("memory")

@@ -60,7 +60,7 @@ def data(param):
     if param in _CACHE:
         return _CACHE[param]
     import pyarrow as pa
-    from kafkafmt.values._formats import value_type
+    from kafkafmt.values import value_type
     kind, _, framed = param.partition("-")
     header = b"\x00\x00\x00\x00\x01" if framed else b""
     texts = [json.dumps(_record(kind, i), separators=(",", ":")).encode() for i in range(RECORDS[kind])]
@@ -76,7 +76,7 @@ def data(param):
 
 
 def kafkafmt_json(param):
-    from kafkafmt.values._formats import decode_column
+    from kafkafmt.values import decode_column
     values, arr, reader, fmt, arrow_type, nbytes = data(param)
     return lambda: decode_column(arr, format=fmt, reader_schema=reader).values
 
@@ -97,7 +97,7 @@ def json_loads(param):
 
 
 def check_same(param, n=2000):
-    from kafkafmt.values._formats import decode_column
+    from kafkafmt.values import decode_column
     values, arr, reader, fmt, arrow_type, nbytes = data(param)
     ours = decode_column(arr[:n], format=fmt, reader_schema=reader)
     assert ours.error_count == 0

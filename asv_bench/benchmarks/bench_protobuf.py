@@ -39,7 +39,7 @@ _CACHE = {}
 def classes():
     if "classes" not in _CACHE:
         from google.protobuf import message_factory
-        from kafkafmt.values.protobuf._schema import compile_text
+        from kafkafmt.values.protobuf import compile_text
         ps = compile_text(SCHEMA, "bench.proto")
         _CACHE["classes"] = {n: message_factory.GetMessageClass(ps.pool.FindMessageTypeByName(f"bench.{n}"))
                              for n in ("Flat", "Order")}
@@ -72,7 +72,7 @@ def data(kind):
     if kind in _CACHE:
         return _CACHE[kind]
     import pyarrow as pa
-    from kafkafmt.values._formats import value_type
+    from kafkafmt.values import value_type
     cls = classes()["Flat" if kind == "flat" else "Order"]
     # the message-index array: [0] (the 0x00 shortcut) for Flat, [3] for Order (the file's 4th message)
     header = b"\x00\x00\x00\x00\x01" + (b"\x00" if kind == "flat" else b"\x02\x06")
@@ -83,7 +83,7 @@ def data(kind):
 
 
 def kafkafmt_protobuf(kind):
-    from kafkafmt.values._formats import decode_column
+    from kafkafmt.values import decode_column
     values, arr, cls, arrow_type = data(kind)
     return lambda: decode_column(arr, format="protobuf", reader_schema=cls).values
 
@@ -129,7 +129,7 @@ def upb_protobuf(kind):
 def check_same(kind, n=2000):
     """kafkafmt's column equals the peer's (on the first n values)."""
     import pyarrow as pa
-    from kafkafmt.values._formats import decode_column
+    from kafkafmt.values import decode_column
     values, arr, cls, arrow_type = data(kind)
     ours = decode_column(arr[:n], format="protobuf", reader_schema=cls)
     assert ours.error_count == 0

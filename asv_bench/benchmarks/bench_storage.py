@@ -110,7 +110,7 @@ def stop_server():
 def storage_for(where, name, read_ahead):
     """local: the files; s3: the loopback server; memory: fsspec's in-memory filesystem holding the
     same files (the remote code path without a network: what kafkafmt.storage._storage itself costs)."""
-    from kafkafmt.storage._storage import open_storage
+    from kafkafmt.storage import open_storage
     srv = server()
     if where == "local":
         return open_storage(srv.local[name])

@@ -47,7 +47,7 @@ def _common_parser():
 
 
 def build_parser():
-    from kafkafmt import __version__
+    from kafkafmt._version import __version__
     from kafkafmt.cli import dump, export, recover, report, stats, verify
 
     parser = argparse.ArgumentParser(

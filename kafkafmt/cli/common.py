@@ -10,10 +10,10 @@ import numpy as np
 
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.log._discovery import Partition
-from kafkafmt.log._framing import not_kafka_reason, window
-from kafkafmt.log._names import file_kind, is_leftover_file, partition_of_name, segment_base
-from kafkafmt.log._notes import ReportKind
+from kafkafmt.log import Partition
+from kafkafmt.log import not_kafka_reason, window
+from kafkafmt.log import file_kind, is_leftover_file, partition_of_name, segment_base
+from kafkafmt.log import ReportKind
 from kafkafmt.report.problems import Problem, report_problem
 from kafkafmt._util.times import iso_millis, to_millis
 
@@ -105,7 +105,7 @@ def add_command(sub, parents, name, help, doc, paths_help="log directories, part
 
 def add_replicas_option(p):
     """``--replicas all|dedup``: what to do with several copies of one partition (`kafkafmt.log._discovery`)."""
-    from kafkafmt.log._discovery import REPLICAS
+    from kafkafmt.log import REPLICAS
 
     p.add_argument("--replicas", choices=REPLICAS, default="all",
                    help="several copies of one partition (replicas, a backup beside the original): read all "
@@ -117,7 +117,7 @@ def add_typed_options(p, key_flag, value_flag, action):
     """The options that type keys and values (`kafkafmt.values._typed`): ``value_flag``/``key_flag`` (a
     format name), ``--schema-registry``, ``--value-schema``/``--key-schema`` and
     ``--value-errors``; ``action`` says what typing does for this command."""
-    from kafkafmt.values._formats import FORMATS
+    from kafkafmt.values import FORMATS
 
     names = sorted(k for k in FORMATS if k != "bytes")
     p.add_argument(value_flag, dest="value_format", choices=names, metavar="FORMAT",
@@ -150,7 +150,7 @@ def _log_dir_of(path):
 
 def typed_options(args, roots):
     """The `kafkafmt.values._typed.TypedOptions` of the typing options on the command line (opened once)."""
-    from kafkafmt.values._typed import open_typed, reader_schema_of_text
+    from kafkafmt.values import open_typed, reader_schema_of_text
 
     return open_typed(value_format=getattr(args, "value_format", None), key_format=getattr(args, "key_format", None),
                       schema_registry=getattr(args, "schema_registry", None),
@@ -165,7 +165,7 @@ def find_inputs(paths, topics=None, partitions=None, replicas="all"):
     names, e.g. ``kafka-logs-1``), folders holding log dirs or tiered uploads at any depth, local or
     remote -- found by the library's one discovery (`kafkafmt.log._discovery.discover`). Missing or
     unreadable paths raise UsageError."""
-    from kafkafmt.log._discovery import discover
+    from kafkafmt.log import discover
     from kafkafmt.errors import PathNotFoundError, StorageError
 
     report = []

@@ -13,7 +13,7 @@ import base64
 import json
 import struct
 
-from kafkafmt.record._records import CONTROL_TYPES
+from kafkafmt.record import CONTROL_TYPES
 
 LABELS = {2: "LeaderChange:", 3: "SnapshotHeader", 4: "SnapshotFooter", 5: "KRaftVersion", 6: "KRaftVoters"}
 

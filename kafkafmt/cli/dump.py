@@ -34,27 +34,27 @@ import re
 
 import numpy as np
 
-from kafkafmt.log import _sidefiles as sidefiles
+from kafkafmt.log import sidefiles
 from kafkafmt.errors import KafkafmtError
-from kafkafmt.record._records import CODEC_NAMES, TIMESTAMP_TYPES
+from kafkafmt.record import CODEC_NAMES, TIMESTAMP_TYPES
 
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, add_typed_options, empty_note, Problem, bytes_encoder,
                                  check_kafka_file, escape_text, file_kind, find_inputs, typed_options, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
                                  parse_time_range, segment_base, segment_in_partition)
-from kafkafmt.log._names import log_name_of
-from kafkafmt.log._notes import ReportKind
+from kafkafmt.log import log_name_of
+from kafkafmt.log import ReportKind
 from kafkafmt.cli.controls import control_text, control_json
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli import internal_topics
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import (CHUNK_BYTES, FileReader, iter_partition, log_metadata, resolve_range,
                                   topic_of_file)
-from kafkafmt.record._decoder import DecodeOptions
-from kafkafmt.log._taskreader import read_tasks
-from kafkafmt.log._planner import plan
-from kafkafmt.log._segments import warn_fallbacks
-from kafkafmt.values._typed import decode_values
+from kafkafmt.record import DecodeOptions
+from kafkafmt.log import read_tasks
+from kafkafmt.log import plan
+from kafkafmt.log import warn_fallbacks
+from kafkafmt.values import decode_values
 
 DELETE_HORIZON_FLAG = 0x40
 INT32_MAX = (1 << 31) - 1

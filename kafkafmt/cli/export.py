@@ -23,10 +23,10 @@ import time
 
 import numpy as np
 
-from kafkafmt.read._readers import iter_log_dir
-from kafkafmt.values._typed import decode_values
-from kafkafmt.record._records import BATCH_METADATA_COLUMNS, TYPED_COLUMNS
-from kafkafmt.values._formats import conform, merge_types
+from kafkafmt.read import iter_log_dir
+from kafkafmt.values import decode_values
+from kafkafmt.record import BATCH_METADATA_COLUMNS, TYPED_COLUMNS
+from kafkafmt.values import conform, merge_types
 
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, add_typed_options, no_data, say_found, bytes_encoder,
@@ -202,7 +202,7 @@ class _TextWriter:
             self.csv.writerow(self.columns)
 
     def write(self, recs):
-        from kafkafmt.record._records import CODEC_NAMES
+        from kafkafmt.record import CODEC_NAMES
 
         n = len(recs)
         enc = self.enc
@@ -559,7 +559,7 @@ def _open_internal_writer(fmt, tmp, schema, args):
 
 def _snapshot_files(pd):
     """The KRaft snapshots (``<offset>-<epoch>.checkpoint``) in a __cluster_metadata folder, oldest first."""
-    from kafkafmt.log._names import file_kind
+    from kafkafmt.log import file_kind
 
     return sorted((full for name, full in pd.files() if file_kind(name) == "kraft-snapshot"),
                   key=lambda f: os.path.basename(f))

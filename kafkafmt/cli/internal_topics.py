@@ -17,7 +17,7 @@ import re
 import warnings
 
 from kafkafmt.internal import TOPIC_OF
-from kafkafmt.log._names import partition_of_name
+from kafkafmt.log import partition_of_name
 
 __all__ = ["DECODER_FLAGS", "TOPIC_DECODERS", "INTERNAL_TABLES", "decoder_for", "record_texts", "record_json",
            "WarningTally"]

@@ -8,7 +8,7 @@ import json
 import os
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.storage._storage import is_url, open_storage
+from kafkafmt.storage import is_url, open_storage
 
 #: storage options given on the command line (set once by the CLI's main)
 OPTIONS = {}

@@ -9,16 +9,16 @@ import warnings
 
 import numpy as np
 
-from kafkafmt.record._decoder import DecodeOptions
+from kafkafmt.record import DecodeOptions
 from kafkafmt.errors import KafkafmtWarning
-from kafkafmt.read._readers import iter_log_dir
-from kafkafmt.log._taskreader import read_task
-from kafkafmt.log._planner import plan, resolve_offsets
-from kafkafmt.log._discovery import Partition
+from kafkafmt.read import iter_log_dir
+from kafkafmt.log import read_task
+from kafkafmt.log import plan, resolve_offsets
+from kafkafmt.log import Partition
 from kafkafmt.report.checks import concat_batches
 from kafkafmt.cli import paths as cli_paths
-from kafkafmt.log._names import partition_of_name
-from kafkafmt.log._segments import Segment
+from kafkafmt.log import partition_of_name
+from kafkafmt.log import Segment
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
 

@@ -25,7 +25,7 @@ import os
 
 import numpy as np
 
-from kafkafmt.log._discovery import Partition
+from kafkafmt.log import Partition
 from kafkafmt.report.figures import Acc, PartitionStats, partition_stats, totals as _totals
 
 from kafkafmt.cli.common import (add_replicas_option, no_data, say_found, add_command, checked_record_files, find_inputs, human_bytes,

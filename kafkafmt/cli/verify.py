@@ -42,11 +42,11 @@ from kafkafmt.report.problems import Problem
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, empty_note, no_data, add_command, check_kafka_file, file_kind,
                                  find_inputs, is_leftover, segment_base, segment_in_partition, human_bytes)
-from kafkafmt.log._names import log_name_of
+from kafkafmt.log import log_name_of
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader
-from kafkafmt.log import _sidefiles as sidefiles
+from kafkafmt.log import sidefiles
 
 
 def add_parser(sub, parents):

@@ -160,10 +160,9 @@ class DeltaTable:
     def _full_arrow(self):
         import pyarrow as pa
 
-        from kafkafmt.lakehouse.iceberg import _plain_arrow
-        from kafkafmt.lakehouse.layout import _plain_type
+        from kafkafmt.lakehouse.layout import plain_schema
 
-        return _plain_arrow(pa.schema(self.dt.schema().to_arrow()), _plain_type)
+        return plain_schema(pa.schema(self.dt.schema().to_arrow()))
 
     def arrow_schema(self):
         """The table's columns other than the derived partition columns, as Arrow."""

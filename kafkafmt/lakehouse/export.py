@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kafkafmt.log._discovery import find_partitions
+from kafkafmt.log import find_partitions
 from kafkafmt._util.durable import crash_point
 from kafkafmt.lakehouse.layout import (added_fields, chunk_table, conform, format_partition_by, kafka_schema,
                                        merge_schema, parse_partition_by, partition_groups)
 from kafkafmt.lakehouse.ledger import (LOSS_KEY, OFFSETS_KEY, RANGES_KEY, VERSION_KEY, find_data_loss, offsets_json,
                                        ranges_json, report_data_loss)
 from kafkafmt.lakehouse.writer import RollingWriter
-from kafkafmt.read._readers import iter_log_dir
+from kafkafmt.read import iter_log_dir
 
 __all__ = ["export_table", "ExportResult", "open_target", "CHUNK_BYTES"]
 
@@ -342,6 +342,6 @@ def _size(entry):
 
 
 def _version():
-    from kafkafmt import __version__
+    from kafkafmt._version import __version__
 
     return __version__

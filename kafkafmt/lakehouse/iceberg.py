@@ -195,10 +195,9 @@ class IcebergTable:
         """The table's schema as Arrow (stored types: binary, string, timestamp[us, UTC])."""
         from pyiceberg.io.pyarrow import schema_to_pyarrow
 
-        from kafkafmt.lakehouse.layout import _plain_type
+        from kafkafmt.lakehouse.layout import plain_schema
 
-        s = schema_to_pyarrow(self.table.schema(), include_field_ids=False)
-        return _plain_arrow(s, _plain_type)
+        return plain_schema(schema_to_pyarrow(self.table.schema(), include_field_ids=False))
 
     def file_schema(self, schema):
         """The Arrow schema data files are written with: ``schema`` with field ids."""
@@ -288,19 +287,3 @@ class IcebergTable:
     def describe(self):
         return f"Iceberg table {self.identifier} at {self.table.location()}"
 
-
-def _plain_arrow(schema, plain):
-    import pyarrow as pa
-
-    def conv(t):
-        if pa.types.is_large_binary(t):
-            return pa.binary()
-        if pa.types.is_large_string(t):
-            return pa.string()
-        if pa.types.is_large_list(t) or pa.types.is_list(t):
-            return pa.list_(pa.field(t.value_field.name, conv(t.value_type), True))
-        if pa.types.is_struct(t):
-            return pa.struct([pa.field(f.name, conv(f.type), True) for f in t])
-        return plain(t)
-
-    return pa.schema([pa.field(f.name, conv(f.type), True) for f in schema])

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PartitionField", "DEFAULT_PARTITION_BY", "parse_partition_by", "kafka_schema", "chunk_table",
+__all__ = ["PartitionField", "DEFAULT_PARTITION_BY", "parse_partition_by", "kafka_schema", "chunk_table", "plain_type",
+           "plain_schema",
            "added_fields", "merge_schema", "conform", "partition_groups", "delta_partition_value",
            "delta_partition_type", "format_partition_by"]
 
@@ -96,13 +97,13 @@ def kafka_schema(headers=True, batch_metadata=False):
     return pa.schema(fields)
 
 
-def _plain_type(t):
+def plain_type(t):
     """The stored type of an Arrow type: views and dictionaries as their plain type, timestamps in
     microseconds UTC, large lists/binaries as they are."""
     import pyarrow as pa
 
     if pa.types.is_dictionary(t):
-        return _plain_type(t.value_type)
+        return plain_type(t.value_type)
     if t == pa.binary_view():
         return pa.binary()
     if t == pa.string_view():
@@ -110,14 +111,33 @@ def _plain_type(t):
     if pa.types.is_timestamp(t):
         return pa.timestamp("us", tz="UTC")
     if pa.types.is_struct(t):
-        return pa.struct([pa.field(f.name, _plain_type(f.type), True) for f in t])
+        return pa.struct([pa.field(f.name, plain_type(f.type), True) for f in t])
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return pa.list_(pa.field(t.value_field.name, _plain_type(t.value_type), True))
+        return pa.list_(pa.field(t.value_field.name, plain_type(t.value_type), True))
     return t
 
 
+def plain_schema(schema):
+    """A table's Arrow schema in stored types (`plain_type`), large binaries, strings and lists as their
+    32-bit-offset forms (what Iceberg's and Delta's readers hand back)."""
+    import pyarrow as pa
+
+    def conv(t):
+        if pa.types.is_large_binary(t):
+            return pa.binary()
+        if pa.types.is_large_string(t):
+            return pa.string()
+        if pa.types.is_large_list(t) or pa.types.is_list(t):
+            return pa.list_(pa.field(t.value_field.name, conv(t.value_type), True))
+        if pa.types.is_struct(t):
+            return pa.struct([pa.field(f.name, conv(f.type), True) for f in t])
+        return plain_type(t)
+
+    return pa.schema([pa.field(f.name, conv(f.type), True) for f in schema])
+
+
 def chunk_table(recs, headers=True, batch_metadata=False):
-    """A chunk of records (`kafkafmt.Records`) as an Arrow table in stored types (see `_plain_type`),
+    """A chunk of records (`kafkafmt.Records`) as an Arrow table in stored types (see `plain_type`),
     columns in the order of `kafka_schema`."""
     import pyarrow as pa
 
@@ -128,7 +148,7 @@ def chunk_table(recs, headers=True, batch_metadata=False):
     for name in names:
         col = t.column(name)
         want = base.field(name).type if name in base.names and not pa.types.is_struct(col.type) \
-            else _plain_type(col.type)
+            else plain_type(col.type)
         if col.type != want:
             col = col.cast(want)
         cols.append(col)

@@ -30,7 +30,7 @@ import warnings
 from dataclasses import dataclass
 
 from kafkafmt.errors import DataLossError, KafkafmtError, KafkafmtWarning
-from kafkafmt.log._notes import ReportKind
+from kafkafmt.log import ReportKind
 
 __all__ = ["OFFSETS_KEY", "RANGES_KEY", "LOSS_KEY", "DataLossError", "CommitConflictError", "DataLoss", "offsets_json", "parse_offsets",
            "ranges_json", "find_data_loss", "report_data_loss", "app_id"]

@@ -1,2 +1,40 @@
-"""A broker's log: file names, framing, segments and side files, discovery, the planner, the task reader,
-tiered layouts and the LogWriter."""
+"""A broker's log on a storage: file and folder names, batch framing, byte ranges decoded, segments with
+their side files, transactions, discovery (roots -> partitions), the planner (offsets and times -> byte ranges),
+the task reader, tiered-storage layouts and the LogWriter.
+
+Modules: `_names`, `_framing`, `_ranges`, `_segments`, `_transactions`, `_discovery`, `_planner`,
+`_taskreader`, `_notes` (what a read skipped or fell back on), `_writer`, `sidefiles`, `_tiered`.
+"""
+from __future__ import annotations
+
+from kafkafmt.log._names import (PARTITION_DIR, SEGMENT_LOG, LEFTOVER_SUFFIXES, PARTITION_FILES, segment_file_name,
+                                 segment_base, log_name_of, partition_of_name, is_leftover_file, is_leftover_dir,
+                                 is_leftover_segment_file, is_segment_file, holds_segment_files, file_kind)
+from kafkafmt.log._notes import (ReportKind, ReportEntry)
+from kafkafmt.log._framing import (window, entry_size_at, scan_range, batch_at, batch_base_offset, last_offset_from,
+                                   not_kafka_reason)
+from kafkafmt.log._ranges import (read_range)
+from kafkafmt.log._segments import (Segment, DEFAULT_INDEX_INTERVAL, warn_fallbacks)
+from kafkafmt.log._transactions import (transactions, committed_mask)
+from kafkafmt.log._discovery import (Partition, Found, MAX_DEPTH, REPLICAS, LOG_START_CHECKPOINT, discover,
+                                     find_partitions, resolve_partition, folder_kind, find_log_dirs, list_partitions,
+                                     list_segments)
+from kafkafmt.log._planner import (Task, plan, resolve_offsets, offset_for_timestamp, deal)
+from kafkafmt.log._taskreader import (read_task, read_tasks)
+from kafkafmt.log._writer import (LogWriter, write_log_dir)
+from kafkafmt.log._sidefiles import (read_index, read_leader_epoch_checkpoint, read_partition_metadata,
+                                     read_producer_snapshot, read_timeindex, read_txnindex)
+from kafkafmt.log import _sidefiles as sidefiles  # the side files, one namespace (read, check, write)
+from kafkafmt.log import _tiered as tiered  # tiered-storage layouts
+
+__all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES", "segment_file_name",
+           "segment_base", "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir",
+           "is_leftover_segment_file", "is_segment_file", "holds_segment_files", "file_kind", "ReportKind",
+           "ReportEntry", "window", "entry_size_at", "scan_range", "batch_at", "batch_base_offset",
+           "last_offset_from", "not_kafka_reason", "read_range", "Segment", "DEFAULT_INDEX_INTERVAL",
+           "warn_fallbacks", "transactions", "committed_mask", "Partition", "Found", "MAX_DEPTH", "REPLICAS",
+           "LOG_START_CHECKPOINT", "discover", "find_partitions", "resolve_partition", "folder_kind",
+           "find_log_dirs", "list_partitions", "list_segments", "Task", "plan", "resolve_offsets",
+           "offset_for_timestamp", "deal", "read_task", "read_tasks", "LogWriter", "write_log_dir", "read_index",
+           "read_leader_epoch_checkpoint", "read_partition_metadata", "read_producer_snapshot", "read_timeindex",
+           "read_txnindex", "sidefiles", "tiered"]

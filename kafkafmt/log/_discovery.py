@@ -36,7 +36,7 @@ from kafkafmt.log._names import (holds_segment_files, is_leftover_dir, is_leftov
                             SEGMENT_LOG)
 from kafkafmt.log._notes import ReportEntry, ReportKind
 from kafkafmt.log._segments import Segment
-from kafkafmt.storage._storage import open_storage
+from kafkafmt.storage import open_storage
 
 __all__ = ["Partition", "Found", "MAX_DEPTH", "REPLICAS", "LOG_START_CHECKPOINT", "discover", "find_partitions",
            "resolve_partition", "folder_kind", "find_log_dirs", "list_partitions", "list_segments"]
@@ -599,7 +599,7 @@ def _same_batches(a, b):
     follower's copy is the leader's batches, maybe fewer of them); from the first batch whose header
     differs, the records of both copies are decoded and compared offset by offset (key, value,
     timestamp) -- copies written apart can split batches differently and still hold the same records."""
-    from kafkafmt.record._decoder import decode
+    from kafkafmt.record import decode
     from kafkafmt.log._framing import scan_range, window
 
     if a.size == b.size and a.version is not None and a.version == b.version:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kafkafmt.record._decoder import scan_batches
+from kafkafmt.record import scan_batches
 
 __all__ = ["window", "entry_size_at", "scan_range", "batch_at", "batch_base_offset", "last_offset_from",
            "not_kafka_reason"]

@@ -5,11 +5,11 @@ is outside the v2 CRC, so a damaged one is found by the batches around it).
 """
 from __future__ import annotations
 
-from kafkafmt.record._decoder import DecodeOptions, decode, next_entry
+from kafkafmt.record import DecodeOptions, decode, next_entry
 from kafkafmt.errors import CorruptRecordError, KafkafmtError
 from kafkafmt.log._framing import window
 from kafkafmt.log._names import segment_base
-from kafkafmt.record._records import Records
+from kafkafmt.record import Records
 from kafkafmt.log._notes import ReportEntry, ReportKind
 
 __all__ = ["read_range"]

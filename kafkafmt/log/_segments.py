@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from kafkafmt.log import _sidefiles as sidefiles
-from kafkafmt.record._decoder import DecodeOptions
+from kafkafmt.record import DecodeOptions
 from kafkafmt.errors import KafkafmtError, KafkafmtWarning
 from kafkafmt.log._framing import batch_at, entry_size_at, scan_range
 from kafkafmt.log._names import segment_base, segment_file_name

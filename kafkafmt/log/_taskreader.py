@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kafkafmt.record._decoder import DecodeOptions
+from kafkafmt.record import DecodeOptions
 from kafkafmt.errors import CorruptRecordError
 from kafkafmt.log._framing import entry_size_at, scan_range
 from kafkafmt.log._ranges import read_range

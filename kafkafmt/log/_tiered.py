@@ -45,7 +45,7 @@ from typing import Optional
 import numpy as np
 
 from kafkafmt.errors import KafkafmtError, ObjectChangedError, UnsupportedLayoutError
-from kafkafmt.storage._storage import Blob
+from kafkafmt.storage import Blob
 
 __all__ = [
     "KAFKA_SUFFIXES", "AIVEN_SUFFIXES", "kafka_id", "parse_kafka_id",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kafkafmt.log import _sidefiles as sidefiles
-from kafkafmt.record._decoder import decode
+from kafkafmt.record import decode
 from kafkafmt.log._framing import scan_range, window
 
 __all__ = ["transactions", "committed_mask"]

@@ -28,9 +28,9 @@ import uuid
 import numpy as np
 
 from kafkafmt.log import _sidefiles as sidefiles
-from kafkafmt.record._decoder import decode, scan_batches
+from kafkafmt.record import decode, scan_batches
 from kafkafmt._util.durable import write_atomic
-from kafkafmt.record._encoder import encode_columns, encode_control, encode_empty_batch, to_columns
+from kafkafmt.record import encode_columns, encode_control, encode_empty_batch, to_columns
 from kafkafmt.errors import EncodeError, KafkafmtError
 from kafkafmt.log._discovery import list_segments
 from kafkafmt.log._framing import scan_range

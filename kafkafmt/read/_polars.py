@@ -29,9 +29,9 @@ from __future__ import annotations
 import json
 
 from kafkafmt.read._stream import empty_schema
-from kafkafmt.log._discovery import find_partitions
+from kafkafmt.log import find_partitions
 from kafkafmt.read._readers import iter_log_dir
-from kafkafmt.record._records import COLUMNS
+from kafkafmt.record import COLUMNS
 
 __all__ = ["scan_log_dirs", "pushdown"]
 

@@ -20,19 +20,19 @@ import inspect
 import os
 
 from kafkafmt.read._stream import RecordStream
-from kafkafmt.record._decoder import DecodeOptions, decode
-from kafkafmt.log._discovery import Partition, find_partitions, resolve_partition
+from kafkafmt.record import DecodeOptions, decode
+from kafkafmt.log import Partition, find_partitions, resolve_partition
 from kafkafmt.errors import NotKafkaDataError
-from kafkafmt.log._framing import not_kafka_reason, window
-from kafkafmt.log._names import partition_of_name, segment_base
-from kafkafmt.log._planner import plan
-from kafkafmt.log._ranges import read_range
-from kafkafmt.record._records import Records
-from kafkafmt.log._segments import Segment, warn_fallbacks
-from kafkafmt.storage._storage import open_storage
+from kafkafmt.log import not_kafka_reason, window
+from kafkafmt.log import partition_of_name, segment_base
+from kafkafmt.log import plan
+from kafkafmt.log import read_range
+from kafkafmt.record import Records
+from kafkafmt.log import Segment, warn_fallbacks
+from kafkafmt.storage import open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
-from kafkafmt.log._taskreader import read_task, read_tasks
-from kafkafmt.values._typed import decode_values, open_typed
+from kafkafmt.log import read_task, read_tasks
+from kafkafmt.values import decode_values, open_typed
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment"]
 

@@ -14,7 +14,7 @@ see nothing) rather than given an empty table.
 """
 from __future__ import annotations
 
-from kafkafmt.record._decoder import DecodeOptions, decode
+from kafkafmt.record import DecodeOptions, decode
 
 __all__ = ["RecordStream", "empty_schema"]
 
@@ -39,8 +39,8 @@ def empty_schema(columns=None, binary="contiguous", typed=None, topics=()):
     schema = empty.to_arrow().schema
     if typed is None or not typed.active:
         return schema
-    from kafkafmt.record._records import TYPED_COLUMNS
-    from kafkafmt.values._formats import merge_types
+    from kafkafmt.record import TYPED_COLUMNS
+    from kafkafmt.values import merge_types
 
     for side, _, _ in typed.sides():
         if side not in schema.names:
@@ -105,7 +105,7 @@ class RecordStream:
         if table.schema.equals(self.schema):
             return table
         # offsets past 2 GiB in one chunk (large_binary) or a typed column variant: same values
-        from kafkafmt.values._formats import conform
+        from kafkafmt.values import conform
 
         for f in self.schema:
             if f.name in ("key", "value") and table.schema.field(f.name).type != f.type:

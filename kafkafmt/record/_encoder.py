@@ -24,7 +24,7 @@ from kafkafmt._util.threads import resolve_threads, thread_pool
 from kafkafmt.errors import EncodeError, UnsupportedCodecError
 from kafkafmt.record._records import Records
 
-__all__ = ["encode", "encode_control", "encode_empty_batch", "Columns", "to_columns"]
+__all__ = ["encode", "encode_control", "encode_empty_batch", "encode_columns", "Columns", "to_columns"]
 
 TIMESTAMP_TYPES = {"createtime": 0, "create_time": 0, "logappendtime": 1, "log_append_time": 1, 0: 0, 1: 1}
 CONTROL_KINDS = {"abort": 0, "commit": 1}

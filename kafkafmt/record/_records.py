@@ -15,6 +15,10 @@ import numpy as np
 
 from kafkafmt.codecs import CODEC_NAMES  # noqa: F401 (re-exported: the CLI and Spark use it from here)
 
+__all__ = ["Records", "Table", "BinaryColumn", "BinaryViewColumn", "Headers", "Labels", "CONTROL_TYPES",
+           "TIMESTAMP_TYPES", "CODEC_NAMES", "KAFKA_COLUMNS", "LOG_DIR_COLUMN", "BATCH_METADATA_COLUMNS",
+           "TYPED_COLUMNS", "COLUMNS"]
+
 CONTROL_TYPES = {
     0: "ABORT",
     1: "COMMIT",

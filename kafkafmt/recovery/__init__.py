@@ -14,7 +14,7 @@ from kafkafmt.recovery.apply import MANIFEST, apply_plan, undo
 from kafkafmt.recovery.indexes import ProducerState, RebuiltIndexes, SegmentScan, rebuild_indexes, scan_segment
 from kafkafmt.recovery.lock import lock_holder, locked_log_dir
 from kafkafmt.recovery.plan import ActionKind, RecoveryAction, RecoveryPlan, plan_recovery
-from kafkafmt.log._segments import DEFAULT_INDEX_INTERVAL
+from kafkafmt.log import DEFAULT_INDEX_INTERVAL
 
 __all__ = ["recover", "undo", "rebuild_indexes", "plan_recovery", "apply_plan", "RecoveryPlan", "RecoveryAction",
            "ActionKind", "RebuiltIndexes", "SegmentScan", "ProducerState", "scan_segment", "lock_holder",

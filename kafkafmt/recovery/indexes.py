@@ -35,15 +35,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kafkafmt.log import _sidefiles as sidefiles
-from kafkafmt.record._decoder import DecodeOptions, decode, scan_batches
-from kafkafmt.log._discovery import list_segments
-from kafkafmt.log._framing import window
-from kafkafmt.log._names import segment_base
-from kafkafmt.log._ranges import read_range
-from kafkafmt.log._notes import ReportEntry, ReportKind
-from kafkafmt.log._segments import DEFAULT_INDEX_INTERVAL, Segment
-from kafkafmt.storage._storage import LocalStorage
+from kafkafmt.log import sidefiles
+from kafkafmt.record import DecodeOptions, decode, scan_batches
+from kafkafmt.log import list_segments
+from kafkafmt.log import window
+from kafkafmt.log import segment_base
+from kafkafmt.log import read_range
+from kafkafmt.log import ReportEntry, ReportKind
+from kafkafmt.log import DEFAULT_INDEX_INTERVAL, Segment
+from kafkafmt.storage import LocalStorage
 
 __all__ = ["SegmentScan", "scan_segment", "ProducerState", "RebuiltIndexes", "rebuild_indexes",
            "index_entries", "TIMEINDEX_OFFSETS"]

@@ -48,13 +48,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kafkafmt.log import _sidefiles as sidefiles
+from kafkafmt.log import sidefiles
 from kafkafmt.errors import EncodeError, KafkafmtError, NotALogDirError, PathNotFoundError, RecoveryError
 from kafkafmt.recovery.indexes import ProducerState, index_entries, record_time_offsets, scan_segment
-from kafkafmt.log._discovery import find_log_dirs, folder_kind
-from kafkafmt.log._names import PARTITION_DIR, is_leftover_dir, segment_base, segment_file_name
-from kafkafmt.log._notes import ReportEntry, ReportKind
-from kafkafmt.log._segments import DEFAULT_INDEX_INTERVAL
+from kafkafmt.log import find_log_dirs, folder_kind
+from kafkafmt.log import PARTITION_DIR, is_leftover_dir, segment_base, segment_file_name
+from kafkafmt.log import ReportEntry, ReportKind
+from kafkafmt.log import DEFAULT_INDEX_INTERVAL
 
 __all__ = ["ActionKind", "RecoveryAction", "RecoveryPlan", "plan_recovery", "TEMP_SUFFIX"]
 

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from kafkafmt.log._discovery import REPLICAS, discover
-from kafkafmt.log._names import segment_base
+from kafkafmt.log import REPLICAS, discover
+from kafkafmt.log import segment_base
 from kafkafmt.report.checks import check_partition
 from kafkafmt.report.figures import Acc, partition_stats, totals
 from kafkafmt.report.lag import committed_offsets, consumer_lag

@@ -23,11 +23,11 @@ import functools
 
 import numpy as np
 
-from kafkafmt.log import _sidefiles as sidefiles
+from kafkafmt.log import sidefiles
 from kafkafmt.errors import KafkafmtError
-from kafkafmt.read._readers import iter_log_dir
-from kafkafmt.log._names import file_kind, is_leftover_file, segment_base
-from kafkafmt.record._records import Table
+from kafkafmt.read import iter_log_dir
+from kafkafmt.log import file_kind, is_leftover_file, segment_base
+from kafkafmt.record import Table
 from kafkafmt.report.figures import CHUNK_BYTES
 from kafkafmt.report.problems import Problem, report_problem
 

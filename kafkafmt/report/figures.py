@@ -24,9 +24,9 @@ import collections
 
 import numpy as np
 
-from kafkafmt.read._readers import iter_log_dir
-from kafkafmt.log._names import segment_base
-from kafkafmt.record._records import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
+from kafkafmt.read import iter_log_dir
+from kafkafmt.log import segment_base
+from kafkafmt.record import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 from kafkafmt.report.problems import report_problem
 
 __all__ = ["Acc", "PartitionStats", "partition_stats", "totals", "CHUNK_BYTES"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kafkafmt.read._readers import read_log_dir
+from kafkafmt.read import read_log_dir
 
 __all__ = ["CONSUMER_OFFSETS", "committed_offsets", "consumer_lag"]
 

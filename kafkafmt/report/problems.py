@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkafmt.log._notes import ReportKind
+from kafkafmt.log import ReportKind
 
 
 @dataclass

@@ -196,8 +196,8 @@ def _storage_value(v):
 
 
 def _typed_options(o, opts):
-    from kafkafmt.values._typed import reader_schema_of_text
-    from kafkafmt.values._formats import FORMATS
+    from kafkafmt.values import reader_schema_of_text
+    from kafkafmt.values import FORMATS
 
     for key, attr in (("valueformat", "value_format"), ("keyformat", "key_format")):
         if key in opts:
@@ -313,7 +313,7 @@ def parse(options, stream=False) -> Options:
     if "includelogdir" in opts:
         o.include_log_dir = _bool(opts["includelogdir"], "includeLogDir")
     if "replicas" in opts:
-        from kafkafmt.log._discovery import REPLICAS
+        from kafkafmt.log import REPLICAS
 
         o.replicas = str(opts["replicas"]).strip().lower()
         if o.replicas not in REPLICAS:

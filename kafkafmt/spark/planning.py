@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafkafmt.errors import DataLossError, KafkafmtError, PathNotFoundError
-from kafkafmt.log._notes import ReportKind
-from kafkafmt.log._discovery import discover
-from kafkafmt.log._planner import deal, plan as plan_partition
+from kafkafmt.log import ReportKind
+from kafkafmt.log import discover
+from kafkafmt.log import deal, plan as plan_partition
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
 
 @dataclass

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from kafkafmt.record._decoder import DecodeOptions
+from kafkafmt.record import DecodeOptions
 from kafkafmt.errors import KafkafmtError, ValueDecodeError
-from kafkafmt.log._taskreader import read_task
-from kafkafmt.record._records import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
+from kafkafmt.log import read_task
+from kafkafmt.record import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
 from kafkafmt.spark.typedcols import decode_names
-from kafkafmt.values._typed import decode_values
+from kafkafmt.values import decode_values
 
 
 

@@ -14,7 +14,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualNullSafe,
 from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, ShortType, StringType, StructField,
                                StructType, TimestampType)
 
-from kafkafmt.record._records import LOG_DIR_COLUMN, TYPED_COLUMNS
+from kafkafmt.record import LOG_DIR_COLUMN, TYPED_COLUMNS
 from kafkafmt.spark import options as _options
 from kafkafmt.spark.planning import Bounds, plan
 

@@ -42,9 +42,9 @@ import time
 
 import kafkafmt
 from kafkafmt.errors import DataLossError
-from kafkafmt.log._framing import entry_size_at, scan_range
-from kafkafmt.log._planner import deal
-from kafkafmt.record._records import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
+from kafkafmt.log import entry_size_at, scan_range
+from kafkafmt.log import deal
+from kafkafmt.record import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
 from kafkafmt.spark.typedcols import SchemaChangedError, decode_names
 
@@ -161,7 +161,7 @@ class LogDirWatcher:
 
     # listing
     def _discover(self):
-        from kafkafmt.log._discovery import discover
+        from kafkafmt.log import discover
         from kafkafmt.errors import PathNotFoundError
 
         report = []

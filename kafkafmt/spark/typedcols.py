@@ -23,8 +23,8 @@ import dataclasses
 import threading
 
 from kafkafmt.spark.options import OptionError
-from kafkafmt.values._typed import NO_SCHEMA_FORMATS, open_typed
-from kafkafmt.values._formats import conform, merge_types
+from kafkafmt.values import NO_SCHEMA_FORMATS, open_typed
+from kafkafmt.values import conform, merge_types
 
 __all__ = ["SparkTyped", "plan_typed", "subscribed_topics", "decode_names", "spark_arrow_type", "SchemaChangedError"]
 
@@ -152,7 +152,7 @@ def decode_names(names, typed):
     instead of their schema id and error columns."""
     if typed is None:
         return list(names)
-    from kafkafmt.record._records import TYPED_COLUMNS
+    from kafkafmt.record import TYPED_COLUMNS
 
     extra = {c for cols in TYPED_COLUMNS.values() for c in cols}
     out = [n for n in names if n not in extra]

@@ -55,10 +55,10 @@ import weakref
 import numpy as np
 
 from kafkafmt._native import avro as _kernel
-from kafkafmt.values.avro._plan import ZERO_ITEMS_CAP, AvroPlan
-from kafkafmt.values.avro._schema import parse_registered, parse_schema
+from kafkafmt.values.avro import ZERO_ITEMS_CAP, AvroPlan
+from kafkafmt.values.avro import parse_registered, parse_schema
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
-from kafkafmt.values.registry._sources import InlineSchemaRegistry, RegisteredSchema, SchemaRegistry, open_registry
+from kafkafmt.values.registry import InlineSchemaRegistry, RegisteredSchema, SchemaRegistry, open_registry
 
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
            "get_format", "reader_schema_for", "column_parts", "column_validity", "raise_strict", "nullable_type",
@@ -283,7 +283,7 @@ def get_format(name):
 def _parts(column):
     """(pyarrow binary / large_binary array, int64 offsets, uint8 data) of a column."""
     pa = _pa()
-    from kafkafmt.record._records import BinaryColumn, BinaryViewColumn
+    from kafkafmt.record import BinaryColumn, BinaryViewColumn
     if isinstance(column, BinaryViewColumn):
         column = column.to_arrow()
     elif isinstance(column, BinaryColumn):
@@ -608,7 +608,7 @@ class AvroFormat(_KernelFormat):
         return self._finish(plan, values, errors, schema_id, ids, ctx, messages, trailing)
 
     def json(self, decoded):
-        from kafkafmt.values.avro._json import avro_json
+        from kafkafmt.values.avro import avro_json
         return avro_json(decoded.values, decoded.reader)
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from kafkafmt._native import avro as _framing
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, SchemaRegistryError
-from kafkafmt.values.registry._sources import open_registry
+from kafkafmt.values.registry import open_registry
 from kafkafmt.values._formats import (DecodedColumn, FORMATS, ValueFormat, column_parts, column_validity, raise_strict,
                              reader_schema_for, register_format)
 
@@ -151,7 +151,7 @@ class RegistryFormat(ValueFormat):
             raise_strict(self, ctx, i, dec.error[i].as_py())
 
     def json(self, decoded):
-        from kafkafmt.values.protobuf._format import arrow_json
+        from kafkafmt.values.protobuf import arrow_json
         return arrow_json(decoded.values)
 
 

@@ -20,9 +20,9 @@ import re
 import numpy as np
 
 from kafkafmt.errors import SchemaNotFoundError, SchemaRegistryError
-from kafkafmt.record._records import TYPED_COLUMNS
-from kafkafmt.log._notes import ReportEntry, ReportKind
-from kafkafmt.values.registry._sources import SchemaRegistry, open_registry
+from kafkafmt.record import TYPED_COLUMNS
+from kafkafmt.log import ReportEntry, ReportKind
+from kafkafmt.values.registry import SchemaRegistry, open_registry
 from kafkafmt.values._formats import DecodedColumn, decode_column, get_format, reader_schema_for, value_type
 
 __all__ = ["TypedOptions", "open_typed", "decode_values", "type_values", "reader_schema_of_text", "VALUE_ERRORS",

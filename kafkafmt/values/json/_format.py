@@ -40,8 +40,8 @@ from kafkafmt._native import avro as _framing
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, SchemaRegistryError
 from kafkafmt.values.json._plan import JsonPlan, spec_of_arrow
 from kafkafmt.values.json._schema import spec_of_connect, spec_of_json_schema
-from kafkafmt.values.protobuf._format import arrow_json
-from kafkafmt.values.registry._sources import open_registry
+from kafkafmt.values.protobuf import arrow_json
+from kafkafmt.values.registry import open_registry
 from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, raise_strict,
                              reader_schema_for, register_format)
 

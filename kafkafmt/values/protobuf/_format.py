@@ -39,7 +39,7 @@ from kafkafmt._native import protobuf as _kernel
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, SchemaRegistryError
 from kafkafmt.values.protobuf._plan import ProtoPlan
 from kafkafmt.values.protobuf._schema import compile_registered, compile_text, descriptor_of
-from kafkafmt.values.registry._sources import InlineSchemaRegistry, open_registry
+from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
 from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, raise_strict,
                              reader_schema_for, register_format)
 

@@ -446,7 +446,7 @@ class TopicSchemaRegistry(SchemaRegistry):
         SchemaRegistryError
             No such partition under the roots.
         """
-        from kafkafmt.log._discovery import find_partitions
+        from kafkafmt.log import find_partitions
         from kafkafmt.errors import KafkafmtWarning
 
         roots_list = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
@@ -884,10 +884,10 @@ def open_registry(source=None, *, roots=None, storage_options=None, filesystem=N
 def _read_topic_partition(part):
     """Every record of the registry's partition, planned and read as every read is (below the readers
     of `kafkafmt.read._readers`, which decode values with this module's schemas)."""
-    from kafkafmt.record._decoder import DecodeOptions, decode
-    from kafkafmt.log._planner import plan
-    from kafkafmt.record._records import Records
-    from kafkafmt.log._taskreader import read_tasks
+    from kafkafmt.record import DecodeOptions, decode
+    from kafkafmt.log import plan
+    from kafkafmt.record import Records
+    from kafkafmt.log import read_tasks
 
     report = []
     options = DecodeOptions.for_columns(["key", "value"], threads=1)
