@@ -1,4 +1,4 @@
-"""kafkafmt.log._tiered: Kafka's and Aiven's tiered-storage layouts, written by small helpers here, read from
+"""kafkafmt.log.tiered: Kafka's and Aiven's tiered-storage layouts, written by small helpers here, read from
 a real S3 API server (moto on loopback) and from the local disk."""
 import base64
 import hashlib
@@ -15,7 +15,7 @@ import zstandard
 import kafkafmt
 from kafkafmt.errors import UnsupportedLayoutError
 from kafkafmt.storage import LocalStorage, open_storage
-from kafkafmt.log._tiered import (AivenSegmentBlob, kafka_id, looks_tiered, oaep_decrypt, list_remote_partitions, open_remote_log,
+from kafkafmt.log.tiered import (AivenSegmentBlob, kafka_id, looks_tiered, oaep_decrypt, list_remote_partitions, open_remote_log,
                              parse_aiven_manifest, parse_aiven_segment_file, parse_aiven_topic_dir, parse_kafka_id,
                              parse_kafka_partition_dir, parse_kafka_segment_file, read_remote_side_file,
                              segment_end_offset)

@@ -3,7 +3,7 @@ their side files, transactions, discovery (roots -> partitions), the planner (of
 the task reader, tiered-storage layouts and the LogWriter.
 
 Modules: `_names`, `_framing`, `_ranges`, `_segments`, `_transactions`, `_discovery`, `_planner`,
-`_taskreader`, `_notes` (what a read skipped or fell back on), `_writer`, `sidefiles`, `_tiered`.
+`_taskreader`, `_notes` (what a read skipped or fell back on), `_writer`, `sidefiles`, `tiered` (the layouts).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from kafkafmt.log._writer import (LogWriter, write_log_dir)
 from kafkafmt.log._sidefiles import (read_index, read_leader_epoch_checkpoint, read_partition_metadata,
                                      read_producer_snapshot, read_timeindex, read_txnindex)
 from kafkafmt.log import _sidefiles as sidefiles  # the side files, one namespace (read, check, write)
-from kafkafmt.log import _tiered as tiered  # tiered-storage layouts
+from kafkafmt.log import tiered  # tiered-storage layouts
 
 __all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES", "segment_file_name",
            "segment_base", "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir",

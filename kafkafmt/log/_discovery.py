@@ -8,7 +8,7 @@ and its stream reader -- so the same roots give the same partitions whichever do
   folders or ``meta.properties`` is a *log dir*, whatever its own name -- so ``kafka-logs-1`` (several
   brokers on one host) is a log dir, not partition 1 of a topic ``kafka-logs``.
 * Roots are walked to any depth (`MAX_DEPTH`): log dirs, partition folders given alone, tiered-storage
-  uploads of every layout in `kafkafmt.log._tiered.LAYOUTS` -- also side by side under one root -- and the
+  uploads of every layout in `kafkafmt.log.tiered.LAYOUTS` -- also side by side under one root -- and the
   files lying outside partition folders (a KRaft ``bootstrap.checkpoint``, loose segments), the same
   for the local disk and object stores. A folder reached twice (a symlink) is read once.
 * A partition with tiered uploads and a local folder is one partition: the uploads (older) and the
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kafkafmt.log import _sidefiles as sidefiles
-from kafkafmt.log import _tiered as tiered
+from kafkafmt.log import tiered
 from kafkafmt.errors import KafkafmtError, KafkafmtWarning, NotALogDirError, PathNotFoundError, StorageError
 from kafkafmt.log._names import (holds_segment_files, is_leftover_dir, is_leftover_segment_file, partition_of_name,
                             SEGMENT_LOG)
@@ -501,7 +501,7 @@ def _dedup_folders(parts):
 
 
 def _remote_partition(storage, root, rp, report, keys):
-    """A tiered-storage partition (`kafkafmt.log._tiered.RemotePartition`) as a Partition; uploads
+    """A tiered-storage partition (`kafkafmt.log.tiered.RemotePartition`) as a Partition; uploads
     superseded by a later upload of the same segment are reported."""
     tiered.finish_partitions(storage, [rp], keys=keys)
     for problem in rp.problems:

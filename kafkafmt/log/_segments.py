@@ -47,7 +47,7 @@ class Segment:
 
     ``storage`` is where it lives (a `kafkafmt.storage._storage` Storage: `LocalStorage` for the disk);
     ``present`` the side-file kinds its listing showed (None: ask the storage); ``remote`` a
-    `kafkafmt.log._tiered.RemoteSegment` when it is a tiered-storage upload (its layout names and reads
+    `kafkafmt.log.tiered.RemoteSegment` when it is a tiered-storage upload (its layout names and reads
     its files); ``version`` the log object's version as listed (reads stay on it)."""
 
     __slots__ = ("folder", "base_offset", "log", "index", "timeindex", "txnindex", "size", "storage", "present",
@@ -90,7 +90,7 @@ class Segment:
 
     @classmethod
     def of_remote(cls, remote, storage, keys=None):
-        """A tiered-storage upload (`kafkafmt.log._tiered.RemoteSegment`) as a segment."""
+        """A tiered-storage upload (`kafkafmt.log.tiered.RemoteSegment`) as a segment."""
         return cls(remote.files.get("log"), remote.base_offset, storage=storage, remote=remote, keys=keys)
 
     def __repr__(self):
