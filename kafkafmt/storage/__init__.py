@@ -3,7 +3,7 @@ reads pinned to the version listed); `statistics()` counts what every storage fe
 """
 from __future__ import annotations
 
-from kafkafmt.storage._storage import (version_of, Entry, StorageStatistics, statistics, Storage, Blob, LocalStorage,
+from kafkafmt.storage._base import (version_of, Entry, StorageStatistics, statistics, Storage, Blob, LocalStorage,
                                        LocalBlob, FsspecStorage, RemoteBlob, open_storage, is_url, DEFAULT_READ_AHEAD,
                                        DEFAULT_CACHE_BLOCKS, DEFAULT_PREFETCH, RetryPolicy)
 
