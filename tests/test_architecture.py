@@ -195,21 +195,32 @@ def test_at_most_twenty_top_level_entries():
 
 
 def test_packages_use_each_others_public_faces():
-    """A module outside a package imports that package's public face, never its private modules (`_name`)."""
+    """A module outside a package imports that package's public face, never its private modules (`_name`);
+    inside a package, sibling modules import each other's modules but only their public names: a name with a
+    leading underscore is private to its module."""
+
+    def private_part(importer, dotted):
+        parts = dotted.split(".")
+        for i, part in enumerate(parts[1:], 1):
+            if part.startswith("_") and not part.startswith("__") and part not in ("_native", "_util", "_version"):
+                owner = ".".join(parts[:i])             # the package holding the private module or name
+                if importer != owner and not importer.startswith(owner + "."):
+                    return dotted
+        return None
+
     wrong = []
     for m, p in modules().items():
+        package = m if p.name == "__init__.py" else m.rsplit(".", 1)[0]
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names
+                                         if not node.module.startswith(package + ".")]
+                wrong += [(m, f"{node.module}.{a.name}") for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")
+                          and f"{node.module}.{a.name}" not in modules()]
             elif isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             else:
                 continue
-            for name in names:
-                parts = name.split(".")
-                for i, part in enumerate(parts[1:], 1):
-                    if part.startswith("_") and not part.startswith("__") and part not in ("_native", "_util", "_version") \
-                            and not m.startswith(".".join(parts[:i])):
-                        wrong.append((m, name))
-                        break
+            wrong += [(m, d) for d in names if private_part(m, d)]
     assert wrong == []

@@ -1,4 +1,4 @@
-"""kafkafmt.storage._base: the local filesystem and a real S3 API server (moto, loopback) behind one interface."""
+"""kafkafmt.storage: the local filesystem and a real S3 API server (moto, loopback) behind one interface."""
 import os
 import pathlib
 import pickle

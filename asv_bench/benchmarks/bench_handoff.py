@@ -17,7 +17,7 @@ the same for every contender (checked once):
 
 ``track_ratio_scan_window_vs_full`` = time(full_then_filter) / time(scan_window), and
 ``track_fetched_fraction`` = bytes the scan fetched / bytes the full read fetched, both read from
-fsspec's ``memory://`` store (counted by ``kafkafmt.storage._base.statistics``).
+fsspec's ``memory://`` store (counted by ``kafkafmt.storage.statistics``).
 
 ``python -m benchmarks.bench_handoff`` prints the medians and the ratio without asv.
 """

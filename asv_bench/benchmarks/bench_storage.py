@@ -1,4 +1,4 @@
-"""Remote ranged reads (kafkafmt.storage._base) against local files: bytes/s, decode rate, seek cost.
+"""Remote ranged reads (kafkafmt.storage) against local files: bytes/s, decode rate, seek cost.
 
 An S3 API server runs on loopback for the benchmark: moto's server (``moto[server]``, as s3fs and
 pyarrow test themselves) in a subprocess, so its CPU is not charged to the reading process. The
@@ -109,7 +109,7 @@ def stop_server():
 
 def storage_for(where, name, read_ahead):
     """local: the files; s3: the loopback server; memory: fsspec's in-memory filesystem holding the
-    same files (the remote code path without a network: what kafkafmt.storage._base itself costs)."""
+    same files (the remote code path without a network: what kafkafmt.storage itself costs)."""
     from kafkafmt.storage import open_storage
     srv = server()
     if where == "local":

@@ -1,5 +1,5 @@
 """Where a path on the command line lives: the local disk, or an object store named by a URL
-(``s3://``, ``gs://``, ``abfs://``, ``hdfs://`` ...), opened through `kafkafmt.storage._base` with the
+(``s3://``, ``gs://``, ``abfs://``, ``hdfs://`` ...), opened through `kafkafmt.storage` with the
 ``--storage-option KEY=VALUE`` options (credentials otherwise come from the environment, as fsspec
 reads them). The commands use these helpers wherever they would use ``os.path`` and ``open``."""
 from __future__ import annotations
@@ -30,7 +30,7 @@ def parse_storage_options(values):
 
 
 def storage_of(path):
-    """(storage, storage path) of a command-line path: `kafkafmt.storage._base.LocalStorage` and the path
+    """(storage, storage path) of a command-line path: `kafkafmt.storage.LocalStorage` and the path
     itself for local files, the object store a URL names (with ``--storage-option``) otherwise."""
     if is_url(path) and not str(path).lower().startswith("file://"):
         storage, p = open_storage(path, OPTIONS or None)

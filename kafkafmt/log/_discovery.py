@@ -53,7 +53,7 @@ _PASS = "__pass__"      # the cache's key for the current discovery pass
 
 
 def _listing(path, storage, cache=None):
-    """Entries of a folder (kafkafmt.storage._base.Entry: name, path, size, is_dir, version); errors name
+    """Entries of a folder (kafkafmt.storage.Entry: name, path, size, is_dir, version); errors name
     it. ``cache`` ({path: (token, entries)}) keeps listings of folders whose change token
     (`Storage.change_token`: a local folder's mtime) is unchanged and settled; a folder without one
     (an object store's) is listed once per discovery pass."""
@@ -86,7 +86,7 @@ def _listing(path, storage, cache=None):
 
 def _storage_of(path, storage):
     """(storage, path as it names it) for a path or URL given to a public function: ``storage``
-    when given, else the one the path names (`kafkafmt.storage._base.open_storage`)."""
+    when given, else the one the path names (`kafkafmt.storage.open_storage`)."""
     if storage is not None:
         return storage, path
     st, p = open_storage(path)
@@ -124,7 +124,7 @@ def list_segments(folder, report=None, storage=None, cache=None):
     report : list, optional
         Leftovers (``.deleted``, ``.cleaned``, ``.swap`` files) are named in it as `ReportEntry`.
     storage : Storage, optional
-        Where the path is (a `kafkafmt.storage._base` Storage); by default from the path (local, or an
+        Where the path is (a `kafkafmt.storage` Storage); by default from the path (local, or an
         fsspec URL).
     cache : optional
         A listing cache (the stream reader's).
@@ -175,7 +175,7 @@ class Partition:
     """A partition: a folder of a log dir, tiered-storage uploads, or both merged; unpacks as
     (topic, partition, folder).
 
-    ``storage``: where ``folder`` is (a `kafkafmt.storage._base` Storage); ``log_dir``: the log dir it was
+    ``storage``: where ``folder`` is (a `kafkafmt.storage` Storage); ``log_dir``: the log dir it was
     found in (None for uploads and for a partition folder given alone); ``segments``: its segments
     when known in advance (uploads, merged places), else listed on demand; ``log_start_offset``: the
     log dir's ``log-start-offset-checkpoint`` entry for it (records below it were deleted)."""
@@ -252,7 +252,7 @@ def list_partitions(log_dir, topics=None, partitions=None, report=None, storage=
     report : list, optional
         Leftover folders (``-delete``/``-future``/``-stray``) are named in it as `ReportEntry`.
     storage : Storage, optional
-        Where the path is (a `kafkafmt.storage._base` Storage); by default from the path (local, or an
+        Where the path is (a `kafkafmt.storage` Storage); by default from the path (local, or an
         fsspec URL).
 
     Returns
@@ -340,7 +340,7 @@ def find_log_dirs(root, max_depth=MAX_DEPTH, storage=None):
     max_depth : int
         How deep to look below ``root``.
     storage : Storage, optional
-        Where the path is (a `kafkafmt.storage._base` Storage); by default from the path (local, or an
+        Where the path is (a `kafkafmt.storage` Storage); by default from the path (local, or an
         fsspec URL).
 
     Returns

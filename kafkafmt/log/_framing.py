@@ -1,4 +1,4 @@
-"""Batch framing of an open file (a `kafkafmt.storage._base` Blob): the bytes of a range as decoder input
+"""Batch framing of an open file (a `kafkafmt.storage` Blob): the bytes of a range as decoder input
 and the C framing scan over them. Every read of an entry's ``int64 offset, int32 size`` header goes
 through here -- nowhere else unpacks framing bytes by hand.
 """

@@ -45,7 +45,7 @@ def warn_fallbacks(report, since=0, where=None):
 class Segment:
     """One segment of a partition: its files, base offset and size; index lookups.
 
-    ``storage`` is where it lives (a `kafkafmt.storage._base` Storage: `LocalStorage` for the disk);
+    ``storage`` is where it lives (a `kafkafmt.storage` Storage: `LocalStorage` for the disk);
     ``present`` the side-file kinds its listing showed (None: ask the storage); ``remote`` a
     `kafkafmt.log.tiered.RemoteSegment` when it is a tiered-storage upload (its layout names and reads
     its files); ``version`` the log object's version as listed (reads stay on it)."""

@@ -10,7 +10,7 @@ library's one discovery (`kafkafmt.log._discovery.discover`) for the partitions 
 trigger -- log dirs at any depth, tiered-storage uploads, a partition's uploads and local segments
 merged -- and keeps, per partition, where the header scan of its newest segment stopped. The
 discovery keeps the listings of local folders whose mtime has not changed (and is older than
-`kafkafmt.storage._base.SETTLE_SECONDS`: file-system timestamps are coarse), so a trigger costs a ``stat``
+`kafkafmt.storage.SETTLE_SECONDS`: file-system timestamps are coarse), so a trigger costs a ``stat``
 per folder and one of the newest ``.log`` per partition when nothing changed; only bytes appended
 since the last trigger are scanned (batch headers, no decoding). A batch cut off mid-write ends the
 scan before it: its offsets become visible once the broker has finished writing it. "earliest" is
@@ -18,7 +18,7 @@ a partition's log start offset (`Partition.earliest`: its log dir's ``log-start-
 when DeleteRecords moved it).
 
 Object storage (``s3://bucket/kafka-logs`` etc. with ``storage.<key>`` options, through
-kafkafmt.storage._base): no change markers exist there, so each trigger lists the folders again -- the
+kafkafmt.storage): no change markers exist there, so each trigger lists the folders again -- the
 only polling cost -- and reads bytes only of a segment object that appeared or grew (from its last
 offset-index entry on).
 

@@ -1,12 +1,17 @@
 """The one storage interface every byte goes through: local files (mmap) and fsspec object stores (ranged
 reads pinned to the version listed); `statistics()` counts what every storage fetched.
+
+Modules: `_base` (the `Storage` / `Blob` interface, listings, versions, retries, statistics), `_local` (local
+files), `_fsspec` (object stores), `_open` (`open_storage`: a path or URL to a storage).
 """
 from __future__ import annotations
 
-from kafkafmt.storage._base import (version_of, Entry, StorageStatistics, statistics, Storage, Blob, LocalStorage,
-                                       LocalBlob, FsspecStorage, RemoteBlob, open_storage, is_url, DEFAULT_READ_AHEAD,
-                                       DEFAULT_CACHE_BLOCKS, DEFAULT_PREFETCH, RetryPolicy)
+from kafkafmt.storage._base import (DEFAULT_CACHE_BLOCKS, DEFAULT_PREFETCH, DEFAULT_READ_AHEAD, Blob, Entry,
+                                    RetryPolicy, Storage, StorageStatistics, is_url, statistics, version_of)
+from kafkafmt.storage._fsspec import FsspecStorage, RemoteBlob
+from kafkafmt.storage._local import LocalBlob, LocalStorage
+from kafkafmt.storage._open import open_storage
 
-__all__ = ["version_of", "Entry", "StorageStatistics", "statistics", "Storage", "Blob", "LocalStorage",
-           "LocalBlob", "FsspecStorage", "RemoteBlob", "open_storage", "is_url", "DEFAULT_READ_AHEAD",
-           "DEFAULT_CACHE_BLOCKS", "DEFAULT_PREFETCH", "RetryPolicy"]
+__all__ = ["version_of", "Entry", "StorageStatistics", "statistics", "Storage", "Blob", "LocalStorage", "LocalBlob",
+           "FsspecStorage", "RemoteBlob", "open_storage", "is_url", "DEFAULT_READ_AHEAD", "DEFAULT_CACHE_BLOCKS",
+           "DEFAULT_PREFETCH", "RetryPolicy"]

@@ -60,7 +60,7 @@ class RemoteSegment:
     ``indexes``, ``manifest``. ``size`` is the ``.log`` object's size as listed (for Aiven
     segments stored transformed, ``manifest.original_size`` is the segment's). ``end_offset`` is
     known from an Aiven manifest, or once :func:`segment_end_offset` computed it. ``versions``:
-    each object's version as listed (reads stay on it: `kafkafmt.storage._base.version_of`)."""
+    each object's version as listed (reads stay on it: `kafkafmt.storage.version_of`)."""
     layout: "TieredLayout"
     topic: str
     partition: int

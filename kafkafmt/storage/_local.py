@@ -1,0 +1,157 @@
+"""Local files (and ``file://`` URLs): `LocalStorage`, whose blobs are read-only memory maps (``view()`` is a
+NumPy uint8 array over the map; ``release`` gives pages back with madvise).
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import time
+
+import numpy as np
+
+from kafkafmt.errors import ObjectChangedError, StorageError, StorageNotFoundError, StoragePermissionError
+from kafkafmt.storage._base import SETTLE_SECONDS, Blob, Entry, Storage
+
+__all__ = ["LocalBlob", "LocalStorage"]
+
+def _local_error(exc: OSError, path) -> StorageError:
+    if isinstance(exc, FileNotFoundError):
+        err = StorageNotFoundError(f"no such file or folder: {exc.strerror or exc}", file=path)
+    elif isinstance(exc, PermissionError):
+        err = StoragePermissionError(f"permission denied: {exc.strerror or exc}", file=path)
+    else:
+        err = StorageError(f"cannot read: {exc.strerror or exc}", file=path)
+    err.errno = exc.errno
+    err.__cause__ = exc
+    return err
+
+
+class LocalStorage(Storage):
+    """The local filesystem; paths are OS paths (str), blobs are memory maps."""
+
+    is_local = True
+    protocol = "file"
+
+    def list(self, path):
+        try:
+            with os.scandir(path) as it:
+                out = []
+                for e in it:
+                    try:
+                        is_dir = e.is_dir()
+                        size = 0 if is_dir else e.stat().st_size
+                    except FileNotFoundError:      # vanished between listing and stat
+                        continue
+                    out.append(Entry(e.name, e.path, size, is_dir))
+        except OSError as exc:
+            raise _local_error(exc, path) from None
+        out.sort(key=lambda e: e.name)
+        return out
+
+    def size(self, path):
+        try:
+            return os.stat(path).st_size
+        except OSError as exc:
+            raise _local_error(exc, path) from None
+
+    def isdir(self, path):
+        return os.path.isdir(path)
+
+    def exists(self, path):
+        return os.path.exists(path)
+
+    def join(self, a, *names):
+        return os.path.join(a, *names)
+
+    def name(self, path):
+        return os.path.basename(os.path.normpath(path))
+
+    def parent(self, path):
+        return os.path.dirname(os.path.normpath(path))
+
+    def url(self, path):
+        return os.fspath(path)
+
+    def change_token(self, path):
+        try:
+            return os.stat(path).st_mtime_ns
+        except OSError:
+            return None
+
+    def settled(self, token):
+        return token is None or time.time() - token / 1e9 > SETTLE_SECONDS
+
+    def open(self, path, size=None, *, read_ahead=None, version=None):
+        return LocalBlob(path, size)
+
+    def read_bytes(self, path, start=0, stop=None):
+        try:
+            with open(path, "rb") as f:
+                f.seek(start)
+                return f.read(-1 if stop is None else stop - start)
+        except OSError as exc:
+            raise _local_error(exc, path) from None
+
+    def __repr__(self):
+        return "LocalStorage()"
+
+
+class LocalBlob(Blob):
+    """A read-only memory map of a local file (empty files allowed).
+
+    ``buf`` (= ``view()``) is a NumPy uint8 array over the map; ``map`` the mmap (None when empty).
+    """
+
+    def __init__(self, path, size=None):
+        self.path = path
+        self.url = os.fspath(path)
+        try:
+            with open(path, "rb") as f:
+                actual = os.fstat(f.fileno()).st_size
+                if size is not None and actual < size:
+                    raise ObjectChangedError(f"changed size while being read: {actual} bytes now, "
+                                             f"{size} when listed", file=self.url)
+                self.size = actual if size is None else int(size)
+                self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if self.size else None
+        except OSError as exc:
+            if isinstance(exc, StorageError):
+                raise
+            raise _local_error(exc, path) from None
+        self.buf = np.frombuffer(self.map, np.uint8)[:self.size] if self.map is not None else np.zeros(0, np.uint8)
+
+    def read(self, start, stop=None):
+        start, stop = self._check_range(start, stop)
+        return memoryview(self.buf[start:stop])
+
+    def view(self):
+        return self.buf
+
+    def will_need(self, start, stop=None):
+        start, stop = self._check_range(start, stop)
+        page = mmap.PAGESIZE
+        lo = start - start % page
+        if self.map is not None and stop > lo and hasattr(mmap, "MADV_WILLNEED"):
+            try:
+                self.map.madvise(mmap.MADV_WILLNEED, lo, stop - lo)
+            except (OSError, ValueError):
+                pass
+
+    def release(self, done, upto):
+        """Drop this process's pages of the map in [done, upto) (page-aligned); returns upto's
+        page boundary. The file stays in the page cache; only resident memory goes."""
+        page = mmap.PAGESIZE
+        lo, hi = done - done % page, upto - upto % page
+        if self.map is not None and hi > lo and hasattr(mmap, "MADV_DONTNEED"):
+            try:
+                self.map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+            except (OSError, ValueError):
+                return done
+        return max(hi, done)
+
+    def close(self):
+        self.buf = None
+        if self.map is not None:
+            try:
+                self.map.close()
+            except BufferError:  # still referenced (a view, a traceback): closed when collected
+                pass
