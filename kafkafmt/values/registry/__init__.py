@@ -2,7 +2,7 @@
 schemas, a live registry."""
 from __future__ import annotations
 
-from kafkafmt.values.registry._sources import (SchemaRegistry, RegisteredSchema, SchemaReference, TopicSchemaRegistry,
+from kafkafmt.values.registry._base import (SchemaRegistry, RegisteredSchema, SchemaReference, TopicSchemaRegistry,
                                                FolderSchemaRegistry, InlineSchemaRegistry, ClientSchemaRegistry,
                                                open_registry, replay_schemas_topic, SCHEMAS_TOPIC, DEFAULT_CONTEXT)
 
