@@ -233,7 +233,7 @@ def main():
     import atheris
     import fastavro  # noqa: F401  (not instrumented)
     with atheris.instrument_imports(include=["kafkafmt.values._formats", "kafkafmt.values.avro._plan", "kafkafmt.values.avro._schema",
-                                             "kafkafmt.values.registry._base"]):
+                                             "kafkafmt.values.registry"]):
         import kafkafmt.values._formats  # noqa: F401
 
     atheris.Setup(sys.argv, check)

@@ -1,4 +1,4 @@
-"""kafkafmt.values.registry._base: the registry's ``_schemas`` topic replayed from a real log dir, folders
+"""kafkafmt.values.registry: the registry's ``_schemas`` topic replayed from a real log dir, folders
 of schema files, inline schemas and a live registry (confluent-kafka's mock).
 
 The ids, subjects and versions come from confluent-kafka's own mock registry (tests/avro_support.py
