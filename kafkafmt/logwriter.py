@@ -299,11 +299,9 @@ class LogWriter:
             table = decode(data, verify_crc=None, keys=False, values=False, headers=False).batches
         if self.first_v2_offset is None and (table.magic == 2).any():
             self.first_v2_offset = int(table.base_offset[np.flatnonzero(table.magic == 2)[0]])  # leader epochs: v2
-        size = np.asarray(table.size, np.int64)
-        start = np.asarray(table.position, np.int64)
+        size, start, first, last, ts = (table.size, table.position, table.base_offset, table.last_offset,
+                                        table.max_timestamp)
         end = start + size
-        first, last = np.asarray(table.base_offset, np.int64), np.asarray(table.last_offset, np.int64)
-        ts = np.asarray(table.max_timestamp, np.int64)
         view = memoryview(data)
         i, n = 0, len(table)
         while i < n:
@@ -313,7 +311,7 @@ class LogWriter:
             # roll like the broker: when the segment would grow past segment_bytes, or its index could
             # not hold a batch's offset relative to the base (LogSegment.shouldRoll)
             j = min(int(np.searchsorted(end, start[i] + self.segment_bytes - seg.size, side="right")),
-                    int(np.searchsorted(last, seg.base_offset + _MAX_RELATIVE_OFFSET, side="right")))
+                    i + int(np.searchsorted(last[i:] - seg.base_offset, _MAX_RELATIVE_OFFSET, side="right")))
             if j <= i:
                 if seg.size:
                     self._roll()
