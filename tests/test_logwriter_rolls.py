@@ -11,8 +11,8 @@ prefix of whole batches.
 from __future__ import annotations
 
 import os
+import multiprocessing
 import random
-import signal
 import time
 import tracemalloc
 import warnings
@@ -64,9 +64,14 @@ def _write(folder, rounds, report=None, **kw):
     w.close()
 
 
+def _bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def _logs(folder):
     """{name: bytes} of the .log files."""
-    return {n: open(os.path.join(folder, n), "rb").read() for n in sorted(os.listdir(folder)) if n.endswith(".log")}
+    return {n: _bytes(os.path.join(folder, n)) for n in sorted(os.listdir(folder)) if n.endswith(".log")}
 
 
 def _batches(folder):
@@ -127,25 +132,43 @@ def _assert_prefix_of(folder, reference):
         assert len(last) in set((np.asarray(ends.position) + np.asarray(ends.size)).tolist()) | {0}
 
 
-def _fork(fn):
-    """Run fn() in a forked child process (exit code 0, or 3 after an exception); returns the pid. The children
-    here only write small appends: no thread pool (whose threads a fork does not copy) is needed."""
-    pid = os.fork()
-    if pid == 0:                                          # pragma: no cover - the child
-        code = 0
-        try:
-            fn()
-        except BaseException:
-            import traceback
-
-            traceback.print_exc()
-            code = 3
-        os._exit(code)
-    return pid
+# writers in other processes: started by a forkserver (a clean, single-threaded parent), reporting each
+# recovery point to a file as they go (os.write: in the kernel before the next step, whatever kills them)
+_PROCESSES = multiprocessing.get_context("forkserver")
+_PROCESSES.set_forkserver_preload([__name__])    # imported once in the server, not in every writer
 
 
-def _exit_code(status):
-    return os.waitstatus_to_exitcode(status)
+def _writer_process(folder, rounds, points, crash_after=None, pause=0.0):
+    if crash_after is not None:
+        os.environ[CRASH_ENV] = str(crash_after)
+    fd = os.open(points, os.O_WRONLY | os.O_CREAT | os.O_APPEND)     # (it exists: the writer starts)
+
+    def report(point):
+        os.write(fd, b"%d\n" % point)
+        time.sleep(pause)
+    _write(folder, rounds, report)
+
+
+def _start_writer(folder, rounds, **kw):
+    """A writer process appending the workload to folder; returns (process, the file of its recovery points)."""
+    points = folder + ".points"
+    os.makedirs(os.path.dirname(folder), exist_ok=True)
+    proc = _PROCESSES.Process(target=_writer_process, args=(folder, rounds, points), kwargs=kw)
+    proc.start()
+    return proc, points
+
+
+def _wait_started(proc, points):
+    while not os.path.exists(points) and proc.is_alive():
+        time.sleep(0.001)
+
+
+def _last_point(points):
+    """The last recovery point a writer process reported (0 before any)."""
+    if not os.path.exists(points):
+        return 0
+    with open(points) as f:
+        return max((int(line) for line in f), default=0)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -200,7 +223,7 @@ def test_rolled_and_flushed_batches_are_readable_before_close_and_flushing_chang
     assert len(set(seen)) > 10                 # the folder grew while the writer went on
     assert sorted(os.listdir(plain)) == sorted(os.listdir(flushed))
     for name in os.listdir(plain):
-        assert open(os.path.join(plain, name), "rb").read() == open(os.path.join(flushed, name), "rb").read(), name
+        assert _bytes(os.path.join(plain, name)) == _bytes(os.path.join(flushed, name)), name
     check_partition(plain, SEGMENT_BYTES, INTERVAL)
     _verify(plain)
 
@@ -255,19 +278,12 @@ def test_readers_see_a_prefix_while_another_process_writes(tmp_path):
     assert [o for o, _ in final_kp] == [o for o, _ in final]
     folder = str(tmp_path / "live" / "live-0")
 
-    def slow_writer():
-        w = LogWriter(folder, segment_bytes=SEGMENT_BYTES, index_interval_bytes=INTERVAL, leader_epoch=3)
-        workload(w, 300, lambda _: time.sleep(0.002))
-        w.close()
-
-    pid = _fork(slow_writer)
-    lengths, kp_lengths, done = [], [], None
+    proc, _ = _start_writer(folder, 300, pause=0.002)
+    lengths, kp_lengths, done = [], [], False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", kafkafmt.KafkafmtWarning)    # an index older than its .log: a scan
-        while done is None:
-            finished, status = os.waitpid(pid, os.WNOHANG)
-            if finished:
-                done = _exit_code(status)
+        while not done:
+            done = not proc.is_alive()
             if not os.path.isdir(folder) or not _logs(folder):
                 continue
             got = _kafkafmt(folder)                         # strict: any error fails the test
@@ -276,7 +292,8 @@ def test_readers_see_a_prefix_while_another_process_writes(tmp_path):
             kp = _kafka_python(folder)
             assert kp == final_kp[:len(kp)], "kafka-python read something that is not a prefix"
             kp_lengths.append(len(kp))
-    assert done == 0
+    proc.join()
+    assert proc.exitcode == 0
     assert _kafkafmt(folder) == final
     assert len(set(lengths)) > 5 and len(set(kp_lengths)) > 5, (lengths, kp_lengths)   # reads met the writer
 
@@ -324,29 +341,20 @@ def _check_crashed_then_continue(folder, reference, flushed_to):
 
 def test_killed_at_every_durable_step_leaves_a_readable_prefix_that_a_new_writer_continues(tmp_path):
     reference = str(tmp_path / "ref" / "crash-0")
-    _write(reference, 30)
+    _write(reference, 24)
     kept, k = [], 0
     while True:
         k += 1
         folder = str(tmp_path / f"k{k}" / "crash-0")
-        read_fd, write_fd = os.pipe()
-
-        def run():
-            os.close(read_fd)
-            os.environ[CRASH_ENV] = str(k)
-            _write(folder, 30, lambda point: os.write(write_fd, b"%d\n" % point))
-
-        pid = _fork(run)
-        os.close(write_fd)
-        with os.fdopen(read_fd) as f:
-            points = [int(line) for line in f]
-        code = _exit_code(os.waitpid(pid, 0)[1])
+        proc, points = _start_writer(folder, 24, crash_after=k)
+        proc.join()
+        code = proc.exitcode
         if code == 0:
             break
         assert code == 86, code                                   # durable's crash exit
-        kept.append(_check_crashed_then_continue(folder, reference, max(points, default=0)))
+        kept.append(_check_crashed_then_continue(folder, reference, _last_point(points)))
         assert k < 500
-    assert k > 40                                                 # the writer has many durable steps
+    assert k > 30                                                 # the writer has many durable steps
     assert kept == sorted(kept) and kept[0] == 0 and len(set(kept)) > 10
 
 
@@ -361,6 +369,13 @@ def _epoch_history_matches_batches(folder):
     assert kafkafmt.read_leader_epoch_checkpoint(path)["entries"].tolist() == firsts
 
 
+def _gap_writer_process(folder):
+    os.environ[CRASH_ENV] = "1"
+    w = LogWriter(folder, base_offset=13, leader_epoch=5)
+    w.append(values=[b"gap"], timestamps=[TS0])
+    w.flush()
+
+
 def test_an_epoch_entry_past_the_log_end_is_dropped_as_a_broker_does(tmp_path):
     """A writer assigns its leader epoch (leader-epoch-checkpoint) before its first batch reaches the disk, as a
     leader does; killed in between, it leaves an entry past the log end, which the next writer drops
@@ -368,13 +383,10 @@ def test_an_epoch_entry_past_the_log_end_is_dropped_as_a_broker_does(tmp_path):
     folder = str(tmp_path / "epochs-0")
     kafkafmt.write_log_dir(folder, values=[b"a", b"b", b"c"], timestamps=[TS0] * 3, leader_epoch=3)
 
-    def run():
-        os.environ[CRASH_ENV] = "1"
-        w = LogWriter(folder, base_offset=13, leader_epoch=5)
-        w.append(values=[b"gap"], timestamps=[TS0])
-        w.flush()
-
-    assert _exit_code(os.waitpid(_fork(run), 0)[1]) == 86
+    proc = _PROCESSES.Process(target=_gap_writer_process, args=(folder,))
+    proc.start()
+    proc.join()
+    assert proc.exitcode == 86
     path = os.path.join(folder, "leader-epoch-checkpoint")
     assert kafkafmt.read_leader_epoch_checkpoint(path)["entries"].tolist() == [(3, 0), (5, 13)]
     with LogWriter(folder) as w:
@@ -393,18 +405,10 @@ def test_sigkill_at_random_moments_leaves_a_readable_prefix_that_a_new_writer_co
     kept = []
     for i in range(10):
         folder = str(tmp_path / f"kill{i}" / "kill-0")
-        read_fd, write_fd = os.pipe()
-
-        def run():
-            os.close(read_fd)
-            _write(folder, 200, lambda point: os.write(write_fd, b"%d\n" % point))
-
-        pid = _fork(run)
-        os.close(write_fd)
+        proc, points = _start_writer(folder, 200)
+        _wait_started(proc, points)
         time.sleep(rnd.uniform(0, 0.8 * took))
-        os.kill(pid, signal.SIGKILL)
-        with os.fdopen(read_fd) as f:
-            points = [int(line) for line in f]
-        os.waitpid(pid, 0)
-        kept.append(_check_crashed_then_continue(folder, reference, max(points, default=0)))
+        proc.kill()                                                  # SIGKILL
+        proc.join()
+        kept.append(_check_crashed_then_continue(folder, reference, _last_point(points)))
     assert len(set(kept)) > 3, kept
