@@ -10,8 +10,8 @@ prefix of whole batches.
 """
 from __future__ import annotations
 
-import os
 import multiprocessing
+import os
 import random
 import time
 import tracemalloc
@@ -23,9 +23,9 @@ import pytest
 import kpy
 
 import kafkafmt
+from kafkafmt import LogWriter
 from kafkafmt.cli import main as cli_main
 from kafkafmt.durable import CRASH_ENV, TMP_SUFFIX
-from kafkafmt.logwriter import LogWriter
 from test_logwriter import check_partition
 
 TS0 = 1_700_000_000_000
