@@ -11,14 +11,29 @@ a new segment (a segment always holds at least one batch). Transactions are trac
 broker's producer state: an ABORT marker for a producer with an open transaction adds an entry
 (producer id, first offset, last offset, last stable offset) to the active segment's .txnindex.
 
+**Segments go to disk as they roll, as a broker's do.** Only the active segment is held in memory
+(at most ``segment_bytes`` of batches and 24 bytes a batch for its indexes); when a batch rolls it,
+it is written with its indexes and readers see it while the writer goes on. ``flush()`` writes the
+active segment's batches so far, ``close()`` the rest. Every file is written through a temporary
+file and a rename (`kafkafmt._util.durable`), so a reader or a crash sees a segment's ``.log`` as whole
+batches: a crash loses what was appended since the last roll or flush, never more, and never leaves
+part of a batch. The order of the files: ``partition.metadata`` and ``leader-epoch-checkpoint``
+(when they change) before the segment whose batches need them, as a broker assigns a leader epoch
+before it appends (an epoch entry past the log end is what a broker's own crash leaves, and what its
+LogLoader truncates); a segment's index files before its first ``.log`` (index files without a
+``.log`` are orphans, removed as a broker does), but after a ``.log`` a flush already wrote (an
+index never names bytes its ``.log`` lacks). No producer snapshots are written: a broker rebuilds
+the producer state from the log when it finds none (no clean-shutdown marker is written either).
+
 **An existing partition folder is continued, never rewritten.** Opening one reads its state as a
 broker does at start-up -- the log end offset, each producer's last sequence, the transactions still
 open, the leader-epoch history, the topic id -- and new batches go into new segments from the log end
 offset on (as after a roll). No byte of an existing segment is touched; ``leader-epoch-checkpoint``
 keeps its entries and gains one only when the leader epoch rises. A partition whose end is damaged
-(a cut-off or corrupt last batch) is refused: ``kafkafmt recover`` repairs it first. Every file is
-written through a temporary file and a rename (`kafkafmt._util.durable`), index files before their
-``.log``, so a crash leaves the folder as it was or with whole new segments.
+(a cut-off or corrupt last batch) is refused: ``kafkafmt recover`` repairs it first. What a killed
+writer leaves besides whole segments -- temporary files of the names it writes, index files without
+their ``.log`` at or past the log end, leader-epoch entries past the log end -- the next writer
+removes (after its checks pass), as a broker's LogLoader does.
 """
 from __future__ import annotations
 
@@ -29,22 +44,27 @@ import numpy as np
 
 from kafkafmt.log import _sidefiles as sidefiles
 from kafkafmt.record import decode, scan_batches
-from kafkafmt._util.durable import write_atomic
+from kafkafmt._util.durable import TMP_SUFFIX, write_atomic
 from kafkafmt.record import encode_columns, encode_control, encode_empty_batch, to_columns
 from kafkafmt.errors import EncodeError, KafkafmtError
 from kafkafmt.log._discovery import list_segments
 from kafkafmt.log._framing import scan_range
-from kafkafmt.log._names import PARTITION_DIR, segment_file_name
+from kafkafmt.log._names import PARTITION_DIR, PARTITION_FILES, file_kind, is_segment_file, segment_file_name
 
 __all__ = ["LogWriter", "write_log_dir"]
+
+#: the largest offset a segment's indexes can hold, relative to its base offset (LogSegment.shouldRoll)
+_MAX_RELATIVE_OFFSET = 0x7FFFFFFF
+_SIDE_FILES = ("index", "timeindex", "txnindex")
 
 
 class _PartitionState:
     """What a broker knows of a partition folder at start-up (LogLoader): where its log ends, each
     producer's next sequence, the transactions still open, the leader-epoch history, the topic id,
-    and the names of its files."""
+    the names of its files, and what a killed writer left behind."""
 
-    __slots__ = ("log_end", "sequences", "open_txns", "epochs", "topic_id", "files", "empty_tail")
+    __slots__ = ("log_end", "sequences", "open_txns", "epochs", "epochs_on_disk", "topic_id", "files", "empty_tail",
+                 "leftovers")
 
     @classmethod
     def read(cls, folder):
@@ -74,13 +94,32 @@ class _PartitionState:
                                     "(run `kafkafmt recover --apply` on it first)", file=seg.url, position=at)
             st._follow(table)
         epochs = os.path.join(folder, "leader-epoch-checkpoint")
-        st.epochs = []
+        st.epochs, st.epochs_on_disk = [], None
         if os.path.exists(epochs):
             e = sidefiles.read_leader_epoch_checkpoint(epochs)["entries"]
-            st.epochs = [(int(a), int(b)) for a, b in zip(e["epoch"], e["start_offset"])]
+            st.epochs_on_disk = [(int(a), int(b)) for a, b in zip(e["epoch"], e["start_offset"])]
+            # an entry starting past the log end was assigned before a batch that never reached the
+            # disk: LogLoader truncates it (LeaderEpochFileCache.truncateFromEnd)
+            st.epochs = [(a, b) for a, b in st.epochs_on_disk if b <= st.log_end]
         meta = os.path.join(folder, "partition.metadata")
         st.topic_id = sidefiles.read_partition_metadata(meta)["topic_uuid"] if os.path.exists(meta) else None
+        st.leftovers = st._leftovers()
         return st
+
+    def _leftovers(self):
+        """Files a killed writer leaves: temporary files of the names a writer writes, and index files
+        without their .log at or past the log end (LogLoader deletes orphaned index files)."""
+        logs = {n for n in self.files if file_kind(n) == "log"}
+        out = []
+        for name in sorted(self.files):
+            if name.endswith(TMP_SUFFIX):
+                target = name[:-len(TMP_SUFFIX)]
+                if target in PARTITION_FILES or (is_segment_file(target) and file_kind(target) != "producer-snapshot"):
+                    out.append(name)
+            elif is_segment_file(name) and file_kind(name) in _SIDE_FILES and int(name[:20]) >= self.log_end \
+                    and segment_file_name(int(name[:20]), ".log") not in logs:
+                out.append(name)
+        return out
 
     def _follow(self, t):
         """Producer state from batch headers, in log order (ProducerStateManager's replay)."""
@@ -101,22 +140,58 @@ class _PartitionState:
 
 
 class _Segment:
+    """The active segment: its batches (bytes, and size / last offset / max timestamp of each, in
+    growable arrays for the indexes: no Python object per batch), its aborted transactions, and how
+    much of it a flush put on disk."""
+
     def __init__(self, base_offset):
         self.base_offset = base_offset
-        self.parts = []        # encoded batch bytes, in order
+        self.data = bytearray()     # the batches appended by earlier calls
+        self.pending = []           # memoryviews into the batches of the append under way
         self.size = 0
-        self.aborted = []      # (producer_id, first_offset, last_offset, last_stable_offset)
-        self.heads = []        # (size, last offset, max timestamp) of each batch, for the indexes
+        self.aborted = []           # (producer_id, first_offset, last_offset, last_stable_offset)
+        self.heads = np.empty((3, 0), np.int64)
+        self.count = 0              # batches
+        self.on_disk = None         # bytes of the .log on disk (a flush wrote it), None before
+
+    def add(self, view, size, last, ts):
+        n = len(size)
+        if self.count + n > self.heads.shape[1]:
+            grown = np.empty((3, max(64, 2 * self.heads.shape[1], self.count + n)), np.int64)
+            grown[:, :self.count] = self.heads[:, :self.count]
+            self.heads = grown
+        self.heads[:, self.count:self.count + n] = (size, last, ts)
+        self.count += n
+        self.pending.append(view)
+        self.size += len(view)
+
+    def settle(self):
+        """Copy the batches of the append under way, so that its bytes can go."""
+        for view in self.pending:
+            self.data += view
+        self.pending = []
+
+    def parts(self):
+        return [self.data, *self.pending]
+
+    def last_offset(self):
+        return int(self.heads[1, self.count - 1])
 
     def batches(self):
         """The batch table the indexes are built from (batches contiguous from position 0)."""
-        size, last, ts = (np.array(c, np.int64) for c in zip(*self.heads)) if self.heads else \
-            (np.zeros(0, np.int64),) * 3
-        return {"size": size, "last_offset": last, "max_timestamp": ts}
+        h = self.heads[:, :self.count]
+        return {"size": h[0], "last_offset": h[1], "max_timestamp": h[2]}
 
 
 class LogWriter:
-    """Append records and transaction markers to a partition directory, then `close()` it.
+    """Append records and transaction markers to a partition directory; segments are written as
+    they roll, `flush()` writes the active one, `close()` the rest.
+
+    Only the active segment is held in memory (about ``segment_bytes``); rolled segments are on
+    disk, with their indexes, and readers see them while the writer goes on. A crash (or an
+    exception leaving a ``with`` block) loses the records appended since the last roll or `flush()`
+    -- the active segment's unwritten batches -- and nothing else: what is on disk is always whole
+    batches, a prefix of what was appended, and a new `LogWriter` on the folder continues after it.
 
     Parameters
     ----------
@@ -145,6 +220,18 @@ class LogWriter:
     3
     >>> len(kafkafmt.read_log_dir("out/orders-0", isolation="read_committed"))
     2
+
+    Rolled segments are readable at once; a flush makes the active segment's batches readable too:
+
+    >>> w = kafkafmt.LogWriter("out/clicks-0", segment_bytes=200)
+    >>> for i in range(5):
+    ...     _ = w.append(values=[b"click %d" % i] * 3, timestamps=[i] * 3)
+    >>> len(kafkafmt.read_log_dir("out/clicks-0")), w.recovery_point
+    (12, 12)
+    >>> w.flush()
+    >>> len(kafkafmt.read_log_dir("out/clicks-0")), w.recovery_point
+    (15, 15)
+    >>> w.close()
     """
 
     def __init__(self, path, *, segment_bytes=1 << 30, index_interval_bytes=4096, base_offset=None,
@@ -183,11 +270,24 @@ class LogWriter:
             raise EncodeError(f"leader_epoch {leader_epoch} is below the partition's latest epoch {last_epoch} "
                               "(leader epochs never go back)")
         self.existing = state.files - {state.empty_tail} if state is not None else frozenset()
+        self._epochs_on_disk = state.epochs_on_disk if state is not None else None
+        self._metadata_on_disk = "partition.metadata" in self.existing
         self.next_offset = base_offset
+        self._recovery_point = base_offset
+        self._segments_written = 0
         self.leader_epoch = leader_epoch
         # deterministic by default, so generated directories are reproducible
         self.topic_id = topic_id if topic_id is not None else uuid.uuid5(uuid.NAMESPACE_URL, f"kafkafmt:{self.topic}")
-        self.segments = [_Segment(base_offset)]
+        self._active = _Segment(base_offset)
+        for name in state.leftovers if state is not None else ():
+            os.remove(os.path.join(self.path, name))
+
+    @property
+    def recovery_point(self):
+        """The first offset not yet on disk (Kafka's recovery point): every record appended below
+        it survives a crash; those from it on are in memory until the next roll, `flush()` or
+        `close()`."""
+        return self._recovery_point
 
     # --- appending ------------------------------------------------------------------------------
     def _add(self, data: bytes):
@@ -197,23 +297,29 @@ class LogWriter:
         if (table.magic < 2).any():
             # a v0/v1 wrapper's max timestamp is that of its inner messages: decoded, not in a header
             table = decode(data, verify_crc=None, keys=False, values=False, headers=False).batches
-        pos = table.position.tolist() + [len(data)]
-        for i in range(len(table)):
-            part = data[pos[i]:pos[i + 1]]
-            seg = self.segments[-1]
-            # roll like the broker: when the segment would grow past segment_bytes, or its index
-            # could not hold the batch's offset relative to the base (LogSegment.shouldRoll)
-            if seg.size and (seg.size + len(part) > self.segment_bytes
-                             or int(table.last_offset[i]) - seg.base_offset > 0x7FFFFFFF):
-                seg = _Segment(int(table.base_offset[i]))
-                self.segments.append(seg)
-            elif not seg.size:
-                seg.base_offset = int(table.base_offset[i])
-            if self.first_v2_offset is None and int(table.magic[i]) == 2:
-                self.first_v2_offset = int(table.base_offset[i])   # leader epochs start with v2
-            seg.parts.append(part)
-            seg.size += len(part)
-            seg.heads.append((len(part), int(table.last_offset[i]), int(table.max_timestamp[i])))
+        if self.first_v2_offset is None and (table.magic == 2).any():
+            self.first_v2_offset = int(table.base_offset[np.flatnonzero(table.magic == 2)[0]])  # leader epochs: v2
+        size, start, first, last, ts = (table.size, table.position, table.base_offset, table.last_offset,
+                                        table.max_timestamp)
+        end = start + size
+        view = memoryview(data)
+        i, n = 0, len(table)
+        while i < n:
+            seg = self._active
+            if not seg.size:
+                seg.base_offset = int(first[i])
+            # roll like the broker: when the segment would grow past segment_bytes, or its index could
+            # not hold a batch's offset relative to the base (LogSegment.shouldRoll)
+            j = min(int(np.searchsorted(end, start[i] + self.segment_bytes - seg.size, side="right")),
+                    i + int(np.searchsorted(last[i:] - seg.base_offset, _MAX_RELATIVE_OFFSET, side="right")))
+            if j <= i:
+                if seg.size:
+                    self._roll()
+                    continue
+                j = i + 1                  # a segment always holds at least one batch
+            seg.add(view[start[i]:end[j - 1]], size[i:j], last[i:j], ts[i:j])
+            i = j
+        self._active.settle()
 
     def append(self, records=None, *, keys=None, values=None, timestamps=None, headers=None, offsets=None,
                magic=2, compression=None, compression_level=None, batch_size=16384, max_records=None,
@@ -221,7 +327,8 @@ class LogWriter:
                transactional=False):
         """Append records (as `kafkafmt.encode` takes them) at the next offsets; returns (first, last)
         offset. With producer_id >= 0 the batches carry that producer's sequence numbers; with
-        transactional=True they open (or continue) that producer's transaction."""
+        transactional=True they open (or continue) that producer's transaction. Segments that roll
+        are written before it returns."""
         self._check_open()
         cols = to_columns(records, keys=keys, values=values, timestamps=timestamps, headers=headers,
                           offsets=offsets)
@@ -234,13 +341,14 @@ class LogWriter:
         seq = -1
         if producer_id >= 0:
             seq = self.sequences.get(producer_id, 0)
-            self.sequences[producer_id] = (seq + cols.n) % (1 << 31)
         data = encode_columns(cols, magic=magic, compression=compression, compression_level=compression_level,
                               batch_size=batch_size, max_records=max_records, base_offset=self.next_offset,
                               timestamp_type=timestamp_type, log_append_time=log_append_time,
                               producer_id=producer_id, producer_epoch=producer_epoch if producer_id >= 0 else -1,
                               base_sequence=seq, transactional=transactional,
                               partition_leader_epoch=self.leader_epoch if magic == 2 else -1)
+        if producer_id >= 0:
+            self.sequences[producer_id] = (seq + cols.n) % (1 << 31)
         first, last = int(cols.offset[0]), int(cols.offset[-1])
         if transactional:
             self.open_txns.setdefault(producer_id, first)
@@ -272,7 +380,7 @@ class LogWriter:
             # transaction still open, else just past this marker
             others = [f for f in self.open_txns.values()]
             lso = min(others) if others else offset + 1
-            self.segments[-1].aborted.append((producer_id, first, offset, lso))
+            self._active.aborted.append((producer_id, first, offset, lso))
         self.next_offset = offset + 1
         return offset
 
@@ -281,38 +389,95 @@ class LogWriter:
         if self.closed:
             raise EncodeError("this LogWriter is closed")
 
-    def close(self):
-        """Write the new segments with their indexes, and the partition's checkpoint files."""
-        if self.closed:
-            return
-        self.closed = True
+    def _write_partition_files(self):
+        """partition.metadata and leader-epoch-checkpoint, when they are missing or change, before a
+        segment needs them. Kafka assigns leader epochs to v2 batches only: an entry starts at the
+        first of them under a new epoch, after the history already there."""
         os.makedirs(self.path, exist_ok=True)
-        segs = [s for s in self.segments if s.size]
-        if not segs and not self.existing:
-            segs = [self.segments[0]]      # a new partition folder: one empty segment, as a broker creates
-        for seg in segs:
-            base = seg.base_offset
-            name = segment_file_name(base, ".log")
-            if name in self.existing:       # (cannot happen: new segments start at the log end offset)
-                raise EncodeError(f"{os.path.join(self.path, name)} already exists")
-            index, timeindex = sidefiles.build_index_entries(seg.batches(), self.index_interval_bytes,
-                                                             rolled=True)  # as after a clean shutdown
-            # the side files first: a .log without them is rebuilt by Kafka, side files without a .log are
-            # removed as orphans; the .log's rename is what makes the segment part of the partition
+        if not self._metadata_on_disk:
+            sidefiles.write_partition_metadata(os.path.join(self.path, "partition.metadata"), self.topic_id)
+            self._metadata_on_disk = True
+        epochs = list(self.epochs)
+        if self.first_v2_offset is not None and (not epochs or self.leader_epoch > epochs[-1][0]):
+            epochs.append((self.leader_epoch, self.first_v2_offset))
+        if epochs != self._epochs_on_disk:
+            sidefiles.write_leader_epoch_checkpoint(os.path.join(self.path, "leader-epoch-checkpoint"), epochs)
+            self._epochs_on_disk = epochs
+
+    def _write_segment(self, seg, rolled):
+        """The segment's files: index files before a new .log (the .log's rename is what makes the
+        segment part of the partition; index files alone are orphans), after a .log a flush wrote
+        (an index then never names bytes its .log lacks)."""
+        self._write_partition_files()
+        base = seg.base_offset
+        name = segment_file_name(base, ".log")
+        if seg.on_disk is None and name in self.existing:   # (cannot happen: segments start at the log end)
+            raise EncodeError(f"{os.path.join(self.path, name)} already exists")
+        index, timeindex = sidefiles.build_index_entries(seg.batches(), self.index_interval_bytes, rolled=rolled)
+
+        def sides():
             sidefiles.write_index(os.path.join(self.path, segment_file_name(base, ".index")), index, base)
             sidefiles.write_timeindex(os.path.join(self.path, segment_file_name(base, ".timeindex")), timeindex, base)
             if seg.aborted:
                 sidefiles.write_txnindex(os.path.join(self.path, segment_file_name(base, ".txnindex")), seg.aborted)
-            write_atomic(os.path.join(self.path, name), seg.parts)
-        # Kafka assigns leader epochs to v2 batches only: an entry starts at the first of them under
-        # a new epoch, after the history already there
-        epochs = list(self.epochs)
-        if self.first_v2_offset is not None and (not epochs or self.leader_epoch > epochs[-1][0]):
-            epochs.append((self.leader_epoch, self.first_v2_offset))
-        if epochs != self.epochs or "leader-epoch-checkpoint" not in self.existing:
-            sidefiles.write_leader_epoch_checkpoint(os.path.join(self.path, "leader-epoch-checkpoint"), epochs)
-        if "partition.metadata" not in self.existing:
-            sidefiles.write_partition_metadata(os.path.join(self.path, "partition.metadata"), self.topic_id)
+
+        if seg.on_disk is None:
+            sides()
+        if seg.on_disk != seg.size:
+            write_atomic(os.path.join(self.path, name), seg.parts())
+        if seg.on_disk is not None:
+            sides()
+        seg.on_disk = seg.size
+        self._segments_written += 1
+        if seg.count:
+            self._recovery_point = seg.last_offset() + 1
+
+    def _roll(self):
+        """Write the full active segment (as rolled: its time index ends with its largest timestamp)
+        and start the next one."""
+        self._write_segment(self._active, rolled=True)
+        self._active = _Segment(self.next_offset)
+
+    def flush(self):
+        """Write the active segment's batches appended so far (with its indexes, as a broker's open
+        segment: without the time index's final entry), so that they survive a crash and readers
+        see them.
+
+        Each flush writes the active segment whole again (through a temporary file and a rename, so
+        a reader or a crash never sees part of a batch): it costs up to ``segment_bytes`` of writing.
+        Nothing is written when nothing was appended since the last roll or flush.
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> w = kafkafmt.LogWriter("out/events-0")
+        >>> w.append(values=[b"a", b"b"], timestamps=[1, 2])
+        (0, 1)
+        >>> w.recovery_point
+        0
+        >>> w.flush()
+        >>> w.recovery_point, kafkafmt.read_log_dir("out/events-0").value.to_pylist()
+        (2, [b'a', b'b'])
+        >>> w.close()
+        """
+        self._check_open()
+        seg = self._active
+        if seg.size and seg.on_disk != seg.size:
+            self._write_segment(seg, rolled=False)
+
+    def close(self):
+        """Write the active segment with its indexes (as after a clean shutdown: its time index ends
+        with its largest timestamp), and the partition's checkpoint files."""
+        if self.closed:
+            return
+        self.closed = True
+        seg = self._active
+        if seg.size or (not self._segments_written and not self.existing):
+            # (a new partition folder gets one empty segment, as a broker creates)
+            self._write_segment(seg, rolled=True)
+        else:
+            self._write_partition_files()
+        self._active = None
 
     def __enter__(self):
         return self
