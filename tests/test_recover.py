@@ -376,3 +376,28 @@ def test_single_segment_and_partition_paths(tmp_path):
     plan = recover(part, apply=True, backup=tmp_path / "bk")
     verify_ok(root)
     assert any(a.file.endswith("recovery-point-offset-checkpoint") for a in plan.actions)
+
+
+# ----------------------------------------------------------------------------------------------
+# a time index left preallocated (zero-filled tail), as after a crash
+
+def test_zero_filled_timeindex_flagged_by_verify_and_rebuilt(tmp_path):
+    """Kafka's TimeIndex.sanityCheck reads the file by its length: the zeros are entries, the last
+    timestamp 0 is below the first, the index is corrupt and rebuilt. verify says so, recover
+    rebuilds it to its used length (the entries the broker wrote, nothing more)."""
+    root = make_log_dir(tmp_path / "logs")
+    part = root / "t-0"
+    ti = part / segment_logs(part)[-1].replace(".log", ".timeindex")
+    written = ti.read_bytes()
+    assert len(written) and len(written) % 12 == 0
+    with open(ti, "ab") as f:
+        f.write(bytes((10 << 20) // 12 * 12))            # segment.index.bytes of zeros
+    p = kcli.run("verify", root, check=1)
+    assert "zero-filled tail" in p.stdout and "TimeIndex.sanityCheck" in p.stdout and ti.name in p.stdout
+    plan = recover(root)
+    act = [a for a in plan.actions if a.file == str(ti)]
+    assert len(act) == 1 and "zero-filled tail" in act[0].message
+    recover(root, apply=True, backup=tmp_path / "bk")
+    assert ti.read_bytes() == written
+    verify_ok(root)
+    assert recover(root).clean

@@ -681,11 +681,11 @@ def _plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
 def _index_problem(suffix, data, base, table):
     """Why an existing index cannot stay (None: it is valid for the log as it will be)."""
     try:
+        why = sidefiles.index_sanity_problem(data, suffix, base)
+        if why is not None:
+            return why
         if suffix == ".index":
             entries = sidefiles.read_index(data, base)
-            raw = sidefiles.read_index(data, base, trim_zeros=False)
-            if len(raw) and int(raw["offset"][-1]) < base:
-                return "last entry's offset is below the base offset (OffsetIndex.sanityCheck)"
             problems = sidefiles.check_index(entries, table, base)
         else:
             entries = sidefiles.read_timeindex(data, base)
