@@ -13,7 +13,7 @@ import pytest
 import kafkafmt
 from kafkafmt import LogWriter, sidefiles
 from kafkafmt.cli import main as cli_main
-from kafkafmt.errors import LogDirLockedError, RecoveryError
+from kafkafmt.errors import LogDirLockedError, NotALogDirError, RecoveryError
 from kafkafmt.recovery import ActionKind, rebuild_indexes, recover, undo
 
 import kcli
@@ -344,10 +344,10 @@ def test_locked_log_dir_refused_unless_forced(tmp_path):
 
 
 def test_object_storage_refused():
-    with pytest.raises(RecoveryError, match="local log dirs only"):
+    with pytest.raises(NotALogDirError, match="local log dirs only"):
         recover("s3://bucket/kafka-logs")
     p = kcli.run("recover", "s3://bucket/kafka-logs")
-    assert p.returncode == 1 and "object storage" in p.stderr
+    assert p.returncode == 2 and "object storage" in p.stderr                 # bad input
 
 
 def test_cli_dry_run_apply_undo(tmp_path):

@@ -14,9 +14,13 @@ and the producer ``.snapshot`` at the log end; finishes the broker's ``.swap`` /
 ``log-start-offset-checkpoint``. A log dir whose ``.lock`` is held (a running broker) is refused
 unless ``--force``. Local paths only.
 
-Exit codes: 0 nothing to do, or everything done; 1 a dry run found work to do, or an error; 2 usage.
+Exit codes: 0 nothing to do, or everything done; 1 a dry run found work to do, or the repair or undo
+was refused or failed; 2 bad usage or input (a path that does not exist, is not a log dir, a partition
+folder or a segment, or is on object storage; a manifest that does not exist or is not one).
 """
 from __future__ import annotations
+
+import os
 
 from kafkafmt.cli.common import UsageError, add_command
 
@@ -58,11 +62,19 @@ def add_parser(sub, parents):
 
 
 def run(args, console):
+    from kafkafmt.errors import NotALogDirError, PathNotFoundError, RecoveryError
     from kafkafmt.recovery import recover, undo
+    from kafkafmt.recovery.apply import read_manifest
 
     if args.undo:
         if args.paths or args.apply:
             raise UsageError("recover --undo MANIFEST takes no PATH and no --apply")
+        if not os.path.isfile(args.undo):
+            raise UsageError(f"no such manifest: {args.undo}")
+        try:
+            read_manifest(args.undo)
+        except RecoveryError as exc:          # not a manifest: bad input
+            raise UsageError(f"{args.undo}: {exc.reason}") from None
         restored = undo(args.undo, force=args.force)
         for path in restored:
             if args.json:
@@ -79,9 +91,12 @@ def run(args, console):
         raise UsageError("recover does not repair the bundled sample")
     if not paths:
         raise UsageError("recover: give log directories, partition folders or segment files")
-    plan = recover(paths, apply=args.apply, kafka_compatible=args.kafka_compatible, backup=args.backup,
-                   force=args.force, index_interval_bytes=args.index_interval_bytes,
-                   timeindex_offsets=args.timeindex_offsets)
+    try:
+        plan = recover(paths, apply=args.apply, kafka_compatible=args.kafka_compatible, backup=args.backup,
+                       force=args.force, index_interval_bytes=args.index_interval_bytes,
+                       timeindex_offsets=args.timeindex_offsets)
+    except (PathNotFoundError, NotALogDirError) as exc:        # not something recover takes: bad input
+        raise UsageError(exc.reason) from None
     for a in plan.actions:
         if args.json:
             console.json({"type": "action", "action": a.kind.value, "file": a.file, "target": a.target,

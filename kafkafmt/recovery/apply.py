@@ -297,8 +297,11 @@ def _apply_one(n, a, root, folder, journal):
 def read_manifest(path):
     """(header, steps) of a manifest; a torn last line (a crash while writing it) is ignored."""
     header, steps = None, []
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+    except UnicodeDecodeError:
+        raise RecoveryError("not a kafkafmt recovery manifest (not text)", file=path) from None
     for k, line in enumerate(lines):
         if not line.strip():
             continue

@@ -341,15 +341,15 @@ def _partition_dirs(log_dir):
 def _resolve(path):
     text = os.fspath(path)
     if "://" in text:
-        raise RecoveryError(f"{text}: recover repairs local log dirs only, not object storage (copy the data to a "
-                            f"local disk, recover it there, and upload the result)", file=text)
+        raise NotALogDirError(f"{text}: recover repairs local log dirs only, not object storage (copy the data to a "
+                              f"local disk, recover it there, and upload the result)", file=text)
     path = os.path.abspath(text)
     if not os.path.exists(path):
         raise PathNotFoundError(f"no such file or directory: {path}", file=path)
     if os.path.isfile(path):
         if segment_base(path) is None:
-            raise RecoveryError(f"{path}: give a log dir, a partition folder or a <base offset>.log segment",
-                                file=path)
+            raise NotALogDirError(f"{path}: not a log dir, a partition folder or a <base offset>.log segment",
+                                  file=path)
         folder = os.path.dirname(path)
         parent = os.path.dirname(folder)
         return [_Root(parent if _is_log_dir(parent) else None, [folder], [], only_log=path)]
