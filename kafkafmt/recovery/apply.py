@@ -18,7 +18,9 @@ temporary file is removed by the next run), and the manifest names everything ne
 its ``done`` line is reverted too when it took effect -- and checks every restored file's CRC.
 
 Test hook: ``KAFKAFMT_CRASH_AFTER=N`` (`kafkafmt.durable`) ends the process (``os._exit``) right after the N-th
-durable point (a flushed backup, temporary file, manifest line or file-system change).
+durable point (a flushed backup, temporary file, manifest line or file-system change; in `undo`,
+each file put back). An undo killed part way is run again: the files already put back are as the
+recovery found them and are skipped.
 """
 from __future__ import annotations
 
@@ -488,8 +490,8 @@ def _newer_files(header, steps, root):
 
 
 def _temp_files(header, steps, root):
-    folders = {os.path.join(root, rel) for rel in (header.get("folders") or {})}
-    folders |= {os.path.dirname(os.path.join(root, st["file"])) for st in steps}
+    folders = {os.path.normpath(os.path.join(root, rel)) for rel in (header.get("folders") or {})}
+    folders |= {os.path.dirname(os.path.normpath(os.path.join(root, st["file"]))) for st in steps}
     out = []
     for d in sorted(folders):
         if os.path.isdir(d):
@@ -569,6 +571,7 @@ def undo(manifest, *, force=False):
             os.unlink(p)                              # written, never renamed into place
         for step in todo:
             restored.append(_undo_step(step, root, folder))
+            crash_point()                             # each file is put back whole: old or restored
         with open(manifest, "a", encoding="utf-8") as f:
             f.write(json.dumps({"type": "undone", "at": _dt.datetime.now(_dt.timezone.utc).isoformat(
                 timespec="seconds")}) + "\n")
