@@ -401,3 +401,64 @@ def test_zero_filled_timeindex_flagged_by_verify_and_rebuilt(tmp_path):
     assert ti.read_bytes() == written
     verify_ok(root)
     assert recover(root).clean
+
+
+# ----------------------------------------------------------------------------------------------
+# a segment whose file name disagrees with its content
+
+def _rename_segment(part, old_base, new_base):
+    for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+        src = part / f"{old_base:020d}{suffix}"
+        if src.exists():
+            src.rename(part / f"{new_base:020d}{suffix}")
+
+
+@pytest.mark.parametrize("which", ["first", "last"])
+def test_segment_named_against_its_content_renamed_to_its_true_base(tmp_path, which):
+    """Files ``<base>.{log,index,timeindex}`` renamed above the first batch's base offset: the plan
+    renames the segment back (as Kafka's split of such a segment names it) and rebuilds its indexes;
+    before, the .index was rebuilt against the wrong base, a second run said nothing and verify
+    failed."""
+    root = make_log_dir(tmp_path / "logs")
+    part = root / "t-0"
+    intact = records(part)
+    original = hashes(root)
+    base = int(segment_logs(part)[0 if which == "first" else -1][:20])
+    _rename_segment(part, base, base + 6)
+    renamed = hashes(root)
+    plan = recover(root)
+    ren = [a for a in plan.actions if a.kind is ActionKind.RENAME and a.file.endswith(".log")]
+    assert len(ren) == 1 and ren[0].target == str(part / f"{base:020d}.log") and "against its content" in \
+        ren[0].message
+    assert not plan.refusals
+    p = kcli.run("recover", root)
+    assert p.returncode == 1 and "named against its content" in p.stdout
+    plan = recover(root, apply=True, backup=tmp_path / "bk")
+    verify_ok(root)
+    assert records(part) == intact
+    assert recover(root).clean
+    now = hashes(root)
+    for rel in (f"t-0/{base:020d}.log", f"t-0/{base:020d}.index", f"t-0/{base:020d}.timeindex"):
+        assert now[rel] == original[rel], rel                   # the broker's own files, byte for byte
+    undo(plan.manifests[0])
+    assert hashes(root) == renamed
+
+
+def test_segment_named_against_its_content_refused_when_its_name_is_taken(tmp_path):
+    """The true name exists already (a copy of the segment under another name), or the previous
+    segment reaches into it: nothing is renamed, the plan says why, apply changes nothing."""
+    root = make_log_dir(tmp_path / "logs")
+    part = root / "t-0"
+    logs = segment_logs(part)
+    second = int(logs[1][:20])
+    shutil.copy(part / logs[1], part / f"{second + 5:020d}.log")     # a copy named above its content
+    before = hashes(root)
+    plan = recover(root)
+    assert len(plan.refusals) == 1 and f"{second:020d}.log exists already" in plan.refusals[0]
+    assert not any(a.kind is ActionKind.RENAME for a in plan.actions)
+    with pytest.raises(RecoveryError, match="refused, nothing was changed"):
+        recover(root, apply=True, backup=tmp_path / "bk")
+    p = kcli.run("recover", "--apply", "--backup", tmp_path / "bk2", root)
+    assert p.returncode == 1 and "exists already" in p.stderr
+    assert hashes(root) == before
+    assert not (tmp_path / "bk").exists() and not (tmp_path / "bk2").exists()

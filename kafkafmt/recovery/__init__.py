@@ -10,6 +10,7 @@ the producer state), `apply` (the journal: backups, manifest, undo), `lock` (the
 """
 from __future__ import annotations
 
+from kafkafmt.errors import RecoveryError
 from kafkafmt.recovery.apply import MANIFEST, apply_plan, undo
 from kafkafmt.recovery.indexes import ProducerState, RebuiltIndexes, SegmentScan, rebuild_indexes, scan_segment
 from kafkafmt.recovery.lock import lock_holder, locked_log_dir
@@ -57,6 +58,9 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
     ------
     LogDirLockedError
         A log dir is held by a running broker (its ``.lock``), unless ``force``.
+    RecoveryError
+        ``apply`` asked of a plan with ``refusals`` (nothing is changed), or a change failed part way
+        (the message names what was changed, the manifest and the undo command).
 
     Examples
     --------
@@ -90,6 +94,8 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
         if root.log_dir is not None and not force and lock_holder(root.log_dir):
             with locked_log_dir(root.log_dir, force=False):
                 pass                            # raises LogDirLockedError with the message
+    if apply and plan.refusals:
+        raise RecoveryError("recovery refused, nothing was changed: " + "; ".join(plan.refusals))
     if apply and plan.actions:
         apply_plan(plan, backup, force=force)
     return plan

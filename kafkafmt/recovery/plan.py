@@ -216,6 +216,10 @@ class RecoveryPlan:
         Planned as Kafka's own recovery (truncate at the first damage).
     applied : bool
         The actions have been carried out.
+    refusals : list of str
+        Why the plan cannot be carried out as it is (a segment named against its content whose
+        true name is taken; a transaction the damage leaves open, until a choice is made): `recover`
+        refuses to apply such a plan before changing anything.
     manifests : list of str
         After ``apply``, the manifest written for each log dir (``recover --undo MANIFEST``
         reverts it).
@@ -244,11 +248,12 @@ class RecoveryPlan:
     kafka_compatible: bool = False
     applied: bool = False
     manifests: list = field(default_factory=list)
+    refusals: list = field(default_factory=list)
 
     @property
     def clean(self):
-        """Nothing to do."""
-        return not self.actions
+        """Nothing to do (and nothing refused)."""
+        return not self.actions and not self.refusals
 
     @property
     def bytes_removed(self):
@@ -510,8 +515,14 @@ def _plan_partition(plan, folder, log_dir, opts, only_log):
     end_offset = logs[0][0] if logs else None
     any_batches = False
     for k, (base, n) in enumerate(logs):
-        path = os.path.join(folder, n)
         scan = scan_segment(here[n], base)
+        first = scan.batches["base_offset"]
+        if len(first) and int(first[0]) < base:
+            renamed = _misnamed_segment(plan, folder, here, n, int(first[0]), end_offset if k else None, act)
+            if renamed is not None:
+                base, n = logs[k] = renamed
+                scan = scan_segment(here[n], base)
+        path = os.path.join(folder, n)
         plan.segments += 1
         plan.bytes += scan.size
         plan.problems.extend(scan.damage)
@@ -609,6 +620,44 @@ def _plan_partition(plan, folder, log_dir, opts, only_log):
     if not logs:
         return None
     return logs[0][0], end_offset
+
+
+def _misnamed_segment(plan, folder, here, n, true_base, previous_end, act):
+    """A segment whose file name is above its first batch's base offset (files renamed by hand,
+    copied under another name): Kafka cannot index such a segment (``AbstractIndex.toRelative``:
+    a negative relative offset) and splits it into segments named by their batches' base offsets
+    when it recovers it (``LogSegment.recover`` -> ``LogSegmentOffsetOverflowException`` ->
+    ``LocalLog.splitOverflowedSegment``). Planned here: the ``.log`` (and ``.txnindex``, whose
+    offsets are absolute) renamed to the first batch's base offset, the ``.index``/``.timeindex``
+    (relative to the wrong base) removed and rebuilt. Refused when that name is taken or the
+    previous segment reaches that offset. Returns the new (base, name), or None when refused."""
+    named = segment_base(n)
+    log = os.path.join(folder, n)
+    new = segment_file_name(true_base, ".log")
+    what = (f"segment named against its content: the name says base offset {named}, its first batch starts at "
+            f"offset {true_base}")
+    plan.problems.append(ReportEntry(ReportKind.CORRUPT, log, what, 0, None, true_base))
+    if new in here:
+        plan.refusals.append(f"{log}: {what}, and {new} exists already: move one of them aside by hand")
+        return None
+    if previous_end is not None and true_base < previous_end:
+        plan.refusals.append(f"{log}: {what}, but the previous segment holds offsets up to {previous_end - 1}: the "
+                             f"segments overlap; move one of them aside by hand")
+        return None
+    stem, new_stem = n[:-len(".log")], new[:-len(".log")]
+    act(ActionKind.RENAME, log, f"{what}: renamed to its true base offset (Kafka splits such a segment by its "
+                                f"batches' base offsets: LocalLog.splitOverflowedSegment)",
+        target=os.path.join(folder, new), offset=true_base)
+    here[new] = here.pop(n)
+    for suffix in (".index", ".timeindex"):
+        if stem + suffix in here:
+            act(ActionKind.DELETE, here.pop(stem + suffix), f"entries relative to the wrong base offset {named}: "
+                f"removed, rebuilt as {new_stem + suffix}")
+    if stem + ".txnindex" in here:
+        act(ActionKind.RENAME, here[stem + ".txnindex"], "absolute offsets: renamed with its segment",
+            target=os.path.join(folder, new_stem + ".txnindex"))
+        here[new_stem + ".txnindex"] = here.pop(stem + ".txnindex")
+    return true_base, new
 
 
 def _words(entry):
