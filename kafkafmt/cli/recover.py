@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 
 from kafkafmt.cli.common import UsageError, add_command
+from kafkafmt.recovery.plan import OPEN_TRANSACTIONS
 
 DEFAULT_INDEX_INTERVAL = 4096
 
@@ -56,6 +57,10 @@ def add_parser(sub, parents):
     p.add_argument("--timeindex-offsets", choices=("batch", "record"), default="batch",
                    help="time index entries hold the batch's last offset (Kafka >= 3.8 and every recovery; "
                         "default) or the record's offset (leaders before KAFKA-16310)")
+    p.add_argument("--open-transactions", choices=OPEN_TRANSACTIONS, default=None,
+                   help="when the damage removes a transaction's end marker while later batches are kept (else "
+                        "refused, with what read_committed readers would lose): truncate at the damage as Kafka "
+                        "does, or write an ABORT marker, or the COMMIT the damaged bytes still show, at the log end")
     p.add_argument("--json", action="store_true", help="JSON lines: one per action, then a summary")
     p.set_defaults(run=run)
     return p
@@ -94,23 +99,25 @@ def run(args, console):
     try:
         plan = recover(paths, apply=args.apply, kafka_compatible=args.kafka_compatible, backup=args.backup,
                        force=args.force, index_interval_bytes=args.index_interval_bytes,
-                       timeindex_offsets=args.timeindex_offsets)
+                       timeindex_offsets=args.timeindex_offsets, open_transactions=args.open_transactions)
     except (PathNotFoundError, NotALogDirError) as exc:        # not something recover takes: bad input
         raise UsageError(exc.reason) from None
-    for a in plan.actions:
-        if args.json:
+    if args.json:
+        for a in plan.actions:
             console.json({"type": "action", "action": a.kind.value, "file": a.file, "target": a.target,
                           "start": a.start, "end": a.end, "offset": a.offset, "bytes_removed": a.bytes_removed,
-                          "removed": [list(r) for r in a.removed], "message": a.message})
-        else:
-            console.write(a.text())
-    if args.json:
-        console.json({"type": "summary", "status": "APPLIED" if plan.applied else "DRY RUN",
-                      "partitions": plan.partitions, "segments": plan.segments, "bytes": plan.bytes,
+                          "removed": [list(r) for r in a.removed], "damage": a.damage,
+                          "lost": [list(r) for r in a.lost], "message": a.message})
+        for t in plan.transactions:
+            console.json({"type": "transaction", **t})
+        for r in plan.refusals:
+            console.json({"type": "refused", "message": r})
+        console.json({"type": "summary", "status": "APPLIED" if plan.applied else "REFUSED" if plan.refusals
+                      else "DRY RUN", "partitions": plan.partitions, "segments": plan.segments, "bytes": plan.bytes,
                       "actions": len(plan.actions), "bytes_removed": plan.bytes_removed,
-                      "manifests": plan.manifests})
+                      "offsets_lost": plan.offsets_lost, "manifests": plan.manifests})
     else:
-        console.write(plan.text().rsplit("\n", 1)[-1])
+        console.write(plan.text())
         for m in plan.manifests:
             console.write(f"manifest: {m} (undo: kafkafmt recover --undo {m})")
     return 0 if plan.applied or plan.clean else 1

@@ -23,7 +23,8 @@ __all__ = ["recover", "undo", "rebuild_indexes", "plan_recovery", "apply_plan", 
 
 
 def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=False,
-            index_interval_bytes=DEFAULT_INDEX_INTERVAL, timeindex_offsets="batch") -> RecoveryPlan:
+            index_interval_bytes=DEFAULT_INDEX_INTERVAL, timeindex_offsets="batch",
+            open_transactions=None) -> RecoveryPlan:
     """Recover local log dirs, partition folders or segments as a broker would at start-up, losing less.
 
     Parameters
@@ -47,6 +48,13 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
     timeindex_offsets : {"batch", "record"}
         Offsets of time index entries: the batch's last offset (Kafka since KAFKA-16310, and its
         recovery always) or the record's (leaders before KAFKA-16310).
+
+    open_transactions : {None, "truncate", "abort", "commit"}
+        When the damage removes a transaction's end marker while intact batches after it are kept
+        (``read_committed`` readers would see nothing from the transaction on): None (default)
+        refuses and says so (``plan.transactions``, ``plan.refusals``); "truncate" truncates that
+        partition at the damage, as Kafka does; "abort" or "commit" (only the COMMIT the damaged
+        bytes still show) writes the marker at the log end. See `plan_recovery`.
 
     Returns
     -------
@@ -89,7 +97,7 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
     3
     """
     plan = plan_recovery(path, kafka_compatible=kafka_compatible, index_interval_bytes=index_interval_bytes,
-                         timeindex_offsets=timeindex_offsets)
+                         timeindex_offsets=timeindex_offsets, open_transactions=open_transactions)
     for root in plan.roots:
         if root.log_dir is not None and not force and lock_holder(root.log_dir):
             with locked_log_dir(root.log_dir, force=False):

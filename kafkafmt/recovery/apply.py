@@ -205,7 +205,7 @@ def _preflight(actions, folder):
             if size is None or (size != want if a.kind is ActionKind.TRUNCATE else size < want):
                 raise RecoveryError(f"{a.file} is {size} bytes, not {want} as when planned: nothing was changed; "
                                     f"plan again", file=a.file)
-        elif a.kind in (ActionKind.DELETE, ActionKind.RENAME) and not os.path.exists(a.file):
+        elif a.kind in (ActionKind.DELETE, ActionKind.RENAME, ActionKind.APPEND) and not os.path.exists(a.file):
             raise RecoveryError(f"{a.file} is gone since the plan was made: nothing was changed; plan again",
                                 file=a.file)
         if a.kind is ActionKind.RENAME and os.path.exists(a.target) and a.target not in deleted:
@@ -340,6 +340,16 @@ def _apply_one(n, a, root, folder, journal):
         os.replace(tmp, path)
         fsync_dir(os.path.dirname(path))
         crash_point()
+    elif a.kind is ActionKind.APPEND:
+        before = _state(path)
+        tmp = path + TEMP_SUFFIX
+        _write_synced(tmp, [(path, 0, before["size"]), bytes(a.data)])
+        crash_point()
+        step.update(before=before, after=_state(tmp))
+        journal.write(step)
+        os.replace(tmp, path)
+        fsync_dir(os.path.dirname(path))
+        crash_point()
     elif a.kind is ActionKind.DELETE:
         is_dir = os.path.isdir(path)
         step.update(backup=bkp, before={"dir": True} if is_dir else _state(path))
@@ -423,7 +433,7 @@ def _plan_undo(steps, root, folder):
         op, path = step["op"], os.path.join(root, step["file"])
         before, after = step.get("before"), step.get("after")
         bkp = os.path.join(folder, step["backup"]) if step.get("backup") else None
-        if op in ("truncate", "cut", "write"):
+        if op in ("truncate", "cut", "write", "append"):
             if before is not None and now.same(path, before):
                 continue                                        # as found: nothing to put back
             if before is None and now.state(path) is None:
@@ -620,6 +630,8 @@ def _undo_step(step, root, folder):
                 pieces.append((bkp, at_bkp, at_bkp + e - s))
                 at_bkp += e - s
         return replace_with(pieces)
+    if op == "append":
+        return replace_with([(path, 0, before["size"])])
     if op == "write":
         if before is None:
             os.unlink(path)
