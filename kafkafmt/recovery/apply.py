@@ -609,15 +609,8 @@ def _undo_step(step, root, folder):
         check()
         return path
 
-    if op == "truncate":
-        with open(path, "r+b") as f:
-            f.truncate(step["start"])
-            f.seek(step["start"])
-            _copy_range(bkp, f, 0, step["end"] - step["start"])
-            f.flush()
-            os.fsync(f.fileno())
-        check()
-        return path
+    if op == "truncate":              # through a temporary file: a kill leaves the file old or restored
+        return replace_with([(path, 0, step["start"]), (bkp, 0, step["end"] - step["start"])])
     if op == "cut":
         pieces, at_new, at_bkp = [], 0, 0
         events = [(s, e, "kept") for s, e in step["kept"]] + [(r["start"], r["end"], "removed")

@@ -863,7 +863,7 @@ def _marker_in(path, start, end, pid):
 def _append_markers(batches, controls, markers, at, path, log_dir):
     """The segment's batches and control markers with ``markers`` appended from offset ``at``, and
     the APPEND action that writes them."""
-    from kafkafmt.encoder import encode_control
+    from kafkafmt import encode_control
 
     rows, blobs = {c: list(np.asarray(v)) for c, v in batches.items()}, []
     controls = dict(controls)
