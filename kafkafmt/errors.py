@@ -20,7 +20,7 @@ class KafkafmtError(Exception):
 
     def _format(self) -> str:
         where = []
-        if self.file is not None:
+        if self.file is not None and self.file not in self.reason:      # a path is said once
             where.append(self.file)
         if self.position is not None:
             where.append(f"position {self.position}")

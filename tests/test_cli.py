@@ -668,3 +668,70 @@ def test_empty_batches_are_seen(tmp_path):
     assert d["batches"] == 3 and d["records"] == 1 and d["lastOffset"] == 9
     p = cli("verify", folder, "--json", check=0)
     assert jsonl(p.stdout)[-1]["batches"] == 3
+
+
+# ----------------------------------------------------------------------------------------------
+# one exit-code convention for every command: 0 success / nothing to do, 1 problems found (or
+# work a dry run would do), 2 bad usage or input
+
+EXIT_COMMANDS = {
+    "dump": lambda tmp: ["dump"],
+    "verify": lambda tmp: ["verify"],
+    "stats": lambda tmp: ["stats"],
+    "report": lambda tmp: ["report", "--json"],
+    "export": lambda tmp: ["export", "--to", str(tmp / "out.parquet")],
+    "recover": lambda tmp: ["recover"],
+}
+
+
+@pytest.fixture
+def exit_inputs(sample, tmp_path):
+    """Bad inputs, a clean log dir and a damaged one (a byte flipped inside a batch)."""
+    from kafkafmt.cli import main
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes.txt").write_text("not Kafka data\n")
+    clean = tmp_path / "clean"
+    shutil.copytree(sample / "orders-1", clean / "orders-1")
+    assert main(["recover", "--apply", "-q", "--backup", str(tmp_path / "bk"), str(clean)]) == 0
+    damaged = tmp_path / "damaged"
+    shutil.copytree(clean, damaged)
+    seg = segments_of(damaged / "orders-1")[0]
+    flip(seg, int(kafkafmt.read_segment(seg).batches.position[1]) + 70)
+    return {"missing": tmp_path / "missing", "empty dir": tmp_path / "empty", "not Kafka": tmp_path / "notes.txt",
+            "clean": clean, "damaged": damaged}
+
+
+@pytest.mark.parametrize("command", sorted(EXIT_COMMANDS))
+def test_exit_code_convention_every_command(command, exit_inputs, tmp_path, capsys):
+    """Through the library's entry point (kafkafmt.cli.main, what the console script and
+    ``python -m kafkafmt`` call): bad input is 2 with one line on stderr that names the path once
+    (never again in parentheses), problems found are 1, a clean log dir is 0."""
+    from kafkafmt.cli import main
+
+    args = EXIT_COMMANDS[command](tmp_path)
+    for case in ("missing", "empty dir", "not Kafka"):
+        capsys.readouterr()
+        assert main(args + ["--no-progress", str(exit_inputs[case])]) == 2, (command, case)
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert len(err) == 1 and err[0].startswith(f"kafkafmt {command}: error: "), (command, case, err)
+        assert err[0].count(str(exit_inputs[case])) == 1 and "(" + str(exit_inputs[case]) not in err[0], err
+    assert main(args + ["--no-progress", str(exit_inputs["damaged"])]) == 1, command
+    (tmp_path / "out.parquet").unlink(missing_ok=True)
+    assert main(args + ["--no-progress", str(exit_inputs["clean"])]) == 0, command
+    with pytest.raises(SystemExit) as exc:                       # argparse's own usage errors
+        main([command, "--no-such-option"])
+    assert exc.value.code == 2
+
+
+def test_exit_codes_are_documented():
+    """The CLI reference (generated from argparse) states the convention, and the one place the
+    user guide lists the codes says the same."""
+    from kafkafmt.cli import build_parser
+
+    text = build_parser().format_help()
+    assert "0 success or nothing to do, 1 problems found (or work a dry run would do), 2 bad usage or input" in \
+        " ".join(text.split())
+    guide = (REPO / "docs" / "guide" / "command-line.md").read_text()
+    assert "Exit codes, every command: 0 success or nothing to do, 1 problems found (or work a dry run would " \
+           "do), 2 bad usage or input" in " ".join(guide.split())

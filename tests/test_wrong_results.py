@@ -275,7 +275,7 @@ def bad_files(tmp_path):
 def test_non_kafka_file_is_an_error_everywhere(bad_files, tmp_path, name, command):
     args = [a.format(tmp=tmp_path) for a in command]
     p = cli(*args, bad_files / name)
-    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert p.returncode == 2, (p.stdout, p.stderr)              # bad input
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "not a Kafka log segment" in lines[0], p.stderr
     assert "Traceback" not in p.stderr and "batch offset" not in p.stderr and "offset 2" not in lines[0]

@@ -1,8 +1,9 @@
 """kafkafmt's command line: ``kafkafmt dump | verify | stats | report | export | recover``.
 
-Exit codes: 0 done and the data is clean; 1 the data has problems (corrupt or truncated batches,
-CRC mismatches, index inconsistencies...) or a file could not be read; 2 the command line is wrong
-(unknown option, missing path). Errors are one line on stderr naming the file and byte position;
+Exit codes, every command (`EXIT_CODES`): 0 success or nothing to do; 1 problems found (corrupt or
+truncated batches, CRC mismatches, index inconsistencies, a file that could not be read, a repair
+refused or failed) or work a dry run would do; 2 bad usage or input (an unknown option, a path that
+does not exist, a folder without Kafka data, a file that is not Kafka data). Errors are one line on stderr naming the file and byte position;
 ``--debug`` shows tracebacks. A progress bar appears on stderr only when it is a terminal.
 """
 from __future__ import annotations
@@ -13,6 +14,10 @@ import sys
 import warnings
 
 COMMANDS = ("dump", "verify", "stats", "report", "export", "recover")
+
+#: the exit-code convention of every command (stated in ``kafkafmt --help``)
+EXIT_CODES = ("Exit codes, every command: 0 success or nothing to do, 1 problems found (or work a dry run would "
+              "do), 2 bad usage or input.")
 
 
 def _threads(text):
@@ -54,8 +59,10 @@ def build_parser():
         prog="kafkafmt",
         description="Read Apache Kafka's on-disk data without a broker.",
         epilog="Run 'kafkafmt COMMAND --help' for a command's options. 'kafkafmt --sample' (no command) "
-               "runs 'stats' on the bundled sample log directory.\n\nExit codes: 0 clean, 1 data problems "
-               "(corrupt/truncated data, CRC or index mismatches), 2 usage errors.",
+               "runs 'stats' on the bundled sample log directory.\n\n" + EXIT_CODES + " Problems: corrupt or "
+               "truncated data, CRC or index mismatches, a file that cannot be read, a repair refused or failed. "
+               "Bad input: an unknown option, a path that does not exist, a folder without Kafka data, a file "
+               "that is not Kafka data.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"kafkafmt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -77,20 +77,18 @@ def checked_record_files(found, console):
 
 
 def check_kafka_file(path):
-    """UsageError-free check of a file named as Kafka data: raises NotKafkaDataError (one line,
-    exit code 1) when it does not start with a Kafka log entry, or is empty without a segment's
-    name (an empty ``<20 digits>.log`` is a segment that holds nothing yet)."""
-    from kafkafmt.errors import NotKafkaDataError
-
+    """Check a file named on the command line as Kafka data: a `UsageError` (bad input, exit code
+    2; one line naming the file) when it does not start with a Kafka log entry, or is empty without
+    a segment's name (an empty ``<20 digits>.log`` is a segment that holds nothing yet)."""
     st, p = cli_paths.storage_of(path)
     with st.open(p) as f:
         if f.size == 0:
             if segment_base(path) is None:
-                raise NotKafkaDataError("not a Kafka log segment: the file is empty", file=path, position=0)
+                raise UsageError(f"{path}: not a Kafka log segment: the file is empty")
             return
         why = not_kafka_reason(window(f, 0, f.size)[0])
     if why is not None:
-        raise NotKafkaDataError(f"not a Kafka log segment: {why}", file=path, position=0)
+        raise UsageError(f"{path}: not a Kafka log segment: {why}")
 
 
 def add_command(sub, parents, name, help, doc, paths_help="log directories, partition folders or segment files"):
@@ -166,16 +164,14 @@ def find_inputs(paths, topics=None, partitions=None, replicas="all"):
     remote -- found by the library's one discovery (`kafkafmt.log._discovery.discover`). Missing or
     unreadable paths raise UsageError."""
     from kafkafmt.log import discover
-    from kafkafmt.errors import PathNotFoundError, StorageError
+    from kafkafmt.errors import StorageError
 
     report = []
     try:
         d = discover(paths, topics=topics, partitions=partitions, storage_options=cli_paths.OPTIONS or None,
                      replicas=replicas, report=report, files=True)
-    except PathNotFoundError as exc:
-        raise UsageError(f"no such file or directory: {exc.file}") from None
     except (StorageError, PermissionError) as exc:
-        raise UsageError(f"cannot read {getattr(exc, 'file', None) or exc}: {getattr(exc, 'reason', exc)}") from None
+        raise input_error(exc) from None
     found = Found(partitions=d.partitions, files=d.files, given_files=d.given_files, log_dirs=d.log_dirs,
                   empty_log_dirs=d.empty_log_dirs)
     for e in report:
@@ -183,6 +179,16 @@ def find_inputs(paths, topics=None, partitions=None, replicas="all"):
         if p is not None:
             found.leftovers.append(p)
     return found
+
+
+def input_error(exc):
+    """The `UsageError` (bad input, exit code 2) for a path given on the command line that does not
+    exist or cannot be listed or read."""
+    from kafkafmt.errors import PathNotFoundError
+
+    if isinstance(exc, PathNotFoundError):
+        return UsageError(f"no such file or directory: {exc.file}")
+    return UsageError(f"cannot read {getattr(exc, 'file', None) or exc}: {getattr(exc, 'reason', exc)}")
 
 
 def no_data(found, files, paths, filtered=False):

@@ -35,12 +35,12 @@ import re
 import numpy as np
 
 from kafkafmt.log import sidefiles
-from kafkafmt.errors import KafkafmtError
+from kafkafmt.errors import KafkafmtError, StorageError
 from kafkafmt.record import CODEC_NAMES, TIMESTAMP_TYPES
 
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, add_typed_options, empty_note, Problem, bytes_encoder,
-                                 check_kafka_file, escape_text, file_kind, find_inputs, typed_options, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
+                                 check_kafka_file, escape_text, file_kind, find_inputs, input_error, typed_options, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
                                  parse_time_range, segment_base, segment_in_partition)
 from kafkafmt.log import log_name_of
 from kafkafmt.log import ReportKind
@@ -200,11 +200,15 @@ class Dumper:
             paths.append(sample_dir())
         if not paths:
             raise UsageError("dump: give files or directories (or --sample)")
-        self.typed = typed_options(self.args, paths)
         targets = []
         folders = []
-        for p in paths:
-            if cli_paths.isdir(p):
+        try:
+            self.typed = typed_options(self.args, paths)
+            dirs = [cli_paths.isdir(p) for p in paths]
+        except (StorageError, PermissionError) as exc:          # a path given that cannot be looked up
+            raise input_error(exc) from None
+        for p, is_dir in zip(paths, dirs):
+            if is_dir:
                 folders.append(p)       # found together: one discovery over every folder given
             else:
                 targets += self.expand_file(p)

@@ -11,14 +11,27 @@ after them (``--kafka-compatible``: truncate at the first damage and delete the 
 the broker does); rebuilds missing, wrong or stale ``.index`` / ``.timeindex`` / ``.txnindex`` files
 and the producer ``.snapshot`` at the log end; finishes the broker's ``.swap`` / ``.cleaned`` /
 ``.deleted`` / ``-delete`` leftovers; updates ``recovery-point-offset-checkpoint`` and
-``log-start-offset-checkpoint``. A log dir whose ``.lock`` is held (a running broker) is refused
-unless ``--force``. Local paths only.
+``log-start-offset-checkpoint``; rebuilds a ``.timeindex`` left with a zero-filled tail; renames a
+segment whose file name is above its first batch's base offset. A log dir whose ``.lock`` is held (a
+running broker) is refused unless ``--force``. Local paths only.
 
-Exit codes: 0 nothing to do, or everything done; 1 a dry run found work to do, or an error; 2 usage.
+The plan prints the damage first, with the offsets of the records each removal loses, then what is
+refused (a misnamed segment whose true name is taken; a transaction the damage would leave open while
+later batches are kept, until ``--open-transactions`` chooses), then the routine fixes counted by kind.
+``--apply`` checks every file against the plan before changing anything; one that fails part way says
+what it had changed and the undo command. ``--undo`` checks every file of the manifest, and the
+partition folders for anything newer (a broker that ran since), before it changes anything.
+
+Exit codes: 0 nothing to do, or everything done; 1 a dry run found work to do, or the repair or undo
+was refused or failed; 2 bad usage or input (a path that does not exist, is not a log dir, a partition
+folder or a segment, or is on object storage; a manifest that does not exist or is not one).
 """
 from __future__ import annotations
 
+import os
+
 from kafkafmt.cli.common import UsageError, add_command
+from kafkafmt.recovery.plan import OPEN_TRANSACTIONS
 
 DEFAULT_INDEX_INTERVAL = 4096
 
@@ -52,17 +65,29 @@ def add_parser(sub, parents):
     p.add_argument("--timeindex-offsets", choices=("batch", "record"), default="batch",
                    help="time index entries hold the batch's last offset (Kafka >= 3.8 and every recovery; "
                         "default) or the record's offset (leaders before KAFKA-16310)")
+    p.add_argument("--open-transactions", choices=OPEN_TRANSACTIONS, default=None,
+                   help="when the damage removes a transaction's end marker while later batches are kept (else "
+                        "refused, with what read_committed readers would lose): truncate at the damage as Kafka "
+                        "does, or write an ABORT marker, or the COMMIT the damaged bytes still show, at the log end")
     p.add_argument("--json", action="store_true", help="JSON lines: one per action, then a summary")
     p.set_defaults(run=run)
     return p
 
 
 def run(args, console):
+    from kafkafmt.errors import NotALogDirError, PathNotFoundError, RecoveryError
     from kafkafmt.recovery import recover, undo
+    from kafkafmt.recovery.apply import read_manifest
 
     if args.undo:
         if args.paths or args.apply:
             raise UsageError("recover --undo MANIFEST takes no PATH and no --apply")
+        if not os.path.isfile(args.undo):
+            raise UsageError(f"no such manifest: {args.undo}")
+        try:
+            read_manifest(args.undo)
+        except RecoveryError as exc:          # not a manifest: bad input
+            raise UsageError(f"{args.undo}: {exc.reason}") from None
         restored = undo(args.undo, force=args.force)
         for path in restored:
             if args.json:
@@ -79,23 +104,28 @@ def run(args, console):
         raise UsageError("recover does not repair the bundled sample")
     if not paths:
         raise UsageError("recover: give log directories, partition folders or segment files")
-    plan = recover(paths, apply=args.apply, kafka_compatible=args.kafka_compatible, backup=args.backup,
-                   force=args.force, index_interval_bytes=args.index_interval_bytes,
-                   timeindex_offsets=args.timeindex_offsets)
-    for a in plan.actions:
-        if args.json:
+    try:
+        plan = recover(paths, apply=args.apply, kafka_compatible=args.kafka_compatible, backup=args.backup,
+                       force=args.force, index_interval_bytes=args.index_interval_bytes,
+                       timeindex_offsets=args.timeindex_offsets, open_transactions=args.open_transactions)
+    except (PathNotFoundError, NotALogDirError) as exc:        # not something recover takes: bad input
+        raise UsageError(exc.reason) from None
+    if args.json:
+        for a in plan.actions:
             console.json({"type": "action", "action": a.kind.value, "file": a.file, "target": a.target,
                           "start": a.start, "end": a.end, "offset": a.offset, "bytes_removed": a.bytes_removed,
-                          "removed": [list(r) for r in a.removed], "message": a.message})
-        else:
-            console.write(a.text())
-    if args.json:
-        console.json({"type": "summary", "status": "APPLIED" if plan.applied else "DRY RUN",
-                      "partitions": plan.partitions, "segments": plan.segments, "bytes": plan.bytes,
+                          "removed": [list(r) for r in a.removed], "damage": a.damage,
+                          "lost": [list(r) for r in a.lost], "message": a.message})
+        for t in plan.transactions:
+            console.json({"type": "transaction", **t})
+        for r in plan.refusals:
+            console.json({"type": "refused", "message": r})
+        console.json({"type": "summary", "status": "APPLIED" if plan.applied else "REFUSED" if plan.refusals
+                      else "DRY RUN", "partitions": plan.partitions, "segments": plan.segments, "bytes": plan.bytes,
                       "actions": len(plan.actions), "bytes_removed": plan.bytes_removed,
-                      "manifests": plan.manifests})
+                      "offsets_lost": plan.offsets_lost, "manifests": plan.manifests})
     else:
-        console.write(plan.text().rsplit("\n", 1)[-1])
+        console.write(plan.text())
         for m in plan.manifests:
             console.write(f"manifest: {m} (undo: kafkafmt recover --undo {m})")
     return 0 if plan.applied or plan.clean else 1

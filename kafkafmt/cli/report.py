@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-from kafkafmt.cli.common import (add_command, add_replicas_option, input_paths, parse_int_list, parse_name_list,
+from kafkafmt.cli.common import (add_command, add_replicas_option, input_error, input_paths, parse_int_list, parse_name_list,
                                  human_bytes)
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli import paths as cli_paths
@@ -45,7 +45,7 @@ def add_parser(sub, parents):
 
 def run(args, console):
     from kafkafmt.report import Builder, write_html
-    from kafkafmt.errors import PathNotFoundError
+    from kafkafmt.errors import StorageError
 
     if not args.to and not args.json:
         raise UsageError("report: give --to FILE.html and/or --json")
@@ -55,8 +55,8 @@ def run(args, console):
         builder = Builder(paths, topics=parse_name_list(args.topics),
                           partitions=parse_int_list(args.partitions, "partition"), replicas=args.replicas,
                           storage_options=cli_paths.OPTIONS or None, checks=not args.no_checks)
-    except PathNotFoundError as exc:
-        raise UsageError(f"no such file or directory: {exc.file}") from None
+    except (StorageError, PermissionError) as exc:
+        raise input_error(exc) from None
     if not builder.partitions:
         raise UsageError("no partition folders or log dirs found under " + ", ".join(map(str, paths)))
     with Progress(builder.total_bytes, enabled=args.progress) as prog:

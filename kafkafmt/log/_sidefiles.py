@@ -101,7 +101,7 @@ __all__ = [
     "read_index", "read_timeindex", "read_txnindex", "read_producer_snapshot",
     "read_leader_epoch_checkpoint", "read_offset_checkpoint", "read_partition_metadata",
     "read_quorum_state", "read_meta_properties",
-    "check_index", "check_timeindex", "IndexProblem", "build_index_entries", "record_offsets_of_max_timestamp",
+    "check_index", "check_timeindex", "index_sanity_problem", "IndexProblem", "build_index_entries", "record_offsets_of_max_timestamp",
     "encode_index", "encode_timeindex", "encode_txnindex", "encode_producer_snapshot",
     "encode_leader_epoch_checkpoint", "encode_offset_checkpoint", "encode_partition_metadata",
     "write_index", "write_timeindex", "write_txnindex", "write_producer_snapshot",
@@ -952,6 +952,69 @@ class IndexProblem(str):
         self = super().__new__(cls, message)
         self.entry = int(entry)
         return self
+
+
+def index_sanity_problem(src, suffix, base_offset=None):
+    """What Kafka's own sanity check says of an ``.index`` or ``.timeindex`` file, read by its length
+    as the broker reads it (a zero-filled preallocated tail counts as entries): ``None`` when it
+    passes, else the reason. A broker that finds one of these rebuilds the segment's indexes at
+    start-up (``LogLoader.loadSegmentFiles``: ``CorruptIndexException`` -> ``recoverSegment``).
+
+    ``OffsetIndex.sanityCheck``: the length is a multiple of 8; the last entry's offset is not below
+    the base offset. ``TimeIndex.sanityCheck``: the length is a multiple of 12; the last entry's
+    timestamp is not below the first's (a zero-filled tail ends in timestamp 0: the broker stopped
+    without trimming the file, as after a crash); the last offset is not below the base offset.
+
+    Parameters
+    ----------
+    src : str, os.PathLike or bytes
+        The file or its bytes.
+    suffix : {".index", ".timeindex"}
+        Which index it is.
+    base_offset : int, optional
+        Defaults to the number in the file name (0 for bytes).
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    A time index preallocated and never trimmed (two entries, then zeros):
+
+    >>> from kafkafmt.log import sidefiles
+    >>> import numpy as np
+    >>> entries = np.array([(1700000000000, 5), (1700000000900, 9)], sidefiles.TIMEINDEX_DTYPE)
+    >>> data = sidefiles.encode_timeindex(entries, 0)
+    >>> sidefiles.index_sanity_problem(data, ".timeindex") is None
+    True
+    >>> print(sidefiles.index_sanity_problem(data + bytes(120), ".timeindex"))
+    zero-filled tail of 120 bytes after 2 entries (preallocated, not trimmed: the broker did not shut down cleanly); Kafka's TimeIndex.sanityCheck fails: the last timestamp 0 is below the first 1700000000000
+    """
+    data, name = _load(src)
+    base = _base_offset(base_offset, name)
+    time = suffix == ".timeindex"
+    disk = _TIMEINDEX_DISK if time else _INDEX_DISK
+    n, rem = divmod(len(data), disk.itemsize)
+    check = "TimeIndex.sanityCheck" if time else "OffsetIndex.sanityCheck"
+    if rem:
+        return f"{len(data)} bytes, not a multiple of {disk.itemsize} (Kafka's {check} fails)"
+    if not n:
+        return None
+    raw = np.frombuffer(data, disk, count=n)
+    zero = (raw["rel"] == 0) & ((raw["timestamp"] if time else raw["position"]) == 0)
+    used = _used_entries(zero)
+    tail = ""
+    if used < n and bool(zero[used:].all()):
+        tail = (f"zero-filled tail of {(n - used) * disk.itemsize} bytes after {used} entries (preallocated, not "
+                f"trimmed: the broker did not shut down cleanly); ")
+    last_offset = int(raw["rel"][-1]) + base
+    if time and int(raw["timestamp"][-1]) < int(raw["timestamp"][0]):
+        return (f"{tail}Kafka's {check} fails: the last timestamp {int(raw['timestamp'][-1])} is below the first "
+                f"{int(raw['timestamp'][0])}")
+    if last_offset < base:
+        return f"{tail}Kafka's {check} fails: the last offset {last_offset} is below the base offset {base}"
+    return None
 
 
 def _base_problems(offsets, base_offset, what):

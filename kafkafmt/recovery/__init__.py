@@ -10,6 +10,7 @@ the producer state), `apply` (the journal: backups, manifest, undo), `lock` (the
 """
 from __future__ import annotations
 
+from kafkafmt.errors import RecoveryError
 from kafkafmt.recovery.apply import MANIFEST, apply_plan, undo
 from kafkafmt.recovery.indexes import ProducerState, RebuiltIndexes, SegmentScan, rebuild_indexes, scan_segment
 from kafkafmt.recovery.lock import lock_holder, locked_log_dir
@@ -22,7 +23,8 @@ __all__ = ["recover", "undo", "rebuild_indexes", "plan_recovery", "apply_plan", 
 
 
 def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=False,
-            index_interval_bytes=DEFAULT_INDEX_INTERVAL, timeindex_offsets="batch") -> RecoveryPlan:
+            index_interval_bytes=DEFAULT_INDEX_INTERVAL, timeindex_offsets="batch",
+            open_transactions=None) -> RecoveryPlan:
     """Recover local log dirs, partition folders or segments as a broker would at start-up, losing less.
 
     Parameters
@@ -47,6 +49,13 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
         Offsets of time index entries: the batch's last offset (Kafka since KAFKA-16310, and its
         recovery always) or the record's (leaders before KAFKA-16310).
 
+    open_transactions : {None, "truncate", "abort", "commit"}
+        When the damage removes a transaction's end marker while intact batches after it are kept
+        (``read_committed`` readers would see nothing from the transaction on): None (default)
+        refuses and says so (``plan.transactions``, ``plan.refusals``); "truncate" truncates that
+        partition at the damage, as Kafka does; "abort" or "commit" (only the COMMIT the damaged
+        bytes still show) writes the marker at the log end. See `plan_recovery`.
+
     Returns
     -------
     RecoveryPlan
@@ -57,6 +66,9 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
     ------
     LogDirLockedError
         A log dir is held by a running broker (its ``.lock``), unless ``force``.
+    RecoveryError
+        ``apply`` asked of a plan with ``refusals`` (nothing is changed), or a change failed part way
+        (the message names what was changed, the manifest and the undo command).
 
     Examples
     --------
@@ -85,11 +97,13 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
     3
     """
     plan = plan_recovery(path, kafka_compatible=kafka_compatible, index_interval_bytes=index_interval_bytes,
-                         timeindex_offsets=timeindex_offsets)
+                         timeindex_offsets=timeindex_offsets, open_transactions=open_transactions)
     for root in plan.roots:
         if root.log_dir is not None and not force and lock_holder(root.log_dir):
             with locked_log_dir(root.log_dir, force=False):
                 pass                            # raises LogDirLockedError with the message
+    if apply and plan.refusals:
+        raise RecoveryError("recovery refused, nothing was changed: " + "; ".join(plan.refusals))
     if apply and plan.actions:
         apply_plan(plan, backup, force=force)
     return plan

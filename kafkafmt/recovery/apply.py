@@ -18,7 +18,9 @@ temporary file is removed by the next run), and the manifest names everything ne
 its ``done`` line is reverted too when it took effect -- and checks every restored file's CRC.
 
 Test hook: ``KAFKAFMT_CRASH_AFTER=N`` (`kafkafmt._util.durable`) ends the process (``os._exit``) right after the N-th
-durable point (a flushed backup, temporary file, manifest line or file-system change).
+durable point (a flushed backup, temporary file, manifest line or file-system change; in `undo`,
+each file put back). An undo killed part way is run again: the files already put back are as the
+recovery found them and are skipped.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ import numpy as np
 from kafkafmt._native.scan import crc32c
 from kafkafmt._util.durable import crash_point, fsync_dir
 from kafkafmt.errors import RecoveryError
-from kafkafmt.recovery.lock import locked_log_dir
+from kafkafmt.recovery.lock import LOCK_FILE, locked_log_dir
 from kafkafmt.recovery.plan import TEMP_SUFFIX, ActionKind
 
 __all__ = ["apply_plan", "undo", "MANIFEST"]
@@ -169,26 +171,97 @@ def apply_plan(plan, backup=None, *, force=False):
     return manifests
 
 
-def _apply_root(root, actions, folder, plan):
+def _folders_of(actions):
+    """Every folder an action changes something in (targets of renames too)."""
+    out = set()
+    for a in actions:
+        for f in (a.file, a.target):
+            if f is not None:
+                out.add(os.path.dirname(os.path.abspath(f)))
+    return sorted(out)
+
+
+def _listing(folder):
+    """{name: size} of the files of a folder (the lock and recovery temporary files aside)."""
+    out = {}
+    for name in sorted(os.listdir(folder)):
+        p = os.path.join(folder, name)
+        if os.path.isfile(p) and name != LOCK_FILE and not name.endswith(TEMP_SUFFIX):
+            out[name] = os.path.getsize(p)
+    return out
+
+
+def _preflight(actions, folder):
+    """Refuse before changing anything: the backup folder in use, or a file no longer as planned."""
     if os.path.exists(folder) and os.listdir(folder):
-        raise RecoveryError(f"backup folder {folder} is not empty", file=folder)
+        raise RecoveryError(f"backup folder {folder} is not empty: give another --backup", file=folder)
+    deleted = set()
+    for a in actions:
+        if a.kind is ActionKind.DELETE:
+            deleted.add(a.file)
+        if a.kind in (ActionKind.TRUNCATE, ActionKind.CUT):
+            size = os.path.getsize(a.file) if os.path.isfile(a.file) else None
+            want = a.end if a.kind is ActionKind.TRUNCATE else max(e for _, e, _ in a.removed)
+            if size is None or (size != want if a.kind is ActionKind.TRUNCATE else size < want):
+                raise RecoveryError(f"{a.file} is {size} bytes, not {want} as when planned: nothing was changed; "
+                                    f"plan again", file=a.file)
+        elif a.kind in (ActionKind.DELETE, ActionKind.RENAME, ActionKind.APPEND) and not os.path.exists(a.file):
+            raise RecoveryError(f"{a.file} is gone since the plan was made: nothing was changed; plan again",
+                                file=a.file)
+        if a.kind is ActionKind.RENAME and os.path.exists(a.target) and a.target not in deleted:
+            raise RecoveryError(f"{a.target} exists: cannot finish the swap of {a.file}; nothing was changed",
+                                file=a.target)
+
+
+def _apply_root(root, actions, folder, plan):
+    _preflight(actions, folder)
     os.makedirs(os.path.join(folder, "data"), exist_ok=True)
     fsync_dir(os.path.dirname(folder))
     manifest = os.path.join(folder, MANIFEST)
     journal = _Journal(manifest)
     journal.write({"type": "header", "version": MANIFEST_VERSION, "root": root,
                    "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                   "kafka_compatible": plan.kafka_compatible})
+                   "kafka_compatible": plan.kafka_compatible,
+                   "folders": {_rel(root, d): _listing(d) for d in _folders_of(actions) if os.path.isdir(d)}})
     synced = set()
+    changed = []
     try:
         for n, a in enumerate(actions):
             if a.kind is ActionKind.WRITE and os.path.basename(a.file) == "recovery-point-offset-checkpoint":
                 _sync_logs(root, synced)        # the recovery point moves only over data on disk
-            _apply_one(n, a, root, folder, journal)
+            try:
+                _apply_one(n, a, root, folder, journal)
+            except BaseException:
+                _remove_temp(a.file)            # written, never renamed into place
+                raise
+            changed.append(a.file)
         journal.write({"type": "complete"})
+    except (OSError, RecoveryError) as exc:
+        raise _failed_midway(exc, changed, manifest) from exc
     finally:
         journal.close()
     return manifest
+
+
+def _remove_temp(path):
+    try:
+        os.unlink(path + TEMP_SUFFIX)
+    except OSError:
+        pass
+
+
+def _failed_midway(exc, changed, manifest):
+    """The error of an apply that stopped part way: what failed, what was already changed, and how
+    to put it back."""
+    why = getattr(exc, "reason", None) or (f"{exc.filename}: {exc.strerror}" if getattr(exc, "filename", None)
+                                           else str(exc))
+    if not changed:
+        done = "nothing was changed"
+    else:
+        done = (f"{len(changed)} file(s) were already changed (" + ", ".join(changed[:5]) +
+                (f" and {len(changed) - 5} more" if len(changed) > 5 else "") + ")")
+    return RecoveryError(f"recovery stopped part way: {why}; {done}; every change is listed in {manifest}: "
+                         f"put it all back with: kafkafmt recover --undo {manifest}")
 
 
 def _sync_logs(root, synced):
@@ -216,9 +289,6 @@ def _apply_one(n, a, root, folder, journal):
     bkp = os.path.join("data", f"{n:06d}-{name}")
     step = {"type": "step", "n": n, "op": a.kind.value, "file": _rel(root, path), "reason": a.message}
     if a.kind is ActionKind.TRUNCATE:
-        size = os.path.getsize(path)
-        if size != a.end:
-            raise RecoveryError(f"{path} is {size} bytes, not {a.end} as when planned: plan again", file=path)
         before = _state(path)
         _write_synced(os.path.join(folder, bkp), [(path, a.start, a.end)])
         crash_point()
@@ -235,8 +305,6 @@ def _apply_one(n, a, root, folder, journal):
         crash_point()
     elif a.kind is ActionKind.CUT:
         size = os.path.getsize(path)
-        if a.removed and size != a.removed[-1][1] and size < max(e for _, e, _ in a.removed):
-            raise RecoveryError(f"{path} is {size} bytes, smaller than when planned: plan again", file=path)
         before = _state(path)
         removed = sorted((s, e, why) for s, e, why in a.removed)
         kept, at = [], 0
@@ -272,6 +340,16 @@ def _apply_one(n, a, root, folder, journal):
         os.replace(tmp, path)
         fsync_dir(os.path.dirname(path))
         crash_point()
+    elif a.kind is ActionKind.APPEND:
+        before = _state(path)
+        tmp = path + TEMP_SUFFIX
+        _write_synced(tmp, [(path, 0, before["size"]), bytes(a.data)])
+        crash_point()
+        step.update(before=before, after=_state(tmp))
+        journal.write(step)
+        os.replace(tmp, path)
+        fsync_dir(os.path.dirname(path))
+        crash_point()
     elif a.kind is ActionKind.DELETE:
         is_dir = os.path.isdir(path)
         step.update(backup=bkp, before={"dir": True} if is_dir else _state(path))
@@ -279,8 +357,6 @@ def _apply_one(n, a, root, folder, journal):
         _move(path, os.path.join(folder, bkp))
         crash_point()
     elif a.kind is ActionKind.RENAME:
-        if os.path.exists(a.target):
-            raise RecoveryError(f"{a.target} exists: cannot finish the swap of {path}", file=a.target)
         step.update(target=_rel(root, a.target), before=_state(path))
         journal.write(step)
         os.rename(path, a.target)
@@ -297,8 +373,11 @@ def _apply_one(n, a, root, folder, journal):
 def read_manifest(path):
     """(header, steps) of a manifest; a torn last line (a crash while writing it) is ignored."""
     header, steps = None, []
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+    except UnicodeDecodeError:
+        raise RecoveryError("not a kafkafmt recovery manifest (not text)", file=path) from None
     for k, line in enumerate(lines):
         if not line.strip():
             continue
@@ -322,9 +401,122 @@ def _matches(path, st):
     return cur is not None and st is not None and cur["size"] == st["size"] and cur["crc"] == st["crc"]
 
 
+class _Now:
+    """What undo expects each file to be as it walks the steps newest first: a file a newer step
+    put back is, for the older steps, as that step found it (without touching the disk)."""
+
+    def __init__(self):
+        self.virtual = {}                 # path -> None (absent) or {"size", "crc"} or {"dir": True}
+
+    def state(self, path):
+        if path in self.virtual:
+            return self.virtual[path]
+        if os.path.isdir(path):
+            return {"dir": True}
+        return _state(path)
+
+    def same(self, path, st):
+        cur = self.state(path)
+        if cur is None or st is None:
+            return cur is None and st is None
+        if cur.get("dir") or st.get("dir"):
+            return bool(cur.get("dir")) == bool(st.get("dir"))
+        return cur["size"] == st["size"] and cur["crc"] == st["crc"]
+
+
+def _plan_undo(steps, root, folder):
+    """Decide every step before changing anything: ``(to revert, problems)``; a step is reverted
+    when its file is as the recovery left it, skipped when it is as the recovery found it (it never
+    took effect, or was put back already); anything else is a problem and nothing is changed."""
+    now, todo, problems = _Now(), [], []
+    for step in reversed(steps):
+        op, path = step["op"], os.path.join(root, step["file"])
+        before, after = step.get("before"), step.get("after")
+        bkp = os.path.join(folder, step["backup"]) if step.get("backup") else None
+        if op in ("truncate", "cut", "write", "append"):
+            if before is not None and now.same(path, before):
+                continue                                        # as found: nothing to put back
+            if before is None and now.state(path) is None:
+                continue                                        # a new file that never came
+            if not now.same(path, after):
+                cur = now.state(path)
+                problems.append(f"{path}: " + ("gone" if cur is None else
+                                               f"{cur.get('size')} bytes with CRC {cur.get('crc')}") +
+                                f", neither as the recovery left it ({after['size']} bytes) nor as it found it"
+                                + (f" ({before['size']} bytes)" if before else " (absent)") +
+                                ": changed since the recovery")
+                continue
+            if bkp is not None and not os.path.exists(bkp):
+                problems.append(f"{path}: its backup {bkp} is missing")
+                continue
+            todo.append(step)
+            now.virtual[path] = before
+        elif op == "delete":
+            here, kept = now.state(path) is not None, os.path.exists(bkp)
+            if here and not kept:
+                continue                                        # never moved into the backup
+            if here and kept:
+                problems.append(f"{path}: exists again although the recovery removed it (its copy is in {bkp})")
+                continue
+            if not kept:
+                problems.append(f"{path}: removed by the recovery, and its copy {bkp} is missing")
+                continue
+            todo.append(step)
+            now.virtual[path] = before if before is not None else {"dir": True}
+        elif op == "rename":
+            target = os.path.join(root, step["target"])
+            src_here, dst_here = now.state(path) is not None, now.state(target) is not None
+            if src_here and not dst_here:
+                continue                                        # never renamed
+            if dst_here and not src_here and (before is None or now.same(target, before)):
+                todo.append(step)
+                now.virtual[path], now.virtual[target] = now.state(target), None
+                continue
+            problems.append(f"{target}: changed since the recovery renamed {path} to it")
+        else:
+            problems.append(f"unknown step {op!r} in the manifest")
+    return todo, problems
+
+
+def _newer_files(header, steps, root):
+    """Files of the partition folders the recovery changed that are neither in the manifest nor as
+    the recovery found them: what a broker wrote since (an append, a rolled segment, a snapshot)."""
+    named = {os.path.join(root, st["file"]) for st in steps}
+    named |= {os.path.join(root, st["target"]) for st in steps if st.get("target")}
+    out = []
+    for rel, listing in (header.get("folders") or {}).items():
+        d = os.path.join(root, rel)
+        if os.path.abspath(d) == os.path.abspath(root) or not os.path.isdir(d):
+            continue                            # the log dir's own files are checked by their steps
+        for name, size in _listing(d).items():
+            p = os.path.join(d, name)
+            if p in named:
+                continue
+            if name not in listing:
+                out.append(f"{p}: new since the recovery ({size} bytes)")
+            elif listing[name] != size:
+                out.append(f"{p}: {size} bytes, {listing[name]} when the recovery started")
+    return out
+
+
+def _temp_files(header, steps, root):
+    folders = {os.path.normpath(os.path.join(root, rel)) for rel in (header.get("folders") or {})}
+    folders |= {os.path.dirname(os.path.normpath(os.path.join(root, st["file"]))) for st in steps}
+    out = []
+    for d in sorted(folders):
+        if os.path.isdir(d):
+            out += [os.path.join(d, n) for n in sorted(os.listdir(d)) if n.endswith(TEMP_SUFFIX)]
+    return out
+
+
 def undo(manifest, *, force=False):
     """Revert a recovery from its manifest: every removed byte and replaced file put back, newest
     step first, each file's CRC checked against the manifest.
+
+    Every file is checked before anything is changed: when one is neither as the recovery left it
+    nor as it found it, or the partition folders hold anything newer than the recovery (a broker
+    appended, rolled a segment, wrote a snapshot), nothing is changed and `RecoveryError` lists
+    them all. Temporary files of an interrupted recovery are removed.
 
     Parameters
     ----------
@@ -341,7 +533,7 @@ def undo(manifest, *, force=False):
     Raises
     ------
     RecoveryError
-        A file is neither as the recovery left it nor as it found it (it changed since).
+        A file changed since the recovery (nothing was changed).
 
     Examples
     --------
@@ -361,6 +553,17 @@ def undo(manifest, *, force=False):
     /.../damaged/payments-0/00000000000000000000.log
     >>> open(f"{folder}/00000000000000000000.log", "rb").read() == before
     True
+
+    A partition that changed since (a broker appended to the recovered log) is refused before
+    anything is touched:
+
+    >>> plan = kafkafmt.recover(folder, apply=True, backup="backup2")
+    >>> with open(f"{folder}/00000000000000000000.log", "ab") as f:
+    ...     _ = f.write(before[:70])
+    >>> kafkafmt.undo_recovery(plan.manifests[0])
+    Traceback (most recent call last):
+    ...
+    kafkafmt.errors.RecoveryError: cannot undo: 1 file(s) changed since the recovery, nothing was changed: ...
     """
     manifest = os.path.abspath(os.fspath(manifest))
     folder = os.path.dirname(manifest)
@@ -368,10 +571,17 @@ def undo(manifest, *, force=False):
     root = header["root"]
     restored = []
     with locked_log_dir(root, force=force):
-        for step in reversed(steps):
-            p = _undo_step(step, root, folder)
-            if p is not None:
-                restored.append(p)
+        todo, problems = _plan_undo(steps, root, folder)
+        problems += _newer_files(header, steps, root)
+        if problems:
+            raise RecoveryError(f"cannot undo: {len(problems)} file(s) changed since the recovery, nothing was "
+                                f"changed: " + "; ".join(problems[:10]) +
+                                (f"; and {len(problems) - 10} more" if len(problems) > 10 else ""), file=manifest)
+        for p in _temp_files(header, steps, root):
+            os.unlink(p)                              # written, never renamed into place
+        for step in todo:
+            restored.append(_undo_step(step, root, folder))
+            crash_point()                             # each file is put back whole: old or restored
         with open(manifest, "a", encoding="utf-8") as f:
             f.write(json.dumps({"type": "undone", "at": _dt.datetime.now(_dt.timezone.utc).isoformat(
                 timespec="seconds")}) + "\n")
@@ -381,37 +591,27 @@ def undo(manifest, *, force=False):
 
 
 def _undo_step(step, root, folder):
+    """Put one step back (`_plan_undo` decided it must be); returns the path restored."""
     op = step["op"]
     path = os.path.join(root, step["file"])
-    before, after = step.get("before"), step.get("after")
+    before = step.get("before")
     bkp = os.path.join(folder, step["backup"]) if step.get("backup") else None
 
     def check():
         if before is not None and "crc" in before and not _matches(path, before):
             raise RecoveryError(f"{path}: restored, but its CRC does not match the manifest's", file=path)
 
-    if op in ("cut", "write") and os.path.exists(path + TEMP_SUFFIX):
-        os.unlink(path + TEMP_SUFFIX)             # written, never renamed into place
-
-    if op == "truncate":
-        if _matches(path, before):
-            return None
-        size = os.path.getsize(path) if os.path.isfile(path) else -1
-        if size < step["start"] or size > step["end"]:
-            raise RecoveryError(f"{path} is {size} bytes: changed since the recovery", file=path)
-        with open(path, "r+b") as f:
-            f.truncate(step["start"])
-            f.seek(step["start"])
-            _copy_range(bkp, f, 0, step["end"] - step["start"])
-            f.flush()
-            os.fsync(f.fileno())
+    def replace_with(pieces):
+        tmp = path + TEMP_SUFFIX
+        _write_synced(tmp, pieces)
+        os.replace(tmp, path)
+        fsync_dir(os.path.dirname(path))
         check()
         return path
+
+    if op == "truncate":              # through a temporary file: a kill leaves the file old or restored
+        return replace_with([(path, 0, step["start"]), (bkp, 0, step["end"] - step["start"])])
     if op == "cut":
-        if _matches(path, before):
-            return None
-        if not _matches(path, after):
-            raise RecoveryError(f"{path} changed since the recovery", file=path)
         pieces, at_new, at_bkp = [], 0, 0
         events = [(s, e, "kept") for s, e in step["kept"]] + [(r["start"], r["end"], "removed")
                                                              for r in step["removed"]]
@@ -422,41 +622,22 @@ def _undo_step(step, root, folder):
             else:
                 pieces.append((bkp, at_bkp, at_bkp + e - s))
                 at_bkp += e - s
-        tmp = path + TEMP_SUFFIX
-        _write_synced(tmp, pieces)
-        os.replace(tmp, path)
-        fsync_dir(os.path.dirname(path))
-        check()
-        return path
+        return replace_with(pieces)
+    if op == "append":
+        return replace_with([(path, 0, before["size"])])
     if op == "write":
         if before is None:
-            if os.path.exists(path) and _matches(path, after):
-                os.unlink(path)
-                fsync_dir(os.path.dirname(path))
-                return path
-            return None
-        if _matches(path, before):
-            return None
-        if os.path.exists(path) and not _matches(path, after):
-            raise RecoveryError(f"{path} changed since the recovery", file=path)
-        tmp = path + TEMP_SUFFIX
-        _write_synced(tmp, [(bkp, 0, before["size"])])
-        os.replace(tmp, path)
+            os.unlink(path)
+            fsync_dir(os.path.dirname(path))
+            return path
+        return replace_with([(bkp, 0, before["size"])])
+    if op == "delete":
+        _move(bkp, path)
+        check()
+        return path
+    if op == "rename":
+        os.rename(os.path.join(root, step["target"]), path)
         fsync_dir(os.path.dirname(path))
         check()
         return path
-    if op == "delete":
-        if os.path.exists(bkp) and not os.path.exists(path):
-            _move(bkp, path)
-            check()
-            return path
-        return None
-    if op == "rename":
-        target = os.path.join(root, step["target"])
-        if os.path.exists(target) and not os.path.exists(path):
-            os.rename(target, path)
-            fsync_dir(os.path.dirname(path))
-            check()
-            return path
-        return None
-    raise RecoveryError(f"unknown step {op!r} in the manifest")
+    raise RecoveryError(f"unknown step {op!r} in the manifest")                  # pragma: no cover

@@ -317,7 +317,8 @@ def record_time_offsets(path, batches):
     """Per batch, the offset a leader before KAFKA-16310 put in the time index: the first record
     with the batch's max timestamp for uncompressed CreateTime batches, else the last offset."""
     out = np.asarray(batches["last_offset"], np.int64).copy()
-    pick = np.flatnonzero((batches["codec"] == 0) & (batches["timestamp_type"] == 0) & (batches["magic"] >= 1))
+    pick = np.flatnonzero((batches["codec"] == 0) & (batches["timestamp_type"] == 0) & (batches["magic"] >= 1)
+                          & ~np.asarray(batches["is_control"], bool))     # a marker's one record is its last
     if not len(pick):
         return out
     with _DISK.open(path) as f:

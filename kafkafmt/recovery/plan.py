@@ -56,7 +56,7 @@ from kafkafmt.log import PARTITION_DIR, is_leftover_dir, segment_base, segment_f
 from kafkafmt.log import ReportEntry, ReportKind
 from kafkafmt.log import DEFAULT_INDEX_INTERVAL
 
-__all__ = ["ActionKind", "RecoveryAction", "RecoveryPlan", "plan_recovery", "TEMP_SUFFIX"]
+__all__ = ["ActionKind", "RecoveryAction", "RecoveryPlan", "plan_recovery", "TEMP_SUFFIX", "OPEN_TRANSACTIONS"]
 
 #: name suffix of the temporary files a recovery writes before renaming them into place
 TEMP_SUFFIX = ".kafkafmt-tmp"
@@ -64,17 +64,19 @@ _RECOVERY_POINT = "recovery-point-offset-checkpoint"
 _LOG_START = "log-start-offset-checkpoint"
 _EPOCHS = "leader-epoch-checkpoint"
 _INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
+_INT32_MAX = 2**31 - 1
 _SNAPSHOT_DELETED = ".checkpoint.deleted"        # KRaft snapshots: handled by KafkaMetadataLog, not here
 
 
 class ActionKind(enum.Enum):
-    """The kinds of `RecoveryAction`: TRUNCATE, CUT, WRITE, DELETE, RENAME."""
+    """The kinds of `RecoveryAction`: TRUNCATE, CUT, WRITE, DELETE, RENAME, APPEND."""
 
     TRUNCATE = "truncate"      # cut a file's tail at ``start`` (bytes start..end removed)
     CUT = "cut"                # rewrite a log without its damaged ranges (``removed``), keeping the rest
     WRITE = "write"            # create or replace a file with new contents (indexes, snapshot, checkpoints)
     DELETE = "delete"          # remove a file or folder (moved into the backup)
     RENAME = "rename"          # rename ``file`` to ``target`` (a .swap file finished)
+    APPEND = "append"          # add ``data`` at the end of a log (an end-transaction marker, when chosen)
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,9 @@ class RecoveryAction:
         WRITE: the new contents.
     log_dir : str, optional
         The log dir it belongs to (lock, backup).
+    lost : tuple
+        The offsets of the records it removes: ``((first, last), ...)``, ``last`` None when the
+        damaged bytes do not say where they end.
 
     Examples
     --------
@@ -129,6 +134,34 @@ class RecoveryAction:
     removed: tuple = ()                                      # CUT: ((start, end, reason), ...)
     data: object = field(default=None, repr=False)          # WRITE: the new contents
     log_dir: object = field(default=None, repr=False)       # the log dir it belongs to (lock, backup)
+    lost: tuple = ()                                         # ((first, last or None), ...) offsets removed
+
+    @property
+    def damage(self):
+        """True for the actions that remove records or fix how a log is named (TRUNCATE, CUT, a
+        segment deleted or renamed, a marker appended); False for the routine ones (indexes,
+        snapshots, checkpoints, the broker's leftovers)."""
+        if self.kind in (ActionKind.TRUNCATE, ActionKind.CUT, ActionKind.APPEND):
+            return True
+        if self.kind is ActionKind.RENAME:
+            return not self.file.endswith(".swap")
+        return self.kind is ActionKind.DELETE and bool(self.lost)
+
+    @property
+    def offsets_lost(self):
+        """How many offsets the records removed held (those whose end is known), or None when none
+        is known."""
+        known = [b - a + 1 for a, b in self.lost if b is not None]
+        return sum(known) if known else (None if self.lost else 0)
+
+    def lost_text(self):
+        """The offsets removed, in words ("" when none)."""
+        if not self.lost:
+            return ""
+        parts = [f"offsets {a}..{b}" if b is not None and b > a else f"offset {a}" if b == a else
+                 f"offsets from {a} on (how many: unreadable)" for a, b in self.lost]
+        n = self.offsets_lost
+        return "records lost: " + ", ".join(parts) + (f" ({n} offsets)" if n else "")
 
     @property
     def reason(self):
@@ -216,6 +249,16 @@ class RecoveryPlan:
         Planned as Kafka's own recovery (truncate at the first damage).
     applied : bool
         The actions have been carried out.
+    refusals : list of str
+        Why the plan cannot be carried out as it is (a segment named against its content whose
+        true name is taken; a transaction the damage leaves open, until a choice is made): `recover`
+        refuses to apply such a plan before changing anything.
+    transactions : list of dict
+        Each transaction the damage leaves open while later batches are kept: ``folder``,
+        ``producer_id``, ``first_offset`` (where it opened), ``damage_offset``, ``hidden`` (records
+        ``read_committed`` readers would no longer see), ``shown`` (the marker type the damaged
+        bytes still show, "commit"/"abort", or None), ``choice`` (what the plan does:
+        None -- refused --, "truncate", "abort" or "commit") and ``text``.
     manifests : list of str
         After ``apply``, the manifest written for each log dir (``recover --undo MANIFEST``
         reverts it).
@@ -244,11 +287,13 @@ class RecoveryPlan:
     kafka_compatible: bool = False
     applied: bool = False
     manifests: list = field(default_factory=list)
+    refusals: list = field(default_factory=list)
+    transactions: list = field(default_factory=list)
 
     @property
     def clean(self):
-        """Nothing to do."""
-        return not self.actions
+        """Nothing to do (and nothing refused)."""
+        return not self.actions and not self.refusals
 
     @property
     def bytes_removed(self):
@@ -280,21 +325,76 @@ class RecoveryPlan:
     ...     _ = f.seek(400)
     ...     _ = f.write(b"\\xff" * 8)
     >>> print(kafkafmt.recover(folder).text())
-    cut: .../damaged/payments-0/00000000000000000000.log position 352..669 (offset 20): ...
-    write: .../damaged/payments-0/00000000000000000000.index: index entry 0 (offset 44, position 669):
-    no batch starts at position 669: rebuilt from the log (0 entries; LogSegment.recover)
-    write: .../damaged/payments-0/00000000000000000122.snapshot: no producer snapshot at the log end
-    offset 122: written from the 2 producers' state (ProducerStateManager.takeSnapshot)
-    DRY RUN: 1 partitions, 3 segments (3075 bytes): 3 actions would do, 317 bytes removed from logs
-    (give --apply to do them)
+    damage (records removed, logs changed):
+      cut: .../damaged/payments-0/00000000000000000000.log position 352..669 (offset 20): ...
+        records lost: offsets 20..34 (15 offsets)
+    routine fixes (no record removed):
+      .index rebuilt: 1 file(s)
+        write: .../damaged/payments-0/00000000000000000000.index: index entry 0 (offset 44, position 669):
+        no batch starts at position 669: rebuilt from the log (0 entries; LogSegment.recover)
+      producer snapshot written: 1 file(s)
+        write: .../damaged/payments-0/00000000000000000122.snapshot: no producer snapshot at the log end
+        offset 122: written from the 2 producers' state (ProducerStateManager.takeSnapshot)
+    DRY RUN: 1 partitions, 3 segments (3075 bytes): 3 actions would do, 317 bytes removed from logs, 15
+    offsets lost (give --apply to do them)
         """
-        lines = [a.text() for a in self.actions]
-        verb = "did" if self.applied else "would do"
-        lines.append(f"{'APPLIED' if self.applied else 'DRY RUN'}: {self.partitions} partitions, {self.segments} "
-                     f"segments ({self.bytes} bytes): {len(self.actions)} actions {verb}, "
-                     f"{self.bytes_removed} bytes removed from logs"
-                     + ("" if self.applied or not self.actions else " (give --apply to do them)"))
+        lines = []
+        damage = [a for a in self.actions if a.damage]
+        if damage:
+            lines.append("damage (records removed, logs changed):")
+            for a in damage:
+                lines.append("  " + a.text())
+                if a.lost:
+                    lines.append("    " + a.lost_text())
+        if self.transactions:
+            lines.append("transactions:")
+            for t in self.transactions:
+                lines.append("  " + t["text"] + (f"; chosen: {t['choice']}" if t["choice"] else ""))
+        if self.refusals:
+            lines.append("refused (nothing is changed until this is settled):")
+            lines += ["  " + r for r in self.refusals]
+        groups = {}
+        for a in self.actions:
+            if not a.damage:
+                groups.setdefault(_routine_label(a), []).append(a)
+        if groups:
+            lines.append("routine fixes (no record removed):")
+            for label, acts in groups.items():
+                lines.append(f"  {label}: {len(acts)} file(s)")
+                for a in acts[:3]:
+                    lines.append("    " + a.text())
+                if len(acts) > 3:
+                    lines.append(f"    and {len(acts) - 3} more (--json lists every action)")
+        lines.append(self.summary())
         return "\n".join(lines)
+
+    @property
+    def offsets_lost(self):
+        """Offsets of the records the actions remove, where known (see `RecoveryAction.lost`)."""
+        return sum(a.offsets_lost or 0 for a in self.actions)
+
+    def summary(self):
+        """The last line of `text`: what was looked at, what is (or would be) done and lost.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> from kafkafmt.sample import sample_dir
+        >>> print(kafkafmt.recover(f"{sample_dir()}/orders-1").summary())
+        DRY RUN: 1 partitions, 4 segments (...): 1 actions would do, 0 bytes removed from logs, 0 offsets lost
+        (give --apply to do them)
+        """
+        verb = "did" if self.applied else "would do"
+        unknown = any(b is None for a in self.actions for _, b in a.lost)
+        return (f"{'APPLIED' if self.applied else 'REFUSED' if self.refusals else 'DRY RUN'}: {self.partitions} "
+                f"partitions, {self.segments} segments ({self.bytes} bytes): {len(self.actions)} actions {verb}, "
+                f"{self.bytes_removed} bytes removed from logs, {self.offsets_lost} offsets lost"
+                + (" (and more whose count the damaged bytes do not say)" if unknown else "")
+                + ("" if self.applied or not self.actions or self.refusals else " (give --apply to do them)"))
 
     __str__ = text
 
@@ -341,15 +441,15 @@ def _partition_dirs(log_dir):
 def _resolve(path):
     text = os.fspath(path)
     if "://" in text:
-        raise RecoveryError(f"{text}: recover repairs local log dirs only, not object storage (copy the data to a "
-                            f"local disk, recover it there, and upload the result)", file=text)
+        raise NotALogDirError(f"{text}: recover repairs local log dirs only, not object storage (copy the data to a "
+                              f"local disk, recover it there, and upload the result)", file=text)
     path = os.path.abspath(text)
     if not os.path.exists(path):
         raise PathNotFoundError(f"no such file or directory: {path}", file=path)
     if os.path.isfile(path):
         if segment_base(path) is None:
-            raise RecoveryError(f"{path}: give a log dir, a partition folder or a <base offset>.log segment",
-                                file=path)
+            raise NotALogDirError(f"{path}: not a log dir, a partition folder or a <base offset>.log segment",
+                                  file=path)
         folder = os.path.dirname(path)
         parent = os.path.dirname(folder)
         return [_Root(parent if _is_log_dir(parent) else None, [folder], [], only_log=path)]
@@ -375,10 +475,23 @@ class _Options:
     kafka_compatible: bool
     index_interval_bytes: int
     timeindex_offsets: str
+    open_transactions: object = None
+
+
+#: what to do with a transaction whose end marker the damage removed while later batches are kept
+OPEN_TRANSACTIONS = ("truncate", "abort", "commit")
+
+
+class _Replan(Exception):
+    """Plan a partition again: in Kafka's way (``opts``), or with end-transaction ``markers``."""
+
+    def __init__(self, opts=None, markers=None):
+        super().__init__("replan")
+        self.opts, self.markers = opts, markers
 
 
 def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT_INDEX_INTERVAL,
-                  timeindex_offsets="batch") -> RecoveryPlan:
+                  timeindex_offsets="batch", open_transactions=None) -> RecoveryPlan:
     """Plan the recovery of log dirs, partition folders or segments (see the module docstring).
 
     Parameters
@@ -392,10 +505,19 @@ def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT
         ``index.interval.bytes`` of the topics (Kafka's default 4096).
     timeindex_offsets : {"batch", "record"}
         See `kafkafmt.recovery.rebuild_indexes`.
+    open_transactions : {None, "truncate", "abort", "commit"}
+        What to do when the damage removes a transaction's end marker while intact batches after
+        it are kept (the transaction would stay open and hide every later record from
+        ``read_committed`` readers): None (default) refuses and says so in ``plan.transactions``
+        and ``plan.refusals``; "truncate" truncates that partition at its first damage, as Kafka
+        does; "abort" writes an ABORT marker for it at the log end; "commit" writes the COMMIT
+        marker the damaged bytes still show (refused when they do not show one).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    opts = _Options(kafka_compatible, index_interval_bytes, timeindex_offsets)
+    if open_transactions not in (None,) + OPEN_TRANSACTIONS:
+        raise ValueError(f"open_transactions must be one of {OPEN_TRANSACTIONS} or None, not {open_transactions!r}")
+    opts = _Options(kafka_compatible, index_interval_bytes, timeindex_offsets, open_transactions)
     roots = [r for p in paths for r in _resolve(p)]
     plan = RecoveryPlan(roots=roots, kafka_compatible=kafka_compatible)
     for root in roots:
@@ -407,7 +529,13 @@ def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT
                                                "addLogToBeDeleted)", log_dir=ld))
         ends = {}
         for folder in root.partitions:
-            end = _plan_partition(plan, folder, ld, opts, root.only_log)
+            mark = (len(plan.problems), plan.partitions, plan.segments, plan.bytes, len(plan.actions))
+            try:
+                end = _plan_partition(plan, folder, ld, opts, root.only_log)
+            except _Replan as again:            # a choice about a transaction the damage leaves open
+                del plan.problems[mark[0]:], plan.actions[mark[4]:]
+                plan.partitions, plan.segments, plan.bytes = mark[1:4]
+                end = _plan_partition(plan, folder, ld, again.opts or opts, root.only_log, markers=again.markers)
             if end is not None and not is_leftover_dir(folder) and root.only_log is None:
                 ends[folder] = end
         if ld is not None and ends:
@@ -422,8 +550,9 @@ def _offset_of(name):
         return None
 
 
-def _plan_partition(plan, folder, log_dir, opts, only_log):
-    """Actions for one partition folder; returns (log start, log end offset) after recovery."""
+def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
+    """Actions for one partition folder; returns (log start, log end offset) after recovery.
+    ``markers``: end-transaction markers to write at the log end (`_open_transactions`)."""
     plan.partitions += 1
     acts = []
 
@@ -509,9 +638,17 @@ def _plan_partition(plan, folder, log_dir, opts, only_log):
     cut_after = None            # first offset whose producer state changed (snapshots after it are stale)
     end_offset = logs[0][0] if logs else None
     any_batches = False
+    damage_points = []          # (first offset at stake, .log scanned, damaged byte ranges) per damaged segment
+    kept = []                   # (base offsets, last offsets, is_control) of the batches kept, per segment
     for k, (base, n) in enumerate(logs):
-        path = os.path.join(folder, n)
         scan = scan_segment(here[n], base)
+        first = scan.batches["base_offset"]
+        if len(first) and int(first[0]) < base:
+            renamed = _misnamed_segment(plan, folder, here, n, int(first[0]), end_offset if k else None, act)
+            if renamed is not None:
+                base, n = logs[k] = renamed
+                scan = scan_segment(here[n], base)
+        path = os.path.join(folder, n)
         plan.segments += 1
         plan.bytes += scan.size
         plan.problems.extend(scan.damage)
@@ -525,17 +662,23 @@ def _plan_partition(plan, folder, log_dir, opts, only_log):
             if opts.kafka_compatible:
                 keep = batches["position"] < kept_end
                 batches = {c: v[keep] for c, v in batches.items()}
-                for _, later in logs[k + 1:]:
+                for later_base, later in logs[k + 1:]:
+                    held = scan_segment(here[later], later_base).batches if later in here else None
                     for suffix in (".log",) + _INDEX_SUFFIXES:
                         name = later[:-len(".log")] + suffix
                         if name in here:
+                            lost = ()
+                            if suffix == ".log" and held is not None and len(held["base_offset"]):
+                                lost = ((int(held["base_offset"][0]), int(held["last_offset"][-1])),)
                             data_acts.insert(0, RecoveryAction(
                                 ActionKind.DELETE, here[name], f"segment after the corruption in {n}: deleted as "
-                                "the broker does (LogLoader.recoverLog)", log_dir=log_dir))
+                                "the broker does (LogLoader.recoverLog)", log_dir=log_dir, lost=lost))
+                after = scan.batches["last_offset"][scan.batches["position"] >= kept_end]
+                last = int(after[-1]) if len(after) else _header_last_offset(here[n], kept_end, scan.size)
                 data_acts.append(RecoveryAction(
                     ActionKind.TRUNCATE, path, f"{_words(first)}; truncated at the first invalid batch as the "
                     f"broker does (LogSegment.recover)", start=kept_end, end=scan.size, offset=first_offset,
-                    log_dir=log_dir))
+                    log_dir=log_dir, lost=_lost_tuple(here_cut, last)))
                 logs = logs[:k + 1]
             else:
                 ranges = scan.kept_ranges()
@@ -543,17 +686,26 @@ def _plan_partition(plan, folder, log_dir, opts, only_log):
                     data_acts.append(RecoveryAction(
                         ActionKind.TRUNCATE, path, _words(first) + "; truncated after the last intact batch "
                         "(LogSegment.recover)", start=kept_end, end=scan.size, offset=first_offset,
-                        log_dir=log_dir))
+                        log_dir=log_dir, lost=_lost_tuple(here_cut, _header_last_offset(here[n], kept_end,
+                                                                                        scan.size))))
                 else:
                     removed = tuple((int(e.start), int(e.end), _words(e)) for e in scan.damage)
                     data_acts.append(RecoveryAction(
                         ActionKind.CUT, path, f"{len(removed)} damaged range(s) removed, "
                         f"{len(batches['size'])} intact batches kept (Kafka would truncate at position "
                         f"{kept_end}): {_words(first)}", start=kept_end, end=int(first.end), offset=first_offset,
-                        removed=removed, log_dir=log_dir))
+                        removed=removed, log_dir=log_dir,
+                        lost=tuple(r for st, en, _ in removed for r in _lost_range(scan, here[n], st, en))))
             cut_after = here_cut if cut_after is None else min(cut_after, here_cut)
+            damage_points.append((here_cut, scan.path, [(int(e.start), int(e.end)) for e in scan.damage]))
+        controls = scan.controls
+        if markers and k == len(logs) - 1:          # the chosen end-transaction markers, at the log end
+            at = max(end_offset, base, int(batches["last_offset"][-1]) + 1 if len(batches["last_offset"]) else 0)
+            batches, controls, marker_act = _append_markers(batches, controls, markers, at, path, log_dir)
+            data_acts.append(marker_act)
+        kept.append((batches["base_offset"], batches["last_offset"], batches["is_control"]))
         any_batches = any_batches or len(batches["size"]) > 0
-        aborted = state.replay(batches, scan.controls)
+        aborted = state.replay(batches, controls)
         if len(batches["size"]):
             end_offset = int(batches["last_offset"][-1]) + 1
         else:
@@ -569,6 +721,9 @@ def _plan_partition(plan, folder, log_dir, opts, only_log):
         keep |= {stem + s for s in _INDEX_SUFFIXES}
         plan.actions += [a for a in acts + data_acts + index_acts if os.path.abspath(a.file) in keep]
         return None
+
+    if damage_points and not opts.kafka_compatible and not markers:
+        _open_transactions(plan, folder, state, damage_points, kept, opts)
 
     # 4. producer snapshots
     snap_acts = []
@@ -609,6 +764,224 @@ def _plan_partition(plan, folder, log_dir, opts, only_log):
     if not logs:
         return None
     return logs[0][0], end_offset
+
+
+def _open_transactions(plan, folder, state, damage_points, kept, opts):
+    """Transactions the damage leaves open while intact batches after it are kept: said in the plan
+    (which producer, from which offset, how many records ``read_committed`` readers lose), and
+    refused unless ``open_transactions`` chose what to do (then `_Replan`)."""
+    base = np.concatenate([b for b, _, _ in kept]) if kept else np.zeros(0, np.int64)
+    last = np.concatenate([x for _, x, _ in kept]) if kept else np.zeros(0, np.int64)
+    data = ~np.concatenate([c for _, _, c in kept]).astype(bool) if kept else np.zeros(0, bool)
+    markers = {}
+    for pid, first in sorted(state.open_txns.items()):
+        hits = [d for d in damage_points if d[0] > first]
+        if not hits:
+            continue
+        at, log, ranges = hits[0]
+        later = data & (base >= at)
+        if not later.any():
+            continue                # the damage ends the log: open at the log end, as Kafka leaves it
+        since = data & (last >= first)
+        hidden = int((last[since] - np.maximum(base[since], first) + 1).sum())
+        shown = None
+        for start, end in ranges:
+            shown = shown or _marker_in(log, start, end, pid)
+        entry = state.producers[pid]
+        where = os.path.basename(folder)
+        text = (f"{where}: producer {pid}'s transaction from offset {first} is left open by the damage at offset "
+                f"{at}: read_committed readers would no longer see the {hidden} records from offset {first} on "
+                f"(its own and every later one); the damaged bytes "
+                + (f"still show its {shown[0].upper()} marker at offset {shown[1]}" if shown else
+                   "do not show its end marker"))
+        info = {"folder": folder, "producer_id": pid, "first_offset": first, "damage_offset": at,
+                "hidden": hidden, "shown": shown[0] if shown else None, "choice": opts.open_transactions,
+                "text": text}
+        plan.transactions.append(info)
+        choice = opts.open_transactions
+        if choice is None:
+            plan.refusals.append(text + "; choose: --open-transactions truncate (truncate at the damage, as Kafka "
+                                 "does), abort (write an ABORT marker at the log end: its records are not read)"
+                                 + (f", commit (write the COMMIT marker the damaged bytes show)"
+                                    if shown and shown[0] == "commit" else ""))
+        elif choice == "commit" and not (shown and shown[0] == "commit"):
+            plan.refusals.append(text + "; --open-transactions commit writes only a COMMIT marker the damaged bytes "
+                                        "still show: choose abort or truncate")
+        elif choice in ("abort", "commit"):
+            ts = shown[3] if shown else entry[4]
+            coord = shown[2] if shown else max(entry[5], 0)
+            markers[pid] = (choice, entry[0], coord, ts)
+    if markers:
+        raise _Replan(markers=markers)
+    if any(t["choice"] == "truncate" for t in plan.transactions if t["folder"] == folder):
+        raise _Replan(opts=_Options(True, opts.index_interval_bytes, opts.timeindex_offsets, "truncate"))
+
+
+def _marker_in(path, start, end, pid):
+    """The end-transaction marker of producer ``pid`` the damaged bytes [start, end) still show
+    (its CRC does not verify): ("commit"|"abort", offset, coordinator epoch, timestamp), or None.
+    Read field by field as DefaultRecordBatch and EndTransactionMarker lay them out."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        b = f.read(min(end - start, 128))
+    if len(b) < 61 + 12 or b[16] != 2:
+        return None
+    attributes = int.from_bytes(b[21:23], "big")
+    if not attributes & 0x20 or int.from_bytes(b[43:51], "big", signed=True) != pid:
+        return None                                     # not a control batch of this producer
+    offset = int.from_bytes(b[0:8], "big", signed=True)
+    ts = int.from_bytes(b[35:43], "big", signed=True)
+    pos = 61
+    values = []
+    for _ in range(5):                                  # length, attributes(1 byte), ts delta, offset delta, key length
+        if len(values) == 1:
+            pos += 1
+            values.append(None)
+            continue
+        v, shift = 0, 0
+        while pos < len(b):
+            byte = b[pos]
+            pos += 1
+            v |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        values.append((v >> 1) ^ -(v & 1))
+    if values[4] != 4 or pos + 4 > len(b):
+        return None
+    kind = int.from_bytes(b[pos + 2:pos + 4], "big")
+    if kind not in (0, 1):
+        return None
+    pos += 4
+    coord = 0
+    if pos + 1 + 6 <= len(b):
+        pos += 1                                        # value length (varint, 6)
+        coord = int.from_bytes(b[pos + 2:pos + 6], "big", signed=True)
+    return ("commit" if kind == 1 else "abort", offset, coord, ts)
+
+
+def _append_markers(batches, controls, markers, at, path, log_dir):
+    """The segment's batches and control markers with ``markers`` appended from offset ``at``, and
+    the APPEND action that writes them."""
+    from kafkafmt.record import encode_control
+
+    rows, blobs = {c: list(np.asarray(v)) for c, v in batches.items()}, []
+    controls = dict(controls)
+    epoch = int(batches["partition_leader_epoch"][-1]) if len(batches["partition_leader_epoch"]) else 0
+    what = []
+    for k, (pid, (kind, producer_epoch, coord, ts)) in enumerate(sorted(markers.items())):
+        blob = encode_control(kind, offset=at + k, producer_id=pid, producer_epoch=producer_epoch,
+                              coordinator_epoch=coord, timestamp=ts, partition_leader_epoch=epoch)
+        fake = -1 - k                                   # not a position in the file as it is
+        row = {"position": fake, "size": len(blob), "base_offset": at + k, "last_offset": at + k,
+               "last_offset_delta": 0, "max_timestamp": ts, "producer_id": pid, "producer_epoch": producer_epoch,
+               "base_sequence": -1, "is_transactional": True, "is_control": True, "magic": 2, "codec": 0,
+               "timestamp_type": 0, "partition_leader_epoch": epoch}
+        for c in rows:
+            rows[c].append(row[c])
+        controls[fake] = (0 if kind == "abort" else 1, coord, ts)
+        blobs.append(blob)
+        what.append(f"{kind.upper()} of producer {pid} at offset {at + k}")
+    out = {c: np.asarray(v, np.asarray(batches[c]).dtype) for c, v in rows.items()}
+    act = RecoveryAction(ActionKind.APPEND, path, "end-transaction marker(s) written at the log end, as chosen "
+                         "(--open-transactions): " + ", ".join(what), offset=at, data=b"".join(blobs),
+                         log_dir=log_dir)
+    return out, controls, act
+
+
+def _misnamed_segment(plan, folder, here, n, true_base, previous_end, act):
+    """A segment whose file name is above its first batch's base offset (files renamed by hand,
+    copied under another name): Kafka cannot index such a segment (``AbstractIndex.toRelative``:
+    a negative relative offset) and splits it into segments named by their batches' base offsets
+    when it recovers it (``LogSegment.recover`` -> ``LogSegmentOffsetOverflowException`` ->
+    ``LocalLog.splitOverflowedSegment``). Planned here: the ``.log`` (and ``.txnindex``, whose
+    offsets are absolute) renamed to the first batch's base offset, the ``.index``/``.timeindex``
+    (relative to the wrong base) removed and rebuilt. Refused when that name is taken or the
+    previous segment reaches that offset. Returns the new (base, name), or None when refused."""
+    named = segment_base(n)
+    log = os.path.join(folder, n)
+    new = segment_file_name(true_base, ".log")
+    what = (f"segment named against its content: the name says base offset {named}, its first batch starts at "
+            f"offset {true_base}")
+    plan.problems.append(ReportEntry(ReportKind.CORRUPT, log, what, 0, None, true_base))
+    if new in here:
+        plan.refusals.append(f"{log}: {what}, and {new} exists already: move one of them aside by hand")
+        return None
+    if previous_end is not None and true_base < previous_end:
+        plan.refusals.append(f"{log}: {what}, but the previous segment holds offsets up to {previous_end - 1}: the "
+                             f"segments overlap; move one of them aside by hand")
+        return None
+    stem, new_stem = n[:-len(".log")], new[:-len(".log")]
+    act(ActionKind.RENAME, log, f"{what}: renamed to its true base offset (Kafka splits such a segment by its "
+                                f"batches' base offsets: LocalLog.splitOverflowedSegment)",
+        target=os.path.join(folder, new), offset=true_base)
+    here[new] = here.pop(n)
+    for suffix in (".index", ".timeindex"):
+        if stem + suffix in here:
+            act(ActionKind.DELETE, here.pop(stem + suffix), f"entries relative to the wrong base offset {named}: "
+                f"removed, rebuilt as {new_stem + suffix}")
+    if stem + ".txnindex" in here:
+        act(ActionKind.RENAME, here[stem + ".txnindex"], "absolute offsets: renamed with its segment",
+            target=os.path.join(folder, new_stem + ".txnindex"))
+        here[new_stem + ".txnindex"] = here.pop(stem + ".txnindex")
+    return true_base, new
+
+
+def _lost_tuple(first, last):
+    """((first, last),) -- or () when the damaged bytes held no record (zeros: ``last`` is False)."""
+    if last is False or (last is not None and last < first):
+        return ()
+    if last is not None and last - first > _INT32_MAX:
+        last = None                                 # a damaged header's delta: not believed
+    return ((first, last),)
+
+
+def _lost_range(scan, path, start, end):
+    """The offsets the damaged bytes [start, end) of a scanned segment held: from the last intact
+    batch before them + 1 to the first intact batch after them - 1 (at the tail: to the last offset
+    the damaged batch's own header gives)."""
+    b = scan.batches
+    pos = b["position"]
+    before = b["last_offset"][pos < start]
+    first = int(before[-1]) + 1 if len(before) else scan.base_offset
+    after = b["base_offset"][pos >= end]
+    if len(after):
+        return _lost_tuple(first, int(after[0]) - 1)
+    return _lost_tuple(first, _header_last_offset(path, start, end))
+
+
+def _header_last_offset(path, start, end):
+    """The last offset the batch header at ``start`` gives (None when unreadable; False when the
+    bytes are zeros: no record)."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        head = f.read(min(end - start, 61))
+    if not any(head):
+        return False
+    if len(head) >= 27 and head[16] == 2:
+        delta = int.from_bytes(head[23:27], "big", signed=True)
+        return int.from_bytes(head[0:8], "big", signed=True) + delta if delta >= 0 else None
+    if len(head) >= 17 and head[16] in (0, 1):
+        return int.from_bytes(head[0:8], "big", signed=True)          # a v0/v1 entry's (last) offset
+    return None
+
+
+def _routine_label(action):
+    """The group a routine action is listed under in `RecoveryPlan.text`."""
+    name = os.path.basename(action.file)
+    if action.kind is ActionKind.WRITE:
+        for suffix, label in ((".index", ".index rebuilt"), (".timeindex", ".timeindex rebuilt"),
+                              (".txnindex", ".txnindex rebuilt"), (".snapshot", "producer snapshot written")):
+            if name.endswith(suffix):
+                return label
+        return f"{name} rewritten"
+    if action.kind is ActionKind.RENAME:
+        return "interrupted swap finished"
+    if name.endswith(".snapshot"):
+        return "producer snapshot removed"
+    if "entries relative to the wrong base offset" in action.message:
+        return "index of a renamed segment removed"
+    return "broker leftover removed"
 
 
 def _words(entry):
@@ -681,11 +1054,11 @@ def _plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
 def _index_problem(suffix, data, base, table):
     """Why an existing index cannot stay (None: it is valid for the log as it will be)."""
     try:
+        why = sidefiles.index_sanity_problem(data, suffix, base)
+        if why is not None:
+            return why
         if suffix == ".index":
             entries = sidefiles.read_index(data, base)
-            raw = sidefiles.read_index(data, base, trim_zeros=False)
-            if len(raw) and int(raw["offset"][-1]) < base:
-                return "last entry's offset is below the base offset (OffsetIndex.sanityCheck)"
             problems = sidefiles.check_index(entries, table, base)
         else:
             entries = sidefiles.read_timeindex(data, base)
