@@ -15,7 +15,7 @@ import struct
 from kafkafmt.internal.schemas import in_versions
 
 __all__ = ["SchemaError", "decode_message", "encode_message", "to_json_data", "read_uvarint",
-           "write_uvarint", "MAX_ARRAY_LENGTH"]
+           "write_uvarint", "uuid_text", "MAX_ARRAY_LENGTH"]
 
 #: an array longer than this is corrupt whatever the bytes left (Kafka's own limit is the buffer)
 MAX_ARRAY_LENGTH = 1 << 24
@@ -276,7 +276,8 @@ def encode_message(msg, version, values, *, extra_tags=None):
 
 # --- JSON as Kafka's generated converters write it -----------------------------------------------
 
-def _uuid_text(b):
+def uuid_text(b):
+    """A uuid as Kafka prints it: URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(bytes(b)).decode("ascii").rstrip("=")
 
 
@@ -284,7 +285,7 @@ def _json_value(f, type, value):
     if value is None:
         return None
     if type == "uuid":
-        return _uuid_text(value)
+        return uuid_text(value)
     if type == "bytes":
         return base64.b64encode(value).decode("ascii")
     if type == "{}":

@@ -26,7 +26,10 @@ import json
 
 import numpy as np
 
-__all__ = ["configs_table", "offsets_table", "status_table", "record_schemas"]
+from kafkafmt.internal._columns import arrow, with_source, with_source_columns, without_source
+
+__all__ = ["configs_table", "offsets_table", "status_table", "record_schemas", "connect_configs", "connect_offsets",
+           "connect_status"]
 
 _CONFIG_PREFIXES = (("connector-", "connector"), ("target-state-", "target_state"), ("tasks-fencing-", "tasks_fencing"),
                     ("task-", "task"), ("commit-", "commit"), ("restart-connector-", "restart"),
@@ -208,3 +211,122 @@ def status_table(recs, schema):
             _bad(row, key, value, f"{type(exc).__name__}: {exc}")
         rows.append(row)
     return _table(rows, schema)
+
+
+def _schemas():
+    pa = arrow()
+    return {name: with_source_columns(schema)
+            for name, schema in record_schemas(pa, pa.timestamp("ms", tz="UTC")).items()}
+
+
+# ------------------------------------------------------------------------------------------------
+# Kafka Connect's internal topics
+
+def connect_configs(recs):
+    """One row per record of Kafka Connect's config topic (``config.storage.topic``, by default
+    ``connect-configs``): ``offset, timestamp, kind, key, connector, task, properties, tasks,
+    state, state_v2, task_count, session_key, algorithm, creation_timestamp, include_tasks,
+    only_failed, logger_namespace, level, tombstone, error, raw_key, raw_value, source_partition,
+    log_dir`` (`kafkafmt.internal.connect`).
+
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    >>> import json
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> def write_topic(path, records):         # as a Connect worker writes them: string keys, JSON values
+    ...     kafkafmt.write_log_dir(path, keys=[k.encode() for k, _ in records],
+    ...                            values=[None if v is None else json.dumps(v).encode() for _, v in records],
+    ...                            timestamps=[1767225600000 + i for i in range(len(records))])
+    ...     return kafkafmt.read_log_dir(path)
+    >>> recs = write_topic("connect/connect-configs-0", [
+    ...     ("connector-file-source", {"properties": {"connector.class": "FileStreamSource", "tasks.max": "1"}}),
+    ...     ("task-file-source-0", {"properties": {"task.class": "FileStreamSourceTask"}}),
+    ...     ("commit-file-source", {"tasks": 1})])
+    >>> for row in internal.connect_configs(recs).to_pylist():
+    ...     print(row["kind"], row["connector"], row["task"], row["properties"], row["tasks"])
+    connector file-source None [('connector.class', 'FileStreamSource'), ('tasks.max', '1')] None
+    task file-source 0 [('task.class', 'FileStreamSourceTask')] None
+    commit file-source None None 1
+    """
+    return with_source(configs_table(recs, without_source(_schemas()["connect_configs"])), recs)
+
+
+def connect_offsets(recs):
+    """One row per record of Kafka Connect's offsets topic (``offset.storage.topic``, by default
+    ``connect-offsets``): ``offset, timestamp, connector, connect_partition, connect_offset,
+    tombstone, error, raw_key, raw_value, source_partition, log_dir`` (`kafkafmt.internal.connect`).
+
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    >>> import json
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> def write_topic(path, records):         # as a Connect worker writes them: string keys, JSON values
+    ...     kafkafmt.write_log_dir(path, keys=[k.encode() for k, _ in records],
+    ...                            values=[None if v is None else json.dumps(v).encode() for _, v in records],
+    ...                            timestamps=[1767225600000 + i for i in range(len(records))])
+    ...     return kafkafmt.read_log_dir(path)
+    >>> recs = write_topic("connect/connect-offsets-0", [
+    ...     ('["file-source",{"filename":"/tmp/a.txt"}]', {"position": 1234})])
+    >>> row = internal.connect_offsets(recs).to_pylist()[0]
+    >>> row["connector"], row["connect_partition"], row["connect_offset"]
+    ('file-source', '{"filename":"/tmp/a.txt"}', '{"position":1234}')
+    """
+    return with_source(offsets_table(recs, without_source(_schemas()["connect_offsets"])), recs)
+
+
+def connect_status(recs):
+    """One row per record of Kafka Connect's status topic (``status.storage.topic``, by default
+    ``connect-status``): ``offset, timestamp, kind, key, connector, task, topic, state, trace,
+    worker_id, generation, discover_timestamp, tombstone, error, raw_key, raw_value,
+    source_partition, log_dir`` (`kafkafmt.internal.connect`).
+
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    >>> import json
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> def write_topic(path, records):         # as a Connect worker writes them: string keys, JSON values
+    ...     kafkafmt.write_log_dir(path, keys=[k.encode() for k, _ in records],
+    ...                            values=[None if v is None else json.dumps(v).encode() for _, v in records],
+    ...                            timestamps=[1767225600000 + i for i in range(len(records))])
+    ...     return kafkafmt.read_log_dir(path)
+    >>> recs = write_topic("connect/connect-status-0", [
+    ...     ("status-connector-file-source", {"state": "RUNNING", "trace": None, "worker_id": "10.0.0.1:8083",
+    ...                                       "generation": 3}),
+    ...     ("status-task-file-source-0", None)])
+    >>> for row in internal.connect_status(recs).to_pylist():
+    ...     print(row["kind"], row["connector"], row["task"], row["state"], row["worker_id"], row["tombstone"])
+    connector file-source None RUNNING 10.0.0.1:8083 False
+    task file-source 0 None None True
+    """
+    return with_source(status_table(recs, without_source(_schemas()["connect_status"])), recs)
+
