@@ -1,6 +1,7 @@
-"""The coordinators' records: __consumer_offsets (`consumer_offsets`, `group_members`) and
-__transaction_state (`transaction_state`) as tables, and one coordinator record decoded or written
-(`decode_coordinator_record`, `encode_group_record` & co.).
+"""The coordinators' records: __consumer_offsets (`consumer_offsets`, `group_members`),
+__transaction_state (`transaction_state`) and __share_group_state (`share_group_state`) as tables, and
+one coordinator record decoded or written (`decode_coordinator_record`, `encode_coordinator_record` &
+co.).
 
 A coordinator record's key is an int16 record type then the key message; its value an int16
 version then the value message; a null value is a tombstone (Kafka's CoordinatorRecordSerde).
@@ -14,13 +15,14 @@ import numpy as np
 from kafkafmt.internal._columns import (append_row, arrow, column_parts, masked_array, sparse_binary,
                                         string_array, text_column, timestamp_array, warn_counts, with_source,
                                         with_source_columns, without_source)
-from kafkafmt.internal.codec import SchemaError, decode_message, encode_message
+from kafkafmt.internal._tables import InternalTable, internal_table, register_table
+from kafkafmt.internal.codec import SchemaError, decode_message, encode_message, uuid_text
 from kafkafmt.internal.schemas import (CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, GROUP_RECORDS,
                                        SHARE_STATE_RECORDS, TRANSACTION_RECORDS, TRANSACTION_STATUS, in_versions)
 
-__all__ = ["GROUP_KINDS", "record_schemas", "decode_versioned", "decode_coordinator_record", "encode_group_record",
-           "encode_transaction_record", "encode_subscription", "encode_assignment", "consumer_offsets",
-           "group_members", "transaction_state"]
+__all__ = ["GROUP_KINDS", "record_schemas", "decode_versioned", "decode_coordinator_record",
+           "encode_coordinator_record", "encode_group_record", "encode_transaction_record", "encode_subscription",
+           "encode_assignment", "consumer_offsets", "group_members", "transaction_state", "share_group_state"]
 
 #: record type -> kind name in consumer_offsets
 GROUP_KINDS = {t: kind for t, (kind, _, _) in GROUP_RECORDS.items()}
@@ -50,6 +52,16 @@ def record_schemas(pa, ts):
             ("next_producer_epoch", pa.int16()), ("client_transaction_version", pa.int16()),
             ("tombstone", pa.bool_()), ("error", pa.string()), ("raw_key", pa.binary()),
             ("raw_value", pa.binary())]),
+        "share_group_state": pa.schema([
+            ("offset", pa.int64()), ("timestamp", ts), ("kind", pa.string()), ("group", pa.string()),
+            ("topic_id", pa.string()), ("partition", pa.int32()), ("snapshot_epoch", pa.int32()),
+            ("state_epoch", pa.int32()), ("leader_epoch", pa.int32()), ("start_offset", pa.int64()),
+            ("delivery_complete_count", pa.int32()), ("create_timestamp", ts), ("write_timestamp", ts),
+            ("state_batches", pa.list_(pa.struct([
+                ("first_offset", pa.int64()), ("last_offset", pa.int64()), ("delivery_state", pa.int8()),
+                ("delivery_count", pa.int16())]))),
+            ("tombstone", pa.bool_()), ("error", pa.string()), ("raw_key", pa.binary()),
+            ("raw_value", pa.binary())]),
     }
 
 
@@ -63,8 +75,11 @@ def _schemas():
 # coordinator records (generic, one record)
 
 def _coordinator_registry(topic):
-    return {"consumer_offsets": GROUP_RECORDS, "transaction_state": TRANSACTION_RECORDS,
-            "share_group_state": SHARE_STATE_RECORDS}[topic]
+    """The record types of a coordinator topic's table (its `InternalTable.records`)."""
+    records = internal_table(topic).records
+    if records is None:
+        raise ValueError(f"{topic} is not a table of a coordinator's topic")
+    return records
 
 
 def decode_coordinator_record(key, value, topic="consumer_offsets"):
@@ -81,8 +96,9 @@ def decode_coordinator_record(key, value, topic="consumer_offsets"):
         The record's key.
     value : bytes or None
         The record's value (None: a tombstone).
-    topic : {"consumer_offsets", "transaction_state", "share_group_state"}
-        Whose records.
+    topic : str
+        The table whose topic's records these are: ``consumer_offsets``, ``transaction_state``,
+        ``share_group_state`` (any `InternalTable` with ``records``).
 
     Returns
     -------
@@ -170,7 +186,7 @@ def encode_group_record(rtype, key, version=None, value=None):
     >>> internal.encode_group_record(2, {"group": "old-reports"})
     (b'\\x00\\x02\\x00\\x0bold-reports', None)
     """
-    return _encode_coordinator(GROUP_RECORDS, rtype, key, version, value)
+    return encode_coordinator_record("consumer_offsets", rtype, key, version, value)
 
 
 def encode_transaction_record(transactional_id, version=None, value=None):
@@ -203,11 +219,45 @@ def encode_transaction_record(transactional_id, version=None, value=None):
     >>> internal.decode_coordinator_record(key, value, "transaction_state")["value"]["TransactionStatus"]
     1
     """
-    return _encode_coordinator(TRANSACTION_RECORDS, 0, {"TransactionalId": transactional_id}, version, value)
+    return encode_coordinator_record("transaction_state", 0, {"TransactionalId": transactional_id}, version, value)
 
 
-def _encode_coordinator(registry, rtype, key, version, value):
-    kind, kmsg, vmsg = registry[rtype]
+def encode_coordinator_record(topic, rtype, key, version=None, value=None):
+    """(key bytes, value bytes or None) of a record of a coordinator's topic, as its coordinator writes
+    it: the int16 record type and the key message; the int16 version and the value message.
+
+    Parameters
+    ----------
+    topic : str
+        The table whose topic the record is of (``consumer_offsets``, ``transaction_state``,
+        ``share_group_state``: any `InternalTable` with ``records``).
+    rtype : int
+        The record type.
+    key : dict
+        The key's fields, by Kafka field name.
+    version : int, optional
+        The value's version (default: the newest known).
+    value : dict, optional
+        The value's fields, by Kafka field name; None: a tombstone.
+
+    Returns
+    -------
+    (bytes, bytes or None)
+
+    Examples
+    --------
+    A share group's state of one partition, as the share coordinator snapshots it:
+
+    >>> from kafkafmt import internal
+    >>> key, value = internal.encode_coordinator_record(
+    ...     "share_group_state", 0, {"GroupId": "sg", "TopicId": bytes(16), "Partition": 0},
+    ...     0, {"SnapshotEpoch": 1, "StateEpoch": 0, "LeaderEpoch": 5, "StartOffset": 10,
+    ...         "CreateTimestamp": 1767225600000, "WriteTimestamp": 1767225600000,
+    ...         "StateBatches": [{"FirstOffset": 10, "LastOffset": 19, "DeliveryState": 2, "DeliveryCount": 1}]})
+    >>> internal.decode_coordinator_record(key, value, "share_group_state")["kind"]
+    'share_snapshot'
+    """
+    kind, kmsg, vmsg = _coordinator_registry(topic)[rtype]
     kb = struct.pack(">h", rtype) + encode_message(kmsg, 0, key)
     if value is None:
         return kb, None
@@ -582,67 +632,166 @@ def transaction_state(recs):
     {'offset': 0, 'transactional_id': 'payments-tx-1', 'producer_id': 1001, 'status': 'Ongoing', 'tombstone': False}
     {'offset': 1, 'transactional_id': 'payments-tx-1', 'producer_id': None, 'status': None, 'tombstone': True}
     """
+    return _record_table(recs, "transaction_state", _transaction_row)
+
+
+def _transaction_row(row, d):
+    row["transactional_id"] = d["key"]["TransactionalId"]
+    v = d["value"]
+    if v is not None:
+        row.update(producer_id=v["ProducerId"], producer_epoch=v["ProducerEpoch"],
+                   timeout_ms=v["TransactionTimeoutMs"],
+                   status=TRANSACTION_STATUS.get(v["TransactionStatus"], f"Unknown({v['TransactionStatus']})"),
+                   partitions=None if v["TransactionPartitions"] is None else
+                   [{"topic": p["Topic"], "partitions": p["PartitionIds"]} for p in v["TransactionPartitions"]],
+                   last_update_timestamp=v["TransactionLastUpdateTimestampMs"],
+                   start_timestamp=v["TransactionStartTimestampMs"])
+        if d["version"] >= 1:
+            row.update(previous_producer_id=v.get("PreviousProducerId", -1),
+                       next_producer_id=v.get("NextProducerId", -1),
+                       next_producer_epoch=v.get("NextProducerEpoch", -1),
+                       client_transaction_version=v.get("ClientTransactionVersion", 0))
+
+
+def _record_table(recs, name, fill):
+    """One row per record of a coordinator's topic, the table ``name``'s: ``fill(row, decoded)`` sets a
+    row's columns from its decoded record (`decode_coordinator_record`'s dict; the key alone, with a
+    null value, when the value cannot be read). Records that cannot be read keep their bytes in
+    ``raw_key``/``raw_value`` with an ``error``; unknown types and newer versions warn once."""
     pa = arrow()
     keys, vals = recs.key, recs.value
     n = len(recs)
     vnull = vals.is_null()
-    cols = {name: [] for name in _schemas()["transaction_state"].names}
+    schema = _schemas()[name]
+    records = _coordinator_registry(name)
+    cols = {f.name: [] for f in without_source(schema) if not f.name.startswith("raw_")}
     counts = {"records of unknown type": 0, "records with a value version newer than known": 0}
     raw = []
     for i in range(n):
         row = {"offset": int(recs.offset[i]), "timestamp": int(recs.timestamp[i]), "tombstone": bool(vnull[i])}
         err = None
         try:
-            d = decode_coordinator_record(keys[i], vals[i], "transaction_state")
+            d = decode_coordinator_record(keys[i], vals[i], name)
         except LookupError as e:
-            counts["records of unknown type" if str(e).startswith("unknown record type") else
-                   "records with a value version newer than known"] += 1
+            unknown_type = str(e).startswith("unknown record type")
+            counts["records of unknown type" if unknown_type else "records with a value version newer than known"] += 1
             err = str(e)
             raw.append(i)
-            d = _key_only(keys[i])
+            d = _key_only(keys[i], records)
+            if unknown_type:
+                row["kind"] = "unknown"
         except SchemaError as e:
             err = str(e)
             raw.append(i)
-            d = _key_only(keys[i])
+            d = _key_only(keys[i], records)
         if d is not None:
-            row["transactional_id"] = d["key"]["TransactionalId"]
-            v = d["value"]
-            if v is not None:
-                row.update(producer_id=v["ProducerId"], producer_epoch=v["ProducerEpoch"],
-                           timeout_ms=v["TransactionTimeoutMs"],
-                           status=TRANSACTION_STATUS.get(v["TransactionStatus"], f"Unknown({v['TransactionStatus']})"),
-                           partitions=None if v["TransactionPartitions"] is None else
-                           [{"topic": p["Topic"], "partitions": p["PartitionIds"]} for p in v["TransactionPartitions"]],
-                           last_update_timestamp=v["TransactionLastUpdateTimestampMs"],
-                           start_timestamp=v["TransactionStartTimestampMs"])
-                if d["version"] >= 1:
-                    row.update(previous_producer_id=v.get("PreviousProducerId", -1),
-                               next_producer_id=v.get("NextProducerId", -1),
-                               next_producer_epoch=v.get("NextProducerEpoch", -1),
-                               client_transaction_version=v.get("ClientTransactionVersion", 0))
+            fill(row, d)
         append_row(cols, row, error=err)
-    warn_counts("__transaction_state", counts)
-    cols.pop("raw_key")
-    cols.pop("raw_value")
-    schema = _schemas()["transaction_state"]
-    table = pa.Table.from_pydict(cols, schema=pa.schema([f for f in without_source(schema)
-                                                          if not f.name.startswith("raw_")]))
+    warn_counts(internal_table(name).topic, counts)
+    table = pa.Table.from_pydict(cols, schema=pa.schema([schema.field(c) for c in cols]))
     rows = np.asarray(raw, np.int64)
     table = table.append_column(schema.field("raw_key"), sparse_binary(keys, rows, n)) \
                  .append_column(schema.field("raw_value"), sparse_binary(vals, rows, n))
     return with_source(table, recs)
 
 
-def _key_only(key):
+def _key_only(key, records):
     """The decoded key of a record whose value failed, or None."""
     try:
         if key is None or len(key) < 2:
             return None
         rtype = struct.unpack_from(">h", key)[0]
-        if rtype not in TRANSACTION_RECORDS:
+        if rtype not in records:
             return None
-        return {"key": decode_message(TRANSACTION_RECORDS[rtype][1], 0, key, 2)[0], "value": None, "version": None}
+        kind, kmsg, _ = records[rtype]
+        return {"type": rtype, "kind": kind, "key": decode_message(kmsg, 0, key, 2)[0], "value": None,
+                "version": None}
     except SchemaError:
         return None
 
 
+# ------------------------------------------------------------------------------------------------
+# share_group_state
+
+def share_group_state(recs):
+    """One row per __share_group_state record (KIP-932's share groups: which records of a partition
+    each share group has delivered): ``offset, timestamp, kind, group, topic_id, partition,
+    snapshot_epoch, state_epoch, leader_epoch, start_offset, delivery_complete_count,
+    create_timestamp, write_timestamp, state_batches, tombstone, error, raw_key, raw_value``.
+
+    ``kind`` is ``share_snapshot`` (the whole state of a share-partition: ShareSnapshotKey/Value) or
+    ``share_update`` (a change since the last snapshot: ShareUpdateKey/Value; ``start_offset`` -1
+    when it does not move), ``unknown`` for a record type these schemas do not know. ``topic_id``
+    is Kafka's base64 text (as ``cluster_metadata``'s, to join topic names on); ``state_batches``
+    lists ``first_offset, last_offset, delivery_state`` (0 Available, 2 Acknowledged, 4 Archived)
+    and ``delivery_count``. ``state_epoch``, ``create_timestamp`` and ``write_timestamp`` are a
+    snapshot's only; ``delivery_complete_count`` (Kafka 4.2) is -1 when not written.
+
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    A ``__share_group_state`` partition with a snapshot and an update of one share-partition (the
+    sample has no such topic):
+
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> key = {"GroupId": "shippers", "TopicId": bytes(range(16)), "Partition": 0}
+    >>> snapshot = internal.encode_coordinator_record("share_group_state", 0, key, 0, {
+    ...     "SnapshotEpoch": 0, "StateEpoch": 1, "LeaderEpoch": 3, "StartOffset": 100,
+    ...     "CreateTimestamp": 1767225600000, "WriteTimestamp": 1767225600000, "StateBatches": []})
+    >>> update = internal.encode_coordinator_record("share_group_state", 1, key, 0, {
+    ...     "SnapshotEpoch": 0, "LeaderEpoch": 3, "StartOffset": -1, "DeliveryCompleteCount": 5,
+    ...     "StateBatches": [{"FirstOffset": 100, "LastOffset": 104, "DeliveryState": 2, "DeliveryCount": 1}]})
+    >>> _ = kafkafmt.write_log_dir("share/__share_group_state-0", keys=[snapshot[0], update[0]],
+    ...                            values=[snapshot[1], update[1]], timestamps=[1767225600000, 1767225601000])
+    >>> table = internal.share_group_state(kafkafmt.read_log_dir("share/__share_group_state-0"))
+    >>> for row in table.select(["kind", "group", "topic_id", "start_offset", "state_batches"]).to_pylist():
+    ...     print(row)
+    {'kind': 'share_snapshot', 'group': 'shippers', 'topic_id': 'AAECAwQFBgcICQoLDA0ODw', 'start_offset': 100,
+     'state_batches': []}
+    {'kind': 'share_update', 'group': 'shippers', 'topic_id': 'AAECAwQFBgcICQoLDA0ODw', 'start_offset': -1,
+     'state_batches': [{'first_offset': 100, 'last_offset': 104, 'delivery_state': 2, 'delivery_count': 1}]}
+    """
+    return _record_table(recs, "share_group_state", _share_row)
+
+
+def _share_row(row, d):
+    k = d["key"]
+    row.update(kind=d["kind"], group=k["GroupId"], topic_id=uuid_text(k["TopicId"]), partition=k["Partition"])
+    v = d["value"]
+    if v is not None:
+        row.update(snapshot_epoch=v["SnapshotEpoch"], state_epoch=v.get("StateEpoch"), leader_epoch=v["LeaderEpoch"],
+                   start_offset=v["StartOffset"], delivery_complete_count=v.get("DeliveryCompleteCount", -1),
+                   create_timestamp=v.get("CreateTimestamp"), write_timestamp=v.get("WriteTimestamp"),
+                   state_batches=[{"first_offset": b["FirstOffset"], "last_offset": b["LastOffset"],
+                                   "delivery_state": b["DeliveryState"], "delivery_count": b["DeliveryCount"]}
+                                  for b in v["StateBatches"]])
+
+
+# ------------------------------------------------------------------------------------------------
+# the tables of the coordinators' topics
+
+register_table(InternalTable(
+    "consumer_offsets", "__consumer_offsets", record_schemas, consumer_offsets,
+    "one row per record: offset commits, group metadata and the newer group coordinator records",
+    encoding="coordinator", records=GROUP_RECORDS, decoder="offsets"))
+register_table(InternalTable(
+    "group_members", "__consumer_offsets", record_schemas, group_members,
+    "one row per member of each classic group's metadata, with its subscription and assignment",
+    encoding="coordinator", records=GROUP_RECORDS, decoder="offsets"))
+register_table(InternalTable(
+    "transaction_state", "__transaction_state", record_schemas, transaction_state,
+    "one row per record: each transactional id's state", encoding="coordinator", records=TRANSACTION_RECORDS,
+    decoder="transaction-log"))
+register_table(InternalTable(
+    "share_group_state", "__share_group_state", record_schemas, share_group_state,
+    "one row per record: share groups' delivery state snapshots and updates", encoding="coordinator",
+    records=SHARE_STATE_RECORDS, decoder="share-group-state"))

@@ -1,11 +1,14 @@
-"""Records as Kafka's DumpLogSegments (``kafka-dump-log.sh``) prints them with its decoders:
-``--offsets-decoder``, ``--transaction-log-decoder``, ``--cluster-metadata-decoder``."""
+"""Records as Kafka's DumpLogSegments (``kafka-dump-log.sh``) prints them with its decoders
+(``--offsets-decoder``, ``--transaction-log-decoder``, ``--cluster-metadata-decoder``,
+``--share-group-state-decoder``: every `InternalTable` with a ``decoder``), by how the decoder's topic
+frames its records (the table's ``encoding``)."""
 from __future__ import annotations
 
 import struct
 
 from kafkafmt.internal._coordinator import decode_coordinator_record
 from kafkafmt.internal._metadata import decode_metadata_record, metadata_type_enum_name
+from kafkafmt.internal._tables import decoders
 from kafkafmt.internal.codec import SchemaError, decode_message, json_text, to_json_data
 from kafkafmt.internal.schemas import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, in_versions
 
@@ -25,14 +28,16 @@ def _consumer_protocol_json(msg, data):
 
 def dump_text(decoder, key, value, offset):
     """(key text or None, payload text or None) as Kafka's DumpLogSegments prints a record with
-    ``decoder`` = ``"offsets"`` (--offsets-decoder), ``"transaction-log"`` (--transaction-log-decoder)
-    or ``"cluster-metadata"`` (--cluster-metadata-decoder): ``key: {"type":"1","data":{...}}
-    payload: {"version":"3","data":{...}}``, ``<DELETE>`` for a tombstone, ``Unknown record type ...``
-    / ``Error at offset ...`` texts for what cannot be read.
+    ``decoder`` = ``"offsets"`` (--offsets-decoder), ``"transaction-log"`` (--transaction-log-decoder),
+    ``"share-group-state"`` (--share-group-state-decoder) or ``"cluster-metadata"``
+    (--cluster-metadata-decoder): ``key: {"type":"1","data":{...}} payload: {"version":"3","data":{...}}``,
+    ``<DELETE>`` for a tombstone, ``Unknown record type ...`` / ``Error at offset ...`` texts for what
+    cannot be read.
 
     Parameters
     ----------
-    decoder : {"offsets", "transaction-log", "cluster-metadata"}
+    decoder : str
+        One of `decoders` (kafka-dump-log's names).
     key, value : bytes or None
         The record's key and value.
     offset : int
@@ -51,19 +56,21 @@ def dump_text(decoder, key, value, offset):
     >>> internal.dump_text("cluster-metadata", recs.key[0], recs.value[0], int(recs.offset[0]))
     (None, '{"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":19}}')
     """
-    if decoder == "cluster-metadata":
+    table = decoders().get(decoder)
+    if table is None:
+        raise ValueError(f"unknown decoder {decoder!r}: one of {', '.join(decoders())}")
+    if table.encoding == "metadata":
         try:
             api_key, version, msg, data = decode_metadata_record(value)
         except (SchemaError, LookupError) as e:
             return None, f"Error at {offset}, skipping. {e.args[0] if e.args else e}"
         return None, json_text({"type": metadata_type_enum_name(api_key), "version": version,
                                 "data": to_json_data(msg, data)})
-    topic = {"offsets": "consumer_offsets", "transaction-log": "transaction_state"}[decoder]
     if key is None:
         raise ValueError(f"Failed to decode message at offset {offset} using the specified decoder "
                          "(message had a missing key)")
     try:
-        d = decode_coordinator_record(key, value, topic)
+        d = decode_coordinator_record(key, value, table.name)
     except LookupError as e:
         if str(e).startswith("unknown record type"):
             return f"Unknown record type {struct.unpack_from('>h', key)[0]} at offset {offset}, skipping.", None
@@ -74,7 +81,7 @@ def dump_text(decoder, key, value, offset):
     if d["value"] is None:
         return key_text, "<DELETE>"
     data = to_json_data(d["value_message"], d["value"])
-    if d["type"] == 2 and data.get("protocolType") == "consumer":
+    if d["value_message"].name == "GroupMetadataValue" and data.get("protocolType") == "consumer":
         for m in data.get("members") or []:
             raw = next((x for x in d["value"]["members"] if x["memberId"] == m["memberId"]), None)
             if raw is None:

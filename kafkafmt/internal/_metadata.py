@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kafkafmt.internal._tables import InternalTable, register_table
 from kafkafmt.internal._columns import (append_row, arrow, sparse_binary, warn_counts, with_source,
                                         with_source_columns, without_source)
 from kafkafmt.internal.codec import (SchemaError, decode_message, encode_message, json_text, read_uvarint,
@@ -256,3 +257,7 @@ def _promote(row, api_key, d):
         row.update(config_resource=f"{rtype}:{d['ResourceName']}", config_name=d["Name"], config_value=d["Value"])
 
 
+register_table(InternalTable(
+    "cluster_metadata", "__cluster_metadata", record_schemas, cluster_metadata,
+    "one row per KRaft metadata record, of its segments and .checkpoint snapshots (read first)",
+    encoding="metadata", decoder="cluster-metadata", snapshots=True))
