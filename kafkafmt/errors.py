@@ -81,6 +81,11 @@ class NotALogDirError(KafkafmtError, NotADirectoryError):
     """A path given as a partition folder or log dir is not one (a file, or a folder without Kafka data)."""
 
 
+class TopicNotFoundError(KafkafmtError, LookupError):
+    """No topic, or more than one, holds what was asked for: an internal topic's table whose topic is
+    found under none of the names there are, or under several (the message names the candidates)."""
+
+
 class KafkafmtWarning(UserWarning):
     """Something was read in a slower or degraded way (an index fell back to a scan...)."""
 

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from kafkafmt.internal import INTERNAL_TABLES
-from kafkafmt.read import iter_log_dir
+from kafkafmt.read import internal_topic, iter_log_dir
 from kafkafmt.values import decode_values
 from kafkafmt.record import BATCH_METADATA_COLUMNS, TYPED_COLUMNS
 from kafkafmt.values import conform, merge_types
@@ -94,7 +94,8 @@ def add_parser(sub, parents):
 def _internal_source(table):
     """What ``--internal`` reads for a table, for --help."""
     if table.names:
-        return f"{table.topic} (a Connect cluster names its own: --topics names it)"
+        return (f"{table.topic} or the topic named and shaped like it (a Connect cluster names its own; "
+                "--topics names it)")
     return table.topic + (" and its .checkpoint snapshots" if table.snapshots else "")
 
 
@@ -570,9 +571,12 @@ def _snapshot_files(pd):
 
 def run_internal(args, console, fmt):
     """``export --internal NAME``: the chosen internal topic's partitions under the paths, chunk by
-    chunk through `kafkafmt.internal`, written with `kafkafmt.internal.schema_of(NAME)`."""
+    chunk through `kafkafmt.internal`, written with `kafkafmt.internal.schema_of(NAME)`. A Connect
+    table's topic (named by its Connect cluster) is `kafkafmt.read.internal_topic`'s choice unless
+    --topics names it."""
     from kafkafmt import internal
     from kafkafmt.cli.internal_topics import WarningTally
+    from kafkafmt.errors import TopicNotFoundError
 
     name = args.internal
     table = internal.internal_table(name)
@@ -596,6 +600,15 @@ def run_internal(args, console, fmt):
     offsets = parse_offset_range(args.offset_range)
     times = parse_time_range(args.time_range)
     partitions = parse_int_list(args.partitions, "partition")
+    if table.names and given_topics is None:
+        everything = find_inputs(paths, None, partitions)
+        if everything.partitions:
+            try:
+                topic = internal_topic(name, everything.partitions)
+            except TopicNotFoundError as exc:
+                raise UsageError(f"--internal {name}: {exc.reason}; give its name with --topics") from None
+            if topic != table.topic:
+                console.info(f"kafkafmt: --internal {name} reads the topic {topic} (give another with --topics)")
     found = find_inputs(paths, {topic}, partitions)
     # the topic's partitions, and files only when named on the command line: a loose segment found
     # under a root belongs to no topic that could be told

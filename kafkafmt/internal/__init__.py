@@ -10,7 +10,7 @@ Each function takes a `kafkafmt.Records` (``read_log_dirs(root, topics=["__consu
 * `share_group_state` -- one row per record of __share_group_state (share groups' delivery state)
 * `cluster_metadata` -- one row per KRaft metadata record
 * `connect_configs`, `connect_offsets`, `connect_status` -- one row per record of Kafka Connect's
-  internal topics (`kafkafmt.internal.connect`)
+  internal topics (`kafkafmt.internal.connect`), found under any name (`find_topic`)
 
 Which tables there are is itself a table: `INTERNAL_TABLES` holds an `InternalTable` per table (its
 topic, schema, builder and kafka-dump-log decoder), which every door reads: these functions,
@@ -22,15 +22,15 @@ schemas gives a row with the raw bytes (``raw_key``/``raw_value``) and one `Kafk
 The schemas are data (`kafkafmt.internal.schemas`), read by one generic decoder
 (`kafkafmt.internal.codec`) that also writes them (`encode_group_record` & co., for tests and samples).
 
-Modules by job: `_tables` (the table of tables), `_columns` (Arrow columns
+Modules by job: `_tables` (the table of tables, `find_topic`), `_columns` (Arrow columns
 from record buffers), `_coordinator` (__consumer_offsets and __transaction_state), `_metadata` (KRaft),
 `_dump` (kafka-dump-log's text), `connect` (Kafka Connect's topics), `schemas` and `codec` (Kafka's messages).
 """
 from __future__ import annotations
 
 from kafkafmt.internal.codec import SchemaError
-from kafkafmt.internal._tables import (INTERNAL_TABLES, InternalTable, decoders, internal_table, register_table,
-                                       schema_of)
+from kafkafmt.internal._tables import (INTERNAL_TABLES, InternalTable, decoders, find_topic, internal_table,
+                                       register_table, schema_of)
 from kafkafmt.internal._coordinator import (GROUP_KINDS, consumer_offsets, decode_coordinator_record,
                                             encode_assignment, encode_coordinator_record, encode_group_record,
                                             encode_subscription, encode_transaction_record, group_members,
@@ -43,13 +43,13 @@ from kafkafmt.internal.connect import connect_configs, connect_offsets, connect_
 __all__ = ["consumer_offsets", "group_members", "transaction_state", "share_group_state", "cluster_metadata",
            "TABLES", "TOPIC_OF", "schema_of", "connect_configs", "connect_offsets", "connect_status",
            "CONNECT_TABLES", "INTERNAL_TABLES", "InternalTable", "register_table", "internal_table", "decoders",
-           "decode_coordinator_record", "decode_metadata_record", "encode_coordinator_record",
+           "find_topic", "decode_coordinator_record", "decode_metadata_record", "encode_coordinator_record",
            "encode_group_record", "encode_transaction_record", "encode_metadata_record", "encode_subscription",
            "encode_assignment", "metadata_type_enum_name", "dump_text", "SchemaError", "GROUP_KINDS"]
 
 #: every table of an internal topic (the names of `INTERNAL_TABLES`): Kafka's own, then Kafka Connect's
 TABLES = tuple(INTERNAL_TABLES)
-#: Kafka Connect's tables: their topics are named by each Connect cluster (``--topics`` names them)
+#: Kafka Connect's tables: their topics are named by each Connect cluster (`find_topic` finds them)
 CONNECT_TABLES = tuple(name for name, t in INTERNAL_TABLES.items() if t.names)
 #: the internal topic each table is read from (its default name, for Connect's)
 TOPIC_OF = {name: t.topic for name, t in INTERNAL_TABLES.items()}

@@ -3,7 +3,7 @@ and the other names that topic goes by, its Arrow schema, its builder, kafka-dum
 its records) in `INTERNAL_TABLES`, filled by `register_table` where each table is built.
 
 Every door reads this table and nothing else: `kafkafmt.internal` (the builders, `schema_of`,
-`dump_text`), ``kafkafmt export --internal NAME`` (its choices), ``kafkafmt dump``
+`dump_text`, `find_topic`), ``kafkafmt export --internal NAME`` (its choices), ``kafkafmt dump``
 (its ``--<decoder>-decoder`` flags and the decoder a folder gets by its name) and Spark's ``decode``
 option. A table registered here reaches all of them.
 """
@@ -13,12 +13,13 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from kafkafmt.errors import TopicNotFoundError
 from kafkafmt.internal._columns import arrow, with_source_columns
 
 __all__ = ["InternalTable", "INTERNAL_TABLES", "register_table", "internal_table", "schema_of", "decoders",
-           "SAMPLE_RECORDS"]
+           "find_topic", "SAMPLE_RECORDS"]
 
-#: how many of a topic's first records `InternalTable.looks` judges its shape by
+#: how many of a topic's first records `find_topic` judges its shape by
 SAMPLE_RECORDS = 20
 
 #: how a topic's keys and values are framed, as Kafka's serdes write them: ``coordinator`` (an int16
@@ -58,7 +59,7 @@ class InternalTable:
         The topic's folders also hold KRaft ``.checkpoint`` snapshots of the same records.
     names : tuple of str
         Regular expressions (searched, case-insensitive) of the other names the topic goes by, when a
-        cluster names it itself (``config.storage.topic``...).
+        cluster names it itself (``config.storage.topic``...): `find_topic` looks there.
     looks : callable, optional
         ``looks(records)`` -> True, False, or None when nothing can be told (no records): whether a
         topic's first records have the shape of this topic's.
@@ -233,3 +234,67 @@ def decoders():
         if t.decoder is not None:
             out.setdefault(t.decoder, t)
     return out
+
+
+def find_topic(table, topics, sample=None):
+    """The topic ``table`` reads among ``topics``: its default name when present; else, for a topic a
+    cluster names itself (Kafka Connect's), the one whose name and first records fit.
+
+    A topic fits by name when it matches the table's `InternalTable.names` (``docker-connect-status``,
+    ``_kafka-connect-status``, ``mm2-status.dc1.internal``...) and by shape when its first records (given
+    by ``sample``) look like the table's. Named topics that fit by shape come first; when none does, any
+    topic whose records fit.
+
+    Parameters
+    ----------
+    table : str
+        One of `TABLES`.
+    topics : iterable of str
+        The topics there are.
+    sample : callable, optional
+        ``sample(topic)`` -> the topic's first records (a `Records`, or None when it holds none); without
+        it, names alone decide.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TopicNotFoundError
+        No topic fits, or several do (the message names the candidates).
+
+    Examples
+    --------
+    >>> from kafkafmt import internal
+    >>> internal.find_topic("connect_status", ["orders", "docker-connect-status", "docker-connect-offsets"])
+    'docker-connect-status'
+    >>> internal.find_topic("consumer_offsets", ["orders", "__consumer_offsets"])
+    '__consumer_offsets'
+    """
+    t = internal_table(table)
+    topics = sorted(set(topics))
+    if t.topic in topics:
+        return t.topic
+    what = t.topic + (" (or a topic named like it)" if t.names else "")
+    if not t.names:
+        raise TopicNotFoundError(f"no {what} among the topics")
+    named = [n for n in topics if t.named(n)]
+    judged = {}
+
+    def shaped(name):
+        if name not in judged:
+            judged[name] = None if sample is None or t.looks is None else t.looks(sample(name))
+        return judged[name]
+
+    fit = [n for n in named if shaped(n) is not False]
+    if not fit and sample is not None and t.looks is not None:
+        others = {o.topic for o in INTERNAL_TABLES.values()}
+        fit = [n for n in topics if n not in named and n not in others and shaped(n)]
+    if len(fit) == 1:
+        return fit[0]
+    if fit:
+        raise TopicNotFoundError(f"several topics could hold {t.name}: {', '.join(fit)}; name one")
+    near = [n for n in named if judged.get(n) is False]
+    raise TopicNotFoundError(f"no {what} among the topics" + (
+        f" ({', '.join(near)} named like it hold other records)" if near else "") + "; name it")

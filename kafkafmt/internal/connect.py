@@ -19,8 +19,9 @@ KafkaStatusBackingStore):
 
 A Connect cluster names its topics itself: Kafka's defaults are ``connect-configs`` & co., Confluent's
 images ``docker-connect-configs``, Strimzi ``<cluster>-configs``, Debezium's examples
-``my_connect_configs``, MirrorMaker 2 ``mm2-configs.<source>.internal``. Each table's entry in the
-table of tables knows such names and the shape of its records (`looks_like_configs` & co.).
+``my_connect_configs``, MirrorMaker 2 ``mm2-configs.<source>.internal``. Each table's topic is found by
+such names and by the shape of its first records (`looks_like_configs` & co.; see
+`kafkafmt.internal.find_topic`).
 
 A record that does not parse keeps its bytes in ``raw_key``/``raw_value`` with an ``error`` text;
 an unknown key kind is ``kind = "unknown"`` (kept raw too).

@@ -341,8 +341,8 @@ def parse(options, stream=False) -> Options:
         if stream:
             raise OptionError("decode is for batch reads (spark.read), not streams")
         table = INTERNAL_TABLES[o.decode]
-        if o.subscribe is None and o.pattern is None and o.assign is None:
-            o.subscribe = [table.topic]
+        if o.subscribe is None and o.pattern is None and o.assign is None and not table.names:
+            o.subscribe = [table.topic]     # a Connect cluster names its topics: the planner finds it
     _typed_options(o, opts)
     if "maxbytesperbatch" in opts:
         o.max_bytes_per_batch = _int(opts["maxbytesperbatch"], "maxBytesPerBatch", 1)
