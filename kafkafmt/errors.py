@@ -154,4 +154,5 @@ class SchemaError(KafkafmtError, ValueError):
 
 
 class ValueDecodeError(KafkafmtError, ValueError):
-    """A record's key or value does not decode in the requested format (``strict=True``)."""
+    """A record's key or value does not decode in the requested format (``strict=True``), or as the Kafka
+    message it holds (an internal topic's record: `kafkafmt.internal.decode_coordinator_record`)."""

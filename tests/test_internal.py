@@ -113,13 +113,30 @@ def test_every_schema_version_round_trips(msg, version):
         got, end = codec.decode_message(msg, version, data)
         assert end == len(data)
         assert got == _expected(msg.fields, values, version, flexible)
-        # every strict prefix fails cleanly, never with anything but SchemaError
+        # every strict prefix fails cleanly, never with anything but ValueDecodeError
         for cut in sorted({0, len(data) // 2, len(data) - 1}):
             if cut < len(data):
                 try:
                     codec.decode_message(msg, version, data[:cut])
-                except codec.SchemaError:
+                except kafkafmt.ValueDecodeError:
                     pass
+
+
+def test_one_error_name_for_bytes_that_do_not_decode():
+    """A key or value that does not decode as its Kafka message is a kafkafmt.ValueDecodeError (a
+    KafkafmtError), as a value that does not decode in a format; kafkafmt.SchemaError is about a schema
+    itself. The former name still answers, with a DeprecationWarning."""
+    with pytest.raises(kafkafmt.ValueDecodeError, match="key: truncated before the record type") as e:
+        ki.decode_coordinator_record(b"\x00", None)
+    assert isinstance(e.value, kafkafmt.KafkafmtError) and not isinstance(e.value, kafkafmt.SchemaError)
+    with pytest.raises(kafkafmt.ValueDecodeError, match="OffsetCommitValue v3 field"):
+        ki.decode_coordinator_record(*ki.encode_group_record(1, {"group": "g", "topic": "t", "partition": 0}, 3, {
+            "offset": 1, "leaderEpoch": 0, "metadata": "", "commitTimestamp": 0})[:1], b"\x00\x03\x00")
+    with pytest.warns(DeprecationWarning, match="ValueDecodeError"):
+        assert ki.SchemaError is kafkafmt.ValueDecodeError
+    with pytest.warns(DeprecationWarning):
+        assert codec.SchemaError is kafkafmt.ValueDecodeError
+    assert "SchemaError" not in ki.__all__ and "SchemaError" not in codec.__all__
 
 
 def test_schema_facts():

@@ -16,8 +16,9 @@ Which tables there are is itself a table: `INTERNAL_TABLES` holds an `InternalTa
 topic, schema, builder and kafka-dump-log decoder), which every door reads: these functions,
 ``kafkafmt export --internal``, ``kafkafmt dump``'s decoder flags and Spark's ``decode`` option.
 
-Bad input never raises: a corrupt or truncated key/value gives nulls and an ``error`` text naming the
-message, version and field that failed; an unknown record type or a value version newer than these
+Bad input never makes a table raise: a corrupt or truncated key/value gives nulls and an ``error``
+text naming the message, version and field that failed (one record decoded alone raises
+`kafkafmt.ValueDecodeError`); an unknown record type or a value version newer than these
 schemas gives a row with the raw bytes (``raw_key``/``raw_value``) and one `KafkafmtWarning` per call.
 The schemas are data (`kafkafmt.internal.schemas`), read by one generic decoder
 (`kafkafmt.internal.codec`) that also writes them (`encode_group_record` & co., for tests and samples).
@@ -28,7 +29,7 @@ from record buffers), `_coordinator` (__consumer_offsets and __transaction_state
 """
 from __future__ import annotations
 
-from kafkafmt.internal.codec import SchemaError
+from kafkafmt.internal import codec
 from kafkafmt.internal._tables import (INTERNAL_TABLES, InternalTable, decoders, find_topic, internal_table,
                                        register_table, schema_of)
 from kafkafmt.internal._coordinator import (GROUP_KINDS, consumer_offsets, decode_coordinator_record,
@@ -45,7 +46,7 @@ __all__ = ["consumer_offsets", "group_members", "transaction_state", "share_grou
            "CONNECT_TABLES", "INTERNAL_TABLES", "InternalTable", "register_table", "internal_table", "decoders",
            "find_topic", "decode_coordinator_record", "decode_metadata_record", "encode_coordinator_record",
            "encode_group_record", "encode_transaction_record", "encode_metadata_record", "encode_subscription",
-           "encode_assignment", "metadata_type_enum_name", "dump_text", "SchemaError", "GROUP_KINDS"]
+           "encode_assignment", "metadata_type_enum_name", "dump_text", "GROUP_KINDS"]
 
 #: every table of an internal topic (the names of `INTERNAL_TABLES`): Kafka's own, then Kafka Connect's
 TABLES = tuple(INTERNAL_TABLES)
@@ -53,3 +54,9 @@ TABLES = tuple(INTERNAL_TABLES)
 CONNECT_TABLES = tuple(name for name, t in INTERNAL_TABLES.items() if t.names)
 #: the internal topic each table is read from (its default name, for Connect's)
 TOPIC_OF = {name: t.topic for name, t in INTERNAL_TABLES.items()}
+
+
+def __getattr__(name):
+    if name == "SchemaError":      # deprecated: kafkafmt.ValueDecodeError (see kafkafmt.internal.codec)
+        return codec.SchemaError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

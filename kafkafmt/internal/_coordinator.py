@@ -12,11 +12,12 @@ import struct
 
 import numpy as np
 
+from kafkafmt.errors import ValueDecodeError
 from kafkafmt.internal._columns import (append_row, arrow, column_parts, masked_array, sparse_binary,
                                         string_array, text_column, timestamp_array, warn_counts, with_source,
                                         with_source_columns, without_source)
 from kafkafmt.internal._tables import InternalTable, internal_table, register_table
-from kafkafmt.internal.codec import SchemaError, decode_message, encode_message, uuid_text
+from kafkafmt.internal.codec import decode_message, encode_message, uuid_text
 from kafkafmt.internal.schemas import (CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, GROUP_RECORDS,
                                        SHARE_STATE_RECORDS, TRANSACTION_RECORDS, TRANSACTION_STATUS, in_versions)
 
@@ -88,7 +89,7 @@ def decode_coordinator_record(key, value, topic="consumer_offsets"):
 
     Returns a dict: ``type`` (the key's int16), ``kind``, ``key`` (dict), ``version`` (value version or
     None), ``value`` (dict, or None for a tombstone), ``key_message`` / ``value_message`` (the schemas).
-    Raises `SchemaError` for corrupt bytes, `LookupError` for an unknown type or value version.
+    Raises `ValueDecodeError` for corrupt bytes, `LookupError` for an unknown type or value version.
 
     Parameters
     ----------
@@ -106,7 +107,7 @@ def decode_coordinator_record(key, value, topic="consumer_offsets"):
 
     Raises
     ------
-    SchemaError
+    ValueDecodeError
         Corrupt bytes.
     LookupError
         An unknown type or value version.
@@ -127,31 +128,31 @@ def decode_coordinator_record(key, value, topic="consumer_offsets"):
     """
     registry = _coordinator_registry(topic)
     if key is None:
-        raise SchemaError("the key is null")
+        raise ValueDecodeError("the key is null")
     if len(key) < 2:
-        raise SchemaError("key: truncated before the record type")
+        raise ValueDecodeError("key: truncated before the record type")
     rtype = struct.unpack_from(">h", key)[0]
     if rtype not in registry:
         raise LookupError(f"unknown record type {rtype}")
     kind, kmsg, vmsg = registry[rtype]
     try:
         k, _ = decode_message(kmsg, 0, key, 2)
-    except SchemaError as e:
-        raise SchemaError(f"key: {e}") from None
+    except ValueDecodeError as e:
+        raise ValueDecodeError(f"key: {e}") from None
     out = {"type": rtype, "kind": kind, "key": k, "version": None, "value": None,
            "key_message": kmsg, "value_message": vmsg}
     if value is None:
         return out
     if len(value) < 2:
-        raise SchemaError(f"value: {vmsg.name if vmsg else kind}: truncated before the version")
+        raise ValueDecodeError(f"value: {vmsg.name if vmsg else kind}: truncated before the version")
     ver = struct.unpack_from(">h", value)[0]
     out["version"] = ver
     if vmsg is None or not in_versions(vmsg.valid, ver):
         raise LookupError(f"unknown value version {ver} for record type {rtype} ({kind})")
     try:
         out["value"], _ = decode_message(vmsg, ver, value, 2)
-    except SchemaError as e:
-        raise SchemaError(f"value: {e}") from None
+    except ValueDecodeError as e:
+        raise ValueDecodeError(f"value: {e}") from None
     return out
 
 
@@ -447,7 +448,7 @@ def consumer_offsets(recs):
                 continue
             try:
                 decode_message(vmsg, int(vver[i]), vcol[i], 2)
-            except SchemaError as e:
+            except ValueDecodeError as e:
                 errors[i] = f"value: {e}"
                 raw_extra.append(i)
     warn_counts("__consumer_offsets", counts)
@@ -485,10 +486,10 @@ def decode_versioned(msg, data):
     """ConsumerProtocol bytes: int16 version, then the message; newer versions read as the newest
     known (fields are only ever appended), as Kafka's ConsumerProtocol does."""
     if data is None or len(data) < 2:
-        raise SchemaError(f"{msg.name}: truncated before the version")
+        raise ValueDecodeError(f"{msg.name}: truncated before the version")
     ver = struct.unpack_from(">h", data)[0]
     if ver < 0:
-        raise SchemaError(f"{msg.name}: negative version {ver}")
+        raise ValueDecodeError(f"{msg.name}: negative version {ver}")
     ver = min(ver, msg.valid[1])
     return decode_message(msg, ver, data, 2)[0]
 
@@ -552,10 +553,10 @@ def group_members(recs):
             unknown += 1
             append_row(cols, base, error=str(e))
             continue
-        except SchemaError as e:
+        except ValueDecodeError as e:
             try:  # the key may still name the group
                 base["group"] = decode_message(GROUP_RECORDS[2][1], 0, keys[i], 2)[0]["group"]
-            except SchemaError:
+            except ValueDecodeError:
                 pass
             append_row(cols, base, error=str(e))
             continue
@@ -574,14 +575,14 @@ def group_members(recs):
             if consumer:
                 try:
                     row["subscription"] = decode_versioned(CONSUMER_PROTOCOL_SUBSCRIPTION, m["subscription"])["Topics"]
-                except SchemaError as e:
+                except ValueDecodeError as e:
                     err = f"member {m['memberId']} subscription: {e}"
                 try:
                     a = decode_versioned(CONSUMER_PROTOCOL_ASSIGNMENT, m["assignment"]) if m["assignment"] else None
                     if a is not None:
                         row["assignment"] = [{"topic": tp["Topic"], "partitions": tp["Partitions"]}
                                              for tp in a["AssignedPartitions"]]
-                except SchemaError as e:
+                except ValueDecodeError as e:
                     err = (err + "; " if err else "") + f"member {m['memberId']} assignment: {e}"
             append_row(cols, row, error=err)
     if unknown:
@@ -680,7 +681,7 @@ def _record_table(recs, name, fill):
             d = _key_only(keys[i], records)
             if unknown_type:
                 row["kind"] = "unknown"
-        except SchemaError as e:
+        except ValueDecodeError as e:
             err = str(e)
             raw.append(i)
             d = _key_only(keys[i], records)
@@ -706,7 +707,7 @@ def _key_only(key, records):
         kind, kmsg, _ = records[rtype]
         return {"type": rtype, "kind": kind, "key": decode_message(kmsg, 0, key, 2)[0], "value": None,
                 "version": None}
-    except SchemaError:
+    except ValueDecodeError:
         return None
 
 

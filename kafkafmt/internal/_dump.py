@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import struct
 
+from kafkafmt.errors import ValueDecodeError
 from kafkafmt.internal._coordinator import decode_coordinator_record
 from kafkafmt.internal._metadata import decode_metadata_record, metadata_type_enum_name
 from kafkafmt.internal._tables import decoders
-from kafkafmt.internal.codec import SchemaError, decode_message, json_text, to_json_data
+from kafkafmt.internal.codec import decode_message, json_text, to_json_data
 from kafkafmt.internal.schemas import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, in_versions
 
 __all__ = ["dump_text"]
@@ -19,10 +20,10 @@ def _consumer_protocol_json(msg, data):
     """Kafka's dump replaces a consumer member's subscription/assignment bytes by their JSON, read at
     the version they carry; anything it cannot read keeps the base64 bytes."""
     if data is None or len(data) < 2:
-        raise SchemaError("truncated")
+        raise ValueDecodeError("truncated")
     ver = struct.unpack_from(">h", data)[0]
     if not in_versions(msg.valid, ver):
-        raise SchemaError(f"unsupported version {ver}")
+        raise ValueDecodeError(f"unsupported version {ver}")
     return to_json_data(msg, decode_message(msg, ver, data, 2)[0])
 
 
@@ -62,7 +63,7 @@ def dump_text(decoder, key, value, offset):
     if table.encoding == "metadata":
         try:
             api_key, version, msg, data = decode_metadata_record(value)
-        except (SchemaError, LookupError) as e:
+        except (ValueDecodeError, LookupError) as e:
             return None, f"Error at {offset}, skipping. {e.args[0] if e.args else e}"
         return None, json_text({"type": metadata_type_enum_name(api_key), "version": version,
                                 "data": to_json_data(msg, data)})
@@ -75,7 +76,7 @@ def dump_text(decoder, key, value, offset):
         if str(e).startswith("unknown record type"):
             return f"Unknown record type {struct.unpack_from('>h', key)[0]} at offset {offset}, skipping.", None
         return f"Error at offset {offset}, skipping. {e}", None
-    except SchemaError as e:
+    except ValueDecodeError as e:
         return f"Error at offset {offset}, skipping. {e}", None
     key_text = json_text({"type": str(d["type"]), "data": to_json_data(d["key_message"], d["key"])})
     if d["value"] is None:
@@ -90,7 +91,7 @@ def dump_text(decoder, key, value, offset):
                                ("assignment", CONSUMER_PROTOCOL_ASSIGNMENT)):
                 try:
                     m[field] = _consumer_protocol_json(msg, raw[field])
-                except SchemaError:
+                except ValueDecodeError:
                     pass
     return key_text, json_text({"version": str(d["version"]), "data": data})
 

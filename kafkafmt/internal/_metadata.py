@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kafkafmt.internal._tables import InternalTable, register_table
+from kafkafmt.errors import ValueDecodeError
 from kafkafmt.internal._columns import (append_row, arrow, sparse_binary, warn_counts, with_source,
                                         with_source_columns, without_source)
-from kafkafmt.internal.codec import (SchemaError, decode_message, encode_message, json_text, read_uvarint,
+from kafkafmt.internal._tables import InternalTable, register_table
+from kafkafmt.internal.codec import (decode_message, encode_message, json_text, read_uvarint,
                                      to_json_data, uuid_text, write_uvarint)
 from kafkafmt.internal.schemas import METADATA_RECORDS, in_versions
 
@@ -74,7 +75,7 @@ def metadata_type_enum_name(api_key):
 
 def decode_metadata_record(value):
     """Decode one KRaft metadata record value: uvarint frame version, uvarint api key, uvarint
-    version, then the message. Returns (api_key, version, message schema, dict). Raises `SchemaError`
+    version, then the message. Returns (api_key, version, message schema, dict). Raises `ValueDecodeError`
     for corrupt bytes, `LookupError` (with api_key/version known) for an unknown type or version.
 
     Parameters
@@ -88,7 +89,7 @@ def decode_metadata_record(value):
 
     Raises
     ------
-    SchemaError
+    ValueDecodeError
         Corrupt bytes.
     LookupError
         An unknown type or version (with api_key/version known).
@@ -105,7 +106,7 @@ def decode_metadata_record(value):
     (12, 0, <Message FeatureLevelRecord v0-0>, {'Name': 'metadata.version', 'FeatureLevel': 19})
     """
     if value is None:
-        raise SchemaError("the value is null")
+        raise ValueDecodeError("the value is null")
     end = len(value)
     frame, pos = read_uvarint(value, 0, end)
     api_key, pos = read_uvarint(value, pos, end)
@@ -211,7 +212,7 @@ def cluster_metadata(recs):
             if row["api_key"] in METADATA_RECORDS:
                 row["record_type"] = METADATA_RECORDS[row["api_key"]].name
             raw.append(i)
-        except SchemaError as e:
+        except ValueDecodeError as e:
             err = str(e)
             raw.append(i)
         else:
