@@ -9,7 +9,7 @@ import numpy as np
 
 from kafkafmt.errors import KafkafmtWarning
 
-__all__ = ["SOURCE_COLUMNS", "arrow", "with_source_columns", "with_source", "without_source", "column_parts", "string_array",
+__all__ = ["SOURCE_COLUMNS", "arrow", "with_source_columns", "source_schemas", "with_source", "without_source", "column_parts", "string_array",
            "masked_array", "sparse_binary", "text_column", "warn_counts", "timestamp_array", "append_row"]
 
 
@@ -28,6 +28,13 @@ def with_source_columns(schema):
     """`schema` with `SOURCE_COLUMNS` appended."""
     pa = arrow()
     return schema.append(pa.field("source_partition", pa.int32())).append(pa.field("log_dir", pa.string()))
+
+
+def source_schemas(record_schemas):
+    """``record_schemas(pyarrow, timestamp type)``'s tables' schemas by name, `SOURCE_COLUMNS` appended."""
+    pa = arrow()
+    return {name: with_source_columns(schema)
+            for name, schema in record_schemas(pa, pa.timestamp("ms", tz="UTC")).items()}
 
 
 def with_source(table, recs, rows=None):

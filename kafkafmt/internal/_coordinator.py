@@ -13,9 +13,9 @@ import struct
 import numpy as np
 
 from kafkafmt.errors import ValueDecodeError
-from kafkafmt.internal._columns import (append_row, arrow, column_parts, masked_array, sparse_binary,
-                                        string_array, text_column, timestamp_array, warn_counts, with_source,
-                                        with_source_columns, without_source)
+from kafkafmt.internal._columns import (append_row, arrow, column_parts, masked_array, source_schemas,
+                                        sparse_binary, string_array, text_column, timestamp_array, warn_counts,
+                                        with_source, without_source)
 from kafkafmt.internal._tables import InternalTable, internal_table, register_table
 from kafkafmt.internal.codec import decode_message, encode_message, uuid_text
 from kafkafmt.internal.schemas import (CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, GROUP_RECORDS,
@@ -67,9 +67,7 @@ def record_schemas(pa, ts):
 
 
 def _schemas():
-    pa = arrow()
-    return {name: with_source_columns(schema)
-            for name, schema in record_schemas(pa, pa.timestamp("ms", tz="UTC")).items()}
+    return source_schemas(record_schemas)
 
 
 # ------------------------------------------------------------------------------------------------

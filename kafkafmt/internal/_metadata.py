@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from kafkafmt.errors import ValueDecodeError
-from kafkafmt.internal._columns import (append_row, arrow, sparse_binary, warn_counts, with_source,
-                                        with_source_columns, without_source)
+from kafkafmt.internal._columns import (append_row, arrow, source_schemas, sparse_binary, warn_counts,
+                                        with_source, without_source)
 from kafkafmt.internal._tables import InternalTable, register_table
 from kafkafmt.internal.codec import (decode_message, encode_message, json_text, read_uvarint,
                                      to_json_data, uuid_text, write_uvarint)
@@ -34,9 +34,7 @@ def record_schemas(pa, ts):
 
 
 def _schemas():
-    pa = arrow()
-    return {name: with_source_columns(schema)
-            for name, schema in record_schemas(pa, pa.timestamp("ms", tz="UTC")).items()}
+    return source_schemas(record_schemas)
 
 
 _CONFIG_RESOURCE = {2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metrics", 32: "group"}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from kafkafmt.errors import TopicNotFoundError
-from kafkafmt.internal._columns import arrow, with_source_columns
+from kafkafmt.internal._columns import source_schemas
 
 __all__ = ["InternalTable", "INTERNAL_TABLES", "register_table", "internal_table", "schema_of", "decoders",
            "find_topic", "SAMPLE_RECORDS"]
@@ -99,8 +99,7 @@ class InternalTable:
         >>> internal.internal_table("connect_status").schema().names[-2:]
         ['source_partition', 'log_dir']
         """
-        pa = arrow()
-        return with_source_columns(self.schemas(pa, pa.timestamp("ms", tz="UTC"))[self.name])
+        return source_schemas(self.schemas)[self.name]
 
     def named(self, topic):
         """Whether ``topic`` is this table's topic by name: its default name or one of `names`.

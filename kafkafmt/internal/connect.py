@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 
-from kafkafmt.internal._columns import arrow, with_source, with_source_columns, without_source
+from kafkafmt.internal._columns import source_schemas, with_source, without_source
 from kafkafmt.internal._tables import SAMPLE_RECORDS, InternalTable, register_table
 
 __all__ = ["configs_table", "offsets_table", "status_table", "record_schemas", "connect_configs", "connect_offsets",
@@ -219,9 +219,7 @@ def status_table(recs, schema):
 
 
 def _schemas():
-    pa = arrow()
-    return {name: with_source_columns(schema)
-            for name, schema in record_schemas(pa, pa.timestamp("ms", tz="UTC")).items()}
+    return source_schemas(record_schemas)
 
 
 # ------------------------------------------------------------------------------------------------
