@@ -81,6 +81,11 @@ class NotALogDirError(KafkafmtError, NotADirectoryError):
     """A path given as a partition folder or log dir is not one (a file, or a folder without Kafka data)."""
 
 
+class TopicNotFoundError(KafkafmtError, LookupError):
+    """No topic, or more than one, holds what was asked for: an internal topic's table whose topic is
+    found under none of the names there are, or under several (the message names the candidates)."""
+
+
 class KafkafmtWarning(UserWarning):
     """Something was read in a slower or degraded way (an index fell back to a scan...)."""
 
@@ -149,4 +154,5 @@ class SchemaError(KafkafmtError, ValueError):
 
 
 class ValueDecodeError(KafkafmtError, ValueError):
-    """A record's key or value does not decode in the requested format (``strict=True``)."""
+    """A record's key or value does not decode in the requested format (``strict=True``), or as the Kafka
+    message it holds (an internal topic's record: `kafkafmt.internal.decode_coordinator_record`)."""

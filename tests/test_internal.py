@@ -18,7 +18,7 @@ import pyarrow as pa
 
 import kafkafmt  # noqa: E402
 from kafkafmt import internal as ki  # noqa: E402
-from kafkafmt.internal import codec, schemas  # noqa: E402
+from kafkafmt.internal import _coordinator as coordinator, codec, schemas  # noqa: E402
 from kafkafmt.errors import KafkafmtWarning
 
 UUID1 = bytes(range(16))
@@ -113,13 +113,30 @@ def test_every_schema_version_round_trips(msg, version):
         got, end = codec.decode_message(msg, version, data)
         assert end == len(data)
         assert got == _expected(msg.fields, values, version, flexible)
-        # every strict prefix fails cleanly, never with anything but SchemaError
+        # every strict prefix fails cleanly, never with anything but ValueDecodeError
         for cut in sorted({0, len(data) // 2, len(data) - 1}):
             if cut < len(data):
                 try:
                     codec.decode_message(msg, version, data[:cut])
-                except codec.SchemaError:
+                except kafkafmt.ValueDecodeError:
                     pass
+
+
+def test_one_error_name_for_bytes_that_do_not_decode():
+    """A key or value that does not decode as its Kafka message is a kafkafmt.ValueDecodeError (a
+    KafkafmtError), as a value that does not decode in a format; kafkafmt.SchemaError is about a schema
+    itself. The former name still answers, with a DeprecationWarning."""
+    with pytest.raises(kafkafmt.ValueDecodeError, match="key: truncated before the record type") as e:
+        ki.decode_coordinator_record(b"\x00", None)
+    assert isinstance(e.value, kafkafmt.KafkafmtError) and not isinstance(e.value, kafkafmt.SchemaError)
+    with pytest.raises(kafkafmt.ValueDecodeError, match="OffsetCommitValue v3 field"):
+        ki.decode_coordinator_record(*ki.encode_group_record(1, {"group": "g", "topic": "t", "partition": 0}, 3, {
+            "offset": 1, "leaderEpoch": 0, "metadata": "", "commitTimestamp": 0})[:1], b"\x00\x03\x00")
+    with pytest.warns(DeprecationWarning, match="ValueDecodeError"):
+        assert ki.SchemaError is kafkafmt.ValueDecodeError
+    with pytest.warns(DeprecationWarning):
+        assert codec.SchemaError is kafkafmt.ValueDecodeError
+    assert "SchemaError" not in ki.__all__ and "SchemaError" not in codec.__all__
 
 
 def test_schema_facts():
@@ -317,10 +334,10 @@ def test_consumer_protocol_against_kafka_python():
         assert list(theirs.topics) == ["a", "b"] and theirs.user_data == b"ud"
         sub = kp.ConsumerProtocolSubscription(version=v, topics=["x"], user_data=None, owned_partitions=[],
                                               generation_id=3, rack_id=None).encode(version=v)
-        assert ki._decode_versioned(schemas.CONSUMER_PROTOCOL_SUBSCRIPTION, sub)["Topics"] == ["x"]
+        assert coordinator.decode_versioned(schemas.CONSUMER_PROTOCOL_SUBSCRIPTION, sub)["Topics"] == ["x"]
         asg = kp.ConsumerProtocolAssignment(version=v, assigned_partitions=[("t", [0, 5])],
                                             user_data=None).encode(version=v)
-        got = ki._decode_versioned(schemas.CONSUMER_PROTOCOL_ASSIGNMENT, asg)
+        got = coordinator.decode_versioned(schemas.CONSUMER_PROTOCOL_ASSIGNMENT, asg)
         assert got["AssignedPartitions"] == [{"Topic": "t", "Partitions": [0, 5]}]
         assert asg == ki.encode_assignment(v, [("t", [0, 5])])
 
@@ -472,7 +489,7 @@ def test_cluster_metadata_every_type_and_version(tmp_path):
         flexible_expected = _expected(msg.fields, d, ver, True)
         assert json.loads(row["fields"]) == json.loads(codec.json_text(codec.to_json_data(msg, flexible_expected)))
         if api_key == 2:
-            assert row["topic_name"] == d["Name"] and row["topic_id"] == ki._uuid_text(d["TopicId"])
+            assert row["topic_name"] == d["Name"] and row["topic_id"] == codec.uuid_text(d["TopicId"])
         if api_key == 3:
             assert (row["partition_id"], row["leader"], row["replicas"], row["isr"]) == (
                 d["PartitionId"], d["Leader"], d["Replicas"], d["Isr"])
@@ -485,7 +502,7 @@ def test_cluster_metadata_every_type_and_version(tmp_path):
 
 def test_cluster_metadata_json_like_kafka():
     # Kafka's Uuid text: url-safe base64 of the 16 bytes, no padding (Uuid(0, 1) is AAAAAAAAAAAAAAAAAAAAAQ)
-    assert ki._uuid_text(bytes(15) + b"\x01") == "AAAAAAAAAAAAAAAAAAAAAQ"
+    assert codec.uuid_text(bytes(15) + b"\x01") == "AAAAAAAAAAAAAAAAAAAAAQ"
     topic_id = base64.urlsafe_b64decode("gSnfpEbtQfSDpxM2lhEn9A==")
     v = ki.encode_metadata_record(2, 0, {"Name": "orders", "TopicId": topic_id})
     p = ki.encode_metadata_record(5, 0, {"PartitionId": 1, "TopicId": topic_id, "Isr": [1, 2]}, frame_version=0)

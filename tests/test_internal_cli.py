@@ -416,9 +416,7 @@ def test_export_internal_reads_only_its_own_topic(name, sample, real_corpus, tmp
     loose.mkdir(parents=True)
     for seg in sorted((pathlib.Path(sample) / "orders-0").glob("*.log"))[:3]:
         shutil.copy(seg, loose / seg.name)
-    from kafkafmt.cli.internal_topics import INTERNAL_TABLES
-
-    topic = INTERNAL_TABLES[name]
+    topic = ki.TOPIC_OF[name]
     out = tmp_path / "x.parquet"
     p = cli("export", root, "--internal", name, "--to", out, check=2)
     assert f"no {topic} partition" in p.stderr

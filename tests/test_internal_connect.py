@@ -4,8 +4,10 @@ schemas, tombstones), read back from disk."""
 import json
 
 import pyarrow as pa
+import pytest
 
 import kafkafmt
+import kafkafmt.errors
 from kafkafmt import internal
 
 
@@ -128,5 +130,119 @@ def test_a_connect_cluster_names_its_own_topics(tmp_path):
              "--to", tmp_path / "s.parquet", check=0)
     want = internal.connect_status(kafkafmt.read_log_dirs(str(root)))
     assert pq.read_table(tmp_path / "s.parquet").equals(want) and want.num_rows == 3
-    p = kcli.run("export", root, "--internal", "connect_status", "--to", tmp_path / "t.parquet")
-    assert p.returncode != 0 and "connect-status" in p.stderr
+    # without --topics: found by its name and records, and said so
+    p = kcli.run("export", root, "--internal", "connect_status", "--to", tmp_path / "t.parquet", check=0)
+    assert "reads the topic dc1-connect-status" in p.stderr
+    assert pq.read_table(tmp_path / "t.parquet").equals(want)
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 34 item 8: Connect's topics under the names Connect clusters give them, in every door
+
+CONFIGS = [("connector-datagen", {"properties": {"connector.class": "DatagenConnector", "tasks.max": "1"}}),
+           ("task-datagen-0", {"properties": {"task.class": "DatagenTask"}}),
+           ("commit-datagen", {"tasks": 1}),
+           ("target-state-datagen", {"state": "STARTED", "state.v2": "STARTED"})]
+OFFSETS = [('["datagen",{"task.id":"datagen-0"}]', {"random.iterations": 120}),
+           ('["datagen",{"task.id":"datagen-1"}]', None)]
+STATUS = [("status-connector-datagen", {"state": "RUNNING", "trace": None, "worker_id": "connect:8083",
+                                        "generation": 2}),
+          ("status-task-datagen-0", {"state": "RUNNING", "trace": None, "worker_id": "connect:8083",
+                                     "generation": 2}),
+          ("status-topic-pageviews:connector-datagen", {"topic": {"name": "pageviews", "connector": "datagen",
+                                                                  "task": 0, "discoverTimestamp": 1700000000000}})]
+RECORDS = {"connect_configs": CONFIGS, "connect_offsets": OFFSETS, "connect_status": STATUS}
+# (configs, offsets, status) as clusters name them
+NAMINGS = {
+    "confluent images": ("docker-connect-configs", "docker-connect-offsets", "docker-connect-status"),
+    "underscore": ("_kafka-connect-configs", "_kafka-connect-offsets", "_kafka-connect-status"),
+    "strimzi": ("my-connect-cluster-configs", "my-connect-cluster-offsets", "my-connect-cluster-status"),
+    "debezium": ("my_connect_configs", "my_connect_offsets", "my_connect_statuses"),
+    "mirrormaker 2": ("mm2-configs.dc1.internal", "mm2-offsets.dc1.internal", "mm2-status.dc1.internal"),
+}
+
+
+def _cluster(root, names, partitions=(0,)):
+    """A log dir with a Connect cluster's three topics under ``names`` and a user topic beside them."""
+    for table, topic in zip(("connect_configs", "connect_offsets", "connect_status"), names):
+        for p in partitions:
+            _write(str(root / f"{topic}-{p}"), RECORDS[table])
+    _write(str(root / "pageviews-0"), [("u1", {"page": "/a"}), ("u2", {"page": "/b"})])
+    return root
+
+
+@pytest.mark.parametrize("naming", sorted(NAMINGS))
+def test_connect_topics_found_under_their_clusters_names(naming, tmp_path):
+    """The library and the CLI find each table's topic by its name and records, with no --topics."""
+    import pyarrow.parquet as pq
+
+    import kcli
+
+    names = NAMINGS[naming]
+    root = _cluster(tmp_path / "logs", names)
+    for table, topic in zip(("connect_configs", "connect_offsets", "connect_status"), names):
+        assert kafkafmt.find_internal_topic(str(root), table) == topic
+        want = getattr(internal, table)(kafkafmt.read_log_dirs(str(root), topics=[topic]))
+        assert want.num_rows == len(RECORDS[table]) and want.column("error").null_count == want.num_rows
+        out = tmp_path / f"{table}.parquet"
+        p = kcli.run("export", root, "--internal", table, "--to", out, check=0)
+        assert f"reads the topic {topic}" in p.stderr
+        assert pq.read_table(out).equals(want)
+
+
+def test_connect_topics_found_by_spark(tmp_path, spark):
+    names = NAMINGS["confluent images"]
+    root = _cluster(tmp_path / "logs", names, partitions=(0, 1))
+    for table, topic in zip(("connect_configs", "connect_offsets", "connect_status"), names):
+        want = getattr(internal, table)(kafkafmt.read_log_dirs(str(root), topics=[topic]))
+        df = spark.read.format("kafka-segments").option("decode", table).load(str(root))
+        got = sorted((r["source_partition"], r["offset"]) for r in df.select("source_partition", "offset").collect())
+        assert got == sorted(zip(want.column("source_partition").to_pylist(), want.column("offset").to_pylist()))
+        assert len(got) == 2 * len(RECORDS[table])
+
+
+def test_connect_topic_found_by_its_records_alone(tmp_path):
+    """A status topic under a name like no other (a cluster's own config) is found by its records; a
+    user topic named like a Connect topic whose records are not Connect's is passed over."""
+    import kcli
+
+    root = tmp_path / "logs"
+    _write(str(root / "infra-state-0"), STATUS)
+    _write(str(root / "connector-status-events-0"), [("e1", {"event": "deployed"}), ("e2", {"event": "failed"})])
+    _write(str(root / "pageviews-0"), [("u1", {"page": "/a"})])
+    assert kafkafmt.find_internal_topic(str(root), "connect_status") == "infra-state"
+    p = kcli.run("export", root, "--internal", "connect_status", "--to", tmp_path / "s.jsonl", check=0)
+    assert "reads the topic infra-state" in p.stderr
+    assert len((tmp_path / "s.jsonl").read_text().splitlines()) == len(STATUS)
+    # named like it but holding other records, and nothing else fits: the error names it
+    (root / "infra-state-0").rename(tmp_path / "gone")
+    p = kcli.run("export", root, "--internal", "connect_status", "--to", tmp_path / "t.jsonl", check=2)
+    assert "connector-status-events" in p.stderr and "--topics" in p.stderr
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_two_connect_clusters_name_the_candidates(tmp_path, spark):
+    import kcli
+
+    root = tmp_path / "logs"
+    _cluster(root, NAMINGS["confluent images"])
+    _cluster(root, NAMINGS["strimzi"])
+    with pytest.raises(kafkafmt.errors.TopicNotFoundError, match="docker-connect-status, my-connect-cluster-status"):
+        kafkafmt.find_internal_topic(str(root), "connect_status")
+    p = kcli.run("export", root, "--internal", "connect_status", "--to", tmp_path / "s.parquet", check=2)
+    assert "docker-connect-status, my-connect-cluster-status" in p.stderr and "--topics" in p.stderr
+    assert not (tmp_path / "s.parquet").exists()
+    with pytest.raises(Exception, match="docker-connect-status, my-connect-cluster-status.*subscribe"):
+        spark.read.format("kafka-segments").option("decode", "connect_status").load(str(root)).count()
+    # naming one reads it
+    df = spark.read.format("kafka-segments").option("decode", "connect_status") \
+        .option("subscribe", "my-connect-cluster-status").load(str(root))
+    assert df.count() == len(STATUS)
+
+
+def test_an_empty_connect_topic_is_found_by_its_name(tmp_path):
+    root = tmp_path / "logs"
+    (root / "docker-connect-status-0").mkdir(parents=True)
+    kafkafmt.LogWriter(str(root / "docker-connect-status-0")).close()
+    _write(str(root / "pageviews-0"), [("u1", {"page": "/a"})])
+    assert kafkafmt.find_internal_topic(str(root), "connect_status") == "docker-connect-status"

@@ -16,10 +16,11 @@ people and scripts that know ``kafka-dump-log.sh`` recognise them:
   entry, the transaction index and producer snapshot fields as Kafka names them;
 * after all files, on stderr, index mismatches, time index errors and (with ``--records``)
   non-consecutive offsets, worded as Kafka does;
-* with ``--offsets-decoder`` / ``--transaction-log-decoder`` / ``--cluster-metadata-decoder`` (and by
-  default for ``__consumer_offsets-N``, ``__transaction_state-N``, ``__cluster_metadata-N`` folders
-  and KRaft snapshots, unless ``--no-decode-internal``) keys and payloads as Kafka's decoders print
-  them (`kafkafmt.cli.internal_topics`).
+* with ``--offsets-decoder`` / ``--transaction-log-decoder`` / ``--share-group-state-decoder`` /
+  ``--cluster-metadata-decoder`` (and by default for ``__consumer_offsets-N``, ``__transaction_state-N``,
+  ``__share_group_state-N``, ``__cluster_metadata-N`` folders and KRaft snapshots, unless
+  ``--no-decode-internal``) keys and payloads as Kafka's decoders print them
+  (`kafkafmt.cli.internal_topics`).
 
 Differences: ranges (``--offset-range``, ``--time-range``) seek with the indexes instead of reading
 from the start; a corrupt stretch is reported (``Skipped ... bytes``) and dumping resumes at the
@@ -47,6 +48,7 @@ from kafkafmt.log import ReportKind
 from kafkafmt.cli.controls import control_text, control_json
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli import internal_topics
+from kafkafmt.internal import decoders as internal_decoders
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import (CHUNK_BYTES, FileReader, iter_partition, log_metadata, resolve_range,
                                   topic_of_file)
@@ -106,15 +108,13 @@ def add_parser(sub, parents):
     p.add_argument("--all-files", action="store_true",
                    help="for directories: also dump index, snapshot and checkpoint files, not only .log segments")
     dec = p.add_mutually_exclusive_group()
-    dec.add_argument("--offsets-decoder", action="store_true",
-                     help="decode records as __consumer_offsets records (Kafka's flag; implies --print-data)")
-    dec.add_argument("--transaction-log-decoder", action="store_true",
-                     help="decode records as __transaction_state records (Kafka's flag; implies --print-data)")
-    dec.add_argument("--cluster-metadata-decoder", action="store_true",
-                     help="decode records as KRaft cluster metadata records (Kafka's flag; implies --print-data)")
+    for flag, decoder in internal_topics.decoder_flags().items():      # kafka-dump-log's decoders
+        dec.add_argument(f"--{decoder}-decoder", dest=flag, action="store_true",
+                         help=f"decode records as {internal_decoders()[decoder].topic} records (Kafka's flag; "
+                              "implies --print-data)")
     p.add_argument("--no-decode-internal", action="store_true",
-                   help="print the keys and values of __consumer_offsets, __transaction_state, __cluster_metadata "
-                        "and KRaft snapshots as bytes (by default they are decoded by the folder's name)")
+                   help=f"print the keys and values of {', '.join(internal_topics.topic_decoders())} and KRaft "
+                        "snapshots as bytes (by default they are decoded by the folder's name)")
     p.set_defaults(run=run)
     return p
 
@@ -166,7 +166,7 @@ class Dumper:
         self.c = console
         self.json = args.json
         # Kafka's decoder flags imply --print-data-log (and so deep iteration)
-        self.decoder = next((name for flag, name in internal_topics.DECODER_FLAGS.items()
+        self.decoder = next((name for flag, name in internal_topics.decoder_flags().items()
                              if getattr(args, flag, False)), None)
         self.decode_internal = not getattr(args, "no_decode_internal", False)
         self.cur_decoder = None
@@ -374,7 +374,7 @@ class Dumper:
         its log start (records below it were deleted; name a segment file to see every byte), the
         tasks planned as every door plans them."""
         report = []
-        self.cur_decoder = self.decoder or (internal_topics.TOPIC_DECODERS.get(pd.topic) if self.decode_internal
+        self.cur_decoder = self.decoder or (internal_topics.topic_decoders().get(pd.topic) if self.decode_internal
                                             else None)
         rng = self.range_for(pd) if self.filtered else (None, None)
         segments = pd.list_segments(report)

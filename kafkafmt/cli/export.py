@@ -23,7 +23,8 @@ import time
 
 import numpy as np
 
-from kafkafmt.read import iter_log_dir
+from kafkafmt.internal import INTERNAL_TABLES
+from kafkafmt.read import internal_topic, iter_log_dir
 from kafkafmt.values import decode_values
 from kafkafmt.record import BATCH_METADATA_COLUMNS, TYPED_COLUMNS
 from kafkafmt.values import conform, merge_types
@@ -81,18 +82,21 @@ def add_parser(sub, parents):
                    help="skip corrupt batches (each reported on stderr; exit code 1) instead of stopping at the first")
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local: this process, streaming; spark: the kafka-segments Spark data source (pyspark)")
-    p.add_argument("--internal", choices=("consumer_offsets", "group_members", "transaction_state",
-                                          "cluster_metadata", "connect_configs", "connect_offsets",
-                                          "connect_status"),     # kafkafmt.internal.TABLES (not imported here)
-                   help="write one of kafkafmt.internal's tables of Kafka's internal topics instead of records: "
-                        "consumer_offsets/group_members read __consumer_offsets, transaction_state "
-                        "__transaction_state, cluster_metadata __cluster_metadata and its .checkpoint snapshots; "
-                        "connect_configs/connect_offsets/connect_status Kafka Connect's topics (by default "
-                        "connect-configs, connect-offsets, connect-status; --topics names another)")
+    p.add_argument("--internal", choices=tuple(INTERNAL_TABLES),
+                   help="write one of kafkafmt.internal's tables of internal topics instead of records: "
+                        + "; ".join(f"{t.name} reads {_internal_source(t)}" for t in INTERNAL_TABLES.values()))
     add_typed_options(p, "--key-format", "--value-format", "write typed (nested) columns: decode")
     add_table_arguments(p)
     p.set_defaults(run=run)
     return p
+
+
+def _internal_source(table):
+    """What ``--internal`` reads for a table, for --help."""
+    if table.names:
+        return (f"{table.topic} or the topic named and shaped like it (a Connect cluster names its own; "
+                "--topics names it)")
+    return table.topic + (" and its .checkpoint snapshots" if table.snapshots else "")
 
 
 def _pa():
@@ -567,14 +571,18 @@ def _snapshot_files(pd):
 
 def run_internal(args, console, fmt):
     """``export --internal NAME``: the chosen internal topic's partitions under the paths, chunk by
-    chunk through `kafkafmt.internal`, written with `kafkafmt.internal.schema_of(NAME)`."""
+    chunk through `kafkafmt.internal`, written with `kafkafmt.internal.schema_of(NAME)`. A Connect
+    table's topic (named by its Connect cluster) is `kafkafmt.read.internal_topic`'s choice unless
+    --topics names it."""
     from kafkafmt import internal
-    from kafkafmt.cli.internal_topics import INTERNAL_TABLES, WarningTally
+    from kafkafmt.cli.internal_topics import WarningTally
+    from kafkafmt.errors import TopicNotFoundError
 
     name = args.internal
-    topic = INTERNAL_TABLES[name]
+    table = internal.internal_table(name)
+    topic = table.topic
     given_topics = parse_name_list(args.topics)
-    if name in internal.CONNECT_TABLES and given_topics is not None:
+    if table.names and given_topics is not None:
         if len(given_topics) != 1:
             raise UsageError(f"--internal {name} reads one topic: give one name with --topics")
         topic, = given_topics           # a Connect cluster names its topics itself
@@ -592,12 +600,21 @@ def run_internal(args, console, fmt):
     offsets = parse_offset_range(args.offset_range)
     times = parse_time_range(args.time_range)
     partitions = parse_int_list(args.partitions, "partition")
+    if table.names and given_topics is None:
+        everything = find_inputs(paths, None, partitions)
+        if everything.partitions:
+            try:
+                topic = internal_topic(name, everything.partitions)
+            except TopicNotFoundError as exc:
+                raise UsageError(f"--internal {name}: {exc.reason}; give its name with --topics") from None
+            if topic != table.topic:
+                console.info(f"kafkafmt: --internal {name} reads the topic {topic} (give another with --topics)")
     found = find_inputs(paths, {topic}, partitions)
     # the topic's partitions, and files only when named on the command line: a loose segment found
     # under a root belongs to no topic that could be told
     files = [f for f in checked_record_files(found, console) if f in found.given_files]
     snapshots = {}
-    if name == "cluster_metadata":
+    if table.snapshots:
         for pd in found.partitions:
             snapshots[pd.url] = _snapshot_files(pd)
     if not found.partitions and not files:
@@ -609,8 +626,8 @@ def run_internal(args, console, fmt):
         cli_paths.getsize(f) for f in files) + sum(cli_paths.getsize(f) for v in snapshots.values() for f in v)
     opts = dict(isolation=args.isolation, errors="salvage" if args.salvage else "strict", verify_crc=True,
                 max_bytes=CHUNK_BYTES)
-    schema = internal.schema_of(name)
-    decode = getattr(internal, name)
+    schema = table.schema()
+    decode = table.build
     tally = WarningTally()
 
     def write(writer, chunk, state):

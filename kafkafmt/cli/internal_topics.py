@@ -1,13 +1,15 @@
 """Kafka's internal topics on the command line: which decoder a file gets in ``kafkafmt dump``, the
-text and JSON it prints per record, and the table ``kafkafmt export --internal`` writes.
+text and JSON it prints per record, and the topic ``kafkafmt export --internal`` reads.
 
-* ``dump --offsets-decoder`` / ``--transaction-log-decoder`` / ``--cluster-metadata-decoder`` decode
-  every record as Kafka's DumpLogSegments does with the same flags (they imply ``--print-data``);
-* without them, ``dump`` decodes a segment of ``__consumer_offsets-N``, ``__transaction_state-N``
-  or ``__cluster_metadata-N`` (and every KRaft ``.checkpoint`` snapshot) by its folder's name,
-  unless ``--no-decode-internal`` is given.
+* ``dump --offsets-decoder`` / ``--transaction-log-decoder`` / ``--share-group-state-decoder`` /
+  ``--cluster-metadata-decoder`` (one flag per decoder of `kafkafmt.internal.decoders`) decode every
+  record as Kafka's DumpLogSegments does with the same flags (they imply ``--print-data``);
+* without them, ``dump`` decodes a segment of a folder named after an internal topic
+  (``__consumer_offsets-N``...) and every KRaft ``.checkpoint`` snapshot by its folder's name, unless
+  ``--no-decode-internal`` is given.
 
-The texts themselves come from `kafkafmt.internal.dump_text`; the tables from `kafkafmt.internal`.
+Every list here comes from `kafkafmt.internal.INTERNAL_TABLES`; the texts from
+`kafkafmt.internal.dump_text`, the tables from `kafkafmt.internal`.
 """
 from __future__ import annotations
 
@@ -16,32 +18,37 @@ import posixpath
 import re
 import warnings
 
-from kafkafmt.internal import TOPIC_OF
+from kafkafmt.internal import INTERNAL_TABLES, decoders
 from kafkafmt.log import partition_of_name
 
-__all__ = ["DECODER_FLAGS", "TOPIC_DECODERS", "INTERNAL_TABLES", "decoder_for", "record_texts", "record_json",
+__all__ = ["decoder_flags", "topic_decoders", "snapshot_decoder", "decoder_for", "record_texts", "record_json",
            "WarningTally"]
 
-#: dump flag -> decoder name of `kafkafmt.internal.dump_text`
-DECODER_FLAGS = {"offsets_decoder": "offsets", "transaction_log_decoder": "transaction-log",
-                 "cluster_metadata_decoder": "cluster-metadata"}
 
-#: internal topic -> the decoder its folder gets by default
-TOPIC_DECODERS = {"__consumer_offsets": "offsets", "__transaction_state": "transaction-log",
-                  "__cluster_metadata": "cluster-metadata"}
+def decoder_flags():
+    """``{argparse dest: decoder}``: one ``--<decoder>-decoder`` flag per decoder of the internal tables
+    (kafka-dump-log's names)."""
+    return {f"{name.replace('-', '_')}_decoder": name for name in decoders()}
 
-#: ``export --internal`` table -> the topic it reads (kafkafmt.internal's own map)
-INTERNAL_TABLES = dict(TOPIC_OF)
+
+def topic_decoders():
+    """``{internal topic: the decoder its folders get by default}``."""
+    return {t.topic: name for name, t in decoders().items()}
+
+
+def snapshot_decoder():
+    """The decoder of KRaft ``.checkpoint`` snapshots (the table whose folders hold them), or None."""
+    return next((t.decoder for t in INTERNAL_TABLES.values() if t.snapshots and t.decoder), None)
 
 
 def decoder_for(path, kind):
-    """The decoder a file gets by default: ``cluster-metadata`` for a KRaft snapshot, the topic's
-    for a segment whose folder is named after an internal topic, else None. ``path`` may be a URL."""
+    """The decoder a file gets by default: the snapshots' for a KRaft snapshot, the topic's for a
+    segment whose folder is named after an internal topic, else None. ``path`` may be a URL."""
     if kind == "kraft-snapshot":
-        return "cluster-metadata"
+        return snapshot_decoder()
     folder = posixpath.basename(posixpath.dirname(str(path).replace("\\", "/").rstrip("/")))
     tp = partition_of_name(folder) if folder else None
-    return TOPIC_DECODERS.get(tp[0]) if tp else None
+    return topic_decoders().get(tp[0]) if tp else None
 
 
 class MissingKey(ValueError):
@@ -56,7 +63,7 @@ def record_texts(decoder, key, value, offset):
     try:
         return dump_text(decoder, key, value, offset)
     except ValueError as exc:
-        if decoder != "cluster-metadata" and key is None:
+        if decoders()[decoder].encoding == "coordinator" and key is None:
             raise MissingKey(str(exc)) from None
         raise
 

@@ -3,19 +3,22 @@
 Classic versions: int16-length strings (-1 null), int32-length bytes and arrays (-1 null).
 Flexible versions: unsigned-varint length+1 (0 null) for strings, bytes and arrays, and a tagged-field
 section (uvarint count, then uvarint tag, uvarint size, data) at the end of every struct.
-Every length is checked against the bytes that remain before anything is allocated; an error names
-the message, version and field that failed.
+Every length is checked against the bytes that remain before anything is allocated; an error (a
+`kafkafmt.errors.ValueDecodeError`: the key or value does not decode as its message) names the message,
+version and field that failed.
 """
 from __future__ import annotations
 
 import base64
 import json
 import struct
+import warnings
 
+from kafkafmt.errors import ValueDecodeError
 from kafkafmt.internal.schemas import in_versions
 
-__all__ = ["SchemaError", "decode_message", "encode_message", "to_json_data", "read_uvarint",
-           "write_uvarint", "MAX_ARRAY_LENGTH"]
+__all__ = ["decode_message", "encode_message", "to_json_data", "read_uvarint",
+           "write_uvarint", "uuid_text", "MAX_ARRAY_LENGTH"]
 
 #: an array longer than this is corrupt whatever the bytes left (Kafka's own limit is the buffer)
 MAX_ARRAY_LENGTH = 1 << 24
@@ -25,15 +28,11 @@ _STRUCT = {"int8": struct.Struct(">b"), "int16": struct.Struct(">h"), "uint16": 
            "int32": struct.Struct(">i"), "int64": struct.Struct(">q"), "float64": struct.Struct(">d")}
 
 
-class SchemaError(ValueError):
-    """A key or value does not follow its schema (truncated, bad length, bad UTF-8, ...)."""
-
-
 def read_uvarint(buf, pos, end):
     result = shift = 0
     while True:
         if pos >= end:
-            raise SchemaError("truncated varint")
+            raise ValueDecodeError("truncated varint")
         b = buf[pos]
         pos += 1
         result |= (b & 0x7F) << shift
@@ -41,7 +40,7 @@ def read_uvarint(buf, pos, end):
             return result, pos
         shift += 7
         if shift > 28:
-            raise SchemaError("varint longer than 5 bytes")
+            raise ValueDecodeError("varint longer than 5 bytes")
 
 
 def write_uvarint(out, value):
@@ -60,7 +59,7 @@ class _Reader:
         self.msg, self.version, self.flexible = msg, version, flexible
 
     def fail(self, field, what):
-        raise SchemaError(f"{self.msg} v{self.version} field {field}: {what}")
+        raise ValueDecodeError(f"{self.msg} v{self.version} field {field}: {what}")
 
     def fixed(self, type, field):
         n = _FIXED[type]
@@ -77,7 +76,7 @@ class _Reader:
     def uvarint(self, field):
         try:
             v, self.pos = read_uvarint(self.buf, self.pos, self.end)
-        except SchemaError as e:
+        except ValueDecodeError as e:
             self.fail(field, str(e))
         return v
 
@@ -276,7 +275,8 @@ def encode_message(msg, version, values, *, extra_tags=None):
 
 # --- JSON as Kafka's generated converters write it -----------------------------------------------
 
-def _uuid_text(b):
+def uuid_text(b):
+    """A uuid as Kafka prints it: URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(bytes(b)).decode("ascii").rstrip("=")
 
 
@@ -284,7 +284,7 @@ def _json_value(f, type, value):
     if value is None:
         return None
     if type == "uuid":
-        return _uuid_text(value)
+        return uuid_text(value)
     if type == "bytes":
         return base64.b64encode(value).decode("ascii")
     if type == "{}":
@@ -312,3 +312,11 @@ def to_json_data(msg, values):
 
 def json_text(obj):
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def __getattr__(name):
+    if name == "SchemaError":      # this error's former name (kafkafmt.SchemaError is another idea)
+        warnings.warn("kafkafmt.internal.SchemaError is kafkafmt.ValueDecodeError: catch that (kafkafmt.SchemaError "
+                      "is about schemas themselves)", DeprecationWarning, stacklevel=2)
+        return ValueDecodeError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

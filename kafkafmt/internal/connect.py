@@ -17,6 +17,12 @@ KafkaStatusBackingStore):
   "generation"}; ``status-topic-<topic>:connector-<c>`` {"topic": {"name", "connector", "task",
   "discoverTimestamp"}}.
 
+A Connect cluster names its topics itself: Kafka's defaults are ``connect-configs`` & co., Confluent's
+images ``docker-connect-configs``, Strimzi ``<cluster>-configs``, Debezium's examples
+``my_connect_configs``, MirrorMaker 2 ``mm2-configs.<source>.internal``. Each table's topic is found by
+such names and by the shape of its first records (`looks_like_configs` & co.; see
+`kafkafmt.internal.find_topic`).
+
 A record that does not parse keeps its bytes in ``raw_key``/``raw_value`` with an ``error`` text;
 an unknown key kind is ``kind = "unknown"`` (kept raw too).
 """
@@ -24,9 +30,11 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
+from kafkafmt.internal._columns import source_schemas, with_source, without_source
+from kafkafmt.internal._tables import SAMPLE_RECORDS, InternalTable, register_table
 
-__all__ = ["configs_table", "offsets_table", "status_table", "record_schemas"]
+__all__ = ["configs_table", "offsets_table", "status_table", "record_schemas", "connect_configs", "connect_offsets",
+           "connect_status", "looks_like_configs", "looks_like_offsets", "looks_like_status"]
 
 _CONFIG_PREFIXES = (("connector-", "connector"), ("target-state-", "target_state"), ("tasks-fencing-", "tasks_fencing"),
                     ("task-", "task"), ("commit-", "commit"), ("restart-connector-", "restart"),
@@ -208,3 +216,255 @@ def status_table(recs, schema):
             _bad(row, key, value, f"{type(exc).__name__}: {exc}")
         rows.append(row)
     return _table(rows, schema)
+
+
+def _schemas():
+    return source_schemas(record_schemas)
+
+
+# ------------------------------------------------------------------------------------------------
+# Kafka Connect's internal topics
+
+def connect_configs(recs):
+    """One row per record of Kafka Connect's config topic (``config.storage.topic``, by default
+    ``connect-configs``): ``offset, timestamp, kind, key, connector, task, properties, tasks,
+    state, state_v2, task_count, session_key, algorithm, creation_timestamp, include_tasks,
+    only_failed, logger_namespace, level, tombstone, error, raw_key, raw_value, source_partition,
+    log_dir`` (`kafkafmt.internal.connect`).
+
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    >>> import json
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> def write_topic(path, records):         # as a Connect worker writes them: string keys, JSON values
+    ...     kafkafmt.write_log_dir(path, keys=[k.encode() for k, _ in records],
+    ...                            values=[None if v is None else json.dumps(v).encode() for _, v in records],
+    ...                            timestamps=[1767225600000 + i for i in range(len(records))])
+    ...     return kafkafmt.read_log_dir(path)
+    >>> recs = write_topic("connect/connect-configs-0", [
+    ...     ("connector-file-source", {"properties": {"connector.class": "FileStreamSource", "tasks.max": "1"}}),
+    ...     ("task-file-source-0", {"properties": {"task.class": "FileStreamSourceTask"}}),
+    ...     ("commit-file-source", {"tasks": 1})])
+    >>> for row in internal.connect_configs(recs).to_pylist():
+    ...     print(row["kind"], row["connector"], row["task"], row["properties"], row["tasks"])
+    connector file-source None [('connector.class', 'FileStreamSource'), ('tasks.max', '1')] None
+    task file-source 0 [('task.class', 'FileStreamSourceTask')] None
+    commit file-source None None 1
+    """
+    return with_source(configs_table(recs, without_source(_schemas()["connect_configs"])), recs)
+
+
+def connect_offsets(recs):
+    """One row per record of Kafka Connect's offsets topic (``offset.storage.topic``, by default
+    ``connect-offsets``): ``offset, timestamp, connector, connect_partition, connect_offset,
+    tombstone, error, raw_key, raw_value, source_partition, log_dir`` (`kafkafmt.internal.connect`).
+
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    >>> import json
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> def write_topic(path, records):         # as a Connect worker writes them: string keys, JSON values
+    ...     kafkafmt.write_log_dir(path, keys=[k.encode() for k, _ in records],
+    ...                            values=[None if v is None else json.dumps(v).encode() for _, v in records],
+    ...                            timestamps=[1767225600000 + i for i in range(len(records))])
+    ...     return kafkafmt.read_log_dir(path)
+    >>> recs = write_topic("connect/connect-offsets-0", [
+    ...     ('["file-source",{"filename":"/tmp/a.txt"}]', {"position": 1234})])
+    >>> row = internal.connect_offsets(recs).to_pylist()[0]
+    >>> row["connector"], row["connect_partition"], row["connect_offset"]
+    ('file-source', '{"filename":"/tmp/a.txt"}', '{"position":1234}')
+    """
+    return with_source(offsets_table(recs, without_source(_schemas()["connect_offsets"])), recs)
+
+
+def connect_status(recs):
+    """One row per record of Kafka Connect's status topic (``status.storage.topic``, by default
+    ``connect-status``): ``offset, timestamp, kind, key, connector, task, topic, state, trace,
+    worker_id, generation, discover_timestamp, tombstone, error, raw_key, raw_value,
+    source_partition, log_dir`` (`kafkafmt.internal.connect`).
+
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    >>> import json
+    >>> import kafkafmt
+    >>> from kafkafmt import internal
+    >>> def write_topic(path, records):         # as a Connect worker writes them: string keys, JSON values
+    ...     kafkafmt.write_log_dir(path, keys=[k.encode() for k, _ in records],
+    ...                            values=[None if v is None else json.dumps(v).encode() for _, v in records],
+    ...                            timestamps=[1767225600000 + i for i in range(len(records))])
+    ...     return kafkafmt.read_log_dir(path)
+    >>> recs = write_topic("connect/connect-status-0", [
+    ...     ("status-connector-file-source", {"state": "RUNNING", "trace": None, "worker_id": "10.0.0.1:8083",
+    ...                                       "generation": 3}),
+    ...     ("status-task-file-source-0", None)])
+    >>> for row in internal.connect_status(recs).to_pylist():
+    ...     print(row["kind"], row["connector"], row["task"], row["state"], row["worker_id"], row["tombstone"])
+    connector file-source None RUNNING 10.0.0.1:8083 False
+    task file-source 0 None None True
+    """
+    return with_source(status_table(recs, without_source(_schemas()["connect_status"])), recs)
+
+
+# ------------------------------------------------------------------------------------------------
+# the shape of each topic's records, to find it under any name
+
+_STATUS_PREFIXES = ("status-connector-", "status-task-", "status-topic-")
+
+
+def _looks(recs, key_fits, value_fits):
+    """Whether the first records all fit (None: no records to judge)."""
+    n = 0 if recs is None else min(len(recs), SAMPLE_RECORDS)
+    if n == 0:
+        return None
+    keys, vals = recs.key, recs.value
+    for i in range(n):
+        key, value = keys[i], vals[i]
+        try:
+            if key is None or not key_fits(bytes(key)) or (value is not None and not value_fits(bytes(value))):
+                return False
+        except (ValueError, UnicodeDecodeError):
+            return False
+    return True
+
+
+def _config_key(k):
+    text = k.decode("utf-8")
+    return text == "session-key" or any(text.startswith(prefix) for prefix, _ in _CONFIG_PREFIXES)
+
+
+def _offset_key(k):
+    doc = json.loads(k)
+    return isinstance(doc, list) and len(doc) == 2 and isinstance(doc[0], str)
+
+
+def _status_key(k):
+    return k.decode("utf-8").startswith(_STATUS_PREFIXES)
+
+
+def _is_json_object(v):
+    return isinstance(json.loads(v), dict)
+
+
+def _is_json(v):
+    json.loads(v)
+    return True
+
+
+def looks_like_configs(recs):
+    """Whether records look like a Connect config topic's: keys ``connector-<c>``, ``task-<c>-<n>``,
+    ``commit-<c>``, ``target-state-<c>``, ``session-key``...; values JSON objects or null.
+
+    Parameters
+    ----------
+    recs : Records or None
+        A topic's first records (the first `SAMPLE_RECORDS` are judged).
+
+    Returns
+    -------
+    bool or None
+        None when there are no records to judge.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.internal import connect
+    >>> recs = kafkafmt.decode(kafkafmt.encode(keys=[b"connector-file-source"], values=[b'{"properties": {}}']))
+    >>> connect.looks_like_configs(recs), connect.looks_like_status(recs)
+    (True, False)
+    """
+    return _looks(recs, _config_key, _is_json_object)
+
+
+def looks_like_offsets(recs):
+    """Whether records look like a Connect offsets topic's: keys ``["<connector>", {partition}]``, values
+    JSON or null.
+
+    Parameters
+    ----------
+    recs : Records or None
+        A topic's first records (the first `SAMPLE_RECORDS` are judged).
+
+    Returns
+    -------
+    bool or None
+        None when there are no records to judge.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.internal import connect
+    >>> recs = kafkafmt.decode(kafkafmt.encode(keys=[b'["file-source",{"filename":"a.txt"}]'],
+    ...                                        values=[b'{"position":12}']))
+    >>> connect.looks_like_offsets(recs), connect.looks_like_configs(recs)
+    (True, False)
+    """
+    return _looks(recs, _offset_key, _is_json)
+
+
+def looks_like_status(recs):
+    """Whether records look like a Connect status topic's: keys ``status-connector-<c>``,
+    ``status-task-<c>-<n>``, ``status-topic-<t>:connector-<c>``; values JSON objects or null.
+
+    Parameters
+    ----------
+    recs : Records or None
+        A topic's first records (the first `SAMPLE_RECORDS` are judged).
+
+    Returns
+    -------
+    bool or None
+        None when there are no records to judge.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.internal import connect
+    >>> recs = kafkafmt.decode(kafkafmt.encode(keys=[b"status-task-file-source-0"], values=[None]))
+    >>> connect.looks_like_status(recs)
+    True
+    """
+    return _looks(recs, _status_key, _is_json_object)
+
+
+register_table(InternalTable(
+    "connect_configs", "connect-configs", record_schemas, connect_configs,
+    "one row per record of Kafka Connect's config topic (config.storage.topic): connectors' and tasks' "
+    "configurations, target states, commits", names=(r"connect.*config", r"^mm2-configs\."),
+    looks=looks_like_configs))
+register_table(InternalTable(
+    "connect_offsets", "connect-offsets", record_schemas, connect_offsets,
+    "one row per record of Kafka Connect's offsets topic (offset.storage.topic): source connectors' offsets",
+    names=(r"connect.*offset", r"^mm2-offsets\."), looks=looks_like_offsets))
+register_table(InternalTable(
+    "connect_status", "connect-status", record_schemas, connect_status,
+    "one row per record of Kafka Connect's status topic (status.storage.topic): connectors', tasks' and "
+    "topics' states", names=(r"connect.*status", r"^mm2-status\."), looks=looks_like_status))

@@ -283,16 +283,18 @@ GROUP_RECORDS = {
 _STATE_BATCH = [F("FirstOffset", "int64"), F("LastOffset", "int64"), F("DeliveryState", "int8"),
                 F("DeliveryCount", "int16")]
 _SHARE_KEY = [F("GroupId", "string"), F("TopicId", "uuid"), F("Partition", "int32")]
+# DeliveryCompleteCount (KIP-1226, Kafka 4.2): a tagged field, -1 when unknown
+_DELIVERY_COMPLETE_COUNT = F("DeliveryCompleteCount", "int32", None, tagged="0+", tag=0, default=-1)
 SHARE_STATE_RECORDS = {
     0: ("share_snapshot", M("ShareSnapshotKey", "0+", "none", _SHARE_KEY),
         M("ShareSnapshotValue", "0", "0+", [
             F("SnapshotEpoch", "int32"), F("StateEpoch", "int32"), F("LeaderEpoch", "int32"),
-            F("StartOffset", "int64"), F("CreateTimestamp", "int64"), F("WriteTimestamp", "int64"),
-            F("StateBatches", "[]", fields=_STATE_BATCH)])),
+            F("StartOffset", "int64"), _DELIVERY_COMPLETE_COUNT, F("CreateTimestamp", "int64"),
+            F("WriteTimestamp", "int64"), F("StateBatches", "[]", fields=_STATE_BATCH)])),
     1: ("share_update", M("ShareUpdateKey", "0+", "none", _SHARE_KEY),
         M("ShareUpdateValue", "0", "0+", [
             F("SnapshotEpoch", "int32"), F("LeaderEpoch", "int32"), F("StartOffset", "int64"),
-            F("StateBatches", "[]", fields=_STATE_BATCH)])),
+            _DELIVERY_COMPLETE_COUNT, F("StateBatches", "[]", fields=_STATE_BATCH)])),
 }
 
 # --- __transaction_state ---------------------------------------------------------------------------

@@ -145,7 +145,7 @@ class Options:
     min_partitions: int = None
     isolation: str = "read_uncommitted"
     batch_metadata: bool = False
-    decode: str = None                       # an internal topic's table (kafkafmt.internal.TABLES)
+    decode: str = None                       # an internal topic's table (kafkafmt.internal.INTERNAL_TABLES)
     max_bytes_per_batch: int = 32 << 20
     target_partition_bytes: int = 128 << 20
     stream: bool = False                     # parsed for spark.readStream
@@ -331,17 +331,18 @@ def parse(options, stream=False) -> Options:
     if "includebatchmetadata" in opts:
         o.batch_metadata = _bool(opts["includebatchmetadata"], "includeBatchMetadata")
     if "decode" in opts:
-        from kafkafmt.internal import TABLES, TOPIC_OF
+        from kafkafmt.internal import INTERNAL_TABLES
 
         o.decode = str(opts["decode"]).strip().lower()
-        if o.decode not in TABLES:
-            raise OptionError(f"decode must be one of {', '.join(TABLES)} (Kafka's and Kafka Connect's internal "
-                              f"topics as tables), "
+        if o.decode not in INTERNAL_TABLES:
+            raise OptionError(f"decode must be one of {', '.join(INTERNAL_TABLES)} (Kafka's and Kafka Connect's "
+                              f"internal topics as tables), "
                               f"not {opts['decode']!r}")
         if stream:
             raise OptionError("decode is for batch reads (spark.read), not streams")
-        if o.subscribe is None and o.pattern is None and o.assign is None:
-            o.subscribe = [TOPIC_OF[o.decode]]
+        table = INTERNAL_TABLES[o.decode]
+        if o.subscribe is None and o.pattern is None and o.assign is None and not table.names:
+            o.subscribe = [table.topic]     # a Connect cluster names its topics: the planner finds it
     _typed_options(o, opts)
     if "maxbytesperbatch" in opts:
         o.max_bytes_per_batch = _int(opts["maxbytesperbatch"], "maxBytesPerBatch", 1)

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kafkafmt.errors import DataLossError, KafkafmtError, PathNotFoundError
+from kafkafmt.errors import DataLossError, KafkafmtError, PathNotFoundError, TopicNotFoundError
 from kafkafmt.log import ReportKind
+from kafkafmt.read import internal_topic
 from kafkafmt.log import discover
 from kafkafmt.log import deal, plan as plan_partition
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
@@ -79,7 +80,14 @@ def plan(opts, bounds, report):
     if bounds.empty:
         return []
     tasks = []
-    for part in partition_folders(opts, report):
+    parts = partition_folders(opts, report)
+    if opts.decode and opts.subscribe is None and opts.pattern is None and opts.assign is None:
+        try:                  # a Connect table: the topic its Connect cluster named, as every door finds it
+            chosen = internal_topic(opts.decode, parts)
+        except TopicNotFoundError as exc:
+            raise OptionError(f"decode={opts.decode}: {exc.reason}; give its name with subscribe") from None
+        parts = [p for p in parts if p.topic == chosen]
+    for part in parts:
         topic, partition = part.topic, part.partition
         if not opts.wants(topic, partition):
             continue

@@ -24,9 +24,9 @@ def read_tasks(tasks, schema, opts):
                                         include_control=False, threads=1)
     table_of = None
     if opts.decode:       # an internal topic as a table (kafkafmt.internal)
-        from kafkafmt import internal
+        from kafkafmt.internal import internal_table
 
-        table_of = getattr(internal, opts.decode)
+        table_of = internal_table(opts.decode).build
     errors = "strict" if opts.fail_on_data_loss else "salvage"
     for t in tasks:
         # a task may start inside a partition: the batch before it is not known here
