@@ -23,7 +23,7 @@ import dataclasses
 import threading
 
 from kafkafmt.spark.options import OptionError
-from kafkafmt.values import NO_SCHEMA_FORMATS, open_typed
+from kafkafmt.values import NO_SCHEMA_FORMATS, open_typed, reader_schema_of_text
 from kafkafmt.values import conform, merge_types
 
 __all__ = ["SparkTyped", "plan_typed", "subscribed_topics", "decode_names", "spark_arrow_type", "SchemaChangedError"]
@@ -96,8 +96,8 @@ class SparkTyped:
 
     def _open(self):
         return open_typed(value_format=self.value_format, key_format=self.key_format,
-                          schema_registry=self.schema_registry, value_schema=_hashable_back(self.value_schema),
-                          key_schema=_hashable_back(self.key_schema), value_errors=self.value_errors,
+                          schema_registry=self.schema_registry, value_schema=reader_schema_of_text(self.value_schema),
+                          key_schema=reader_schema_of_text(self.key_schema), value_errors=self.value_errors,
                           roots=list(self.roots), storage_options=dict(self.storage) or None)
 
     def conform(self, table):
@@ -117,34 +117,27 @@ class SparkTyped:
             return []
         now = self._open()
         out = []
-        for (side, topic), sid in self.pinned:
+        for (side, topic), pinned in self.pinned:
             explicit = (self.key_schema if side == "key" else self.value_schema) is not None
             if explicit:
                 continue
-            latest = now.pin([topic]).reader(side, topic)
-            if latest != sid:
-                out.append(f"subject {topic}-{side} has a new latest schema (id {latest}) since the query started "
-                           f"with id {sid}")
+            latest = dict(now.pin([topic]).pinned).get((side, topic))
+            if latest != pinned:
+                out.append(f"subject {topic}-{side} has a new latest schema (id {_id_of(latest)}) since the query "
+                           f"started with id {_id_of(pinned)}")
         return out
 
 
+def _id_of(pinned):
+    """The schema id of a pinned reader (an id, or a dict's items)."""
+    return dict(pinned).get("id") if isinstance(pinned, tuple) else pinned
+
+
 def _hashable(v):
+    """A reader schema as a hashable value (dicts as JSON text, read back by `reader_schema_of_text`)."""
     import json
 
     return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
-
-
-def _hashable_back(v):
-    import json
-
-    if isinstance(v, str) and v[:1] in ("{", "["):
-        try:
-            parsed = json.loads(v)
-        except ValueError:
-            return v
-        if isinstance(parsed, dict) and set(parsed) <= {"version", "id", "subject"}:
-            return parsed
-    return v
 
 
 def decode_names(names, typed):
