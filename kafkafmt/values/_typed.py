@@ -26,8 +26,8 @@ from kafkafmt.log import ReportEntry, ReportKind
 from kafkafmt.values.registry import SchemaRegistry, open_registry
 from kafkafmt.values._formats import DecodedColumn, decode_column, get_format, pinned_reader, value_type
 
-__all__ = ["TypedOptions", "open_typed", "decode_values", "type_values", "reader_schema_of_text", "READER_KEYS",
-           "VALUE_ERRORS", "NO_SCHEMA_FORMATS"]
+__all__ = ["TypedOptions", "open_typed", "decode_values", "empty_typed", "type_values", "reader_schema_of_text",
+           "READER_KEYS", "VALUE_ERRORS", "NO_SCHEMA_FORMATS"]
 
 #: what a bad value does: "null" (null, with the reason in valueError and a report entry) or "strict" (raise)
 VALUE_ERRORS = ("null", "strict")
@@ -246,6 +246,22 @@ def decode_values(recs, typed):
                                       f"{dec.error[row].as_py()}", offset=int(recs.offset[row])))
         out[side] = dec
     return recs.replace(typed=out, report=report)
+
+
+def empty_typed(typed, topics):
+    """``{side: DecodedColumn}`` of no values for each typed side of ``typed``, of the type a read of
+    ``topics`` has (their types merged): what a read that found no partition types its empty
+    result with."""
+    import pyarrow as pa
+
+    from kafkafmt.values._formats import merge_types
+
+    out = {}
+    for side, fmt, _ in typed.sides():
+        t = merge_types([typed.arrow_type(side, topic) for topic in sorted(set(topics))])
+        out[side] = DecodedColumn(pa.array([], t), pa.array([], pa.int32()), pa.array([], pa.string()), 0,
+                                  get_format(fmt))
+    return out
 
 
 def _first_error_row(dec):
