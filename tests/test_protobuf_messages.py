@@ -170,6 +170,19 @@ def test_each_value_is_read_as_the_message_its_indexes_name(shop):
                                           _want_one(rows, "visits")))
 
 
+def test_nested_indexes_are_grouped_per_value(shop):
+    """Values of several nested index arrays interleaved in one column: each row its own."""
+    root, c, topics = shop
+    reg = open_registry(None, roots=root)
+    good = [v for v, _ in topics["visits"][:4]]
+    bad = good[1][:5] + b"\x04\x02\x02" + good[1][8:]           # [1, 1]: Envelope has one nested message
+    col = pa.array([good[0], bad, good[2], bad, good[3]], pa.binary())
+    dec = decode_column(col, format="protobuf", registry=reg, topic="visits")
+    assert [e is None for e in dec.error.to_pylist()] == [True, False, True, False, True]
+    assert "message index 1 out of range" in dec.error[1].as_py()
+    assert [v["page"] for v in dec.values.to_pylist() if v is not None] == ["/v/0", "/v/2", "/v/3"]
+
+
 def test_a_file_of_several_messages_gives_one_field_per_message(shop):
     root, c, topics = shop
     reg = open_registry(None, roots=root)

@@ -309,13 +309,19 @@ class ProtobufFormat(ValueFormat):
                 for j in range(len(uk)):
                     r = rest[inv == j]
                     combos[(int(ids[r[0]]), (int(first[r[0]]),))] = r
-        for i in np.flatnonzero(framed & (count > 1)).tolist():
-            key = (int(ids[i]), tuple(int(v) for v in extra[at[i]:at[i] + count[i]]))
-            combos.setdefault(key, [])
-            if isinstance(combos[key], list):
-                combos[key].append(i)
-            else:
-                combos[key] = np.append(combos[key], i)
+        # nested messages (two or more indexes): rows grouped by (id, indexes), per index count
+        multi = np.flatnonzero(framed & (count > 1))
+        for c in np.unique(count[multi]).tolist():
+            rows = multi[count[multi] == c]
+            keys = np.empty((len(rows), c + 1), np.int64)
+            keys[:, 0] = ids[rows]
+            keys[:, 1:] = extra[at[rows][:, None] + np.arange(c)]
+            uk, inv = np.unique(keys, axis=0, return_inverse=True)
+            inv = inv.ravel()
+            order = np.argsort(inv, kind="stable")
+            bounds = np.searchsorted(inv[order], np.arange(len(uk) + 1))
+            for j, key in enumerate(uk.tolist()):
+                combos[(key[0], tuple(key[1:]))] = rows[order[bounds[j]:bounds[j + 1]]]
         for (sid, indexes), rows in combos.items():
             w = self._writer(reg, cache, sid)
             if isinstance(w, tuple):
