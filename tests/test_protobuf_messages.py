@@ -24,6 +24,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 import kafkafmt
 from kafkafmt.errors import SchemaNotFoundError
 from kafkafmt.values import decode_column, reader_schema_of_text, value_type
+from kafkafmt.values.protobuf import compile_text
 from kafkafmt.values.registry import open_registry
 
 from protobuf_support import compile_protos, expected, mirror_registry, ours, same, to_dict
@@ -142,6 +143,20 @@ def test_the_wire_names_the_message(shop):
     assert topics["clicks"][0][0][5:7] == b"\x02\x02"              # [1]: Click, the file's second message
     assert topics["visits"][0][0][5:8] == b"\x04\x02\x00"          # [1, 0]: Envelope.Visit
     assert topics["clicks"][N][0][5:6] == b"\x00"                  # [0]: Geo
+
+
+@pytest.mark.parametrize("body, names", [
+    ("message Geo { string c = 1; } message Click { map<string, Geo> seen = 1; }", ["Click"]),   # used by a map
+    ("message Order { message Audit { string a = 1; } int64 id = 1; }", ["Order"]),     # top-level ones first
+    ("message G { string c = 1; } message Env { message V { G g = 1; } }", ["Env.V"]),  # Env only nests
+    ("message Node { repeated Node kids = 1; map<string, Node> m = 2; }", ["Node"]),     # itself: not a use
+    ("message K { string k = 1; } message V { string v = 1; }", ["K", "V"]),
+    ("message A { B b = 1; } message B { A a = 1; }", ["A", "B"]),                       # each uses the other
+    ("message E {}", ["E"]),
+])
+def test_the_messages_a_file_holds_as_values(body, names):
+    ps = compile_text(f'syntax = "proto3"; package p; {body}')
+    assert [d.full_name for d in ps.record_messages()] == [f"p.{n}" for n in names]
 
 
 def test_each_value_is_read_as_the_message_its_indexes_name(shop):

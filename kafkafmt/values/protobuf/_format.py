@@ -21,8 +21,8 @@ any value is read:
   read them (name their message);
 * otherwise the reader schema -- None: the latest live version of ``<topic>-value``; an id; a
   subject; a version (what `kafkafmt.values._formats.reader_schema_for` finds); ``.proto`` text
-  or a ``.proto`` path -- gives the messages of its file no other message uses
-  (`ProtoSchema.record_messages`: a file declaring ``Geo`` then ``Click``, ``Click`` using
+  or a ``.proto`` path -- gives the messages of its file no other message uses, top-level ones
+  first (`ProtoSchema.record_messages`: a file declaring ``Geo`` then ``Click``, ``Click`` using
   ``Geo``, holds ``Click`` values). One such message: the column is its struct. Several (a file
   of unrelated events, a key and a value message): the column is a struct with one nullable
   field per message, named as the message is inside its package (``Created``, ``Envelope.Visit``),

@@ -379,40 +379,37 @@ class ProtoSchema:
 
     def record_messages(self):
         """The messages of the file a value may be: those no other message of the file uses as a
-        field's type (top-level and nested ones, in declaration order; map entries and a message's
-        use of itself do not count). A message without fields that nests others (one used as a
-        namespace) is left out when others remain; when every message is used (they use each
+        field's type (map entries and a message's use of itself do not count), and that are not
+        used only to nest others (no fields of their own) -- the top-level ones; when there are
+        none, the nested ones (in declaration order); when every message is used (they use each
         other), the top-level messages.
 
         Returns
         -------
         list of google.protobuf.descriptor.Descriptor
         """
-        every = []
+        top = list(self.file.message_types_by_name.values())
+        nested, entries = [], []
 
         def walk(descs):
             for d in descs:
-                if not d.GetOptions().map_entry:
-                    every.append(d)
+                (entries if d.GetOptions().map_entry else nested).append(d)
                 walk(d.nested_types)
 
-        walk(self.file.message_types_by_name.values())
+        for d in top:
+            walk(d.nested_types)
         used = set()
-        for d in self.file.message_types_by_name.values():
-            stack = [d]
-            while stack:
-                m = stack.pop()
-                stack.extend(m.nested_types)
-                for f in m.fields:
-                    t = f.message_type
-                    # (a map's entry message is walked as a nested type: its value's type counts as
-                    # used by the map's owner)
-                    if t is not None and t.full_name != _owner(m).full_name:
-                        used.add(t.full_name)
-        found = [d for d in every if d.full_name not in used]
-        found = [d for d in found if d.fields or not d.nested_types] or found
-        if not found:
-            found = list(self.file.message_types_by_name.values())
+        for m in top + nested + entries:
+            for f in m.fields:
+                t = f.message_type
+                # (a map entry's value type counts as used by the map's owner)
+                if t is not None and t.full_name != _owner(m).full_name:
+                    used.add(t.full_name)
+
+        def values(descs):
+            return [d for d in descs if d.full_name not in used and (d.fields or not d.nested_types)]
+
+        found = values(top) or values(nested) or [d for d in top if d.full_name not in used] or top
         if not found:
             raise SchemaError(f"the Protobuf schema {self.file.name} defines no message")
         return found
