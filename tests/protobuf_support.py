@@ -13,7 +13,8 @@ protobuf runtime's ``MessageToDict`` output into what kafkafmt's Arrow values gi
   mock; the schema text as the registry prints it).
 * `expected` turns ``MessageToDict(m, preserving_proto_field_name=True,
   always_print_fields_with_no_presence=True)`` into kafkafmt's Arrow shape by the descriptor
-  alone; `ours` turns kafkafmt's ``to_pylist()`` into comparable values (maps as dicts,
+  alone (a field MessageToDict leaves out -- one with presence not set, a oneof member not set -- is
+  null); `ours` turns kafkafmt's ``to_pylist()`` into comparable values (maps as dicts,
   temporal values as integers, JSON texts parsed).
 """
 from __future__ import annotations
@@ -219,30 +220,11 @@ def _value(v, f):
 
 
 def expected(d, desc):
-    """MessageToDict output ``d`` of a message of type ``desc`` in kafkafmt's shape."""
-    synthetic = set()
-    proto = descriptor_pb2.DescriptorProto()
-    desc.CopyToProto(proto)
-    synthetic = {f.name for f in proto.field if f.proto3_optional}
+    """MessageToDict output ``d`` of a message of type ``desc`` in kafkafmt's shape (a oneof's
+    members are fields of the message, as MessageToDict shows them: the one set, the others null)."""
     out = {}
     for f in desc.fields:
         if f.type == 10:
-            continue
-        o = f.containing_oneof
-        if o is not None and f.name not in synthetic:
-            if o.name in out:
-                continue
-            members = [g for g in o.fields]
-            which = next((g.name for g in members if g.name in d), None)
-            if which is None:
-                out[o.name] = None
-            else:
-                names = [g.name for g in members]
-                wname = "which"
-                while wname in names:
-                    wname += "_"
-                out[o.name] = {g.name: (_value(d[g.name], g) if g.name == which else None) for g in members}
-                out[o.name][wname] = which
             continue
         if f.name not in d:
             out[f.name] = None
@@ -272,12 +254,7 @@ def ours(v, desc):
         return None
     out = {}
     for name, x in v.items():
-        f = desc.fields_by_name.get(name)
-        if f is None:            # a oneof struct
-            o = desc.oneofs_by_name[name]
-            out[name] = None if x is None else {
-                k: (_ours_value(y, desc.fields_by_name[k]) if k in desc.fields_by_name else y) for k, y in x.items()}
-            continue
+        f = desc.fields_by_name[name]
         if f.is_repeated and f.message_type is not None and f.message_type.GetOptions().map_entry:
             vf = f.message_type.fields_by_name["value"]
             out[name] = {k: _ours_value(y, vf) for k, y in x}

@@ -126,7 +126,8 @@ def add_typed_options(p, key_flag, value_flag, action):
                    help="where schemas come from: a log dir holding _schemas, a folder of schema files, or a "
                         "registry URL (default: the _schemas topic among the paths read)")
     p.add_argument("--value-schema", metavar="SCHEMA",
-                   help="reader schema of values: a schema id, a version (v3), a subject, or a schema file "
+                   help="reader schema of values: a schema id, a version (v3), a subject, a Protobuf message's "
+                        "full name (pkg.Msg), a JSON object of id/subject/version/message, or a schema file "
                         "(default: the latest version of <topic>-value)")
     p.add_argument("--key-schema", metavar="SCHEMA", help="reader schema of keys (as --value-schema)")
     p.add_argument("--value-errors", choices=("null", "strict"), default="null",

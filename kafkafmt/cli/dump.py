@@ -313,7 +313,8 @@ class Dumper:
             else:
                 getattr(self, "dump_" + kind.replace("-", "_"))(path)
         except KafkafmtError as exc:
-            self.problem(Problem("error", exc.file or path, exc.reason, exc.position, offset=exc.offset))
+            self.problem(Problem("error", exc.file or getattr(path, "url", path), exc.reason, exc.position,
+                                 offset=exc.offset))
         except BrokenPipeError:
             raise
         except (OSError, ValueError) as exc:

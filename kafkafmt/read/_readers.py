@@ -32,7 +32,7 @@ from kafkafmt.log import Segment, warn_fallbacks
 from kafkafmt.storage import open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
 from kafkafmt.log import read_task, read_tasks
-from kafkafmt.values import decode_values, open_typed
+from kafkafmt.values import decode_values, empty_typed, open_typed
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment"]
 
@@ -391,11 +391,11 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                         trailing_bytes=last.trailing_bytes, tail=last.tail, file=last.file)
 
 
-def _empty(columns, binary, typed, report, **where):
+def _empty(columns, binary, typed, report, decode_typed=True, **where):
     """No records, with the columns (typed where asked) a read of records would have."""
     options = DecodeOptions.for_columns(columns, binary=binary)
     recs = decode(b"", **options.decode_kwargs()).replace(report=report, **where)
-    if typed.active and where.get("topic") is not None:
+    if decode_typed and typed.active and where.get("topic") is not None:
         recs = decode_values(recs, typed).replace(report=report)
     return recs
 
@@ -612,7 +612,12 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
             report += recs.report
             parts.append(recs)
     if not parts:
-        return _empty(kwargs.get("columns"), kwargs.get("binary", "contiguous"), typed, report)
+        # no partition found: the columns of a read that found some (topic and partition; typed as the
+        # topics asked for, when named)
+        recs = _empty(kwargs.get("columns"), kwargs.get("binary", "contiguous"), typed, report, topic="",
+                      partition=0, decode_typed=False)
+        named = [topics] if isinstance(topics, str) else list(topics or ())
+        return recs.replace(typed=empty_typed(typed, named)) if typed.active and named else recs
     return Records.concat(parts).replace(report=report)
 
 

@@ -1095,6 +1095,8 @@ class Records:
             nb += len(p.batches)
             report += p.report
         partition = np.concatenate(partitions).astype(np.int32)
+        # known when a part knows it (parts without records too: all-empty partitions keep the column)
+        known = any(p.partition is not None for p in parts)
         return Records(
             offset=np.concatenate([p.offset for p in parts]), timestamp=np.concatenate([p.timestamp for p in parts]),
             timestamp_type=np.concatenate([p.timestamp_type for p in parts]),
@@ -1105,7 +1107,7 @@ class Records:
             batches=Table.concat(batches), controls=Table.concat(controls),
             topic=Labels.concat([(p._topic, len(p)) for p in parts]),
             log_dir=Labels.concat([(p._log_dir, len(p)) for p in parts]),
-            partition=None if (partition == -1).all() else partition, report=report, typed=_concat_typed(parts))
+            partition=partition if known else None, report=report, typed=_concat_typed(parts))
 
     # --- per-record views of batch fields --------------------------------------------------------
     def batch_column(self, name):

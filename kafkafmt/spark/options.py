@@ -20,9 +20,11 @@ codec columns), ``maxBytesPerBatch`` (decoded bytes per Arrow batch a task yield
 
 Typed keys and values (`kafkafmt.spark.typedcols`): ``valueFormat`` / ``keyFormat`` (avro,
 registry, protobuf, json-schema, json, connect-json, string), ``schemaRegistry`` (default: the
-``_schemas`` topic among the paths), ``valueSchema`` / ``keySchema`` (an id, ``v<version>``, a
-subject or a schema), ``mode`` (from_avro's: FAILFAST, the default, fails the query on a bad
-value; PERMISSIVE makes it null with the reason in valueError) and ``schemaEvolutionMode``
+``_schemas`` topic among the paths), ``valueSchema`` / ``keySchema`` (as the command line's
+``--value-schema`` takes it, `kafkafmt.values.reader_schema_of_text`: an id, ``v<version>``, a
+subject, a Protobuf message's full name, JSON like ``{"message": "pkg.Msg"}``, or a schema),
+``mode`` (from_avro's: FAILFAST, the default, fails the query on a bad value; PERMISSIVE makes it
+null with the reason in valueError) and ``schemaEvolutionMode``
 (streams: ``restart``, the default, fails the query when a subject gets a new latest version, so
 that a restart reads with it; ``none`` keeps the schema the query started with).
 """

@@ -1,13 +1,32 @@
 """Typed keys and values in Spark (``valueFormat`` / ``keyFormat``): the same decoding as the
-library (`kafkafmt.values._typed`), with a schema known when the query is planned. Spark holds
-microseconds: nanosecond timestamps, times and durations (JSON Schema date-times, Protobuf
-Timestamps) are truncated to them.
+library (`kafkafmt.values._typed`), with a schema known when the query is planned, each Arrow type
+kafkafmt gives held as Spark holds it (`spark_arrow_type`, `spark_column`):
+
+==========================================  ==================================================================
+kafkafmt's Arrow type                       Spark type
+==========================================  ==================================================================
+bool, int8..int64, float32, float64         boolean, tinyint..bigint, float, double
+string, binary (large ones too)             string, binary
+fixed_size_binary (Avro fixed, uuid)        binary
+dictionary<int32, string> (enums)           string (the symbol)
+uint8 / uint16 / uint32 / uint64            smallint / int / bigint / decimal(20, 0)
+float16                                     float
+decimal128(p, s) / decimal256(p > 38, s)    decimal(p, s) / string (the exact decimal text: Spark stops at 38)
+date32                                      date
+time32[ms], time64[us|ns] (Avro time-*)     time(6) (nanoseconds dropped)
+timestamp[unit, tz=UTC]                     timestamp (nanoseconds floored to the microsecond, as Spark's
+                                            from_protobuf reads a Timestamp)
+timestamp[unit] (local-timestamp-*)         timestamp_ntz (alike)
+duration[unit] (Protobuf Duration)          interval day to second (nanoseconds dropped, toward zero)
+month_day_nano_interval (Avro duration)     struct<months: int, days: int, nanoseconds: bigint>
+null                                        void
+struct / list / map                         struct / array / map, converted inside, every nested field nullable
+==========================================  ==================================================================
 
 * On the driver, `plan_typed` opens the schema registry once, resolves each subscribed topic's
   reader schema to the schema id it names now and *pins* it (`kafkafmt.values._typed.TypedOptions.pin`),
   and computes the Spark type of ``value`` / ``key``: several topics' types merged into one
-  (`kafkafmt.values._formats.merge_types`), converted to types Spark holds (`spark_arrow_type`: enums as
-  strings, unsigned integers widened, fixed as binary).
+  (`kafkafmt.values._formats.merge_types`), converted to types Spark holds (`spark_arrow_type`).
 * On the executors, `SparkTyped.open` reopens the registry once per process (the pinned ids keep
   the types the driver planned, whatever the registry learned since) and decodes each chunk.
 * ``mode``: FAILFAST (from_avro's default) fails the task on a bad value, naming file, position
@@ -23,10 +42,11 @@ import dataclasses
 import threading
 
 from kafkafmt.spark.options import OptionError
-from kafkafmt.values import NO_SCHEMA_FORMATS, open_typed
+from kafkafmt.values import NO_SCHEMA_FORMATS, open_typed, reader_schema_of_text
 from kafkafmt.values import conform, merge_types
 
-__all__ = ["SparkTyped", "plan_typed", "subscribed_topics", "decode_names", "spark_arrow_type", "SchemaChangedError"]
+__all__ = ["SparkTyped", "plan_typed", "subscribed_topics", "decode_names", "spark_arrow_type", "spark_column",
+           "SchemaChangedError"]
 
 _OPENED = {}
 _LOCK = threading.Lock()
@@ -42,10 +62,15 @@ def _pa():
     return pa
 
 
+def _interval_struct():
+    pa = _pa()
+    return pa.struct([pa.field("months", pa.int32()), pa.field("days", pa.int32()),
+                      pa.field("nanoseconds", pa.int64())])
+
+
 def spark_arrow_type(t):
-    """``t`` as an Arrow type Spark can hold: dictionaries (enums) as their values, unsigned
-    integers widened (uint64 as decimal(20, 0)), fixed-size binary as binary, half floats as
-    floats; nested types converted inside."""
+    """``t`` as the Arrow type of a Spark type that holds its values (the table in the module
+    docstring); nested types converted inside, every nested field nullable."""
     pa = _pa()
     if pa.types.is_dictionary(t):
         return spark_arrow_type(t.value_type)
@@ -57,18 +82,70 @@ def spark_arrow_type(t):
         return pa.map_(spark_arrow_type(t.key_type), pa.field("value", spark_arrow_type(t.item_type), True))
     if pa.types.is_unsigned_integer(t):
         return {8: pa.int16(), 16: pa.int32(), 32: pa.int64()}.get(t.bit_width, pa.decimal128(20, 0))
-    if pa.types.is_fixed_size_binary(t):
+    if pa.types.is_fixed_size_binary(t) or pa.types.is_large_binary(t):
         return pa.binary()
+    if pa.types.is_large_string(t):
+        return pa.string()
     if pa.types.is_float16(t):
         return pa.float32()
-    # Spark keeps microseconds: nanosecond times are truncated to them (the only lossy step, documented)
-    if pa.types.is_timestamp(t) and t.unit == "ns":
+    if pa.types.is_decimal(t) and t.precision > 38:
+        return pa.string()                  # Spark's decimals stop at 38 digits: the exact text
+    if t == pa.month_day_nano_interval():
+        return _interval_struct()
+    # Spark keeps microseconds
+    if pa.types.is_timestamp(t):
         return pa.timestamp("us", t.tz)
-    if pa.types.is_time64(t) and t.unit == "ns":
+    if pa.types.is_time(t):
         return pa.time64("us")
-    if pa.types.is_duration(t) and t.unit == "ns":
+    if pa.types.is_duration(t):
         return pa.duration("us")
     return t
+
+
+def _own(t):
+    """Does converting ``t`` need more than Arrow's cast (intervals, nanosecond timestamps)?"""
+    pa = _pa()
+    if pa.types.is_struct(t):
+        return any(_own(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _own(t.value_type)
+    if pa.types.is_map(t):
+        return _own(t.key_type) or _own(t.item_type)
+    return t == pa.month_day_nano_interval() or (pa.types.is_timestamp(t) and t.unit == "ns")
+
+
+def spark_column(arr):
+    """An Arrow array (or chunked array) of kafkafmt's as `spark_arrow_type` of its type: Arrow's
+    cast, and where it does not do what Spark does -- a month_day_nano interval as the struct of
+    its fields; a nanosecond timestamp floored to its microsecond (Spark's from_protobuf floors
+    a Timestamp; Arrow's cast truncates toward zero)."""
+    pa = _pa()
+    if isinstance(arr, pa.ChunkedArray):
+        return pa.chunked_array([spark_column(c) for c in arr.chunks], spark_arrow_type(arr.type))
+    t, target = arr.type, spark_arrow_type(arr.type)
+    if t == target:
+        return arr
+    if not _own(t):
+        return arr.cast(target, safe=False)
+    import numpy as np
+
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays([spark_column(c) for c in arr.flatten()],
+                                          fields=list(target), mask=mask)
+    if pa.types.is_map(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
+        offsets = pa.array(arr.offsets.to_numpy(zero_copy_only=False).astype(np.int32))   # (not a slice: a mask
+        if pa.types.is_map(t):                                                               # needs one)
+            return pa.MapArray.from_arrays(offsets, spark_column(arr.keys), spark_column(arr.items), type=target,
+                                           mask=mask)
+        return pa.ListArray.from_arrays(offsets, spark_column(arr.values), type=target, mask=mask)
+    raw = np.frombuffer(arr.buffers()[1], np.int64 if pa.types.is_timestamp(t) else
+                        np.dtype([("months", "<i4"), ("days", "<i4"), ("nanoseconds", "<i8")]),
+                        len(arr), arr.offset * (8 if pa.types.is_timestamp(t) else 16))
+    if pa.types.is_timestamp(t):
+        return pa.array(raw // 1000, pa.int64(), mask=None if mask is None else mask.to_numpy(False)).cast(target)
+    return pa.StructArray.from_arrays([pa.array(raw[name].copy()) for name in ("months", "days", "nanoseconds")],
+                                      fields=list(target), mask=mask)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,8 +173,8 @@ class SparkTyped:
 
     def _open(self):
         return open_typed(value_format=self.value_format, key_format=self.key_format,
-                          schema_registry=self.schema_registry, value_schema=_hashable_back(self.value_schema),
-                          key_schema=_hashable_back(self.key_schema), value_errors=self.value_errors,
+                          schema_registry=self.schema_registry, value_schema=reader_schema_of_text(self.value_schema),
+                          key_schema=reader_schema_of_text(self.key_schema), value_errors=self.value_errors,
                           roots=list(self.roots), storage_options=dict(self.storage) or None)
 
     def conform(self, table):
@@ -106,8 +183,7 @@ class SparkTyped:
             if side in table.column_names:
                 i = table.column_names.index(side)
                 col = table.column(side)
-                spark_col = col.cast(spark_arrow_type(col.type), safe=False)     # widening, or ns -> us
-                table = table.set_column(i, side, conform(spark_col, t))
+                table = table.set_column(i, side, conform(spark_column(col), t))
         return table
 
     def changed(self):
@@ -117,34 +193,27 @@ class SparkTyped:
             return []
         now = self._open()
         out = []
-        for (side, topic), sid in self.pinned:
+        for (side, topic), pinned in self.pinned:
             explicit = (self.key_schema if side == "key" else self.value_schema) is not None
             if explicit:
                 continue
-            latest = now.pin([topic]).reader(side, topic)
-            if latest != sid:
-                out.append(f"subject {topic}-{side} has a new latest schema (id {latest}) since the query started "
-                           f"with id {sid}")
+            latest = dict(now.pin([topic]).pinned).get((side, topic))
+            if latest != pinned:
+                out.append(f"subject {topic}-{side} has a new latest schema (id {_id_of(latest)}) since the query "
+                           f"started with id {_id_of(pinned)}")
         return out
 
 
+def _id_of(pinned):
+    """The schema id of a pinned reader (an id, or a dict's items)."""
+    return dict(pinned).get("id") if isinstance(pinned, tuple) else pinned
+
+
 def _hashable(v):
+    """A reader schema as a hashable value (dicts as JSON text, read back by `reader_schema_of_text`)."""
     import json
 
     return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
-
-
-def _hashable_back(v):
-    import json
-
-    if isinstance(v, str) and v[:1] in ("{", "["):
-        try:
-            parsed = json.loads(v)
-        except ValueError:
-            return v
-        if isinstance(parsed, dict) and set(parsed) <= {"version", "id", "subject"}:
-            return parsed
-    return v
 
 
 def decode_names(names, typed):

@@ -61,8 +61,8 @@ from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
 from kafkafmt.values.registry import InlineSchemaRegistry, RegisteredSchema, SchemaRegistry, open_registry
 
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
-           "get_format", "reader_schema_for", "column_parts", "column_validity", "raise_strict", "nullable_type",
-           "merge_types", "conform"]
+           "get_format", "reader_schema_for", "pinned_reader", "column_parts", "column_validity", "raise_strict",
+           "nullable_type", "merge_types", "conform"]
 
 #: errors found before decoding (the kernel's own codes are below 64; framing: 64-66)
 E_NO_MAGIC, E_SHORT, E_GUID = (_kernel.FRAME_ERRORS[k] for k in ("NO_MAGIC", "SHORT", "GUID"))
@@ -251,6 +251,14 @@ class ValueFormat:
     def decode(self, column, ctx):
         """Decode a pyarrow binary / large_binary array into a `DecodedColumn`."""
         raise NotImplementedError
+
+    def pinned_reader(self, ctx):
+        """What ``ctx.reader_schema`` names now, to read with later whatever the registry learns
+        meanwhile (a schema id, or a dict as ``reader_schema`` takes it); None: keep it as given."""
+        if ctx.registry is None:
+            return None
+        rs = reader_schema_for(ctx.registry, ctx.topic, ctx.is_key, ctx.reader_schema)
+        return rs.id if rs.id is not None and rs.id >= 0 else None
 
     def json(self, decoded):
         """JSON texts of decoded values."""
@@ -660,6 +668,13 @@ def value_type(format, *, registry=None, topic=None, is_key=False, reader_schema
     kafkafmt.errors.SchemaNotFoundError: subject 'orders-value' has no live version in the _schemas topic at ...
     """
     return get_format(format).value_type(_context(format, registry, topic, is_key, reader_schema))
+
+
+def pinned_reader(format, *, registry=None, topic=None, is_key=False, reader_schema=None):
+    """The reader schema a read planned now keeps using (`ValueFormat.pinned_reader`): the schema
+    id ``reader_schema`` resolves to now (with the Protobuf message it names), or None to keep it as
+    given (a schema given inline, no registry)."""
+    return get_format(format).pinned_reader(_context(format, registry, topic, is_key, reader_schema))
 
 
 def decode_column(column, *, format, registry=None, topic=None, is_key=False, reader_schema=None, strict=False,

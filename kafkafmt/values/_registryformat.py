@@ -53,18 +53,39 @@ class RegistryFormat(ValueFormat):
     schema_type = None
 
     def _reader(self, ctx):
+        """(registry, reader schema, its type, the reader as its format takes it): a Protobuf
+        reader keeps the message it names (``{"message": ...}`` or a message's full name)."""
         if ctx.registry is None:
             raise SchemaError("format \"registry\" needs a schema registry")
         reg = open_registry(ctx.registry)
-        rs = reader_schema_for(reg, ctx.topic, ctx.is_key, ctx.reader_schema)
+        spec = ctx.reader_schema
+        message = isinstance(spec, dict) and "message" in spec
+        try:
+            rs = reader_schema_for(reg, ctx.topic, ctx.is_key,
+                                   ({k: v for k, v in spec.items() if k != "message"} or None) if message else spec)
+        except SchemaNotFoundError as exc:
+            from kafkafmt.values.protobuf import resolve_reader
+            try:
+                rs = resolve_reader(reg, ctx.topic, ctx.is_key, spec)[0]      # a Protobuf message's name
+            except (SchemaNotFoundError, SchemaError):
+                raise exc from None
+            message = True
         stype = rs.schema_type or "AVRO"
         if stype not in FORMAT_OF_TYPE:
             raise SchemaError(f"the reader schema has type {stype!r}: one of {sorted(FORMAT_OF_TYPE)}")
-        return reg, rs, stype
+        if message and stype != "PROTOBUF":
+            raise SchemaError(f"reader_schema names a Protobuf message, but the reader schema "
+                              f"({rs.subject or 'id %d' % rs.id}) is {stype}")
+        return reg, rs, stype, spec if message else rs
 
     def value_type(self, ctx):
-        reg, rs, stype = self._reader(ctx)
-        return FORMATS[FORMAT_OF_TYPE[stype]]().value_type(_ctx(ctx, rs))
+        reg, rs, stype, reader = self._reader(ctx)
+        return FORMATS[FORMAT_OF_TYPE[stype]]().value_type(_ctx(ctx, reader))
+
+    def pinned_reader(self, ctx):
+        """As the reader schema's own format pins it."""
+        reg, rs, stype, reader = self._reader(ctx)
+        return FORMATS[FORMAT_OF_TYPE[stype]]().pinned_reader(_ctx(ctx, reader))
 
     def _other_reader(self, reg, rs, stype, sid):
         """The reader of values of type stype: the subject's latest version of that type, else the
@@ -81,7 +102,7 @@ class RegistryFormat(ValueFormat):
 
     def decode(self, column, ctx):
         pa = _pa()
-        reg, rs, rtype = self._reader(ctx)
+        reg, rs, rtype, reader = self._reader(ctx)
         column, offsets, data = column_parts(column)
         bits, bit_offset = column_validity(column)
         ids, slots, uniq = _framing.frame(offsets, data, bits, bit_offset)
@@ -93,7 +114,7 @@ class RegistryFormat(ValueFormat):
                 types[sid] = None
         n = len(column)
         main_fmt = FORMATS[FORMAT_OF_TYPE[rtype]]()
-        main = main_fmt.decode(column, _ctx(ctx, rs))
+        main = main_fmt.decode(column, _ctx(ctx, reader))
         others = {t for t in types.values() if t is not None and t != rtype and t in FORMAT_OF_TYPE}
         if not others:
             dec = DecodedColumn(main.values, main.schema_id, main.error, main.error_count, self, main.reader,
@@ -105,7 +126,7 @@ class RegistryFormat(ValueFormat):
         pieces = [main.values.combine_chunks() if isinstance(main.values, pa.ChunkedArray) else main.values]
         source = np.arange(n, dtype=np.int64)
         errors = np.array(main.error.to_pylist(), dtype=object)
-        placeholder = main_fmt.decode(pa.array([None], pa.binary()), _ctx(ctx, rs)).values
+        placeholder = main_fmt.decode(pa.array([None], pa.binary()), _ctx(ctx, reader)).values
         if isinstance(placeholder, pa.ChunkedArray):
             placeholder = placeholder.combine_chunks()
         base = n

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import re
 
 import numpy as np
@@ -23,10 +24,10 @@ from kafkafmt.errors import SchemaNotFoundError, SchemaRegistryError
 from kafkafmt.record import TYPED_COLUMNS
 from kafkafmt.log import ReportEntry, ReportKind
 from kafkafmt.values.registry import SchemaRegistry, open_registry
-from kafkafmt.values._formats import DecodedColumn, decode_column, get_format, reader_schema_for, value_type
+from kafkafmt.values._formats import DecodedColumn, decode_column, get_format, pinned_reader, value_type
 
-__all__ = ["TypedOptions", "open_typed", "decode_values", "type_values", "reader_schema_of_text", "VALUE_ERRORS",
-           "NO_SCHEMA_FORMATS"]
+__all__ = ["TypedOptions", "open_typed", "decode_values", "empty_typed", "type_values", "reader_schema_of_text",
+           "READER_KEYS", "VALUE_ERRORS", "NO_SCHEMA_FORMATS"]
 
 #: what a bad value does: "null" (null, with the reason in valueError and a report entry) or "strict" (raise)
 VALUE_ERRORS = ("null", "strict")
@@ -68,7 +69,7 @@ class TypedOptions:
         """The reader schema of ``side`` for ``topic``: pinned, else the side's own."""
         for key, schema in self.pinned:
             if key == (side, topic):
-                return schema
+                return dict(schema) if isinstance(schema, tuple) else schema
         return self.key_schema if side == "key" else self.value_schema
 
     def pin(self, topics):
@@ -88,9 +89,11 @@ class TypedOptions:
                 continue
             for topic in topics:
                 with _topic_hint(topic, side):
-                    rs = reader_schema_for(self.registry, topic, side == "key", self.reader(side, topic))
-                if rs.id is not None:
-                    pinned[(side, topic)] = rs.id
+                    spec = pinned_reader(fmt, registry=self.registry, topic=topic, is_key=side == "key",
+                                         reader_schema=self.reader(side, topic))
+                if spec is not None:
+                    # (hashable: a dict is kept as its sorted items)
+                    pinned[(side, topic)] = tuple(sorted(spec.items())) if isinstance(spec, dict) else spec
         return dataclasses.replace(self, pinned=tuple(sorted(pinned.items())))
 
     def sides(self):
@@ -245,22 +248,73 @@ def decode_values(recs, typed):
     return recs.replace(typed=out, report=report)
 
 
+def empty_typed(typed, topics):
+    """``{side: DecodedColumn}`` of no values for each typed side of ``typed``, of the type a read of
+    ``topics`` has (their types merged): what a read that found no partition types its empty
+    result with."""
+    import pyarrow as pa
+
+    from kafkafmt.values._formats import merge_types
+
+    out = {}
+    for side, fmt, _ in typed.sides():
+        t = merge_types([typed.arrow_type(side, topic) for topic in sorted(set(topics))])
+        out[side] = DecodedColumn(pa.array([], t), pa.array([], pa.int32()), pa.array([], pa.string()), 0,
+                                  get_format(fmt))
+    return out
+
+
 def _first_error_row(dec):
     import pyarrow.compute as pc
     return int(pc.index(pc.is_valid(dec.error), True).as_py())
 
 
+#: the keys of a reader schema given as a JSON object naming it (not a schema)
+READER_KEYS = ("id", "subject", "version", "message")
+
+
 def reader_schema_of_text(text):
     """A reader schema given as text (the command line's ``--value-schema``, Spark's
-    ``valueSchema``): digits are a schema id, ``v<n>`` a version of the topic's subject, anything
-    else a subject name or a schema (JSON text or a file); None stays None."""
+    ``valueSchema``) as the Python API takes it: digits are a schema id, ``v<n>`` a version of the
+    topic's subject, a JSON object of only ``id`` / ``subject`` / ``version`` / ``message`` (e.g.
+    ``{"subject": "clicks-value", "message": "shop.clicks.Click"}``) that dict, anything else a
+    subject name, a Protobuf message's full name (``shop.clicks.Click``: a message of the topic's
+    subject) or a schema (JSON text or a file); None stays None.
+
+    Parameters
+    ----------
+    text : str, int or None
+
+    Returns
+    -------
+    int, dict, str or None
+
+    Examples
+    --------
+    >>> from kafkafmt.values import reader_schema_of_text
+    >>> reader_schema_of_text("7"), reader_schema_of_text("v2"), reader_schema_of_text("shop.clicks.Click")
+    (7, {'version': 2}, 'shop.clicks.Click')
+    >>> reader_schema_of_text('{"message": "shop.clicks.Click", "version": 3}')
+    {'message': 'shop.clicks.Click', 'version': 3}
+    """
     if text is None:
         return None
+    if isinstance(text, dict):
+        return text
     v = str(text).strip()
     if re.fullmatch(r"\d+", v):
         return int(v)
     m = re.fullmatch(r"v(\d+)", v)
-    return {"version": int(m.group(1))} if m else v
+    if m:
+        return {"version": int(m.group(1))}
+    if v.startswith("{"):
+        try:
+            parsed = json.loads(v)
+        except ValueError:
+            return v
+        if isinstance(parsed, dict) and parsed and set(parsed) <= set(READER_KEYS):
+            return parsed
+    return v
 
 
 def type_values(recs, *, value_format=None, key_format=None, schema_registry=None, value_schema=None,

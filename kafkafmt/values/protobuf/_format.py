@@ -8,17 +8,29 @@ varint count, then zigzag varint indexes: the message's position among the file'
 messages, then nested positions; the single byte ``0x00`` stands for ``[0]``), then the message.
 ``"protobuf-raw"`` reads values that are bare messages (no framing: producers without a registry).
 
-**Reader message**: every value is parsed with one reader message, as confluent-kafka's
-``ProtobufDeserializer(message_type)`` parses every value with its generated class (fields matched
-by number; unknown fields skipped; a field whose wire type does not match is an unknown field).
-It is, by ``reader_schema=``: a generated message class, a message or a ``Descriptor``; ``.proto``
-text or a ``.proto`` path (its first message); ``{"message": "pkg.Msg", ...}`` with the rest as
-below; otherwise what `kafkafmt.values._formats.reader_schema_for` finds (None: the latest live version of
-``<topic>-value``; an id; a subject; a version) -- the message of the file whose full name is the
-subject's (RecordNameStrategy subjects are message names), else its first message (the registry's
-name of a Protobuf schema). A value whose writer message (by schema id and message indexes) has
-another full name than the reader message is a per-record error: two record types in one topic
-are read once per type. Without a registry, the reader file is also every id's writer schema.
+**Which message a value is**: a value's message indexes name its message in the writer's file; it
+is read as that message, as Java's ``KafkaProtobufDeserializer`` without a specific type reads it,
+fields matched by number (unknown fields skipped; a field whose wire type does not match is an
+unknown field). The column's type comes from the reader schema (`reader_messages`), known before
+any value is read:
+
+* a message named -- ``reader_schema=`` a generated message class, a message or a ``Descriptor``;
+  ``{"message": "pkg.Msg", ...}`` with the rest as below; a message's full name (``"pkg.Msg"``,
+  a message of the topic's subject); a subject that is a message's name (RecordNameStrategy) --
+  is the column's struct, and values of any other message are per-record errors saying how to
+  read them (name their message);
+* otherwise the reader schema -- None: the latest live version of ``<topic>-value``; an id; a
+  subject; a version (what `kafkafmt.values._formats.reader_schema_for` finds); ``.proto`` text
+  or a ``.proto`` path -- gives the messages of its file no other message uses, top-level ones
+  first (`ProtoSchema.record_messages`: a file declaring ``Geo`` then ``Click``, ``Click`` using
+  ``Geo``, holds ``Click`` values). One such message: the column is its struct. Several (a file
+  of unrelated events, a key and a value message): the column is a struct with one nullable
+  field per message, named as the message is inside its package (``Created``, ``Envelope.Visit``),
+  each value in its own message's field. Values of a message the column does not hold are
+  per-record errors naming how to read them.
+
+Without a registry, the reader file is also every id's writer schema. ``"protobuf-raw"`` values
+carry no message indexes: their reader is one message.
 
 Arrow types and presence: `kafkafmt.values.protobuf._plan`. Schemas: `kafkafmt.values.protobuf._schema`.
 """
@@ -30,6 +42,7 @@ import decimal
 import functools
 import json
 import os
+import re
 import threading
 import weakref
 
@@ -37,13 +50,13 @@ import numpy as np
 
 from kafkafmt._native import protobuf as _kernel
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, SchemaRegistryError
-from kafkafmt.values.protobuf._plan import ProtoPlan
+from kafkafmt.values.protobuf._plan import MessagesPlan, ProtoPlan
 from kafkafmt.values.protobuf._schema import compile_registered, compile_text, descriptor_of
 from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
 from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, raise_strict,
                              reader_schema_for, register_format)
 
-__all__ = ["ProtobufFormat", "RawProtobufFormat", "reader_message", "arrow_json"]
+__all__ = ["ProtobufFormat", "RawProtobufFormat", "reader_messages", "resolve_reader", "arrow_json"]
 
 E_NO_MAGIC, E_SHORT, E_GUID, E_INDEX = (_kernel.FRAME_ERRORS[k] for k in ("NO_MAGIC", "SHORT", "GUID", "INDEX"))
 E_UNKNOWN_ID, E_NOT_PROTOBUF, E_BAD_SCHEMA, E_OTHER_MESSAGE = 67, 68, 70, 72
@@ -77,49 +90,102 @@ def _looks_like_proto(spec):
     return isinstance(spec, str) and "{" in spec and ("message " in spec or "syntax" in spec)
 
 
-def reader_message(registry, topic=None, is_key=False, reader_schema=None, compile=compile_registered):
-    """The reader message Descriptor a Protobuf read would use (see the module docstring);
-    ``compile(registry, registered_schema)`` compiles the registered schema it finds.
+#: a fully qualified message name (``pkg.Msg``, ``pkg.Outer.Inner``; a leading dot allowed)
+_MESSAGE_NAME = re.compile(r"\.?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _text_of(spec):
+    """.proto text of a reader given as a ``.proto`` path, else ``spec`` itself."""
+    if isinstance(spec, os.PathLike) or (isinstance(spec, str) and spec.endswith(".proto") and os.path.isfile(spec)):
+        with open(spec, encoding="utf-8") as f:
+            return f.read()
+    return spec
+
+
+def resolve_reader(registry, topic=None, is_key=False, reader_schema=None):
+    """(registered schema, message named or None, names that may be a message's) of a reader given
+    by a registry: an id, a subject, a version, ``{"message": ..., ...}``, or a fully qualified
+    message name of the topic's subject (None: the TopicNameStrategy subject). Without a message
+    named, the subject's name is one if it is a message's (RecordNameStrategy subjects), else
+    `reader_messages` takes the messages the file holds as values.
 
     Raises
     ------
     SchemaNotFoundError, SchemaError
     """
-    spec = reader_schema
-    d = descriptor_of(spec) if spec is not None and not isinstance(spec, (str, int, dict, os.PathLike)) else None
-    if d is not None:
-        return d
-    if isinstance(spec, os.PathLike) or (isinstance(spec, str) and spec.endswith(".proto") and os.path.isfile(spec)):
-        with open(spec, encoding="utf-8") as f:
-            spec = f.read()
-    if _looks_like_proto(spec):
-        return compile_text(spec).first_message()
-    message = None
+    spec, message = reader_schema, None
     if isinstance(spec, dict) and "message" in spec:
         spec = dict(spec)
-        message = spec.pop("message")
-        if not spec:
-            spec = None
+        message = str(spec.pop("message")).lstrip(".")
+        spec = spec or None
     if registry is None:
         raise SchemaError("no schema registry to find the reader message in: give a schema registry, or "
                           "reader_schema as a generated message class or .proto text")
-    rs = reader_schema_for(registry, topic, is_key, spec)
+    try:
+        rs = reader_schema_for(registry, topic, is_key, spec)
+    except SchemaNotFoundError as exc:
+        name = spec.strip() if isinstance(spec, str) else None
+        if message is not None or name is None or not _MESSAGE_NAME.fullmatch(name):
+            raise
+        # not a subject: a message of the topic's own subject (as {"message": name})
+        message = name.lstrip(".")
+        try:
+            rs = reader_schema_for(registry, topic, is_key, None)
+        except (SchemaNotFoundError, SchemaError):
+            raise SchemaNotFoundError(f"{exc.reason}; and {name!r} is not a message of the topic's subject "
+                                      f"either (it has no live version)") from None
     if (rs.schema_type or "AVRO") != "PROTOBUF":
         raise SchemaError(f"the reader schema ({rs.subject or 'id %d' % rs.id}) is {rs.schema_type}, not PROTOBUF")
-    ps = compile(registry, rs)
-    names = [message] if message else []
+    # without a message named: a subject that is a message's name (RecordNameStrategy,
+    # TopicRecordNameStrategy) names it
+    names = []
     if isinstance(spec, str):
         names += [spec] + ([spec[len(topic) + 1:]] if topic and spec.startswith(f"{topic}-") else [])
     if rs.subject:
         names.append(rs.subject)
-    for name in names:
-        if name:
-            d = ps.message_named(name)
-            if d is not None:
-                return d
-    if message:
-        raise SchemaNotFoundError(f"the reader schema ({rs.subject or 'id %d' % rs.id}) has no message {message!r}")
-    return ps.first_message()
+    return rs, message, [n for n in names if _MESSAGE_NAME.fullmatch(n)]
+
+
+def reader_messages(registry, topic=None, is_key=False, reader_schema=None, compile=compile_registered):
+    """The reader messages (a tuple of Descriptors) a Protobuf read would use (see the module
+    docstring): one named message, else the messages the schema's file holds as values
+    (`ProtoSchema.record_messages`). ``compile(registry, registered_schema)`` compiles the
+    registered schema it finds.
+
+    Raises
+    ------
+    SchemaNotFoundError, SchemaError
+        No reader schema, or a message named that it lacks.
+    """
+    spec = reader_schema
+    d = descriptor_of(spec) if spec is not None and not isinstance(spec, (str, int, dict, os.PathLike)) else None
+    if d is not None:
+        return (d,)
+    spec = _text_of(spec)
+    if _looks_like_proto(spec):
+        return tuple(compile_text(spec).record_messages())
+    rs, message, names = resolve_reader(registry, topic, is_key, spec)
+    ps = compile(registry, rs)
+    for name in [message] if message is not None else names:
+        d = ps.message_named(name)
+        if d is not None:
+            return (d,)
+    if message is not None:
+        raise SchemaNotFoundError(f"the reader schema ({rs.subject or 'id %d' % rs.id}) has no message "
+                                  f"{message!r}: its messages are {', '.join(_all_names(ps))}")
+    return tuple(ps.record_messages())
+
+
+def _all_names(ps):
+    out = []
+
+    def walk(descs):
+        for d in descs:
+            if not d.GetOptions().map_entry:
+                out.append(d.full_name)
+            walk(d.nested_types)
+    walk(ps.file.message_types_by_name.values())
+    return out
 
 
 @register_format
@@ -130,35 +196,50 @@ class ProtobufFormat(ValueFormat):
     framed = True
 
     def _registry(self, ctx):
-        """(registry, reader Descriptor or None): without a registry, one made of the reader."""
+        """(registry, reader Descriptors or None): without a registry, one made of the reader."""
         spec = ctx.reader_schema
         if ctx.registry is not None:
             return open_registry(ctx.registry), None
         d = descriptor_of(spec) if spec is not None and not isinstance(spec, (str, int, dict, os.PathLike)) else None
         if d is not None:
-            return _GeneratedRegistry.of(d), d
-        if isinstance(spec, os.PathLike) or (isinstance(spec, str) and spec.endswith(".proto")
-                                             and os.path.isfile(spec)):
-            with open(spec, encoding="utf-8") as f:
-                spec = f.read()
+            return _GeneratedRegistry.of(d), (d,)
+        spec = _text_of(spec)
         if _looks_like_proto(spec):
             reg = _text_registry(spec)
-            return reg, reg.reader
+            return reg, reg.readers
         raise SchemaError("no schema registry to find the reader message in: give a schema registry, or "
                           "reader_schema as a generated message class or .proto text")
 
     def plan(self, ctx):
-        """(registry, cache, reader Descriptor, ProtoPlan), cached per registry and reader."""
-        reg, d = self._registry(ctx)
+        """(registry, cache, reader Descriptors, plan): a `ProtoPlan`, or a `MessagesPlan` when the
+        column holds several messages; cached per registry and readers."""
+        reg, ds = self._registry(ctx)
         cache = _cache(reg)
-        if d is None:
-            d = reader_message(reg, ctx.topic, ctx.is_key, ctx.reader_schema,
-                               compile=lambda r, rs: self._compiled(r, cache, rs))
+        if ds is None:
+            ds = reader_messages(reg, ctx.topic, ctx.is_key, ctx.reader_schema,
+                                 compile=lambda r, rs: self._compiled(r, cache, rs))
+        if len(ds) > 1 and not self.framed:
+            raise SchemaError(f"bare Protobuf values carry no message indexes, and the reader schema holds "
+                              f"{len(ds)} messages ({', '.join(d.full_name for d in ds)}): name the message "
+                              f"(reader_schema={{'message': ...}} with a registry, or a generated class)")
+        key = tuple(id(d) for d in ds)
         with cache.lock:
-            hit = cache.readers.get(id(d))
-            if hit is None or hit[0] is not d:
-                hit = cache.readers[id(d)] = (d, ProtoPlan(d))
+            hit = cache.readers.get(key)
+            if hit is None or any(a is not b for a, b in zip(hit[0], ds)):
+                hit = cache.readers[key] = (ds, ProtoPlan(ds[0]) if len(ds) == 1 else MessagesPlan(ds))
         return reg, cache, hit[0], hit[1]
+
+    def pinned_reader(self, ctx):
+        """The schema id the reader resolves to now, with its message when it is one message
+        (``{"id": ..., "message": ...}``); None for a reader given without a registry."""
+        if ctx.registry is None or _looks_like_proto(_text_of(ctx.reader_schema)) or \
+                descriptor_of(ctx.reader_schema) is not None:
+            return None
+        rs = resolve_reader(open_registry(ctx.registry), ctx.topic, ctx.is_key, ctx.reader_schema)[0]
+        if rs.id is None or rs.id < 0:
+            return None
+        readers = self.plan(ctx)[2]
+        return {"id": rs.id, "message": readers[0].full_name} if len(readers) == 1 else rs.id
 
     def _compiled(self, reg, cache, rs):
         """compile_registered, once per registry and schema (id and text)."""
@@ -178,9 +259,9 @@ class ProtobufFormat(ValueFormat):
             hit = cache.writers.get(schema_id)
             if hit is not None:
                 return hit
-            reader = getattr(reg, "reader", None)
-            if reader is not None:
-                hit = _FileOf(reader)
+            readers = getattr(reg, "readers", None)
+            if readers is not None:
+                hit = _FileOf(readers[0])
             else:
                 try:
                     rs = reg.schema(schema_id)
@@ -198,8 +279,9 @@ class ProtobufFormat(ValueFormat):
             cache.writers[schema_id] = hit
             return hit
 
-    def _roots(self, reg, cache, reader, offsets, data, column):
-        """(starts, roots, ids, framed mask, {row: error text}) of every row."""
+    def _roots(self, reg, cache, readers, offsets, data, column, is_key):
+        """(starts, roots, ids, framed mask, {row: error text}) of every row; a root is the index of
+        the reader message the row's message indexes name, or -1 (null) / -code (an error)."""
         bits, bit_offset = column_validity(column)
         n = len(offsets) - 1
         if not self.framed:
@@ -215,6 +297,7 @@ class ProtobufFormat(ValueFormat):
             return starts, roots, ids, framed, texts
         simple = framed & (count == 1)
         keys = (ids.astype(np.int64) << 32) | first.astype(np.int64)
+        held = {d.full_name: k for k, d in enumerate(readers)}
         combos = {}                  # (id, indexes) -> rows
         if simple.any():
             rows = np.flatnonzero(simple)
@@ -226,13 +309,19 @@ class ProtobufFormat(ValueFormat):
                 for j in range(len(uk)):
                     r = rest[inv == j]
                     combos[(int(ids[r[0]]), (int(first[r[0]]),))] = r
-        for i in np.flatnonzero(framed & (count > 1)).tolist():
-            key = (int(ids[i]), tuple(int(v) for v in extra[at[i]:at[i] + count[i]]))
-            combos.setdefault(key, [])
-            if isinstance(combos[key], list):
-                combos[key].append(i)
-            else:
-                combos[key] = np.append(combos[key], i)
+        # nested messages (two or more indexes): rows grouped by (id, indexes), per index count
+        multi = np.flatnonzero(framed & (count > 1))
+        for c in np.unique(count[multi]).tolist():
+            rows = multi[count[multi] == c]
+            keys = np.empty((len(rows), c + 1), np.int64)
+            keys[:, 0] = ids[rows]
+            keys[:, 1:] = extra[at[rows][:, None] + np.arange(c)]
+            uk, inv = np.unique(keys, axis=0, return_inverse=True)
+            inv = inv.ravel()
+            order = np.argsort(inv, kind="stable")
+            bounds = np.searchsorted(inv[order], np.arange(len(uk) + 1))
+            for j, key in enumerate(uk.tolist()):
+                combos[(key[0], tuple(key[1:]))] = rows[order[bounds[j]:bounds[j + 1]]]
         for (sid, indexes), rows in combos.items():
             w = self._writer(reg, cache, sid)
             if isinstance(w, tuple):
@@ -243,10 +332,12 @@ class ProtobufFormat(ValueFormat):
                 except SchemaError as exc:
                     code, text = E_INDEX, f"schema id {sid}: {exc.reason}"
                 else:
-                    if msg.full_name == reader.full_name:
+                    k = held.get(msg.full_name)
+                    if k is not None:
+                        if k:
+                            roots[np.asarray(rows, np.int64)] = k
                         continue
-                    code, text = E_OTHER_MESSAGE, (f"schema id {sid} message indexes {list(indexes)} name "
-                                                   f"{msg.full_name}, not the reader's {reader.full_name}")
+                    code, text = E_OTHER_MESSAGE, _other_message(sid, indexes, msg.full_name, readers, is_key)
             rows = np.asarray(rows, np.int64)
             roots[rows] = -code
             for i in rows.tolist():
@@ -255,9 +346,9 @@ class ProtobufFormat(ValueFormat):
 
     def decode(self, column, ctx):
         pa = _pa()
-        reg, cache, reader, plan = self.plan(ctx)
+        reg, cache, readers, plan = self.plan(ctx)
         column, offsets, data = column_parts(column)
-        starts, roots, ids, framed, texts = self._roots(reg, cache, reader, offsets, data, column)
+        starts, roots, ids, framed, texts = self._roots(reg, cache, readers, offsets, data, column, ctx.is_key)
         values, (code, pos, field, detail) = plan.decode(offsets, data, starts, roots)
         n = len(code)
         bad = np.flatnonzero(code)
@@ -281,7 +372,7 @@ class ProtobufFormat(ValueFormat):
             error = pa.nulls(n, pa.string())
         schema_id = pa.Array.from_buffers(pa.int32(), n, [None if framed.all() else pa.py_buffer(
             np.packbits(framed, bitorder="little")), pa.py_buffer(ids)])
-        return DecodedColumn(values, schema_id, error, len(bad), self, reader)
+        return DecodedColumn(values, schema_id, error, len(bad), self, readers[0] if len(readers) == 1 else readers)
 
     def json(self, decoded):
         return arrow_json(decoded.values)
@@ -314,27 +405,36 @@ class _FileOf:
 
 
 class _GeneratedRegistry(InlineSchemaRegistry):
-    """No registry: every schema id's writer is the reader message's own file."""
+    """No registry: every schema id's writer is the reader messages' own file."""
 
     _made = {}
 
-    def __init__(self, reader, text=""):
-        super().__init__(text, schema_type="PROTOBUF", source=f"reader message {reader.full_name} (no registry given)")
-        self.reader = reader
+    def __init__(self, readers, text=""):
+        super().__init__(text, schema_type="PROTOBUF",
+                         source=f"reader file {readers[0].file.name} (no registry given)")
+        self.readers = tuple(readers)
 
     @classmethod
     def of(cls, d):
         reg = cls._made.get(id(d))
-        if reg is None or reg.reader is not d:
+        if reg is None or reg.readers[0] is not d:
             if len(cls._made) > 64:
                 cls._made.clear()
-            reg = cls._made[id(d)] = cls(d)
+            reg = cls._made[id(d)] = cls((d,))
         return reg
 
 
 @functools.lru_cache(maxsize=64)
 def _text_registry(text):
-    return _GeneratedRegistry(compile_text(text).first_message(), text)
+    return _GeneratedRegistry(compile_text(text).record_messages(), text)
+
+
+def _other_message(sid, indexes, name, readers, is_key):
+    """The error of a value whose message indexes name a message the column does not hold."""
+    held = readers[0].full_name if len(readers) == 1 else "one of " + ", ".join(d.full_name for d in readers)
+    side = "key" if is_key else "value"
+    return (f"schema id {sid} message indexes {list(indexes)} name {name}, not the reader's {held}: read them "
+            f"with {side}_schema={{'message': '{name}'}} (on the command line --{side}-schema {name})")
 
 
 def _frame_text(code, offsets, data, i):

@@ -18,9 +18,10 @@ enum                                dictionary<int32, string> of the value names
                                     decimal text, as MessageToDict prints it as a number
 repeated T                          list<T> (never null: empty when absent)
 map<K, V>                           map<K, V> (never null; a key seen twice keeps its last entry)
-oneof o { ... }                     struct<member..., which>: the members (nullable), ``which`` the name of
-                                    the member set (dictionary<int32, string>); the struct is null when no
-                                    member is set (``which_`` when a member is called ``which``)
+oneof o { ... }                     its members, as fields of the message in declaration order, each
+                                    nullable: the member set is the one not null (all null: none is set) --
+                                    as the protobuf runtime, ``MessageToDict`` and Spark's from_protobuf show
+                                    a oneof (the name ``o`` is not a column)
 google.protobuf.Timestamp           timestamp[ns, UTC] (outside 1677..2262: a per-record error)
 google.protobuf.Duration            duration[ns]
 google.protobuf.*Value (wrappers)   the wrapped scalar, nullable
@@ -47,7 +48,7 @@ import numpy as np
 from kafkafmt._native import protobuf as _kernel
 from kafkafmt.errors import SchemaError
 
-__all__ = ["ProtoPlan", "MAX_RECURSION", "MAX_COLUMNS", "WRAPPERS"]
+__all__ = ["ProtoPlan", "MessagesPlan", "MAX_RECURSION", "MAX_COLUMNS", "WRAPPERS"]
 
 #: levels a recursive message is unrolled to in the Arrow type
 MAX_RECURSION = 4
@@ -100,11 +101,12 @@ def _kind_of(op):
 class Column:
     """One output column (one Arrow array)."""
 
-    __slots__ = ("index", "kind", "width", "arrow", "nullable", "children", "enum", "which", "json")
+    __slots__ = ("index", "kind", "width", "arrow", "nullable", "children", "enum", "which", "json", "layout")
 
     def __init__(self, index, kind, arrow, width=0, nullable=False):
         self.index, self.kind, self.arrow, self.width, self.nullable = index, kind, arrow, width, nullable
         self.children = []
+        self.layout = None     # a message with oneofs: per Arrow field, (child, member of that oneof child or None)
         self.enum = None       # (sorted numbers, their names)
         self.which = None      # oneof member names (the indices are written directly)
         self.json = None       # a Struct / Value / ListValue written raw: its full name
@@ -176,7 +178,7 @@ class ProtoPlan:
         self.paths.extend([""] * len(fields))
         struct = self._new(_K["K_STRUCT"], None)
         inner = stack + (d.full_name,)
-        arrow_fields, children = [], []
+        arrow_fields, children, layout = [], [], []
         oneof_rows, seen_oneofs = [], {}
         for i, f in enumerate(fields):
             fpath = f"{path}.{f.name}" if path else f.name
@@ -188,12 +190,15 @@ class ProtoPlan:
                 if k is None:
                     k = seen_oneofs[oneof.name] = len(oneof_rows)
                     oneof_rows.append((oneof, []))
-                    arrow_fields.append(("oneof", k))
                     children.append(("oneof", k))
                 oneof_rows[k][1].append((first + i, f, col))
                 row[6] = k                     # the message's k-th oneof (made global below)
                 row[7] = len(oneof_rows[k][1]) - 1
+                # a member is a field of the message (the kernel writes the oneof as one child)
+                layout.append((children.index(("oneof", k)), row[7]))
+                arrow_fields.append(pa.field(f.name, col.arrow, True))
             else:
+                layout.append((len(children), None))
                 arrow_fields.append(pa.field(f.name, col.arrow, col.nullable))
                 children.append(col)
             self.fields[first + i] = row
@@ -215,12 +220,11 @@ class ProtoPlan:
             self.oneofs.append([ocol.index, which.index, off, len(members)])
             for gi, _, _ in members:
                 self.fields[gi][6] = first_oneof + k
-            for j, c in enumerate(children):
-                if c == ("oneof", k):
-                    children[j] = ocol
-                    arrow_fields[j] = pa.field(oneof.name, ocol.arrow, True)
+            children[children.index(("oneof", k))] = ocol
         struct.children = children
         struct.arrow = pa.struct(arrow_fields)
+        if oneof_rows:
+            struct.layout = layout
         # the field-number lookup: dense for small numbers, sorted pairs for the rest
         numbers = [f.number for f in fields]
         dense_len = min(max(numbers, default=-1) + 1, 8 * len(numbers) + 64)
@@ -397,6 +401,9 @@ class ProtoPlan:
                 return pa.Array.from_buffers(col.arrow, length, [vb, pa.py_buffer(offs), pa.py_buffer(data)],
                                              null_count=nulls)
             children = [build(c) for c in col.children]
+            if col.layout is not None:          # oneof members: fields of the message
+                flat = {j: children[j].flatten() for j, m in col.layout if m is not None}   # (null where unset)
+                children = [children[j] if m is None else flat[j][m] for j, m in col.layout]
             bufs = [vb] if k == _K["K_STRUCT"] else [vb, pa.py_buffer(offs)]
             return pa.Array.from_buffers(col.arrow, length, bufs, null_count=nulls, children=children)
 
@@ -404,10 +411,88 @@ class ProtoPlan:
 
     def error_text(self, code, field, detail):
         """The message of a kernel error (code, field, detail as `decode` returns them)."""
-        name, text = _kernel.ERROR_INFO.get(int(code), ("?", f"error {code}"))
-        msg = text.format(detail=detail, depth=_kernel.MAX_DEPTH)
-        path = self.paths[field] if 0 <= field < len(self.paths) else ""
-        return f"{msg} (in {path})" if path else msg
+        return _error_text(code, self.paths[field] if 0 <= field < len(self.paths) else "", detail)
+
+
+class MessagesPlan:
+    """Several reader messages in one column (a file whose values may be any of several messages):
+    a struct with one nullable field per message, named as the message is inside its package
+    (``Click``, ``Envelope.Click``); each value fills its own message's field.
+
+    Parameters
+    ----------
+    descriptors : sequence of google.protobuf.descriptor.Descriptor
+    max_recursion : int
+    """
+
+    def __init__(self, descriptors, max_recursion=MAX_RECURSION):
+        pa = _pa()
+        self.descriptors = tuple(descriptors)
+        self.plans = [ProtoPlan(d, max_recursion) for d in self.descriptors]
+        self.names = [_message_field_name(d) for d in self.descriptors]
+        self.arrow_type = pa.struct([pa.field(name, p.arrow_type, True) for name, p in zip(self.names, self.plans)])
+        self.paths, self._bases = [], []
+        for name, p in zip(self.names, self.plans):
+            self._bases.append(len(self.paths))
+            self.paths += [f"{name}.{path}" for path in p.paths]
+
+    def decode(self, offsets, data, starts, roots):
+        """As `ProtoPlan.decode`; ``roots[i]`` is the index of row i's message (or -1 / -code)."""
+        pa = _pa()
+        n = len(roots)
+        code, pos, field, detail = (np.zeros(n, np.uint8), np.zeros(n, np.int64), np.full(n, -1, np.int32),
+                                    np.zeros(n, np.int64))
+        valid = np.zeros(n, bool)
+        children = []
+        for k, (plan, base) in enumerate(zip(self.plans, self._bases)):
+            mine = roots == k
+            # rows of other messages are null here; an error found before decoding is kept once (message 0)
+            rk = np.where(mine, 0, np.where(roots < -1, roots, -1) if k == 0 else -1).astype(np.int32)
+            values, (c, p, f, d) = plan.decode(offsets, data, starts, rk)
+            children.append(values)
+            hit = c != 0
+            code[hit], pos[hit], detail[hit] = c[hit], p[hit], d[hit]
+            field[hit] = np.where(f[hit] >= 0, f[hit] + base, -1)
+            valid |= mine & ~hit
+        return self._struct(children, valid), (code, pos, field, detail)
+
+    def _struct(self, children, valid):
+        """One struct column of per-message columns (chunked where a child is)."""
+        pa = _pa()
+        cuts = {0, len(valid)}
+        for c in children:
+            if isinstance(c, pa.ChunkedArray):
+                at = 0
+                for chunk in c.chunks:
+                    at += len(chunk)
+                    cuts.add(at)
+        cuts = sorted(cuts)
+        pieces = []
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            parts = []
+            for c in children:
+                part = c.slice(a, b - a)
+                parts.append(part.combine_chunks() if isinstance(part, pa.ChunkedArray) else part)
+            pieces.append(pa.StructArray.from_arrays(parts, fields=list(self.arrow_type),
+                                                     mask=pa.array(~valid[a:b])))
+        return pieces[0] if len(pieces) == 1 else pa.chunked_array(pieces, self.arrow_type)
+
+    def error_text(self, code, field, detail):
+        """The message of a kernel error (``field`` numbered across the messages)."""
+        return _error_text(code, self.paths[field] if 0 <= field < len(self.paths) else "", detail)
+
+
+def _error_text(code, path, detail):
+    name, text = _kernel.ERROR_INFO.get(int(code), ("?", f"error {code}"))
+    msg = text.format(detail=detail, depth=_kernel.MAX_DEPTH)
+    return f"{msg} (in {path})" if path else msg
+
+
+def _message_field_name(d):
+    """A message's name inside its package (``Click``, ``Envelope.Click``): its field's name in a
+    column of several messages."""
+    package = d.file.package
+    return d.full_name[len(package) + 1:] if package else d.full_name
 
 
 def _dictionary(col, length, nulls, vb, data):

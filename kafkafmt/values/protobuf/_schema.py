@@ -377,6 +377,50 @@ class ProtoSchema:
             return None
         return d
 
+    def record_messages(self):
+        """The messages of the file a value may be: those no other message of the file uses as a
+        field's type (map entries and a message's use of itself do not count), and that are not
+        used only to nest others (no fields of their own) -- the top-level ones; when there are
+        none, the nested ones (in declaration order); when every message is used (they use each
+        other), the top-level messages.
+
+        Returns
+        -------
+        list of google.protobuf.descriptor.Descriptor
+        """
+        top = list(self.file.message_types_by_name.values())
+        nested, entries = [], []
+
+        def walk(descs):
+            for d in descs:
+                (entries if d.GetOptions().map_entry else nested).append(d)
+                walk(d.nested_types)
+
+        for d in top:
+            walk(d.nested_types)
+        used = set()
+        for m in top + nested + entries:
+            for f in m.fields:
+                t = f.message_type
+                # (a map entry's value type counts as used by the map's owner)
+                if t is not None and t.full_name != _owner(m).full_name:
+                    used.add(t.full_name)
+
+        def values(descs):
+            return [d for d in descs if d.full_name not in used and (d.fields or not d.nested_types)]
+
+        found = values(top) or values(nested) or [d for d in top if d.full_name not in used] or top
+        if not found:
+            raise SchemaError(f"the Protobuf schema {self.file.name} defines no message")
+        return found
+
+
+def _owner(m):
+    """The message a (possibly map entry) message's fields belong to."""
+    while m.GetOptions().map_entry and m.containing_type is not None:
+        m = m.containing_type
+    return m
+
 
 def _add(pool, fdp, what):
     try:
