@@ -122,6 +122,9 @@ class DecodedColumn:
     format: object = None
     reader: object = None
     trailing_count: int = 0
+    #: rows of several topics read with different reader schemas (a concatenation): (the readers,
+    #: each row's index into them as an int32 NumPy array); None when ``reader`` holds for all
+    readers: object = dataclasses.field(default=None, repr=False)
 
     def __len__(self):
         return len(self.values)
@@ -129,24 +132,38 @@ class DecodedColumn:
     def json(self):
         """Each value as JSON text (None where null): Avro as kafka-avro-console-consumer prints it
         (`kafkafmt.values.avro._json`), strings as JSON strings, bytes as ISO-8859-1 JSON strings."""
-        return self.format.json(self)
+        if self.readers is None:
+            return self.format.json(self)
+        readers, codes = self.readers
+        out = [None] * len(self)
+        for i, reader in enumerate(readers):         # each topic's rows with its own reader
+            rows = np.flatnonzero(codes == i)
+            if len(rows):
+                part = dataclasses.replace(self.take(rows), reader=reader, readers=None)
+                for r, text in zip(rows.tolist(), self.format.json(part)):
+                    out[r] = text
+        return out
 
-    def _like(self, values, schema_id, error):
+    def _like(self, values, schema_id, error, readers=None):
         return dataclasses.replace(self, values=values, schema_id=schema_id, error=error,
                                    error_count=len(error) - error.null_count,
-                                   trailing_count=self.trailing_count if len(values) == len(self.values) else 0)
+                                   trailing_count=self.trailing_count if len(values) == len(self.values) else 0,
+                                   readers=readers)
 
     def __getitem__(self, item):
         """Rows ``item`` (a contiguous slice; zero-copy)."""
         if not isinstance(item, slice):
             raise TypeError("DecodedColumn supports slices; index .values for single values")
-        return self._like(self.values[item], self.schema_id[item], self.error[item])
+        readers = None if self.readers is None else (self.readers[0], self.readers[1][item])
+        return self._like(self.values[item], self.schema_id[item], self.error[item], readers)
 
     def take(self, rows):
         """The rows at ``rows`` (int64 indices), in that order."""
         pa = _pa()
-        idx = pa.array(np.asarray(rows, np.int64))
-        return self._like(self.values.take(idx), self.schema_id.take(idx), self.error.take(idx))
+        rows = np.asarray(rows, np.int64)
+        idx = pa.array(rows)
+        readers = None if self.readers is None else (self.readers[0], self.readers[1][rows])
+        return self._like(self.values.take(idx), self.schema_id.take(idx), self.error.take(idx), readers)
 
     @staticmethod
     def concat(parts):
@@ -166,11 +183,27 @@ class DecodedColumn:
         values = pa.chunked_array([c for v in values for c in (v.chunks if isinstance(v, pa.ChunkedArray) else [v])],
                                   merged)
         first = parts[0]
+        same = all(p.reader is first.reader and p.readers is None for p in parts)
         return DecodedColumn(values=values, schema_id=pa.concat_arrays([_one(p.schema_id) for p in parts]),
                              error=pa.concat_arrays([_one(p.error) for p in parts]),
                              error_count=sum(p.error_count for p in parts), format=first.format,
-                             reader=first.reader if all(p.reader is first.reader for p in parts) else None,
-                             trailing_count=sum(p.trailing_count for p in parts))
+                             reader=first.reader if same else None,
+                             trailing_count=sum(p.trailing_count for p in parts),
+                             readers=None if same else _reader_runs(parts))
+
+
+def _reader_runs(parts):
+    """``DecodedColumn.readers`` of the concatenation of ``parts``."""
+    readers, codes = [], []
+    for p in parts:
+        own, own_codes = p.readers if p.readers is not None else ([p.reader], np.zeros(len(p), np.int32))
+        remap = []
+        for r in own:
+            if not any(r is x for x in readers):
+                readers.append(r)
+            remap.append(next(i for i, x in enumerate(readers) if x is r))
+        codes.append(np.asarray(remap, np.int32)[own_codes] if len(own_codes) else np.zeros(0, np.int32))
+    return readers, np.concatenate(codes) if codes else np.zeros(0, np.int32)
 
 
 def nullable_type(t):
