@@ -82,7 +82,9 @@ def storage_values(values):
 
 def _unscaled(d, scale, size=None):
     """A Decimal's unscaled value as big-endian two's complement (minimal, or `size` bytes)."""
-    n = int(d.scaleb(scale).to_integral_value())
+    with localcontext() as ctx:
+        ctx.prec = 100               # every digit of a decimal256 (76), not the default context's 28
+        n = int(d.scaleb(scale).to_integral_value())
     if size is None:
         size = max(1, (n.bit_length() + 8) // 8)
     return n.to_bytes(size, "big", signed=True)
