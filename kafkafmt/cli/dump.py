@@ -190,6 +190,7 @@ class Dumper:
         self._ranges = {}
         self._meta = (None, None)
         self.typed = None            # TypedOptions once the paths are known (run)
+        self.unreadable = FailedValues()     # topics none of whose typed values could be read (said at the end)
 
     # -- driving ------------------------------------------------------------------------------
     def run(self):
@@ -201,7 +202,6 @@ class Dumper:
         if not paths:
             raise UsageError("dump: give files or directories (or --sample)")
         self.typed = typed_options(self.args, paths)
-        self.unreadable = FailedValues()      # topics none of whose typed values could be read (said at the end)
         targets = []
         folders = []
         for p in paths:
