@@ -133,6 +133,10 @@ def add_typed_options(p, key_flag, value_flag, action):
     p.add_argument("--value-errors", choices=("null", "strict"), default="null",
                    help="a value that cannot be read: null with the reason (the default), or stop with an error "
                         "naming file, position and offset")
+    p.add_argument("--untyped-topics", choices=("error", "bytes"), default="error",
+                   help="a topic without a schema (no subject <topic>-value, e.g. __consumer_offsets): stop with "
+                        "an error naming it (the default), or keep its values as bytes (null value, the bytes in "
+                        "valueBytes; keys alike in keyBytes) and type the others")
 
 
 def _log_dir_of(path):
@@ -155,7 +159,8 @@ def typed_options(args, roots):
                       schema_registry=getattr(args, "schema_registry", None),
                       value_schema=reader_schema_of_text(getattr(args, "value_schema", None)),
                       key_schema=reader_schema_of_text(getattr(args, "key_schema", None)),
-                      value_errors=getattr(args, "value_errors", "null"), roots=[_log_dir_of(r) for r in roots],
+                      value_errors=getattr(args, "value_errors", "null"),
+                      untyped_topics=getattr(args, "untyped_topics", "error"), roots=[_log_dir_of(r) for r in roots],
                       storage_options=cli_paths.OPTIONS or None)
 
 

@@ -56,7 +56,7 @@ from kafkafmt.record import DecodeOptions
 from kafkafmt.log import read_tasks
 from kafkafmt.log import plan
 from kafkafmt.log import warn_fallbacks
-from kafkafmt.values import decode_values
+from kafkafmt.values import FailedValues, decode_values
 
 DELETE_HORIZON_FLAG = 0x40
 INT32_MAX = (1 << 31) - 1
@@ -190,6 +190,7 @@ class Dumper:
         self._ranges = {}
         self._meta = (None, None)
         self.typed = None            # TypedOptions once the paths are known (run)
+        self.unreadable = FailedValues()     # topics none of whose typed values could be read (said at the end)
 
     # -- driving ------------------------------------------------------------------------------
     def run(self):
@@ -231,6 +232,7 @@ class Dumper:
             prog.close()
             self.c.progress = None
         self.kafka_summaries()
+        self.unreadable.warn()
         return 1 if self.failed else 0
 
     def expand_file(self, path):
@@ -870,12 +872,15 @@ class _RecordView:
             self.hvals = recs.headers.value[lo:hi].to_pylist() if (d.json or d.print_data) else None
         self.keys = recs.key.to_pylist() if (d.json or d.print_data) else None
         self.vals = recs.value.to_pylist() if (d.json or d.print_data) else None
-        self.typed = {}             # side -> (JSON texts, schema ids, errors) of typed keys / values
+        self.typed = {}             # side -> (JSON texts, schema ids, errors, kept as bytes) of typed keys / values
         if d.typed is not None and d.typed.active and (d.json or d.print_data) and len(recs):
             if recs.topic is None:
                 recs = recs.replace(topic=topic_of_file(path))
-            for side, dec in decode_values(recs, d.typed).typed.items():
-                self.typed[side] = (dec.json(), dec.schema_id.to_pylist(), dec.error.to_pylist())
+            recs = decode_values(recs, d.typed)
+            d.unreadable.add(recs)
+            for side, dec in recs.typed.items():
+                kept = [False] * len(dec) if dec.untyped is None else dec.untyped.is_valid().to_pylist()
+                self.typed[side] = (dec.json(), dec.schema_id.to_pylist(), dec.error.to_pylist(), kept)
         self.value_col = recs.value
         c = recs.controls
         self.controls = {}
@@ -892,17 +897,21 @@ class _RecordView:
         return self.hkeys[a:b], (self.hvals[a:b] if self.hvals is not None else None)
 
     def typed_text(self, side, r, raw):
-        """A typed key or value as JSON text; one that could not be read: its bytes and why."""
-        if side not in self.typed:
+        """A typed key or value as JSON text; one that could not be read: its bytes and why; one of
+        a topic kept as bytes (--untyped-topics bytes): its bytes."""
+        if side not in self.typed or self.typed[side][3][r]:
             return None if raw is None else escape_text(raw)
-        texts, _, errors = self.typed[side]
+        texts, _, errors, _ = self.typed[side]
         if errors[r] is not None:
             return f"{escape_text(raw)} ({side}Error: {errors[r]})"
         return texts[r]
 
     def typed_json(self, obj, r):
-        """Typed keys and values in a JSON line: the value as JSON, its schema id, its error."""
-        for side, (texts, ids, errors) in self.typed.items():
+        """Typed keys and values in a JSON line: the value as JSON, its schema id, its error (a
+        key or value of a topic kept as bytes stays its bytes, as --bytes says)."""
+        for side, (texts, ids, errors, kept) in self.typed.items():
+            if kept[r]:
+                continue
             obj[side] = None if texts[r] is None else json.loads(texts[r])
             obj[side + "SchemaId"] = ids[r]
             obj[side + "Error"] = errors[r]

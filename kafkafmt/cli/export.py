@@ -26,8 +26,8 @@ import numpy as np
 from kafkafmt.internal import INTERNAL_TABLES
 from kafkafmt.read import internal_topic, iter_log_dir
 from kafkafmt.values import decode_values
-from kafkafmt.record import BATCH_METADATA_COLUMNS, TYPED_COLUMNS
-from kafkafmt.values import conform, merge_types
+from kafkafmt.record import BATCH_METADATA_COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS
+from kafkafmt.values import FailedValues, conform
 
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, add_typed_options, no_data, say_found, bytes_encoder,
@@ -115,13 +115,13 @@ def spark_kafka_schema(batch_metadata=False, headers=True, typed=None, topics=()
     types = {"key": pa.binary(), "value": pa.binary()}
     sides = typed.sides() if typed is not None else ()
     for side, _, _ in sides:
-        types[side] = merge_types([typed.arrow_type(side, t) for t in sorted(set(topics))] or [pa.null()])
+        types[side] = typed.merged_type(side, topics) if topics else pa.null()
     fields = [("key", types["key"]), ("value", types["value"]), ("topic", pa.string()), ("partition", pa.int32()),
               ("offset", pa.int64()), ("timestamp", pa.timestamp("ms", tz="UTC")), ("timestampType", pa.int32())]
     if headers:
         fields.append(("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))))
     for side, _, _ in sides:
-        fields += [(TYPED_COLUMNS[side][0], pa.int32()), (TYPED_COLUMNS[side][1], pa.string())]
+        fields += typed.extra_fields(side)
     if batch_metadata:
         fields += [("producerId", pa.int64()), ("producerEpoch", pa.int16()), ("baseSequence", pa.int32()),
                    ("leaderEpoch", pa.int32()), ("codec", pa.string())]
@@ -189,18 +189,19 @@ class _TextWriter:
 
     COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
 
-    def __init__(self, stream, fmt, enc, headers, batch_metadata, typed_sides=()):
+    def __init__(self, stream, fmt, enc, headers, batch_metadata, typed_sides=(), untyped_bytes=False):
         self.stream = stream
         self.fmt = fmt
         self.enc = enc
         self.headers = headers
         self.batch_metadata = batch_metadata
         self.typed_sides = [s for s in ("key", "value") if s in typed_sides]
+        self.untyped_bytes = untyped_bytes
         self.columns = [c for c in self.COLUMNS if headers or c != "headers"]
         if batch_metadata:
             self.columns += list(BATCH_METADATA_COLUMNS)
         for side in self.typed_sides:
-            self.columns += list(TYPED_COLUMNS[side])
+            self.columns += list(TYPED_COLUMNS[side]) + ([UNTYPED_COLUMNS[side]] if untyped_bytes else [])
         if fmt == "csv":
             self.csv = csv.writer(stream, lineterminator="\n")
             self.csv.writerow(self.columns)
@@ -212,8 +213,12 @@ class _TextWriter:
         enc = self.enc
         keys = self._side(recs, "key", enc)
         values = self._side(recs, "value", enc)
-        typed = [col for side in self.typed_sides
-                 for col in (recs.typed[side].schema_id.to_pylist(), recs.typed[side].error.to_pylist())]
+        typed = []
+        for side in self.typed_sides:
+            dec = recs.typed[side]
+            typed += [dec.schema_id.to_pylist(), dec.error.to_pylist()]
+            if self.untyped_bytes:          # the bytes of the topics kept as bytes, as --bytes says
+                typed.append([None if v is None else enc(v) for v in dec.untyped.to_pylist()])
         topic = recs.topic
         topics = topic.tolist() if isinstance(topic, np.ndarray) else [topic] * n
         part = recs.partition
@@ -305,16 +310,19 @@ def run(args, console):
                 max_bytes=CHUNK_BYTES, value_format=typed)
     schema = spark_kafka_schema(args.batch_metadata, not args.no_headers, typed,
                                 [p.topic for p in found.partitions] + [topic_of_file(f) for f in files])
+    unreadable = FailedValues()       # topics none of whose typed values could be read (said at the end)
 
     def write(writer, chunk, state):
         if topics is not None and chunk.topic not in topics:
             return
         writer.write(chunk)
+        unreadable.add(chunk)
         state["rows"] += len(chunk)
 
     state, elapsed = _stream_export(args, console, total, _sources(found.partitions, files, offsets, times, opts),
                                     lambda tmp: _open_writer(fmt, tmp, schema, args),
                                     write)
+    unreadable.warn()
     target = args.to
     where = "stdout" if target == "-" else f"{target} ({human_bytes(os.path.getsize(target))})"
     what = f"{len(found.partitions)} partitions" + (f" and {len(files)} files" if files else "")
@@ -410,8 +418,9 @@ def _open_writer(fmt, tmp, schema, args):
         return _ArrowWriter(tmp, schema, fmt, args.compression)
     enc = bytes_encoder(args.bytes)
     typed = [side for side in ("key", "value") if getattr(args, side + "_format", None) not in (None, "bytes")]
+    untyped_bytes = getattr(args, "untyped_topics", "error") == "bytes"
     return _text_sink(tmp, lambda stream: _TextWriter(stream, fmt, enc, not args.no_headers, args.batch_metadata,
-                                                      typed))
+                                                      typed, untyped_bytes))
 
 
 def _text_sink(tmp, make_writer):

@@ -32,12 +32,13 @@ from kafkafmt.log import Segment, warn_fallbacks
 from kafkafmt.storage import open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
 from kafkafmt.log import read_task, read_tasks
-from kafkafmt.values import decode_values, empty_typed, open_typed
+from kafkafmt.values import FailedValues, TypedOptions, decode_values, empty_typed, open_typed
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment"]
 
 #: the readers' keyword arguments for typed keys and values (`kafkafmt.values._typed.open_typed`)
-TYPED_KWARGS = ("value_format", "key_format", "schema_registry", "value_schema", "key_schema", "value_errors")
+TYPED_KWARGS = ("value_format", "key_format", "schema_registry", "value_schema", "key_schema", "value_errors",
+                "untyped_topics")
 
 # The numpydoc entries of the typed keyword arguments, the same in every reader: `_typed_doc` puts them
 # where a reader's docstring has the line %(typed_parameters)s (in its Parameters section) and
@@ -59,6 +60,11 @@ value_schema, key_schema : optional
 value_errors : {"null", "strict"}
     "null" (the default: a bad value is null, its reason in valueError, counted in the report as
     BAD_VALUE) or "strict" (raise ValueDecodeError naming file, position and offset).
+untyped_topics : {"error", "bytes"}
+    A topic the format finds no schema for (no subject ``<topic>-value``, e.g.
+    ``__consumer_offsets``): "error" (the default: raise SchemaNotFoundError naming it) or
+    "bytes" (type the topics that have one; the others' values are null in ``value`` and their
+    bytes in ``valueBytes``, keys alike in ``keyBytes``).
 """
 _TYPED_RAISES = """\
 ValueDecodeError
@@ -66,7 +72,10 @@ ValueDecodeError
 SchemaRegistryError
     A format needs schemas and there are none (no ``schema_registry``, no ``_schemas``
     partition among the log dirs read); `SchemaNotFoundError` (a subclass): no reader schema
-    for a topic read.
+    for a topic read (``untyped_topics="error"``).
+SchemaError
+    Two topics' types cannot be one column (the message names them and the first field that
+    differs).
 """
 _TYPED_MARKERS = {"%(typed_parameters)s": _TYPED_PARAMETERS, "%(typed_raises)s": _TYPED_RAISES}
 
@@ -94,7 +103,7 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                  include_control=False, max_decompressed=None, max_bytes=64 << 20, report=None,
                  keep_empty=False, storage_options=None, filesystem=None, threads=None, binary="contiguous",
                  value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
-                 value_errors="null"):
+                 value_errors="null", untyped_topics="error"):
     """Yield the records of one partition folder in chunks of about `max_bytes` of decoded data
     (whatever the segment sizes).
 
@@ -174,17 +183,29 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     ['value', 'topic', 'partition', 'offset', 'timestamp', 'timestampType', 'valueSchemaId', 'valueError'] 0
     """
     part = resolve_partition(folder, storage_options, filesystem)
+    nested = isinstance(value_format, TypedOptions)      # a read of several partitions warns for them all
     typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
                        value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
-                       roots=_roots(part), storage_options=storage_options, filesystem=filesystem)
-    return RecordStream(_iter_partition(part, start_offset=start_offset, end_offset=end_offset,
-                               start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation,
-                               columns=columns, errors=errors, verify_crc=verify_crc,
-                               include_control=include_control, max_decompressed=max_decompressed,
-                               max_bytes=max_bytes, report=report, keep_empty=keep_empty,
-                               storage_options=storage_options, filesystem=filesystem, threads=threads,
-                               binary=binary, whole_tasks=False, typed=typed), columns=columns, binary=binary,
-                        typed=typed, topics=[part.topic])
+                       untyped_topics=untyped_topics, roots=_roots(part), storage_options=storage_options,
+                       filesystem=filesystem)
+    chunks = _iter_partition(part, start_offset=start_offset, end_offset=end_offset, start_timestamp=start_timestamp,
+                             end_timestamp=end_timestamp, isolation=isolation, columns=columns, errors=errors,
+                             verify_crc=verify_crc, include_control=include_control,
+                             max_decompressed=max_decompressed, max_bytes=max_bytes, report=report,
+                             keep_empty=keep_empty, storage_options=storage_options, filesystem=filesystem,
+                             threads=threads, binary=binary, whole_tasks=False, typed=typed)
+    return RecordStream(chunks if nested or not typed.active else _warning_at_end(chunks), columns=columns,
+                        binary=binary, typed=typed, topics=[part.topic])
+
+
+def _warning_at_end(chunks):
+    """The chunks, then (once they are all read) a warning for each topic none of whose typed
+    values could be read (`FailedValues`)."""
+    tally = FailedValues()
+    for recs in chunks:
+        tally.add(recs)
+        yield recs
+    tally.warn()
 
 
 def _roots(part):
@@ -265,7 +286,7 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                  isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True,
                  include_control=False, max_decompressed=None, storage_options=None, filesystem=None, threads=None,
                  binary="contiguous", value_format=None, key_format=None, schema_registry=None, value_schema=None,
-                 key_schema=None, value_errors="null") -> Records:
+                 key_schema=None, value_errors="null", untyped_topics="error") -> Records:
     """All records of one partition folder (``<topic>-<partition>``) as one `Records`.
 
     Parameters
@@ -371,9 +392,11 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     """
     report = []
     part = resolve_partition(folder, storage_options, filesystem)
+    nested = isinstance(value_format, TypedOptions)      # a read of several partitions warns for them all
     typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
                        value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
-                       roots=_roots(part), storage_options=storage_options, filesystem=filesystem)
+                       untyped_topics=untyped_topics, roots=_roots(part), storage_options=storage_options,
+                       filesystem=filesystem)
     parts = list(_iter_partition(part, start_offset=start_offset, end_offset=end_offset,
                                  start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation,
                                  columns=columns, errors=errors, verify_crc=verify_crc,
@@ -385,6 +408,8 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                       log_dir=part.log_dir_url)
     recs = Records.concat(parts) if len(parts) > 1 else parts[0]
     last = parts[-1]
+    if typed.active and not nested:
+        FailedValues().add(recs).warn()
     # where the log ends: the last chunk read (of the last segment, when the read reached it)
     return recs.replace(topic=part.topic, partition=part.partition, log_dir=part.log_dir_url, report=report,
                         valid_bytes=last.valid_bytes,
@@ -489,7 +514,8 @@ def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
     report = [] if report is None else report
     typed = _open_typed(kwargs, root, storage_options, filesystem)
     found = find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys, replicas)
-    return RecordStream(_iter_log_dirs(found, report, typed, **kwargs), columns=kwargs.get("columns"),
+    chunks = _iter_log_dirs(found, report, typed, **kwargs)
+    return RecordStream(_warning_at_end(chunks) if typed.active else chunks, columns=kwargs.get("columns"),
                         binary=kwargs.get("binary", "contiguous"), typed=typed, topics=[p.topic for p in found])
 
 
@@ -618,12 +644,16 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
                       partition=0, decode_typed=False)
         named = [topics] if isinstance(topics, str) else list(topics or ())
         return recs.replace(typed=empty_typed(typed, named)) if typed.active and named else recs
-    return Records.concat(parts).replace(report=report)
+    recs = Records.concat(parts).replace(report=report)
+    if typed.active:
+        FailedValues().add(recs).warn()
+    return recs
 
 
 @_typed_doc
 def read_segment(path, *, errors="strict", storage_options=None, filesystem=None, value_format=None, key_format=None,
-                 schema_registry=None, value_schema=None, key_schema=None, value_errors="null", **kwargs):
+                 schema_registry=None, value_schema=None, key_schema=None, value_errors="null", untyped_topics="error",
+                 **kwargs):
     """Decode a whole segment file (memory-mapped when local).
 
     Parameters
@@ -687,8 +717,8 @@ def read_segment(path, *, errors="strict", storage_options=None, filesystem=None
     log_dir = Partition(tp[0], tp[1], folder, storage).log_dir_url
     typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
                        value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
-                       roots=None if log_dir is None else [log_dir], storage_options=storage_options,
-                       filesystem=filesystem)
+                       untyped_topics=untyped_topics, roots=None if log_dir is None else [log_dir],
+                       storage_options=storage_options, filesystem=filesystem)
     topic, partition = kwargs.pop("topic", tp[0]), kwargs.pop("partition", tp[1])
     file = kwargs.pop("file", storage.url(p))
     names = {f.name for f in dataclasses.fields(DecodeOptions)}
@@ -708,4 +738,8 @@ def read_segment(path, *, errors="strict", storage_options=None, filesystem=None
                           after_offset=None if seg is None else seg.base_offset - 1, **options.decode_kwargs(),
                           **kwargs)
     recs = recs.replace(topic=topic, partition=partition, log_dir=log_dir)
-    return decode_values(recs, typed) if typed.active else recs
+    if not typed.active:
+        return recs
+    recs = decode_values(recs, typed)
+    FailedValues().add(recs).warn()
+    return recs

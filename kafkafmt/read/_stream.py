@@ -31,24 +31,20 @@ def empty_schema(columns=None, binary="contiguous", typed=None, topics=()):
     """The pyarrow schema of ``to_arrow()`` of a log-dir read with these options (topic and
     partition known): what an empty read gives, so it is the one ``Records.to_arrow`` builds.
     ``typed`` (a `kafkafmt.values._typed.TypedOptions`) and ``topics``: typed keys / values of those
-    topics, their types merged (`kafkafmt.values._formats.merge_types`), and their schema id and error
-    columns."""
+    topics, their types merged (`kafkafmt.values._typed.TypedOptions.merged_type`), and their schema id
+    and error columns (and the bytes of those kept as bytes)."""
     pa = _pa()
     options = DecodeOptions.for_columns(columns, binary=binary)
     empty = decode(b"", **options.decode_kwargs()).replace(topic="", partition=0)
     schema = empty.to_arrow().schema
     if typed is None or not typed.active:
         return schema
-    from kafkafmt.record import TYPED_COLUMNS
-    from kafkafmt.values import merge_types
-
     for side, _, _ in typed.sides():
         if side not in schema.names:
             continue
-        t = merge_types([typed.arrow_type(side, topic) for topic in sorted(set(topics)) or [None]])
-        schema = schema.set(schema.get_field_index(side), pa.field(side, t))
-        schema = schema.append(pa.field(TYPED_COLUMNS[side][0], pa.int32())).append(
-            pa.field(TYPED_COLUMNS[side][1], pa.string()))
+        schema = schema.set(schema.get_field_index(side), pa.field(side, typed.merged_type(side, topics)))
+        for field in typed.extra_fields(side):
+            schema = schema.append(field)
     return schema
 
 

@@ -17,7 +17,7 @@ from kafkafmt.codecs import CODEC_NAMES  # noqa: F401 (re-exported: the CLI and 
 
 __all__ = ["Records", "Table", "BinaryColumn", "BinaryViewColumn", "Headers", "Labels", "CONTROL_TYPES",
            "TIMESTAMP_TYPES", "CODEC_NAMES", "KAFKA_COLUMNS", "LOG_DIR_COLUMN", "BATCH_METADATA_COLUMNS",
-           "TYPED_COLUMNS", "COLUMNS"]
+           "TYPED_COLUMNS", "UNTYPED_COLUMNS", "COLUMNS"]
 
 CONTROL_TYPES = {
     0: "ABORT",
@@ -101,6 +101,9 @@ BATCH_METADATA_COLUMNS = ("producerId", "producerEpoch", "baseSequence", "leader
 #: every column a read can be asked for (``columns=[...]``)
 #: the columns typed keys and values add (``value_format=`` / ``key_format=``), by side: schema id, error
 TYPED_COLUMNS = {"key": ("keySchemaId", "keyError"), "value": ("valueSchemaId", "valueError")}
+#: the column of the bytes of keys and values left untyped (``untyped_topics="bytes"``: topics without
+#: a schema), by side; null where the key or value is typed
+UNTYPED_COLUMNS = {"key": "keyBytes", "value": "valueBytes"}
 COLUMNS = KAFKA_COLUMNS + BATCH_METADATA_COLUMNS + (LOG_DIR_COLUMN,)
 #: the batch table's fields behind the first four batch metadata columns
 _BATCH_FIELDS = ("producer_id", "producer_epoch", "base_sequence", "partition_leader_epoch")
@@ -686,9 +689,12 @@ def _concat_typed(parts):
     """The typed columns of concatenated parts: a side typed in every part that has records."""
     out = {}
     for side in ("key", "value"):
-        cols = [p._typed.get(side) for p in parts if len(p) or side in p._typed]
+        kept = [p for p in parts if len(p) or side in p._typed]
+        cols = [p._typed.get(side) for p in kept]
         if cols and all(c is not None for c in cols):
-            out[side] = type(cols[0]).concat(cols) if len(cols) > 1 else cols[0]
+            # each part named by its topics, for an error saying which topics' types clash
+            names = [", ".join(str(t) for t in p._topic.names if t is not None) or "?" for p in kept]
+            out[side] = type(cols[0]).concat(cols, names=names) if len(cols) > 1 else cols[0]
     return out
 
 
@@ -980,6 +986,8 @@ class Records:
         for side in ("key", "value"):
             if side in self._typed:
                 out += TYPED_COLUMNS[side]
+                if self._typed[side].untyped is not None:
+                    out.append(UNTYPED_COLUMNS[side])
         return out
 
     @staticmethod
@@ -1129,7 +1137,8 @@ class Records:
         producerEpoch, baseSequence, leaderEpoch, codec; log_dir=True adds logDir (the log dir each
         record was read from; null when unknown): two copies of one partition tell apart by it.
         Typed keys/values (``recs.typed``) replace the raw ones and add keySchemaId, keyError,
-        valueSchemaId, valueError (`TYPED_COLUMNS`) after headers."""
+        valueSchemaId, valueError (`TYPED_COLUMNS`) after headers, and keyBytes / valueBytes
+        (`UNTYPED_COLUMNS`) when topics without a schema are kept as bytes."""
         pa = _pa()
         n = len(self)
         cols = {}
@@ -1154,6 +1163,8 @@ class Records:
             if side in typed:
                 schema_id, error = TYPED_COLUMNS[side]
                 cols[schema_id], cols[error] = typed[side].schema_id, typed[side].error
+                if typed[side].untyped is not None:
+                    cols[UNTYPED_COLUMNS[side]] = typed[side].untyped
         if log_dir:
             cols[LOG_DIR_COLUMN] = self._log_dir.to_arrow(n) if self._log_dir.known else pa.nulls(n, pa.string())
         if batch_metadata:

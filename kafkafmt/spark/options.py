@@ -24,9 +24,11 @@ registry, protobuf, json-schema, json, connect-json, string), ``schemaRegistry``
 ``--value-schema`` takes it, `kafkafmt.values.reader_schema_of_text`: an id, ``v<version>``, a
 subject, a Protobuf message's full name, JSON like ``{"message": "pkg.Msg"}``, or a schema),
 ``mode`` (from_avro's: FAILFAST, the default, fails the query on a bad value; PERMISSIVE makes it
-null with the reason in valueError) and ``schemaEvolutionMode``
-(streams: ``restart``, the default, fails the query when a subject gets a new latest version, so
-that a restart reads with it; ``none`` keeps the schema the query started with).
+null with the reason in valueError), ``untypedTopics`` (a topic without a schema: ``error``, the
+default, fails the query naming it; ``bytes`` keeps its values as bytes, null in ``value`` and the
+bytes in ``valueBytes``, keys alike in ``keyBytes``) and ``schemaEvolutionMode`` (streams:
+``restart``, the default, fails the query when a subject gets a new latest version, so that a
+restart reads with it; ``none`` keeps the schema the query started with).
 """
 from __future__ import annotations
 
@@ -64,7 +66,7 @@ _ACCEPTED = {
     "kafka.isolation.level", "isolationlevel", "includebatchmetadata", "maxbytesperbatch",
     "targetpartitionbytes", "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "decode",
     "replicas", "includelogdir", "valueformat", "keyformat", "schemaregistry", "valueschema", "keyschema", "mode",
-    "schemaevolutionmode",
+    "schemaevolutionmode", "untypedtopics",
 }
 _TIME_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -163,6 +165,7 @@ class Options:
     value_schema: object = None
     key_schema: object = None
     mode: str = "FAILFAST"                   # from_avro's mode: FAILFAST | PERMISSIVE
+    untyped_topics: str = "error"            # untypedTopics: a topic without a schema: error | bytes
     schema_evolution: str = "restart"        # schemaEvolutionMode (streams): restart | none
     typed: object = None                     # the plan of typed values (kafkafmt.spark.typedcols.SparkTyped)
 
@@ -216,6 +219,12 @@ def _typed_options(o, opts):
         o.mode = str(opts["mode"]).strip().upper()
         if o.mode not in ("FAILFAST", "PERMISSIVE"):
             raise OptionError(f"mode must be FAILFAST or PERMISSIVE (as from_avro's), not {opts['mode']!r}")
+    if "untypedtopics" in opts:
+        from kafkafmt.values import UNTYPED_TOPICS
+
+        o.untyped_topics = str(opts["untypedtopics"]).strip().lower()
+        if o.untyped_topics not in UNTYPED_TOPICS:
+            raise OptionError(f"untypedTopics must be {' or '.join(UNTYPED_TOPICS)}, not {opts['untypedtopics']!r}")
     if "schemaevolutionmode" in opts:
         o.schema_evolution = str(opts["schemaevolutionmode"]).strip().lower()
         if o.schema_evolution not in ("restart", "none"):
@@ -223,8 +232,8 @@ def _typed_options(o, opts):
     if (o.value_format or o.key_format) and o.decode:
         raise OptionError("decode (an internal topic's table) and valueFormat/keyFormat exclude each other")
     if not (o.value_format or o.key_format) and (o.schema_registry or o.value_schema is not None
-                                                 or o.key_schema is not None):
-        raise OptionError("schemaRegistry / valueSchema / keySchema need valueFormat or keyFormat")
+                                                 or o.key_schema is not None or "untypedtopics" in opts):
+        raise OptionError("schemaRegistry / valueSchema / keySchema / untypedTopics need valueFormat or keyFormat")
 
 
 def parse(options, stream=False) -> Options:

@@ -14,7 +14,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualNullSafe,
 from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, ShortType, StringType, StructField,
                                StructType, TimestampType)
 
-from kafkafmt.record import LOG_DIR_COLUMN, TYPED_COLUMNS
+from kafkafmt.record import LOG_DIR_COLUMN, TYPED_COLUMNS, UNTYPED_COLUMNS
 from kafkafmt.spark import options as _options
 from kafkafmt.spark.planning import Bounds, plan
 
@@ -36,7 +36,8 @@ def kafka_schema(include_headers=False, batch_metadata=False, include_log_dir=Fa
     include_log_dir : bool
         Add ``logDir``, the log dir each record was read from (``includeLogDir``).
     typed : kafkafmt.spark.typedcols.SparkTyped, optional
-        Typed key / value and their schema id and error.
+        Typed key / value and their schema id and error (and, with ``untypedTopics=bytes``, the
+        bytes of those kept as bytes).
 
     Returns
     -------
@@ -67,6 +68,8 @@ def kafka_schema(include_headers=False, batch_metadata=False, include_log_dir=Fa
         if side in sides:
             fields += [StructField(TYPED_COLUMNS[side][0], IntegerType()), StructField(TYPED_COLUMNS[side][1],
                                                                                       StringType())]
+            if typed.untyped_topics == "bytes":
+                fields.append(StructField(UNTYPED_COLUMNS[side], BinaryType()))
     if batch_metadata:
         fields += METADATA_FIELDS
     if include_log_dir:

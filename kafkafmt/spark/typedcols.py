@@ -26,7 +26,8 @@ struct / list / map                         struct / array / map, converted insi
 * On the driver, `plan_typed` opens the schema registry once, resolves each subscribed topic's
   reader schema to the schema id it names now and *pins* it (`kafkafmt.values._typed.TypedOptions.pin`),
   and computes the Spark type of ``value`` / ``key``: several topics' types merged into one
-  (`kafkafmt.values._formats.merge_types`), converted to types Spark holds (`spark_arrow_type`).
+  (`kafkafmt.values._typed.TypedOptions.merged_type`), converted to types Spark holds (`spark_arrow_type`: enums as
+  strings, unsigned integers widened, fixed as binary).
 * On the executors, `SparkTyped.open` reopens the registry once per process (the pinned ids keep
   the types the driver planned, whatever the registry learned since) and decodes each chunk.
 * ``mode``: FAILFAST (from_avro's default) fails the task on a bad value, naming file, position
@@ -43,7 +44,7 @@ import threading
 
 from kafkafmt.spark.options import OptionError
 from kafkafmt.values import NO_SCHEMA_FORMATS, open_typed, reader_schema_of_text
-from kafkafmt.values import conform, merge_types
+from kafkafmt.values import conform
 
 __all__ = ["SparkTyped", "plan_typed", "subscribed_topics", "decode_names", "spark_arrow_type", "spark_column",
            "SchemaChangedError"]
@@ -161,6 +162,7 @@ class SparkTyped:
     value_errors: str
     pinned: tuple
     types: tuple                   # (side, Arrow type of the merged column) pairs
+    untyped_topics: str = "error"
 
     def open(self):
         """The `kafkafmt.values._typed.TypedOptions`, its registry opened once per process."""
@@ -175,7 +177,8 @@ class SparkTyped:
         return open_typed(value_format=self.value_format, key_format=self.key_format,
                           schema_registry=self.schema_registry, value_schema=reader_schema_of_text(self.value_schema),
                           key_schema=reader_schema_of_text(self.key_schema), value_errors=self.value_errors,
-                          roots=list(self.roots), storage_options=dict(self.storage) or None)
+                          untyped_topics=self.untyped_topics, roots=list(self.roots),
+                          storage_options=dict(self.storage) or None)
 
     def conform(self, table):
         """``table`` with its typed columns in the planned (merged) types."""
@@ -221,9 +224,9 @@ def decode_names(names, typed):
     instead of their schema id and error columns."""
     if typed is None:
         return list(names)
-    from kafkafmt.record import TYPED_COLUMNS
+    from kafkafmt.record import TYPED_COLUMNS, UNTYPED_COLUMNS
 
-    extra = {c for cols in TYPED_COLUMNS.values() for c in cols}
+    extra = {c for cols in TYPED_COLUMNS.values() for c in cols} | set(UNTYPED_COLUMNS.values())
     out = [n for n in names if n not in extra]
     return out + [side for side, _ in typed.types if side not in out]
 
@@ -252,7 +255,8 @@ def plan_typed(opts, topics):
     typed = open_typed(value_format=opts.value_format, key_format=opts.key_format,
                        schema_registry=opts.schema_registry, value_schema=opts.value_schema,
                        key_schema=opts.key_schema, value_errors="strict" if opts.mode == "FAILFAST" else "null",
-                       roots=list(opts.paths), storage_options=opts.storage_options)
+                       untyped_topics=opts.untyped_topics, roots=list(opts.paths),
+                       storage_options=opts.storage_options)
     topics = sorted(set(topics))
     typed = typed.pin(topics)
     types = []
@@ -260,8 +264,8 @@ def plan_typed(opts, topics):
         if not topics and fmt not in NO_SCHEMA_FORMATS:
             raise OptionError(f"{side}Format={fmt} takes each topic's schema, and no topic of the subscription is "
                               f"under {', '.join(opts.paths)}: name the topics with subscribe or assign")
-        merged = merge_types([typed.arrow_type(side, t) for t in topics or [None]])
-        types.append((side, spark_arrow_type(merged)))
+        types.append((side, spark_arrow_type(typed.merged_type(side, topics))))
     return SparkTyped(opts.value_format, opts.key_format, opts.schema_registry, tuple(opts.paths),
                       tuple(sorted((opts.storage_options or {}).items())), _hashable(opts.value_schema),
-                      _hashable(opts.key_schema), typed.value_errors, typed.pinned, tuple(types))
+                      _hashable(opts.key_schema), typed.value_errors, typed.pinned, tuple(types),
+                      typed.untyped_topics)

@@ -99,6 +99,10 @@ class DecodedColumn:
         The reader schema (Avro formats).
     trailing_count : int
         Values decoded although bytes followed them (``trailing="ignore"``, the default).
+    untyped : pyarrow.BinaryArray or None
+        With ``untyped_topics="bytes"`` (`kafkafmt.values._typed`): the bytes of the values of
+        topics without a schema (their ``values`` are null), null where a value is typed; None
+        otherwise.
 
     Examples
     --------
@@ -122,6 +126,10 @@ class DecodedColumn:
     format: object = None
     reader: object = None
     trailing_count: int = 0
+    untyped: object = None
+    #: rows of several topics read with different reader schemas (a concatenation): (the readers,
+    #: each row's index into them as an int32 NumPy array); None when ``reader`` holds for all
+    readers: object = dataclasses.field(default=None, repr=False)
 
     def __len__(self):
         return len(self.values)
@@ -129,30 +137,51 @@ class DecodedColumn:
     def json(self):
         """Each value as JSON text (None where null): Avro as kafka-avro-console-consumer prints it
         (`kafkafmt.values.avro._json`), strings as JSON strings, bytes as ISO-8859-1 JSON strings."""
-        return self.format.json(self)
+        if self.readers is None:
+            return self.format.json(self)
+        readers, codes = self.readers
+        out = [None] * len(self)
+        for i, reader in enumerate(readers):         # each topic's rows with its own reader
+            rows = np.flatnonzero(codes == i)
+            if len(rows):
+                part = dataclasses.replace(self.take(rows), reader=reader, readers=None)
+                for r, text in zip(rows.tolist(), self.format.json(part)):
+                    out[r] = text
+        return out
 
-    def _like(self, values, schema_id, error):
+    def _like(self, values, schema_id, error, rows):
+        readers = None if self.readers is None else (self.readers[0], self.readers[1][rows])
+        untyped = None if self.untyped is None else (self.untyped[rows] if isinstance(rows, slice) else
+                                                     self.untyped.take(_pa().array(rows)))
         return dataclasses.replace(self, values=values, schema_id=schema_id, error=error,
                                    error_count=len(error) - error.null_count,
-                                   trailing_count=self.trailing_count if len(values) == len(self.values) else 0)
+                                   trailing_count=self.trailing_count if len(values) == len(self.values) else 0,
+                                   readers=readers, untyped=untyped)
 
     def __getitem__(self, item):
         """Rows ``item`` (a contiguous slice; zero-copy)."""
         if not isinstance(item, slice):
             raise TypeError("DecodedColumn supports slices; index .values for single values")
-        return self._like(self.values[item], self.schema_id[item], self.error[item])
+        return self._like(self.values[item], self.schema_id[item], self.error[item], item)
 
     def take(self, rows):
         """The rows at ``rows`` (int64 indices), in that order."""
         pa = _pa()
-        idx = pa.array(np.asarray(rows, np.int64))
-        return self._like(self.values.take(idx), self.schema_id.take(idx), self.error.take(idx))
+        rows = np.asarray(rows, np.int64)
+        idx = pa.array(rows)
+        return self._like(self.values.take(idx), self.schema_id.take(idx), self.error.take(idx), rows)
 
     @staticmethod
-    def concat(parts):
+    def concat(parts, names=None):
         """One column holding the rows of ``parts`` in order (Arrow chunks of one type; several
         topics' value types are merged into one where Arrow can promote them, e.g. structs with
         different fields: missing fields are null).
+
+        Parameters
+        ----------
+        parts : list of DecodedColumn
+        names : list of str, optional
+            What each part holds (its topic), for the error when their types clash.
 
         Raises
         ------
@@ -161,16 +190,36 @@ class DecodedColumn:
         """
         pa = _pa()
         parts = list(parts)
-        merged = merge_types(p.values.type for p in parts)
+        merged = merge_types([p.values.type for p in parts], names)
         values = [conform(p.values, merged) for p in parts]
         values = pa.chunked_array([c for v in values for c in (v.chunks if isinstance(v, pa.ChunkedArray) else [v])],
                                   merged)
         first = parts[0]
+        same = all(p.reader is first.reader and p.readers is None for p in parts)
+        untyped = None
+        if any(p.untyped is not None for p in parts):
+            untyped = pa.concat_arrays([pa.nulls(len(p), pa.binary()) if p.untyped is None else _one(p.untyped)
+                                        for p in parts])
         return DecodedColumn(values=values, schema_id=pa.concat_arrays([_one(p.schema_id) for p in parts]),
                              error=pa.concat_arrays([_one(p.error) for p in parts]),
                              error_count=sum(p.error_count for p in parts), format=first.format,
-                             reader=first.reader if all(p.reader is first.reader for p in parts) else None,
-                             trailing_count=sum(p.trailing_count for p in parts))
+                             reader=first.reader if same else None,
+                             trailing_count=sum(p.trailing_count for p in parts), untyped=untyped,
+                             readers=None if same else _reader_runs(parts))
+
+
+def _reader_runs(parts):
+    """``DecodedColumn.readers`` of the concatenation of ``parts``."""
+    readers, codes = [], []
+    for p in parts:
+        own, own_codes = p.readers if p.readers is not None else ([p.reader], np.zeros(len(p), np.int32))
+        remap = []
+        for r in own:
+            if not any(r is x for x in readers):
+                readers.append(r)
+            remap.append(next(i for i, x in enumerate(readers) if x is r))
+        codes.append(np.asarray(remap, np.int32)[own_codes] if len(own_codes) else np.zeros(0, np.int32))
+    return readers, np.concatenate(codes) if codes else np.zeros(0, np.int32)
 
 
 def nullable_type(t):
@@ -187,25 +236,79 @@ def nullable_type(t):
     return t
 
 
-def merge_types(types):
+def merge_types(types, names=None):
     """One Arrow type holding values of every type in ``types`` (several topics' values in one
     column): the type itself when all are equal, else their fields merged, every field nullable.
+
+    Parameters
+    ----------
+    types : iterable of pyarrow.DataType
+    names : list of str, optional
+        What holds each type (its topic), for the error.
 
     Raises
     ------
     SchemaError
-        The types cannot be merged (e.g. a struct and a string).
+        The types cannot be merged (e.g. a struct and a string): the message names the first two
+        that clash and the first field where they differ.
     """
     pa = _pa()
     types = list(types)
     if all(t == types[0] for t in types):
         return types[0]
     try:
-        return pa.unify_schemas([pa.schema([("v", nullable_type(t))]) for t in types],
-                                promote_options="permissive").field("v").type
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-        raise SchemaError(f"values of types {', '.join(sorted({str(t) for t in types}))} cannot be one column: "
-                          f"read them one topic at a time ({exc})") from None
+        return _unify(types)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        pass
+    what = "the types of topics" if names is not None else "types"
+    names = [repr(n) for n in names] if names is not None else [str(i + 1) for i in range(len(types))]
+    for j in range(1, len(types)):           # the first type that clashes with one before it
+        for i in range(j):
+            if not _mergeable(types[i], types[j]):
+                where, a, b = _first_clash(types[i], types[j], "")
+                raise SchemaError(f"{what} {names[i]} and {names[j]} cannot be one column: "
+                                  f"{'field ' + where if where else 'the value'} is {_short(a)} in {names[i]} and "
+                                  f"{_short(b)} in {names[j]} (read them one topic at a time)")
+    raise SchemaError(f"{what} {', '.join(names)} cannot be one column (read them one topic at a time)")
+
+
+def _unify(types):
+    pa = _pa()
+    return pa.unify_schemas([pa.schema([("v", nullable_type(t))]) for t in types],
+                            promote_options="permissive").field("v").type
+
+
+def _mergeable(a, b):
+    pa = _pa()
+    try:
+        _unify([a, b])
+        return True
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return False
+
+
+def _first_clash(a, b, path):
+    """(field path, type in a, type in b) of the first place where a and b cannot be merged."""
+    pa = _pa()
+    if pa.types.is_struct(a) and pa.types.is_struct(b):
+        names = {f.name for f in b}
+        for f in a:
+            if f.name in names and not _mergeable(f.type, b.field(f.name).type):
+                return _first_clash(f.type, b.field(f.name).type, f"{path}.{f.name}" if path else f.name)
+    elif (pa.types.is_list(a) or pa.types.is_large_list(a)) and (pa.types.is_list(b) or pa.types.is_large_list(b)):
+        if not _mergeable(a.value_type, b.value_type):
+            return _first_clash(a.value_type, b.value_type, f"{path}[]")
+    elif pa.types.is_map(a) and pa.types.is_map(b):
+        for part, x, y in (("{key}", a.key_type, b.key_type), ("{}", a.item_type, b.item_type)):
+            if not _mergeable(x, y):
+                return _first_clash(x, y, path + part)
+    return path, a, b
+
+
+def _short(t, limit=60):
+    """An Arrow type's text, cut to ``limit`` characters (a struct's fields elided)."""
+    text = str(t)
+    return text if len(text) <= limit else text[:limit - 5] + "...>"
 
 
 def conform(column, type):
@@ -426,8 +529,8 @@ def reader_schema_for(registry, topic=None, is_key=False, reader_schema=None):
             return registry.latest(subject)
         except SchemaNotFoundError as exc:
             raise SchemaNotFoundError(
-                f"{exc.reason}: no reader schema for topic {topic!r} under the TopicNameStrategy; a topic written "
-                f"with the RecordNameStrategy needs reader_schema='<namespace>.<Record>' (or a schema, an id)"
+                f"no reader schema for topic {topic!r}: {exc.reason} (the RecordNameStrategy's topics need "
+                f"reader_schema='<namespace>.<Record>')"
             ) from None
     raise SchemaError(f"reader_schema cannot be a {type(spec).__name__}")
 
@@ -665,7 +768,7 @@ def value_type(format, *, registry=None, topic=None, is_key=False, reader_schema
     >>> kafkafmt.value_type("avro", registry=registry, topic="orders")
     Traceback (most recent call last):
     ...
-    kafkafmt.errors.SchemaNotFoundError: subject 'orders-value' has no live version in the _schemas topic at ...
+    kafkafmt.errors.SchemaNotFoundError: no reader schema for topic 'orders': subject 'orders-value' has no live ...
     """
     return get_format(format).value_type(_context(format, registry, topic, is_key, reader_schema))
 

@@ -172,7 +172,13 @@ class RegistryFormat(ValueFormat):
             raise_strict(self, ctx, i, dec.error[i].as_py())
 
     def json(self, decoded):
+        """Avro readers: as kafka-avro-console-consumer prints them (the ``"avro"`` format's text,
+        whatever the type each value was written with); Protobuf and JSON Schema readers: their
+        own format's text."""
+        from kafkafmt.values.avro import AvroType, avro_json
         from kafkafmt.values.protobuf import arrow_json
+        if isinstance(decoded.reader, AvroType):
+            return avro_json(decoded.values, decoded.reader)
         return arrow_json(decoded.values)
 
 

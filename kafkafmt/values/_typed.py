@@ -17,20 +17,25 @@ import contextlib
 import dataclasses
 import json
 import re
+import warnings
 
 import numpy as np
 
-from kafkafmt.errors import SchemaNotFoundError, SchemaRegistryError
-from kafkafmt.record import TYPED_COLUMNS
+from kafkafmt.errors import KafkafmtWarning, SchemaNotFoundError, SchemaRegistryError
+from kafkafmt.record import TYPED_COLUMNS, UNTYPED_COLUMNS
 from kafkafmt.log import ReportEntry, ReportKind
 from kafkafmt.values.registry import SchemaRegistry, open_registry
-from kafkafmt.values._formats import DecodedColumn, decode_column, get_format, pinned_reader, value_type
+from kafkafmt.values._formats import (DecodedColumn, column_parts, decode_column, get_format, merge_types,
+                                     pinned_reader, reader_schema_for, value_type)
 
 __all__ = ["TypedOptions", "open_typed", "decode_values", "empty_typed", "type_values", "reader_schema_of_text",
-           "READER_KEYS", "VALUE_ERRORS", "NO_SCHEMA_FORMATS"]
+           "READER_KEYS", "VALUE_ERRORS", "UNTYPED_TOPICS", "NO_SCHEMA_FORMATS", "FailedValues"]
 
 #: what a bad value does: "null" (null, with the reason in valueError and a report entry) or "strict" (raise)
 VALUE_ERRORS = ("null", "strict")
+#: what a topic without a schema does: "error" (the read stops, naming it) or "bytes" (its keys / values
+#: are not typed: null in key / value, their bytes in keyBytes / valueBytes)
+UNTYPED_TOPICS = ("error", "bytes")
 #: formats that never look a schema up (no registry is opened for them)
 NO_SCHEMA_FORMATS = (None, "bytes", "string", "json")
 
@@ -51,6 +56,9 @@ class TypedOptions:
     pinned : tuple
         ``((side, topic), reader schema)`` pairs that override the side's reader schema for one
         topic (`pin`: the schema ids a query planned with).
+    untyped_topics : "error" or "bytes"
+        A topic the format finds no reader schema for (`untyped`): the read stops, or its keys /
+        values are kept as bytes.
     """
     value_format: object = None
     key_format: object = None
@@ -59,6 +67,8 @@ class TypedOptions:
     key_schema: object = None
     value_errors: str = "null"
     pinned: tuple = ()
+    untyped_topics: str = "error"
+    _untyped: dict = dataclasses.field(default_factory=dict, init=False, compare=False, hash=False, repr=False)
 
     @property
     def active(self):
@@ -88,6 +98,8 @@ class TypedOptions:
             if fmt in NO_SCHEMA_FORMATS:
                 continue
             for topic in topics:
+                if self.untyped(side, topic):
+                    continue
                 with _topic_hint(topic, side):
                     spec = pinned_reader(fmt, registry=self.registry, topic=topic, is_key=side == "key",
                                          reader_schema=self.reader(side, topic))
@@ -106,28 +118,88 @@ class TypedOptions:
         return out
 
     def arrow_type(self, side, topic):
-        """The Arrow type of ``side``'s typed column for ``topic``, known before reading."""
+        """The Arrow type of ``side``'s typed column for ``topic``, known before reading (None
+        for a topic kept as bytes, see `untyped`)."""
         for s, fmt, schema in self.sides():
             if s == side:
+                if self.untyped(side, topic):
+                    return None
                 with _topic_hint(topic, side):
                     return value_type(fmt, registry=self.registry, topic=topic, is_key=side == "key",
                                       reader_schema=self.reader(side, topic))
         return None
 
+    def merged_type(self, side, topics):
+        """The Arrow type of ``side``'s typed column in a read of ``topics``: their types merged
+        (`kafkafmt.values._formats.merge_types`; a topic kept as bytes has the null type).
+
+        Raises
+        ------
+        SchemaError
+            Two topics' types cannot be one column (the message names them and the field).
+        SchemaNotFoundError
+            A topic has no reader schema and ``untyped_topics="error"``.
+        """
+        import pyarrow as pa
+
+        topics = sorted(set(topics), key=lambda t: (t is not None, t or "")) or [None]
+        # a topic kept as bytes: null values, of the null type (as `decode_values` gives them)
+        return merge_types([self.arrow_type(side, t) or pa.null() for t in topics], topics)
+
+    def extra_fields(self, side):
+        """The Arrow fields a typed ``side`` adds after the Kafka columns: its schema id, its error
+        and (``untyped_topics="bytes"``) the bytes of the values kept as bytes."""
+        import pyarrow as pa
+
+        schema_id, error = TYPED_COLUMNS[side]
+        fields = [pa.field(schema_id, pa.int32()), pa.field(error, pa.string())]
+        if self.untyped_topics == "bytes":
+            fields.append(pa.field(UNTYPED_COLUMNS[side], pa.binary()))
+        return fields
+
+    def untyped(self, side, topic):
+        """Why ``side`` of ``topic`` is kept as bytes (``untyped_topics="bytes"``), else None: the
+        format needs a schema and finds no reader schema for the topic (no subject
+        ``<topic>-value``), or the subject holds a schema of another type than the format reads."""
+        if self.untyped_topics != "bytes" or topic is None:
+            return None
+        key = (side, topic)
+        if key not in self._untyped:
+            self._untyped[key] = self._why_untyped(side, topic)
+        return self._untyped[key]
+
+    def _why_untyped(self, side, topic):
+        fmt = self.key_format if side == "key" else self.value_format
+        if fmt in NO_SCHEMA_FORMATS:
+            return None
+        spec = self.reader(side, topic)
+        if spec is not None and not isinstance(spec, str):
+            return None                      # a schema, an id, a version: every topic's reader
+        try:
+            rs = reader_schema_for(self.registry, topic, side == "key", spec)
+        except SchemaNotFoundError as exc:
+            return exc.reason
+        want = get_format(fmt).schema_type
+        have = rs.schema_type or "AVRO"
+        if want is not None and have != want:
+            return f"subject {rs.subject!r} holds a {have} schema, not {want}"
+        return None
+
 
 @contextlib.contextmanager
 def _topic_hint(topic, side):
-    """A reader schema not found for a topic: say that the format applies to every topic read."""
+    """A reader schema not found for a topic: say that the format applies to every topic read, and
+    how to go on."""
     try:
         yield
     except SchemaNotFoundError as exc:
-        raise SchemaNotFoundError(f"{exc.reason} ({side}_format applies to every topic read: choose the topics "
-                                  f"whose {side}s have this format, e.g. topics=[...] or --topics)",
-                                  file=exc.file) from None
+        raise SchemaNotFoundError(f"{exc.reason}; {side}_format applies to every topic read: choose the topics "
+                                  f"(topics=, --topics) or keep those without a schema as bytes "
+                                  f"(untyped_topics='bytes', --untyped-topics bytes)", file=exc.file) from None
 
 
 def open_typed(*, value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
-               value_errors="null", roots=None, storage_options=None, filesystem=None):
+               value_errors="null", untyped_topics="error", roots=None, storage_options=None, filesystem=None):
     """Check the typed-value options of a read and open its schema registry (once).
 
     Parameters
@@ -141,6 +213,9 @@ def open_typed(*, value_format=None, key_format=None, schema_registry=None, valu
     value_schema, key_schema : optional
         Reader schemas (an id, a version, a subject, a schema).
     value_errors : "null" or "strict"
+    untyped_topics : "error" or "bytes"
+        A topic the format finds no schema for: the read stops naming it, or its keys / values
+        are kept as bytes (`TypedOptions.untyped`).
     roots : str or list, optional
         The roots being read (searched for ``_schemas``).
     storage_options, filesystem : optional
@@ -153,7 +228,7 @@ def open_typed(*, value_format=None, key_format=None, schema_registry=None, valu
     Raises
     ------
     ValueError
-        An unknown format or value_errors.
+        An unknown format, value_errors or untyped_topics.
     SchemaRegistryError
         A format needs schemas, none were given, and no ``_schemas`` partition is among the roots.
     """
@@ -161,9 +236,12 @@ def open_typed(*, value_format=None, key_format=None, schema_registry=None, valu
         return value_format
     if value_errors not in VALUE_ERRORS:
         raise ValueError(f"value_errors is 'null' or 'strict', not {value_errors!r}")
+    if untyped_topics not in UNTYPED_TOPICS:
+        raise ValueError(f"untyped_topics is 'error' or 'bytes', not {untyped_topics!r}")
     for fmt in (value_format, key_format):
         get_format(fmt)                      # an unknown name is a ValueError naming the known ones
-    opts = TypedOptions(value_format, key_format, None, value_schema, key_schema, value_errors)
+    opts = TypedOptions(value_format, key_format, None, value_schema, key_schema, value_errors,
+                        untyped_topics=untyped_topics)
     if not opts.active:
         if schema_registry is not None or value_schema is not None or key_schema is not None:
             raise ValueError("schema_registry / value_schema / key_schema need value_format or key_format")
@@ -230,14 +308,19 @@ def decode_values(recs, typed):
         parts = []
         runs = _runs(recs) or [(0, 0, recs.topic if not isinstance(recs.topic, np.ndarray) else None)]
         for start, stop, topic in runs:
+            if typed.untyped(side, topic):
+                parts.append(_kept_as_bytes(raw[start:stop], fmt))
+                continue
             with _topic_hint(topic, side):
                 dec = decode_column(raw[start:stop], format=fmt, registry=typed.registry, topic=topic,
                                     is_key=side == "key", reader_schema=typed.reader(side, topic), strict=strict,
                                     file=recs.file,
                                     offsets=recs.offset[start:stop],
                                     positions=None if positions is None else positions[start:stop])
+            if typed.untyped_topics == "bytes":      # typed: no bytes kept
+                dec = dataclasses.replace(dec, untyped=_no_bytes(len(dec)))
             parts.append(dec)
-        dec = parts[0] if len(parts) == 1 else DecodedColumn.concat(parts)
+        dec = parts[0] if len(parts) == 1 else DecodedColumn.concat(parts, [t for _, _, t in runs])
         if dec.error_count:
             row = _first_error_row(dec)
             report.append(ReportEntry(ReportKind.BAD_VALUE, recs.file or "",
@@ -254,7 +337,6 @@ def empty_typed(typed, topics):
     result with."""
     import pyarrow as pa
 
-    from kafkafmt.values._formats import merge_types
 
     out = {}
     for side, fmt, _ in typed.sides():
@@ -264,6 +346,21 @@ def empty_typed(typed, topics):
     return out
 
 
+def _no_bytes(n):
+    import pyarrow as pa
+    return pa.nulls(n, pa.binary())
+
+
+def _kept_as_bytes(raw, fmt):
+    """The DecodedColumn of the keys / values of a topic kept as bytes: null, their bytes in ``untyped``."""
+    import pyarrow as pa
+
+    column = column_parts(raw)[0]
+    n = len(column)
+    return DecodedColumn(pa.nulls(n, pa.null()), pa.nulls(n, pa.int32()), pa.nulls(n, pa.string()), 0,
+                         get_format(fmt), untyped=column.cast(pa.binary()))
+
+
 def _first_error_row(dec):
     import pyarrow.compute as pc
     return int(pc.index(pc.is_valid(dec.error), True).as_py())
@@ -271,6 +368,57 @@ def _first_error_row(dec):
 
 #: the keys of a reader schema given as a JSON object naming it (not a schema)
 READER_KEYS = ("id", "subject", "version", "message")
+
+
+class FailedValues:
+    """Counts, per side and topic of one read, the keys / values typed and those that could not
+    be; `warn` says (one `KafkafmtWarning` per read) when none of a topic's could be read -- a
+    wrong format or schema, which would otherwise give a table of nulls without a word.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0", value_format="string")
+    >>> FailedValues().add(recs).warn()        # some values were read: nothing to say
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     recs = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0", value_format="avro",
+    ...                                  value_schema="shipments-value")
+    >>> print(caught[0].message)
+    none of the 120 values of topic 'payments' could be read as avro: all null, valueError says why (first: ...)
+    """
+
+    def __init__(self):
+        self.counts = {}        # (side, topic) -> [values typed, values failed, first reason, format name]
+
+    def add(self, recs):
+        """Count the typed keys / values of ``recs`` (a chunk, or a whole read); returns self."""
+        for side, dec in recs.typed.items():
+            raw = recs.decoded(side)
+            if raw is None:
+                continue
+            nulls = raw.is_null()
+            kept = np.asarray(dec.untyped.is_valid()) if dec.untyped is not None else np.zeros(len(dec), bool)
+            for start, stop, topic in _runs(recs):
+                errors = dec.error[start:stop]
+                failed = len(errors) - errors.null_count
+                c = self.counts.setdefault((side, topic), [0, 0, None, getattr(dec.format, "name", None)])
+                c[0] += int(stop - start - nulls[start:stop].sum() - kept[start:stop].sum())
+                c[1] += failed
+                if failed and c[2] is None:
+                    c[2] = errors.filter(errors.is_valid())[0].as_py()
+        return self
+
+    def warn(self, stacklevel=2):
+        """One `KafkafmtWarning` naming each topic none of whose keys / values could be read (its
+        count and the first reason), if any."""
+        lines = [f"none of the {n} {side}s of topic {topic!r} could be read as {fmt}: all null, "
+                 f"{TYPED_COLUMNS[side][1]} says why (first: {first})"
+                 for (side, topic), (n, failed, first, fmt) in self.counts.items() if failed and failed == n]
+        if lines:
+            warnings.warn("; ".join(lines), KafkafmtWarning, stacklevel=stacklevel + 1)
 
 
 def reader_schema_of_text(text):
@@ -318,7 +466,7 @@ def reader_schema_of_text(text):
 
 
 def type_values(recs, *, value_format=None, key_format=None, schema_registry=None, value_schema=None,
-                key_schema=None, value_errors="null", storage_options=None, filesystem=None):
+                key_schema=None, value_errors="null", untyped_topics="error", storage_options=None, filesystem=None):
     """Type the keys and values of `Records` already decoded (what the readers' ``value_format=``
     does while reading).
 
@@ -339,6 +487,9 @@ def type_values(recs, *, value_format=None, key_format=None, schema_registry=Non
     value_errors : "null" or "strict"
         A bad value is null with its reason in ``valueError`` (and a ``BAD_VALUE`` report entry),
         or raises.
+    untyped_topics : "error" or "bytes"
+        A topic without a schema raises `SchemaNotFoundError`, or its values are kept as bytes:
+        null in ``value``, their bytes in ``valueBytes``.
     storage_options, filesystem : optional
         How to reach the registry's log dir.
 
@@ -346,7 +497,8 @@ def type_values(recs, *, value_format=None, key_format=None, schema_registry=Non
     -------
     Records
         The same records with ``typed`` columns: ``to_arrow()`` gives typed ``key``/``value`` and
-        ``keySchemaId``, ``keyError``, ``valueSchemaId``, ``valueError``.
+        ``keySchemaId``, ``keyError``, ``valueSchemaId``, ``valueError``. A topic none of whose
+        values could be read warns (`KafkafmtWarning`).
 
     Raises
     ------
@@ -371,6 +523,9 @@ def type_values(recs, *, value_format=None, key_format=None, schema_registry=Non
         log_dir = recs.log_dir
         roots = sorted({d for d in np.atleast_1d(log_dir).tolist() if d is not None}) if log_dir is not None else None
     typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
-                       value_schema=value_schema, key_schema=key_schema, value_errors=value_errors, roots=roots,
-                       storage_options=storage_options, filesystem=filesystem)
-    return decode_values(recs, typed)
+                       value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
+                       untyped_topics=untyped_topics, roots=roots, storage_options=storage_options,
+                       filesystem=filesystem)
+    out = decode_values(recs, typed)
+    FailedValues().add(out).warn()
+    return out

@@ -1,24 +1,44 @@
-"""Decoded Avro values as JSON text, the way ``kafka-avro-console-consumer`` prints them.
+r"""Decoded Avro values as JSON text, exactly as ``kafka-avro-console-consumer`` prints them.
 
-The console consumer writes each value with Avro's JSON encoding (Java's ``JsonEncoder``, compact):
-a union value other than null is an object ``{"<branch type name>": value}`` (the full name of a
-named type, else the primitive name); bytes and fixed are strings whose code points 0-255 are the
-bytes; enums are their symbols; maps are objects; logical types print as their base type (a
-timestamp as its long, a decimal as its unscaled bytes), since the console consumer converts no
-logical type. kafkafmt renders the value as decoded, i.e. with the **reader** schema; the console
-consumer prints with the writer schema: the two agree when the value was written with the reader
-schema (fields a newer reader adds appear with their defaults). Numbers are JSON numbers (a float
-prints as its shortest float32 decimal; exponent notation may differ from Java's).
+The console consumer (Confluent's ``AvroMessageFormatter``) deserializes each value to a generic
+Avro object without logical-type conversions and writes it with ``AvroSchemaUtils.toJson``: Avro's
+``JsonEncoder`` (compact, Jackson's generator) with the value's own schema. Hence:
+
+* a union value other than null is an object ``{"<branch>": value}`` (the full name of a named
+  type, else the type's name: ``"string"``, ``"long"``, ``"array"``...) -- except at the top level,
+  where the value is printed as its branch (the formatter takes the schema from the value);
+* logical types print as their base type: timestamps (local or not), dates and times as their
+  numbers, decimals and durations as their bytes; bytes and fixed are strings whose code points
+  0-255 are the bytes; enums are their symbols; maps are objects;
+* strings as Jackson 2 escapes them (control characters as ``\u00XX``, upper-case hex;
+  characters beyond the Basic Multilingual Plane as two ``\uXXXX`` surrogates; others as
+  UTF-8); floats and doubles as Java's ``Float.toString`` / ``Double.toString`` (``1.0E10``,
+  ``1.0E-5``, ``0.1``; `java_number`), NaN and the infinities as the strings
+  ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (Jackson's default).
+
+Where kafkafmt's text can differ, on purpose or by the Java stack's version:
+
+* kafkafmt renders the value as decoded, i.e. with the **reader** schema; the console consumer
+  prints with the writer schema. The two agree when the value was written with the reader schema
+  (fields a newer reader adds appear with their defaults).
+* Map entries keep the order they were written in; the console consumer prints a Java
+  ``HashMap``'s order (which depends on the Avro version).
+* Numbers follow Java 19 and later (shortest round trip); Java 17 prints some large floats
+  (about one in ten random bit patterns, beyond 1e7) with one more digit. Avro 1.12.0 and 1.12.1
+  print a float as the double it widens to (``0.10000000149011612``); Avro 1.11 and later
+  releases print it as a float (``0.1``), as here.
 
     from kafkafmt.values.avro._json import avro_json
     avro_json(dec.values, dec.reader)     # ['{"id":1,"name":{"string":"x"}}', None, ...]
 """
 from __future__ import annotations
 
-import json
+import math
+import re
 import struct
+from decimal import ROUND_FLOOR, Decimal, localcontext
 
-__all__ = ["avro_json", "to_json_data", "storage_values"]
+__all__ = ["avro_json", "to_json_data", "storage_values", "json_string", "java_number"]
 
 
 def _storage_type(t):
@@ -62,7 +82,9 @@ def storage_values(values):
 
 def _unscaled(d, scale, size=None):
     """A Decimal's unscaled value as big-endian two's complement (minimal, or `size` bytes)."""
-    n = int(d.scaleb(scale).to_integral_value())
+    with localcontext() as ctx:
+        ctx.prec = 100               # every digit of a decimal256 (76), not the default context's 28
+        n = int(d.scaleb(scale).to_integral_value())
     if size is None:
         size = max(1, (n.bit_length() + 8) // 8)
     return n.to_bytes(size, "big", signed=True)
@@ -90,21 +112,165 @@ def to_json_data(v, t):
     if k == "map":
         return {key: to_json_data(x, t.values) for key, x in v}
     if k in ("bytes", "fixed"):
-        if t.logical == "decimal" and t.precision <= 76:
-            v = _unscaled(v, t.scale, t.size if k == "fixed" else None)
-        elif t.logical == "duration":
-            v = struct.pack("<III", v.months, v.days, v.nanoseconds // 1_000_000)
-        return bytes(v).decode("latin-1")
+        return _bytes_of(v, t).decode("latin-1")
     return v
 
 
-def _float32(v):
+def _bytes_of(v, t):
+    """The bytes Avro's JSON encoding prints for a bytes or fixed value (a decimal's unscaled
+    two's complement, a duration's 12 bytes)."""
+    if t.logical == "decimal" and t.precision <= 76:
+        v = _unscaled(v, t.scale, t.size if t.kind == "fixed" else None)
+    elif t.logical == "duration":
+        v = struct.pack("<III", v.months, v.days, v.nanoseconds // 1_000_000)
+    return bytes(v)
+
+
+# -- Jackson's text: strings as its JsonGenerator escapes them, numbers as Java prints them ----------
+
+#: Jackson's escapes: its short ones, every other control character as \u00XX (upper-case hex)
+_ESCAPES = {**{chr(c): "\\u%04X" % c for c in range(32)},
+            '"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\f": "\\f", "\n": "\\n", "\r": "\\r"}
+_TO_ESCAPE = re.compile('[\x00-\x1f"\\\\\U00010000-\U0010ffff]')
+
+
+def _escape(m):
+    c = m.group()
+    if c in _ESCAPES:
+        return _ESCAPES[c]
+    n = ord(c) - 0x10000                      # beyond the BMP: Jackson 2 writes the UTF-16 surrogates
+    return "\\u%04X\\u%04X" % (0xD800 + (n >> 10), 0xDC00 + (n & 0x3FF))
+
+
+def json_string(text):
+    """``text`` as a JSON string the way Jackson 2's UTF-8 generator writes it: quotes,
+    backslashes and control characters escaped (\\u00XX in upper case), characters beyond the
+    Basic Multilingual Plane as their two UTF-16 surrogates (\\uD83D\\uDE00), the rest as UTF-8."""
+    return '"' + _TO_ESCAPE.sub(_escape, text) + '"'
+
+
+def java_number(v, single=False):
+    """A float or double as Java's ``Float.toString`` / ``Double.toString`` print it (Java 19 and
+    later: the shortest decimal that reads back as the same value, at least two digits when one
+    would do; plain for magnitudes in [1e-3, 1e7), else ``d.dddE±n``); NaN and the infinities as
+    the names Jackson writes as strings (``"NaN"``, ``"Infinity"``, ``"-Infinity"``)."""
+    if v != v:
+        return '"NaN"'
+    if v in (math.inf, -math.inf):
+        return '"Infinity"' if v > 0 else '"-Infinity"'
+    if v == 0:
+        return "-0.0" if math.copysign(1.0, v) < 0 else "0.0"
+    sign, digits, e = _java_digits(v, single)
+    if -3 <= e < 7:
+        if e >= 0:
+            whole = digits[:e + 1].ljust(e + 1, "0")
+            text = f"{whole}.{digits[e + 1:] or '0'}"
+        else:
+            text = "0." + "0" * (-e - 1) + digits
+    else:
+        text = f"{digits[0]}.{digits[1:] or '0'}E{e}"
+    return sign + text
+
+
+def _java_digits(v, single):
+    """(sign, significant digits, exponent of the first digit) of the decimal Java prints for v."""
     import numpy as np
-    return float(str(np.float32(v))) if v == v and abs(v) != float("inf") else v
+
+    x = np.float32(v) if single else float(v)
+    shortest = Decimal(np.format_float_scientific(x, unique=True) if single else repr(x))
+    sign, digits, exp = shortest.normalize().as_tuple()
+    if len(digits) == 1:
+        # one digit: Java takes the decimal of one or two digits closest to the value
+        digits, exp = _two_digits(x, single, digits, exp)
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    return "-" if sign else "", text, exp + len(digits) - 1
+
+
+def _two_digits(x, single, digits, exp):
+    """The digits and exponent of the decimal of at most two digits closest to x among those
+    that read back as x (ties: the even one); ``digits``, ``exp`` (the shortest) if none."""
+    import numpy as np
+
+    with localcontext() as ctx:
+        ctx.prec = 1200
+        exact = abs(Decimal(float(x)))
+        step = Decimal(1).scaleb(exact.adjusted() - 1)     # two digits in the exact value's decade
+        low = (exact / step).to_integral_value(ROUND_FLOOR) * step
+        cands = [low, low + step]
+        kind = np.float32 if single else np.float64
+        ax = abs(kind(x))
+        below = Decimal(float(np.nextafter(ax, kind(0))))
+        above = Decimal(float(np.nextafter(ax, kind(np.inf))))
+        lo, hi = (below + exact) / 2, (exact + above) / 2
+        even = int(ax.view(np.uint32 if single else np.uint64)) % 2 == 0
+        ok = [c for c in cands if lo < c < hi or (even and c in (lo, hi))]
+        if not ok:
+            return digits, exp
+        best = min(ok, key=lambda c: (abs(c - exact), int(c / step) % 2))
+        _, d, e = best.normalize().as_tuple()
+        return d, e
+
+
+def _text(v, t, out):
+    """Append the Avro JSON text of value v (pylist form, temporal types as integers) of type t."""
+    if v is None:
+        out.append("null")
+        return
+    k = t.kind
+    if k == "union":
+        branch, v = _branch(v, t)
+        if branch is None:
+            out.append("null")
+            return
+        out.append("{" + json_string(branch.type_name) + ":")
+        _text(v, branch, out)
+        out.append("}")
+    elif k == "record":
+        out.append("{")
+        for i, f in enumerate(t.fields):
+            out.append(("," if i else "") + json_string(f.name) + ":")
+            _text(v.get(f.name), f.type, out)
+        out.append("}")
+    elif k == "array":
+        out.append("[")
+        for i, x in enumerate(v):
+            if i:
+                out.append(",")
+            _text(x, t.items, out)
+        out.append("]")
+    elif k == "map":
+        out.append("{")
+        for i, (key, x) in enumerate(v):
+            out.append(("," if i else "") + json_string(key) + ":")
+            _text(x, t.values, out)
+        out.append("}")
+    elif k in ("string", "enum"):
+        out.append(json_string(v))
+    elif k in ("bytes", "fixed"):
+        out.append(json_string(_bytes_of(v, t).decode("latin-1")))
+    elif k == "boolean":
+        out.append("true" if v else "false")
+    elif k in ("float", "double"):
+        out.append(java_number(v, single=k == "float"))
+    else:                                        # int, long (dates, times, timestamps as their numbers)
+        out.append(str(int(v)))
+
+
+def _branch(v, t):
+    """(branch type, its value) of a union value; (None, None) for null."""
+    nonnull = [b for b in t.branches if b.kind != "null"]
+    if len(nonnull) == 1:
+        return nonnull[0], v
+    for i, b in enumerate(nonnull):
+        m = v.get(f"member{i}")
+        if m is not None:
+            return b, m
+    return None, None
 
 
 def avro_json(values, reader):
-    """JSON texts (compact) of each value of a decoded Arrow array (None where the value is null).
+    """JSON texts of each value of a decoded Arrow array (None where the value is null), as
+    kafka-avro-console-consumer prints them (see the module docstring).
 
     Parameters
     ----------
@@ -118,26 +284,13 @@ def avro_json(values, reader):
         if v is None:
             out.append(None)
             continue
-        data = to_json_data(v, reader)
-        out.append(json.dumps(_floats(data, reader), ensure_ascii=False, separators=(",", ":")))
+        t = reader
+        if t.kind == "union":                    # a top-level union: the branch's value as it is
+            t, v = _branch(v, t)
+            if t is None:
+                out.append(None)
+                continue
+        parts = []
+        _text(v, t, parts)
+        out.append("".join(parts))
     return out
-
-
-def _floats(data, t):
-    """Float32 values at their shortest float32 decimal (as Java prints a float)."""
-    if data is None:
-        return None
-    k = t.kind
-    if k == "float":
-        return _float32(data)
-    if k == "union":
-        (name, inner), = data.items()
-        branch = next(b for b in t.branches if b.type_name == name)
-        return {name: _floats(inner, branch)}
-    if k == "record":
-        return {f.name: _floats(data[f.name], f.type) for f in t.fields}
-    if k == "array":
-        return [_floats(x, t.items) for x in data]
-    if k == "map":
-        return {key: _floats(x, t.values) for key, x in data.items()}
-    return data

@@ -236,7 +236,9 @@ def _load(text, what):
 _CONNECT_LOGICAL = {
     "org.apache.kafka.connect.data.Date": {"kind": "date"},
     "org.apache.kafka.connect.data.Time": {"kind": "time", "unit": "ms"},
-    "org.apache.kafka.connect.data.Timestamp": {"kind": "timestamp", "unit": "ms"},
+    # Connect's Timestamp is an instant (java.util.Date, ms since the epoch); Debezium's Timestamp,
+    # MicroTimestamp and NanoTimestamp are local date-times (a DATETIME column): no zone
+    "org.apache.kafka.connect.data.Timestamp": {"kind": "timestamp", "unit": "ms", "tz": "UTC"},
     "io.debezium.time.Date": {"kind": "date"},
     "io.debezium.time.Time": {"kind": "time", "unit": "ms"},
     "io.debezium.time.MicroTime": {"kind": "time", "unit": "us"},

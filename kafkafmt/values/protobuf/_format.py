@@ -459,9 +459,9 @@ def _jsonable(v):
     if isinstance(v, bytes):
         return base64.b64encode(v).decode("ascii")
     if isinstance(v, datetime.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return v.isoformat() + "Z"
+        if v.tzinfo is None:                     # a local date-time (no zone): no Z either
+            return v.isoformat()
+        return v.astimezone(datetime.timezone.utc).replace(tzinfo=None).isoformat() + "Z"
     if isinstance(v, datetime.timedelta):
         return f"{v.total_seconds()}s"
     if isinstance(v, decimal.Decimal):
@@ -481,5 +481,6 @@ def _jsonable(v):
 
 def arrow_json(values):
     """Each value of an Arrow array as JSON text (None where null): maps as objects, bytes as
-    base64, timestamps as RFC 3339 text (as protobuf's JSON mapping prints them)."""
+    base64, timestamps as RFC 3339 text (as protobuf's JSON mapping prints them; a timestamp
+    without a zone, a local date-time, without the ``Z``)."""
     return [None if v is None else json.dumps(_jsonable(v), ensure_ascii=False) for v in values.to_pylist()]
