@@ -62,7 +62,8 @@ def add_parser(sub, parents):
                    help="output format (default: from the file extension); iceberg and delta write a table, "
                         "incrementally: each run exports what the last one did not")
     p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics")
-    add_replicas_option(p)
+    add_replicas_option(p, "; --format iceberg/delta always reads one copy (dedup): a table holds each offset once",
+                        default=None)
     p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
     p.add_argument("--offset-range", metavar="A:B", help="only offsets A <= offset < B (A:, :B)")
     p.add_argument("--time-range", metavar="T1:T2",
@@ -274,6 +275,9 @@ def run(args, console):
     fmt = _format_of(args)
     if fmt in TABLE_FORMATS:
         return run_table(args, console, fmt)
+    if args.json:
+        raise UsageError("--json describes a table export (--format iceberg or delta); a file export writes its "
+                         "records to --to")
     if getattr(args, "internal", None):
         return run_internal(args, console, fmt)
     paths = input_paths(args, "export")
@@ -287,7 +291,7 @@ def run(args, console):
         _pa()
     if args.to == "-" and fmt not in ("jsonl", "csv"):
         raise UsageError(f"{fmt} cannot be written to stdout; give a file name")
-    found = find_inputs(paths, topics, partitions, args.replicas)
+    found = find_inputs(paths, topics, partitions, args.replicas or "all")
     files = checked_record_files(found, console)
     err = no_data(found, files, paths, topics or partitions)
     if err is not None:
@@ -592,7 +596,7 @@ def run_internal(args, console, fmt):
     offsets = parse_offset_range(args.offset_range)
     times = parse_time_range(args.time_range)
     partitions = parse_int_list(args.partitions, "partition")
-    found = find_inputs(paths, {topic}, partitions)
+    found = find_inputs(paths, {topic}, partitions, args.replicas or "all")
     # the topic's partitions, and files only when named on the command line: a loose segment found
     # under a root belongs to no topic that could be told
     files = [f for f in checked_record_files(found, console) if f in found.given_files]

@@ -21,7 +21,7 @@ import os
 import time
 import uuid
 
-from kafkafmt.lakehouse.ledger import OFFSETS_KEY, CommitConflictError, app_id, parse_offsets
+from kafkafmt.lakehouse.ledger import BATCHES_KEY, OFFSETS_KEY, CommitConflictError, app_id, parse_marks, parse_offsets
 
 __all__ = ["DeltaTable", "delta_storage_options"]
 
@@ -193,10 +193,12 @@ class DeltaTable:
 
     # -- the ledger -----------------------------------------------------------------------------
     def ledger(self, tps=()):
-        """{(topic, partition): next offset} of the table's state: the ``txn`` versions of ``tps``
-        (and the newest kafkafmt commit info's offsets for the others). A RESTORE keeps the txn
-        actions of the versions it undid, so after one the state restored to is read instead."""
-        dt, out, restored = self.dt, {}, False
+        """({(topic, partition): next offset}, {(topic, partition): BatchMark}) of the table's state:
+        the ``txn`` versions of ``tps`` (and the newest kafkafmt commit info's offsets for the
+        others), the marks of the last batches from that commit info (a mark that does not fit its
+        offset is not used). A RESTORE keeps the txn actions of the versions it undid, so after one
+        the state restored to is read instead."""
+        dt, out, marks, restored = self.dt, {}, {}, False
         for _ in range(64):
             back = None
             for info in dt.history(100):
@@ -206,6 +208,7 @@ class DeltaTable:
                 if info.get(OFFSETS_KEY):
                     if not restored:
                         out = parse_offsets(info[OFFSETS_KEY])
+                        marks = parse_marks(info.get(BATCHES_KEY))
                     break
             if back is None:
                 break
@@ -221,7 +224,18 @@ class DeltaTable:
                 out[tp] = int(v)
             else:
                 out.pop(tp, None)
-        return out
+        return out, {tp: m for tp, m in marks.items() if tp in out and m.holds(out[tp])}
+
+    def rows(self, tp, lo, hi):
+        """The table's rows of a topic-partition with offsets in [lo, hi): offset, timestamp, key,
+        value (a pyarrow Table; what a diverged source is compared with)."""
+        import pyarrow.dataset as ds
+
+        from kafkafmt.lakehouse.iceberg import _COMPARED
+
+        flt = (ds.field("topic") == tp[0]) & (ds.field("partition") == int(tp[1])) & \
+            (ds.field("offset") >= int(lo)) & (ds.field("offset") < int(hi))
+        return self.dt.to_pyarrow_dataset().to_table(columns=list(_COMPARED), filter=flt)
 
     # -- data files -----------------------------------------------------------------------------
     def open_file(self, key, fields):

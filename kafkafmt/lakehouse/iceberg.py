@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from kafkafmt.lakehouse.ledger import OFFSETS_KEY, CommitConflictError, parse_offsets
+from kafkafmt.lakehouse.ledger import BATCHES_KEY, OFFSETS_KEY, CommitConflictError, parse_marks, parse_offsets
 
 __all__ = ["IcebergTable", "fileio_properties"]
 
@@ -35,6 +35,9 @@ _S3FS_TO_ICEBERG = {"key": "s3.access-key-id", "secret": "s3.secret-access-key",
 #: that would add the offsets the winner already added a second time, so the table forbids it
 _NO_RETRIES = "commit.retry.num-retries"
 
+
+#: the columns a diverged source is compared with
+_COMPARED = ("offset", "timestamp", "key", "value")
 
 #: the sequence number of the snapshot whose ledger the table property ``kafkafmt.offsets`` holds
 _SEQUENCE = "kafkafmt.offsets-sequence-number"
@@ -218,24 +221,33 @@ class IcebergTable:
 
     # -- the ledger -----------------------------------------------------------------------------
     def ledger(self, tps=()):
-        """The offsets of the newest snapshot carrying them in the current snapshot's ancestry (so
-        a rollback rolls them back too). When none does -- the snapshots were expired under a newer
-        one of another writer -- the table property written with the last commit stands in, if
-        that commit is not newer than the current snapshot (else the table was rolled back to
-        before it)."""
+        """(offsets, marks of the last batches) of the newest snapshot carrying them in the current
+        snapshot's ancestry (so a rollback rolls them back too). When none does -- the snapshots
+        were expired under a newer one of another writer -- the table properties written with the
+        last commit stand in, if that commit is not newer than the current snapshot (else the table
+        was rolled back to before it)."""
         t = self.table
         snap = t.current_snapshot()
         head = snap
         while snap is not None:
-            text = (snap.summary.additional_properties or {}).get(OFFSETS_KEY) if snap.summary else None
-            if text is not None:
-                return parse_offsets(text)
+            props = (snap.summary.additional_properties or {}) if snap.summary else {}
+            if props.get(OFFSETS_KEY) is not None:
+                return parse_offsets(props[OFFSETS_KEY]), parse_marks(props.get(BATCHES_KEY))
             snap = None if snap.parent_snapshot_id is None else t.snapshot_by_id(snap.parent_snapshot_id)
         seq = t.properties.get(_SEQUENCE)
         if head is not None and OFFSETS_KEY in t.properties and seq is not None and \
                 (head.sequence_number or 0) >= int(seq):
-            return parse_offsets(t.properties[OFFSETS_KEY])
-        return {}
+            return parse_offsets(t.properties[OFFSETS_KEY]), parse_marks(t.properties.get(BATCHES_KEY))
+        return {}, {}
+
+    def rows(self, tp, lo, hi):
+        """The table's rows of a topic-partition with offsets in [lo, hi): offset, timestamp, key,
+        value (a pyarrow Table; what a diverged source is compared with)."""
+        from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThan
+
+        flt = And(EqualTo("topic", tp[0]), EqualTo("partition", int(tp[1])), GreaterThanOrEqual("offset", int(lo)),
+                  LessThan("offset", int(hi)))
+        return self.table.scan(row_filter=flt, selected_fields=_COMPARED).to_arrow()
 
     # -- data files -----------------------------------------------------------------------------
     def open_file(self, key, fields):
@@ -272,7 +284,7 @@ class IcebergTable:
         from pyiceberg.exceptions import CommitFailedException
 
         tx = self.table.transaction()
-        tx.set_properties({OFFSETS_KEY: offsets_text,
+        tx.set_properties({OFFSETS_KEY: offsets_text, BATCHES_KEY: properties.get(BATCHES_KEY, "{}"),
                            _SEQUENCE: str(self.table.metadata.last_sequence_number + 1)})
         with tx.update_snapshot(snapshot_properties=properties).fast_append() as append:
             for f in files:
