@@ -100,7 +100,29 @@ def open_catalog(warehouse=None, catalog=None, storage_options=None):
                              "--catalog NAME (a catalog of pyiceberg's configuration) or --catalog URL (a SQL catalog "
                              "database, e.g. sqlite:////var/lib/kafkafmt/catalog.db)")
         wh, uri = warehouse.rstrip("/"), catalog
-    return SqlCatalog("kafkafmt", uri=uri, warehouse=wh, **props)
+    try:
+        return SqlCatalog("kafkafmt", uri=uri, warehouse=wh, **props)
+    except Exception as exc:  # noqa: BLE001 - another run created the catalog's tables at the same moment
+        if not _is_race(exc):
+            raise
+        return SqlCatalog("kafkafmt", uri=uri, warehouse=wh, **props)
+
+
+def _is_race(exc):
+    """Whether an error of the catalog is another writer's doing at the same moment: a row or table it
+    inserted first (SQLAlchemy's IntegrityError, "already exists"), a database it holds locked."""
+    try:
+        from sqlalchemy.exc import IntegrityError, OperationalError
+    except ImportError:
+        return False
+    text = str(exc).lower()
+    return isinstance(exc, IntegrityError) or (isinstance(exc, OperationalError) and
+                                               ("already exists" in text or "locked" in text))
+
+
+def _conflict(describe, exc):
+    return CommitConflictError(f"{describe} changed while this export ran (another export?): its commit was "
+                               f"refused, nothing of it is in the table; run it again ({exc})")
 
 
 def _with_field_ids(arrow_type, ice_type):
@@ -141,27 +163,40 @@ class IcebergTable:
     def open(self, schema, fields, *, target_file_size, compression):
         """Load the table, or create it with ``schema`` (Arrow), partitioned by ``fields`` and
         sorted by partition and offset. Returns the partition fields in force (an existing
-        table's own)."""
-        from pyiceberg.exceptions import NoSuchTableError
+        table's own). Another run creating the table at the same moment: its table is used; a
+        change that loses a race to another run is a `CommitConflictError`."""
+        from pyiceberg.exceptions import CommitFailedException, NoSuchTableError
 
         try:
-            self.table = self.catalog.load_table(self.identifier)
-        except NoSuchTableError:
-            self._create(schema, fields, target_file_size, compression)
-        if self.table.properties.get(_NO_RETRIES) != "0":
-            with self.table.transaction() as tx:
-                tx.set_properties({_NO_RETRIES: "0"})
-            self.table = self.catalog.load_table(self.identifier)
+            try:
+                self.table = self.catalog.load_table(self.identifier)
+            except NoSuchTableError:
+                self._create(schema, fields, target_file_size, compression)
+            if self.table.properties.get(_NO_RETRIES) != "0":
+                with self.table.transaction() as tx:
+                    tx.set_properties({_NO_RETRIES: "0"})
+                self.table = self.catalog.load_table(self.identifier)
+        except CommitFailedException as exc:
+            raise _conflict(f"Iceberg table {self.identifier}", exc) from exc
+        except Exception as exc:  # noqa: BLE001 - the catalog's database refusing a racing change
+            if not _is_race(exc):
+                raise
+            raise _conflict(f"Iceberg table {self.identifier}", exc) from exc
         return self.partition_fields()
 
     def _create(self, schema, fields, target_file_size, compression):
-        from pyiceberg.exceptions import TableAlreadyExistsError
+        from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, TableAlreadyExistsError
         from pyiceberg.transforms import DayTransform, HourTransform, IdentityTransform, MonthTransform, YearTransform
 
         transforms = {"identity": IdentityTransform, "day": DayTransform, "hour": HourTransform,
                       "month": MonthTransform, "year": YearTransform}
         ns = tuple(self.identifier.split(".")[:-1])
-        self.catalog.create_namespace_if_not_exists(ns)
+        try:
+            self.catalog.create_namespace_if_not_exists(ns)
+        except Exception as exc:  # noqa: BLE001 - created meanwhile by another run: there it is
+            if not (isinstance(exc, NamespaceAlreadyExistsError) or _is_race(exc)) or \
+                    not self.catalog.namespace_exists(ns):
+                raise
         props = {"write.target-file-size-bytes": str(int(target_file_size)), _NO_RETRIES: "0",
                  "write.parquet.compression-codec": compression or "uncompressed",
                  "kafkafmt.table": "kafka-records"}
@@ -178,8 +213,10 @@ class IcebergTable:
                     with tx.update_sort_order() as order:
                         order.asc("partition", IdentityTransform())
                         order.asc("offset", IdentityTransform())
-        except TableAlreadyExistsError:
-            pass            # created meanwhile by another run: use it
+        except (TableAlreadyExistsError, CommitFailedException) as exc:
+            if isinstance(exc, CommitFailedException) and not self.catalog.table_exists(self.identifier):
+                raise
+            # created meanwhile by another run: use it
         self.table = self.catalog.load_table(self.identifier)
 
     def partition_fields(self):
@@ -292,8 +329,11 @@ class IcebergTable:
         try:
             tx.commit_transaction()
         except CommitFailedException as exc:
-            raise CommitConflictError(f"{self.describe()} changed while this export ran (another export?): its "
-                                      f"commit was refused, nothing of it is in the table; run it again ({exc})") from exc
+            raise _conflict(self.describe(), exc) from exc
+        except Exception as exc:  # noqa: BLE001 - the catalog's database refusing a racing change
+            if not _is_race(exc):
+                raise
+            raise _conflict(self.describe(), exc) from exc
         self.table = self.catalog.load_table(self.identifier)
         return self.table.current_snapshot().snapshot_id
 
