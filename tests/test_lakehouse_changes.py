@@ -428,3 +428,57 @@ def test_iceberg_first_exports_racing(tmp_path):
         for reader, rows in read_iceberg(str(wh)).items():
             assert rows == sorted(kp_rows(folder)), reader
     assert outcomes.count("ok600") == 4
+
+
+# --- 5. Delta's hour partition column --------------------------------------------------------------------------------
+
+def test_delta_hour_partition_is_a_timestamp(tmp_path):
+    """``--partition-by topic,hour(timestamp)`` on Delta: ``timestamp_hour`` is a timestamp (UTC) holding
+    the hour each record's timestamp falls in, as Iceberg's hour transform -- queried as one by deltalake,
+    Polars and DuckDB."""
+    import duckdb
+    import polars as pl
+    from deltalake import DeltaTable
+
+    root = str(tmp_path / "logs")
+    folder = write(os.path.join(root, f"{TOPIC}-0"), 600)
+    where = str(tmp_path / "table")
+    kcli.run("export", root, "--format", "delta", "--to", where, "--partition-by", "topic,hour(timestamp)", check=0)
+    dt = DeltaTable(where)
+    assert dt.metadata().partition_columns == ["topic", "timestamp_hour"]
+    assert dt.schema().to_arrow().field("timestamp_hour").type == pa.timestamp("us", tz="UTC")
+    t = dt.to_pyarrow_table()
+    ts = t.column("timestamp").cast(pa.int64()).to_numpy()
+    hours = t.column("timestamp_hour").cast(pa.int64()).to_numpy()
+    assert (hours == ts // 3_600_000_000 * 3_600_000_000).all()
+    assert len(set(hours.tolist())) > 10
+    assert pl.read_delta(where).schema["timestamp_hour"] == pl.Datetime("us", "UTC")
+    # DuckDB over the data files with the partition values of their paths, as hours of the timestamp
+    files = [u[len("file://"):] if u.startswith("file://") else u for u in dt.file_uris()]
+    per_file = duckdb.connect().sql(
+        f"select count(distinct epoch_us(timestamp) // 3600000000) from read_parquet({files!r}) "
+        "group by filename").fetchall()
+    assert {n for (n,) in per_file} == {1}        # each file holds one hour
+    by_hour = dict(duckdb.connect().sql("select timestamp_hour, count(*) from t group by 1").fetchall())
+    assert sum(by_hour.values()) == 600 and len(by_hour) == len(set(hours.tolist()))
+    assert_table_holds("delta", where, kp_rows(folder))
+
+
+def test_delta_hour_text_column_of_an_older_table_stays_text(tmp_path):
+    """A table made when ``timestamp_hour`` was text (``2023-11-14-22``) goes on with text values."""
+    from deltalake import DeltaTable
+
+    from kafkafmt.lakehouse.layout import kafka_schema
+
+    where = str(tmp_path / "table")
+    schema = pa.schema(list(kafka_schema()) + [pa.field("timestamp_hour", pa.string())])
+    DeltaTable.create(where, schema, partition_by=["topic", "timestamp_hour"])
+    root = str(tmp_path / "logs")
+    folder = write(os.path.join(root, f"{TOPIC}-0"), 300)
+    export("delta", root, where)
+    t = DeltaTable(where).to_pyarrow_table()
+    assert t.schema.field("timestamp_hour").type == pa.string()
+    ts = t.column("timestamp").cast(pa.int64()).to_numpy() // 1000
+    assert t.column("timestamp_hour").to_pylist() == [
+        np.datetime64(int(v), "ms").astype("datetime64[h]").item().strftime("%Y-%m-%d-%H") for v in ts]
+    assert_table_holds("delta", where, kp_rows(folder))

@@ -115,6 +115,7 @@ class DeltaTable:
         self.options = delta_storage_options(storage_options)
         self.dt = None
         self.fields = ()
+        self.partition_types = {}
 
     def _load(self):
         from deltalake import DeltaTable as DT
@@ -141,6 +142,8 @@ class DeltaTable:
                                 commit_properties=None)
             self.dt = self._load()
         self.fields = self.partition_fields()
+        full = self._full_arrow()
+        self.partition_types = {f.name: full.field(f.name).type for f in self.fields}
         return self.fields
 
     def partition_fields(self):
@@ -241,7 +244,7 @@ class DeltaTable:
     def open_file(self, key, fields):
         from kafkafmt.lakehouse.layout import delta_partition_value
 
-        values = {f.name: delta_partition_value(f, v) for f, v in zip(self.fields, key)}
+        values = {f.name: delta_partition_value(f, v, self.partition_types.get(f.name)) for f, v in zip(self.fields, key)}
         folder = "/".join(f"{n}={_escape(v)}" for n, v in values.items())
         rel = (folder + "/" if folder else "") + f"part-00000-{uuid.uuid4()}-c000.parquet"
         if _is_local(self.uri):
