@@ -189,18 +189,21 @@ _MAX_WINDOW = 1 << 18
 
 def first_difference(part, segments, upper, table_rows):
     """The offset from which a diverged source's records differ from the table's rows, looking back
-    from ``upper`` (where the source was seen to differ, or its log end) window by window: one
-    past the newest record the source and the table both hold alike (key, value, timestamp; any
-    of the table's rows at an offset -- a table that went on from an earlier divergence holds two),
-    the source's first offset when none is alike. ``table_rows(lo, hi)``: a pyarrow Table with the
-    table's offset, timestamp, key and value columns of offsets [lo, hi)."""
+    from ``upper`` (where the source was seen to differ, or its log end) window by window: the
+    first offset above the newest one the source and the table both hold alike (key, value,
+    timestamp; any of the table's rows at an offset -- a table that went on from an earlier
+    divergence holds two) where they hold different records, ``upper`` when none differs above it;
+    the source's first offset when nothing is alike. Offsets only one side holds (transaction
+    markers, records a read_committed export left out, compacted ones) tell nothing.
+    ``table_rows(lo, hi)``: a pyarrow Table with the table's offset, timestamp, key and value
+    columns of offsets [lo, hi)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from kafkafmt.logdir import read_log_dir
 
     start = part.earliest(segments)
-    hi, width = upper, _FIRST_WINDOW
+    hi, width, differs = upper, _FIRST_WINDOW, upper
     while hi > start:
         lo = max(start, hi - width)
         src = read_log_dir(part, start_offset=lo, end_offset=hi, columns=["offset", "timestamp", "key", "value"],
@@ -210,20 +213,24 @@ def first_difference(part, segments, upper, table_rows):
             offs = np.asarray(src.offset)
             t_off = rows.column("offset").to_numpy()
             at = np.searchsorted(offs, t_off)
-            inside = (at < len(offs)) & (offs[np.minimum(at, len(offs) - 1)] == t_off)
-            k = np.flatnonzero(inside)
+            k = np.flatnonzero((at < len(offs)) & (offs[np.minimum(at, len(offs) - 1)] == t_off))
             if len(k):
                 s_idx = at[k]
                 ts = rows.column("timestamp").cast(pa.int64()).to_numpy()[k] // 1000
                 same = np.asarray(src.timestamp)[s_idx] == ts
                 for col in ("key", "value"):
-                    a = getattr(src, col).to_arrow().take(pa.array(s_idx))
-                    b = rows.column(col).take(pa.array(k))
-                    eq = pc.fill_null(pc.equal(a.cast(pa.binary()), b.cast(pa.binary())), False)
-                    both_null = pc.and_(pc.is_null(a), pc.is_null(b))
-                    same &= np.asarray(pc.or_(eq, both_null).to_numpy(zero_copy_only=False), bool)
-                if same.any():
-                    return int(t_off[k][same].max()) + 1
+                    a = getattr(src, col).to_arrow().take(pa.array(s_idx)).cast(pa.binary())
+                    b = rows.column(col).take(pa.array(k)).cast(pa.binary())
+                    eq = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b)))
+                    same &= np.asarray(eq.to_numpy(zero_copy_only=False), bool)
+                common = t_off[k]
+                alike = np.unique(common[same])
+                different = np.setdiff1d(common[~same], alike)
+                if len(alike):
+                    above = different[different > alike[-1]]
+                    return int(above[0]) if len(above) else differs
+                if len(different):
+                    differs = int(different[0])
         hi, width = lo, min(width * 4, _MAX_WINDOW)
     return start
 
