@@ -482,3 +482,49 @@ def test_delta_hour_text_column_of_an_older_table_stays_text(tmp_path):
     assert t.column("timestamp_hour").to_pylist() == [
         np.datetime64(int(v), "ms").astype("datetime64[h]").item().strftime("%Y-%m-%d-%H") for v in ts]
     assert_table_holds("delta", where, kp_rows(folder))
+
+
+# --- the Parquet export killed at every step ------------------------------------------------------------------------
+
+def test_parquet_export_killed_at_every_step_with_copies(tmp_path):
+    """Scenario "copies under several roots" for the Parquet export, killed after every chunk written and
+    after the rename: the target is never a partial file -- absent, or the last complete export -- no
+    temporary file of a killed run stays once the next run is done, and with --replicas dedup the output
+    holds each offset once, equal to kafka-python's reading."""
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "src"
+    for p in range(3):
+        write(str(src / f"{TOPIC}-{p}"), 400)
+    for d in ("a", "b"):
+        shutil.copytree(src, tmp_path / d)
+    roots = [str(tmp_path / "a"), str(tmp_path / "b")]
+    out = tmp_path / "out" / "orders.parquet"
+    out.parent.mkdir()
+    want = sorted(r for p in range(3) for r in kp_rows(str(src / f"{TOPIC}-{p}")))
+
+    def rows():
+        t = pq.read_table(out)
+        return rows_of(t.set_column(t.schema.get_field_index("timestamp"), "timestamp",
+                                    t.column("timestamp").cast(pa.timestamp("us", tz="UTC"))))
+
+    args = ["export", *roots, "--replicas", "dedup", "--to", str(out), "--threads", "1"]
+    p = kcli.run(*args, env={"KAFKAFMT_CRASH_AFTER": "1"})          # killed after its first chunk
+    assert p.returncode == 86 and not out.exists()
+    assert [f.name for f in out.parent.iterdir()] != []             # its temporary file stays behind
+    kcli.run(*args, check=0)
+    assert rows() == want and [f.name for f in out.parent.iterdir()] == ["orders.parquet"]
+    kills, n = 0, 1
+    while True:
+        p = kcli.run(*args, env={"KAFKAFMT_CRASH_AFTER": str(n)})
+        if p.returncode != 86:
+            assert p.returncode == 0, p.stderr
+            break
+        kills += 1
+        n += 1
+        assert rows() == want           # the file of a complete run, never a partial one
+    assert kills >= 3
+    assert rows() == want
+    assert [f.name for f in out.parent.iterdir()] == ["orders.parquet"]      # no temporary file left
+    assert kcli.run("export", *roots, "--to", str(out), check=0).returncode == 0   # --replicas all: every copy
+    assert len(rows()) == 2 * len(want)

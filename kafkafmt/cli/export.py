@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from kafkafmt.durable import crash_point, temp_path
 from kafkafmt.logdir import iter_log_dir
 from kafkafmt.typed import decode_values
 from kafkafmt.records import BATCH_METADATA_COLUMNS, TYPED_COLUMNS
@@ -344,6 +345,7 @@ def _stream_export(args, console, total, sources, open_writer, write):
                         if len(chunk):
                             write(writer, chunk, state)
                         prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
+                        crash_point()
                     _report(report, seen, console, state)
             finally:
                 writer.close()
@@ -351,6 +353,7 @@ def _stream_export(args, console, total, sources, open_writer, write):
         if tmp is not None:
             os.replace(tmp, target)
             tmp = None
+            crash_point()
     finally:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
@@ -399,10 +402,10 @@ def _report(report, seen, console, state):
 
 
 def _temp_name(target):
-    d, name = os.path.split(os.path.abspath(target))
+    d = os.path.dirname(os.path.abspath(target))
     if not os.path.isdir(d):
         raise UsageError(f"cannot write {target}: folder {d} does not exist")
-    return os.path.join(d, f".{name}.{os.getpid()}.tmp")
+    return temp_path(target)
 
 
 def _open_writer(fmt, tmp, schema, args):
