@@ -330,6 +330,13 @@ def _written_again(folder):
     return cut
 
 
+def _other_bytes(folder):
+    cut = segments(folder)[-1]
+    truncate_to(folder, cut)
+    write(folder, 3000 - cut, 9)             # as many records at the same offsets, other ones
+    return cut
+
+
 def _new_epoch(folder):
     cut = segments(folder)[-2]
     truncate_to(folder, cut)
@@ -345,7 +352,7 @@ def _recreated(folder):
 
 #: name: change the source and return the offset of orders-0 the next run goes on from
 CHANGES = {"retention": _retention, "log-end-back": _log_end_back, "written-again": _written_again,
-           "new-epoch": _new_epoch, "recreated": _recreated}
+           "other-bytes": _other_bytes, "new-epoch": _new_epoch, "recreated": _recreated}
 
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
