@@ -438,6 +438,7 @@ def test_retention_deleting_unexported_offsets_is_data_loss(fmt, tmp_path):
     assert r.ranges[("orders", 0)] == (500, 3500) and r.rows == 3500 - first
     props = _commit_props(fmt, where)
     assert json.loads(props[-1][LOSS_KEY]) == [{"topic": "orders", "partition": 0, "start": 500, "end": first,
+                                                 "kind": "retention",
                                                  "reason": "were deleted from the source (retention) before they "
                                                            "were exported"}]
     rows = read_back(fmt, where)

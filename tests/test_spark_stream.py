@@ -309,6 +309,67 @@ def test_truncated_active_segment_is_seen(tmp_path):
     assert lenient.latestOffset(e, _all(lenient)) == {"tr": {"0": 50}}
 
 
+def _rewrite(path, base, n, max_records, tag=b"new"):
+    """Replace a segment file with n other records from offset ``base`` (a log truncated and written
+    again by a new leader, a restore of another copy)."""
+    with open(path, "wb") as f:
+        f.write(kafkafmt.encode(values=[tag + b"%d" % i for i in range(n)], base_offset=base,
+                                max_records=max_records, timestamps=[1767225609000 + i for i in range(n)]))
+
+
+def test_log_written_again_between_triggers_both_ways(tmp_path):
+    """The newest segment deleted and written again with other records past the query's offset between
+    two triggers (the log end is beyond it again): the batch the query's offset ended in is no longer
+    there -- data loss, not a silent skip of the rewritten offsets; failOnDataLoss=false reads them."""
+    w = PartitionWriter(tmp_path, "rw", 0)
+    w.append(100)
+    w.roll()
+    w.append(100)
+    strict = _reader(tmp_path, startingOffsets="earliest")
+    lenient = _reader(tmp_path, startingOffsets="earliest", failOnDataLoss="false")
+    for r in (strict, lenient):
+        assert r.latestOffset(r.initialOffset(), _all(r)) == {"rw": {"0": 200}}
+    e = {"rw": {"0": 200}}
+    assert len(_rows_of(lenient, {"rw": {"0": 0}}, e)) == 200
+    os.remove(w.active)
+    _rewrite(w.active, 100, 150, max_records=50)
+    with pytest.raises(DataLossError, match=r"the log of rw-0 is no longer what this query read below offset "
+                                            r"200: the batch read at offsets 150\.\.199"):
+        strict.latestOffset(e, _all(strict))
+    e2 = lenient.latestOffset(e, _all(lenient))
+    assert e2 == {"rw": {"0": 250}}
+    assert any("offsets 150..199 hold other records now" in m and "were not compared" in m
+               for m in lenient.watcher.warnings)
+    got = _rows_of(lenient, e, e2)
+    assert [o for _, _, o in got] == list(range(150, 250))
+    assert _rows_of(lenient, e, e2) == got                      # the micro-batch replayed: the same rows
+    # the next trigger goes on from 250 without complaint
+    assert lenient.latestOffset(e2, _all(lenient)) == e2
+    # a restarted query has no marks: only its checkpoint's log end is checked (Spark's offsets carry none)
+    fresh = _reader(tmp_path, startingOffsets="earliest")
+    assert fresh.latestOffset(e, _all(fresh)) == {"rw": {"0": 250}}
+
+
+def test_active_segment_rewritten_in_place_is_scanned_anew(tmp_path):
+    """The active segment replaced under the same name by a longer one with other batch boundaries:
+    the watcher does not go on scanning the new file from the old file's end (mid-batch: a false
+    corrupt-data error, or wrong offsets) -- it sees the rewrite and scans it anew."""
+    w = PartitionWriter(tmp_path, "ip", 0)
+    w.append(100, max_records=50)
+    for fail in ("true", "false"):
+        r = _reader(tmp_path, startingOffsets="earliest", failOnDataLoss=fail)
+        assert r.latestOffset(r.initialOffset(), _all(r)) == {"ip": {"0": 100}}
+    r = _reader(tmp_path, startingOffsets="earliest")
+    lenient = _reader(tmp_path, startingOffsets="earliest", failOnDataLoss="false")
+    for x in (r, lenient):
+        x.latestOffset(x.initialOffset(), _all(x))
+    _rewrite(w.active, 0, 170, max_records=30, tag=b"other")
+    with pytest.raises(DataLossError, match="no longer what this query read below offset 100"):
+        r.latestOffset({"ip": {"0": 100}}, _all(r))
+    assert lenient.latestOffset({"ip": {"0": 100}}, _all(lenient)) == {"ip": {"0": 170}}
+    assert not any("corrupt" in m for m in lenient.watcher.warnings)
+
+
 def test_corrupt_active_segment(tmp_path):
     w = PartitionWriter(tmp_path, "cr", 0)
     w.append(100, max_records=10)
@@ -590,6 +651,38 @@ def test_processing_time_trigger_with_a_live_writer(spark, tmp_path):
     assert json.loads(progress[-1]["sources"][0]["endOffset"]) == {"live": {"0": 150, "1": 12}}
     if progress[-1]["sources"][0].get("latestOffset"):
         assert lag(progress[-1]) == {"live-0": 0, "live-1": 0}
+
+
+def test_log_written_again_under_a_running_query(spark, tmp_path):
+    """A running query (processing-time triggers): the partition's newest segment deleted and written
+    again with other records past the query's offset. failOnDataLoss=false: the rewritten offsets are
+    read again -- the sink gets the new records; true: the query fails naming the partition."""
+    for fail in ("false", "true"):
+        root, out, ckpt = tmp_path / fail / "logs", tmp_path / fail / "out", tmp_path / fail / "ckpt"
+        w = PartitionWriter(root, "run", 0)
+        w.append(100)
+        w.roll()
+        w.append(100)
+        q = (_stream(spark, root, startingOffsets="earliest", failOnDataLoss=fail)
+             .select("topic", "partition", "offset", "value").writeStream.format("parquet")
+             .option("path", str(out)).option("checkpointLocation", str(ckpt))
+             .trigger(processingTime="200 milliseconds").start())
+        try:
+            q.processAllAvailable()
+            assert sorted(o for _, _, o in _sink_keys(spark, out)) == list(range(200))
+            os.remove(w.active)
+            _rewrite(w.active, 100, 150, max_records=50)
+            if fail == "true":
+                with pytest.raises(Exception, match="no longer what this query read below offset 200"):
+                    q.processAllAvailable()
+                continue
+            q.processAllAvailable()
+            assert q.exception() is None
+        finally:
+            q.stop()
+        rows = spark.read.parquet(str(out)).select("offset", "value").collect()
+        new = sorted((r["offset"], bytes(r["value"])) for r in rows if bytes(r["value"]).startswith(b"new"))
+        assert new == [(100 + i, b"new%d" % i) for i in range(50, 150)]     # 150..249, read after the rewrite
 
 
 def test_replayed_micro_batch_yields_the_same_rows(spark, tmp_path):

@@ -5,13 +5,14 @@ file beside the target (``<name>.tmp``, as Kafka's own checkpoint writers name t
 flushed to disk and renamed over the target; the folder is then flushed so the rename survives a
 power cut. Writers that must be tested for crashes call `crash_point()` after each durable step:
 with ``KAFKAFMT_CRASH_AFTER=N`` in the environment the process ends (``os._exit``) right after the
-N-th one, as if killed there.
+N-th one, as if killed there. A writer streaming a large file writes it to `temp_path` (one per
+process, so runs at once do not mix), which also removes what killed runs left there.
 """
 from __future__ import annotations
 
 import os
 
-__all__ = ["write_atomic", "fsync_dir", "crash_point", "CRASH_ENV", "TMP_SUFFIX"]
+__all__ = ["write_atomic", "fsync_dir", "crash_point", "temp_path", "CRASH_ENV", "TMP_SUFFIX"]
 
 CRASH_ENV = "KAFKAFMT_CRASH_AFTER"
 TMP_SUFFIX = ".tmp"
@@ -49,6 +50,36 @@ def write_atomic(path, data, *, sync=True):
     if sync:
         fsync_dir(os.path.dirname(os.path.abspath(path)))
     crash_point()
+
+
+def temp_path(target):
+    """The temporary file beside ``target`` that this process writes before renaming it over the
+    target (``.<name>.<pid>.tmp``), after deleting the ones of processes of this machine that no
+    longer run (killed before their rename)."""
+    folder, name = os.path.split(os.path.abspath(os.fspath(target)))
+    prefix = f".{name}."
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        names = []
+    for f in names:
+        pid = f[len(prefix):-len(TMP_SUFFIX)] if f.startswith(prefix) and f.endswith(TMP_SUFFIX) else ""
+        if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)):
+            try:
+                os.unlink(os.path.join(folder, f))
+            except OSError:
+                pass
+    return os.path.join(folder, f"{prefix}{os.getpid()}{TMP_SUFFIX}")
+
+
+def _running(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True          # not ours to signal: it runs
+    return True
 
 
 def crash_point():

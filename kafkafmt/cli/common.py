@@ -101,14 +101,15 @@ def add_command(sub, parents, name, help, doc, paths_help="log directories, part
     return p
 
 
-def add_replicas_option(p):
-    """``--replicas all|dedup``: what to do with several copies of one partition (`kafkafmt.log._discovery`)."""
+def add_replicas_option(p, extra_help="", default="all"):
+    """``--replicas all|dedup``: what to do with several copies of one partition (`kafkafmt.log.discover`);
+    ``default`` None tells a command that it was not given (export: tables read one copy)."""
     from kafkafmt.log import REPLICAS
 
-    p.add_argument("--replicas", choices=REPLICAS, default="all",
+    p.add_argument("--replicas", choices=REPLICAS, default=default,
                    help="several copies of one partition (replicas, a backup beside the original): read all "
                         "(the default) or only the most complete one of each (dedup), reporting the others and "
-                        "where they disagree")
+                        "where they disagree" + extra_help)
 
 
 def add_typed_options(p, key_flag, value_flag, action):

@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from kafkafmt._util.durable import crash_point, temp_path
 from kafkafmt.internal import INTERNAL_TABLES
 from kafkafmt.read import internal_topic, iter_log_dir
 from kafkafmt.values import decode_values
@@ -63,7 +64,8 @@ def add_parser(sub, parents):
                    help="output format (default: from the file extension); iceberg and delta write a table, "
                         "incrementally: each run exports what the last one did not")
     p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics")
-    add_replicas_option(p)
+    add_replicas_option(p, "; --format iceberg/delta always reads one copy (dedup): a table holds each offset once",
+                        default=None)
     p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
     p.add_argument("--offset-range", metavar="A:B", help="only offsets A <= offset < B (A:, :B)")
     p.add_argument("--time-range", metavar="T1:T2",
@@ -283,6 +285,9 @@ def run(args, console):
     fmt = _format_of(args)
     if fmt in TABLE_FORMATS:
         return run_table(args, console, fmt)
+    if args.json:
+        raise UsageError("--json describes a table export (--format iceberg or delta); a file export writes its "
+                         "records to --to")
     if getattr(args, "internal", None):
         return run_internal(args, console, fmt)
     paths = input_paths(args, "export")
@@ -296,7 +301,7 @@ def run(args, console):
         _pa()
     if args.to == "-" and fmt not in ("jsonl", "csv"):
         raise UsageError(f"{fmt} cannot be written to stdout; give a file name")
-    found = find_inputs(paths, topics, partitions, args.replicas)
+    found = find_inputs(paths, topics, partitions, args.replicas or "all")
     files = checked_record_files(found, console)
     err = no_data(found, files, paths, topics or partitions)
     if err is not None:
@@ -352,6 +357,7 @@ def _stream_export(args, console, total, sources, open_writer, write):
                         if len(chunk):
                             write(writer, chunk, state)
                         prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
+                        crash_point()
                     _report(report, seen, console, state)
             finally:
                 writer.close()
@@ -359,6 +365,7 @@ def _stream_export(args, console, total, sources, open_writer, write):
         if tmp is not None:
             os.replace(tmp, target)
             tmp = None
+            crash_point()
     finally:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
@@ -407,10 +414,10 @@ def _report(report, seen, console, state):
 
 
 def _temp_name(target):
-    d, name = os.path.split(os.path.abspath(target))
+    d = os.path.dirname(os.path.abspath(target))
     if not os.path.isdir(d):
         raise UsageError(f"cannot write {target}: folder {d} does not exist")
-    return os.path.join(d, f".{name}.{os.getpid()}.tmp")
+    return temp_path(target)
 
 
 def _open_writer(fmt, tmp, schema, args):
@@ -618,7 +625,7 @@ def run_internal(args, console, fmt):
                 raise UsageError(f"--internal {name}: {exc.reason}; give its name with --topics") from None
             if topic != table.topic:
                 console.info(f"kafkafmt: --internal {name} reads the topic {topic} (give another with --topics)")
-    found = find_inputs(paths, {topic}, partitions)
+    found = find_inputs(paths, {topic}, partitions, args.replicas or "all")
     # the topic's partitions, and files only when named on the command line: a loose segment found
     # under a root belongs to no topic that could be told
     files = [f for f in checked_record_files(found, console) if f in found.given_files]

@@ -1,12 +1,21 @@
 """``kafkafmt export --format iceberg|delta``: records into a lakehouse table, incrementally (see
-`kafkafmt.lakehouse`). The options of this mode are added to ``export``'s parser here."""
+`kafkafmt.lakehouse`). The options of this mode are added to ``export``'s parser here.
+
+Exit codes as every command's: 0 exported or nothing to export -- also when ``--fail-on-data-loss
+false`` went on past data loss, which is then printed on stderr (even with ``-q``) and listed in
+``--json``; 1 data loss stopped the run (nothing committed), another run changed the table
+meanwhile, or problems in the data; 2 bad usage.
+"""
 from __future__ import annotations
+
+import warnings
 
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (human_bytes, input_paths, parse_int_list, parse_name_list, parse_offset_range,
                                  parse_size, parse_time_range, report_problem)
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.progress import Progress
+from kafkafmt.log import ReportKind
 
 TABLE_FORMATS = ("iceberg", "delta")
 
@@ -27,12 +36,19 @@ def add_arguments(p):
     g.add_argument("--commit-every", type=parse_size, default=8 << 30, metavar="SIZE",
                    help="commit after this much input, so a long backfill keeps its progress (default 8G)")
     g.add_argument("--fail-on-data-loss", choices=("true", "false"), default="true",
-                   help="offsets the table expects that the sources no longer have (retention deleted them): "
-                        "true stops before writing anything (default); false warns, goes on and records the loss")
+                   help="offsets the table expects that the sources no longer have (retention deleted them), or a "
+                        "source that is no longer what was exported (its log end went back, other records at "
+                        "exported offsets, a re-created topic): true stops before writing anything (default, exit "
+                        "1); false prints the loss, records it in the commit and goes on from where the source now "
+                        "is (exit 0)")
+    g.add_argument("--json", action="store_true",
+                   help="print what the run did as one JSON document on stdout: rows, files, commits, the offset "
+                        "ranges exported, the ledger after, and the data loss")
 
 
 def run_table(args, console, fmt):
-    from kafkafmt.lakehouse import DataLossError, export_table
+    from kafkafmt.errors import KafkafmtWarning
+    from kafkafmt.lakehouse import CommitConflictError, DataLossError, export_table
 
     if getattr(args, "internal", None):
         raise UsageError("--internal tables are written as files; leave out --format iceberg/delta")
@@ -44,6 +60,9 @@ def run_table(args, console, fmt):
         raise UsageError("--format iceberg needs --table NAMESPACE.TABLE")
     if fmt == "delta" and (args.table or args.catalog):
         raise UsageError("--format delta writes the table at --to: leave out --table and --catalog")
+    if args.replicas == "all":
+        raise UsageError(f"--format {fmt} reads one copy of each partition (a table holds each offset once): "
+                         "leave out --replicas all")
     for mod in ("pyarrow", "pyiceberg" if fmt == "iceberg" else "deltalake"):
         try:
             __import__(mod)
@@ -63,16 +82,21 @@ def run_table(args, console, fmt):
             prog.advance(nbytes, nrecords)
 
         try:
-            r = export_table(paths, args.to, format=fmt, table=args.table, catalog=args.catalog, topics=topics,
-                             partitions=partitions, partition_by=args.partition_by,
-                             target_file_size=args.target_file_size, commit_every=args.commit_every,
-                             compression=args.compression, isolation=args.isolation, start_offset=offsets[0],
-                             end_offset=offsets[1], start_timestamp=times[0], end_timestamp=times[1],
-                             headers=not args.no_headers, batch_metadata=args.batch_metadata,
-                             errors="salvage" if args.salvage else "strict",
-                             fail_on_data_loss=args.fail_on_data_loss == "true", storage_options=opts,
-                             on_chunk=on_chunk)
-        except DataLossError:
+            with warnings.catch_warnings():
+                # the losses a run goes on past are printed below, each once, also with -q
+                warnings.filterwarnings("ignore", message="data loss: ", category=KafkafmtWarning)
+                r = export_table(paths, args.to, format=fmt, table=args.table, catalog=args.catalog, topics=topics,
+                                 partitions=partitions, partition_by=args.partition_by,
+                                 target_file_size=args.target_file_size, commit_every=args.commit_every,
+                                 compression=args.compression, isolation=args.isolation, start_offset=offsets[0],
+                                 end_offset=offsets[1], start_timestamp=times[0], end_timestamp=times[1],
+                                 headers=not args.no_headers, batch_metadata=args.batch_metadata,
+                                 errors="salvage" if args.salvage else "strict",
+                                 fail_on_data_loss=args.fail_on_data_loss == "true", storage_options=opts,
+                                 on_chunk=on_chunk)
+        except (DataLossError, CommitConflictError) as exc:
+            if args.json:
+                console.json({"error": str(exc), "data_loss": [x.as_json() for x in getattr(exc, "losses", ())]})
             raise
         except ValueError as exc:
             raise UsageError(str(exc)) from None
@@ -81,17 +105,34 @@ def run_table(args, console, fmt):
     errors = 0
     for e in r.report:
         problem = report_problem(e)
-        if problem is None:
+        if problem is None or e.kind is ReportKind.GAP:     # a gap the run went past is in r.data_loss
             continue
         if problem.severity == "error":
             errors += 1
             console.message(f"kafkafmt: {problem.text()}")
         else:
             console.warn(problem.text()[len("warning: "):])
+    for x in r.data_loss:
+        console.message(f"kafkafmt: data loss (--fail-on-data-loss false: went on, recorded in the table): "
+                        f"{x.text()}")
+    if args.json:
+        console.json(_summary(r))
     if not r.commits:
         console.info(f"kafkafmt: {r.table} is up to date with {r.partitions} partitions: nothing to export")
     else:
         console.info(f"kafkafmt: exported {r.rows} records of {r.partitions} partitions to {r.table} in "
                      f"{r.seconds:.1f} s: {r.files} files ({human_bytes(r.bytes)}), {len(r.commits)} "
                      f"commit{'s' if len(r.commits) > 1 else ''} (last {r.commits[-1]})")
-    return 1 if errors or r.data_loss else 0
+    return 1 if errors else 0
+
+
+def _summary(r):
+    """The run (`kafkafmt.lakehouse.ExportResult`) as the ``--json`` document."""
+    import json
+
+    from kafkafmt.lakehouse.ledger import offsets_json, ranges_json
+
+    return {"table": r.table, "format": r.format, "rows": r.rows, "files": r.files, "bytes": r.bytes,
+            "input_bytes": r.input_bytes, "partitions": r.partitions, "commits": list(r.commits),
+            "ranges": json.loads(ranges_json(r.ranges)), "offsets": json.loads(offsets_json(r.offsets)),
+            "data_loss": [x.as_json() for x in r.data_loss], "seconds": round(r.seconds, 3)}

@@ -21,7 +21,7 @@ import os
 import time
 import uuid
 
-from kafkafmt.lakehouse.ledger import OFFSETS_KEY, CommitConflictError, app_id, parse_offsets
+from kafkafmt.lakehouse.ledger import BATCHES_KEY, OFFSETS_KEY, CommitConflictError, app_id, parse_marks, parse_offsets
 
 __all__ = ["DeltaTable", "delta_storage_options"]
 
@@ -115,6 +115,7 @@ class DeltaTable:
         self.options = delta_storage_options(storage_options)
         self.dt = None
         self.fields = ()
+        self.partition_types = {}
 
     def _load(self):
         from deltalake import DeltaTable as DT
@@ -141,6 +142,8 @@ class DeltaTable:
                                 commit_properties=None)
             self.dt = self._load()
         self.fields = self.partition_fields()
+        full = self._full_arrow()
+        self.partition_types = {f.name: full.field(f.name).type for f in self.fields}
         return self.fields
 
     def partition_fields(self):
@@ -192,10 +195,12 @@ class DeltaTable:
 
     # -- the ledger -----------------------------------------------------------------------------
     def ledger(self, tps=()):
-        """{(topic, partition): next offset} of the table's state: the ``txn`` versions of ``tps``
-        (and the newest kafkafmt commit info's offsets for the others). A RESTORE keeps the txn
-        actions of the versions it undid, so after one the state restored to is read instead."""
-        dt, out, restored = self.dt, {}, False
+        """({(topic, partition): next offset}, {(topic, partition): BatchMark}) of the table's state:
+        the ``txn`` versions of ``tps`` (and the newest kafkafmt commit info's offsets for the
+        others), the marks of the last batches from that commit info (a mark that does not fit its
+        offset is not used). A RESTORE keeps the txn actions of the versions it undid, so after one
+        the state restored to is read instead."""
+        dt, out, marks, restored = self.dt, {}, {}, False
         for _ in range(64):
             back = None
             for info in dt.history(100):
@@ -205,6 +210,7 @@ class DeltaTable:
                 if info.get(OFFSETS_KEY):
                     if not restored:
                         out = parse_offsets(info[OFFSETS_KEY])
+                        marks = parse_marks(info.get(BATCHES_KEY))
                     break
             if back is None:
                 break
@@ -220,13 +226,24 @@ class DeltaTable:
                 out[tp] = int(v)
             else:
                 out.pop(tp, None)
-        return out
+        return out, {tp: m for tp, m in marks.items() if tp in out and m.holds(out[tp])}
+
+    def rows(self, tp, lo, hi):
+        """The table's rows of a topic-partition with offsets in [lo, hi): offset, timestamp, key,
+        value (a pyarrow Table; what a diverged source is compared with)."""
+        import pyarrow.dataset as ds
+
+        from kafkafmt.lakehouse.layout import COMPARED_COLUMNS
+
+        flt = (ds.field("topic") == tp[0]) & (ds.field("partition") == int(tp[1])) & \
+            (ds.field("offset") >= int(lo)) & (ds.field("offset") < int(hi))
+        return self.dt.to_pyarrow_dataset().to_table(columns=list(COMPARED_COLUMNS), filter=flt)
 
     # -- data files -----------------------------------------------------------------------------
     def open_file(self, key, fields):
         from kafkafmt.lakehouse.layout import delta_partition_value
 
-        values = {f.name: delta_partition_value(f, v) for f, v in zip(self.fields, key)}
+        values = {f.name: delta_partition_value(f, v, self.partition_types.get(f.name)) for f, v in zip(self.fields, key)}
         folder = "/".join(f"{n}={_escape(v)}" for n, v in values.items())
         rel = (folder + "/" if folder else "") + f"part-00000-{uuid.uuid4()}-c000.parquet"
         if _is_local(self.uri):

@@ -11,6 +11,12 @@ as of its last commit, and the next run goes on from exactly there: no record tw
 The next offset of a partition is one past the last batch read (read_uncommitted, no end bound:
 batches the cleaner emptied and transaction markers count), or one past the last record exported
 (read_committed, or an end bound: what lies beyond is read again next time, filtered again).
+
+Before a run trusts the ledger, every source partition is checked against it
+(`kafkafmt.lakehouse.ledger.find_data_loss`): offsets deleted by retention, a log end below the
+ledger, other bytes where the last exported batch was (its mark: base offset, leader epoch, CRC), a
+new topic id. Several copies of one partition (replicas in several log dirs, a backup beside the
+original) are read once: the most complete copy (`kafkafmt.log._discovery`'s ``replicas="dedup"``).
 """
 from __future__ import annotations
 
@@ -23,10 +29,11 @@ from kafkafmt.log import find_partitions
 from kafkafmt._util.durable import crash_point
 from kafkafmt.lakehouse.layout import (added_fields, chunk_table, conform, format_partition_by, kafka_schema,
                                        merge_schema, parse_partition_by, partition_groups)
-from kafkafmt.lakehouse.ledger import (LOSS_KEY, OFFSETS_KEY, RANGES_KEY, VERSION_KEY, find_data_loss, offsets_json,
-                                       ranges_json, report_data_loss)
+from kafkafmt.lakehouse.ledger import (BATCHES_KEY, LOSS_KEY, OFFSETS_KEY, RANGES_KEY, VERSION_KEY, find_data_loss,
+                                       marks_json, offsets_json, ranges_json, report_data_loss)
 from kafkafmt.lakehouse.writer import RollingWriter
 from kafkafmt.read import iter_log_dir
+from kafkafmt.log import BatchMark, batch_mark, topic_id_of
 
 __all__ = ["export_table", "ExportResult", "open_target", "CHUNK_BYTES"]
 
@@ -108,8 +115,8 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
                  partition_by=None, target_file_size=128 << 20, commit_every=COMMIT_EVERY, compression="snappy",
                  isolation="read_uncommitted", start_offset=None, end_offset=None, start_timestamp=None,
                  end_timestamp=None, headers=True, batch_metadata=False, errors="strict", fail_on_data_loss=True,
-                 storage_options=None, table_storage_options=None, filesystem=None, tiered_keys=None, threads=None,
-                 report=None, on_chunk=None) -> ExportResult:
+                 replicas="dedup", storage_options=None, table_storage_options=None, filesystem=None,
+                 tiered_keys=None, threads=None, report=None, on_chunk=None) -> ExportResult:
     """Export the records of log dirs (``roots``: paths or URLs, as `kafkafmt.iter_log_dirs` takes
     them, tiered uploads included) into a lakehouse table, continuing where the table's ledger says
     the last export stopped.
@@ -122,8 +129,9 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
     error. target_file_size: bytes per data file (about). commit_every: input bytes between
     commits. Offsets/timestamps bound what is read, as `kafkafmt.iter_log_dir`'s; the start is
     never before the ledger's. fail_on_data_loss: offsets the ledger expects that the sources no
-    longer have raise `DataLossError` before anything is written; False warns, exports what there
-    is and records the loss in the commit. storage_options: the sources'; table_storage_options:
+    longer have, or a source that diverged from the table, raise `DataLossError` before anything is
+    written; False warns, exports what there is -- from where a diverged source now is -- and
+    records the loss in the commit. storage_options: the sources'; table_storage_options:
     the table's (default: the same), fsspec-style (``key``, ``secret``, ``endpoint_url``, ...),
     translated for pyiceberg and delta-rs. on_chunk(label, input bytes, records): progress.
 
@@ -158,8 +166,16 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
     errors : {"strict", "salvage"}
         As the readers take it.
     fail_on_data_loss : bool
-        Offsets the ledger expects that the sources no longer have raise `DataLossError` before
-        anything is written; False warns, exports what there is and records the loss in the commit.
+        Offsets the ledger expects that the sources no longer have (retention), or a source that is
+        no longer what was exported (its log end went back below the ledger, other bytes at offsets
+        the table holds, a re-created topic), raise `DataLossError` before anything is written;
+        False warns, records the loss in the commit and exports what there is, a diverged
+        partition from where its source now is (records at offsets the table holds arrive as new
+        rows).
+    replicas : {"dedup"}
+        Several copies of one partition under the roots (replicas, a backup beside the original):
+        the most complete one is read (`kafkafmt.log._discovery`); a table holds each (topic,
+        partition, offset) once, so "all" is refused.
     storage_options, table_storage_options : dict, optional
         The sources'; the table's (default: the same), fsspec-style, translated for pyiceberg and
         delta-rs.
@@ -181,9 +197,12 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
     Raises
     ------
     DataLossError
-        Offsets the ledger expects are gone (``fail_on_data_loss``).
+        Offsets the ledger expects are gone, or a source diverged from the table
+        (``fail_on_data_loss``).
+    CommitConflictError
+        Another run changed (or created) the table meanwhile: nothing of this run was committed.
     ValueError
-        An unknown format or isolation, or a ``partition_by`` other than an existing table's.
+        An unknown format, isolation or replicas, or a ``partition_by`` other than an existing table's.
 
     Examples
     --------
@@ -203,10 +222,15 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
     report = [] if report is None else report
     if isolation not in ("read_uncommitted", "read_committed"):
         raise ValueError(f"isolation must be read_uncommitted or read_committed, not {isolation!r}")
+    if replicas != "dedup":
+        raise ValueError(f"replicas must be 'dedup' for a table, not {replicas!r}: a table holds each (topic, "
+                         "partition, offset) once, so of several copies of a partition only the most complete is "
+                         "read")
     requested = parse_partition_by(partition_by)
     target = open_target(format, to, table, catalog,
                          storage_options if table_storage_options is None else table_storage_options)
-    found = find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys)
+    found = find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys,
+                            replicas=replicas)
     base = kafka_schema(headers, batch_metadata)
     fields = target.open(base, requested, target_file_size=target_file_size, compression=compression)
     if partition_by is not None and tuple(fields) != tuple(requested):
@@ -215,12 +239,21 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
                          "a new table")
     result = ExportResult(table=target.describe(), format=format, partitions=len(found), report=report)
     tps = [(p.topic, p.partition) for p in found]
-    ledger = target.ledger(tps)
-    losses = find_data_loss(found, ledger, report)
+    if len(set(tps)) != len(tps):          # discovery's dedup gives one copy of each: never export two
+        raise ValueError("several copies of one partition to export: " + ", ".join(
+            sorted({f"{t}-{n}" for t, n in tps if tps.count((t, n)) > 1})))
+    ledger, marks = target.ledger(tps)
+    losses = find_data_loss(found, ledger, report, marks, target.rows)
     report_data_loss(losses, fail_on_data_loss)
     result.data_loss = list(losses)
+    by_tp = {(p.topic, p.partition): p for p in found}
+    for x in losses:
+        if x.kind == "diverged":            # going on from where the source now is
+            tp = (x.topic, x.partition)
+            ledger[tp] = x.resume
+            marks[tp] = batch_mark(by_tp[tp], x.resume - 1) if x.resume > 0 else None
 
-    run = _Run(target, fields, ledger, losses, target_file_size, compression, commit_every, result)
+    run = _Run(target, fields, ledger, marks, losses, target_file_size, compression, commit_every, result)
     table_schema = target.arrow_schema()
     if added_fields(table_schema, base):
         target.evolve(merge_schema(table_schema, base))
@@ -229,6 +262,7 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
     try:
         for p in found:
             tp = (p.topic, p.partition)
+            run.topic_ids[tp] = topic_id_of(p)
             start = ledger.get(tp)
             if start_offset is not None:
                 start = start_offset if start is None else max(start, start_offset)
@@ -258,8 +292,10 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
 class _Run:
     """The state of one export: the open writer, the ledger, and what the next commit covers."""
 
-    def __init__(self, target, fields, ledger, losses, target_file_size, compression, commit_every, result):
+    def __init__(self, target, fields, ledger, marks, losses, target_file_size, compression, commit_every, result):
         self.target, self.fields, self.ledger = target, fields, dict(ledger)
+        self.marks = {tp: m for tp, m in marks.items() if m is not None}     # the last batch under each ledger offset
+        self.topic_ids = {}
         self.losses = list(losses)
         self.target_file_size, self.compression = target_file_size, compression
         self.result = result
@@ -285,6 +321,10 @@ class _Run:
             nxt = last if nxt is None else max(nxt, last)
         if nxt is not None and end_offset is not None:
             nxt = min(nxt, end_offset)
+        if nxt is not None and len(chunk.batches):
+            below = np.flatnonzero(np.asarray(chunk.batches["base_offset"]) < nxt)
+            if len(below):
+                self.marks[tp] = BatchMark.of_row(chunk.batches, int(below[-1]), self.topic_ids.get(tp))
         if nxt is not None:
             rng = self.pending.get(tp)
             if rng is None:
@@ -310,7 +350,7 @@ class _Run:
     def commit(self):
         files = self.writer.close()
         changes = {tp: r[1] for tp, r in self.pending.items() if r[1] != self.ledger.get(tp)}
-        if not files and not changes:
+        if not files and not changes and not self.losses:
             self.pending = {}
             self.input_bytes = 0
             return None
@@ -318,6 +358,7 @@ class _Run:
         self.pending = {tp: r for tp, r in self.pending.items() if r[1] > r[0]}
         offsets = offsets_json(self.ledger)
         props = {OFFSETS_KEY: offsets, RANGES_KEY: ranges_json({tp: tuple(r) for tp, r in self.pending.items()}),
+                 BATCHES_KEY: marks_json({tp: m for tp, m in self.marks.items() if tp in self.ledger}),
                  VERSION_KEY: _version()}
         if self.losses:
             import json

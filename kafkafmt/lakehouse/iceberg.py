@@ -23,7 +23,8 @@ from __future__ import annotations
 import os
 import uuid
 
-from kafkafmt.lakehouse.ledger import OFFSETS_KEY, CommitConflictError, parse_offsets
+from kafkafmt.lakehouse.layout import COMPARED_COLUMNS
+from kafkafmt.lakehouse.ledger import BATCHES_KEY, OFFSETS_KEY, CommitConflictError, parse_marks, parse_offsets
 
 __all__ = ["IcebergTable", "fileio_properties"]
 
@@ -34,6 +35,7 @@ _S3FS_TO_ICEBERG = {"key": "s3.access-key-id", "secret": "s3.secret-access-key",
 #: pyiceberg retries a commit that lost a race by rebasing it on the winner's snapshot: for an export
 #: that would add the offsets the winner already added a second time, so the table forbids it
 _NO_RETRIES = "commit.retry.num-retries"
+
 
 
 #: the sequence number of the snapshot whose ledger the table property ``kafkafmt.offsets`` holds
@@ -97,7 +99,29 @@ def open_catalog(warehouse=None, catalog=None, storage_options=None):
                              "--catalog NAME (a catalog of pyiceberg's configuration) or --catalog URL (a SQL catalog "
                              "database, e.g. sqlite:////var/lib/kafkafmt/catalog.db)")
         wh, uri = warehouse.rstrip("/"), catalog
-    return SqlCatalog("kafkafmt", uri=uri, warehouse=wh, **props)
+    try:
+        return SqlCatalog("kafkafmt", uri=uri, warehouse=wh, **props)
+    except Exception as exc:  # noqa: BLE001 - another run created the catalog's tables at the same moment
+        if not _is_race(exc):
+            raise
+        return SqlCatalog("kafkafmt", uri=uri, warehouse=wh, **props)
+
+
+def _is_race(exc):
+    """Whether an error of the catalog is another writer's doing at the same moment: a row or table it
+    inserted first (SQLAlchemy's IntegrityError, "already exists"), a database it holds locked."""
+    try:
+        from sqlalchemy.exc import IntegrityError, OperationalError
+    except ImportError:
+        return False
+    text = str(exc).lower()
+    return isinstance(exc, IntegrityError) or (isinstance(exc, OperationalError) and
+                                               ("already exists" in text or "locked" in text))
+
+
+def _conflict(describe, exc):
+    return CommitConflictError(f"{describe} changed while this export ran (another export?): its commit was "
+                               f"refused, nothing of it is in the table; run it again ({exc})")
 
 
 def _with_field_ids(arrow_type, ice_type):
@@ -138,27 +162,40 @@ class IcebergTable:
     def open(self, schema, fields, *, target_file_size, compression):
         """Load the table, or create it with ``schema`` (Arrow), partitioned by ``fields`` and
         sorted by partition and offset. Returns the partition fields in force (an existing
-        table's own)."""
-        from pyiceberg.exceptions import NoSuchTableError
+        table's own). Another run creating the table at the same moment: its table is used; a
+        change that loses a race to another run is a `CommitConflictError`."""
+        from pyiceberg.exceptions import CommitFailedException, NoSuchTableError
 
         try:
-            self.table = self.catalog.load_table(self.identifier)
-        except NoSuchTableError:
-            self._create(schema, fields, target_file_size, compression)
-        if self.table.properties.get(_NO_RETRIES) != "0":
-            with self.table.transaction() as tx:
-                tx.set_properties({_NO_RETRIES: "0"})
-            self.table = self.catalog.load_table(self.identifier)
+            try:
+                self.table = self.catalog.load_table(self.identifier)
+            except NoSuchTableError:
+                self._create(schema, fields, target_file_size, compression)
+            if self.table.properties.get(_NO_RETRIES) != "0":
+                with self.table.transaction() as tx:
+                    tx.set_properties({_NO_RETRIES: "0"})
+                self.table = self.catalog.load_table(self.identifier)
+        except CommitFailedException as exc:
+            raise _conflict(f"Iceberg table {self.identifier}", exc) from exc
+        except Exception as exc:  # noqa: BLE001 - the catalog's database refusing a racing change
+            if not _is_race(exc):
+                raise
+            raise _conflict(f"Iceberg table {self.identifier}", exc) from exc
         return self.partition_fields()
 
     def _create(self, schema, fields, target_file_size, compression):
-        from pyiceberg.exceptions import TableAlreadyExistsError
+        from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, TableAlreadyExistsError
         from pyiceberg.transforms import DayTransform, HourTransform, IdentityTransform, MonthTransform, YearTransform
 
         transforms = {"identity": IdentityTransform, "day": DayTransform, "hour": HourTransform,
                       "month": MonthTransform, "year": YearTransform}
         ns = tuple(self.identifier.split(".")[:-1])
-        self.catalog.create_namespace_if_not_exists(ns)
+        try:
+            self.catalog.create_namespace_if_not_exists(ns)
+        except Exception as exc:  # noqa: BLE001 - created meanwhile by another run: there it is
+            if not (isinstance(exc, NamespaceAlreadyExistsError) or _is_race(exc)) or \
+                    not self.catalog.namespace_exists(ns):
+                raise
         props = {"write.target-file-size-bytes": str(int(target_file_size)), _NO_RETRIES: "0",
                  "write.parquet.compression-codec": compression or "uncompressed",
                  "kafkafmt.table": "kafka-records"}
@@ -175,8 +212,10 @@ class IcebergTable:
                     with tx.update_sort_order() as order:
                         order.asc("partition", IdentityTransform())
                         order.asc("offset", IdentityTransform())
-        except TableAlreadyExistsError:
-            pass            # created meanwhile by another run: use it
+        except (TableAlreadyExistsError, CommitFailedException) as exc:
+            if isinstance(exc, CommitFailedException) and not self.catalog.table_exists(self.identifier):
+                raise
+            # created meanwhile by another run: use it
         self.table = self.catalog.load_table(self.identifier)
 
     def partition_fields(self):
@@ -217,24 +256,33 @@ class IcebergTable:
 
     # -- the ledger -----------------------------------------------------------------------------
     def ledger(self, tps=()):
-        """The offsets of the newest snapshot carrying them in the current snapshot's ancestry (so
-        a rollback rolls them back too). When none does -- the snapshots were expired under a newer
-        one of another writer -- the table property written with the last commit stands in, if
-        that commit is not newer than the current snapshot (else the table was rolled back to
-        before it)."""
+        """(offsets, marks of the last batches) of the newest snapshot carrying them in the current
+        snapshot's ancestry (so a rollback rolls them back too). When none does -- the snapshots
+        were expired under a newer one of another writer -- the table properties written with the
+        last commit stand in, if that commit is not newer than the current snapshot (else the table
+        was rolled back to before it)."""
         t = self.table
         snap = t.current_snapshot()
         head = snap
         while snap is not None:
-            text = (snap.summary.additional_properties or {}).get(OFFSETS_KEY) if snap.summary else None
-            if text is not None:
-                return parse_offsets(text)
+            props = (snap.summary.additional_properties or {}) if snap.summary else {}
+            if props.get(OFFSETS_KEY) is not None:
+                return parse_offsets(props[OFFSETS_KEY]), parse_marks(props.get(BATCHES_KEY))
             snap = None if snap.parent_snapshot_id is None else t.snapshot_by_id(snap.parent_snapshot_id)
         seq = t.properties.get(_SEQUENCE)
         if head is not None and OFFSETS_KEY in t.properties and seq is not None and \
                 (head.sequence_number or 0) >= int(seq):
-            return parse_offsets(t.properties[OFFSETS_KEY])
-        return {}
+            return parse_offsets(t.properties[OFFSETS_KEY]), parse_marks(t.properties.get(BATCHES_KEY))
+        return {}, {}
+
+    def rows(self, tp, lo, hi):
+        """The table's rows of a topic-partition with offsets in [lo, hi): offset, timestamp, key,
+        value (a pyarrow Table; what a diverged source is compared with)."""
+        from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, LessThan
+
+        flt = And(EqualTo("topic", tp[0]), EqualTo("partition", int(tp[1])), GreaterThanOrEqual("offset", int(lo)),
+                  LessThan("offset", int(hi)))
+        return self.table.scan(row_filter=flt, selected_fields=COMPARED_COLUMNS).to_arrow()
 
     # -- data files -----------------------------------------------------------------------------
     def open_file(self, key, fields):
@@ -271,7 +319,7 @@ class IcebergTable:
         from pyiceberg.exceptions import CommitFailedException
 
         tx = self.table.transaction()
-        tx.set_properties({OFFSETS_KEY: offsets_text,
+        tx.set_properties({OFFSETS_KEY: offsets_text, BATCHES_KEY: properties.get(BATCHES_KEY, "{}"),
                            _SEQUENCE: str(self.table.metadata.last_sequence_number + 1)})
         with tx.update_snapshot(snapshot_properties=properties).fast_append() as append:
             for f in files:
@@ -279,8 +327,11 @@ class IcebergTable:
         try:
             tx.commit_transaction()
         except CommitFailedException as exc:
-            raise CommitConflictError(f"{self.describe()} changed while this export ran (another export?): its "
-                                      f"commit was refused, nothing of it is in the table; run it again ({exc})") from exc
+            raise _conflict(self.describe(), exc) from exc
+        except Exception as exc:  # noqa: BLE001 - the catalog's database refusing a racing change
+            if not _is_race(exc):
+                raise
+            raise _conflict(self.describe(), exc) from exc
         self.table = self.catalog.load_table(self.identifier)
         return self.table.current_snapshot().snapshot_id
 

@@ -11,9 +11,12 @@ schema evolution (`added_fields`) finds.
 Partitioning (``partition_by``): a list of fields, each a column kept as it is (identity) or a time
 transform of ``timestamp`` -- ``"topic,day(timestamp)"`` by default, as users query Kafka data: by
 topic and by day. Iceberg partitions by the transforms themselves (hidden partitioning); Delta has
-no transforms, so a time transform becomes a partition column of its own (``timestamp_day`` as a
-date, ``timestamp_hour`` / ``timestamp_month`` as text, ``timestamp_year`` as an int), always in
-UTC. `partition_groups` splits a chunk into the rows of each partition, keeping offset order.
+no transforms, so a time transform becomes a partition column of its own, always in UTC:
+``timestamp_hour`` a timestamp (the hour's start, as the values of Iceberg's hour transform are
+hours), ``timestamp_day`` a date, ``timestamp_month`` text (``2024-05``), ``timestamp_year`` an
+int. (Tables written before ``timestamp_hour`` was a timestamp keep their text column,
+``2024-05-01-13``.) `partition_groups` splits a chunk into the rows of each partition, keeping
+offset order.
 """
 from __future__ import annotations
 
@@ -23,10 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PartitionField", "DEFAULT_PARTITION_BY", "parse_partition_by", "kafka_schema", "chunk_table", "plain_type",
+__all__ = ["COMPARED_COLUMNS", "PartitionField", "DEFAULT_PARTITION_BY", "parse_partition_by", "kafka_schema", "chunk_table", "plain_type",
            "plain_schema",
            "added_fields", "merge_schema", "conform", "partition_groups", "delta_partition_value",
            "delta_partition_type", "format_partition_by"]
+
+#: the columns compared with the source when a run looks for where it parts from the table (the ledger's
+#: divergence check)
+COMPARED_COLUMNS = ("offset", "timestamp", "key", "value")
 
 #: the columns that can be partitioned by as they are, and the column time transforms apply to
 IDENTITY_COLUMNS = ("topic", "partition", "timestampType")
@@ -308,11 +315,16 @@ def delta_partition_type(field):
 
     if field.transform == "identity":
         return {"topic": pa.string(), "partition": pa.int32(), "timestampType": pa.int32()}[field.source]
-    return {"day": pa.date32(), "year": pa.int32()}.get(field.transform, pa.string())
+    return {"hour": pa.timestamp("us", tz="UTC"), "day": pa.date32(), "year": pa.int32()}.get(field.transform,
+                                                                                             pa.string())
 
 
-def delta_partition_value(field, value):
-    """A partition value (as `partition_groups` gives it) as Delta's partitionValues string."""
+def delta_partition_value(field, value, column_type=None):
+    """A partition value (as `partition_groups` gives it) as Delta's partitionValues string, for a
+    column of the table's ``column_type`` (default: `delta_partition_type`'s): a timestamp as
+    Delta writes one (``2024-05-01 13:00:00.000000``, UTC)."""
+    import pyarrow as pa
+
     if value is None:
         return None
     if field.transform == "identity":
@@ -321,7 +333,10 @@ def delta_partition_value(field, value):
     if field.transform == "day":
         return (epoch + _dt.timedelta(days=value)).date().isoformat()
     if field.transform == "hour":
-        return (epoch + _dt.timedelta(hours=value)).strftime("%Y-%m-%d-%H")
+        hour = epoch + _dt.timedelta(hours=value)
+        column_type = delta_partition_type(field) if column_type is None else column_type
+        return hour.strftime("%Y-%m-%d %H:%M:%S.%f") if pa.types.is_timestamp(column_type) \
+            else hour.strftime("%Y-%m-%d-%H")
     if field.transform == "month":
         return f"{1970 + value // 12:04d}-{value % 12 + 1:02d}"
     return str(1970 + value)

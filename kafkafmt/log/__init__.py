@@ -19,7 +19,8 @@ from kafkafmt.log._transactions import (transactions, committed_mask)
 from kafkafmt.log._discovery import (Partition, Found, MAX_DEPTH, REPLICAS, LOG_START_CHECKPOINT, discover,
                                      find_partitions, resolve_partition, folder_kind, find_log_dirs, list_partitions,
                                      list_segments)
-from kafkafmt.log._planner import (Task, plan, resolve_offsets, offset_for_timestamp, deal)
+from kafkafmt.log._planner import (Task, plan, resolve_offsets, offset_for_timestamp, deal, BatchMark, Divergence,
+                                   log_end_offset, batch_mark, find_divergence, topic_id_of)
 from kafkafmt.log._taskreader import (read_task, read_tasks)
 from kafkafmt.log._writer import (LogWriter, write_log_dir)
 from kafkafmt.log._sidefiles import (read_index, read_leader_epoch_checkpoint, read_partition_metadata,
@@ -35,6 +36,7 @@ __all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES
            "warn_fallbacks", "transactions", "committed_mask", "Partition", "Found", "MAX_DEPTH", "REPLICAS",
            "LOG_START_CHECKPOINT", "discover", "find_partitions", "resolve_partition", "folder_kind",
            "find_log_dirs", "list_partitions", "list_segments", "Task", "plan", "resolve_offsets",
-           "offset_for_timestamp", "deal", "read_task", "read_tasks", "LogWriter", "write_log_dir", "read_index",
+           "offset_for_timestamp", "deal", "BatchMark", "Divergence", "log_end_offset", "batch_mark",
+           "find_divergence", "topic_id_of", "read_task", "read_tasks", "LogWriter", "write_log_dir", "read_index",
            "read_leader_epoch_checkpoint", "read_partition_metadata", "read_producer_snapshot", "read_timeindex",
            "read_txnindex", "sidefiles", "tiered"]

@@ -30,7 +30,14 @@ Data loss, as Spark's Kafka source defines it (``failOnDataLoss=true`` fails the
 logs a warning and goes on): offsets deleted (retention) before they were read, a log start offset
 moved past the committed offset, a partition folder gone, a newly found partition that does not
 start at offset 0, a log end offset that went backwards, corrupt batches (``false``: salvaged, as
-the batch source does).
+the batch source does). And, beyond Spark's checks, a log that diverged from what the query read
+(`kafkafmt.log._planner.find_divergence`): the driver keeps the `BatchMark` of the batch each end
+offset it hands out ends in, and checks it the next trigger -- a log truncated and written again
+(or re-created, or overwritten by a new leader) between two triggers is found even when its end is
+back past the query's offsets; ``false`` reads the rewritten offsets again, so the new records
+arrive. The marks live in the driver: Spark's Kafka offsets in the checkpoint carry none, so after
+a restart only the log end is checked against the checkpoint. A live segment rewritten in place
+(same name) is seen by its last scanned batch header no longer being there: it is scanned anew.
 """
 from __future__ import annotations
 
@@ -43,7 +50,7 @@ import time
 import kafkafmt
 from kafkafmt.errors import DataLossError
 from kafkafmt.log import entry_size_at, scan_range
-from kafkafmt.log import deal
+from kafkafmt.log import batch_mark, deal, find_divergence
 from kafkafmt.record import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
 from kafkafmt.spark.typedcols import SchemaChangedError, decode_names
@@ -115,8 +122,8 @@ class _Partition:
     folder, tiered uploads, or both merged), its segments, and where the header scan of its newest
     segment stopped."""
 
-    __slots__ = ("topic", "partition", "part", "segments", "tail_log", "tail_pos", "tail_stat", "next", "open_txns",
-                 "reported")
+    __slots__ = ("topic", "partition", "part", "segments", "tail_log", "tail_pos", "tail_stat", "tail_batch", "next",
+                 "open_txns", "reported", "changed")
 
     def __init__(self, part):
         self.topic, self.partition, self.part = part.topic, part.partition, part
@@ -124,9 +131,11 @@ class _Partition:
         self.tail_log = None       # the newest segment scanned so far (its log path)
         self.tail_pos = 0          # where its scan stopped (the start of the first unread batch)
         self.tail_stat = None      # (size, change token) of tail_log when last scanned
+        self.tail_batch = None     # (position, base offset, CRC) of the last batch scanned in tail_log
         self.next = None           # next offset after the last complete batch (log end offset)
         self.open_txns = {}        # read_committed: producer id -> first offset of its open transaction
         self.reported = set()      # corrupt positions already reported (salvage)
+        self.changed = None        # the watcher's count of changes seen when this one last changed
 
     @property
     def earliest(self):
@@ -157,6 +166,7 @@ class LogDirWatcher:
         self.salvage = not opts.fail_on_data_loss
         self.parts = {}            # (topic, partition) -> _Partition
         self._cache = {}           # the discovery's listings of local folders, kept while they are unchanged
+        self._changes = 0          # changes seen in any partition (a partition's ``changed`` is one of them)
         self.warnings = []
 
     # listing
@@ -221,8 +231,12 @@ class LogDirWatcher:
             key = _file_state(last)
             if key == st.tail_stat and last.storage.settled(key[1]):
                 return            # nothing appended
-            if key[0] < st.tail_pos:      # truncated (a new leader's log, a recreated segment): read it anew
-                st.next, st.tail_pos, st.open_txns = last.base_offset, 0, {}
+        self._changes += 1
+        st.changed = self._changes
+        if st.tail_log == last.log:
+            if key[0] < st.tail_pos or not _still_there(last, st.tail_batch, key[0]):
+                # truncated or rewritten (a new leader's log, a recreated segment): read it anew
+                st.next, st.tail_pos, st.open_txns, st.tail_batch = last.base_offset, 0, {}, None
             self._scan(st, last, st.tail_pos, key[0])
             st.tail_stat = key
             return
@@ -254,7 +268,7 @@ class LogDirWatcher:
         `hint` and no batch starts at `start`."""
         pos, window = start, _FIRST_WINDOW
         if st.tail_log != seg.log:
-            st.tail_log, st.tail_pos = seg.log, start
+            st.tail_log, st.tail_pos, st.tail_batch = seg.log, start, None
         with seg.storage.open(seg.log, size=size) if seg.remote is None else seg.open() as f:
             size = min(size, f.size)
             while pos < size:
@@ -266,6 +280,8 @@ class LogDirWatcher:
                 hint = False
                 if n:
                     st.next = max(st.next or 0, int(table["last_offset"][:n].max()) + 1)
+                    st.tail_batch = (int(table["position"][n - 1]), int(table["base_offset"][n - 1]),
+                                     int(table["crc"][n - 1]))
                     if self.committed:
                         self._track_txns(st, table, n)
                 err = info["error"]
@@ -342,6 +358,19 @@ class LogDirWatcher:
         self.warn(message + " (failOnDataLoss=false: going on)")
 
 
+def _still_there(seg, batch, size):
+    """Whether the batch (position, base offset, CRC) last scanned in a segment is still where it was
+    (a file rewritten under the same name has other bytes there)."""
+    if batch is None:
+        return True
+    pos, base, crc = batch
+    with seg.storage.open(seg.log, size=size) if seg.remote is None else seg.open() as f:
+        if pos + 61 > f.size:
+            return False
+        table, info = scan_range(f, pos, min(f.size, pos + 12 + max(entry_size_at(f, pos), 0)))
+    return info["count"] > 0 and int(table["base_offset"][0]) == base and int(table["crc"][0]) == crc
+
+
 def _benign(entry):
     """A report entry that is no loss for a stream: the live end of the newest segment (a batch
     being written, a zero-filled tail), a leftover file, an index fallback."""
@@ -410,6 +439,8 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
         self._last_trigger_ms = 0     # minOffsetsPerTrigger / maxTriggerDelay bookkeeping
         self._latest_seen = None
         self._last_end = None         # pyspark 4.1 (no start argument): the last end offset handed out
+        self._marks = {}              # tp -> (end offset handed out, BatchMark of the batch it ends in, change seen)
+        self._rewind = {}             # tp -> (start offset, offset to read again from): a diverged log
         self.last_trigger_seconds = None
 
     # helpers
@@ -533,8 +564,9 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
             if self._target is None:
                 self._target = dict(latest)
             latest = {tp: min(v, latest.get(tp, v)) for tp, v in self._target.items() if tp in latest}
+        diverged = self._check_marks(start_map)
         for tp, s in start_map.items():
-            if tp in latest and latest[tp] < s:
+            if tp in latest and latest[tp] < s and tp not in diverged:
                 self._fail_or_warn(f"the log end offset of {_tp(*tp)} went back from {s} to {latest[tp]} (the log "
                                    "was truncated or recreated, or the checkpoint belongs to another log dir)")
         self._latest_seen = latest
@@ -551,8 +583,46 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
             elif max_rows:
                 end = rate_limit(max_rows, start_map, latest, earliest)
         self._last_end = end
+        self._mark_ends(end)
         self.last_trigger_seconds = time.perf_counter() - t0
         return offsets_to_json(end)
+
+    def _check_marks(self, start):
+        """The partitions whose log diverged from what this query read below its start offsets (see
+        the module doc): each reported (failOnDataLoss) and, going on, read again from where it
+        diverged."""
+        out = set()
+        for tp, s in start.items():
+            seen = self._marks.get(tp)
+            st = self.watcher.parts.get(tp)
+            if seen is None or seen[0] != s or st is None or not st.segments or st.changed == seen[2]:
+                continue              # nothing to compare, or the partition is as it was when marked
+            d = find_divergence(st.part, s, seen[1], st.segments)
+            if d is None:
+                self._marks[tp] = (s, seen[1], st.changed)        # as read, as the partition is now
+                continue
+            out.add(tp)
+            self._fail_or_warn(f"the log of {_tp(*tp)} is no longer what this query read below offset {s}: "
+                               f"{d.reason}; offsets {d.offset}..{s - 1} hold other records now"
+                               + ("" if d.exact else f" (the records before offset {d.offset} were not compared: "
+                                                     "they may differ too)"))
+            self._rewind[tp] = (s, d.offset)
+            del self._marks[tp]
+        return out
+
+    def _mark_ends(self, end):
+        """Remember the batch each end offset handed out ends in (checked next trigger)."""
+        for tp, e in end.items():
+            st = self.watcher.parts.get(tp)
+            if st is None or not st.segments:
+                continue
+            if tp in self._marks and self._marks[tp][0] == e:
+                continue
+            mark = batch_mark(st.part, e - 1, st.segments) if e > st.earliest else None
+            if mark is None:
+                self._marks.pop(tp, None)
+            else:
+                self._marks[tp] = (e, mark, st.changed)
 
     def _delay(self, min_rows, start, latest):
         """Spark's delayBatch: wait for minOffsetsPerTrigger new offsets, at most maxTriggerDelay."""
@@ -590,6 +660,9 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
                                    "cannot be read")
                 continue
             frm = s.get(tp)
+            again = self._rewind.get(tp)
+            if frm is not None and again is not None and again[0] == frm:
+                frm = again[1]              # a diverged log (failOnDataLoss=false): its new records there
             if frm is None:
                 frm = st.earliest
                 if frm != 0:
