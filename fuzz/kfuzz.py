@@ -71,8 +71,8 @@ def _import():
     import kafkafmt._native.scan
     import kafkafmt.codecs
     import kafkafmt.errors
-    import kafkafmt.log._sidefiles
-    kafkafmt, errors, codecs, sidefiles = k, k.errors, k.codecs, k.log._sidefiles
+    import kafkafmt.log.sidefiles
+    kafkafmt, errors, codecs, sidefiles = k, k.errors, k.codecs, k.log.sidefiles
     _crc32c = k._native.scan.crc32c
 
 

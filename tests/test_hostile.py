@@ -548,7 +548,7 @@ def test_framing_error_names_the_right_size():
 ], ids=["leader_epoch_checkpoint", "offset_checkpoint", "partition_metadata"])
 def test_side_files_huge_integers(reader, data):
     with pytest.raises(CorruptRecordError):
-        getattr(kafkafmt.log._sidefiles, reader)(data)
+        getattr(kafkafmt.log.sidefiles, reader)(data)
 
 
 # ---------------------------------------------------------------------------------------------

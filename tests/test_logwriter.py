@@ -1,6 +1,6 @@
 """LogWriter / write_log_dir / the bundled sample, checked file by file like a broker would lay them out.
 
-The side files are read here with ``struct`` directly (independently of kafkafmt.log._sidefiles), and what a
+The side files are read here with ``struct`` directly (independently of kafkafmt.log.sidefiles), and what a
 broker would have written is derived here from the batches of each ``.log`` (LogSegment.append: an offset
 index entry (batch last offset, batch position) when more than ``index.interval.bytes`` were appended since
 the last entry, a time index entry (max timestamp so far, last offset of the first batch that reached it)

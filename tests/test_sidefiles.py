@@ -1,4 +1,4 @@
-"""Kafka side files: readers, writers, index building and checks (kafkafmt.log._sidefiles)."""
+"""Kafka side files: readers, writers, index building and checks (kafkafmt.log.sidefiles)."""
 import json
 import uuid
 

@@ -23,9 +23,9 @@ from kafkafmt.log._planner import (Task, plan, resolve_offsets, offset_for_times
                                    log_end_offset, batch_mark, find_divergence, topic_id_of)
 from kafkafmt.log._taskreader import (read_task, read_tasks)
 from kafkafmt.log._writer import (LogWriter, write_log_dir)
-from kafkafmt.log._sidefiles import (read_index, read_leader_epoch_checkpoint, read_partition_metadata,
+from kafkafmt.log.sidefiles import (read_index, read_leader_epoch_checkpoint, read_partition_metadata,
                                      read_producer_snapshot, read_timeindex, read_txnindex)
-from kafkafmt.log import _sidefiles as sidefiles  # the side files, one namespace (read, check, write)
+from kafkafmt.log import sidefiles  # the side files, one namespace (read, check, write)
 from kafkafmt.log import tiered  # tiered-storage layouts
 
 __all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES", "segment_file_name",

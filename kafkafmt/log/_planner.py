@@ -353,7 +353,7 @@ def _batches_between(segments, lo, hi):
 
 def topic_id_of(part):
     """The topic id of a partition's ``partition.metadata`` (Kafka's text form), None without one."""
-    from kafkafmt.log._sidefiles import read_partition_metadata
+    from kafkafmt.log.sidefiles import read_partition_metadata
 
     st = part.storage
     path = st.join(part.folder, "partition.metadata")

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from kafkafmt.log import _sidefiles as sidefiles
+from kafkafmt.log import sidefiles
 from kafkafmt.record import DecodeOptions
 from kafkafmt.errors import KafkafmtError, KafkafmtWarning
 from kafkafmt.log._framing import batch_at, entry_size_at, scan_range

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kafkafmt.log import _sidefiles as sidefiles
+from kafkafmt.log import sidefiles
 from kafkafmt.record import decode
 from kafkafmt.log._framing import scan_range, window
 

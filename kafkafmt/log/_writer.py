@@ -42,7 +42,7 @@ import uuid
 
 import numpy as np
 
-from kafkafmt.log import _sidefiles as sidefiles
+from kafkafmt.log import sidefiles
 from kafkafmt.record import decode, scan_batches
 from kafkafmt._util.durable import TMP_SUFFIX, write_atomic
 from kafkafmt.record import encode_columns, encode_control, encode_empty_batch, to_columns

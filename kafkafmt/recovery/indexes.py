@@ -8,7 +8,7 @@ Rules, all from Apache Kafka's sources (file and method named at each rule below
   ``TimeIndex.maybeAppend(maxTimestampSoFar, offsetOfMaxTimestampSoFar)``; the max timestamp so far
   is replaced only by a strictly greater one, with the batch's *last* offset; at the end
   ``maybeAppend(..., skipFullCheck=true)`` adds the final entry when the timestamp grew.
-  `kafkafmt.log._sidefiles.build_index_entries` implements exactly this (``rolled=True``).
+  `kafkafmt.log.sidefiles.build_index_entries` implements exactly this (``rolled=True``).
 * KAFKA-16310: a leader before that fix (``LogValidator.assignOffsetsNonCompressed``) wrote, for
   uncompressed CreateTime batches, the offset of the *record* holding the max timestamp instead of
   the batch's last offset (``timeindex_offsets="record"`` reproduces it; recovery itself, followers

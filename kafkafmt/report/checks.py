@@ -11,7 +11,7 @@ Checked, per partition:
   last offset >= base offset; offsets not below the segment's base offset (its file name); record
   offsets increasing and inside their batch;
 * ``.index``, ``.timeindex``, ``.txnindex``: as ``kafka-dump-log --verify-index-only`` and Kafka's
-  sanity checks (`kafkafmt.log._sidefiles`);
+  sanity checks (`kafkafmt.log.sidefiles`);
 * producer state ``.snapshot`` files, ``leader-epoch-checkpoint``, ``partition.metadata``: readable,
   CRCs, epochs increasing.
 

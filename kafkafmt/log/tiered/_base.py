@@ -233,7 +233,7 @@ class TieredLayout:
         """The last offset in the upload (``base_offset - 1`` when it holds no batch): from the last
         offset-index entry's position, the framing scan to the end of the ``.log``."""
         from kafkafmt.log._framing import last_offset_from
-        from kafkafmt.log._sidefiles import read_index
+        from kafkafmt.log.sidefiles import read_index
 
         pos = 0
         index = self.side_file(storage, seg, "index", keys=keys)
