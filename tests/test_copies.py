@@ -16,6 +16,8 @@ import os
 import pathlib
 import re
 import shutil
+import subprocess
+import sys
 import warnings
 
 import pyarrow.parquet as pq
@@ -284,3 +286,20 @@ def test_copy_kept_longer_is_said(tmp_path):
     assert len(said) == 1 and f"offsets 0..{start - 1}" in said[0].message and str(backup) in said[0].file
     p = kcli.run("stats", tmp_path, check=0)
     assert f"offsets 0..{start - 1}" in p.stderr and "warning" in p.stderr
+
+
+def test_export_spark_engine_reads_each_offset_once(cluster, tmp_path):
+    """`export --engine spark` hands every path to one kafka-segments read: copies under several paths
+    are read once too (each path read apart used to add every copy), every copy with --replicas all."""
+    pytest.importorskip("pyspark")
+    root, dirs, truth = cluster
+    out = tmp_path / "spark-out.parquet"
+    env = {**os.environ, "PYTHONPATH": f"{kcli.REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "PYSPARK_PYTHON": sys.executable}
+    p = subprocess.run([sys.executable, "-m", "kafkafmt", "export", "--engine", "spark", *map(str, dirs), "--to",
+                        str(out)], capture_output=True, text=True, env=env, timeout=600)   # a JVM starts
+    assert p.returncode == 0, p.stderr[-2000:]
+    t = pq.read_table(out, columns=["topic", "partition", "offset"])
+    keys = list(zip(*[t.column(c).to_pylist() for c in ("topic", "partition", "offset")]))
+    assert len(keys) == len(set(keys))
+    assert _counts((k[0], k[1]) for k in keys) == _held(truth)

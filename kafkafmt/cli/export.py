@@ -461,10 +461,9 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
         reader = reader.option("kafka.isolation.level", "read_committed")
     if args.batch_metadata:
         reader = reader.option("includeBatchMetadata", "true")
-    df = None
-    for p in paths:
-        part = reader.load(os.path.abspath(p))
-        df = part if df is None else df.unionByName(part)
+    # one load of every path: copies of a partition under several of them are read once (--replicas)
+    reader = reader.option("replicas", args.replicas)
+    df = reader.load(json.dumps([os.path.abspath(p) for p in paths]))
     if offsets[0] is not None:
         df = df.where(F.col("offset") >= offsets[0])
     if offsets[1] is not None:
