@@ -51,7 +51,7 @@ def report_problem(entry, file=None):
         return Problem("error", f, f"{entry.message}; {end - start} bytes skipped", start, end, entry.offset)
     if entry.kind in (ReportKind.GAP, ReportKind.MISMATCH):      # records missing, or copies that disagree
         return Problem("error", f, entry.message, offset=entry.offset)
-    return Problem("warning", f, entry.message, offset=entry.offset)
+    return Problem("warning", f, entry.message)
 
 
 def copies_note(entries):
