@@ -502,71 +502,44 @@ def test_replicas_told_apart_by_log_dir(layouts):
     assert len(dirs) == 2 and all(d.rstrip("/").endswith("kafka-logs") for d in dirs), dirs
 
 
+@pytest.mark.parametrize("replicas", ["dedup", "all"])
 @pytest.mark.parametrize("door", ["library", "library_iter", "export", "stats", "spark_batch", "spark_stream"])
-def test_replicas_every_copy(layouts, door, request, tmp_path):
-    """Every copy when asked: replicas="all" (library), --replicas all (CLI), .option("replicas",
-    "all") (Spark batch). A stream tracks one offset per topic-partition (Spark's Kafka offsets): it
-    refuses two copies, naming the option."""
+def test_replicas_option(layouts, door, replicas, request, tmp_path):
+    """The option said explicitly: replicas= (library), --replicas (CLI), .option("replicas", ...)
+    (Spark). "dedup": one copy per topic-partition-offset, the longest copy's records; "all": every
+    copy's. A stream tracks one offset per topic-partition (Spark's Kafka offsets): it refuses two
+    copies, naming the option."""
     layout = layouts["replicas"]
-    want = sorted(layout.every_copy, key=_key)
+    want = sorted(layout.expected if replicas == "dedup" else layout.every_copy, key=_key)
     if door == "library":
-        got = library(layout, replicas="all")[0]
+        got = library(layout, replicas=replicas)[0]
     elif door == "library_iter":
-        got = library_iter(layout, replicas="all")[0]
+        got = library_iter(layout, replicas=replicas)[0]
     elif door == "export":
-        p, got = export_rows(layout, tmp_path / "all.parquet", "--replicas", "all")
+        p, got = export_rows(layout, tmp_path / "out.parquet", "--replicas", replicas)
         if got is None:
-            _fail_cli("export --replicas all", p)
+            _fail_cli(f"export --replicas {replicas}", p)
     elif door == "stats":
-        p, doc = stats_json(layout, "--replicas", "all")
+        p, doc = stats_json(layout, "--replicas", replicas)
         if p.returncode != 0 or doc is None:
-            _fail_cli("stats --replicas all", p)
+            _fail_cli(f"stats --replicas {replicas}", p)
         counts = collections.Counter()
         for d in doc["partitions"]:
             counts[(d["topic"], d["partition"])] += d["records"]
         assert dict(counts) == dict(collections.Counter((r[0], r[1]) for r in want))
         return
-    elif door == "spark_batch":
-        with spark_errors(f"{door} with replicas=all"):
-            got = spark_batch(request.getfixturevalue("spark_doors"), layout, replicas="all")
-    else:
+    elif door == "spark_stream" and replicas == "all":
         with pytest.raises(Exception, match="found in several places.*replicas=all"):
             spark_stream(request.getfixturevalue("spark_doors"), layout, tmp_path / "ckpt", replicas="all")
         return
-    assert_rows(f"{door} with replicas all", want, got)
-
-
-@pytest.mark.parametrize("door", ["library", "library_iter", "export", "stats", "spark_batch", "spark_stream"])
-def test_replicas_dedup(layouts, door, request, tmp_path):
-    """Read once, said explicitly: replicas="dedup" (library), --replicas dedup (CLI),
-    .option("replicas", "dedup") (Spark) -- one copy per topic-partition-offset, the longest copy's records."""
-    layout = layouts["replicas"]
-    want = sorted(layout.expected, key=_key)
-    if door == "library":
-        got = library(layout, replicas="dedup")[0]
-    elif door == "library_iter":
-        got = library_iter(layout, replicas="dedup")[0]
-    elif door == "export":
-        p, got = export_rows(layout, tmp_path / "dedup.parquet", "--replicas", "dedup")
-        if got is None:
-            _fail_cli("export --replicas dedup", p)
-    elif door == "stats":
-        p, doc = stats_json(layout, "--replicas", "dedup")
-        if p.returncode != 0 or doc is None:
-            _fail_cli("stats --replicas dedup", p)
-        counts = collections.Counter()
-        for d in doc["partitions"]:
-            counts[(d["topic"], d["partition"])] += d["records"]
-        assert dict(counts) == dict(collections.Counter((r[0], r[1]) for r in want))
-        return
     else:
         spark = request.getfixturevalue("spark_doors")
-        with spark_errors(f"{door} with replicas=dedup"):
+        with spark_errors(f"{door} with replicas={replicas}"):
             if door == "spark_batch":
-                got = spark_batch(spark, layout, replicas="dedup")
+                got = spark_batch(spark, layout, replicas=replicas)
             else:
-                got = spark_stream(spark, layout, tmp_path / "ckpt", replicas="dedup")
-    assert_rows(f"{door} with replicas dedup", want, got)
+                got = spark_stream(spark, layout, tmp_path / "ckpt", replicas=replicas)
+    assert_rows(f"{door} with replicas {replicas}", want, got)
 
 
 # ===========================================================================================================
