@@ -26,6 +26,7 @@ DETAIL_LIMIT = 40        # partitions drawn with their own timeline (problems fi
 HEATMAP_BINS = 150       # time bins of the overview heatmaps
 DETAIL_BINS = 300        # time bins of a partition's timeline
 LAG_ROWS = 500           # lag rows in the table (largest first); the JSON has them all
+SUMMARY_NAMES = 20       # partitions or copies named in a summary line
 _NICE = [60_000 * m for m in (1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440, 2880, 10080, 20160, 43200)]
 
 
@@ -49,6 +50,12 @@ def _bin_width(span, bins):
 
 def _esc(v):
     return html.escape("-" if v is None else str(v))
+
+
+def _some(names, n=SUMMARY_NAMES):
+    """The first ``n`` names, and how many more (the JSON has them all)."""
+    more = len(names) - n
+    return ", ".join(names[:n]) + (f" and {more:,} more" if more > 0 else "")
 
 
 def _table(headers, rows, right=()):
@@ -143,11 +150,11 @@ def to_html(report, title=None, compress_js=True):
                 f"<a href='#problems'>{n_err} errors, {n_warn} warnings</a>.</p>")
     below = sum(p.get("belowLogStart") or 0 for p in parts)
     if below:
-        where = ", ".join(f"{p['name']} ({p['belowLogStart']:,})" for p in parts if p.get("belowLogStart"))
+        where = _some([f"{p['name']} ({p['belowLogStart']:,})" for p in parts if p.get("belowLogStart")])
         body.append(f"<p class='summary'>{_esc(below_log_start_text(below))}: {_esc(where)}.</p>")
     if t.get("copies"):
         body.append(f"<p class='summary'>{_esc(copies_text(len(t['copies'])))}: "
-                    f"{_esc(', '.join(c['file'] for c in t['copies']))}.</p>")
+                    f"{_esc(_some([c['file'] for c in t['copies']]))}.</p>")
     body.append("<nav><a href='#topics'>Topics</a> <a href='#lag'>Consumer lag</a> <a href='#activity'>Activity</a> "
                 "<a href='#transactions'>Transactions</a> <a href='#problems'>Problems</a> "
                 "<a href='#partitions'>Partition timelines</a></nav>")
@@ -314,7 +321,7 @@ def _heatmap(go, topic, names, rows_of):
     t0, t1 = min(minutes), max(minutes) + 60_000
     w = _bin_width(t1 - t0, HEATMAP_BINS)
     t0 -= t0 % w
-    nbins = int((t1 - t0) // w) + 1
+    nbins = max(1, int(-(-(t1 - t0) // w)))
     z = []
     for n in names:
         row = [None] * nbins
@@ -323,10 +330,12 @@ def _heatmap(go, topic, names, rows_of):
             row[b] = (row[b] or 0) + r["records"]
         z.append(row)
     top = max((v for row in z for v in row if v is not None), default=0)
-    fig = go.Figure(go.Heatmap(z=z, x=[_dt(t0 + i * w) for i in range(nbins)], y=names, colorscale="Viridis",
+    # cells placed by x0 + dx (a bin's width in ms): one bin still has its width, the axis its range
+    fig = go.Figure(go.Heatmap(z=z, x0=_dt(t0 + w // 2), dx=w, y=names, colorscale="Viridis",
                                zmin=0, zmax=max(top, 1), colorbar=dict(title="records"),
                                hovertemplate="%{y}<br>%{x}<br>%{z} records<extra></extra>"))
-    fig.update_layout(title=f"{topic}: records per {w // 60_000} min", yaxis=dict(autorange="reversed", type="category"))
+    fig.update_layout(title=f"{topic}: records per {w // 60_000} min", yaxis=dict(autorange="reversed", type="category"),
+                      xaxis=dict(type="date", range=[_dt(t0), _dt(t0 + nbins * w)]))
     return fig
 
 
