@@ -770,13 +770,17 @@ def _decoded(held, rows):
     for seg_index in np.unique(rows[:, 0]).tolist():
         seg = held.segments[seg_index]
         mine = rows[rows[:, 0] == seg_index]
+        mine = mine[np.argsort(mine[:, 1], kind="stable")]
+        ends = mine[:, 1] + mine[:, 2]
+        cuts = np.flatnonzero(mine[1:, 1] != ends[:-1]) + 1        # runs of adjacent batches: one decode each
         with seg.open() as f:
-            for pos, size in zip(mine[:, 1].tolist(), mine[:, 2].tolist()):
-                buf, base = window(f, pos, pos + size)
+            for run in np.split(np.arange(len(mine)), cuts):
+                start, stop = int(mine[run[0], 1]), int(ends[run[-1]])
+                buf, base = window(f, start, stop)
                 try:
-                    r = decode(buf, start=pos - base, stop=pos + size - base, verify_crc=None, headers=False)
+                    r = decode(buf, start=start - base, stop=stop - base, verify_crc=None, headers=False)
                 except KafkafmtError as exc:
-                    return None, f"the batch at byte {pos} of {seg.url} does not decode: {exc.reason}"
+                    return None, f"the batches at bytes {start}..{stop} of {seg.url} do not decode: {exc.reason}"
                 offs.append(np.asarray(r.offset, np.int64))
                 ts.append(np.asarray(r.timestamp, np.int64))
                 keys.append(r.key.to_arrow())
