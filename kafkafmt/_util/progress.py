@@ -59,7 +59,7 @@ def _bytes_bar():
                 if rate is None and d.get("elapsed"):
                     rate = d["n"] / d["elapsed"]
                 d.update(done=human_bytes(d["n"]), whole=human_bytes(d["total"]),
-                         speed="?/s" if rate is None else f"{human_bytes(rate)}/s")
+                         speed="? B/s" if rate is None else f"{human_bytes(rate)}/s")
                 return d
     return _BytesBar
 
