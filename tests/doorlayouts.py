@@ -15,7 +15,8 @@ merged       a log dir + a tiered root: older segments only uploaded, newer only
 gap          the same with one segment in neither place: offsets missing between uploads and local
 one_root     ONE root holding both the tiered uploads and the log dir of `merged`
 symlinked    a partition folder symlinked from a second broker's log dir
-replicas     two copies of one broker's log dir under one root; the second lags (a follower)
+replicas     two copies of one broker's log dir under one root; the second lags (a follower): read once
+             by default (the longer copy), both with replicas="all"
 empty        a broker log dir holding only meta.properties
 bootstrap    the real corpus's Niloufar1171__LDI-POC log dir (top-level bootstrap.checkpoint), on S3
 delete_records  a log dir whose log-start-offset-checkpoint says a partition's records below N were
@@ -164,7 +165,7 @@ class Layout:
     storage_options: dict = None     # for URLs (s3fs options)
     gaps: list = field(default_factory=list)     # [(topic, partition, first missing, last missing)]
     local_twin: object = None        # the same data on local disk (S3 layouts)
-    dedup: list = None               # replicas: the rows read once (replicas="dedup")
+    every_copy: list = None          # replicas: the rows of every copy (replicas="all"); `expected` reads each once
     log_start: dict = None           # delete_records: {(topic, partition): log start offset}
     note: str = ""
 
@@ -317,7 +318,7 @@ class Layouts:
         a = self._write_plain(base / "copy-a" / "kafka-logs")
         b = self._write_plain(base / "copy-b" / "kafka-logs", lag=37)      # a follower 37 records behind
         assert len(b) == len(a) - 37
-        return Layout("replicas", [str(base)], sorted(a + b), dedup=a,
+        return Layout("replicas", [str(base)], sorted(a), every_copy=sorted(a + b),
                       note="copy-a/kafka-logs and copy-b/kafka-logs, copy-b's orders-1 37 records shorter")
 
     def _build_empty(self):

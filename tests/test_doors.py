@@ -17,9 +17,10 @@ The right answers, where a door could pick another:
   naming the range, as Spark's Kafka source fails on offsets it cannot read, and with
   failOnDataLoss=false give the rest;
 * a partition folder reachable twice (a symlink) is read once;
-* two copies of a log dir are two log dirs: read twice by default (told apart by the library's
-  `logDir` column), once with `replicas="dedup"` (library) / `--replicas dedup` (CLI) /
-  `.option("replicas", "dedup")` (Spark), keeping the longest copy;
+* two copies of a log dir (a backup beside the original, a follower's): each offset read once by
+  default (`replicas="dedup"`), from the longest copy; every copy with `replicas="all"` (library) /
+  `--replicas all` (CLI) / `.option("replicas", "all")` (Spark batch), told apart by the library's
+  `logDir` column -- a stream, which tracks one offset per partition, refuses two copies;
 * an empty broker log dir (only meta.properties) is a valid log dir of a broker that hosts no
   partition: every door answers "no records" without failing -- exit 0 from every command,
   `verify` OK with 0 partitions, `stats` no partitions, `export` a file with the schema and no rows,
@@ -31,9 +32,8 @@ The right answers, where a door could pick another:
   counts what the other doors return;
 * a log dir on S3 gives exactly what the same files give locally, to every command.
 
-Names assumed here that kafkafmt does not have yet (issue 21 item 11 suggests the first): the
-library's ``replicas="dedup"`` (read_log_dirs, iter_log_dirs), the CLI's ``--replicas dedup`` (export,
-stats) and the kafka-segments option ``replicas`` (batch and stream).
+The copies' option: the library's ``replicas`` (read_log_dirs, iter_log_dirs), the CLI's ``--replicas``
+(export, stats, verify, dump, report) and the kafka-segments option ``replicas`` (batch and stream).
 """
 from __future__ import annotations
 
@@ -315,15 +315,9 @@ def _spark_options_for(layout):
 @pytest.mark.parametrize("door", RECORD_DOORS)
 @pytest.mark.parametrize("name", LAYOUTS)
 def test_records(layouts, name, door, request, tmp_path):
-    """Every door returns exactly the layout's records: each (topic, partition, offset) once (twice
-    for two replicas read without dedup), with the writer's key and value. A stream tracks one
-    offset per topic-partition (Spark's Kafka offsets): it refuses two copies unless told which to
-    read (replicas=dedup), naming the option."""
+    """Every door returns exactly the layout's records: each (topic, partition, offset) once -- two
+    copies of a log dir too (the longer one read) -- with the writer's key and value."""
     layout = layouts[name]
-    if door == "spark_stream" and name == "replicas":
-        with pytest.raises(Exception, match="found in several places.*replicas=dedup"):
-            spark_stream(request.getfixturevalue("spark_doors"), layout, tmp_path / "ckpt")
-        return
     got = door_rows(door, layout, request, tmp_path, **_spark_options_for(layout))
     assert_rows(f"{door} over {name}", layout.expected, got)
 
@@ -355,15 +349,13 @@ def test_verify_clean(layouts, name):
     p, summary, problems = verify_json(layout)
     assert summary is not None, f"verify printed no summary: exit {p.returncode}: {p.stderr.strip()[-600:]}"
     shown = [f"{d['severity']}: {d['message'][:160]}" for d in problems][:3]
-    copies = 2 if name == "replicas" else 1
-    want = {"exit": 0, "status": "OK", "problems": 0,
-            "partitions": copies * len({(r[0], r[1]) for r in layout.dedup or layout.expected}),
+    want = {"exit": 0, "status": "OK", "problems": 0, "partitions": len({(r[0], r[1]) for r in layout.expected}),
             "records": len(layout.expected)}
     got = {"exit": p.returncode, "status": summary["status"], "problems": len(problems),
            "partitions": summary["partitions"], "records": summary["records"]}
-    if name in ("delete_records", "merged", "one_root"):
-        # verify checks what is on disk: records below the log start, both copies of a segment that is
-        # uploaded and local -- its count of records may differ from the records read
+    if name in ("merged", "one_root"):
+        # verify checks what is on disk: both copies of a segment that is uploaded and local -- its
+        # count of records may differ from the records read
         del want["records"], got["records"]
     if got != want:
         pytest.fail(f"verify over {name}: {got}, expected {want}; problems: {shown}", pytrace=False)
@@ -496,51 +488,58 @@ def test_gap_spark_fails_by_default(layouts, door, request, tmp_path):
 
 
 # ===========================================================================================================
-# 3. two replicas of one log dir: told apart, or read once
+# 3. two replicas of one log dir: read once by default, every copy when asked
 
 def test_replicas_told_apart_by_log_dir(layouts):
-    """Read without dedup, each row of the library names its copy (logDir): no (logDir, topic,
-    partition, offset) twice, two log dirs."""
+    """replicas="all": each row of the library names its copy (logDir): no (logDir, topic,
+    partition, offset) twice, two log dirs, every copy's rows."""
     layout = layouts["replicas"]
     with _quiet():
-        t = kafkafmt.read_log_dirs(layout.roots[0]).to_arrow(log_dir=True)
+        t = kafkafmt.read_log_dirs(layout.roots[0], replicas="all").to_arrow(log_dir=True)
     keys = list(zip(*[t.column(c).to_pylist() for c in ("logDir", "topic", "partition", "offset")]))
-    assert len(keys) == len(set(keys)) == len(layout.expected)
+    assert len(keys) == len(set(keys)) == len(layout.every_copy)
     dirs = sorted({k[0] for k in keys})
     assert len(dirs) == 2 and all(d.rstrip("/").endswith("kafka-logs") for d in dirs), dirs
 
 
+@pytest.mark.parametrize("replicas", ["dedup", "all"])
 @pytest.mark.parametrize("door", ["library", "library_iter", "export", "stats", "spark_batch", "spark_stream"])
-def test_replicas_dedup(layouts, door, request, tmp_path):
-    """Read once: replicas="dedup" (library), --replicas dedup (CLI), .option("replicas", "dedup")
-    (Spark) -- one copy per topic-partition-offset, the longest copy's records."""
+def test_replicas_option(layouts, door, replicas, request, tmp_path):
+    """The option said explicitly: replicas= (library), --replicas (CLI), .option("replicas", ...)
+    (Spark). "dedup": one copy per topic-partition-offset, the longest copy's records; "all": every
+    copy's. A stream tracks one offset per topic-partition (Spark's Kafka offsets): it refuses two
+    copies, naming the option."""
     layout = layouts["replicas"]
-    want = sorted(layout.dedup, key=_key)
+    want = sorted(layout.expected if replicas == "dedup" else layout.every_copy, key=_key)
     if door == "library":
-        got = library(layout, replicas="dedup")[0]
+        got = library(layout, replicas=replicas)[0]
     elif door == "library_iter":
-        got = library_iter(layout, replicas="dedup")[0]
+        got = library_iter(layout, replicas=replicas)[0]
     elif door == "export":
-        p, got = export_rows(layout, tmp_path / "dedup.parquet", "--replicas", "dedup")
+        p, got = export_rows(layout, tmp_path / "out.parquet", "--replicas", replicas)
         if got is None:
-            _fail_cli("export --replicas dedup", p)
+            _fail_cli(f"export --replicas {replicas}", p)
     elif door == "stats":
-        p, doc = stats_json(layout, "--replicas", "dedup")
+        p, doc = stats_json(layout, "--replicas", replicas)
         if p.returncode != 0 or doc is None:
-            _fail_cli("stats --replicas dedup", p)
+            _fail_cli(f"stats --replicas {replicas}", p)
         counts = collections.Counter()
         for d in doc["partitions"]:
             counts[(d["topic"], d["partition"])] += d["records"]
         assert dict(counts) == dict(collections.Counter((r[0], r[1]) for r in want))
         return
+    elif door == "spark_stream" and replicas == "all":
+        with pytest.raises(Exception, match="found in several places.*replicas=all"):
+            spark_stream(request.getfixturevalue("spark_doors"), layout, tmp_path / "ckpt", replicas="all")
+        return
     else:
         spark = request.getfixturevalue("spark_doors")
-        with spark_errors(f"{door} with replicas=dedup"):
+        with spark_errors(f"{door} with replicas={replicas}"):
             if door == "spark_batch":
-                got = spark_batch(spark, layout, replicas="dedup")
+                got = spark_batch(spark, layout, replicas=replicas)
             else:
-                got = spark_stream(spark, layout, tmp_path / "ckpt", replicas="dedup")
-    assert_rows(f"{door} with replicas dedup", want, got)
+                got = spark_stream(spark, layout, tmp_path / "ckpt", replicas=replicas)
+    assert_rows(f"{door} with replicas {replicas}", want, got)
 
 
 # ===========================================================================================================

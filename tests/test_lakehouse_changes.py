@@ -533,5 +533,5 @@ def test_parquet_export_killed_at_every_step_with_copies(tmp_path):
     assert kills >= 3
     assert rows() == want
     assert [f.name for f in out.parent.iterdir()] == ["orders.parquet"]      # no temporary file left
-    assert kcli.run("export", *roots, "--to", str(out), check=0).returncode == 0   # --replicas all: every copy
+    assert kcli.run("export", *roots, "--replicas", "all", "--to", str(out), check=0).returncode == 0  # every copy
     assert len(rows()) == 2 * len(want)

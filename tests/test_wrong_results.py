@@ -82,7 +82,9 @@ def test_read_log_dirs_finds_log_dirs_at_any_depth(multinode):
     assert [os.path.basename(p) for p in found] == ["kafka-logs-9", "kafka-logs-1", "kafka-logs-2", "kafka-logs-3"] \
         or sorted(os.path.basename(p) for p in found) == ["kafka-logs-1", "kafka-logs-2", "kafka-logs-3", "kafka-logs-9"]
     recs = kafkafmt.read_log_dirs(str(multinode))
-    assert len(recs) == 10 + 20 + 30 + 4 + 4 + 7
+    assert len(recs) == 10 + 20 + 30 + 4 + 7          # __cluster_metadata-0 of two brokers: one copy read
+    every = kafkafmt.read_log_dirs(str(multinode), replicas="all")
+    assert len(every) == 10 + 20 + 30 + 4 + 4 + 7
     # one root or a list of roots
     two = kafkafmt.read_log_dirs([str(multinode / "kafka-logs-1"), str(multinode / "kafka-logs-3")])
     assert len(two) == 10 + 4 + 30
@@ -114,17 +116,20 @@ def test_cli_reads_multi_broker_log_dirs(multinode, tmp_path, command):
 
 
 def test_stats_says_which_log_dir_and_no_cross_partition_offsets(multinode):
-    p = cli("stats", multinode)
+    p = cli("stats", "--replicas", "all", multinode)          # every copy: told apart by their log dir
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     meta = [ln for ln in lines if ln.startswith("__cluster_metadata-0")]
     assert len(meta) == 2 and "kafka-logs-1" in meta[0] and "kafka-logs-2" in meta[1]
+    once = cli("stats", multinode).stdout.splitlines()         # by default one copy, still named by its log dir
+    meta = [ln for ln in once if ln.startswith("__cluster_metadata-0")]
+    assert len(meta) == 1 and "kafka-logs-1" in meta[0]
     total = [ln for ln in lines if ln.startswith("TOTAL")][0]
     header = lines[0]
     col = header.index("OFFSETS")
     assert total[col:col + 8].strip() == "-"
     j = json.loads(cli("stats", "--json", multinode).stdout)
-    assert j["totals"]["firstOffset"] is None and j["totals"]["records"] == 75
+    assert j["totals"]["firstOffset"] is None and j["totals"]["records"] == 71
 
 
 # ----------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import sys
 
+from kafkafmt._util.units import human_bytes
+
 __all__ = ["progress_enabled", "progress_bar", "records_text"]
 
 
@@ -30,12 +32,39 @@ def progress_enabled(enabled=None, stream=None):
 def progress_bar(total_bytes=None, *, label="", enabled=None, stream=None, interval=0.1):
     """A tqdm bar counting bytes (``update(n)``) towards `total_bytes` (None: no total), on
     `stream` (stderr), erased when closed; disabled (every call a no-op) unless `progress_enabled`."""
+    stream = sys.stderr if stream is None else stream
+    total = total_bytes or None
+    return _bytes_bar()(total=total, desc=label or None, unit="B", file=stream,
+                        disable=not progress_enabled(enabled, stream), mininterval=interval, leave=False,
+                        dynamic_ncols=True, smoothing=0.1,
+                        bar_format=_BAR if total is not None else _BAR_NO_TOTAL)
+
+
+# tqdm's own size fields say "kB" for 1,024 bytes (and its rates divide by 1,000): the bar shows
+# sizes as every other figure does (`kafkafmt._util.units.human_bytes`)
+_BAR = "{desc}: {percentage:3.0f}%|{bar}| {done}/{whole} [{elapsed}<{remaining}, {speed}{postfix}]"
+_BAR_NO_TOTAL = "{desc}: {done} [{elapsed}, {speed}{postfix}]"
+
+
+def _bytes_bar():
     from tqdm import tqdm
 
-    stream = sys.stderr if stream is None else stream
-    return tqdm(total=total_bytes or None, desc=label or None, unit="B", unit_scale=True, unit_divisor=1024,
-                file=stream, disable=not progress_enabled(enabled, stream), mininterval=interval, leave=False,
-                dynamic_ncols=True, smoothing=0.1)
+    global _BytesBar
+    if _BytesBar is None:
+        class _BytesBar(tqdm):   # noqa: N801 -- the class is made once, on first use (tqdm imported lazily)
+            @property
+            def format_dict(self):
+                d = super().format_dict
+                rate = d.get("rate")
+                if rate is None and d.get("elapsed"):
+                    rate = d["n"] / d["elapsed"]
+                d.update(done=human_bytes(d["n"]), whole=human_bytes(d["total"]),
+                         speed="? B/s" if rate is None else f"{human_bytes(rate)}/s")
+                return d
+    return _BytesBar
+
+
+_BytesBar = None
 
 
 def _count(n):

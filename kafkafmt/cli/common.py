@@ -11,13 +11,14 @@ import numpy as np
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.log import Partition
-from kafkafmt.log import not_kafka_reason, window
 from kafkafmt.log import file_kind, is_leftover_file, partition_of_name, segment_base
 from kafkafmt.log import ReportKind
-from kafkafmt.report.problems import Problem, report_problem
+from kafkafmt.report.checks import not_kafka_file
+from kafkafmt.report.problems import Problem, copies_note, report_problem
 from kafkafmt._util.times import iso_millis, to_millis
+from kafkafmt._util.units import human_bytes
 
-__all__ = ["file_kind", "segment_base", "is_leftover", "Partition", "Problem", "report_problem"]
+__all__ = ["file_kind", "segment_base", "is_leftover", "Partition", "Problem", "report_problem", "human_bytes"]
 
 is_leftover = is_leftover_file
 
@@ -41,6 +42,7 @@ class Found:
     leftovers: list = field(default_factory=list)    # Problems of the discovery (leftovers, duplicates, gaps)
     log_dirs: list = field(default_factory=list)     # the distinct log dirs the partitions come from
     empty_log_dirs: list = field(default_factory=list)   # log dirs holding no partitions
+    copies_note: str = None       # copies of partitions not read: the copy read holds all of them
 
 
 def input_paths(args, command):
@@ -66,29 +68,41 @@ def record_files(found):
 
 def checked_record_files(found, console):
     """record_files(found), after a warning for each file named on the command line that holds no
-    records (an index, a checkpoint) and a check of each one that should (check_kafka_file)."""
+    records (an index, a checkpoint) and the one check of Kafka data (`kafka_files`)."""
     files = record_files(found)
     for f in found.given_files:
         if f not in files:
             console.warn(f"{f}: not a log segment, skipped")
-        else:
+    return kafka_files(found, files, console)
+
+
+def kafka_files(found, files, console):
+    """Of the record files to read, those holding Kafka data -- one check and one answer in every
+    command (`kafkafmt.report.checks.not_kafka_file`): a file named on the command line that does
+    not is an error (NotKafkaDataError, exit code 1); one found under a folder (a ``server.log``
+    beside the data, a text file named ``*.log``) is skipped with a warning."""
+    given = set(found.given_files)
+    out = []
+    for f in files:
+        if f in given:
             check_kafka_file(f)
-    return files
+        elif file_kind(f) in ("log", "kraft-snapshot"):
+            why = not_kafka_file(*cli_paths.storage_of(f))
+            if why is not None:
+                console.warn(f"{f}: {why}: skipped")
+                continue
+        out.append(f)
+    return out
 
 
 def check_kafka_file(path):
     """Check a file named on the command line as Kafka data: a `UsageError` (bad input, exit code
     2; one line naming the file) when it does not start with a Kafka log entry, or is empty without
-    a segment's name (an empty ``<20 digits>.log`` is a segment that holds nothing yet)."""
-    st, p = cli_paths.storage_of(path)
-    with st.open(p) as f:
-        if f.size == 0:
-            if segment_base(path) is None:
-                raise UsageError(f"{path}: not a Kafka log segment: the file is empty")
-            return
-        why = not_kafka_reason(window(f, 0, f.size)[0])
+    a segment's name (an empty ``<20 digits>.log`` is a segment that holds nothing yet) -- the one
+    check every command makes (`kafkafmt.report.checks.not_kafka_file`)."""
+    why = not_kafka_file(*cli_paths.storage_of(path))
     if why is not None:
-        raise UsageError(f"{path}: not a Kafka log segment: {why}")
+        raise UsageError(f"{path}: {why}")
 
 
 def add_command(sub, parents, name, help, doc, paths_help="log directories, partition folders or segment files"):
@@ -101,15 +115,14 @@ def add_command(sub, parents, name, help, doc, paths_help="log directories, part
     return p
 
 
-def add_replicas_option(p, extra_help="", default="all"):
-    """``--replicas all|dedup``: what to do with several copies of one partition (`kafkafmt.log.discover`);
-    ``default`` None tells a command that it was not given (export: tables read one copy)."""
-    from kafkafmt.log import REPLICAS
+def add_replicas_option(p, extra_help=""):
+    """``--replicas all|dedup``: what to do with several copies of one partition (`kafkafmt.log.discover`)."""
+    from kafkafmt.log import DEFAULT_REPLICAS, REPLICAS
 
-    p.add_argument("--replicas", choices=REPLICAS, default=default,
-                   help="several copies of one partition (replicas, a backup beside the original): read all "
-                        "(the default) or only the most complete one of each (dedup), reporting the others and "
-                        "where they disagree" + extra_help)
+    p.add_argument("--replicas", choices=REPLICAS, default=DEFAULT_REPLICAS,
+                   help="several copies of one partition (replicas in several brokers' log dirs, a backup beside "
+                        "the original): read each offset once, from the most complete copy (dedup, the default), "
+                        "saying where copies disagree; or read every copy (all)" + extra_help)
 
 
 def add_typed_options(p, key_flag, value_flag, action):
@@ -165,22 +178,24 @@ def typed_options(args, roots):
                       storage_options=cli_paths.OPTIONS or None)
 
 
-def find_inputs(paths, topics=None, partitions=None, replicas="all"):
+def find_inputs(paths, topics=None, partitions=None, replicas=None):
     """Partitions and files under ``paths`` -- files, partition folders, log dirs (whatever their
     names, e.g. ``kafka-logs-1``), folders holding log dirs or tiered uploads at any depth, local or
     remote -- found by the library's one discovery (`kafkafmt.log._discovery.discover`). Missing or
     unreadable paths raise UsageError."""
-    from kafkafmt.log import discover
-    from kafkafmt.errors import StorageError
+    from kafkafmt.log import DEFAULT_REPLICAS, discover
+    from kafkafmt.errors import PathNotFoundError, StorageError
 
     report = []
     try:
         d = discover(paths, topics=topics, partitions=partitions, storage_options=cli_paths.OPTIONS or None,
-                     replicas=replicas, report=report, files=True)
+                     replicas=replicas or DEFAULT_REPLICAS, report=report, files=True)
+    except PathNotFoundError as exc:
+        raise UsageError(f"no such file or directory: {exc.file}") from None
     except (StorageError, PermissionError) as exc:
         raise input_error(exc) from None
     found = Found(partitions=d.partitions, files=d.files, given_files=d.given_files, log_dirs=d.log_dirs,
-                  empty_log_dirs=d.empty_log_dirs)
+                  empty_log_dirs=d.empty_log_dirs, copies_note=copies_note(report))
     for e in report:
         p = report_problem(e)
         if p is not None:
@@ -218,9 +233,17 @@ def say_found(found, console):
             console.message(f"kafkafmt: {p.text()}")
         else:
             console.warn(p.text()[len("warning: "):])
+    say_notes(found, console)
+    return errors
+
+
+def say_notes(found, console):
+    """The notes on what was found that are not problems: log dirs that hold no partitions (a
+    warning), copies of partitions left unread because another copy holds all they hold."""
     for note in empty_note(found):
         console.warn(note)
-    return errors
+    if found.copies_note:
+        console.info(f"kafkafmt: {found.copies_note}")
 
 
 def empty_note(found):
@@ -375,15 +398,6 @@ def parse_size(text):
 # formatting
 
 iso_ms = iso_millis
-
-
-def human_bytes(n):
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}

@@ -40,8 +40,9 @@ from kafkafmt.errors import KafkafmtError, StorageError
 from kafkafmt.record import CODEC_NAMES, TIMESTAMP_TYPES
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.cli.common import (add_replicas_option, add_typed_options, empty_note, Problem, bytes_encoder,
-                                 check_kafka_file, escape_text, file_kind, find_inputs, input_error, typed_options, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
+from kafkafmt.cli.common import (add_replicas_option, add_typed_options, say_notes, Problem, bytes_encoder,
+                                 check_kafka_file, kafka_files, escape_text, file_kind, find_inputs, input_error,
+                                 typed_options, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
                                  parse_time_range, segment_base, segment_in_partition)
 from kafkafmt.log import log_name_of
 from kafkafmt.log import ReportKind
@@ -182,7 +183,7 @@ class Dumper:
         self.index_mode = args.index_sanity_check or args.verify_index_only
         self.topics = parse_name_list(args.topics)
         self.partitions = parse_int_list(args.partitions, "partition")
-        self.replicas = getattr(args, "replicas", "all")
+        self.replicas = getattr(args, "replicas", None)
         self.failed = False
         self.index_mismatches = {}
         self.time_mismatch, self.time_order, self.time_not_found = {}, {}, {}
@@ -250,22 +251,24 @@ class Dumper:
                 self.problem(w)
             else:
                 self.c.warn(w.text()[len("warning: "):])
-        for note in empty_note(found):
-            self.c.warn(note)
+        say_notes(found, self.c)
         out = []
         for pd in found.partitions:
             if self.index_mode or self.args.all_files:
                 out += self.partition_files(pd)
             else:       # its records, planned and read as every door reads a partition
                 out.append(("partition", pd, True))
+        loose = [f for f in found.files if file_kind(f) in ("log", "kraft-snapshot")]
+        kept = set(kafka_files(found, loose, self.c))        # not Kafka data: skipped, with a warning
         for f in found.files:
             kind = file_kind(f)
-            if kind is None:
+            if kind is None or (f in loose and f not in kept):
                 continue
             if self.args.all_files or (not self.index_mode and kind in ("log", "kraft-snapshot")
                                        and not is_leftover(f)):
                 out.append((kind, f, True))
-        if not found.partitions and not any(file_kind(f) for f in found.files) and not found.empty_log_dirs:
+        if not found.partitions and not found.empty_log_dirs and not any(
+                file_kind(f) and (f not in loose or f in kept) for f in found.files):
             raise UsageError(f"no partition folders, log dirs or segments found under {', '.join(folders)}"
                              + (" (after --topics/--partitions)" if self.topics or self.partitions else ""))
         return out

@@ -64,8 +64,7 @@ def add_parser(sub, parents):
                    help="output format (default: from the file extension); iceberg and delta write a table, "
                         "incrementally: each run exports what the last one did not")
     p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics")
-    add_replicas_option(p, "; --format iceberg/delta always reads one copy (dedup): a table holds each offset once",
-                        default=None)
+    add_replicas_option(p, "; --format iceberg/delta always reads one copy: a table holds each offset once")
     p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
     p.add_argument("--offset-range", metavar="A:B", help="only offsets A <= offset < B (A:, :B)")
     p.add_argument("--time-range", metavar="T1:T2",
@@ -301,7 +300,7 @@ def run(args, console):
         _pa()
     if args.to == "-" and fmt not in ("jsonl", "csv"):
         raise UsageError(f"{fmt} cannot be written to stdout; give a file name")
-    found = find_inputs(paths, topics, partitions, args.replicas or "all")
+    found = find_inputs(paths, topics, partitions, args.replicas)
     files = checked_record_files(found, console)
     err = no_data(found, files, paths, topics or partitions)
     if err is not None:
@@ -481,10 +480,9 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
         reader = reader.option("kafka.isolation.level", "read_committed")
     if args.batch_metadata:
         reader = reader.option("includeBatchMetadata", "true")
-    df = None
-    for p in paths:
-        part = reader.load(os.path.abspath(p))
-        df = part if df is None else df.unionByName(part)
+    # one load of every path: copies of a partition under several of them are read once (--replicas)
+    reader = reader.option("replicas", args.replicas)
+    df = reader.load(json.dumps([os.path.abspath(p) for p in paths]))
     if offsets[0] is not None:
         df = df.where(F.col("offset") >= offsets[0])
     if offsets[1] is not None:
@@ -625,7 +623,7 @@ def run_internal(args, console, fmt):
                 raise UsageError(f"--internal {name}: {exc.reason}; give its name with --topics") from None
             if topic != table.topic:
                 console.info(f"kafkafmt: --internal {name} reads the topic {topic} (give another with --topics)")
-    found = find_inputs(paths, {topic}, partitions, args.replicas or "all")
+    found = find_inputs(paths, {topic}, partitions, args.replicas)
     # the topic's partitions, and files only when named on the command line: a loose segment found
     # under a root belongs to no topic that could be told
     files = [f for f in checked_record_files(found, console) if f in found.given_files]

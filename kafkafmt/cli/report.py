@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import time
 
-from kafkafmt.cli.common import (add_command, add_replicas_option, input_error, input_paths, parse_int_list, parse_name_list,
-                                 human_bytes)
+from kafkafmt.cli.common import (add_command, add_replicas_option, check_kafka_file, input_error, input_paths,
+                                 kafka_files, parse_int_list, parse_name_list, human_bytes)
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.progress import Progress
@@ -57,6 +57,10 @@ def run(args, console):
                           storage_options=cli_paths.OPTIONS or None, checks=not args.no_checks)
     except (StorageError, PermissionError) as exc:
         raise input_error(exc) from None
+    for f in builder.found.given_files:
+        check_kafka_file(f)             # named as Kafka data: it is, or it is an error (as every command says)
+    found = builder.found
+    kafka_files(found, [f for f in found.files if f not in found.given_files], console)   # warns of non-Kafka files
     if not builder.partitions:
         raise UsageError("no partition folders or log dirs found under " + ", ".join(map(str, paths)))
     with Progress(builder.total_bytes, enabled=args.progress) as prog:

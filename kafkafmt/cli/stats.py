@@ -11,6 +11,8 @@ The figures are the library's (`kafkafmt.report.figures`, also behind ``kafkafmt
   ``none`` shows the framing overhead (< 1) and compressed codecs what compression saves;
 * offsets: first base offset .. last offset of the batches; timestamps: smallest .. largest
   record timestamp of the data records;
+* records below a partition's log start offset (DeleteRecords; ``log-start-offset-checkpoint``) are
+  not served to consumers, so not counted -- a note says how many are on disk (``belowLogStart``);
 * producers (distinct producer ids), transactional batches/records, committed and aborted
   transactions (COMMIT/ABORT markers), aborted records (records of aborted transactions, counted
   in the segment holding them), control records by type, tombstones (null values), records
@@ -26,7 +28,7 @@ import os
 import numpy as np
 
 from kafkafmt.log import Partition
-from kafkafmt.report.figures import Acc, PartitionStats, partition_stats, totals as _totals
+from kafkafmt.report.figures import Acc, PartitionStats, below_log_start_text, partition_stats, totals as _totals
 
 from kafkafmt.cli.common import (add_replicas_option, no_data, say_found, add_command, checked_record_files, find_inputs, human_bytes,
                                  input_paths, iso_ms, parse_int_list, parse_name_list, partition_label)
@@ -91,6 +93,11 @@ def run(args, console):
     else:
         for line in _table(results, args.partitions_only):
             console.write(line)
+        for label, _topic, _part, where, segs in results:
+            below = _totals(segs).below_log_start
+            if below:
+                console.info(f"kafkafmt: {label}: {below_log_start_text(below)} (its log start offset is "
+                             f"{where.earliest()})")
     return 1 if any(p.severity == "error" for p in problems) else 0
 
 
@@ -146,7 +153,9 @@ def _row(label, a: Acc, offsets=True):
         t1, t2 = iso_ms(a.first_ts)[:19], iso_ms(a.last_ts)[:19]
         times = f"{t1}..{t2[11:] if t2[:10] == t1[:10] else t2}"
     ctl = ",".join(f"{_SHORT_CONTROL.get(k, k)}:{v}" for k, v in sorted(a.controls.items())) or "-"
-    aborted = f"{a.aborted_records} ({a.aborted} txn)" if a.aborted else "0"
+    # records of aborted transactions are counted in the segment holding them, the ABORT markers in
+    # theirs: a transaction across a segment roll puts its records and its marker in two rows
+    aborted = f"{a.aborted_records} ({a.aborted} txn)" if a.aborted else f"{a.aborted_records}"
     txn = f"{a.txn_records}" if a.txn_batches else "0"
     skipped = f" !{human_bytes(a.skipped_bytes)} skipped" if a.skipped_bytes else ""
     return [label, a.records, a.batches, human_bytes(a.file_bytes), "-" if ratio is None else f"{ratio:.2f}",

@@ -40,8 +40,8 @@ from kafkafmt.report.checks import Checker, SegmentInfo
 from kafkafmt.report.problems import Problem
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.cli.common import (add_replicas_option, empty_note, no_data, add_command, check_kafka_file, file_kind,
-                                 find_inputs, is_leftover, segment_base, segment_in_partition, human_bytes)
+from kafkafmt.cli.common import (add_replicas_option, say_notes, no_data, add_command, check_kafka_file, file_kind,
+                                 find_inputs, is_leftover, kafka_files, segment_base, segment_in_partition, human_bytes)
 from kafkafmt.log import log_name_of
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.progress import Progress
@@ -94,15 +94,18 @@ class Verifier(Checker):
         if not paths:
             raise UsageError("verify: give log directories, partition folders or files (or --sample)")
         found = find_inputs(paths, replicas=self.args.replicas)
+        given = set(found.given_files)
+        for f in found.given_files:
+            if file_kind(f) in (None, "log"):
+                check_kafka_file(f)       # named as Kafka data: it is, or it is an error
+        loose = [f for f in found.files if f not in given and file_kind(f) in ("log", "kraft-snapshot")]
+        kept = set(kafka_files(found, loose, self.c))        # not Kafka data: skipped, with a warning
+        found.files = [f for f in found.files if f in given or f not in loose or f in kept]
         err = no_data(found, [f for f in found.files if file_kind(f) in ("log", "kraft-snapshot")] or found.given_files,
                       paths)
         if err is not None:
             raise err
-        for note in empty_note(found):
-            self.c.warn(note)
-        for f in found.given_files:
-            if file_kind(f) in (None, "log"):
-                check_kafka_file(f)       # named as Kafka data: it is, or it is an error
+        say_notes(found, self.c)
         started = time.monotonic()
         total = 0
         for pd in found.partitions:
@@ -115,7 +118,6 @@ class Verifier(Checker):
             for pd in found.partitions:
                 prog.set_label(pd.name)
                 self.partition(pd)
-            given = set(found.given_files)
             for f in found.files:
                 self.file(f, given=f in given)
             prog.close()
@@ -129,11 +131,13 @@ class Verifier(Checker):
         if self.args.json:
             self.c.json({"type": "summary", "status": status, "partitions": self.n_partitions,
                          "segments": self.n_segments, "batches": self.n_batches, "records": self.n_records,
-                         "bytes": self.bytes, "files": self.n_files, "errors": self.errors,
+                         "belowLogStart": self.n_below_log_start, "bytes": self.bytes, "files": self.n_files, "errors": self.errors,
                          "warnings": self.warnings, "seconds": round(elapsed, 3)})
             return
+        below = f" (and {self.n_below_log_start} below log start offsets, not served)" if self.n_below_log_start \
+            else ""
         self.c.write(f"{status}: {self.n_partitions} partitions, {self.n_segments} segments "
-                     f"({human_bytes(self.bytes)}), {self.n_batches} batches, {self.n_records} records, "
+                     f"({human_bytes(self.bytes)}), {self.n_batches} batches, {self.n_records} records{below}, "
                      f"{self.n_files} other files checked in {elapsed:.1f} s: {self.errors} errors, "
                      f"{self.warnings} warnings")
 

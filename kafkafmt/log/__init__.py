@@ -16,9 +16,10 @@ from kafkafmt.log._framing import (window, entry_size_at, scan_range, batch_at, 
 from kafkafmt.log._ranges import (read_range)
 from kafkafmt.log._segments import (Segment, DEFAULT_INDEX_INTERVAL, warn_fallbacks)
 from kafkafmt.log._transactions import (transactions, committed_mask)
-from kafkafmt.log._discovery import (Partition, Found, MAX_DEPTH, REPLICAS, LOG_START_CHECKPOINT, discover,
-                                     find_partitions, resolve_partition, folder_kind, find_log_dirs, list_partitions,
-                                     list_segments)
+from kafkafmt.log._discovery import (Partition, Found, MAX_DEPTH, REPLICAS, DEFAULT_REPLICAS,
+                                     LOG_START_CHECKPOINT, REPLICATION_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+                                     log_dir_offsets, discover, find_partitions, resolve_partition, folder_kind,
+                                     find_log_dirs, list_partitions, list_segments)
 from kafkafmt.log._planner import (Task, plan, resolve_offsets, offset_for_timestamp, deal, BatchMark, Divergence,
                                    log_end_offset, batch_mark, find_divergence, topic_id_of)
 from kafkafmt.log._taskreader import (read_task, read_tasks)
@@ -34,8 +35,9 @@ __all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES
            "ReportEntry", "window", "entry_size_at", "scan_range", "batch_at", "batch_base_offset",
            "last_offset_from", "not_kafka_reason", "read_range", "Segment", "DEFAULT_INDEX_INTERVAL",
            "warn_fallbacks", "transactions", "committed_mask", "Partition", "Found", "MAX_DEPTH", "REPLICAS",
-           "LOG_START_CHECKPOINT", "discover", "find_partitions", "resolve_partition", "folder_kind",
-           "find_log_dirs", "list_partitions", "list_segments", "Task", "plan", "resolve_offsets",
+           "DEFAULT_REPLICAS", "LOG_START_CHECKPOINT", "REPLICATION_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT",
+           "log_dir_offsets", "discover", "find_partitions", "resolve_partition",
+           "folder_kind", "find_log_dirs", "list_partitions", "list_segments", "Task", "plan", "resolve_offsets",
            "offset_for_timestamp", "deal", "BatchMark", "Divergence", "log_end_offset", "batch_mark",
            "find_divergence", "topic_id_of", "read_task", "read_tasks", "LogWriter", "write_log_dir", "read_index",
            "read_leader_epoch_checkpoint", "read_partition_metadata", "read_producer_snapshot", "read_timeindex",

@@ -14,9 +14,12 @@ and its stream reader -- so the same roots give the same partitions whichever do
 * A partition with tiered uploads and a local folder is one partition: the uploads (older) and the
   local segments (newer) merged in offset order, a segment in both read once (the local copy), a gap
   between them reported (`ReportKind.GAP`).
-* Copies of one partition in several log dirs (replicas, a backup beside the original) are all read,
-  told apart by their log dir (the ``logDir`` column); ``replicas="dedup"`` keeps the most complete copy
-  of each and reports the others and where the copies disagree.
+* Copies of one partition in several log dirs (replicas, a backup beside the original) are read once
+  (``replicas="dedup"``, the default, `DEFAULT_REPLICAS`): the most complete copy -- the highest last
+  offset, then the most bytes -- each other copy reported: `ReportKind.REPLICA` when the copy read
+  holds all it holds, `ReportKind.DUPLICATE` when it holds offsets the copy read no longer has,
+  `ReportKind.MISMATCH` naming both paths and the first offset where their records differ.
+  ``replicas="all"`` reads every copy, told apart by their log dir (the ``logDir`` column).
 * A log dir's ``log-start-offset-checkpoint`` (records deleted by DeleteRecords) sets each of its
   partitions' `Partition.log_start_offset`, where "earliest" begins.
 """
@@ -34,16 +37,21 @@ from kafkafmt.log import tiered
 from kafkafmt.errors import KafkafmtError, KafkafmtWarning, NotALogDirError, PathNotFoundError, StorageError
 from kafkafmt.log._names import (holds_segment_files, is_leftover_dir, is_leftover_segment_file, partition_of_name,
                             SEGMENT_LOG)
+from kafkafmt.log._framing import scan_range, window
 from kafkafmt.log._notes import ReportEntry, ReportKind
 from kafkafmt.log._segments import Segment
 from kafkafmt.storage import open_storage
 
-__all__ = ["Partition", "Found", "MAX_DEPTH", "REPLICAS", "LOG_START_CHECKPOINT", "discover", "find_partitions",
+__all__ = ["Partition", "Found", "MAX_DEPTH", "REPLICAS", "DEFAULT_REPLICAS", "LOG_START_CHECKPOINT",
+           "REPLICATION_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT", "log_dir_offsets", "discover", "find_partitions",
            "resolve_partition", "folder_kind", "find_log_dirs", "list_partitions", "list_segments"]
 
 MAX_DEPTH = 8                       # folders below a root searched for Kafka data
 REPLICAS = ("all", "dedup")         # what to do with several copies of one partition
+DEFAULT_REPLICAS = "dedup"          # each (topic, partition, offset) once, from the most complete copy
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_CHECKPOINT = "replication-offset-checkpoint"       # each partition's high watermark
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"  # the offset each log is flushed to
 
 
 # ----------------------------------------------------------------------------------------------
@@ -211,6 +219,16 @@ class Partition:
         return self.storage.url(where)
 
     @property
+    def home(self):
+        """The folder whose checkpoint files (``log-start-offset-checkpoint``...) list it: its log dir,
+        else the folder holding a partition folder given alone; None for tiered uploads."""
+        if self.log_dir is not None:
+            return self.log_dir
+        if self.segments is not None or self.topic is None:
+            return None
+        return self.storage.parent(self.folder if not self.storage.is_local else os.path.abspath(self.folder))
+
+    @property
     def key(self):
         """What tells copies of a folder apart: its real path (a symlink is the folder it points to)."""
         return os.path.realpath(self.folder) if self.storage.is_local else self.url
@@ -317,15 +335,74 @@ def _log_dir_partitions(storage, log_dir, entries, report, cache):
 
 def _log_starts(storage, log_dir, entries, report):
     """{(topic, partition): log start offset} of a log dir's checkpoint ({} without one)."""
-    if not any(e.name == LOG_START_CHECKPOINT and not e.is_dir for e in entries):
+    return _checkpoint(storage, log_dir, entries, LOG_START_CHECKPOINT, "log start offsets", report)
+
+
+def _checkpoint(storage, log_dir, entries, name, what, report):
+    """{(topic, partition): offset} of one of a log dir's offset checkpoint files ({} without it; an
+    unreadable one reported)."""
+    if not any(e.name == name and not e.is_dir for e in entries):
         return {}
-    path = storage.join(log_dir, LOG_START_CHECKPOINT)
+    path = storage.join(log_dir, name)
     try:
         return sidefiles.read_offset_checkpoint(storage.read_bytes(path))
     except KafkafmtError as exc:
         if report is not None:
             report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(path),
-                                      f"unreadable {LOG_START_CHECKPOINT} ({exc.reason}): log start offsets unknown"))
+                                      f"unreadable {name} ({exc.reason}): {what} unknown"))
+        return {}
+
+
+def log_dir_offsets(log_dir, name, storage=None, report=None):
+    """The offsets one of a log dir's offset checkpoint files holds.
+
+    Parameters
+    ----------
+    log_dir : str or os.PathLike
+        The log dir (path or URL).
+    name : str
+        The checkpoint file: `LOG_START_CHECKPOINT`, `REPLICATION_CHECKPOINT` (each partition's high
+        watermark), `RECOVERY_POINT_CHECKPOINT` (the offset up to which each log was flushed) or
+        ``cleaner-offset-checkpoint``.
+    storage : Storage, optional
+        Where the path is (a `kafkafmt.storage` Storage); by default from the path.
+    report : list, optional
+        An unreadable file is named in it (a `ReportEntry`), and {} returned.
+
+    Returns
+    -------
+    dict
+        ``{(topic, partition): offset}``; {} when the log dir has no such file.
+
+    Examples
+    --------
+    A copy of the sample log dir with the high watermarks a broker would have checkpointed:
+
+    >>> import shutil
+    >>> from kafkafmt.log import REPLICATION_CHECKPOINT, log_dir_offsets, sidefiles
+    >>> from kafkafmt.sample import sample_dir
+    >>> log_dir = shutil.copytree(sample_dir(), "hw/kafka-logs")
+    >>> sidefiles.write_offset_checkpoint(f"{log_dir}/{REPLICATION_CHECKPOINT}", {("orders", 0): 2400})
+    >>> log_dir_offsets(log_dir, REPLICATION_CHECKPOINT)
+    {('orders', 0): 2400}
+    >>> log_dir_offsets(sample_dir(), REPLICATION_CHECKPOINT)
+    {}
+    """
+    storage, log_dir = _storage_of(log_dir, storage)
+    try:
+        entries = _listing(log_dir, storage)
+    except (PathNotFoundError, NotALogDirError, StorageError):
+        return {}
+    return _checkpoint(storage, log_dir, entries, name, f"offsets of {name}", report)
+
+
+def _parent_log_starts(part):
+    """The log start offsets of the folder holding a partition folder given alone ({} when it has no
+    checkpoint, or cannot be listed)."""
+    try:
+        home = part.home
+        return _log_starts(part.storage, home, _listing(home, part.storage), None)
+    except (PathNotFoundError, NotALogDirError, StorageError, PermissionError):
         return {}
 
 
@@ -422,9 +499,10 @@ class _Walk:
         self.seen.add(key)
         entries = _listing(path, storage, self.cache) if entries is None else entries
         kind = folder_kind(path, entries, storage, self.cache)
-        if kind == "partition":
+        if kind == "partition":       # given alone: its log start is still the log dir's (DeleteRecords)
             tp = partition_of_name(storage.name(path))
-            self.plain.append(Partition(tp[0], tp[1], path, storage))
+            part = Partition(tp[0], tp[1], path, storage)
+            self.plain.append(dataclasses.replace(part, log_start_offset=_parent_log_starts(part).get(tp)))
             return
         if kind == "log_dir":
             self.found.log_dirs_paths.append(path)
@@ -452,7 +530,7 @@ class _Walk:
 
 
 def discover(roots, *, topics=None, partitions=None, storage_options=None, filesystem=None, storage=None,
-             tiered_keys=None, replicas="all", report=None, max_depth=MAX_DEPTH, cache=None, files=False):
+             tiered_keys=None, replicas=DEFAULT_REPLICAS, report=None, max_depth=MAX_DEPTH, cache=None, files=False):
     """Everything under one root or a list of roots (paths or URLs, local and remote mixed): a
     `Found` with the partitions (filtered by topic names and partition numbers; a partition with
     uploads and local segments merged; copies by ``replicas``) and, with ``files=True``, the files
@@ -477,7 +555,7 @@ def discover(roots, *, topics=None, partitions=None, storage_options=None, files
     parts = _merge_places(plain, remote, found.report, cache)
     parts = [p for p in parts if _wanted(p.topic, p.partition, _as_set(topics), _as_set(partitions))]
     if replicas == "dedup":
-        parts = _dedup_replicas(parts, found.report)
+        parts = _dedup_replicas(parts, found.report, cache)
     parts.sort(key=lambda q: (q.topic, q.partition, q.log_dir_url))
     found.partitions = parts
     return found
@@ -554,11 +632,12 @@ def _merge(local, uploads, report, cache=None):
     return dataclasses.replace(local, segments=tuple(segs))
 
 
-def _dedup_replicas(parts, report):
-    """Of several copies of one topic-partition, the most complete (the highest log end offset, then
-    the most bytes, then the first found); the others reported, and where the copies disagree."""
-    from kafkafmt.log._framing import last_offset_from
-
+def _dedup_replicas(parts, report, cache=None):
+    """Of several copies of one topic-partition, the most complete (the highest last offset, then the
+    most bytes, then the first found); each other copy reported: `ReportKind.REPLICA` when the copy
+    read holds every record it holds, `ReportKind.DUPLICATE` (a warning) when it holds offsets below
+    the copy read (kept longer), `ReportKind.MISMATCH` (an error) at the first offset where both
+    hold a record and the records differ."""
     groups = {}
     for p in parts:
         groups.setdefault((p.topic, p.partition), []).append(p)
@@ -567,73 +646,183 @@ def _dedup_replicas(parts, report):
         if len(copies) == 1:
             out.append(copies[0])
             continue
-        facts = []
-        for c in copies:
-            segs = c.list_segments()
-            end = -1
-            if segs:
-                last = segs[-1]
-                with last.open() as f:
-                    end = last_offset_from(f, 0, last.base_offset)
-            facts.append((end, sum(s.size for s in segs), segs, c))
-        best = max(facts, key=lambda f: (f[0], f[1], -copies.index(f[3])))
-        out.append(best[3])
-        best_segs = {s.base_offset: s for s in best[2]}
-        for end, nbytes, segs, c in facts:
-            if c is best[3]:
-                continue
-            differ = [s.base_offset for s in segs if s.base_offset in best_segs
-                      and not _same_batches(s, best_segs[s.base_offset])]
-            what = f"copy of {c.name} in {c.log_dir_url} (offsets up to {end}, {nbytes} bytes) not read: " \
-                   f"replicas='dedup' reads the copy in {best[3].log_dir_url} (up to {best[0]})"
-            if differ:
-                what += f"; the copies disagree on the segments at {', '.join(map(str, differ[:5]))}"
-                report.append(ReportEntry(ReportKind.MISMATCH, c.url, what))
-            else:
-                report.append(ReportEntry(ReportKind.DUPLICATE, c.url, what))
+        held = [_Held(c, cache) for c in copies]
+        best = max(held, key=lambda h: (h.last, h.nbytes, -held.index(h)))
+        out.append(best.part)
+        for h in held:
+            if h is not best:
+                report.append(_copy_entry(h, best))
     return out
 
 
-def _same_batches(a, b):
-    """Whether two copies of a segment agree where both hold records. Batch headers first (a
-    follower's copy is the leader's batches, maybe fewer of them); from the first batch whose header
-    differs, the records of both copies are decoded and compared offset by offset (key, value,
-    timestamp) -- copies written apart can split batches differently and still hold the same records."""
-    from kafkafmt.record import decode
-    from kafkafmt.log._framing import scan_range, window
+class _Held:
+    """What one copy of a partition holds: its segments and their batch headers (scanned, no
+    record decoded; kept in ``cache`` per segment file and size, so a poll rescans only the segments
+    that grew), first and last offsets, bytes."""
 
-    if a.size == b.size and a.version is not None and a.version == b.version:
-        return True
-    with a.open() as fa, b.open() as fb:
-        ta, _ = scan_range(fa, 0, fa.size)
-        tb, _ = scan_range(fb, 0, fb.size)
-        n = min(len(ta), len(tb))
-        same = np.ones(n, bool)
-        for c in ("position", "size", "crc", "base_offset"):
-            same &= ta[c][:n] == tb[c][:n]
-        k = int(np.argmin(same)) if not same.all() else n
-        if k == n:
-            return True             # one copy's batches are the other's first ones
-        recs = []
-        for f, t in ((fa, ta), (fb, tb)):
-            pos = int(t["position"][k])
-            end = int(t["position"][-1] + t["size"][-1])
-            buf, base = window(f, pos, end)
-            recs.append(decode(buf, start=pos - base, stop=end - base, verify_crc=None, headers=False))
-    ra, rb = recs
-    common, ia, ib = np.intersect1d(ra.offset, rb.offset, return_indices=True)
+    def __init__(self, part, cache=None):
+        self.part = part
+        self.segments = part.list_segments(cache=cache)
+        self.nbytes = sum(s.size or 0 for s in self.segments)
+        self.tables = [_headers(seg, cache) for seg in self.segments]
+        offsets = [t["base_offset"] for t in self.tables if len(t["base_offset"])]
+        lasts = [t["last_offset"] for t in self.tables if len(t["last_offset"])]
+        self.first = int(min(o.min() for o in offsets)) if offsets else None
+        self.last = int(max(o.max() for o in lasts)) if lasts else -1
+
+    def batches(self):
+        """Every batch: (segment index, position, size, crc, base offset, last offset) rows."""
+        rows = [np.stack([np.full(len(t["position"]), i, np.int64)] + [t[c] for c in _HEADER_COLUMNS], axis=1)
+                for i, t in enumerate(self.tables)]
+        return np.concatenate(rows) if rows else np.zeros((0, 1 + len(_HEADER_COLUMNS)), np.int64)
+
+
+_HEADER_COLUMNS = ("position", "size", "crc", "base_offset", "last_offset")
+
+
+def _headers(seg, cache):
+    """{column: array} of a segment's batch headers (up to the first damage)."""
+    key, stamp = ("headers", seg.url), (seg.size, seg.version)
+    hit = None if cache is None else cache.get(key)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    with seg.open() as f:
+        t, _info = scan_range(f, 0, f.size)
+    table = {c: np.asarray(t[c], np.int64) for c in _HEADER_COLUMNS}
+    if cache is not None:
+        cache[key] = (stamp, table)
+    return table
+_COMPARE_BYTES = 8 << 20       # batches decoded at once to compare two copies' records
+
+
+def _copy_entry(h, best):
+    """The report entry of a copy not read (``h``) beside the copy read (``best``)."""
+    name, where, there = h.part.name, h.part.url, best.part.url
+    differ = _first_difference(best, h)
+    span = "no records" if h.first is None else f"offsets {h.first}..{h.last}"
+    if differ is not None:
+        offset, why = differ
+        return ReportEntry(ReportKind.MISMATCH, where,
+                           f"copies of {name} disagree from offset {offset} ({why}): {there} and {where}; read: "
+                           f"{there} (up to offset {best.last}); replicas='all' reads both", offset=offset)
+    if h.first is not None and (best.first is None or h.first < best.first):
+        upto = h.last if best.first is None else min(h.last, best.first - 1)
+        return ReportEntry(ReportKind.DUPLICATE, where,
+                           f"copy of {name} not read ({span}): it holds offsets {h.first}..{upto} that the copy "
+                           f"read ({there}, up to offset {best.last}) does not; replicas='all' reads every copy",
+                           offset=h.first)
+    return ReportEntry(ReportKind.REPLICA, where,
+                       f"copy of {name} not read ({span}): the copy in {there} holds all of it (up to offset "
+                       f"{best.last})")
+
+
+def _first_difference(a, b):
+    """The first offset where two copies of a partition both hold a record and the records differ
+    (key, value, timestamp), with why -- or None. Batches with the same offsets, size and CRC in
+    both are the same; only the others are decoded (copies compacted apart, or batched apart, can
+    differ in batches and still agree on every record)."""
+    ta, tb = a.batches(), b.batches()
+    lo, hi = max(a.first or 0, b.first or 0), min(a.last, b.last)
+    if not len(ta) or not len(tb) or lo > hi:
+        return None
+    ua = ta[~np.isin(_batch_keys(ta), _batch_keys(tb))]
+    ub = tb[~np.isin(_batch_keys(tb), _batch_keys(ta))]
+    ua = ua[(ua[:, 5] >= lo) & (ua[:, 4] <= hi)]
+    ub = ub[(ub[:, 5] >= lo) & (ub[:, 4] <= hi)]
+    if not len(ua) or not len(ub):
+        return None
+    ua = ua[np.argsort(ua[:, 4], kind="stable")]
+    i = 0
+    while i < len(ua):
+        j = i
+        nbytes = 0
+        while j < len(ua) and (j == i or nbytes < _COMPARE_BYTES):
+            nbytes += int(ua[j, 2])
+            j += 1
+        group_lo, group_hi = int(ua[i, 4]), int(ua[j - 1, 5])
+        theirs = ub[(ub[:, 5] >= group_lo) & (ub[:, 4] <= group_hi)]
+        if len(theirs):
+            ra, why_a = _decoded(a, ua[i:j])
+            rb, why_b = _decoded(b, theirs)
+            if why_a or why_b:
+                return group_lo, why_a or why_b
+            found = _first_unequal(ra, rb)
+            if found is not None:
+                return found
+        i = j
+    return None
+
+
+def _batch_keys(rows):
+    """One comparable value per batch row: its base and last offsets, size and CRC."""
+    cols = np.ascontiguousarray(rows[:, [4, 5, 2, 3]])
+    return cols.view(np.dtype((np.void, cols.itemsize * 4))).ravel()
+
+
+def _decoded(held, rows):
+    """The records of some batches of a copy as (offsets, timestamps, keys, values) -- keys and
+    values Arrow arrays -- or why they do not decode."""
+    import pyarrow as pa
+
+    from kafkafmt.record import decode
+
+    offs, ts, keys, values = [], [], [], []
+    for seg_index in np.unique(rows[:, 0]).tolist():
+        seg = held.segments[seg_index]
+        mine = rows[rows[:, 0] == seg_index]
+        mine = mine[np.argsort(mine[:, 1], kind="stable")]
+        ends = mine[:, 1] + mine[:, 2]
+        cuts = np.flatnonzero(mine[1:, 1] != ends[:-1]) + 1        # runs of adjacent batches: one decode each
+        with seg.open() as f:
+            for run in np.split(np.arange(len(mine)), cuts):
+                start, stop = int(mine[run[0], 1]), int(ends[run[-1]])
+                buf, base = window(f, start, stop)
+                try:
+                    r = decode(buf, start=start - base, stop=stop - base, verify_crc=None, headers=False)
+                except KafkafmtError as exc:
+                    return None, f"the batches at bytes {start}..{stop} of {seg.url} do not decode: {exc.reason}"
+                offs.append(np.asarray(r.offset, np.int64))
+                ts.append(np.asarray(r.timestamp, np.int64))
+                keys.append(r.key.to_arrow())
+                values.append(r.value.to_arrow())
+    if not offs:
+        return (np.zeros(0, np.int64), np.zeros(0, np.int64), pa.array([], pa.binary()), pa.array([], pa.binary())), None
+    return (np.concatenate(offs), np.concatenate(ts), _concat(keys), _concat(values)), None
+
+
+def _concat(arrays):
+    import pyarrow as pa
+
+    return pa.concat_arrays([a.cast(pa.large_binary()) for a in arrays])
+
+
+def _first_unequal(ra, rb):
+    """(offset, what differs) of the first offset both hold with different records, or None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    common, ia, ib = np.intersect1d(ra[0], rb[0], return_indices=True)
     if not len(common):
-        return True
-    if not (ra.timestamp[ia] == rb.timestamp[ib]).all():
-        return False
-    for col in ("key", "value"):
-        if getattr(ra, col).take(ia).to_pylist() != getattr(rb, col).take(ib).to_pylist():
-            return False
-    return True
+        return None
+    differ = np.zeros(len(common), bool)
+    what = np.full(len(common), "", object)
+    for name, x, y in (("value", ra[3], rb[3]), ("key", ra[2], rb[2])):
+        x, y = x.take(pa.array(ia)), y.take(pa.array(ib))
+        same = pc.or_kleene(pc.and_(x.is_null(), y.is_null()), pc.fill_null(pc.equal(x, y), False))
+        bad = ~np.asarray(same.to_numpy(zero_copy_only=False), bool)
+        what[bad] = name
+        differ |= bad
+    bad = ra[1][ia] != rb[1][ib]
+    what[bad] = "timestamp"
+    differ |= bad
+    if not differ.any():
+        return None
+    k = int(np.argmax(differ))
+    return int(common[k]), f"the {what[k]}s differ"
 
 
 def find_partitions(roots, topics=None, partitions=None, report=None, storage_options=None, filesystem=None,
-                    tiered_keys=None, replicas="all"):
+                    tiered_keys=None, replicas=DEFAULT_REPLICAS):
     """Every partition under one root or a list of roots (paths or URLs, local and remote mixed):
     partition folders, log dirs or folders holding log dirs at any depth, and tiered-storage
     uploads (Kafka's and Aiven's layouts), side by side or merged (see the module doc).
@@ -697,10 +886,5 @@ def resolve_partition(folder, storage_options=None, filesystem=None):
     if tp is None:
         raise NotALogDirError(f"not a partition folder (<topic>-<partition>): {storage.url(path)}",
                               file=storage.url(path))
-    parent = storage.parent(os.path.abspath(path) if storage.is_local else path)
-    starts = {}
-    try:
-        starts = _log_starts(storage, parent, storage.list(parent), None)
-    except StorageError:
-        pass                 # the parent cannot be listed: no log start offset known
-    return Partition(tp[0], tp[1], path, storage, None, None, starts.get(tp))
+    part = Partition(tp[0], tp[1], path, storage)
+    return dataclasses.replace(part, log_start_offset=_parent_log_starts(part).get(tp))

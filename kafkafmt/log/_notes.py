@@ -23,7 +23,10 @@ class ReportKind(enum.Enum):
     LEFTOVER
         A broker leftover file or folder, skipped.
     DUPLICATE
-        A second copy of something read once (a symlink, a replica, a re-upload).
+        A second copy of something read once (a re-upload; a copy of a partition holding offsets
+        the copy read no longer has).
+    REPLICA
+        A copy of a partition not read: the copy read holds every record it holds (``replicas="dedup"``).
     MISMATCH
         Copies of one partition that disagree.
     INDEX_FALLBACK
@@ -35,7 +38,8 @@ class ReportKind(enum.Enum):
     ZEROS = "zeros"                    # a zero-filled (preallocated) tail
     GAP = "gap"                        # offsets missing between a partition's places (tiered and local)
     LEFTOVER = "leftover"              # a broker leftover file or folder, skipped
-    DUPLICATE = "duplicate"            # a second copy of something read once (a symlink, a replica, a re-upload)
+    DUPLICATE = "duplicate"            # a second copy of something read once (a re-upload, an older copy)
+    REPLICA = "replica"                # a copy of a partition not read: the copy read holds all of it
     MISMATCH = "mismatch"              # copies of one partition that disagree
     INDEX_FALLBACK = "index_fallback"  # an index not used (missing, insane, wrong): scanned instead
     BAD_VALUE = "bad_value"            # keys or values that could not be typed (value_format=): null, reason kept

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 
 from kafkafmt.read._stream import empty_schema
-from kafkafmt.log import find_partitions
+from kafkafmt.log import DEFAULT_REPLICAS, find_partitions
 from kafkafmt.read._readers import iter_log_dir
 from kafkafmt.record import COLUMNS
 
@@ -278,7 +278,7 @@ def _partition_options(part, push, options, report):
 
 
 def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
-                  replicas="all", progress=False, **options):
+                  replicas=DEFAULT_REPLICAS, progress=False, **options):
     """A Polars LazyFrame of every partition under one or several roots (as `kafkafmt.read_log_dirs`
     takes them), read when collected, with the columns of ``Records.to_arrow()``.
 

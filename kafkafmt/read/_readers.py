@@ -21,7 +21,7 @@ import os
 
 from kafkafmt.read._stream import RecordStream
 from kafkafmt.record import DecodeOptions, decode
-from kafkafmt.log import Partition, find_partitions, resolve_partition
+from kafkafmt.log import DEFAULT_REPLICAS, Partition, find_partitions, resolve_partition
 from kafkafmt.errors import NotKafkaDataError
 from kafkafmt.log import not_kafka_reason, window
 from kafkafmt.log import partition_of_name, segment_base
@@ -436,7 +436,7 @@ def _check_kwargs(kwargs, one, many):
 
 @_typed_doc
 def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
-                  replicas="all", **kwargs):
+                  replicas=DEFAULT_REPLICAS, **kwargs):
     """Chunks of every partition under one or several roots, filtered by topic names and
     partition numbers; options as `iter_log_dir`.
 
@@ -458,11 +458,12 @@ def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
         An fsspec filesystem or a ``pyarrow.fs.FileSystem`` to read the roots with instead.
     tiered_keys : dict, optional
         ``{key id: RSA private key (PEM)}`` for encrypted Aiven uploads.
-    replicas : {"all", "dedup"}
-        "all" (the default) reads every copy of a partition found (two log dirs of one broker's
-        data, a backup beside the original), each record's copy named by its log dir
-        (``to_arrow(log_dir=True)``); "dedup" reads the most complete copy of each and reports
-        the others and any disagreement between copies (`kafkafmt.log._discovery`).
+    replicas : {"dedup", "all"}
+        Several copies of one partition under the roots (replicas in several brokers' log dirs, a
+        backup beside the original): "dedup" (the default) reads each offset once, from the most
+        complete copy, and reports the others in ``report`` (`ReportKind.REPLICA`; `ReportKind.MISMATCH`
+        naming both paths and the first offset where the copies' records differ); "all" reads every
+        copy, each record's copy named by its log dir (``to_arrow(log_dir=True)``).
     %(typed_parameters)s
     **kwargs
         The other keyword arguments of `iter_log_dir`: ``start_offset``, ``end_offset``,
@@ -532,7 +533,7 @@ def _open_typed(kwargs, root, storage_options, filesystem):
 
 @_typed_doc
 def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
-                  replicas="all", threads=None, **kwargs) -> Records:
+                  replicas=DEFAULT_REPLICAS, threads=None, **kwargs) -> Records:
     """All records of every partition under one or several roots, with topic and partition
     columns; options as `read_log_dir`.
 

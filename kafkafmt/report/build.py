@@ -8,18 +8,22 @@ import math
 
 import numpy as np
 
-from kafkafmt.log import REPLICAS, discover
+from kafkafmt.log import (DEFAULT_REPLICAS, RECOVERY_POINT_CHECKPOINT, REPLICAS, REPLICATION_CHECKPOINT, ReportKind,
+                          discover, log_dir_offsets)
 from kafkafmt.log import segment_base
 from kafkafmt.report.checks import check_partition
-from kafkafmt.report.figures import Acc, partition_stats, totals
+from kafkafmt.report.figures import partition_stats, totals
 from kafkafmt.report.lag import committed_offsets, consumer_lag
 from kafkafmt.report.problems import report_problem
 
-__all__ = ["Builder", "build", "Report", "MINUTE_MS", "TABLES"]
+__all__ = ["Builder", "build", "Report", "MINUTE_MS", "TABLES", "LOG_END_SOURCES"]
 
 MINUTE_MS = 60_000
 SAMPLES_PER_CHUNK = 256          # batches kept per chunk to place problems in time
-TABLES = ("topics", "partitions", "segments", "timeline", "transactions", "problems", "lag")
+TABLES = ("topics", "partitions", "segments", "timeline", "transactions", "problems", "lag", "copies")
+#: where a partition's log end offset is read, best first: the records on disk (the last offset + 1),
+#: else the log dir's checkpoint files -- the high watermark, then the offset the log was flushed to
+LOG_END_SOURCES = ("segments", REPLICATION_CHECKPOINT, RECOVERY_POINT_CHECKPOINT)
 
 
 class Report:
@@ -29,14 +33,20 @@ class Report:
     * ``topics``: per topic, the `stats` figures summed over its partitions (records, batches,
       fileBytes, payloadBytes, compressionRatio, codecs, firstTimestamp, lastTimestamp, ...);
     * ``partitions``: per partition the `stats` figures, ``logStartOffset``, ``logEndOffset`` (the
-      next offset: ``lastOffset + 1``), ``localSegments`` / ``tieredSegments``, ``errors`` / ``warnings``;
+      next offset: ``lastOffset + 1``; where no segment holds records, the log dir's checkpoint files'
+      offset, None when none has it) and ``logEndSource`` (where it came from: `LOG_END_SOURCES`),
+      ``localSegments`` / ``tieredSegments``, ``errors`` / ``warnings``;
     * ``segments``: per segment its partition, ``baseOffset``, file, ``tiered``, and its `stats` figures;
     * ``timeline``: data records per partition and minute (``minute``: its start, ``records``);
     * ``transactions``: COMMIT / ABORT markers per partition and minute (``committed``, ``aborted``);
     * ``problems``: what `verify` finds (``severity, file, position, end, offset, message``), with
       its ``partition`` and ``time`` (where it lies on the partition's timeline, when known);
     * ``lag``: per consumer group and topic-partition its committed offset, the partition's log end
-      offset and the lag (`kafkafmt.report.lag.consumer_lag`), as of the disk's last write.
+      offset, where that came from (``logEndSource``) and the lag (`kafkafmt.report.lag.consumer_lag`:
+      None when the log end is unknown, negative when the group committed beyond it), as of the
+      disk's last write;
+    * ``copies``: the copies of partitions not read (``replicas="dedup"``: another copy holds all
+      their records) -- ``file``, ``message``; copies that disagree are ``problems``.
 
     ``last_write``: the largest record timestamp on disk (what "as of" means here)."""
 
@@ -70,7 +80,9 @@ _COLUMNS = {
     "timeline": ["partition", "minute", "records"],
     "transactions": ["partition", "minute", "committed", "aborted"],
     "problems": ["severity", "file", "position", "end", "offset", "message", "partition", "time"],
-    "lag": ["group", "topic", "partition", "committedOffset", "commitTimestamp", "logEndOffset", "lag"],
+    "lag": ["group", "topic", "partition", "committedOffset", "commitTimestamp", "logEndOffset", "logEndSource",
+            "lag"],
+    "copies": ["file", "message"],
 }
 
 
@@ -150,7 +162,7 @@ class Builder:
     figures, then the checks), ``run(progress)`` reads them. ``progress``: an object with
     ``set_label(text)`` and ``advance(nbytes, nrecords)`` (the CLI's progress bar), or None."""
 
-    def __init__(self, paths, *, topics=None, partitions=None, replicas="all", storage_options=None, checks=True,
+    def __init__(self, paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, storage_options=None, checks=True,
                  lag=True):
         if replicas not in REPLICAS:
             raise ValueError(f"replicas must be one of {REPLICAS}")
@@ -159,7 +171,7 @@ class Builder:
         self.lag = lag
         self.discovery_report = []
         found = discover(self.paths, topics=topics, partitions=partitions, storage_options=storage_options,
-                         replicas=replicas, report=self.discovery_report)
+                         replicas=replicas, report=self.discovery_report, files=True)
         self.found = found
         self.partitions = found.partitions
         # __consumer_offsets is read for lag even when --topics leaves it out
@@ -184,6 +196,9 @@ class Builder:
             prob = report_problem(p)
             if prob is not None:
                 tables["problems"].append({**_problem_row(prob), "partition": None, "time": None})
+            elif p.kind is ReportKind.REPLICA:
+                tables["copies"].append({"file": p.file, "message": p.message})
+        checkpoints = _checkpoint_ends(self.partitions + self.offsets_partitions)
         by_topic = {}
 
         def advance(chunk):
@@ -207,16 +222,19 @@ class Builder:
             by_topic.setdefault(part.topic, []).append(t)
             if t.last_ts is not None:
                 last_write = t.last_ts if last_write is None else max(last_write, t.last_ts)
-            end = t.last_offset + 1 if t.last_offset is not None else part.earliest(segs_listed)
-            if end is not None:
-                key = (part.topic, part.partition)
-                leo[key] = max(leo.get(key, end), end)
+            key = (part.topic, part.partition)
+            if t.last_offset is not None:
+                end, source = t.last_offset + 1, LOG_END_SOURCES[0]
+            else:             # no record on disk: what the broker checkpointed, else unknown
+                end, source = checkpoints.get(key, (None, None))
+            if end is not None and (key not in leo or end > leo[key][0]):
+                leo[key] = (end, source)
             tiered = {s.base_offset: s.remote is not None for s in segs_listed}
             urls = {s.base_offset: s.url for s in segs_listed}
             stats = t.to_json()
             tables["partitions"].append({
                 "name": name, "topic": part.topic, "partition": part.partition, "path": part.url,
-                "logStartOffset": part.earliest(segs_listed), "logEndOffset": end,
+                "logStartOffset": part.earliest(segs_listed), "logEndOffset": end, "logEndSource": source,
                 "localSegments": sum(1 for v in tiered.values() if not v),
                 "tieredSegments": sum(1 for v in tiered.values() if v),
                 "errors": sum(1 for p in problems if p.severity == "error"),
@@ -241,7 +259,9 @@ class Builder:
                                      "firstOffset": None, "lastOffset": None})
         if self.lag:
             committed = committed_offsets(self.offsets_partitions)
-            lag = consumer_lag(committed, leo)
+            for key, (end, source) in checkpoints.items():       # partitions with no folder here
+                leo.setdefault(key, (end, source))
+            lag = consumer_lag(committed, {k: v[0] for k, v in leo.items()})
             for row in lag.to_dict("records"):
                 ts = row["commit_timestamp"]
                 tables["lag"].append({
@@ -251,6 +271,7 @@ class Builder:
                     "coordinator": int(row["coordinator"]),
                     "logEndOffset": None if row["log_end_offset"] is None or row["log_end_offset"] != row["log_end_offset"]
                     else int(row["log_end_offset"]),
+                    "logEndSource": leo.get((row["topic"], int(row["partition"])), (None, None))[1],
                     "lag": None if row["lag"] is None or row["lag"] != row["lag"] else int(row["lag"])})
         for rows in tables.values():
             for r in rows:
@@ -259,12 +280,31 @@ class Builder:
         return Report(self.paths, tables, last_write)
 
 
+def _checkpoint_ends(partitions):
+    """{(topic, partition): (offset, checkpoint file)}: the log ends the checkpoint files of the
+    partitions' log dirs give (`LOG_END_SOURCES` after "segments", the first that has the partition;
+    the largest over several log dirs)."""
+    out = {}
+    dirs = {}
+    for part in partitions:
+        if part.home is not None:
+            dirs.setdefault(part.storage.url(part.home), (part.home, part.storage))
+    for log_dir, storage in dirs.values():
+        for name in LOG_END_SOURCES[1:]:
+            for key, offset in log_dir_offsets(log_dir, name, storage).items():
+                have = out.get(key)
+                rank = LOG_END_SOURCES.index(name)
+                if have is None or (rank, -offset) < (LOG_END_SOURCES.index(have[1]), -have[0]):
+                    out[key] = (offset, name)
+    return out
+
+
 def _problem_row(p):
     return {"severity": p.severity, "file": p.file, "position": p.position, "end": p.end, "offset": p.offset,
             "message": p.message}
 
 
-def build(paths, *, topics=None, partitions=None, replicas="all", storage_options=None, checks=True, lag=True,
+def build(paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, storage_options=None, checks=True, lag=True,
           progress=None):
     """The figures of a report on log dirs, partition folders or tiered uploads (paths or URLs).
 
@@ -274,8 +314,9 @@ def build(paths, *, topics=None, partitions=None, replicas="all", storage_option
         Roots as `kafkafmt.log._discovery.discover` takes them (local or object storage).
     topics, partitions : list, optional
         Only these topics / partition numbers (``__consumer_offsets`` is still read for the lag).
-    replicas : {"all", "dedup"}
-        Several copies of one partition: read all, or the most complete one of each.
+    replicas : {"dedup", "all"}
+        Several copies of one partition: the most complete one of each (the default; the others
+        are listed in the ``copies`` table), or every copy.
     storage_options : dict, optional
         fsspec options for URLs.
     checks : bool

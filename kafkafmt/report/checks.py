@@ -26,12 +26,12 @@ import numpy as np
 from kafkafmt.log import sidefiles
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.read import iter_log_dir
-from kafkafmt.log import file_kind, is_leftover_file, segment_base
+from kafkafmt.log import file_kind, is_leftover_file, not_kafka_reason, segment_base, window
 from kafkafmt.record import Table
 from kafkafmt.report.figures import CHUNK_BYTES
 from kafkafmt.report.problems import Problem, report_problem
 
-__all__ = ["Checker", "SegmentInfo", "concat_batches", "check_partition"]
+__all__ = ["Checker", "SegmentInfo", "concat_batches", "check_partition", "not_kafka_file"]
 
 BATCH_COLUMNS = ("position", "size", "base_offset", "last_offset", "max_timestamp", "producer_id", "is_control",
                  "magic")
@@ -82,7 +82,9 @@ class Checker:
     problem said twice is said once), ``on_chunk(records)`` each chunk read (progress).
 
     ``problems`` lists them in the order found; ``errors`` / ``warnings`` count them; ``n_partitions``,
-    ``n_segments``, ``n_batches``, ``n_records``, ``n_files``, ``bytes`` what was checked."""
+    ``n_segments``, ``n_batches``, ``n_records``, ``n_files``, ``bytes`` what was checked -- every byte,
+    but ``n_records`` counts the records a consumer is served (from the log start offset, as every
+    command counts them) and ``n_below_log_start`` those below it (DeleteRecords: still on disk)."""
 
     def __init__(self, on_problem=None, on_chunk=None):
         self.on_problem = on_problem
@@ -91,6 +93,7 @@ class Checker:
         self.errors = 0
         self.warnings = 0
         self.n_partitions = self.n_segments = self.n_batches = self.n_records = self.n_files = 0
+        self.n_below_log_start = 0      # records checked below a log start offset (not served, not in n_records)
         self.bytes = 0
         self._seen = set()
 
@@ -128,7 +131,8 @@ class Checker:
         self.bytes += sum(s.size for s in segments)
         # every byte of the files, also below a log start offset that DeleteRecords moved (an explicit
         # start below it reads what is still on disk)
-        self.read_log(_read_from_zero, (pd,), infos)
+        self.read_log(_read_from_zero, (pd,), infos,
+                      log_start=pd.earliest(segments) if pd.log_start_offset is not None else None)
         for s in segments:
             self.side_files(s, infos[s.base_offset])
         if pd.segments is None:       # a folder (not tiered uploads): its other files
@@ -137,8 +141,9 @@ class Checker:
                 if kind in ("producer-snapshot", "leader-epoch", "partition-metadata") and not is_leftover_file(name):
                     self.other_file(full, kind, functools.partial(_side_file, pd, name, full))
 
-    def read_log(self, source, source_args, infos, file_label=None):
-        """Stream the records (salvaging) and check batches and offsets; fills infos per segment."""
+    def read_log(self, source, source_args, infos, file_label=None, log_start=None):
+        """Stream the records (salvaging) and check batches and offsets; fills infos per segment.
+        Records below ``log_start`` are checked and counted apart (`n_below_log_start`)."""
         report = []
         seen = 0
         prev_last = None      # last offset of the previous batch
@@ -188,7 +193,10 @@ class Checker:
                     self.error(self._file_of(int(segs[i]), infos, file_label),
                                f"record offset {int(offs[r])} does not increase within its batch (after "
                                f"{int(offs[r - 1])})", int(pos[i]), int(offs[r]))
-                self.n_records += int((~np.asarray(b["is_control"], bool)[bidx]).sum())
+                data = ~np.asarray(b["is_control"], bool)[bidx]
+                below = data & (offs < log_start) if log_start is not None else np.zeros(len(offs), bool)
+                self.n_records += int((data & ~below).sum())
+                self.n_below_log_start += int(below.sum())
             self.n_batches += nb
             # per segment: batch tables and control records for the index checks
             cols = {c: np.asarray(b[c]) for c in BATCH_COLUMNS}
@@ -235,6 +243,8 @@ class Checker:
         if seg.size and (not has_index or not has_time):
             missing = "/".join(n for n, h in ((".index", has_index), (".timeindex", has_time)) if not h)
             self.warning(log, f"no {missing} file beside it (a broker rebuilds missing indexes at start-up)")
+        if not seg.size and self.emptied_log(seg, log):
+            return
         if has_index:
             self.check_index(seg.side_url("index"), base, b, info, note, seg.side_bytes("index"))
         if has_time:
@@ -255,6 +265,28 @@ class Checker:
             self.error(path, f"{why}; the broker rebuilds the segment's indexes at start-up",
                        len(data) // size * size - size if len(data) % size == 0 else len(data) // size * size)
 
+    def emptied_log(self, seg, log):
+        """An empty ``.log`` beside indexes that hold entries: one error (its records are gone; every
+        index entry points at nothing), and True -- the indexes' entries are not listed one by one."""
+        held, last = [], None
+        for kind, read, what in (("index", sidefiles.read_index, "index"),
+                                 ("timeindex", sidefiles.read_timeindex, "time index")):
+            if not seg.has(kind):
+                continue
+            try:
+                offsets = read(seg.side_bytes(kind), seg.base_offset)["offset"]
+            except (KafkafmtError, OSError, ValueError):
+                return False            # an unreadable index: the usual checks say why
+            if len(offsets):
+                held.append(f"{len(offsets)} {what} entries")
+                last = max(int(offsets[-1]), last if last is not None else int(offsets[-1]))
+        if not held:
+            return False
+        self.n_files += len(held)
+        self.error(log, f"the .log is empty (0 bytes) while its indexes hold {' and '.join(held)} (up to offset "
+                        f"{last}): the records they point at are gone", 0)
+        return True
+
     def check_index(self, path, base, b, info, note="", data=None):
         self.n_files += 1
         try:
@@ -270,8 +302,7 @@ class Checker:
             for s, e in info.skipped:
                 inside |= (entries["position"] >= s) & (entries["position"] < e)
             entries = entries[~inside]
-        for problem in sidefiles.check_index(entries, b, base):
-            self.error(path, problem + note, problem.entry * 8)
+        self.index_problems(path, sidefiles.check_index(entries, b, base), 8, note, "index")
 
     def check_timeindex(self, path, base, b, note="", data=None):
         self.n_files += 1
@@ -283,8 +314,22 @@ class Checker:
         except (KafkafmtError, OSError, ValueError) as exc:
             self.error(path, _reason(exc), getattr(exc, "position", None))
             return
-        for problem in sidefiles.check_timeindex(entries, b, base):
-            self.error(path, problem + note, problem.entry * 12)
+        self.index_problems(path, sidefiles.check_timeindex(entries, b, base), 12, note, "time index")
+
+    def index_problems(self, path, problems, entry_size, note, what):
+        """The problems of an index file (`sidefiles.IndexProblem` s), one error per cause: many
+        entries wrong for one reason (an emptied ``.log`` beside a full index) are said once, with
+        how many, which, and the first of them."""
+        by_cause = {}
+        for problem in problems:
+            by_cause.setdefault(problem.cause, []).append(problem)
+        for cause, same in by_cause.items():
+            first = same[0]
+            if len(same) == 1:
+                self.error(path, first + note, first.entry * entry_size)
+            else:
+                self.error(path, f"{len(same)} {what} entries ({first.entry}..{same[-1].entry}) wrong for one cause: "
+                                 f"{cause}{note}; the first: {first}", first.entry * entry_size)
 
     def check_txnindex(self, path, base, info, data=None):
         self.n_files += 1
@@ -350,6 +395,20 @@ def _reason(exc):
     if isinstance(exc, OSError):
         return exc.strerror or str(exc)
     return str(exc)
+
+
+def not_kafka_file(storage, path):
+    """Why a file read as Kafka data is not Kafka data (``"not a Kafka log segment: ..."``: it does
+    not start with a Kafka log entry, or is empty without a segment's name), or None -- the one
+    check every command makes of a file outside partition folders. An empty ``<20 digits>.log`` is a
+    segment that holds nothing yet; a damaged first batch whose framing holds is Kafka data with
+    damage (`kafkafmt.log.not_kafka_reason`)."""
+    with storage.open(path) as f:
+        if f.size == 0:
+            return None if segment_base(storage.name(path)) is not None else \
+                "not a Kafka log segment: the file is empty"
+        why = not_kafka_reason(window(f, 0, f.size)[0])
+    return None if why is None else f"not a Kafka log segment: {why}"
 
 
 def check_partition(part, on_problem=None, on_chunk=None):

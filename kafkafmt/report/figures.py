@@ -11,6 +11,9 @@ Numbers (all from the decoded log, read in bounded chunks):
   ``none`` shows the framing overhead (< 1) and compressed codecs what compression saves;
 * offsets: first base offset .. last offset of the batches; timestamps: smallest .. largest
   record timestamp of the data records;
+* records below the log start offset (``log-start-offset-checkpoint``: DeleteRecords moved it past
+  records still on disk) are not served to consumers, so not counted: as every door reads a
+  partition; ``belowLogStart`` says how many are on disk;
 * producers (distinct producer ids), transactional batches/records, committed and aborted
   transactions (COMMIT/ABORT markers), aborted records (records of aborted transactions, counted
   in the segment holding them), control records by type, tombstones (null values), records
@@ -29,7 +32,7 @@ from kafkafmt.log import segment_base
 from kafkafmt.record import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 from kafkafmt.report.problems import report_problem
 
-__all__ = ["Acc", "PartitionStats", "partition_stats", "totals", "CHUNK_BYTES"]
+__all__ = ["Acc", "PartitionStats", "partition_stats", "totals", "CHUNK_BYTES", "below_log_start_text"]
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
 
@@ -56,11 +59,12 @@ class Acc:
         self.epochs = None
         self.skipped_bytes = 0
         self.segments = 0
+        self.below_log_start = 0       # data records on disk below the log start offset (not served)
 
     def merge(self, o):
         for name in ("records", "control_records", "batches", "file_bytes", "batch_bytes", "payload_bytes",
                      "txn_batches", "txn_records", "committed", "aborted", "aborted_records", "tombstones",
-                     "with_headers", "skipped_bytes", "segments", "no_timestamp"):
+                     "with_headers", "skipped_bytes", "segments", "no_timestamp", "below_log_start"):
             setattr(self, name, getattr(self, name) + getattr(o, name))
         for name in ("codecs", "codec_stored", "codec_payload", "magics", "timestamp_types", "controls"):
             getattr(self, name).update(getattr(o, name))
@@ -96,7 +100,7 @@ class Acc:
             "controls": dict(sorted(self.controls.items())), "tombstones": self.tombstones,
             "recordsWithHeaders": self.with_headers,
             "leaderEpochs": list(self.epochs) if self.epochs is not None else None,
-            "skippedBytes": self.skipped_bytes,
+            "skippedBytes": self.skipped_bytes, "belowLogStart": self.below_log_start,
         }
 
 
@@ -266,7 +270,28 @@ def partition_stats(part, *, on_chunk=None, on_problem=None, max_bytes=CHUNK_BYT
         a.file_bytes = sizes.get(base, 0)
         if start is not None and a.first_offset is not None and a.first_offset < start:
             a.first_offset = start      # the log start lies inside a batch (DeleteRecords)
+    if start is not None and segments and start > segments[0].base_offset:
+        _count_below(part, start, ps, max_bytes)
     return ps.segments, problems
+
+
+def _count_below(part, start, ps, max_bytes):
+    """Count the data records on disk below the log start offset ``start`` (not served), per segment."""
+    for chunk in iter_log_dir(part, start_offset=0, end_offset=start, max_bytes=max_bytes, errors="salvage",
+                              verify_crc=False, columns=["offset"]):
+        if not len(chunk):
+            continue
+        b = chunk.batches
+        segs = np.asarray(b["segment"], np.int64) if "segment" in b.columns else np.zeros(len(b), np.int64)
+        rec_segs = segs[np.asarray(chunk.batch_index, np.int64)][np.asarray(chunk.offset, np.int64) < start]
+        for s, n in zip(*np.unique(rec_segs, return_counts=True)):
+            ps.seg(int(s)).below_log_start += int(n)
+
+
+def below_log_start_text(n):
+    """How every command says that records sit below log start offsets."""
+    return (f"{n:,} record{'s' if n != 1 else ''} below the log start offset: deleted (DeleteRecords) but still on "
+            f"disk, not served, not counted")
 
 
 def totals(segments):

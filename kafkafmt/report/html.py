@@ -15,12 +15,18 @@ import datetime
 import html
 import json
 
+from kafkafmt._util.units import human_bytes
+from kafkafmt.report.figures import below_log_start_text
+from kafkafmt.report.lag import group_lag
+from kafkafmt.report.problems import copies_text
+
 __all__ = ["write_html", "to_html", "DETAIL_LIMIT", "HEATMAP_BINS"]
 
 DETAIL_LIMIT = 40        # partitions drawn with their own timeline (problems first, then the largest)
 HEATMAP_BINS = 150       # time bins of the overview heatmaps
 DETAIL_BINS = 300        # time bins of a partition's timeline
 LAG_ROWS = 500           # lag rows in the table (largest first); the JSON has them all
+SUMMARY_NAMES = 20       # partitions or copies named in a summary line
 _NICE = [60_000 * m for m in (1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440, 2880, 10080, 20160, 43200)]
 
 
@@ -42,17 +48,14 @@ def _bin_width(span, bins):
     return int(-(-want // _NICE[-1]) * _NICE[-1])
 
 
-def _human(n):
-    if n is None:
-        return "-"
-    for unit, div in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
-        if abs(n) >= div:
-            return f"{n / div:.1f} {unit}"
-    return f"{n} B"
-
-
 def _esc(v):
     return html.escape("-" if v is None else str(v))
+
+
+def _some(names, n=SUMMARY_NAMES):
+    """The first ``n`` names, and how many more (the JSON has them all)."""
+    more = len(names) - n
+    return ", ".join(names[:n]) + (f" and {more:,} more" if more > 0 else "")
 
 
 def _table(headers, rows, right=()):
@@ -141,10 +144,17 @@ def to_html(report, title=None, compress_js=True):
     n_warn = len(t["problems"]) - n_err
     body.append(f"<h1>{_esc(title)}</h1>")
     body.append(f"<p class='summary'>{len(t['topics'])} topics, {len(parts)} partitions, "
-                f"{sum(p['records'] for p in parts):,} records, {_human(sum(p['fileBytes'] for p in parts))} in "
+                f"{sum(p['records'] for p in parts):,} records, {human_bytes(sum(p['fileBytes'] for p in parts))} in "
                 f"{len(t['segments'])} segments ({sum(p['tieredSegments'] for p in parts)} tiered); "
                 f"last write (largest record timestamp) <b>{_iso(report.last_write)} UTC</b>; "
                 f"<a href='#problems'>{n_err} errors, {n_warn} warnings</a>.</p>")
+    below = sum(p.get("belowLogStart") or 0 for p in parts)
+    if below:
+        where = _some([f"{p['name']} ({p['belowLogStart']:,})" for p in parts if p.get("belowLogStart")])
+        body.append(f"<p class='summary'>{_esc(below_log_start_text(below))}: {_esc(where)}.</p>")
+    if t.get("copies"):
+        body.append(f"<p class='summary'>{_esc(copies_text(len(t['copies'])))}: "
+                    f"{_esc(_some([c['file'] for c in t['copies']]))}.</p>")
     body.append("<nav><a href='#topics'>Topics</a> <a href='#lag'>Consumer lag</a> <a href='#activity'>Activity</a> "
                 "<a href='#transactions'>Transactions</a> <a href='#problems'>Problems</a> "
                 "<a href='#partitions'>Partition timelines</a></nav>")
@@ -152,7 +162,7 @@ def to_html(report, title=None, compress_js=True):
     # -- topics
     body.append("<h2 id='topics'>Topics</h2>")
     topics = sorted(t["topics"], key=lambda r: -r["fileBytes"])
-    rows = [[_esc(r["topic"]), r["partitions"], f"{r['records']:,}", _human(r["fileBytes"]),
+    rows = [[_esc(r["topic"]), r["partitions"], f"{r['records']:,}", human_bytes(r["fileBytes"]),
              "-" if r["compressionRatio"] is None else f"{r['compressionRatio']:.2f}",
              _esc(", ".join(f"{c}:{v['batches']}" for c, v in r["codecs"].items()) or "-"),
              f"{_iso(r['firstTimestamp'])} .. {_iso(r['lastTimestamp'])}",
@@ -170,38 +180,48 @@ def to_html(report, title=None, compress_js=True):
     lag = t["lag"]
     if lag:
         body.append("<p>Each group's committed offset (replayed from __consumer_offsets) against the "
-                    "partition's log end offset on this disk.</p>")
-        per_group = {}
-        for r in lag:
-            if r["lag"] is not None:
-                per_group[r["group"]] = per_group.get(r["group"], 0) + r["lag"]
-        if not any(per_group.values()):
+                    "partition's log end offset on this disk: the records on disk (their last offset + 1), else "
+                    "the log dir's checkpoint files (the high watermark in replication-offset-checkpoint, else "
+                    "recovery-point-offset-checkpoint); the per-partition table says which. A group's total lag "
+                    "adds the lags that are known and not negative.</p>")
+        groups = group_lag(lag)
+        unknown = sum(g["unknown"] for g in groups.values())
+        beyond = sum(g["beyond"] for g in groups.values())
+        lagging = {name: g["total"] for name, g in groups.items() if g["total"] > 0}
+        notes = []
+        if unknown:
+            notes.append(f"{unknown:,} of {len(lag):,} partitions' lag is <b>unknown</b>: no segment holds records "
+                         f"and no checkpoint file gives their log end")
+        if beyond:
+            notes.append(f"{beyond:,} committed offsets lie <b>beyond the log end</b> on this disk (records the "
+                         f"disk lost, or a copy behind the leader's): not lag, left out of the totals")
+        if not lagging and not unknown and not beyond:
             body.append("<p><b>Every group has caught up</b> with every partition on this disk (lag 0).</p>")
-        else:
-            groups = sorted(per_group, key=lambda g: -per_group[g])
-            fig = go.Figure([go.Bar(y=groups, x=[per_group[g] for g in groups], orientation="h",
+        elif not lagging:
+            notes.insert(0, "No known lag above 0")
+        body += [f"<p>{n}.</p>" for n in notes]
+        if lagging:
+            names = sorted(lagging, key=lambda g: -lagging[g])
+            fig = go.Figure([go.Bar(y=names, x=[lagging[g] for g in names], orientation="h",
                                     marker_color="#d62728", name="lag")])
-            fig.update_layout(title="Total lag per consumer group (records)", yaxis=dict(autorange="reversed"))
-            body.append(charts.add(fig, height=max(250, 22 * len(groups) + 100)))
-        summary = {}
-        for r in lag:
-            g = summary.setdefault(r["group"], [0, 0, None, 0])
-            g[0] += 1
-            if r["lag"] is not None:
-                g[1] += r["lag"]
-                g[2] = r["lag"] if g[2] is None else max(g[2], r["lag"])
-            if r["lag"] is None or r["lag"] < 0:
-                g[3] += 1
-        body.append(_table(["group", "partitions", "total lag", "largest lag", "not on disk or beyond its end"],
-                           [[_esc(g), v[0], f"{v[1]:,}", _esc(v[2]), v[3]]
-                            for g, v in sorted(summary.items(), key=lambda kv: -kv[1][1])], right={1, 2, 3, 4}))
+            fig.update_layout(title="Total lag per consumer group (records; known lags, none negative)",
+                              yaxis=dict(autorange="reversed"))
+            body.append(charts.add(fig, height=max(250, 22 * len(names) + 100)))
+        body.append(_table(["group", "partitions", "total lag", "largest lag", "beyond the log end",
+                            "log end unknown"],
+                           [[_esc(name), g["partitions"], f"{g['total']:,}", _esc(g["largest"]), g["beyond"],
+                             g["unknown"]]
+                            for name, g in sorted(groups.items(), key=lambda kv: -kv[1]["total"])],
+                           right={1, 2, 3, 4, 5}))
         body.append("<h3>Per partition (largest lag first)</h3>")
         rows = sorted(lag, key=lambda r: -(r["lag"] if r["lag"] is not None else -1))[:LAG_ROWS]
-        body.append(_table(["group", "topic", "partition", "committed offset", "log end offset", "lag",
-                            "committed at (UTC)"],
+        body.append(_table(["group", "topic", "partition", "committed offset", "log end offset", "log end from",
+                            "lag", "committed at (UTC)"],
                            [[_esc(r["group"]), _esc(r["topic"]), r["partition"], r["committedOffset"],
-                             _esc(r["logEndOffset"]), _esc(r["lag"]), _iso(r["commitTimestamp"])] for r in rows],
-                           right={2, 3, 4, 5}))
+                             _esc(r["logEndOffset"]), _esc(r.get("logEndSource") or "unknown"),
+                             _esc("unknown" if r["lag"] is None else r["lag"]), _iso(r["commitTimestamp"])]
+                            for r in rows],
+                           right={2, 3, 4, 6}))
         if len(lag) > LAG_ROWS:
             body.append(f"<p>{len(lag) - LAG_ROWS} more rows in the JSON (--json).</p>")
     else:
@@ -211,35 +231,19 @@ def to_html(report, title=None, compress_js=True):
     body.append("<h2 id='activity'>Activity: records per time bin and partition</h2>")
     tl = t["timeline"]
     if tl:
-        t0 = min(r["minute"] for r in tl)
-        t1 = max(r["minute"] for r in tl) + 60_000
-        w = _bin_width(t1 - t0, HEATMAP_BINS)
-        t0 -= t0 % w
-        nbins = int((t1 - t0) // w) + 1
-        xs = [_dt(t0 + i * w) for i in range(nbins)]
         by_topic = {}
         for p in parts:
             by_topic.setdefault(p["topic"], []).append(p["name"])
         rows_of = {}
         for r in tl:
-            rows_of.setdefault(r["partition"], {}).setdefault(int((r["minute"] - t0) // w), 0)
-            rows_of[r["partition"]][int((r["minute"] - t0) // w)] += r["records"]
-        body.append(f"<p>Bins of {w // 60_000} min. Click a partition's name in the problems table for its own "
-                    f"timeline.</p>")
+            rows_of.setdefault(r["partition"], []).append(r)
+        body.append("<p>Each topic over its own time span (bins of about 1/150 of it). Click a partition's name "
+                    "in the problems table for its own timeline.</p>")
         for topic in sorted(by_topic):
             names = [n for n in by_topic[topic] if n in rows_of]
-            if not names:
-                continue
-            z = []
-            for n in names:
-                row = [None] * nbins
-                for b, v in rows_of[n].items():
-                    row[b] = v
-                z.append(row)
-            fig = go.Figure(go.Heatmap(z=z, x=xs, y=names, colorscale="Viridis", colorbar=dict(title="records"),
-                                       hovertemplate="%{y}<br>%{x}<br>%{z} records<extra></extra>"))
-            fig.update_layout(title=f"{topic}", yaxis=dict(autorange="reversed", type="category"))
-            body.append(charts.add(fig, height=min(900, max(220, 14 * len(names) + 120))))
+            if names:
+                fig = _heatmap(go, topic, names, rows_of)
+                body.append(charts.add(fig, height=min(900, max(220, 14 * len(names) + 120))))
     else:
         body.append("<p>No records with timestamps.</p>")
 
@@ -310,6 +314,31 @@ def to_html(report, title=None, compress_js=True):
             + "\n</body></html>\n")
 
 
+def _heatmap(go, topic, names, rows_of):
+    """Records per time bin of a topic's partitions, over the topic's own time span (a topic written
+    in minutes is not a sliver of a log dir written over days); the colour scale from 0."""
+    minutes = [r["minute"] for n in names for r in rows_of[n]]
+    t0, t1 = min(minutes), max(minutes) + 60_000
+    w = _bin_width(t1 - t0, HEATMAP_BINS)
+    t0 -= t0 % w
+    nbins = max(1, int(-(-(t1 - t0) // w)))
+    z = []
+    for n in names:
+        row = [None] * nbins
+        for r in rows_of[n]:
+            b = int((r["minute"] - t0) // w)
+            row[b] = (row[b] or 0) + r["records"]
+        z.append(row)
+    top = max((v for row in z for v in row if v is not None), default=0)
+    # cells placed by x0 + dx (a bin's width in ms): one bin still has its width, the axis its range
+    fig = go.Figure(go.Heatmap(z=z, x0=_dt(t0 + w // 2), dx=w, y=names, colorscale="Viridis",
+                               zmin=0, zmax=max(top, 1), colorbar=dict(title="records"),
+                               hovertemplate="%{y}<br>%{x}<br>%{z} records<extra></extra>"))
+    fig.update_layout(title=f"{topic}: records per {w // 60_000} min", yaxis=dict(autorange="reversed", type="category"),
+                      xaxis=dict(type="date", range=[_dt(t0), _dt(t0 + nbins * w)]))
+    return fig
+
+
 def _detail_partitions(parts, probs):
     with_problems = []
     for p in probs:
@@ -357,7 +386,7 @@ def _partition_figure(go, name, timeline, segments, problems):
                                                                     for s in placed]),
                                  name="segment starts",
                                  hovertext=[f"segment {s['baseOffset']} ({'tiered' if s['tiered'] else 'local'}), "
-                                            f"{s['records']:,} records, {_human(s['fileBytes'])}" for s in placed],
+                                            f"{s['records']:,} records, {human_bytes(s['fileBytes'])}" for s in placed],
                                  hoverinfo="text"))
     placed = [p for p in problems if p["time"] is not None]
     if placed:

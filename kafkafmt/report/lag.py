@@ -14,7 +14,7 @@ import numpy as np
 
 from kafkafmt.read import read_log_dir
 
-__all__ = ["CONSUMER_OFFSETS", "committed_offsets", "consumer_lag"]
+__all__ = ["CONSUMER_OFFSETS", "committed_offsets", "consumer_lag", "group_lag"]
 
 CONSUMER_OFFSETS = "__consumer_offsets"
 
@@ -90,6 +90,10 @@ def committed_offsets(partitions):
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in zip(cols, ["object", "object", "int64", "int64",
                                                                           "datetime64[ms, UTC]", "int64"])})
     out = pd.concat(frames, ignore_index=True)[cols]
+    # copies of a __consumer_offsets partition (replicas="all") hold the same commits: one row each,
+    # the latest commit where the copies differ
+    out = out.sort_values("commit_timestamp", kind="stable", na_position="first").drop_duplicates(["group", "topic", "partition"],
+                                                                              keep="last")
     out["partition"] = out["partition"].astype("int64")
     out["committed_offset"] = out["committed_offset"].astype("int64")
     return out.sort_values(["group", "topic", "partition"], kind="stable").reset_index(drop=True)
@@ -99,13 +103,36 @@ def consumer_lag(committed, log_end_offsets):
     """Lag per group and topic-partition: ``committed`` (`committed_offsets`) joined with
     ``log_end_offsets`` ({(topic, partition): log end offset}, the partitions on disk).
 
-    Adds ``log_end_offset`` (None when the partition is not on disk) and ``lag`` = log end offset -
-    committed offset (None without a log end offset; negative when the group committed beyond the
-    end of the log on disk: records the disk lost, or a copy behind the leader's)."""
+    Adds ``log_end_offset`` (None when unknown: the partition is not on disk, or no segment holds
+    records and no checkpoint file gives it) and ``lag`` = log end offset - committed offset (None
+    without a log end offset: unknown, not 0; negative when the group committed beyond the end of
+    the log on disk -- records the disk lost, or a copy behind the leader's: not lag, and not
+    added to a group's total, `total_lag`)."""
     out = committed.copy()
     leo = [log_end_offsets.get((t, int(p))) for t, p in zip(out["topic"], out["partition"])]
     out["log_end_offset"] = [None if v is None else int(v) for v in leo]
     out["lag"] = [None if v is None else int(v) - int(c) for v, c in zip(leo, out["committed_offset"])]
     out["log_end_offset"] = out["log_end_offset"].astype("Int64")
     out["lag"] = out["lag"].astype("Int64")
+    return out
+
+
+def group_lag(rows):
+    """Per consumer group, from lag rows (dicts with ``group`` and ``lag``, as `kafkafmt.report.build`
+    tables them): ``{group: {"partitions", "total", "largest", "beyond", "unknown"}}`` -- ``total``
+    and ``largest`` over the known lags that are not negative; ``beyond`` counts the partitions
+    whose committed offset lies beyond the log end on disk (a negative difference: not lag),
+    ``unknown`` those whose log end is unknown (lag None)."""
+    out = {}
+    for r in rows:
+        g = out.setdefault(r["group"], {"partitions": 0, "total": 0, "largest": None, "beyond": 0, "unknown": 0})
+        g["partitions"] += 1
+        lag = r["lag"]
+        if lag is None:
+            g["unknown"] += 1
+        elif lag < 0:
+            g["beyond"] += 1
+        else:
+            g["total"] += lag
+            g["largest"] = lag if g["largest"] is None else max(g["largest"], lag)
     return out

@@ -36,8 +36,9 @@ class Problem:
 
 def report_problem(entry, file=None):
     """A Problem from a `kafkafmt.log._notes.ReportEntry` of a read's ``report``; None for index
-    fallbacks (the library warns about those itself)."""
-    if entry.kind is ReportKind.INDEX_FALLBACK:
+    fallbacks (the library warns about those itself) and for copies of a partition that the copy
+    read holds entirely (`copies_note` says them)."""
+    if entry.kind in (ReportKind.INDEX_FALLBACK, ReportKind.REPLICA):
         return None
     f = file or entry.file or "?"
     start, end = entry.start, entry.end
@@ -51,3 +52,16 @@ def report_problem(entry, file=None):
     if entry.kind in (ReportKind.GAP, ReportKind.MISMATCH):      # records missing, or copies that disagree
         return Problem("error", f, entry.message, offset=entry.offset)
     return Problem("warning", f, entry.message)
+
+
+def copies_note(entries):
+    """One line for the copies of partitions not read because the copy read holds all they hold
+    (`ReportKind.REPLICA` entries of the discovery), or None when there are none."""
+    n = sum(1 for e in entries if e.kind is ReportKind.REPLICA)
+    return copies_text(n) if n else None
+
+
+def copies_text(n):
+    """How every command says that ``n`` copies of partitions were left unread."""
+    return (f"{n} {'copy' if n == 1 else 'copies'} of partitions not read: another copy of each holds all "
+            f"{'its' if n == 1 else 'their'} records (--replicas all reads every copy)")

@@ -36,6 +36,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from kafkafmt.log import DEFAULT_REPLICAS
+
 EARLIEST, LATEST = -2, -1
 
 _REJECTED_EXACT = {
@@ -144,7 +146,7 @@ class Options:
     ending_ts: object = None
     include_headers: bool = False
     include_log_dir: bool = False            # includeLogDir: the logDir column (several copies of a partition)
-    replicas: str = "all"                    # all | dedup (kafkafmt.log._discovery.REPLICAS)
+    replicas: str = DEFAULT_REPLICAS         # dedup | all (kafkafmt.log._discovery.REPLICAS)
     fail_on_data_loss: bool = True
     min_partitions: int = None
     isolation: str = "read_uncommitted"

@@ -177,7 +177,7 @@ class LogDirWatcher:
         report = []
         try:
             found = discover(self.opts.paths, storage_options=getattr(self.opts, "storage_options", None),
-                             replicas=getattr(self.opts, "replicas", "all"), report=report, cache=self._cache)
+                             replicas=self.opts.replicas, report=report, cache=self._cache)
         except PathNotFoundError as exc:
             raise DataLossError(f"kafka-segments: the log dir {exc.file} is gone (deleted or unmounted)") from None
         except kafkafmt.KafkafmtError as exc:
@@ -201,8 +201,8 @@ class LogDirWatcher:
             key = (part.topic, part.partition)
             if key in seen:
                 raise OptionError(f"{part.name} is found in several places ({seen[key].log_dir_url}, "
-                                  f"{part.log_dir_url}): a stream reads one copy of each partition -- set "
-                                  "replicas=dedup to read the most complete one")
+                                  f"{part.log_dir_url}): a stream reads one copy of each partition -- leave out "
+                                  "replicas=all (replicas=dedup, the default, reads the most complete one)")
             seen[key] = part
         for key in list(self.parts):
             if key not in seen:

@@ -404,12 +404,14 @@ def record_offsets_of_max_timestamp(records) -> np.ndarray:
 
 
 class IndexProblem(str):
-    """A problem found in an index file: the message, and ``entry``, the index of the entry at
-    fault (its byte position is entry * entry size)."""
+    """A problem found in an index file: the message, ``entry``, the index of the entry at fault
+    (its byte position is entry * entry size), and ``cause``, what is wrong in words shared by every
+    entry wrong the same way (so many entries wrong for one reason can be said once)."""
 
-    def __new__(cls, entry, message):
+    def __new__(cls, entry, message, cause=None):
         self = super().__new__(cls, message)
         self.entry = int(entry)
+        self.cause = cause or message
         return self
 
 
@@ -481,10 +483,11 @@ def _base_problems(offsets, base_offset, what):
     if base_offset is None:
         return problems
     for i in np.flatnonzero(offsets < base_offset):
-        problems.append(IndexProblem(i, f"{what} entry {i}: offset {int(offsets[i])} is below the segment base offset {base_offset}"))
+        problems.append(IndexProblem(i, f"{what} entry {i}: offset {int(offsets[i])} is below the segment base offset {base_offset}",
+                                     "offset below the segment's base offset"))
     for i in np.flatnonzero(offsets - base_offset > INT32_MAX):
         problems.append(IndexProblem(i, f"{what} entry {i}: offset {int(offsets[i])} is more than 2^31-1 past the base offset "
-                        f"{base_offset}"))
+                        f"{base_offset}", "offset more than 2^31-1 past the segment's base offset"))
     return problems
 
 
@@ -499,23 +502,28 @@ def check_index(entries, batches, base_offset=None) -> list:
     problems += _base_problems(off, base_offset, "index")
     for i in np.flatnonzero(np.diff(off) <= 0) + 1:
         problems.append(IndexProblem(i, f"index entry {i}: offset {int(off[i])} is not greater than entry {i - 1}'s "
-                        f"offset {int(off[i - 1])}"))
+                        f"offset {int(off[i - 1])}", "offsets not increasing"))
     for i in np.flatnonzero(np.diff(p) <= 0) + 1:
         problems.append(IndexProblem(i, f"index entry {i}: position {int(p[i])} is not greater than entry {i - 1}'s "
-                        f"position {int(p[i - 1])}"))
+                        f"position {int(p[i - 1])}", "positions not increasing"))
     bpos = table_column(batches, "position").astype(np.int64)
     blast = table_column(batches, "last_offset").astype(np.int64)
     order = np.argsort(bpos, kind="stable")
     bpos, blast = bpos[order], blast[order]
+    if len(bpos) == 0:
+        return problems + [IndexProblem(i, f"index entry {i} (offset {int(off[i])}, position {int(p[i])}): the "
+                                           f"segment has no batches", "the segment has no batches")
+                           for i in range(len(off))]
     at = np.searchsorted(bpos, p)
     for i in range(len(off)):
         j = int(at[i])
         if j >= len(bpos) or bpos[j] != p[i]:
             problems.append(IndexProblem(i, f"index entry {i} (offset {int(off[i])}, position {int(p[i])}): no batch starts "
-                            f"at position {int(p[i])}"))
+                            f"at position {int(p[i])}", "no batch starts at the entry's position"))
         elif blast[j] != off[i]:
             problems.append(IndexProblem(i, f"index entry {i} (offset {int(off[i])}, position {int(p[i])}): the batch at that "
-                            f"position has last offset {int(blast[j])}"))
+                            f"position has last offset {int(blast[j])}", "the batch at the entry's position ends at "
+                            "another offset"))
     return problems
 
 
@@ -531,15 +539,17 @@ def check_timeindex(entries, batches, base_offset=None) -> list:
     problems += _base_problems(off, base_offset, "time index")
     for i in np.flatnonzero(np.diff(t) <= 0) + 1:
         problems.append(IndexProblem(i, f"time index entry {i}: timestamp {int(t[i])} is not greater than entry {i - 1}'s "
-                        f"timestamp {int(t[i - 1])}"))
+                        f"timestamp {int(t[i - 1])}", "timestamps not increasing"))
     for i in np.flatnonzero(np.diff(off) < 0) + 1:
-        problems.append(IndexProblem(i, f"time index entry {i}: offset {int(off[i])} is below entry {i - 1}'s offset {int(off[i - 1])}"))
+        problems.append(IndexProblem(i, f"time index entry {i}: offset {int(off[i])} is below entry {i - 1}'s offset {int(off[i - 1])}",
+                                    "offsets decreasing"))
     bbase = table_column(batches, "base_offset").astype(np.int64)
     blast = table_column(batches, "last_offset").astype(np.int64)
     bts = table_column(batches, "max_timestamp").astype(np.int64)
     if len(blast) == 0:
         return problems + [IndexProblem(i, f"time index entry {i} (timestamp {int(t[i])}, offset {int(off[i])}): "
-                                           f"the segment has no batches") for i in range(len(t))]
+                                           f"the segment has no batches", "the segment has no batches")
+                           for i in range(len(t))]
     seg_last = int(blast.max())
     before_max = np.concatenate(([NO_TIMESTAMP], np.maximum.accumulate(bts)[:-1]))
     at = np.searchsorted(blast, off, side="left")
@@ -547,11 +557,15 @@ def check_timeindex(entries, batches, base_offset=None) -> list:
         label = f"time index entry {i} (timestamp {int(t[i])}, offset {int(off[i])})"
         j = int(at[i])
         if off[i] > seg_last:
-            problems.append(IndexProblem(i, f"{label}: offset is past the segment's last offset {seg_last}"))
+            problems.append(IndexProblem(i, f"{label}: offset is past the segment's last offset {seg_last}",
+                                            f"offset past the segment's last offset {seg_last}"))
         elif j >= len(blast) or bbase[j] > off[i]:
-            problems.append(IndexProblem(i, f"{label}: offset is in no batch of the segment"))
+            problems.append(IndexProblem(i, f"{label}: offset is in no batch of the segment",
+                                            "offset in no batch of the segment"))
         elif bts[j] != t[i]:
-            problems.append(IndexProblem(i, f"{label}: the batch holding the offset has max timestamp {int(bts[j])}"))
+            problems.append(IndexProblem(i, f"{label}: the batch holding the offset has max timestamp {int(bts[j])}",
+                                            "the batch holding the offset has another max timestamp"))
         elif before_max[j] > t[i]:
-            problems.append(IndexProblem(i, f"{label}: an earlier batch already has the larger timestamp {int(before_max[j])}"))
+            problems.append(IndexProblem(i, f"{label}: an earlier batch already has the larger timestamp {int(before_max[j])}",
+                                            "an earlier batch has a larger timestamp"))
     return problems
