@@ -129,3 +129,97 @@ def test_a_path_without_a_command_is_stats(sample, tmp_path, monkeypatch):
     # a URL is a path: stats says what it could not read, not "invalid choice"
     p = cli("memory://nothing-here/logs", check=2)
     assert "invalid choice" not in p.stderr and "memory://nothing-here/logs" in p.stderr, p.stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# report: what would fail after the reading is found before it
+
+def _without(modules, *argv, cwd=None):
+    """``kafkafmt ARGV`` in a subprocess where importing ``modules`` fails (as when not installed)."""
+    code = ("import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in modules)
+            + "from kafkafmt.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    return subprocess.run([sys.executable, "-c", code, *map(str, argv)], capture_output=True, text=True,
+                          cwd=cwd, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=300)
+
+
+def test_report_without_its_extra_names_the_install_command(sample, tmp_path):
+    # the paths are not even read: a missing one is not what is reported
+    p = _without(["plotly"], "report", tmp_path / "not-there", "--to", tmp_path / "r.html", cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    no_traceback(p)
+    line = p.stderr.strip()
+    assert line.startswith("kafkafmt report: error: report needs plotly (not installed): pip install "), line
+    assert "not-there" not in line and not (tmp_path / "r.html").exists()
+    # the command names this checkout and an extra of its pyproject.toml that holds plotly
+    command = line.split(": ", 3)[-1]
+    assert command == f"pip install -e '{REPO}[report]'", command
+    pyproject = (REPO / "pyproject.toml").read_text()
+    report_extra = [ln for ln in pyproject.splitlines() if ln.startswith("report = ")]
+    assert report_extra and "plotly" in report_extra[0]
+    # from the checkout itself: -e '.[report]'
+    p = _without(["plotly"], "report", "--sample", "--to", tmp_path / "r.html", cwd=REPO)
+    assert p.stderr.strip().endswith("pip install -e '.[report]'"), p.stderr
+    # --json draws no chart: it needs no plotly
+    p = _without(["plotly"], "report", "--sample", "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["partitions"]
+    # without pandas, even --json cannot work: named too
+    p = _without(["pandas"], "report", "--sample", "--json")
+    assert p.returncode == 2 and "report needs pandas" in p.stderr, p.stderr
+
+
+def test_report_to_stdout(sample, tmp_path):
+    page = tmp_path / "page.html"
+    cli("report", "--sample", "--to", page, "--title", "t", sample=sample, check=0)
+    p = subprocess.run([sys.executable, "-m", "kafkafmt", "report", "--sample", "--to", "-", "--title", "t"],
+                       capture_output=True, cwd=tmp_path, timeout=300,
+                       env=dict(os.environ, PYTHONPATH=str(REPO), KAFKAFMT_SAMPLE_DIR=str(sample)))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == page.read_bytes()
+    assert not (tmp_path / "-").exists()
+    p = cli("report", "--sample", "--to", "-", "--json", sample=sample, check=2)
+    assert "both write to stdout" in p.stderr
+
+
+@pytest.mark.parametrize("where", ["missing-folder/r.html", "a-folder", "a-file/r.html"])
+def test_report_to_an_unwritable_place_is_refused_before_reading(tmp_path, where):
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("x")
+    target = tmp_path / where
+    p = cli("report", tmp_path / "not-there", "--to", target, check=2)
+    no_traceback(p)
+    assert p.stderr.startswith(f"kafkafmt report: error: cannot write {target}: "), p.stderr
+    assert "not-there" not in p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["a-file", "a-folder"]
+    assert list((tmp_path / "a-folder").iterdir()) == []
+
+
+def test_a_failed_atomic_write_leaves_nothing(tmp_path):
+    from kafkafmt._util.durable import write_atomic
+
+    target = tmp_path / "page.html"
+    with pytest.raises(TypeError):
+        write_atomic(target, [b"<html>", object()])
+    assert list(tmp_path.iterdir()) == []
+    target.write_bytes(b"old")
+    with pytest.raises(TypeError):
+        write_atomic(target, [b"<html>", object()])
+    assert list(tmp_path.iterdir()) == [target] and target.read_bytes() == b"old"
+
+
+@pytest.mark.parametrize("command", ["dump", "verify", "stats", "report", "export", "recover"])
+def test_help_is_plain_text(command):
+    """--help shows the command's text without reStructuredText's inline markup."""
+    text = cli(command, "--help", check=0).stdout
+    assert "`" not in text and ":func:" not in text and "**" not in text
+    assert not [ln for ln in text.splitlines() if ln.rstrip().endswith("::")]
+    assert len(text.splitlines()) > 10
+
+
+def test_command_text_takes_markup_off():
+    from kafkafmt.cli.common import command_text
+
+    doc = ("Title.\n\nRead ``--json`` as `kafkafmt.report.build` does (:func:`kafkafmt.read_log_dir`, "
+           "`Kafka <https://kafka.apache.org>`_, **bold**)::\n\n    kafkafmt x\n")
+    assert command_text(doc) == ("Read --json as kafkafmt.report.build does (kafkafmt.read_log_dir, Kafka, bold):"
+                                 "\n\n    kafkafmt x\n")
