@@ -223,3 +223,86 @@ def test_command_text_takes_markup_off():
            "`Kafka <https://kafka.apache.org>`_, **bold**)::\n\n    kafkafmt x\n")
     assert command_text(doc) == ("Read --json as kafkafmt.report.build does (kafkafmt.read_log_dir, Kafka, bold):"
                                  "\n\n    kafkafmt x\n")
+
+
+# ----------------------------------------------------------------------------------------------
+# export across a tiered gap: refused with nothing written (the default), or what is there with a warning
+
+@pytest.fixture(scope="module")
+def tiered_gap(tmp_path_factory):
+    """A partition whose tiered uploads end before its local segments start: (log dir, tiered root,
+    offsets held, (first missing offset, first local offset))."""
+    from test_tiered import _id, _write_local, kafka_layout_objects
+
+    tmp = tmp_path_factory.mktemp("gap")
+    folder = tmp / "logs" / "orders-0"
+    n = 3000
+    kafkafmt.write_log_dir(folder, values=[b"v%05d" % i for i in range(n)],
+                           timestamps=[T0 + 1000 * i for i in range(n)], segment_bytes=4 << 10, batch_size=1024)
+    bases = sorted(int(f.name[:20]) for f in folder.glob("*.log"))
+    assert len(bases) >= 6
+    uploaded, missing = bases[:len(bases) // 3], bases[len(bases) // 3: 2 * len(bases) // 3]
+    upload = tmp / "upload" / "orders-0"
+    shutil.copytree(folder, upload)
+    for f in upload.iterdir():
+        if f.name[:20].isdigit() and int(f.name[:20]) not in uploaded:
+            f.unlink()
+    _write_local(str(tmp / "remote"), kafka_layout_objects(str(upload), "orders", 0, _id(1)))
+    shutil.rmtree(tmp / "upload")
+    for f in folder.iterdir():
+        if f.name[:20].isdigit() and int(f.name[:20]) in uploaded + missing:
+            f.unlink()
+    first_missing, first_local = missing[0], bases[2 * len(bases) // 3]
+    held = list(range(first_missing)) + list(range(first_local, n))
+    return tmp / "logs", tmp / "remote", held, (first_missing, first_local)
+
+
+def _offsets_of(path, fmt):
+    import pyarrow as pa
+    import pyarrow.csv
+    import pyarrow.parquet as pq
+
+    if fmt == "parquet":
+        t = pq.read_table(path)
+    elif fmt == "arrow":
+        t = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    elif fmt == "csv":
+        t = pyarrow.csv.read_csv(path)
+    else:
+        return [json.loads(line)["offset"] for line in pathlib.Path(path).read_text().splitlines()]
+    return t.column("offset").to_pylist()
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow", "csv", "jsonl"])
+def test_export_across_a_tiered_gap(tiered_gap, tmp_path, fmt):
+    logs, remote, held, (first_missing, first_local) = tiered_gap
+    out = tmp_path / f"out.{fmt}"
+    gap = f"offsets {first_missing}..{first_local - 1}"
+    # the default (failOnDataLoss): refused, nothing written, the gap named
+    p = cli("export", logs, remote, "--to", out, check=1)
+    no_traceback(p)
+    assert gap in p.stderr and "nothing was written" in p.stderr and "--fail-on-data-loss false" in p.stderr
+    assert list(tmp_path.iterdir()) == []
+    if fmt in ("csv", "jsonl"):
+        p = cli("export", logs, remote, "--to", "-", "--format", fmt, check=1)
+        assert p.stdout == "" and gap in p.stderr
+    # taken: what is there, exit 0, a warning naming the gap
+    p = cli("export", logs, remote, "--to", out, "--fail-on-data-loss", "false", check=0)
+    warning = [ln for ln in p.stderr.splitlines() if "warning:" in ln]
+    assert len(warning) == 1 and gap in warning[0], p.stderr
+    assert _offsets_of(out, fmt) == held
+    assert sorted(x.name for x in tmp_path.iterdir()) == [out.name]
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "delta"])
+def test_table_export_across_a_tiered_gap_creates_nothing(tiered_gap, tmp_path, fmt):
+    logs, remote, held, (first_missing, first_local) = tiered_gap
+    where = tmp_path / "table"
+    table = ["--table", "kafka.orders"] if fmt == "iceberg" else []
+    p = cli("export", logs, remote, "--format", fmt, "--to", where, *table, check=1)
+    no_traceback(p)
+    assert f"offsets {first_missing}..{first_local - 1}" in p.stderr and "Nothing was exported" in p.stderr
+    assert not where.exists()
+    p = cli("export", logs, remote, "--format", fmt, "--to", where, *table, "--fail-on-data-loss", "false", check=0)
+    assert "warning: data loss" in p.stderr and "error" not in p.stderr, p.stderr
+    assert f"exported {len(held)} records" in p.stderr

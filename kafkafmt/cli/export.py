@@ -15,6 +15,7 @@ file beside the target and renamed when complete.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -29,7 +30,7 @@ from kafkafmt.record import BATCH_METADATA_COLUMNS, TYPED_COLUMNS
 from kafkafmt.values import conform, merge_types
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.cli.common import (add_replicas_option, add_typed_options, no_data, say_found, bytes_encoder,
+from kafkafmt.cli.common import (add_replicas_option, command_text, add_typed_options, no_data, say_found, bytes_encoder,
                                  checked_record_files, find_inputs, human_bytes, typed_options, input_paths, parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
                                  report_problem)
 from kafkafmt.cli import paths as cli_paths
@@ -49,7 +50,7 @@ def add_parser(sub, parents):
 
     p = sub.add_parser(
         "export", parents=parents, help="write records to Parquet, CSV, JSON lines or Arrow (Spark-Kafka schema)",
-        description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=command_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Examples:\n  kafkafmt export /var/lib/kafka --topics orders --to orders.parquet\n"
                "  kafkafmt export orders-0 --offset-range 1000:2000 --to - --format jsonl --bytes utf8 | jq .\n"
                "  kafkafmt export /data/kafka-logs --engine spark --to s3a://bucket/orders/\n"
@@ -77,6 +78,12 @@ def add_parser(sub, parents):
     p.add_argument("--no-headers", action="store_true", help="leave out the headers column")
     p.add_argument("--compression", default="snappy", metavar="CODEC",
                    help="Parquet compression (snappy, zstd, gzip, lz4, none; default snappy)")
+    p.add_argument("--fail-on-data-loss", choices=("true", "false"), default="true",
+                   help="records the sources should hold and do not -- offsets in neither a partition's tiered "
+                        "uploads nor its local segments, copies of a partition that disagree, offsets a table "
+                        "expects that retention deleted: true refuses before writing anything (the default, as "
+                        "Spark's failOnDataLoss); false warns, exports what is there (exit code 0) and, for "
+                        "tables, records the loss")
     p.add_argument("--salvage", action="store_true",
                    help="skip corrupt batches (each reported on stderr; exit code 1) instead of stopping at the first")
     p.add_argument("--engine", choices=("local", "spark"), default="local",
@@ -292,7 +299,7 @@ def run(args, console):
     err = no_data(found, files, paths, topics or partitions)
     if err is not None:
         raise err
-    found_errors = say_found(found, console)
+    _say_data_loss(args, found, console)
 
     total = sum(s.size for pd in found.partitions for s in pd.list_segments()) + sum(
         cli_paths.getsize(f) for f in files)
@@ -315,7 +322,26 @@ def run(args, console):
     where = "stdout" if target == "-" else f"{target} ({human_bytes(os.path.getsize(target))})"
     what = f"{len(found.partitions)} partitions" + (f" and {len(files)} files" if files else "")
     console.info(f"kafkafmt: exported {state['rows']} records of {what} to {where} in {elapsed:.1f} s")
-    return 1 if state["errors"] or found_errors else 0
+    return 1 if state["errors"] else 0
+
+
+def _say_data_loss(args, found, console):
+    """What discovery found (`say_found`), before anything is written. Its errors are records the
+    export would lose (offsets in neither the tiered uploads nor the local segments, copies that
+    disagree): with --fail-on-data-loss true (the default, as Spark's Kafka source and the table
+    exports) a DataLossError, nothing written (exit code 1); with false, warnings naming them and
+    an export of what is there (exit code 0)."""
+    from kafkafmt.errors import DataLossError
+
+    lost = [p for p in found.leftovers if p.severity == "error"]
+    if lost and args.fail_on_data_loss == "false":
+        found.leftovers = [p for p in found.leftovers if p.severity != "error"] + [
+            dataclasses.replace(p, severity="warning", message=f"{p.message} (exported without them: "
+                                                                  f"--fail-on-data-loss false)") for p in lost]
+    errors = say_found(found, console)
+    if errors:
+        raise DataLossError(f"{len(errors)} data loss problem{'s' if len(errors) > 1 else ''} (above): nothing "
+                            f"was written. To export what is there, give --fail-on-data-loss false")
 
 
 def _stream_export(args, console, total, sources, open_writer, write):
@@ -461,6 +487,7 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
         reader = reader.option("kafka.isolation.level", "read_committed")
     if args.batch_metadata:
         reader = reader.option("includeBatchMetadata", "true")
+    reader = reader.option("failOnDataLoss", args.fail_on_data_loss)
     df = None
     for p in paths:
         part = reader.load(os.path.abspath(p))
@@ -603,7 +630,7 @@ def run_internal(args, console, fmt):
     if not found.partitions and not files:
         raise UsageError(f"no {topic} partition folders or segments found under " + ", ".join(paths)
                          + (" (after --partitions)" if partitions else ""))
-    found_errors = say_found(found, console)
+    _say_data_loss(args, found, console)
 
     total = sum(s.size for pd in found.partitions for s in pd.list_segments()) + sum(
         cli_paths.getsize(f) for f in files) + sum(cli_paths.getsize(f) for v in snapshots.values() for f in v)
@@ -634,4 +661,4 @@ def run_internal(args, console, fmt):
         what += f" and {nsnap} snapshots"
     console.info(f"kafkafmt: exported {state['rows']} {name} rows ({state['records']} records of {what}) "
                  f"to {where} in {elapsed:.1f} s")
-    return 1 if state["errors"] or found_errors else 0
+    return 1 if state["errors"] else 0

@@ -208,6 +208,9 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
                          storage_options if table_storage_options is None else table_storage_options)
     found = find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys)
     base = kafka_schema(headers, batch_metadata)
+    if fail_on_data_loss and not target.exists():
+        # a new table is not created when the sources already lack records it would need
+        report_data_loss(find_data_loss(found, {}, report), True)
     fields = target.open(base, requested, target_file_size=target_file_size, compression=compression)
     if partition_by is not None and tuple(fields) != tuple(requested):
         raise ValueError(f"{target.describe()} is partitioned by {format_partition_by(fields)}, not "
