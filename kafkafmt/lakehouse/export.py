@@ -87,6 +87,11 @@ class ExportResult:
     report: list = field(default_factory=list)
     seconds: float = 0.0
 
+    def __repr__(self):     # a summary: ranges and offsets hold an entry per partition
+        return (f"<ExportResult {self.table}: {self.rows} rows of {self.partitions} partitions in {self.files} files "
+                f"({self.bytes} bytes), {len(self.commits)} commits, {len(self.data_loss)} data losses, "
+                f"{self.seconds:.1f} s>")
+
 
 def open_target(format, to=None, table=None, catalog=None, storage_options=None):
     """The table an export writes: Iceberg (``table`` "NS.TABLE" in the warehouse ``to`` and/or

@@ -126,6 +126,12 @@ class DecodedColumn:
     def __len__(self):
         return len(self.values)
 
+    def __repr__(self):     # a summary: the columns hold a row per record
+        name = getattr(self.format, "name", None)
+        reader = f", reader {self.reader!r}" if self.reader is not None else ""
+        return (f"<DecodedColumn{f' {name}' if name else ''}: {len(self)} values, {self.error_count} errors"
+                f"{reader}>")
+
     def json(self):
         """Each value as JSON text (None where null): Avro as kafka-avro-console-consumer prints it
         (`kafkafmt.values.avro._json`), strings as JSON strings, bytes as ISO-8859-1 JSON strings."""
