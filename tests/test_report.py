@@ -380,3 +380,50 @@ def test_report_marks_tiered_and_local_segments(tmp_path):
     page = tmp_path / "t.html"
     kafkafmt.report.write_html(r, page)
     assert "tiered" in page.read_text()
+
+
+# ----------------------------------------------------------------------------------------------
+# names are text: group, client and transactional ids are arbitrary strings
+
+HOSTILE = ['<a href="javascript:console.log(\'XSS-link\')">clickme</a>', "a<br>b", "<b>bold</b> & <i>it</i>",
+           '<img src=x onerror="console.log(\'XSS-img\')">', '</script><script>console.log("XSS-script")</script>',
+           "<!--<script>", "&lt;b&gt; &amp;", "%{y}<br>", "plain"]
+
+
+def _groups_dir(root, groups):
+    root.mkdir()
+    with LogWriter(root / "orders-0") as w:
+        w.append(values=[b"v%d" % j for j in range(50)], timestamps=[T0 + j * 1000 for j in range(50)])
+    with LogWriter(root / "__consumer_offsets-0") as w:
+        for i, g in enumerate(groups):
+            key, value = _commit(g, "orders", 0, 5 + i)
+            w.append(keys=[key], values=[value], timestamps=[T0])
+
+
+def _texts(dom, pattern):
+    import html
+    import re
+
+    return [html.unescape(re.sub(r"<[^>]+>", "", t)) for t in re.findall(pattern, dom, re.S)]
+
+
+def test_labels_are_literal_text_in_chromium(tmp_path):
+    import re
+
+    root = tmp_path / "logs"
+    _groups_dir(root, HOSTILE)
+    page = tmp_path / "hostile.html"
+    cli("report", root, "--to", page, "--title", "<b>title</b>", check=0)
+    png, dom, console = render(page, tmp_path)
+    assert not [c for c in console if "XSS" in c or "Uncaught" in c], console     # no script ran
+    assert not re.findall(r"<a\b[^>]*javascript", dom)                             # no link was made
+    assert not re.findall(r"<img\b", dom)
+    assert dom.count('class="plot-container plotly"') == page.read_text().count('class="chart"')   # all drawn
+    # the lag chart's category labels: each name as written, one line each
+    ticks = _texts(dom, r'<g class="ytick">(<text.*?</text>)')
+    assert set(HOSTILE) <= set(ticks), ticks
+    # the tables: the same names, and the title
+    cells = _texts(dom, r"<td>(.*?)</td>")
+    assert set(HOSTILE) <= set(cells)
+    assert _texts(dom, r"<h1>(.*?)</h1>") == ["<b>title</b>"]
+
