@@ -427,3 +427,43 @@ def test_labels_are_literal_text_in_chromium(tmp_path):
     assert set(HOSTILE) <= set(cells)
     assert _texts(dom, r"<h1>(.*?)</h1>") == ["<b>title</b>"]
 
+
+
+# ----------------------------------------------------------------------------------------------
+# the guide's screenshot of the sample's page is of today's page
+
+def _screenshot_tool():
+    import importlib.util
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "docs" / "_ext" / "report_screenshot.py"
+    spec = importlib.util.spec_from_file_location("kafkafmt_report_screenshot", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_guides_screenshot_is_of_todays_page(tmp_path):
+    """docs/_static/report-sample.png carries the fingerprint of the page it shows (the report's tables and
+    the page's text); today's page must have the same, else the picture is stale."""
+    tool = _screenshot_tool()
+    page, doc = tool.make_page(tmp_path)
+    now = tool.fingerprint(page.read_text(encoding="utf-8"), doc)
+    assert tool.saved_fingerprint() == now, f"the page changed: run `{tool.COMMAND}` and commit {tool.PNG.name}"
+    assert tool.PNG.stat().st_size < 200_000
+    size, cols = colours(tool.PNG)
+    assert size == tool.WINDOW and len(cols) > 16 and cols.get((255, 255, 255), 0) < 0.9 * size[0] * size[1]
+    assert cols.get((0x63, 0x6E, 0xFA), 0) > 1000          # the topic bars were drawn
+    assert "](../_static/report-sample.png)" in (tool.DOCS / "guide" / "report.md").read_text()
+
+
+def test_the_screenshot_fingerprint_sees_changes(tmp_path):
+    tool = _screenshot_tool()
+    page, doc = tool.make_page(tmp_path)
+    html = page.read_text(encoding="utf-8")
+    base = tool.fingerprint(html, doc)
+    assert tool.fingerprint(html.replace("<td>", "<td>x", 1), doc) != base             # a table's text
+    doc["lag"][0]["lag"] = 1
+    assert tool.fingerprint(html, doc) != base                                          # the data
+    head, body = html.split("</head>", 1)
+    assert tool.fingerprint(head.replace("Plotly", "Plotly ") + "</head>" + body, json.loads(json.dumps(doc))) \
+        == tool.fingerprint(html, doc)                                                  # not plotly.js
