@@ -306,3 +306,52 @@ def test_table_export_across_a_tiered_gap_creates_nothing(tiered_gap, tmp_path, 
     p = cli("export", logs, remote, "--format", fmt, "--to", where, *table, "--fail-on-data-loss", "false", check=0)
     assert "warning: data loss" in p.stderr and "error" not in p.stderr, p.stderr
     assert f"exported {len(held)} records" in p.stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# the README's first command: `pip install -e .` (no extra) is all `stats --sample` needs
+
+_ONLY_RUNTIME = r'''
+import importlib.abc, importlib.metadata as md, re, sys
+
+runtime = {re.match(r"[A-Za-z0-9_.-]+", r).group(0).lower().replace("_", "-") for r in md.requires("kafkafmt") or ()
+           if "extra ==" not in r}
+allowed = {"kafkafmt"} | set(sys.stdlib_module_names) | {m.split(".")[0] for m in sys.modules}
+allowed |= {top for top, dists in md.packages_distributions().items()
+            if any(d.lower().replace("_", "-") in runtime for d in dists)}
+blocked = []
+
+
+class OnlyRuntime(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        top = name.split(".")[0]
+        if top not in allowed:
+            blocked.append(top)
+            raise ModuleNotFoundError(f"{top} is not a runtime dependency of kafkafmt", name=top)
+        return None
+
+
+sys.meta_path.insert(0, OnlyRuntime())
+from kafkafmt.cli import main
+code = main(sys.argv[1:])
+print("blocked:", sorted(set(blocked)), file=sys.stderr)
+sys.exit(code)
+'''
+
+
+def test_stats_of_the_sample_needs_only_the_runtime_dependencies(tmp_path):
+    """`python -m kafkafmt stats --sample` in a fresh sample folder (generated, then read) with every
+    package that is not a runtime dependency of pyproject.toml unimportable."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), KAFKAFMT_SAMPLE_DIR=str(tmp_path / "sample"))
+    p = subprocess.run([sys.executable, "-c", _ONLY_RUNTIME, "stats", "--sample"], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.splitlines()[0].split()[:3] == ["PARTITION", "/", "SEGMENT"]
+    rows = {ln.split()[0] for ln in p.stdout.splitlines()[1:] if not ln.startswith(" ")}
+    assert rows >= {"orders-0", "payments-0", "shipments-0", "__consumer_offsets-0"} and any(
+        r.startswith("TOTAL") for r in rows)
+    # the guard is real: a module of an extra cannot be imported under it
+    p = subprocess.run([sys.executable, "-c", _ONLY_RUNTIME.replace("from kafkafmt.cli import main",
+                                                                    "import pyarrow\nfrom kafkafmt.cli import main"),
+                        "stats", "--sample"], capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 1 and "pyarrow is not a runtime dependency" in p.stderr
