@@ -4,6 +4,7 @@ subprocess (a real shell pipe where it is about pipes)."""
 import json
 import os
 import pathlib
+import re
 import shlex
 import shutil
 import subprocess
@@ -355,3 +356,18 @@ def test_stats_of_the_sample_needs_only_the_runtime_dependencies(tmp_path):
                                                                     "import pyarrow\nfrom kafkafmt.cli import main"),
                         "stats", "--sample"], capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 1 and "pyarrow is not a runtime dependency" in p.stderr
+
+
+def test_missing_extras_name_an_install_line_that_works_here(sample, tmp_path):
+    """From this checkout, a missing extra is named as the checkout's editable install with that extra (a
+    `pip install 'kafkafmt[arrow]'` would look for a package elsewhere), by the library and the commands."""
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert re.search(r'^arrow = \[.*"pyarrow', pyproject, re.M)
+    code = ("import sys\nsys.modules['pyarrow'] = None\nimport kafkafmt\n"
+            f"recs = kafkafmt.read_log_dir({str(sample / 'orders-0')!r})\n"
+            "try:\n    recs.to_arrow()\nexcept ImportError as exc:\n    print(exc)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                       env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=300)
+    assert p.stdout.strip().endswith(f"need pyarrow: pip install -e '{REPO}[arrow]'"), p.stdout + p.stderr
+    p = _without(["pyarrow"], "export", sample, "--to", tmp_path / "o.parquet", cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.strip().endswith(f"export needs pyarrow: pip install -e '{REPO}[arrow]'")

@@ -39,6 +39,7 @@ from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import CHUNK_BYTES, FileReader, topic_of_file
 from kafkafmt.cli.table_export import TABLE_FORMATS, run_table
 from kafkafmt.cli.table_export import add_arguments as add_table_arguments
+from kafkafmt._util.extras import install_command
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".json": "jsonl", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow", ".arrows": "arrow-stream"}
@@ -106,7 +107,7 @@ def _pa():
     try:
         import pyarrow as pa
     except ImportError:
-        raise UsageError("export needs pyarrow: pip install 'kafkafmt[arrow]'") from None
+        raise UsageError(f"export needs pyarrow: {install_command('arrow')}") from None
     return pa
 
 
@@ -462,7 +463,7 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
         from pyspark.sql import SparkSession
         from pyspark.sql import functions as F
     except ImportError:
-        raise UsageError("--engine spark needs pyspark (pip install 'kafkafmt[spark]'); "
+        raise UsageError(f"--engine spark needs pyspark ({install_command('spark')}); "
                          "without it, leave out --engine to export in this process") from None
     try:
         import kafkafmt.spark as kspark

@@ -7,6 +7,7 @@ from kafkafmt.cli.common import (human_bytes, input_paths, parse_int_list, parse
                                  parse_size, parse_time_range, report_problem)
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.progress import Progress
+from kafkafmt._util.extras import install_command
 
 TABLE_FORMATS = ("iceberg", "delta")
 
@@ -45,7 +46,7 @@ def run_table(args, console, fmt):
         try:
             __import__(mod)
         except ImportError:
-            raise UsageError(f"--format {fmt} needs {mod}: pip install 'kafkafmt[lakehouse]'") from None
+            raise UsageError(f"--format {fmt} needs {mod}: {install_command('lakehouse')}") from None
     paths = input_paths(args, "export")
     offsets = parse_offset_range(args.offset_range)
     times = parse_time_range(args.time_range)

@@ -59,6 +59,7 @@ from kafkafmt.values.avro import ZERO_ITEMS_CAP, AvroPlan
 from kafkafmt.values.avro import parse_registered, parse_schema
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
 from kafkafmt.values.registry import InlineSchemaRegistry, RegisteredSchema, SchemaRegistry, open_registry
+from kafkafmt._util.extras import install_command
 
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
            "get_format", "reader_schema_for", "column_parts", "column_validity", "raise_strict", "nullable_type",
@@ -74,7 +75,7 @@ def _pa():
     try:
         import pyarrow as pa
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("typed values need pyarrow: pip install 'kafkafmt[arrow]'") from exc
+        raise ImportError(f"typed values need pyarrow: {install_command('arrow')}") from exc
     return pa
 
 
