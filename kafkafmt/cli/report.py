@@ -43,34 +43,13 @@ def add_parser(sub, parents):
     return p
 
 
-def check_before_reading(args):
-    """What would make the report fail after its reading, found before it (usage errors, exit 2): the
-    packages of the ``report`` extra the output needs, and a ``--to`` that cannot be written."""
-    import importlib.util
-
-    from kafkafmt._util.durable import check_writable
-    from kafkafmt._util.extras import install_command
-
-    if not args.to and not args.json:
-        raise UsageError("give --to FILE.html and/or --json")
-    if args.to == "-" and args.json:
-        raise UsageError("--to - and --json both write to stdout; give --to FILE.html with --json")
-    needed = ["pandas", "pyarrow"] + (["plotly"] if args.to else [])
-    missing = [m for m in needed if importlib.util.find_spec(m) is None]
-    if missing:
-        raise UsageError(f"report needs {', '.join(missing)} (not installed): {install_command('report')}")
-    if args.to and args.to != "-":
-        try:
-            check_writable(args.to)
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.to}: {exc.strerror or exc}") from None
-
-
 def run(args, console):
-    check_before_reading(args)
-    from kafkafmt.report import Builder, to_html, write_html
+    from kafkafmt.report import Builder, write_html
     from kafkafmt.errors import PathNotFoundError
 
+    if not args.to and not args.json:
+        raise UsageError("report: give --to FILE.html and/or --json")
+    check_before_reading(args)
     paths = input_paths(args, "report")
     started = time.monotonic()
     try:
@@ -88,6 +67,8 @@ def run(args, console):
     if args.json:
         console.json(report.to_json())
     if args.to == "-":
+        from kafkafmt.report import to_html
+
         console.out.write(to_html(report, title=args.title, compress_js=not args.plain_js))
     elif args.to:
         size = write_html(report, args.to, title=args.title, compress_js=not args.plain_js)
@@ -95,3 +76,24 @@ def run(args, console):
             console.message(f"kafkafmt: wrote {args.to} ({human_bytes(size)}, {len(builder.partitions)} partitions) "
                             f"in {time.monotonic() - started:.1f} s")
     return 1 if any(p["severity"] == "error" for p in report.problems) else 0
+
+
+def check_before_reading(args):
+    """What would make the report fail after its reading, found before it (usage errors, exit 2): the
+    packages of the ``report`` extra the output needs, and a ``--to`` that cannot be written."""
+    import importlib.util
+
+    from kafkafmt._util.durable import check_writable
+    from kafkafmt._util.extras import install_command
+
+    if args.to == "-" and args.json:
+        raise UsageError("--to - and --json both write to stdout; give --to FILE.html with --json")
+    needed = ["pandas", "pyarrow"] + (["plotly"] if args.to else [])
+    missing = [m for m in needed if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UsageError(f"report needs {', '.join(missing)} (not installed): {install_command('report')}")
+    if args.to and args.to != "-":
+        try:
+            check_writable(args.to)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.to}: {exc.strerror or exc}") from None
