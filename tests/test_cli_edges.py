@@ -371,3 +371,20 @@ def test_missing_extras_name_an_install_line_that_works_here(sample, tmp_path):
     assert p.stdout.strip().endswith(f"need pyarrow: pip install -e '{REPO}[arrow]'"), p.stdout + p.stderr
     p = _without(["pyarrow"], "export", sample, "--to", tmp_path / "o.parquet", cwd=tmp_path)
     assert p.returncode == 2 and p.stderr.strip().endswith(f"export needs pyarrow: pip install -e '{REPO}[arrow]'")
+
+
+def test_spark_engine_export_across_a_tiered_gap(tiered_gap, tmp_path):
+    """--engine spark reads every path in one query (a partition's uploads and local segments are one
+    partition), refuses the gap as the local engine does, and with --fail-on-data-loss false writes what
+    is there."""
+    pytest.importorskip("pyspark")
+    import pyarrow.parquet as pq
+
+    logs, remote, held, (first_missing, first_local) = tiered_gap
+    out = tmp_path / "spark-out"
+    p = cli("export", logs, remote, "--engine", "spark", "--format", "parquet", "--to", out, check=1)
+    assert f"offsets {first_missing}..{first_local - 1}" in p.stderr and "nothing was written" in p.stderr
+    assert not out.exists()
+    cli("export", logs, remote, "--engine", "spark", "--format", "parquet", "--to", out,
+        "--fail-on-data-loss", "false", check=0)
+    assert sorted(pq.read_table(out).column("offset").to_pylist()) == held

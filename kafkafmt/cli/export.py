@@ -473,6 +473,9 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
         raise UsageError(f"--engine spark writes parquet, csv or jsonl, not {fmt}")
     if args.to == "-":
         raise UsageError("--engine spark writes a folder: give --to PATH")
+    if args.fail_on_data_loss == "true":
+        # refused here, as the local engine refuses, before Spark's writer prepares (or, overwriting, clears) --to
+        _say_data_loss(args, find_inputs(paths, topics, partitions, args.replicas), console)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = SparkSession.builder.appName("kafkafmt export").getOrCreate()
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")   # as the local engine writes
@@ -489,10 +492,9 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
     if args.batch_metadata:
         reader = reader.option("includeBatchMetadata", "true")
     reader = reader.option("failOnDataLoss", args.fail_on_data_loss)
-    df = None
-    for p in paths:
-        part = reader.load(os.path.abspath(p))
-        df = part if df is None else df.unionByName(part)
+    # one read of every path, as the local engine's: a partition's tiered uploads and local segments
+    # (in two paths) are one partition, their gap seen, a copy in both read once
+    df = reader.option("paths", json.dumps([p if "://" in str(p) else os.path.abspath(p) for p in paths])).load()
     if offsets[0] is not None:
         df = df.where(F.col("offset") >= offsets[0])
     if offsets[1] is not None:
