@@ -241,8 +241,10 @@ def test_disagreement_cli(disagreeing, tmp_path):
     assert _names_both(problems[0]["message"], a, b)
     s = kcli.run("stats", root, check=1)
     assert _names_both(s.stderr, a, b)
-    e = kcli.run("export", root, "--to", tmp_path / "t.parquet")
-    assert e.returncode == 1 and _names_both(e.stderr, a, b)
+    e = kcli.run("export", root, "--to", tmp_path / "t.parquet")          # refused: nothing written
+    assert e.returncode == 1 and _names_both(e.stderr, a, b) and not (tmp_path / "t.parquet").exists()
+    e = kcli.run("export", root, "--to", tmp_path / "t.parquet", "--fail-on-data-loss", "false")
+    assert e.returncode == 0 and _names_both(e.stderr, a, b)              # said, and the copy read exported
     assert pq.read_table(tmp_path / "t.parquet").num_rows == 400
     r = kcli.run("report", "--json", root, check=1)
     rows = [p for p in json.loads(r.stdout)["problems"] if p["offset"] == 321]

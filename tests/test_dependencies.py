@@ -39,7 +39,7 @@ def declared():
     try:
         requires = md.requires("kafkafmt") or []
     except md.PackageNotFoundError:
-        pytest.fail("kafkafmt is not installed: run the README's first command (pip install -e \".[test]\")")
+        pytest.fail("kafkafmt is not installed: run the README's second command (pip install -e \".[test]\")")
     out = {}
     for req in requires:
         name, own_extras = _name_and_extras(req)

@@ -451,8 +451,9 @@ def test_gap_verify(layouts):
 
 @pytest.mark.parametrize("command", ["stats", "export", "dump"])
 def test_gap_other_commands(layouts, command, tmp_path):
-    """`stats`, `export` and `dump` read what is there and say that offsets lo..hi are missing
-    (on stderr, or in stats' JSON problems), exiting 1 as for any error in the data."""
+    """`stats` and `dump` read what is there and say that offsets lo..hi are missing (on stderr, or in
+    stats' JSON problems), exiting 1 as for any error in the data; `export` says so and writes nothing
+    (--fail-on-data-loss true, the default: tests/test_cli_edges.py)."""
     layout, topic, part, lo, hi = _gap(layouts)
     if command == "stats":
         p, doc = stats_json(layout)

@@ -380,3 +380,90 @@ def test_report_marks_tiered_and_local_segments(tmp_path):
     page = tmp_path / "t.html"
     kafkafmt.report.write_html(r, page)
     assert "tiered" in page.read_text()
+
+
+# ----------------------------------------------------------------------------------------------
+# names are text: group, client and transactional ids are arbitrary strings
+
+HOSTILE = ['<a href="javascript:console.log(\'XSS-link\')">clickme</a>', "a<br>b", "<b>bold</b> & <i>it</i>",
+           '<img src=x onerror="console.log(\'XSS-img\')">', '</script><script>console.log("XSS-script")</script>',
+           "<!--<script>", "&lt;b&gt; &amp;", "%{y}<br>", "plain"]
+
+
+def _groups_dir(root, groups):
+    root.mkdir()
+    with LogWriter(root / "orders-0") as w:
+        w.append(values=[b"v%d" % j for j in range(50)], timestamps=[T0 + j * 1000 for j in range(50)])
+    with LogWriter(root / "__consumer_offsets-0") as w:
+        for i, g in enumerate(groups):
+            key, value = _commit(g, "orders", 0, 5 + i)
+            w.append(keys=[key], values=[value], timestamps=[T0])
+
+
+def _texts(dom, pattern):
+    import html
+    import re
+
+    return [html.unescape(re.sub(r"<[^>]+>", "", t)) for t in re.findall(pattern, dom, re.S)]
+
+
+def test_labels_are_literal_text_in_chromium(tmp_path):
+    import re
+
+    root = tmp_path / "logs"
+    _groups_dir(root, HOSTILE)
+    page = tmp_path / "hostile.html"
+    cli("report", root, "--to", page, "--title", "<b>title</b>", check=0)
+    png, dom, console = render(page, tmp_path)
+    assert not [c for c in console if "XSS" in c or "Uncaught" in c], console     # no script ran
+    assert not re.findall(r"<a\b[^>]*javascript", dom)                             # no link was made
+    assert not re.findall(r"<img\b", dom)
+    assert dom.count('class="plot-container plotly"') == page.read_text().count('class="chart"')   # all drawn
+    # the lag chart's category labels: each name as written, one line each
+    ticks = _texts(dom, r'<g class="ytick">(<text.*?</text>)')
+    assert set(HOSTILE) <= set(ticks), ticks
+    # the tables: the same names, and the title
+    cells = _texts(dom, r"<td>(.*?)</td>")
+    assert set(HOSTILE) <= set(cells)
+    assert _texts(dom, r"<h1>(.*?)</h1>") == ["<b>title</b>"]
+
+
+
+# ----------------------------------------------------------------------------------------------
+# the guide's screenshot of the sample's page is of today's page
+
+def _screenshot_tool():
+    import importlib.util
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "docs" / "_ext" / "report_screenshot.py"
+    spec = importlib.util.spec_from_file_location("kafkafmt_report_screenshot", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_guides_screenshot_is_of_todays_page(tmp_path):
+    """docs/_static/report-sample.png carries the fingerprint of the page it shows (the report's tables and
+    the page's text); today's page must have the same, else the picture is stale."""
+    tool = _screenshot_tool()
+    page, doc = tool.make_page(tmp_path)
+    now = tool.fingerprint(page.read_text(encoding="utf-8"), doc)
+    assert tool.saved_fingerprint() == now, f"the page changed: run `{tool.COMMAND}` and commit {tool.PNG.name}"
+    assert tool.PNG.stat().st_size < 200_000
+    size, cols = colours(tool.PNG)
+    assert size == tool.WINDOW and len(cols) > 16 and cols.get((255, 255, 255), 0) < 0.9 * size[0] * size[1]
+    assert cols.get((0x63, 0x6E, 0xFA), 0) > 1000          # the topic bars were drawn
+    assert "](../_static/report-sample.png)" in (tool.DOCS / "guide" / "report.md").read_text()
+
+
+def test_the_screenshot_fingerprint_sees_changes(tmp_path):
+    tool = _screenshot_tool()
+    page, doc = tool.make_page(tmp_path)
+    html = page.read_text(encoding="utf-8")
+    base = tool.fingerprint(html, doc)
+    assert tool.fingerprint(html.replace("<td>", "<td>x", 1), doc) != base             # a table's text
+    doc["lag"][0]["lag"] = 1
+    assert tool.fingerprint(html, doc) != base                                          # the data
+    head, body = html.split("</head>", 1)
+    assert tool.fingerprint(head.replace("Plotly", "Plotly ") + "</head>" + body, json.loads(json.dumps(doc))) \
+        == tool.fingerprint(html, doc)                                                  # not plotly.js

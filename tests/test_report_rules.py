@@ -329,3 +329,12 @@ def test_a_text_file_named_log_gets_one_answer(command, tmp_path, sample):
     beside = cli(command, folder, *extra)
     assert beside.returncode == 0, beside.stderr
     assert f"{text}: not a Kafka log segment" in beside.stderr
+
+
+def test_the_size_chart_is_drawn_in_the_tables_binary_unit():
+    """The report's size chart uses the unit its table prints the largest size in (KiB, not plotly's "50k")."""
+    from kafkafmt._util.units import byte_unit, human_bytes
+
+    for n in (1, 1023, 1024, 373121, (5 << 20) + 1, 3 << 30):
+        name, size = byte_unit(n)
+        assert human_bytes(n).endswith(" " + name) and 1 <= n / size < 1024

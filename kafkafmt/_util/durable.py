@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["write_atomic", "fsync_dir", "crash_point", "temp_path", "CRASH_ENV", "TMP_SUFFIX"]
+__all__ = ["write_atomic", "check_writable", "fsync_dir", "crash_point", "temp_path", "CRASH_ENV", "TMP_SUFFIX"]
 
 CRASH_ENV = "KAFKAFMT_CRASH_AFTER"
 TMP_SUFFIX = ".tmp"
@@ -40,13 +40,20 @@ def write_atomic(path, data, *, sync=True):
     path = os.fspath(path)
     tmp = path + TMP_SUFFIX
     parts = data if isinstance(data, (list, tuple)) else [data]
-    with open(tmp, "wb") as f:
-        for part in parts:
-            f.write(part)
-        if sync:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            for part in parts:
+                f.write(part)
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:                    # a failed write leaves nothing behind (a crash leaves the .tmp file)
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     if sync:
         fsync_dir(os.path.dirname(os.path.abspath(path)))
     crash_point()
@@ -80,6 +87,21 @@ def _running(pid):
     except OSError:
         return True          # not ours to signal: it runs
     return True
+
+
+def check_writable(path):
+    """Raise OSError (naming ``path``) when `write_atomic` could not write ``path``: its folder is
+    missing or refuses a new file, or ``path`` is a folder. Checked by creating and removing the
+    temporary file `write_atomic` would use, so a long job can fail before its work, not after."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(21, "is a folder", path)
+    tmp = path + TMP_SUFFIX
+    existed = os.path.lexists(tmp)
+    with open(tmp, "ab"):
+        pass
+    if not existed:
+        os.unlink(tmp)
 
 
 def crash_point():

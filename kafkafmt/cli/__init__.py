@@ -73,21 +73,46 @@ def build_parser():
     return parser
 
 
+def _first_word(argv):
+    """(index, word) of the first argument that is neither an option nor a common option's value
+    (``--threads 2``), or (None, None)."""
+    takes_value = {s for a in _common_parser()._actions if a.nargs != 0 for s in a.option_strings}
+    k = 0
+    while k < len(argv):
+        a = argv[k]
+        if a == "--":
+            break
+        if not a.startswith("-"):
+            return k, a
+        k += 2 if a in takes_value else 1
+    return None, None
+
+
 def _normalise(argv):
     """Put a command first (options given before it move after it); no command -> ``stats``
     (``kafkafmt --sample`` and ``kafkafmt PATH...`` keep working as before the subcommands)."""
     if any(a in ("-h", "--help", "--version") for a in argv[:1]) or not argv:
         return argv
-    for k, a in enumerate(argv):
-        if a == "--":
-            break
-        if not a.startswith("-"):
-            if a in COMMANDS:
-                return [a] + argv[:k] + argv[k + 1:]
-            break
+    k, word = _first_word(argv)
+    if word in COMMANDS:
+        return [word] + argv[:k] + argv[k + 1:]
     if any(a in ("-h", "--help") for a in argv):
         return argv
     return ["stats"] + argv
+
+
+def _check_command(parser, argv):
+    """A first word that is neither a command nor a path (an existing file or folder, a URL) is a
+    mistyped command, not a path for ``stats``: a usage error (exit 2) naming the closest command."""
+    import difflib
+
+    _, word = _first_word(argv)
+    if word is None or word in COMMANDS or "://" in word or os.path.lexists(word):
+        return
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]}?" if close else "choose from " + ", ".join(COMMANDS)
+    parser.error(f"argument COMMAND: invalid choice: {word!r} ({hint}); nor is it a file, folder or URL "
+                 f"('kafkafmt PATH...' runs stats)")
 
 
 def _install_warnings(console, debug):
@@ -102,8 +127,19 @@ def _install_warnings(console, debug):
 
 
 def main(argv=None):
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit code. A closed
+    stdout (``| head``) does not stop the work: its exit code stays the work's
+    (`kafkafmt.cli.output.reader_may_go_away`)."""
+    from kafkafmt.cli.output import reader_may_go_away
+
+    with reader_may_go_away():
+        return _main(argv)
+
+
+def _main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    _check_command(parser, argv)
     args, unknown = parser.parse_known_args(_normalise(argv))
     if unknown:
         # the command's own usage, not the top-level one
@@ -143,13 +179,10 @@ def run(args, console, debug=False):
         sys.stdout.flush()
         return status
     except BrokenPipeError:
-        # the reader went away (kafkafmt dump ... | head): stop quietly
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
-        return 0
+        # a pipe closed under a write that bypassed sys.stdout: the work stopped before its end, so
+        # its verdict is unknown -- not clean
+        console.message("kafkafmt: error: the output's reader went away before the work ended")
+        return 1
     except KeyboardInterrupt:
         console.message("kafkafmt: interrupted")
         return 130

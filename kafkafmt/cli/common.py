@@ -105,11 +105,29 @@ def check_kafka_file(path):
         raise UsageError(f"{path}: {why}")
 
 
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`([^`]+)`")     # :func:`x`, :py:class:`x`
+_LINK = re.compile(r"`([^`<]+?)\s*<[^`>]+>`__?")          # `text <url>`_
+_LITERAL = re.compile(r"``(.+?)``", re.S)
+_REFERENCE = re.compile(r"`([^`]+)`_{0,2}")
+_STRONG = re.compile(r"\*\*(.+?)\*\*", re.S)
+
+
+def command_text(doc):
+    """A command module's docstring, from its second paragraph on, as ``--help`` shows it: plain text
+    (reStructuredText's inline markup -- ``literals``, `references`, roles, links, bold -- taken off;
+    a paragraph's closing ``::`` made one colon)."""
+    text = doc.split("\n\n", 1)[1]
+    for pattern in (_ROLE, _LINK, _LITERAL, _REFERENCE, _STRONG):
+        text = pattern.sub(r"\1", text)
+    return re.sub(r"::$", ":", text, flags=re.M)
+
+
 def add_command(sub, parents, name, help, doc, paths_help="log directories, partition folders or segment files"):
-    """A subcommand parser with the shared PATH arguments and the module docstring as its text."""
+    """A subcommand parser with the shared PATH arguments and the module docstring as its text
+    (`command_text`)."""
     import argparse
 
-    p = sub.add_parser(name, parents=parents, help=help, description=doc.split("\n\n", 1)[1],
+    p = sub.add_parser(name, parents=parents, help=help, description=command_text(doc),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", metavar="PATH", help=paths_help)
     return p

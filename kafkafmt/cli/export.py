@@ -15,6 +15,7 @@ file beside the target and renamed when complete.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -31,7 +32,7 @@ from kafkafmt.record import BATCH_METADATA_COLUMNS, TYPED_COLUMNS, UNTYPED_COLUM
 from kafkafmt.values import FailedValues, conform
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.cli.common import (add_replicas_option, add_typed_options, no_data, say_found, bytes_encoder,
+from kafkafmt.cli.common import (add_replicas_option, command_text, add_typed_options, no_data, say_found, bytes_encoder,
                                  checked_record_files, find_inputs, human_bytes, typed_options, input_paths, parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
                                  report_problem)
 from kafkafmt.cli import paths as cli_paths
@@ -40,6 +41,7 @@ from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import CHUNK_BYTES, FileReader, topic_of_file
 from kafkafmt.cli.table_export import TABLE_FORMATS, run_table
 from kafkafmt.cli.table_export import add_arguments as add_table_arguments
+from kafkafmt._util.extras import install_command
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".json": "jsonl", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow", ".arrows": "arrow-stream"}
@@ -51,7 +53,7 @@ def add_parser(sub, parents):
 
     p = sub.add_parser(
         "export", parents=parents, help="write records to Parquet, CSV, JSON lines or Arrow (Spark-Kafka schema)",
-        description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=command_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Examples:\n  kafkafmt export /var/lib/kafka --topics orders --to orders.parquet\n"
                "  kafkafmt export orders-0 --offset-range 1000:2000 --to - --format jsonl --bytes utf8 | jq .\n"
                "  kafkafmt export /data/kafka-logs --engine spark --to s3a://bucket/orders/\n"
@@ -79,6 +81,14 @@ def add_parser(sub, parents):
     p.add_argument("--no-headers", action="store_true", help="leave out the headers column")
     p.add_argument("--compression", default="snappy", metavar="CODEC",
                    help="Parquet compression (snappy, zstd, gzip, lz4, none; default snappy)")
+    p.add_argument("--fail-on-data-loss", choices=("true", "false"), default="true",
+                   help="records the sources should hold and do not -- offsets in neither a partition's tiered "
+                        "uploads nor its local segments, copies of a partition that disagree, offsets a table "
+                        "expects that retention deleted, a source that is no longer what a table exported (its "
+                        "log end went back, other records at exported offsets, a re-created topic): true refuses "
+                        "before writing anything (the default, as Spark's failOnDataLoss, exit code 1); false "
+                        "warns, exports what is there (exit code 0) and, for tables, records the loss in the "
+                        "commit and goes on from where the source now is")
     p.add_argument("--salvage", action="store_true",
                    help="skip corrupt batches (each reported on stderr; exit code 1) instead of stopping at the first")
     p.add_argument("--engine", choices=("local", "spark"), default="local",
@@ -104,7 +114,7 @@ def _pa():
     try:
         import pyarrow as pa
     except ImportError:
-        raise UsageError("export needs pyarrow: pip install 'kafkafmt[arrow]'") from None
+        raise UsageError(f"export needs pyarrow: {install_command('arrow')}") from None
     return pa
 
 
@@ -305,7 +315,7 @@ def run(args, console):
     err = no_data(found, files, paths, topics or partitions)
     if err is not None:
         raise err
-    found_errors = say_found(found, console)
+    _say_data_loss(args, found, console)
 
     total = sum(s.size for pd in found.partitions for s in pd.list_segments()) + sum(
         cli_paths.getsize(f) for f in files)
@@ -331,7 +341,26 @@ def run(args, console):
     where = "stdout" if target == "-" else f"{target} ({human_bytes(os.path.getsize(target))})"
     what = f"{len(found.partitions)} partitions" + (f" and {len(files)} files" if files else "")
     console.info(f"kafkafmt: exported {state['rows']} records of {what} to {where} in {elapsed:.1f} s")
-    return 1 if state["errors"] or found_errors else 0
+    return 1 if state["errors"] else 0
+
+
+def _say_data_loss(args, found, console):
+    """What discovery found (`say_found`), before anything is written. Its errors are records the
+    export would lose (offsets in neither the tiered uploads nor the local segments, copies that
+    disagree): with --fail-on-data-loss true (the default, as Spark's Kafka source and the table
+    exports) a DataLossError, nothing written (exit code 1); with false, warnings naming them and
+    an export of what is there (exit code 0)."""
+    from kafkafmt.errors import DataLossError
+
+    lost = [p for p in found.leftovers if p.severity == "error"]
+    if lost and args.fail_on_data_loss == "false":
+        found.leftovers = [p for p in found.leftovers if p.severity != "error"] + [
+            dataclasses.replace(p, severity="warning", message=f"{p.message} (exported without them: "
+                                                                  f"--fail-on-data-loss false)") for p in lost]
+    errors = say_found(found, console)
+    if errors:
+        raise DataLossError(f"{len(errors)} data loss problem{'s' if len(errors) > 1 else ''} (above): nothing "
+                            f"was written. To export what is there, give --fail-on-data-loss false")
 
 
 def _stream_export(args, console, total, sources, open_writer, write):
@@ -455,7 +484,7 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
         from pyspark.sql import SparkSession
         from pyspark.sql import functions as F
     except ImportError:
-        raise UsageError("--engine spark needs pyspark (pip install 'kafkafmt[spark]'); "
+        raise UsageError(f"--engine spark needs pyspark ({install_command('spark')}); "
                          "without it, leave out --engine to export in this process") from None
     try:
         import kafkafmt.spark as kspark
@@ -465,6 +494,9 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
         raise UsageError(f"--engine spark writes parquet, csv or jsonl, not {fmt}")
     if args.to == "-":
         raise UsageError("--engine spark writes a folder: give --to PATH")
+    if args.fail_on_data_loss == "true":
+        # refused here, as the local engine refuses, before Spark's writer prepares (or, overwriting, clears) --to
+        _say_data_loss(args, find_inputs(paths, topics, partitions, args.replicas), console)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = SparkSession.builder.appName("kafkafmt export").getOrCreate()
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")   # as the local engine writes
@@ -480,9 +512,11 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
         reader = reader.option("kafka.isolation.level", "read_committed")
     if args.batch_metadata:
         reader = reader.option("includeBatchMetadata", "true")
-    # one load of every path: copies of a partition under several of them are read once (--replicas)
+    reader = reader.option("failOnDataLoss", args.fail_on_data_loss)
+    # one read of every path, as the local engine's: a partition's tiered uploads and local segments
+    # (in two paths) are one partition, their gap seen; copies of a partition read once (--replicas)
     reader = reader.option("replicas", args.replicas)
-    df = reader.load(json.dumps([os.path.abspath(p) for p in paths]))
+    df = reader.option("paths", json.dumps([p if "://" in str(p) else os.path.abspath(p) for p in paths])).load()
     if offsets[0] is not None:
         df = df.where(F.col("offset") >= offsets[0])
     if offsets[1] is not None:
@@ -634,7 +668,7 @@ def run_internal(args, console, fmt):
     if not found.partitions and not files:
         raise UsageError(f"no {topic} partition folders or segments found under " + ", ".join(paths)
                          + (" (after --partitions)" if partitions else ""))
-    found_errors = say_found(found, console)
+    _say_data_loss(args, found, console)
 
     total = sum(s.size for pd in found.partitions for s in pd.list_segments()) + sum(
         cli_paths.getsize(f) for f in files) + sum(cli_paths.getsize(f) for v in snapshots.values() for f in v)
@@ -665,4 +699,4 @@ def run_internal(args, console, fmt):
         what += f" and {nsnap} snapshots"
     console.info(f"kafkafmt: exported {state['rows']} {name} rows ({state['records']} records of {what}) "
                  f"to {where} in {elapsed:.1f} s")
-    return 1 if state["errors"] or found_errors else 0
+    return 1 if state["errors"] else 0

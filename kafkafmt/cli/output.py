@@ -2,7 +2,9 @@
 tear the progress bar."""
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 
 import numpy as np
@@ -62,6 +64,65 @@ class Console:
         """A note on stderr (not with --quiet)."""
         if not self.quiet:
             self.message(text)
+
+
+class _ReaderMayGoAway:
+    """A text stream (stdout, stderr) whose reader may go away (``kafkafmt verify ... | head -1``): from
+    the first write that finds the pipe closed (EPIPE), the stream's file descriptor is os.devnull and
+    writes are dropped, so the command runs to its end and its exit code is the work's -- as without
+    the pipe -- with no traceback and no "Broken pipe" message."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.gone = False
+
+    def _went_away(self):
+        self.gone = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self._stream.fileno())   # what the stream still buffers goes there at exit
+            finally:
+                os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def write(self, text):
+        if not self.gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._went_away()
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._went_away()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def reader_may_go_away():
+    """Within: ``sys.stdout`` and ``sys.stderr`` keep working after their reader went away (see
+    `_ReaderMayGoAway`); restored after."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _ReaderMayGoAway(sys.stdout), _ReaderMayGoAway(sys.stderr)
+    try:
+        yield
+    finally:
+        for guarded in (sys.stdout, sys.stderr):
+            if isinstance(guarded, _ReaderMayGoAway):
+                guarded.flush()
+        sys.stdout, sys.stderr = saved
 
 
 def table(headers, rows, right=None):

@@ -28,7 +28,7 @@ from kafkafmt.cli.progress import Progress
 def add_parser(sub, parents):
     p = add_command(sub, parents, "report", "one self-contained HTML page: topics, timelines, problems, consumer lag",
                     __doc__, "log directories, partition folders or tiered uploads (local or URLs)")
-    p.add_argument("--to", metavar="FILE.html", help="write the HTML page here")
+    p.add_argument("--to", metavar="FILE.html", help="write the HTML page here ('-': to stdout)")
     p.add_argument("--json", action="store_true", help="print the report's tables as one JSON document")
     p.add_argument("--title", help="the page's title (default: the paths)")
     p.add_argument("--plain-js", action="store_true",
@@ -49,6 +49,7 @@ def run(args, console):
 
     if not args.to and not args.json:
         raise UsageError("report: give --to FILE.html and/or --json")
+    check_before_reading(args)
     paths = input_paths(args, "report")
     started = time.monotonic()
     try:
@@ -69,9 +70,34 @@ def run(args, console):
         console.progress = None
     if args.json:
         console.json(report.to_json())
-    if args.to:
+    if args.to == "-":
+        from kafkafmt.report import to_html
+
+        console.out.write(to_html(report, title=args.title, compress_js=not args.plain_js))
+    elif args.to:
         size = write_html(report, args.to, title=args.title, compress_js=not args.plain_js)
         if not console.quiet:
             console.message(f"kafkafmt: wrote {args.to} ({human_bytes(size)}, {len(builder.partitions)} partitions) "
                             f"in {time.monotonic() - started:.1f} s")
     return 1 if any(p["severity"] == "error" for p in report.problems) else 0
+
+
+def check_before_reading(args):
+    """What would make the report fail after its reading, found before it (usage errors, exit 2): the
+    packages of the ``report`` extra the output needs, and a ``--to`` that cannot be written."""
+    import importlib.util
+
+    from kafkafmt._util.durable import check_writable
+    from kafkafmt._util.extras import install_command
+
+    if args.to == "-" and args.json:
+        raise UsageError("--to - and --json both write to stdout; give --to FILE.html with --json")
+    needed = ["pandas", "pyarrow"] + (["plotly"] if args.to else [])
+    missing = [m for m in needed if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UsageError(f"report needs {', '.join(missing)} (not installed): {install_command('report')}")
+    if args.to and args.to != "-":
+        try:
+            check_writable(args.to)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.to}: {exc.strerror or exc}") from None

@@ -15,7 +15,7 @@ from kafkafmt.cli.common import (human_bytes, input_paths, parse_int_list, parse
                                  parse_size, parse_time_range, report_problem)
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.progress import Progress
-from kafkafmt.log import ReportKind
+from kafkafmt._util.extras import install_command
 
 TABLE_FORMATS = ("iceberg", "delta")
 
@@ -35,12 +35,6 @@ def add_arguments(p):
                    help="size of each data file, about (default 128M)")
     g.add_argument("--commit-every", type=parse_size, default=8 << 30, metavar="SIZE",
                    help="commit after this much input, so a long backfill keeps its progress (default 8G)")
-    g.add_argument("--fail-on-data-loss", choices=("true", "false"), default="true",
-                   help="offsets the table expects that the sources no longer have (retention deleted them), or a "
-                        "source that is no longer what was exported (its log end went back, other records at "
-                        "exported offsets, a re-created topic): true stops before writing anything (default, exit "
-                        "1); false prints the loss, records it in the commit and goes on from where the source now "
-                        "is (exit 0)")
     g.add_argument("--json", action="store_true",
                    help="print what the run did as one JSON document on stdout: rows, files, commits, the offset "
                         "ranges exported, the ledger after, and the data loss")
@@ -67,7 +61,7 @@ def run_table(args, console, fmt):
         try:
             __import__(mod)
         except ImportError:
-            raise UsageError(f"--format {fmt} needs {mod}: pip install 'kafkafmt[lakehouse]'") from None
+            raise UsageError(f"--format {fmt} needs {mod}: {install_command('lakehouse')}") from None
     paths = input_paths(args, "export")
     offsets = parse_offset_range(args.offset_range)
     times = parse_time_range(args.time_range)
@@ -102,11 +96,15 @@ def run_table(args, console, fmt):
             raise UsageError(str(exc)) from None
         finally:
             console.progress = None
+    from kafkafmt.log import ReportKind
+
     errors = 0
     for e in r.report:
         problem = report_problem(e)
         if problem is None or e.kind is ReportKind.GAP:     # a gap the run went past is in r.data_loss
             continue
+        if e.kind is ReportKind.GAP and args.fail_on_data_loss == "false":
+            continue            # a data loss taken: export_table warned about it
         if problem.severity == "error":
             errors += 1
             console.message(f"kafkafmt: {problem.text()}")
@@ -123,7 +121,7 @@ def run_table(args, console, fmt):
         console.info(f"kafkafmt: exported {r.rows} records of {r.partitions} partitions to {r.table} in "
                      f"{r.seconds:.1f} s: {r.files} files ({human_bytes(r.bytes)}), {len(r.commits)} "
                      f"commit{'s' if len(r.commits) > 1 else ''} (last {r.commits[-1]})")
-    return 1 if errors else 0
+    return 1 if errors else 0          # data loss taken (--fail-on-data-loss false): warned about
 
 
 def _summary(r):

@@ -123,6 +123,12 @@ class DeltaTable:
         return DT(self.uri, storage_options=self.options or None)
 
     # -- the table ------------------------------------------------------------------------------
+    def exists(self):
+        """Whether the table is there (`open` creates it when not)."""
+        from deltalake import DeltaTable as DT
+
+        return DT.is_deltatable(self.uri, storage_options=self.options or None)
+
     def open(self, schema, fields, *, target_file_size, compression):
         import pyarrow as pa
         from deltalake import DeltaTable as DT

@@ -94,6 +94,11 @@ class ExportResult:
     report: list = field(default_factory=list)
     seconds: float = 0.0
 
+    def __repr__(self):     # a summary: ranges and offsets hold an entry per partition
+        return (f"<ExportResult {self.table}: {self.rows} rows of {self.partitions} partitions in {self.files} files "
+                f"({self.bytes} bytes), {len(self.commits)} commits, {len(self.data_loss)} data losses, "
+                f"{self.seconds:.1f} s>")
+
 
 def open_target(format, to=None, table=None, catalog=None, storage_options=None):
     """The table an export writes: Iceberg (``table`` "NS.TABLE" in the warehouse ``to`` and/or
@@ -232,6 +237,9 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
     found = find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys,
                             replicas=replicas)
     base = kafka_schema(headers, batch_metadata)
+    if fail_on_data_loss and not target.exists():
+        # a new table is not created when the sources already lack records it would need
+        report_data_loss(find_data_loss(found, {}, report), True)
     fields = target.open(base, requested, target_file_size=target_file_size, compression=compression)
     if partition_by is not None and tuple(fields) != tuple(requested):
         raise ValueError(f"{target.describe()} is partitioned by {format_partition_by(fields)}, not "

@@ -155,10 +155,27 @@ class IcebergTable:
         if not identifier or "." not in identifier:
             raise ValueError(f"an Iceberg table is named NAMESPACE.TABLE, not {identifier!r}")
         self.identifier = identifier
-        self.catalog = open_catalog(warehouse, catalog, storage_options)
+        self._where = (warehouse, catalog, storage_options)
+        self._catalog = None
         self.table = None
 
+    @property
+    def catalog(self):
+        """The catalog, opened on first use (opening the default SQLite catalog creates it)."""
+        if self._catalog is None:
+            self._catalog = open_catalog(*self._where)
+        return self._catalog
+
     # -- the table ------------------------------------------------------------------------------
+    def exists(self):
+        """Whether the table is in the catalog (`open` creates it when not); a local warehouse without
+        its SQLite catalog holds none, and is left as it is."""
+        warehouse, catalog, _ = self._where
+        if self._catalog is None and catalog is None and warehouse is not None and _is_local(warehouse):
+            if not os.path.exists(os.path.join(os.path.abspath(_local_path(warehouse)), "catalog.db")):
+                return False
+        return self.catalog.table_exists(self.identifier)
+
     def open(self, schema, fields, *, target_file_size, compression):
         """Load the table, or create it with ``schema`` (Arrow), partitioned by ``fields`` and
         sorted by partition and offset. Returns the partition fields in force (an existing

@@ -462,6 +462,10 @@ class Found:
     empty_log_dirs: list = field(default_factory=list)   # URLs of log dirs holding no partition at all
     report: list = field(default_factory=list)
 
+    def __repr__(self):     # a summary: the lists can hold thousands of partitions
+        return (f"<Found {len(self.partitions)} partitions in {len(self.log_dirs)} log dirs, {len(self.files)} other "
+                f"files, {len(self.report)} report entries>")
+
     @property
     def log_dirs(self):
         """The distinct log dirs (paths or URLs) the partitions come from."""

@@ -32,6 +32,7 @@ from kafkafmt.read._stream import empty_schema
 from kafkafmt.log import DEFAULT_REPLICAS, find_partitions
 from kafkafmt.read._readers import iter_log_dir
 from kafkafmt.record import COLUMNS
+from kafkafmt._util.extras import install_command
 
 __all__ = ["scan_log_dirs", "pushdown"]
 
@@ -53,7 +54,7 @@ def _pl():
     try:
         import polars as pl
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("kafkafmt.polars needs polars: pip install 'kafkafmt[polars]'") from exc
+        raise ImportError(f"kafkafmt.polars needs polars: {install_command('polars')}") from exc
     return pl
 
 

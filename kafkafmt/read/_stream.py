@@ -15,6 +15,7 @@ see nothing) rather than given an empty table.
 from __future__ import annotations
 
 from kafkafmt.record import DecodeOptions, decode
+from kafkafmt._util.extras import install_command
 
 __all__ = ["RecordStream", "empty_schema"]
 
@@ -23,7 +24,7 @@ def _pa():
     try:
         import pyarrow as pa
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("the Arrow interface needs pyarrow: pip install 'kafkafmt[arrow]'") from exc
+        raise ImportError(f"the Arrow interface needs pyarrow: {install_command('arrow')}") from exc
     return pa
 
 

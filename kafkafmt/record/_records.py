@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from kafkafmt.codecs import CODEC_NAMES  # noqa: F401 (re-exported: the CLI and Spark use it from here)
+from kafkafmt._util.extras import install_command
 
 __all__ = ["Records", "Table", "BinaryColumn", "BinaryViewColumn", "Headers", "Labels", "CONTROL_TYPES",
            "TIMESTAMP_TYPES", "CODEC_NAMES", "KAFKA_COLUMNS", "LOG_DIR_COLUMN", "BATCH_METADATA_COLUMNS",
@@ -35,7 +36,7 @@ def _pa():
     try:
         import pyarrow as pa
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("to_arrow()/to_pandas() need pyarrow: pip install 'kafkafmt[arrow]'") from exc
+        raise ImportError(f"to_arrow()/to_pandas() need pyarrow: {install_command('arrow')}") from exc
     return pa
 
 

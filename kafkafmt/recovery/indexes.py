@@ -79,6 +79,12 @@ class SegmentScan:
     damage: list
     controls: dict
 
+    def __repr__(self):     # a summary: the batch columns hold a row per batch
+        last = self.batches["last_offset"]
+        offsets = f"offsets {int(self.batches['base_offset'][0])}..{int(last[-1])}" if len(last) else "no offsets"
+        return (f"<SegmentScan {os.path.basename(self.path)}: {len(last)} intact batches, {offsets}, "
+                f"{self.size} bytes, {len(self.damage)} damaged ranges>")
+
     @property
     def clean(self):
         return not self.damage
@@ -344,6 +350,11 @@ class RebuiltIndexes:
     valid_bytes: int
     scan: SegmentScan
     producer_state: ProducerState
+
+    def __repr__(self):     # a summary: the entries are arrays
+        return (f"<RebuiltIndexes {os.path.basename(self.scan.path)}: {len(self.index)} index entries, "
+                f"{len(self.timeindex)} time index entries, {len(self.txnindex)} aborted transactions, "
+                f"intact up to byte {self.valid_bytes} of {self.scan.size}>")
 
     def encoded(self):
         """{suffix: bytes} of the three files (``.txnindex`` empty when nothing was aborted)."""

@@ -290,6 +290,15 @@ class RecoveryPlan:
     refusals: list = field(default_factory=list)
     transactions: list = field(default_factory=list)
 
+    def __repr__(self):     # a summary: str(plan) lists the actions
+        kinds = {}
+        for a in self.actions:
+            kinds[a.kind.value] = kinds.get(a.kind.value, 0) + 1
+        what = ", ".join(f"{k} {n}" for k, n in kinds.items())
+        return (f"<RecoveryPlan{' (applied)' if self.applied else ''}: {len(self.actions)} actions"
+                f"{f' ({what})' if what else ''}, {len(self.problems)} problems, {self.partitions} partitions, "
+                f"{self.segments} segments, {self.bytes} bytes looked at>")
+
     @property
     def clean(self):
         """Nothing to do (and nothing refused)."""

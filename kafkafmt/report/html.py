@@ -15,7 +15,7 @@ import datetime
 import html
 import json
 
-from kafkafmt._util.units import human_bytes
+from kafkafmt._util.units import byte_unit, human_bytes
 from kafkafmt.report.figures import below_log_start_text
 from kafkafmt.report.lag import group_lag
 from kafkafmt.report.problems import copies_text
@@ -70,6 +70,38 @@ def _table(headers, rows, right=()):
     return "\n".join(out)
 
 
+# Plotly draws its texts as a subset of HTML (<br>, <b>, <a href>, entities): every text of a figure
+# but the hover templates -- labels of categories, titles, hover texts, trace names -- is escaped, so
+# that a group, client or transactional id, a topic or a file name shows as written
+_TEXT_KEYS = {"x", "y", "text", "hovertext", "name", "labels", "title", "ticktext"}
+
+
+def _plotly_text(value):
+    if isinstance(value, str):
+        return html.escape(value, quote=False)
+    if isinstance(value, list):
+        return [_plotly_text(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plotly_text(v) for k, v in value.items()}
+    return value
+
+
+def _escape_texts(spec):
+    """The figure's JSON (``to_plotly_json``) with its displayed texts escaped for Plotly."""
+    if isinstance(spec, list):
+        return [_escape_texts(v) for v in spec]
+    if not isinstance(spec, dict):
+        return spec
+    return {k: _plotly_text(v) if k in _TEXT_KEYS else _escape_texts(v) for k, v in spec.items()}
+
+
+def _script_json(obj):
+    """JSON for inside a <script> element: no ``<``, ``>`` or ``&`` (a name like ``</script>`` or
+    ``<!--`` cannot end or bend the element), as ``\\u003c`` escapes JavaScript reads back."""
+    text = json.dumps(obj, default=_default, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def _anchor(name):
     return "p-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in str(name))
 
@@ -87,9 +119,7 @@ class _Charts:
         fig.update_layout(margin=dict(l=60, r=20, t=40, b=40), template="plotly_white")
         fig.update_yaxes(automargin=True)
         spec = fig.to_plotly_json()
-        data = json.dumps(spec["data"], default=_default, separators=(",", ":"))
-        layout = json.dumps(spec["layout"], default=_default, separators=(",", ":"))
-        data, layout = data.replace("</", "<\\/"), layout.replace("</", "<\\/")
+        data, layout = _script_json(_escape_texts(spec["data"])), _script_json(_escape_texts(spec["layout"]))
         return (f'<div id="{div}" class="chart"></div><script>kfmtDraw(function(){{Plotly.newPlot("{div}",{data},'
                 f'{layout},{{"responsive":true,"displaylogo":false}})}});</script>')
 
@@ -170,9 +200,12 @@ def to_html(report, title=None, compress_js=True):
     body.append(_table(["topic", "partitions", "records", "size", "ratio", "codecs (batches)", "time span (UTC)",
                         "txn committed / aborted"], rows, right={1, 2, 3, 4}))
     if topics:
-        fig = go.Figure([go.Bar(y=[r["topic"] for r in topics], x=[r["fileBytes"] for r in topics], orientation="h",
-                                name="bytes on disk", hovertext=[f"{r['records']:,} records" for r in topics])])
-        fig.update_layout(title="Bytes on disk per topic", yaxis=dict(autorange="reversed"))
+        unit, size = byte_unit(max(r["fileBytes"] for r in topics))      # binary units, as the table's
+        fig = go.Figure([go.Bar(y=[r["topic"] for r in topics], x=[r["fileBytes"] / size for r in topics],
+                                orientation="h", name="size on disk",
+                                hovertext=[f"{human_bytes(r['fileBytes'])}, {r['records']:,} records" for r in topics])])
+        fig.update_layout(title=f"Size on disk per topic ({unit})", yaxis=dict(autorange="reversed"),
+                          xaxis=dict(title=unit))
         body.append(charts.add(fig, height=max(250, 22 * len(topics) + 100)))
 
     # -- lag
@@ -394,8 +427,8 @@ def _partition_figure(go, name, timeline, segments, problems):
             x=[_dt(p["time"]) for p in placed], y=[ymax * 0.5] * len(placed), mode="markers", name="problems",
             marker=dict(symbol="x", size=12, color=["#d62728" if p["severity"] == "error" else "#ff7f0e"
                                                     for p in placed]),
-            hovertext=[html.escape(f"{p['severity']}: {p['file'].rsplit('/', 1)[-1]} bytes {p['position']}.."
-                                   f"{p['end']} offset {p['offset']}: {p['message']}")[:300] for p in placed],
+            hovertext=[f"{p['severity']}: {p['file'].rsplit('/', 1)[-1]} bytes {p['position']}.."
+                       f"{p['end']} offset {p['offset']}: {p['message']}"[:300] for p in placed],
             hoverinfo="text"))
     fig.update_layout(title=name, showlegend=True, bargap=0)
     return fig

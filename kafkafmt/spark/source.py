@@ -267,6 +267,7 @@ class KafkaSegmentsDataSource(DataSource):
 
     @classmethod
     def name(cls):
+        """The format's name in ``spark.read.format(...)``: ``"kafka-segments"``."""
         return "kafka-segments"
 
     def _opts(self):
@@ -276,6 +277,8 @@ class KafkaSegmentsDataSource(DataSource):
             raise ValueError(f"kafka-segments: {exc}") from None
 
     def schema(self):
+        """The DataFrame's schema for the query's options (a pyspark ``StructType``): Spark's Kafka
+        columns, typed keys and values, or an internal topic's table."""
         # Spark calls schema() for spark.read and spark.readStream alike: options of either kind pass
         try:
             o = _options.parse(self.options, stream=None)
@@ -290,6 +293,8 @@ class KafkaSegmentsDataSource(DataSource):
         return kafka_schema(o.include_headers, o.batch_metadata, o.include_log_dir, typed_plan(o))
 
     def reader(self, schema):
+        """The batch reader of ``spark.read`` (Spark calls it with the schema): `KafkaSegmentsReader`, or
+        `PushdownReader` where Spark's filters are pushed to it."""
         opts = self._opts()
         opts.typed = checked_typed_plan(opts, schema)
         return (PushdownReader if self.filter_pushdown else KafkaSegmentsReader)(schema, opts)

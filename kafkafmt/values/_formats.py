@@ -59,6 +59,7 @@ from kafkafmt.values.avro import ZERO_ITEMS_CAP, AvroPlan
 from kafkafmt.values.avro import parse_registered, parse_schema
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
 from kafkafmt.values.registry import InlineSchemaRegistry, RegisteredSchema, SchemaRegistry, open_registry
+from kafkafmt._util.extras import install_command
 
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
            "get_format", "reader_schema_for", "pinned_reader", "column_parts", "column_validity", "raise_strict",
@@ -74,7 +75,7 @@ def _pa():
     try:
         import pyarrow as pa
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("typed values need pyarrow: pip install 'kafkafmt[arrow]'") from exc
+        raise ImportError(f"typed values need pyarrow: {install_command('arrow')}") from exc
     return pa
 
 
@@ -133,6 +134,12 @@ class DecodedColumn:
 
     def __len__(self):
         return len(self.values)
+
+    def __repr__(self):     # a summary: the columns hold a row per record
+        name = getattr(self.format, "name", None)
+        reader = f", reader {self.reader!r}" if self.reader is not None else ""
+        return (f"<DecodedColumn{f' {name}' if name else ''}: {len(self)} values, {self.error_count} errors"
+                f"{reader}>")
 
     def json(self):
         """Each value as JSON text (None where null): Avro as kafka-avro-console-consumer prints it

@@ -186,6 +186,11 @@ class AivenManifest:
     indexes: dict
     metadata: Optional[dict]
 
+    def __repr__(self):     # a summary: the chunk tables hold a row per chunk
+        how = ", ".join(w for w, on in (("zstd", self.compression), ("encrypted", self.encryption is not None)) if on)
+        return (f"<AivenManifest v{self.version}: {len(self.original_starts)} chunks of {self.chunk_size} bytes, "
+                f"{self.original_size} bytes{f', {how}' if how else ''}>")
+
     @property
     def transformed(self):
         return self.compression or self.encryption is not None

@@ -115,6 +115,10 @@ class RemotePartition:
     def name(self):
         return f"{self.topic}-{self.partition}"
 
+    def __repr__(self):     # a summary: a partition can have thousands of uploads
+        return (f"<RemotePartition {self.name} ({self.layout.name} layout, topic id {self.topic_id}): "
+                f"{len(self.segments)} segments, {len(self.superseded)} superseded, {len(self.problems)} problems>")
+
 
 def list_remote_partitions(storage, root, *, prefix="", max_depth=4, read_manifests=True, resolve=True, keys=None):
     """Every tiered-storage partition under ``root`` (any of `LAYOUTS`, recognised by names).

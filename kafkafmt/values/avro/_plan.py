@@ -52,6 +52,7 @@ import numpy as np
 from kafkafmt._native import avro as _kernel
 from kafkafmt.values.avro._schema import NAMED, best_branch, encode_default, matches, names_match
 from kafkafmt.errors import SchemaError
+from kafkafmt._util.extras import install_command
 
 __all__ = ["AvroPlan", "MAX_RECURSION", "MAX_COLUMNS", "MAX_NODES", "ZERO_ITEMS_CAP", "Column"]
 
@@ -73,7 +74,7 @@ def _pa():
     try:
         import pyarrow as pa
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("typed values need pyarrow: pip install 'kafkafmt[arrow]'") from exc
+        raise ImportError(f"typed values need pyarrow: {install_command('arrow')}") from exc
     return pa
 
 

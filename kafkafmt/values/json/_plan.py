@@ -38,6 +38,7 @@ import numpy as np
 
 from kafkafmt._native import jsontext as _kernel
 from kafkafmt.errors import SchemaError
+from kafkafmt._util.extras import install_command
 
 __all__ = ["JsonPlan", "spec_of_arrow", "MAX_COLUMNS"]
 
@@ -53,7 +54,7 @@ def _pa():
     try:
         import pyarrow as pa
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("typed values need pyarrow: pip install 'kafkafmt[arrow]'") from exc
+        raise ImportError(f"typed values need pyarrow: {install_command('arrow')}") from exc
     return pa
 
 

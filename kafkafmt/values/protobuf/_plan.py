@@ -47,6 +47,7 @@ import numpy as np
 
 from kafkafmt._native import protobuf as _kernel
 from kafkafmt.errors import SchemaError
+from kafkafmt._util.extras import install_command
 
 __all__ = ["ProtoPlan", "MessagesPlan", "MAX_RECURSION", "MAX_COLUMNS", "WRAPPERS"]
 
@@ -76,7 +77,7 @@ def _pa():
     try:
         import pyarrow as pa
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("typed values need pyarrow: pip install 'kafkafmt[arrow]'") from exc
+        raise ImportError(f"typed values need pyarrow: {install_command('arrow')}") from exc
     return pa
 
 

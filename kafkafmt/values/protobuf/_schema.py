@@ -28,6 +28,7 @@ import binascii
 import re
 
 from kafkafmt.errors import SchemaError, SchemaNotFoundError
+from kafkafmt._util.extras import install_command
 
 __all__ = ["ProtoSchema", "compile_registered", "compile_text", "parse_proto", "well_known_files",
            "descriptor_of", "MAX_REFERENCE_DEPTH"]
@@ -48,7 +49,7 @@ def _pb():
         from google.protobuf import descriptor_pb2, descriptor_pool
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("Protobuf values need protobuf and proto-schema-parser: "
-                          "pip install 'kafkafmt[protobuf]'") from exc
+                          f"{install_command('protobuf')}") from exc
     return descriptor_pb2, descriptor_pool
 
 
@@ -311,7 +312,7 @@ def parse_proto(text, name="schema.proto", dependencies=()):
         from proto_schema_parser.parser import Parser
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("Protobuf schemas in .proto text need proto-schema-parser: "
-                          "pip install 'kafkafmt[protobuf]'") from exc
+                          f"{install_command('protobuf')}") from exc
     try:
         tree = Parser().parse(text)
     except Exception as exc:  # noqa: BLE001 - the parser raises its own errors

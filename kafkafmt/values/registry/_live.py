@@ -7,6 +7,7 @@ import threading
 
 from kafkafmt.errors import SchemaNotFoundError, SchemaRegistryError
 from kafkafmt.values.registry._base import DEFAULT_CONTEXT, RegisteredSchema, SchemaRegistry, references_of
+from kafkafmt._util.extras import install_command
 
 __all__ = ["ClientSchemaRegistry", "LIVE_SCHEMES"]
 
@@ -31,7 +32,7 @@ class ClientSchemaRegistry(SchemaRegistry):
                 from confluent_kafka.schema_registry import SchemaRegistryClient
             except ImportError as exc:
                 raise SchemaRegistryError("a live schema registry needs confluent-kafka: "
-                                          "pip install 'kafkafmt[schema-registry]'") from exc
+                                          f"{install_command('schema-registry')}") from exc
             settings = dict(conf or {}, url=client)
             new = getattr(SchemaRegistryClient, "new_client", None)
             self.source = f"schema registry at {client}"
