@@ -124,3 +124,33 @@ def test_a_new_schema_version_mid_stream_fails_fast_by_default(tmp_path):
     assert _offsets(keep.latestOffset(keep.initialOffset(), None)) == {"orders": {"0": 5}}
     # a restarted query plans with v2
     assert [f.name for f in reader().opts.typed.types[0][1]] == ["id", "note", "tags", "price"]
+
+
+def test_export_spark_engine_types_values_as_the_local_engine(sample, tmp_path):
+    """`export --engine spark --value-format ...` types keys and values (the typing flags become the source's
+    options) -- the same values the local engine writes to Parquet; typed text (JSON lines, CSV) is refused
+    there, before anything is written (each format prints its own text, which Spark's writer would not)."""
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    def export(engine, fmt, out):
+        args = [sys.executable, "-m", "kafkafmt", "export", str(sample), "--topics", "shipments",
+                "--value-format", "avro", "--format", fmt, "--to", str(out)]
+        p = subprocess.run(args + (["--engine", "spark"] if engine == "spark" else []), capture_output=True,
+                           text=True)
+        assert p.returncode == 0, p.stderr
+
+    export("local", "parquet", tmp_path / "local.parquet")
+    export("spark", "parquet", tmp_path / "spark")
+    cols = ["partition", "offset", "value", "valueSchemaId", "valueError"]
+    local = sorted(pq.read_table(tmp_path / "local.parquet", columns=cols).to_pylist(), key=lambda r: r["offset"])
+    spark_rows = sorted(pq.read_table(tmp_path / "spark", columns=cols).to_pylist(), key=lambda r: r["offset"])
+    assert len(local) == 2000 and spark_rows == local
+    assert sum(r["valueError"] is not None for r in local) >= 1          # the sample's one plain-JSON value
+
+    p = subprocess.run([sys.executable, "-m", "kafkafmt", "export", str(sample), "--topics", "shipments",
+                        "--value-format", "avro", "--format", "jsonl", "--engine", "spark", "--to",
+                        str(tmp_path / "spark-jsonl")], capture_output=True, text=True)
+    assert p.returncode == 2 and "parquet only" in p.stderr and not (tmp_path / "spark-jsonl").exists()

@@ -494,6 +494,11 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
         raise UsageError(f"--engine spark writes parquet, csv or jsonl, not {fmt}")
     if args.to == "-":
         raise UsageError("--engine spark writes a folder: give --to PATH")
+    if fmt != "parquet" and (args.value_format or args.key_format):
+        # typed values as text follow each format's own printer (Avro as kafka-avro-console-consumer prints it);
+        # Spark's JSON writer has its own conventions, so the two engines would write different texts
+        raise UsageError(f"--engine spark writes typed keys and values to parquet only, not {fmt}: give "
+                         "--format parquet, or leave out --engine to write them here")
     if args.fail_on_data_loss == "true":
         # refused here, as the local engine refuses, before Spark's writer prepares (or, overwriting, clears) --to
         _say_data_loss(args, find_inputs(paths, topics, partitions, args.replicas), console)
@@ -516,6 +521,7 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
     # one read of every path, as the local engine's: a partition's tiered uploads and local segments
     # (in two paths) are one partition, their gap seen; copies of a partition read once (--replicas)
     reader = reader.option("replicas", args.replicas)
+    reader = _spark_typed_options(reader, args)
     df = reader.option("paths", json.dumps([p if "://" in str(p) else os.path.abspath(p) for p in paths])).load()
     if offsets[0] is not None:
         df = df.where(F.col("offset") >= offsets[0])
@@ -546,6 +552,22 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
     console.info(f"kafkafmt: Spark wrote {args.to} in {time.monotonic() - started:.1f} s")
     spark.stop()
     return 0
+
+
+def _spark_typed_options(reader, args):
+    """The typing flags as the kafka-segments source's options (the same names the source documents), so the
+    Spark engine types keys and values as this process would."""
+    for flag, option in (("value_format", "valueFormat"), ("key_format", "keyFormat"),
+                         ("schema_registry", "schemaRegistry"), ("value_schema", "valueSchema"),
+                         ("key_schema", "keySchema")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            reader = reader.option(option, os.path.abspath(value) if flag == "schema_registry" and
+                                   "://" not in value and os.path.exists(value) else value)
+    if getattr(args, "value_format", None) or getattr(args, "key_format", None):
+        reader = reader.option("mode", "FAILFAST" if args.value_errors == "strict" else "PERMISSIVE")
+        reader = reader.option("untypedTopics", args.untyped_topics)
+    return reader
 
 
 # -- Kafka's internal topics as tables (--internal) -----------------------------------------------
