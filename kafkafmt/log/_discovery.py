@@ -113,9 +113,9 @@ def folder_kind(path, entries=None, storage=None, cache=None):
     return None
 
 
-def list_segments(folder, report=None, storage=None, cache=None):
+def list_segments(folder, report=None, storage=None, cache=None, *, entries=None):
     """The segments of a partition folder in offset order (sizes, versions and side files from one
-    listing).
+    listing: ``entries``, when the caller listed the folder already, else listed here).
 
     Parameters
     ----------
@@ -128,6 +128,8 @@ def list_segments(folder, report=None, storage=None, cache=None):
         fsspec URL).
     cache : optional
         A listing cache (the stream reader's).
+    entries : sequence of Entry, optional
+        The folder's listing, when already made (`Partition.listing`): not listed again.
 
     Returns
     -------
@@ -150,7 +152,7 @@ def list_segments(folder, report=None, storage=None, cache=None):
     (<ReportKind.LEFTOVER: 'leftover'>, 'broker leftover (deleted/cleaned/swap file) skipped')
     """
     storage, folder = _storage_of(folder, storage)
-    entries = _listing(folder, storage, cache)
+    entries = _listing(folder, storage, cache) if entries is None else entries
     names = {e.name: e for e in entries if not e.is_dir}
     segments = []
     for name, e in names.items():
@@ -187,6 +189,17 @@ class Partition:
     segments: object = None
     log_start_offset: object = None
     root: object = None          # the root it was found under (tiered uploads: the storage path of the root)
+    # what discovery saw of its folder (not compared): its listing (a tuple of Entry), so that planning
+    # does not list it again, and its real path (local folders); a Partition pickled elsewhere (a
+    # Spark executor) lists its folder afresh there
+    listing: object = field(default=None, compare=False, repr=False)
+    real: object = field(default=None, compare=False, repr=False)
+
+    def __getstate__(self):
+        return dict(self.__dict__, listing=None)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
 
     @property
     def name(self):
@@ -213,19 +226,22 @@ class Partition:
     @property
     def key(self):
         """What tells copies of a folder apart: its real path (a symlink is the folder it points to)."""
-        return os.path.realpath(self.folder) if self.storage.is_local else self.url
+        if not self.storage.is_local:
+            return self.url
+        return self.real if self.real is not None else os.path.realpath(self.folder)
 
     def list_segments(self, report=None, cache=None):
-        """Its segments in offset order."""
+        """Its segments in offset order (from discovery's listing of its folder, when it has one)."""
         if self.segments is not None:
             return list(self.segments)
-        return list_segments(self.folder, report, self.storage, cache)
+        return list_segments(self.folder, report, self.storage, cache, entries=self.listing)
 
     def files(self, cache=None):
         """(name, path or URL) of every file in its folder (segments, side files, checkpoints, KRaft
         snapshots), sorted by name."""
+        entries = _listing(self.folder, self.storage, cache) if self.listing is None else self.listing
         return [(e.name, e.path if self.storage.is_local else self.storage.url(e.path))
-                for e in _listing(self.folder, self.storage, cache) if not e.is_dir]
+                for e in entries if not e.is_dir]
 
     def earliest(self, segments=None):
         """The first offset a consumer can read ("earliest"): the first segment's base offset, or the
@@ -294,6 +310,8 @@ def _log_dir_partitions(storage, log_dir, entries, report, cache):
     checkpoint file."""
     starts = _log_starts(storage, log_dir, entries, report)
     found = []
+    # a folder's real path is its log dir's real path and its name, unless it is a symlink itself
+    real_dir = os.path.realpath(log_dir) if storage.is_local else None
     for e in entries:
         if not e.is_dir:
             continue
@@ -310,23 +328,49 @@ def _log_dir_partitions(storage, log_dir, entries, report, cache):
         # a partition folder holds segment files, or (empty) sits in a log dir beside others
         if sub and not holds_segment_files([s.name for s in sub]):
             continue
-        found.append(Partition(tp[0], tp[1], e.path, storage, log_dir, None, starts.get(tp)))
+        real = None
+        if real_dir is not None:
+            real = os.path.realpath(e.path) if os.path.islink(e.path) else os.path.join(real_dir, e.name)
+        found.append(Partition(tp[0], tp[1], e.path, storage, log_dir, None, starts.get(tp), listing=tuple(sub),
+                               real=real))
     found.sort(key=lambda p: (p.topic, p.partition))
     return found
 
 
+_CHECKPOINTS = {}          # url -> (change token, log start offsets or the reason the file is unreadable)
+_CHECKPOINTS_KEPT = 64    # log dirs whose checkpoint is kept
+
+
 def _log_starts(storage, log_dir, entries, report):
-    """{(topic, partition): log start offset} of a log dir's checkpoint ({} without one)."""
-    if not any(e.name == LOG_START_CHECKPOINT and not e.is_dir for e in entries):
+    """{(topic, partition): log start offset} of a log dir's checkpoint ({} without one; entries:
+    the log dir's listing, None when not listed). A local checkpoint is parsed once while it is
+    unchanged and settled (`Storage.change_token`): a loop of reads of single partitions costs
+    the same whatever the number of their siblings the file lists."""
+    if entries is not None and not any(e.name == LOG_START_CHECKPOINT and not e.is_dir for e in entries):
         return {}
     path = storage.join(log_dir, LOG_START_CHECKPOINT)
-    try:
-        return sidefiles.read_offset_checkpoint(storage.read_bytes(path))
-    except KafkafmtError as exc:
+    url = storage.url(path)
+    token = storage.change_token(path) if storage.is_local else None
+    hit = _CHECKPOINTS.get(url)
+    if hit is not None and token is not None and hit[0] == token:
+        starts = hit[1]
+    else:
+        try:
+            starts = sidefiles.read_offset_checkpoint(storage.read_bytes(path))
+        except KafkafmtError as exc:
+            if entries is None and isinstance(exc, FileNotFoundError):
+                return {}                   # no checkpoint (the folder was not listed to know)
+            starts = exc.reason
+        if token is not None and storage.settled(token):
+            while len(_CHECKPOINTS) >= _CHECKPOINTS_KEPT:
+                _CHECKPOINTS.pop(next(iter(_CHECKPOINTS)))
+            _CHECKPOINTS[url] = (token, starts)
+    if isinstance(starts, str):
         if report is not None:
-            report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(path),
-                                      f"unreadable {LOG_START_CHECKPOINT} ({exc.reason}): log start offsets unknown"))
+            report.append(ReportEntry(ReportKind.LEFTOVER, url,
+                                      f"unreadable {LOG_START_CHECKPOINT} ({starts}): log start offsets unknown"))
         return {}
+    return starts
 
 
 def find_log_dirs(root, max_depth=MAX_DEPTH, storage=None):
@@ -424,7 +468,7 @@ class _Walk:
         kind = folder_kind(path, entries, storage, self.cache)
         if kind == "partition":
             tp = partition_of_name(storage.name(path))
-            self.plain.append(Partition(tp[0], tp[1], path, storage))
+            self.plain.append(Partition(tp[0], tp[1], path, storage, listing=tuple(entries)))
             return
         if kind == "log_dir":
             self.found.log_dirs_paths.append(path)
@@ -699,8 +743,8 @@ def resolve_partition(folder, storage_options=None, filesystem=None):
                               file=storage.url(path))
     parent = storage.parent(os.path.abspath(path) if storage.is_local else path)
     starts = {}
-    try:
-        starts = _log_starts(storage, parent, storage.list(parent), None)
+    try:       # the parent's checkpoint alone (never a listing of the parent: its siblings cost nothing)
+        starts = _log_starts(storage, parent, None, None)
     except StorageError:
-        pass                 # the parent cannot be listed: no log start offset known
-    return Partition(tp[0], tp[1], path, storage, None, None, starts.get(tp))
+        pass                 # the checkpoint cannot be read: no log start offset known
+    return Partition(tp[0], tp[1], path, storage, None, None, starts.get(tp), listing=tuple(entries))
