@@ -3,7 +3,8 @@ their side files, transactions, discovery (roots -> partitions), the planner (of
 the task reader, tiered-storage layouts and the LogWriter.
 
 Modules: `_names`, `_framing`, `_ranges`, `_segments`, `_transactions`, `_discovery`, `_planner`,
-`_taskreader`, `_notes` (what a read skipped or fell back on), `_writer`, `sidefiles`, `tiered` (the layouts).
+`_taskreader`, `_bulk` (many small partitions read at once), `_notes` (what a read skipped or fell back
+on), `_writer`, `sidefiles`, `tiered` (the layouts).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from kafkafmt.log._discovery import (Partition, Found, MAX_DEPTH, REPLICAS, LOG_
                                      list_segments)
 from kafkafmt.log._planner import (Task, plan, resolve_offsets, offset_for_timestamp, deal)
 from kafkafmt.log._taskreader import (read_task, read_tasks)
+from kafkafmt.log._bulk import (Unit, read_units)
 from kafkafmt.log._writer import (LogWriter, write_log_dir)
 from kafkafmt.log._sidefiles import (read_index, read_leader_epoch_checkpoint, read_partition_metadata,
                                      read_producer_snapshot, read_timeindex, read_txnindex)
@@ -35,6 +37,7 @@ __all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES
            "warn_fallbacks", "transactions", "committed_mask", "Partition", "Found", "MAX_DEPTH", "REPLICAS",
            "LOG_START_CHECKPOINT", "discover", "find_partitions", "resolve_partition", "folder_kind",
            "find_log_dirs", "list_partitions", "list_segments", "Task", "plan", "resolve_offsets",
-           "offset_for_timestamp", "deal", "read_task", "read_tasks", "LogWriter", "write_log_dir", "read_index",
+           "offset_for_timestamp", "deal", "read_task", "read_tasks", "Unit", "read_units", "LogWriter",
+           "write_log_dir", "read_index",
            "read_leader_epoch_checkpoint", "read_partition_metadata", "read_producer_snapshot", "read_timeindex",
            "read_txnindex", "sidefiles", "tiered"]

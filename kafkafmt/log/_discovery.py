@@ -50,6 +50,7 @@ LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 # folders
 
 _PASS = "__pass__"      # the cache's key for the current discovery pass
+_ONE_PASS = "__one_pass__"   # set in a cache made for one discovery pass: its listings need no change token
 
 
 def _listing(path, storage, cache=None):
@@ -59,7 +60,7 @@ def _listing(path, storage, cache=None):
     (an object store's) is listed once per discovery pass."""
     token = None
     if cache is not None:
-        token = storage.change_token(path)
+        token = None if _ONE_PASS in cache else storage.change_token(path)
         hit = cache.get((storage.url(path), "listing"))
         if hit is not None:
             if token is not None and hit[0] == token and storage.settled(token):
@@ -505,7 +506,7 @@ def discover(roots, *, topics=None, partitions=None, storage_options=None, files
     if replicas not in REPLICAS:
         raise ValueError(f"replicas must be one of {', '.join(REPLICAS)}, not {replicas!r}")
     roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
-    cache = {} if cache is None else cache
+    cache = {_ONE_PASS: True} if cache is None else cache
     cache[_PASS] = cache.get(_PASS, 0) + 1     # listings without a change token are fresh for this pass
     walk = _Walk([] if report is None else report, max_depth, cache, files)
     for root in roots:
