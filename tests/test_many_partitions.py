@@ -183,6 +183,15 @@ def test_a_crc_mismatch_raises_the_usual_error_and_salvage_reads_around_it(many,
     seg.write_bytes(bytes(data))
     exc = assert_same_error(root)
     assert isinstance(exc, errors.CrcError) and exc.file == str(seg)
+    # a larger partition after it, read by another thread, is damaged too: the first one's error wins
+    big = root / "orders-20"
+    write(big, 60_000, first=20_000, per_batch=200, seed=19)
+    seg2 = big / _log(big)[-1]
+    data = bytearray(seg2.read_bytes())
+    data[-100] ^= 0xFF
+    seg2.write_bytes(bytes(data))
+    assert assert_same_error(root, threads=2).file == str(seg)
+    got = assert_same_read(root, errors="salvage", threads=2)
     got = assert_same_read(root, errors="salvage")
     assert any(e.kind is kafkafmt.ReportKind.CORRUPT for e in got.report)
     assert bulk_used["fallback"] >= 1

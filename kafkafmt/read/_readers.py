@@ -676,19 +676,36 @@ def _read_bulk(found, report, typed, threads, kwargs):
             units.append(unit)
             yield unit
 
-    parts = []
-    expected = sum(e.size for p in found if p.listing is not None for e in p.listing if e.name.endswith(".log"))
-    for kind, x, _ in read_units(planned(), options.replace(threads=1), chain=True, expected_bytes=expected or None):
-        if kind == "records":
-            parts.append(x)
-            continue
-        unit, p = units[x], found[x]
+    n = resolve_threads(threads)
+    # partitions read the usual way: one at a time with every thread, or (threads > 1) several at once,
+    # each with one, while the small ones are read in bulk (its C loops release the GIL)
+    alone = options if n == 1 else options.replace(threads=1)
+    pool = thread_pool(n, "partitions") if n > 1 else None
+
+    def usual(i):
+        unit, p = units[i], found[i]
         if unit.error is not None:
             raise unit.error
-        chunks = list(_read_planned(p, unit.tasks, unit.report, options, errors=o["errors"], max_bytes=1 << 62,
+        chunks = list(_read_planned(p, unit.tasks, unit.report, alone, errors=o["errors"], max_bytes=1 << 62,
                                     keep_empty=True, whole_tasks=True, typed=typed,
                                     committed=o["isolation"] == "read_committed"))
-        parts.append(_partition_records(p, chunks, unit.report, o["columns"], o["binary"], typed))
+        return _partition_records(p, chunks, unit.report, o["columns"], o["binary"], typed)
+
+    parts = []          # Records, or a pool's future of one
+    expected = sum(e.size for p in found if p.listing is not None for e in p.listing if e.name.endswith(".log"))
+    try:
+        for kind, x, _ in read_units(planned(), options.replace(threads=1), chain=True,
+                                     expected_bytes=expected or None):
+            if kind == "records":
+                parts.append(x)
+            else:
+                parts.append(usual(x) if pool is None else pool.submit(usual, x))
+        # in order: the first partition's error is the one raised, as in a serial read
+        parts = [p.result() if hasattr(p, "result") else p for p in parts]
+    finally:
+        for p in parts:
+            if hasattr(p, "cancel"):
+                p.cancel()
     for unit in units:
         report += unit.report
     return parts
