@@ -340,3 +340,16 @@ def test_a_partition_pickled_lists_its_folder_afresh(many):
     assert q.listing is None and (q.name, q.folder, q.log_dir, q.real) == (p.name, p.folder, p.log_dir, p.real)
     assert len(q.list_segments()) > 1
     assert [s.base_offset for s in q.list_segments()] == [s.base_offset for s in p.list_segments()]
+
+
+def test_a_partition_folder_linked_into_another_log_dir_is_read_once(many, tmp_path):
+    other = tmp_path / "elsewhere" / "kafka-logs"
+    other.mkdir(parents=True)
+    (other / "meta.properties").write_text("version=0\nbroker.id=2\n")
+    os.symlink(many / "orders-3", other / "orders-3")
+    write(other / "solo-0", 5, seed=9)
+    linked = tmp_path / "linked-logs"
+    os.symlink(many, linked)                     # the whole log dir again, through a link
+    got = read_log_dirs([many, other, linked])
+    assert len(got) == len(read_log_dirs(many)) + 5
+    assert_same(got, one_by_one([many, other, linked]))

@@ -221,7 +221,7 @@ def per_batch_buffer(k):
         recs = corpus.generate_records(PER_BATCH_RECORDS, 37, False)
         sizes = [k] * (PER_BATCH_RECORDS // k)
         corpus._atomic_write(path, corpus.encode_batches(recs, sizes, magic=2, codec="none"))
-    return np.frombuffer(path.read_bytes(), np.uint8)
+    return path.read_bytes()
 
 
 def _per_batch_vs_aiokafka(k):

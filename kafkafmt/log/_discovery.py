@@ -331,7 +331,7 @@ def _log_dir_partitions(storage, log_dir, entries, report, cache):
             continue
         real = None
         if real_dir is not None:
-            real = os.path.realpath(e.path) if os.path.islink(e.path) else os.path.join(real_dir, e.name)
+            real = os.path.realpath(e.path) if e.is_link else os.path.join(real_dir, e.name)
         found.append(Partition(tp[0], tp[1], e.path, storage, log_dir, None, starts.get(tp), listing=tuple(sub),
                                real=real))
     found.sort(key=lambda p: (p.topic, p.partition))

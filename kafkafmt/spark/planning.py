@@ -118,7 +118,10 @@ def _pack(tasks, opts, report):
     pieces = []
     for t in tasks:
         size = t.stop_pos - t.start_pos
-        n = int(np.ceil(size / share - 1e-9)) if size > share else 1
+        if size <= share:
+            pieces.append(t)        # whole (most tasks: copying each would cost more than the rest)
+            continue
+        n = int(np.ceil(size / share - 1e-9))
         for a, b in t.segment.split_points(t.start_pos, t.stop_pos, n, report):
             pieces.append(dataclasses.replace(t, start_pos=a, stop_pos=b))
     order = {id(p): i for i, p in enumerate(pieces)}

@@ -42,7 +42,7 @@ class LocalStorage(Storage):
                         size = 0 if is_dir else e.stat().st_size
                     except FileNotFoundError:      # vanished between listing and stat
                         continue
-                    out.append(Entry(e.name, e.path, size, is_dir))
+                    out.append(Entry(e.name, e.path, size, is_dir, None, e.is_symlink()))
         except OSError as exc:
             raise _local_error(exc, path) from None
         out.sort()      # by name (names in a folder differ, so the other fields never decide)
