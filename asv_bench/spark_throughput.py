@@ -123,7 +123,7 @@ def main(argv=None):
         if fmt == "count":       # planning included, as a user's count() pays it
             spark.read.format("kafka-segments").load(root).count()
             return time.perf_counter() - t
-        df = spark.range(n).selectExpr("id", "cast(id as binary) as value") if fmt == "spark.range" else \
+        df = spark.range(n).selectExpr("id", "cast(cast(id as string) as binary) as value") if fmt == "spark.range" else \
             spark.read.format(fmt).load(root)
         df.write.format("noop").mode("overwrite").save()
         return time.perf_counter() - t

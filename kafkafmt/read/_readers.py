@@ -19,6 +19,8 @@ import dataclasses
 import inspect
 import os
 
+import numpy as np
+
 from kafkafmt.read._stream import RecordStream
 from kafkafmt.record import DecodeOptions, decode
 from kafkafmt.log import Partition, find_partitions, resolve_partition
@@ -691,15 +693,33 @@ def _read_bulk(found, report, typed, threads, kwargs):
                                     committed=o["isolation"] == "read_committed"))
         return _partition_records(p, chunks, unit.report, o["columns"], o["binary"], typed)
 
-    parts = []          # Records, or a pool's future of one
-    expected = sum(e.size for p in found if p.listing is not None for e in p.listing if e.name.endswith(".log"))
+    def log_bytes(p):
+        return sum(e.size for e in p.listing or () if e.name.endswith(".log"))
+
+    parts = []          # Records, or a pool's future of one (or of a share's parts)
     try:
-        for kind, x, _ in read_units(planned(), options.replace(threads=1), chain=True,
-                                     expected_bytes=expected or None):
-            if kind == "records":
-                parts.append(x)
-            else:
-                parts.append(usual(x) if pool is None else pool.submit(usual, x))
+        if pool is None:
+            for kind, x, _ in read_units(planned(), options.replace(threads=1), chain=True,
+                                         expected_bytes=sum(map(log_bytes, found)) or None):
+                parts.append(x if kind == "records" else usual(x))
+        else:
+            # threads: the partitions planned (planning errors wait for their turn), then shared out in
+            # contiguous runs of about equal bytes, each run read in bulk by a thread of its own
+            list(planned())
+            sizes = np.cumsum([log_bytes(p) for p in found])
+            cuts = np.searchsorted(sizes, sizes[-1] * np.arange(1, n) / n, side="right") if sizes[-1] else []
+            edges = sorted({0, len(found), *[int(c) for c in cuts]})
+
+            def share(lo, hi):
+                out = []
+                for kind, x, _ in read_units(units[lo:hi], options.replace(threads=1), chain=True,
+                                             expected_bytes=int(sizes[hi - 1] - (sizes[lo - 1] if lo else 0)) or None):
+                    out.append(x if kind == "records" else pool.submit(usual, lo + x))
+                return out
+
+            runs = [pool.submit(share, lo, hi) for lo, hi in zip(edges, edges[1:])]
+            parts += runs
+            parts = [x for run in runs for x in run.result()]
         # in order: the first partition's error is the one raised, as in a serial read
         parts = [p.result() if hasattr(p, "result") else p for p in parts]
     finally:
