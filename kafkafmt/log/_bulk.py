@@ -90,9 +90,7 @@ def read_units(units, options, *, chain=True, max_bytes=None, group_bytes=GROUP_
         About how many segment bytes the units hold (the outputs are sized once for them).
     """
     seen = []                   # the units so far (units may be a generator: planned as they come)
-    if max_bytes is not None:
-        expected_bytes = max_bytes if expected_bytes is None else min(expected_bytes, max_bytes)
-    piece = _Piece(seen, options, expected_bytes)
+    piece = _Piece(seen, options, expected_bytes, max_bytes)
     group, gbytes = [], 0
     buf = _Buffer()
     for i, unit in enumerate(units):
@@ -225,15 +223,19 @@ def _add_run(run, piece, buf, table, first, count, starts, tasks, unit_of, units
 class _Piece:
     """The units decoded into one set of outputs since the last cut, and what labels their records."""
 
-    def __init__(self, units, options, expected_bytes=None):
+    def __init__(self, units, options, expected_bytes=None, max_bytes=None):
         self.all_units = units
         self.options = options
         self.expected = expected_bytes
+        self.max_bytes = max_bytes
         self.done = 0            # bytes of every piece so far (the expected bytes still to come)
         self._reset()
 
     def _reset(self):
+        # the bytes this piece will hold, about: what is expected still, at most max_bytes (sizes its outputs)
         rest = None if self.expected is None else max(self.expected - self.done, 1)
+        if self.max_bytes is not None:
+            rest = self.max_bytes if rest is None else min(rest, self.max_bytes)
         self.decoder = RangeDecoder(self.options, expected_bytes=rest)
         self.units = []          # unit indices, in order
         self.table = _TableBuffer(rest)   # the batch table (positions in their files), the unit and

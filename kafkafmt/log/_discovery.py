@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 import warnings
 from dataclasses import dataclass, field
 
@@ -33,7 +34,7 @@ from kafkafmt.log import _sidefiles as sidefiles
 from kafkafmt.log import tiered
 from kafkafmt.errors import KafkafmtError, KafkafmtWarning, NotALogDirError, PathNotFoundError, StorageError
 from kafkafmt.log._names import (holds_segment_files, is_leftover_dir, is_leftover_segment_file, partition_of_name,
-                            SEGMENT_LOG)
+                            LEFTOVER_SUFFIXES, SEGMENT_LOG)
 from kafkafmt.log._notes import ReportEntry, ReportKind
 from kafkafmt.log._segments import Segment
 from kafkafmt.storage import open_storage
@@ -157,13 +158,13 @@ def list_segments(folder, report=None, storage=None, cache=None, *, entries=None
     names = {e.name: e for e in entries if not e.is_dir}
     segments = []
     for name, e in names.items():
-        m = SEGMENT_LOG.match(name)
+        m = SEGMENT_LOG.match(name) if name.endswith(".log") else None
         if m:
             stem = name[:-len(".log")]
             present = {k for k in ("index", "timeindex", "txnindex") if f"{stem}.{k}" in names}
             segments.append(Segment(folder, int(m.group("base")), e.size, storage=storage, present=present,
                                     version=e.version))
-        elif is_leftover_segment_file(name) and report is not None:
+        elif report is not None and name.endswith(LEFTOVER_SUFFIXES) and is_leftover_segment_file(name):
             report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(e.path),
                                       "broker leftover (deleted/cleaned/swap file) skipped"))
     segments.sort(key=lambda s: s.base_offset)
@@ -340,6 +341,7 @@ def _log_dir_partitions(storage, log_dir, entries, report, cache):
 
 _CHECKPOINTS = {}          # url -> (change token, log start offsets or the reason the file is unreadable)
 _CHECKPOINTS_KEPT = 64    # log dirs whose checkpoint is kept
+_CHECKPOINTS_LOCK = threading.Lock()
 
 
 def _log_starts(storage, log_dir, entries, report):
@@ -363,9 +365,10 @@ def _log_starts(storage, log_dir, entries, report):
                 return {}                   # no checkpoint (the folder was not listed to know)
             starts = exc.reason
         if token is not None and storage.settled(token):
-            while len(_CHECKPOINTS) >= _CHECKPOINTS_KEPT:
-                _CHECKPOINTS.pop(next(iter(_CHECKPOINTS)))
-            _CHECKPOINTS[url] = (token, starts)
+            with _CHECKPOINTS_LOCK:
+                while len(_CHECKPOINTS) >= _CHECKPOINTS_KEPT:
+                    _CHECKPOINTS.pop(next(iter(_CHECKPOINTS)))
+                _CHECKPOINTS[url] = (token, starts)
     if isinstance(starts, str):
         if report is not None:
             report.append(ReportEntry(ReportKind.LEFTOVER, url,
