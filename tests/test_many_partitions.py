@@ -295,9 +295,9 @@ def listings(monkeypatch):
     calls = []
     real = _local.LocalStorage.list
 
-    def counting(self, path):
+    def counting(self, path, **kwargs):
         calls.append(os.path.normpath(path))
-        return real(self, path)
+        return real(self, path, **kwargs)
 
     monkeypatch.setattr(_local.LocalStorage, "list", counting)
     return calls

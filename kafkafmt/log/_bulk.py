@@ -180,17 +180,19 @@ def _unclean(table, rng, starts, tasks, unit_of, chain):
     lo = np.where(has, first, 0)
     hi = np.where(has, first + count - 1, 0)
     after = np.fromiter((t.segment.base_offset - 1 for _, t in tasks), np.int64, len(tasks))
-    if chain:
+    if chain and len(tasks) > 1:
         # the batch before a partition's next segment: the largest last offset of its segments before
-        carried = None
-        for r in range(len(tasks)):
-            if r and unit_of[r] == unit_of[r - 1] and carried is not None:
+        # (only the ranges following one of their own partition have one)
+        carried, prev = None, None
+        for r in (np.flatnonzero(unit_of[1:] == unit_of[:-1]) + 1).tolist():
+            if prev != r - 1:         # the partition's first segment
+                carried = int(last[hi[r - 1]]) if has[r - 1] else None
+            if carried is not None:
                 after[r] = max(after[r], carried)
-            else:
-                carried = None
             if has[r]:
                 end = int(last[hi[r]])
                 carried = end if carried is None else max(carried, end)
+            prev = r
     follows = np.fromiter((_INT64_MAX if t.following is None else t.following for _, t in tasks), np.int64,
                           len(tasks))
     if len(base):

@@ -191,9 +191,9 @@ class Partition:
     segments: object = None
     log_start_offset: object = None
     root: object = None          # the root it was found under (tiered uploads: the storage path of the root)
-    # what discovery saw of its folder (not compared): its listing (a tuple of Entry), so that planning
-    # does not list it again, and its real path (local folders); a Partition pickled elsewhere (a
-    # Spark executor) lists its folder afresh there
+    # what discovery saw of its folder (not compared): its listing (a tuple of Entry; the sizes of its
+    # .log files, the others' may be None), so that planning does not list it again, and its real path
+    # (local folders); a Partition pickled elsewhere (a Spark executor) lists its folder afresh there
     listing: object = field(default=None, compare=False, repr=False)
     real: object = field(default=None, compare=False, repr=False)
 
@@ -326,7 +326,7 @@ def _log_dir_partitions(storage, log_dir, entries, report, cache):
         tp = partition_of_name(e.name)
         if tp is None:
             continue
-        sub = _listing(e.path, storage, cache)
+        sub = _partition_listing(e.path, storage, cache)
         # a partition folder holds segment files, or (empty) sits in a log dir beside others
         if sub and not holds_segment_files([s.name for s in sub]):
             continue
@@ -342,6 +342,18 @@ def _log_dir_partitions(storage, log_dir, entries, report, cache):
 _CHECKPOINTS = {}          # url -> (change token, log start offsets or the reason the file is unreadable)
 _CHECKPOINTS_KEPT = 64    # log dirs whose checkpoint is kept
 _CHECKPOINTS_LOCK = threading.Lock()
+
+
+def _partition_listing(path, storage, cache):
+    """A partition folder's listing for discovery. In a one-pass discovery of local folders only the
+    ``.log`` files get their size (a stat per side file would cost more than the rest of the
+    folder's listing; `Partition.listing` serves segments and file names): the others' is None."""
+    if storage.is_local and cache is not None and _ONE_PASS in cache and (storage.url(path), "listing") not in cache:
+        try:
+            return storage.list(path, sized=(".log",))
+        except StorageError:
+            pass                 # as _listing says it
+    return _listing(path, storage, cache)
 
 
 def _log_starts(storage, log_dir, entries, report):

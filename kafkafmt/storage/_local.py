@@ -32,14 +32,17 @@ class LocalStorage(Storage):
     is_local = True
     protocol = "file"
 
-    def list(self, path):
+    def list(self, path, sized=None):
+        """The folder's entries; ``sized``: a tuple of name suffixes -- only files named so get their size
+        (a stat each), the others size None (a partition folder's side files, listed by the million)."""
         try:
             with os.scandir(path) as it:
                 out = []
                 for e in it:
                     try:
                         is_dir = e.is_dir()
-                        size = 0 if is_dir else e.stat().st_size
+                        size = 0 if is_dir else e.stat().st_size if sized is None or e.name.endswith(sized) \
+                            else None
                     except FileNotFoundError:      # vanished between listing and stat
                         continue
                     out.append(Entry(e.name, e.path, size, is_dir, None, e.is_symlink()))
