@@ -5,6 +5,11 @@ exact batches kafka-segments would yield), from a trivial Python data source tha
 them. The ratio kafka-segments / ceiling is what kafkafmt's decoding costs inside Spark.
 
     python asv_bench/spark_throughput.py [--records 2000000] [--repeats 5]
+    python asv_bench/spark_throughput.py --partitions 2000 [--per-partition 69]
+
+``--partitions``: a log dir of many small partitions instead (one segment each, one record per
+batch); ``count`` is a whole ``count()`` query, planning included. ``spark.range``: Spark scanning as
+many generated rows, with no Python at all.
 
 Writes a log dir with kafkafmt's writer (~250-byte JSON values, 16-byte keys, lz4 and none),
 runs `df.selectExpr(...).write.format("noop")` scans on local[2] and prints medians.
@@ -37,16 +42,31 @@ def make_logs(root, records):
                                batch_size=128 * 1024, segment_bytes=64 << 20)
 
 
+def make_many(root, partitions, per_partition):
+    """A broker's log dir of many small partitions (benchmarks.corpus.many_partitions_dir: one
+    segment each, one record per batch, like a __consumer_offsets partition)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from benchmarks.corpus import write_many_partitions
+
+    write_many_partitions(root, partitions, per_partition)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=2_000_000)
+    ap.add_argument("--partitions", type=int, default=0,
+                    help="instead: a log dir of this many small partitions (--per-partition records each)")
+    ap.add_argument("--per-partition", type=int, default=69)
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     tmp = tempfile.mkdtemp(prefix="kafkafmt-spark-bench-")
     root = os.path.join(tmp, "logs")
-    make_logs(root, args.records)
+    if args.partitions:
+        make_many(root, args.partitions, args.per_partition)
+    else:
+        make_logs(root, args.records)
 
     import pyarrow as pa
     from pyspark.sql import SparkSession
@@ -96,24 +116,31 @@ def main(argv=None):
 
     spark.dataSource.register(Prebuilt)
 
+    n = spark.read.format("kafka-segments").load(root).count()
+
     def scan(fmt):
-        df = spark.read.format(fmt).load(root)
         t = time.perf_counter()
+        if fmt == "count":       # planning included, as a user's count() pays it
+            spark.read.format("kafka-segments").load(root).count()
+            return time.perf_counter() - t
+        df = spark.range(n).selectExpr("id", "cast(cast(id as string) as binary) as value") if fmt == "spark.range" else \
+            spark.read.format(fmt).load(root)
         df.write.format("noop").mode("overwrite").save()
         return time.perf_counter() - t
 
-    for fmt in ("kafka-segments", "prebuilt-arrow"):
+    for fmt in ("kafka-segments", "prebuilt-arrow", "spark.range", "count"):
         scan(fmt)  # warm up the Python workers and the page cache
-    times = {"kafka-segments": [], "prebuilt-arrow": []}
+    times = {"kafka-segments": [], "prebuilt-arrow": [], "spark.range": [], "count": []}
     for _ in range(args.repeats):
         for fmt in times:   # alternate, so noise hits both
             times[fmt].append(scan(fmt))
-    n = spark.read.format("kafka-segments").load(root).count()
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"rows: {n}, input partitions: {len(parts)}, local[2]")
     for k, v in med.items():
         print(f"{k:15s} median {v:.2f} s  {n / v / 1e6:.2f} M rows/s   runs: {', '.join(f'{x:.2f}' for x in times[k])}")
-    print(f"kafka-segments / ceiling = {med['prebuilt-arrow'] / med['kafka-segments']:.0%}")
+    print(f"kafka-segments / ceiling (prebuilt Arrow batches from a Python source) = "
+          f"{med['prebuilt-arrow'] / med['kafka-segments']:.0%}; / spark.range = "
+          f"{med['spark.range'] / med['kafka-segments']:.0%}")
     spark.stop()
 
 

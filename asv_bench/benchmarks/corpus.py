@@ -460,7 +460,58 @@ def _write_cluster_dir(root: Path) -> dict:
             "topics": [t for t, _ in topics]}
 
 
+#: many-partitions log dirs: records per partition (one segment each, one record per batch: a
+#: __consumer_offsets-like partition of offset commits, ~15 KB), and the partition counts written
+MANY_PER_PARTITION = 69
+MANY_COUNTS = (200, 2_000, 20_000)
+MANY_TOPIC_PARTITIONS = 100          # partitions per topic (topics t0, t1, ...)
+
+
+def write_many_partitions(root, partitions: int, per_partition: int = MANY_PER_PARTITION,
+                          per_batch: int = 1) -> dict:
+    """A broker's log dir of ``partitions`` small partitions (``t<k>-<p>``, 100 per topic), each one
+    segment of ``per_partition`` records in batches of ``per_batch`` (keys ~30 bytes, values ~100:
+    offset commits), with ``meta.properties`` and checkpoint files. The segment is written once by
+    kafkafmt's LogWriter and its files copied into every partition folder."""
+    import kafkafmt
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(37)
+    keys = [b"\x00\x01\x00\x0bconsumer-%03d\x00\x06events\x00\x00\x00%c" % (i % 7, i % 64)
+            for i in range(per_partition)]
+    values = [b"\x00\x03" + rng.randbytes(8) + b"\x00\x00\x00\x05" + b"\xff" * 4 + rng.randbytes(70)
+              for _ in range(per_partition)]
+    template = root / ".template-0"
+    w = kafkafmt.LogWriter(template)
+    for start in range(0, per_partition, per_batch):
+        sl = slice(start, start + per_batch)
+        w.append(keys=keys[sl], values=values[sl],
+                 timestamps=[FIRST_TIMESTAMP_MS + 1000 * i for i in range(start, min(start + per_batch,
+                                                                                       per_partition))],
+                 max_records=per_batch, batch_size=1 << 30)
+    w.close()
+    files = [f for f in sorted(os.listdir(template)) if not f.startswith(".")]
+    lines = []
+    for k in range(partitions):
+        topic, part = "t%d" % (k // MANY_TOPIC_PARTITIONS), k % MANY_TOPIC_PARTITIONS
+        folder = root / ("%s-%d" % (topic, part))
+        folder.mkdir(exist_ok=True)
+        for f in files:
+            shutil.copyfile(template / f, folder / f)
+        lines.append("%s %d 0" % (topic, part))
+    shutil.rmtree(template)
+    (root / "meta.properties").write_text("version=1\nbroker.id=1\ncluster.id=kafkafmt-bench\n")
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint"):
+        (root / name).write_text("0\n%d\n%s\n" % (len(lines), "\n".join(lines)))
+    seg = [f for f in files if f.endswith(".log")]
+    size = sum(os.path.getsize(root / "t0-0" / f) for f in seg) if partitions else 0
+    return {"records": partitions * per_partition, "partitions": partitions, "bytes": partitions * size,
+            "per_partition": per_partition, "per_batch": per_batch}
+
+
 _LOG_DIRS = {"seek": _write_seek_dir, "cluster": _write_cluster_dir}
+_LOG_DIRS.update({"many-%d" % n: (lambda root, n=n: write_many_partitions(root, n)) for n in MANY_COUNTS})
 
 
 def log_dir(name: str) -> tuple[Path, dict]:

@@ -23,7 +23,7 @@ never from a length field alone.
 import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, int8_t, int16_t, int32_t, int64_t, uintptr_t
 from libc.string cimport memcpy, memset
-from libc.stdlib cimport malloc, free, realloc
+from libc.stdlib cimport malloc, calloc, free, realloc
 from cpython.buffer cimport PyBuffer_FillInfo
 
 from kafkafmt._native.kfmt cimport (kfmt_be16, kfmt_be32, kfmt_be64, kfmt_varint, kfmt_varlong, kfmt_crc_init,
@@ -615,10 +615,21 @@ cdef void _give_dctx(void *d):
 
 cdef int payload_pointers(list payloads, Py_ssize_t nb, const uint8_t ***ptrs, int64_t **lens,
                           list keep) except -1:
-    """(pointer, length) of each batch's decompressed payload (NULL, 0 where it is None) in two
-    malloc'd arrays the caller frees; the buffers are kept alive in `keep`."""
+    """(pointer, length) of each batch's decompressed payload (NULL, 0 where it is None; every one
+    when payloads is None) in two malloc'd arrays the caller frees; the buffers are kept alive in
+    `keep`."""
     cdef const uint8_t[::1] view
     cdef Py_ssize_t k
+    if payloads is None:
+        ptrs[0] = <const uint8_t **>calloc(nb, sizeof(uint8_t *))
+        lens[0] = <int64_t *>calloc(nb, sizeof(int64_t))
+        if ptrs[0] == NULL or lens[0] == NULL:
+            free(ptrs[0])
+            free(lens[0])
+            ptrs[0] = NULL
+            lens[0] = NULL
+            raise MemoryError()
+        return 0
     ptrs[0] = <const uint8_t **>malloc(nb * sizeof(uint8_t *))
     lens[0] = <int64_t *>malloc(nb * sizeof(int64_t))
     try:
@@ -854,12 +865,24 @@ cdef class Columns:
         self._bind()
         return out
 
-    def run(self, const uint8_t[::1] buf, dict batches, Py_ssize_t start, Py_ssize_t stop, list payloads,
-            const int32_t[::1] buf_index=None):
+    def mark(self):
+        """The fill levels now, for `rewind` (to drop what later runs decoded)."""
+        return (self.o.n, self.o.key_nulls, self.o.val_nulls, self.o.n_hdr, self.o.hv_nulls, self.o.n_ctrl)
+
+    def rewind(self, mark):
+        """Drop everything decoded since `mark` was taken (the outputs keep their room)."""
+        self.o.n, self.o.key_nulls, self.o.val_nulls, self.o.n_hdr, self.o.hv_nulls, self.o.n_ctrl = mark
+        self.o.scratch_batch = -1
+
+    def run(self, const uint8_t[::1] buf, dict batches, Py_ssize_t start, Py_ssize_t stop, list payloads=None,
+            const int32_t[::1] buf_index=None, int64_t batch_base=0):
         """Decode batches [start, stop). payloads[i - start] holds the decompressed records
-        (v2) or inner message set (v0/v1) of batch i when it is compressed, else None.
+        (v2) or inner message set (v0/v1) of batch i when it is compressed, else None (payloads
+        None: no batch has one).
         buf_index (views): per batch, the index of the data buffer its payload is (views into buf
-        are buffer 0); buf and every payload must be under 2 GiB.
+        are buffer 0); buf and every payload must be under 2 GiB. batch_base: added to the
+        batch numbers written (batch_index), when these batches follow others decoded into the
+        same outputs by earlier runs over other tables.
 
         Returns (status, batch, err_at, grow_mask): status ERR_NONE when all were decoded, an
         error code for batch `batch` (err_at: byte position inside its records bytes), or
@@ -947,11 +970,12 @@ cdef class Columns:
                                 self.o.scratch_batch = b
                                 self.o.scratch_len = got
                         status = decode_v2(&self.o, src, src + srclen, count[b], base_offset[b],
-                                           first_ts[b], max_ts[b], tstype[b], <int32_t>b, is_control[b])
+                                           first_ts[b], max_ts[b], tstype[b], <int32_t>(b + batch_base),
+                                           is_control[b])
                     elif ptrs[k] != NULL:
                         first = self.o.n
                         status = decode_legacy_set(&self.o, ptrs[k], ptrs[k] + lens[k], magic[b], last_offset[b],
-                                                   first_ts[b], tstype[b], <int32_t>b)
+                                                   first_ts[b], tstype[b], <int32_t>(b + batch_base))
                         if status == ERR_NONE:
                             base_offset[b] = self.o.offset[first]
                             count[b] = <int32_t>(self.o.n - first)
@@ -960,8 +984,8 @@ cdef class Columns:
                         e = base + position[b]
                         status = legacy_fields(e, e + size[b], magic[b], &key, &klen, &val, &vlen)
                         if status == ERR_NONE:
-                            status = add_record(&self.o, base_offset[b], first_ts[b], tstype[b], <int32_t>b,
-                                                key, klen, val, vlen)
+                            status = add_record(&self.o, base_offset[b], first_ts[b], tstype[b],
+                                                <int32_t>(b + batch_base), key, klen, val, vlen)
                     if status != ERR_NONE:
                         restore(&self.o, &cur)
                         break

@@ -14,6 +14,7 @@ runs past the end of the buffer is a truncated tail (Kafka's readers treat it as
 """
 import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, int8_t, int16_t, int32_t, int64_t
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
 
 from kafkafmt._native.kfmt cimport (kfmt_be16, kfmt_be32, kfmt_be64, kfmt_crc_init, kfmt_crc32c, kfmt_crc32,
                                    kfmt_crc32_table_only, kfmt_crc32c_table_only, kfmt_crc_backends,
@@ -151,41 +152,185 @@ cdef inline int legacy_value(const uint8_t *buf, Py_ssize_t pos, int32_t size, i
     return ERR_NONE
 
 
-def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0, int64_t max_size=256 << 20):
-    """Scan the entries of `data` from byte `start`.
+cdef struct ScanCols:
+    # the batch table's columns (BATCH_COLUMNS + PAYLOAD_COLUMNS), as raw pointers
+    int64_t *position
+    int32_t *size
+    int64_t *base
+    int64_t *last
+    int32_t *lod
+    int32_t *ple
+    int8_t *magic
+    uint32_t *crc
+    uint8_t *crc_valid
+    int16_t *attr
+    int8_t *codec
+    int8_t *tstype
+    uint8_t *txn
+    uint8_t *ctrl
+    int64_t *pid
+    int16_t *pepoch
+    int32_t *bseq
+    int64_t *fts
+    int64_t *mts
+    int32_t *count
+    int64_t *pstart
+    int64_t *plen
 
-    max_size: the largest size field accepted (larger ones are corrupt, not a truncated tail).
-    Returns a dict: the batch table columns (BATCH_COLUMNS + PAYLOAD_COLUMNS), "count",
-    "valid_end" (byte position after the last good entry), "tail" (TAIL_*), and "error"
-    (code, position, offset) for the first malformed entry, or None.
-    """
-    cdef const uint8_t *buf = &data[0] if data.shape[0] > 0 else NULL
-    cdef Py_ssize_t n = data.shape[0]
-    cdef Py_ssize_t pos = start, count = 0
-    cdef int32_t size = 0, size1 = 0
-    cdef int tail = TAIL_NONE
-    cdef int err = ERR_NONE, err1 = ERR_NONE
+
+cdef struct ScanResult:
+    Py_ssize_t count        # entries whose framing pass 1 accepted
+    Py_ssize_t good         # entries written (the rows before the first bad one)
+    Py_ssize_t valid_end
+    int tail
+    int err
+    Py_ssize_t err_pos
+    int64_t err_offset
+    int32_t size            # the bad entry's size field (for the message)
+
+
+cdef inline Py_ssize_t count_entries(const uint8_t *buf, Py_ssize_t n, Py_ssize_t start, int64_t max_size,
+                                     ScanResult *r) noexcept nogil:
+    """Pass 1: count the entries from start and find where valid framing ends (r: count, tail,
+    and pass 1's error and its entry's size; pass 2 reports it unless it finds one first).
+    Returns the position after the last entry counted."""
+    cdef Py_ssize_t pos = start
+    cdef int32_t size = 0
     cdef int rc
-    if start < 0 or start > n:
-        raise ValueError(f"start={start} is outside the data (0..{n})")
-
     cdef const uint8_t *ahead = buf
-    # pass 1: count entries and find where valid framing ends
-    with nogil:
-        while True:
-            if buf != NULL:
-                kfmt_prefetch_ahead(buf + pos, PREFETCH_DISTANCE, buf + n, &ahead)
-            rc = check_entry(buf, n, pos, max_size, &size, &tail)
-            if rc == -1:
-                break
-            if rc != ERR_NONE:
-                err1 = rc
-                size1 = size        # pass 2 reuses `size`: keep the bad entry's for the message
-                break
-            count += 1
-            pos += LOG_OVERHEAD + size
+    r.count = 0
+    r.tail = TAIL_NONE
+    r.err = ERR_NONE
+    r.size = 0
+    while True:
+        if buf != NULL:
+            kfmt_prefetch_ahead(buf + pos, PREFETCH_DISTANCE, buf + n, &ahead)
+        rc = check_entry(buf, n, pos, max_size, &size, &r.tail)
+        if rc == -1:
+            break
+        if rc != ERR_NONE:
+            r.err = rc
+            r.size = size        # pass 2 reuses `size`: keep the bad entry's for the message
+            break
+        r.count += 1
+        pos += LOG_OVERHEAD + size
+    return pos
 
-    # bool columns are filled as uint8 and viewed as bool at the end
+
+cdef void fill_entries(const uint8_t *buf, Py_ssize_t n, Py_ssize_t start, int crc_mode, ScanCols *c,
+                       Py_ssize_t row, ScanResult *r) noexcept nogil:
+    """Pass 2: read every header field of the r.count entries from start (their framing was
+    validated by pass 1) into rows row.. of the columns; stop at the first bad entry. Sets r.good,
+    valid_end, err, err_pos, err_offset, tail (none after an error) and size."""
+    cdef Py_ssize_t i, k, pos = start
+    cdef const uint8_t *e
+    cdef const uint8_t *ahead = buf
+    cdef int magic, attr
+    cdef int32_t cnt, size = 0
+    cdef uint32_t crc
+    cdef int64_t vstart = 0, vlen = 0
+    cdef bint ok
+    cdef int err = ERR_NONE, rc
+    r.good = 0
+    r.err_pos = -1
+    r.err_offset = -1
+    for i in range(r.count):
+        k = row + i
+        e = buf + pos
+        kfmt_prefetch_ahead(e, PREFETCH_DISTANCE, buf + n, &ahead)
+        size = <int32_t>kfmt_be32(e + SIZE_OFFSET)
+        magic = e[MAGIC_OFFSET]
+        c.position[k] = pos
+        c.size[k] = size + LOG_OVERHEAD
+        c.magic[k] = magic
+        if magic == 2:
+            attr = <int16_t>kfmt_be16(e + ATTRIBUTES_OFFSET)
+            crc = kfmt_be32(e + CRC_OFFSET)
+            c.base[k] = <int64_t>kfmt_be64(e + OFFSET_OFFSET)
+            c.lod[k] = <int32_t>kfmt_be32(e + LAST_OFFSET_DELTA_OFFSET)
+            c.last[k] = c.base[k] + c.lod[k]
+            c.ple[k] = <int32_t>kfmt_be32(e + PARTITION_LEADER_EPOCH_OFFSET)
+            c.fts[k] = <int64_t>kfmt_be64(e + BASE_TIMESTAMP_OFFSET)
+            c.mts[k] = <int64_t>kfmt_be64(e + MAX_TIMESTAMP_OFFSET)
+            c.pid[k] = <int64_t>kfmt_be64(e + PRODUCER_ID_OFFSET)
+            c.pepoch[k] = <int16_t>kfmt_be16(e + PRODUCER_EPOCH_OFFSET)
+            c.bseq[k] = <int32_t>kfmt_be32(e + BASE_SEQUENCE_OFFSET)
+            cnt = <int32_t>kfmt_be32(e + RECORDS_COUNT_OFFSET)
+            c.count[k] = cnt
+            c.tstype[k] = 1 if attr & TIMESTAMP_TYPE_BIT else 0
+            c.txn[k] = (attr & TRANSACTIONAL_BIT) != 0
+            c.ctrl[k] = (attr & CONTROL_BIT) != 0
+            c.pstart[k] = pos + RECORDS_OFFSET
+            c.plen[k] = size + LOG_OVERHEAD - RECORDS_OFFSET
+            if crc_mode != CRC_SKIP:
+                ok = kfmt_crc32c(e + ATTRIBUTES_OFFSET, size + LOG_OVERHEAD - ATTRIBUTES_OFFSET) == crc
+            else:
+                ok = True
+            if cnt < 0 or (((attr & CODEC_MASK) == CODEC_NONE) and
+                           <int64_t>cnt * V2_MIN_RECORD_SIZE > c.plen[k]):
+                err = ERR_BAD_COUNT
+        else:
+            attr = e[LEGACY_ATTRIBUTES_OFFSET]
+            crc = kfmt_be32(e + LEGACY_CRC_OFFSET)
+            c.base[k] = <int64_t>kfmt_be64(e + OFFSET_OFFSET)
+            c.last[k] = c.base[k]
+            c.lod[k] = 0
+            c.ple[k] = -1
+            if magic == 1:
+                c.fts[k] = <int64_t>kfmt_be64(e + LEGACY_TIMESTAMP_OFFSET)
+                c.tstype[k] = 1 if attr & TIMESTAMP_TYPE_BIT else 0
+            else:
+                c.fts[k] = -1
+                c.tstype[k] = -1
+            c.mts[k] = c.fts[k]
+            c.pid[k] = -1
+            c.pepoch[k] = -1
+            c.bseq[k] = -1
+            c.count[k] = 1
+            c.txn[k] = False
+            c.ctrl[k] = False
+            rc = legacy_value(buf, pos, size, magic, &vstart, &vlen)
+            if rc != ERR_NONE:
+                err = rc
+            c.pstart[k] = vstart
+            c.plen[k] = vlen
+            if crc_mode != CRC_SKIP:
+                ok = kfmt_crc32(e + MAGIC_OFFSET, size - 4) == crc
+            else:
+                ok = True
+        c.attr[k] = attr
+        c.codec[k] = attr & CODEC_MASK
+        c.crc[k] = crc
+        c.crc_valid[k] = ok
+        if not ok and crc_mode == CRC_STRICT:
+            err = ERR_CRC           # a bad checksum explains any other fault in the entry
+        if err != ERR_NONE:
+            # stop at the first bad entry; pass 1's own error (if any) lies further on
+            r.err_pos = pos
+            r.err_offset = c.base[k]
+            break
+        r.good = i + 1
+        pos += LOG_OVERHEAD + size
+
+    if err == ERR_NONE and r.err != ERR_NONE:
+        # the framing error found by pass 1, at the entry after the last good one
+        err = r.err
+        r.err_pos = pos
+        size = r.size
+        if n - pos >= LOG_OVERHEAD:
+            r.err_offset = <int64_t>kfmt_be64(buf + pos)
+    r.err = err
+    r.size = size
+    if err == ERR_NONE:
+        r.valid_end = pos
+    else:
+        r.valid_end = r.err_pos
+        r.tail = TAIL_NONE
+
+
+cdef dict new_columns(Py_ssize_t count, ScanCols *c):
+    """The batch table's columns for count rows (bool columns as uint8, viewed as bool at the
+    end), with c pointing at them."""
     cols = {name: np.empty(count, np.uint8 if dtype is np.bool_ else dtype)
             for name, dtype in BATCH_COLUMNS + PAYLOAD_COLUMNS}
     cdef int64_t[::1] c_position = cols["position"]
@@ -210,116 +355,132 @@ def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0, i
     cdef int32_t[::1] c_count = cols["record_count"]
     cdef int64_t[::1] c_pstart = cols["payload_start"]
     cdef int64_t[::1] c_plen = cols["payload_len"]
+    if count == 0:
+        return cols
+    c.position = &c_position[0]
+    c.size = &c_size[0]
+    c.base = &c_base[0]
+    c.last = &c_last[0]
+    c.lod = &c_lod[0]
+    c.ple = &c_ple[0]
+    c.magic = &c_magic[0]
+    c.crc = &c_crc[0]
+    c.crc_valid = &c_crc_valid[0]
+    c.attr = &c_attr[0]
+    c.codec = &c_codec[0]
+    c.tstype = &c_tstype[0]
+    c.txn = &c_txn[0]
+    c.ctrl = &c_ctrl[0]
+    c.pid = &c_pid[0]
+    c.pepoch = &c_pepoch[0]
+    c.bseq = &c_bseq[0]
+    c.fts = &c_fts[0]
+    c.mts = &c_mts[0]
+    c.count = &c_count[0]
+    c.pstart = &c_pstart[0]
+    c.plen = &c_plen[0]
+    return cols
 
-    cdef Py_ssize_t i, good = 0, err_pos = -1
-    cdef int64_t err_offset = -1
-    cdef const uint8_t *e
-    cdef int magic, attr
-    cdef int32_t cnt
-    cdef uint32_t crc
-    cdef int64_t vstart = 0, vlen = 0
-    cdef bint ok
 
-    # pass 2: read every header field (the framing was validated by pass 1)
-    ahead = buf
-    with nogil:
-        pos = start
-        for i in range(count):
-            e = buf + pos
-            kfmt_prefetch_ahead(e, PREFETCH_DISTANCE, buf + n, &ahead)
-            size = <int32_t>kfmt_be32(e + SIZE_OFFSET)
-            magic = e[MAGIC_OFFSET]
-            c_position[i] = pos
-            c_size[i] = size + LOG_OVERHEAD
-            c_magic[i] = magic
-            if magic == 2:
-                attr = <int16_t>kfmt_be16(e + ATTRIBUTES_OFFSET)
-                crc = kfmt_be32(e + CRC_OFFSET)
-                c_base[i] = <int64_t>kfmt_be64(e + OFFSET_OFFSET)
-                c_lod[i] = <int32_t>kfmt_be32(e + LAST_OFFSET_DELTA_OFFSET)
-                c_last[i] = c_base[i] + c_lod[i]
-                c_ple[i] = <int32_t>kfmt_be32(e + PARTITION_LEADER_EPOCH_OFFSET)
-                c_fts[i] = <int64_t>kfmt_be64(e + BASE_TIMESTAMP_OFFSET)
-                c_mts[i] = <int64_t>kfmt_be64(e + MAX_TIMESTAMP_OFFSET)
-                c_pid[i] = <int64_t>kfmt_be64(e + PRODUCER_ID_OFFSET)
-                c_pepoch[i] = <int16_t>kfmt_be16(e + PRODUCER_EPOCH_OFFSET)
-                c_bseq[i] = <int32_t>kfmt_be32(e + BASE_SEQUENCE_OFFSET)
-                cnt = <int32_t>kfmt_be32(e + RECORDS_COUNT_OFFSET)
-                c_count[i] = cnt
-                c_tstype[i] = 1 if attr & TIMESTAMP_TYPE_BIT else 0
-                c_txn[i] = (attr & TRANSACTIONAL_BIT) != 0
-                c_ctrl[i] = (attr & CONTROL_BIT) != 0
-                c_pstart[i] = pos + RECORDS_OFFSET
-                c_plen[i] = size + LOG_OVERHEAD - RECORDS_OFFSET
-                if crc_mode != CRC_SKIP:
-                    ok = kfmt_crc32c(e + ATTRIBUTES_OFFSET, size + LOG_OVERHEAD - ATTRIBUTES_OFFSET) == crc
-                else:
-                    ok = True
-                if cnt < 0 or (((attr & CODEC_MASK) == CODEC_NONE) and
-                               <int64_t>cnt * V2_MIN_RECORD_SIZE > c_plen[i]):
-                    err = ERR_BAD_COUNT
-            else:
-                attr = e[LEGACY_ATTRIBUTES_OFFSET]
-                crc = kfmt_be32(e + LEGACY_CRC_OFFSET)
-                c_base[i] = <int64_t>kfmt_be64(e + OFFSET_OFFSET)
-                c_last[i] = c_base[i]
-                c_lod[i] = 0
-                c_ple[i] = -1
-                if magic == 1:
-                    c_fts[i] = <int64_t>kfmt_be64(e + LEGACY_TIMESTAMP_OFFSET)
-                    c_tstype[i] = 1 if attr & TIMESTAMP_TYPE_BIT else 0
-                else:
-                    c_fts[i] = -1
-                    c_tstype[i] = -1
-                c_mts[i] = c_fts[i]
-                c_pid[i] = -1
-                c_pepoch[i] = -1
-                c_bseq[i] = -1
-                c_count[i] = 1
-                c_txn[i] = False
-                c_ctrl[i] = False
-                rc = legacy_value(buf, pos, size, magic, &vstart, &vlen)
-                if rc != ERR_NONE:
-                    err = rc
-                c_pstart[i] = vstart
-                c_plen[i] = vlen
-                if crc_mode != CRC_SKIP:
-                    ok = kfmt_crc32(e + MAGIC_OFFSET, size - 4) == crc
-                else:
-                    ok = True
-            c_attr[i] = attr
-            c_codec[i] = attr & CODEC_MASK
-            c_crc[i] = crc
-            c_crc_valid[i] = ok
-            if not ok and crc_mode == CRC_STRICT:
-                err = ERR_CRC           # a bad checksum explains any other fault in the entry
-            if err != ERR_NONE:
-                # stop at the first bad entry; pass 1's own error (if any) lies further on
-                err_pos = pos
-                err_offset = c_base[i]
-                break
-            good = i + 1
-            pos += LOG_OVERHEAD + size
-
-        if err == ERR_NONE and err1 != ERR_NONE:
-            # the framing error found by pass 1, at the entry after the last good one
-            err = err1
-            err_pos = pos
-            size = size1
-            if n - pos >= LOG_OVERHEAD:
-                err_offset = <int64_t>kfmt_be64(buf + pos)
-
+cdef dict bool_views(dict cols, Py_ssize_t rows):
+    """The columns cut to rows, bool columns viewed as bool."""
     for name, dtype in BATCH_COLUMNS:
         if dtype is np.bool_:
             cols[name] = cols[name].view(np.bool_)
-    if good < count:
+    if rows < len(cols["position"]):
         for name in list(cols):
-            cols[name] = cols[name][:good]
-    cols["count"] = good
-    cols["valid_end"] = pos if err == ERR_NONE else err_pos
-    cols["tail"] = tail if err == ERR_NONE else TAIL_NONE
-    cols["error"] = None if err == ERR_NONE else (err, err_pos, err_offset, size)
+            cols[name] = cols[name][:rows]
     return cols
+
+
+def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0, int64_t max_size=256 << 20):
+    """Scan the entries of `data` from byte `start`.
+
+    max_size: the largest size field accepted (larger ones are corrupt, not a truncated tail).
+    Returns a dict: the batch table columns (BATCH_COLUMNS + PAYLOAD_COLUMNS), "count",
+    "valid_end" (byte position after the last good entry), "tail" (TAIL_*), and "error"
+    (code, position, offset) for the first malformed entry, or None.
+    """
+    cdef const uint8_t *buf = &data[0] if data.shape[0] > 0 else NULL
+    cdef Py_ssize_t n = data.shape[0]
+    cdef ScanResult r
+    cdef ScanCols c
+    if start < 0 or start > n:
+        raise ValueError(f"start={start} is outside the data (0..{n})")
+    with nogil:
+        count_entries(buf, n, start, max_size, &r)
+    cols = new_columns(r.count, &c)
+    with nogil:
+        fill_entries(buf, n, start, crc_mode, &c, 0, &r)
+    cols = bool_views(cols, r.good)
+    cols["count"] = r.good
+    cols["valid_end"] = r.valid_end
+    cols["tail"] = r.tail
+    cols["error"] = None if r.err == ERR_NONE else (r.err, r.err_pos, r.err_offset, r.size)
+    return cols
+
+
+def scan_ranges(const uint8_t[::1] data, const int64_t[::1] starts, const int64_t[::1] stops, int crc_mode=CRC_STRICT,
+                int64_t max_size=256 << 20):
+    """Scan several byte ranges of `data` -- each [starts[i], stops[i]) its own sequence of entries,
+    as `scan` scans ``data[:stop]`` from start -- into one batch table: range i's entries (up to
+    its first malformed one) are rows first[i]..first[i] + count[i].
+
+    Returns (columns, ranges): the batch table columns (BATCH_COLUMNS + PAYLOAD_COLUMNS, positions
+    in data) and a dict of per-range arrays: "first", "count", "valid_end", "tail" and "error"
+    (the error code, 0 for none), "error_position", "error_offset", "error_size".
+    """
+    cdef const uint8_t *buf = &data[0] if data.shape[0] > 0 else NULL
+    cdef Py_ssize_t n = data.shape[0], nr = starts.shape[0], i, total = 0, row = 0
+    if stops.shape[0] != nr:
+        raise ValueError("starts and stops differ in length")
+    for i in range(nr):
+        if not 0 <= starts[i] <= stops[i] <= n:
+            raise ValueError(f"range [{starts[i]}, {stops[i]}) is outside the data (0..{n})")
+    cdef ScanResult *res = <ScanResult *>PyMem_Malloc(max(nr, 1) * sizeof(ScanResult))
+    if res == NULL:
+        raise MemoryError()
+    cdef ScanCols c
+    try:
+        with nogil:
+            for i in range(nr):
+                count_entries(buf, stops[i], starts[i], max_size, &res[i])
+                total += res[i].count
+        cols = new_columns(total, &c)
+        with nogil:
+            for i in range(nr):
+                fill_entries(buf, stops[i], starts[i], crc_mode, &c, row, &res[i])
+                row += res[i].good
+        cols = bool_views(cols, row)
+        ranges = {name: np.empty(nr, dtype) for name, dtype in (
+            ("first", np.int64), ("count", np.int64), ("valid_end", np.int64), ("tail", np.int8),
+            ("error", np.int32), ("error_position", np.int64), ("error_offset", np.int64), ("error_size", np.int32))}
+        fill_ranges(res, nr, ranges)
+    finally:
+        PyMem_Free(res)
+    return cols, ranges
+
+
+cdef void fill_ranges(ScanResult *res, Py_ssize_t nr, dict ranges):
+    cdef int64_t[::1] first = ranges["first"]
+    cdef int64_t[::1] count = ranges["count"]
+    cdef int64_t[::1] valid_end = ranges["valid_end"]
+    cdef int8_t[::1] tail = ranges["tail"]
+    cdef int32_t[::1] error = ranges["error"]
+    cdef int64_t[::1] error_position = ranges["error_position"]
+    cdef int64_t[::1] error_offset = ranges["error_offset"]
+    cdef int32_t[::1] error_size = ranges["error_size"]
+    cdef Py_ssize_t i, row = 0
+    for i in range(nr):
+        first[i] = row
+        count[i] = res[i].good
+        row += res[i].good
+        valid_end[i] = res[i].valid_end
+        tail[i] = res[i].tail
+        error[i] = res[i].err
+        error_position[i] = res[i].err_pos
+        error_offset[i] = res[i].err_offset
+        error_size[i] = res[i].size
 
 
 ctypedef uint32_t (*crc_fn)(const uint8_t *p, size_t n) noexcept nogil

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 import warnings
 from dataclasses import dataclass, field
 
@@ -36,7 +37,7 @@ from kafkafmt.log import sidefiles
 from kafkafmt.log import tiered
 from kafkafmt.errors import KafkafmtError, KafkafmtWarning, NotALogDirError, PathNotFoundError, StorageError
 from kafkafmt.log._names import (holds_segment_files, is_leftover_dir, is_leftover_segment_file, partition_of_name,
-                            SEGMENT_LOG)
+                            LEFTOVER_SUFFIXES, SEGMENT_LOG)
 from kafkafmt.log._framing import scan_range, window
 from kafkafmt.log._notes import ReportEntry, ReportKind
 from kafkafmt.log._segments import Segment
@@ -58,6 +59,7 @@ RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"  # the offset eac
 # folders
 
 _PASS = "__pass__"      # the cache's key for the current discovery pass
+_ONE_PASS = "__one_pass__"   # set in a cache made for one discovery pass: its listings need no change token
 
 
 def _listing(path, storage, cache=None):
@@ -67,7 +69,7 @@ def _listing(path, storage, cache=None):
     (an object store's) is listed once per discovery pass."""
     token = None
     if cache is not None:
-        token = storage.change_token(path)
+        token = None if _ONE_PASS in cache else storage.change_token(path)
         hit = cache.get((storage.url(path), "listing"))
         if hit is not None:
             if token is not None and hit[0] == token and storage.settled(token):
@@ -121,9 +123,9 @@ def folder_kind(path, entries=None, storage=None, cache=None):
     return None
 
 
-def list_segments(folder, report=None, storage=None, cache=None):
+def list_segments(folder, report=None, storage=None, cache=None, *, entries=None):
     """The segments of a partition folder in offset order (sizes, versions and side files from one
-    listing).
+    listing: ``entries``, when the caller listed the folder already, else listed here).
 
     Parameters
     ----------
@@ -136,6 +138,8 @@ def list_segments(folder, report=None, storage=None, cache=None):
         fsspec URL).
     cache : optional
         A listing cache (the stream reader's).
+    entries : sequence of Entry, optional
+        The folder's listing, when already made (`Partition.listing`): not listed again.
 
     Returns
     -------
@@ -158,17 +162,17 @@ def list_segments(folder, report=None, storage=None, cache=None):
     (<ReportKind.LEFTOVER: 'leftover'>, 'broker leftover (deleted/cleaned/swap file) skipped')
     """
     storage, folder = _storage_of(folder, storage)
-    entries = _listing(folder, storage, cache)
+    entries = _listing(folder, storage, cache) if entries is None else entries
     names = {e.name: e for e in entries if not e.is_dir}
     segments = []
     for name, e in names.items():
-        m = SEGMENT_LOG.match(name)
+        m = SEGMENT_LOG.match(name) if name.endswith(".log") else None
         if m:
             stem = name[:-len(".log")]
             present = {k for k in ("index", "timeindex", "txnindex") if f"{stem}.{k}" in names}
             segments.append(Segment(folder, int(m.group("base")), e.size, storage=storage, present=present,
                                     version=e.version))
-        elif is_leftover_segment_file(name) and report is not None:
+        elif report is not None and name.endswith(LEFTOVER_SUFFIXES) and is_leftover_segment_file(name):
             report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(e.path),
                                       "broker leftover (deleted/cleaned/swap file) skipped"))
     segments.sort(key=lambda s: s.base_offset)
@@ -195,6 +199,17 @@ class Partition:
     segments: object = None
     log_start_offset: object = None
     root: object = None          # the root it was found under (tiered uploads: the storage path of the root)
+    # what discovery saw of its folder (not compared): its listing (a tuple of Entry; the sizes of its
+    # .log files, the others' may be None), so that planning does not list it again, and its real path
+    # (local folders); a Partition pickled elsewhere (a Spark executor) lists its folder afresh there
+    listing: object = field(default=None, compare=False, repr=False)
+    real: object = field(default=None, compare=False, repr=False)
+
+    def __getstate__(self):
+        return dict(self.__dict__, listing=None)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
 
     @property
     def name(self):
@@ -231,19 +246,22 @@ class Partition:
     @property
     def key(self):
         """What tells copies of a folder apart: its real path (a symlink is the folder it points to)."""
-        return os.path.realpath(self.folder) if self.storage.is_local else self.url
+        if not self.storage.is_local:
+            return self.url
+        return self.real if self.real is not None else os.path.realpath(self.folder)
 
     def list_segments(self, report=None, cache=None):
-        """Its segments in offset order."""
+        """Its segments in offset order (from discovery's listing of its folder, when it has one)."""
         if self.segments is not None:
             return list(self.segments)
-        return list_segments(self.folder, report, self.storage, cache)
+        return list_segments(self.folder, report, self.storage, cache, entries=self.listing)
 
     def files(self, cache=None):
         """(name, path or URL) of every file in its folder (segments, side files, checkpoints, KRaft
         snapshots), sorted by name."""
+        entries = _listing(self.folder, self.storage, cache) if self.listing is None else self.listing
         return [(e.name, e.path if self.storage.is_local else self.storage.url(e.path))
-                for e in _listing(self.folder, self.storage, cache) if not e.is_dir]
+                for e in entries if not e.is_dir]
 
     def earliest(self, segments=None):
         """The first offset a consumer can read ("earliest"): the first segment's base offset, or the
@@ -312,6 +330,8 @@ def _log_dir_partitions(storage, log_dir, entries, report, cache):
     checkpoint file."""
     starts = _log_starts(storage, log_dir, entries, report)
     found = []
+    # a folder's real path is its log dir's real path and its name, unless it is a symlink itself
+    real_dir = os.path.realpath(log_dir) if storage.is_local else None
     for e in entries:
         if not e.is_dir:
             continue
@@ -324,18 +344,67 @@ def _log_dir_partitions(storage, log_dir, entries, report, cache):
         tp = partition_of_name(e.name)
         if tp is None:
             continue
-        sub = _listing(e.path, storage, cache)
+        sub = _partition_listing(e.path, storage, cache)
         # a partition folder holds segment files, or (empty) sits in a log dir beside others
         if sub and not holds_segment_files([s.name for s in sub]):
             continue
-        found.append(Partition(tp[0], tp[1], e.path, storage, log_dir, None, starts.get(tp)))
+        real = None
+        if real_dir is not None:
+            real = os.path.realpath(e.path) if e.is_link else os.path.join(real_dir, e.name)
+        found.append(Partition(tp[0], tp[1], e.path, storage, log_dir, None, starts.get(tp), listing=tuple(sub),
+                               real=real))
     found.sort(key=lambda p: (p.topic, p.partition))
     return found
 
 
+_CHECKPOINTS = {}          # url -> (change token, log start offsets or the reason the file is unreadable)
+_CHECKPOINTS_KEPT = 64    # log dirs whose checkpoint is kept
+_CHECKPOINTS_LOCK = threading.Lock()
+
+
+def _partition_listing(path, storage, cache):
+    """A partition folder's listing for discovery. In a one-pass discovery of local folders only the
+    ``.log`` files get their size (a stat per side file would cost more than the rest of the
+    folder's listing; `Partition.listing` serves segments and file names): the others' is None."""
+    if storage.is_local and cache is not None and _ONE_PASS in cache and (storage.url(path), "listing") not in cache:
+        try:
+            return storage.list(path, sized=(".log",))
+        except StorageError:
+            pass                 # as _listing says it
+    return _listing(path, storage, cache)
+
+
 def _log_starts(storage, log_dir, entries, report):
-    """{(topic, partition): log start offset} of a log dir's checkpoint ({} without one)."""
-    return _checkpoint(storage, log_dir, entries, LOG_START_CHECKPOINT, "log start offsets", report)
+    """{(topic, partition): log start offset} of a log dir's checkpoint ({} without one; entries:
+    the log dir's listing, None when not listed). A local checkpoint is parsed once while it is
+    unchanged and settled (`Storage.change_token`): a loop of reads of single partitions costs
+    the same whatever the number of their siblings the file lists."""
+    if entries is not None and not any(e.name == LOG_START_CHECKPOINT and not e.is_dir for e in entries):
+        return {}
+    path = storage.join(log_dir, LOG_START_CHECKPOINT)
+    url = storage.url(path)
+    token = storage.change_token(path) if storage.is_local else None
+    hit = _CHECKPOINTS.get(url)
+    if hit is not None and token is not None and hit[0] == token:
+        starts = hit[1]
+    else:
+        try:
+            starts = sidefiles.read_offset_checkpoint(storage.read_bytes(path))
+        except KafkafmtError as exc:
+            if entries is None and isinstance(exc, FileNotFoundError):
+                return {}                   # no checkpoint (the folder was not listed to know)
+            starts = exc.reason
+        if token is not None and storage.settled(token):
+            with _CHECKPOINTS_LOCK:
+                while len(_CHECKPOINTS) >= _CHECKPOINTS_KEPT:
+                    _CHECKPOINTS.pop(next(iter(_CHECKPOINTS)))
+                _CHECKPOINTS[url] = (token, starts)
+    if isinstance(starts, str):
+        if report is not None:
+            report.append(ReportEntry(ReportKind.LEFTOVER, url,
+                                      f"unreadable {LOG_START_CHECKPOINT} ({starts}): log start offsets unknown"))
+        return {}
+    return starts
 
 
 def _checkpoint(storage, log_dir, entries, name, what, report):
@@ -396,13 +465,13 @@ def log_dir_offsets(log_dir, name, storage=None, report=None):
     return _checkpoint(storage, log_dir, entries, name, f"offsets of {name}", report)
 
 
-def _parent_log_starts(part):
-    """The log start offsets of the folder holding a partition folder given alone ({} when it has no
-    checkpoint, or cannot be listed)."""
+def _parent_log_starts(storage, path):
+    """The log start offsets of the folder holding a partition folder given alone: its checkpoint alone, never
+    a listing of the parent (its siblings cost nothing); {} when it has none or it cannot be read."""
+    parent = storage.parent(os.path.abspath(path) if storage.is_local else path)
     try:
-        home = part.home
-        return _log_starts(part.storage, home, _listing(home, part.storage), None)
-    except (PathNotFoundError, NotALogDirError, StorageError, PermissionError):
+        return _log_starts(storage, parent, None, None)
+    except (StorageError, PermissionError):
         return {}
 
 
@@ -505,8 +574,8 @@ class _Walk:
         kind = folder_kind(path, entries, storage, self.cache)
         if kind == "partition":       # given alone: its log start is still the log dir's (DeleteRecords)
             tp = partition_of_name(storage.name(path))
-            part = Partition(tp[0], tp[1], path, storage)
-            self.plain.append(dataclasses.replace(part, log_start_offset=_parent_log_starts(part).get(tp)))
+            self.plain.append(Partition(tp[0], tp[1], path, storage, listing=tuple(entries),
+                                        log_start_offset=_parent_log_starts(storage, path).get(tp)))
             return
         if kind == "log_dir":
             self.found.log_dirs_paths.append(path)
@@ -543,7 +612,7 @@ def discover(roots, *, topics=None, partitions=None, storage_options=None, files
     if replicas not in REPLICAS:
         raise ValueError(f"replicas must be one of {', '.join(REPLICAS)}, not {replicas!r}")
     roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
-    cache = {} if cache is None else cache
+    cache = {_ONE_PASS: True} if cache is None else cache
     cache[_PASS] = cache.get(_PASS, 0) + 1     # listings without a change token are fresh for this pass
     walk = _Walk([] if report is None else report, max_depth, cache, files)
     for root in roots:
@@ -890,5 +959,5 @@ def resolve_partition(folder, storage_options=None, filesystem=None):
     if tp is None:
         raise NotALogDirError(f"not a partition folder (<topic>-<partition>): {storage.url(path)}",
                               file=storage.url(path))
-    part = Partition(tp[0], tp[1], path, storage)
-    return dataclasses.replace(part, log_start_offset=_parent_log_starts(part).get(tp))
+    return Partition(tp[0], tp[1], path, storage, None, None, _parent_log_starts(storage, path).get(tp),
+                     listing=tuple(entries))

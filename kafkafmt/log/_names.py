@@ -55,7 +55,8 @@ def segment_base(path):
 def partition_of_name(name):
     """(topic, partition) for a folder name ``<topic>-<partition>``; None otherwise and for the
     broker's leftover folders."""
-    name = os.path.basename(os.path.normpath(os.fspath(name)))
+    if not isinstance(name, str) or os.sep in name or (os.altsep and os.altsep in name) or name in (".", ".."):
+        name = os.path.basename(os.path.normpath(os.fspath(name)))    # (a listing's names are names already)
     m = PARTITION_DIR.match(name)
     if not m or _LEFTOVER_DIR.match(name):
         return None

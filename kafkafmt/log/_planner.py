@@ -123,7 +123,8 @@ def plan(folder, *, start_offset=None, end_offset=None, start_timestamp=None, en
         if seg.size == 0:
             continue
         start_pos, stop_pos = 0, seg.size
-        if positions:
+        # the index is looked up only for a bound inside the segment (an open range reads it whole)
+        if positions and ((start is not None and start > seg.base_offset) or end is not None):
             with seg.open() as f:
                 start_pos = seg.position_for_offset(f, start, report)
                 stop_pos = seg.end_position(f, end, report)

@@ -33,6 +33,8 @@ def _fallback(report, file, why):
 def warn_fallbacks(report, since=0, where=None):
     """One `KafkafmtWarning` for the index fallbacks a read reported (entries of ``report`` from
     ``since`` on), however many segments and lookups met them."""
+    if len(report) <= since:
+        return
     mine = [e for e in report[since:] if e.kind is ReportKind.INDEX_FALLBACK]
     if not mine:
         return

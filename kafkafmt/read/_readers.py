@@ -19,6 +19,8 @@ import dataclasses
 import inspect
 import os
 
+import numpy as np
+
 from kafkafmt.read._stream import RecordStream
 from kafkafmt.record import DecodeOptions, decode
 from kafkafmt.log import DEFAULT_REPLICAS, Partition, find_partitions, resolve_partition
@@ -32,6 +34,7 @@ from kafkafmt.log import Segment, warn_fallbacks
 from kafkafmt.storage import open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
 from kafkafmt.log import read_task, read_tasks
+from kafkafmt.log import Unit, read_units
 from kafkafmt.values import FailedValues, TypedOptions, decode_values, empty_typed, open_typed
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment"]
@@ -213,24 +216,45 @@ def _roots(part):
     return [part.log_dir_url] if part.log_dir_url is not None else None
 
 
+def _read_options(*, columns, verify_crc, include_control, max_decompressed, threads, binary, typed, isolation,
+                  errors):
+    """The DecodeOptions of a partition read (the same for every partition of a read of several)."""
+    if errors not in ("strict", "salvage"):
+        raise ValueError(f"errors must be 'strict' or 'salvage', not {errors!r}")
+    if typed.active:     # typed sides need their raw column
+        columns = None if columns is None else list(columns) + [s for s, _, _ in typed.sides() if s not in columns]
+    return DecodeOptions.for_columns(columns, verify_crc=verify_crc,
+                                     include_control=include_control and isolation != "read_committed",
+                                     max_decompressed=max_decompressed, threads=threads, binary=binary)
+
+
+def _plan_partition(part, report, *, start_offset, end_offset, start_timestamp, end_timestamp, isolation, errors):
+    """A partition's tasks (`plan`), its index fallbacks warned about once."""
+    since = len(report)
+    tasks = plan(part, start_offset=start_offset, end_offset=end_offset, start_timestamp=start_timestamp,
+                 end_timestamp=end_timestamp, isolation=isolation, report=report, errors=errors)
+    warn_fallbacks(report, since, part.name)     # the index lookups are planning's: said once, here
+    return tasks
+
+
 def _iter_partition(folder, *, start_offset, end_offset, start_timestamp, end_timestamp, isolation, columns, errors,
                     verify_crc, include_control, max_decompressed, max_bytes, report, keep_empty, storage_options,
                     filesystem, threads, binary, whole_tasks, typed):
     part = resolve_partition(folder, storage_options, filesystem)
     report = [] if report is None else report
-    if errors not in ("strict", "salvage"):
-        raise ValueError(f"errors must be 'strict' or 'salvage', not {errors!r}")
-    since = len(report)
-    tasks = plan(part, start_offset=start_offset, end_offset=end_offset, start_timestamp=start_timestamp,
-                 end_timestamp=end_timestamp, isolation=isolation, report=report, errors=errors)
-    warn_fallbacks(report, since, part.name)     # the index lookups are planning's: said once, here
-    committed = isolation == "read_committed"
-    if typed.active:     # typed sides need their raw column
-        columns = None if columns is None else list(columns) + [s for s, _, _ in typed.sides() if s not in columns]
-    options = DecodeOptions.for_columns(columns, verify_crc=verify_crc,
-                                        include_control=include_control and not committed,
-                                        max_decompressed=max_decompressed, threads=threads, binary=binary)
-    n_threads = resolve_threads(threads)
+    options = _read_options(columns=columns, verify_crc=verify_crc, include_control=include_control,
+                            max_decompressed=max_decompressed, threads=threads, binary=binary, typed=typed,
+                            isolation=isolation, errors=errors)
+    tasks = _plan_partition(part, report, start_offset=start_offset, end_offset=end_offset,
+                            start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation,
+                            errors=errors)
+    yield from _read_planned(part, tasks, report, options, errors=errors, max_bytes=max_bytes, keep_empty=keep_empty,
+                             whole_tasks=whole_tasks, typed=typed, committed=isolation == "read_committed")
+
+
+def _read_planned(part, tasks, report, options, *, errors, max_bytes, keep_empty, whole_tasks, typed, committed):
+    """The chunks of a partition's planned tasks (`_iter_partition` after planning)."""
+    n_threads = resolve_threads(options.threads)
     if whole_tasks and n_threads > 1 and len(tasks) > 1:
         chunks = _read_tasks_parallel(tasks, report, options, errors, n_threads)
     else:
@@ -403,12 +427,18 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                                  include_control=include_control, max_decompressed=max_decompressed,
                                  max_bytes=1 << 62, report=report, keep_empty=True, storage_options=None,
                                  filesystem=None, threads=threads, binary=binary, whole_tasks=True, typed=typed))
+    return _partition_records(part, parts, report, columns, binary, typed, warn=not nested)
+
+
+def _partition_records(part, parts, report, columns, binary, typed, warn=False):
+    """One partition's chunks as the one Records `read_log_dir` returns (``warn``: say when none of its values
+    could be read -- a read of several partitions says it once for them all)."""
     if not parts:
         return _empty(columns, binary, typed, report, topic=part.topic, partition=part.partition,
                       log_dir=part.log_dir_url)
     recs = Records.concat(parts) if len(parts) > 1 else parts[0]
     last = parts[-1]
-    if typed.active and not nested:
+    if typed.active and warn:
         FailedValues().add(recs).warn()
     # where the log ends: the last chunk read (of the last segment, when the read reached it)
     return recs.replace(topic=part.topic, partition=part.partition, log_dir=part.log_dir_url, report=report,
@@ -620,7 +650,9 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
     kwargs["value_format"] = typed
     found = find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys, replicas)
     n = resolve_threads(threads)
-    if n > 1 and len(found) > 1:
+    if len(found) > 1 and not typed.active and kwargs.get("binary", "contiguous") == "contiguous":
+        parts = _read_bulk(found, report, typed, threads, kwargs)
+    elif n > 1 and len(found) > 1:
         inner = 1 if len(found) >= n else threads
         pool = thread_pool(n, "partitions")
         futures = [pool.submit(read_log_dir, p, threads=inner, **kwargs) for p in found]
@@ -649,6 +681,90 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
     if typed.active:
         FailedValues().add(recs).warn()
     return recs
+
+
+#: read_log_dir's keyword arguments and their defaults
+_READ_DEFAULTS = None
+
+
+def _read_bulk(found, report, typed, threads, kwargs):
+    """`read_log_dirs` of several partitions without a typed format: each partition as `read_log_dir` reads
+    it, small ones read together (`kafkafmt.log._bulk`: one buffer, one scan and one kernel pass for
+    many), the others -- and any whose bytes are not clean whole segments -- one by one, in their place.
+    The parts to concatenate, in order; each partition's report entries appended to `report` in order."""
+    global _READ_DEFAULTS
+    if _READ_DEFAULTS is None:
+        _READ_DEFAULTS = {k: v.default for k, v in inspect.signature(read_log_dir).parameters.items()
+                          if v.kind is inspect.Parameter.KEYWORD_ONLY}
+    o = dict(_READ_DEFAULTS, **kwargs)
+    bounds = {k: o[k] for k in ("start_offset", "end_offset", "start_timestamp", "end_timestamp", "isolation",
+                                "errors")}
+    options = _read_options(columns=o["columns"], verify_crc=o["verify_crc"], include_control=o["include_control"],
+                            max_decompressed=o["max_decompressed"], threads=threads, binary=o["binary"],
+                            typed=typed, isolation=o["isolation"], errors=o["errors"])
+    units = []
+
+    def planned():
+        for p in found:
+            unit = Unit(None, p.topic, p.partition, p.log_dir_url)
+            try:
+                unit.tasks = _plan_partition(p, unit.report, **bounds)
+            except Exception as exc:       # noqa: BLE001 - raised in its turn, as a serial read would
+                unit.error = exc
+            units.append(unit)
+            yield unit
+
+    n = resolve_threads(threads)
+    # partitions read the usual way: one at a time with every thread, or (threads > 1) several at once,
+    # each with one, while the small ones are read in bulk (its C loops release the GIL)
+    alone = options if n == 1 else options.replace(threads=1)
+    pool = thread_pool(n, "partitions") if n > 1 else None
+
+    def usual(i):
+        unit, p = units[i], found[i]
+        if unit.error is not None:
+            raise unit.error
+        chunks = list(_read_planned(p, unit.tasks, unit.report, alone, errors=o["errors"], max_bytes=1 << 62,
+                                    keep_empty=True, whole_tasks=True, typed=typed,
+                                    committed=o["isolation"] == "read_committed"))
+        return _partition_records(p, chunks, unit.report, o["columns"], o["binary"], typed)
+
+    def log_bytes(p):
+        return sum(e.size for e in p.listing or () if e.name.endswith(".log"))
+
+    parts = []          # Records, or a pool's future of one (or of a share's parts)
+    try:
+        if pool is None:
+            for kind, x, _ in read_units(planned(), options.replace(threads=1), chain=True,
+                                         expected_bytes=sum(map(log_bytes, found)) or None):
+                parts.append(x if kind == "records" else usual(x))
+        else:
+            # threads: the partitions planned (planning errors wait for their turn), then shared out in
+            # contiguous runs of about equal bytes, each run read in bulk by a thread of its own
+            list(planned())
+            sizes = np.cumsum([log_bytes(p) for p in found])
+            cuts = np.searchsorted(sizes, sizes[-1] * np.arange(1, n) / n, side="right") if sizes[-1] else []
+            edges = sorted({0, len(found), *[int(c) for c in cuts]})
+
+            def share(lo, hi):
+                out = []
+                for kind, x, _ in read_units(units[lo:hi], options.replace(threads=1), chain=True,
+                                             expected_bytes=int(sizes[hi - 1] - (sizes[lo - 1] if lo else 0)) or None):
+                    out.append(x if kind == "records" else pool.submit(usual, lo + x))
+                return out
+
+            runs = [pool.submit(share, lo, hi) for lo, hi in zip(edges, edges[1:])]
+            parts += runs
+            parts = [x for run in runs for x in run.result()]
+        # in order: the first partition's error is the one raised, as in a serial read
+        parts = [p.result() if hasattr(p, "result") else p for p in parts]
+    finally:
+        for p in parts:
+            if hasattr(p, "cancel"):
+                p.cancel()
+    for unit in units:
+        report += unit.report
+    return parts
 
 
 @_typed_doc

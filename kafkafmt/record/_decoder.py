@@ -24,7 +24,8 @@ from kafkafmt.codecs import base as _codec_base
 from kafkafmt.record._records import COLUMNS, BinaryColumn, BinaryViewColumn, Headers, Records, Table
 from kafkafmt._util.threads import resolve_threads, thread_pool
 
-__all__ = ["decode", "scan_batches", "DecodeOptions", "next_entry", "offset_sequence_error"]
+__all__ = ["decode", "scan_batches", "DecodeOptions", "next_entry", "offset_sequence_error", "scan_ranges",
+           "RangeDecoder"]
 
 # what each error code of the C loops means
 # what each error code of the C loops means: the native table (one definition), as exception classes
@@ -709,6 +710,18 @@ def next_entry(buf, start, after_offset=None, max_batch_bytes=256 << 20):
 def _prepare(table, lo, hi, options):
     """The kernel's output columns for batches [lo, hi), sized from the batch table, and which
     batches need what (batch numbers are the table's)."""
+    sizes, ahead, work = _sizes(table, lo, hi, options)
+    cols = _kernel.Columns(**sizes)
+    if ahead is not None:
+        cols.reserve(*ahead[0])
+        cols.reserve_headers(*ahead[1])
+    return cols, work
+
+
+def _sizes(table, lo, hi, options):
+    """What the kernel's outputs need for batches [lo, hi) of a batch table: the Columns
+    arguments (sized from the table), the reservations ahead for batches the kernel decompresses
+    itself (or None) as (reserve args, reserve_headers args), and which batches need what."""
     sl = slice(lo, hi)
     codec = table["codec"][sl]
     counts = table["record_count"][sl]
@@ -727,8 +740,9 @@ def _prepare(table, lo, hi, options):
     n_est = int(counts[plain].sum()) + 1
     ctrl_est = int(counts[plain & table["is_control"][sl]].sum())
     view = options.binary == "view"
-    cols = _kernel.Columns(
-        n_est, plain_bytes // 4 + 1024, plain_bytes + 1024,    # key/value bytes (views: the kernel keeps none)
+    sizes = dict(
+        # key/value bytes (views: the kernel keeps none)
+        records=n_est, key_bytes=plain_bytes // 4 + 1024, value_bytes=plain_bytes + 1024,
         # headers: room for one per record, their bytes a share of the records' (address space
         # only until used; the arrays shrink to fit): growing them means decoding a batch again
         headers=n_est if options.headers else 16, header_key_bytes=plain_bytes // 16 + 256 if options.headers else 16,
@@ -737,24 +751,26 @@ def _prepare(table, lo, hi, options):
         include_control=options.include_control, verify_crc=bool(options.verify_crc), c_codecs=c_codecs,
         max_decompressed=_codec_base.DEFAULT_MAX_DECOMPRESSED if options.max_decompressed is None
         else options.max_decompressed, views=view)
+    ahead = None
     if in_kernel.any():
         # their decompressed sizes show only in the kernel: reserve for a typical ratio (address
         # space only: untouched pages cost nothing and the arrays shrink to fit), grow beyond
         stored = int(plen[in_kernel].sum())
         records = int(np.minimum(counts[in_kernel],
                                  _IN_KERNEL_RATIO_GUESS * plen[in_kernel] // _MIN_RECORD_BYTES).sum())
-        cols.reserve(min(stored, 1 << 30), min(_IN_KERNEL_RATIO_GUESS * stored, 4 << 30), records)
-        cols.reserve_headers(records // 4, records, 4 * records)
+        ahead = ((min(stored, 1 << 30), min(_IN_KERNEL_RATIO_GUESS * stored, 4 << 30), records),
+                 (records // 4, records, 4 * records))
     full = np.zeros(len(table["codec"]), bool)
     full[sl] = in_kernel
-    return cols, dict(in_kernel=full, compressed=np.flatnonzero(needs & ~in_kernel) + lo, payloads={})
+    return sizes, ahead, dict(in_kernel=full, compressed=np.flatnonzero(needs & ~in_kernel) + lo, payloads={})
 
 
-def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, views=None):
+def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, views=None, batch_base=0):
     """Run the kernel over batches [lo, hi) in chunks whose decompressed payloads stay under
     chunk_bytes; a batch that fails to decompress is raised once the batches before it are
     decoded (a record-level fault in one of them comes first in the data). binary="view": the
-    decompressed payloads are kept in work["payloads"] (batch -> buffer)."""
+    decompressed payloads are kept in work["payloads"] (batch -> buffer). batch_base: added to
+    the batch numbers the records get (see `RangeDecoder`)."""
     decompress = _Decompressor(buf, table, options.max_decompressed, file)
     keep = work["payloads"] if options.binary == "view" else None
     in_kernel = work["in_kernel"]
@@ -764,47 +780,54 @@ def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, v
     counts = table["record_count"]
     b, ci = lo, 0
     while b < hi:
-        payloads = []
+        got = {}                 # batch -> its payload decompressed here (none: no payload list at all)
         stop = b
         decompressed = comp_used = claimed = 0
         pending = None
         while stop < hi and (decompressed + _BATCH_WEIGHT * (stop - b) < chunk_bytes or stop == b):
             nxt = compressed_l[ci] if ci < len(compressed_l) else hi
             if nxt > stop:
+                if not got:
+                    # batches that need no payload, up to the next one that does: one kernel call
+                    # (no memory to bound, no per-batch list to build)
+                    stop = min(nxt, hi)
+                    break
                 # uncompressed batches up to the next compressed one, as many as the budget takes
                 room = -(-(chunk_bytes - decompressed) // _BATCH_WEIGHT)
-                upto = min(nxt, hi, max(stop + 1, b + room))
-                payloads += [None] * (upto - stop)
-                stop = upto
+                stop = min(nxt, hi, max(stop + 1, b + room))
                 continue
-            if compressed_l[ci] == stop:
-                try:
-                    p = decompress(stop)
-                except errors.KafkafmtError as exc:
-                    pending = exc
-                    break
-                decompressed += len(p)
-                comp_used += int(comp_len[stop])
-                claimed += min(int(counts[stop]), len(p) // _MIN_RECORD_BYTES)
-                payloads.append(p)
-                if keep is not None:
-                    keep[stop] = p
-                ci += 1
+            try:
+                p = decompress(stop)
+            except errors.KafkafmtError as exc:
+                pending = exc
+                break
+            decompressed += len(p)
+            comp_used += int(comp_len[stop])
+            claimed += min(int(counts[stop]), len(p) // _MIN_RECORD_BYTES)
+            got[stop] = p
+            if keep is not None:
+                keep[stop] = p
+            ci += 1
             stop += 1
         if decompressed:
             _reserve_ahead(cols, decompressed, comp_used, comp_left, claimed)
         comp_left -= comp_used
+        payloads = None
+        if got:
+            payloads = [None] * (stop - b)
+            for k, p in got.items():
+                payloads[k - b] = p
         start = b
         while True:
-            status, at, err_at, grow = cols.run(buf, table, start, stop, payloads[start - b:],
-                                                None if views is None else views.index)
+            status, at, err_at, grow = cols.run(buf, table, start, stop,
+                                                None if payloads is None else payloads[start - b:],
+                                                None if views is None else views.index, batch_base)
             if status == _kernel.NEED_GROW_:
                 cols.grow(grow, 1 << 16)
                 start = at
                 continue
             if status != 0:
-                _raise_kernel_error(status, at, err_at, table, payloads[at - b] is not None or bool(in_kernel[at]),
-                                    file)
+                _raise_kernel_error(status, at, err_at, table, at in got or bool(in_kernel[at]), file)
             break
         if pending is not None:
             raise pending
@@ -886,8 +909,8 @@ def _finish(a, c, table, nbytes, valid_end, tail, file, topic, partition, option
     n, nh, nc = c["records"], c["headers"], c["controls"]
     for name in _BOOL_BATCH_COLUMNS:
         table[name] = table[name].view(bool)
-    table.pop("payload_start")
-    table.pop("payload_len")
+    table.pop("payload_start", None)
+    table.pop("payload_len", None)
     headers = None
     if options.headers:
         hdr_offsets = a["header_index"][:n + 1]
@@ -953,3 +976,83 @@ def scan_batches(data, *, verify_crc=True, start=0, stop=None, max_batch_bytes=2
     t.pop("payload_start")
     t.pop("payload_len")
     return Table(t), info
+
+
+# -- many buffers into one set of outputs -------------------------------------------------------
+
+def scan_ranges(data, starts, stops, *, verify_crc=True, max_batch_bytes=256 << 20):
+    """The batch tables of several byte ranges of one buffer in one native call, each range its
+    own sequence of entries -- range i scanned as `decode` scans ``data[starts[i]:stops[i]]``.
+
+    Returns (table, ranges): the batch table of every range's entries up to its first malformed one
+    (a dict of NumPy columns, the payload columns included, positions in data), and per range
+    NumPy arrays "first" and "count" (its rows), "valid_end", "tail" (0 none, 1 truncated, 2
+    zeros) and "error" (0 for none; else "error_position", "error_offset"). Nothing is raised for
+    damaged data: the caller decides (`kafkafmt.log._bulk` reads such ranges the usual way).
+    """
+    return _scan.scan_ranges(_as_uint8(data), np.asarray(starts, np.int64), np.asarray(stops, np.int64),
+                             _CRC_MODES[verify_crc], max_batch_bytes)
+
+
+class RangeDecoder:
+    """Decode the batch tables of several buffers, one after the other, into one set of kernel
+    outputs -- many small segments decoded into one `Records` without one per segment, nor a
+    concatenation. ``add(buf, table)`` per buffer (a `scan_ranges` table, rows selected as the
+    caller wants), ``finish(batches)`` once. A failed ``add`` raises as `decode` does (positions
+    those of its buffer); ``mark()`` / ``rewind()`` drop what adds decoded after the mark.
+    binary="view" is not supported (the buffers are reused)."""
+
+    def __init__(self, options, chunk_bytes=1 << 20, expected_bytes=None):
+        if options.binary != "contiguous":
+            raise ValueError("RangeDecoder decodes into contiguous columns only")
+        self.options = options
+        self.chunk_bytes = chunk_bytes
+        self.expected = expected_bytes   # input bytes all adds will bring, when known: outputs sized once
+        self.cols = None
+        self.batches = 0          # batch rows added so far: the next table's first batch number
+
+    def mark(self):
+        return (None if self.cols is None else self.cols.mark(), self.batches)
+
+    def rewind(self, mark):
+        cols_mark, self.batches = mark
+        if self.cols is not None:
+            self.cols.rewind(cols_mark if cols_mark is not None else (0, 0, 0, 0, 0, 0))
+
+    def add(self, buf, table):
+        """Decode every batch of `table` (its positions in buf); its records get batch numbers
+        after those of earlier tables."""
+        n = len(table["position"])
+        if not n:
+            return
+        sizes, ahead, work = _sizes(table, 0, n, self.options)
+        if self.cols is None:
+            nbytes = int(table["size"].sum())
+            if self.expected is not None and self.expected > nbytes:
+                # the outputs for everything expected, sized once from what this first table holds
+                # (address space only until used; growing them later would copy what they hold)
+                scale = self.expected / nbytes
+                for k in ("records", "key_bytes", "value_bytes", "headers", "header_key_bytes",
+                          "header_value_bytes", "controls"):
+                    sizes[k] = int(sizes[k] * scale) + 16
+                if ahead is not None:
+                    ahead = tuple(tuple(int(x * scale) for x in a) for a in ahead)
+            self.cols = _kernel.Columns(**sizes)
+        else:
+            self.cols.reserve(sizes["key_bytes"], sizes["value_bytes"], sizes["records"])
+            self.cols.reserve_headers(sizes["headers"], sizes["header_key_bytes"], sizes["header_value_bytes"])
+        if ahead is not None:
+            self.cols.reserve(*ahead[0])
+            self.cols.reserve_headers(*ahead[1])
+        _decode_chunks(self.cols, _as_uint8(buf), table, 0, n, work, self.options, self.chunk_bytes, None,
+                       batch_base=self.batches)
+        self.batches += n
+
+    def finish(self, batches):
+        """The `Records` of everything added; `batches`: the batch table of every table added, in
+        order (its rows are the records' batch numbers)."""
+        if self.cols is None:      # nothing added: empty outputs
+            empty = _scan.scan(np.zeros(0, np.uint8), _scan.CRC_SKIP_, 0, 1)
+            self.cols, _ = _prepare(empty, 0, 0, self.options)
+        a = self.cols.arrays()
+        return _finish(a, self.cols.counts, dict(batches), 0, 0, None, None, None, None, self.options)

@@ -173,6 +173,7 @@ class Builder:
         found = discover(self.paths, topics=topics, partitions=partitions, storage_options=storage_options,
                          replicas=replicas, report=self.discovery_report, files=True)
         self.found = found
+        self._several_log_dirs = None
         self.partitions = found.partitions
         # __consumer_offsets is read for lag even when --topics leaves it out
         self.offsets_partitions = [p for p in found.partitions if p.topic == "__consumer_offsets"]
@@ -184,7 +185,9 @@ class Builder:
 
     def label(self, part):
         """``topic-N``, with the log dir when partitions come from several (as `stats` names them)."""
-        if len(self.found.log_dirs) > 1 and part.log_dir is not None:
+        if self._several_log_dirs is None:      # (computed once: found.log_dirs walks every partition)
+            self._several_log_dirs = len(self.found.log_dirs) > 1
+        if self._several_log_dirs and part.log_dir is not None:
             return f"{part.name} ({part.log_dir_url})"
         return part.name
 

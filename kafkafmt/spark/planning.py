@@ -20,6 +20,7 @@ from kafkafmt.log import ReportKind
 from kafkafmt.read import internal_topic
 from kafkafmt.log import discover
 from kafkafmt.log import deal, plan as plan_partition
+from kafkafmt._util.threads import cpu_count
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
 
 @dataclass
@@ -104,20 +105,31 @@ def plan(opts, bounds, report):
     return _pack(tasks, opts, report)
 
 
+#: segment bytes below which a read is not spread over more input partitions than it needs (Spark's
+#: own file sources count a file open as this many bytes: spark.sql.files.openCostInBytes)
+MIN_SPLIT_BYTES = 4 << 20
+
+
 def _pack(tasks, opts, report):
-    """Input partitions of about equal size: k = max(total / targetPartitionBytes, minPartitions)
-    of them; tasks larger than total / k split at offset-index positions; the pieces dealt largest
-    first to the least loaded partition (every Spark task has a fixed cost, and the slowest one
-    decides), each partition's pieces then read in log order."""
+    """Input partitions sized by bytes: k = max(total / targetPartitionBytes, minPartitions, the cores
+    of this machine while each gets at least MIN_SPLIT_BYTES) of them -- many small Kafka partitions
+    packed into one, every core busy; tasks larger than total / k split at offset-index positions;
+    the pieces dealt largest first to the least loaded partition (every Spark task has a fixed cost,
+    and the slowest one decides), each partition's pieces then read in log order (a partition's
+    small whole segments are read together: `kafkafmt.spark.read.read_tasks`)."""
     total = sum(t.stop_pos - t.start_pos for t in tasks)
     if not tasks:
         return []
-    k = max(1, int(np.ceil(total / opts.target_partition_bytes)), opts.min_partitions or 1)
+    cores = min(cpu_count(), int(total // MIN_SPLIT_BYTES))
+    k = max(1, int(np.ceil(total / opts.target_partition_bytes)), opts.min_partitions or 1, cores)
     share = max(total / k, 1.0)
     pieces = []
     for t in tasks:
         size = t.stop_pos - t.start_pos
-        n = int(np.ceil(size / share - 1e-9)) if size > share else 1
+        if size <= share:
+            pieces.append(t)        # whole (most tasks: copying each would cost more than the rest)
+            continue
+        n = int(np.ceil(size / share - 1e-9))
         for a, b in t.segment.split_points(t.start_pos, t.stop_pos, n, report):
             pieces.append(dataclasses.replace(t, start_pos=a, stop_pos=b))
     order = {id(p): i for i, p in enumerate(pieces)}

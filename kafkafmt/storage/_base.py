@@ -37,13 +37,15 @@ SETTLE_SECONDS = 2.0
 
 class Entry(NamedTuple):
     """One listing row: ``name`` (last component), ``path`` (as the storage takes it), ``size`` in
-    bytes (0 for folders), ``is_dir``, and ``version``: what names this content of an object where
-    the store has it (S3's ETag or version id, GCS's generation; see `version_of`), else None."""
+    bytes (0 for folders), ``is_dir``, ``version``: what names this content of an object where
+    the store has it (S3's ETag or version id, GCS's generation; see `version_of`), else None, and
+    ``is_link``: a symbolic link (local folders; seen in the listing itself, no call per entry)."""
     name: str
     path: str
     size: int
     is_dir: bool
     version: object = None
+    is_link: bool = False
 
 
 #: fields of an object store's listing or file details that change whenever the object's content does,

@@ -1,0 +1,373 @@
+"""Many small partitions at the core's speed: `read_units` reads the planned tasks of many partitions (or of
+many Spark tasks) without a Python `Records`, a map or a decode call per partition or segment.
+
+* Units -- one partition's tasks (the library), or one task (a Spark input partition) -- whose segments are
+  local, small and read whole are read together: their files are read into one buffer (one open and one
+  read each, no memory map), scanned by one native call (`kafkafmt.record.scan_ranges`, each file its own
+  sequence of entries) and decoded by one kernel pass per buffer into one set of outputs shared by every
+  buffer of a piece (`kafkafmt.record.RangeDecoder`): no per-partition result is made or concatenated.
+* A piece is exactly what ``Records.concat`` of its units' reads gives (`kafkafmt.log._taskreader`): the same
+  records, per-record topic, partition and log dir, the batch table with its ``segment`` and ``partition``
+  columns, the control records.
+* Anything but clean whole segments -- a corrupt, cut-off or zero-filled stretch, batches out of offset
+  sequence with their neighbours or with the segments around them, a file that changed since it was listed,
+  a record the kernel refuses -- makes that unit a *fallback*: yielded in its place for the caller to read
+  the usual way, so its errors, salvage and report entries are exactly the usual ones.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kafkafmt.errors import KafkafmtError
+from kafkafmt.log._names import segment_base
+from kafkafmt.record import Labels, RangeDecoder, Table, scan_ranges
+
+__all__ = ["Unit", "read_units", "SMALL_UNIT_BYTES", "GROUP_BYTES"]
+
+#: a unit with more segment bytes than this is read on its own (its decode dwarfs a unit's fixed cost)
+SMALL_UNIT_BYTES = 4 << 20
+#: segment bytes read into one buffer and scanned by one call (the buffer is reused: memory stays bounded)
+GROUP_BYTES = 1 << 20
+
+_INT64_MAX = (1 << 63) - 1
+
+
+@dataclass
+class Unit:
+    """What `read_units` reads as one: ``tasks`` (`kafkafmt.log._planner.Task` s in log order; none for an
+    empty partition), the topic, partition and log dir its records are labelled with, and ``report``
+    (what its planning reported; a fallback read appends to it). ``tasks`` None: a unit the caller reads
+    itself (``error``: why its planning failed, for the caller to raise in its turn)."""
+    tasks: list
+    topic: object
+    partition: object
+    log_dir: object
+    report: list = field(default_factory=list)
+    error: object = None
+
+
+def _bulk_bytes(unit, options):
+    """The segment bytes of a unit read in bulk, or None when it must be read on its own: a segment not
+    local, not read whole or bounded (an offset range, read_committed), binary views (they would point
+    into a reused buffer), or more than `SMALL_UNIT_BYTES`."""
+    if unit.tasks is None or options.binary != "contiguous":
+        return None
+    total = 0
+    for t in unit.tasks:
+        seg = t.segment
+        if seg.remote is not None or not seg.storage.is_local or t.aborted is not None or t.lso is not None \
+                or t.start_offset is not None or t.end_offset is not None or t.start_pos != 0 \
+                or t.stop_pos != seg.size or segment_base(seg.log) is None:
+            return None
+        total += t.stop_pos
+        if total > SMALL_UNIT_BYTES:
+            return None
+    return total
+
+
+def read_units(units, options, *, chain=True, max_bytes=None, group_bytes=GROUP_BYTES, expected_bytes=None):
+    """Read units (`Unit`) in order; yields ``("records", records, unit indices)`` for pieces read in bulk
+    and ``("fallback", index, None)`` for a unit the caller reads itself (on its own, the usual way), in
+    unit order.
+
+    Parameters
+    ----------
+    units : iterable of Unit
+        In order (a generator is consumed as the reading goes: a unit is planned just before it is read).
+    options : DecodeOptions
+        What to decode (as the usual read's).
+    chain : bool
+        The batch before a unit's next task is its previous task's last (a partition read in order, as
+        `read_tasks`); False: each task is checked on its own (Spark's tasks, `read_task` without
+        ``after``).
+    max_bytes : int, optional
+        A piece ends once it holds about this many segment bytes (None: one piece between fallbacks).
+    group_bytes : int
+        Segment bytes read and scanned at once.
+    expected_bytes : int, optional
+        About how many segment bytes the units hold (the outputs are sized once for them).
+    """
+    seen = []                   # the units so far (units may be a generator: planned as they come)
+    piece = _Piece(seen, options, expected_bytes, max_bytes)
+    group, gbytes = [], 0
+    buf = _Buffer()
+    for i, unit in enumerate(units):
+        seen.append(unit)
+        nbytes = _bulk_bytes(unit, options)
+        if nbytes is None:
+            yield from _group(seen, group, piece, buf, options, chain)
+            group, gbytes = [], 0
+            yield from piece.finish()
+            yield ("fallback", i, None)
+            continue
+        group.append(i)
+        gbytes += nbytes
+        if gbytes >= group_bytes:
+            yield from _group(seen, group, piece, buf, options, chain)
+            group, gbytes = [], 0
+            if max_bytes is not None and piece.nbytes >= max_bytes:
+                yield from piece.finish()
+    yield from _group(seen, group, piece, buf, options, chain)
+    yield from piece.finish()
+
+
+class _Buffer:
+    """One reused input buffer (grown as groups need)."""
+
+    def __init__(self):
+        self.array = np.empty(0, np.uint8)
+
+    def get(self, n):
+        if len(self.array) < n:
+            self.array = np.empty(max(n, 2 * len(self.array)), np.uint8)
+        return self.array[:n]
+
+
+def _group(units, idx, piece, holder, options, chain):
+    """Read, scan, check and decode the units ``idx`` (in order) into the piece; yields what
+    `read_units` yields for units that fail (and the pieces they cut)."""
+    if not idx:
+        return
+    tasks = [(i, t) for i in idx for t in units[i].tasks]
+    k = len(tasks)
+    sizes = np.fromiter((t.stop_pos for _, t in tasks), np.int64, k)
+    starts = np.zeros(k + 1, np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    buf = holder.get(int(starts[-1]))
+    mv = memoryview(buf)
+    failed = set()
+    for r, (i, t) in enumerate(tasks):
+        if i in failed:
+            continue
+        try:
+            got = t.segment.storage.read_into(t.segment.log, mv[starts[r]:starts[r + 1]])
+        except KafkafmtError:           # gone, unreadable: the usual read says so
+            got = -1
+        if got != sizes[r]:             # shorter than listed: changed since
+            failed.add(i)
+    table, rng = scan_ranges(buf, starts[:-1], starts[1:], verify_crc=options.verify_crc,
+                             max_batch_bytes=options.max_batch_bytes)
+    unit_of = np.fromiter((i for i, _ in tasks), np.int64, k)
+    bad = _unclean(table, rng, starts, tasks, unit_of, chain)
+    failed.update(unit_of[bad].tolist())
+    first, count = rng["first"], rng["count"]
+    run = []
+    for i in idx:
+        if i in failed:
+            yield from _add_run(run, piece, buf, table, first, count, starts, tasks, unit_of, units)
+            run = []
+            yield from piece.finish()
+            yield ("fallback", i, None)
+        else:
+            run.append(i)
+    yield from _add_run(run, piece, buf, table, first, count, starts, tasks, unit_of, units)
+
+
+def _unclean(table, rng, starts, tasks, unit_of, chain):
+    """Which ranges are not clean whole segments whose batch offsets are in sequence (bool per range):
+    as `decode` checks them against the batch before (the segment's base offset - 1 or the previous
+    segment's last batch) and the next segment's base offset (`kafkafmt.record.offset_sequence_error`)."""
+    first, count = rng["first"], rng["count"]
+    bad = (rng["error"] != 0) | (rng["tail"] != 0) | (rng["valid_end"] != starts[1:]) | (count == 0)
+    base, last = table["base_offset"], table["last_offset"]
+    if len(base) > 1:
+        row_range = np.repeat(np.arange(len(count)), count)
+        pairs = np.flatnonzero((base[1:] <= last[:-1]) & (row_range[1:] == row_range[:-1]))
+        bad[row_range[pairs]] = True
+    has = count > 0
+    lo = np.where(has, first, 0)
+    hi = np.where(has, first + count - 1, 0)
+    after = np.fromiter((t.segment.base_offset - 1 for _, t in tasks), np.int64, len(tasks))
+    if chain and len(tasks) > 1:
+        # the batch before a partition's next segment: the largest last offset of its segments before
+        # (only the ranges following one of their own partition have one)
+        carried, prev = None, None
+        for r in (np.flatnonzero(unit_of[1:] == unit_of[:-1]) + 1).tolist():
+            if prev != r - 1:         # the partition's first segment
+                carried = int(last[hi[r - 1]]) if has[r - 1] else None
+            if carried is not None:
+                after[r] = max(after[r], carried)
+            if has[r]:
+                end = int(last[hi[r]])
+                carried = end if carried is None else max(carried, end)
+            prev = r
+    follows = np.fromiter((_INT64_MAX if t.following is None else t.following for _, t in tasks), np.int64,
+                          len(tasks))
+    if len(base):
+        bad |= has & ((base[lo] <= after) | (last[hi] >= follows))
+    return bad
+
+
+def _add_run(run, piece, buf, table, first, count, starts, tasks, unit_of, units):
+    """Decode the units of ``run`` (consecutive, all clean) into the piece; a unit whose records the
+    kernel refuses cuts the run: the units before it stay in the piece, it falls back, the rest go on."""
+    if not run:
+        return
+    ranges = np.flatnonzero(np.isin(unit_of, run))
+    try:
+        piece.add(buf, table, ranges, first, count, starts, tasks, run)
+        return
+    except KafkafmtError as exc:
+        at = getattr(exc, "batch_position", None)
+        if at is None:
+            raise
+        r = int(np.searchsorted(starts, at, side="right")) - 1
+        culprit = int(unit_of[r])
+    k = run.index(culprit)
+    yield from _add_run(run[:k], piece, buf, table, first, count, starts, tasks, unit_of, units)
+    yield from piece.finish()
+    yield ("fallback", culprit, None)
+    yield from _add_run(run[k + 1:], piece, buf, table, first, count, starts, tasks, unit_of, units)
+
+
+class _Piece:
+    """The units decoded into one set of outputs since the last cut, and what labels their records."""
+
+    def __init__(self, units, options, expected_bytes=None, max_bytes=None):
+        self.all_units = units
+        self.options = options
+        self.expected = expected_bytes
+        self.max_bytes = max_bytes
+        self.done = 0            # bytes of every piece so far (the expected bytes still to come)
+        self._reset()
+
+    def _reset(self):
+        # the bytes this piece will hold, about: what is expected still, at most max_bytes (sizes its outputs)
+        rest = None if self.expected is None else max(self.expected - self.done, 1)
+        if self.max_bytes is not None:
+            rest = self.max_bytes if rest is None else min(rest, self.max_bytes)
+        self.decoder = RangeDecoder(self.options, expected_bytes=rest)
+        self.units = []          # unit indices, in order
+        self.table = _TableBuffer(rest)   # the batch table (positions in their files), the unit and
+        self.nbytes = 0                   # segment of each batch
+
+    def add(self, buf, table, ranges, first, count, starts, tasks, run):
+        """Decode the rows of ``ranges`` (all of the run's units' tasks) of a group's table."""
+        n_all = len(table["position"])
+        rows_count = count[ranges]
+        if len(ranges) == len(count) and len(ranges) and int(rows_count.sum()) == n_all:
+            sub = table
+        else:
+            rows = np.concatenate([np.arange(first[r], first[r] + count[r]) for r in ranges]) if len(ranges) \
+                else np.zeros(0, np.int64)
+            sub = {name: col[rows] for name, col in table.items()}
+        mark = self.decoder.mark()
+        try:
+            self.decoder.add(buf, sub)
+        except BaseException:
+            self.decoder.rewind(mark)
+            raise
+        local = {u: len(self.units) + j for j, u in enumerate(run)}
+        self.units += run
+        nbytes = int(starts[ranges + 1].sum() - starts[ranges].sum()) if len(ranges) else 0
+        self.table.add(sub, nbytes, position=sub["position"] - np.repeat(starts[ranges], rows_count),
+                       unit=np.repeat(np.fromiter((local[tasks[r][0]] for r in ranges), np.int64, len(ranges)),
+                                      rows_count),
+                       segment=np.repeat(np.fromiter((tasks[r][1].segment.base_offset for r in ranges), np.int64,
+                                                     len(ranges)), rows_count))
+        self.nbytes += nbytes
+        self.done += nbytes
+
+    def finish(self):
+        """Yield the piece (as `read_units` yields it) when it holds any unit, and start a new one."""
+        if not self.units:
+            return
+        units = [self.all_units[i] for i in self.units]
+        indices = self.units
+        table = self.table.columns()
+        batch_unit, segment = table.pop("unit"), table.pop("segment")
+        recs = self.decoder.finish(table)
+        self._reset()
+        yield ("records", _labelled(recs, units, batch_unit, segment), indices)
+
+
+class _TableBuffer:
+    """The batch table of a piece, filled group by group into columns sized once from the first
+    group's batches per byte and the bytes expected (grown if more come): no concatenation at the
+    end (which would hold the table twice)."""
+
+    _SLACK = 1.05
+
+    def __init__(self, expected_bytes):
+        self.expected = expected_bytes
+        self.cols = None
+        self.n = 0
+
+    def add(self, table, nbytes, **replace):
+        rows = len(table["position"])
+        if not rows:
+            return
+        # (the payload columns are the kernel's, not the result's)
+        cols = {name: col for name, col in dict(table, **replace).items() if not name.startswith("payload_")}
+        if self.cols is None:
+            cap = rows
+            if self.expected is not None and nbytes:
+                cap = max(rows, int(rows * self.expected / nbytes * self._SLACK) + 16)
+            self.cols = {name: np.empty(cap, col.dtype) for name, col in cols.items()}
+        cap = len(self.cols["position"])
+        if self.n + rows > cap:
+            cap = max(self.n + rows, cap * 3 // 2)
+            for name, col in self.cols.items():
+                grown = np.empty(cap, col.dtype)
+                grown[:self.n] = col[:self.n]
+                self.cols[name] = grown
+        for name, col in cols.items():
+            self.cols[name][self.n:self.n + rows] = col
+        self.n += rows
+
+    def columns(self):
+        """The filled columns (with the unit and segment of each batch)."""
+        if self.cols is None:
+            table = _empty_table()
+            table.update(unit=np.zeros(0, np.int64), segment=np.zeros(0, np.int64))
+            return table
+        return {name: col[:self.n] for name, col in self.cols.items()}
+
+
+def _empty_table():
+    table, _ = scan_ranges(np.zeros(0, np.uint8), [], [])
+    return table
+
+
+def _labelled(recs, units, batch_unit, segment):
+    """The piece's Records as ``Records.concat`` of its units' reads labels them: per-record partition,
+    topic and log dir; batch table with ``segment`` and ``partition``; control records' batch numbers
+    as int64."""
+    partitions = np.fromiter((-1 if u.partition is None else u.partition for u in units), np.int32, len(units))
+    rec_unit = batch_unit[recs.batch_index]
+    partition = partitions[rec_unit]
+    cols = {name: recs.batches[name] for name in recs.batches.columns}
+    tagged = {"segment": segment, "partition": partitions[batch_unit]}
+    # (an empty partition's read has no segment column: the first unit's read decides their order)
+    order = ("partition", "segment") if not units[0].tasks else ("segment", "partition")
+    for name in order:
+        if name == "partition" or any(u.tasks for u in units):
+            cols[name] = tagged[name]
+    controls = recs.controls
+    if len(controls):
+        controls = controls.with_column("batch_index", controls["batch_index"].astype(np.int64))
+    report = [e for u in units for e in u.report]
+    return recs.replace(topic=_labels([u.topic for u in units], rec_unit),
+                        log_dir=_labels([u.log_dir for u in units], rec_unit),
+                        partition=None if len(partition) and (partition == -1).all() else partition, batches=Table(cols),
+                        controls=controls, report=report)
+
+
+def _labels(names_of_units, rec_unit):
+    """`Labels` of records whose units are named ``names_of_units``, as `Labels.concat` makes them (names in
+    order of first appearance; one name: no codes)."""
+    names, codes_of = [], {}
+    unit_code = np.empty(len(names_of_units), np.int32)
+    for j, name in enumerate(names_of_units):
+        code = codes_of.get(name)
+        if code is None:
+            code = codes_of[name] = len(names)
+            names.append(name)
+        unit_code[j] = code
+    if names == [None]:
+        return Labels()
+    if len(names) == 1:
+        return Labels(names)
+    return Labels(names, unit_code[rec_unit])

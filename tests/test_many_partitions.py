@@ -1,0 +1,355 @@
+"""Many small partitions: read_log_dirs reads small whole segments of many partitions at once
+(kafkafmt.log._bulk: one buffer, one native scan, one kernel pass) and must give exactly what reading
+each partition on its own gives -- records, batch table, control records, labels, report, errors -- on
+real broker data, the sample, and generated dirs with every kind of damage (a damaged partition is read
+the usual way, in its place). Also: discovery shares its listings, and read_log_dir on one partition
+never lists its siblings."""
+import os
+import shutil
+import struct
+
+import numpy as np
+import pytest
+
+import kafkafmt
+from kafkafmt import errors
+from kafkafmt.log import Unit, discover, find_partitions, plan, read_units
+from kafkafmt.log import _bulk as bulk
+from kafkafmt.read import read_log_dir, read_log_dirs
+from kafkafmt.record import DecodeOptions, Records
+from kafkafmt.storage import _local
+
+import kpy
+
+
+# --- the reference: every partition read on its own, concatenated ------------------------------------------
+
+def one_by_one(root, **kwargs):
+    """What read_log_dirs documents: the partitions' reads (read_log_dir), one after the other."""
+    report = []
+    found = find_partitions(root, report=report)
+    parts = []
+    for p in found:
+        recs = read_log_dir(p, **kwargs)
+        report += recs.report
+        parts.append(recs)
+    return Records.concat(parts).replace(report=report)
+
+
+def assert_same(a, b):
+    assert len(a) == len(b)
+    assert a.to_arrow(batch_metadata=True, log_dir=True).equals(b.to_arrow(batch_metadata=True, log_dir=True))
+    for name in ("offset", "timestamp", "timestamp_type", "batch_index"):
+        assert getattr(a, name).dtype == getattr(b, name).dtype, name
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    for x, y in ((a.batches, b.batches), (a.controls, b.controls)):
+        assert x.columns == y.columns
+        for c in x.columns:
+            assert x[c].dtype == y[c].dtype, c
+            np.testing.assert_array_equal(x[c], y[c], err_msg=c)
+    assert type(a.topic) is type(b.topic)
+    np.testing.assert_array_equal(np.asarray(a.topic, dtype=object), np.asarray(b.topic, dtype=object))
+    np.testing.assert_array_equal(np.asarray(a.log_dir, dtype=object), np.asarray(b.log_dir, dtype=object))
+    np.testing.assert_array_equal(a.partition, b.partition)
+    assert [(e.kind, e.file, e.message, e.start, e.end, e.offset) for e in a.report] == \
+        [(e.kind, e.file, e.message, e.start, e.end, e.offset) for e in b.report]
+    assert (a.file, a.valid_bytes, a.trailing_bytes, a.tail) == (b.file, b.valid_bytes, b.trailing_bytes, b.tail)
+    assert a.columns == b.columns
+
+
+def assert_same_read(root, **kwargs):
+    got = read_log_dirs(root, **kwargs)
+    assert_same(got, one_by_one(root, **kwargs))
+    return got
+
+
+def assert_same_error(root, **kwargs):
+    with pytest.raises(errors.KafkafmtError) as want:
+        one_by_one(root, **kwargs)
+    with pytest.raises(errors.KafkafmtError) as got:
+        read_log_dirs(root, **kwargs)
+    assert type(got.value) is type(want.value)
+    assert (str(got.value), got.value.file, got.value.position, got.value.offset) == \
+        (str(want.value), want.value.file, want.value.position, want.value.offset)
+    return got.value
+
+
+@pytest.fixture
+def bulk_used(monkeypatch):
+    """Counts the units read_units reads in bulk and those it leaves to the usual read."""
+    seen = {"records": 0, "fallback": 0}
+    real = bulk.read_units
+
+    def counting(*args, **kwargs):
+        for kind, x, idx in real(*args, **kwargs):
+            seen[kind] += 1 if kind == "fallback" else len(idx)
+            yield kind, x, idx
+
+    import kafkafmt.read._readers as readers
+    monkeypatch.setattr(readers, "read_units", counting)
+    return seen
+
+
+# --- generated log dirs ---------------------------------------------------------------------------------------
+
+def write(folder, n, *, first=0, codec=None, per_batch=3, seed=0, magic=2, segment_bytes=1 << 30, headers=True):
+    rnd = np.random.default_rng(seed)
+    keys = [None if rnd.random() < 0.1 else b"k%d" % (first + i) for i in range(n)]
+    values = [None if rnd.random() < 0.05 else bytes(rnd.integers(0, 255, rnd.integers(0, 80), np.uint8))
+              for i in range(n)]
+    hdrs = [[("h", b"%d" % i)] if headers and magic == 2 and i % 4 == 0 else [] for i in range(n)]
+    kafkafmt.write_log_dir(folder, keys=keys, values=values, headers=hdrs if magic == 2 else None,
+                           timestamps=[1_700_000_000_000 + first + i for i in range(n)], base_offset=first,
+                           compression=codec, max_records=per_batch, segment_bytes=segment_bytes, magic=magic)
+
+
+@pytest.fixture
+def many(tmp_path):
+    """A log dir of 60 small partitions of four topics: one-record and multi-record batches, several
+    segments, every codec, v0/v1 messages, an empty partition, and the broker's side files."""
+    root = tmp_path / "kafka-logs"
+    root.mkdir()
+    (root / "meta.properties").write_text("version=0\nbroker.id=1\n")
+    codecs = [None, "gzip", "snappy", "lz4", "zstd"]
+    for p in range(20):
+        write(root / f"events-{p}", 30 + p, first=p * 7, codec=codecs[p % 5], per_batch=1 + p % 4, seed=p)
+    for p in range(20):
+        write(root / f"orders-{p}", 40, first=1000 * p, per_batch=5, segment_bytes=600, seed=100 + p)
+    for p in range(10):
+        write(root / f"legacy-{p}", 12, magic=1, codec=[None, "gzip"][p % 2], per_batch=3, seed=200 + p)
+    for p in range(9):
+        write(root / f"v0-{p}", 9, magic=0, seed=300 + p)
+    (root / "empty-0").mkdir()
+    return root
+
+
+def test_many_small_partitions_read_at_once_equal_one_by_one(many, bulk_used):
+    got = assert_same_read(many)
+    assert len(got) > 0 and len(np.unique(got.partition)) == 20
+    assert bulk_used["fallback"] == 0 and bulk_used["records"] == 60
+
+
+@pytest.mark.parametrize("kwargs", [dict(columns=["offset", "timestamp"]), dict(columns=["key", "headers"]),
+                                    dict(verify_crc=False), dict(verify_crc=None), dict(include_control=True),
+                                    dict(errors="salvage"), dict(start_offset=5), dict(isolation="read_committed"),
+                                    dict(binary="view"), dict(threads=2)])
+def test_options_give_the_usual_records(many, kwargs):
+    assert_same_read(many, **kwargs)
+
+
+def test_the_sample_and_the_real_corpus(sample, real_corpus, bulk_used):
+    assert_same_read(sample)            # transactions, compaction, Avro values, several segments
+    assert_same_read(sample, include_control=True)
+    for root in sorted((real_corpus / "broker-dirs").iterdir()):
+        assert_same_read(root)          # KRaft control batches, compacted __consumer_offsets with gaps
+    assert bulk_used["records"] > 0
+
+
+def test_transactions_and_cleaned_batches(tmp_path, bulk_used):
+    root = tmp_path / "logs"
+    for p in range(4):
+        folder = root / f"txn-{p}"
+        folder.mkdir(parents=True)
+        recs = [kpy.Rec(o, 1_700_000_000_000 + o, b"k", b"v%d" % o) for o in range(10)]
+        data = (kpy.build_v2(recs[:4], producer_id=7, producer_epoch=1, transactional=True)
+                + kpy.build_control_v2(4, 0, producer_id=7, producer_epoch=1)
+                + kpy.build_empty_v2(5, 2)                          # the cleaner emptied 5..7
+                + kpy.build_v2(recs[8:], producer_id=8, transactional=True)
+                + kpy.build_control_v2(10, 1, producer_id=8))
+        (folder / "00000000000000000000.log").write_bytes(data)
+    for kwargs in ({}, dict(include_control=True), dict(isolation="read_committed")):
+        assert_same_read(root, **kwargs)
+    got = read_log_dirs(root)
+    assert len(got.controls) == 8 and len(got) == 4 * 6
+    assert got.controls.batch_index.dtype == np.int64
+    assert bulk_used["records"] > 0
+
+
+# --- damage: the damaged partition is read the usual way, in its place --------------------------------------
+
+def _copy(many, tmp_path):
+    return shutil.copytree(many, tmp_path / "copy" / "kafka-logs")
+
+
+def _log(folder):
+    return sorted(p for p in os.listdir(folder) if p.endswith(".log"))
+
+
+def test_a_crc_mismatch_raises_the_usual_error_and_salvage_reads_around_it(many, tmp_path, bulk_used):
+    root = _copy(many, tmp_path)
+    seg = root / "events-6" / _log(root / "events-6")[0]
+    data = bytearray(seg.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    exc = assert_same_error(root)
+    assert isinstance(exc, errors.CrcError) and exc.file == str(seg)
+    # a larger partition after it, read by another thread, is damaged too: the first one's error wins
+    big = root / "orders-20"
+    write(big, 60_000, first=20_000, per_batch=200, seed=19)
+    seg2 = big / _log(big)[-1]
+    data = bytearray(seg2.read_bytes())
+    data[-100] ^= 0xFF
+    seg2.write_bytes(bytes(data))
+    assert assert_same_error(root, threads=2).file == str(seg)
+    got = assert_same_read(root, errors="salvage", threads=2)
+    got = assert_same_read(root, errors="salvage")
+    assert any(e.kind is kafkafmt.ReportKind.CORRUPT for e in got.report)
+    assert bulk_used["fallback"] >= 1
+
+
+@pytest.mark.parametrize("damage", ["truncated", "zeros", "garbage"])
+def test_damaged_tails(many, tmp_path, damage):
+    root = _copy(many, tmp_path)
+    for name in ("events-3", "orders-12"):
+        seg = root / name / _log(root / name)[-1]
+        data = seg.read_bytes()
+        if damage == "truncated":
+            data = data[:-7]
+        elif damage == "zeros":
+            data += bytes(4096)
+        else:
+            data += b"\x00" * 8 + b"\x7f\x00\x00\x10" + b"junk"
+        seg.write_bytes(data)
+    if damage == "garbage":
+        assert_same_error(root)
+    else:
+        assert_same_read(root)
+    assert_same_read(root, errors="salvage")
+
+
+def test_a_cut_off_segment_before_others_raises_the_usual_error(many, tmp_path):
+    root = _copy(many, tmp_path)
+    folder = root / "orders-4"
+    seg = folder / _log(folder)[0]
+    seg.write_bytes(seg.read_bytes()[:-5])
+    assert "later segments follow" in str(assert_same_error(root))
+    assert_same_read(root, errors="salvage")
+
+
+def test_batches_out_of_offset_sequence(many, tmp_path):
+    root = _copy(many, tmp_path)
+    # a damaged base offset inside a segment (the v2 CRC does not cover it)
+    seg = root / "events-0" / _log(root / "events-0")[0]
+    data = bytearray(seg.read_bytes())
+    size = struct.unpack_from(">i", data, 8)[0]
+    struct.pack_into(">q", data, 12 + size, 10_000)
+    seg.write_bytes(bytes(data))
+    # a segment whose batches run past the next segment's base offset (its file renamed)
+    folder = root / "orders-7"
+    logs = _log(folder)
+    os.rename(folder / logs[1], folder / ("%020d.log" % (int(logs[1][:20]) - 2)))
+    assert_same_error(root)
+    got = assert_same_read(root, errors="salvage")
+    assert any(e.kind is kafkafmt.ReportKind.CORRUPT for e in got.report)
+
+
+def test_records_the_kernel_refuses_fall_back(many, tmp_path, bulk_used):
+    """A batch whose CRC verifies but whose records are malformed: only the kernel finds it."""
+    root = _copy(many, tmp_path)
+    folder = root / "events-10"          # uncompressed (codecs cycle every 5 partitions)
+    seg = folder / _log(folder)[0]
+    data = bytearray(seg.read_bytes())
+    size = struct.unpack_from(">i", data, 8)[0]
+    pos = 12 + size                       # the second batch
+    struct.pack_into(">b", data, pos + 61, 0x7F)   # its first record's length varint: far too long
+    kpy.fix_crc_v2(data, pos)
+    seg.write_bytes(bytes(data))
+    exc = assert_same_error(root)
+    assert exc.offset is not None
+    got = assert_same_read(root, errors="salvage")
+    assert bulk_used["fallback"] >= 1
+    np.testing.assert_array_equal(np.unique(got.partition[got.topic == "events"]), np.arange(20))
+
+
+def test_a_file_that_shrank_since_it_was_listed(many):
+    """Planned from discovery's listing, then cut: that unit falls back (the usual read says what
+    changed); the others are read in bulk."""
+    found = discover(many).partitions
+    units = [Unit(plan(p), p.topic, p.partition, p.log_dir_url) for p in found]
+    victim = next(i for i, u in enumerate(units) if u.tasks)
+    log = units[victim].tasks[0].segment.log
+    with open(log, "r+b") as f:
+        f.truncate(os.path.getsize(log) - 3)
+    out = list(read_units(units, DecodeOptions(threads=1)))
+    assert ("fallback", victim, None) in out
+    assert sum(len(i) for kind, _, i in out if kind == "records") == len(units) - 1
+    with pytest.raises(errors.ObjectChangedError):
+        read_log_dir(found[victim])
+
+
+def test_pieces_keep_unit_order_and_max_bytes(many):
+    found = discover(many).partitions
+    units = [Unit(plan(p), p.topic, p.partition, p.log_dir_url) for p in found]
+    out = list(read_units(units, DecodeOptions(threads=1), chain=False, max_bytes=4096, group_bytes=2048))
+    order = [i for kind, x, idx in out for i in (idx if kind == "records" else [x])]
+    assert order == list(range(len(units)))
+    assert sum(kind == "records" for kind, _, _ in out) > 5
+    whole = Records.concat([x for _, x, _ in out])
+    assert_same(whole.replace(report=[]), one_by_one(many).replace(report=[]))
+
+
+# --- listings --------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def listings(monkeypatch):
+    calls = []
+    real = _local.LocalStorage.list
+
+    def counting(self, path, **kwargs):
+        calls.append(os.path.normpath(path))
+        return real(self, path, **kwargs)
+
+    monkeypatch.setattr(_local.LocalStorage, "list", counting)
+    return calls
+
+
+def test_each_folder_is_listed_once(many, listings):
+    read_log_dirs(many)
+    assert len(listings) == len(set(listings))
+    assert str(many) in listings and str(many / "events-0") in listings
+
+
+def test_read_log_dir_does_not_list_its_siblings(many, listings):
+    folder = many / "orders-3"
+    recs = read_log_dir(folder)
+    assert listings == [str(folder)]
+    assert_same(recs, read_log_dir(find_partitions(many, topics=["orders"], partitions=[3])[0]))
+
+
+def test_log_start_offsets_are_read_again_when_the_checkpoint_changes(many, tmp_path):
+    root = _copy(many, tmp_path)
+    ckpt = root / "log-start-offset-checkpoint"
+    folder = root / "orders-2"
+    first = read_log_dir(folder)
+    for start, age in ((2010, 100), (2020, 50)):
+        ckpt.write_text(f"0\n1\norders 2 {start}\n")
+        t = os.path.getmtime(ckpt) - age         # settled: old enough to be kept
+        os.utime(ckpt, (t, t))
+        assert int(read_log_dir(folder).offset[0]) == start
+    ckpt.unlink()
+    assert int(read_log_dir(folder).offset[0]) == int(first.offset[0])
+    assert_same_read(root)
+
+
+def test_a_partition_pickled_lists_its_folder_afresh(many):
+    import pickle
+
+    p = discover(many, topics=["orders"], partitions=[5]).partitions[0]
+    assert p.listing is not None
+    q = pickle.loads(pickle.dumps(p))
+    assert q.listing is None and (q.name, q.folder, q.log_dir, q.real) == (p.name, p.folder, p.log_dir, p.real)
+    assert len(q.list_segments()) > 1
+    assert [s.base_offset for s in q.list_segments()] == [s.base_offset for s in p.list_segments()]
+
+
+def test_a_partition_folder_linked_into_another_log_dir_is_read_once(many, tmp_path):
+    other = tmp_path / "elsewhere" / "kafka-logs"
+    other.mkdir(parents=True)
+    (other / "meta.properties").write_text("version=0\nbroker.id=2\n")
+    os.symlink(many / "orders-3", other / "orders-3")
+    write(other / "solo-0", 5, seed=9)
+    linked = tmp_path / "linked-logs"
+    os.symlink(many, linked)                     # the whole log dir again, through a link
+    got = read_log_dirs([many, other, linked])
+    assert len(got) == len(read_log_dirs(many)) + 5
+    assert_same(got, one_by_one([many, other, linked]))
