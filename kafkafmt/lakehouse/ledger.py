@@ -44,7 +44,7 @@ from kafkafmt.errors import DataLossError, KafkafmtError, KafkafmtWarning
 from kafkafmt.log import BatchMark, find_divergence
 from kafkafmt.log import ReportKind
 
-__all__ = ["OFFSETS_KEY", "RANGES_KEY", "LOSS_KEY", "BATCHES_KEY", "DataLossError", "CommitConflictError", "DataLoss",
+__all__ = ["OFFSETS_KEY", "RANGES_KEY", "LOSS_KEY", "BATCHES_KEY", "SCHEMAS_KEY", "MODE_KEY", "TABLE_PROPERTY_KEYS", "DataLossError", "CommitConflictError", "DataLoss",
            "offsets_json", "parse_offsets", "ranges_json", "marks_json", "parse_marks", "find_data_loss",
            "report_data_loss", "app_id"]
 
@@ -53,6 +53,11 @@ RANGES_KEY = "kafkafmt.ranges"
 LOSS_KEY = "kafkafmt.data-loss"
 BATCHES_KEY = "kafkafmt.last-batches"
 VERSION_KEY = "kafkafmt.version"
+SCHEMAS_KEY = "kafkafmt.schemas"
+MODE_KEY = "kafkafmt.mode"
+#: the commit properties an Iceberg table also keeps as table properties (standing in for its ledger when the
+#: snapshots carrying it were expired)
+TABLE_PROPERTY_KEYS = (OFFSETS_KEY, BATCHES_KEY, SCHEMAS_KEY)
 
 
 class CommitConflictError(KafkafmtError):
