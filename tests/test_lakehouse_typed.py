@@ -1,0 +1,529 @@
+"""Typed lakehouse tables (issue 36): typed keys and values as table columns, schema evolution across runs, the
+dead-letter table, upsert of compacted topics, one table per topic.
+
+Values are written by confluent-kafka's own serializers (Avro, Protobuf, JSON Schema) against its mock registry,
+whose state is written as a real ``_schemas`` partition beside the data (tests/avro_support.py,
+tests/protobuf_support.py); three versions of a subject are registered between two runs. Every table is read back
+by pyiceberg / deltalake and by DuckDB over the data files the table's metadata lists, and compared row by row with
+the deserializers' values (each run's rows read with the reader schema of that run: the subject's latest version
+then). Compacted topics are checked against a latest-per-key computed by hand, and against kafka-python's reading
+of real broker-written ``__consumer_offsets`` partitions.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import kafkafmt
+from kafkafmt.lakehouse import SchemaEvolutionError, export_table
+from kafkafmt.lakehouse.ledger import SCHEMAS_KEY
+
+import kcli
+from avro_support import RegistryMirror
+from test_lakehouse import _commit_props, _local, iceberg_table
+
+pytestmark = pytest.mark.filterwarnings("ignore::kafkafmt.KafkafmtWarning")
+
+FORMATS = ["iceberg", "delta"]
+TABLE = "kafka.orders"
+
+
+# --- reading a table back, independently -------------------------------------------------------------------------
+
+def _maps_as_dicts(v):
+    """Arrow's maps (lists of (key, value) pairs) as dicts, all the way down."""
+    if isinstance(v, dict):
+        return {k: _maps_as_dicts(x) for k, x in v.items()}
+    if isinstance(v, list):
+        if v and all(isinstance(x, tuple) and len(x) == 2 for x in v):
+            return {k: _maps_as_dicts(x) for k, x in v}
+        return [_maps_as_dicts(x) for x in v]
+    return v
+
+
+def table_rows(fmt, where, name=TABLE):
+    """{reader: [row dict, ... by offset]} of a table: pyiceberg's scan or deltalake, and DuckDB over the data
+    files the table's metadata lists (each file on its own: files written before the schema evolved lack the new
+    fields, which are then null)."""
+    import duckdb
+
+    con = duckdb.connect()
+    if fmt == "iceberg":
+        t = iceberg_table(where, name)
+        out = {"pyiceberg": t.scan().to_arrow().to_pylist()}
+        files = [_local(p) for p in t.inspect.files().column("file_path").to_pylist()]
+        out["duckdb"] = [r for f in files for r in con.sql(f"select * from read_parquet('{f}')").arrow()
+                         .read_all().to_pylist()]
+    else:
+        from deltalake import DeltaTable
+
+        dt = DeltaTable(where)
+        out = {"deltalake": dt.to_pyarrow_table().to_pylist()}
+        out["duckdb"] = [r for f in dt.file_uris() for r in con.sql(
+            f"select * from read_parquet('{_local(f)}', hive_partitioning=true)").arrow().read_all().to_pylist()]
+    return {k: sorted(([_maps_as_dicts(r) for r in rows]), key=lambda r: (r["topic"], r["partition"], r["offset"]))
+            for k, rows in out.items()}
+
+
+def _filled(value, like):
+    """``value`` (a dict read from a file of before a schema change) with the fields ``like`` has and it lacks as
+    None, recursively -- what a table reader gives for such a row."""
+    if isinstance(like, dict) and isinstance(value, dict):
+        return {k: _filled(value.get(k), like[k]) for k in like}
+    return value
+
+
+def same_value(got, want):
+    """The table's value equals the deserializer's: fields the table has beyond the value's are null."""
+    if isinstance(want, dict):
+        if got == []:                   # an empty map (a list of no pairs)
+            return want == {}
+        return isinstance(got, dict) and set(want) <= set(got) and \
+            all(same_value(got[k], want[k]) for k in want) and all(got[k] is None for k in set(got) - set(want))
+    if isinstance(want, list):
+        return isinstance(got, list) and len(got) == len(want) and all(same_value(a, b) for a, b in zip(got, want))
+    if isinstance(want, float) and isinstance(got, float):
+        return got == want or (got != got and want != want)
+    return got == want
+
+
+def export(fmt, root, where, name=TABLE, **kw):
+    kw.setdefault("target_file_size", 64 << 10)
+    if fmt == "iceberg":
+        return export_table(root, where, format="iceberg", table=name, **kw)
+    return export_table(root, where, format="delta", **kw)
+
+
+def dead_letter_rows(fmt, where, name=TABLE):
+    if fmt == "iceberg":
+        return table_rows(fmt, where, name + "_dlq")
+    return table_rows(fmt, where + "_dlq")
+
+
+# --- Avro: three versions registered between two runs ------------------------------------------------------------
+
+ADDRESS_V1 = {"type": "record", "name": "Address", "fields": [{"name": "city", "type": "string"}]}
+ADDRESS_V2 = {"type": "record", "name": "Address", "fields": [
+    {"name": "city", "type": "string"}, {"name": "zip", "type": ["null", "string"], "default": None}]}
+STATUS = {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID"]}
+STATUS_3 = {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "SHIPPED"], "default": "NEW"}
+V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "id", "type": "int"}, {"name": "price", "type": "float"}, {"name": "status", "type": STATUS},
+    {"name": "code", "type": "int"}, {"name": "address", "type": ADDRESS_V1}]}
+V2 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [             # int -> long, a field added
+    {"name": "id", "type": "long"}, {"name": "price", "type": "float"}, {"name": "status", "type": STATUS},
+    {"name": "address", "type": ADDRESS_V2}, {"name": "note", "type": ["null", "string"], "default": None}]}
+V3 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [             # float -> double, a symbol
+    {"name": "id", "type": "long"}, {"name": "price", "type": "double"}, {"name": "status", "type": STATUS_3},
+    {"name": "address", "type": ADDRESS_V2}, {"name": "note", "type": ["null", "string"], "default": None},
+    {"name": "tags", "type": {"type": "array", "items": "string"}, "default": []}]}
+V4 = {"type": "record", "name": "Order", "namespace": "shop", "fields": V3["fields"] + [   # a map added
+    {"name": "attrs", "type": {"type": "map", "values": "long"}, "default": {}}]}
+KEY = {"type": "record", "name": "OrderKey", "namespace": "shop", "fields": [{"name": "id", "type": "long"}]}
+
+
+def order(version, i):
+    o = {"id": i, "price": i / 4, "status": "PAID" if i % 2 else "NEW", "address": {"city": f"c{i % 3}"}}
+    if version == 1:
+        return dict(o, code=i * 7)
+    o["address"]["zip"] = None if i % 3 else f"{1000 + i}"
+    o["note"] = None if i % 4 else f"n{i}"
+    if version >= 3:
+        o["status"] = "SHIPPED" if i % 5 == 0 else o["status"]
+        o["tags"] = [f"t{j}" for j in range(i % 3)]
+    if version >= 4:
+        o["attrs"] = {"a": i, "b": -i} if i % 2 else {}
+    return o
+
+
+def _bad_values(m, schema):
+    """Values that cannot be typed: no magic byte, an unknown schema id, corrupt Avro (cut short)."""
+    good = m.serializer(schema)(order(1, 3) if schema is V1 else order(4, 3))
+    return [b"not avro at all", b"\x00" + struct.pack(">i", 9999) + good[5:], good[:7]]
+
+
+@pytest.fixture
+def evolving(tmp_path):
+    """A log dir whose ``orders`` values go through four schema versions; returns a namespace with the mirror,
+    the root and every (offset, raw value, version or None) written."""
+    m = RegistryMirror()
+    m.register("orders-value", V1)
+    m.register("orders-key", KEY)
+    root = tmp_path / "logs"
+    root.mkdir()
+
+    class S:
+        pass
+
+    s = S()
+    s.m, s.root, s.written = m, str(root), []
+    s.next = 0
+
+    def write(version, n, bad=()):
+        schema = {1: V1, 2: V2, 3: V3, 4: V4}[version]
+        ser, kser = m.serializer(schema), m.serializer(KEY, is_key=True)
+        values, keys = [], []
+        for j in range(n):
+            i = s.next + j
+            values.append(None if i % 17 == 9 else ser(order(version, i)))
+            keys.append(kser({"id": i}))
+        for b in bad:
+            values.append(b)
+            keys.append(kser({"id": s.next + len(keys)}))
+        with kafkafmt.LogWriter(f"{s.root}/orders-0", segment_bytes=8 << 10) as w:
+            w.append(keys=keys, values=values, timestamps=[1_767_225_600_000 + (s.next + k) * 1000
+                                                           for k in range(len(values))], batch_size=2048)
+        for k, v in enumerate(values):
+            s.written.append((s.next + k, v, None if k >= n or v is None else version))
+        s.next += len(values)
+
+    def registry():
+        shutil.rmtree(f"{s.root}/_schemas-0", ignore_errors=True)
+        m.write(s.root)
+
+    s.write, s.registry = write, registry
+    registry()
+    return s
+
+
+def _expected(s, reader_of_offset):
+    """{offset: (value as the deserializer reads it with that offset's reader, writer id)} of the good values."""
+    out = {}
+    for off, raw, version in s.written:
+        if raw is None:
+            out[off] = (None, None)
+        elif version is not None:
+            out[off] = (s.m.deserializer(reader_of_offset(off))(raw), struct.unpack(">i", raw[1:5])[0])
+    return out
+
+
+def _field_ids(t):
+    """{dotted name: Iceberg field id} of a table's schema."""
+    out = {}
+
+    def walk(fields, prefix):
+        for f in fields:
+            out[prefix + f.name] = f.field_id
+            ft = f.field_type
+            if hasattr(ft, "fields"):
+                walk(ft.fields, prefix + f.name + ".")
+    walk(t.schema().fields, "")
+    return out
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_three_versions_between_runs_evolve_the_table(fmt, evolving, tmp_path):
+    """Run 1 with v1; v2, v3 and v4 registered (int->long, float->double, an enum symbol, fields added at the top,
+    in a nested record, a list and a map) and values of every version written; run 2 evolves the table. Every
+    reader gives each run's rows as confluent-kafka's AvroDeserializer reads them with that run's reader schema
+    (new fields null in older rows), values that cannot be typed are in the dead-letter table, and each commit
+    records the reader and writer schema ids."""
+    s = evolving
+    where = str(tmp_path / "table")
+    s.write(1, 60, bad=_bad_values(s.m, V1))
+    r1 = export(fmt, s.root, where, topics=["orders"], value_format="avro", key_format="avro")
+    run1_end = s.next
+    assert r1.rows == 60 and r1.dead_letters == 3 and r1.evolved == []
+    ids_before = _field_ids(iceberg_table(where, TABLE)) if fmt == "iceberg" else None
+
+    for schema in (V2, V3, V4):
+        s.m.register("orders-value", schema)
+    s.registry()
+    s.write(1, 10)
+    s.write(2, 20)
+    s.write(3, 20, bad=_bad_values(s.m, V1)[:2])
+    s.write(4, 20, bad=_bad_values(s.m, V4)[2:])
+    r2 = export(fmt, s.root, where, topics=["orders"], value_format="avro", key_format="avro")
+    assert r2.rows == 70 and r2.dead_letters == 3
+    evolved = {c.name: c.kind for c in r2.evolved}
+    assert {"value.note": "added", "value.address.zip": "added", "value.tags": "added",
+            "value.attrs": "added"}.items() <= evolved.items()
+    if fmt == "iceberg":       # Iceberg widens in place; Delta holds every integer as a long, float as double
+        assert evolved["value.id"] == "widened" and evolved["value.price"] == "widened"
+        ids_after = _field_ids(iceberg_table(where, TABLE))
+        assert {k: ids_after[k] for k in ids_before} == ids_before       # field ids stable across runs
+    else:
+        assert "value.id" not in evolved and "value.price" not in evolved
+
+    v1_id, v4_id = (s.m.client.get_version("orders-value", v).schema_id for v in (1, 4))
+    want = _expected(s, lambda off: V1 if off < run1_end else V4)
+    bad = {off for off, raw, version in s.written if raw is not None and version is None}
+    for reader, rows in table_rows(fmt, where).items():
+        assert [r["offset"] for r in rows] == sorted(want), f"{reader}: not every good offset once"
+        for r in rows:
+            value, writer = want[r["offset"]]
+            assert same_value(r["value"], value), f"{reader} offset {r['offset']}: {r['value']} != {value}"
+            assert r["valueSchemaId"] == writer and r["valueError"] is None
+            assert r["key"] == {"id": r["offset"]} and r["keySchemaId"] is not None
+    for reader, rows in dead_letter_rows(fmt, where).items():
+        assert [r["offset"] for r in rows] == sorted(bad), reader
+        raw = dict((off, v) for off, v, _ in s.written)
+        assert all(r["value"] == raw[r["offset"]] and r["valueError"] for r in rows), reader
+        assert {r["valueError"].split(":")[0] for r in rows} >= {"no magic byte"}
+    props = _iceberg_commits(where) if fmt == "iceberg" else _commit_props(fmt, where)
+    commits = [json.loads(c[SCHEMAS_KEY]) for c in props if SCHEMAS_KEY in c]
+    first, last = commits[0]["orders"]["value"], commits[-1]["orders"]["value"]
+    assert first["reader"] == v1_id and first["writers"] == [v1_id]
+    assert last["reader"] == v4_id and last["readers"] == [v1_id, v4_id] and last["version"] == 4
+    assert set(last["writers"]) == {s.m.client.get_version("orders-value", v).schema_id for v in (1, 2, 3, 4)}
+    assert r2.schemas["orders"]["key"]["subject"] == "orders-key"
+
+
+def _iceberg_commits(where, name=TABLE):
+    t = iceberg_table(where, name)
+    return [dict(s.summary.additional_properties) for s in t.snapshots() if s.summary.additional_properties]
+
+
+def _n_commits(fmt, where, name=TABLE):
+    if fmt == "iceberg":
+        return len(iceberg_table(where, name).snapshots())
+    from deltalake import DeltaTable
+
+    return DeltaTable(where).version()
+
+
+BAD_REUSE = {"type": "record", "name": "Order", "namespace": "shop", "fields": V4["fields"] + [
+    {"name": "code", "type": ["null", "string"], "default": None}]}    # v1's int code, back as a string
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_change_the_table_cannot_take_fails_before_any_commit(fmt, evolving, tmp_path):
+    """A removed field's name used again with another type (v1's int ``code`` back as a string in v5) fails the
+    run naming the subject, both versions and the field -- through the command line too (exit 1), with nothing
+    committed to the table or its dead-letter table."""
+    s = evolving
+    where = str(tmp_path / "table")
+    s.write(1, 20, bad=_bad_values(s.m, V1)[:1])
+    export(fmt, s.root, where, topics=["orders"], value_format="avro")
+    for schema in (V2, V4):
+        s.m.register("orders-value", schema)
+    s.registry()
+    s.write(4, 10)
+    export(fmt, s.root, where, topics=["orders"], value_format="avro")
+    s.m.register("orders-value", BAD_REUSE)
+    s.registry()
+    s.write(4, 10, bad=_bad_values(s.m, V4)[:1])
+    before = _n_commits(fmt, where), _n_commits(fmt, where + "_dlq" if fmt == "delta" else where, TABLE + "_dlq")
+    with pytest.raises(SchemaEvolutionError) as info:
+        export(fmt, s.root, where, topics=["orders"], value_format="avro")
+    text = str(info.value)
+    assert "value.code" in text and "version 1 of subject 'orders-value'" in text and "version 4 of subject " \
+        "'orders-value'" in text and "nothing was committed" in text, text
+    args = ["export", s.root, "--topics", "orders", "--value-format", "avro", "--format", fmt, "--to", where] + \
+        (["--table", TABLE] if fmt == "iceberg" else [])
+    p = kcli.run(*args, check=1)
+    assert "value.code" in p.stderr and "orders-value" in p.stderr
+    after = _n_commits(fmt, where), _n_commits(fmt, where + "_dlq" if fmt == "delta" else where, TABLE + "_dlq")
+    assert after == before
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_narrowed_type_fails_before_any_commit(fmt, tmp_path):
+    """long -> int between two runs: no table takes it (Delta, which holds both as a long, neither): the run fails
+    naming the subject, both versions and the field."""
+    m = RegistryMirror()
+    wide = {"type": "record", "name": "R", "fields": [{"name": "n", "type": "long"}, {"name": "s", "type": "string"}]}
+    narrow = {"type": "record", "name": "R", "fields": [{"name": "n", "type": "int"}, {"name": "s", "type": "string"}]}
+    m.register("events-value", wide)
+    root = tmp_path / "logs"
+    m.write(root)
+    kafkafmt.write_log_dir(str(root / "events-0"), values=[m.serializer(wide, topic="events")({"n": i, "s": "x"})
+                                                            for i in range(5)])
+    where = str(tmp_path / "t")
+    export(fmt, str(root), where, name="kafka.events", topics=["events"], value_format="avro")
+    m.register("events-value", narrow)
+    shutil.rmtree(root / "_schemas-0")
+    m.write(root)
+    n = _n_commits(fmt, where, "kafka.events")
+    with pytest.raises(SchemaEvolutionError, match=r"field value\.n is long in version 1 of subject 'events-value' "
+                                                   r"\(schema id \d+\) but int in version 2"):
+        export(fmt, str(root), where, name="kafka.events", topics=["events"], value_format="avro")
+    assert _n_commits(fmt, where, "kafka.events") == n
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_typed_and_untyped_runs_do_not_mix_in_one_table(fmt, evolving, tmp_path):
+    """A table exported with bytes cannot be typed later, nor a typed one written with bytes: the run says so
+    before committing anything (before this, ``--value-format`` was silently dropped for tables)."""
+    s = evolving
+    s.write(1, 10)
+    raw, typed = str(tmp_path / "raw"), str(tmp_path / "typed")
+    export(fmt, s.root, raw, topics=["orders"])
+    with pytest.raises(SchemaEvolutionError, match="exported without value_format"):
+        export(fmt, s.root, raw, topics=["orders"], value_format="avro")
+    export(fmt, s.root, typed, topics=["orders"], value_format="avro")
+    s.write(1, 5)
+    with pytest.raises(SchemaEvolutionError, match="column value is typed in the table"):
+        export(fmt, s.root, typed, topics=["orders"])
+
+
+# --- Protobuf and JSON Schema: the same evolution ----------------------------------------------------------------
+
+PROTO_V1 = """syntax = "proto3";
+package shop;
+message Order { int32 id = 1; string note = 2; Status status = 3; enum Status { NEW = 0; PAID = 1; } }
+"""
+PROTO_V2 = """syntax = "proto3";
+package shop;
+message Order {
+  int64 id = 1; string note = 2; Status status = 3; repeated string tags = 4; Address address = 5;
+  enum Status { NEW = 0; PAID = 1; SHIPPED = 2; }
+  message Address { string city = 1; }
+}
+"""
+PROTO_V3 = PROTO_V2.replace("message Address { string city = 1; }", "message Address { string city = 1; string zip = 2; }") \
+    .replace("Address address = 5;", "Address address = 5; map<string, int64> attrs = 6;")
+PROTO_V4 = PROTO_V3.replace("map<string, int64> attrs = 6;", "map<string, int64> attrs = 6; double total = 7;")
+
+
+def _proto_order(cls, version, i):
+    m = cls(id=i, note=f"n{i}" if i % 3 else "", status=i % (2 if version == 1 else 3))
+    if version >= 2:
+        m.tags.extend([f"t{j}" for j in range(i % 3)])
+        if i % 2:
+            m.address.city = f"c{i}"
+    if version >= 3:
+        if i % 4 == 1:
+            m.address.zip = "z"
+        m.attrs["a"] = i
+    if version >= 4:
+        m.total = i / 8
+    return m
+
+
+def _ours(v, desc, ours):
+    """protobuf_support.ours of a table's value: fields null in rows of before they were added stay null, maps
+    (read back as dicts) as the pairs it takes."""
+    if v is None:
+        return None
+    out = {}
+    for name, x in v.items():
+        if x is None:
+            out[name] = None
+            continue
+        out.update(ours({name: list(x.items()) if isinstance(x, dict) and desc.fields_by_name[name].is_repeated
+                         else x}, desc))
+    return out
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_protobuf_versions_between_runs_evolve_the_table(fmt, tmp_path):
+    """Protobuf: int32 -> int64, an enum value, a nested message, a field in it, a map, a double -- versions 2, 3
+    and 4 registered between two runs by confluent-kafka's ProtobufSerializer; every reader gives each run's rows
+    as the protobuf runtime parses them with that run's latest message (MessageToDict)."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from protobuf_support import compile_protos, expected, mirror_registry, ours, to_dict
+
+    classes = [compile_protos({f"v{n}.proto": text})[0]["shop.Order"]
+               for n, text in enumerate((PROTO_V1, PROTO_V2, PROTO_V3, PROTO_V4), 1)]
+    client = SchemaRegistryClient.new_client({"url": f"mock://lake-protobuf-{fmt}"})
+    ctx = SerializationContext("orders", MessageField.VALUE)
+    root = tmp_path / "logs"
+    where = str(tmp_path / "table")
+    written = []
+
+    def write(version, n):
+        ser = ProtobufSerializer(classes[version - 1], client, conf={"use.deprecated.format": False})
+        values = [ser(_proto_order(classes[version - 1], version, len(written) + i), ctx) for i in range(n)]
+        with kafkafmt.LogWriter(str(root / "orders-0")) as w:
+            w.append(values=values + [b"\x00\x00\x00\x00\x63garbage"])      # an unknown schema id
+        written.extend(values + [None])
+        shutil.rmtree(root / "_schemas-0", ignore_errors=True)
+        mirror_registry(client, str(root))
+
+    write(1, 30)
+    r1 = export(fmt, str(root), where, topics=["orders"], value_format="protobuf")
+    end1 = len(written)
+    for version in (2, 3, 4):
+        write(version, 15)
+    r2 = export(fmt, str(root), where, topics=["orders"], value_format="protobuf")
+    assert (r1.rows, r1.dead_letters, r2.rows, r2.dead_letters) == (30, 1, 45, 3)
+    evolved = {c.name for c in r2.evolved}
+    assert {"value.tags", "value.address", "value.attrs", "value.total"} <= evolved
+    assert r2.schemas["orders"]["value"]["version"] == 4
+    desc = classes[-1].DESCRIPTOR
+    for reader, rows in table_rows(fmt, where).items():
+        assert [r["offset"] for r in rows] == [i for i, v in enumerate(written) if v is not None], reader
+        for r in rows:
+            cls = classes[0] if r["offset"] < end1 else classes[-1]
+            want = expected(to_dict(cls.FromString(written[r["offset"]][6:])), cls.DESCRIPTOR)
+            assert same_value(_ours(r["value"], desc, ours), want), \
+                f"{reader} offset {r['offset']}: {r['value']} != {want}"
+    assert [r["offset"] for r in dead_letter_rows(fmt, where)["duckdb"]] == \
+        [i for i, v in enumerate(written) if v is None]
+
+
+JSON_V1 = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Order", "type": "object",
+           "properties": {"id": {"type": "integer"}, "price": {"type": "number"},
+                          "status": {"type": "string", "enum": ["NEW", "PAID"]}}, "required": ["id"]}
+
+
+def _json_schema(version):
+    s = json.loads(json.dumps(JSON_V1))
+    if version >= 2:
+        s["properties"]["note"] = {"type": ["string", "null"]}
+    if version >= 3:
+        s["properties"]["tags"] = {"type": "array", "items": {"type": "string"}}
+        s["properties"]["status"]["enum"].append("SHIPPED")
+    if version >= 4:
+        s["properties"]["address"] = {"type": "object", "properties": {"city": {"type": "string"}}}
+    return s
+
+
+def _json_order(version, i):
+    o = {"id": i, "price": i / 4, "status": ["NEW", "PAID", "SHIPPED"][i % (2 if version < 3 else 3)]}
+    if version >= 2 and i % 2:
+        o["note"] = f"n{i}"
+    if version >= 3:
+        o["tags"] = ["t"] * (i % 3)
+    if version >= 4 and i % 3:
+        o["address"] = {"city": f"c{i}"}
+    return o
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_json_schema_versions_between_runs_evolve_the_table(fmt, tmp_path):
+    """JSON Schema: fields added (a nullable text, an array, a nested object) and an enum value, versions 2, 3 and
+    4 registered between two runs by confluent-kafka's JSONSerializer; the table's values equal the JSON texts'."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from protobuf_support import mirror_registry
+
+    client = SchemaRegistryClient.new_client({"url": f"mock://lake-json-{fmt}"})
+    ctx = SerializationContext("orders", MessageField.VALUE)
+    root = tmp_path / "logs"
+    where = str(tmp_path / "table")
+    written = []
+
+    def write(version, n):
+        ser = JSONSerializer(json.dumps(_json_schema(version)), client)
+        values = [ser(_json_order(version, len(written) + i), ctx) for i in range(n)]
+        with kafkafmt.LogWriter(str(root / "orders-0")) as w:
+            w.append(values=values + [b'{"no": "magic byte"}'])
+        written.extend(values + [None])
+        shutil.rmtree(root / "_schemas-0", ignore_errors=True)
+        mirror_registry(client, str(root))
+
+    write(1, 20)
+    export(fmt, str(root), where, topics=["orders"], value_format="json-schema")
+    for version in (2, 3, 4):
+        write(version, 10)
+    r2 = export(fmt, str(root), where, topics=["orders"], value_format="json-schema")
+    assert r2.rows == 30 and r2.dead_letters == 3
+    assert {"value.note", "value.tags", "value.address"} <= {c.name for c in r2.evolved}
+    for reader, rows in table_rows(fmt, where).items():
+        assert [r["offset"] for r in rows] == [i for i, v in enumerate(written) if v is not None], reader
+        for r in rows:
+            want = json.loads(written[r["offset"]][5:])
+            assert same_value(r["value"], want), f"{reader} offset {r['offset']}: {r['value']} != {want}"
