@@ -57,7 +57,7 @@ def table_rows(fmt, where, name=TABLE):
     if fmt == "iceberg":
         t = iceberg_table(where, name)
         out = {"pyiceberg": t.scan().to_arrow().to_pylist()}
-        files = [_local(p) for p in t.inspect.files().column("file_path").to_pylist()]
+        files = [_local(task.file.file_path) for task in t.scan().plan_files()]
         out["duckdb"] = [r for f in files for r in con.sql(f"select * from read_parquet('{f}')").arrow()
                          .read_all().to_pylist()]
     else:
@@ -527,3 +527,236 @@ def test_json_schema_versions_between_runs_evolve_the_table(fmt, tmp_path):
         for r in rows:
             want = json.loads(written[r["offset"]][5:])
             assert same_value(r["value"], want), f"{reader} offset {r['offset']}: {r['value']} != {want}"
+
+
+# --- runs killed at every step: the table and its dead letters hold each record once ------------------------------
+
+def _cli(fmt, root, where, *extra, env=None, check=None, name=TABLE):
+    args = ["export", root, "--format", fmt, "--to", where, "--target-file-size", "8K", "--commit-every", "24K",
+            *extra]
+    if fmt == "iceberg":
+        args += ["--table", name]
+    return kcli.run(*args, env=env, check=check)
+
+
+def _offsets(rows):
+    return sorted((r["partition"], r["offset"]) for r in rows)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_typed_runs_killed_at_every_step_lose_and_double_nothing(fmt, tmp_path):
+    """A typed export with dead letters in every partition, killed after each of its steps in turn (each chunk
+    read, data file closed, dead-letter commit and table commit: ``KAFKAFMT_CRASH_AFTER``), then run to the end:
+    the table holds every good record once, the dead-letter table every bad one once, nothing in both."""
+    m = RegistryMirror()
+    m.register("orders-value", V1)
+    root = tmp_path / "logs"
+    m.write(root)
+    ser = m.serializer(V1)
+    bad = {}
+    for part in range(3):
+        values = []
+        for i in range(240):
+            if i % 37 == 5:
+                values.append(b"\x01garbage %d" % i)
+                bad[(part, i)] = values[-1]
+            else:
+                values.append(ser(dict(order(1, i), code=i)))
+        kafkafmt.write_log_dir(str(root / f"orders-{part}"), values=values, segment_bytes=6 << 10, batch_size=1024)
+    base = tmp_path / "base"
+    first = export(fmt, str(root), str(base / "t"), topics=["orders"], value_format="avro", partitions=[0])
+    assert first.dead_letters == len([k for k in bad if k[0] == 0])
+    good = sorted((p, o) for p in range(3) for o in range(240) if (p, o) not in bad)
+    crashed = 0
+    for n in range(1, 60):
+        case = tmp_path / f"case{n}"
+        shutil.copytree(base, case)
+        where = str(case / "t")
+        p = _cli(fmt, str(root), where, "--topics", "orders", "--value-format", "avro",
+                 env={"KAFKAFMT_CRASH_AFTER": str(n)})
+        if p.returncode == 0:
+            break
+        assert p.returncode == 86, p.stderr
+        crashed += 1
+        _cli(fmt, str(root), where, "--topics", "orders", "--value-format", "avro", check=0)
+        for reader, rows in table_rows(fmt, where).items():
+            assert _offsets(rows) == good, f"crash after step {n}: {reader} lost or doubled rows"
+        for reader, rows in dead_letter_rows(fmt, where).items():
+            assert _offsets(rows) == sorted(bad), f"crash after step {n}: dead letters of {reader} differ"
+            assert all(r["value"] == bad[(r["partition"], r["offset"])] for r in rows)
+        shutil.rmtree(case)
+    assert crashed >= 8, crashed
+
+
+# --- upsert: a compacted topic as its latest state ----------------------------------------------------------------
+
+CUSTOMER = {"type": "record", "name": "Customer", "namespace": "crm", "fields": [
+    {"name": "name", "type": "string"}, {"name": "tier", "type": "int"}]}
+
+
+class Compacted:
+    """A compacted topic written batch by batch, and what its latest state is, computed by hand: for each
+    (partition, key) the value of its highest offset, or nothing after a tombstone."""
+
+    def __init__(self, root, m, topic="customers"):
+        self.root, self.m, self.topic = root, m, topic
+        self.ser = m.serializer(CUSTOMER, topic=topic)
+        self.state = {}
+        self.next = {}
+
+    def write(self, part, records, gap=0, empty_batch=False):
+        """records: [(key, value dict or None)]; ``gap``: offsets the cleaner removed before them."""
+        folder = f"{self.root}/{self.topic}-{part}"
+        with kafkafmt.LogWriter(folder) as w:
+            if empty_batch:
+                w.append_empty_batch(last_offset=w.next_offset + 2, timestamp=1_767_225_600_000)
+            first = w.next_offset + gap
+            offsets = list(range(first, first + len(records)))
+            w.append(keys=[k for k, _ in records], values=[None if v is None else self.ser(v) for _, v in records],
+                     offsets=offsets, timestamps=[1_767_225_600_000 + o for o in offsets])
+        for k, v in records:
+            if v is None:
+                self.state.pop((part, k), None)
+            else:
+                self.state[(part, k)] = v
+
+
+def _latest(fmt, where, name="kafka.customers"):
+    """{reader: {(partition, key): value}} of an upsert table (asserting one row per key)."""
+    out = {}
+    for reader, rows in table_rows(fmt, where, name).items():
+        got = {(r["partition"], r["key"]): r["value"] for r in rows}
+        assert len(got) == len(rows), f"{reader}: a key twice"
+        out[reader] = got
+    return out
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_upsert_keeps_the_latest_value_of_each_key_across_runs(fmt, tmp_path):
+    """Updates, deletes (tombstones) and re-inserts across three runs, a key in two partitions, offset gaps and an
+    empty batch the cleaner left: every reader of the table gives the latest value of each (partition, key),
+    computed by hand; a run with nothing new changes nothing; a record without a key is a dead letter."""
+    m = RegistryMirror()
+    m.register("customers-value", CUSTOMER)
+    root = tmp_path / "logs"
+    m.write(root)
+    c = Compacted(str(root), m)
+    where = str(tmp_path / "t")
+    c.write(0, [(b"a", {"name": "A", "tier": 1}), (b"b", {"name": "B", "tier": 1}), (b"a", {"name": "A2", "tier": 2}),
+                (b"c", {"name": "C", "tier": 3}), (b"d", None)])
+    c.write(1, [(b"a", {"name": "other partition", "tier": 9}), (b"z", {"name": "Z", "tier": 1})])
+    kw = dict(name="kafka.customers", topics=["customers"], value_format="avro", mode="upsert")
+    r = export(fmt, str(root), where, **kw)
+    assert r.mode == "upsert" and r.deleted == 0
+    for reader, got in _latest(fmt, where).items():
+        assert got == c.state, reader
+
+    c.write(0, [(b"a", None), (b"b", {"name": "B2", "tier": 2}), (b"e", {"name": "E", "tier": 5})], gap=4)
+    c.write(1, [(b"z", None), (b"y", {"name": "Y", "tier": 1})], empty_batch=True)
+    r = export(fmt, str(root), where, **kw)
+    assert r.deleted == 2
+    for reader, got in _latest(fmt, where).items():
+        assert got == c.state, reader
+
+    c.write(0, [(b"a", {"name": "A again", "tier": 7}), (b"e", None), (b"e", {"name": "E back", "tier": 6}),
+                (b"b", None)], gap=2)
+    with kafkafmt.LogWriter(f"{root}/customers-0") as w:
+        w.append(keys=[None], values=[c.ser({"name": "no key", "tier": 0})])
+    r = export(fmt, str(root), where, **kw)
+    assert r.dead_letters == 1
+    for reader, got in _latest(fmt, where).items():
+        assert got == c.state, reader
+    assert [row["keyError"] for row in dead_letter_rows(fmt, where, "kafka.customers")["duckdb"]] == \
+        ["no key: an upsert table holds the latest value of each key"]
+    again = export(fmt, str(root), where, **kw)
+    assert again.commits == [] and again.rows == 0
+    with pytest.raises(ValueError, match="upsert table"):
+        export(fmt, str(root), where, name="kafka.customers", topics=["customers"], value_format="avro")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_upsert_with_typed_keys_keys_on_the_key_bytes(fmt, tmp_path):
+    """A typed key (an Avro record) is a struct column; the upsert keys on the key's bytes, kept in ``keyBytes``."""
+    m = RegistryMirror()
+    m.register("customers-value", CUSTOMER)
+    m.register("customers-key", KEY)
+    root = tmp_path / "logs"
+    m.write(root)
+    kser, vser = m.serializer(KEY, topic="customers", is_key=True), m.serializer(CUSTOMER, topic="customers")
+    where = str(tmp_path / "t")
+    state = {}
+    for run, records in enumerate([[(1, "a"), (2, "b"), (1, "a2")], [(2, None), (3, "c"), (1, "a3")]]):
+        with kafkafmt.LogWriter(f"{root}/customers-0") as w:
+            w.append(keys=[kser({"id": k}) for k, _ in records],
+                     values=[None if v is None else vser({"name": v, "tier": run}) for _, v in records])
+        for k, v in records:
+            state.pop(k, None) if v is None else state.__setitem__(k, {"name": v, "tier": run})
+        export(fmt, str(root), where, name="kafka.customers", topics=["customers"], value_format="avro",
+               key_format="avro", mode="upsert")
+        for reader, rows in table_rows(fmt, where, "kafka.customers").items():
+            assert {r["key"]["id"]: r["value"] for r in rows} == state, reader
+            assert all(r["keyBytes"] == kser(r["key"]) for r in rows)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_upsert_of_real_consumer_offsets_partitions(fmt, real_corpus, tmp_path):
+    """Real broker-written ``__consumer_offsets`` partitions (compacted: offset gaps, tombstones): the table holds
+    for each key the value of its last record as kafka-python reads the segments, none for a tombstone."""
+    import kpy
+
+    folders = sorted(os.path.join(dp, d) for dp, ds, _ in os.walk(os.path.join(real_corpus, "broker-dirs"))
+                     for d in ds if d.startswith("__consumer_offsets-"))
+    assert len(folders) >= 5
+    for folder in folders:
+        want = {}
+        for name in sorted(f for f in os.listdir(folder) if f.endswith(".log")):
+            with open(os.path.join(folder, name), "rb") as f:
+                for rec in kpy.kp_decode(f.read())["records"]:
+                    if rec["value"] is None:
+                        want.pop(rec["key"], None)
+                    else:
+                        want[rec["key"]] = rec["value"]
+        where = str(tmp_path / os.path.basename(folder) / "t")
+        export(fmt, folder, where, name="kafka.offsets", mode="upsert")
+        for reader, rows in table_rows(fmt, where, "kafka.offsets").items():
+            assert {r["key"]: r["value"] for r in rows} == want, f"{folder}: {reader}"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_upsert_runs_killed_at_every_step_end_in_the_latest_state(fmt, tmp_path):
+    """An upsert run over updates, deletes and re-inserts killed after each of its steps in turn, then run to the
+    end: the table is the latest state computed by hand, the dead-letter table holds the keyless record once."""
+    m = RegistryMirror()
+    m.register("customers-value", CUSTOMER)
+    root = tmp_path / "logs"
+    m.write(root)
+    c = Compacted(str(root), m)
+    rng = np.random.default_rng(36)
+    for part in range(2):
+        c.write(part, [(b"k%d" % rng.integers(0, 40), None if rng.random() < 0.15 else
+                        {"name": "x" * int(rng.integers(50, 300)), "tier": int(i)}) for i in range(150)])
+    base = tmp_path / "base"
+    export(fmt, str(root), str(base / "t"), name="kafka.customers", topics=["customers"], value_format="avro",
+           mode="upsert", partitions=[0])
+    for part in range(2):
+        c.write(part, [(b"k%d" % rng.integers(0, 40), None if rng.random() < 0.2 else
+                        {"name": "y" * int(rng.integers(50, 300)), "tier": 1000 + int(i)}) for i in range(150)])
+    with kafkafmt.LogWriter(f"{root}/customers-1") as w:
+        w.append(keys=[None], values=[c.ser({"name": "keyless", "tier": -1})])
+    crashed = 0
+    for n in range(1, 40):
+        case = tmp_path / f"case{n}"
+        shutil.copytree(base, case)
+        where = str(case / "t")
+        args = ("--topics", "customers", "--value-format", "avro", "--mode", "upsert")
+        p = _cli(fmt, str(root), where, *args, env={"KAFKAFMT_CRASH_AFTER": str(n)}, name="kafka.customers")
+        if p.returncode == 0:
+            break
+        assert p.returncode == 86, p.stderr
+        crashed += 1
+        _cli(fmt, str(root), where, *args, check=0, name="kafka.customers")
+        for reader, got in _latest(fmt, where).items():
+            assert got == c.state, f"crash after step {n}: {reader}"
+        assert [r["offset"] for r in dead_letter_rows(fmt, where, "kafka.customers")["duckdb"]] == [300], n
+        shutil.rmtree(case)
+    assert crashed >= 4, crashed
