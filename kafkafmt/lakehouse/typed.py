@@ -183,7 +183,7 @@ class TypedTable:
             A field's type changes in a way no table takes, named by subject, both versions and
             the field.
         """
-        problems = []
+        problems, seen = [], set()
         for side, _ in self.sides:
             for topic in self.topics:
                 spec = self.reader(side, topic)
@@ -198,7 +198,8 @@ class TypedTable:
                     except (SchemaNotFoundError, SchemaError):
                         continue            # a reader the registry no longer holds: the table's own check stands
                     for c in compare_types(old, new, self.fmt, (side,)):
-                        if c.kind == "conflict":
+                        if c.kind == "conflict" and (topic, c.path) not in seen:    # each field once: the newest
+                            seen.add((topic, c.path))
                             problems.append(
                                 f"field {c.name} is {type_text(c.old)} in {self._describe(old_spec, side, topic)} "
                                 f"but {type_text(c.new)} in {self._describe(spec, side, topic)}")
