@@ -300,7 +300,8 @@ def transform_values(recs, field):
 def partition_groups(recs, fields):
     """[(key, rows)] of a chunk: ``key`` a tuple of partition values (Iceberg's representation: the
     identity value, or hours/days/months/years since the epoch) in ``fields`` order; ``rows`` a
-    slice (the whole chunk in one partition) or an int64 index array, in offset order."""
+    slice (the rows of each partition are contiguous, as when the chunk is one partition or its
+    time goes on) or an int64 index array, in offset order."""
     n = len(recs)
     const, varying, names = [], [], {}
     for i, f in enumerate(fields):
@@ -337,12 +338,13 @@ def partition_groups(recs, fields):
         change[1:] |= c[1:] != c[:-1]
     starts = np.flatnonzero(change)
     ends = np.append(starts[1:], n)
+    in_order = bool((np.diff(order) == 1).all())       # records sorted by the keys already (time goes on): slices
     out = []
     for s, e in zip(starts, ends):
         k = list(key)
         for (i, _), c in zip(varying, cols):
             k[i] = str(names[i][c[s]]) if i in names else int(c[s])
-        out.append((tuple(k), order[s:e]))
+        out.append((tuple(k), slice(int(s), int(e)) if in_order else order[s:e]))
     return out
 
 
