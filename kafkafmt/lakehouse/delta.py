@@ -21,7 +21,8 @@ import os
 import time
 import uuid
 
-from kafkafmt.lakehouse.ledger import BATCHES_KEY, OFFSETS_KEY, CommitConflictError, app_id, parse_marks, parse_offsets
+from kafkafmt.lakehouse.ledger import (BATCHES_KEY, MODE_KEY, OFFSETS_KEY, CommitConflictError, app_id, parse_marks,
+                                       parse_offsets)
 
 __all__ = ["DeltaTable", "delta_storage_options"]
 
@@ -134,6 +135,7 @@ class DeltaTable:
         """Load the table, or create it with ``schema`` (Arrow) partitioned by ``fields``
         (append-only for ``mode`` "append"). Returns the partition fields in force."""
         import pyarrow as pa
+        from deltalake import CommitProperties
         from deltalake import DeltaTable as DT
 
         from kafkafmt.lakehouse.layout import delta_partition_type
@@ -149,7 +151,7 @@ class DeltaTable:
                                     "" if mode == "append" else ": the latest value of each key"),
                                 configuration={"delta.appendOnly": "true" if mode == "append" else "false"},
                                 storage_options=self.options or None,
-                                commit_properties=None)
+                                commit_properties=CommitProperties(custom_metadata={MODE_KEY: mode}))
             self.dt = self._load()
         self.fields = self.partition_fields()
         full = self._full_arrow()
@@ -157,8 +159,14 @@ class DeltaTable:
         return self.fields
 
     def mode(self):
-        """"append" (an append-only table, as kafkafmt creates them for appends) or "upsert"."""
-        return "append" if self.dt.metadata().configuration.get("delta.appendOnly") == "true" else "upsert"
+        """"append" or "upsert": the mode the newest commit of kafkafmt's says (each carries it, the
+        table's creation too); an append-only table, or one without such a commit, is appended to."""
+        if self.dt.metadata().configuration.get("delta.appendOnly") == "true":
+            return "append"
+        for info in self.dt.history(100):
+            if info.get(MODE_KEY):
+                return info[MODE_KEY]
+        return "append"
 
     def partition_fields(self):
         from kafkafmt.lakehouse.layout import IDENTITY_COLUMNS, TIME_COLUMN, TIME_TRANSFORMS, PartitionField

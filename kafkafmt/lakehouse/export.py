@@ -389,6 +389,9 @@ def _export_one(job, found, to, table):
     """Export the partitions ``found`` into one table."""
     fmt = job.format
     topics = sorted({p.topic for p in found})
+    if job.typed.active and not topics:         # nothing to type: the table's columns are not known, nor written
+        return ExportResult(table=f"no table: no partition to export into {table or to}", format=fmt,
+                            report=job.report, mode=job.mode)
     typed = job.typed.pin(topics) if job.typed.active else None
     plan = TypedTable(typed, topics, fmt) if typed is not None else None
     base = kafka_schema(job.headers, job.batch_metadata)

@@ -11,6 +11,10 @@ Every commit of an export records
 * ``kafkafmt.last-batches`` -- what the source held where the ledger stops: per topic-partition the
   `kafkafmt.log._planner.BatchMark` of the last batch exported (``[base offset, last offset, leader epoch,
   CRC, records, topic id]``), checked against the source before the next run trusts the ledger;
+* ``kafkafmt.schemas`` -- typed exports: per topic and side the reader schema the commit's rows were
+  typed with, every reader the table's columns came from and the writer schema ids of the commit's
+  values (`kafkafmt.lakehouse.typed`);
+* ``kafkafmt.mode`` -- ``append`` or ``upsert`` (`kafkafmt.lakehouse.upsert`);
 * ``kafkafmt.data-loss`` -- when the export went on (``fail_on_data_loss=False``) although offsets
   were gone from the source (retention deleted them before they were exported) or the source no
   longer is what was exported (it diverged): ``[{"topic", "partition", "start", "end", "kind",
