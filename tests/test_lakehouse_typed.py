@@ -397,6 +397,18 @@ def _proto_order(cls, version, i):
     return m
 
 
+def _append_and_mirror(root, client, written, values, bad):
+    """Append ``values`` and one value that cannot be typed to ``orders-0``, note them in ``written`` (None for
+    the bad one), and write the mock registry's state as ``_schemas``."""
+    from protobuf_support import mirror_registry
+
+    with kafkafmt.LogWriter(str(root / "orders-0")) as w:
+        w.append(values=values + [bad])
+    written.extend(values + [None])
+    shutil.rmtree(root / "_schemas-0", ignore_errors=True)
+    mirror_registry(client, str(root))
+
+
 def _ours(v, desc, ours):
     """protobuf_support.ours of a table's value: fields null in rows of before they were added stay null, maps
     (read back as dicts) as the pairs it takes."""
@@ -421,7 +433,7 @@ def test_protobuf_versions_between_runs_evolve_the_table(fmt, tmp_path):
     from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
-    from protobuf_support import compile_protos, expected, mirror_registry, ours, to_dict
+    from protobuf_support import compile_protos, expected, ours, to_dict
 
     classes = [compile_protos({f"v{n}.proto": text})[0]["shop.Order"]
                for n, text in enumerate((PROTO_V1, PROTO_V2, PROTO_V3, PROTO_V4), 1)]
@@ -434,11 +446,7 @@ def test_protobuf_versions_between_runs_evolve_the_table(fmt, tmp_path):
     def write(version, n):
         ser = ProtobufSerializer(classes[version - 1], client, conf={"use.deprecated.format": False})
         values = [ser(_proto_order(classes[version - 1], version, len(written) + i), ctx) for i in range(n)]
-        with kafkafmt.LogWriter(str(root / "orders-0")) as w:
-            w.append(values=values + [b"\x00\x00\x00\x00\x63garbage"])      # an unknown schema id
-        written.extend(values + [None])
-        shutil.rmtree(root / "_schemas-0", ignore_errors=True)
-        mirror_registry(client, str(root))
+        _append_and_mirror(root, client, written, values, b"\x00\x00\x00\x00\x63garbage")   # an unknown id
 
     write(1, 30)
     r1 = export(fmt, str(root), where, topics=["orders"], value_format="protobuf")
@@ -498,8 +506,6 @@ def test_json_schema_versions_between_runs_evolve_the_table(fmt, tmp_path):
     from confluent_kafka.schema_registry.json_schema import JSONSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
-    from protobuf_support import mirror_registry
-
     client = SchemaRegistryClient.new_client({"url": f"mock://lake-json-{fmt}"})
     ctx = SerializationContext("orders", MessageField.VALUE)
     root = tmp_path / "logs"
@@ -509,11 +515,7 @@ def test_json_schema_versions_between_runs_evolve_the_table(fmt, tmp_path):
     def write(version, n):
         ser = JSONSerializer(json.dumps(_json_schema(version)), client)
         values = [ser(_json_order(version, len(written) + i), ctx) for i in range(n)]
-        with kafkafmt.LogWriter(str(root / "orders-0")) as w:
-            w.append(values=values + [b'{"no": "magic byte"}'])
-        written.extend(values + [None])
-        shutil.rmtree(root / "_schemas-0", ignore_errors=True)
-        mirror_registry(client, str(root))
+        _append_and_mirror(root, client, written, values, b'{"no": "magic byte"}')
 
     write(1, 20)
     export(fmt, str(root), where, topics=["orders"], value_format="json-schema")

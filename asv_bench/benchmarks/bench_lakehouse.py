@@ -73,60 +73,60 @@ def _write(root, mb):
     return {"records": records, "partitions": PARTITIONS}
 
 
-def log_dir():
-    """(path, metadata) of the benchmark's log dir, written once."""
-    mb = QUICK_MB if common.asv_quick() else MB
+def _cached(name, write):
+    """(path, metadata) of a log dir of the corpus cache, written once by ``write(path)`` (which
+    returns its metadata) into a temporary folder renamed when complete."""
     base = corpus.cache_dir() / "logdirs"
-    final = base / f"lakehouse-{mb}"
-    done = base / f"lakehouse-{mb}.json"
+    final = base / name
+    done = base / f"{name}.json"
     if not (done.exists() and final.is_dir()):
         base.mkdir(parents=True, exist_ok=True)
-        tmp = base / f"lakehouse-{mb}.{os.getpid()}.tmp"
+        tmp = base / f"{name}.{os.getpid()}.tmp"
         if tmp.exists():
             shutil.rmtree(tmp)
-        meta = _write(tmp, mb)
+        meta = write(tmp)
         os.replace(tmp, final)
         done.write_text(json.dumps(meta))
     return str(final), json.loads(done.read_text())
+
+
+def log_dir():
+    """(path, metadata) of the benchmark's log dir, written once."""
+    mb = QUICK_MB if common.asv_quick() else MB
+    return _cached(f"lakehouse-{mb}", lambda root: _write(root, mb))
 
 
 TYPED_RECORDS = 400_000
 QUICK_TYPED_RECORDS = 40_000
 
 
-def typed_log_dir():
-    """(path, metadata) of the typed benchmark's log dir, written once."""
+def _write_typed(root, n):
     import kafkafmt
 
     from .bench_avro import NESTED, SCHEMA_ID, data
 
+    key = json.dumps({"keytype": "SCHEMA", "subject": "orders-value", "version": 1, "magic": 1}).encode()
+    value = json.dumps({"subject": "orders-value", "version": 1, "id": SCHEMA_ID, "schemaType": "AVRO",
+                        "schema": json.dumps(NESTED, separators=(",", ":")), "deleted": False}).encode()
+    kafkafmt.write_log_dir(str(root / "_schemas-0"), keys=[key], values=[value])
+    values = data("nested")[0]
+    per = n // 2
+    for p in range(2):
+        w = kafkafmt.LogWriter(root / f"orders-{p}", segment_bytes=64 << 20)
+        for start in range(0, per, 20_000):
+            m = min(20_000, per - start)
+            ts = (T0 + (start + np.arange(m)) * (SPAN_MS // per)).tolist()
+            w.append(keys=[b"o%d" % (start + i) for i in range(m)],
+                     values=[values[(start + i) % len(values)] for i in range(m)], timestamps=ts,
+                     compression="lz4", batch_size=500)
+        w.close()
+    return {"records": per * 2, "partitions": 2}
+
+
+def typed_log_dir():
+    """(path, metadata) of the typed benchmark's log dir, written once."""
     n = QUICK_TYPED_RECORDS if common.asv_quick() else TYPED_RECORDS
-    base = corpus.cache_dir() / "logdirs"
-    final = base / f"lakehouse-typed-{n}"
-    done = base / f"lakehouse-typed-{n}.json"
-    if not (done.exists() and final.is_dir()):
-        base.mkdir(parents=True, exist_ok=True)
-        tmp = base / f"lakehouse-typed-{n}.{os.getpid()}.tmp"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        key = json.dumps({"keytype": "SCHEMA", "subject": "orders-value", "version": 1, "magic": 1}).encode()
-        value = json.dumps({"subject": "orders-value", "version": 1, "id": SCHEMA_ID, "schemaType": "AVRO",
-                            "schema": json.dumps(NESTED, separators=(",", ":")), "deleted": False}).encode()
-        kafkafmt.write_log_dir(str(tmp / "_schemas-0"), keys=[key], values=[value])
-        values = data("nested")[0]
-        per = n // 2
-        for p in range(2):
-            w = kafkafmt.LogWriter(tmp / f"orders-{p}", segment_bytes=64 << 20)
-            for start in range(0, per, 20_000):
-                m = min(20_000, per - start)
-                vals = [values[(start + i) % len(values)] for i in range(m)]
-                ts = (T0 + (start + np.arange(m)) * (SPAN_MS // per)).tolist()
-                w.append(keys=[b"o%d" % (start + i) for i in range(m)], values=vals, timestamps=ts,
-                         compression="lz4", batch_size=500)
-            w.close()
-        os.replace(tmp, final)
-        done.write_text(json.dumps({"records": per * 2, "partitions": 2}))
-    return str(final), json.loads(done.read_text())
+    return _cached(f"lakehouse-typed-{n}", lambda root: _write_typed(root, n))
 
 
 def exporter(fmt, root, out_dir, typed=False):
@@ -204,24 +204,30 @@ def peak_factory(fmt):
     return exporter(fmt, root, out)
 
 
-class ExportTable:
-    """``kafkafmt export`` of one log dir to Parquet, Iceberg and Delta."""
+class _Exports:
+    """The exports of one log dir (``log_dir``, ``typed``: its Avro values) to Parquet, Iceberg and
+    Delta (no benchmark of its own)."""
 
     params = ["parquet", "iceberg", "delta"]
     param_names = ["format"]
     timeout = 900
+    typed = False
 
     def setup(self, fmt):
         require_kafkafmt()
         common.note_quick()
         _needs(fmt)
-        self.root, self.meta = log_dir()
+        self.root, self.meta = typed_log_dir() if self.typed else log_dir()
         self.out = tempfile.mkdtemp(prefix="kafkafmt-bench-lakehouse-")
-        self.run = exporter(fmt, self.root, self.out)
+        self.run = exporter(fmt, self.root, self.out, typed=self.typed)
         self.run()      # imports the table library, warms the page cache; fails loudly if the export does
 
     def teardown(self, fmt):
         shutil.rmtree(self.out, ignore_errors=True)
+
+
+class ExportTable(_Exports):
+    """``kafkafmt export`` of one log dir to Parquet, Iceberg and Delta."""
 
     def time_export(self, fmt):
         self.run()
@@ -239,24 +245,10 @@ class ExportTable:
     track_peak_mb_export.unit = "MiB"
 
 
-class ExportTypedTable:
+class ExportTypedTable(_Exports):
     """``kafkafmt export --value-format avro`` of one log dir to Parquet, Iceberg and Delta."""
 
-    params = ["parquet", "iceberg", "delta"]
-    param_names = ["format"]
-    timeout = 900
-
-    def setup(self, fmt):
-        require_kafkafmt()
-        common.note_quick()
-        _needs(fmt)
-        self.root, self.meta = typed_log_dir()
-        self.out = tempfile.mkdtemp(prefix="kafkafmt-bench-lakehouse-")
-        self.run = exporter(fmt, self.root, self.out, typed=True)
-        self.run()
-
-    def teardown(self, fmt):
-        shutil.rmtree(self.out, ignore_errors=True)
+    typed = True
 
     def time_export(self, fmt):
         self.run()
