@@ -53,7 +53,8 @@ def add_arguments(p):
                         "is (exit 0)")
     g.add_argument("--json", action="store_true",
                    help="print what the run did as one JSON document on stdout: rows, files, commits, the offset "
-                        "ranges exported, the ledger after, and the data loss")
+                        "ranges exported, the ledger after, the data loss, the dead letters, the schema changes and "
+                        "the schema ids of the last commit")
 
 
 def run_table(args, console, fmt):
