@@ -929,3 +929,30 @@ def test_spark_typed_frame_is_what_the_table_holds(spark, sample, tmp_path):
     bad = df.where("valueError IS NOT NULL").select("offset", "valueError").collect()
     dlq = dead_letter_rows("delta", where)["deltalake"]
     assert [(r["offset"], r["valueError"]) for r in bad] == [(r["offset"], r["valueError"]) for r in dlq]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_protobuf_change_the_table_cannot_take_fails_before_any_commit(fmt, tmp_path):
+    """Protobuf alike: a field narrowed (int64 -> int32) in the next version registered by the serializer stops
+    the run, naming the subject, both versions and the field; nothing is committed."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from protobuf_support import compile_protos
+
+    wide, narrow = (compile_protos({f"{n}.proto": f'syntax = "proto3";\npackage shop;\nmessage Order {{ {t} id = 1; }}\n'})
+                    [0]["shop.Order"] for n, t in (("wide", "int64"), ("narrow", "int32")))
+    client = SchemaRegistryClient.new_client({"url": f"mock://lake-protobuf-narrow-{fmt}"})
+    ctx = SerializationContext("orders", MessageField.VALUE)
+    root, where, written = tmp_path / "logs", str(tmp_path / "t"), []
+    ser = ProtobufSerializer(wide, client, conf={"use.deprecated.format": False})
+    _append_and_mirror(root, client, written, [ser(wide(id=i), ctx) for i in range(5)], b"junk")
+    export(fmt, str(root), where, topics=["orders"], value_format="protobuf")
+    ser = ProtobufSerializer(narrow, client, conf={"use.deprecated.format": False})
+    _append_and_mirror(root, client, written, [ser(narrow(id=7), ctx)], b"junk")
+    n = _n_commits(fmt, where)
+    with pytest.raises(SchemaEvolutionError, match=r"field value\.id is long in version 1 of subject 'orders-value' "
+                                                   r"\(schema id \d+\) but int in version 2"):
+        export(fmt, str(root), where, topics=["orders"], value_format="protobuf")
+    assert _n_commits(fmt, where) == n
