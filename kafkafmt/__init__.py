@@ -14,7 +14,7 @@ from kafkafmt.values import DecodedColumn, decode_column, type_values, value_typ
 from kafkafmt.values.registry import RegisteredSchema, SchemaRegistry, open_registry
 from kafkafmt.read import iter_log_dir, iter_log_dirs, read_log_dir, read_log_dirs, read_segment
 from kafkafmt.read import find_internal_topic
-from kafkafmt.lakehouse import ExportResult, export_table
+from kafkafmt.lakehouse import ExportResult, SchemaEvolutionError, export_table
 from kafkafmt.recovery import RecoveryAction, RecoveryPlan, rebuild_indexes, recover
 from kafkafmt.recovery import undo as undo_recovery
 
@@ -31,5 +31,5 @@ __all__ = [
     "SchemaRegistry", "RegisteredSchema", "open_registry", "decode_column", "value_type", "DecodedColumn",
     "type_values",
     "SchemaRegistryError", "SchemaNotFoundError", "SchemaError", "ValueDecodeError",
-    "export_table", "ExportResult", "DataLossError", "find_internal_topic",
+    "export_table", "ExportResult", "DataLossError", "SchemaEvolutionError", "find_internal_topic",
 ]

@@ -14,6 +14,14 @@ command line in this process):
 * ``track_ratio_export_rate_vs_parquet``: the rate of the table export ÷ that of the Parquet export,
   measured interleaved (the issue's target: >= 0.7);
 * ``track_peak_mb_export``: the peak resident memory one export adds (a fresh interpreter).
+
+Typed (issue 36): ``typed-<records>``, a log dir of 2 partitions of ``orders`` whose values are
+bench_avro's NESTED records in the Schema Registry's wire format (a nested record, an array of
+records, an array of strings, a map of longs; 400,000 records, 40,000 in quick mode, lz4) and its
+``_schemas`` topic. ``ExportTypedTable`` exports it with ``--value-format avro``: the typed Parquet
+export (one file), a typed Iceberg and a typed Delta table (value struct columns, the dead-letter
+check, the schema record); ``track_ratio_typed_export_rate_vs_parquet`` is the rate of the table export
+÷ that of the typed Parquet export, interleaved (the issue's target: >= 0.7).
 """
 
 from __future__ import annotations
@@ -65,26 +73,65 @@ def _write(root, mb):
     return {"records": records, "partitions": PARTITIONS}
 
 
-def log_dir():
-    """(path, metadata) of the benchmark's log dir, written once."""
-    mb = QUICK_MB if common.asv_quick() else MB
+def _cached(name, write):
+    """(path, metadata) of a log dir of the corpus cache, written once by ``write(path)`` (which
+    returns its metadata) into a temporary folder renamed when complete."""
     base = corpus.cache_dir() / "logdirs"
-    final = base / f"lakehouse-{mb}"
-    done = base / f"lakehouse-{mb}.json"
+    final = base / name
+    done = base / f"{name}.json"
     if not (done.exists() and final.is_dir()):
         base.mkdir(parents=True, exist_ok=True)
-        tmp = base / f"lakehouse-{mb}.{os.getpid()}.tmp"
+        tmp = base / f"{name}.{os.getpid()}.tmp"
         if tmp.exists():
             shutil.rmtree(tmp)
-        meta = _write(tmp, mb)
+        meta = write(tmp)
         os.replace(tmp, final)
         done.write_text(json.dumps(meta))
     return str(final), json.loads(done.read_text())
 
 
-def exporter(fmt, root, out_dir):
+def log_dir():
+    """(path, metadata) of the benchmark's log dir, written once."""
+    mb = QUICK_MB if common.asv_quick() else MB
+    return _cached(f"lakehouse-{mb}", lambda root: _write(root, mb))
+
+
+TYPED_RECORDS = 400_000
+QUICK_TYPED_RECORDS = 40_000
+
+
+def _write_typed(root, n):
+    import kafkafmt
+
+    from .bench_avro import NESTED, SCHEMA_ID, data
+
+    key = json.dumps({"keytype": "SCHEMA", "subject": "orders-value", "version": 1, "magic": 1}).encode()
+    value = json.dumps({"subject": "orders-value", "version": 1, "id": SCHEMA_ID, "schemaType": "AVRO",
+                        "schema": json.dumps(NESTED, separators=(",", ":")), "deleted": False}).encode()
+    kafkafmt.write_log_dir(str(root / "_schemas-0"), keys=[key], values=[value])
+    values = data("nested")[0]
+    per = n // 2
+    for p in range(2):
+        w = kafkafmt.LogWriter(root / f"orders-{p}", segment_bytes=64 << 20)
+        for start in range(0, per, 20_000):
+            m = min(20_000, per - start)
+            ts = (T0 + (start + np.arange(m)) * (SPAN_MS // per)).tolist()
+            w.append(keys=[b"o%d" % (start + i) for i in range(m)],
+                     values=[values[(start + i) % len(values)] for i in range(m)], timestamps=ts,
+                     compression="lz4", batch_size=500)
+        w.close()
+    return {"records": per * 2, "partitions": 2}
+
+
+def typed_log_dir():
+    """(path, metadata) of the typed benchmark's log dir, written once."""
+    n = QUICK_TYPED_RECORDS if common.asv_quick() else TYPED_RECORDS
+    return _cached(f"lakehouse-typed-{n}", lambda root: _write_typed(root, n))
+
+
+def exporter(fmt, root, out_dir, typed=False):
     """A zero-argument callable exporting ``root`` into a fresh table (or file) under ``out_dir``
-    each call (the previous one removed first)."""
+    each call (the previous one removed first); ``typed``: the ``orders`` topic's Avro values."""
     from kafkafmt.cli import main
 
     counter = itertools.count()
@@ -101,6 +148,8 @@ def exporter(fmt, root, out_dir):
             args = ["export", root, "--format", "iceberg", "--to", where, "--table", "kafka.events"]
         else:
             args = ["export", root, "--format", "delta", "--to", where]
+        if typed:
+            args += ["--topics", "orders", "--value-format", "avro"]
         status = main(args + ["--quiet"])
         assert status == 0, f"export {fmt} failed ({status})"
 
@@ -123,6 +172,18 @@ def _ratio_pair(fmt):
     return exporter("parquet", root, out), exporter(fmt, root, out)
 
 
+def _typed_ratio_pair(fmt):
+    root, _ = typed_log_dir()
+    out = tempfile.mkdtemp(prefix="kafkafmt-bench-lakehouse-")
+    return exporter("parquet", root, out, typed=True), exporter(fmt, root, out, typed=True)
+
+
+common.register_ratio("export_typed_table_vs_parquet",
+                      "typed export to a table: rate ÷ that of the typed Parquet export (>= 0.7)",
+                      ["iceberg", "delta"], _typed_ratio_pair, better="higher", family="logdir",
+                      track="bench_lakehouse.ExportTypedTable.track_ratio_typed_export_rate_vs_parquet")
+
+
 common.register_ratio("export_table_vs_parquet", "export to a table: rate ÷ that of the Parquet export (>= 0.7)",
                       ["iceberg", "delta"], _ratio_pair, better="higher", family="logdir",
                       track="bench_lakehouse.ExportTable.track_ratio_export_rate_vs_parquet")
@@ -143,24 +204,30 @@ def peak_factory(fmt):
     return exporter(fmt, root, out)
 
 
-class ExportTable:
-    """``kafkafmt export`` of one log dir to Parquet, Iceberg and Delta."""
+class _Exports:
+    """The exports of one log dir (``log_dir``, ``typed``: its Avro values) to Parquet, Iceberg and
+    Delta (no benchmark of its own)."""
 
     params = ["parquet", "iceberg", "delta"]
     param_names = ["format"]
     timeout = 900
+    typed = False
 
     def setup(self, fmt):
         require_kafkafmt()
         common.note_quick()
         _needs(fmt)
-        self.root, self.meta = log_dir()
+        self.root, self.meta = typed_log_dir() if self.typed else log_dir()
         self.out = tempfile.mkdtemp(prefix="kafkafmt-bench-lakehouse-")
-        self.run = exporter(fmt, self.root, self.out)
+        self.run = exporter(fmt, self.root, self.out, typed=self.typed)
         self.run()      # imports the table library, warms the page cache; fails loudly if the export does
 
     def teardown(self, fmt):
         shutil.rmtree(self.out, ignore_errors=True)
+
+
+class ExportTable(_Exports):
+    """``kafkafmt export`` of one log dir to Parquet, Iceberg and Delta."""
 
     def time_export(self, fmt):
         self.run()
@@ -176,3 +243,19 @@ class ExportTable:
         return round(common.median_peak_delta("bench_lakehouse:peak_factory", fmt) / 2**20, 1)
 
     track_peak_mb_export.unit = "MiB"
+
+
+class ExportTypedTable(_Exports):
+    """``kafkafmt export --value-format avro`` of one log dir to Parquet, Iceberg and Delta."""
+
+    typed = True
+
+    def time_export(self, fmt):
+        self.run()
+
+    def track_ratio_typed_export_rate_vs_parquet(self, fmt):
+        if fmt == "parquet":
+            raise common.SkipNotImplemented("the reference itself")
+        return common.measure_registered("export_typed_table_vs_parquet", fmt)
+
+    track_ratio_typed_export_rate_vs_parquet.unit = "ratio"

@@ -143,10 +143,12 @@ def add_replicas_option(p, extra_help=""):
                         "saying where copies disagree; or read every copy (all)" + extra_help)
 
 
-def add_typed_options(p, key_flag, value_flag, action):
+def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
     """The options that type keys and values (`kafkafmt.values._typed`): ``value_flag``/``key_flag`` (a
     format name), ``--schema-registry``, ``--value-schema``/``--key-schema`` and
-    ``--value-errors``; ``action`` says what typing does for this command."""
+    ``--value-errors``; ``action`` says what typing does for this command. ``dead_letters``: the
+    command also writes tables, whose ``--value-errors`` default is ``dlq`` (None here: the command
+    resolves it)."""
     from kafkafmt.values import FORMATS
 
     names = sorted(k for k in FORMATS if k != "bytes")
@@ -162,9 +164,16 @@ def add_typed_options(p, key_flag, value_flag, action):
                         "full name (pkg.Msg), a JSON object of id/subject/version/message, or a schema file "
                         "(default: the latest version of <topic>-value)")
     p.add_argument("--key-schema", metavar="SCHEMA", help="reader schema of keys (as --value-schema)")
-    p.add_argument("--value-errors", choices=("null", "strict"), default="null",
-                   help="a value that cannot be read: null with the reason (the default), or stop with an error "
-                        "naming file, position and offset")
+    if dead_letters:
+        p.add_argument("--value-errors", choices=("dlq", "null", "strict"), default=None,
+                       help="a key or value that cannot be read: to the dead-letter table <table>_dlq with its bytes "
+                            "and the reason (dlq, the default of --format iceberg/delta), null with the reason in "
+                            "valueError (null, the default of files), or stop with an error naming file, position "
+                            "and offset (strict)")
+    else:
+        p.add_argument("--value-errors", choices=("null", "strict"), default="null",
+                       help="a value that cannot be read: null with the reason (the default), or stop with an error "
+                            "naming file, position and offset")
     p.add_argument("--untyped-topics", choices=("error", "bytes"), default="error",
                    help="a topic without a schema (no subject <topic>-value, e.g. __consumer_offsets): stop with "
                         "an error naming it (the default), or keep its values as bytes (null value, the bytes in "

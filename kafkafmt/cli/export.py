@@ -96,7 +96,7 @@ def add_parser(sub, parents):
     p.add_argument("--internal", choices=tuple(INTERNAL_TABLES),
                    help="write one of kafkafmt.internal's tables of internal topics instead of records: "
                         + "; ".join(f"{t.name} reads {_internal_source(t)}" for t in INTERNAL_TABLES.values()))
-    add_typed_options(p, "--key-format", "--value-format", "write typed (nested) columns: decode")
+    add_typed_options(p, "--key-format", "--value-format", "write typed (nested) columns: decode", dead_letters=True)
     add_table_arguments(p)
     p.set_defaults(run=run)
     return p
@@ -294,6 +294,12 @@ def run(args, console):
     fmt = _format_of(args)
     if fmt in TABLE_FORMATS:
         return run_table(args, console, fmt)
+    if args.value_errors == "dlq":
+        raise UsageError("--value-errors dlq writes a dead-letter table: it goes with --format iceberg or delta")
+    if args.value_errors is None:
+        args.value_errors = "null"
+    if args.mode != "append":
+        raise UsageError(f"--mode {args.mode} writes a table: it goes with --format iceberg or delta")
     if args.json:
         raise UsageError("--json describes a table export (--format iceberg or delta); a file export writes its "
                          "records to --to")

@@ -1,10 +1,16 @@
 """``kafkafmt export --format iceberg|delta``: records into a lakehouse table, incrementally (see
 `kafkafmt.lakehouse`). The options of this mode are added to ``export``'s parser here.
 
+Typed keys and values (``--value-format``, ``--key-format``) become typed columns; values that
+cannot be typed go to the dead-letter table (``--value-errors dlq``, the default here), counted in
+the summary. ``--mode upsert`` keeps the latest value of each key. ``{topic}`` in ``--table``
+(Iceberg) or ``--to`` (Delta) writes one table per topic.
+
 Exit codes as every command's: 0 exported or nothing to export -- also when ``--fail-on-data-loss
 false`` went on past data loss, which is then printed on stderr (even with ``-q``) and listed in
-``--json``; 1 data loss stopped the run (nothing committed), another run changed the table
-meanwhile, or problems in the data; 2 bad usage.
+``--json``, and when values went to the dead-letter table (counted on stderr); 1 data loss stopped
+the run (nothing committed), another run changed the table meanwhile, the table cannot take this
+run's schema (nothing committed), or problems in the data; 2 bad usage.
 """
 from __future__ import annotations
 
@@ -23,7 +29,11 @@ TABLE_FORMATS = ("iceberg", "delta")
 def add_arguments(p):
     g = p.add_argument_group("tables (--format iceberg or delta): incremental, each run from where the last stopped")
     g.add_argument("--table", metavar="NS.TABLE",
-                   help="Iceberg: the table (namespace.name) in the warehouse --to or the catalog --catalog")
+                   help="Iceberg: the table (namespace.name) in the warehouse --to or the catalog --catalog; "
+                        "{topic} in it (or in a Delta table's --to) writes one table per topic, e.g. 'sales.{topic}'")
+    g.add_argument("--mode", choices=("append", "upsert"), default="append",
+                   help="append: every record a row (default); upsert: the latest value of each key, a tombstone "
+                        "deleting it (compacted topics; partitioned by topic,partition unless --partition-by)")
     g.add_argument("--catalog", metavar="NAME|URL",
                    help="Iceberg: a catalog of pyiceberg's configuration (~/.pyiceberg.yaml, PYICEBERG_CATALOG__*), "
                         "or a SQL catalog database URL (sqlite:////path/catalog.db); default: SQLite in the "
@@ -37,12 +47,14 @@ def add_arguments(p):
                    help="commit after this much input, so a long backfill keeps its progress (default 8G)")
     g.add_argument("--json", action="store_true",
                    help="print what the run did as one JSON document on stdout: rows, files, commits, the offset "
-                        "ranges exported, the ledger after, and the data loss")
+                        "ranges exported, the ledger after, the data loss, the dead letters, the schema changes and "
+                        "the schema ids of the last commit")
 
 
 def run_table(args, console, fmt):
-    from kafkafmt.errors import KafkafmtWarning
-    from kafkafmt.lakehouse import CommitConflictError, DataLossError, export_table
+    from kafkafmt.errors import KafkafmtError, KafkafmtWarning
+    from kafkafmt.lakehouse import CommitConflictError, DataLossError, SchemaEvolutionError, export_table
+    from kafkafmt.values import reader_schema_of_text
 
     if getattr(args, "internal", None):
         raise UsageError("--internal tables are written as files; leave out --format iceberg/delta")
@@ -87,10 +99,17 @@ def run_table(args, console, fmt):
                                  headers=not args.no_headers, batch_metadata=args.batch_metadata,
                                  errors="salvage" if args.salvage else "strict",
                                  fail_on_data_loss=args.fail_on_data_loss == "true", storage_options=opts,
-                                 on_chunk=on_chunk)
-        except (DataLossError, CommitConflictError) as exc:
+                                 value_format=args.value_format, key_format=args.key_format,
+                                 schema_registry=args.schema_registry,
+                                 value_schema=reader_schema_of_text(args.value_schema),
+                                 key_schema=reader_schema_of_text(args.key_schema),
+                                 value_errors=args.value_errors or "dlq", untyped_topics=args.untyped_topics,
+                                 mode=args.mode, on_chunk=on_chunk)
+        except (DataLossError, CommitConflictError, SchemaEvolutionError) as exc:
             if args.json:
                 console.json({"error": str(exc), "data_loss": [x.as_json() for x in getattr(exc, "losses", ())]})
+            raise
+        except KafkafmtError:
             raise
         except ValueError as exc:
             raise UsageError(str(exc)) from None
@@ -99,12 +118,15 @@ def run_table(args, console, fmt):
     from kafkafmt.log import ReportKind
 
     errors = 0
+    dead_letters = (args.value_errors or "dlq") == "dlq"
     for e in r.report:
         problem = report_problem(e)
         if problem is None or e.kind is ReportKind.GAP:     # a gap the run went past is in r.data_loss
             continue
         if e.kind is ReportKind.GAP and args.fail_on_data_loss == "false":
             continue            # a data loss taken: export_table warned about it
+        if dead_letters and e.kind is ReportKind.BAD_VALUE:  # counted below, with the dead-letter table
+            continue
         if problem.severity == "error":
             errors += 1
             console.message(f"kafkafmt: {problem.text()}")
@@ -113,12 +135,19 @@ def run_table(args, console, fmt):
     for x in r.data_loss:
         console.message(f"kafkafmt: data loss (--fail-on-data-loss false: went on, recorded in the table): "
                         f"{x.text()}")
+    if r.dead_letters:
+        console.warn(f"{r.dead_letters} record{'s' if r.dead_letters != 1 else ''} whose key or value could not "
+                     f"be typed went to the dead-letter table {r.dead_letter_table} (their bytes, and the reason in "
+                     "keyError / valueError)")
+    for c in r.evolved:
+        console.info(f"kafkafmt: schema evolved: {c.text()}")
     if args.json:
         console.json(_summary(r))
     if not r.commits:
         console.info(f"kafkafmt: {r.table} is up to date with {r.partitions} partitions: nothing to export")
     else:
-        console.info(f"kafkafmt: exported {r.rows} records of {r.partitions} partitions to {r.table} in "
+        upserted = f" ({r.deleted} rows deleted by tombstones)" if r.mode == "upsert" else ""
+        console.info(f"kafkafmt: exported {r.rows} records{upserted} of {r.partitions} partitions to {r.table} in "
                      f"{r.seconds:.1f} s: {r.files} files ({human_bytes(r.bytes)}), {len(r.commits)} "
                      f"commit{'s' if len(r.commits) > 1 else ''} (last {r.commits[-1]})")
     return 1 if errors else 0          # data loss taken (--fail-on-data-loss false): warned about
@@ -133,4 +162,7 @@ def _summary(r):
     return {"table": r.table, "format": r.format, "rows": r.rows, "files": r.files, "bytes": r.bytes,
             "input_bytes": r.input_bytes, "partitions": r.partitions, "commits": list(r.commits),
             "ranges": json.loads(ranges_json(r.ranges)), "offsets": json.loads(offsets_json(r.offsets)),
-            "data_loss": [x.as_json() for x in r.data_loss], "seconds": round(r.seconds, 3)}
+            "data_loss": [x.as_json() for x in r.data_loss], "mode": r.mode, "dead_letters": r.dead_letters,
+            "dead_letter_table": r.dead_letter_table, "deleted": r.deleted,
+            "evolved": [c.as_json() for c in r.evolved], "schemas": r.schemas,
+            "tables": list(r.tables), "seconds": round(r.seconds, 3)}

@@ -21,7 +21,8 @@ import os
 import time
 import uuid
 
-from kafkafmt.lakehouse.ledger import BATCHES_KEY, OFFSETS_KEY, CommitConflictError, app_id, parse_marks, parse_offsets
+from kafkafmt.lakehouse.ledger import (BATCHES_KEY, MODE_KEY, OFFSETS_KEY, CommitConflictError, app_id, parse_marks,
+                                       parse_offsets)
 
 __all__ = ["DeltaTable", "delta_storage_options"]
 
@@ -116,6 +117,7 @@ class DeltaTable:
         self.dt = None
         self.fields = ()
         self.partition_types = {}
+        self.last_props = {}            # the commit info the ledger was read from
 
     def _load(self):
         from deltalake import DeltaTable as DT
@@ -129,8 +131,11 @@ class DeltaTable:
 
         return DT.is_deltatable(self.uri, storage_options=self.options or None)
 
-    def open(self, schema, fields, *, target_file_size, compression):
+    def open(self, schema, fields, *, target_file_size, compression, mode="append"):
+        """Load the table, or create it with ``schema`` (Arrow) partitioned by ``fields``
+        (append-only for ``mode`` "append"). Returns the partition fields in force."""
         import pyarrow as pa
+        from deltalake import CommitProperties
         from deltalake import DeltaTable as DT
 
         from kafkafmt.lakehouse.layout import delta_partition_type
@@ -142,15 +147,26 @@ class DeltaTable:
             full = pa.schema(list(schema) + extra)
             self.dt = DT.create(self.uri, full, mode="ignore", partition_by=[f.name for f in fields] or None,
                                 name=os.path.basename(self.uri.rstrip("/")) or None,
-                                description="Kafka records exported by kafkafmt",
-                                configuration={"delta.appendOnly": "true"},
+                                description="Kafka records exported by kafkafmt" + (
+                                    "" if mode == "append" else ": the latest value of each key"),
+                                configuration={"delta.appendOnly": "true" if mode == "append" else "false"},
                                 storage_options=self.options or None,
-                                commit_properties=None)
+                                commit_properties=CommitProperties(custom_metadata={MODE_KEY: mode}))
             self.dt = self._load()
         self.fields = self.partition_fields()
         full = self._full_arrow()
         self.partition_types = {f.name: full.field(f.name).type for f in self.fields}
         return self.fields
+
+    def mode(self):
+        """"append" or "upsert": the mode the newest commit of kafkafmt's says (each carries it, the
+        table's creation too); an append-only table, or one without such a commit, is appended to."""
+        if self.dt.metadata().configuration.get("delta.appendOnly") == "true":
+            return "append"
+        for info in self.dt.history(100):
+            if info.get(MODE_KEY):
+                return info[MODE_KEY]
+        return "append"
 
     def partition_fields(self):
         from kafkafmt.lakehouse.layout import IDENTITY_COLUMNS, TIME_COLUMN, TIME_TRANSFORMS, PartitionField
@@ -207,6 +223,7 @@ class DeltaTable:
         offset is not used). A RESTORE keeps the txn actions of the versions it undid, so after one
         the state restored to is read instead."""
         dt, out, marks, restored = self.dt, {}, {}, False
+        self.last_props = {}
         for _ in range(64):
             back = None
             for info in dt.history(100):
@@ -217,6 +234,7 @@ class DeltaTable:
                     if not restored:
                         out = parse_offsets(info[OFFSETS_KEY])
                         marks = parse_marks(info.get(BATCHES_KEY))
+                    self.last_props = dict(info)
                     break
             if back is None:
                 break
@@ -270,28 +288,95 @@ class DeltaTable:
         return AddAction(rel, int(size), values, int(time.time() * 1000), True, stats)
 
     # -- commits --------------------------------------------------------------------------------
-    def commit(self, files, properties, offsets_text, ledger):
-        """One Delta commit adding ``files``, ``properties`` in its commit info and a ``txn`` for
-        every topic-partition of the ledger (all of them, so that the state after a RESTORE is
-        made whole by the next commit). Returns the table version."""
+    def _commit_properties(self, properties, ledger):
+        """The commit info and a ``txn`` for every topic-partition of the ledger (all of them, so
+        that the state after a RESTORE is made whole by the next commit)."""
         from deltalake import CommitProperties, Transaction
 
         now = int(time.time() * 1000)
         txns = [Transaction(app_id(t, p), int(n), now) for (t, p), n in sorted(ledger.items())]
+        return CommitProperties(custom_metadata=dict(properties), app_transactions=txns)
+
+    def _conflict(self, exc):
+        return CommitConflictError(f"{self.describe()} changed while this export ran (another export?): its "
+                                   f"commit was refused, nothing of it is in the table; run it again ({exc})")
+
+    def commit(self, files, properties, offsets_text, ledger):
+        """One Delta commit adding ``files``, ``properties`` in its commit info and a ``txn`` for
+        every topic-partition of the ledger. Returns the table version."""
         from deltalake.exceptions import CommitFailedError
 
         try:
             self.dt.create_write_transaction(
                 files, "append", schema=self.dt.schema(), partition_by=[f.name for f in self.fields] or None,
-                commit_properties=CommitProperties(custom_metadata=dict(properties), app_transactions=txns))
+                commit_properties=self._commit_properties(properties, ledger))
         except CommitFailedError as exc:
-            raise CommitConflictError(f"{self.describe()} changed while this export ran (another export?): its "
-                                      f"commit was refused, nothing of it is in the table; run it again ({exc})") from exc
+            raise self._conflict(exc) from exc
         self.dt = self._load()
         return self.dt.version()
 
+    def upsert(self, rows, identity, fields, writer, properties, offsets_text, ledger):
+        """Apply the newest record of each key (``rows``: the table's columns and
+        `kafkafmt.lakehouse.upsert.TOMBSTONE`) in one MERGE on topic, partition and key, with the
+        ledger in its commit: a tombstone deletes the key's row, another record replaces it or
+        is inserted. Returns (table version, files added, rows the tombstones deleted)."""
+        import pyarrow as pa
+        from deltalake.exceptions import CommitFailedError
+
+        from kafkafmt.lakehouse.layout import conform, transform_values
+        from kafkafmt.lakehouse.upsert import TOMBSTONE, TableColumns
+
+        full = self._full_arrow()
+        derived = [f for f in self.fields if f.transform != "identity"]
+        source = conform(rows, pa.schema([f for f in full if f.name not in {d.name for d in derived}]))
+        columns = TableColumns(rows)
+        for f in derived:               # Delta's own partition columns, computed as the export writes them
+            source = source.append_column(pa.field(f.name, full.field(f.name).type, True),
+                                          _partition_array(f, transform_values(columns, f), full.field(f.name).type))
+        source = source.append_column(pa.field(TOMBSTONE, pa.bool_(), False), rows.column(TOMBSTONE))
+        cols = [c for c in source.column_names if c != TOMBSTONE]
+        on = " AND ".join(f"t.{_q(c)} = s.{_q(c)}" for c in ("topic", "partition", identity))
+        try:
+            metrics = self.dt.merge(source, on, source_alias="s", target_alias="t",
+                                    commit_properties=self._commit_properties(properties, ledger)) \
+                .when_matched_delete(predicate=f"s.{_q(TOMBSTONE)}") \
+                .when_matched_update(updates={c: f"s.{_q(c)}" for c in cols}) \
+                .when_not_matched_insert(updates={c: f"s.{_q(c)}" for c in cols}, predicate=f"NOT s.{_q(TOMBSTONE)}") \
+                .execute()
+        except CommitFailedError as exc:
+            raise self._conflict(exc) from exc
+        self.dt = self._load()
+        added = int(metrics.get("num_target_files_added", 0))
+        return self.dt.version(), [None] * added, int(metrics.get("num_target_rows_deleted", 0))
+
     def describe(self):
         return f"Delta table {self.uri}"
+
+
+def _q(name):
+    """A column name in a delta-rs (DataFusion) expression."""
+    return f"`{name}`"
+
+
+def _partition_array(field, values, column_type):
+    """Time-transform values (int64 hours/days/months/years since the epoch, as
+    `kafkafmt.lakehouse.layout.transform_values` gives them) as a Delta partition column of its
+    type (the same values `delta_partition_value` writes in the log)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from kafkafmt.lakehouse.layout import delta_partition_value
+
+    values = np.asarray(values, np.int64)
+    if field.transform == "day":
+        return pa.array(values.astype(np.int32)).cast(pa.date32())
+    if field.transform == "hour" and pa.types.is_timestamp(column_type):
+        return pa.array(values * 3_600_000_000).cast(column_type)
+    if field.transform == "year":
+        return pa.array((values + 1970).astype(np.int32)).cast(column_type)
+    uniq, inverse = np.unique(values, return_inverse=True)
+    texts = pa.array([delta_partition_value(field, int(u), column_type) for u in uniq], pa.string())
+    return texts.take(pa.array(inverse.reshape(-1))).cast(column_type)
 
 
 def _escape(value):

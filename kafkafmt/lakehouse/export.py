@@ -17,9 +17,17 @@ Before a run trusts the ledger, every source partition is checked against it
 ledger, other bytes where the last exported batch was (its mark: base offset, leader epoch, CRC), a
 new topic id. Several copies of one partition (replicas in several log dirs, a backup beside the
 original) are read once: the most complete copy (`kafkafmt.log._discovery`'s ``replicas="dedup"``).
+
+Typed keys and values (``value_format=``, ``key_format=``) become typed columns
+(`kafkafmt.lakehouse.typed`): the run pins one reader schema per topic, checks that the table can
+take it before anything is committed, and evolves the table; values that cannot be typed go to the
+dead-letter table (`kafkafmt.lakehouse.deadletter`). ``mode="upsert"`` keeps the latest value of
+each key instead of every record (`kafkafmt.lakehouse.upsert`). A table name holding ``{topic}``
+makes one table per topic, each with its own schema and ledger.
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -27,19 +35,26 @@ import numpy as np
 
 from kafkafmt.log import find_partitions
 from kafkafmt._util.durable import crash_point
+from kafkafmt.lakehouse.deadletter import (VALUE_ERRORS, DeadLetters, dead_letter_location, dead_letter_mask,
+                                           dead_letter_rows, dead_letter_schema)
 from kafkafmt.lakehouse.layout import (added_fields, chunk_table, conform, format_partition_by, kafka_schema,
                                        merge_schema, parse_partition_by, partition_groups)
-from kafkafmt.lakehouse.ledger import (BATCHES_KEY, LOSS_KEY, OFFSETS_KEY, RANGES_KEY, VERSION_KEY, find_data_loss,
-                                       marks_json, offsets_json, ranges_json, report_data_loss)
+from kafkafmt.lakehouse.ledger import (BATCHES_KEY, LOSS_KEY, MODE_KEY, OFFSETS_KEY, RANGES_KEY, SCHEMAS_KEY,
+                                       VERSION_KEY, find_data_loss, marks_json, offsets_json, ranges_json,
+                                       report_data_loss)
+from kafkafmt.lakehouse.typed import TypedTable, parse_schemas, table_changes
+from kafkafmt.lakehouse.upsert import DEFAULT_UPSERT_PARTITION_BY, MODES, LatestBuffer, identity_column
 from kafkafmt.lakehouse.writer import RollingWriter
 from kafkafmt.read import iter_log_dir
 from kafkafmt.log import BatchMark, batch_mark, topic_id_of
 
-__all__ = ["export_table", "ExportResult", "open_target", "CHUNK_BYTES"]
+__all__ = ["export_table", "ExportResult", "open_target", "table_name", "CHUNK_BYTES", "TOPIC_FIELD"]
 
 CHUNK_BYTES = 16 << 20          # decoded bytes per chunk read (as the command line's export)
 COMMIT_EVERY = 8 << 30          # input bytes between commits of a long run
 FORMATS = ("iceberg", "delta")
+#: in a table's name or path: one table per topic (``sales.{topic}``, ``s3://lake/{topic}``)
+TOPIC_FIELD = "{topic}"
 
 
 @dataclass
@@ -52,7 +67,7 @@ class ExportResult:
         The table written, described.
     format : {"iceberg", "delta"}
     rows : int
-        Rows exported.
+        Rows exported (upsert: records applied, the newest of each key).
     files, bytes : int
         Data ``files`` written and their ``bytes``.
     input_bytes : int
@@ -71,6 +86,22 @@ class ExportResult:
         The readers' ``report``.
     seconds : float
         How long the run took.
+    mode : {"append", "upsert"}
+    dead_letters : int
+        Records sent to the dead-letter table (keys or values that could not be typed).
+    dead_letter_table : str or None
+        The dead-letter table, described, when it was written to.
+    deleted : int
+        Upsert: rows the run's tombstones deleted.
+    evolved : list
+        The schema changes the run made to the table (`kafkafmt.lakehouse.types.TypeChange`:
+        added fields, widened types).
+    schemas : dict
+        Typed runs: the ``kafkafmt.schemas`` record of the last commit: per topic and side the
+        reader schema (id, subject, version), every reader the table has had, the writer schema
+        ids of the commit's values.
+    tables : dict
+        A run of one table per topic (``{topic}`` in the name): each table's own result, by name.
 
     Examples
     --------
@@ -93,6 +124,13 @@ class ExportResult:
     partitions: int = 0
     report: list = field(default_factory=list)
     seconds: float = 0.0
+    mode: str = "append"
+    dead_letters: int = 0
+    dead_letter_table: object = None
+    deleted: int = 0
+    evolved: list = field(default_factory=list)
+    schemas: dict = field(default_factory=dict)
+    tables: dict = field(default_factory=dict)
 
     def __repr__(self):     # a summary: ranges and offsets hold an entry per partition
         return (f"<ExportResult {self.table}: {self.rows} rows of {self.partitions} partitions in {self.files} files "
@@ -116,24 +154,39 @@ def open_target(format, to=None, table=None, catalog=None, storage_options=None)
     raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
 
 
+def table_name(name, topic):
+    """A table name or path with ``{topic}`` replaced by the topic.
+
+    Examples
+    --------
+    >>> from kafkafmt.lakehouse.export import table_name
+    >>> table_name("sales.{topic}", "orders"), table_name("s3://lake/{topic}", "customers")
+    ('sales.orders', 's3://lake/customers')
+    """
+    return None if name is None else str(name).replace(TOPIC_FIELD, topic)
+
+
 def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, topics=None, partitions=None,
                  partition_by=None, target_file_size=128 << 20, commit_every=COMMIT_EVERY, compression="snappy",
                  isolation="read_uncommitted", start_offset=None, end_offset=None, start_timestamp=None,
                  end_timestamp=None, headers=True, batch_metadata=False, errors="strict", fail_on_data_loss=True,
-                 replicas="dedup", storage_options=None, table_storage_options=None, filesystem=None,
-                 tiered_keys=None, threads=None, report=None, on_chunk=None) -> ExportResult:
+                 replicas="dedup", value_format=None, key_format=None, schema_registry=None, value_schema=None,
+                 key_schema=None, value_errors="dlq", untyped_topics="error", mode="append", storage_options=None,
+                 table_storage_options=None, filesystem=None, tiered_keys=None, threads=None, report=None,
+                 on_chunk=None) -> ExportResult:
     """Export the records of log dirs (``roots``: paths or URLs, as `kafkafmt.iter_log_dirs` takes
     them, tiered uploads included) into a lakehouse table, continuing where the table's ledger says
     the last export stopped.
 
     format "iceberg": ``table`` is "NAMESPACE.TABLE", ``to`` the warehouse (an embedded SQLite
     catalog in it by default), ``catalog`` a catalog name of pyiceberg's configuration or a SQL
-    catalog URL. format "delta": ``to`` is the table's path or URL.
-    partition_by: "topic,day(timestamp)" by default for a new table (see
-    `kafkafmt.lakehouse.layout`); an existing table keeps its own, and a different one given is an
-    error. target_file_size: bytes per data file (about). commit_every: input bytes between
-    commits. Offsets/timestamps bound what is read, as `kafkafmt.iter_log_dir`'s; the start is
-    never before the ledger's. fail_on_data_loss: offsets the ledger expects that the sources no
+    catalog URL. format "delta": ``to`` is the table's path or URL. ``{topic}`` in the table's name
+    (Iceberg) or path (Delta) exports each topic into a table of its own.
+    partition_by: "topic,day(timestamp)" by default for a new table ("topic,partition" for an upsert
+    table; see `kafkafmt.lakehouse.layout`); an existing table keeps its own, and a different one
+    given is an error. target_file_size: bytes per data file (about). commit_every: input bytes
+    between commits. Offsets/timestamps bound what is read, as `kafkafmt.iter_log_dir`'s; the start
+    is never before the ledger's. fail_on_data_loss: offsets the ledger expects that the sources no
     longer have, or a source that diverged from the table, raise `DataLossError` before anything is
     written; False warns, exports what there is -- from where a diverged source now is -- and
     records the loss in the commit. storage_options: the sources'; table_storage_options:
@@ -145,17 +198,18 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
     roots : str, os.PathLike or list
         Log dirs (paths or URLs, as `kafkafmt.iter_log_dirs` takes them, tiered uploads included).
     to : str, optional
-        Iceberg: the warehouse; Delta: the table's path or URL.
+        Iceberg: the warehouse; Delta: the table's path or URL (``{topic}`` in it: a table per
+        topic).
     format : {"iceberg", "delta"}
     table : str, optional
-        Iceberg: "NAMESPACE.TABLE".
+        Iceberg: "NAMESPACE.TABLE" (``{topic}`` in it: a table per topic, e.g. ``sales.{topic}``).
     catalog : str, optional
         Iceberg: a catalog name of pyiceberg's configuration or a SQL catalog URL (default: an
         embedded SQLite catalog in the warehouse).
     topics, partitions : list, optional
         Only these topics and partition numbers.
     partition_by : str, optional
-        "topic,day(timestamp)" by default for a new table.
+        "topic,day(timestamp)" by default for a new table, "topic,partition" for an upsert one.
     target_file_size : int
         Bytes per data file (about).
     commit_every : int
@@ -181,6 +235,17 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
         Several copies of one partition under the roots (replicas, a backup beside the original):
         the most complete one is read (`kafkafmt.log._discovery`); a table holds each (topic,
         partition, offset) once, so "all" is refused.
+    value_format, key_format, schema_registry, value_schema, key_schema, untyped_topics : optional
+        Typed values and keys, as the readers take them (`kafkafmt.read_log_dirs`): the typed
+        columns of the table (`kafkafmt.lakehouse.typed`), each topic read with its subject's
+        latest version now, the table evolved to it.
+    value_errors : {"dlq", "null", "strict"}
+        A key or value that cannot be typed: to the dead-letter table ``<table>_dlq`` (the raw
+        bytes and the reason, `kafkafmt.lakehouse.deadletter`); null in the table with the
+        reason in ``valueError`` / ``keyError``; or the run fails naming file, position and offset.
+    mode : {"append", "upsert"}
+        Every record a row; or the latest value of each key, a tombstone deleting it
+        (`kafkafmt.lakehouse.upsert`: compacted topics).
     storage_options, table_storage_options : dict, optional
         The sources'; the table's (default: the same), fsspec-style, translated for pyiceberg and
         delta-rs.
@@ -206,8 +271,14 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
         (``fail_on_data_loss``).
     CommitConflictError
         Another run changed (or created) the table meanwhile: nothing of this run was committed.
+    SchemaEvolutionError
+        This run's reader schema changes a field in a way the table cannot take (a narrowed type,
+        a removed field's name used again with another type): nothing was committed.
+    ValueDecodeError
+        ``value_errors="strict"`` and a key or value cannot be typed.
     ValueError
-        An unknown format, isolation or replicas, or a ``partition_by`` other than an existing table's.
+        An unknown format, isolation, replicas, mode or value_errors, or a ``partition_by`` or mode
+        other than an existing table's.
 
     Examples
     --------
@@ -222,6 +293,14 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
     >>> again = kafkafmt.export_table(sample_dir(), "warehouse", table="kafka.events", topics=["payments"])
     >>> again.rows, again.commits
     (0, [])
+
+    The Avro values of ``shipments`` as typed columns of a Delta table; the one value written
+    without the registry's wire format goes to the dead-letter table beside it:
+
+    >>> r = kafkafmt.export_table(sample_dir(), "lake-shipments", format="delta", topics=["shipments"],
+    ...                           value_format="avro")
+    >>> r.rows, r.dead_letters, r.dead_letter_table
+    (1999, 1, 'Delta table .../lake-shipments_dlq')
     """
     started = time.monotonic()
     report = [] if report is None else report
@@ -231,42 +310,150 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
         raise ValueError(f"replicas must be 'dedup' for a table, not {replicas!r}: a table holds each (topic, "
                          "partition, offset) once, so of several copies of a partition only the most complete is "
                          "read")
-    requested = parse_partition_by(partition_by)
-    target = open_target(format, to, table, catalog,
-                         storage_options if table_storage_options is None else table_storage_options)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if value_errors not in VALUE_ERRORS:
+        raise ValueError(f"value_errors must be one of {', '.join(VALUE_ERRORS)}, not {value_errors!r}")
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+    requested = parse_partition_by(partition_by if partition_by is not None or mode == "append"
+                                   else DEFAULT_UPSERT_PARTITION_BY)
+    from kafkafmt.values import open_typed
+
+    typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
+                       value_schema=value_schema, key_schema=key_schema,
+                       value_errors="strict" if value_errors == "strict" else "null", untyped_topics=untyped_topics,
+                       roots=roots, storage_options=storage_options, filesystem=filesystem)
     found = find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys,
                             replicas=replicas)
-    base = kafka_schema(headers, batch_metadata)
-    if fail_on_data_loss and not target.exists():
-        # a new table is not created when the sources already lack records it would need
-        report_data_loss(find_data_loss(found, {}, report), True)
-    fields = target.open(base, requested, target_file_size=target_file_size, compression=compression)
-    if partition_by is not None and tuple(fields) != tuple(requested):
-        raise ValueError(f"{target.describe()} is partitioned by {format_partition_by(fields)}, not "
-                         f"{format_partition_by(requested)}: leave out partition_by (--partition-by) or export to "
-                         "a new table")
-    result = ExportResult(table=target.describe(), format=format, partitions=len(found), report=report)
     tps = [(p.topic, p.partition) for p in found]
     if len(set(tps)) != len(tps):          # discovery's dedup gives one copy of each: never export two
         raise ValueError("several copies of one partition to export: " + ", ".join(
             sorted({f"{t}-{n}" for t, n in tps if tps.count((t, n)) > 1})))
+    job = _Job(format=format, catalog=catalog, requested=requested, explicit=partition_by is not None,
+               target_file_size=target_file_size, commit_every=commit_every, compression=compression,
+               isolation=isolation, bounds=(start_offset, end_offset, start_timestamp, end_timestamp),
+               headers=headers, batch_metadata=batch_metadata, errors=errors, fail_on_data_loss=fail_on_data_loss,
+               typed=typed, value_errors=value_errors, mode=mode,
+               storage=storage_options if table_storage_options is None else table_storage_options,
+               threads=threads, report=report, on_chunk=on_chunk)
+    named = table if format == "iceberg" else to
+    if named is None or TOPIC_FIELD not in str(named):
+        result = _export_one(job, found, to, table)
+    else:                                   # one table per topic
+        result = ExportResult(table="", format=format, mode=mode, report=report)
+        for topic in sorted({p.topic for p in found}):
+            one = _export_one(job, [p for p in found if p.topic == topic], table_name(to, topic),
+                              table_name(table, topic))
+            result.tables[one.table] = one
+            _add_up(result, one)
+        result.table = ", ".join(result.tables) or f"no table: no topic to export into {named}"
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _add_up(total, one):
+    for name in ("rows", "files", "bytes", "input_bytes", "partitions", "dead_letters", "deleted"):
+        setattr(total, name, getattr(total, name) + getattr(one, name))
+    total.commits += one.commits
+    total.ranges.update(one.ranges)
+    total.offsets.update(one.offsets)
+    total.data_loss += one.data_loss
+    total.evolved += one.evolved
+    if one.dead_letter_table:
+        total.dead_letter_table = ", ".join(filter(None, [total.dead_letter_table, one.dead_letter_table]))
+    total.schemas.update(one.schemas)
+
+
+@dataclass
+class _Job:
+    """The options of one export, shared by its tables."""
+    format: str
+    catalog: object
+    requested: tuple
+    explicit: bool
+    target_file_size: int
+    commit_every: int
+    compression: str
+    isolation: str
+    bounds: tuple
+    headers: bool
+    batch_metadata: bool
+    errors: str
+    fail_on_data_loss: bool
+    typed: object
+    value_errors: str
+    mode: str
+    storage: object
+    threads: object
+    report: list
+    on_chunk: object
+
+
+def _export_one(job, found, to, table):
+    """Export the partitions ``found`` into one table."""
+    fmt = job.format
+    topics = sorted({p.topic for p in found})
+    if job.typed.active and not topics:         # nothing to type: the table's columns are not known, nor written
+        return ExportResult(table=f"no table: no partition to export into {table or to}", format=fmt,
+                            report=job.report, mode=job.mode)
+    typed = job.typed.pin(topics) if job.typed.active else None
+    plan = TypedTable(typed, topics, fmt) if typed is not None else None
+    base = kafka_schema(job.headers, job.batch_metadata)
+    schema = plan.table_schema(base) if plan is not None else base
+    upsert = job.mode == "upsert"
+    identity = identity_column(plan is not None and "key" in dict(plan.sides))
+    if upsert and identity not in schema.names:
+        import pyarrow as pa
+
+        schema = schema.append(pa.field(identity, pa.binary(), True))
+    target = open_target(fmt, to, table, job.catalog, job.storage)
+    if job.fail_on_data_loss and not target.exists():
+        # a new table is not created when the sources already lack records it would need
+        report_data_loss(find_data_loss(found, {}, job.report), True)
+    fields = target.open(schema, job.requested, target_file_size=job.target_file_size, compression=job.compression,
+                         mode=job.mode)
+    describe = target.describe()
+    if job.explicit and tuple(fields) != tuple(job.requested):
+        raise ValueError(f"{describe} is partitioned by {format_partition_by(fields)}, not "
+                         f"{format_partition_by(job.requested)}: leave out partition_by (--partition-by) or export to "
+                         "a new table")
+    if target.mode() != job.mode:
+        raise ValueError(f"{describe} is an {target.mode()} table (mode={target.mode()!r}), not {job.mode}: leave "
+                         f"out mode (--mode) or export to a new table")
+    result = ExportResult(table=describe, format=fmt, partitions=len(found), report=job.report, mode=job.mode)
+    tps = [(p.topic, p.partition) for p in found]
     ledger, marks = target.ledger(tps)
-    losses = find_data_loss(found, ledger, report, marks, target.rows)
-    report_data_loss(losses, fail_on_data_loss)
+    history = parse_schemas(target.last_props.get(SCHEMAS_KEY))
+    losses = find_data_loss(found, ledger, job.report, marks, target.rows)
+    report_data_loss(losses, job.fail_on_data_loss)
+    if plan is not None:
+        plan.check_history(history, describe)
+    stored = target.arrow_schema()
+    changes = table_changes(stored, schema, fmt, describe, plan, history)
     result.data_loss = list(losses)
+    dead = None
+    if job.value_errors == "dlq" and (plan is not None or upsert):
+        dead = DeadLetters(lambda create: _dead_letter_target(job, to, table, fields, create), tps)
     by_tp = {(p.topic, p.partition): p for p in found}
     for x in losses:
         if x.kind == "diverged":            # going on from where the source now is
             tp = (x.topic, x.partition)
             ledger[tp] = x.resume
             marks[tp] = batch_mark(by_tp[tp], x.resume - 1) if x.resume > 0 else None
+            if dead is not None:
+                dead.went_back(tp, x.resume)
 
-    run = _Run(target, fields, ledger, marks, losses, target_file_size, compression, commit_every, result)
-    table_schema = target.arrow_schema()
-    if added_fields(table_schema, base):
-        target.evolve(merge_schema(table_schema, base))
+    if changes:
+        target.evolve(merge_schema(stored, schema))
+        result.evolved = list(changes)
+    run = _Run(job, target, fields, ledger, marks, losses, result, plan, history, dead, identity if upsert else None)
     run.start_writer()
-    exact_batches = isolation == "read_uncommitted" and end_offset is None and end_timestamp is None
+    start_offset, end_offset, start_timestamp, end_timestamp = job.bounds
+    exact_batches = job.isolation == "read_uncommitted" and end_offset is None and end_timestamp is None
+    from kafkafmt.values import FailedValues
+
+    unreadable = FailedValues()
     try:
         for p in found:
             tp = (p.topic, p.partition)
@@ -277,50 +464,79 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
             if end_offset is not None and start is not None and start >= end_offset:
                 continue
             for chunk in iter_log_dir(p, start_offset=start, end_offset=end_offset, start_timestamp=start_timestamp,
-                                      end_timestamp=end_timestamp, isolation=isolation, errors=errors,
-                                      max_bytes=CHUNK_BYTES, threads=threads, report=report):
-                stored = int(np.asarray(chunk.batches["size"], np.int64).sum()) if len(chunk.batches) else 0
-                run.add(tp, chunk, start, headers, batch_metadata, exact_batches, end_offset)
-                run.input_bytes += stored
-                result.input_bytes += stored
-                if on_chunk is not None:
-                    on_chunk(p.name, stored, len(chunk))
+                                      end_timestamp=end_timestamp, isolation=job.isolation, errors=job.errors,
+                                      max_bytes=CHUNK_BYTES, threads=job.threads, report=job.report,
+                                      value_format=typed):
+                stored_bytes = int(np.asarray(chunk.batches["size"], np.int64).sum()) if len(chunk.batches) else 0
+                if typed is not None:
+                    unreadable.add(chunk)
+                run.add(tp, chunk, start, exact_batches, end_offset)
+                run.input_bytes += stored_bytes
+                result.input_bytes += stored_bytes
+                if job.on_chunk is not None:
+                    job.on_chunk(p.name, stored_bytes, len(chunk))
                 crash_point()
-                if run.input_bytes >= commit_every:
+                if run.input_bytes >= job.commit_every or run.buffer_full():
                     run.commit()
         run.commit()
     except BaseException:
-        run.writer.abort()
+        run.abort()
         raise
+    if job.value_errors != "dlq":
+        unreadable.warn(stacklevel=3)
     result.offsets = dict(run.ledger)
-    result.seconds = time.monotonic() - started
     return result
 
 
-class _Run:
-    """The state of one export: the open writer, the ledger, and what the next commit covers."""
+def _dead_letter_target(job, to, table, fields, create):
+    """The dead-letter table of the table at ``to`` / ``table``: opened (created when ``create``,
+    partitioned as the main table, its columns evolved to this run's), or None when it is not
+    there and ``create`` is False."""
+    dto, dtable = dead_letter_location(job.format, to, table)
+    target = open_target(job.format, dto, dtable, job.catalog, job.storage)
+    if not create and not target.exists():
+        return None
+    schema = dead_letter_schema(job.headers, job.batch_metadata)
+    target.open(schema, fields, target_file_size=job.target_file_size, compression=job.compression)
+    stored = target.arrow_schema()
+    if table_changes(stored, schema, job.format, target.describe()):
+        target.evolve(merge_schema(stored, schema))
+    return target
 
-    def __init__(self, target, fields, ledger, marks, losses, target_file_size, compression, commit_every, result):
+
+class _Run:
+    """The state of one export: the open writers, the ledgers, and what the next commit covers."""
+
+    def __init__(self, job, target, fields, ledger, marks, losses, result, plan, history, dead, identity):
+        self.job = job
         self.target, self.fields, self.ledger = target, fields, dict(ledger)
         self.marks = {tp: m for tp, m in marks.items() if m is not None}     # the last batch under each ledger offset
         self.topic_ids = {}
         self.losses = list(losses)
-        self.target_file_size, self.compression = target_file_size, compression
         self.result = result
+        self.plan, self.history = plan, history
+        self.dead = dead
+        self.identity = identity            # upsert: the column of the key bytes
+        self.buffer = LatestBuffer(identity) if identity is not None else None
         self.pending = {}           # (topic, partition) -> [start, next] of the next commit
+        self.writer_ids = {}        # (side, topic) -> writer schema ids of the next commit
         self.input_bytes = 0
         self.writer = None
+        self.dead_writer = None
         self.schema = None          # the table's Arrow schema (stored types)
 
     def start_writer(self):
         self.schema = self.target.arrow_schema()
-        file_schema = self.target.file_schema(self.schema)
-        self.writer = RollingWriter(file_schema,
-                                    lambda key: self.target.open_file(key, self.fields),
-                                    self.target.close_file, target_size=self.target_file_size,
-                                    compression=self.compression)
+        self.writer = self._writer(self.target, self.fields, self.schema)
 
-    def add(self, tp, chunk, start, headers, batch_metadata, exact_batches, end_offset):
+    def _writer(self, target, fields, schema):
+        return RollingWriter(target.file_schema(schema), lambda key: target.open_file(key, fields), target.close_file,
+                             target_size=self.job.target_file_size, compression=self.job.compression)
+
+    def buffer_full(self):
+        return self.buffer is not None and self.buffer.full()
+
+    def add(self, tp, chunk, start, exact_batches, end_offset):
         nxt = None
         if exact_batches and len(chunk.batches):
             nxt = int(np.max(chunk.batches["last_offset"])) + 1
@@ -344,37 +560,116 @@ class _Run:
             rng[1] = max(rng[1], nxt)
         if not len(chunk):
             return
-        t = chunk_table(chunk, headers, batch_metadata)
+        chunk = self._dead_letters(tp, chunk)
+        if not len(chunk):
+            return
+        job = self.job
+        t = chunk_table(chunk, job.headers, job.batch_metadata, self.target.format if self.plan else None)
+        if self.identity is not None and self.identity != "key":        # the key bytes beside a typed key
+            import pyarrow as pa
+
+            t = t.drop_columns([c for c in (self.identity,) if c in t.column_names]).append_column(
+                pa.field(self.identity, pa.binary(), True), chunk.key.to_arrow())
+        if self.plan is not None:
+            for k, ids in self.plan.writers(chunk).items():
+                self.writer_ids.setdefault(k, set()).update(ids)
         if added_fields(self.schema, t.schema):
             self.commit()
             self.target.evolve(merge_schema(self.schema, t.schema))
             self.start_writer()
-        t = conform(t, self.writer.schema)
-        for key, rows in partition_groups(chunk, self.fields):
-            part = t.slice(rows.start, rows.stop - rows.start) if isinstance(rows, slice) else t.take(rows)
-            self.writer.write(key, part)
+        # an upsert keeps every column (Delta's partition columns too) until its commit applies the rows
+        t = conform(t, self.schema if self.buffer is not None else self.writer.schema)
+        if self.buffer is not None:
+            self.buffer.add(t, chunk.value.is_null())
+        else:
+            for key, rows in partition_groups(chunk, self.fields):
+                part = t.slice(rows.start, rows.stop - rows.start) if isinstance(rows, slice) else t.take(rows)
+                self.writer.write(key, part)
         self.result.rows += len(chunk)
+
+    def _dead_letters(self, tp, chunk):
+        """The chunk without its dead letters; those the dead-letter table does not hold yet go to
+        its writer (``value_errors="dlq"``). In an upsert table without dead letters, a record
+        without a key is an error."""
+        upsert = self.identity is not None
+        if self.dead is None:
+            if upsert and chunk.key.is_null().any():
+                from kafkafmt.errors import KafkafmtError
+
+                i = int(np.flatnonzero(chunk.key.is_null())[0])
+                raise KafkafmtError(f"a record without a key cannot be upserted ({tp[0]}-{tp[1]}): an upsert table "
+                                    "holds the latest value of each key; send such records to the dead-letter table "
+                                    "(value_errors='dlq', --value-errors dlq)", file=chunk.file,
+                                    offset=int(chunk.offset[i]))
+            return chunk
+        mask = dead_letter_mask(chunk, upsert)
+        if mask is None:
+            return chunk
+        letters = chunk.filter(mask)
+        wanted = self.dead.wants(tp, letters.offset)
+        if not wanted.all():
+            letters = letters.filter(wanted)
+        if len(letters):
+            rows = dead_letter_rows(letters, self.job.headers, self.job.batch_metadata, upsert)
+            if self.dead_writer is None:
+                target = self.dead.ensure()
+                self.dead_writer = self._writer(target, target.partition_fields(), target.arrow_schema())
+            rows = conform(rows, self.dead_writer.schema)
+            for key, idx in partition_groups(letters, self.dead.target.partition_fields()):
+                self.dead_writer.write(key, rows.slice(idx.start, idx.stop - idx.start) if isinstance(idx, slice)
+                                       else rows.take(idx))
+            self.dead.rows += len(letters)
+            self.result.dead_letters += len(letters)
+        return chunk.filter(~mask)
+
+    def _properties(self, ledger, ranges, marks=None, schemas=None):
+        props = {OFFSETS_KEY: offsets_json(ledger), RANGES_KEY: ranges_json(ranges), VERSION_KEY: _version(),
+                 MODE_KEY: self.job.mode if marks is not None else "append"}
+        if marks is not None:
+            props[BATCHES_KEY] = marks_json(marks)
+        if schemas:
+            props[SCHEMAS_KEY] = json.dumps(schemas, separators=(",", ":"))
+        return props
 
     def commit(self):
         files = self.writer.close()
+        dead_files = self.dead_writer.close() if self.dead_writer is not None else []
         changes = {tp: r[1] for tp, r in self.pending.items() if r[1] != self.ledger.get(tp)}
-        if not files and not changes and not self.losses:
+        latest = self.buffer.latest() if self.buffer is not None else None
+        dirty = self.dead is not None and self.dead.dirty
+        if not files and not changes and not self.losses and not dead_files and latest is None and not dirty:
             self.pending = {}
             self.input_bytes = 0
             return None
         self.ledger.update(changes)
         self.pending = {tp: r for tp, r in self.pending.items() if r[1] > r[0]}
-        offsets = offsets_json(self.ledger)
-        props = {OFFSETS_KEY: offsets, RANGES_KEY: ranges_json({tp: tuple(r) for tp, r in self.pending.items()}),
-                 BATCHES_KEY: marks_json({tp: m for tp, m in self.marks.items() if tp in self.ledger}),
-                 VERSION_KEY: _version()}
+        ranges = {tp: tuple(r) for tp, r in self.pending.items()}
+        if dead_files or dirty:             # the dead letters first: see kafkafmt.lakehouse.deadletter
+            self.dead.ledger.update(changes)
+            dead = self.dead.ensure()
+            dead.commit(dead_files, self._properties(self.dead.ledger, ranges), offsets_json(self.dead.ledger),
+                        self.dead.ledger)
+            crash_point()
+            self.dead.dirty = False
+            self.result.dead_letter_table = dead.describe()
+        schemas = self.plan.record(self.history, self.writer_ids) if self.plan is not None else self.history
+        props = self._properties(self.ledger, ranges, {tp: m for tp, m in self.marks.items() if tp in self.ledger},
+                                 schemas)
         if self.losses:
-            import json
-
             props[LOSS_KEY] = json.dumps([x.as_json() for x in self.losses], separators=(",", ":"))
-        cid = self.target.commit(files, props, offsets, self.ledger)
+        offsets = offsets_json(self.ledger)
+        if latest is not None:
+            cid, files, deleted = self.target.upsert(latest, self.identity, self.fields, self.writer, props, offsets,
+                                                     self.ledger)
+            self.result.deleted += deleted
+            self.buffer.clear()
+        else:
+            cid = self.target.commit(files, props, offsets, self.ledger)
         crash_point()
         self.losses = []
+        self.history = schemas or {}
+        self.result.schemas = dict(self.history)
+        self.writer_ids = {}
         for tp, r in self.pending.items():
             old = self.result.ranges.get(tp)
             self.result.ranges[tp] = (r[0] if old is None else old[0], r[1])
@@ -385,8 +680,15 @@ class _Run:
         self.input_bytes = 0
         return cid
 
+    def abort(self):
+        for w in (self.writer, self.dead_writer):
+            if w is not None:
+                w.abort()
+
 
 def _size(entry):
+    if entry is None:
+        return 0
     return int(getattr(entry, "file_size_in_bytes", None) or getattr(entry, "size", 0))
 
 

@@ -24,7 +24,8 @@ import os
 import uuid
 
 from kafkafmt.lakehouse.layout import COMPARED_COLUMNS
-from kafkafmt.lakehouse.ledger import BATCHES_KEY, OFFSETS_KEY, CommitConflictError, parse_marks, parse_offsets
+from kafkafmt.lakehouse.ledger import (BATCHES_KEY, MODE_KEY, OFFSETS_KEY, TABLE_PROPERTY_KEYS, CommitConflictError,
+                                       parse_marks, parse_offsets)
 
 __all__ = ["IcebergTable", "fileio_properties"]
 
@@ -128,7 +129,7 @@ def _with_field_ids(arrow_type, ice_type):
     """``arrow_type`` with the Iceberg field ids of ``ice_type`` (matched by name) in its fields'
     metadata, as Parquet writers store them."""
     import pyarrow as pa
-    from pyiceberg.types import ListType, StructType
+    from pyiceberg.types import ListType, MapType, StructType
 
     if pa.types.is_struct(arrow_type) and isinstance(ice_type, StructType):
         return pa.struct([_field_with_id(f, ice_type.field_by_name(f.name)) for f in arrow_type])
@@ -136,6 +137,12 @@ def _with_field_ids(arrow_type, ice_type):
         item = pa.field("element", _with_field_ids(arrow_type.value_type, ice_type.element_type), True,
                         metadata={b"PARQUET:field_id": str(ice_type.element_id).encode()})
         return pa.list_(item)
+    if pa.types.is_map(arrow_type) and isinstance(ice_type, MapType):
+        key = pa.field("key", _with_field_ids(arrow_type.key_type, ice_type.key_type), False,
+                       metadata={b"PARQUET:field_id": str(ice_type.key_id).encode()})
+        item = pa.field("value", _with_field_ids(arrow_type.item_type, ice_type.value_type), True,
+                        metadata={b"PARQUET:field_id": str(ice_type.value_id).encode()})
+        return pa.map_(key, item)
     return arrow_type
 
 
@@ -158,6 +165,7 @@ class IcebergTable:
         self._where = (warehouse, catalog, storage_options)
         self._catalog = None
         self.table = None
+        self.last_props = {}            # the properties of the commit the ledger was read from
 
     @property
     def catalog(self):
@@ -176,18 +184,18 @@ class IcebergTable:
                 return False
         return self.catalog.table_exists(self.identifier)
 
-    def open(self, schema, fields, *, target_file_size, compression):
+    def open(self, schema, fields, *, target_file_size, compression, mode="append"):
         """Load the table, or create it with ``schema`` (Arrow), partitioned by ``fields`` and
-        sorted by partition and offset. Returns the partition fields in force (an existing
-        table's own). Another run creating the table at the same moment: its table is used; a
-        change that loses a race to another run is a `CommitConflictError`."""
+        (``mode`` "append") sorted by partition and offset. Returns the partition fields in force
+        (an existing table's own). Another run creating the table at the same moment: its table is
+        used; a change that loses a race to another run is a `CommitConflictError`."""
         from pyiceberg.exceptions import CommitFailedException, NoSuchTableError
 
         try:
             try:
                 self.table = self.catalog.load_table(self.identifier)
             except NoSuchTableError:
-                self._create(schema, fields, target_file_size, compression)
+                self._create(schema, fields, target_file_size, compression, mode)
             if self.table.properties.get(_NO_RETRIES) != "0":
                 with self.table.transaction() as tx:
                     tx.set_properties({_NO_RETRIES: "0"})
@@ -200,7 +208,7 @@ class IcebergTable:
             raise _conflict(f"Iceberg table {self.identifier}", exc) from exc
         return self.partition_fields()
 
-    def _create(self, schema, fields, target_file_size, compression):
+    def _create(self, schema, fields, target_file_size, compression, mode):
         from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, TableAlreadyExistsError
         from pyiceberg.transforms import DayTransform, HourTransform, IdentityTransform, MonthTransform, YearTransform
 
@@ -215,7 +223,7 @@ class IcebergTable:
                 raise
         props = {"write.target-file-size-bytes": str(int(target_file_size)), _NO_RETRIES: "0",
                  "write.parquet.compression-codec": compression or "uncompressed",
-                 "kafkafmt.table": "kafka-records"}
+                 "kafkafmt.table": "kafka-records", MODE_KEY: mode}
         try:
             with self.catalog.create_table_transaction(self.identifier, schema=schema, properties=props) as tx:
                 if fields:
@@ -225,7 +233,7 @@ class IcebergTable:
                                 spec.add_identity(f.source)
                             else:
                                 spec.add_field(f.source, transforms[f.transform](), f.name)
-                if "partition" in schema.names and "offset" in schema.names:
+                if "partition" in schema.names and "offset" in schema.names and mode == "append":
                     with tx.update_sort_order() as order:
                         order.asc("partition", IdentityTransform())
                         order.asc("offset", IdentityTransform())
@@ -234,6 +242,10 @@ class IcebergTable:
                 raise
             # created meanwhile by another run: use it
         self.table = self.catalog.load_table(self.identifier)
+
+    def mode(self):
+        """"append" or "upsert": how the table was created (tables of before upsert: append)."""
+        return self.table.properties.get(MODE_KEY, "append")
 
     def partition_fields(self):
         from kafkafmt.lakehouse.layout import PartitionField
@@ -281,14 +293,17 @@ class IcebergTable:
         t = self.table
         snap = t.current_snapshot()
         head = snap
+        self.last_props = {}
         while snap is not None:
             props = (snap.summary.additional_properties or {}) if snap.summary else {}
             if props.get(OFFSETS_KEY) is not None:
+                self.last_props = dict(props)
                 return parse_offsets(props[OFFSETS_KEY]), parse_marks(props.get(BATCHES_KEY))
             snap = None if snap.parent_snapshot_id is None else t.snapshot_by_id(snap.parent_snapshot_id)
         seq = t.properties.get(_SEQUENCE)
         if head is not None and OFFSETS_KEY in t.properties and seq is not None and \
                 (head.sequence_number or 0) >= int(seq):
+            self.last_props = {k: v for k, v in t.properties.items() if k in TABLE_PROPERTY_KEYS}
             return parse_offsets(t.properties[OFFSETS_KEY]), parse_marks(t.properties.get(BATCHES_KEY))
         return {}, {}
 
@@ -333,14 +348,24 @@ class IcebergTable:
     def commit(self, files, properties, offsets_text, ledger):
         """One snapshot adding ``files`` with ``properties`` in its summary; the table property
         ``kafkafmt.offsets`` follows in the same commit. Returns the snapshot id."""
-        from pyiceberg.exceptions import CommitFailedException
-
-        tx = self.table.transaction()
-        tx.set_properties({OFFSETS_KEY: offsets_text, BATCHES_KEY: properties.get(BATCHES_KEY, "{}"),
-                           _SEQUENCE: str(self.table.metadata.last_sequence_number + 1)})
+        tx = self._ledger_transaction(properties, offsets_text)
         with tx.update_snapshot(snapshot_properties=properties).fast_append() as append:
             for f in files:
                 append.append_data_file(f)
+        return self._commit(tx)
+
+    def _ledger_transaction(self, properties, offsets_text):
+        """A transaction setting the table properties that stand in for the ledger (see the module doc)."""
+        tx = self.table.transaction()
+        props = {k: v for k, v in properties.items() if k in TABLE_PROPERTY_KEYS}
+        props.update({OFFSETS_KEY: offsets_text, BATCHES_KEY: properties.get(BATCHES_KEY, "{}"),
+                      _SEQUENCE: str(self.table.metadata.last_sequence_number + 1)})
+        tx.set_properties(props)
+        return tx
+
+    def _commit(self, tx):
+        from pyiceberg.exceptions import CommitFailedException
+
         try:
             tx.commit_transaction()
         except CommitFailedException as exc:
@@ -351,6 +376,68 @@ class IcebergTable:
             raise _conflict(self.describe(), exc) from exc
         self.table = self.catalog.load_table(self.identifier)
         return self.table.current_snapshot().snapshot_id
+
+    def upsert(self, rows, identity, fields, writer, properties, offsets_text, ledger):
+        """Apply the newest record of each key (``rows``: the table's columns and
+        `kafkafmt.lakehouse.upsert.TOMBSTONE`) by copy-on-write: the data files of the touched
+        (topic, partition)s holding a touched key are rewritten without it (through ``writer``,
+        a `RollingWriter`), the new rows added, and one ``overwrite`` snapshot with ``properties``
+        replaces the old files. Returns (snapshot id, files added, rows the tombstones deleted)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+        from pyiceberg.expressions import And, EqualTo, Or
+
+        from kafkafmt.lakehouse.layout import conform, partition_groups
+        from kafkafmt.lakehouse.upsert import TOMBSTONE, TableColumns
+
+        touched, gone = {}, {}          # (topic, partition) -> the keys of its rows / of its tombstones
+        tcol, pcol, icol = rows.column("topic"), rows.column("partition"), rows.column(identity)
+        for topic in pc.unique(tcol).to_pylist():
+            in_topic = pc.equal(tcol, topic)
+            for part in pc.unique(pcol.filter(in_topic)).to_pylist():
+                sel = pc.and_(in_topic, pc.equal(pcol, part))
+                touched[(topic, part)] = pc.unique(icol.filter(sel))
+                gone[(topic, part)] = pc.unique(icol.filter(pc.and_(sel, rows.column(TOMBSTONE))))
+        schema = writer.schema
+        plain = pa.schema([pa.field(f.name, f.type, True) for f in schema])     # without the field ids
+        deleted, removed = [], 0
+        if touched and self.table.current_snapshot() is not None:
+            flt = [And(EqualTo("topic", t), EqualTo("partition", int(p))) for t, p in touched]
+            for task in self.table.scan(row_filter=flt[0] if len(flt) == 1 else Or(*flt)).plan_files():
+                df = task.file
+                with self.table.io.new_input(df.file_path).open() as f:
+                    ids = pq.read_table(f, columns=["topic", "partition", identity])
+                mask, deletes = None, None
+                for (t, p), keys in touched.items():
+                    here = pc.and_(pc.equal(ids.column("topic"), t), pc.equal(ids.column("partition"), p))
+                    hit = pc.and_(here, pc.is_in(ids.column(identity), value_set=keys))
+                    dead = pc.and_(here, pc.is_in(ids.column(identity), value_set=gone[(t, p)]))
+                    mask = hit if mask is None else pc.or_(mask, hit)
+                    deletes = dead if deletes is None else pc.or_(deletes, dead)
+                if mask is None or not pc.any(mask).as_py():
+                    continue
+                with self.table.io.new_input(df.file_path).open() as f:
+                    old = pq.read_table(f)
+                keep = old.filter(pc.invert(pc.fill_null(mask, False)))
+                if keep.num_rows:
+                    writer.write(tuple(df.partition[i] for i in range(len(fields))), conform(keep, plain).cast(schema))
+                deleted.append(df)
+                removed += int(pc.sum(pc.cast(deletes, pa.int64())).as_py() or 0)
+        new = rows.filter(pc.invert(rows.column(TOMBSTONE))).drop_columns([TOMBSTONE])
+        if new.num_rows:
+            new = conform(new, plain).cast(schema)
+            for key, idx in partition_groups(TableColumns(new), fields):
+                part = new.slice(idx.start, idx.stop - idx.start) if isinstance(idx, slice) else new.take(idx)
+                writer.write(key, part)
+        files = writer.close()
+        tx = self._ledger_transaction(properties, offsets_text)
+        with tx.update_snapshot(snapshot_properties=properties).overwrite() as ow:
+            for df in deleted:
+                ow.delete_data_file(df)
+            for f in files:
+                ow.append_data_file(f)
+        return self._commit(tx), files, removed
 
     def describe(self):
         return f"Iceberg table {self.identifier} at {self.table.location()}"

@@ -28,7 +28,7 @@ import numpy as np
 
 __all__ = ["COMPARED_COLUMNS", "PartitionField", "DEFAULT_PARTITION_BY", "parse_partition_by", "kafka_schema", "chunk_table", "plain_type",
            "plain_schema",
-           "added_fields", "merge_schema", "conform", "partition_groups", "delta_partition_value",
+           "added_fields", "merge_schema", "conform", "partition_groups", "transform_values", "delta_partition_value",
            "delta_partition_type", "format_partition_by"]
 
 #: the columns compared with the source when a run looks for where it parts from the table (the ledger's
@@ -106,7 +106,7 @@ def kafka_schema(headers=True, batch_metadata=False):
 
 def plain_type(t):
     """The stored type of an Arrow type: views and dictionaries as their plain type, timestamps in
-    microseconds UTC, large lists/binaries as they are."""
+    microseconds (UTC, or without a zone as they were), large lists/binaries as they are."""
     import pyarrow as pa
 
     if pa.types.is_dictionary(t):
@@ -116,11 +116,13 @@ def plain_type(t):
     if t == pa.string_view():
         return pa.string()
     if pa.types.is_timestamp(t):
-        return pa.timestamp("us", tz="UTC")
+        return pa.timestamp("us", tz="UTC" if t.tz else None)
     if pa.types.is_struct(t):
         return pa.struct([pa.field(f.name, plain_type(f.type), True) for f in t])
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return pa.list_(pa.field(t.value_field.name, plain_type(t.value_type), True))
+    if pa.types.is_map(t):
+        return pa.map_(plain_type(t.key_type), pa.field("value", plain_type(t.item_type), True))
     return t
 
 
@@ -136,6 +138,8 @@ def plain_schema(schema):
             return pa.string()
         if pa.types.is_large_list(t) or pa.types.is_list(t):
             return pa.list_(pa.field(t.value_field.name, conv(t.value_type), True))
+        if pa.types.is_map(t):
+            return pa.map_(conv(t.key_type), pa.field("value", conv(t.item_type), True))
         if pa.types.is_struct(t):
             return pa.struct([pa.field(f.name, conv(f.type), True) for f in t])
         return plain_type(t)
@@ -143,19 +147,26 @@ def plain_schema(schema):
     return pa.schema([pa.field(f.name, conv(f.type), True) for f in schema])
 
 
-def chunk_table(recs, headers=True, batch_metadata=False):
+def chunk_table(recs, headers=True, batch_metadata=False, fmt=None):
     """A chunk of records (`kafkafmt.Records`) as an Arrow table in stored types (see `plain_type`),
-    columns in the order of `kafka_schema`."""
+    columns in the order of `kafka_schema`; typed keys and values (``recs.typed``) as a table of
+    format ``fmt`` holds them (`kafkafmt.lakehouse.types.table_column`)."""
     import pyarrow as pa
+
+    from kafkafmt.lakehouse.types import table_column
 
     t = recs.to_arrow(headers=headers, batch_metadata=batch_metadata)
     base = kafka_schema(headers, batch_metadata)
+    typed = recs.typed
     names = [n for n in base.names if n in t.column_names] + [n for n in t.column_names if n not in base.names]
     cols, fields = [], []
     for name in names:
         col = t.column(name)
-        want = base.field(name).type if name in base.names and not pa.types.is_struct(col.type) \
-            else plain_type(col.type)
+        if name in typed and fmt is not None:
+            col = table_column(col, fmt)
+            want = col.type
+        else:
+            want = base.field(name).type if name in base.names and name not in typed else plain_type(col.type)
         if col.type != want:
             col = col.cast(want)
         cols.append(col)
@@ -176,6 +187,8 @@ def _struct_additions(old, new, path):
                 out += _struct_additions(have[f.name].type, f.type, path + (f.name,))
     elif (pa.types.is_list(old) or pa.types.is_large_list(old)) and (pa.types.is_list(new) or pa.types.is_large_list(new)):
         out += _struct_additions(old.value_type, new.value_type, path + ("element",))
+    elif pa.types.is_map(old) and pa.types.is_map(new):
+        out += _struct_additions(old.item_type, new.item_type, path + ("value",))
     return out
 
 
@@ -203,11 +216,16 @@ def _merge_type(old, new):
         return pa.struct(fields)
     if pa.types.is_list(old) and pa.types.is_list(new):
         return pa.list_(pa.field(old.value_field.name, _merge_type(old.value_type, new.value_type), True))
+    if pa.types.is_map(old) and pa.types.is_map(new):
+        return pa.map_(old.key_type, pa.field("value", _merge_type(old.item_type, new.item_type), True))
+    if not pa.types.is_nested(old) and not pa.types.is_nested(new) and old != new:
+        return new                      # a widening (`kafkafmt.lakehouse.types.compare_types` allowed it)
     return old
 
 
 def merge_schema(table_schema, chunk_schema):
-    """The table's schema with the chunk's new fields added (every table column kept, in order)."""
+    """The table's schema with the chunk's new fields added and its widened types (every table column
+    kept, in order)."""
     import pyarrow as pa
 
     news = {f.name: f for f in chunk_schema}
@@ -239,6 +257,14 @@ def _conform_array(arr, want):
         offsets = arr.offsets
         out = pa.ListArray.from_arrays(offsets, values, type=want, mask=arr.is_null() if arr.null_count else None)
         return out
+    if pa.types.is_map(want) and pa.types.is_map(arr.type) and pa.types.is_nested(want.item_type):
+        import numpy as np
+
+        offsets = arr.offsets.to_numpy(zero_copy_only=False).astype(np.int32)
+        lo, hi = (int(offsets[0]), int(offsets[-1])) if len(offsets) else (0, 0)
+        return pa.MapArray.from_arrays(pa.array(offsets - lo), _conform_array(arr.keys[lo:hi], want.key_type),
+                                       _conform_array(arr.items[lo:hi], want.item_type), type=want,
+                                       mask=arr.is_null() if arr.null_count else None)
     return arr.cast(want)
 
 
@@ -265,15 +291,27 @@ def _time_values(ms, transform):
     return ms.astype("datetime64[ms]").astype(f"datetime64[{unit}]").astype(np.int64)
 
 
+def transform_values(recs, field):
+    """The values of a time-transform partition ``field`` for each record of a chunk (anything
+    with ``timestamp`` in epoch milliseconds): hours, days, months or years since 1970-01-01 UTC."""
+    return _time_values(np.asarray(recs.timestamp, np.int64), field.transform)
+
+
 def partition_groups(recs, fields):
     """[(key, rows)] of a chunk: ``key`` a tuple of partition values (Iceberg's representation: the
     identity value, or hours/days/months/years since the epoch) in ``fields`` order; ``rows`` a
-    slice (the whole chunk in one partition) or an int64 index array, in offset order."""
+    slice (the rows of each partition are contiguous, as when the chunk is one partition or its
+    time goes on) or an int64 index array, in offset order."""
     n = len(recs)
-    const, varying = [], []
+    const, varying, names = [], [], {}
     for i, f in enumerate(fields):
         if f.source == "topic":
-            const.append((i, recs.topic))
+            topic = recs.topic
+            if isinstance(topic, np.ndarray):       # several topics: codes, named back in the keys
+                names[i], codes = np.unique(topic.astype(str), return_inverse=True)
+                varying.append((i, codes.astype(np.int64).reshape(-1)))
+            else:
+                const.append((i, topic))
         elif f.source == "partition":
             part = recs.partition
             if isinstance(part, np.ndarray):
@@ -283,14 +321,14 @@ def partition_groups(recs, fields):
         elif f.source == "timestampType":
             varying.append((i, np.asarray(recs.timestamp_type, np.int64)))
         else:
-            varying.append((i, _time_values(np.asarray(recs.timestamp, np.int64), f.transform)))
+            varying.append((i, transform_values(recs, f)))
     key = [None] * len(fields)
     for i, v in const:
         key[i] = v
     varying = [(i, v) for i, v in varying if n]
     if not varying or all(v[0] == v[-1] and (v == v[0]).all() for _, v in varying):
         for i, v in varying:
-            key[i] = int(v[0])
+            key[i] = str(names[i][v[0]]) if i in names else int(v[0])
         return [(tuple(key), slice(0, n))]
     order = np.lexsort([v for _, v in reversed(varying)])      # stable: offset order within a group
     cols = [v[order] for _, v in varying]
@@ -300,12 +338,13 @@ def partition_groups(recs, fields):
         change[1:] |= c[1:] != c[:-1]
     starts = np.flatnonzero(change)
     ends = np.append(starts[1:], n)
+    in_order = bool((np.diff(order) == 1).all())       # records sorted by the keys already (time goes on): slices
     out = []
     for s, e in zip(starts, ends):
         k = list(key)
         for (i, _), c in zip(varying, cols):
-            k[i] = int(c[s])
-        out.append((tuple(k), order[s:e]))
+            k[i] = str(names[i][c[s]]) if i in names else int(c[s])
+        out.append((tuple(k), slice(int(s), int(e)) if in_order else order[s:e]))
     return out
 
 

@@ -11,6 +11,10 @@ Every commit of an export records
 * ``kafkafmt.last-batches`` -- what the source held where the ledger stops: per topic-partition the
   `kafkafmt.log._planner.BatchMark` of the last batch exported (``[base offset, last offset, leader epoch,
   CRC, records, topic id]``), checked against the source before the next run trusts the ledger;
+* ``kafkafmt.schemas`` -- typed exports: per topic and side the reader schema the commit's rows were
+  typed with, every reader the table's columns came from and the writer schema ids of the commit's
+  values (`kafkafmt.lakehouse.typed`);
+* ``kafkafmt.mode`` -- ``append`` or ``upsert`` (`kafkafmt.lakehouse.upsert`);
 * ``kafkafmt.data-loss`` -- when the export went on (``fail_on_data_loss=False``) although offsets
   were gone from the source (retention deleted them before they were exported) or the source no
   longer is what was exported (it diverged): ``[{"topic", "partition", "start", "end", "kind",
@@ -44,7 +48,7 @@ from kafkafmt.errors import DataLossError, KafkafmtError, KafkafmtWarning
 from kafkafmt.log import BatchMark, find_divergence
 from kafkafmt.log import ReportKind
 
-__all__ = ["OFFSETS_KEY", "RANGES_KEY", "LOSS_KEY", "BATCHES_KEY", "DataLossError", "CommitConflictError", "DataLoss",
+__all__ = ["OFFSETS_KEY", "RANGES_KEY", "LOSS_KEY", "BATCHES_KEY", "SCHEMAS_KEY", "MODE_KEY", "TABLE_PROPERTY_KEYS", "DataLossError", "CommitConflictError", "DataLoss",
            "offsets_json", "parse_offsets", "ranges_json", "marks_json", "parse_marks", "find_data_loss",
            "report_data_loss", "app_id"]
 
@@ -53,6 +57,11 @@ RANGES_KEY = "kafkafmt.ranges"
 LOSS_KEY = "kafkafmt.data-loss"
 BATCHES_KEY = "kafkafmt.last-batches"
 VERSION_KEY = "kafkafmt.version"
+SCHEMAS_KEY = "kafkafmt.schemas"
+MODE_KEY = "kafkafmt.mode"
+#: the commit properties an Iceberg table also keeps as table properties (standing in for its ledger when the
+#: snapshots carrying it were expired)
+TABLE_PROPERTY_KEYS = (OFFSETS_KEY, BATCHES_KEY, SCHEMAS_KEY)
 
 
 class CommitConflictError(KafkafmtError):
