@@ -373,6 +373,7 @@ def test_missing_extras_name_an_install_line_that_works_here(sample, tmp_path):
     assert p.returncode == 2 and p.stderr.strip().endswith(f"export needs pyarrow: pip install -e '{REPO}[arrow]'")
 
 
+@pytest.mark.slow
 def test_spark_engine_export_across_a_tiered_gap(tiered_gap, tmp_path):
     """--engine spark reads every path in one query (a partition's uploads and local segments are one
     partition), refuses the gap as the local engine does, and with --fail-on-data-loss false writes what

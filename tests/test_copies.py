@@ -290,6 +290,7 @@ def test_copy_kept_longer_is_said(tmp_path):
     assert f"offsets 0..{start - 1}" in p.stderr and "warning" in p.stderr
 
 
+@pytest.mark.slow
 def test_export_spark_engine_reads_each_offset_once(cluster, tmp_path):
     """`export --engine spark` hands every path to one kafka-segments read: copies under several paths
     are read once too (each path read apart used to add every copy), every copy with --replicas all."""

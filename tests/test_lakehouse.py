@@ -361,6 +361,7 @@ def _cli_export(fmt, root, where, env=None, check=None, extra=()):
     return kcli.run(*args, env=env, check=check)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_killed_runs_never_duplicate_or_skip(fmt, tmp_path):
     root = make_source(str(tmp_path / "logs"), layout=(("orders", 0, 1500), ("orders", 1, 900)))
@@ -377,6 +378,7 @@ def test_killed_runs_never_duplicate_or_skip(fmt, tmp_path):
     assert "up to date" in _cli_export(fmt, root, where, check=0).stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_sigkill_at_random_moments(fmt, tmp_path):
     """SIGKILL at random moments once the run has started writing data files."""

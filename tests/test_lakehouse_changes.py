@@ -355,6 +355,7 @@ CHANGES = {"retention": _retention, "log-end-back": _log_end_back, "written-agai
            "other-bytes": _other_bytes, "new-epoch": _new_epoch, "recreated": _recreated}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", sorted(CHANGES))
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_crash_and_change_matrix(fmt, change, tmp_path):

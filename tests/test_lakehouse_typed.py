@@ -545,6 +545,7 @@ def _offsets(rows):
     return sorted((r["partition"], r["offset"]) for r in rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_typed_runs_killed_at_every_step_lose_and_double_nothing(fmt, tmp_path):
     """A typed export with dead letters in every partition, killed after each of its steps in turn (each chunk
@@ -724,6 +725,7 @@ def test_upsert_of_real_consumer_offsets_partitions(fmt, real_corpus, tmp_path):
             assert {r["key"]: r["value"] for r in rows} == want, f"{folder}: {reader}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_upsert_runs_killed_at_every_step_end_in_the_latest_state(fmt, tmp_path):
     """An upsert run over updates, deletes and re-inserts killed after each of its steps in turn, then run to the

@@ -339,6 +339,7 @@ def _check_crashed_then_continue(folder, reference, flushed_to):
     return len(got)
 
 
+@pytest.mark.slow
 def test_killed_at_every_durable_step_leaves_a_readable_prefix_that_a_new_writer_continues(tmp_path):
     reference = str(tmp_path / "ref" / "crash-0")
     _write(reference, 24)
@@ -396,6 +397,7 @@ def test_an_epoch_entry_past_the_log_end_is_dropped_as_a_broker_does(tmp_path):
     _verify(folder)
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_leaves_a_readable_prefix_that_a_new_writer_continues(tmp_path):
     reference = str(tmp_path / "ref" / "kill-0")
     t0 = time.perf_counter()

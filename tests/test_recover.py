@@ -295,6 +295,7 @@ def _run_recover(root, backup, crash_after=None):
     return kcli.run("recover", "--apply", "-q", "--backup", backup, root, env=env)
 
 
+@pytest.mark.slow
 def test_killed_at_each_step(tmp_path):
     root = make_log_dir(tmp_path / "logs")
     part = root / "t-0"

@@ -137,6 +137,7 @@ def test_apply_keeps_every_intact_record(scenario, tmp_path):
 # ----------------------------------------------------------------------------------------------
 # killed at every step of apply, then undone
 
+@pytest.mark.slow
 def test_apply_killed_at_every_step_then_undo(scenario, tmp_path):
     """After a kill at durable point N, every file is as it was or as the recovery makes it, and
     undo gives back the damaged dir byte for byte with no temporary file left (a stray
@@ -173,6 +174,7 @@ def test_apply_killed_at_every_step_then_undo(scenario, tmp_path):
     assert n > 10, n
 
 
+@pytest.mark.slow
 def test_undo_killed_at_every_step_then_run_again(scenario, tmp_path):
     name, root, part = scenario
     pristine = tmp_path / "pristine"

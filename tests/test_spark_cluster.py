@@ -15,7 +15,8 @@ pyspark = pytest.importorskip("pyspark", minversion="4.1")
 import kafkafmt  # noqa: E402
 from spark_cluster import connect_server, java_available, run_client, standalone_cluster  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not java_available(), reason="no java on PATH / JAVA_HOME")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not java_available(), reason="no java on PATH / JAVA_HOME")]
 
 PARTITIONS, PER_PARTITION = 3, 40_000      # 120k rows, ~10 MB
 

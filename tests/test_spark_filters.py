@@ -64,11 +64,13 @@ def _check_one_dataframe(spark, sample):
     assert df.count() == total
 
 
+@pytest.mark.slow
 def test_one_dataframe_many_queries(spark, sample):
     """The session's registration (kafkafmt.spark.register's choice for this Spark)."""
     _check_one_dataframe(spark, sample)
 
 
+@pytest.mark.slow
 def test_pushdown_where_spark_scopes_it(spark, sample):
     """With pushdown forced, each query on a fresh DataFrame gives the library's rows (every
     filter kind goes through bounds_from_filters in a real planner); whether a reused DataFrame

@@ -126,6 +126,7 @@ def test_a_new_schema_version_mid_stream_fails_fast_by_default(tmp_path):
     assert [f.name for f in reader().opts.typed.types[0][1]] == ["id", "note", "tags", "price"]
 
 
+@pytest.mark.slow
 def test_export_spark_engine_types_values_as_the_local_engine(sample, tmp_path):
     """`export --engine spark --value-format ...` types keys and values (the typing flags become the source's
     options) -- the same values the local engine writes to Parquet; typed text (JSON lines, CSV) is refused
