@@ -48,7 +48,13 @@ def first_sequence(last_seq, delta):
 
 
 class RecordDump:
-    """`kafkafmt.cli.dump.Dumper`'s record part."""
+    """`kafkafmt.cli.dump.Dumper`'s record part: a log file or a partition read in chunks, its batches
+    (and with ``--records`` its records) printed in file order with what was skipped between them.
+
+    It uses the driver's settings (``args``, ``c`` the console, ``json``, ``deep``, ``print_data``,
+    ``decoder``, ``offsets`` / ``times`` / ``filtered``, ``max_bytes``, ``typed``, ``progress``) and its
+    ``problem`` / ``header``; it fills ``nonconsecutive`` and ``unreadable`` for the summaries at the end.
+    """
 
     # -- logs ---------------------------------------------------------------------------------
     def range_for(self, pd):

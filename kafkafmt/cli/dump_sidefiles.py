@@ -17,7 +17,13 @@ from kafkafmt.cli.dump_records import first_sequence
 
 
 class SideFileDump:
-    """`kafkafmt.cli.dump.Dumper`'s side-file part."""
+    """`kafkafmt.cli.dump.Dumper`'s side-file part: one ``dump_<kind>`` method per kind of file
+    (`kafkafmt.log.file_kind`), index entries checked against the batches of the log beside them.
+
+    It uses the driver's settings (``args``, ``c`` the console, ``json``) and its ``problem`` /
+    ``header``; it fills ``index_mismatches``, ``time_mismatch``, ``time_order`` and ``time_not_found``
+    for the summaries Kafka prints at the end.
+    """
 
     # -- index files --------------------------------------------------------------------------
     def log_meta(self, log):
