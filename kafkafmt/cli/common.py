@@ -122,12 +122,12 @@ def command_text(doc):
     return re.sub(r"::$", ":", text, flags=re.M)
 
 
-def add_command(sub, parents, name, help, doc, paths_help="log directories, partition folders or segment files"):
-    """A subcommand parser with the shared PATH arguments and the module docstring as its text
-    (`command_text`)."""
+def add_command(sub, parents, command, doc, paths_help="log directories, partition folders or segment files"):
+    """A subcommand parser for ``command`` (its row of `kafkafmt.cli.COMMAND_TABLE`: name and help) with
+    the shared PATH arguments and the module docstring as its text (`command_text`)."""
     import argparse
 
-    p = sub.add_parser(name, parents=parents, help=help, description=command_text(doc),
+    p = sub.add_parser(command.name, parents=parents, help=command.help, description=command_text(doc),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", metavar="PATH", help=paths_help)
     return p

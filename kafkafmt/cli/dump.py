@@ -50,9 +50,9 @@ from kafkafmt.values import FailedValues
 KIND_ORDER = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3, "producer-snapshot": 4}
 
 
-def add_parser(sub, parents):
+def add_parser(sub, parents, command):
     p = sub.add_parser(
-        "dump", parents=parents, help="print batches, records and side files (like kafka-dump-log.sh)",
+        command.name, parents=parents, help=command.help,
         description="Print segment files (.log), record sets and broker side files as Kafka's "
                     "DumpLogSegments does, or as JSON lines. Directories (partition folders, log dirs) "
                     "give their .log segments (with --all-files every file Kafka keeps).",
@@ -101,7 +101,6 @@ def add_parser(sub, parents):
     p.add_argument("--no-decode-internal", action="store_true",
                    help=f"print the keys and values of {', '.join(internal_topics.topic_decoders())} and KRaft "
                         "snapshots as bytes (by default they are decoded by the folder's name)")
-    p.set_defaults(run=run)
     return p
 
 

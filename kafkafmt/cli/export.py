@@ -48,11 +48,11 @@ FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "js
 ROW_GROUP_BYTES = 64 << 20
 
 
-def add_parser(sub, parents):
+def add_parser(sub, parents, command):
     import argparse
 
     p = sub.add_parser(
-        "export", parents=parents, help="write records to Parquet, CSV, JSON lines or Arrow (Spark-Kafka schema)",
+        command.name, parents=parents, help=command.help,
         description=command_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Examples:\n  kafkafmt export /var/lib/kafka --topics orders --to orders.parquet\n"
                "  kafkafmt export orders-0 --offset-range 1000:2000 --to - --format jsonl --bytes utf8 | jq .\n"
@@ -98,7 +98,6 @@ def add_parser(sub, parents):
                         + "; ".join(f"{t.name} reads {_internal_source(t)}" for t in INTERNAL_TABLES.values()))
     add_typed_options(p, "--key-format", "--value-format", "write typed (nested) columns: decode")
     add_table_arguments(p)
-    p.set_defaults(run=run)
     return p
 
 

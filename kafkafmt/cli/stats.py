@@ -38,15 +38,14 @@ from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader
 
 
-def add_parser(sub, parents):
-    p = add_command(sub, parents, "stats", "records, batches, bytes, codecs, offsets, times per partition and segment", __doc__,
+def add_parser(sub, parents, command):
+    p = add_command(sub, parents, command, __doc__,
                     "log directories, partition folders or segment files")
     p.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     p.add_argument("--partitions-only", action="store_true", help="no per-segment rows in the table")
     p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics")
     add_replicas_option(p)
     p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
-    p.set_defaults(run=run)
     return p
 
 

@@ -49,13 +49,12 @@ from kafkafmt.cli.reading import FileReader
 from kafkafmt.log import sidefiles
 
 
-def add_parser(sub, parents):
-    p = add_command(sub, parents, "verify", "check CRCs, offsets, indexes, snapshots; list every problem", __doc__,
+def add_parser(sub, parents, command):
+    p = add_command(sub, parents, command, __doc__,
                     "log directories, partition folders or files")
     p.add_argument("--json", action="store_true", help="JSON lines: one per problem, then a summary")
     p.add_argument("--strict", action="store_true", help="warnings make the exit code 1 too")
     add_replicas_option(p)
-    p.set_defaults(run=run)
     return p
 
 
