@@ -522,15 +522,18 @@ def test_aiven_encrypted_segment_with_the_key(s3, written):
             assert seg.manifest.key_id == "kek-1" and seg.manifest.transformed_size == seg.size
             with pytest.raises(UnsupportedLayoutError, match="kek-1"):
                 open_remote_log(st, seg)
-            with open_remote_log(st, seg, keys={"kek-1": pem}, read_ahead=8 * KIB) as blob:
+            with open_remote_log(st, seg, tiered_keys={"kek-1": pem}, read_ahead=8 * KIB) as blob:
                 assert isinstance(blob, AivenSegmentBlob) and blob.size == len(data)
                 assert bytes(blob.read(0, blob.size)) == data
                 mid = len(data) // 3
                 assert bytes(blob.read(mid, mid + 5000)) == data[mid:mid + 5000]
-            assert read_remote_side_file(st, seg, "index", keys={"kek-1": private}) == \
+            assert read_remote_side_file(st, seg, "index", tiered_keys={"kek-1": private}) == \
                 pathlib.Path(files[".index"]).read_bytes()
+            with pytest.warns(DeprecationWarning, match=r"keys=.*tiered_keys="):      # the old name, for a release
+                assert read_remote_side_file(st, seg, "index", keys={"kek-1": private}) == \
+                    pathlib.Path(files[".index"]).read_bytes()
             with pytest.raises(UnsupportedLayoutError, match="does not unwrap"):
-                open_remote_log(st, seg, keys={"kek-1": other})
+                open_remote_log(st, seg, tiered_keys={"kek-1": other})
 
 
 def test_oaep_decrypt_agrees_with_openssl():

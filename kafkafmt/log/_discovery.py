@@ -582,17 +582,17 @@ def _dedup_folders(parts):
     return out
 
 
-def _remote_partition(storage, root, rp, report, keys):
+def _remote_partition(storage, root, rp, report, tiered_keys):
     """A tiered-storage partition (`kafkafmt.log.tiered.RemotePartition`) as a Partition; uploads
     superseded by a later upload of the same segment are reported."""
-    tiered.finish_partitions(storage, [rp], keys=keys)
+    tiered.finish_partitions(storage, [rp], tiered_keys=tiered_keys)
     for problem in rp.problems:
         report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(rp.path), problem))
     for s in rp.superseded:
         report.append(ReportEntry(ReportKind.DUPLICATE, storage.url(s.log),
                                   f"upload {s.segment_id} of segment {s.base_offset} superseded by a later upload "
                                   f"(it ends at offset {s.end_offset}); skipped"))
-    segs = tuple(Segment.of_remote(s, storage, keys) for s in rp.segments)
+    segs = tuple(Segment.of_remote(s, storage, tiered_keys) for s in rp.segments)
     return Partition(rp.topic, rp.partition, rp.path, storage, None, segs, None, root)
 
 
@@ -627,7 +627,7 @@ def _merge(local, uploads, report, cache=None):
         prev = [s for s in older if s.base_offset < first_local]
         if prev:
             last = prev[-1]
-            end = tiered.segment_end_offset(last.storage, last.remote, keys=last.keys)
+            end = tiered.segment_end_offset(last.storage, last.remote, tiered_keys=last.tiered_keys)
             if end + 1 < first_local:
                 report.append(ReportEntry(ReportKind.GAP, local.url,
                                           f"offsets {end + 1}..{first_local - 1} are in neither the tiered uploads "
