@@ -868,9 +868,10 @@ def _warn_if_nothing_matched(roots, found, topics, partitions):
                       + (f" of {', '.join(sorted(names))}" if names else ""), KafkafmtWarning, stacklevel=3)
 
 
-def resolve_partition(folder, storage_options=None, filesystem=None):
+def resolve_partition(folder, storage_options=None, filesystem=None, tiered_keys=None):
     """The `Partition` a folder path or URL names: a ``<topic>-<partition>`` folder (with its log
-    dir's log start offset), or a tiered upload folder of Kafka's layout (``<topic>-<partition>-<topicId>``)."""
+    dir's log start offset), or a tiered upload folder (Kafka's ``<topic>-<partition>-<topicId>``,
+    Aiven's ``<topic>-<topicId>/<partition>``; ``tiered_keys`` for encrypted Aiven uploads)."""
     if isinstance(folder, Partition):
         return folder
     storage, path = open_storage(folder, storage_options, filesystem)
@@ -883,9 +884,9 @@ def resolve_partition(folder, storage_options=None, filesystem=None):
     name = storage.name(path)
     entries = storage.list(path)
     if folder_kind(path, entries, storage) != "partition":
-        uploads = tiered.partitions_at(storage, path, name, entries)
+        uploads = tiered.partitions_at(storage, path, name, entries, parent_name=storage.name(storage.parent(path)))
         if uploads:
-            return _remote_partition(storage, storage.parent(path), uploads[0], [], None)
+            return _remote_partition(storage, storage.parent(path), uploads[0], [], tiered_keys)
     tp = partition_of_name(name)
     if tp is None:
         raise NotALogDirError(f"not a partition folder (<topic>-<partition>): {storage.url(path)}",
