@@ -97,6 +97,9 @@ def _common_parser():
                    help="an option of the filesystem holding URL paths (s3://, gs://, abfs://, hdfs://), e.g. "
                         "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable; JSON values allowed); "
                         "credentials otherwise come from the environment as fsspec reads them")
+    g.add_argument("--tiered-key", action="append", metavar="KEY_ID=PEM_FILE", dest="tiered_key",
+                   help="the RSA private key (a PEM file) of encrypted Aiven tiered-storage uploads whose "
+                        "manifests name KEY_ID (repeatable; the library's tiered_keys)")
     return p
 
 
@@ -223,6 +226,7 @@ def _main(argv=None):
 
     try:
         paths.OPTIONS.update(paths.parse_storage_options(getattr(args, "storage_option", None)))
+        paths.TIERED_KEYS.update(paths.parse_tiered_keys(getattr(args, "tiered_key", None)))
     except Exception as exc:  # UsageError
         console.message(f"kafkafmt {args.command}: error: {exc}")
         return 2

@@ -11,12 +11,12 @@ import numpy as np
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.record import CODEC_NAMES, TIMESTAMP_TYPES
 
-from kafkafmt.cli.common import Problem, escape_text, is_leftover, segment_base, segment_in_partition
+from kafkafmt.cli.common import (Problem, escape_text, is_leftover, read_options, segment_base,
+                                 segment_in_partition)
 from kafkafmt.log import ReportKind
 from kafkafmt.cli.controls import control_text, control_json
 from kafkafmt.cli import internal_topics
 from kafkafmt.cli.reading import CHUNK_BYTES, FileReader, iter_partition, resolve_range, topic_of_file
-from kafkafmt.record import DecodeOptions
 from kafkafmt.log import read_tasks
 from kafkafmt.log import plan
 from kafkafmt.log import warn_fallbacks
@@ -57,6 +57,13 @@ class RecordDump:
     """
 
     # -- logs ---------------------------------------------------------------------------------
+    def read_options(self, **settings):
+        """How dump reads records: every byte salvaged, CRCs computed (shown) rather than checked, control
+        records kept (`kafkafmt.cli.common.read_options`); bytes, which are typed (``self.typed``) as they
+        are printed (`_RecordView`), only for the records printed."""
+        return read_options(self.args, errors="salvage", verify_crc=False, include_control=True, value_format=None,
+                            key_format=None, schema_registry=None, value_schema=None, key_schema=None, **settings)
+
     def range_for(self, pd):
         if pd.url not in self._ranges:
             try:
@@ -71,9 +78,8 @@ class RecordDump:
         report = []
         self.cur_decoder = self.decoder or (internal_topics.decoder_for(path, kind) if self.decode_internal
                                             else None)
-        opts = dict(errors="salvage", verify_crc=False, include_control=True)
-        if not self.deep:
-            opts["columns"] = ["offset", "timestamp"]     # batch lines only: no key/value copies
+        # batch lines only: no key/value copies
+        opts = self.read_options(columns=None if self.deep else ["offset", "timestamp"])
         sp = segment_in_partition(path)
         if self.filtered and sp is not None and not is_leftover(path):
             # a segment of a partition folder: seek with the partition's indexes
@@ -91,7 +97,7 @@ class RecordDump:
                     self.log_header(path, kind)
                 return
             self.log_header(path, kind)
-            self.print_chunks(path, iter_partition(pd, report, start_offset=lo, end_offset=hi, **opts),
+            self.print_chunks(path, iter_partition(pd, report, opts.replace(start_offset=lo, end_offset=hi)),
                               report, (lo, hi))
             return
         with FileReader(path) as fr:
@@ -103,7 +109,7 @@ class RecordDump:
                         self.log_header(path, kind)
                     return
             self.log_header(path, kind)
-            chunks = fr.chunks(report, start_offset=rng[0], end_offset=rng[1], **opts)
+            chunks = fr.chunks(report, opts.replace(start_offset=rng[0], end_offset=rng[1]))
             self.print_chunks(path, chunks, report, rng)
 
     def dump_partition(self, pd):
@@ -117,8 +123,7 @@ class RecordDump:
         segments = pd.list_segments(report)
         tasks = plan(pd, start_offset=rng[0], end_offset=rng[1], report=report) if rng is not None else []
         warn_fallbacks(report, 0, pd.name)
-        options = DecodeOptions.for_columns(None if self.deep else ["offset", "timestamp"], verify_crc=False,
-                                            include_control=True)
+        options = self.read_options().decode_options(None if self.deep else ["offset", "timestamp"])
         by_segment = {}
         for t in tasks:
             by_segment.setdefault(t.segment.base_offset, []).append(t)

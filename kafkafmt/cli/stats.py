@@ -30,7 +30,7 @@ import numpy as np
 from kafkafmt.log import Partition
 from kafkafmt.report.figures import Acc, PartitionStats, below_log_start_text, partition_stats, totals as _totals
 
-from kafkafmt.cli.common import (add_replicas_option, no_data, say_found, add_command, checked_record_files, find_inputs, human_bytes,
+from kafkafmt.cli.common import (add_replicas_option, no_data, say_found, add_command, checked_record_files, find_inputs, human_bytes, read_options,
                                  input_paths, iso_ms, parse_int_list, parse_name_list, partition_label)
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import table
@@ -76,7 +76,8 @@ def run(args, console):
             report = []
             ps = PartitionStats()
             with FileReader(f) as fr:
-                for chunk in fr.chunks(report, errors="salvage", verify_crc=True, include_control=True):
+                for chunk in fr.chunks(report, read_options(args, errors="salvage", verify_crc=True,
+                                                           include_control=True)):
                     ps.add(chunk)
                     prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
                 topic, part = fr.topic, fr.partition

@@ -161,7 +161,7 @@ class Verifier(Checker):
         with FileReader(path) as fr:
             self.bytes += fr.segment.size
             infos = {base: info}
-            self.read_log(lambda folder, report, **kw: fr.chunks(report, **kw), (None,), infos, file_label=path)
+            self.read_log(lambda folder, report, options: fr.chunks(report, options), (None,), infos, file_label=path)
             if segment_in_partition(path) is not None and not is_leftover(path):
                 self.side_files(fr.segment, info)
 
@@ -178,7 +178,7 @@ class Verifier(Checker):
             return
         info = SegmentInfo(base, log)
         with FileReader(log) as fr:
-            self.read_log(lambda folder, report, **kw: fr.chunks(report, **kw), (None,), {base: info}, file_label=log)
+            self.read_log(lambda folder, report, options: fr.chunks(report, options), (None,), {base: info}, file_label=log)
         b = info.batches()
         if kind == "index":
             self.check_index(path, base, b, info, data=functools.partial(cli_paths.read_bytes, path))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from kafkafmt.record import DecodeOptions
 from kafkafmt.errors import KafkafmtError, ValueDecodeError
 from kafkafmt.log import read_task
 from kafkafmt.record import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
@@ -18,19 +17,18 @@ def read_tasks(tasks, schema, opts):
     target = to_arrow_schema(schema, timezone="UTC")
     names = [f.name for f in schema.fields]
     want = set(names)
-    # one thread per task: Spark already runs tasks in parallel
+    read = opts.read_options()         # one thread per task: Spark already runs tasks in parallel
     typed = opts.typed.open() if opts.typed is not None else None
-    options = DecodeOptions.for_columns(None if opts.decode else decode_names(names, opts.typed), verify_crc=True,
-                                        include_control=False, threads=1)
+    options = read.decode_options(None if opts.decode else decode_names(names, opts.typed))
     table_of = None
     if opts.decode:       # an internal topic as a table (kafkafmt.internal)
         from kafkafmt.internal import internal_table
 
         table_of = internal_table(opts.decode).build
-    errors = "strict" if opts.fail_on_data_loss else "salvage"
+    errors = read.errors
     for t in tasks:
         # a task may start inside a partition: the batch before it is not known here
-        chunks = read_task(t, [], options=options, errors=errors, max_bytes=opts.max_bytes_per_batch)
+        chunks = read_task(t, [], options=options, errors=errors, max_bytes=read.max_bytes)
         try:
             for recs, _ in chunks:
                 if not len(recs):
