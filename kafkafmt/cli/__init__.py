@@ -224,6 +224,8 @@ def _main(argv=None):
     console = Console(quiet=args.quiet)
     from kafkafmt.cli import paths
 
+    paths.OPTIONS.clear()           # this run's own (main may run several times in one process)
+    paths.TIERED_KEYS.clear()
     try:
         paths.OPTIONS.update(paths.parse_storage_options(getattr(args, "storage_option", None)))
         paths.TIERED_KEYS.update(paths.parse_tiered_keys(getattr(args, "tiered_key", None)))

@@ -54,7 +54,8 @@ def run(args, console):
     try:
         builder = Builder(paths, topics=parse_name_list(args.topics),
                           partitions=parse_int_list(args.partitions, "partition"), replicas=args.replicas,
-                          storage_options=cli_paths.OPTIONS or None, checks=not args.no_checks)
+                          storage_options=cli_paths.OPTIONS or None, tiered_keys=cli_paths.TIERED_KEYS or None,
+                          checks=not args.no_checks)
     except (StorageError, PermissionError) as exc:
         raise input_error(exc) from None
     for f in builder.found.given_files:
