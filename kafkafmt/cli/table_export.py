@@ -87,7 +87,7 @@ def run_table(args, console, fmt):
                                  headers=not args.no_headers, batch_metadata=args.batch_metadata,
                                  errors="salvage" if args.salvage else "strict",
                                  fail_on_data_loss=args.fail_on_data_loss == "true", storage_options=opts,
-                                 on_chunk=on_chunk)
+                                 tiered_keys=cli_paths.TIERED_KEYS or None, on_chunk=on_chunk)
         except (DataLossError, CommitConflictError) as exc:
             if args.json:
                 console.json({"error": str(exc), "data_loss": [x.as_json() for x in getattr(exc, "losses", ())]})
