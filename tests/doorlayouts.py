@@ -11,6 +11,9 @@ plain        a broker log dir: four partitions of two topics, several segments e
 s3           the same log dir uploaded to S3, read by URL
 kafka_tiered Kafka's LocalTieredStorage layout only (on local disk, where that plugin writes it)
 aiven        Aiven's layout only (on S3, chunked and zstd-compressed for one partition)
+aiven_encrypted  Aiven's layout on local disk, encrypted with an RSA key (AES-GCM chunks), one partition also
+             compressed: every door reads it given the private key (tiered_keys / --tiered-key /
+             tieredKey.<id>)
 merged       a log dir + a tiered root: older segments only uploaded, newer only local, one in both
 gap          the same with one segment in neither place: offsets missing between uploads and local
 one_root     ONE root holding both the tiered uploads and the log dir of `merged`
@@ -33,8 +36,8 @@ import kafkafmt
 
 KIB = 1024
 T0 = 1_767_225_600_000
-LAYOUTS = ["plain", "s3", "kafka_tiered", "aiven", "merged", "gap", "one_root", "symlinked", "replicas", "empty",
-           "bootstrap", "delete_records"]
+LAYOUTS = ["plain", "s3", "kafka_tiered", "aiven", "aiven_encrypted", "merged", "gap", "one_root", "symlinked",
+           "replicas", "empty", "bootstrap", "delete_records"]
 REAL_LOG_DIR = "Niloufar1171__LDI-POC"
 
 
@@ -167,6 +170,8 @@ class Layout:
     local_twin: object = None        # the same data on local disk (S3 layouts)
     every_copy: list = None          # replicas: the rows of every copy (replicas="all"); `expected` reads each once
     log_start: dict = None           # delete_records: {(topic, partition): log start offset}
+    tiered_keys: dict = None         # aiven_encrypted: {key id: PEM bytes}
+    key_files: dict = None           # the same keys as files: {key id: path} (the command line's --tiered-key)
     note: str = ""
 
     @property
@@ -301,6 +306,29 @@ class Layouts:
                                                                prefix="tiered/", compress=compress,
                                                                chunk_size=4 * KIB))
         return Layout("aiven", [f"s3://{bucket}/tiered"], sorted(rows), storage_options=self.s3.storage_options)
+
+    def _build_aiven_encrypted(self):
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+        from test_tiered import _write_local
+
+        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                    serialization.NoEncryption())
+        src = self.tmp.mktemp("aiven-encrypted-src")
+        root = self.tmp.mktemp("aiven-encrypted")
+        key_file = root.parent / f"{root.name}-kek-doors.pem"
+        key_file.write_bytes(pem)
+        rows = []
+        objs = {}
+        for p, n, compress in ((0, 600, True), (1, 300, False)):
+            rows += write_partition(src / f"secrets-{p}", "secrets", p, n, "zstd")
+            objs.update(aiven_tiered_objects(src / f"secrets-{p}", "secrets", p, topic_id_of(src / f"secrets-{p}"),
+                                             compress=compress, chunk_size=4 * KIB,
+                                             encrypt_with=("kek-doors", private.public_key())))
+        _write_local(root, objs)
+        return Layout("aiven_encrypted", [str(root)], sorted(rows), tiered_keys={"kek-doors": pem},
+                      key_files={"kek-doors": str(key_file)})
 
     def _build_symlinked(self):
         base = self.tmp.mktemp("symlinked")

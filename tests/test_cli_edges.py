@@ -133,6 +133,60 @@ def test_a_path_without_a_command_is_stats(sample, tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------------------------
+# a command is one module plus one row of the command table
+
+TOY_COMMAND = '''"""``kafkafmt partitions``: the partitions under the paths, one per line (a toy command).
+
+Only what a command module needs: ``add_parser`` and ``run``.
+"""
+from kafkafmt.cli.common import add_command, find_inputs
+
+
+def add_parser(sub, parents, command):
+    p = add_command(sub, parents, command, __doc__)
+    p.add_argument("--prefix", default="", help="printed before each partition")
+    return p
+
+
+def run(args, console):
+    found = find_inputs(args.paths)
+    for part in found.partitions:
+        console.write(args.prefix + part.name)
+    return 0 if found.partitions else 1
+'''
+
+
+def test_a_command_is_a_module_and_a_row(sample, tmp_path, monkeypatch, capsys):
+    """A toy command: its module and one row of COMMAND_TABLE give a command main runs, with the
+    common options, listed in --help, put first when options come before it, suggested when mistyped."""
+    import kafkafmt.cli as cli_mod
+    from kafkafmt.cli import COMMAND_TABLE, Command, main
+
+    (tmp_path / "toy_partitions_command.py").write_text(TOY_COMMAND)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cli_mod, "COMMAND_TABLE",
+                        COMMAND_TABLE + (Command("partitions", "toy_partitions_command", "list the partitions"),))
+    want = sorted(p.name for p in kafkafmt.list_partitions(str(sample)))
+    for argv in (["partitions", "--prefix", "p:", str(sample)], ["-q", "partitions", str(sample), "--prefix", "p:"],
+                 ["--threads", "1", "partitions", "--prefix=p:", str(sample)]):
+        capsys.readouterr()
+        assert main(argv) == 0, argv
+        assert sorted(capsys.readouterr().out.split()) == ["p:" + n for n in want], argv
+    assert main(["partitions", str(tmp_path / "nothing")]) == 2       # the common input errors apply
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert re.search(r"^ +partitions\s+list the partitions$", capsys.readouterr().out, re.M)
+    with pytest.raises(SystemExit) as exc:
+        main(["partitons", str(sample)])
+    assert exc.value.code == 2 and "did you mean partitions?" in capsys.readouterr().err
+    # without its row there is no such command
+    monkeypatch.setattr(cli_mod, "COMMAND_TABLE", COMMAND_TABLE)
+    with pytest.raises(SystemExit) as exc:
+        main(["partitions", str(sample)])
+    assert exc.value.code == 2 and "invalid choice: 'partitions'" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------------
 # report: what would fail after the reading is found before it
 
 def _without(modules, *argv, cwd=None):

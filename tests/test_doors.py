@@ -32,6 +32,10 @@ The right answers, where a door could pick another:
   counts what the other doors return;
 * a log dir on S3 gives exactly what the same files give locally, to every command.
 
+An encrypted tiered upload is read by every door given its private key: the library's ``tiered_keys``,
+the CLI's ``--tiered-key KEY_ID=PEM_FILE``, the kafka-segments option ``tieredKey.<key id>`` (PEM text); the
+doors build the same options object (`kafkafmt.read.ReadOptions`) from them.
+
 The copies' option: the library's ``replicas`` (read_log_dirs, iter_log_dirs), the CLI's ``--replicas``
 (export, stats, verify, dump, report) and the kafka-segments option ``replicas`` (batch and stream).
 """
@@ -111,7 +115,8 @@ def _lib_root(layout):
 
 def library(layout, **kw):
     with _quiet():
-        recs = kafkafmt.read_log_dirs(_lib_root(layout), storage_options=layout.storage_options, **kw)
+        recs = kafkafmt.read_log_dirs(_lib_root(layout), storage_options=layout.storage_options,
+                                      tiered_keys=layout.tiered_keys, **kw)
     return lib_rows(recs), list(recs.report)
 
 
@@ -119,8 +124,8 @@ def library_iter(layout, **kw):
     """iter_log_dirs in small chunks (16 KiB of decoded data each)."""
     report, rows = [], []
     with _quiet():
-        for chunk in kafkafmt.iter_log_dirs(_lib_root(layout), storage_options=layout.storage_options, report=report,
-                                            max_bytes=16 * 1024, **kw):
+        for chunk in kafkafmt.iter_log_dirs(_lib_root(layout), storage_options=layout.storage_options,
+                                            tiered_keys=layout.tiered_keys, report=report, max_bytes=16 * 1024, **kw):
             rows += lib_rows(chunk)
     return sorted(rows, key=_key), report
 
@@ -137,6 +142,8 @@ def _storage_flags(layout):
 def cli(layout, *args, roots=None):
     roots = layout.roots if roots is None else roots
     flags = _storage_flags(layout) if any("://" in str(r) for r in roots) else []
+    for key_id, path in (layout.key_files or {}).items():
+        flags += ["--tiered-key", f"{key_id}={path}"]
     return kcli.run(*args, *roots, *flags, env={"AWS_DEFAULT_REGION": "us-east-1"})
 
 
@@ -195,6 +202,7 @@ def verify_json(layout, *extra, roots=None):
 
 def _spark_options(layout):
     opts = {f"storage.{k}": v for k, v in (layout.storage_options or {}).items() if isinstance(v, str)}
+    opts.update({f"tieredKey.{k}": v.decode() for k, v in (layout.tiered_keys or {}).items()})
     return opts
 
 

@@ -352,10 +352,10 @@ def test_export_internal_jsonl_and_csv(sample, tmp_path):
 
 def test_export_internal_streams_chunks(real_corpus, tmp_path, monkeypatch, capsys):
     """Many small chunks give the same table as one call on the whole partition."""
-    import kafkafmt.cli.export as export_mod
+    import kafkafmt.cli.reading as reading_mod
     from kafkafmt.cli import main
 
-    monkeypatch.setattr(export_mod, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(reading_mod, "CHUNK_BYTES", 4096)      # the chunk size of every command's reads
     root = real_corpus / "broker-dirs/Niloufar1171__LDI-POC"
     out = tmp_path / "cm.parquet"
     assert main(["export", str(root), "--internal", "cluster_metadata", "--to", str(out), "--no-progress"]) == 0

@@ -59,6 +59,21 @@ def test_options_rejected_with_reasons(sample):
         parse({})
 
 
+def test_options_build_the_readers_options(sample):
+    """The source's options become the library's ReadOptions, as the other doors build them: isolation,
+    failOnDataLoss as errors, maxBytesPerBatch as the chunk size, the storage options, the tiered keys
+    (tieredKey.<key id>, kept out of the repr), replicas, the typed-value options, one thread per task."""
+    o = parse({"path": sample, "kafka.isolation.level": "read_committed", "failOnDataLoss": "false",
+               "maxBytesPerBatch": "4096", "storage.anon": "true", "tieredKey.kek-1": "-----BEGIN PRIVATE KEY...",
+               "replicas": "all", "valueFormat": "avro", "mode": "PERMISSIVE", "untypedTopics": "bytes"})
+    r = o.read_options(start_offset=5)
+    assert (r.isolation, r.errors, r.max_bytes, r.threads, r.replicas) == ("read_committed", "salvage", 4096, 1, "all")
+    assert r.storage_options == {"anon": True} and r.tiered_keys == {"kek-1": "-----BEGIN PRIVATE KEY..."}
+    assert (r.value_format, r.value_errors, r.untyped_topics, r.start_offset) == ("avro", "null", "bytes", 5)
+    assert "BEGIN PRIVATE KEY" not in repr(o) and "kek-1" in repr(o)
+    assert parse({"path": sample}).read_options().errors == "strict"
+
+
 def test_pushdown_prunes_segments(sample):
     reader = _reader(sample, subscribe="orders")
     all_tasks = [t for p in reader.partitions() for t in p.tasks]

@@ -522,15 +522,54 @@ def test_aiven_encrypted_segment_with_the_key(s3, written):
             assert seg.manifest.key_id == "kek-1" and seg.manifest.transformed_size == seg.size
             with pytest.raises(UnsupportedLayoutError, match="kek-1"):
                 open_remote_log(st, seg)
-            with open_remote_log(st, seg, keys={"kek-1": pem}, read_ahead=8 * KIB) as blob:
+            with open_remote_log(st, seg, tiered_keys={"kek-1": pem}, read_ahead=8 * KIB) as blob:
                 assert isinstance(blob, AivenSegmentBlob) and blob.size == len(data)
                 assert bytes(blob.read(0, blob.size)) == data
                 mid = len(data) // 3
                 assert bytes(blob.read(mid, mid + 5000)) == data[mid:mid + 5000]
-            assert read_remote_side_file(st, seg, "index", keys={"kek-1": private}) == \
+            assert read_remote_side_file(st, seg, "index", tiered_keys={"kek-1": private}) == \
                 pathlib.Path(files[".index"]).read_bytes()
+            with pytest.warns(DeprecationWarning, match=r"keys=.*tiered_keys="):      # the old name, for a release
+                assert read_remote_side_file(st, seg, "index", keys={"kek-1": private}) == \
+                    pathlib.Path(files[".index"]).read_bytes()
             with pytest.raises(UnsupportedLayoutError, match="does not unwrap"):
-                open_remote_log(st, seg, keys={"kek-1": other})
+                open_remote_log(st, seg, tiered_keys={"kek-1": other})
+
+
+def test_aiven_encrypted_upload_through_the_partition_readers_and_the_commands(tmp_path, written, capsys):
+    """An encrypted Aiven upload on local disk: read_log_dir and iter_log_dir of its partition folder take
+    tiered_keys (an upload folder is a partition folder for them), the commands take --tiered-key (report
+    too); without the key, each says which key it needs."""
+    from cryptography.hazmat.primitives.asymmetric import rsa as crypto
+    from cryptography.hazmat.primitives import serialization
+    from kafkafmt.cli import main
+
+    private = crypto.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    (tmp_path / "kek-3.pem").write_bytes(pem)
+    tid = _id(61)
+    _write_local(tmp_path / "up", aiven_layout_objects(written["orders"], "orders-events", 0, tid, chunk_size=16 * KIB,
+                                                       compress=True, encrypt_with=("kek-3", private.public_key())))
+    folder = tmp_path / "up" / f"orders-events-{tid}" / "0"
+    want = kafkafmt.read_log_dir(written["orders"])
+    with pytest.raises(UnsupportedLayoutError, match="kek-3.*tiered_keys="):
+        kafkafmt.read_log_dir(folder)
+    got = kafkafmt.read_log_dir(folder, tiered_keys={"kek-3": pem})
+    assert got.offset.tolist() == want.offset.tolist() and got.value.to_pylist() == want.value.to_pylist()
+    assert (got.topic, got.partition) == ("orders-events", 0)
+    chunks = list(kafkafmt.iter_log_dir(str(folder), tiered_keys={"kek-3": pem.decode()}, max_bytes=16 * KIB))
+    assert len(chunks) > 1 and sum(len(c) for c in chunks) == len(want)
+    key = ["--tiered-key", f"kek-3={tmp_path / 'kek-3.pem'}"]
+    for command in (["stats", "--json"], ["report", "--json"]):
+        capsys.readouterr()
+        assert main(command + ["--no-progress", str(tmp_path / "up")] + key) == 0, command
+        doc = json.loads(capsys.readouterr().out)
+        assert sum(p["records"] for p in doc["partitions"]) == len(want), command
+        assert main(command + ["--no-progress", str(tmp_path / "up")]) == 1, command
+        assert "kek-3" in capsys.readouterr().err, command
+    assert main(["stats", str(tmp_path / "up"), "--tiered-key", "kek-3"]) == 2           # KEY_ID=PEM_FILE
+    assert "--tiered-key takes KEY_ID=PEM_FILE" in capsys.readouterr().err
 
 
 def test_oaep_decrypt_agrees_with_openssl():

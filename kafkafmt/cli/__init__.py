@@ -5,15 +5,64 @@ truncated batches, CRC mismatches, index inconsistencies, a file that could not 
 refused or failed) or work a dry run would do; 2 bad usage or input (an unknown option, a path that
 does not exist, a folder without Kafka data, a file that is not Kafka data). Errors are one line on stderr naming the file and byte position;
 ``--debug`` shows tracebacks. A progress bar appears on stderr only when it is a terminal.
+
+A command is one module (its ``add_parser`` and ``run``) plus one row of `COMMAND_TABLE`, which the
+parser (`build_parser`) and `main` read.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
 import os
 import sys
 import warnings
 
-COMMANDS = ("dump", "verify", "stats", "report", "export", "recover")
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """A command of the command line: one module plus one row of `COMMAND_TABLE`.
+
+    Parameters
+    ----------
+    name : str
+        What follows ``kafkafmt`` (``kafkafmt NAME ...``).
+    module : str
+        The module (a dotted name) that is the command: its ``add_parser(sub, parents, command)``
+        adds the command's parser to ``sub`` (``argparse``'s subparsers, with ``parents`` the common
+        options) and returns it; its ``run(args, console)`` runs the command and returns the exit code.
+    help : str
+        The line ``kafkafmt --help`` lists the command with.
+
+    Examples
+    --------
+    >>> from kafkafmt.cli import COMMAND_TABLE
+    >>> [c.name for c in COMMAND_TABLE]
+    ['dump', 'verify', 'stats', 'report', 'export', 'recover']
+    >>> COMMAND_TABLE[0].module
+    'kafkafmt.cli.dump'
+    """
+    name: str
+    module: str
+    help: str
+
+
+#: every command, in the order ``kafkafmt --help`` lists them; `main` and `build_parser` read it
+COMMAND_TABLE = (
+    Command("dump", "kafkafmt.cli.dump", "print batches, records and side files (like kafka-dump-log.sh)"),
+    Command("verify", "kafkafmt.cli.verify", "check CRCs, offsets, indexes, snapshots; list every problem"),
+    Command("stats", "kafkafmt.cli.stats",
+            "records, batches, bytes, codecs, offsets, times per partition and segment"),
+    Command("report", "kafkafmt.cli.report",
+            "one self-contained HTML page: topics, timelines, problems, consumer lag"),
+    Command("export", "kafkafmt.cli.export",
+            "write records to Parquet, CSV, JSON lines or Arrow (Spark-Kafka schema)"),
+    Command("recover", "kafkafmt.cli.recover", "repair and re-index a log dir offline (dry run unless --apply)"),
+)
+
+
+def _command_names():
+    return [c.name for c in COMMAND_TABLE]
 
 #: the exit-code convention of every command (stated in ``kafkafmt --help``)
 EXIT_CODES = ("Exit codes, every command: 0 success or nothing to do, 1 problems found (or work a dry run would "
@@ -48,12 +97,32 @@ def _common_parser():
                    help="an option of the filesystem holding URL paths (s3://, gs://, abfs://, hdfs://), e.g. "
                         "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable; JSON values allowed); "
                         "credentials otherwise come from the environment as fsspec reads them")
+    g.add_argument("--tiered-key", action="append", metavar="KEY_ID=PEM_FILE", dest="tiered_key",
+                   help="the RSA private key (a PEM file) of encrypted Aiven tiered-storage uploads whose "
+                        "manifests name KEY_ID (repeatable; the library's tiered_keys)")
     return p
 
 
 def build_parser():
+    """The command line's parser: the common options and one subparser per row of `COMMAND_TABLE`
+    (each built by its module's ``add_parser``, running its ``run``).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        With ``commands``: {name: the command's own parser}.
+
+    Examples
+    --------
+    >>> from kafkafmt.cli import build_parser
+    >>> parser = build_parser()
+    >>> sorted(parser.commands)
+    ['dump', 'export', 'recover', 'report', 'stats', 'verify']
+    >>> args = parser.parse_args(["stats", "--json", "kafka-logs"])
+    >>> args.command, args.json, args.paths, args.run.__module__
+    ('stats', True, ['kafka-logs'], 'kafkafmt.cli.stats')
+    """
     from kafkafmt._version import __version__
-    from kafkafmt.cli import dump, export, recover, report, stats, verify
 
     parser = argparse.ArgumentParser(
         prog="kafkafmt",
@@ -68,8 +137,10 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parents = [_common_parser()]
     parser.commands = {}
-    for mod in (dump, verify, stats, report, export, recover):
-        parser.commands[mod.__name__.rsplit(".", 1)[1]] = mod.add_parser(sub, parents)
+    for command in COMMAND_TABLE:
+        mod = importlib.import_module(command.module)
+        p = parser.commands[command.name] = mod.add_parser(sub, parents, command)
+        p.set_defaults(run=mod.run)
     return parser
 
 
@@ -94,7 +165,7 @@ def _normalise(argv):
     if any(a in ("-h", "--help", "--version") for a in argv[:1]) or not argv:
         return argv
     k, word = _first_word(argv)
-    if word in COMMANDS:
+    if word in _command_names():
         return [word] + argv[:k] + argv[k + 1:]
     if any(a in ("-h", "--help") for a in argv):
         return argv
@@ -107,10 +178,11 @@ def _check_command(parser, argv):
     import difflib
 
     _, word = _first_word(argv)
-    if word is None or word in COMMANDS or "://" in word or os.path.lexists(word):
+    names = _command_names()
+    if word is None or word in names or "://" in word or os.path.lexists(word):
         return
-    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.5)
-    hint = f"did you mean {close[0]}?" if close else "choose from " + ", ".join(COMMANDS)
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]}?" if close else "choose from " + ", ".join(names)
     parser.error(f"argument COMMAND: invalid choice: {word!r} ({hint}); nor is it a file, folder or URL "
                  f"('kafkafmt PATH...' runs stats)")
 
@@ -152,8 +224,11 @@ def _main(argv=None):
     console = Console(quiet=args.quiet)
     from kafkafmt.cli import paths
 
+    paths.OPTIONS.clear()           # this run's own (main may run several times in one process)
+    paths.TIERED_KEYS.clear()
     try:
         paths.OPTIONS.update(paths.parse_storage_options(getattr(args, "storage_option", None)))
+        paths.TIERED_KEYS.update(paths.parse_tiered_keys(getattr(args, "tiered_key", None)))
     except Exception as exc:  # UsageError
         console.message(f"kafkafmt {args.command}: error: {exc}")
         return 2

@@ -122,12 +122,12 @@ def command_text(doc):
     return re.sub(r"::$", ":", text, flags=re.M)
 
 
-def add_command(sub, parents, name, help, doc, paths_help="log directories, partition folders or segment files"):
-    """A subcommand parser with the shared PATH arguments and the module docstring as its text
-    (`command_text`)."""
+def add_command(sub, parents, command, doc, paths_help="log directories, partition folders or segment files"):
+    """A subcommand parser for ``command`` (its row of `kafkafmt.cli.COMMAND_TABLE`: name and help) with
+    the shared PATH arguments and the module docstring as its text (`command_text`)."""
     import argparse
 
-    p = sub.add_parser(name, parents=parents, help=help, description=command_text(doc),
+    p = sub.add_parser(command.name, parents=parents, help=command.help, description=command_text(doc),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", metavar="PATH", help=paths_help)
     return p
@@ -192,17 +192,30 @@ def _log_dir_of(path):
     return path
 
 
+def read_options(args, **settings):
+    """The `kafkafmt.read.ReadOptions` of a command's reads, as the library's readers take them: from
+    its flags (``--isolation``, ``--salvage``, ``--replicas``, the typing flags, ``--storage-option``,
+    ``--tiered-key``) where the command has them, then what the command itself sets (``settings``);
+    chunks of `kafkafmt.cli.reading.CHUNK_BYTES`. ``threads`` stays None: ``--threads`` is what None
+    means (`kafkafmt.set_cpu_count`, set by main)."""
+    from kafkafmt.cli.reading import CHUNK_BYTES
+    from kafkafmt.read import ReadOptions
+    from kafkafmt.values import reader_schema_of_text
+
+    flags = dict(max_bytes=CHUNK_BYTES, isolation=getattr(args, "isolation", None), replicas=getattr(args, "replicas", None),
+                 errors="salvage" if getattr(args, "salvage", False) else None,
+                 value_format=getattr(args, "value_format", None), key_format=getattr(args, "key_format", None),
+                 schema_registry=getattr(args, "schema_registry", None),
+                 value_schema=reader_schema_of_text(getattr(args, "value_schema", None)),
+                 key_schema=reader_schema_of_text(getattr(args, "key_schema", None)),
+                 value_errors=getattr(args, "value_errors", None), untyped_topics=getattr(args, "untyped_topics", None),
+                 storage_options=cli_paths.OPTIONS or None, tiered_keys=cli_paths.TIERED_KEYS or None)
+    return ReadOptions(**{k: v for k, v in flags.items() if v is not None}).replace(**settings)
+
+
 def typed_options(args, roots):
     """The `kafkafmt.values._typed.TypedOptions` of the typing options on the command line (opened once)."""
-    from kafkafmt.values import open_typed, reader_schema_of_text
-
-    return open_typed(value_format=getattr(args, "value_format", None), key_format=getattr(args, "key_format", None),
-                      schema_registry=getattr(args, "schema_registry", None),
-                      value_schema=reader_schema_of_text(getattr(args, "value_schema", None)),
-                      key_schema=reader_schema_of_text(getattr(args, "key_schema", None)),
-                      value_errors=getattr(args, "value_errors", "null"),
-                      untyped_topics=getattr(args, "untyped_topics", "error"), roots=[_log_dir_of(r) for r in roots],
-                      storage_options=cli_paths.OPTIONS or None)
+    return read_options(args).open_typed([_log_dir_of(r) for r in roots])
 
 
 def find_inputs(paths, topics=None, partitions=None, replicas=None):
@@ -216,7 +229,8 @@ def find_inputs(paths, topics=None, partitions=None, replicas=None):
     report = []
     try:
         d = discover(paths, topics=topics, partitions=partitions, storage_options=cli_paths.OPTIONS or None,
-                     replicas=replicas or DEFAULT_REPLICAS, report=report, files=True)
+                     tiered_keys=cli_paths.TIERED_KEYS or None, replicas=replicas or DEFAULT_REPLICAS, report=report,
+                     files=True)
     except PathNotFoundError as exc:
         raise UsageError(f"no such file or directory: {exc.file}") from None
     except (StorageError, PermissionError) as exc:

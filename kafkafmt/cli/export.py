@@ -26,19 +26,19 @@ import numpy as np
 
 from kafkafmt._util.durable import crash_point, temp_path
 from kafkafmt.internal import INTERNAL_TABLES
-from kafkafmt.read import internal_topic, iter_log_dir
+from kafkafmt.read import internal_topic, iter_log_dir_with
 from kafkafmt.values import decode_values
 from kafkafmt.record import BATCH_METADATA_COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS
 from kafkafmt.values import FailedValues, conform
 
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, command_text, add_typed_options, no_data, say_found, bytes_encoder,
-                                 checked_record_files, find_inputs, human_bytes, typed_options, input_paths, parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
+                                 checked_record_files, find_inputs, human_bytes, read_options, typed_options, input_paths, parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
                                  report_problem)
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import dumps
 from kafkafmt.cli.progress import Progress
-from kafkafmt.cli.reading import CHUNK_BYTES, FileReader, topic_of_file
+from kafkafmt.cli.reading import FileReader, topic_of_file
 from kafkafmt.cli.table_export import TABLE_FORMATS, run_table
 from kafkafmt.cli.table_export import add_arguments as add_table_arguments
 from kafkafmt._util.extras import install_command
@@ -48,11 +48,11 @@ FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "js
 ROW_GROUP_BYTES = 64 << 20
 
 
-def add_parser(sub, parents):
+def add_parser(sub, parents, command):
     import argparse
 
     p = sub.add_parser(
-        "export", parents=parents, help="write records to Parquet, CSV, JSON lines or Arrow (Spark-Kafka schema)",
+        command.name, parents=parents, help=command.help,
         description=command_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Examples:\n  kafkafmt export /var/lib/kafka --topics orders --to orders.parquet\n"
                "  kafkafmt export orders-0 --offset-range 1000:2000 --to - --format jsonl --bytes utf8 | jq .\n"
@@ -98,7 +98,6 @@ def add_parser(sub, parents):
                         + "; ".join(f"{t.name} reads {_internal_source(t)}" for t in INTERNAL_TABLES.values()))
     add_typed_options(p, "--key-format", "--value-format", "write typed (nested) columns: decode", dead_letters=True)
     add_table_arguments(p)
-    p.set_defaults(run=run)
     return p
 
 
@@ -326,8 +325,8 @@ def run(args, console):
     total = sum(s.size for pd in found.partitions for s in pd.list_segments()) + sum(
         cli_paths.getsize(f) for f in files)
     typed = typed_options(args, paths)
-    opts = dict(isolation=args.isolation, errors="salvage" if args.salvage else "strict", verify_crc=True,
-                max_bytes=CHUNK_BYTES, value_format=typed)
+    opts = read_options(args, start_offset=offsets[0], end_offset=offsets[1], start_timestamp=times[0],
+                        end_timestamp=times[1])
     schema = spark_kafka_schema(args.batch_metadata, not args.no_headers, typed,
                                 [p.topic for p in found.partitions] + [topic_of_file(f) for f in files])
     unreadable = FailedValues()       # topics none of whose typed values could be read (said at the end)
@@ -339,7 +338,7 @@ def run(args, console):
         unreadable.add(chunk)
         state["rows"] += len(chunk)
 
-    state, elapsed = _stream_export(args, console, total, _sources(found.partitions, files, offsets, times, opts),
+    state, elapsed = _stream_export(args, console, total, _sources(found.partitions, files, opts, typed),
                                     lambda tmp: _open_writer(fmt, tmp, schema, args),
                                     write)
     unreadable.warn()
@@ -406,28 +405,29 @@ def _stream_export(args, console, total, sources, open_writer, write):
     return state, time.monotonic() - started
 
 
-def _sources(partitions, files, offsets, times, opts, snapshots=None):
-    """(name, chunks(report)) per input, in export order: each partition (after the KRaft snapshot
-    files of `snapshots`, url -> paths: the state a snapshot holds, then the log after it), then the
-    files named on the command line."""
+def _sources(partitions, files, options, typed=None, snapshots=None):
+    """(name, chunks(report)) per input, in export order, read with ``options`` (a `ReadOptions`, its
+    ranges those of --offset-range / --time-range) and the typed-value options ``typed``: each partition
+    (after the KRaft snapshot files of `snapshots`, url -> paths: the state a snapshot holds, then the log
+    after it), then the files named on the command line."""
     for pd in partitions:
         for snap in (snapshots or {}).get(pd.url, ()):
-            yield os.path.basename(snap), lambda report, f=snap: _file_chunks(f, report, offsets, times, opts)
-        yield pd.name, lambda report, pd=pd: iter_log_dir(
-            pd, start_offset=offsets[0], end_offset=offsets[1], start_timestamp=times[0],
-            end_timestamp=times[1], report=report, **opts)
+            yield os.path.basename(snap), lambda report, f=snap: _file_chunks(f, report, options, typed)
+        yield pd.name, lambda report, pd=pd: iter_log_dir_with(pd, options, report=report, typed=typed)
     for f in files:
-        yield os.path.basename(f), lambda report, f=f: _file_chunks(f, report, offsets, times, opts)
+        yield os.path.basename(f), lambda report, f=f: _file_chunks(f, report, options, typed)
 
 
-def _file_chunks(path, report, offsets, times, opts):
-    opts = dict(opts)
-    typed = opts.pop("value_format", None)
+def _file_chunks(path, report, options, typed):
     with FileReader(path) as fr:
-        rng = fr.resolve_range(offsets, times) if any(v is not None for v in offsets + times) else (None, None)
+        rng = (None, None)
+        if any(v is not None for v in (options.start_offset, options.end_offset, options.start_timestamp,
+                                       options.end_timestamp)):
+            rng = fr.resolve_range((options.start_offset, options.end_offset),
+                                   (options.start_timestamp, options.end_timestamp))
         if rng is None:
             return
-        for chunk in fr.chunks(report, start_offset=rng[0], end_offset=rng[1], **opts):
+        for chunk in fr.chunks(report, options.replace(start_offset=rng[0], end_offset=rng[1])):
             if typed is not None and typed.active:
                 chunk = decode_values(chunk.replace(topic=topic_of_file(path)), typed)
                 report += chunk.report
@@ -700,8 +700,8 @@ def run_internal(args, console, fmt):
 
     total = sum(s.size for pd in found.partitions for s in pd.list_segments()) + sum(
         cli_paths.getsize(f) for f in files) + sum(cli_paths.getsize(f) for v in snapshots.values() for f in v)
-    opts = dict(isolation=args.isolation, errors="salvage" if args.salvage else "strict", verify_crc=True,
-                max_bytes=CHUNK_BYTES)
+    opts = read_options(args, start_offset=offsets[0], end_offset=offsets[1], start_timestamp=times[0],
+                        end_timestamp=times[1])
     schema = table.schema()
     decode = table.build
     tally = WarningTally()
@@ -715,7 +715,7 @@ def run_internal(args, console, fmt):
         state["records"] += len(chunk)
 
     state, elapsed = _stream_export(args, console, total,
-                                    _sources(found.partitions, files, offsets, times, opts, snapshots),
+                                    _sources(found.partitions, files, opts, snapshots=snapshots),
                                     lambda tmp: _open_internal_writer(fmt, tmp, schema, args), write)
     target = args.to
     for text in tally.messages():

@@ -13,6 +13,9 @@ from kafkafmt.storage import is_url, open_storage
 #: storage options given on the command line (set once by the CLI's main)
 OPTIONS = {}
 
+#: private keys of encrypted tiered uploads given on the command line ({key id: PEM bytes}; set by main)
+TIERED_KEYS = {}
+
 
 def parse_storage_options(values):
     """``["key=K", "client_kwargs={\\"region_name\\": \\"eu-west-1\\"}", "anon=true"]`` -> dict; values
@@ -26,6 +29,22 @@ def parse_storage_options(values):
             out[key.strip()] = json.loads(value)
         except ValueError:
             out[key.strip()] = value
+    return out
+
+
+def parse_tiered_keys(values):
+    """``["kek-1=/secrets/kek-1.pem"]`` -> ``{"kek-1": <the file's bytes>}``: the RSA private keys of
+    encrypted Aiven tiered-storage uploads (the readers' ``tiered_keys``)."""
+    out = {}
+    for v in values or []:
+        key_id, sep, path = str(v).partition("=")
+        if not sep or not key_id.strip() or not path:
+            raise UsageError(f"--tiered-key takes KEY_ID=PEM_FILE, not {v!r}")
+        try:
+            with open(path, "rb") as f:
+                out[key_id.strip()] = f.read()
+        except OSError as exc:
+            raise UsageError(f"--tiered-key {key_id.strip()}: cannot read {path}: {exc.strerror or exc}") from None
     return out
 
 

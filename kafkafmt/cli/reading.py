@@ -9,9 +9,8 @@ import warnings
 
 import numpy as np
 
-from kafkafmt.record import DecodeOptions
 from kafkafmt.errors import KafkafmtWarning
-from kafkafmt.read import iter_log_dir
+from kafkafmt.read import ReadOptions, iter_log_dir_with
 from kafkafmt.log import read_task
 from kafkafmt.log import plan, resolve_offsets
 from kafkafmt.log import Partition
@@ -29,9 +28,10 @@ def topic_of_file(path):
     return None if tp is None else tp[0]
 
 
-def iter_partition(folder, report, *, max_bytes=CHUNK_BYTES, **kwargs):
-    """``iter_log_dir`` over one partition folder, every chunk kept (record-less ones too)."""
-    return iter_log_dir(folder, report=report, max_bytes=max_bytes, keep_empty=True, **kwargs)
+def iter_partition(folder, report, options, typed=None):
+    """``iter_log_dir`` over one partition folder with a command's `ReadOptions` (`kafkafmt.cli.common.read_options`),
+    every chunk kept (record-less ones too)."""
+    return iter_log_dir_with(folder, options.replace(keep_empty=True), report=report, typed=typed)
 
 
 def resolve_range(part, offsets, times):
@@ -66,16 +66,16 @@ class FileReader:
         with _no_index_warnings():
             return resolve_range(self.part, offsets, times)
 
-    def chunks(self, report, *, start_offset=None, end_offset=None, errors="strict", columns=None, verify_crc=True,
-               include_control=False, max_bytes=CHUNK_BYTES, isolation="read_uncommitted", **_):
-        """The file's records in chunks (iter_log_dir's options). A lone file has no index files
-        (unless it is a segment with them): the library's warnings about scanning instead are not
-        passed on."""
+    def chunks(self, report, options):
+        """The file's records in chunks, read with a `ReadOptions` as a partition's (its offset range,
+        errors, columns, CRC and control-record settings, chunk size; a file has no transactions to
+        isolate). A lone file has no index files (unless it is a segment with them): the library's
+        warnings about scanning instead are not passed on."""
         with _no_index_warnings():
-            tasks = plan(self.part, start_offset=start_offset, end_offset=end_offset, report=[])
-        options = DecodeOptions.for_columns(columns, verify_crc=verify_crc, include_control=include_control)
+            tasks = plan(self.part, start_offset=options.start_offset, end_offset=options.end_offset, report=[])
+        decoding = options.decode_options(options.columns)
         for task in tasks:
-            it = read_task(task, report, options=options, errors=errors, max_bytes=max_bytes)
+            it = read_task(task, report, options=decoding, errors=options.errors, max_bytes=options.max_bytes)
             while True:
                 with _no_index_warnings():
                     try:
@@ -98,9 +98,10 @@ def log_metadata(path, report):
     reported."""
     tables, offs, tss, bidx = [], [], [], []
     nb = 0
+    options = ReadOptions(errors="salvage", verify_crc=False, include_control=True, columns=["offset", "timestamp"],
+                          max_bytes=CHUNK_BYTES)
     with FileReader(path) as fr:
-        for chunk in fr.chunks(report, errors="salvage", verify_crc=False, include_control=True,
-                               columns=["offset", "timestamp"]):
+        for chunk in fr.chunks(report, options):
             tables.append(chunk.batches)
             offs.append(np.asarray(chunk.offset, np.int64))
             tss.append(np.asarray(chunk.timestamp, np.int64))

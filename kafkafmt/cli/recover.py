@@ -48,8 +48,8 @@ def _positive(text):
     return n
 
 
-def add_parser(sub, parents):
-    p = add_command(sub, parents, "recover", "repair and re-index a log dir offline (dry run unless --apply)",
+def add_parser(sub, parents, command):
+    p = add_command(sub, parents, command,
                     __doc__, "log directories, partition folders or segment .log files (local)")
     p.add_argument("--apply", action="store_true", help="do it (default: only print what would be done)")
     mode = p.add_mutually_exclusive_group()
@@ -70,7 +70,6 @@ def add_parser(sub, parents):
                         "refused, with what read_committed readers would lose): truncate at the damage as Kafka "
                         "does, or write an ABORT marker, or the COMMIT the damaged bytes still show, at the log end")
     p.add_argument("--json", action="store_true", help="JSON lines: one per action, then a summary")
-    p.set_defaults(run=run)
     return p
 
 

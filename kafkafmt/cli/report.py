@@ -25,8 +25,8 @@ from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.progress import Progress
 
 
-def add_parser(sub, parents):
-    p = add_command(sub, parents, "report", "one self-contained HTML page: topics, timelines, problems, consumer lag",
+def add_parser(sub, parents, command):
+    p = add_command(sub, parents, command,
                     __doc__, "log directories, partition folders or tiered uploads (local or URLs)")
     p.add_argument("--to", metavar="FILE.html", help="write the HTML page here ('-': to stdout)")
     p.add_argument("--json", action="store_true", help="print the report's tables as one JSON document")
@@ -39,7 +39,6 @@ def add_parser(sub, parents):
                    "__consumer_offsets)")
     p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
     add_replicas_option(p)
-    p.set_defaults(run=run)
     return p
 
 
@@ -55,7 +54,8 @@ def run(args, console):
     try:
         builder = Builder(paths, topics=parse_name_list(args.topics),
                           partitions=parse_int_list(args.partitions, "partition"), replicas=args.replicas,
-                          storage_options=cli_paths.OPTIONS or None, checks=not args.no_checks)
+                          storage_options=cli_paths.OPTIONS or None, tiered_keys=cli_paths.TIERED_KEYS or None,
+                          checks=not args.no_checks)
     except (StorageError, PermissionError) as exc:
         raise input_error(exc) from None
     for f in builder.found.given_files:

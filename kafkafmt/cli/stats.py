@@ -30,7 +30,7 @@ import numpy as np
 from kafkafmt.log import Partition
 from kafkafmt.report.figures import Acc, PartitionStats, below_log_start_text, partition_stats, totals as _totals
 
-from kafkafmt.cli.common import (add_replicas_option, no_data, say_found, add_command, checked_record_files, find_inputs, human_bytes,
+from kafkafmt.cli.common import (add_replicas_option, no_data, say_found, add_command, checked_record_files, find_inputs, human_bytes, read_options,
                                  input_paths, iso_ms, parse_int_list, parse_name_list, partition_label)
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import table
@@ -38,15 +38,14 @@ from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader
 
 
-def add_parser(sub, parents):
-    p = add_command(sub, parents, "stats", "records, batches, bytes, codecs, offsets, times per partition and segment", __doc__,
+def add_parser(sub, parents, command):
+    p = add_command(sub, parents, command, __doc__,
                     "log directories, partition folders or segment files")
     p.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     p.add_argument("--partitions-only", action="store_true", help="no per-segment rows in the table")
     p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics")
     add_replicas_option(p)
     p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
-    p.set_defaults(run=run)
     return p
 
 
@@ -77,7 +76,8 @@ def run(args, console):
             report = []
             ps = PartitionStats()
             with FileReader(f) as fr:
-                for chunk in fr.chunks(report, errors="salvage", verify_crc=True, include_control=True):
+                for chunk in fr.chunks(report, read_options(args, errors="salvage", verify_crc=True,
+                                                           include_control=True)):
                     ps.add(chunk)
                     prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
                 topic, part = fr.topic, fr.partition

@@ -49,13 +49,12 @@ from kafkafmt.cli.reading import FileReader
 from kafkafmt.log import sidefiles
 
 
-def add_parser(sub, parents):
-    p = add_command(sub, parents, "verify", "check CRCs, offsets, indexes, snapshots; list every problem", __doc__,
+def add_parser(sub, parents, command):
+    p = add_command(sub, parents, command, __doc__,
                     "log directories, partition folders or files")
     p.add_argument("--json", action="store_true", help="JSON lines: one per problem, then a summary")
     p.add_argument("--strict", action="store_true", help="warnings make the exit code 1 too")
     add_replicas_option(p)
-    p.set_defaults(run=run)
     return p
 
 
@@ -162,7 +161,7 @@ class Verifier(Checker):
         with FileReader(path) as fr:
             self.bytes += fr.segment.size
             infos = {base: info}
-            self.read_log(lambda folder, report, **kw: fr.chunks(report, **kw), (None,), infos, file_label=path)
+            self.read_log(lambda folder, report, options: fr.chunks(report, options), (None,), infos, file_label=path)
             if segment_in_partition(path) is not None and not is_leftover(path):
                 self.side_files(fr.segment, info)
 
@@ -179,7 +178,7 @@ class Verifier(Checker):
             return
         info = SegmentInfo(base, log)
         with FileReader(log) as fr:
-            self.read_log(lambda folder, report, **kw: fr.chunks(report, **kw), (None,), {base: info}, file_label=log)
+            self.read_log(lambda folder, report, options: fr.chunks(report, options), (None,), {base: info}, file_label=log)
         b = info.batches()
         if kind == "index":
             self.check_index(path, base, b, info, data=functools.partial(cli_paths.read_bytes, path))

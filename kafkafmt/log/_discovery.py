@@ -651,17 +651,17 @@ def _dedup_folders(parts):
     return out
 
 
-def _remote_partition(storage, root, rp, report, keys):
+def _remote_partition(storage, root, rp, report, tiered_keys):
     """A tiered-storage partition (`kafkafmt.log.tiered.RemotePartition`) as a Partition; uploads
     superseded by a later upload of the same segment are reported."""
-    tiered.finish_partitions(storage, [rp], keys=keys)
+    tiered.finish_partitions(storage, [rp], tiered_keys=tiered_keys)
     for problem in rp.problems:
         report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(rp.path), problem))
     for s in rp.superseded:
         report.append(ReportEntry(ReportKind.DUPLICATE, storage.url(s.log),
                                   f"upload {s.segment_id} of segment {s.base_offset} superseded by a later upload "
                                   f"(it ends at offset {s.end_offset}); skipped"))
-    segs = tuple(Segment.of_remote(s, storage, keys) for s in rp.segments)
+    segs = tuple(Segment.of_remote(s, storage, tiered_keys) for s in rp.segments)
     return Partition(rp.topic, rp.partition, rp.path, storage, None, segs, None, root)
 
 
@@ -696,7 +696,7 @@ def _merge(local, uploads, report, cache=None):
         prev = [s for s in older if s.base_offset < first_local]
         if prev:
             last = prev[-1]
-            end = tiered.segment_end_offset(last.storage, last.remote, keys=last.keys)
+            end = tiered.segment_end_offset(last.storage, last.remote, tiered_keys=last.tiered_keys)
             if end + 1 < first_local:
                 report.append(ReportEntry(ReportKind.GAP, local.url,
                                           f"offsets {end + 1}..{first_local - 1} are in neither the tiered uploads "
@@ -937,9 +937,10 @@ def _warn_if_nothing_matched(roots, found, topics, partitions):
                       + (f" of {', '.join(sorted(names))}" if names else ""), KafkafmtWarning, stacklevel=3)
 
 
-def resolve_partition(folder, storage_options=None, filesystem=None):
+def resolve_partition(folder, storage_options=None, filesystem=None, tiered_keys=None):
     """The `Partition` a folder path or URL names: a ``<topic>-<partition>`` folder (with its log
-    dir's log start offset), or a tiered upload folder of Kafka's layout (``<topic>-<partition>-<topicId>``)."""
+    dir's log start offset), or a tiered upload folder (Kafka's ``<topic>-<partition>-<topicId>``,
+    Aiven's ``<topic>-<topicId>/<partition>``; ``tiered_keys`` for encrypted Aiven uploads)."""
     if isinstance(folder, Partition):
         return folder
     storage, path = open_storage(folder, storage_options, filesystem)
@@ -952,9 +953,9 @@ def resolve_partition(folder, storage_options=None, filesystem=None):
     name = storage.name(path)
     entries = storage.list(path)
     if folder_kind(path, entries, storage) != "partition":
-        uploads = tiered.partitions_at(storage, path, name, entries)
+        uploads = tiered.partitions_at(storage, path, name, entries, parent_name=storage.name(storage.parent(path)))
         if uploads:
-            return _remote_partition(storage, storage.parent(path), uploads[0], [], None)
+            return _remote_partition(storage, storage.parent(path), uploads[0], [], tiered_keys)
     tp = partition_of_name(name)
     if tp is None:
         raise NotALogDirError(f"not a partition folder (<topic>-<partition>): {storage.url(path)}",

@@ -53,16 +53,16 @@ class Segment:
     its files); ``version`` the log object's version as listed (reads stay on it)."""
 
     __slots__ = ("folder", "base_offset", "log", "index", "timeindex", "txnindex", "size", "storage", "present",
-                 "remote", "keys", "version", "_cache")
+                 "remote", "tiered_keys", "version", "_cache")
 
-    def __init__(self, folder, base_offset, size=None, *, storage, present=None, remote=None, keys=None,
+    def __init__(self, folder, base_offset, size=None, *, storage, present=None, remote=None, tiered_keys=None,
                  version=None):
         self.folder = folder
         self.base_offset = base_offset
         self.storage = storage
         self.present = present
         self.remote = remote
-        self.keys = keys          # private keys for encrypted tiered uploads ({key id: PEM})
+        self.tiered_keys = tiered_keys      # private keys for encrypted tiered uploads ({key id: PEM})
         self.version = version
         if remote is not None:
             self.log, self.index = remote.log, remote.index
@@ -91,9 +91,9 @@ class Segment:
         return seg
 
     @classmethod
-    def of_remote(cls, remote, storage, keys=None):
+    def of_remote(cls, remote, storage, tiered_keys=None):
         """A tiered-storage upload (`kafkafmt.log.tiered.RemoteSegment`) as a segment."""
-        return cls(remote.files.get("log"), remote.base_offset, storage=storage, remote=remote, keys=keys)
+        return cls(remote.files.get("log"), remote.base_offset, storage=storage, remote=remote, tiered_keys=tiered_keys)
 
     def __repr__(self):
         return f"<Segment {self.url} {self.size} bytes>"
@@ -105,7 +105,7 @@ class Segment:
 
     def open(self):
         if self.remote is not None:
-            return self.remote.layout.open_log(self.storage, self.remote, keys=self.keys)
+            return self.remote.layout.open_log(self.storage, self.remote, tiered_keys=self.tiered_keys)
         return self.storage.open(self.log, size=self.size, version=self.version)
 
     def has(self, kind):
@@ -121,7 +121,7 @@ class Segment:
         if not self.has(kind):
             return None
         if self.remote is not None:
-            return self.remote.layout.side_file(self.storage, self.remote, kind, keys=self.keys)
+            return self.remote.layout.side_file(self.storage, self.remote, kind, tiered_keys=self.tiered_keys)
         return self.storage.read_bytes(getattr(self, kind))
 
     def side_url(self, kind):

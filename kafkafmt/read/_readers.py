@@ -15,12 +15,12 @@ finds, and `read_segment` for one file.
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
+import functools
 import os
 
 import numpy as np
 
+from kafkafmt.read._options import ReadOptions, document_options
 from kafkafmt.read._stream import RecordStream
 from kafkafmt.record import DecodeOptions, decode
 from kafkafmt.log import DEFAULT_REPLICAS, Partition, find_partitions, resolve_partition
@@ -35,78 +35,24 @@ from kafkafmt.storage import open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
 from kafkafmt.log import read_task, read_tasks
 from kafkafmt.log import Unit, read_units
-from kafkafmt.values import FailedValues, TypedOptions, decode_values, empty_typed, open_typed
+from kafkafmt.values import FailedValues, decode_values, empty_typed
 
-__all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment"]
+__all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment", "read_log_dir_with",
+           "read_log_dirs_with", "iter_log_dir_with", "iter_log_dirs_with", "read_segment_with"]
 
-#: the readers' keyword arguments for typed keys and values (`kafkafmt.values._typed.open_typed`)
-TYPED_KWARGS = ("value_format", "key_format", "schema_registry", "value_schema", "key_schema", "value_errors",
-                "untyped_topics")
-
-# The numpydoc entries of the typed keyword arguments, the same in every reader: `_typed_doc` puts them
-# where a reader's docstring has the line %(typed_parameters)s (in its Parameters section) and
-# %(typed_raises)s (in its Raises section).
-_TYPED_PARAMETERS = """\
-value_format, key_format : str, optional
-    Type values / keys: "avro", "registry" (each schema id's registered type), "protobuf",
-    "json-schema", "json", "connect-json", "string" (`kafkafmt.values._formats`); None (the default) keeps
-    bytes. ``to_arrow()`` then has typed ``value`` / ``key`` columns (an Avro record is a struct)
-    and valueSchemaId / valueError (keySchemaId / keyError); ``recs.typed`` holds them as
-    `DecodedColumn` objects, ``recs.value`` / ``recs.key`` stay the bytes.
-schema_registry : optional
-    Where schemas come from: a log dir, a folder of schema files, a registry URL, a
-    `SchemaRegistry` (anything `open_registry` takes); None: the ``_schemas`` partition among the
-    log dirs being read.
-value_schema, key_schema : optional
-    The reader schema (default: the latest version of subject ``<topic>-value`` /
-    ``<topic>-key``; or an id, ``{"version": n}``, a subject, a schema).
-value_errors : {"null", "strict"}
-    "null" (the default: a bad value is null, its reason in valueError, counted in the report as
-    BAD_VALUE) or "strict" (raise ValueDecodeError naming file, position and offset).
-untyped_topics : {"error", "bytes"}
-    A topic the format finds no schema for (no subject ``<topic>-value``, e.g.
-    ``__consumer_offsets``): "error" (the default: raise SchemaNotFoundError naming it) or
-    "bytes" (type the topics that have one; the others' values are null in ``value`` and their
-    bytes in ``valueBytes``, keys alike in ``keyBytes``).
-"""
-_TYPED_RAISES = """\
-ValueDecodeError
-    ``value_errors="strict"`` and a value or key cannot be decoded.
-SchemaRegistryError
-    A format needs schemas and there are none (no ``schema_registry``, no ``_schemas``
-    partition among the log dirs read); `SchemaNotFoundError` (a subclass): no reader schema
-    for a topic read (``untyped_topics="error"``).
-SchemaError
-    Two topics' types cannot be one column (the message names them and the first field that
-    differs).
-"""
-_TYPED_MARKERS = {"%(typed_parameters)s": _TYPED_PARAMETERS, "%(typed_raises)s": _TYPED_RAISES}
+# Each reader names its options in its signature (keyword-only), packs them into a `ReadOptions`
+# (`ReadOptions.of(locals())`, its first line) and hands them to its ``*_with`` form, which the doors (the
+# command line, Spark) call with the options they built. Its docstring's ``%(options)s`` line is filled with
+# the options' shared entries (`document_options`).
 
 
-def _typed_doc(func):
-    """`func` with the typed keyword arguments' shared entries in its docstring, each indented as
-    the marker line it replaces (a decorator; docstrings stripped by ``python -OO`` stay None)."""
-    if func.__doc__ is None:
-        return func
-    lines = []
-    for line in func.__doc__.split("\n"):
-        text = _TYPED_MARKERS.get(line.strip())
-        if text is None:
-            lines.append(line)
-        else:
-            indent = line[:len(line) - len(line.lstrip())]
-            lines += [indent + t if t else t for t in text.rstrip("\n").split("\n")]
-    func.__doc__ = "\n".join(lines)
-    return func
-
-
-@_typed_doc
+@document_options
 def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None,
-                 isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True,
-                 include_control=False, max_decompressed=None, max_bytes=64 << 20, report=None,
-                 keep_empty=False, storage_options=None, filesystem=None, threads=None, binary="contiguous",
-                 value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
-                 value_errors="null", untyped_topics="error"):
+                 isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True, include_control=False,
+                 max_decompressed=None, max_bytes=64 << 20, keep_empty=False, threads=None, binary="contiguous",
+                 storage_options=None, filesystem=None, tiered_keys=None, value_format=None, key_format=None,
+                 schema_registry=None, value_schema=None, key_schema=None, value_errors="null",
+                 untyped_topics="error", report=None):
     """Yield the records of one partition folder in chunks of about `max_bytes` of decoded data
     (whatever the segment sizes).
 
@@ -117,30 +63,11 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     ----------
     folder : str, os.PathLike or Partition
         The partition folder: a path, a URL such as ``s3://bucket/logs/t-0`` (with
-        `storage_options` / `filesystem`), or a `Partition`.
-    start_offset, end_offset, start_timestamp, end_timestamp : optional
-        As `read_log_dir`.
-    isolation, columns, errors, verify_crc, include_control, max_decompressed : optional
-        As `read_log_dir`.
-    max_bytes : int
-        About how much decoded data a chunk holds (default 64 MiB).
+        `storage_options` / `filesystem`), a tiered upload folder, or a `Partition`.
+    %(options)s
     report : list, optional
         Collects what was skipped or fell back (`ReportEntry` objects); each chunk's ``report``
         is this list too.
-    keep_empty : bool
-        True also yields chunks without records (batches the cleaner emptied), so every batch is
-        seen.
-    storage_options : dict, optional
-        For a URL: options of its fsspec filesystem, as pandas takes them (``key``, ``secret``,
-        ``endpoint_url``, ``anon``...).
-    filesystem : optional
-        An fsspec filesystem or a ``pyarrow.fs.FileSystem`` to read the URL with instead.
-    threads : int, optional
-        Each chunk's decode uses that many threads (None: all cores; chunks are yielded one at a
-        time, so memory stays bounded by max_bytes).
-    binary : {"contiguous", "view"}
-        As `read_log_dir`.
-    %(typed_parameters)s
 
     Returns
     -------
@@ -185,20 +112,21 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     ['value', 'topic', 'partition', 'offset', 'timestamp', 'timestampType', 'valueSchemaId', 'valueError'] 1
     ['value', 'topic', 'partition', 'offset', 'timestamp', 'timestampType', 'valueSchemaId', 'valueError'] 0
     """
-    part = resolve_partition(folder, storage_options, filesystem)
-    nested = isinstance(value_format, TypedOptions)      # a read of several partitions warns for them all
-    typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
-                       value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
-                       untyped_topics=untyped_topics, roots=_roots(part), storage_options=storage_options,
-                       filesystem=filesystem)
-    chunks = _iter_partition(part, start_offset=start_offset, end_offset=end_offset, start_timestamp=start_timestamp,
-                             end_timestamp=end_timestamp, isolation=isolation, columns=columns, errors=errors,
-                             verify_crc=verify_crc, include_control=include_control,
-                             max_decompressed=max_decompressed, max_bytes=max_bytes, report=report,
-                             keep_empty=keep_empty, storage_options=storage_options, filesystem=filesystem,
-                             threads=threads, binary=binary, whole_tasks=False, typed=typed)
-    return RecordStream(chunks if nested or not typed.active else _warning_at_end(chunks), columns=columns,
-                        binary=binary, typed=typed, topics=[part.topic])
+    return iter_log_dir_with(folder, ReadOptions.of(locals()), report=report)
+
+
+def iter_log_dir_with(folder, options, *, report=None, typed=None):
+    """`iter_log_dir` with its options as one `ReadOptions`; ``typed``: the typed-value options
+    already opened for a read of several partitions (which warns once for them all), else None (the
+    options' own are opened)."""
+    part = resolve_partition(folder, options.storage_options, options.filesystem, options.tiered_keys)
+    nested = typed is not None
+    if typed is None:
+        typed = options.open_typed(_roots(part))
+    chunks = _iter_partition(part, options, report=report, max_bytes=options.max_bytes,
+                             keep_empty=options.keep_empty, whole_tasks=False, typed=typed)
+    return RecordStream(chunks if nested or not typed.active else _warning_at_end(chunks), columns=options.columns,
+                        binary=options.binary, typed=typed, topics=[part.topic])
 
 
 def _warning_at_end(chunks):
@@ -216,49 +144,43 @@ def _roots(part):
     return [part.log_dir_url] if part.log_dir_url is not None else None
 
 
-def _read_options(*, columns, verify_crc, include_control, max_decompressed, threads, binary, typed, isolation,
-                  errors):
+def _decoding(options, typed):
     """The DecodeOptions of a partition read (the same for every partition of a read of several)."""
-    if errors not in ("strict", "salvage"):
-        raise ValueError(f"errors must be 'strict' or 'salvage', not {errors!r}")
+    columns = options.columns
+    if options.errors not in ("strict", "salvage"):
+        raise ValueError(f"errors must be 'strict' or 'salvage', not {options.errors!r}")
     if typed.active:     # typed sides need their raw column
         columns = None if columns is None else list(columns) + [s for s, _, _ in typed.sides() if s not in columns]
-    return DecodeOptions.for_columns(columns, verify_crc=verify_crc,
-                                     include_control=include_control and isolation != "read_committed",
-                                     max_decompressed=max_decompressed, threads=threads, binary=binary)
+    committed = options.isolation == "read_committed"
+    return options.decode_options(columns, include_control=options.include_control and not committed)
 
 
-def _plan_partition(part, report, *, start_offset, end_offset, start_timestamp, end_timestamp, isolation, errors):
+def _plan_partition(part, report, options):
     """A partition's tasks (`plan`), its index fallbacks warned about once."""
     since = len(report)
-    tasks = plan(part, start_offset=start_offset, end_offset=end_offset, start_timestamp=start_timestamp,
-                 end_timestamp=end_timestamp, isolation=isolation, report=report, errors=errors)
+    tasks = plan(part, start_offset=options.start_offset, end_offset=options.end_offset,
+                 start_timestamp=options.start_timestamp, end_timestamp=options.end_timestamp,
+                 isolation=options.isolation, report=report, errors=options.errors)
     warn_fallbacks(report, since, part.name)     # the index lookups are planning's: said once, here
     return tasks
 
 
-def _iter_partition(folder, *, start_offset, end_offset, start_timestamp, end_timestamp, isolation, columns, errors,
-                    verify_crc, include_control, max_decompressed, max_bytes, report, keep_empty, storage_options,
-                    filesystem, threads, binary, whole_tasks, typed):
-    part = resolve_partition(folder, storage_options, filesystem)
+def _iter_partition(part, options, *, report, max_bytes, keep_empty, whole_tasks, typed):
     report = [] if report is None else report
-    options = _read_options(columns=columns, verify_crc=verify_crc, include_control=include_control,
-                            max_decompressed=max_decompressed, threads=threads, binary=binary, typed=typed,
-                            isolation=isolation, errors=errors)
-    tasks = _plan_partition(part, report, start_offset=start_offset, end_offset=end_offset,
-                            start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation,
-                            errors=errors)
-    yield from _read_planned(part, tasks, report, options, errors=errors, max_bytes=max_bytes, keep_empty=keep_empty,
-                             whole_tasks=whole_tasks, typed=typed, committed=isolation == "read_committed")
+    decoding = _decoding(options, typed)
+    tasks = _plan_partition(part, report, options)
+    yield from _read_planned(part, tasks, report, decoding, errors=options.errors, max_bytes=max_bytes,
+                             keep_empty=keep_empty, whole_tasks=whole_tasks, typed=typed,
+                             committed=options.isolation == "read_committed")
 
 
-def _read_planned(part, tasks, report, options, *, errors, max_bytes, keep_empty, whole_tasks, typed, committed):
+def _read_planned(part, tasks, report, decoding, *, errors, max_bytes, keep_empty, whole_tasks, typed, committed):
     """The chunks of a partition's planned tasks (`_iter_partition` after planning)."""
-    n_threads = resolve_threads(options.threads)
+    n_threads = resolve_threads(decoding.threads)
     if whole_tasks and n_threads > 1 and len(tasks) > 1:
-        chunks = _read_tasks_parallel(tasks, report, options, errors, n_threads)
+        chunks = _read_tasks_parallel(tasks, report, decoding, errors, n_threads)
     else:
-        chunks = read_tasks(tasks, report, options, errors, max_bytes)
+        chunks = read_tasks(tasks, report, decoding, errors, max_bytes)
     for recs, _ in chunks:
         recs = recs.replace(topic=part.topic, partition=part.partition, log_dir=part.log_dir_url, report=report)
         # a chunk of record-less batches (the cleaner's empty batches) still carries them
@@ -305,53 +227,20 @@ def _read_tasks_parallel(tasks, report, options, errors, threads):
             fut.cancel()
 
 
-@_typed_doc
+@document_options
 def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None,
-                 isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True,
-                 include_control=False, max_decompressed=None, storage_options=None, filesystem=None, threads=None,
-                 binary="contiguous", value_format=None, key_format=None, schema_registry=None, value_schema=None,
+                 isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True, include_control=False,
+                 max_decompressed=None, threads=None, binary="contiguous", storage_options=None, filesystem=None,
+                 tiered_keys=None, value_format=None, key_format=None, schema_registry=None, value_schema=None,
                  key_schema=None, value_errors="null", untyped_topics="error") -> Records:
     """All records of one partition folder (``<topic>-<partition>``) as one `Records`.
 
     Parameters
     ----------
     folder : str, os.PathLike or Partition
-        The partition folder: a path, a URL with `storage_options` / `filesystem`, or a tiered
-        upload folder.
-    start_offset, end_offset : int, optional
-        Offsets in [start, end) (end exclusive, as Spark's endingOffsets).
-    start_timestamp, end_timestamp : int, str or datetime, optional
-        From the first record with timestamp >= start up to (not including) the first record
-        with timestamp >= end -- Kafka's offsets-for-times. Milliseconds, or any form
-        `kafkafmt._util.times.to_millis` reads (ISO-8601 text, a datetime...).
-    isolation : {"read_uncommitted", "read_committed"}
-        "read_uncommitted" (Kafka's default) or "read_committed".
-    columns : list of str, optional
-        E.g. ``["offset", "timestamp"]``: key/value/headers not listed are absent from the
-        result (not decoded at all), never null.
-    errors : {"strict", "salvage"}
-        "strict" (the first corrupt batch raises) or "salvage" (skip and report it).
-    verify_crc : bool or None
-        As `decode`: True checks every CRC (a mismatch is corrupt); False computes them into
-        ``batches.crc_valid``; None skips them.
-    include_control : bool
-        Keep control records (transaction markers) as data rows too, as `decode` (not with
-        ``isolation="read_committed"``); they are always in ``controls``.
-    max_decompressed : int, optional
-        Cap on the decompressed size of one batch (default: the codec's default).
-    storage_options : dict, optional
-        For a URL: options of its fsspec filesystem, as pandas takes them (``key``, ``secret``,
-        ``endpoint_url``, ``anon``...).
-    filesystem : optional
-        An fsspec filesystem or a ``pyarrow.fs.FileSystem`` to read the URL with instead.
-    threads : int, optional
-        Segments decoded at once (and a large segment split at batch boundaries); None: all
-        cores, 1: serial. The result and the error raised (the first in offset order) are those
-        of a serial read.
-    binary : {"contiguous", "view"}
-        "contiguous" or "view" (key/value as Arrow binary_view pointing into the segments'
-        memory maps and decompressed batches, kept alive by the result; see `decode`).
-    %(typed_parameters)s
+        The partition folder: a path, a URL with `storage_options` / `filesystem`, a tiered
+        upload folder, or a `Partition`.
+    %(options)s
 
     Returns
     -------
@@ -414,20 +303,19 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     ...
     kafkafmt.errors.ValueDecodeError: bad avro value of the record at offset 1234: no magic byte: ...
     """
+    return read_log_dir_with(folder, ReadOptions.of(locals()))
+
+
+def read_log_dir_with(folder, options, *, typed=None):
+    """`read_log_dir` with its options as one `ReadOptions`; ``typed`` as `iter_log_dir_with`'s."""
     report = []
-    part = resolve_partition(folder, storage_options, filesystem)
-    nested = isinstance(value_format, TypedOptions)      # a read of several partitions warns for them all
-    typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
-                       value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
-                       untyped_topics=untyped_topics, roots=_roots(part), storage_options=storage_options,
-                       filesystem=filesystem)
-    parts = list(_iter_partition(part, start_offset=start_offset, end_offset=end_offset,
-                                 start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation,
-                                 columns=columns, errors=errors, verify_crc=verify_crc,
-                                 include_control=include_control, max_decompressed=max_decompressed,
-                                 max_bytes=1 << 62, report=report, keep_empty=True, storage_options=None,
-                                 filesystem=None, threads=threads, binary=binary, whole_tasks=True, typed=typed))
-    return _partition_records(part, parts, report, columns, binary, typed, warn=not nested)
+    part = resolve_partition(folder, options.storage_options, options.filesystem, options.tiered_keys)
+    nested = typed is not None      # a read of several partitions warns for them all
+    if typed is None:
+        typed = options.open_typed(_roots(part))
+    parts = list(_iter_partition(part, options, report=report, max_bytes=1 << 62, keep_empty=True, whole_tasks=True,
+                                 typed=typed))
+    return _partition_records(part, parts, report, options.columns, options.binary, typed, warn=not nested)
 
 
 def _partition_records(part, parts, report, columns, binary, typed, warn=False):
@@ -455,18 +343,26 @@ def _empty(columns, binary, typed, report, decode_typed=True, **where):
     return recs
 
 
-def _check_kwargs(kwargs, one, many):
-    """A TypeError naming the function the user called (not the one it hands its options to)."""
-    allowed = inspect.signature(one).parameters
-    for k in kwargs:
-        if k not in allowed or allowed[k].kind is not inspect.Parameter.KEYWORD_ONLY:
-            hint = " (did you mean topics= or partitions=?)" if k in ("topic", "partition") else ""
-            raise TypeError(f"{many}() got an unexpected keyword argument {k!r}{hint}")
+def _plural_hint(func):
+    """A reader of several partitions whose unexpected ``topic=`` / ``partition=`` says which name it takes."""
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        for name in ("topic", "partition"):
+            if name in kwargs:
+                raise TypeError(f"{func.__name__}() got an unexpected keyword argument {name!r} (did you mean "
+                                f"{name}s=?)")
+        return func(*args, **kwargs)
+    return call
 
 
-@_typed_doc
-def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
-                  replicas=DEFAULT_REPLICAS, **kwargs):
+@_plural_hint
+@document_options
+def iter_log_dirs(root, topics=None, partitions=None, *, start_offset=None, end_offset=None, start_timestamp=None,
+                  end_timestamp=None, isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True,
+                  include_control=False, max_decompressed=None, max_bytes=64 << 20, keep_empty=False, threads=None,
+                  binary="contiguous", storage_options=None, filesystem=None, tiered_keys=None,
+                  replicas=DEFAULT_REPLICAS, value_format=None, key_format=None, schema_registry=None,
+                  value_schema=None, key_schema=None, value_errors="null", untyped_topics="error", report=None):
     """Chunks of every partition under one or several roots, filtered by topic names and
     partition numbers; options as `iter_log_dir`.
 
@@ -481,25 +377,10 @@ def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
         Only these topics (a topic that matches nothing warns).
     partitions : int or list of int, optional
         Only these partition numbers.
-    storage_options : dict, optional
-        For URLs: options of their fsspec filesystem, as pandas takes them (ignored for local
-        paths).
-    filesystem : optional
-        An fsspec filesystem or a ``pyarrow.fs.FileSystem`` to read the roots with instead.
-    tiered_keys : dict, optional
-        ``{key id: RSA private key (PEM)}`` for encrypted Aiven uploads.
-    replicas : {"dedup", "all"}
-        Several copies of one partition under the roots (replicas in several brokers' log dirs, a
-        backup beside the original): "dedup" (the default) reads each offset once, from the most
-        complete copy, and reports the others in ``report`` (`ReportKind.REPLICA`; `ReportKind.MISMATCH`
-        naming both paths and the first offset where the copies' records differ); "all" reads every
-        copy, each record's copy named by its log dir (``to_arrow(log_dir=True)``).
-    %(typed_parameters)s
-    **kwargs
-        The other keyword arguments of `iter_log_dir`: ``start_offset``, ``end_offset``,
-        ``start_timestamp``, ``end_timestamp``, ``isolation``, ``columns``, ``errors``,
-        ``verify_crc``, ``include_control``, ``max_decompressed``, ``max_bytes``, ``report`` (one
-        list for every partition), ``keep_empty``, ``threads``, ``binary``.
+    %(options)s
+    report : list, optional
+        Collects what was skipped or fell back, of every partition (`ReportEntry` objects); each
+        chunk's ``report`` is this list too.
 
     Returns
     -------
@@ -509,8 +390,6 @@ def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
 
     Raises
     ------
-    TypeError
-        A keyword argument `iter_log_dir` does not take.
     NotALogDirError
         A root is a file.
     PathNotFoundError, CorruptRecordError, ValueError
@@ -540,30 +419,33 @@ def iter_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
     ... 2
     ... 2
     """
-    _check_kwargs(kwargs, iter_log_dir, "iter_log_dirs")
-    report = kwargs.pop("report", None)
+    return iter_log_dirs_with(root, topics, partitions, ReadOptions.of(locals()), report=report)
+
+
+def iter_log_dirs_with(root, topics, partitions, options, *, report=None):
+    """`iter_log_dirs` with its options as one `ReadOptions`."""
     report = [] if report is None else report
-    typed = _open_typed(kwargs, root, storage_options, filesystem)
-    found = find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys, replicas)
-    chunks = _iter_log_dirs(found, report, typed, **kwargs)
-    return RecordStream(_warning_at_end(chunks) if typed.active else chunks, columns=kwargs.get("columns"),
-                        binary=kwargs.get("binary", "contiguous"), typed=typed, topics=[p.topic for p in found])
+    typed = options.open_typed(root)
+    found = find_partitions(root, topics, partitions, report, options.storage_options, options.filesystem,
+                            options.tiered_keys, options.replicas)
+    chunks = _iter_log_dirs(found, options, report, typed)
+    return RecordStream(_warning_at_end(chunks) if typed.active else chunks, columns=options.columns,
+                        binary=options.binary, typed=typed, topics=[p.topic for p in found])
 
 
-def _iter_log_dirs(found, report, typed, **kwargs):
+def _iter_log_dirs(found, options, report, typed):
     for p in found:
-        yield from iter_log_dir(p, report=report, value_format=typed, **kwargs)
+        yield from iter_log_dir_with(p, options, report=report, typed=typed)
 
 
-def _open_typed(kwargs, root, storage_options, filesystem):
-    """The typed-value options of a read of several partitions, opened once (popped from kwargs)."""
-    return open_typed(**{k: kwargs.pop(k) for k in TYPED_KWARGS if k in kwargs}, roots=root,
-                      storage_options=storage_options, filesystem=filesystem)
-
-
-@_typed_doc
-def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
-                  replicas=DEFAULT_REPLICAS, threads=None, **kwargs) -> Records:
+@_plural_hint
+@document_options
+def read_log_dirs(root, topics=None, partitions=None, *, start_offset=None, end_offset=None, start_timestamp=None,
+                  end_timestamp=None, isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True,
+                  include_control=False, max_decompressed=None, threads=None, binary="contiguous",
+                  storage_options=None, filesystem=None, tiered_keys=None, replicas=DEFAULT_REPLICAS,
+                  value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
+                  value_errors="null", untyped_topics="error") -> Records:
     """All records of every partition under one or several roots, with topic and partition
     columns; options as `read_log_dir`.
 
@@ -576,23 +458,7 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
         Only these topics (a topic that matches nothing warns).
     partitions : int or list of int, optional
         Only these partition numbers.
-    storage_options : dict, optional
-        For URLs: options of their fsspec filesystem, as pandas takes them (ignored for local
-        paths).
-    filesystem : optional
-        An fsspec filesystem or a ``pyarrow.fs.FileSystem`` to read the roots with instead.
-    tiered_keys : dict, optional
-        ``{key id: RSA private key (PEM)}`` for encrypted Aiven uploads.
-    replicas : {"all", "dedup"}
-        As `iter_log_dirs`.
-    threads : int, optional
-        Partitions read at once (None: all cores); the result and the error raised (the first
-        partition's, in order) are a serial read's.
-    %(typed_parameters)s
-    **kwargs
-        The other keyword arguments of `read_log_dir`: ``start_offset``, ``end_offset``,
-        ``start_timestamp``, ``end_timestamp``, ``isolation``, ``columns``, ``errors``,
-        ``verify_crc``, ``include_control``, ``max_decompressed``, ``binary``.
+    %(options)s
 
     Returns
     -------
@@ -602,8 +468,6 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
 
     Raises
     ------
-    TypeError
-        A keyword argument `read_log_dir` does not take.
     NotALogDirError
         A root is a file.
     PathNotFoundError, CorruptRecordError, ValueError
@@ -643,19 +507,23 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
     >>> ships.value[1234][:12]              # the raw bytes stay: plain JSON, not the wire format
     b'{"order_id":'
     """
-    _check_kwargs(kwargs, read_log_dir, "read_log_dirs")
+    return read_log_dirs_with(root, topics, partitions, ReadOptions.of(locals()))
+
+
+def read_log_dirs_with(root, topics, partitions, options):
+    """`read_log_dirs` with its options as one `ReadOptions`."""
     report = []
     parts = []
-    typed = _open_typed(kwargs, root, storage_options, filesystem)
-    kwargs["value_format"] = typed
-    found = find_partitions(root, topics, partitions, report, storage_options, filesystem, tiered_keys, replicas)
-    n = resolve_threads(threads)
-    if len(found) > 1 and not typed.active and kwargs.get("binary", "contiguous") == "contiguous":
-        parts = _read_bulk(found, report, typed, threads, kwargs)
+    typed = options.open_typed(root)
+    found = find_partitions(root, topics, partitions, report, options.storage_options, options.filesystem,
+                            options.tiered_keys, options.replicas)
+    n = resolve_threads(options.threads)
+    if len(found) > 1 and not typed.active and options.binary == "contiguous":
+        parts = _read_bulk(found, report, typed, options)
     elif n > 1 and len(found) > 1:
-        inner = 1 if len(found) >= n else threads
+        inner = options.replace(threads=1 if len(found) >= n else options.threads)
         pool = thread_pool(n, "partitions")
-        futures = [pool.submit(read_log_dir, p, threads=inner, **kwargs) for p in found]
+        futures = [pool.submit(read_log_dir_with, p, inner, typed=typed) for p in found]
         try:
             results = [f.result for f in futures]
             for get in results:
@@ -667,14 +535,13 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
                 f.cancel()
     else:
         for p in found:
-            recs = read_log_dir(p, threads=threads, **kwargs)
+            recs = read_log_dir_with(p, options, typed=typed)
             report += recs.report
             parts.append(recs)
     if not parts:
         # no partition found: the columns of a read that found some (topic and partition; typed as the
         # topics asked for, when named)
-        recs = _empty(kwargs.get("columns"), kwargs.get("binary", "contiguous"), typed, report, topic="",
-                      partition=0, decode_typed=False)
+        recs = _empty(options.columns, options.binary, typed, report, topic="", partition=0, decode_typed=False)
         named = [topics] if isinstance(topics, str) else list(topics or ())
         return recs.replace(typed=empty_typed(typed, named)) if typed.active and named else recs
     recs = Records.concat(parts).replace(report=report)
@@ -683,51 +550,39 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
     return recs
 
 
-#: read_log_dir's keyword arguments and their defaults
-_READ_DEFAULTS = None
 
-
-def _read_bulk(found, report, typed, threads, kwargs):
+def _read_bulk(found, report, typed, options):
     """`read_log_dirs` of several partitions without a typed format: each partition as `read_log_dir` reads
     it, small ones read together (`kafkafmt.log._bulk`: one buffer, one scan and one kernel pass for
     many), the others -- and any whose bytes are not clean whole segments -- one by one, in their place.
     The parts to concatenate, in order; each partition's report entries appended to `report` in order."""
-    global _READ_DEFAULTS
-    if _READ_DEFAULTS is None:
-        _READ_DEFAULTS = {k: v.default for k, v in inspect.signature(read_log_dir).parameters.items()
-                          if v.kind is inspect.Parameter.KEYWORD_ONLY}
-    o = dict(_READ_DEFAULTS, **kwargs)
-    bounds = {k: o[k] for k in ("start_offset", "end_offset", "start_timestamp", "end_timestamp", "isolation",
-                                "errors")}
-    options = _read_options(columns=o["columns"], verify_crc=o["verify_crc"], include_control=o["include_control"],
-                            max_decompressed=o["max_decompressed"], threads=threads, binary=o["binary"],
-                            typed=typed, isolation=o["isolation"], errors=o["errors"])
+    decoding = _decoding(options, typed)
+    committed = options.isolation == "read_committed"
     units = []
 
     def planned():
         for p in found:
             unit = Unit(None, p.topic, p.partition, p.log_dir_url)
             try:
-                unit.tasks = _plan_partition(p, unit.report, **bounds)
+                unit.tasks = _plan_partition(p, unit.report, options)
             except Exception as exc:       # noqa: BLE001 - raised in its turn, as a serial read would
                 unit.error = exc
             units.append(unit)
             yield unit
 
-    n = resolve_threads(threads)
+    n = resolve_threads(options.threads)
     # partitions read the usual way: one at a time with every thread, or (threads > 1) several at once,
     # each with one, while the small ones are read in bulk (its C loops release the GIL)
-    alone = options if n == 1 else options.replace(threads=1)
+    alone = decoding if n == 1 else decoding.replace(threads=1)
     pool = thread_pool(n, "partitions") if n > 1 else None
 
     def usual(i):
         unit, p = units[i], found[i]
         if unit.error is not None:
             raise unit.error
-        chunks = list(_read_planned(p, unit.tasks, unit.report, alone, errors=o["errors"], max_bytes=1 << 62,
-                                    keep_empty=True, whole_tasks=True, typed=typed,
-                                    committed=o["isolation"] == "read_committed"))
-        return _partition_records(p, chunks, unit.report, o["columns"], o["binary"], typed)
+        chunks = list(_read_planned(p, unit.tasks, unit.report, alone, errors=options.errors, max_bytes=1 << 62,
+                                    keep_empty=True, whole_tasks=True, typed=typed, committed=committed))
+        return _partition_records(p, chunks, unit.report, options.columns, options.binary, typed)
 
     def log_bytes(p):
         return sum(e.size for e in p.listing or () if e.name.endswith(".log"))
@@ -735,7 +590,7 @@ def _read_bulk(found, report, typed, threads, kwargs):
     parts = []          # Records, or a pool's future of one (or of a share's parts)
     try:
         if pool is None:
-            for kind, x, _ in read_units(planned(), options.replace(threads=1), chain=True,
+            for kind, x, _ in read_units(planned(), decoding.replace(threads=1), chain=True,
                                          expected_bytes=sum(map(log_bytes, found)) or None):
                 parts.append(x if kind == "records" else usual(x))
         else:
@@ -748,7 +603,7 @@ def _read_bulk(found, report, typed, threads, kwargs):
 
             def share(lo, hi):
                 out = []
-                for kind, x, _ in read_units(units[lo:hi], options.replace(threads=1), chain=True,
+                for kind, x, _ in read_units(units[lo:hi], decoding.replace(threads=1), chain=True,
                                              expected_bytes=int(sizes[hi - 1] - (sizes[lo - 1] if lo else 0)) or None):
                     out.append(x if kind == "records" else pool.submit(usual, lo + x))
                 return out
@@ -767,10 +622,12 @@ def _read_bulk(found, report, typed, threads, kwargs):
     return parts
 
 
-@_typed_doc
-def read_segment(path, *, errors="strict", storage_options=None, filesystem=None, value_format=None, key_format=None,
-                 schema_registry=None, value_schema=None, key_schema=None, value_errors="null", untyped_topics="error",
-                 **kwargs):
+@document_options
+def read_segment(path, *, keys=True, values=True, headers=True, errors="strict", verify_crc=True, include_control=False,
+                 max_decompressed=None, max_batch_bytes=DecodeOptions.max_batch_bytes, threads=None,
+                 binary="contiguous", topic=None, partition=None, storage_options=None, filesystem=None,
+                 value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
+                 value_errors="null", untyped_topics="error") -> Records:
     """Decode a whole segment file (memory-mapped when local).
 
     Parameters
@@ -778,19 +635,7 @@ def read_segment(path, *, errors="strict", storage_options=None, filesystem=None
     path : str or os.PathLike
         The segment file: a path or a URL such as ``s3://bucket/t-0/00000000000000000000.log``
         (with `storage_options` or `filesystem`).
-    errors : {"strict", "salvage"}
-        "strict" raises for the first corrupt entry; "salvage" skips corrupt stretches
-        (resynchronizing on the next entry whose CRC verifies) and lists them in the result's
-        ``report`` instead of raising.
-    storage_options : dict, optional
-        For a URL: options of its fsspec filesystem, as pandas takes them.
-    filesystem : optional
-        An fsspec filesystem or a ``pyarrow.fs.FileSystem`` to read the URL with instead.
-    %(typed_parameters)s
-    **kwargs
-        `decode`'s keyword arguments (``verify_crc``, ``keys``, ``values``, ``headers``,
-        ``threads``, ``binary``...); ``topic`` and ``partition`` default to those named by the
-        file's ``<topic>-<partition>`` folder.
+    %(options)s
 
     Returns
     -------
@@ -825,21 +670,24 @@ def read_segment(path, *, errors="strict", storage_options=None, filesystem=None
     ...
     kafkafmt.errors.NotKafkaDataError: not a Kafka log segment: first entry at position 0: ...
     """
+    return read_segment_with(path, ReadOptions.of(locals()))
+
+
+def read_segment_with(path, options):
+    """`read_segment` with its options as one `ReadOptions`."""
+    errors = options.errors
     if errors not in ("strict", "salvage"):
         raise ValueError(f"errors must be 'strict' or 'salvage', not {errors!r}")
-    storage, p = open_storage(path, storage_options, filesystem)
+    storage, p = open_storage(path, options.storage_options, options.filesystem)
     p = os.fspath(p) if storage.is_local else p
     folder = storage.parent(os.path.abspath(p) if storage.is_local else p)
     tp = partition_of_name(storage.name(folder)) or (None, None)
     log_dir = Partition(tp[0], tp[1], folder, storage).log_dir_url
-    typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
-                       value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
-                       untyped_topics=untyped_topics, roots=None if log_dir is None else [log_dir],
-                       storage_options=storage_options, filesystem=filesystem)
-    topic, partition = kwargs.pop("topic", tp[0]), kwargs.pop("partition", tp[1])
-    file = kwargs.pop("file", storage.url(p))
-    names = {f.name for f in dataclasses.fields(DecodeOptions)}
-    options = DecodeOptions(**{k: kwargs.pop(k) for k in list(kwargs) if k in names})
+    typed = options.open_typed(None if log_dir is None else [log_dir])
+    topic = tp[0] if options.topic is None else options.topic
+    partition = tp[1] if options.partition is None else options.partition
+    file = storage.url(p)
+    decoding = options.decode_options()
     seg = Segment.of_file(p, storage) if segment_base(storage.name(p)) is not None else None
     with storage.open(p) as f:
         buf, _ = window(f, 0, f.size)
@@ -848,12 +696,11 @@ def read_segment(path, *, errors="strict", storage_options=None, filesystem=None
             raise NotKafkaDataError(f"not a Kafka log segment: {why}", file=file, position=0)
         if errors == "salvage":
             report = []
-            recs, _ = read_range(seg, f, 0, f.size, report, options=options, errors="salvage")
+            recs, _ = read_range(seg, f, 0, f.size, report, options=decoding, errors="salvage")
             recs = recs.replace(report=report)
         else:
             recs = decode(buf, file=file, check_offsets=seg is not None,
-                          after_offset=None if seg is None else seg.base_offset - 1, **options.decode_kwargs(),
-                          **kwargs)
+                          after_offset=None if seg is None else seg.base_offset - 1, **decoding.decode_kwargs())
     recs = recs.replace(topic=topic, partition=partition, log_dir=log_dir)
     if not typed.active:
         return recs

@@ -163,7 +163,7 @@ class Builder:
     ``set_label(text)`` and ``advance(nbytes, nrecords)`` (the CLI's progress bar), or None."""
 
     def __init__(self, paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, storage_options=None, checks=True,
-                 lag=True):
+                 lag=True, tiered_keys=None):
         if replicas not in REPLICAS:
             raise ValueError(f"replicas must be one of {REPLICAS}")
         self.paths = [paths] if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") else list(paths)
@@ -171,15 +171,15 @@ class Builder:
         self.lag = lag
         self.discovery_report = []
         found = discover(self.paths, topics=topics, partitions=partitions, storage_options=storage_options,
-                         replicas=replicas, report=self.discovery_report, files=True)
+                         tiered_keys=tiered_keys, replicas=replicas, report=self.discovery_report, files=True)
         self.found = found
         self._several_log_dirs = None
         self.partitions = found.partitions
         # __consumer_offsets is read for lag even when --topics leaves it out
         self.offsets_partitions = [p for p in found.partitions if p.topic == "__consumer_offsets"]
         if lag and topics and not self.offsets_partitions:
-            self.offsets_partitions = discover(self.paths, topics=["__consumer_offsets"],
-                                               storage_options=storage_options, replicas=replicas).partitions
+            self.offsets_partitions = discover(self.paths, topics=["__consumer_offsets"], storage_options=storage_options,
+                                               tiered_keys=tiered_keys, replicas=replicas).partitions
         self._segments = {id(p): p.list_segments() for p in self.partitions}
         self.total_bytes = sum(s.size or 0 for segs in self._segments.values() for s in segs) * (2 if checks else 1)
 
@@ -308,7 +308,7 @@ def _problem_row(p):
 
 
 def build(paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, storage_options=None, checks=True, lag=True,
-          progress=None):
+          progress=None, tiered_keys=None):
     """The figures of a report on log dirs, partition folders or tiered uploads (paths or URLs).
 
     Parameters
@@ -329,6 +329,8 @@ def build(paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, sto
         Compute consumer lag from ``__consumer_offsets``.
     progress : object, optional
         ``set_label(text)`` / ``advance(nbytes, nrecords)`` as the reads go.
+    tiered_keys : dict, optional
+        ``{key id: RSA private key}`` for encrypted Aiven tiered uploads (as the readers take them).
 
     Returns
     -------
@@ -336,4 +338,4 @@ def build(paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, sto
         The tables (``report.table("lag")`` is a pandas DataFrame).
     """
     return Builder(paths, topics=topics, partitions=partitions, replicas=replicas, storage_options=storage_options,
-                   checks=checks, lag=lag).run(progress)
+                   checks=checks, lag=lag, tiered_keys=tiered_keys).run(progress)

@@ -25,7 +25,7 @@ import numpy as np
 
 from kafkafmt.log import sidefiles
 from kafkafmt.errors import KafkafmtError
-from kafkafmt.read import iter_log_dir
+from kafkafmt.read import ReadOptions, iter_log_dir_with
 from kafkafmt.log import file_kind, is_leftover_file, not_kafka_reason, segment_base, window
 from kafkafmt.record import Table
 from kafkafmt.report.figures import CHUNK_BYTES
@@ -46,9 +46,9 @@ def concat_batches(tables):
     return Table.concat([Table({c: t[c] for c in names}) for t in tables])
 
 
-def _read_from_zero(part, report, **kwargs):
+def _read_from_zero(part, report, options):
     """Every byte of a partition's files, also below a log start offset that DeleteRecords moved."""
-    return iter_log_dir(part, report=report, start_offset=0, max_bytes=CHUNK_BYTES, keep_empty=True, **kwargs)
+    return iter_log_dir_with(part, options.replace(start_offset=0, keep_empty=True), report=report)
 
 
 def _side_file(part, name, full):
@@ -143,13 +143,16 @@ class Checker:
 
     def read_log(self, source, source_args, infos, file_label=None, log_start=None):
         """Stream the records (salvaging) and check batches and offsets; fills infos per segment.
-        Records below ``log_start`` are checked and counted apart (`n_below_log_start`)."""
+        ``source(*source_args, report, options)`` gives the chunks, read with ``options`` (a
+        `kafkafmt.read.ReadOptions`). Records below ``log_start`` are checked and counted apart
+        (`n_below_log_start`)."""
         report = []
         seen = 0
         prev_last = None      # last offset of the previous batch
         prev_file = None
-        for chunk in source(*source_args, report, errors="salvage", verify_crc=True, include_control=True,
-                            columns=["offset", "timestamp"]):
+        options = ReadOptions(errors="salvage", verify_crc=True, include_control=True, columns=["offset", "timestamp"],
+                              max_bytes=CHUNK_BYTES)
+        for chunk in source(*source_args, report, options):
             seen = self._report(report, seen, infos, file_label)
             b = chunk.batches
             nb = len(b)

@@ -16,7 +16,10 @@ ignores them there); their ``startingOffsets`` defaults to latest and accepts -1
 
 kafkafmt's own: ``includeBatchMetadata`` (producerId, producerEpoch, baseSequence, leaderEpoch,
 codec columns), ``maxBytesPerBatch`` (decoded bytes per Arrow batch a task yields),
-``targetPartitionBytes`` (segment bytes packed into one input partition).
+``targetPartitionBytes`` (segment bytes packed into one input partition), ``storage.<key>`` (an
+option of the filesystem holding URL paths) and ``tieredKey.<key id>`` (the RSA private key, PEM
+text, of encrypted Aiven tiered-storage uploads: the readers' ``tiered_keys``). `Options.read_options`
+is what the workers read with: the library's `kafkafmt.read.ReadOptions`, as the other doors build it.
 
 Typed keys and values (`kafkafmt.spark.typedcols`): ``valueFormat`` / ``keyFormat`` (avro,
 registry, protobuf, json-schema, json, connect-json, string), ``schemaRegistry`` (default: the
@@ -161,6 +164,7 @@ class Options:
     timestamp_strategy: str = "error"        # startingOffsetsByTimestampStrategy: error | latest
     extra: dict = field(default_factory=dict)
     storage_options: dict = None             # storage.<key> options, for the filesystem (never logged)
+    tiered_keys: dict = None                 # tieredKey.<key id>: private keys of encrypted uploads (never logged)
     value_format: str = None                 # valueFormat / keyFormat: typed values (kafkafmt.values._typed)
     key_format: str = None
     schema_registry: str = None
@@ -171,11 +175,27 @@ class Options:
     schema_evolution: str = "restart"        # schemaEvolutionMode (streams): restart | none
     typed: object = None                     # the plan of typed values (kafkafmt.spark.typedcols.SparkTyped)
 
-    def __repr__(self):     # secrets in storage options stay out of plans and logs
-        shown = {k: v for k, v in self.__dict__.items() if k != "storage_options"}
-        if self.storage_options:
-            shown["storage_options"] = {k: "***" for k in self.storage_options}
+    def __repr__(self):     # secrets in storage options and keys stay out of plans and logs
+        shown = {k: v for k, v in self.__dict__.items() if k not in ("storage_options", "tiered_keys")}
+        for name in ("storage_options", "tiered_keys"):
+            if getattr(self, name):
+                shown[name] = {k: "***" for k in getattr(self, name)}
         return f"Options({shown})"
+
+    def read_options(self, **settings):
+        """The `kafkafmt.read.ReadOptions` the query's reads use (what the other doors build from their
+        flags): its isolation level, failOnDataLoss as ``errors``, maxBytesPerBatch as the chunk size,
+        the storage options and tiered keys, replicas, the typed-value options (``mode`` as
+        ``value_errors``); one thread per task (Spark runs the tasks in parallel); then ``settings``."""
+        from kafkafmt.read import ReadOptions
+
+        return ReadOptions(isolation=self.isolation, errors="strict" if self.fail_on_data_loss else "salvage",
+                           max_bytes=self.max_bytes_per_batch, threads=1, storage_options=self.storage_options,
+                           tiered_keys=self.tiered_keys, replicas=self.replicas, value_format=self.value_format,
+                           key_format=self.key_format, schema_registry=self.schema_registry,
+                           value_schema=self.value_schema, key_schema=self.key_schema,
+                           value_errors="strict" if self.mode == "FAILFAST" else "null",
+                           untyped_topics=self.untyped_topics).replace(**settings)
 
     def wants(self, topic, partition=None):
         """Does the subscription include this topic (and partition)?"""
@@ -189,6 +209,7 @@ class Options:
 
 
 STORAGE_PREFIX = "storage."
+TIERED_KEY_PREFIX = "tieredkey."
 
 
 def _storage_value(v):
@@ -253,7 +274,7 @@ def parse(options, stream=False) -> Options:
             raise OptionError(f"option {key} is not supported by kafka-segments: {_REJECTED_EXACT[key]}")
         if key.startswith(_REJECTED_PREFIXES):
             raise OptionError(f"option {key} is not supported by kafka-segments: files need no security settings")
-        if key not in _ACCEPTED and not key.startswith(STORAGE_PREFIX):
+        if key not in _ACCEPTED and not key.startswith((STORAGE_PREFIX, TIERED_KEY_PREFIX)):
             if key.startswith("kafka."):
                 raise OptionError(f"option {key} is a Kafka consumer setting; kafka-segments reads files "
                                   "without a consumer (only kafka.isolation.level applies)")
@@ -269,6 +290,9 @@ def parse(options, stream=False) -> Options:
     # storage.<key>: passed to the filesystem (fsspec storage_options), keys as given (case kept)
     o.storage_options = {str(k)[len(STORAGE_PREFIX):]: _storage_value(v) for k, v in dict(options).items()
                          if str(k).lower().startswith(STORAGE_PREFIX)} or None
+    # tieredKey.<key id>: PEM text, the key id as given (case kept)
+    o.tiered_keys = {str(k)[len(TIERED_KEY_PREFIX):]: str(v) for k, v in dict(options).items()
+                     if str(k).lower().startswith(TIERED_KEY_PREFIX)} or None
     if stream:
         o.starting = "latest"      # as Spark's Kafka source for streams
     chosen = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]

@@ -61,7 +61,8 @@ def partition_folders(opts, report):
     library's discovery. A log dir holding no partitions gives none (an empty DataFrame); paths
     holding no Kafka data at all are an error."""
     try:
-        found = discover(opts.paths, report=report, storage_options=opts.storage_options, replicas=opts.replicas)
+        found = discover(opts.paths, report=report, storage_options=opts.storage_options, tiered_keys=opts.tiered_keys,
+                         replicas=opts.replicas)
     except PathNotFoundError as exc:
         raise OptionError(f"path does not exist: {exc}") from None
     except KafkafmtError as exc:

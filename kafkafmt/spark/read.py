@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from kafkafmt.record import DecodeOptions
 from kafkafmt.errors import KafkafmtError, ValueDecodeError
 from kafkafmt.log import Unit, read_task, read_units
 from kafkafmt.record import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
@@ -19,29 +18,28 @@ def read_tasks(tasks, schema, opts):
     for many Kafka partitions, no per-partition conversion), the others one by one, in task order."""
     target = to_arrow_schema(schema, timezone="UTC")
     names = [f.name for f in schema.fields]
-    # one thread per task: Spark already runs tasks in parallel
+    read = opts.read_options()         # one thread per task: Spark already runs tasks in parallel
     typed = opts.typed.open() if opts.typed is not None else None
-    options = DecodeOptions.for_columns(None if opts.decode else decode_names(names, opts.typed), verify_crc=True,
-                                        include_control=False, threads=1)
+    options = read.decode_options(None if opts.decode else decode_names(names, opts.typed))
     table_of = None
     if opts.decode:       # an internal topic as a table (kafkafmt.internal)
         from kafkafmt.internal import internal_table
 
         table_of = internal_table(opts.decode).build
-    errors = "strict" if opts.fail_on_data_loss else "salvage"
+    errors = read.errors
     convert = _Convert(names, target, opts, typed, table_of)
     if table_of is not None or typed is not None:
         for t in tasks:
-            yield from _read_one(t, options, errors, opts, convert)
+            yield from _read_one(t, options, errors, read.max_bytes, convert)
         return
     # a task may start inside a partition: the batch before it is not known here (chain=False)
     units = [Unit([t], t.topic, t.partition, t.log_dir) for t in tasks]
-    for kind, x, _ in read_units(units, options, chain=False, max_bytes=opts.max_bytes_per_batch):
+    for kind, x, _ in read_units(units, options, chain=False, max_bytes=read.max_bytes):
         if kind == "records":
             if len(x):
                 yield from convert(x)
         else:
-            yield from _read_one(tasks[x], options, errors, opts, convert)
+            yield from _read_one(tasks[x], options, errors, read.max_bytes, convert)
 
 
 class _Convert:
@@ -67,10 +65,10 @@ class _Convert:
         yield from table.cast(self.target).to_batches()
 
 
-def _read_one(t, options, errors, opts, convert):
+def _read_one(t, options, errors, max_bytes, convert):
     """One task read on its own (`read_task`), chunk by chunk."""
     # a task may start inside a partition: the batch before it is not known here
-    chunks = read_task(t, [], options=options, errors=errors, max_bytes=opts.max_bytes_per_batch)
+    chunks = read_task(t, [], options=options, errors=errors, max_bytes=max_bytes)
     try:
         for recs, _ in chunks:
             if not len(recs):

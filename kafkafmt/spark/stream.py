@@ -51,6 +51,7 @@ import kafkafmt
 from kafkafmt.errors import DataLossError
 from kafkafmt.log import entry_size_at, scan_range
 from kafkafmt.log import batch_mark, deal, find_divergence
+from kafkafmt.read import iter_log_dir_with
 from kafkafmt.record import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
 from kafkafmt.spark.typedcols import SchemaChangedError, decode_names
@@ -177,7 +178,8 @@ class LogDirWatcher:
         report = []
         try:
             found = discover(self.opts.paths, storage_options=getattr(self.opts, "storage_options", None),
-                             replicas=self.opts.replicas, report=report, cache=self._cache)
+                             tiered_keys=getattr(self.opts, "tiered_keys", None), replicas=self.opts.replicas,
+                             report=report, cache=self._cache)
         except PathNotFoundError as exc:
             raise DataLossError(f"kafka-segments: the log dir {exc.file} is gone (deleted or unmounted)") from None
         except kafkafmt.KafkafmtError as exc:
@@ -732,12 +734,9 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
         want_meta = any(n in names for n in BATCH_METADATA_COLUMNS)
         typed = o.typed.open() if o.typed is not None else None
         try:
-            for recs in kafkafmt.iter_log_dir(dataclasses.replace(part, segments=tuple(segments)), start_offset=start,
-                                              end_offset=end, isolation=o.isolation,
-                                              columns=decode_names(names, o.typed),
-                                              errors="strict" if o.fail_on_data_loss else "salvage",
-                                              max_bytes=o.max_bytes_per_batch, report=report, threads=1,
-                                              value_format=typed):
+            options = o.read_options(start_offset=start, end_offset=end, columns=decode_names(names, o.typed))
+            for recs in iter_log_dir_with(dataclasses.replace(part, segments=tuple(segments)), options, report=report,
+                                          typed=typed):
                 if not len(recs):
                     continue
                 table = recs.to_arrow(headers="headers" in names, batch_metadata=want_meta,

@@ -7,7 +7,7 @@ chunks of ``originalChunkSize`` bytes each zstd-compressed (and/or AES-GCM encry
 ``.indexes`` holds the offset, time, producer-snapshot, leader-epoch and transaction indexes back to back at the
 positions the manifest gives. :class:`AivenSegmentBlob` reads a byte range of the original segment by fetching and
 decompressing only the chunks it spans. Encrypted segments (AES-256-GCM chunks whose data key the manifest holds
-wrapped with an RSA key) are read when ``keys={key_id: private key PEM}`` is given (needs the ``cryptography``
+wrapped with an RSA key) are read when ``tiered_keys={key_id: private key PEM}`` is given (needs the ``cryptography``
 package), else raise :class:`~kafkafmt.errors.UnsupportedLayoutError` naming the key.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Optional
 
 import numpy as np
 
+from kafkafmt._util.deprecation import renamed_keyword
 from kafkafmt.errors import KafkafmtError, ObjectChangedError, UnsupportedLayoutError
 from kafkafmt.log.tiered._base import ID, TOPIC, RemotePartition, RemoteSegment, TieredLayout, register_layout
 from kafkafmt.storage import Blob
@@ -82,22 +83,22 @@ class AivenLayout(TieredLayout):
             return [_aiven_partition(storage, path, parse_aiven_topic_dir(parent_name, prefix), int(name), entries)]
         return None
 
-    def finish(self, storage, part, *, read_manifests, resolve, keys=None):
+    def finish(self, storage, part, *, read_manifests, resolve, tiered_keys=None):
         if read_manifests:
             for seg in part.segments:
                 try:
                     read_aiven_manifest(storage, seg)
                 except (KafkafmtError, ValueError) as exc:
                     part.problems.append(f"{storage.url(seg.files['manifest'])}: {exc}")
-        super().finish(storage, part, read_manifests=read_manifests, resolve=resolve, keys=keys)
+        super().finish(storage, part, read_manifests=read_manifests, resolve=resolve, tiered_keys=tiered_keys)
 
-    def open_log(self, storage, seg, *, read_ahead=None, keys=None) -> Blob:
+    def open_log(self, storage, seg, *, read_ahead=None, tiered_keys=None) -> Blob:
         """The ``.log`` object itself when stored untransformed; else an `AivenSegmentBlob` (encrypted
-        segments need ``keys``, else UnsupportedLayoutError names the key)."""
+        segments need ``tiered_keys``, else UnsupportedLayoutError names the key)."""
         m = read_aiven_manifest(storage, seg)
         if m.encryption is not None:
-            m.data_key(keys, url=storage.url(seg.log))     # fails early, before any request for the .log
-        raw = super().open_log(storage, seg, read_ahead=read_ahead, keys=keys)
+            m.data_key(tiered_keys, url=storage.url(seg.log))     # fails early, before any request for the .log
+        raw = super().open_log(storage, seg, read_ahead=read_ahead, tiered_keys=tiered_keys)
         if not m.transformed:
             if raw.size != m.original_size:
                 raw.close()
@@ -105,12 +106,12 @@ class AivenLayout(TieredLayout):
                                          f"{m.original_size}", file=storage.url(seg.log))
             return raw
         try:
-            return AivenSegmentBlob(raw, m, keys=keys)
+            return AivenSegmentBlob(raw, m, tiered_keys=tiered_keys)
         except Exception:
             raw.close()
             raise
 
-    def side_file(self, storage, seg, kind, *, keys=None):
+    def side_file(self, storage, seg, kind, *, tiered_keys=None):
         m = read_aiven_manifest(storage, seg)
         where = m.indexes.get(kind)
         if where is None or "indexes" not in seg.files:
@@ -118,7 +119,7 @@ class AivenLayout(TieredLayout):
         url = storage.url(seg.files["indexes"])
         aes = aad = None
         if m.encryption is not None:
-            key, aad = m.data_key(keys, url=url)
+            key, aad = m.data_key(tiered_keys, url=url)
             from cryptography.hazmat.primitives.ciphers.aead import AESGCM
             aes = AESGCM(key)
         pos, size = where
@@ -131,11 +132,11 @@ class AivenLayout(TieredLayout):
     def has_side_file(self, storage, seg, kind):
         return read_aiven_manifest(storage, seg).indexes.get(kind) is not None
 
-    def end_offset(self, storage, seg, *, keys=None):
+    def end_offset(self, storage, seg, *, tiered_keys=None):
         m = read_aiven_manifest(storage, seg)
         if m.end_offset is not None:
             return int(m.end_offset)
-        return super().end_offset(storage, seg, keys=keys)
+        return super().end_offset(storage, seg, tiered_keys=tiered_keys)
 
 
 def _aiven_partition(storage, path, parsed, partition, entries):
@@ -225,21 +226,22 @@ class AivenManifest:
         return ("the segment is encrypted (AES-256-GCM chunks, 12-byte IV before each; the data key in the "
                 "manifest's encryption.dataKey is wrapped with RSA key "
                 + (f"'{key_id}'" if key_id else "(id not recorded)")
-                + "): reading it needs that private key: pass keys={"
+                + "): reading it needs that private key: pass tiered_keys={"
                 + (f"'{key_id}'" if key_id else "KEY_ID") + ": <RSA private key, PEM>}")
 
-    def data_key(self, keys, url=None):
-        """(AES data key, AAD) of an encrypted segment, unwrapped with ``keys[key_id]`` (a PEM
+    @renamed_keyword("keys", "tiered_keys")
+    def data_key(self, tiered_keys, url=None):
+        """(AES data key, AAD) of an encrypted segment, unwrapped with ``tiered_keys[key_id]`` (a PEM
         private key as bytes/str, or a ``cryptography`` private key)."""
         key_id = self.key_id
-        if not keys or key_id not in keys:
+        if not tiered_keys or key_id not in tiered_keys:
             raise UnsupportedLayoutError(self.encryption_problem(), file=url)
         try:
             from cryptography.hazmat.primitives import serialization
         except ImportError:
             raise UnsupportedLayoutError("reading encrypted segments needs the cryptography package "
                                          "(pip install cryptography)", file=url) from None
-        private = keys[key_id]
+        private = tiered_keys[key_id]
         if isinstance(private, str):
             private = private.encode()
         if isinstance(private, (bytes, bytearray)):
@@ -336,10 +338,11 @@ class AivenSegmentBlob(Blob):
     ``requests`` / ``bytes_fetched`` are the object's.
     """
 
-    def __init__(self, raw: Blob, manifest: AivenManifest, cache_chunks=4, keys=None):
+    @renamed_keyword("keys", "tiered_keys")
+    def __init__(self, raw: Blob, manifest: AivenManifest, cache_chunks=4, tiered_keys=None):
         self._aes = self._aad = None
         if manifest.encryption is not None:
-            key, self._aad = manifest.data_key(keys, url=raw.url)
+            key, self._aad = manifest.data_key(tiered_keys, url=raw.url)
             from cryptography.hazmat.primitives.ciphers.aead import AESGCM
             self._aes = AESGCM(key)
         if raw.size != manifest.transformed_size:

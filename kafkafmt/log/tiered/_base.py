@@ -15,6 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Optional
 
+from kafkafmt._util.deprecation import renamed_keyword
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.storage import Blob
 
@@ -120,7 +121,8 @@ class RemotePartition:
                 f"{len(self.segments)} segments, {len(self.superseded)} superseded, {len(self.problems)} problems>")
 
 
-def list_remote_partitions(storage, root, *, prefix="", max_depth=4, read_manifests=True, resolve=True, keys=None):
+@renamed_keyword("keys", "tiered_keys")
+def list_remote_partitions(storage, root, *, prefix="", max_depth=4, read_manifests=True, resolve=True, tiered_keys=None):
     """Every tiered-storage partition under ``root`` (any of `LAYOUTS`, recognised by names).
 
     One listing per folder visited; folders that are no layout's are descended into up to
@@ -138,7 +140,7 @@ def list_remote_partitions(storage, root, *, prefix="", max_depth=4, read_manife
         _walk(storage, entries, prefix, max_depth, out)
     else:
         out += found
-    return finish_partitions(storage, out, read_manifests=read_manifests, resolve=resolve, keys=keys)
+    return finish_partitions(storage, out, read_manifests=read_manifests, resolve=resolve, tiered_keys=tiered_keys)
 
 
 def partitions_at(storage, path, name, entries, prefix="", parent_name=None):
@@ -151,10 +153,11 @@ def partitions_at(storage, path, name, entries, prefix="", parent_name=None):
     return None
 
 
-def finish_partitions(storage, parts, *, read_manifests=True, resolve=True, keys=None):
+@renamed_keyword("keys", "tiered_keys")
+def finish_partitions(storage, parts, *, read_manifests=True, resolve=True, tiered_keys=None):
     """Partitions found by `partitions_at`, completed (manifests, duplicate uploads) and sorted."""
     for part in parts:
-        part.layout.finish(storage, part, read_manifests=read_manifests, resolve=resolve, keys=keys)
+        part.layout.finish(storage, part, read_manifests=read_manifests, resolve=resolve, tiered_keys=tiered_keys)
     parts.sort(key=lambda p: (p.topic, p.partition, p.topic_id, p.layout.name))
     return parts
 
@@ -198,7 +201,7 @@ class TieredLayout:
         """The `RemotePartition`s this folder is or holds in this layout, or None."""
         raise NotImplementedError
 
-    def finish(self, storage, part, *, read_manifests, resolve, keys=None):
+    def finish(self, storage, part, *, read_manifests, resolve, tiered_keys=None):
         """Complete a partition after listing: of duplicate uploads of one base offset keep the one
         reaching the highest end offset (a new leader's re-upload), the others ``superseded``."""
         by_offset = OrderedDict()
@@ -212,7 +215,7 @@ class TieredLayout:
             for s in segs:
                 if s.end_offset is None:
                     try:
-                        segment_end_offset(storage, s, keys=keys)
+                        segment_end_offset(storage, s, tiered_keys=tiered_keys)
                     except (KafkafmtError, ValueError) as exc:
                         part.problems.append(f"{storage.url(s.log)}: end offset unknown ({exc})")
             segs.sort(key=lambda s: (-1 if s.end_offset is None else s.end_offset, s.original_size, s.segment_id),
@@ -221,11 +224,11 @@ class TieredLayout:
             part.superseded.extend(segs[1:])
         part.segments = keep
 
-    def open_log(self, storage, seg, *, read_ahead=None, keys=None) -> Blob:
+    def open_log(self, storage, seg, *, read_ahead=None, tiered_keys=None) -> Blob:
         """A Blob of the segment's original bytes (``.size`` = what the broker wrote)."""
         return storage.open(seg.log, size=seg.size, read_ahead=read_ahead, version=seg.versions.get("log"))
 
-    def side_file(self, storage, seg, kind, *, keys=None):
+    def side_file(self, storage, seg, kind, *, tiered_keys=None):
         """The bytes of a side file of the upload (None when it has none)."""
         path = seg.files.get(kind)
         return None if path is None else storage.read_bytes(path)
@@ -233,40 +236,43 @@ class TieredLayout:
     def has_side_file(self, storage, seg, kind):
         return kind in seg.files
 
-    def end_offset(self, storage, seg, *, keys=None):
+    def end_offset(self, storage, seg, *, tiered_keys=None):
         """The last offset in the upload (``base_offset - 1`` when it holds no batch): from the last
         offset-index entry's position, the framing scan to the end of the ``.log``."""
         from kafkafmt.log._framing import last_offset_from
         from kafkafmt.log.sidefiles import read_index
 
         pos = 0
-        index = self.side_file(storage, seg, "index", keys=keys)
+        index = self.side_file(storage, seg, "index", tiered_keys=tiered_keys)
         if index:
             entries = read_index(index, seg.base_offset)
             if len(entries):
                 pos = int(entries["position"][-1])
-        with self.open_log(storage, seg, read_ahead=256 * 1024, keys=keys) as blob:
+        with self.open_log(storage, seg, read_ahead=256 * 1024, tiered_keys=tiered_keys) as blob:
             return last_offset_from(blob, pos if pos <= blob.size else 0, seg.base_offset)
 
 
 # ------------------------------------------------------------------------------------------------
-def open_remote_log(storage, seg, *, read_ahead=None, keys=None) -> Blob:
+@renamed_keyword("keys", "tiered_keys")
+def open_remote_log(storage, seg, *, read_ahead=None, tiered_keys=None) -> Blob:
     """A Blob of the segment's original bytes (``.size`` = what the broker wrote): its layout's."""
-    return seg.layout.open_log(storage, seg, read_ahead=read_ahead, keys=keys)
+    return seg.layout.open_log(storage, seg, read_ahead=read_ahead, tiered_keys=tiered_keys)
 
 
-def read_remote_side_file(storage, seg, kind, *, keys=None) -> Optional[bytes]:
+@renamed_keyword("keys", "tiered_keys")
+def read_remote_side_file(storage, seg, kind, *, tiered_keys=None) -> Optional[bytes]:
     """The bytes of a segment's ``index``, ``timeindex``, ``txnindex``, ``snapshot`` or
     ``leader_epoch_checkpoint`` (None when the upload has none)."""
     if kind not in SIDE_FILE_KINDS:
         raise ValueError(f"unknown side file kind {kind!r}")
-    return seg.layout.side_file(storage, seg, kind, keys=keys)
+    return seg.layout.side_file(storage, seg, kind, tiered_keys=tiered_keys)
 
 
-def segment_end_offset(storage, seg, *, keys=None) -> int:
+@renamed_keyword("keys", "tiered_keys")
+def segment_end_offset(storage, seg, *, tiered_keys=None) -> int:
     """The last offset in the segment (``base_offset - 1`` when it holds no batch); sets
     ``seg.end_offset``. Aiven: from the manifest; otherwise from the last ``.index`` entry's
     position, the framing scan (ranged reads) to the end of the ``.log``."""
     if seg.end_offset is None:
-        seg.end_offset = seg.layout.end_offset(storage, seg, keys=keys)
+        seg.end_offset = seg.layout.end_offset(storage, seg, tiered_keys=tiered_keys)
     return seg.end_offset
