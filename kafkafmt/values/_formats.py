@@ -46,28 +46,19 @@ values (tombstones) stay null without an error.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import os
 import threading
-import weakref
 
 import numpy as np
 
-from kafkafmt._native import avro as _kernel
-from kafkafmt.values.avro import ZERO_ITEMS_CAP, AvroPlan
-from kafkafmt.values.avro import parse_registered, parse_schema
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
-from kafkafmt.values.registry import InlineSchemaRegistry, RegisteredSchema, SchemaRegistry, open_registry
+from kafkafmt.values.registry import RegisteredSchema, SchemaRegistry, open_registry
 
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
            "get_format", "reader_schema_for", "pinned_reader", "column_parts", "column_validity", "raise_strict",
            "nullable_type", "merge_types", "conform"]
 
-#: errors found before decoding (the kernel's own codes are below 64; framing: 64-66)
-E_NO_MAGIC, E_SHORT, E_GUID = (_kernel.FRAME_ERRORS[k] for k in ("NO_MAGIC", "SHORT", "GUID"))
-E_UNKNOWN_ID, E_NOT_AVRO, E_UNSUPPORTED, E_BAD_SCHEMA = 67, 68, 69, 70
-_FRAMING = 5
 
 
 def _pa():
@@ -449,35 +440,6 @@ def raise_strict(fmt, ctx, row, text, position=None):
                            offset=None if ctx.offsets is None else int(ctx.offsets[row]))
 
 
-# ------------------------------------------------------------------------------------------------
-# schemas: parsed once per registry
-
-class _SchemaCache:
-    def __init__(self):
-        self.lock = threading.RLock()
-        self.writers = {}      # (format, id) -> AvroType, or (code, message)
-        self.plans = {}        # reader key -> AvroPlan
-
-
-_CACHES = weakref.WeakKeyDictionary()
-
-
-@functools.lru_cache(maxsize=64)
-def _inline(schema_str):
-    """The registry of a reader schema given without a registry (every id's writer schema too),
-    kept so its plans are compiled once."""
-    return InlineSchemaRegistry(schema_str, source="reader schema (no registry given)")
-_CACHES_LOCK = threading.Lock()
-
-
-def _cache(registry):
-    with _CACHES_LOCK:
-        c = _CACHES.get(registry)
-        if c is None:
-            c = _CACHES[registry] = _SchemaCache()
-        return c
-
-
 def reader_schema_for(registry, topic=None, is_key=False, reader_schema=None):
     """The reader schema (a `RegisteredSchema`) a read would use (see the module docstring).
 
@@ -553,7 +515,7 @@ class BytesFormat(ValueFormat):
         return DecodedColumn(column, pa.nulls(n, pa.int32()), pa.nulls(n, pa.string()), 0, self)
 
 
-class _KernelFormat(ValueFormat):
+class KernelFormat(ValueFormat):
     """Shared by the formats the Avro kernel decodes: errors and strict mode."""
 
     def _finish(self, plan, values, errors, schema_id, ids, ctx, messages, trailing=0):
@@ -588,7 +550,7 @@ class _KernelFormat(ValueFormat):
 
 
 @register_format
-class StringFormat(_KernelFormat):
+class StringFormat(KernelFormat):
     """UTF-8 text (Arrow string); invalid UTF-8 is a per-record error."""
     name = "string"
     _plan = None
@@ -601,6 +563,7 @@ class StringFormat(_KernelFormat):
     def _get_plan(cls):
         with cls._lock:
             if cls._plan is None:
+                from kafkafmt.values.avro import AvroPlan, parse_schema
                 plan = AvroPlan(parse_schema('"string"'))
                 plan.add_writer("raw", parse_schema('"bytes"'))
                 cls._plan = plan
@@ -619,108 +582,6 @@ class StringFormat(_KernelFormat):
     def json(self, decoded):
         return [None if v is None else json.dumps(v, ensure_ascii=False) for v in decoded.values.to_pylist()]
 
-
-@register_format
-class AvroFormat(_KernelFormat):
-    """The Schema Registry wire format with Avro values (see the module docstring)."""
-    name = "avro"
-    schema_type = "AVRO"
-    #: schemaTypes this format decodes; others are per-record errors
-    decodes = ("AVRO",)
-
-    def _registry(self, ctx):
-        reg = ctx.registry
-        if reg is None:
-            rs = reader_schema_for(None, ctx.topic, ctx.is_key, ctx.reader_schema)
-            return _inline(rs.schema_str)
-        return open_registry(reg)
-
-    def plan(self, ctx):
-        """The `AvroPlan` of the reader schema (cached per registry and reader schema)."""
-        reg = self._registry(ctx)
-        cache = _cache(reg)
-        rs = reader_schema_for(reg, ctx.topic, ctx.is_key, ctx.reader_schema)
-        if rs.schema_type not in (None, "AVRO"):
-            raise SchemaError(f"the reader schema ({rs.subject or 'id %d' % rs.id}) is {rs.schema_type}, not AVRO: "
-                              f"read it with format=\"registry\" or its own format")
-        key = (rs.id, rs.schema_str, rs.references)
-        with cache.lock:
-            plan = cache.plans.get(key)
-            if plan is None:
-                plan = cache.plans[key] = AvroPlan(parse_registered(reg, rs))
-        return reg, cache, plan
-
-    def value_type(self, ctx):
-        return self.plan(ctx)[2].arrow_type
-
-    def _writer(self, reg, cache, schema_id):
-        """The parsed writer schema of an id, or (code, message)."""
-        with cache.lock:
-            hit = cache.writers.get((self.name, schema_id))
-            if hit is not None:
-                return hit
-            try:
-                rs = reg.schema(schema_id)
-            except SchemaNotFoundError:
-                hit = (E_UNKNOWN_ID, f"schema id {schema_id} is not in the {reg.source}")
-            else:
-                stype = rs.schema_type or "AVRO"
-                if stype not in self.decodes:
-                    code = E_UNSUPPORTED if self.name == "registry" else E_NOT_AVRO
-                    hit = (code, f"schema id {schema_id} is a {stype} schema: {stype} values are not supported yet"
-                           if code == E_UNSUPPORTED else f"schema id {schema_id} is a {stype} schema, not AVRO")
-                else:
-                    try:
-                        hit = parse_registered(reg, rs)
-                    except (SchemaError, SchemaNotFoundError) as exc:
-                        hit = (E_BAD_SCHEMA, f"schema id {schema_id} cannot be used: {exc.reason}")
-            cache.writers[(self.name, schema_id)] = hit
-            return hit
-
-    def decode(self, column, ctx):
-        pa = _pa()
-        reg, cache, plan = self.plan(ctx)
-        column, offsets, data = _parts(column)
-        bits, bit_offset = _validity(column)
-        ids, slots, uniq = _kernel.frame(offsets, data, bits, bit_offset)
-        problems = {}
-        lut = np.empty(len(uniq), np.int32)
-        for j, sid in enumerate(uniq.tolist()):
-            w = self._writer(reg, cache, sid)
-            if isinstance(w, tuple):
-                lut[j] = -w[0]
-                problems[sid] = w[1]
-            else:
-                try:
-                    lut[j] = plan.add_writer(sid, w)
-                except SchemaError as exc:
-                    lut[j] = -E_BAD_SCHEMA
-                    problems[sid] = f"schema id {sid} cannot be resolved: {exc.reason}"
-        framed = slots >= 0
-        roots = np.where(framed, lut[np.maximum(slots, 0)] if len(lut) else 0, slots).astype(np.int32)
-        values, errors, trailing = plan.decode(offsets, data, roots, skip=_FRAMING,
-                                               trailing_error=ctx.trailing == "error", zero_cap=ZERO_ITEMS_CAP)
-
-        def messages(code, sid, i):
-            length = int(offsets[i + 1] - offsets[i])
-            if code == E_NO_MAGIC:
-                if length == 0:
-                    return "empty value: no magic byte (not the Schema Registry wire format)"
-                return (f"no magic byte: the value starts with 0x{int(data[offsets[i]]):02x}, not 0x00 (not the "
-                        f"Schema Registry wire format)")
-            if code == E_SHORT:
-                return f"value of {length} bytes is shorter than the 5 bytes of the wire format's header"
-            if code == E_GUID:
-                return "magic byte 0x01 (a schema GUID: Confluent's V1 framing) is not supported"
-            return problems.get(sid, f"schema id {sid}: error {code}")
-
-        schema_id = pa.Array.from_buffers(pa.int32(), len(ids), [None if framed.all() else pa.py_buffer(
-            np.packbits(framed, bitorder="little")), pa.py_buffer(ids)])
-        return self._finish(plan, values, errors, schema_id, ids, ctx, messages, trailing)
-
-    def json(self, decoded):
-        from kafkafmt.values.avro import avro_json
-        return avro_json(decoded.values, decoded.reader)
 
 
 # ------------------------------------------------------------------------------------------------
