@@ -45,9 +45,9 @@ TYPED_KWARGS = ("value_format", "key_format", "schema_registry", "value_schema",
 # %(typed_raises)s (in its Raises section).
 _TYPED_PARAMETERS = """\
 value_format, key_format : str, optional
-    Type values / keys: "avro", "registry" (each schema id's registered type), "protobuf",
-    "json-schema", "json", "connect-json", "string" (`kafkafmt.values._formats`); None (the default) keeps
-    bytes. ``to_arrow()`` then has typed ``value`` / ``key`` columns (an Avro record is a struct)
+    Type values / keys: a name in the table of formats, `kafkafmt.values.FORMATS` ("avro",
+    "registry" -- each schema id's registered type --, "protobuf", "json-schema", "json", ...); None
+    (the default) keeps bytes. ``to_arrow()`` then has typed ``value`` / ``key`` columns (an Avro record is a struct)
     and valueSchemaId / valueError (keySchemaId / keyError); ``recs.typed`` holds them as
     `DecodedColumn` objects, ``recs.value`` / ``recs.key`` stay the bytes.
 schema_registry : optional

@@ -7,8 +7,11 @@
     dec.error_count
     value_type("avro", registry=reg, topic="orders")   # the Arrow type, before reading anything
 
-Formats are classes in a registry (as kafkafmt.codecs): ``FORMATS[name]``; `register_format`
-adds one. Here:
+Formats are classes in one table, ``FORMATS[name]``: `BUILTIN_FORMATS` (name -> the module and class,
+imported when first used), the ``kafkafmt.value_formats`` entry points of installed packages, and
+`register_format`'s. A format declares what every door needs to know (`ValueFormat`: its summary, whether
+it needs schemas, the registry type it decodes, the sides it types, its JSON text); the readers, the
+command line's choices and help, Spark's options, the Arrow stream and export read the table. Here:
 
 =============  ==========================================================================================
 ``None``       the bytes as they are (``"bytes"`` too): binary
@@ -19,8 +22,9 @@ adds one. Here:
 ``"registry"`` the wire format, each id's registered type deciding (`kafkafmt.values._registryformat`)
 =============  ==========================================================================================
 
-More formats register themselves when ``kafkafmt`` is imported: ``"protobuf"``, ``"protobuf-raw"``
-(`kafkafmt.values.protobuf._format`), ``"json-schema"``, ``"json"``, ``"connect-json"`` (`kafkafmt.values.json._format`).
+(``"string"`` in `kafkafmt.values._string`, ``"avro"`` in `kafkafmt.values.avro._format`), and ``"protobuf"``, ``"protobuf-raw"`` in
+`kafkafmt.values.protobuf._format`, ``"json-schema"``, ``"json"``, ``"connect-json"`` in
+`kafkafmt.values.json._format`.
 
 **Reader schema** (``reader_schema=``): None takes the latest live version of ``<topic>-value``
 (``<topic>-key`` for keys): the TopicNameStrategy. Otherwise an int (a schema id), a
@@ -45,6 +49,7 @@ values (tombstones) stay null without an error.
 """
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import json
 import os
@@ -55,9 +60,10 @@ import numpy as np
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
 from kafkafmt.values.registry import RegisteredSchema, SchemaRegistry, open_registry
 
-__all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
-           "get_format", "reader_schema_for", "pinned_reader", "column_parts", "column_validity", "raise_strict",
-           "nullable_type", "merge_types", "conform"]
+__all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "BUILTIN_FORMATS",
+           "ENTRY_POINTS", "register_format", "get_format", "format_names", "needs_schema", "format_of_type",
+           "schema_types", "KernelFormat", "reader_schema_for", "pinned_reader", "column_parts", "column_validity",
+           "raise_strict", "nullable_type", "merge_types", "conform"]
 
 
 
@@ -118,8 +124,9 @@ class DecodedColumn:
     reader: object = None
     trailing_count: int = 0
     untyped: object = None
-    #: rows of several topics read with different reader schemas (a concatenation): (the readers,
-    #: each row's index into them as an int32 NumPy array); None when ``reader`` holds for all
+    #: rows of several topics read with different reader schemas (a concatenation): (the (format,
+    #: reader) pairs that decoded them, each row's index into them as an int32 NumPy array); None when
+    #: ``format`` and ``reader`` hold for all
     readers: object = dataclasses.field(default=None, repr=False)
 
     def __len__(self):
@@ -132,11 +139,11 @@ class DecodedColumn:
             return self.format.json(self)
         readers, codes = self.readers
         out = [None] * len(self)
-        for i, reader in enumerate(readers):         # each topic's rows with its own reader
+        for i, (fmt, reader) in enumerate(readers):  # each topic's rows as the format that read them prints them
             rows = np.flatnonzero(codes == i)
             if len(rows):
-                part = dataclasses.replace(self.take(rows), reader=reader, readers=None)
-                for r, text in zip(rows.tolist(), self.format.json(part)):
+                part = dataclasses.replace(self.take(rows), format=fmt, reader=reader, readers=None)
+                for r, text in zip(rows.tolist(), fmt.json(part)):
                     out[r] = text
         return out
 
@@ -203,12 +210,13 @@ def _reader_runs(parts):
     """``DecodedColumn.readers`` of the concatenation of ``parts``."""
     readers, codes = [], []
     for p in parts:
-        own, own_codes = p.readers if p.readers is not None else ([p.reader], np.zeros(len(p), np.int32))
+        own, own_codes = (p.readers if p.readers is not None else
+                          ([(p.format, p.reader)], np.zeros(len(p), np.int32)))
         remap = []
-        for r in own:
-            if not any(r is x for x in readers):
-                readers.append(r)
-            remap.append(next(i for i, x in enumerate(readers) if x is r))
+        for pair in own:
+            if not any(pair[0] is x[0] and pair[1] is x[1] for x in readers):
+                readers.append(pair)
+            remap.append(next(i for i, x in enumerate(readers) if pair[0] is x[0] and pair[1] is x[1]))
         codes.append(np.asarray(remap, np.int32)[own_codes] if len(own_codes) else np.zeros(0, np.int32))
     return readers, np.concatenate(codes) if codes else np.zeros(0, np.int32)
 
@@ -332,11 +340,23 @@ class _Ctx:
 
 
 class ValueFormat:
-    """One format: its Arrow type and its decoder (subclass, set ``name``, `register_format`)."""
+    """One format: what it needs and gives (class attributes every door reads) and how it decodes
+    (subclass, set ``name``, add it to the table: `BUILTIN_FORMATS`, `register_format` or the
+    ``kafkafmt.value_formats`` entry point, see `FORMATS`)."""
 
+    #: the name readers, the command line and Spark take (``value_format=``, ``--value-format``, ``valueFormat``)
     name = None
-    #: the registry's schemaType this format decodes (for ``"registry"``), if any
+    #: what it reads, in a few words (the command line's help)
+    summary = None
+    #: the registry's schemaType whose wire-format values it decodes: the ``"registry"`` format hands the values
+    #: of each registered type to the format declaring it, and a subject of another type is not this format's
+    #: (``untyped_topics``)
     schema_type = None
+    #: it looks schemas up: a read opens a schema registry for it (by default the ``_schemas`` topic among the
+    #: log dirs read); a reader schema given as a schema does without one
+    needs_schema = False
+    #: what it types: keys, values or both (the command line offers it to --key-format / --value-format)
+    sides = ("key", "value")
 
     def value_type(self, ctx):
         """The Arrow type of the decoded values (before any value is read)."""
@@ -355,28 +375,132 @@ class ValueFormat:
         return rs.id if rs.id is not None and rs.id >= 0 else None
 
     def json(self, decoded):
-        """JSON texts of decoded values."""
+        """JSON texts of decoded values (the command line's JSON lines and CSV, ``DecodedColumn.json``)."""
         return [None if v is None else json.dumps(v.decode("latin-1") if isinstance(v, bytes) else v,
                                                   ensure_ascii=False)
                 for v in decoded.values.to_pylist()]
 
 
-#: format name -> class
-FORMATS = {}
+#: the formats kafkafmt brings: name -> "module:class", imported when first used. A format is one module
+#: (its `ValueFormat` subclass) plus one entry here; every door reads the table (`FORMATS`).
+BUILTIN_FORMATS = {
+    "bytes": "kafkafmt.values._formats:BytesFormat",
+    "string": "kafkafmt.values._string:StringFormat",
+    "avro": "kafkafmt.values.avro._format:AvroFormat",
+    "registry": "kafkafmt.values._registryformat:RegistryFormat",
+    "protobuf": "kafkafmt.values.protobuf._format:ProtobufFormat",
+    "protobuf-raw": "kafkafmt.values.protobuf._format:RawProtobufFormat",
+    "json-schema": "kafkafmt.values.json._format:JsonSchemaFormat",
+    "json": "kafkafmt.values.json._format:JsonFormat",
+    "connect-json": "kafkafmt.values.json._format:ConnectJsonFormat",
+}
+#: the entry-point group through which an installed package adds formats (``name = "module:Class"``): they
+#: reach every process -- the command line, Spark's executors -- as the built-in ones do
+ENTRY_POINTS = "kafkafmt.value_formats"
+
+
+class _FormatTable(collections.abc.MutableMapping):
+    """Format name -> `ValueFormat` subclass: `BUILTIN_FORMATS`, the ``kafkafmt.value_formats`` entry
+    points and `register_format`'s, each class imported when first used."""
+
+    def __init__(self, builtin):
+        self._entries = dict(builtin)       # name -> class, or "module:class" not imported yet
+        self._lock = threading.RLock()
+        self._scanned = False
+
+    def _scan(self):
+        """Add the entry points' formats (again after a miss: a path added since, as Spark's addPyFile)."""
+        from importlib.metadata import entry_points
+
+        with self._lock:
+            self._scanned = True
+            for ep in entry_points(group=ENTRY_POINTS):
+                self._entries.setdefault(ep.name, ep.value)
+
+    def _load(self, name):
+        with self._lock:
+            cls = self._entries[name]
+            if isinstance(cls, str):
+                import importlib
+
+                module, _, attr = cls.partition(":")
+                cls = getattr(importlib.import_module(module), attr)
+                if not (isinstance(cls, type) and issubclass(cls, ValueFormat)) or cls.name != name:
+                    raise ValueError(f"value format {name!r} ({self._entries[name]}) is not a ValueFormat "
+                                     f"named {name!r}")
+                self._entries[name] = cls
+            return cls
+
+    def __getitem__(self, name):
+        if name not in self._entries:
+            self._scan()
+        return self._load(name)
+
+    def __contains__(self, name):
+        if name not in self._entries:
+            self._scan()
+        return name in self._entries
+
+    def __iter__(self):
+        if not self._scanned:
+            self._scan()
+        return iter(list(self._entries))
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+    def __setitem__(self, name, cls):
+        with self._lock:
+            self._entries[name] = cls
+
+    def __delitem__(self, name):
+        with self._lock:
+            del self._entries[name]
+
+    def __repr__(self):
+        return f"FORMATS({sorted(self)})"
+
+
+#: format name -> `ValueFormat` subclass: the one table of value formats every door reads
+FORMATS = _FormatTable(BUILTIN_FORMATS)
 
 
 def register_format(cls):
-    """Add a `ValueFormat` subclass to FORMATS under its ``name`` (a class decorator)."""
+    """Add a `ValueFormat` subclass to `FORMATS` under its ``name`` in this process (a class
+    decorator; the ``kafkafmt.value_formats`` entry point adds one in every process)."""
+    if not (isinstance(cls, type) and issubclass(cls, ValueFormat)) or not cls.name:
+        raise TypeError("register_format takes a ValueFormat subclass with a name")
     FORMATS[cls.name] = cls
     return cls
 
 
 def get_format(name):
     """An instance of the format called ``name`` (None and "bytes": the raw bytes)."""
-    cls = FORMATS.get("bytes" if name is None else name)
-    if cls is None:
-        raise ValueError(f"unknown value format {name!r}: one of {sorted(k for k in FORMATS)}")
-    return cls()
+    key = "bytes" if name is None else name
+    if not isinstance(key, str) or key not in FORMATS:
+        raise ValueError(f"unknown value format {name!r}: one of {', '.join(format_names())}")
+    return FORMATS[key]()
+
+
+def format_names(side=None):
+    """The names of the formats, sorted (those that type ``side``, "key" or "value", if given)."""
+    return sorted(n for n in FORMATS if side is None or side in FORMATS[n].sides)
+
+
+def needs_schema(name):
+    """Does format ``name`` look schemas up (`ValueFormat.needs_schema`; None and "bytes" do not)?"""
+    return name is not None and get_format(name).needs_schema
+
+
+def format_of_type(schema_type):
+    """The name of the format that decodes the registry's ``schema_type`` (``"AVRO"``, ``"PROTOBUF"``,
+    ``"JSON"``: `ValueFormat.schema_type`), or None."""
+    return next((n for n in sorted(FORMATS) if FORMATS[n].schema_type == schema_type), None)
+
+
+def schema_types():
+    """The registry schemaTypes some format decodes, sorted."""
+    return sorted({FORMATS[n].schema_type for n in FORMATS} - {None})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -500,10 +624,10 @@ def reader_schema_for(registry, topic=None, is_key=False, reader_schema=None):
 # ------------------------------------------------------------------------------------------------
 # the formats
 
-@register_format
 class BytesFormat(ValueFormat):
     """The raw bytes (binary), unchanged."""
     name = "bytes"
+    summary = "the bytes as they are"
 
     def value_type(self, ctx):
         return _pa().binary()
@@ -547,41 +671,6 @@ class KernelFormat(ValueFormat):
         else:
             error = pa.nulls(n, pa.string())
         return DecodedColumn(values, schema_id, error, len(bad), self, plan.reader, trailing)
-
-
-@register_format
-class StringFormat(KernelFormat):
-    """UTF-8 text (Arrow string); invalid UTF-8 is a per-record error."""
-    name = "string"
-    _plan = None
-    _lock = threading.Lock()
-
-    def value_type(self, ctx):
-        return _pa().string()
-
-    @classmethod
-    def _get_plan(cls):
-        with cls._lock:
-            if cls._plan is None:
-                from kafkafmt.values.avro import AvroPlan, parse_schema
-                plan = AvroPlan(parse_schema('"string"'))
-                plan.add_writer("raw", parse_schema('"bytes"'))
-                cls._plan = plan
-            return cls._plan
-
-    def decode(self, column, ctx):
-        pa = _pa()
-        column, offsets, data = _parts(column)
-        plan = self._get_plan()
-        roots = np.full(len(column), plan.roots["raw"], np.int32)
-        if column.null_count:
-            roots[~np.asarray(column.is_valid())] = -1
-        values, errors, _ = plan.decode(offsets, data, roots, skip=0)
-        return self._finish(plan, values, errors, pa.nulls(len(column), pa.int32()), None, ctx, None)
-
-    def json(self, decoded):
-        return [None if v is None else json.dumps(v, ensure_ascii=False) for v in decoded.values.to_pylist()]
-
 
 
 # ------------------------------------------------------------------------------------------------

@@ -25,19 +25,17 @@ from kafkafmt.errors import KafkafmtWarning, SchemaNotFoundError, SchemaRegistry
 from kafkafmt.record import TYPED_COLUMNS, UNTYPED_COLUMNS
 from kafkafmt.log import ReportEntry, ReportKind
 from kafkafmt.values.registry import SchemaRegistry, open_registry
-from kafkafmt.values._formats import (DecodedColumn, column_parts, decode_column, get_format, merge_types,
-                                     pinned_reader, reader_schema_for, value_type)
+from kafkafmt.values._formats import (DecodedColumn, column_parts, decode_column, format_names, get_format,
+                                      merge_types, needs_schema, pinned_reader, reader_schema_for, value_type)
 
 __all__ = ["TypedOptions", "open_typed", "decode_values", "empty_typed", "type_values", "reader_schema_of_text",
-           "READER_KEYS", "VALUE_ERRORS", "UNTYPED_TOPICS", "NO_SCHEMA_FORMATS", "FailedValues"]
+           "READER_KEYS", "VALUE_ERRORS", "UNTYPED_TOPICS", "FailedValues"]
 
 #: what a bad value does: "null" (null, with the reason in valueError and a report entry) or "strict" (raise)
 VALUE_ERRORS = ("null", "strict")
 #: what a topic without a schema does: "error" (the read stops, naming it) or "bytes" (its keys / values
 #: are not typed: null in key / value, their bytes in keyBytes / valueBytes)
 UNTYPED_TOPICS = ("error", "bytes")
-#: formats that never look a schema up (no registry is opened for them)
-NO_SCHEMA_FORMATS = (None, "bytes", "string", "json")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +93,7 @@ class TypedOptions:
             return self
         pinned = dict(self.pinned)
         for side, fmt, _ in self.sides():
-            if fmt in NO_SCHEMA_FORMATS:
+            if not needs_schema(fmt):
                 continue
             for topic in topics:
                 if self.untyped(side, topic):
@@ -170,7 +168,7 @@ class TypedOptions:
 
     def _why_untyped(self, side, topic):
         fmt = self.key_format if side == "key" else self.value_format
-        if fmt in NO_SCHEMA_FORMATS:
+        if not needs_schema(fmt):
             return None
         spec = self.reader(side, topic)
         if spec is not None and not isinstance(spec, str):
@@ -238,8 +236,10 @@ def open_typed(*, value_format=None, key_format=None, schema_registry=None, valu
         raise ValueError(f"value_errors is 'null' or 'strict', not {value_errors!r}")
     if untyped_topics not in UNTYPED_TOPICS:
         raise ValueError(f"untyped_topics is 'error' or 'bytes', not {untyped_topics!r}")
-    for fmt in (value_format, key_format):
-        get_format(fmt)                      # an unknown name is a ValueError naming the known ones
+    for side, fmt in (("value", value_format), ("key", key_format)):
+        if side not in get_format(fmt).sides:     # (an unknown name is a ValueError naming the known ones)
+            raise ValueError(f"format {fmt!r} does not type {side}s: {side}_format is one of "
+                             f"{', '.join(format_names(side))}")
     opts = TypedOptions(value_format, key_format, None, value_schema, key_schema, value_errors,
                         untyped_topics=untyped_topics)
     if not opts.active:
@@ -249,12 +249,12 @@ def open_typed(*, value_format=None, key_format=None, schema_registry=None, valu
     registry = schema_registry
     if registry is not None and not isinstance(registry, SchemaRegistry):
         registry = open_registry(registry, storage_options=storage_options, filesystem=filesystem)
-    elif registry is None and any(fmt not in NO_SCHEMA_FORMATS for _, fmt, _ in opts.sides()):
+    elif registry is None and any(needs_schema(fmt) for _, fmt, _ in opts.sides()):
         try:
             registry = open_registry(None, roots=roots, storage_options=storage_options, filesystem=filesystem)
         except SchemaRegistryError:
             # a reader schema given as a schema is every id's writer schema: no registry needed
-            if not all(fmt in NO_SCHEMA_FORMATS or schema is not None for _, fmt, schema in opts.sides()):
+            if not all(not needs_schema(fmt) or schema is not None for _, fmt, schema in opts.sides()):
                 raise
     return dataclasses.replace(opts, registry=registry)
 

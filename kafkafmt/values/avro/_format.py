@@ -14,8 +14,7 @@ from kafkafmt.values.avro._plan import ZERO_ITEMS_CAP, AvroPlan
 from kafkafmt.values.avro._json import avro_json
 from kafkafmt.values.avro._schema import parse_registered
 from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
-from kafkafmt.values._formats import (KernelFormat, column_parts, column_validity, reader_schema_for,
-                                      register_format)
+from kafkafmt.values._formats import KernelFormat, column_parts, column_validity, reader_schema_for
 
 __all__ = ["AvroFormat"]
 
@@ -55,11 +54,12 @@ def _cache(registry):
         return c
 
 
-@register_format
 class AvroFormat(KernelFormat):
     """The Schema Registry wire format with Avro values (see the module docstring)."""
     name = "avro"
+    summary = "Avro in the Schema Registry's wire format"
     schema_type = "AVRO"
+    needs_schema = True
     #: schemaTypes this format decodes; others are per-record errors
     decodes = ("AVRO",)
 
