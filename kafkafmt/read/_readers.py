@@ -38,7 +38,11 @@ __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "re
 
 #: the readers' keyword arguments for typed keys and values (`kafkafmt.values._typed.open_typed`)
 TYPED_KWARGS = ("value_format", "key_format", "schema_registry", "value_schema", "key_schema", "value_errors",
-                "untyped_topics")
+                "untyped_topics", "keep_bytes")
+
+#: a typed read of one partition decodes chunks of about this many bytes of raw keys and values: each chunk's
+#: raw bytes (and mapped pages) are let go once it is typed, so the read holds little more than its result
+TYPED_CHUNK_BYTES = 8 << 20
 
 # The numpydoc entries of the typed keyword arguments, the same in every reader: `_typed_doc` puts them
 # where a reader's docstring has the line %(typed_parameters)s (in its Parameters section) and
@@ -47,9 +51,9 @@ _TYPED_PARAMETERS = """\
 value_format, key_format : str, optional
     Type values / keys: a name in the table of formats, `kafkafmt.values.FORMATS` ("avro",
     "registry" -- each schema id's registered type --, "protobuf", "json-schema", "json", ...); None
-    (the default) keeps bytes. ``to_arrow()`` then has typed ``value`` / ``key`` columns (an Avro record is a struct)
-    and valueSchemaId / valueError (keySchemaId / keyError); ``recs.typed`` holds them as
-    `DecodedColumn` objects, ``recs.value`` / ``recs.key`` stay the bytes.
+    (the default) keeps bytes. ``to_arrow()`` then has typed ``value`` / ``key`` columns (an Avro
+    record is a struct) and valueSchemaId / valueError (keySchemaId / keyError); ``recs.typed``
+    holds them as `DecodedColumn` objects.
 schema_registry : optional
     Where schemas come from: a log dir, a folder of schema files, a registry URL, a
     `SchemaRegistry` (anything `open_registry` takes); None: the ``_schemas`` partition among the
@@ -65,6 +69,9 @@ untyped_topics : {"error", "bytes"}
     ``__consumer_offsets``): "error" (the default: raise SchemaNotFoundError naming it) or
     "bytes" (type the topics that have one; the others' values are null in ``value`` and their
     bytes in ``valueBytes``, keys alike in ``keyBytes``).
+keep_bytes : bool
+    Keep the raw bytes of typed keys / values in ``recs.key`` / ``recs.value`` (False, the
+    default: they are dropped once typed, which halves what a typed read holds in memory).
 """
 _TYPED_RAISES = """\
 ValueDecodeError
@@ -103,7 +110,7 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                  include_control=False, max_decompressed=None, max_bytes=64 << 20, report=None,
                  keep_empty=False, storage_options=None, filesystem=None, threads=None, binary="contiguous",
                  value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
-                 value_errors="null", untyped_topics="error"):
+                 value_errors="null", untyped_topics="error", keep_bytes=False):
     """Yield the records of one partition folder in chunks of about `max_bytes` of decoded data
     (whatever the segment sizes).
 
@@ -186,7 +193,8 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     nested = isinstance(value_format, TypedOptions)      # a read of several partitions warns for them all
     typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
                        value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
-                       untyped_topics=untyped_topics, roots=_roots(part), storage_options=storage_options,
+                       untyped_topics=untyped_topics, keep_bytes=keep_bytes, roots=_roots(part),
+                       storage_options=storage_options,
                        filesystem=filesystem)
     chunks = _iter_partition(part, start_offset=start_offset, end_offset=end_offset, start_timestamp=start_timestamp,
                              end_timestamp=end_timestamp, isolation=isolation, columns=columns, errors=errors,
@@ -196,6 +204,13 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                              threads=threads, binary=binary, whole_tasks=False, typed=typed)
     return RecordStream(chunks if nested or not typed.active else _warning_at_end(chunks), columns=columns,
                         binary=binary, typed=typed, topics=[part.topic])
+
+
+def _type(recs, typed):
+    """``recs`` with typed keys / values (`decode_values`), the raw bytes of the typed sides dropped unless
+    ``keep_bytes``."""
+    recs = decode_values(recs, typed)
+    return recs if typed.keep_bytes else recs.replace(**{side: None for side, _, _ in typed.sides()})
 
 
 def _warning_at_end(chunks):
@@ -240,7 +255,7 @@ def _iter_partition(folder, *, start_offset, end_offset, start_timestamp, end_ti
         # a chunk of record-less batches (the cleaner's empty batches) still carries them
         if len(recs) or keep_empty or (not committed and (len(recs.controls) or len(recs.batches))):
             if typed.active:
-                typed_recs = decode_values(recs.replace(report=[]), typed)
+                typed_recs = _type(recs.replace(report=[]), typed)
                 report += typed_recs.report
                 recs = typed_recs.replace(report=report)
             yield recs
@@ -286,7 +301,7 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                  isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True,
                  include_control=False, max_decompressed=None, storage_options=None, filesystem=None, threads=None,
                  binary="contiguous", value_format=None, key_format=None, schema_registry=None, value_schema=None,
-                 key_schema=None, value_errors="null", untyped_topics="error") -> Records:
+                 key_schema=None, value_errors="null", untyped_topics="error", keep_bytes=False) -> Records:
     """All records of one partition folder (``<topic>-<partition>``) as one `Records`.
 
     Parameters
@@ -395,13 +410,15 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
     nested = isinstance(value_format, TypedOptions)      # a read of several partitions warns for them all
     typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
                        value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
-                       untyped_topics=untyped_topics, roots=_roots(part), storage_options=storage_options,
+                       untyped_topics=untyped_topics, keep_bytes=keep_bytes, roots=_roots(part),
+                       storage_options=storage_options,
                        filesystem=filesystem)
     parts = list(_iter_partition(part, start_offset=start_offset, end_offset=end_offset,
                                  start_timestamp=start_timestamp, end_timestamp=end_timestamp, isolation=isolation,
                                  columns=columns, errors=errors, verify_crc=verify_crc,
                                  include_control=include_control, max_decompressed=max_decompressed,
-                                 max_bytes=1 << 62, report=report, keep_empty=True, storage_options=None,
+                                 max_bytes=TYPED_CHUNK_BYTES if typed.active else 1 << 62, report=report,
+                                 keep_empty=True, storage_options=None,
                                  filesystem=None, threads=threads, binary=binary, whole_tasks=True, typed=typed))
     if not parts:
         return _empty(columns, binary, typed, report, topic=part.topic, partition=part.partition,
@@ -421,7 +438,7 @@ def _empty(columns, binary, typed, report, decode_typed=True, **where):
     options = DecodeOptions.for_columns(columns, binary=binary)
     recs = decode(b"", **options.decode_kwargs()).replace(report=report, **where)
     if decode_typed and typed.active and where.get("topic") is not None:
-        recs = decode_values(recs, typed).replace(report=report)
+        recs = _type(recs, typed).replace(report=report)
     return recs
 
 
@@ -643,7 +660,10 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
         recs = _empty(kwargs.get("columns"), kwargs.get("binary", "contiguous"), typed, report, topic="",
                       partition=0, decode_typed=False)
         named = [topics] if isinstance(topics, str) else list(topics or ())
-        return recs.replace(typed=empty_typed(typed, named)) if typed.active and named else recs
+        if not (typed.active and named):
+            return recs
+        recs = recs.replace(typed=empty_typed(typed, named))
+        return recs if typed.keep_bytes else recs.replace(**{side: None for side, _, _ in typed.sides()})
     recs = Records.concat(parts).replace(report=report)
     if typed.active:
         FailedValues().add(recs).warn()
@@ -653,6 +673,7 @@ def read_log_dirs(root, topics=None, partitions=None, *, storage_options=None, f
 @_typed_doc
 def read_segment(path, *, errors="strict", storage_options=None, filesystem=None, value_format=None, key_format=None,
                  schema_registry=None, value_schema=None, key_schema=None, value_errors="null", untyped_topics="error",
+                 keep_bytes=False,
                  **kwargs):
     """Decode a whole segment file (memory-mapped when local).
 
@@ -717,7 +738,8 @@ def read_segment(path, *, errors="strict", storage_options=None, filesystem=None
     log_dir = Partition(tp[0], tp[1], folder, storage).log_dir_url
     typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
                        value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
-                       untyped_topics=untyped_topics, roots=None if log_dir is None else [log_dir],
+                       untyped_topics=untyped_topics, keep_bytes=keep_bytes,
+                       roots=None if log_dir is None else [log_dir],
                        storage_options=storage_options, filesystem=filesystem)
     topic, partition = kwargs.pop("topic", tp[0]), kwargs.pop("partition", tp[1])
     file = kwargs.pop("file", storage.url(p))
@@ -740,6 +762,6 @@ def read_segment(path, *, errors="strict", storage_options=None, filesystem=None
     recs = recs.replace(topic=topic, partition=partition, log_dir=log_dir)
     if not typed.active:
         return recs
-    recs = decode_values(recs, typed)
+    recs = _type(recs, typed)
     FailedValues().add(recs).warn()
     return recs

@@ -5,8 +5,9 @@ Arrow columns with `kafkafmt.values._formats.decode_column`, topic by topic.
 
 The typed columns travel with the records (slices, takes, filters and concatenations keep them)
 and replace the raw ones in ``to_arrow()``/``to_pandas()``, followed by ``keySchemaId``,
-``keyError``, ``valueSchemaId`` and ``valueError`` (`TYPED_COLUMNS`). The raw bytes stay
-available as ``recs.key``/``recs.value``.
+``keyError``, ``valueSchemaId`` and ``valueError`` (`TYPED_COLUMNS`). The readers drop the raw
+bytes of a typed side once it is typed (they would double the memory a read holds); with
+``keep_bytes=True`` they stay available as ``recs.key``/``recs.value``.
 
 The schema registry is opened once per read (`open_typed`): by default the ``_schemas``
 partition among the roots being read, when a format needs one.
@@ -57,6 +58,9 @@ class TypedOptions:
     untyped_topics : "error" or "bytes"
         A topic the format finds no reader schema for (`untyped`): the read stops, or its keys /
         values are kept as bytes.
+    keep_bytes : bool
+        The readers keep the raw bytes of typed sides in ``recs.key`` / ``recs.value`` (else they
+        drop them once typed).
     """
     value_format: object = None
     key_format: object = None
@@ -66,6 +70,7 @@ class TypedOptions:
     value_errors: str = "null"
     pinned: tuple = ()
     untyped_topics: str = "error"
+    keep_bytes: bool = False
     _untyped: dict = dataclasses.field(default_factory=dict, init=False, compare=False, hash=False, repr=False)
 
     @property
@@ -197,7 +202,8 @@ def _topic_hint(topic, side):
 
 
 def open_typed(*, value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
-               value_errors="null", untyped_topics="error", roots=None, storage_options=None, filesystem=None):
+               value_errors="null", untyped_topics="error", keep_bytes=False, roots=None, storage_options=None,
+               filesystem=None):
     """Check the typed-value options of a read and open its schema registry (once).
 
     Parameters
@@ -214,6 +220,9 @@ def open_typed(*, value_format=None, key_format=None, schema_registry=None, valu
     untyped_topics : "error" or "bytes"
         A topic the format finds no schema for: the read stops naming it, or its keys / values
         are kept as bytes (`TypedOptions.untyped`).
+    keep_bytes : bool
+        Keep the raw bytes of typed keys / values in ``recs.key`` / ``recs.value`` (the readers
+        drop them once typed, by default).
     roots : str or list, optional
         The roots being read (searched for ``_schemas``).
     storage_options, filesystem : optional
@@ -241,7 +250,7 @@ def open_typed(*, value_format=None, key_format=None, schema_registry=None, valu
             raise ValueError(f"format {fmt!r} does not type {side}s: {side}_format is one of "
                              f"{', '.join(format_names(side))}")
     opts = TypedOptions(value_format, key_format, None, value_schema, key_schema, value_errors,
-                        untyped_topics=untyped_topics)
+                        untyped_topics=untyped_topics, keep_bytes=bool(keep_bytes))
     if not opts.active:
         if schema_registry is not None or value_schema is not None or key_schema is not None:
             raise ValueError("schema_registry / value_schema / key_schema need value_format or key_format")
@@ -394,18 +403,15 @@ class FailedValues:
         self.counts = {}        # (side, topic) -> [values typed, values failed, first reason, format name]
 
     def add(self, recs):
-        """Count the typed keys / values of ``recs`` (a chunk, or a whole read); returns self."""
+        """Count the typed keys / values of ``recs`` (a chunk, or a whole read); returns self. (A
+        null without an error -- a tombstone -- is not counted; nor is a key / value kept as bytes.)"""
         for side, dec in recs.typed.items():
-            raw = recs.decoded(side)
-            if raw is None:
-                continue
-            nulls = raw.is_null()
-            kept = np.asarray(dec.untyped.is_valid()) if dec.untyped is not None else np.zeros(len(dec), bool)
+            nulls = _nulls_without_error(dec)          # (values kept as bytes are null too)
             for start, stop, topic in _runs(recs):
                 errors = dec.error[start:stop]
                 failed = len(errors) - errors.null_count
                 c = self.counts.setdefault((side, topic), [0, 0, None, getattr(dec.format, "name", None)])
-                c[0] += int(stop - start - nulls[start:stop].sum() - kept[start:stop].sum())
+                c[0] += int(stop - start - nulls[start:stop].sum())
                 c[1] += failed
                 if failed and c[2] is None:
                     c[2] = errors.filter(errors.is_valid())[0].as_py()
@@ -419,6 +425,21 @@ class FailedValues:
                  for (side, topic), (n, failed, first, fmt) in self.counts.items() if failed and failed == n]
         if lines:
             warnings.warn("; ".join(lines), KafkafmtWarning, stacklevel=stacklevel + 1)
+
+
+def _nulls_without_error(dec):
+    """Rows whose typed value is null with no error (tombstones, values kept as bytes) as a bool array."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = dec.values
+    if not values.null_count:
+        return np.zeros(len(dec), bool)
+    null = pc.is_null(values)
+    if dec.error.null_count != len(dec.error):
+        null = pc.and_(null, pc.is_null(dec.error))
+    null = null.combine_chunks() if isinstance(null, pa.ChunkedArray) else null
+    return np.asarray(null.to_numpy(zero_copy_only=False), bool)
 
 
 def reader_schema_of_text(text):
