@@ -28,6 +28,7 @@ decoded so far and calls again from there.
 """
 import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t, INT32_MAX, INT64_MIN
+
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, calloc, realloc, free
 from cpython.buffer cimport PyBuffer_FillInfo
@@ -379,15 +380,28 @@ cdef inline uint8_t *put_slot(Col *c) noexcept nogil:
 # reading
 
 cdef inline int read_long(const uint8_t **pp, const uint8_t *end, int64_t *out) noexcept nogil:
-    """A zigzag varint of at most 10 bytes (the 10th holding bit 63 only); one-byte values inline."""
+    """A zigzag varint of at most 10 bytes (the 10th holding bit 63 only): inline when 10 bytes are left
+    (no bound to check per byte), else `read_long_slow`."""
     cdef const uint8_t *p = pp[0]
-    cdef uint64_t b
-    if p < end:
+    cdef uint64_t b, u
+    cdef int k
+    if end - p >= 10:
         b = p[0]
         if b < 0x80:
             pp[0] = p + 1
             out[0] = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
             return E_NONE
+        u = b & 0x7F
+        for k in range(1, 10):
+            b = p[k]
+            if k == 9 and b > 1:
+                return E_VARINT
+            u |= (b & 0x7F) << (7 * k)
+            if b < 0x80:
+                pp[0] = p + k + 1
+                out[0] = <int64_t>((u >> 1) ^ (~(u & 1) + 1))
+                return E_NONE
+        return E_VARINT
     return read_long_slow(pp, end, out)
 
 
@@ -883,6 +897,190 @@ cdef bint offsets_ok(const int64_t *offsets, int64_t n, int64_t size) noexcept:
     return ok
 
 
+cdef struct Errs:
+    int64_t n
+    int64_t cap
+    int64_t *row
+    uint8_t *code
+    int64_t *pos
+    int32_t *node
+    int64_t *detail
+
+
+cdef int push_err(Errs *e, int64_t row, int code, int64_t pos, int32_t node, int64_t detail) noexcept nogil:
+    """Record the error of one row (the rows with an error only: most columns have none)."""
+    cdef int64_t ncap
+    cdef void *p
+    if e.n == e.cap:
+        ncap = e.cap * 2 if e.cap else 64
+        p = realloc(e.row, ncap * sizeof(int64_t))
+        if p == NULL:
+            return E_NOMEM
+        e.row = <int64_t *>p
+        p = realloc(e.code, ncap)
+        if p == NULL:
+            return E_NOMEM
+        e.code = <uint8_t *>p
+        p = realloc(e.pos, ncap * sizeof(int64_t))
+        if p == NULL:
+            return E_NOMEM
+        e.pos = <int64_t *>p
+        p = realloc(e.node, ncap * sizeof(int32_t))
+        if p == NULL:
+            return E_NOMEM
+        e.node = <int32_t *>p
+        p = realloc(e.detail, ncap * sizeof(int64_t))
+        if p == NULL:
+            return E_NOMEM
+        e.detail = <int64_t *>p
+        e.cap = ncap
+    e.row[e.n] = row
+    e.code[e.n] = <uint8_t>code
+    e.pos[e.n] = pos
+    e.node[e.n] = node
+    e.detail[e.n] = detail
+    e.n += 1
+    return E_NONE
+
+
+cdef tuple _errs(Errs *e):
+    """The recorded errors as NumPy arrays (row, code, position, node, detail)."""
+    cdef int64_t k
+    rows = np.empty(e.n, np.int64)
+    code = np.empty(e.n, np.uint8)
+    pos = np.empty(e.n, np.int64)
+    node = np.empty(e.n, np.int32)
+    detail = np.empty(e.n, np.int64)
+    for k in range(e.n):
+        rows[k] = e.row[k]
+        code[k] = e.code[k]
+        pos[k] = e.pos[k]
+        node[k] = e.node[k]
+        detail[k] = e.detail[k]
+    return rows, code, pos, node, detail
+
+
+cdef struct Rows:
+    int64_t n
+    const int64_t *offsets      # contiguous: n + 1 offsets into base
+    const uint8_t *base
+    const uint8_t *views        # binary_view: n 16-byte views (NULL: contiguous)
+    const uint8_t **bufs        # the data buffers long views point into
+    const int64_t *bufsizes
+
+
+cdef inline void row_span(const Rows *r, int64_t i, const uint8_t **p, const uint8_t **end) noexcept nogil:
+    """Where row i's value lies (checked once, by Source)."""
+    cdef const uint8_t *v
+    cdef int32_t n, b, off
+    if r.views == NULL:
+        p[0] = r.base + r.offsets[i]
+        end[0] = r.base + r.offsets[i + 1]
+        return
+    v = r.views + 16 * i
+    memcpy(&n, v, 4)
+    if n <= 12:
+        p[0] = v + 4
+    else:
+        memcpy(&b, v + 8, 4)
+        memcpy(&off, v + 12, 4)
+        p[0] = r.bufs[b] + off
+    end[0] = p[0] + n
+
+
+cdef class Source:
+    """The values of a binary column as the kernel reads them: contiguous (``offsets``, n + 1 int64
+    positions into ``data``) or Arrow binary_view (``views``, uint8 (n, 16): int32 length, then the
+    value itself when at most 12 bytes, else a prefix, an int32 buffer index and an int32 offset into
+    ``buffers``, e.g. a segment's memory map: read where they lie, not copied). Every offset and view
+    is checked against its buffer here, once."""
+    cdef Rows rows
+    cdef object _keep
+    cdef const uint8_t **_bufs
+    cdef int64_t *_sizes
+
+    def __cinit__(self):
+        self._bufs = NULL
+        self._sizes = NULL
+
+    def __dealloc__(self):
+        free(self._bufs)
+        free(self._sizes)
+
+    def __init__(self, offsets=None, data=None, views=None, buffers=()):
+        cdef const int64_t[::1] offs
+        cdef const uint8_t[::1] d
+        cdef const uint8_t[:, ::1] vw
+        cdef const uint8_t[::1] buf
+        cdef Py_ssize_t k, nb
+        cdef int64_t i, n
+        cdef int32_t length, bi, off
+        cdef const uint8_t *v
+        cdef bint ok = True
+        keep = []
+        if views is None:
+            offs = offsets
+            d = data
+            n = offs.shape[0] - 1
+            if n < 0:
+                raise ValueError("offsets are n + 1 positions")
+            if not offsets_ok(&offs[0], n, d.shape[0]):
+                raise ValueError("offsets out of range")
+            keep += [offs, d]
+            self.rows.n = n
+            self.rows.offsets = &offs[0]
+            self.rows.base = &d[0] if d.shape[0] > 0 else <const uint8_t *>""
+            self.rows.views = NULL
+        else:
+            vw = views
+            if vw.shape[1] != 16:
+                raise ValueError("views are (n, 16) bytes")
+            nb = len(buffers)
+            self._bufs = <const uint8_t **>malloc(max(1, nb) * sizeof(uint8_t *))
+            self._sizes = <int64_t *>malloc(max(1, nb) * sizeof(int64_t))
+            if self._bufs == NULL or self._sizes == NULL:
+                raise MemoryError()
+            for k in range(nb):
+                buf = np.frombuffer(buffers[k], np.uint8)
+                keep.append(buf)
+                self._bufs[k] = &buf[0] if buf.shape[0] > 0 else <const uint8_t *>""
+                self._sizes[k] = buf.shape[0]
+            n = vw.shape[0]
+            keep.append(vw)
+            with nogil:
+                for i in range(n):
+                    v = &vw[i, 0]
+                    memcpy(&length, v, 4)
+                    if length < 0:
+                        ok = False
+                        break
+                    if length > 12:
+                        memcpy(&bi, v + 8, 4)
+                        memcpy(&off, v + 12, 4)
+                        if bi < 0 or bi >= nb or off < 0 or <int64_t>off + length > self._sizes[bi]:
+                            ok = False
+                            break
+            if not ok:
+                raise ValueError("a view points outside its buffers")
+            self.rows.n = n
+            self.rows.views = &vw[0, 0] if n > 0 else <const uint8_t *>""
+            self.rows.bufs = self._bufs
+            self.rows.bufsizes = self._sizes
+        self._keep = keep
+
+    def __len__(self):
+        return self.rows.n
+
+    def value(self, int64_t i):
+        """Row i's bytes (for error texts)."""
+        cdef const uint8_t *p
+        cdef const uint8_t *end
+        if not 0 <= i < self.rows.n:
+            raise IndexError(i)
+        row_span(&self.rows, i, &p, &end)
+        return (<const char *>p)[:end - p] if end > p else b""
+
+
 cdef int64_t popcount(const uint8_t *bits, int64_t n) noexcept nogil:
     """Set bits among the first n."""
     cdef int64_t i, total = 0
@@ -899,7 +1097,12 @@ cdef int64_t popcount(const uint8_t *bits, int64_t n) noexcept nogil:
 
 
 cdef OwnedBuffer _own(uint8_t **ptr, Py_ssize_t size):
+    """The buffer of ``size`` bytes at ``ptr[0]`` handed to Python, cut to its size first (a column grows
+    by doubling: the capacity it did not use goes back to the allocator, not kept beside the values)."""
     cdef OwnedBuffer b = OwnedBuffer.__new__(OwnedBuffer)
+    cdef void *q = realloc(ptr[0], size if size > 0 else 1)
+    if q != NULL:
+        ptr[0] = <uint8_t *>q
     b.ptr = ptr[0]
     b.size = size
     ptr[0] = NULL
@@ -1023,41 +1226,37 @@ cdef class Program:
             if nd.op == OP_MAP and self.columns[self.col_children[self.columns[nd.col, 2]], 3] != 2:
                 raise ValueError(f"node {i}: map entries have a key and a value")
 
-    def decode(self, const int64_t[::1] offsets, const uint8_t[::1] data, const int32_t[::1] roots, int64_t start,
-               int64_t skip_bytes, bint trailing_error, int64_t zero_cap, uint8_t[::1] err_code,
-               int64_t[::1] err_pos, int32_t[::1] err_node, int64_t[::1] err_detail):
-        """Decode rows [start, n) of a binary column (offsets: n + 1 int64 into data).
+    def decode_rows(self, Source source, const int32_t[::1] roots, int64_t start,
+                    int64_t skip_bytes, bint trailing_error, int64_t zero_cap):
+        """Decode rows [start, n) of a binary column (a `Source`).
 
         roots[i]: the plan node of row i's writer schema; -1 a null value (stays null, no error);
         < -1 an error found before (code -roots[i], recorded as is). skip_bytes: framing before
-        each value (5 for the Confluent wire format). Errors go to err_* (code, byte position in
-        the value, node, detail).
+        each value (5 for the Confluent wire format).
 
-        Returns (status, stop, columns, trailing): STATUS_OK, or STATUS_FULL when a column's int32
-        offsets would overflow at row `stop` (rows [start, stop) are in `columns`; call again from
-        stop). columns: per column (length, null count, validity, data, offsets), buffers as
-        OwnedBuffer or None. trailing: rows decoded with bytes left after the value (when
-        trailing_error is false; else those rows are errors).
+        Returns (status, stop, columns, trailing, errors): STATUS_OK, or STATUS_FULL when a
+        column's int32 offsets would overflow at row `stop` (rows [start, stop) are in `columns`;
+        call again from stop). columns: per column (length, null count, validity, data, offsets),
+        buffers as OwnedBuffer or None. trailing: rows decoded with bytes left after the value
+        (when trailing_error is false; else those rows are errors). errors: the rows with an
+        error, as NumPy arrays (row, code, byte position in the value, node, detail).
         """
-        cdef int64_t n = offsets.shape[0] - 1, i, m = self.ncols, k, b, e, init, trailing = 0
+        cdef int64_t n = source.rows.n, i, m = self.ncols, k, b, e, init, trailing = 0
+        cdef const Rows *rows = &source.rows
         cdef Ctx x
         cdef Col *cols
         cdef int64_t *saved = NULL
         cdef int rc = E_NONE, status = E_NONE
         cdef int32_t r
-        cdef const uint8_t *base = &data[0] if data.shape[0] > 0 else <const uint8_t *>""
         cdef const uint8_t *p
         cdef const uint8_t *end
         cdef Col *top
-        if n < 0:
-            raise ValueError("offsets are n + 1 positions")
-        if roots.shape[0] < n or err_code.shape[0] < n or err_pos.shape[0] < n or err_node.shape[0] < n \
-                or err_detail.shape[0] < n:
+        cdef Errs errs
+        memset(&errs, 0, sizeof(Errs))
+        if roots.shape[0] < n:
             raise ValueError("per-row arrays shorter than the column")
         if start < 0 or start > n:
             raise ValueError("start out of range")
-        if not offsets_ok(&offsets[0], n, data.shape[0]):
-            raise ValueError("offsets out of range")
         with nogil:
             for i in range(start, n):
                 if roots[i] >= self.nnodes or roots[i] < -255:
@@ -1099,8 +1298,9 @@ cdef class Program:
                 while i < n:
                     r = roots[i]
                     if r < 0:
-                        if r < -1:
-                            err_code[i] = <uint8_t>(-r)
+                        if r < -1 and push_err(&errs, i, -r, 0, 0, 0):
+                            status = E_NOMEM
+                            break
                         rc = put_null(&x, self.top)
                         if rc:
                             status = rc
@@ -1109,9 +1309,8 @@ cdef class Program:
                         continue
                     for k in range(m):
                         saved[k] = cols[k].length
-                    x.vstart = base + offsets[i]
+                    row_span(rows, i, &x.vstart, &end)
                     p = x.vstart + skip_bytes
-                    end = base + offsets[i + 1]
                     x.zero_items = 0
                     if p > end:
                         rc = fail(&x, r, end, E_TRUNCATED, 0)
@@ -1147,10 +1346,9 @@ cdef class Program:
                         x.err_pos = 0
                         x.err_detail = 0
                         x.err_node = r
-                    err_code[i] = <uint8_t>rc
-                    err_pos[i] = x.err_pos
-                    err_node[i] = x.err_node
-                    err_detail[i] = x.err_detail
+                    if push_err(&errs, i, rc, x.err_pos, x.err_node, x.err_detail):
+                        status = E_NOMEM
+                        break
                     rc = put_null(&x, self.top)
                     if rc:
                         status = rc
@@ -1161,7 +1359,7 @@ cdef class Program:
             out = []
             for k in range(m):
                 out.append(self._column(&cols[k]))
-            return (STATUS_FULL if status == E_FULL else STATUS_OK, i, out, trailing)
+            return (STATUS_FULL if status == E_FULL else STATUS_OK, i, out, trailing, _errs(&errs))
         finally:
             for k in range(m):
                 free(cols[k].valid)
@@ -1169,6 +1367,11 @@ cdef class Program:
                 free(cols[k].offs)
             free(cols)
             free(saved)
+            free(errs.row)
+            free(errs.code)
+            free(errs.pos)
+            free(errs.node)
+            free(errs.detail)
 
     cdef tuple _column(self, Col *c):
         cdef int64_t nbits = (c.length + 7) >> 3
@@ -1193,7 +1396,12 @@ cdef class Program:
 
 def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1] validity=None,
           int64_t bit_offset=0):
-    """The Confluent framing of every value: 0x00, big-endian int32 schema id, payload.
+    """`frame_rows` of a contiguous binary column (offsets: n + 1 int64 into data)."""
+    return frame_rows(Source(offsets, data), validity, bit_offset)
+
+
+def frame_rows(Source source, const uint8_t[::1] validity=None, int64_t bit_offset=0):
+    """The Confluent framing of every value of a `Source`: 0x00, big-endian int32 schema id, payload.
 
     validity: Arrow validity bits (None: no null), starting at bit `bit_offset`.
 
@@ -1201,14 +1409,15 @@ def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1
     index of the row's id in `uniq` (distinct ids in order of first appearance), -1 for a null
     value, -F_* for a framing error.
     """
-    cdef int64_t n = offsets.shape[0] - 1, i, start, length, h
+    cdef int64_t n = source.rows.n, i, length, h
     cdef int64_t cap = 64, used = 0, k
     ids_a = np.zeros(max(n, 0), np.int32)
     slots_a = np.empty(max(n, 0), np.int32)
     cdef int32_t[::1] ids = ids_a
     cdef int32_t[::1] slots = slots_a
-    cdef const uint8_t *base = &data[0] if data.shape[0] else <const uint8_t *>""
+    cdef const Rows *rows = &source.rows
     cdef const uint8_t *v
+    cdef const uint8_t *vend
     cdef const uint8_t *bits = NULL
     cdef int64_t *keys = NULL
     cdef int32_t *vals = NULL
@@ -1217,10 +1426,6 @@ def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1
     cdef int32_t *nv
     cdef int32_t sid
     cdef bint nomem = False
-    if n < 0:
-        raise ValueError("offsets are n + 1 positions")
-    if not offsets_ok(&offsets[0], n, data.shape[0]):
-        raise ValueError("offsets out of range")
     if validity is not None:
         if validity.shape[0] * 8 < bit_offset + n:
             raise ValueError("validity shorter than the column")
@@ -1238,9 +1443,8 @@ def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1
                 if bits != NULL and not (bits[(bit_offset + i) >> 3] >> ((bit_offset + i) & 7)) & 1:
                     slots[i] = -1
                     continue
-                start = offsets[i]
-                length = offsets[i + 1] - start
-                v = base + start
+                row_span(rows, i, &v, &vend)
+                length = vend - v
                 if length < 1 or (v[0] != 0 and v[0] != 1):
                     slots[i] = -F_NO_MAGIC
                     continue
@@ -1305,6 +1509,49 @@ def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1
         free(keys)
         free(vals)
         free(order)
+
+
+def gather(Source source):
+    """The values of a `Source` one after the other: (offsets, data) as NumPy arrays -- int32 offsets,
+    int64 past 2 GiB -- i.e. a binary_view column made contiguous (a null value is empty here: the
+    caller keeps the validity)."""
+    cdef int64_t n = source.rows.n, i, total = 0
+    cdef const uint8_t *p
+    cdef const uint8_t *end
+    cdef uint8_t *out
+    cdef int32_t[::1] o32
+    cdef int64_t[::1] o64
+    with nogil:
+        for i in range(n):
+            row_span(&source.rows, i, &p, &end)
+            total += end - p
+    data_a = np.empty(total, np.uint8)
+    cdef uint8_t[::1] data = data_a
+    big = total > INT32_MAX
+    offs_a = np.empty(n + 1, np.int64 if big else np.int32)
+    out = &data[0] if total else NULL
+    total = 0
+    if big:
+        o64 = offs_a
+        with nogil:
+            o64[0] = 0
+            for i in range(n):
+                row_span(&source.rows, i, &p, &end)
+                if end > p:
+                    memcpy(out + total, p, end - p)
+                total += end - p
+                o64[i + 1] = total
+    else:
+        o32 = offs_a
+        with nogil:
+            o32[0] = 0
+            for i in range(n):
+                row_span(&source.rows, i, &p, &end)
+                if end > p:
+                    memcpy(out + total, p, end - p)
+                total += end - p
+                o32[i + 1] = <int32_t>total
+    return offs_a, data_a
 
 
 def utf8_valid(const uint8_t[::1] data):

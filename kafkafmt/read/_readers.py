@@ -27,12 +27,13 @@ from kafkafmt.log import not_kafka_reason, window
 from kafkafmt.log import partition_of_name, segment_base
 from kafkafmt.log import plan
 from kafkafmt.log import read_range
-from kafkafmt.record import Records
+from kafkafmt.record import BinaryColumn, BinaryViewColumn, Records
 from kafkafmt.log import Segment, warn_fallbacks
 from kafkafmt.storage import open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
 from kafkafmt.log import read_task, read_tasks
-from kafkafmt.values import FailedValues, TypedOptions, decode_values, empty_typed, open_typed
+from kafkafmt.values import (FailedValues, TypedOptions, decode_values, empty_typed, gather_views, get_format,
+                             open_typed)
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment"]
 
@@ -213,6 +214,18 @@ def _type(recs, typed):
     return recs if typed.keep_bytes else recs.replace(**{side: None for side, _, _ in typed.sides()})
 
 
+def _contiguous(recs):
+    """``recs`` with its binary_view keys / values (the untyped sides of a read decoded with views)
+    as contiguous binary columns, as the read was asked for."""
+    changes = {}
+    for side in ("key", "value"):
+        col = recs.decoded(side)
+        if isinstance(col, BinaryViewColumn):
+            offsets, data = gather_views(col)
+            changes[side] = BinaryColumn(offsets, data, col.validity, col.null_count)
+    return recs.replace(**changes) if changes else recs
+
+
 def _warning_at_end(chunks):
     """The chunks, then (once they are all read) a warning for each topic none of whose typed
     values could be read (`FailedValues`)."""
@@ -242,9 +255,14 @@ def _iter_partition(folder, *, start_offset, end_offset, start_timestamp, end_ti
     committed = isolation == "read_committed"
     if typed.active:     # typed sides need their raw column
         columns = None if columns is None else list(columns) + [s for s, _, _ in typed.sides() if s not in columns]
+    # typed sides whose formats read values where they lie: the records are decoded with views into the
+    # segment (no raw byte copied out), the untyped sides made contiguous again after typing
+    views = (typed.active and not typed.keep_bytes and binary == "contiguous"
+             and all(get_format(fmt).reads_views for _, fmt, _ in typed.sides()))
     options = DecodeOptions.for_columns(columns, verify_crc=verify_crc,
                                         include_control=include_control and not committed,
-                                        max_decompressed=max_decompressed, threads=threads, binary=binary)
+                                        max_decompressed=max_decompressed, threads=threads,
+                                        binary="view" if views else binary)
     n_threads = resolve_threads(threads)
     if whole_tasks and n_threads > 1 and len(tasks) > 1:
         chunks = _read_tasks_parallel(tasks, report, options, errors, n_threads)
@@ -258,6 +276,8 @@ def _iter_partition(folder, *, start_offset, end_offset, start_timestamp, end_ti
                 typed_recs = _type(recs.replace(report=[]), typed)
                 report += typed_recs.report
                 recs = typed_recs.replace(report=report)
+                if views:
+                    recs = _contiguous(recs)
             yield recs
 
 

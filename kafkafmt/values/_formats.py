@@ -62,7 +62,7 @@ from kafkafmt.values.registry import RegisteredSchema, SchemaRegistry, open_regi
 
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "BUILTIN_FORMATS",
            "ENTRY_POINTS", "register_format", "get_format", "format_names", "needs_schema", "format_of_type",
-           "schema_types", "KernelFormat", "reader_schema_for", "pinned_reader", "column_parts", "column_validity",
+           "schema_types", "KernelFormat", "reader_schema_for", "pinned_reader", "column_parts", "column_validity", "kernel_source", "null_array", "gather_views",
            "raise_strict", "nullable_type", "merge_types", "conform"]
 
 
@@ -198,12 +198,44 @@ class DecodedColumn:
         if any(p.untyped is not None for p in parts):
             untyped = pa.concat_arrays([pa.nulls(len(p), pa.binary()) if p.untyped is None else _one(p.untyped)
                                         for p in parts])
-        return DecodedColumn(values=values, schema_id=pa.concat_arrays([_one(p.schema_id) for p in parts]),
-                             error=pa.concat_arrays([_one(p.error) for p in parts]),
+        return DecodedColumn(values=values, schema_id=_concat(pa.int32(), [p.schema_id for p in parts]),
+                             error=_concat(pa.string(), [p.error for p in parts]),
                              error_count=sum(p.error_count for p in parts), format=first.format,
                              reader=first.reader if same else None,
                              trailing_count=sum(p.trailing_count for p in parts), untyped=untyped,
                              readers=None if same else _reader_runs(parts))
+
+
+def null_array(n, type):
+    """``n`` nulls of Arrow ``type``: string and int32 on zeroed NumPy buffers (calloc'd, so that a
+    column with no error or schema id costs no page until it is read), others as ``pa.nulls``."""
+    pa = _pa()
+    if type == pa.string():
+        buffers = [pa.py_buffer(np.zeros(n + 1, np.int32)), pa.py_buffer(b"")]
+    elif type == pa.int32():
+        buffers = [pa.py_buffer(np.zeros(n, np.int32))]
+    else:
+        return pa.nulls(n, type)
+    return pa.Array.from_buffers(type, n, [pa.py_buffer(np.zeros((n + 7) // 8, np.uint8))] + buffers, null_count=n)
+
+
+def _concat(type, arrays):
+    """One array of the arrays (or chunked arrays) of ``type``; all null: `null_array`; int32 on NumPy
+    buffers (not Arrow's memory pool, which keeps what it frees)."""
+    pa = _pa()
+    if all(a.null_count == len(a) for a in arrays):
+        return null_array(sum(len(a) for a in arrays), type)
+    arrays = [_one(a) for a in arrays]
+    if type != pa.int32():
+        return pa.concat_arrays(arrays)
+    n = sum(len(a) for a in arrays)
+    values = np.concatenate([np.frombuffer(a.buffers()[1], np.int32)[a.offset:a.offset + len(a)] if len(a)
+                             else np.zeros(0, np.int32) for a in arrays])
+    validity = None
+    if any(a.null_count for a in arrays):
+        valid = np.concatenate([np.asarray(a.is_valid()) for a in arrays])
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(pa.int32(), n, [validity, pa.py_buffer(values)])
 
 
 def _reader_runs(parts):
@@ -357,6 +389,9 @@ class ValueFormat:
     needs_schema = False
     #: what it types: keys, values or both (the command line offers it to --key-format / --value-format)
     sides = ("key", "value")
+    #: it reads a `BinaryViewColumn` where its values lie (`kernel_source`): the readers then decode the
+    #: records with views into the segment instead of copying the raw bytes out first
+    reads_views = False
 
     def value_type(self, ctx):
         """The Arrow type of the decoded values (before any value is read)."""
@@ -547,6 +582,28 @@ def column_parts(column):
     return _parts(column)
 
 
+def kernel_source(column):
+    """(the Avro kernel's `Source` of a column of raw keys or values, its validity bits as uint8 or None,
+    their bit offset): binary_view columns (`BinaryViewColumn`) are read where their values lie (a
+    segment's memory map), not copied; anything else as `column_parts` makes it contiguous."""
+    from kafkafmt._native import avro as kernel
+    from kafkafmt.record import BinaryViewColumn
+
+    if isinstance(column, BinaryViewColumn):
+        return kernel.Source(views=column.views, buffers=column.buffers), column.validity, 0
+    column, offsets, data = _parts(column)
+    bits, bit_offset = _validity(column)
+    return kernel.Source(offsets, data), bits, bit_offset
+
+
+def gather_views(column):
+    """(offsets, data) of a `BinaryViewColumn`'s values one after the other (int32 offsets, int64 past
+    2 GiB; nulls empty): the column made contiguous, on NumPy buffers."""
+    from kafkafmt._native import avro as kernel
+
+    return kernel.gather(kernel.Source(views=column.views, buffers=column.buffers))
+
+
 def column_validity(column):
     """(validity bits as uint8, bit offset) of an Arrow array, or (None, 0) when nothing is null."""
     return _validity(column)
@@ -643,21 +700,20 @@ class KernelFormat(ValueFormat):
     """Shared by the formats the Avro kernel decodes: errors and strict mode."""
 
     def _finish(self, plan, values, errors, schema_id, ids, ctx, messages, trailing=0):
-        """The DecodedColumn: error texts for the rows with an error code (messages(code, id, row)
-        for the codes found before decoding), or the strict error for the first."""
+        """The DecodedColumn: error texts for the rows with an error (the kernel's sparse ``errors``;
+        messages(code, id, row) for the codes found before decoding), or the strict error for the first."""
         pa = _pa()
-        code, pos, node, detail = errors
-        n = len(code)
-        bad = np.flatnonzero(code)
+        bad, code, pos, node, detail = errors
+        n = len(values)
         if len(bad):
             texts = np.full(n, None, dtype=object)
-            for i in bad:
-                c = int(code[i])
+            for k, i in enumerate(bad.tolist()):
+                c = int(code[k])
                 if c >= 64:
                     texts[i] = messages(c, int(ids[i]), i)
                 else:
-                    texts[i] = (f"{plan.error_text(c, int(node[i]), int(detail[i]))} "
-                                f"(at byte {int(pos[i])} of the value)")
+                    texts[i] = (f"{plan.error_text(c, int(node[k]), int(detail[k]))} "
+                                f"(at byte {int(pos[k])} of the value)")
             error = pa.array(texts, pa.string())
             if ctx.strict:
                 i = int(bad[0])
@@ -665,11 +721,11 @@ class KernelFormat(ValueFormat):
                 where = "" if ctx.offsets is None else f" of the record at offset {int(ctx.offsets[i])}"
                 position = None
                 if ctx.positions is not None:
-                    position = int(ctx.positions[i]) + (int(pos[i]) if code[i] < 64 else 0)
+                    position = int(ctx.positions[i]) + (int(pos[0]) if code[0] < 64 else 0)
                 raise ValueDecodeError(f"bad {self.name} {what}{where}: {texts[i]}", file=ctx.file, position=position,
                                        offset=None if ctx.offsets is None else int(ctx.offsets[i]))
         else:
-            error = pa.nulls(n, pa.string())
+            error = null_array(n, pa.string())
         return DecodedColumn(values, schema_id, error, len(bad), self, plan.reader, trailing)
 
 

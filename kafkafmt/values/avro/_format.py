@@ -14,7 +14,7 @@ from kafkafmt.values.avro._plan import ZERO_ITEMS_CAP, AvroPlan
 from kafkafmt.values.avro._json import avro_json
 from kafkafmt.values.avro._schema import parse_registered
 from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
-from kafkafmt.values._formats import KernelFormat, column_parts, column_validity, reader_schema_for
+from kafkafmt.values._formats import KernelFormat, kernel_source, reader_schema_for
 
 __all__ = ["AvroFormat"]
 
@@ -60,6 +60,7 @@ class AvroFormat(KernelFormat):
     summary = "Avro in the Schema Registry's wire format"
     schema_type = "AVRO"
     needs_schema = True
+    reads_views = True
     #: schemaTypes this format decodes; others are per-record errors
     decodes = ("AVRO",)
 
@@ -116,9 +117,8 @@ class AvroFormat(KernelFormat):
         import pyarrow as pa
 
         reg, cache, plan = self.plan(ctx)
-        column, offsets, data = column_parts(column)
-        bits, bit_offset = column_validity(column)
-        ids, slots, uniq = _kernel.frame(offsets, data, bits, bit_offset)
+        source, bits, bit_offset = kernel_source(column)
+        ids, slots, uniq = _kernel.frame_rows(source, bits, bit_offset)
         problems = {}
         lut = np.empty(len(uniq), np.int32)
         for j, sid in enumerate(uniq.tolist()):
@@ -134,15 +134,16 @@ class AvroFormat(KernelFormat):
                     problems[sid] = f"schema id {sid} cannot be resolved: {exc.reason}"
         framed = slots >= 0
         roots = np.where(framed, lut[np.maximum(slots, 0)] if len(lut) else 0, slots).astype(np.int32)
-        values, errors, trailing = plan.decode(offsets, data, roots, skip=_FRAMING,
-                                               trailing_error=ctx.trailing == "error", zero_cap=ZERO_ITEMS_CAP)
+        values, errors, trailing = plan.decode_rows(source, roots, skip=_FRAMING,
+                                                    trailing_error=ctx.trailing == "error", zero_cap=ZERO_ITEMS_CAP)
 
         def messages(code, sid, i):
-            length = int(offsets[i + 1] - offsets[i])
+            value = source.value(i)
+            length = len(value)
             if code == E_NO_MAGIC:
                 if length == 0:
                     return "empty value: no magic byte (not the Schema Registry wire format)"
-                return (f"no magic byte: the value starts with 0x{int(data[offsets[i]]):02x}, not 0x00 (not the "
+                return (f"no magic byte: the value starts with 0x{value[0]:02x}, not 0x00 (not the "
                         f"Schema Registry wire format)")
             if code == E_SHORT:
                 return f"value of {length} bytes is shorter than the 5 bytes of the wire format's header"
