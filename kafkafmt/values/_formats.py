@@ -147,6 +147,13 @@ class DecodedColumn:
                     out[r] = text
         return out
 
+    def json_array(self):
+        """`json` as a pyarrow string array (null where the value is null): what the command line
+        writes, printed by the format's kernel where it has one (Avro), without a Python object per value."""
+        if self.readers is None:
+            return self.format.json_array(self)
+        return _pa().array(self.json(), _pa().large_string())
+
     def _like(self, values, schema_id, error, rows):
         readers = None if self.readers is None else (self.readers[0], self.readers[1][rows])
         untyped = None if self.untyped is None else (self.untyped[rows] if isinstance(rows, slice) else
@@ -408,6 +415,11 @@ class ValueFormat:
             return None
         rs = reader_schema_for(ctx.registry, ctx.topic, ctx.is_key, ctx.reader_schema)
         return rs.id if rs.id is not None and rs.id >= 0 else None
+
+    def json_array(self, decoded):
+        """`json` as a pyarrow (large) string array, null where a value is null (a format with a text
+        kernel prints it without a Python object per value)."""
+        return _pa().array(self.json(decoded), _pa().large_string())
 
     def json(self, decoded):
         """JSON texts of decoded values (the command line's JSON lines and CSV, ``DecodedColumn.json``)."""

@@ -182,6 +182,9 @@ class _Printed(RegistryFormat):
     def json(self, decoded):
         return self.main.json(decoded)
 
+    def json_array(self, decoded):
+        return self.main.json_array(decoded)
+
 
 # ------------------------------------------------------------------------------------------------
 

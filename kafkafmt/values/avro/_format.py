@@ -11,7 +11,7 @@ import numpy as np
 from kafkafmt._native import avro as _kernel
 from kafkafmt.errors import SchemaError, SchemaNotFoundError
 from kafkafmt.values.avro._plan import ZERO_ITEMS_CAP, AvroPlan
-from kafkafmt.values.avro._json import avro_json
+from kafkafmt.values.avro._json import avro_json_array
 from kafkafmt.values.avro._schema import parse_registered
 from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
 from kafkafmt.values._formats import KernelFormat, kernel_source, reader_schema_for
@@ -156,4 +156,7 @@ class AvroFormat(KernelFormat):
         return self._finish(plan, values, errors, schema_id, ids, ctx, messages, trailing)
 
     def json(self, decoded):
-        return avro_json(decoded.values, decoded.reader)
+        return self.json_array(decoded).to_pylist()
+
+    def json_array(self, decoded):
+        return avro_json_array(decoded.values, decoded.reader)
