@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime
 import io
 import json
+import os
 
 from . import common
 from .common import register_ratio, require_kafkafmt
@@ -421,6 +422,111 @@ class AvroLogDir:
     track_peak_over_output.unit = "ratio"
 
 
+# ---------------------------------------------------------------------------------------------
+# typed text export: kafkafmt export --value-format avro to JSON lines / CSV, against kafka-python's record
+# reader with fastavro per value and json.dumps per record (csv's writer for CSV)
+
+EXPORT_FORMATS = ("jsonl", "csv")
+
+
+def _export_target(fmt):
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"kafkafmt-bench-export-{os.getpid()}.{fmt}")
+
+
+def kafkafmt_export(fmt):
+    from kafkafmt.cli import main
+
+    root = str(typed_log_dir("flat"))
+    target = _export_target(fmt)
+    return lambda: main(["export", root, "--topics", "flat", "--value-format", "avro", "--to", target, "-q"])
+
+
+def kafka_python_fastavro_export(fmt):
+    """The peers' typed export: each record read by kafka-python, its value by fastavro, the row written
+    with json.dumps (the value nested in JSON lines, its JSON text in CSV), as kafkafmt writes it."""
+    import base64
+    import csv
+    import datetime as dt
+
+    from fastavro import schemaless_reader
+    from kafka.record import MemoryRecords
+
+    seg = (_partition("flat") / "00000000000000000000.log").read_bytes()
+    parsed = data("flat")[2]
+    target = _export_target("peer-" + fmt)
+    columns = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers",
+               "valueSchemaId", "valueError"]
+
+    def plain(o):                          # datetimes as their epoch milliseconds, as Avro's JSON has them
+        return int(o.timestamp() * 1000) if isinstance(o, dt.datetime) else str(o)
+
+    def run(BytesIO=io.BytesIO, read=schemaless_reader, dumps=json.dumps, b64=base64.b64encode):
+        with open(target, "w", encoding="utf-8", newline="") as f:
+            out = csv.writer(f, lineterminator="\n") if fmt == "csv" else None
+            if out is not None:
+                out.writerow(columns)
+            records = MemoryRecords(seg)
+            while records.has_next():
+                for r in records.next_batch():
+                    v = r.value
+                    value = read(BytesIO(v[5:]), parsed, None)
+                    key = None if r.key is None else b64(r.key).decode()
+                    headers = [{"key": k, "value": b64(x).decode()} for k, x in r.headers] or None
+                    sid = int.from_bytes(v[1:5], "big")
+                    if out is None:
+                        f.write(dumps({"key": key, "value": value, "topic": "flat", "partition": 0,
+                                       "offset": r.offset, "timestamp": r.timestamp,
+                                       "timestampType": r.timestamp_type, "headers": headers,
+                                       "valueSchemaId": sid, "valueError": None},
+                                      separators=(",", ":"), default=plain) + "\n")
+                    else:
+                        out.writerow([key or "", dumps(value, separators=(",", ":"), default=plain), "flat", 0,
+                                      r.offset, r.timestamp, r.timestamp_type,
+                                      "" if headers is None else dumps(headers), sid, ""])
+    return run
+
+
+def export_records_per_second(fmt, budget_s=None):
+    t, = common.interleaved_medians([kafkafmt_export(fmt)], budget_s)
+    return round(LOG_DIR_RECORDS / t)
+
+
+register_ratio("avro_export_vs_kafka_python", "export --value-format avro × kafka-python + fastavro + json",
+               list(EXPORT_FORMATS), lambda fmt: (kafka_python_fastavro_export(fmt), kafkafmt_export(fmt)),
+               family="avro", track="bench_avro.AvroExport.track_ratio_vs_kafka_python_fastavro_json")
+common.register_value("avro_export_rate", "export --value-format avro records/s", list(EXPORT_FORMATS),
+                      export_records_per_second, "records/s", family="avro",
+                      track="bench_avro.AvroExport.track_records_per_second")
+
+
+class AvroExport:
+    """kafkafmt export of the flat log dir, typed, to JSON lines and CSV, against the peers' loop."""
+
+    params = list(EXPORT_FORMATS)
+    param_names = ["format"]
+    timeout = 900
+
+    def setup(self, fmt):
+        require_kafkafmt()
+        common.note_quick()
+        self.export = kafkafmt_export(fmt)
+
+    def time_kafkafmt_export(self, fmt):
+        self.export()
+
+    def track_records_per_second(self, fmt):
+        return export_records_per_second(fmt)
+
+    track_records_per_second.unit = "records/s"
+
+    def track_ratio_vs_kafka_python_fastavro_json(self, fmt):
+        return common.measure_registered("avro_export_vs_kafka_python", fmt)
+
+    track_ratio_vs_kafka_python_fastavro_json.unit = "ratio"
+
+
 if __name__ == "__main__":   # python -m benchmarks.bench_avro: medians and ratios without asv
     for kind in SCHEMAS:
         check_same(kind)
@@ -437,3 +543,8 @@ if __name__ == "__main__":   # python -m benchmarks.bench_avro: medians and rati
         print(f"read_log_dir(value_format='avro'), {LOG_DIR_RECORDS} {kind} records: kafkafmt {med[0] * 1e3:.1f} ms "
               f"({LOG_DIR_RECORDS / med[0] / 1e6:.2f} M records/s), kafka-python + fastavro {med[1] * 1e3:.0f} ms "
               f"({med[1] / med[0]:.1f}x); peak memory / output {log_dir_peak_ratio(kind):.2f}")
+    for fmt in EXPORT_FORMATS:
+        med = common.interleaved_medians([kafkafmt_export(fmt), kafka_python_fastavro_export(fmt)])
+        print(f"export --value-format avro to {fmt}, {LOG_DIR_RECORDS} flat records: kafkafmt {med[0]:.2f} s "
+              f"({LOG_DIR_RECORDS / med[0] / 1e3:.0f} k records/s), kafka-python + fastavro + json "
+              f"{med[1]:.2f} s ({med[1] / med[0]:.1f}x)")
