@@ -333,6 +333,15 @@ def _probe_untyped_topics(reader, p):
     assert "valueBytes" in read(reader, where, value_format="avro", untyped_topics="bytes").columns
 
 
+def _probe_keep_bytes(reader, p):
+    where = Where(p["sample"], "shipments")
+    with pytest.raises(AttributeError, match="keep_bytes=True"):
+        read(reader, where, value_format="avro").value
+    kept = read(reader, where, value_format="avro", keep_bytes=True)
+    assert kept.value.to_pylist() == read(reader, where).value.to_pylist()
+    assert "valueSchemaId" in kept.columns
+
+
 PROBES = {
     "start_offset": _probe_start_offset, "end_offset": _probe_end_offset, "start_timestamp": _probe_start_timestamp,
     "end_timestamp": _probe_end_timestamp, "isolation": _probe_isolation, "columns": _probe_columns,
@@ -344,7 +353,7 @@ PROBES = {
     "storage_options": _probe_storage_options, "filesystem": _probe_filesystem, "tiered_keys": _probe_tiered_keys,
     "replicas": _probe_replicas, "value_format": _probe_value_format, "key_format": _probe_key_format,
     "schema_registry": _probe_schema_registry, "value_schema": _probe_value_schema, "key_schema": _probe_key_schema,
-    "value_errors": _probe_value_errors, "untyped_topics": _probe_untyped_topics,
+    "value_errors": _probe_value_errors, "untyped_topics": _probe_untyped_topics, "keep_bytes": _probe_keep_bytes,
 }
 
 

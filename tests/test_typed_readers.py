@@ -85,10 +85,28 @@ def test_read_log_dir_types_values_and_keys_with_the_log_dirs_own_schemas(backup
     v1_id, v2_id = (m.client.get_version("orders-value", v).schema_id for v in (1, 2))
     assert {ids[i] for i in range(150) if values[i] and i != BAD_ROW} == {v1_id}
     assert {ids[i] for i in range(150, 300) if values[i]} == {v2_id}
-    # raw bytes stay available
-    assert recs.value.to_pylist() == values
+    # the raw bytes are dropped once typed, unless asked for
+    with pytest.raises(AttributeError, match="keep_bytes=True"):
+        recs.value
+    kept = kafkafmt.read_log_dir(str(root / "orders-0"), value_format="avro", key_format="avro", keep_bytes=True)
+    assert kept.value.to_pylist() == values and kept.to_arrow().equals(table)
     bad = [e for e in recs.report if e.kind is ReportKind.BAD_VALUE]
     assert len(bad) == 1 and bad[0].offset == BAD_ROW
+
+
+def test_a_typed_read_in_chunks_is_the_whole_read(backup, monkeypatch):
+    """read_log_dir types a partition chunk by chunk (letting each chunk's raw bytes go): the table is
+    the one typing every value at once gives."""
+    import kafkafmt.read._readers as readers
+
+    root, m, values, _ = backup
+    raw = kafkafmt.read_log_dir(str(root / "orders-0"))
+    whole = kafkafmt.type_values(raw, value_format="avro", key_format="avro").to_arrow()
+    monkeypatch.setattr(readers, "TYPED_CHUNK_BYTES", 2048)
+    recs = kafkafmt.read_log_dir(str(root / "orders-0"), value_format="avro", key_format="avro")
+    assert recs.to_arrow().column("value").num_chunks > 3
+    assert recs.to_arrow().equals(whole)
+    assert [e.offset for e in recs.report if e.kind is ReportKind.BAD_VALUE] == [BAD_ROW]
 
 
 def test_every_reader_gives_the_same_typed_table(backup):
@@ -243,7 +261,7 @@ def test_the_samples_avro_topic_equals_fastavro(tmp_path, monkeypatch):
 
     monkeypatch.setenv("KAFKAFMT_SAMPLE_DIR", str(tmp_path / "sample"))
     root = sample.sample_dir()
-    recs = kafkafmt.read_log_dirs(root, topics=["shipments"], value_format="avro")
+    recs = kafkafmt.read_log_dirs(root, topics=["shipments"], value_format="avro", keep_bytes=True)
     raw = recs.value.to_pylist()
     writers = {1: fastavro.parse_schema(sample.SHIPMENT_V1), 2: fastavro.parse_schema(sample.SHIPMENT_V2)}
     reader = fastavro.parse_schema(sample.SHIPMENT_V2)

@@ -556,6 +556,8 @@ def skip_unless_peer(peer, name):
 _PEAK_CHILD = r"""
 import gc, importlib, json, sys
 import pyarrow, pandas     # imported lazily by kafkafmt: their mapped libraries are not the call's
+import pyarrow.compute     # nor pyarrow's first use (its memory pool and compute registry: ~60 MB here)
+pyarrow.array([0, None]).cast(pyarrow.string())
 sys.path.insert(0, sys.argv[1])
 mod, fn = sys.argv[2].split(":")
 run = getattr(importlib.import_module("benchmarks." + mod), fn)(*json.loads(sys.argv[3]))

@@ -28,6 +28,7 @@ decoded so far and calls again from there.
 """
 import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t, INT32_MAX, INT64_MIN
+
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, calloc, realloc, free
 from cpython.buffer cimport PyBuffer_FillInfo
@@ -379,15 +380,28 @@ cdef inline uint8_t *put_slot(Col *c) noexcept nogil:
 # reading
 
 cdef inline int read_long(const uint8_t **pp, const uint8_t *end, int64_t *out) noexcept nogil:
-    """A zigzag varint of at most 10 bytes (the 10th holding bit 63 only); one-byte values inline."""
+    """A zigzag varint of at most 10 bytes (the 10th holding bit 63 only): inline when 10 bytes are left
+    (no bound to check per byte), else `read_long_slow`."""
     cdef const uint8_t *p = pp[0]
-    cdef uint64_t b
-    if p < end:
+    cdef uint64_t b, u
+    cdef int k
+    if end - p >= 10:
         b = p[0]
         if b < 0x80:
             pp[0] = p + 1
             out[0] = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
             return E_NONE
+        u = b & 0x7F
+        for k in range(1, 10):
+            b = p[k]
+            if k == 9 and b > 1:
+                return E_VARINT
+            u |= (b & 0x7F) << (7 * k)
+            if b < 0x80:
+                pp[0] = p + k + 1
+                out[0] = <int64_t>((u >> 1) ^ (~(u & 1) + 1))
+                return E_NONE
+        return E_VARINT
     return read_long_slow(pp, end, out)
 
 
@@ -883,6 +897,190 @@ cdef bint offsets_ok(const int64_t *offsets, int64_t n, int64_t size) noexcept:
     return ok
 
 
+cdef struct Errs:
+    int64_t n
+    int64_t cap
+    int64_t *row
+    uint8_t *code
+    int64_t *pos
+    int32_t *node
+    int64_t *detail
+
+
+cdef int push_err(Errs *e, int64_t row, int code, int64_t pos, int32_t node, int64_t detail) noexcept nogil:
+    """Record the error of one row (the rows with an error only: most columns have none)."""
+    cdef int64_t ncap
+    cdef void *p
+    if e.n == e.cap:
+        ncap = e.cap * 2 if e.cap else 64
+        p = realloc(e.row, ncap * sizeof(int64_t))
+        if p == NULL:
+            return E_NOMEM
+        e.row = <int64_t *>p
+        p = realloc(e.code, ncap)
+        if p == NULL:
+            return E_NOMEM
+        e.code = <uint8_t *>p
+        p = realloc(e.pos, ncap * sizeof(int64_t))
+        if p == NULL:
+            return E_NOMEM
+        e.pos = <int64_t *>p
+        p = realloc(e.node, ncap * sizeof(int32_t))
+        if p == NULL:
+            return E_NOMEM
+        e.node = <int32_t *>p
+        p = realloc(e.detail, ncap * sizeof(int64_t))
+        if p == NULL:
+            return E_NOMEM
+        e.detail = <int64_t *>p
+        e.cap = ncap
+    e.row[e.n] = row
+    e.code[e.n] = <uint8_t>code
+    e.pos[e.n] = pos
+    e.node[e.n] = node
+    e.detail[e.n] = detail
+    e.n += 1
+    return E_NONE
+
+
+cdef tuple _errs(Errs *e):
+    """The recorded errors as NumPy arrays (row, code, position, node, detail)."""
+    cdef int64_t k
+    rows = np.empty(e.n, np.int64)
+    code = np.empty(e.n, np.uint8)
+    pos = np.empty(e.n, np.int64)
+    node = np.empty(e.n, np.int32)
+    detail = np.empty(e.n, np.int64)
+    for k in range(e.n):
+        rows[k] = e.row[k]
+        code[k] = e.code[k]
+        pos[k] = e.pos[k]
+        node[k] = e.node[k]
+        detail[k] = e.detail[k]
+    return rows, code, pos, node, detail
+
+
+cdef struct Rows:
+    int64_t n
+    const int64_t *offsets      # contiguous: n + 1 offsets into base
+    const uint8_t *base
+    const uint8_t *views        # binary_view: n 16-byte views (NULL: contiguous)
+    const uint8_t **bufs        # the data buffers long views point into
+    const int64_t *bufsizes
+
+
+cdef inline void row_span(const Rows *r, int64_t i, const uint8_t **p, const uint8_t **end) noexcept nogil:
+    """Where row i's value lies (checked once, by Source)."""
+    cdef const uint8_t *v
+    cdef int32_t n, b, off
+    if r.views == NULL:
+        p[0] = r.base + r.offsets[i]
+        end[0] = r.base + r.offsets[i + 1]
+        return
+    v = r.views + 16 * i
+    memcpy(&n, v, 4)
+    if n <= 12:
+        p[0] = v + 4
+    else:
+        memcpy(&b, v + 8, 4)
+        memcpy(&off, v + 12, 4)
+        p[0] = r.bufs[b] + off
+    end[0] = p[0] + n
+
+
+cdef class Source:
+    """The values of a binary column as the kernel reads them: contiguous (``offsets``, n + 1 int64
+    positions into ``data``) or Arrow binary_view (``views``, uint8 (n, 16): int32 length, then the
+    value itself when at most 12 bytes, else a prefix, an int32 buffer index and an int32 offset into
+    ``buffers``, e.g. a segment's memory map: read where they lie, not copied). Every offset and view
+    is checked against its buffer here, once."""
+    cdef Rows rows
+    cdef object _keep
+    cdef const uint8_t **_bufs
+    cdef int64_t *_sizes
+
+    def __cinit__(self):
+        self._bufs = NULL
+        self._sizes = NULL
+
+    def __dealloc__(self):
+        free(self._bufs)
+        free(self._sizes)
+
+    def __init__(self, offsets=None, data=None, views=None, buffers=()):
+        cdef const int64_t[::1] offs
+        cdef const uint8_t[::1] d
+        cdef const uint8_t[:, ::1] vw
+        cdef const uint8_t[::1] buf
+        cdef Py_ssize_t k, nb
+        cdef int64_t i, n
+        cdef int32_t length, bi, off
+        cdef const uint8_t *v
+        cdef bint ok = True
+        keep = []
+        if views is None:
+            offs = offsets
+            d = data
+            n = offs.shape[0] - 1
+            if n < 0:
+                raise ValueError("offsets are n + 1 positions")
+            if not offsets_ok(&offs[0], n, d.shape[0]):
+                raise ValueError("offsets out of range")
+            keep += [offs, d]
+            self.rows.n = n
+            self.rows.offsets = &offs[0]
+            self.rows.base = &d[0] if d.shape[0] > 0 else <const uint8_t *>""
+            self.rows.views = NULL
+        else:
+            vw = views
+            if vw.shape[1] != 16:
+                raise ValueError("views are (n, 16) bytes")
+            nb = len(buffers)
+            self._bufs = <const uint8_t **>malloc(max(1, nb) * sizeof(uint8_t *))
+            self._sizes = <int64_t *>malloc(max(1, nb) * sizeof(int64_t))
+            if self._bufs == NULL or self._sizes == NULL:
+                raise MemoryError()
+            for k in range(nb):
+                buf = np.frombuffer(buffers[k], np.uint8)
+                keep.append(buf)
+                self._bufs[k] = &buf[0] if buf.shape[0] > 0 else <const uint8_t *>""
+                self._sizes[k] = buf.shape[0]
+            n = vw.shape[0]
+            keep.append(vw)
+            with nogil:
+                for i in range(n):
+                    v = &vw[i, 0]
+                    memcpy(&length, v, 4)
+                    if length < 0:
+                        ok = False
+                        break
+                    if length > 12:
+                        memcpy(&bi, v + 8, 4)
+                        memcpy(&off, v + 12, 4)
+                        if bi < 0 or bi >= nb or off < 0 or <int64_t>off + length > self._sizes[bi]:
+                            ok = False
+                            break
+            if not ok:
+                raise ValueError("a view points outside its buffers")
+            self.rows.n = n
+            self.rows.views = &vw[0, 0] if n > 0 else <const uint8_t *>""
+            self.rows.bufs = self._bufs
+            self.rows.bufsizes = self._sizes
+        self._keep = keep
+
+    def __len__(self):
+        return self.rows.n
+
+    def value(self, int64_t i):
+        """Row i's bytes (for error texts)."""
+        cdef const uint8_t *p
+        cdef const uint8_t *end
+        if not 0 <= i < self.rows.n:
+            raise IndexError(i)
+        row_span(&self.rows, i, &p, &end)
+        return (<const char *>p)[:end - p] if end > p else b""
+
+
 cdef int64_t popcount(const uint8_t *bits, int64_t n) noexcept nogil:
     """Set bits among the first n."""
     cdef int64_t i, total = 0
@@ -899,7 +1097,12 @@ cdef int64_t popcount(const uint8_t *bits, int64_t n) noexcept nogil:
 
 
 cdef OwnedBuffer _own(uint8_t **ptr, Py_ssize_t size):
+    """The buffer of ``size`` bytes at ``ptr[0]`` handed to Python, cut to its size first (a column grows
+    by doubling: the capacity it did not use goes back to the allocator, not kept beside the values)."""
     cdef OwnedBuffer b = OwnedBuffer.__new__(OwnedBuffer)
+    cdef void *q = realloc(ptr[0], size if size > 0 else 1)
+    if q != NULL:
+        ptr[0] = <uint8_t *>q
     b.ptr = ptr[0]
     b.size = size
     ptr[0] = NULL
@@ -1023,41 +1226,37 @@ cdef class Program:
             if nd.op == OP_MAP and self.columns[self.col_children[self.columns[nd.col, 2]], 3] != 2:
                 raise ValueError(f"node {i}: map entries have a key and a value")
 
-    def decode(self, const int64_t[::1] offsets, const uint8_t[::1] data, const int32_t[::1] roots, int64_t start,
-               int64_t skip_bytes, bint trailing_error, int64_t zero_cap, uint8_t[::1] err_code,
-               int64_t[::1] err_pos, int32_t[::1] err_node, int64_t[::1] err_detail):
-        """Decode rows [start, n) of a binary column (offsets: n + 1 int64 into data).
+    def decode_rows(self, Source source, const int32_t[::1] roots, int64_t start,
+                    int64_t skip_bytes, bint trailing_error, int64_t zero_cap):
+        """Decode rows [start, n) of a binary column (a `Source`).
 
         roots[i]: the plan node of row i's writer schema; -1 a null value (stays null, no error);
         < -1 an error found before (code -roots[i], recorded as is). skip_bytes: framing before
-        each value (5 for the Confluent wire format). Errors go to err_* (code, byte position in
-        the value, node, detail).
+        each value (5 for the Confluent wire format).
 
-        Returns (status, stop, columns, trailing): STATUS_OK, or STATUS_FULL when a column's int32
-        offsets would overflow at row `stop` (rows [start, stop) are in `columns`; call again from
-        stop). columns: per column (length, null count, validity, data, offsets), buffers as
-        OwnedBuffer or None. trailing: rows decoded with bytes left after the value (when
-        trailing_error is false; else those rows are errors).
+        Returns (status, stop, columns, trailing, errors): STATUS_OK, or STATUS_FULL when a
+        column's int32 offsets would overflow at row `stop` (rows [start, stop) are in `columns`;
+        call again from stop). columns: per column (length, null count, validity, data, offsets),
+        buffers as OwnedBuffer or None. trailing: rows decoded with bytes left after the value
+        (when trailing_error is false; else those rows are errors). errors: the rows with an
+        error, as NumPy arrays (row, code, byte position in the value, node, detail).
         """
-        cdef int64_t n = offsets.shape[0] - 1, i, m = self.ncols, k, b, e, init, trailing = 0
+        cdef int64_t n = source.rows.n, i, m = self.ncols, k, b, e, init, trailing = 0
+        cdef const Rows *rows = &source.rows
         cdef Ctx x
         cdef Col *cols
         cdef int64_t *saved = NULL
         cdef int rc = E_NONE, status = E_NONE
         cdef int32_t r
-        cdef const uint8_t *base = &data[0] if data.shape[0] > 0 else <const uint8_t *>""
         cdef const uint8_t *p
         cdef const uint8_t *end
         cdef Col *top
-        if n < 0:
-            raise ValueError("offsets are n + 1 positions")
-        if roots.shape[0] < n or err_code.shape[0] < n or err_pos.shape[0] < n or err_node.shape[0] < n \
-                or err_detail.shape[0] < n:
+        cdef Errs errs
+        memset(&errs, 0, sizeof(Errs))
+        if roots.shape[0] < n:
             raise ValueError("per-row arrays shorter than the column")
         if start < 0 or start > n:
             raise ValueError("start out of range")
-        if not offsets_ok(&offsets[0], n, data.shape[0]):
-            raise ValueError("offsets out of range")
         with nogil:
             for i in range(start, n):
                 if roots[i] >= self.nnodes or roots[i] < -255:
@@ -1099,8 +1298,9 @@ cdef class Program:
                 while i < n:
                     r = roots[i]
                     if r < 0:
-                        if r < -1:
-                            err_code[i] = <uint8_t>(-r)
+                        if r < -1 and push_err(&errs, i, -r, 0, 0, 0):
+                            status = E_NOMEM
+                            break
                         rc = put_null(&x, self.top)
                         if rc:
                             status = rc
@@ -1109,9 +1309,8 @@ cdef class Program:
                         continue
                     for k in range(m):
                         saved[k] = cols[k].length
-                    x.vstart = base + offsets[i]
+                    row_span(rows, i, &x.vstart, &end)
                     p = x.vstart + skip_bytes
-                    end = base + offsets[i + 1]
                     x.zero_items = 0
                     if p > end:
                         rc = fail(&x, r, end, E_TRUNCATED, 0)
@@ -1147,10 +1346,9 @@ cdef class Program:
                         x.err_pos = 0
                         x.err_detail = 0
                         x.err_node = r
-                    err_code[i] = <uint8_t>rc
-                    err_pos[i] = x.err_pos
-                    err_node[i] = x.err_node
-                    err_detail[i] = x.err_detail
+                    if push_err(&errs, i, rc, x.err_pos, x.err_node, x.err_detail):
+                        status = E_NOMEM
+                        break
                     rc = put_null(&x, self.top)
                     if rc:
                         status = rc
@@ -1161,7 +1359,7 @@ cdef class Program:
             out = []
             for k in range(m):
                 out.append(self._column(&cols[k]))
-            return (STATUS_FULL if status == E_FULL else STATUS_OK, i, out, trailing)
+            return (STATUS_FULL if status == E_FULL else STATUS_OK, i, out, trailing, _errs(&errs))
         finally:
             for k in range(m):
                 free(cols[k].valid)
@@ -1169,6 +1367,11 @@ cdef class Program:
                 free(cols[k].offs)
             free(cols)
             free(saved)
+            free(errs.row)
+            free(errs.code)
+            free(errs.pos)
+            free(errs.node)
+            free(errs.detail)
 
     cdef tuple _column(self, Col *c):
         cdef int64_t nbits = (c.length + 7) >> 3
@@ -1193,7 +1396,12 @@ cdef class Program:
 
 def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1] validity=None,
           int64_t bit_offset=0):
-    """The Confluent framing of every value: 0x00, big-endian int32 schema id, payload.
+    """`frame_rows` of a contiguous binary column (offsets: n + 1 int64 into data)."""
+    return frame_rows(Source(offsets, data), validity, bit_offset)
+
+
+def frame_rows(Source source, const uint8_t[::1] validity=None, int64_t bit_offset=0):
+    """The Confluent framing of every value of a `Source`: 0x00, big-endian int32 schema id, payload.
 
     validity: Arrow validity bits (None: no null), starting at bit `bit_offset`.
 
@@ -1201,14 +1409,15 @@ def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1
     index of the row's id in `uniq` (distinct ids in order of first appearance), -1 for a null
     value, -F_* for a framing error.
     """
-    cdef int64_t n = offsets.shape[0] - 1, i, start, length, h
+    cdef int64_t n = source.rows.n, i, length, h
     cdef int64_t cap = 64, used = 0, k
     ids_a = np.zeros(max(n, 0), np.int32)
     slots_a = np.empty(max(n, 0), np.int32)
     cdef int32_t[::1] ids = ids_a
     cdef int32_t[::1] slots = slots_a
-    cdef const uint8_t *base = &data[0] if data.shape[0] else <const uint8_t *>""
+    cdef const Rows *rows = &source.rows
     cdef const uint8_t *v
+    cdef const uint8_t *vend
     cdef const uint8_t *bits = NULL
     cdef int64_t *keys = NULL
     cdef int32_t *vals = NULL
@@ -1217,10 +1426,6 @@ def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1
     cdef int32_t *nv
     cdef int32_t sid
     cdef bint nomem = False
-    if n < 0:
-        raise ValueError("offsets are n + 1 positions")
-    if not offsets_ok(&offsets[0], n, data.shape[0]):
-        raise ValueError("offsets out of range")
     if validity is not None:
         if validity.shape[0] * 8 < bit_offset + n:
             raise ValueError("validity shorter than the column")
@@ -1238,9 +1443,8 @@ def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1
                 if bits != NULL and not (bits[(bit_offset + i) >> 3] >> ((bit_offset + i) & 7)) & 1:
                     slots[i] = -1
                     continue
-                start = offsets[i]
-                length = offsets[i + 1] - start
-                v = base + start
+                row_span(rows, i, &v, &vend)
+                length = vend - v
                 if length < 1 or (v[0] != 0 and v[0] != 1):
                     slots[i] = -F_NO_MAGIC
                     continue
@@ -1307,6 +1511,544 @@ def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1
         free(order)
 
 
+def gather(Source source):
+    """The values of a `Source` one after the other: (offsets, data) as NumPy arrays -- int32 offsets,
+    int64 past 2 GiB -- i.e. a binary_view column made contiguous (a null value is empty here: the
+    caller keeps the validity)."""
+    cdef int64_t n = source.rows.n, i, total = 0
+    cdef const uint8_t *p
+    cdef const uint8_t *end
+    cdef uint8_t *out
+    cdef int32_t[::1] o32
+    cdef int64_t[::1] o64
+    with nogil:
+        for i in range(n):
+            row_span(&source.rows, i, &p, &end)
+            total += end - p
+    data_a = np.empty(total, np.uint8)
+    cdef uint8_t[::1] data = data_a
+    big = total > INT32_MAX
+    offs_a = np.empty(n + 1, np.int64 if big else np.int32)
+    out = &data[0] if total else NULL
+    total = 0
+    if big:
+        o64 = offs_a
+        with nogil:
+            o64[0] = 0
+            for i in range(n):
+                row_span(&source.rows, i, &p, &end)
+                if end > p:
+                    memcpy(out + total, p, end - p)
+                total += end - p
+                o64[i + 1] = total
+    else:
+        o32 = offs_a
+        with nogil:
+            o32[0] = 0
+            for i in range(n):
+                row_span(&source.rows, i, &p, &end)
+                if end > p:
+                    memcpy(out + total, p, end - p)
+                total += end - p
+                o32[i + 1] = <int32_t>total
+    return offs_a, data_a
+
+
 def utf8_valid(const uint8_t[::1] data):
     """True when data is strict UTF-8 (the kernel's check, for tests)."""
     return utf8_ok(&data[0] if data.shape[0] else <const uint8_t *>"", data.shape[0])
+
+
+# ------------------------------------------------------------------------------------------------
+# Avro values as JSON text (kafka-avro-console-consumer's), from their Arrow columns
+
+cdef extern from "stdio.h":
+    int snprintf(char *buf, size_t n, const char *fmt, ...) nogil
+
+cdef extern from "stdlib.h":
+    double strtod(const char *s, char **end) nogil
+    float strtof(const char *s, char **end) nogil
+
+cdef extern from "math.h":
+    bint isnan(double x) nogil
+    bint isinf(double x) nogil
+    bint signbit(double x) nogil
+    double floor(double x) nogil
+
+cdef extern from "Python.h":
+    # repr()'s shortest round-trip digits (David Gay's dtoa): called with the GIL held (avro_text holds it)
+    char *PyOS_double_to_string(double val, char format_code, int precision, int flags, int *ptype) nogil
+    void PyMem_Free(void *p) nogil
+
+# text node kinds (kafkafmt.values.avro._json compiles them from the reader schema and the Arrow type)
+cdef enum:
+    T_NULL = 0
+    T_BOOL = 1
+    T_I32 = 2             # int, date, time-millis (their numbers)
+    T_I64 = 3             # long, timestamps, time-micros
+    T_F32 = 4             # Java's Float.toString
+    T_F64 = 5             # Java's Double.toString
+    T_STR = 6             # a JSON string as Jackson writes it
+    T_BYTES = 7           # bytes / fixed: code points 0-255 (width > 0: fixed)
+    T_ENUM = 8            # int32 indices into the symbols' texts
+    T_REC = 9             # children in order, each with its key text
+    T_ARR = 10            # int32 offsets, one child
+    T_MAP = 11            # int32 offsets, key child (string), value child
+    T_WRAP = 12           # a union's one non-null branch: {"name": child}, the same rows
+
+TEXT_KINDS = dict(T_NULL=T_NULL, T_BOOL=T_BOOL, T_I32=T_I32, T_I64=T_I64, T_F32=T_F32, T_F64=T_F64, T_STR=T_STR,
+                  T_BYTES=T_BYTES, T_ENUM=T_ENUM, T_REC=T_REC, T_ARR=T_ARR, T_MAP=T_MAP, T_WRAP=T_WRAP)
+
+
+cdef struct TNode:
+    int32_t kind
+    int32_t child0           # first child in the children table
+    int32_t nchild
+    int32_t width            # T_BYTES: fixed size (0: variable)
+    const uint8_t *valid     # NULL: none null
+    int64_t offset           # the array's offset (rows and validity bits)
+    const uint8_t *data      # values (fixed width), or string / binary data
+    const int32_t *offs      # string, binary, list, map offsets
+    const uint8_t *key       # a T_REC child: '"name":'
+    int64_t nkey
+    const uint8_t *text      # T_WRAP: '{"name":'; T_ENUM: the symbols' texts
+    int64_t ntext
+    const int64_t *text_offs # T_ENUM: offsets of each symbol's text
+
+
+cdef struct Out:
+    uint8_t *buf
+    int64_t len
+    int64_t cap
+
+
+cdef int out_grow(Out *o, int64_t need) noexcept nogil:
+    cdef int64_t ncap = o.cap * 2 if o.cap else 4096
+    cdef void *p
+    while ncap < o.len + need:
+        ncap *= 2
+    p = realloc(o.buf, ncap)
+    if p == NULL:
+        return E_NOMEM
+    o.buf = <uint8_t *>p
+    o.cap = ncap
+    return E_NONE
+
+
+cdef inline int out_put(Out *o, const uint8_t *s, int64_t n) noexcept nogil:
+    if o.len + n > o.cap and out_grow(o, n):
+        return E_NOMEM
+    memcpy(o.buf + o.len, s, n)
+    o.len += n
+    return E_NONE
+
+
+cdef const char *HEX = "0123456789ABCDEF"
+
+
+cdef inline int fmt_int(char *buf, int64_t v) noexcept nogil:
+    """v in decimal into buf (at least 21 bytes); returns the length."""
+    cdef char tmp[24]
+    cdef int n = 0, k = 0
+    cdef uint64_t u = <uint64_t>v
+    if v < 0:
+        buf[0] = 45
+        k = 1
+        u = <uint64_t>0 - u
+    while True:
+        tmp[n] = <char>(48 + u % 10)
+        n += 1
+        u //= 10
+        if u == 0:
+            break
+    while n:
+        n -= 1
+        buf[k] = tmp[n]
+        k += 1
+    return k
+
+
+cdef int put_json_string(Out *o, const uint8_t *s, int64_t n, bint latin1) noexcept nogil:
+    """s as a JSON string the way Jackson 2's UTF-8 generator writes it: quotes, backslashes and control
+    characters escaped (\\u00XX upper case; \\b \\t \\f \\n \\r short), characters beyond the BMP as their
+    two UTF-16 surrogates, the rest as UTF-8. latin1: s's bytes are code points 0-255."""
+    cdef int64_t i
+    cdef uint8_t c
+    cdef uint32_t cp, hi, lo
+    cdef uint8_t *w
+    if o.len + 2 + 6 * n > o.cap and out_grow(o, 2 + 6 * n):
+        return E_NOMEM
+    w = o.buf + o.len
+    w[0] = 34
+    w += 1
+    i = 0
+    while i < n:
+        c = s[i]
+        if c >= 32 and c != 34 and c != 92 and c < 128:
+            w[0] = c
+            w += 1
+            i += 1
+            continue
+        if c == 34 or c == 92:
+            w[0] = 92
+            w[1] = c
+            w += 2
+            i += 1
+            continue
+        if c < 32:
+            w[0] = 92
+            if c == 8 or c == 9 or c == 10 or c == 12 or c == 13:
+                w[1] = b"b"[0] if c == 8 else (b"t"[0] if c == 9 else (b"n"[0] if c == 10 else (
+                    b"f"[0] if c == 12 else b"r"[0])))
+                w += 2
+            else:
+                w[1] = 117
+                w[2] = 48
+                w[3] = 48
+                w[4] = HEX[c >> 4]
+                w[5] = HEX[c & 15]
+                w += 6
+            i += 1
+            continue
+        if latin1:                       # a byte >= 0x80: its code point in UTF-8
+            w[0] = 0xC0 | (c >> 6)
+            w[1] = 0x80 | (c & 0x3F)
+            w += 2
+            i += 1
+            continue
+        if c >= 0xF0 and i + 3 < n:      # beyond the BMP: \uD8xx\uDCxx
+            cp = ((<uint32_t>(c & 0x07)) << 18) | ((<uint32_t>(s[i + 1] & 0x3F)) << 12) | \
+                 ((<uint32_t>(s[i + 2] & 0x3F)) << 6) | (s[i + 3] & 0x3F)
+            cp -= 0x10000
+            hi = 0xD800 + (cp >> 10)
+            lo = 0xDC00 + (cp & 0x3FF)
+            w[0] = 92
+            w[1] = 117
+            w[2] = HEX[(hi >> 12) & 15]
+            w[3] = HEX[(hi >> 8) & 15]
+            w[4] = HEX[(hi >> 4) & 15]
+            w[5] = HEX[hi & 15]
+            w[6] = 92
+            w[7] = 117
+            w[8] = HEX[(lo >> 12) & 15]
+            w[9] = HEX[(lo >> 8) & 15]
+            w[10] = HEX[(lo >> 4) & 15]
+            w[11] = HEX[lo & 15]
+            w += 12
+            i += 4
+            continue
+        w[0] = c                         # other UTF-8 bytes as they are
+        w += 1
+        i += 1
+    w[0] = 34
+    w += 1
+    o.len = w - o.buf
+    return E_NONE
+
+
+cdef bint short_repr(double v, char *buf) noexcept nogil:
+    """repr's digits of v into buf when they are at most 6 significant digits."""
+    cdef char *r = PyOS_double_to_string(v, 114, 0, 0, NULL)
+    cdef int k = 0, nd = 0
+    cdef bint lead = True
+    if r == NULL:
+        return False
+    while r[k] != 0 and r[k] != 101 and k < 39:
+        if 48 <= r[k] <= 57 and not (lead and r[k] == 48):
+            lead = False
+            nd += 1
+        buf[k] = r[k]
+        k += 1
+    while r[k] != 0 and k < 39:
+        buf[k] = r[k]
+        k += 1
+    buf[k] = 0
+    PyMem_Free(r)
+    return nd <= 6                              # (trailing zeros counted: "100.0" takes the slow path)
+
+
+cdef int java_digits(double v, bint single, char *digits, int *exp10) noexcept nogil:
+    """The significant digits (no trailing zeros) and decimal exponent of the first digit of the shortest
+    decimal that reads back as v (as a float when single), with Java's rule that one digit becomes the
+    closest two-digit decimal that reads back too. Returns the number of digits."""
+    cdef char buf[40]
+    cdef char *r
+    cdef int p, k, nd, e, ip, first_digit
+    cdef bint ok
+    cdef bint subnormal = v < (1.1754943508222875e-38 if single else 2.2250738585072014e-308)
+    if single and not subnormal and short_repr(v, buf):
+        pass                                    # at most 6 digits: the only such decimal that is this float
+    elif single:                                # (subnormal floats carry fewer digits: from one)
+        for p in range(6 if not subnormal else 1, 10):
+            snprintf(buf, 40, "%.*e", p - 1, v)
+            if strtof(buf, NULL) == <float>v:
+                break
+    else:                                       # repr's digits ("19.98", "1e+23", "0.0001", "5e-324")
+        r = PyOS_double_to_string(v, 114, 0, 0, NULL)
+        if r == NULL:
+            snprintf(buf, 40, "%.16e", v)
+        else:
+            k = 0
+            while r[k] != 0 and k < 39:
+                buf[k] = r[k]
+                k += 1
+            buf[k] = 0
+            PyMem_Free(r)
+    # the digits of buf (d.ddde+XX, or repr's forms), without leading and trailing zeros, and the exponent
+    nd = 0
+    ip = -1                                     # digits before the point
+    first_digit = -1
+    k = 0
+    while buf[k] != 0 and buf[k] != 101:      # 'e'
+        if buf[k] == 46:
+            ip = nd
+        elif buf[k] >= 48 and buf[k] <= 57:
+            if first_digit < 0 and buf[k] != 48:
+                first_digit = nd
+            digits[nd] = buf[k]
+            nd += 1
+        k += 1
+    if ip < 0:
+        ip = nd
+    e = 0
+    if buf[k] == 101:
+        e = <int>strtod(buf + k + 1, NULL)
+    if first_digit < 0:
+        first_digit = 0
+    e += ip - 1 - first_digit
+    for k in range(first_digit, nd):
+        digits[k - first_digit] = digits[k]
+    nd -= first_digit
+    while nd > 1 and digits[nd - 1] == 48:
+        nd -= 1
+    if nd == 1 and subnormal:                   # Java: the closest two-digit decimal, when it reads back
+                                                # (only values this imprecise have one whose 2nd digit is not 0)
+        snprintf(buf, 40, "%.1e", v)
+        if single:
+            ok = strtof(buf, NULL) == <float>v
+        else:
+            ok = strtod(buf, NULL) == v
+        if ok and buf[2] != 48:
+            digits[0] = buf[0]
+            digits[1] = buf[2]
+            nd = 2
+            k = 3
+            e = <int>strtod(buf + 4, NULL)
+    exp10[0] = e
+    return nd
+
+
+cdef int put_java_number(Out *o, double v, bint single) noexcept nogil:
+    """v as Java's Float.toString / Double.toString print it (Java 19+), NaN and the infinities as
+    Jackson's strings."""
+    cdef char digits[40]
+    cdef char text[64]
+    cdef int nd, e, n = 0, k
+    if isnan(v):
+        return out_put(o, <const uint8_t *>'"NaN"', 5)
+    if isinf(v):
+        return out_put(o, <const uint8_t *>'"Infinity"', 10) if v > 0 else \
+            out_put(o, <const uint8_t *>'"-Infinity"', 11)
+    if v == 0:
+        return out_put(o, <const uint8_t *>"-0.0", 4) if signbit(v) else out_put(o, <const uint8_t *>"0.0", 3)
+    if v < 0:
+        text[n] = 45
+        n += 1
+        v = -v
+    nd = java_digits(v, single, digits, &e)
+    if -3 <= e < 7:
+        if e >= 0:
+            for k in range(e + 1):
+                text[n] = digits[k] if k < nd else 48
+                n += 1
+            text[n] = 46
+            n += 1
+            if nd > e + 1:
+                for k in range(e + 1, nd):
+                    text[n] = digits[k]
+                    n += 1
+            else:
+                text[n] = 48
+                n += 1
+        else:
+            text[n] = 48
+            text[n + 1] = 46
+            n += 2
+            for k in range(-e - 1):
+                text[n] = 48
+                n += 1
+            for k in range(nd):
+                text[n] = digits[k]
+                n += 1
+    else:
+        text[n] = digits[0]
+        text[n + 1] = 46
+        n += 2
+        if nd > 1:
+            for k in range(1, nd):
+                text[n] = digits[k]
+                n += 1
+        else:
+            text[n] = 48
+            n += 1
+        text[n] = 69
+        n += 1 + fmt_int(text + n + 1, e)
+    return out_put(o, <const uint8_t *>text, n)
+
+
+cdef inline bint t_valid(const TNode *t, int64_t i) noexcept nogil:
+    cdef int64_t b
+    if t.valid == NULL:
+        return True
+    b = t.offset + i
+    return (t.valid[b >> 3] >> (b & 7)) & 1
+
+
+cdef int put_text(const TNode *nodes, const int32_t *children, int32_t ni, int64_t i, Out *o) noexcept nogil:
+    """Row i of node ni as Avro JSON text."""
+    cdef const TNode *t = &nodes[ni]
+    cdef int64_t j, a, b
+    cdef int32_t k, v32
+    cdef int64_t v64
+    cdef char num[32]
+    cdef int n, rc
+    cdef float f
+    cdef double d
+    cdef const TNode *key
+    if not t_valid(t, i):
+        return out_put(o, <const uint8_t *>"null", 4)
+    j = t.offset + i
+    if t.kind == T_I64:
+        n = fmt_int(num, (<const int64_t *>t.data)[j])
+        return out_put(o, <const uint8_t *>num, n)
+    if t.kind == T_I32:
+        n = fmt_int(num, (<const int32_t *>t.data)[j])
+        return out_put(o, <const uint8_t *>num, n)
+    if t.kind == T_STR:
+        return put_json_string(o, t.data + t.offs[j], t.offs[j + 1] - t.offs[j], False)
+    if t.kind == T_F64:
+        return put_java_number(o, (<const double *>t.data)[j], False)
+    if t.kind == T_F32:
+        return put_java_number(o, (<const float *>t.data)[j], True)
+    if t.kind == T_BOOL:
+        if (t.data[j >> 3] >> (j & 7)) & 1:
+            return out_put(o, <const uint8_t *>"true", 4)
+        return out_put(o, <const uint8_t *>"false", 5)
+    if t.kind == T_REC:
+        if out_put(o, <const uint8_t *>"{", 1):
+            return E_NOMEM
+        for k in range(t.nchild):
+            key = &nodes[children[t.child0 + k]]
+            if (k and out_put(o, <const uint8_t *>",", 1)) or out_put(o, key.key, key.nkey):
+                return E_NOMEM
+            rc = put_text(nodes, children, children[t.child0 + k], i, o)
+            if rc:
+                return rc
+        return out_put(o, <const uint8_t *>"}", 1)
+    if t.kind == T_WRAP:
+        if out_put(o, t.text, t.ntext):
+            return E_NOMEM
+        rc = put_text(nodes, children, children[t.child0], i, o)
+        if rc:
+            return rc
+        return out_put(o, <const uint8_t *>"}", 1)
+    if t.kind == T_ARR or t.kind == T_MAP:
+        a = t.offs[j]
+        b = t.offs[j + 1]
+        if out_put(o, <const uint8_t *>("[" if t.kind == T_ARR else "{"), 1):
+            return E_NOMEM
+        while a < b:
+            if t.kind == T_MAP:
+                key = &nodes[children[t.child0]]
+                v64 = key.offset + a
+                rc = put_json_string(o, key.data + key.offs[v64], key.offs[v64 + 1] - key.offs[v64], False)
+                if rc or out_put(o, <const uint8_t *>":", 1):
+                    return E_NOMEM
+                rc = put_text(nodes, children, children[t.child0 + 1], a, o)
+            else:
+                rc = put_text(nodes, children, children[t.child0], a, o)
+            if rc:
+                return rc
+            a += 1
+            if a < b and out_put(o, <const uint8_t *>",", 1):
+                return E_NOMEM
+        return out_put(o, <const uint8_t *>("]" if t.kind == T_ARR else "}"), 1)
+    if t.kind == T_ENUM:
+        v32 = (<const int32_t *>t.data)[j]
+        return out_put(o, t.text + t.text_offs[v32], t.text_offs[v32 + 1] - t.text_offs[v32])
+    if t.kind == T_BYTES:
+        if t.width:
+            return put_json_string(o, t.data + j * t.width, t.width, True)
+        return put_json_string(o, t.data + t.offs[j], t.offs[j + 1] - t.offs[j], True)
+    return out_put(o, <const uint8_t *>"null", 4)
+
+
+def avro_text(list nodes, const int32_t[::1] children, int32_t top, int64_t n):
+    """Each of n rows of the text plan ``nodes`` (per node: kind, child0, nchild, width, validity, offset,
+    data, offsets, key, text, text offsets -- buffers as objects with the buffer protocol, or None) as
+    JSON text: (int64 offsets, UTF-8 data) NumPy arrays ("null" where the top node is null)."""
+    cdef Py_ssize_t m = len(nodes), k
+    cdef TNode *t = <TNode *>calloc(max(1, m), sizeof(TNode))
+    cdef Out o
+    cdef int64_t i
+    cdef int rc = E_NONE
+    keep = []
+    if t == NULL:
+        raise MemoryError()
+    memset(&o, 0, sizeof(Out))
+    offs_a = np.empty(n + 1, np.int64)
+    cdef int64_t[::1] offs = offs_a
+    cdef const uint8_t[::1] mv
+    cdef const int32_t[::1] mi
+    cdef const int64_t[::1] ml
+    cdef uint8_t[::1] dv
+    try:
+        for k in range(m):
+            kind, child0, nchild, width, valid, offset, data, offsets, key, text, text_offs = nodes[k]
+            t[k].kind = kind
+            t[k].child0 = child0
+            t[k].nchild = nchild
+            t[k].width = width
+            t[k].offset = offset
+            if valid is not None:
+                mv = np.frombuffer(valid, np.uint8)
+                keep.append(mv)
+                t[k].valid = &mv[0]
+            if data is not None:
+                mv = np.frombuffer(data, np.uint8)
+                keep.append(mv)
+                t[k].data = &mv[0] if mv.shape[0] else <const uint8_t *>""
+            if offsets is not None:
+                mi = np.frombuffer(offsets, np.int32)
+                keep.append(mi)
+                t[k].offs = &mi[0]
+            if key is not None:
+                mv = np.frombuffer(key, np.uint8)
+                keep.append(mv)
+                t[k].key = &mv[0] if mv.shape[0] else <const uint8_t *>""
+                t[k].nkey = mv.shape[0]
+            if text is not None:
+                mv = np.frombuffer(text, np.uint8)
+                keep.append(mv)
+                t[k].text = &mv[0] if mv.shape[0] else <const uint8_t *>""
+                t[k].ntext = mv.shape[0]
+            if text_offs is not None:
+                ml = np.frombuffer(text_offs, np.int64)
+                keep.append(ml)
+                t[k].text_offs = &ml[0]
+        offs[0] = 0                              # (with the GIL: doubles are printed by repr's dtoa)
+        for i in range(n):
+            rc = put_text(t, &children[0] if children.shape[0] else NULL, top, i, &o)
+            if rc:
+                break
+            offs[i + 1] = o.len
+        if rc:
+            raise MemoryError("out of memory while writing Avro values as text")
+        data_a = np.empty(o.len, np.uint8)
+        dv = data_a
+        if o.len:
+            memcpy(&dv[0], o.buf, o.len)
+        return offs_a, data_a
+    finally:
+        free(t)
+        free(o.buf)

@@ -149,13 +149,20 @@ def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
     ``--value-errors``; ``action`` says what typing does for this command. ``dead_letters``: the
     command also writes tables, whose ``--value-errors`` default is ``dlq`` (None here: the command
     resolves it)."""
-    from kafkafmt.values import FORMATS
+    from kafkafmt.values import FORMATS, format_names
 
-    names = sorted(k for k in FORMATS if k != "bytes")
+    def choices(side):
+        names = [n for n in format_names(side) if n != "bytes"]
+        said = "; ".join(f"{n}: {FORMATS[n].summary}" if FORMATS[n].summary else n for n in names)
+        schemas = "/".join(n for n in names if FORMATS[n].needs_schema)
+        return names, said + (f" ({schemas}: schemas from --schema-registry)" if schemas else "")
+
+    names, said = choices("value")
     p.add_argument(value_flag, dest="value_format", choices=names, metavar="FORMAT",
-                   help=f"{action} values as FORMAT: {', '.join(names)} (avro/registry/protobuf/json-schema: the "
-                        f"Schema Registry's wire format, schemas from --schema-registry)")
-    p.add_argument(key_flag, dest="key_format", choices=names, metavar="FORMAT", help=f"{action} keys as FORMAT")
+                   help=f"{action} values as FORMAT -- {said}")
+    names = choices("key")[0]
+    p.add_argument(key_flag, dest="key_format", choices=names, metavar="FORMAT",
+                   help=f"{action} keys as FORMAT: {', '.join(names)}")
     p.add_argument("--schema-registry", metavar="PATH|URL",
                    help="where schemas come from: a log dir holding _schemas, a folder of schema files, or a "
                         "registry URL (default: the _schemas topic among the paths read)")

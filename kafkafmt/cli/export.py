@@ -195,14 +195,17 @@ class _ArrowWriter:
 
 
 class _TextWriter:
-    """CSV or JSON lines, one record per row/line."""
+    """CSV or JSON lines, one record per row/line, a chunk at a time: each column's texts made as an Arrow
+    string array (typed values printed by their format's kernel, numbers cast by Arrow) and the rows joined
+    by Arrow, not a Python object per field."""
 
     COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
 
-    def __init__(self, stream, fmt, enc, headers, batch_metadata, typed_sides=(), untyped_bytes=False):
+    def __init__(self, stream, fmt, enc, headers, batch_metadata, typed_sides=(), untyped_bytes=False, mode=None):
         self.stream = stream
         self.fmt = fmt
         self.enc = enc
+        self.mode = mode
         self.headers = headers
         self.batch_metadata = batch_metadata
         self.typed_sides = [s for s in ("key", "value") if s in typed_sides]
@@ -213,66 +216,126 @@ class _TextWriter:
         for side in self.typed_sides:
             self.columns += list(TYPED_COLUMNS[side]) + ([UNTYPED_COLUMNS[side]] if untyped_bytes else [])
         if fmt == "csv":
-            self.csv = csv.writer(stream, lineterminator="\n")
-            self.csv.writerow(self.columns)
+            stream.write(",".join(self._csv_texts(_pa().array(self.columns)).to_pylist()) + "\n")
 
     def write(self, recs):
-        from kafkafmt.record import CODEC_NAMES
+        import pyarrow.compute as pc
 
         n = len(recs)
-        enc = self.enc
-        keys = self._side(recs, "key", enc)
-        values = self._side(recs, "value", enc)
-        typed = []
-        for side in self.typed_sides:
-            dec = recs.typed[side]
-            typed += [dec.schema_id.to_pylist(), dec.error.to_pylist()]
-            if self.untyped_bytes:          # the bytes of the topics kept as bytes, as --bytes says
-                typed.append([None if v is None else enc(v) for v in dec.untyped.to_pylist()])
-        topic = recs.topic
-        topics = topic.tolist() if isinstance(topic, np.ndarray) else [topic] * n
-        part = recs.partition
-        parts = part.tolist() if isinstance(part, np.ndarray) else [None if part is None else int(part)] * n
-        offs = recs.offset.tolist()
-        ts = recs.timestamp.tolist()
-        tst = recs.timestamp_type.tolist()
-        hdrs = None
-        if self.headers:
-            hdrs = [[{"key": k, "value": enc(v)} for k, v in h] or None for h in recs.headers.to_pylist()]
-        meta = None
-        if self.batch_metadata:
-            meta = [recs.batch_column(c).tolist() for c in ("producer_id", "producer_epoch", "base_sequence",
-                                                            "partition_leader_epoch")]
-            meta.append([CODEC_NAMES.get(c, str(c)) for c in recs.batch_column("codec").tolist()])
-        out = self.stream
-        for i in range(n):
-            row = [keys[i], values[i], topics[i], parts[i], offs[i], ts[i], tst[i]]
-            if hdrs is not None:
-                row.append(hdrs[i])
-            if meta is not None:
-                row += [m[i] for m in meta]
-            for col in typed:
-                row.append(col[i])
-            if self.fmt == "csv":
-                if hdrs is not None:
-                    row[7] = "" if hdrs[i] is None else dumps(hdrs[i])
-                self.csv.writerow(["" if v is None else v for v in row])
-            else:
-                out.write(dumps(dict(zip(self.columns, row))) + "\n")
-
-    def _side(self, recs, side, enc):
-        """Keys or values to write: typed ones as JSON (nested in JSON lines, text in CSV), else
-        bytes as --bytes says."""
-        dec = recs.typed.get(side)
-        if dec is None:
-            return [enc(v) for v in recs.decoded(side).to_pylist()]
-        texts = dec.json()
+        if not n:
+            return
+        texts = [self._texts(recs, name, n) for name in self.columns]
         if self.fmt == "csv":
-            return texts
-        return [None if t is None else json.loads(t) for t in texts]
+            pieces = [p for i, t in enumerate(texts) for p in ((",", t) if i else (t,))] + ["\n"]
+        else:
+            pieces = [p for i, (name, t) in enumerate(zip(self.columns, texts))
+                      for p in ((("," if i else "{") + dumps(name) + ":"), t)] + ["}\n"]
+        rows = pc.binary_join_element_wise(*pieces, "")
+        rows = rows.combine_chunks() if hasattr(rows, "combine_chunks") else rows
+        _, offsets, data = rows.buffers()[:3]
+        offsets = np.frombuffer(offsets, np.int32 if rows.type == _pa().string() else np.int64)
+        start, stop = int(offsets[rows.offset]), int(offsets[rows.offset + len(rows)])
+        raw = getattr(self.stream, "buffer", None)
+        if raw is not None and str(getattr(self.stream, "encoding", "")).lower().replace("-", "") == "utf8":
+            # UTF-8 already: to the bytes under the text stream
+            self.stream.flush()
+            raw.write(memoryview(data)[start:stop])
+        else:
+            self.stream.write(memoryview(data)[start:stop].tobytes().decode("utf-8"))
+
+    # -- each column's texts: JSON values (JSON lines) or CSV fields, never null ------------------------
+    def _texts(self, recs, name, n):
+        pa = _pa()
+        if name in ("key", "value"):
+            dec = recs.typed.get(name)
+            if dec is not None:
+                return self._json_texts(dec.json_array())
+            return self._strings([self.enc(v) for v in recs.decoded(name).to_pylist()])
+        if name == "topic":
+            topic = recs.topic
+            return self._strings(topic.tolist() if isinstance(topic, np.ndarray) else [topic] * n)
+        if name == "headers":
+            headers = recs.headers
+            has = np.flatnonzero(np.diff(headers.offsets) > 0)
+            texts = np.full(n, None, dtype=object)
+            if len(has):                          # only the records that have headers, value by value
+                pairs = headers.take(has).to_pylist()
+                texts[has] = [dumps([{"key": k, "value": self.enc(v)} for k, v in h]) for h in pairs]
+            return self._strings(texts.tolist(), json_text=True)
+        for side in self.typed_sides:
+            schema_id, error = TYPED_COLUMNS[side]
+            dec = recs.typed[side]
+            if name == schema_id:
+                return self._numbers(dec.schema_id)
+            if name == error:
+                return self._strings(dec.error)
+            if name == UNTYPED_COLUMNS[side]:
+                return self._strings([None if v is None else self.enc(v) for v in dec.untyped.to_pylist()])
+        if name == "partition":
+            part = recs.partition
+            return self._numbers(pa.array(part if isinstance(part, np.ndarray) else
+                                          [None if part is None else int(part)] * n, pa.int32()))
+        if name == "codec":
+            from kafkafmt.record import CODEC_NAMES
+            return self._strings([CODEC_NAMES.get(c, str(c)) for c in recs.batch_column("codec").tolist()])
+        field = {"offset": "offset", "timestamp": "timestamp", "timestampType": "timestamp_type"}.get(name)
+        if field is not None:
+            return self._numbers(pa.array(getattr(recs, field)))
+        column = {"producerId": "producer_id", "producerEpoch": "producer_epoch", "baseSequence": "base_sequence",
+                  "leaderEpoch": "partition_leader_epoch"}[name]
+        return self._numbers(pa.array(recs.batch_column(column)))
+
+    def _numbers(self, arr):
+        """Integers as text; null as JSON's null or CSV's empty field."""
+        import pyarrow.compute as pc
+        return pc.fill_null(pc.cast(arr, _pa().string()), "" if self.fmt == "csv" else "null")
+
+    def _json_texts(self, arr):
+        """JSON texts (typed values) as they are in JSON lines, as CSV fields in CSV."""
+        import pyarrow.compute as pc
+        arr = arr.cast(_pa().string())
+        if self.fmt == "csv":
+            return self._csv_texts(arr)
+        return pc.fill_null(arr, "null")
+
+    def _strings(self, values, json_text=False):
+        """Strings (a list or an Arrow array, None for null) as JSON strings (JSON lines; ``json_text``:
+        already JSON) or CSV fields."""
+        import pyarrow.compute as pc
+        pa = _pa()
+        arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, pa.string())
+        if self.fmt == "csv":
+            return self._csv_texts(arr)
+        if json_text:
+            return pc.fill_null(arr, "null")
+        # JSON strings as json.dumps(ensure_ascii=False) writes them: Python's, value by value, unless plain
+        escaped = pc.fill_null(pc.match_substring_regex(arr, r'[\x00-\x1f"\\]'), False)
+        if not pc.any(escaped).as_py():
+            return pc.fill_null(pc.binary_join_element_wise('"', arr, '"', ""), "null")
+        return pa.array(["null" if v is None else dumps(v) for v in arr.to_pylist()], pa.string())
+
+    def _csv_texts(self, arr):
+        """Strings as CSV fields the way the csv module writes them (quoted where they hold a comma, a
+        quote or a line end; null as an empty field)."""
+        import pyarrow.compute as pc
+        arr = pc.fill_null(arr, "")
+        special = pc.match_substring_regex(arr, _CSV_SPECIAL)
+        quoted = pc.binary_join_element_wise('"', pc.replace_substring(arr, '"', '""'), '"', "")
+        return pc.if_else(special, quoted, arr)
 
     def close(self):
         self.stream.flush()
+
+
+def _csv_special():
+    """The regex of characters the csv module quotes a field for, with export's dialect (line end "\\n";
+    whether a lone "\\r" is quoted depends on the Python version)."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(["\r", "x"])
+    return '[,"\n\r]' if out.getvalue().startswith('"') else '[,"\n]'
+
+
+_CSV_SPECIAL = _csv_special()
 
 
 # -- running --------------------------------------------------------------------------------------

@@ -323,7 +323,8 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
     typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
                        value_schema=value_schema, key_schema=key_schema,
                        value_errors="strict" if value_errors == "strict" else "null", untyped_topics=untyped_topics,
-                       roots=roots, storage_options=storage_options, filesystem=filesystem)
+                       # the raw bytes stay: the dead-letter table holds them, an upsert needs the key's nulls
+                       keep_bytes=True, roots=roots, storage_options=storage_options, filesystem=filesystem)
     found = find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys,
                             replicas=replicas)
     tps = [(p.topic, p.partition) for p in found]

@@ -30,7 +30,7 @@ import numpy as np
 
 from kafkafmt.errors import SchemaError, SchemaNotFoundError
 from kafkafmt.lakehouse.types import TypeChange, compare_types, table_type, type_text
-from kafkafmt.values import NO_SCHEMA_FORMATS, value_type
+from kafkafmt.values import needs_schema, value_type
 
 __all__ = ["SchemaEvolutionError", "TypedTable", "parse_schemas", "table_changes"]
 
@@ -96,7 +96,7 @@ class TypedTable:
         """The pinned reader of ``side`` for ``topic`` (an id, a dict naming one, or the schema as
         given), None for a topic kept as bytes or a format without schemas."""
         name = dict(self.sides)[side]
-        if name in NO_SCHEMA_FORMATS or self.typed.untyped(side, topic):
+        if not needs_schema(name) or self.typed.untyped(side, topic):
             return None
         return self.typed.reader(side, topic)
 

@@ -56,11 +56,13 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
                 + 40 * len(recs)
             ratio = max(decoded / max(chunk_stop - pos, 1), 0.05)
             pos = resume if recs.tail is None else stop
-            released = f.release(released, pos)
             recs = recs.replace(batches=recs.batches.with_column(
                 "segment", np.full(len(recs.batches), seg.base_offset, np.int64)),
                 topic=task.topic, partition=task.partition, log_dir=task.log_dir, report=report)
             yield _select(recs, task), after
+            # once the consumer is done with the chunk (it may read values where they lie: binary="view",
+            # typed values decoded from views)
+            released = f.release(released, pos)
 
 
 def _select(recs, task):

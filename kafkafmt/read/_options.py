@@ -77,6 +77,7 @@ class ReadOptions:
     key_schema: object = _option(None, _ALL)
     value_errors: str = _option("null", _ALL)
     untyped_topics: str = _option("error", _ALL)
+    keep_bytes: bool = _option(False, _ALL)
 
     @classmethod
     def of(cls, arguments):
@@ -104,7 +105,8 @@ class ReadOptions:
         return open_typed(value_format=self.value_format, key_format=self.key_format,
                           schema_registry=self.schema_registry, value_schema=self.value_schema,
                           key_schema=self.key_schema, value_errors=self.value_errors,
-                          untyped_topics=self.untyped_topics, roots=roots, storage_options=self.storage_options,
+                          untyped_topics=self.untyped_topics, keep_bytes=self.keep_bytes, roots=roots,
+                          storage_options=self.storage_options,
                           filesystem=self.filesystem)
 
 
@@ -177,10 +179,10 @@ naming both paths and the first offset where the copies' records differ); "all" 
 copy, each record's copy named by its log dir (``to_arrow(log_dir=True)``)."""),
     (("value_format", "key_format"), "str, optional", """\
 Type values / keys: "avro", "registry" (each schema id's registered type), "protobuf",
-"json-schema", "json", "connect-json", "string" (`kafkafmt.values._formats`); None (the default) keeps
-bytes. ``to_arrow()`` then has typed ``value`` / ``key`` columns (an Avro record is a struct)
-and valueSchemaId / valueError (keySchemaId / keyError); ``recs.typed`` holds them as
-`DecodedColumn` objects, ``recs.value`` / ``recs.key`` stay the bytes."""),
+"json-schema", "json", "connect-json", "string": a name in the table of formats,
+`kafkafmt.values.FORMATS`); None (the default) keeps bytes. ``to_arrow()`` then has typed
+``value`` / ``key`` columns (an Avro record is a struct) and valueSchemaId / valueError
+(keySchemaId / keyError); ``recs.typed`` holds them as `DecodedColumn` objects."""),
     (("schema_registry",), "optional", """\
 Where schemas come from: a log dir, a folder of schema files, a registry URL, a
 `SchemaRegistry` (anything `open_registry` takes); None: the ``_schemas`` partition among the
@@ -196,6 +198,9 @@ A topic the format finds no schema for (no subject ``<topic>-value``, e.g.
 ``__consumer_offsets``): "error" (the default: raise SchemaNotFoundError naming it) or
 "bytes" (type the topics that have one; the others' values are null in ``value`` and their
 bytes in ``valueBytes``, keys alike in ``keyBytes``)."""),
+    (("keep_bytes",), "bool", """\
+Keep the raw bytes of typed keys / values in ``recs.key`` / ``recs.value`` (False, the
+default: they are dropped once typed, which halves what a typed read holds in memory)."""),
 )
 
 _TYPED_RAISES = """\

@@ -12,8 +12,15 @@ Polars hands the source the columns it needs and the query's predicate; the sour
   ``start_timestamp``: no record before that offset is that recent, so the read is a superset).
   An upper time bound prunes nothing: timestamps are not monotonic in a partition, so a record
   after the first one at or past the bound may still be below it;
-* the key, value and headers columns only when the query uses them (``columns=``);
+* the key, value and headers columns only when the query uses them (``columns=``), and typed keys
+  and values (``value_format=``, ``key_format=``) are decoded only then too;
 * and it stops once ``n_rows`` rows passed (``head``/``limit``).
+
+Typed keys and values take the readers' options (``value_format``, ``key_format``,
+``schema_registry``, ``value_schema``, ``key_schema``, ``value_errors``, ``untyped_topics``): the
+registry is opened, and the reader schemas are pinned to the schema ids they name, when the frame is
+made, so that its schema -- the topics' value types merged, as `kafkafmt.read_log_dirs` gives them --
+is known before anything is read and holds when it is collected.
 
 Pruning only ever reads a superset of the rows the predicate keeps: the whole predicate is then
 applied to every chunk by Polars, so the answer is that of reading everything and filtering.
@@ -28,10 +35,11 @@ from __future__ import annotations
 
 import json
 
-from kafkafmt.read._stream import empty_schema
+from kafkafmt.read._stream import conform_table, empty_schema
 from kafkafmt.log import DEFAULT_REPLICAS, find_partitions
 from kafkafmt.read._readers import iter_log_dir
-from kafkafmt.record import COLUMNS
+from kafkafmt.record import COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS
+from kafkafmt.values import open_typed
 from kafkafmt._util.extras import install_command
 
 __all__ = ["scan_log_dirs", "pushdown"]
@@ -250,11 +258,25 @@ def pushdown(predicate):
 
 
 def _needed_columns(with_columns, predicate):
-    """kafkafmt's ``columns=`` for a projection and a predicate (None: all)."""
+    """kafkafmt's ``columns=`` for a projection and a predicate (None: all); a typed side's schema id,
+    error and bytes columns need the side."""
     if with_columns is None:
         return None
     names = set(with_columns) | (set(predicate.meta.root_names()) if predicate is not None else set())
+    for side in ("key", "value"):
+        if names & {*TYPED_COLUMNS[side], UNTYPED_COLUMNS[side]}:
+            names.add(side)
     return [c for c in COLUMNS if c in names]
+
+
+def _typed_for(typed, columns):
+    """``typed`` without the sides a read of ``columns`` (None: all) does not use."""
+    if not typed.active or columns is None:
+        return typed
+    import dataclasses
+
+    return dataclasses.replace(typed, value_format=typed.value_format if "value" in columns else None,
+                               key_format=typed.key_format if "key" in columns else None)
 
 
 def _partition_options(part, push, options, report):
@@ -279,7 +301,8 @@ def _partition_options(part, push, options, report):
 
 
 def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
-                  replicas=DEFAULT_REPLICAS, progress=False, **options):
+                  replicas=DEFAULT_REPLICAS, progress=False, value_format=None, key_format=None, schema_registry=None,
+                  value_schema=None, key_schema=None, value_errors="null", untyped_topics="error", **options):
     """A Polars LazyFrame of every partition under one or several roots (as `kafkafmt.read_log_dirs`
     takes them), read when collected, with the columns of ``Records.to_arrow()``.
 
@@ -293,6 +316,10 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
         As `kafkafmt.read_log_dirs`.
     progress : bool
         Show a progress bar (bytes of the partitions to read) on stderr while the frame is collected.
+    value_format, key_format, schema_registry, value_schema, key_schema, value_errors, untyped_topics
+        Typed keys and values, as `kafkafmt.read_log_dirs` takes them: the frame's ``value`` /
+        ``key`` columns are the typed ones (several topics' types merged), followed by
+        ``keySchemaId``, ``keyError``, ``valueSchemaId`` and ``valueError``.
     **options
         ``start_offset``, ``end_offset``, ``start_timestamp``, ``end_timestamp``, ``isolation``,
         ``errors``, ``verify_crc``, ``include_control``, ``max_decompressed``, ``max_bytes`` (the
@@ -303,17 +330,43 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
     polars.LazyFrame
         Filters on ``topic``, ``partition``, ``offset`` and ``timestamp`` prune what is read (see the
         module doc); every filter is applied exactly.
+
+    Raises
+    ------
+    SchemaRegistryError, SchemaNotFoundError, SchemaError
+        Typed values: as `kafkafmt.read_log_dirs` raises them, when the frame is made.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import kafkafmt.polars
+    >>> from kafkafmt.sample import sample_dir
+    >>> lf = kafkafmt.polars.scan_log_dirs(sample_dir(), topics=["shipments"], value_format="avro")
+    >>> lf.filter(pl.col("offset") >= 1998).select(pl.col("value").struct.field("carrier")).collect().to_dicts()
+    [{'carrier': 'DHL'}, {'carrier': 'DHL'}]
     """
     pl = _pl()
     unknown = sorted(set(options) - set(_READ_OPTIONS))
     if unknown:
         raise TypeError(f"scan_log_dirs() got unexpected keyword arguments {', '.join(map(repr, unknown))}")
     binary = options.get("binary", "contiguous")
-    schema = pl.from_arrow(empty_schema(None, binary).empty_table()).schema
+    typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
+                       value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
+                       untyped_topics=untyped_topics, roots=roots, storage_options=storage_options,
+                       filesystem=filesystem)
+    arrow_schema = empty_schema(None, binary)
+    if typed.active:
+        # the schema is the typed columns of the topics there are now, read with the schema ids named now
+        named = sorted({p.topic for p in find_partitions(roots, topics, partitions, [], storage_options, filesystem,
+                                                            tiered_keys, replicas)})
+        typed = typed.pin(named)
+        arrow_schema = empty_schema(None, binary, typed, named)
+    schema = pl.from_arrow(arrow_schema.empty_table()).schema
 
     def source(with_columns, predicate, n_rows, batch_size):
         push = pushdown(predicate)
         columns = _needed_columns(with_columns, predicate)
+        read_typed = _typed_for(typed, columns)
         report = []
         found = find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys,
                                 replicas)
@@ -323,10 +376,11 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
         try:
             for part in found:
                 opts = _partition_options(part, push, options, report)
-                for recs in iter_log_dir(part, columns=columns, report=report, **opts):
+                for recs in iter_log_dir(part, columns=columns, report=report, value_format=read_typed, **opts):
                     if bar is not None:
                         bar.update(_chunk_bytes(recs))
-                    df = pl.from_arrow(recs.to_arrow())
+                    table = recs.to_arrow()
+                    df = pl.from_arrow(conform_table(table, arrow_schema) if read_typed.active else table)
                     if predicate is not None:
                         df = df.filter(predicate)
                     if with_columns is not None:

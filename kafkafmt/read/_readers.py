@@ -29,13 +29,13 @@ from kafkafmt.log import not_kafka_reason, window
 from kafkafmt.log import partition_of_name, segment_base
 from kafkafmt.log import plan
 from kafkafmt.log import read_range
-from kafkafmt.record import Records
+from kafkafmt.record import BinaryColumn, BinaryViewColumn, Records
 from kafkafmt.log import Segment, warn_fallbacks
 from kafkafmt.storage import open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
 from kafkafmt.log import read_task, read_tasks
 from kafkafmt.log import Unit, read_units
-from kafkafmt.values import FailedValues, decode_values, empty_typed
+from kafkafmt.values import FailedValues, decode_values, empty_typed, gather_views, get_format
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment", "read_log_dir_with",
            "read_log_dirs_with", "iter_log_dir_with", "iter_log_dirs_with", "read_segment_with"]
@@ -46,13 +46,17 @@ __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "re
 # the options' shared entries (`document_options`).
 
 
+#: a typed read of one partition decodes chunks of about this many bytes of raw keys and values: each chunk's
+#: raw bytes (and mapped pages) are let go once it is typed, so the read holds little more than its result
+TYPED_CHUNK_BYTES = 8 << 20
+
 @document_options
 def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=None, end_timestamp=None,
                  isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True, include_control=False,
                  max_decompressed=None, max_bytes=64 << 20, keep_empty=False, threads=None, binary="contiguous",
                  storage_options=None, filesystem=None, tiered_keys=None, value_format=None, key_format=None,
                  schema_registry=None, value_schema=None, key_schema=None, value_errors="null",
-                 untyped_topics="error", report=None):
+                 untyped_topics="error", keep_bytes=False, report=None):
     """Yield the records of one partition folder in chunks of about `max_bytes` of decoded data
     (whatever the segment sizes).
 
@@ -129,6 +133,25 @@ def iter_log_dir_with(folder, options, *, report=None, typed=None):
                         binary=options.binary, typed=typed, topics=[part.topic])
 
 
+def _type(recs, typed):
+    """``recs`` with typed keys / values (`decode_values`), the raw bytes of the typed sides dropped unless
+    ``keep_bytes``."""
+    recs = decode_values(recs, typed)
+    return recs if typed.keep_bytes else recs.replace(**{side: None for side, _, _ in typed.sides()})
+
+
+def _contiguous(recs):
+    """``recs`` with its binary_view keys / values (the untyped sides of a read decoded with views)
+    as contiguous binary columns, as the read was asked for."""
+    changes = {}
+    for side in ("key", "value"):
+        col = recs.decoded(side)
+        if isinstance(col, BinaryViewColumn):
+            offsets, data = gather_views(col)
+            changes[side] = BinaryColumn(offsets, data, col.validity, col.null_count)
+    return recs.replace(**changes) if changes else recs
+
+
 def _warning_at_end(chunks):
     """The chunks, then (once they are all read) a warning for each topic none of whose typed
     values could be read (`FailedValues`)."""
@@ -152,7 +175,12 @@ def _decoding(options, typed):
     if typed.active:     # typed sides need their raw column
         columns = None if columns is None else list(columns) + [s for s, _, _ in typed.sides() if s not in columns]
     committed = options.isolation == "read_committed"
-    return options.decode_options(columns, include_control=options.include_control and not committed)
+    # typed sides whose formats read values where they lie: the records are decoded with views into the
+    # segment (no raw byte copied out), the untyped sides made contiguous again after typing
+    views = (typed.active and not typed.keep_bytes and options.binary == "contiguous"
+             and all(get_format(fmt).reads_views for _, fmt, _ in typed.sides()))
+    return options.decode_options(columns, include_control=options.include_control and not committed,
+                                  binary="view" if views else options.binary)
 
 
 def _plan_partition(part, report, options):
@@ -171,11 +199,13 @@ def _iter_partition(part, options, *, report, max_bytes, keep_empty, whole_tasks
     tasks = _plan_partition(part, report, options)
     yield from _read_planned(part, tasks, report, decoding, errors=options.errors, max_bytes=max_bytes,
                              keep_empty=keep_empty, whole_tasks=whole_tasks, typed=typed,
-                             committed=options.isolation == "read_committed")
+                             committed=options.isolation == "read_committed", views=decoding.binary != options.binary)
 
 
-def _read_planned(part, tasks, report, decoding, *, errors, max_bytes, keep_empty, whole_tasks, typed, committed):
-    """The chunks of a partition's planned tasks (`_iter_partition` after planning)."""
+def _read_planned(part, tasks, report, decoding, *, errors, max_bytes, keep_empty, whole_tasks, typed, committed,
+                  views=False):
+    """The chunks of a partition's planned tasks (`_iter_partition` after planning); ``views``: the records
+    were decoded with views for typing (`_decoding`), their untyped sides made contiguous again."""
     n_threads = resolve_threads(decoding.threads)
     if whole_tasks and n_threads > 1 and len(tasks) > 1:
         chunks = _read_tasks_parallel(tasks, report, decoding, errors, n_threads)
@@ -186,9 +216,11 @@ def _read_planned(part, tasks, report, decoding, *, errors, max_bytes, keep_empt
         # a chunk of record-less batches (the cleaner's empty batches) still carries them
         if len(recs) or keep_empty or (not committed and (len(recs.controls) or len(recs.batches))):
             if typed.active:
-                typed_recs = decode_values(recs.replace(report=[]), typed)
+                typed_recs = _type(recs.replace(report=[]), typed)
                 report += typed_recs.report
                 recs = typed_recs.replace(report=report)
+                if views:
+                    recs = _contiguous(recs)
             yield recs
 
 
@@ -232,7 +264,7 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                  isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True, include_control=False,
                  max_decompressed=None, threads=None, binary="contiguous", storage_options=None, filesystem=None,
                  tiered_keys=None, value_format=None, key_format=None, schema_registry=None, value_schema=None,
-                 key_schema=None, value_errors="null", untyped_topics="error") -> Records:
+                 key_schema=None, value_errors="null", untyped_topics="error", keep_bytes=False) -> Records:
     """All records of one partition folder (``<topic>-<partition>``) as one `Records`.
 
     Parameters
@@ -313,8 +345,9 @@ def read_log_dir_with(folder, options, *, typed=None):
     nested = typed is not None      # a read of several partitions warns for them all
     if typed is None:
         typed = options.open_typed(_roots(part))
-    parts = list(_iter_partition(part, options, report=report, max_bytes=1 << 62, keep_empty=True, whole_tasks=True,
-                                 typed=typed))
+    parts = list(_iter_partition(part, options, report=report,
+                                 max_bytes=TYPED_CHUNK_BYTES if typed.active else 1 << 62, keep_empty=True,
+                                 whole_tasks=True, typed=typed))
     return _partition_records(part, parts, report, options.columns, options.binary, typed, warn=not nested)
 
 
@@ -339,7 +372,7 @@ def _empty(columns, binary, typed, report, decode_typed=True, **where):
     options = DecodeOptions.for_columns(columns, binary=binary)
     recs = decode(b"", **options.decode_kwargs()).replace(report=report, **where)
     if decode_typed and typed.active and where.get("topic") is not None:
-        recs = decode_values(recs, typed).replace(report=report)
+        recs = _type(recs, typed).replace(report=report)
     return recs
 
 
@@ -362,7 +395,8 @@ def iter_log_dirs(root, topics=None, partitions=None, *, start_offset=None, end_
                   include_control=False, max_decompressed=None, max_bytes=64 << 20, keep_empty=False, threads=None,
                   binary="contiguous", storage_options=None, filesystem=None, tiered_keys=None,
                   replicas=DEFAULT_REPLICAS, value_format=None, key_format=None, schema_registry=None,
-                  value_schema=None, key_schema=None, value_errors="null", untyped_topics="error", report=None):
+                  value_schema=None, key_schema=None, value_errors="null", untyped_topics="error", keep_bytes=False,
+                  report=None):
     """Chunks of every partition under one or several roots, filtered by topic names and
     partition numbers; options as `iter_log_dir`.
 
@@ -445,7 +479,7 @@ def read_log_dirs(root, topics=None, partitions=None, *, start_offset=None, end_
                   include_control=False, max_decompressed=None, threads=None, binary="contiguous",
                   storage_options=None, filesystem=None, tiered_keys=None, replicas=DEFAULT_REPLICAS,
                   value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
-                  value_errors="null", untyped_topics="error") -> Records:
+                  value_errors="null", untyped_topics="error", keep_bytes=False) -> Records:
     """All records of every partition under one or several roots, with topic and partition
     columns; options as `read_log_dir`.
 
@@ -543,7 +577,10 @@ def read_log_dirs_with(root, topics, partitions, options):
         # topics asked for, when named)
         recs = _empty(options.columns, options.binary, typed, report, topic="", partition=0, decode_typed=False)
         named = [topics] if isinstance(topics, str) else list(topics or ())
-        return recs.replace(typed=empty_typed(typed, named)) if typed.active and named else recs
+        if not (typed.active and named):
+            return recs
+        recs = recs.replace(typed=empty_typed(typed, named))
+        return recs if typed.keep_bytes else recs.replace(**{side: None for side, _, _ in typed.sides()})
     recs = Records.concat(parts).replace(report=report)
     if typed.active:
         FailedValues().add(recs).warn()
@@ -627,7 +664,7 @@ def read_segment(path, *, keys=True, values=True, headers=True, errors="strict",
                  max_decompressed=None, max_batch_bytes=DecodeOptions.max_batch_bytes, threads=None,
                  binary="contiguous", topic=None, partition=None, storage_options=None, filesystem=None,
                  value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
-                 value_errors="null", untyped_topics="error") -> Records:
+                 value_errors="null", untyped_topics="error", keep_bytes=False) -> Records:
     """Decode a whole segment file (memory-mapped when local).
 
     Parameters
@@ -704,6 +741,6 @@ def read_segment_with(path, options):
     recs = recs.replace(topic=topic, partition=partition, log_dir=log_dir)
     if not typed.active:
         return recs
-    recs = decode_values(recs, typed)
+    recs = _type(recs, typed)
     FailedValues().add(recs).warn()
     return recs

@@ -17,7 +17,7 @@ from __future__ import annotations
 from kafkafmt.record import DecodeOptions, decode
 from kafkafmt._util.extras import install_command
 
-__all__ = ["RecordStream", "empty_schema"]
+__all__ = ["conform_table", "RecordStream", "empty_schema"]
 
 
 def _pa():
@@ -26,6 +26,21 @@ def _pa():
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(f"the Arrow interface needs pyarrow: {install_command('arrow')}") from exc
     return pa
+
+
+def conform_table(table, schema):
+    """``table`` (a chunk's ``to_arrow()``) with its key and value columns as ``schema`` has them: offsets
+    past 2 GiB in one chunk (large_binary), or a typed column of one topic among the merged type of several
+    (`kafkafmt.values.conform`); the other columns as they are."""
+    if table.schema.equals(schema):
+        return table
+    from kafkafmt.values import conform
+
+    for f in schema:
+        if f.name in ("key", "value") and f.name in table.column_names and table.schema.field(f.name).type != f.type:
+            table = table.set_column(table.schema.get_field_index(f.name), f.name,
+                                     conform(table.column(f.name), f.type))
+    return table
 
 
 def empty_schema(columns=None, binary="contiguous", typed=None, topics=()):
@@ -99,16 +114,7 @@ class RecordStream:
         return self._schema
 
     def _conform(self, table):
-        if table.schema.equals(self.schema):
-            return table
-        # offsets past 2 GiB in one chunk (large_binary) or a typed column variant: same values
-        from kafkafmt.values import conform
-
-        for f in self.schema:
-            if f.name in ("key", "value") and table.schema.field(f.name).type != f.type:
-                table = table.set_column(table.schema.get_field_index(f.name), f.name,
-                                         conform(table.column(f.name), f.type))
-        return table.cast(self.schema)
+        return conform_table(table, self.schema).cast(self.schema)
 
     def record_batches(self):
         """The chunks as pyarrow record batches (on the chunks' buffers), one chunk at a time."""

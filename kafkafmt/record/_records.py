@@ -870,6 +870,9 @@ class Records:
 
     def _column(self, name, option):
         col = getattr(self, "_" + name)
+        if col is None and name in self._typed:
+            raise AttributeError(f"a typed read keeps no raw {name}s (recs.typed[{name!r}] holds them typed): read "
+                                 f"with keep_bytes=True to keep them too")
         if col is None:
             raise AttributeError(f"the {name!r} column was not decoded ({option}=False, or columns=[...] without "
                                  f"it): read again with it (recs.columns lists the columns this result has)")
@@ -921,7 +924,8 @@ class Records:
         -------
         BinaryColumn
             Null for tombstones; a `BinaryViewColumn` for ``binary="view"`` reads. Typed values
-            (``value_format=``) are in `typed`, these stay the raw bytes.
+            (``value_format=``) are in `typed`; the readers keep their raw bytes here only with
+            ``keep_bytes=True``.
 
         Raises
         ------
@@ -976,7 +980,7 @@ class Records:
     @property
     def columns(self):
         """The Arrow/pandas column names this result has (Spark's Kafka-source names)."""
-        out = [c for c, v in (("key", self._key), ("value", self._value)) if v is not None]
+        out = [c for c, v in (("key", self._key), ("value", self._value)) if v is not None or c in self._typed]
         if self._topic.known:
             out.append("topic")
         if self.partition is not None:
@@ -1144,9 +1148,9 @@ class Records:
         n = len(self)
         cols = {}
         typed = self._typed
-        if self._key is not None:
+        if self._key is not None or "key" in typed:      # (a typed read keeps no raw bytes unless asked)
             cols["key"] = typed["key"].values if "key" in typed else self._key.to_arrow()
-        if self._value is not None:
+        if self._value is not None or "value" in typed:
             cols["value"] = typed["value"].values if "value" in typed else self._value.to_arrow()
         if self._topic.known:
             cols["topic"] = self._topic.to_arrow(n)

@@ -21,8 +21,8 @@ option of the filesystem holding URL paths) and ``tieredKey.<key id>`` (the RSA 
 text, of encrypted Aiven tiered-storage uploads: the readers' ``tiered_keys``). `Options.read_options`
 is what the workers read with: the library's `kafkafmt.read.ReadOptions`, as the other doors build it.
 
-Typed keys and values (`kafkafmt.spark.typedcols`): ``valueFormat`` / ``keyFormat`` (avro,
-registry, protobuf, json-schema, json, connect-json, string), ``schemaRegistry`` (default: the
+Typed keys and values (`kafkafmt.spark.typedcols`): ``valueFormat`` / ``keyFormat`` (a name in
+the table of formats, `kafkafmt.values.FORMATS`: avro, registry, protobuf, ...), ``schemaRegistry`` (default: the
 ``_schemas`` topic among the paths), ``valueSchema`` / ``keySchema`` (as the command line's
 ``--value-schema`` takes it, `kafkafmt.values.reader_schema_of_text`: an id, ``v<version>``, a
 subject, a Protobuf message's full name, JSON like ``{"message": "pkg.Msg"}``, or a schema),
@@ -224,14 +224,13 @@ def _storage_value(v):
 
 
 def _typed_options(o, opts):
-    from kafkafmt.values import reader_schema_of_text
-    from kafkafmt.values import FORMATS
+    from kafkafmt.values import FORMATS, format_names, reader_schema_of_text
 
-    for key, attr in (("valueformat", "value_format"), ("keyformat", "key_format")):
+    for key, attr, side in (("valueformat", "value_format", "value"), ("keyformat", "key_format", "key")):
         if key in opts:
             fmt = str(opts[key]).strip().lower()
-            if fmt not in FORMATS:
-                raise OptionError(f"{key} must be one of {', '.join(sorted(FORMATS))}, not {opts[key]!r}")
+            if fmt not in FORMATS or side not in FORMATS[fmt].sides:
+                raise OptionError(f"{key} must be one of {', '.join(format_names(side))}, not {opts[key]!r}")
             setattr(o, attr, None if fmt == "bytes" else fmt)
     if "schemaregistry" in opts:
         o.schema_registry = str(opts["schemaregistry"]).strip()

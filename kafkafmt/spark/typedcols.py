@@ -43,7 +43,7 @@ import dataclasses
 import threading
 
 from kafkafmt.spark.options import OptionError
-from kafkafmt.values import NO_SCHEMA_FORMATS, open_typed, reader_schema_of_text
+from kafkafmt.values import needs_schema, open_typed, reader_schema_of_text
 from kafkafmt.values import conform
 
 __all__ = ["SparkTyped", "plan_typed", "subscribed_topics", "decode_names", "spark_arrow_type", "spark_column",
@@ -261,7 +261,7 @@ def plan_typed(opts, topics):
     typed = typed.pin(topics)
     types = []
     for side, fmt, _ in typed.sides():
-        if not topics and fmt not in NO_SCHEMA_FORMATS:
+        if not topics and needs_schema(fmt):
             raise OptionError(f"{side}Format={fmt} takes each topic's schema, and no topic of the subscription is "
                               f"under {', '.join(opts.paths)}: name the topics with subscribe or assign")
         types.append((side, spark_arrow_type(typed.merged_type(side, topics))))

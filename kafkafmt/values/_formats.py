@@ -7,8 +7,11 @@
     dec.error_count
     value_type("avro", registry=reg, topic="orders")   # the Arrow type, before reading anything
 
-Formats are classes in a registry (as kafkafmt.codecs): ``FORMATS[name]``; `register_format`
-adds one. Here:
+Formats are classes in one table, ``FORMATS[name]``: `BUILTIN_FORMATS` (name -> the module and class,
+imported when first used), the ``kafkafmt.value_formats`` entry points of installed packages, and
+`register_format`'s. A format declares what every door needs to know (`ValueFormat`: its summary, whether
+it needs schemas, the registry type it decodes, the sides it types, its JSON text); the readers, the
+command line's choices and help, Spark's options, the Arrow stream and export read the table. Here:
 
 =============  ==========================================================================================
 ``None``       the bytes as they are (``"bytes"`` too): binary
@@ -19,8 +22,9 @@ adds one. Here:
 ``"registry"`` the wire format, each id's registered type deciding (`kafkafmt.values._registryformat`)
 =============  ==========================================================================================
 
-More formats register themselves when ``kafkafmt`` is imported: ``"protobuf"``, ``"protobuf-raw"``
-(`kafkafmt.values.protobuf._format`), ``"json-schema"``, ``"json"``, ``"connect-json"`` (`kafkafmt.values.json._format`).
+(``"string"`` in `kafkafmt.values._string`, ``"avro"`` in `kafkafmt.values.avro._format`), and ``"protobuf"``, ``"protobuf-raw"`` in
+`kafkafmt.values.protobuf._format`, ``"json-schema"``, ``"json"``, ``"connect-json"`` in
+`kafkafmt.values.json._format`.
 
 **Reader schema** (``reader_schema=``): None takes the latest live version of ``<topic>-value``
 (``<topic>-key`` for keys): the TopicNameStrategy. Otherwise an int (a schema id), a
@@ -45,30 +49,23 @@ values (tombstones) stay null without an error.
 """
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
-import functools
 import json
 import os
 import threading
-import weakref
 
 import numpy as np
 
-from kafkafmt._native import avro as _kernel
-from kafkafmt.values.avro import ZERO_ITEMS_CAP, AvroPlan
-from kafkafmt.values.avro import parse_registered, parse_schema
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
-from kafkafmt.values.registry import InlineSchemaRegistry, RegisteredSchema, SchemaRegistry, open_registry
+from kafkafmt.values.registry import RegisteredSchema, SchemaRegistry, open_registry
 from kafkafmt._util.extras import install_command
 
-__all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
-           "get_format", "reader_schema_for", "pinned_reader", "column_parts", "column_validity", "raise_strict",
-           "nullable_type", "merge_types", "conform"]
+__all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "BUILTIN_FORMATS",
+           "ENTRY_POINTS", "register_format", "get_format", "format_names", "needs_schema", "format_of_type",
+           "schema_types", "KernelFormat", "reader_schema_for", "pinned_reader", "column_parts", "column_validity", "kernel_source", "null_array", "gather_views",
+           "raise_strict", "nullable_type", "merge_types", "conform"]
 
-#: errors found before decoding (the kernel's own codes are below 64; framing: 64-66)
-E_NO_MAGIC, E_SHORT, E_GUID = (_kernel.FRAME_ERRORS[k] for k in ("NO_MAGIC", "SHORT", "GUID"))
-E_UNKNOWN_ID, E_NOT_AVRO, E_UNSUPPORTED, E_BAD_SCHEMA = 67, 68, 69, 70
-_FRAMING = 5
 
 
 def _pa():
@@ -128,8 +125,9 @@ class DecodedColumn:
     reader: object = None
     trailing_count: int = 0
     untyped: object = None
-    #: rows of several topics read with different reader schemas (a concatenation): (the readers,
-    #: each row's index into them as an int32 NumPy array); None when ``reader`` holds for all
+    #: rows of several topics read with different reader schemas (a concatenation): (the (format,
+    #: reader) pairs that decoded them, each row's index into them as an int32 NumPy array); None when
+    #: ``format`` and ``reader`` hold for all
     readers: object = dataclasses.field(default=None, repr=False)
 
     def __len__(self):
@@ -148,13 +146,20 @@ class DecodedColumn:
             return self.format.json(self)
         readers, codes = self.readers
         out = [None] * len(self)
-        for i, reader in enumerate(readers):         # each topic's rows with its own reader
+        for i, (fmt, reader) in enumerate(readers):  # each topic's rows as the format that read them prints them
             rows = np.flatnonzero(codes == i)
             if len(rows):
-                part = dataclasses.replace(self.take(rows), reader=reader, readers=None)
-                for r, text in zip(rows.tolist(), self.format.json(part)):
+                part = dataclasses.replace(self.take(rows), format=fmt, reader=reader, readers=None)
+                for r, text in zip(rows.tolist(), fmt.json(part)):
                     out[r] = text
         return out
+
+    def json_array(self):
+        """`json` as a pyarrow string array (null where the value is null): what the command line
+        writes, printed by the format's kernel where it has one (Avro), without a Python object per value."""
+        if self.readers is None:
+            return self.format.json_array(self)
+        return _pa().array(self.json(), _pa().large_string())
 
     def _like(self, values, schema_id, error, rows):
         readers = None if self.readers is None else (self.readers[0], self.readers[1][rows])
@@ -207,24 +212,57 @@ class DecodedColumn:
         if any(p.untyped is not None for p in parts):
             untyped = pa.concat_arrays([pa.nulls(len(p), pa.binary()) if p.untyped is None else _one(p.untyped)
                                         for p in parts])
-        return DecodedColumn(values=values, schema_id=pa.concat_arrays([_one(p.schema_id) for p in parts]),
-                             error=pa.concat_arrays([_one(p.error) for p in parts]),
+        return DecodedColumn(values=values, schema_id=_concat(pa.int32(), [p.schema_id for p in parts]),
+                             error=_concat(pa.string(), [p.error for p in parts]),
                              error_count=sum(p.error_count for p in parts), format=first.format,
                              reader=first.reader if same else None,
                              trailing_count=sum(p.trailing_count for p in parts), untyped=untyped,
                              readers=None if same else _reader_runs(parts))
 
 
+def null_array(n, type):
+    """``n`` nulls of Arrow ``type``: string and int32 on zeroed NumPy buffers (calloc'd, so that a
+    column with no error or schema id costs no page until it is read), others as ``pa.nulls``."""
+    pa = _pa()
+    if type == pa.string():
+        buffers = [pa.py_buffer(np.zeros(n + 1, np.int32)), pa.py_buffer(b"")]
+    elif type == pa.int32():
+        buffers = [pa.py_buffer(np.zeros(n, np.int32))]
+    else:
+        return pa.nulls(n, type)
+    return pa.Array.from_buffers(type, n, [pa.py_buffer(np.zeros((n + 7) // 8, np.uint8))] + buffers, null_count=n)
+
+
+def _concat(type, arrays):
+    """One array of the arrays (or chunked arrays) of ``type``; all null: `null_array`; int32 on NumPy
+    buffers (not Arrow's memory pool, which keeps what it frees)."""
+    pa = _pa()
+    if all(a.null_count == len(a) for a in arrays):
+        return null_array(sum(len(a) for a in arrays), type)
+    arrays = [_one(a) for a in arrays]
+    if type != pa.int32():
+        return pa.concat_arrays(arrays)
+    n = sum(len(a) for a in arrays)
+    values = np.concatenate([np.frombuffer(a.buffers()[1], np.int32)[a.offset:a.offset + len(a)] if len(a)
+                             else np.zeros(0, np.int32) for a in arrays])
+    validity = None
+    if any(a.null_count for a in arrays):
+        valid = np.concatenate([np.asarray(a.is_valid()) for a in arrays])
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(pa.int32(), n, [validity, pa.py_buffer(values)])
+
+
 def _reader_runs(parts):
     """``DecodedColumn.readers`` of the concatenation of ``parts``."""
     readers, codes = [], []
     for p in parts:
-        own, own_codes = p.readers if p.readers is not None else ([p.reader], np.zeros(len(p), np.int32))
+        own, own_codes = (p.readers if p.readers is not None else
+                          ([(p.format, p.reader)], np.zeros(len(p), np.int32)))
         remap = []
-        for r in own:
-            if not any(r is x for x in readers):
-                readers.append(r)
-            remap.append(next(i for i, x in enumerate(readers) if x is r))
+        for pair in own:
+            if not any(pair[0] is x[0] and pair[1] is x[1] for x in readers):
+                readers.append(pair)
+            remap.append(next(i for i, x in enumerate(readers) if pair[0] is x[0] and pair[1] is x[1]))
         codes.append(np.asarray(remap, np.int32)[own_codes] if len(own_codes) else np.zeros(0, np.int32))
     return readers, np.concatenate(codes) if codes else np.zeros(0, np.int32)
 
@@ -348,11 +386,26 @@ class _Ctx:
 
 
 class ValueFormat:
-    """One format: its Arrow type and its decoder (subclass, set ``name``, `register_format`)."""
+    """One format: what it needs and gives (class attributes every door reads) and how it decodes
+    (subclass, set ``name``, add it to the table: `BUILTIN_FORMATS`, `register_format` or the
+    ``kafkafmt.value_formats`` entry point, see `FORMATS`)."""
 
+    #: the name readers, the command line and Spark take (``value_format=``, ``--value-format``, ``valueFormat``)
     name = None
-    #: the registry's schemaType this format decodes (for ``"registry"``), if any
+    #: what it reads, in a few words (the command line's help)
+    summary = None
+    #: the registry's schemaType whose wire-format values it decodes: the ``"registry"`` format hands the values
+    #: of each registered type to the format declaring it, and a subject of another type is not this format's
+    #: (``untyped_topics``)
     schema_type = None
+    #: it looks schemas up: a read opens a schema registry for it (by default the ``_schemas`` topic among the
+    #: log dirs read); a reader schema given as a schema does without one
+    needs_schema = False
+    #: what it types: keys, values or both (the command line offers it to --key-format / --value-format)
+    sides = ("key", "value")
+    #: it reads a `BinaryViewColumn` where its values lie (`kernel_source`): the readers then decode the
+    #: records with views into the segment instead of copying the raw bytes out first
+    reads_views = False
 
     def value_type(self, ctx):
         """The Arrow type of the decoded values (before any value is read)."""
@@ -370,29 +423,138 @@ class ValueFormat:
         rs = reader_schema_for(ctx.registry, ctx.topic, ctx.is_key, ctx.reader_schema)
         return rs.id if rs.id is not None and rs.id >= 0 else None
 
+    def json_array(self, decoded):
+        """`json` as a pyarrow (large) string array, null where a value is null (a format with a text
+        kernel prints it without a Python object per value)."""
+        return _pa().array(self.json(decoded), _pa().large_string())
+
     def json(self, decoded):
-        """JSON texts of decoded values."""
+        """JSON texts of decoded values (the command line's JSON lines and CSV, ``DecodedColumn.json``)."""
         return [None if v is None else json.dumps(v.decode("latin-1") if isinstance(v, bytes) else v,
                                                   ensure_ascii=False)
                 for v in decoded.values.to_pylist()]
 
 
-#: format name -> class
-FORMATS = {}
+#: the formats kafkafmt brings: name -> "module:class", imported when first used. A format is one module
+#: (its `ValueFormat` subclass) plus one entry here; every door reads the table (`FORMATS`).
+BUILTIN_FORMATS = {
+    "bytes": "kafkafmt.values._formats:BytesFormat",
+    "string": "kafkafmt.values._string:StringFormat",
+    "avro": "kafkafmt.values.avro._format:AvroFormat",
+    "registry": "kafkafmt.values._registryformat:RegistryFormat",
+    "protobuf": "kafkafmt.values.protobuf._format:ProtobufFormat",
+    "protobuf-raw": "kafkafmt.values.protobuf._format:RawProtobufFormat",
+    "json-schema": "kafkafmt.values.json._format:JsonSchemaFormat",
+    "json": "kafkafmt.values.json._format:JsonFormat",
+    "connect-json": "kafkafmt.values.json._format:ConnectJsonFormat",
+}
+#: the entry-point group through which an installed package adds formats (``name = "module:Class"``): they
+#: reach every process -- the command line, Spark's executors -- as the built-in ones do
+ENTRY_POINTS = "kafkafmt.value_formats"
+
+
+class _FormatTable(collections.abc.MutableMapping):
+    """Format name -> `ValueFormat` subclass: `BUILTIN_FORMATS`, the ``kafkafmt.value_formats`` entry
+    points and `register_format`'s, each class imported when first used."""
+
+    def __init__(self, builtin):
+        self._entries = dict(builtin)       # name -> class, or "module:class" not imported yet
+        self._lock = threading.RLock()
+        self._scanned = False
+
+    def _scan(self):
+        """Add the entry points' formats (again after a miss: a path added since, as Spark's addPyFile)."""
+        from importlib.metadata import entry_points
+
+        with self._lock:
+            self._scanned = True
+            for ep in entry_points(group=ENTRY_POINTS):
+                self._entries.setdefault(ep.name, ep.value)
+
+    def _load(self, name):
+        with self._lock:
+            cls = self._entries[name]
+            if isinstance(cls, str):
+                import importlib
+
+                module, _, attr = cls.partition(":")
+                cls = getattr(importlib.import_module(module), attr)
+                if not (isinstance(cls, type) and issubclass(cls, ValueFormat)) or cls.name != name:
+                    raise ValueError(f"value format {name!r} ({self._entries[name]}) is not a ValueFormat "
+                                     f"named {name!r}")
+                self._entries[name] = cls
+            return cls
+
+    def __getitem__(self, name):
+        if name not in self._entries:
+            self._scan()
+        return self._load(name)
+
+    def __contains__(self, name):
+        if name not in self._entries:
+            self._scan()
+        return name in self._entries
+
+    def __iter__(self):
+        if not self._scanned:
+            self._scan()
+        return iter(list(self._entries))
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+    def __setitem__(self, name, cls):
+        with self._lock:
+            self._entries[name] = cls
+
+    def __delitem__(self, name):
+        with self._lock:
+            del self._entries[name]
+
+    def __repr__(self):
+        return f"FORMATS({sorted(self)})"
+
+
+#: format name -> `ValueFormat` subclass: the one table of value formats every door reads
+FORMATS = _FormatTable(BUILTIN_FORMATS)
 
 
 def register_format(cls):
-    """Add a `ValueFormat` subclass to FORMATS under its ``name`` (a class decorator)."""
+    """Add a `ValueFormat` subclass to `FORMATS` under its ``name`` in this process (a class
+    decorator; the ``kafkafmt.value_formats`` entry point adds one in every process)."""
+    if not (isinstance(cls, type) and issubclass(cls, ValueFormat)) or not cls.name:
+        raise TypeError("register_format takes a ValueFormat subclass with a name")
     FORMATS[cls.name] = cls
     return cls
 
 
 def get_format(name):
     """An instance of the format called ``name`` (None and "bytes": the raw bytes)."""
-    cls = FORMATS.get("bytes" if name is None else name)
-    if cls is None:
-        raise ValueError(f"unknown value format {name!r}: one of {sorted(k for k in FORMATS)}")
-    return cls()
+    key = "bytes" if name is None else name
+    if not isinstance(key, str) or key not in FORMATS:
+        raise ValueError(f"unknown value format {name!r}: one of {', '.join(format_names())}")
+    return FORMATS[key]()
+
+
+def format_names(side=None):
+    """The names of the formats, sorted (those that type ``side``, "key" or "value", if given)."""
+    return sorted(n for n in FORMATS if side is None or side in FORMATS[n].sides)
+
+
+def needs_schema(name):
+    """Does format ``name`` look schemas up (`ValueFormat.needs_schema`; None and "bytes" do not)?"""
+    return name is not None and get_format(name).needs_schema
+
+
+def format_of_type(schema_type):
+    """The name of the format that decodes the registry's ``schema_type`` (``"AVRO"``, ``"PROTOBUF"``,
+    ``"JSON"``: `ValueFormat.schema_type`), or None."""
+    return next((n for n in sorted(FORMATS) if FORMATS[n].schema_type == schema_type), None)
+
+
+def schema_types():
+    """The registry schemaTypes some format decodes, sorted."""
+    return sorted({FORMATS[n].schema_type for n in FORMATS} - {None})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -439,6 +601,28 @@ def column_parts(column):
     return _parts(column)
 
 
+def kernel_source(column):
+    """(the Avro kernel's `Source` of a column of raw keys or values, its validity bits as uint8 or None,
+    their bit offset): binary_view columns (`BinaryViewColumn`) are read where their values lie (a
+    segment's memory map), not copied; anything else as `column_parts` makes it contiguous."""
+    from kafkafmt._native import avro as kernel
+    from kafkafmt.record import BinaryViewColumn
+
+    if isinstance(column, BinaryViewColumn):
+        return kernel.Source(views=column.views, buffers=column.buffers), column.validity, 0
+    column, offsets, data = _parts(column)
+    bits, bit_offset = _validity(column)
+    return kernel.Source(offsets, data), bits, bit_offset
+
+
+def gather_views(column):
+    """(offsets, data) of a `BinaryViewColumn`'s values one after the other (int32 offsets, int64 past
+    2 GiB; nulls empty): the column made contiguous, on NumPy buffers."""
+    from kafkafmt._native import avro as kernel
+
+    return kernel.gather(kernel.Source(views=column.views, buffers=column.buffers))
+
+
 def column_validity(column):
     """(validity bits as uint8, bit offset) of an Arrow array, or (None, 0) when nothing is null."""
     return _validity(column)
@@ -454,35 +638,6 @@ def raise_strict(fmt, ctx, row, text, position=None):
         pos = int(ctx.positions[row]) + (position or 0)
     raise ValueDecodeError(f"bad {fmt.name} {what}{where}: {text}", file=ctx.file, position=pos,
                            offset=None if ctx.offsets is None else int(ctx.offsets[row]))
-
-
-# ------------------------------------------------------------------------------------------------
-# schemas: parsed once per registry
-
-class _SchemaCache:
-    def __init__(self):
-        self.lock = threading.RLock()
-        self.writers = {}      # (format, id) -> AvroType, or (code, message)
-        self.plans = {}        # reader key -> AvroPlan
-
-
-_CACHES = weakref.WeakKeyDictionary()
-
-
-@functools.lru_cache(maxsize=64)
-def _inline(schema_str):
-    """The registry of a reader schema given without a registry (every id's writer schema too),
-    kept so its plans are compiled once."""
-    return InlineSchemaRegistry(schema_str, source="reader schema (no registry given)")
-_CACHES_LOCK = threading.Lock()
-
-
-def _cache(registry):
-    with _CACHES_LOCK:
-        c = _CACHES.get(registry)
-        if c is None:
-            c = _CACHES[registry] = _SchemaCache()
-        return c
 
 
 def reader_schema_for(registry, topic=None, is_key=False, reader_schema=None):
@@ -545,10 +700,10 @@ def reader_schema_for(registry, topic=None, is_key=False, reader_schema=None):
 # ------------------------------------------------------------------------------------------------
 # the formats
 
-@register_format
 class BytesFormat(ValueFormat):
     """The raw bytes (binary), unchanged."""
     name = "bytes"
+    summary = "the bytes as they are"
 
     def value_type(self, ctx):
         return _pa().binary()
@@ -560,25 +715,24 @@ class BytesFormat(ValueFormat):
         return DecodedColumn(column, pa.nulls(n, pa.int32()), pa.nulls(n, pa.string()), 0, self)
 
 
-class _KernelFormat(ValueFormat):
+class KernelFormat(ValueFormat):
     """Shared by the formats the Avro kernel decodes: errors and strict mode."""
 
     def _finish(self, plan, values, errors, schema_id, ids, ctx, messages, trailing=0):
-        """The DecodedColumn: error texts for the rows with an error code (messages(code, id, row)
-        for the codes found before decoding), or the strict error for the first."""
+        """The DecodedColumn: error texts for the rows with an error (the kernel's sparse ``errors``;
+        messages(code, id, row) for the codes found before decoding), or the strict error for the first."""
         pa = _pa()
-        code, pos, node, detail = errors
-        n = len(code)
-        bad = np.flatnonzero(code)
+        bad, code, pos, node, detail = errors
+        n = len(values)
         if len(bad):
             texts = np.full(n, None, dtype=object)
-            for i in bad:
-                c = int(code[i])
+            for k, i in enumerate(bad.tolist()):
+                c = int(code[k])
                 if c >= 64:
                     texts[i] = messages(c, int(ids[i]), i)
                 else:
-                    texts[i] = (f"{plan.error_text(c, int(node[i]), int(detail[i]))} "
-                                f"(at byte {int(pos[i])} of the value)")
+                    texts[i] = (f"{plan.error_text(c, int(node[k]), int(detail[k]))} "
+                                f"(at byte {int(pos[k])} of the value)")
             error = pa.array(texts, pa.string())
             if ctx.strict:
                 i = int(bad[0])
@@ -586,148 +740,12 @@ class _KernelFormat(ValueFormat):
                 where = "" if ctx.offsets is None else f" of the record at offset {int(ctx.offsets[i])}"
                 position = None
                 if ctx.positions is not None:
-                    position = int(ctx.positions[i]) + (int(pos[i]) if code[i] < 64 else 0)
+                    position = int(ctx.positions[i]) + (int(pos[0]) if code[0] < 64 else 0)
                 raise ValueDecodeError(f"bad {self.name} {what}{where}: {texts[i]}", file=ctx.file, position=position,
                                        offset=None if ctx.offsets is None else int(ctx.offsets[i]))
         else:
-            error = pa.nulls(n, pa.string())
+            error = null_array(n, pa.string())
         return DecodedColumn(values, schema_id, error, len(bad), self, plan.reader, trailing)
-
-
-@register_format
-class StringFormat(_KernelFormat):
-    """UTF-8 text (Arrow string); invalid UTF-8 is a per-record error."""
-    name = "string"
-    _plan = None
-    _lock = threading.Lock()
-
-    def value_type(self, ctx):
-        return _pa().string()
-
-    @classmethod
-    def _get_plan(cls):
-        with cls._lock:
-            if cls._plan is None:
-                plan = AvroPlan(parse_schema('"string"'))
-                plan.add_writer("raw", parse_schema('"bytes"'))
-                cls._plan = plan
-            return cls._plan
-
-    def decode(self, column, ctx):
-        pa = _pa()
-        column, offsets, data = _parts(column)
-        plan = self._get_plan()
-        roots = np.full(len(column), plan.roots["raw"], np.int32)
-        if column.null_count:
-            roots[~np.asarray(column.is_valid())] = -1
-        values, errors, _ = plan.decode(offsets, data, roots, skip=0)
-        return self._finish(plan, values, errors, pa.nulls(len(column), pa.int32()), None, ctx, None)
-
-    def json(self, decoded):
-        return [None if v is None else json.dumps(v, ensure_ascii=False) for v in decoded.values.to_pylist()]
-
-
-@register_format
-class AvroFormat(_KernelFormat):
-    """The Schema Registry wire format with Avro values (see the module docstring)."""
-    name = "avro"
-    schema_type = "AVRO"
-    #: schemaTypes this format decodes; others are per-record errors
-    decodes = ("AVRO",)
-
-    def _registry(self, ctx):
-        reg = ctx.registry
-        if reg is None:
-            rs = reader_schema_for(None, ctx.topic, ctx.is_key, ctx.reader_schema)
-            return _inline(rs.schema_str)
-        return open_registry(reg)
-
-    def plan(self, ctx):
-        """The `AvroPlan` of the reader schema (cached per registry and reader schema)."""
-        reg = self._registry(ctx)
-        cache = _cache(reg)
-        rs = reader_schema_for(reg, ctx.topic, ctx.is_key, ctx.reader_schema)
-        if rs.schema_type not in (None, "AVRO"):
-            raise SchemaError(f"the reader schema ({rs.subject or 'id %d' % rs.id}) is {rs.schema_type}, not AVRO: "
-                              f"read it with format=\"registry\" or its own format")
-        key = (rs.id, rs.schema_str, rs.references)
-        with cache.lock:
-            plan = cache.plans.get(key)
-            if plan is None:
-                plan = cache.plans[key] = AvroPlan(parse_registered(reg, rs))
-        return reg, cache, plan
-
-    def value_type(self, ctx):
-        return self.plan(ctx)[2].arrow_type
-
-    def _writer(self, reg, cache, schema_id):
-        """The parsed writer schema of an id, or (code, message)."""
-        with cache.lock:
-            hit = cache.writers.get((self.name, schema_id))
-            if hit is not None:
-                return hit
-            try:
-                rs = reg.schema(schema_id)
-            except SchemaNotFoundError:
-                hit = (E_UNKNOWN_ID, f"schema id {schema_id} is not in the {reg.source}")
-            else:
-                stype = rs.schema_type or "AVRO"
-                if stype not in self.decodes:
-                    code = E_UNSUPPORTED if self.name == "registry" else E_NOT_AVRO
-                    hit = (code, f"schema id {schema_id} is a {stype} schema: {stype} values are not supported yet"
-                           if code == E_UNSUPPORTED else f"schema id {schema_id} is a {stype} schema, not AVRO")
-                else:
-                    try:
-                        hit = parse_registered(reg, rs)
-                    except (SchemaError, SchemaNotFoundError) as exc:
-                        hit = (E_BAD_SCHEMA, f"schema id {schema_id} cannot be used: {exc.reason}")
-            cache.writers[(self.name, schema_id)] = hit
-            return hit
-
-    def decode(self, column, ctx):
-        pa = _pa()
-        reg, cache, plan = self.plan(ctx)
-        column, offsets, data = _parts(column)
-        bits, bit_offset = _validity(column)
-        ids, slots, uniq = _kernel.frame(offsets, data, bits, bit_offset)
-        problems = {}
-        lut = np.empty(len(uniq), np.int32)
-        for j, sid in enumerate(uniq.tolist()):
-            w = self._writer(reg, cache, sid)
-            if isinstance(w, tuple):
-                lut[j] = -w[0]
-                problems[sid] = w[1]
-            else:
-                try:
-                    lut[j] = plan.add_writer(sid, w)
-                except SchemaError as exc:
-                    lut[j] = -E_BAD_SCHEMA
-                    problems[sid] = f"schema id {sid} cannot be resolved: {exc.reason}"
-        framed = slots >= 0
-        roots = np.where(framed, lut[np.maximum(slots, 0)] if len(lut) else 0, slots).astype(np.int32)
-        values, errors, trailing = plan.decode(offsets, data, roots, skip=_FRAMING,
-                                               trailing_error=ctx.trailing == "error", zero_cap=ZERO_ITEMS_CAP)
-
-        def messages(code, sid, i):
-            length = int(offsets[i + 1] - offsets[i])
-            if code == E_NO_MAGIC:
-                if length == 0:
-                    return "empty value: no magic byte (not the Schema Registry wire format)"
-                return (f"no magic byte: the value starts with 0x{int(data[offsets[i]]):02x}, not 0x00 (not the "
-                        f"Schema Registry wire format)")
-            if code == E_SHORT:
-                return f"value of {length} bytes is shorter than the 5 bytes of the wire format's header"
-            if code == E_GUID:
-                return "magic byte 0x01 (a schema GUID: Confluent's V1 framing) is not supported"
-            return problems.get(sid, f"schema id {sid}: error {code}")
-
-        schema_id = pa.Array.from_buffers(pa.int32(), len(ids), [None if framed.all() else pa.py_buffer(
-            np.packbits(framed, bitorder="little")), pa.py_buffer(ids)])
-        return self._finish(plan, values, errors, schema_id, ids, ctx, messages, trailing)
-
-    def json(self, decoded):
-        from kafkafmt.values.avro import avro_json
-        return avro_json(decoded.values, decoded.reader)
 
 
 # ------------------------------------------------------------------------------------------------

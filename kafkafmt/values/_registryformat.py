@@ -4,7 +4,7 @@ values changed format (e.g. a topic migrating from JSON Schema to Avro).
 
 **One Arrow type**: the reader schema (``reader_schema=`` as `kafkafmt.values._formats.reader_schema_for`
 takes it; None: the latest live version of ``<topic>-value``) decides the Arrow type, by its own
-type's format (``"avro"``, ``"protobuf"``, ``"json-schema"``). Values whose schema id has that
+type's format (the format declaring that ``schema_type``: ``"avro"``, ``"protobuf"``, ``"json-schema"``). Values whose schema id has that
 type are decoded as that format decodes them. Values of another type are decoded by their own
 format with the latest version of the same subject that has their type (else their own writer
 schema), then *matched by name* to the reader's Arrow type:
@@ -26,13 +26,10 @@ import numpy as np
 from kafkafmt._native import avro as _framing
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, SchemaRegistryError
 from kafkafmt.values.registry import open_registry
-from kafkafmt.values._formats import (DecodedColumn, FORMATS, ValueFormat, column_parts, column_validity, raise_strict,
-                             reader_schema_for, register_format)
+from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, format_of_type,
+                                      get_format, raise_strict, reader_schema_for, schema_types)
 
-__all__ = ["RegistryFormat", "conform", "FORMAT_OF_TYPE"]
-
-#: registered schemaType -> the format that decodes it
-FORMAT_OF_TYPE = {"AVRO": "avro", "PROTOBUF": "protobuf", "JSON": "json-schema"}
+__all__ = ["RegistryFormat", "conform"]
 
 
 def _pa():
@@ -46,11 +43,11 @@ def _ctx(ctx, reader, strict=False):
     return dataclasses.replace(ctx, reader_schema=reader, strict=strict)
 
 
-@register_format
 class RegistryFormat(ValueFormat):
     """The wire format, each schema id's registered type deciding (see the module docstring)."""
     name = "registry"
-    schema_type = None
+    summary = "the Schema Registry's wire format, each schema id's registered type deciding"
+    needs_schema = True
 
     def _reader(self, ctx):
         """(registry, reader schema, its type, the reader as its format takes it): a Protobuf
@@ -71,8 +68,8 @@ class RegistryFormat(ValueFormat):
                 raise exc from None
             message = True
         stype = rs.schema_type or "AVRO"
-        if stype not in FORMAT_OF_TYPE:
-            raise SchemaError(f"the reader schema has type {stype!r}: one of {sorted(FORMAT_OF_TYPE)}")
+        if format_of_type(stype) is None:
+            raise SchemaError(f"the reader schema has type {stype!r}: one of {schema_types()}")
         if message and stype != "PROTOBUF":
             raise SchemaError(f"reader_schema names a Protobuf message, but the reader schema "
                               f"({rs.subject or 'id %d' % rs.id}) is {stype}")
@@ -80,12 +77,12 @@ class RegistryFormat(ValueFormat):
 
     def value_type(self, ctx):
         reg, rs, stype, reader = self._reader(ctx)
-        return FORMATS[FORMAT_OF_TYPE[stype]]().value_type(_ctx(ctx, reader))
+        return get_format(format_of_type(stype)).value_type(_ctx(ctx, reader))
 
     def pinned_reader(self, ctx):
         """As the reader schema's own format pins it."""
         reg, rs, stype, reader = self._reader(ctx)
-        return FORMATS[FORMAT_OF_TYPE[stype]]().pinned_reader(_ctx(ctx, reader))
+        return get_format(format_of_type(stype)).pinned_reader(_ctx(ctx, reader))
 
     def _other_reader(self, reg, rs, stype, sid):
         """The reader of values of type stype: the subject's latest version of that type, else the
@@ -113,11 +110,12 @@ class RegistryFormat(ValueFormat):
             except (SchemaNotFoundError, SchemaRegistryError):
                 types[sid] = None
         n = len(column)
-        main_fmt = FORMATS[FORMAT_OF_TYPE[rtype]]()
+        main_fmt = get_format(format_of_type(rtype))
         main = main_fmt.decode(column, _ctx(ctx, reader))
-        others = {t for t in types.values() if t is not None and t != rtype and t in FORMAT_OF_TYPE}
+        others = {t for t in types.values() if t is not None and t != rtype and format_of_type(t) is not None}
+        printed = _Printed(main_fmt)
         if not others:
-            dec = DecodedColumn(main.values, main.schema_id, main.error, main.error_count, self, main.reader,
+            dec = DecodedColumn(main.values, main.schema_id, main.error, main.error_count, printed, main.reader,
                                 main.trailing_count)
             self._strict(dec, ctx)
             return dec
@@ -133,7 +131,7 @@ class RegistryFormat(ValueFormat):
         for t in sorted(others):
             rows = np.flatnonzero(row_type == t)
             first_id = int(ids[rows[0]])
-            fmt = FORMATS[FORMAT_OF_TYPE[t]]()
+            fmt = get_format(format_of_type(t))
             try:
                 reader = self._other_reader(reg, rs, t, first_id)
                 dec = fmt.decode(column.take(pa.array(rows)), _ctx(ctx, reader))
@@ -161,7 +159,7 @@ class RegistryFormat(ValueFormat):
         source[source < 0] = base
         values = pa.concat_arrays(pieces).take(pa.array(source))
         error = pa.array(errors, pa.string())
-        dec = DecodedColumn(values, main.schema_id, error, n - error.null_count, self, main.reader,
+        dec = DecodedColumn(values, main.schema_id, error, n - error.null_count, printed, main.reader,
                             main.trailing_count)
         self._strict(dec, ctx)
         return dec
@@ -171,15 +169,21 @@ class RegistryFormat(ValueFormat):
             i = next(i for i, e in enumerate(dec.error.to_pylist()) if e is not None)
             raise_strict(self, ctx, i, dec.error[i].as_py())
 
+
+
+class _Printed(RegistryFormat):
+    """The ``"registry"`` format of a column whose reader schema has ``main``'s type: its values as
+    text as ``main`` prints them (Avro readers as kafka-avro-console-consumer prints them, whatever
+    the type each value was written with)."""
+
+    def __init__(self, main):
+        self.main = main
+
     def json(self, decoded):
-        """Avro readers: as kafka-avro-console-consumer prints them (the ``"avro"`` format's text,
-        whatever the type each value was written with); Protobuf and JSON Schema readers: their
-        own format's text."""
-        from kafkafmt.values.avro import AvroType, avro_json
-        from kafkafmt.values.protobuf import arrow_json
-        if isinstance(decoded.reader, AvroType):
-            return avro_json(decoded.values, decoded.reader)
-        return arrow_json(decoded.values)
+        return self.main.json(decoded)
+
+    def json_array(self, decoded):
+        return self.main.json_array(decoded)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -5,8 +5,9 @@ Arrow columns with `kafkafmt.values._formats.decode_column`, topic by topic.
 
 The typed columns travel with the records (slices, takes, filters and concatenations keep them)
 and replace the raw ones in ``to_arrow()``/``to_pandas()``, followed by ``keySchemaId``,
-``keyError``, ``valueSchemaId`` and ``valueError`` (`TYPED_COLUMNS`). The raw bytes stay
-available as ``recs.key``/``recs.value``.
+``keyError``, ``valueSchemaId`` and ``valueError`` (`TYPED_COLUMNS`). The readers drop the raw
+bytes of a typed side once it is typed (they would double the memory a read holds); with
+``keep_bytes=True`` they stay available as ``recs.key``/``recs.value``.
 
 The schema registry is opened once per read (`open_typed`): by default the ``_schemas``
 partition among the roots being read, when a format needs one.
@@ -25,19 +26,17 @@ from kafkafmt.errors import KafkafmtWarning, SchemaNotFoundError, SchemaRegistry
 from kafkafmt.record import TYPED_COLUMNS, UNTYPED_COLUMNS
 from kafkafmt.log import ReportEntry, ReportKind
 from kafkafmt.values.registry import SchemaRegistry, open_registry
-from kafkafmt.values._formats import (DecodedColumn, column_parts, decode_column, get_format, merge_types,
-                                     pinned_reader, reader_schema_for, value_type)
+from kafkafmt.values._formats import (DecodedColumn, column_parts, decode_column, format_names, get_format,
+                                      merge_types, needs_schema, pinned_reader, reader_schema_for, value_type)
 
 __all__ = ["TypedOptions", "open_typed", "decode_values", "empty_typed", "type_values", "reader_schema_of_text",
-           "READER_KEYS", "VALUE_ERRORS", "UNTYPED_TOPICS", "NO_SCHEMA_FORMATS", "FailedValues"]
+           "READER_KEYS", "VALUE_ERRORS", "UNTYPED_TOPICS", "FailedValues"]
 
 #: what a bad value does: "null" (null, with the reason in valueError and a report entry) or "strict" (raise)
 VALUE_ERRORS = ("null", "strict")
 #: what a topic without a schema does: "error" (the read stops, naming it) or "bytes" (its keys / values
 #: are not typed: null in key / value, their bytes in keyBytes / valueBytes)
 UNTYPED_TOPICS = ("error", "bytes")
-#: formats that never look a schema up (no registry is opened for them)
-NO_SCHEMA_FORMATS = (None, "bytes", "string", "json")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +58,9 @@ class TypedOptions:
     untyped_topics : "error" or "bytes"
         A topic the format finds no reader schema for (`untyped`): the read stops, or its keys /
         values are kept as bytes.
+    keep_bytes : bool
+        The readers keep the raw bytes of typed sides in ``recs.key`` / ``recs.value`` (else they
+        drop them once typed).
     """
     value_format: object = None
     key_format: object = None
@@ -68,6 +70,7 @@ class TypedOptions:
     value_errors: str = "null"
     pinned: tuple = ()
     untyped_topics: str = "error"
+    keep_bytes: bool = False
     _untyped: dict = dataclasses.field(default_factory=dict, init=False, compare=False, hash=False, repr=False)
 
     @property
@@ -95,7 +98,7 @@ class TypedOptions:
             return self
         pinned = dict(self.pinned)
         for side, fmt, _ in self.sides():
-            if fmt in NO_SCHEMA_FORMATS:
+            if not needs_schema(fmt):
                 continue
             for topic in topics:
                 if self.untyped(side, topic):
@@ -170,7 +173,7 @@ class TypedOptions:
 
     def _why_untyped(self, side, topic):
         fmt = self.key_format if side == "key" else self.value_format
-        if fmt in NO_SCHEMA_FORMATS:
+        if not needs_schema(fmt):
             return None
         spec = self.reader(side, topic)
         if spec is not None and not isinstance(spec, str):
@@ -199,7 +202,8 @@ def _topic_hint(topic, side):
 
 
 def open_typed(*, value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
-               value_errors="null", untyped_topics="error", roots=None, storage_options=None, filesystem=None):
+               value_errors="null", untyped_topics="error", keep_bytes=False, roots=None, storage_options=None,
+               filesystem=None):
     """Check the typed-value options of a read and open its schema registry (once).
 
     Parameters
@@ -216,6 +220,9 @@ def open_typed(*, value_format=None, key_format=None, schema_registry=None, valu
     untyped_topics : "error" or "bytes"
         A topic the format finds no schema for: the read stops naming it, or its keys / values
         are kept as bytes (`TypedOptions.untyped`).
+    keep_bytes : bool
+        Keep the raw bytes of typed keys / values in ``recs.key`` / ``recs.value`` (the readers
+        drop them once typed, by default).
     roots : str or list, optional
         The roots being read (searched for ``_schemas``).
     storage_options, filesystem : optional
@@ -238,10 +245,12 @@ def open_typed(*, value_format=None, key_format=None, schema_registry=None, valu
         raise ValueError(f"value_errors is 'null' or 'strict', not {value_errors!r}")
     if untyped_topics not in UNTYPED_TOPICS:
         raise ValueError(f"untyped_topics is 'error' or 'bytes', not {untyped_topics!r}")
-    for fmt in (value_format, key_format):
-        get_format(fmt)                      # an unknown name is a ValueError naming the known ones
+    for side, fmt in (("value", value_format), ("key", key_format)):
+        if side not in get_format(fmt).sides:     # (an unknown name is a ValueError naming the known ones)
+            raise ValueError(f"format {fmt!r} does not type {side}s: {side}_format is one of "
+                             f"{', '.join(format_names(side))}")
     opts = TypedOptions(value_format, key_format, None, value_schema, key_schema, value_errors,
-                        untyped_topics=untyped_topics)
+                        untyped_topics=untyped_topics, keep_bytes=bool(keep_bytes))
     if not opts.active:
         if schema_registry is not None or value_schema is not None or key_schema is not None:
             raise ValueError("schema_registry / value_schema / key_schema need value_format or key_format")
@@ -249,12 +258,12 @@ def open_typed(*, value_format=None, key_format=None, schema_registry=None, valu
     registry = schema_registry
     if registry is not None and not isinstance(registry, SchemaRegistry):
         registry = open_registry(registry, storage_options=storage_options, filesystem=filesystem)
-    elif registry is None and any(fmt not in NO_SCHEMA_FORMATS for _, fmt, _ in opts.sides()):
+    elif registry is None and any(needs_schema(fmt) for _, fmt, _ in opts.sides()):
         try:
             registry = open_registry(None, roots=roots, storage_options=storage_options, filesystem=filesystem)
         except SchemaRegistryError:
             # a reader schema given as a schema is every id's writer schema: no registry needed
-            if not all(fmt in NO_SCHEMA_FORMATS or schema is not None for _, fmt, schema in opts.sides()):
+            if not all(not needs_schema(fmt) or schema is not None for _, fmt, schema in opts.sides()):
                 raise
     return dataclasses.replace(opts, registry=registry)
 
@@ -394,18 +403,15 @@ class FailedValues:
         self.counts = {}        # (side, topic) -> [values typed, values failed, first reason, format name]
 
     def add(self, recs):
-        """Count the typed keys / values of ``recs`` (a chunk, or a whole read); returns self."""
+        """Count the typed keys / values of ``recs`` (a chunk, or a whole read); returns self. (A
+        null without an error -- a tombstone -- is not counted; nor is a key / value kept as bytes.)"""
         for side, dec in recs.typed.items():
-            raw = recs.decoded(side)
-            if raw is None:
-                continue
-            nulls = raw.is_null()
-            kept = np.asarray(dec.untyped.is_valid()) if dec.untyped is not None else np.zeros(len(dec), bool)
+            nulls = _nulls_without_error(dec)          # (values kept as bytes are null too)
             for start, stop, topic in _runs(recs):
                 errors = dec.error[start:stop]
                 failed = len(errors) - errors.null_count
                 c = self.counts.setdefault((side, topic), [0, 0, None, getattr(dec.format, "name", None)])
-                c[0] += int(stop - start - nulls[start:stop].sum() - kept[start:stop].sum())
+                c[0] += int(stop - start - nulls[start:stop].sum())
                 c[1] += failed
                 if failed and c[2] is None:
                     c[2] = errors.filter(errors.is_valid())[0].as_py()
@@ -419,6 +425,21 @@ class FailedValues:
                  for (side, topic), (n, failed, first, fmt) in self.counts.items() if failed and failed == n]
         if lines:
             warnings.warn("; ".join(lines), KafkafmtWarning, stacklevel=stacklevel + 1)
+
+
+def _nulls_without_error(dec):
+    """Rows whose typed value is null with no error (tombstones, values kept as bytes) as a bool array."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = dec.values
+    if not values.null_count:
+        return np.zeros(len(dec), bool)
+    null = pc.is_null(values)
+    if dec.error.null_count != len(dec.error):
+        null = pc.and_(null, pc.is_null(dec.error))
+    null = null.combine_chunks() if isinstance(null, pa.ChunkedArray) else null
+    return np.asarray(null.to_numpy(zero_copy_only=False), bool)
 
 
 def reader_schema_of_text(text):

@@ -38,7 +38,11 @@ import re
 import struct
 from decimal import ROUND_FLOOR, Decimal, localcontext
 
-__all__ = ["avro_json", "to_json_data", "storage_values", "json_string", "java_number"]
+import numpy as np
+
+from kafkafmt.values.avro._schema import AvroType
+
+__all__ = ["avro_json", "avro_json_array", "to_json_data", "storage_values", "json_string", "java_number"]
 
 
 def _storage_type(t):
@@ -266,6 +270,132 @@ def _branch(v, t):
         if m is not None:
             return b, m
     return None, None
+
+
+def _text_plan(t, arr, nodes, children, key=None):
+    """Append the kernel's text nodes of Avro type t over Arrow array arr (`_native.avro.avro_text`);
+    returns the node's index, or raises _Unsupported (the Python path prints it)."""
+    import pyarrow as pa
+    from kafkafmt._native import avro as kernel
+
+    K = kernel.TEXT_KINDS
+    at = arr.type
+    bufs = arr.buffers()
+    valid = bufs[0] if arr.null_count else None
+    k = t.kind
+    index = len(nodes)
+    node = [None, 0, 0, 0, valid, arr.offset, None, None, key, None, None]
+    nodes.append(node)
+    if k == "union":
+        nonnull = [b for b in t.branches if b.kind != "null"]
+        if len(nonnull) != 1:
+            raise _Unsupported()
+        node[0] = K["T_WRAP"]
+        node[9] = ("{" + json_string(nonnull[0].type_name) + ":").encode()
+        node[1], node[2] = len(children), 1
+        slot = len(children)
+        children.append(-1)
+        children[slot] = _text_plan(nonnull[0], arr, nodes, children)
+        return index
+    if k == "record" and pa.types.is_struct(at):
+        node[0] = K["T_REC"]
+        slots = list(range(len(children), len(children) + len(t.fields)))
+        children.extend([-1] * len(t.fields))
+        node[1], node[2] = slots[0] if slots else 0, len(slots)
+        for slot, f in zip(slots, t.fields):
+            children[slot] = _text_plan(f.type, arr.field(at.get_field_index(f.name)), nodes, children,
+                                        (json_string(f.name) + ":").encode())
+        return index
+    if k == "array" and pa.types.is_list(at):
+        node[0], node[7] = K["T_ARR"], bufs[1]
+        node[1], node[2] = len(children), 1
+        slot = len(children)
+        children.append(-1)
+        children[slot] = _text_plan(t.items, arr.values, nodes, children)
+        return index
+    if k == "map" and pa.types.is_map(at):
+        node[0], node[7] = K["T_MAP"], bufs[1]
+        entries = arr.values
+        node[1], node[2] = len(children), 2
+        slot = len(children)
+        children.extend([-1, -1])
+        keys = entries.field(0)
+        if keys.type != pa.string():
+            raise _Unsupported()
+        children[slot] = _text_plan(_STRING, keys, nodes, children)
+        children[slot + 1] = _text_plan(t.values, entries.field(1), nodes, children)
+        return index
+    if t.logical in ("decimal", "duration"):
+        raise _Unsupported()
+    if k == "enum" and pa.types.is_dictionary(at):
+        texts = [json_string(str(x)).encode() for x in arr.dictionary.to_pylist()]
+        node[0], node[6] = K["T_ENUM"], arr.indices.buffers()[1]
+        node[5] = arr.indices.offset
+        node[9] = b"".join(texts)
+        node[10] = np.cumsum([0] + [len(x) for x in texts]).astype(np.int64)
+        return index
+    if k == "string" and at == pa.string():
+        node[0], node[6], node[7] = K["T_STR"], bufs[2] if bufs[2] is not None else b"", bufs[1]
+        return index
+    if k in ("bytes", "fixed") and (at == pa.binary() or pa.types.is_fixed_size_binary(at)):
+        if pa.types.is_fixed_size_binary(at):
+            node[0], node[3], node[6] = K["T_BYTES"], at.byte_width, bufs[1]
+        else:
+            node[0], node[6], node[7] = K["T_BYTES"], bufs[2] if bufs[2] is not None else b"", bufs[1]
+        return index
+    if k == "boolean" and pa.types.is_boolean(at):
+        node[0], node[6] = K["T_BOOL"], bufs[1]
+        return index
+    if k in ("float", "double") and (pa.types.is_float32(at) or pa.types.is_float64(at)):
+        node[0], node[6] = K["T_F32" if pa.types.is_float32(at) else "T_F64"], bufs[1]
+        return index
+    if k in ("int", "long") and (pa.types.is_integer(at) or pa.types.is_temporal(at)):
+        width = at.bit_width
+        if width not in (32, 64) or pa.types.is_unsigned_integer(at):
+            raise _Unsupported()
+        node[0], node[6] = K["T_I32" if width == 32 else "T_I64"], bufs[1]
+        return index
+    if k == "null":
+        node[0] = K["T_NULL"]
+        return index
+    raise _Unsupported()
+
+
+_STRING = AvroType("string")
+
+
+class _Unsupported(Exception):
+    """A type the text kernel does not print (decimals, durations, unions of several types): the
+    Python path prints it."""
+
+
+def avro_json_array(values, reader):
+    """`avro_json` as a pyarrow string array (null where the value is null), printed by the kernel
+    (`_native.avro.avro_text`) for the types it prints -- all but decimals, durations and unions of
+    several types, for which the Python path's texts are taken."""
+    import pyarrow as pa
+    from kafkafmt._native import avro as kernel
+
+    if isinstance(values, pa.ChunkedArray):
+        chunks = [avro_json_array(c, reader) for c in values.chunks]
+        return pa.concat_arrays(chunks) if chunks else pa.array([], pa.string())
+    t = reader
+    if t.kind == "union":                        # a top-level union: the branch's value as it is
+        nonnull = [b for b in t.branches if b.kind != "null"]
+        if len(nonnull) == 1:
+            t = nonnull[0]
+    try:
+        nodes, children = [], []
+        top = _text_plan(t, values, nodes, children)
+    except _Unsupported:
+        return pa.array(avro_json(values, reader), pa.string())
+    offsets, data = kernel.avro_text(nodes, np.asarray(children, np.int32), top, len(values))
+    validity = values.buffers()[0] if values.null_count else None
+    if validity is not None and values.offset:
+        validity = pa.py_buffer(np.packbits(np.asarray(values.is_valid()), bitorder="little"))
+    typ = pa.large_string()
+    return pa.Array.from_buffers(typ, len(values), [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                 null_count=values.null_count)
 
 
 def avro_json(values, reader):

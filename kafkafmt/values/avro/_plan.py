@@ -481,30 +481,33 @@ class AvroPlan:
             return self._program
 
     def decode(self, offsets, data, roots, skip=5, trailing_error=True, zero_cap=ZERO_ITEMS_CAP):
-        """Decode a binary column (int64 offsets, uint8 data) with per-row root nodes.
+        """`decode_rows` of a contiguous binary column (int64 offsets, uint8 data)."""
+        return self.decode_rows(_kernel.Source(offsets, data), roots, skip, trailing_error, zero_cap)
+
+    def decode_rows(self, source, roots, skip=5, trailing_error=True, zero_cap=ZERO_ITEMS_CAP):
+        """Decode a binary column (a kernel `Source`: contiguous or binary_view) with per-row root nodes.
 
         Returns
         -------
         values : pyarrow.Array or pyarrow.ChunkedArray
             Of `arrow_type` (chunked only when a column would pass 2 GiB).
         errors : tuple of NumPy arrays
-            (code uint8, position int64, node int32, detail int64) per row; code 0: no error.
+            The rows with an error: (row int64, code uint8, position int64, node int32, detail int64).
         trailing : int
             Rows decoded with bytes left after the value (trailing_error=False).
         """
-        n = len(roots)
-        errors = (np.zeros(n, np.uint8), np.zeros(n, np.int64), np.zeros(n, np.int32), np.zeros(n, np.int64))
         prog = self.program()
-        chunks, start, trailing = [], 0, 0
+        chunks, errors, start, trailing = [], [], 0, 0
         while True:
-            status, stop, cols, extra = prog.decode(offsets, data, roots, start, skip, trailing_error, zero_cap,
-                                                    *errors)
+            status, stop, cols, extra, errs = prog.decode_rows(source, roots, start, skip, trailing_error, zero_cap)
             chunks.append(self._assemble(cols))
+            errors.append(errs)
             trailing += extra
             if status == _kernel.STATUS_OK:
                 break
             start = stop
         values = chunks[0] if len(chunks) == 1 else _pa().chunked_array(chunks, self.arrow_type)
+        errors = errors[0] if len(errors) == 1 else tuple(np.concatenate(parts) for parts in zip(*errors))
         return values, errors, trailing
 
     def _assemble(self, out):

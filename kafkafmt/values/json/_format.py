@@ -43,7 +43,7 @@ from kafkafmt.values.json._schema import spec_of_connect, spec_of_json_schema
 from kafkafmt.values.protobuf import arrow_json
 from kafkafmt.values.registry import open_registry
 from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, raise_strict,
-                             reader_schema_for, register_format)
+                             reader_schema_for)
 
 __all__ = ["JsonSchemaFormat", "JsonFormat", "ConnectJsonFormat", "INFER_ROWS", "json_schema_spec"]
 
@@ -120,11 +120,12 @@ class _JsonBase(ValueFormat):
         return arrow_json(decoded.values)
 
 
-@register_format
 class JsonSchemaFormat(_JsonBase):
     """The Schema Registry wire format with JSON Schema values (see the module docstring)."""
     name = "json-schema"
+    summary = "JSON in the Schema Registry's wire format (JSON Schema)"
     schema_type = "JSON"
+    needs_schema = True
 
     def _spec(self, ctx):
         """(registry or None, target spec)."""
@@ -200,11 +201,10 @@ def _roots_unframed(column):
     return roots
 
 
-@register_format
 class JsonFormat(_JsonBase):
     """Plain JSON text, no framing (see the module docstring)."""
     name = "json"
-    schema_type = None
+    summary = "plain JSON text (types given or inferred)"
 
     def _given(self, ctx):
         spec = ctx.reader_schema
@@ -289,11 +289,10 @@ def _nulls_as_raw(spec):
     return out
 
 
-@register_format
 class ConnectJsonFormat(_JsonBase):
     """Kafka Connect's JsonConverter envelope (see the module docstring)."""
     name = "connect-json"
-    schema_type = None
+    summary = "Kafka Connect's JsonConverter envelope (typed by its schema)"
 
     def _given(self, ctx):
         spec = ctx.reader_schema

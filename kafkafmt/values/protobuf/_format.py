@@ -54,7 +54,7 @@ from kafkafmt.values.protobuf._plan import MessagesPlan, ProtoPlan
 from kafkafmt.values.protobuf._schema import compile_registered, compile_text, descriptor_of
 from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
 from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, raise_strict,
-                             reader_schema_for, register_format)
+                             reader_schema_for)
 
 __all__ = ["ProtobufFormat", "RawProtobufFormat", "reader_messages", "resolve_reader", "arrow_json"]
 
@@ -188,11 +188,12 @@ def _all_names(ps):
     return out
 
 
-@register_format
 class ProtobufFormat(ValueFormat):
     """The Schema Registry wire format with Protobuf values (see the module docstring)."""
     name = "protobuf"
+    summary = "Protobuf in the Schema Registry's wire format"
     schema_type = "PROTOBUF"
+    needs_schema = True
     framed = True
 
     def _registry(self, ctx):
@@ -378,10 +379,10 @@ class ProtobufFormat(ValueFormat):
         return arrow_json(decoded.values)
 
 
-@register_format
 class RawProtobufFormat(ProtobufFormat):
     """Bare Protobuf messages (no framing): ``reader_schema`` names the message."""
     name = "protobuf-raw"
+    summary = "bare Protobuf messages (no framing)"
     schema_type = None
     framed = False
 
