@@ -10,7 +10,8 @@ from kafkafmt.values._formats import (decode_column, value_type, DecodedColumn, 
                                       get_format, BUILTIN_FORMATS, ENTRY_POINTS, format_names, needs_schema,
                                       format_of_type, schema_types, KernelFormat, reader_schema_for, pinned_reader,
                                       column_parts, column_validity, raise_strict, nullable_type, merge_types,
-                                      conform, kernel_source, null_array, gather_views)
+                                      conform, kernel_source, null_array, gather_views,
+                                      frame_error_text, PerRegistry)
 from kafkafmt.values._typed import (TypedOptions, open_typed, decode_values, empty_typed, type_values,
                                     reader_schema_of_text, READER_KEYS, VALUE_ERRORS, UNTYPED_TOPICS,
                                     FailedValues)
@@ -21,5 +22,6 @@ __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMA
            "get_format", "BUILTIN_FORMATS", "ENTRY_POINTS", "format_names", "needs_schema", "format_of_type",
            "schema_types", "KernelFormat", "reader_schema_for", "pinned_reader", "column_parts", "column_validity",
            "raise_strict", "nullable_type", "merge_types", "conform", "kernel_source", "null_array", "gather_views",
+           "frame_error_text", "PerRegistry",
            "TypedOptions", "open_typed", "decode_values", "empty_typed", "type_values", "reader_schema_of_text", "READER_KEYS", "VALUE_ERRORS", "UNTYPED_TOPICS",
            "FailedValues", "RegistryFormat", "avro", "protobuf", "json", "registry"]

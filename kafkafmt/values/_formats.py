@@ -54,6 +54,7 @@ import dataclasses
 import json
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -64,7 +65,7 @@ from kafkafmt._util.extras import install_command
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "BUILTIN_FORMATS",
            "ENTRY_POINTS", "register_format", "get_format", "format_names", "needs_schema", "format_of_type",
            "schema_types", "KernelFormat", "reader_schema_for", "pinned_reader", "column_parts", "column_validity", "kernel_source", "null_array", "gather_views",
-           "raise_strict", "nullable_type", "merge_types", "conform"]
+           "raise_strict", "frame_error_text", "PerRegistry", "nullable_type", "merge_types", "conform"]
 
 
 
@@ -626,6 +627,48 @@ def gather_views(column):
 def column_validity(column):
     """(validity bits as uint8, bit offset) of an Arrow array, or (None, 0) when nothing is null."""
     return _validity(column)
+
+
+class PerRegistry:
+    """What a format keeps per schema registry (parsed schemas, compiled plans): ``cache(registry)``
+    is the one object ``factory()`` made for it, kept as long as the registry lives.
+
+    Examples
+    --------
+    >>> from kafkafmt.values.registry import InlineSchemaRegistry
+    >>> cache, reg = PerRegistry(dict), InlineSchemaRegistry('"string"')
+    >>> cache(reg) is cache(reg)
+    True
+    """
+
+    def __init__(self, factory):
+        self._factory = factory
+        self._objects = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def __call__(self, registry):
+        with self._lock:
+            obj = self._objects.get(registry)
+            if obj is None:
+                obj = self._objects[registry] = self._factory()
+            return obj
+
+
+def frame_error_text(name, value):
+    """The reason a value's Schema Registry wire-format header is bad, by the kernels' framing error
+    name (a key of their ``FRAME_ERRORS``: ``NO_MAGIC``, ``SHORT``, ``GUID``); ``value``: its bytes (or
+    their first bytes and their length, as ``(head, length)``). None for any other name."""
+    head, length = value if isinstance(value, tuple) else (value, len(value))
+    if name == "NO_MAGIC":
+        if length == 0:
+            return "empty value: no magic byte (not the Schema Registry wire format)"
+        return (f"no magic byte: the value starts with 0x{int(head[0]):02x}, not 0x00 (not the Schema Registry "
+                f"wire format)")
+    if name == "SHORT":
+        return f"value of {length} bytes is shorter than the 5 bytes of the wire format's header"
+    if name == "GUID":
+        return "magic byte 0x01 (a schema GUID: Confluent's V1 framing) is not supported"
+    return None
 
 
 def raise_strict(fmt, ctx, row, text, position=None):

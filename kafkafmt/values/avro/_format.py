@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import weakref
 
 import numpy as np
 
@@ -14,12 +13,12 @@ from kafkafmt.values.avro._plan import ZERO_ITEMS_CAP, AvroPlan
 from kafkafmt.values.avro._json import avro_json_array
 from kafkafmt.values.avro._schema import parse_registered
 from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
-from kafkafmt.values._formats import KernelFormat, kernel_source, reader_schema_for
+from kafkafmt.values._formats import KernelFormat, PerRegistry, frame_error_text, kernel_source, reader_schema_for
 
 __all__ = ["AvroFormat"]
 
 #: errors found before decoding (the kernel's own codes are below 64; framing: 64-66)
-E_NO_MAGIC, E_SHORT, E_GUID = (_kernel.FRAME_ERRORS[k] for k in ("NO_MAGIC", "SHORT", "GUID"))
+_FRAME_NAMES = {code: name for name, code in _kernel.FRAME_ERRORS.items()}
 E_UNKNOWN_ID, E_NOT_AVRO, E_UNSUPPORTED, E_BAD_SCHEMA = 67, 68, 69, 70
 _FRAMING = 5
 
@@ -33,7 +32,7 @@ class _SchemaCache:
         self.plans = {}        # reader key -> AvroPlan
 
 
-_CACHES = weakref.WeakKeyDictionary()
+_cache = PerRegistry(_SchemaCache)
 
 
 @functools.lru_cache(maxsize=64)
@@ -41,17 +40,6 @@ def _inline(schema_str):
     """The registry of a reader schema given without a registry (every id's writer schema too),
     kept so its plans are compiled once."""
     return InlineSchemaRegistry(schema_str, source="reader schema (no registry given)")
-
-
-_CACHES_LOCK = threading.Lock()
-
-
-def _cache(registry):
-    with _CACHES_LOCK:
-        c = _CACHES.get(registry)
-        if c is None:
-            c = _CACHES[registry] = _SchemaCache()
-        return c
 
 
 class AvroFormat(KernelFormat):
@@ -138,18 +126,8 @@ class AvroFormat(KernelFormat):
                                                     trailing_error=ctx.trailing == "error", zero_cap=ZERO_ITEMS_CAP)
 
         def messages(code, sid, i):
-            value = source.value(i)
-            length = len(value)
-            if code == E_NO_MAGIC:
-                if length == 0:
-                    return "empty value: no magic byte (not the Schema Registry wire format)"
-                return (f"no magic byte: the value starts with 0x{value[0]:02x}, not 0x00 (not the "
-                        f"Schema Registry wire format)")
-            if code == E_SHORT:
-                return f"value of {length} bytes is shorter than the 5 bytes of the wire format's header"
-            if code == E_GUID:
-                return "magic byte 0x01 (a schema GUID: Confluent's V1 framing) is not supported"
-            return problems.get(sid, f"schema id {sid}: error {code}")
+            text = frame_error_text(_FRAME_NAMES.get(code), source.value(i))
+            return text if text is not None else problems.get(sid, f"schema id {sid}: error {code}")
 
         schema_id = pa.Array.from_buffers(pa.int32(), len(ids), [None if framed.all() else pa.py_buffer(
             np.packbits(framed, bitorder="little")), pa.py_buffer(ids)])

@@ -42,14 +42,14 @@ from kafkafmt.values.json._plan import JsonPlan, spec_of_arrow
 from kafkafmt.values.json._schema import spec_of_connect, spec_of_json_schema
 from kafkafmt.values.protobuf import arrow_json
 from kafkafmt.values.registry import open_registry
-from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, raise_strict,
-                             reader_schema_for)
+from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, frame_error_text,
+                             raise_strict, reader_schema_for)
 
 __all__ = ["JsonSchemaFormat", "JsonFormat", "ConnectJsonFormat", "INFER_ROWS", "json_schema_spec"]
 
 #: values the plain "json" format infers types from
 INFER_ROWS = 10_000
-E_NO_MAGIC, E_SHORT, E_GUID = (_framing.FRAME_ERRORS[k] for k in ("NO_MAGIC", "SHORT", "GUID"))
+_FRAME_NAMES = {code: name for name, code in _framing.FRAME_ERRORS.items()}
 E_UNKNOWN_ID, E_NOT_JSON, E_BAD_SCHEMA = 67, 68, 70
 _LOOKUP_KEYS = {"id", "version", "subject"}
 
@@ -176,17 +176,9 @@ class JsonSchemaFormat(_JsonBase):
         values, errors = plan.decode(offsets, data, np.minimum(starts, offsets[1:]), roots)
 
         def texts(code, i):
-            length = int(offsets[i + 1] - offsets[i])
-            if code == E_NO_MAGIC:
-                if length == 0:
-                    return "empty value: no magic byte (not the Schema Registry wire format)"
-                return (f"no magic byte: the value starts with 0x{int(data[offsets[i]]):02x}, not 0x00 (not the "
-                        f"Schema Registry wire format)")
-            if code == E_SHORT:
-                return f"value of {length} bytes is shorter than the 5 bytes of the wire format's header"
-            if code == E_GUID:
-                return "magic byte 0x01 (a schema GUID: Confluent's V1 framing) is not supported"
-            return problems.get(int(ids[i]), f"schema id {int(ids[i])}: error {code}")
+            text = frame_error_text(_FRAME_NAMES.get(code), (data[offsets[i]:offsets[i] + 1],
+                                                             int(offsets[i + 1] - offsets[i])))
+            return text if text is not None else problems.get(int(ids[i]), f"schema id {int(ids[i])}: error {code}")
 
         n = len(ids)
         schema_id = pa.Array.from_buffers(pa.int32(), n, [None if framed.all() else pa.py_buffer(

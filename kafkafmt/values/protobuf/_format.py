@@ -44,7 +44,6 @@ import json
 import os
 import re
 import threading
-import weakref
 
 import numpy as np
 
@@ -53,12 +52,13 @@ from kafkafmt.errors import SchemaError, SchemaNotFoundError, SchemaRegistryErro
 from kafkafmt.values.protobuf._plan import MessagesPlan, ProtoPlan
 from kafkafmt.values.protobuf._schema import compile_registered, compile_text, descriptor_of
 from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
-from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, raise_strict,
-                             reader_schema_for)
+from kafkafmt.values._formats import (DecodedColumn, PerRegistry, ValueFormat, column_parts, column_validity,
+                             frame_error_text, raise_strict, reader_schema_for)
 
 __all__ = ["ProtobufFormat", "RawProtobufFormat", "reader_messages", "resolve_reader", "arrow_json"]
 
-E_NO_MAGIC, E_SHORT, E_GUID, E_INDEX = (_kernel.FRAME_ERRORS[k] for k in ("NO_MAGIC", "SHORT", "GUID", "INDEX"))
+_FRAME_NAMES = {code: name for name, code in _kernel.FRAME_ERRORS.items()}
+E_INDEX = _kernel.FRAME_ERRORS["INDEX"]
 E_UNKNOWN_ID, E_NOT_PROTOBUF, E_BAD_SCHEMA, E_OTHER_MESSAGE = 67, 68, 70, 72
 
 
@@ -74,16 +74,7 @@ class _Cache:
         self.readers = {}       # key -> (descriptor, ProtoPlan)
 
 
-_CACHES = weakref.WeakKeyDictionary()
-_CACHES_LOCK = threading.Lock()
-
-
-def _cache(registry):
-    with _CACHES_LOCK:
-        c = _CACHES.get(registry)
-        if c is None:
-            c = _CACHES[registry] = _Cache()
-        return c
+_cache = PerRegistry(_Cache)
 
 
 def _looks_like_proto(spec):
@@ -439,16 +430,10 @@ def _other_message(sid, indexes, name, readers, is_key):
 
 
 def _frame_text(code, offsets, data, i):
-    length = int(offsets[i + 1] - offsets[i])
-    if code == E_NO_MAGIC:
-        if length == 0:
-            return "empty value: no magic byte (not the Schema Registry wire format)"
-        return (f"no magic byte: the value starts with 0x{int(data[offsets[i]]):02x}, not 0x00 (not the Schema "
-                f"Registry wire format)")
-    if code == E_SHORT:
-        return f"value of {length} bytes is shorter than the 5 bytes of the wire format's header"
-    if code == E_GUID:
-        return "magic byte 0x01 (a schema GUID: Confluent's V1 framing) is not supported"
+    head, length = data[offsets[i]:offsets[i] + 1], int(offsets[i + 1] - offsets[i])
+    text = frame_error_text(_FRAME_NAMES.get(code), (head, length))
+    if text is not None:
+        return text
     if code == E_INDEX:
         return "the message-index array after the schema id is truncated or invalid"
     return f"error {code}"
