@@ -106,8 +106,41 @@ class _ReaderMayGoAway:
             except BrokenPipeError:
                 self._went_away()
 
+    @property
+    def buffer(self):
+        """The binary stream beneath (a writer of bytes, such as export's text rows), guarded alike:
+        its reader going away is this stream's."""
+        return _BufferMayGoAway(self)
+
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+class _BufferMayGoAway:
+    """The binary buffer of a `_ReaderMayGoAway` stream, dropping writes once the reader went away."""
+
+    def __init__(self, owner):
+        self._owner = owner
+
+    def write(self, data):
+        owner = self._owner
+        if not owner.gone:
+            try:
+                return owner._stream.buffer.write(data)
+            except BrokenPipeError:
+                owner._went_away()
+        return len(data)
+
+    def flush(self):
+        owner = self._owner
+        if not owner.gone:
+            try:
+                owner._stream.buffer.flush()
+            except BrokenPipeError:
+                owner._went_away()
+
+    def __getattr__(self, name):
+        return getattr(self._owner._stream.buffer, name)
 
 
 @contextlib.contextmanager

@@ -538,7 +538,8 @@ def read_log_dirs(root, topics=None, partitions=None, *, start_offset=None, end_
     ('o-0003035', 'DHL', ['sku-93'], 2)
     >>> table.filter(table["valueError"].is_valid()).select(["offset", "valueError"]).to_pylist()
     [{'offset': 1234, 'valueError': 'no magic byte: the value starts with 0x7b, not 0x00 (not the Schema ...)'}]
-    >>> ships.value[1234][:12]              # the raw bytes stay: plain JSON, not the wire format
+    >>> kept = kafkafmt.read_log_dirs(sample_dir(), topics=["shipments"], value_format="avro", keep_bytes=True)
+    >>> kept.value[1234][:12]               # raw bytes kept (keep_bytes): plain JSON, not the wire format
     b'{"order_id":'
     """
     return read_log_dirs_with(root, topics, partitions, ReadOptions.of(locals()))
