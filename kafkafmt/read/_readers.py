@@ -38,7 +38,7 @@ from kafkafmt.log import Unit, read_units
 from kafkafmt.values import FailedValues, decode_values, empty_typed
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment", "read_log_dir_with",
-           "read_log_dirs_with", "iter_log_dir_with", "iter_log_dirs_with", "read_segment_with"]
+           "read_log_dirs_with", "iter_log_dir_with", "iter_log_dirs_with", "read_segment_with", "iter_partitions_with"]
 
 # Each reader names its options in its signature (keyword-only), packs them into a `ReadOptions`
 # (`ReadOptions.of(locals())`, its first line) and hands them to its ``*_with`` form, which the doors (the
@@ -225,6 +225,55 @@ def _read_tasks_parallel(tasks, report, options, errors, threads):
     finally:
         for fut in futures:
             fut.cancel()
+
+
+def iter_partitions_with(parts, options, *, typed=None):
+    """Each partition of ``parts`` (`Partition` s) in order as ``(partition, chunks, report)``: ``chunks``
+    what ``iter_log_dir_with(partition, options, report=report)`` yields, to be consumed before the next
+    partition is asked for. Many small partitions are read in one pass (`kafkafmt.log.read_units`: one
+    buffer, one scan, one kernel pass), each yielding the chunks its usual read would (one per segment,
+    with the same records, batches, control records and report); the others -- and any not clean whole
+    segments -- are read the usual way, in their place, with the tasks already planned. ``typed``: as
+    `iter_log_dir_with`'s (typed values are read partition by partition)."""
+    untyped = options.value_format is None and options.key_format is None
+    if (typed.active if typed is not None else not untyped) or options.binary != "contiguous" \
+            or options.isolation == "read_committed":
+        for part in parts:
+            report = []
+            yield part, iter_log_dir_with(part, options, report=report, typed=typed), report
+        return
+    typed = options.open_typed(None) if typed is None else typed
+    decoding = _decoding(options, typed)
+    units = []
+
+    def planned():
+        for p in parts:
+            unit = Unit(None, p.topic, p.partition, p.log_dir_url)
+            try:
+                unit.tasks = _plan_partition(p, unit.report, options)
+            except Exception as exc:       # noqa: BLE001 - raised in its turn, as its own read would
+                unit.error = exc
+            units.append(unit)
+            yield unit
+
+    def usual(unit, part):
+        if unit.error is not None:
+            raise unit.error
+        yield from _read_planned(part, unit.tasks, unit.report, decoding, errors=options.errors,
+                                 max_bytes=options.max_bytes, keep_empty=options.keep_empty, whole_tasks=False,
+                                 typed=typed, committed=False)
+
+    for kind, x, i in read_units(planned(), decoding.replace(threads=1), chain=True, max_bytes=_PIECE_BYTES,
+                                 per_unit=True, chunk_bytes=options.max_bytes):
+        if kind == "fallback":
+            i = x
+        unit = units[i]
+        yield parts[i], (iter(x) if kind == "chunks" else usual(unit, parts[i])), unit.report
+        units[i] = None              # (read: its planned tasks go)
+
+
+#: segment bytes of the partitions `iter_partitions_with` reads in one pass before yielding them
+_PIECE_BYTES = 4 << 20
 
 
 @document_options

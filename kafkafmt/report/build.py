@@ -11,8 +11,9 @@ import numpy as np
 from kafkafmt.log import (DEFAULT_REPLICAS, RECOVERY_POINT_CHECKPOINT, REPLICAS, REPLICATION_CHECKPOINT, ReportKind,
                           discover, log_dir_offsets)
 from kafkafmt.log import segment_base
-from kafkafmt.report.checks import check_partition
-from kafkafmt.report.figures import partition_stats, totals
+from kafkafmt.read import iter_partitions_with
+from kafkafmt.report.checks import PARTITION_CHECK_READ, check_partition
+from kafkafmt.report.figures import STATS_READ, partition_stats, totals
 from kafkafmt.report.lag import committed_offsets, consumer_lag
 from kafkafmt.report.problems import report_problem
 
@@ -208,7 +209,11 @@ class Builder:
             if progress is not None:
                 progress.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
 
-        for part in self.partitions:
+        # many small partitions read in one pass (once for the figures, once for the checks), each one's
+        # figures and problems as its own reads give them
+        stats_reads = iter_partitions_with(self.partitions, STATS_READ)
+        check_reads = iter_partitions_with(self.partitions, PARTITION_CHECK_READ) if self.checks else None
+        for part, chunks, report in stats_reads:
             name = self.label(part)
             if progress is not None:
                 progress.set_label(name)
@@ -219,8 +224,12 @@ class Builder:
                 advance(chunk)
 
             segs_listed = self._segments[id(part)]
-            segments, stat_problems = partition_stats(part, on_chunk=on_chunk)
-            problems = check_partition(part, on_chunk=advance) if self.checks else stat_problems
+            segments, stat_problems = partition_stats(part, on_chunk=on_chunk, read=(chunks, report))
+            if check_reads is not None:
+                _, check_chunks, check_report = next(check_reads)
+                problems = check_partition(part, on_chunk=advance, read=(check_chunks, check_report))
+            else:
+                problems = stat_problems
             t = totals(segments)
             by_topic.setdefault(part.topic, []).append(t)
             if t.last_ts is not None:

@@ -27,12 +27,12 @@ import collections
 
 import numpy as np
 
-from kafkafmt.read import iter_log_dir
+from kafkafmt.read import ReadOptions, iter_log_dir, iter_log_dir_with
 from kafkafmt.log import segment_base
 from kafkafmt.record import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 from kafkafmt.report.problems import report_problem
 
-__all__ = ["Acc", "PartitionStats", "partition_stats", "totals", "CHUNK_BYTES", "below_log_start_text"]
+__all__ = ["Acc", "PartitionStats", "partition_stats", "totals", "STATS_READ", "CHUNK_BYTES", "below_log_start_text"]
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
 
@@ -241,14 +241,25 @@ class PartitionStats:
         return len(report), out
 
 
-def partition_stats(part, *, on_chunk=None, on_problem=None, max_bytes=CHUNK_BYTES):
+#: how the figures read a partition: every batch (salvaging, CRCs checked, control records included)
+STATS_READ = ReadOptions(max_bytes=CHUNK_BYTES, keep_empty=True, errors="salvage", verify_crc=True,
+                         include_control=True)
+
+
+def partition_stats(part, *, on_chunk=None, on_problem=None, max_bytes=CHUNK_BYTES, read=None):
     """Per-segment figures of a partition (`kafkafmt.log._discovery.Partition`), from its log start offset.
 
     Every batch is read (salvaging, CRCs checked, control records included); ``on_chunk(records)``
     sees each chunk as it is read (progress, timelines), ``on_problem(problem)`` each problem found.
+    ``read``: ``(chunks, report)`` of the partition's read with `STATS_READ` when under way already
+    (``kafkafmt.read.iter_partitions_with(partitions, STATS_READ)`` reads many small ones in one pass).
     Returns ``(segments, problems)``: ``{base offset: Acc}`` in offset order (every segment listed,
     empty ones too) and the `Problem` s of the read."""
-    report = []
+    if read is None:
+        report = []
+        chunks = iter_log_dir_with(part, STATS_READ.replace(max_bytes=max_bytes), report=report)
+    else:
+        chunks, report = read
     ps = PartitionStats()
     sizes = {}
     segments = part.list_segments()
@@ -257,8 +268,7 @@ def partition_stats(part, *, on_chunk=None, on_problem=None, max_bytes=CHUNK_BYT
         sizes[seg.base_offset] = seg.size
     seen = 0
     problems = []
-    for chunk in iter_log_dir(part, report=report, max_bytes=max_bytes, keep_empty=True, errors="salvage",
-                              verify_crc=True, include_control=True):
+    for chunk in chunks:
         ps.add(chunk)
         if on_chunk is not None:
             on_chunk(chunk)
