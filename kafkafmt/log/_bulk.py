@@ -291,8 +291,7 @@ class _Piece:
         recs = self.decoder.finish(table)
         self._reset()
         if self.per_unit:
-            for j, (i, unit) in enumerate(zip(indices, units)):
-                chunks = _task_chunks(recs, unit, j, batch_unit, segment)
+            for i, unit, chunks in zip(indices, units, _unit_chunks(recs, units, batch_unit, segment)):
                 # a record below its task's start offset (a damaged offset delta): the usual read leaves it out
                 low = any(t.start_offset is not None and len(c) and int(c.offset.min()) < t.start_offset
                           for t, c in zip(unit.tasks, chunks))
@@ -373,33 +372,42 @@ def _labelled(recs, units, batch_unit, segment):
                         controls=controls, report=report)
 
 
-def _task_chunks(recs, unit, j, batch_unit, segment):
-    """The records of unit ``j`` of a piece's (unlabelled) records, one `Records` per task (segment) as
-    `kafkafmt.log._taskreader.read_task` yields it: the task's batches (with their ``segment``), its
-    records and control records numbered within it, labelled with the unit's topic, partition and log dir;
-    ``report`` is the unit's."""
-    b_lo, b_hi = np.searchsorted(batch_unit, [j, j + 1])
+def _unit_chunks(recs, units, batch_unit, segment):
+    """The chunks of each unit of a piece's (unlabelled) records, in order: one `Records` per task (segment)
+    as `kafkafmt.log._taskreader.read_task` yields it -- the task's batches (with their ``segment``), its
+    records and control records numbered within it, labelled with the unit's topic, partition and log dir,
+    ``report`` the unit's."""
+    nb = len(batch_unit)
+    out = [[] for _ in units]
+    if not nb:
+        return out
+    # the tasks: runs of one unit and one segment (a unit's tasks are its segments, in order)
+    edges = np.concatenate(([0], np.flatnonzero((batch_unit[1:] != batch_unit[:-1]) | (segment[1:] != segment[:-1]))
+                            + 1, [nb])).astype(np.int64)
+    task_unit = batch_unit[edges[:-1]].tolist()
+    rec_edges = np.searchsorted(recs.batch_index, edges).tolist()
+    controls = recs.controls
+    ctl_edges = np.searchsorted(controls["batch_index"], edges).tolist() if len(controls) else None
     bidx = recs.batch_index
-    cb = recs.controls["batch_index"] if len(recs.controls) else np.zeros(0, np.int64)
-    chunks = []
-    lo = int(b_lo)
-    while lo < b_hi:
-        # the batches of one task: a run of one segment (a unit's tasks are its segments, in order)
-        hi = lo + 1 + int(np.searchsorted(segment[lo + 1:b_hi] != segment[lo], True)) if lo + 1 < b_hi else lo + 1
-        r_lo, r_hi = np.searchsorted(bidx, [lo, hi])
-        c_lo, c_hi = np.searchsorted(cb, [lo, hi])
-        batches = {name: recs.batches[name][lo:hi] for name in recs.batches.columns}
+    columns = {name: recs.batches[name] for name in recs.batches.columns}
+    sides = {name: recs.decoded(name) for name in ("key", "value", "headers")}
+    edges = edges.tolist()
+    for k, j in enumerate(task_unit):
+        lo, hi, r_lo, r_hi = edges[k], edges[k + 1], rec_edges[k], rec_edges[k + 1]
+        batches = {name: col[lo:hi] for name, col in columns.items()}
         batches["segment"] = segment[lo:hi]
-        controls = recs.controls
-        if len(controls):
-            controls = Table({name: controls[name][c_lo:c_hi] for name in controls.columns})
-            controls = controls.with_column("batch_index", controls["batch_index"] - np.int32(lo))
-        part = recs[int(r_lo):int(r_hi)]
-        chunks.append(part.replace(batch_index=(part.batch_index - lo).astype(np.int32), batches=Table(batches),
-                                   controls=controls, topic=unit.topic, partition=unit.partition,
-                                   log_dir=unit.log_dir, report=unit.report))
-        lo = hi
-    return chunks
+        ctl = controls
+        if ctl_edges is not None:
+            ctl = Table({name: controls[name][ctl_edges[k]:ctl_edges[k + 1]] for name in controls.columns})
+            ctl = ctl.with_column("batch_index", ctl["batch_index"] - np.int32(lo))
+        unit = units[j]
+        out[j].append(recs.replace(
+            offset=recs.offset[r_lo:r_hi], timestamp=recs.timestamp[r_lo:r_hi],
+            timestamp_type=recs.timestamp_type[r_lo:r_hi], batch_index=(bidx[r_lo:r_hi] - lo).astype(np.int32),
+            **{name: None if col is None else col[r_lo:r_hi] for name, col in sides.items()},
+            batches=Table(batches), controls=ctl, topic=unit.topic, partition=unit.partition, log_dir=unit.log_dir,
+            report=unit.report))
+    return out
 
 
 def _labels(names_of_units, rec_unit):

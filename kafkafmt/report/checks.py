@@ -176,7 +176,18 @@ class Checker:
             last = np.asarray(b["last_offset"], np.int64)
             pos = np.asarray(b["position"], np.int64)
             order = np.lexsort((pos, segs))
-            for i in order.tolist():
+            # (each batch's checks at once; the loop below says the problems, in order, when there are any)
+            lo_o, la_o, seg_o = base[order], last[order], segs[order]
+            before = np.maximum.accumulate(la_o)
+            if prev_last is not None:
+                before = np.maximum(before, prev_last)
+            clean = not ((la_o < lo_o).any() or (lo_o[1:] <= before[:-1]).any()
+                         or (prev_last is not None and lo_o[0] <= prev_last)
+                         or (file_label is None and any(s in infos for s in np.unique(seg_o[lo_o < seg_o]).tolist())))
+            if clean:
+                prev_last = int(before[-1])
+                prev_file = self._file_of(int(seg_o[-1]), infos, file_label)
+            for i in ([] if clean else order.tolist()):
                 seg = int(segs[i])
                 info = infos.get(seg)
                 f = self._file_of(seg, infos, file_label)

@@ -104,6 +104,17 @@ class Acc:
         }
 
 
+def _whole(x):
+    return x
+
+
+def _distinct(x):
+    """The distinct values of an array, in order, as a list (`numpy.unique`; at once when they are all one)."""
+    if len(x) and (x == x[0]).all():
+        return [x[0].item()]
+    return np.unique(x).tolist()
+
+
 def _min(a, b):
     return b if a is None else a if b is None else min(a, b)
 
@@ -160,42 +171,53 @@ class PartitionStats:
         if len(c):
             for bi, t in zip(np.asarray(c["batch_index"], np.int64).tolist(), c["type"].tolist()):
                 ctl_type_by_batch.setdefault(bi, t)
-        for s in np.unique(segs).tolist():
+        useg = _distinct(segs)
+        for s in useg:
             a = self.seg(s)
-            bm = segs == s
-            rm = bm[bidx] if len(bidx) else np.zeros(0, bool)
-            dm = rm & ~rec_ctl
-            a.batches += int(bm.sum())
-            a.batch_bytes += int(size[bm].sum())
-            a.payload_bytes += int(batch_payload[bm].sum())
-            for cd in np.unique(codec[bm]).tolist():
-                cm = bm & (codec == cd)
+            if len(useg) == 1:          # (a chunk of one segment, as reads give them: no selection)
+                bsel = rsel = _whole
+            else:
+                bm = segs == s
+                rm = bm[bidx] if len(bidx) else np.zeros(0, bool)
+                bsel, rsel = (lambda x, m=bm: x[m]), (lambda x, m=rm: x[m])
+            sz, cod, mag, bp = bsel(size), bsel(codec), bsel(magic), bsel(batch_payload)
+            ctl_r = rsel(rec_ctl)
+            data_r = ~ctl_r
+            a.batches += len(sz)
+            a.batch_bytes += int(sz.sum())
+            a.payload_bytes += int(bp.sum())
+            for cd in _distinct(cod):
+                cm = cod == cd
                 name = CODEC_NAMES.get(cd, str(cd))
                 a.codecs[name] += int(cm.sum())
-                a.codec_stored[name] += int(size[cm].sum())
-                a.codec_payload[name] += int(batch_payload[cm].sum())
-            for m in np.unique(magic[bm]).tolist():
-                a.magics[m] += int((bm & (magic == m)).sum())
-            for t in np.unique(tst[bm]).tolist():
-                a.timestamp_types[TIMESTAMP_TYPES.get(t, str(t))] += int((bm & (tst == t)).sum())
-            a.records += int(dm.sum())
-            a.control_records += int((rm & rec_ctl).sum())
-            a.first_offset = _min(a.first_offset, int(offs_first[bm].min()))
-            a.last_offset = _max(a.last_offset, int(offs_last[bm].max()))
-            good_ts = ts[dm]
+                a.codec_stored[name] += int(sz[cm].sum())
+                a.codec_payload[name] += int(bp[cm].sum())
+            for m in _distinct(mag):
+                a.magics[m] += int((mag == m).sum())
+            tst_s = bsel(tst)
+            for t in _distinct(tst_s):
+                a.timestamp_types[TIMESTAMP_TYPES.get(t, str(t))] += int((tst_s == t).sum())
+            a.records += int(data_r.sum())
+            a.control_records += int(ctl_r.sum())
+            a.first_offset = _min(a.first_offset, int(bsel(offs_first).min()))
+            a.last_offset = _max(a.last_offset, int(bsel(offs_last).max()))
+            good_ts = rsel(ts)[data_r]
             a.no_timestamp += int((good_ts < 0).sum())
             good_ts = good_ts[good_ts >= 0]
             if len(good_ts):
                 a.first_ts = _min(a.first_ts, int(good_ts.min()))
                 a.last_ts = _max(a.last_ts, int(good_ts.max()))
-            a.producers.update(np.unique(pid[bm & (pid >= 0)]).tolist())
-            a.txn_batches += int((bm & txn & ~is_ctl).sum())
-            a.txn_records += int(data_per_batch[bm & txn & ~is_ctl].sum())
-            a.tombstones += int((value_null & dm).sum())
-            a.with_headers += int(((hcount > 0) & dm).sum())
-            v2 = bm & (magic >= 2)
+            pid_s = bsel(pid)
+            a.producers.update(_distinct(pid_s[pid_s >= 0]))
+            txn_s = bsel(txn) & ~bsel(is_ctl)
+            a.txn_batches += int(txn_s.sum())
+            a.txn_records += int(bsel(data_per_batch)[txn_s].sum())
+            a.tombstones += int((rsel(value_null) & data_r).sum())
+            a.with_headers += int(((rsel(hcount) > 0) & data_r).sum())
+            v2 = mag >= 2
             if v2.any():
-                lo, hi = int(epoch[v2].min()), int(epoch[v2].max())
+                ep = bsel(epoch)[v2]
+                lo, hi = int(ep.min()), int(ep.max())
                 a.epochs = (lo, hi) if a.epochs is None else (min(a.epochs[0], lo), max(a.epochs[1], hi))
         if len(c):
             for t in c["type"].tolist():
