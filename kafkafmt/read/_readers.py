@@ -244,17 +244,8 @@ def iter_partitions_with(parts, options, *, typed=None):
         return
     typed = options.open_typed(None) if typed is None else typed
     decoding = _decoding(options, typed)
-    units = []
-
-    def planned():
-        for p in parts:
-            unit = Unit(None, p.topic, p.partition, p.log_dir_url)
-            try:
-                unit.tasks = _plan_partition(p, unit.report, options)
-            except Exception as exc:       # noqa: BLE001 - raised in its turn, as its own read would
-                unit.error = exc
-            units.append(unit)
-            yield unit
+    parts = list(parts)
+    units = [None] * len(parts)
 
     def usual(unit, part):
         if unit.error is not None:
@@ -263,8 +254,8 @@ def iter_partitions_with(parts, options, *, typed=None):
                                  max_bytes=options.max_bytes, keep_empty=options.keep_empty, whole_tasks=False,
                                  typed=typed, committed=False)
 
-    for kind, x, i in read_units(planned(), decoding.replace(threads=1), chain=True, max_bytes=_PIECE_BYTES,
-                                 per_unit=True, chunk_bytes=options.max_bytes):
+    for kind, x, i in read_units(_planned_units(parts, options, units), decoding.replace(threads=1), chain=True,
+                                 max_bytes=_PIECE_BYTES, per_unit=True, chunk_bytes=options.max_bytes):
         if kind == "fallback":
             i = x
         unit = units[i]
@@ -274,6 +265,19 @@ def iter_partitions_with(parts, options, *, typed=None):
 
 #: segment bytes of the partitions `iter_partitions_with` reads in one pass before yielding them
 _PIECE_BYTES = 4 << 20
+
+
+def _planned_units(parts, options, units, first=0):
+    """The `Unit` of each partition, planned when asked for (a planning error kept for its turn: raised
+    where its read would raise it), each also stored as ``units[first + k]``."""
+    for k, p in enumerate(parts):
+        unit = Unit(None, p.topic, p.partition, p.log_dir_url)
+        try:
+            unit.tasks = _plan_partition(p, unit.report, options)
+        except Exception as exc:       # noqa: BLE001 - raised in its turn, as its own read would
+            unit.error = exc
+        units[first + k] = unit
+        yield unit
 
 
 @document_options
@@ -607,17 +611,7 @@ def _read_bulk(found, report, typed, options):
     The parts to concatenate, in order; each partition's report entries appended to `report` in order."""
     decoding = _decoding(options, typed)
     committed = options.isolation == "read_committed"
-    units = []
-
-    def planned():
-        for p in found:
-            unit = Unit(None, p.topic, p.partition, p.log_dir_url)
-            try:
-                unit.tasks = _plan_partition(p, unit.report, options)
-            except Exception as exc:       # noqa: BLE001 - raised in its turn, as a serial read would
-                unit.error = exc
-            units.append(unit)
-            yield unit
+    units = [None] * len(found)
 
     n = resolve_threads(options.threads)
     # partitions read the usual way: one at a time with every thread, or (threads > 1) several at once,
@@ -639,21 +633,21 @@ def _read_bulk(found, report, typed, options):
     parts = []          # Records, or a pool's future of one (or of a share's parts)
     try:
         if pool is None:
-            for kind, x, _ in read_units(planned(), decoding.replace(threads=1), chain=True,
+            for kind, x, _ in read_units(_planned_units(found, options, units), decoding.replace(threads=1), chain=True,
                                          expected_bytes=sum(map(log_bytes, found)) or None):
                 parts.append(x if kind == "records" else usual(x))
         else:
-            # threads: the partitions planned (planning errors wait for their turn), then shared out in
-            # contiguous runs of about equal bytes, each run read in bulk by a thread of its own
-            list(planned())
+            # threads: the partitions shared out in contiguous runs of about equal bytes (their listed .log
+            # sizes), each run planned and read in bulk by a thread of its own
             sizes = np.cumsum([log_bytes(p) for p in found])
             cuts = np.searchsorted(sizes, sizes[-1] * np.arange(1, n) / n, side="right") if sizes[-1] else []
             edges = sorted({0, len(found), *[int(c) for c in cuts]})
 
             def share(lo, hi):
                 out = []
-                for kind, x, _ in read_units(units[lo:hi], decoding.replace(threads=1), chain=True,
-                                             expected_bytes=int(sizes[hi - 1] - (sizes[lo - 1] if lo else 0)) or None):
+                expected = int(sizes[hi - 1] - (sizes[lo - 1] if lo else 0)) or None
+                for kind, x, _ in read_units(_planned_units(found[lo:hi], options, units, lo),
+                                             decoding.replace(threads=1), chain=True, expected_bytes=expected):
                     out.append(x if kind == "records" else pool.submit(usual, lo + x))
                 return out
 
