@@ -9,7 +9,6 @@ import re
 import shutil
 import struct
 
-import numpy as np
 import pytest
 
 import kafkafmt.cli.export
@@ -22,7 +21,7 @@ from kafkafmt.read import ReadOptions, iter_log_dir_with, iter_partitions_with
 from kafkafmt.report.checks import PARTITION_CHECK_READ
 from kafkafmt.report.figures import STATS_READ
 
-from test_many_partitions import many, write  # noqa: F401 (the fixture and its writer)
+from test_many_partitions import assert_same, many, write  # noqa: F401 (the fixture and its writer)
 
 #: the modules that read partitions through iter_partitions_with
 DOORS = (kafkafmt.cli.stats, kafkafmt.cli.verify, importlib.import_module("kafkafmt.report.build"), kafkafmt.cli.export)
@@ -92,16 +91,8 @@ def read_through(root, options, reader):
 def assert_same_chunks(a, b):
     assert len(a) == len(b)
     for x, y in zip(a, b):
-        assert len(x) == len(y)
-        assert x.to_arrow(batch_metadata=True, log_dir=True).equals(y.to_arrow(batch_metadata=True, log_dir=True))
-        for name in ("offset", "timestamp", "timestamp_type", "batch_index"):
-            assert getattr(x, name).dtype == getattr(y, name).dtype, name
-            np.testing.assert_array_equal(getattr(x, name), getattr(y, name))
-        for s, t in ((x.batches, y.batches), (x.controls, y.controls)):
-            assert s.columns == t.columns
-            for c in s.columns:
-                np.testing.assert_array_equal(s[c], t[c], err_msg=c)
-        assert (x.topic, x.partition, x.log_dir, x.columns) == (y.topic, y.partition, y.log_dir, y.columns)
+        assert_same(x, y)
+        assert (x.topic, x.partition) == (y.topic, y.partition)
 
 
 OPTION_SETS = [ReadOptions(), STATS_READ, PARTITION_CHECK_READ, ReadOptions(columns=["key", "headers"]),

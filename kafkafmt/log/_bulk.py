@@ -376,7 +376,7 @@ def _unit_chunks(recs, units, batch_unit, segment):
     """The chunks of each unit of a piece's (unlabelled) records, in order: one `Records` per task (segment)
     as `kafkafmt.log._taskreader.read_task` yields it -- the task's batches (with their ``segment``), its
     records and control records numbered within it, labelled with the unit's topic, partition and log dir,
-    ``report`` the unit's."""
+    its file and valid bytes (the whole segment), ``report`` the unit's."""
     nb = len(batch_unit)
     out = [[] for _ in units]
     if not nb:
@@ -393,6 +393,7 @@ def _unit_chunks(recs, units, batch_unit, segment):
     sides = {name: recs.decoded(name) for name in ("key", "value", "headers")}
     edges = edges.tolist()
     for k, j in enumerate(task_unit):
+        task = units[j].tasks[len(out[j])]
         lo, hi, r_lo, r_hi = edges[k], edges[k + 1], rec_edges[k], rec_edges[k + 1]
         batches = {name: col[lo:hi] for name, col in columns.items()}
         batches["segment"] = segment[lo:hi]
@@ -406,7 +407,7 @@ def _unit_chunks(recs, units, batch_unit, segment):
             timestamp_type=recs.timestamp_type[r_lo:r_hi], batch_index=(bidx[r_lo:r_hi] - lo).astype(np.int32),
             **{name: None if col is None else col[r_lo:r_hi] for name, col in sides.items()},
             batches=Table(batches), controls=ctl, topic=unit.topic, partition=unit.partition, log_dir=unit.log_dir,
-            report=unit.report))
+            report=unit.report, file=task.segment.url, valid_bytes=task.stop_pos, trailing_bytes=0, tail=None))
     return out
 
 
