@@ -106,8 +106,12 @@ class _Tracker:
         is_ctl = np.asarray(b["is_control"], bool)
         if len(bidx):
             ts = np.asarray(chunk.timestamp, np.int64)[~is_ctl[bidx]]
-            ts = ts[ts >= 0]
-            for m, n in zip(*np.unique(ts // MINUTE_MS, return_counts=True)):
+            minutes = ts[ts >= 0] // MINUTE_MS
+            if len(minutes) and minutes[0] == minutes[-1] and (minutes == minutes[0]).all():
+                counted = ([minutes[0]], [len(minutes)])        # (all in one minute: at once)
+            else:
+                counted = np.unique(minutes, return_counts=True)
+            for m, n in zip(*counted):
                 self.minutes[int(m)] = self.minutes.get(int(m), 0) + int(n)
         c = chunk.controls
         if len(c):
@@ -118,7 +122,8 @@ class _Tracker:
                 if d is not None:
                     d[m] = d.get(m, 0) + 1
         segs = np.asarray(b["segment"], np.int64) if "segment" in b.columns else np.zeros(nb, np.int64)
-        keep = np.unique(np.linspace(0, nb - 1, min(nb, SAMPLES_PER_CHUNK)).astype(np.int64))
+        keep = np.arange(nb) if nb <= SAMPLES_PER_CHUNK else \
+            np.unique(np.linspace(0, nb - 1, SAMPLES_PER_CHUNK).astype(np.int64))
         self.samples.append(np.stack([segs[keep], np.asarray(b["position"], np.int64)[keep],
                                       np.asarray(b["base_offset"], np.int64)[keep],
                                       np.asarray(b["last_offset"], np.int64)[keep],
