@@ -97,7 +97,7 @@ def run(args, console):
         for line in _table(results, args.partitions_only):
             console.write(line)
         for label, _topic, _part, where, segs in results:
-            below = _totals(segs).below_log_start
+            below = sum(a.below_log_start for a in segs.values())     # (as their totals count them)
             if below:
                 console.info(f"kafkafmt: {label}: {below_log_start_text(below)} (its log start offset is "
                              f"{where.earliest()})")

@@ -226,8 +226,8 @@ class PartitionStats:
             for t, s in zip(c["type"].tolist(), ctl_seg.tolist()):
                 self.seg(s).controls[CONTROL_TYPES.get(t, str(t))] += 1
         # transactions, in log order: records of a producer's open transaction, then its marker
-        order = np.argsort(np.asarray(b["position"], np.int64) + segs * 0, kind="stable")
-        for i in order[txn[order]].tolist():
+        order = np.argsort(np.asarray(b["position"], np.int64) + segs * 0, kind="stable") if txn.any() else []
+        for i in order[txn[order]].tolist() if len(order) else ():
             p = int(pid[i])
             s = int(segs[i])
             if not is_ctl[i]:
