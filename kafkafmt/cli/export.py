@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import io
 import json
 import os
@@ -26,7 +27,7 @@ import numpy as np
 
 from kafkafmt._util.durable import crash_point, temp_path
 from kafkafmt.internal import INTERNAL_TABLES
-from kafkafmt.read import internal_topic, iter_log_dir_with
+from kafkafmt.read import internal_topic, iter_partitions_with
 from kafkafmt.values import decode_values
 from kafkafmt.record import BATCH_METADATA_COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS
 from kafkafmt.values import FailedValues, conform
@@ -432,9 +433,9 @@ def _say_data_loss(args, found, console):
 
 
 def _stream_export(args, console, total, sources, open_writer, write):
-    """Stream the chunks of every (label, make_chunks(report)) source through ``write(writer, chunk,
-    state)`` into a writer over a temporary file beside --to, renamed when complete (stdout for
-    '-'); problems are reported as they come. Returns (state, seconds)."""
+    """Stream the chunks of every (label, read()) source (``read() -> (chunks, report)``) through
+    ``write(writer, chunk, state)`` into a writer over a temporary file beside --to, renamed when
+    complete (stdout for '-'); problems are reported as they come. Returns (state, seconds)."""
     state = {"rows": 0, "errors": 0, "records": 0}
     started = time.monotonic()
     target = args.to
@@ -444,11 +445,11 @@ def _stream_export(args, console, total, sources, open_writer, write):
             console.progress = prog
             writer = open_writer(tmp)
             try:
-                for label, make in sources:
+                for label, read in sources:
                     prog.set_label(label)
-                    report = []
+                    chunks, report = read()
                     seen = 0
-                    for chunk in make(report):
+                    for chunk in chunks:
                         seen = _report(report, seen, console, state)
                         if len(chunk):
                             write(writer, chunk, state)
@@ -469,16 +470,22 @@ def _stream_export(args, console, total, sources, open_writer, write):
 
 
 def _sources(partitions, files, options, typed=None, snapshots=None):
-    """(name, chunks(report)) per input, in export order, read with ``options`` (a `ReadOptions`, its
-    ranges those of --offset-range / --time-range) and the typed-value options ``typed``: each partition
-    (after the KRaft snapshot files of `snapshots`, url -> paths: the state a snapshot holds, then the log
-    after it), then the files named on the command line."""
-    for pd in partitions:
+    """(name, read() -> (chunks, report)) per input, in export order, read with ``options`` (a
+    `ReadOptions`, its ranges those of --offset-range / --time-range) and the typed-value options
+    ``typed``: each partition (after the KRaft snapshot files of `snapshots`, url -> paths: the state a
+    snapshot holds, then the log after it; many small partitions read in one pass, each one's chunks as
+    its own read gives them), then the files named on the command line."""
+    for pd, chunks, report in iter_partitions_with(partitions, options, typed=typed):
         for snap in (snapshots or {}).get(pd.url, ()):
-            yield os.path.basename(snap), lambda report, f=snap: _file_chunks(f, report, options, typed)
-        yield pd.name, lambda report, pd=pd: iter_log_dir_with(pd, options, report=report, typed=typed)
+            yield os.path.basename(snap), functools.partial(_file_read, snap, options, typed)
+        yield pd.name, lambda chunks=chunks, report=report: (chunks, report)
     for f in files:
-        yield os.path.basename(f), lambda report, f=f: _file_chunks(f, report, options, typed)
+        yield os.path.basename(f), functools.partial(_file_read, f, options, typed)
+
+
+def _file_read(path, options, typed):
+    report = []
+    return _file_chunks(path, report, options, typed), report
 
 
 def _file_chunks(path, report, options, typed):

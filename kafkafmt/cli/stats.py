@@ -28,7 +28,9 @@ import os
 import numpy as np
 
 from kafkafmt.log import Partition
-from kafkafmt.report.figures import Acc, PartitionStats, below_log_start_text, partition_stats, totals as _totals
+from kafkafmt.read import iter_partitions_with
+from kafkafmt.report.figures import (STATS_READ, Acc, PartitionStats, below_log_start_text, partition_stats,
+                                     totals as _totals)
 
 from kafkafmt.cli.common import (add_replicas_option, no_data, say_found, add_command, checked_record_files, find_inputs, human_bytes, read_options,
                                  input_paths, iso_ms, parse_int_list, parse_name_list, partition_label)
@@ -66,9 +68,10 @@ def run(args, console):
         console.progress = prog
         say = functools.partial(_say, console)
         advance = (lambda chunk: prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk)))
-        for pd in found.partitions:
+        # many small partitions read in one pass, each one's figures as its own read gives them
+        for pd, chunks, report in iter_partitions_with(found.partitions, STATS_READ):
             prog.set_label(pd.name)
-            segments, found_problems = partition_stats(pd, on_chunk=advance, on_problem=say)
+            segments, found_problems = partition_stats(pd, on_chunk=advance, on_problem=say, read=(chunks, report))
             problems += found_problems
             results.append((partition_label(pd, found), pd.topic, pd.partition, pd, segments))
         for f in files:
@@ -94,7 +97,7 @@ def run(args, console):
         for line in _table(results, args.partitions_only):
             console.write(line)
         for label, _topic, _part, where, segs in results:
-            below = _totals(segs).below_log_start
+            below = sum(a.below_log_start for a in segs.values())     # (as their totals count them)
             if below:
                 console.info(f"kafkafmt: {label}: {below_log_start_text(below)} (its log start offset is "
                              f"{where.earliest()})")

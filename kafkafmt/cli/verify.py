@@ -36,7 +36,8 @@ import time
 
 import numpy as np
 
-from kafkafmt.report.checks import Checker, SegmentInfo
+from kafkafmt.read import iter_partitions_with
+from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, SegmentInfo
 from kafkafmt.report.problems import Problem
 
 from kafkafmt.cli.usage import UsageError
@@ -114,9 +115,10 @@ class Verifier(Checker):
             self.c.progress = self.progress = prog
             for w in found.leftovers:
                 self.add(w)
-            for pd in found.partitions:
+            # many small partitions read in one pass, each checked as its own read shows it
+            for pd, chunks, report in iter_partitions_with(found.partitions, PARTITION_CHECK_READ):
                 prog.set_label(pd.name)
-                self.partition(pd)
+                self.partition(pd, read=(chunks, report))
             for f in found.files:
                 self.file(f, given=f in given)
             prog.close()

@@ -22,6 +22,7 @@ import numpy as np
 
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.log._names import segment_base
+from kafkafmt.log._taskreader import WHOLE_RANGE_RATIO
 from kafkafmt.record import Labels, RangeDecoder, Table, scan_ranges
 
 __all__ = ["Unit", "read_units", "SMALL_UNIT_BYTES", "GROUP_BYTES"]
@@ -48,18 +49,22 @@ class Unit:
     error: object = None
 
 
-def _bulk_bytes(unit, options):
+def _bulk_bytes(unit, options, low_start=False, chunk_bytes=None):
     """The segment bytes of a unit read in bulk, or None when it must be read on its own: a segment not
     local, not read whole or bounded (an offset range, read_committed), binary views (they would point
-    into a reused buffer), or more than `SMALL_UNIT_BYTES`."""
+    into a reused buffer), or more than `SMALL_UNIT_BYTES`. ``low_start``: a start offset not above the
+    segment's base offset is taken (its records are checked against it once decoded). ``chunk_bytes``: only
+    segments `read_task` reads in one chunk of that many bytes."""
     if unit.tasks is None or options.binary != "contiguous":
         return None
     total = 0
     for t in unit.tasks:
         seg = t.segment
+        low = t.start_offset is None or (low_start and t.start_offset <= seg.base_offset)
         if seg.remote is not None or not seg.storage.is_local or t.aborted is not None or t.lso is not None \
-                or t.start_offset is not None or t.end_offset is not None or t.start_pos != 0 \
-                or t.stop_pos != seg.size or segment_base(seg.log) is None:
+                or not low or t.end_offset is not None or t.start_pos != 0 \
+                or t.stop_pos != seg.size or segment_base(seg.log) is None \
+                or (chunk_bytes is not None and t.stop_pos * WHOLE_RANGE_RATIO > chunk_bytes):
             return None
         total += t.stop_pos
         if total > SMALL_UNIT_BYTES:
@@ -67,10 +72,14 @@ def _bulk_bytes(unit, options):
     return total
 
 
-def read_units(units, options, *, chain=True, max_bytes=None, group_bytes=GROUP_BYTES, expected_bytes=None):
+def read_units(units, options, *, chain=True, max_bytes=None, group_bytes=GROUP_BYTES, expected_bytes=None,
+               per_unit=False, chunk_bytes=None):
     """Read units (`Unit`) in order; yields ``("records", records, unit indices)`` for pieces read in bulk
     and ``("fallback", index, None)`` for a unit the caller reads itself (on its own, the usual way), in
-    unit order.
+    unit order. ``per_unit``: each unit of a piece yielded as ``("chunks", [records of each task], index)``
+    instead, the chunks as `kafkafmt.log._taskreader.read_task` yields a small task's one chunk (with
+    ``max_bytes=chunk_bytes``: a unit with a segment it would read in several chunks falls back); a start
+    offset not above a segment's base offset is then taken too.
 
     Parameters
     ----------
@@ -90,12 +99,12 @@ def read_units(units, options, *, chain=True, max_bytes=None, group_bytes=GROUP_
         About how many segment bytes the units hold (the outputs are sized once for them).
     """
     seen = []                   # the units so far (units may be a generator: planned as they come)
-    piece = _Piece(seen, options, expected_bytes, max_bytes)
+    piece = _Piece(seen, options, expected_bytes, max_bytes, per_unit)
     group, gbytes = [], 0
     buf = _Buffer()
     for i, unit in enumerate(units):
         seen.append(unit)
-        nbytes = _bulk_bytes(unit, options)
+        nbytes = _bulk_bytes(unit, options, low_start=per_unit, chunk_bytes=chunk_bytes)
         if nbytes is None:
             yield from _group(seen, group, piece, buf, options, chain)
             group, gbytes = [], 0
@@ -225,8 +234,9 @@ def _add_run(run, piece, buf, table, first, count, starts, tasks, unit_of, units
 class _Piece:
     """The units decoded into one set of outputs since the last cut, and what labels their records."""
 
-    def __init__(self, units, options, expected_bytes=None, max_bytes=None):
+    def __init__(self, units, options, expected_bytes=None, max_bytes=None, per_unit=False):
         self.all_units = units
+        self.per_unit = per_unit
         self.options = options
         self.expected = expected_bytes
         self.max_bytes = max_bytes
@@ -280,6 +290,13 @@ class _Piece:
         batch_unit, segment = table.pop("unit"), table.pop("segment")
         recs = self.decoder.finish(table)
         self._reset()
+        if self.per_unit:
+            for i, unit, chunks in zip(indices, units, _unit_chunks(recs, units, batch_unit, segment)):
+                # a record below its task's start offset (a damaged offset delta): the usual read leaves it out
+                low = any(t.start_offset is not None and len(c) and int(c.offset.min()) < t.start_offset
+                          for t, c in zip(unit.tasks, chunks))
+                yield ("fallback", i, None) if low else ("chunks", chunks, i)
+            return
         yield ("records", _labelled(recs, units, batch_unit, segment), indices)
 
 
@@ -353,6 +370,45 @@ def _labelled(recs, units, batch_unit, segment):
                         log_dir=_labels([u.log_dir for u in units], rec_unit),
                         partition=None if len(partition) and (partition == -1).all() else partition, batches=Table(cols),
                         controls=controls, report=report)
+
+
+def _unit_chunks(recs, units, batch_unit, segment):
+    """The chunks of each unit of a piece's (unlabelled) records, in order: one `Records` per task (segment)
+    as `kafkafmt.log._taskreader.read_task` yields it -- the task's batches (with their ``segment``), its
+    records and control records numbered within it, labelled with the unit's topic, partition and log dir,
+    its file and valid bytes (the whole segment), ``report`` the unit's."""
+    nb = len(batch_unit)
+    out = [[] for _ in units]
+    if not nb:
+        return out
+    # the tasks: runs of one unit and one segment (a unit's tasks are its segments, in order)
+    edges = np.concatenate(([0], np.flatnonzero((batch_unit[1:] != batch_unit[:-1]) | (segment[1:] != segment[:-1]))
+                            + 1, [nb])).astype(np.int64)
+    task_unit = batch_unit[edges[:-1]].tolist()
+    rec_edges = np.searchsorted(recs.batch_index, edges).tolist()
+    controls = recs.controls
+    ctl_edges = np.searchsorted(controls["batch_index"], edges).tolist() if len(controls) else None
+    bidx = recs.batch_index
+    columns = {name: recs.batches[name] for name in recs.batches.columns}
+    sides = {name: recs.decoded(name) for name in ("key", "value", "headers")}
+    edges = edges.tolist()
+    for k, j in enumerate(task_unit):
+        task = units[j].tasks[len(out[j])]
+        lo, hi, r_lo, r_hi = edges[k], edges[k + 1], rec_edges[k], rec_edges[k + 1]
+        batches = {name: col[lo:hi] for name, col in columns.items()}
+        batches["segment"] = segment[lo:hi]
+        ctl = controls
+        if ctl_edges is not None:
+            ctl = Table({name: controls[name][ctl_edges[k]:ctl_edges[k + 1]] for name in controls.columns})
+            ctl = ctl.with_column("batch_index", ctl["batch_index"] - np.int32(lo))
+        unit = units[j]
+        out[j].append(recs.replace(
+            offset=recs.offset[r_lo:r_hi], timestamp=recs.timestamp[r_lo:r_hi],
+            timestamp_type=recs.timestamp_type[r_lo:r_hi], batch_index=(bidx[r_lo:r_hi] - lo).astype(np.int32),
+            **{name: None if col is None else col[r_lo:r_hi] for name, col in sides.items()},
+            batches=Table(batches), controls=ctl, topic=unit.topic, partition=unit.partition, log_dir=unit.log_dir,
+            report=unit.report, file=task.segment.url, valid_bytes=task.stop_pos, trailing_bytes=0, tail=None))
+    return out
 
 
 def _labels(names_of_units, rec_unit):

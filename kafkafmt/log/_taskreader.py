@@ -12,10 +12,10 @@ from kafkafmt.log._framing import entry_size_at, scan_range
 from kafkafmt.log._ranges import read_range
 from kafkafmt.log._transactions import committed_mask
 
-__all__ = ["read_task", "read_tasks"]
+__all__ = ["read_task", "read_tasks", "WHOLE_RANGE_RATIO"]
 
 
-_WHOLE_RANGE_RATIO = 64   # decoded bytes per stored byte no real batch exceeds (read_task's first chunk)
+WHOLE_RANGE_RATIO = 64   # decoded bytes per stored byte no real batch exceeds (read_task's first chunk)
 
 
 def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20, after=None):
@@ -34,7 +34,7 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
             if ratio != float("inf"):
                 budget = int(max_bytes / max(ratio, 1.0))
             else:   # nothing decoded yet: one batch shows the ratio, unless any ratio would fit anyway
-                budget = stop - pos if max_bytes >= (stop - pos) * _WHOLE_RANGE_RATIO else 0
+                budget = stop - pos if max_bytes >= (stop - pos) * WHOLE_RANGE_RATIO else 0
             heads, _ = scan_range(f, pos, min(stop, pos + budget))
             if len(heads):
                 chunk_stop = int(heads["position"][-1] + heads["size"][-1])

@@ -38,7 +38,7 @@ from kafkafmt.log import Unit, read_units
 from kafkafmt.values import FailedValues, decode_values, empty_typed, gather_views, get_format
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment", "read_log_dir_with",
-           "read_log_dirs_with", "iter_log_dir_with", "iter_log_dirs_with", "read_segment_with"]
+           "read_log_dirs_with", "iter_log_dir_with", "iter_log_dirs_with", "read_segment_with", "iter_partitions_with"]
 
 # Each reader names its options in its signature (keyword-only), packs them into a `ReadOptions`
 # (`ReadOptions.of(locals())`, its first line) and hands them to its ``*_with`` form, which the doors (the
@@ -257,6 +257,59 @@ def _read_tasks_parallel(tasks, report, options, errors, threads):
     finally:
         for fut in futures:
             fut.cancel()
+
+
+def iter_partitions_with(parts, options, *, typed=None):
+    """Each partition of ``parts`` (`Partition` s) in order as ``(partition, chunks, report)``: ``chunks``
+    what ``iter_log_dir_with(partition, options, report=report)`` yields, to be consumed before the next
+    partition is asked for. Many small partitions are read in one pass (`kafkafmt.log.read_units`: one
+    buffer, one scan, one kernel pass), each yielding the chunks its usual read would (one per segment,
+    with the same records, batches, control records and report); the others -- and any not clean whole
+    segments -- are read the usual way, in their place, with the tasks already planned. ``typed``: as
+    `iter_log_dir_with`'s (typed values are read partition by partition)."""
+    untyped = options.value_format is None and options.key_format is None
+    if (typed.active if typed is not None else not untyped) or options.binary != "contiguous" \
+            or options.isolation == "read_committed":
+        for part in parts:
+            report = []
+            yield part, iter_log_dir_with(part, options, report=report, typed=typed), report
+        return
+    typed = options.open_typed(None) if typed is None else typed
+    decoding = _decoding(options, typed)
+    parts = list(parts)
+    units = [None] * len(parts)
+
+    def usual(unit, part):
+        if unit.error is not None:
+            raise unit.error
+        yield from _read_planned(part, unit.tasks, unit.report, decoding, errors=options.errors,
+                                 max_bytes=options.max_bytes, keep_empty=options.keep_empty, whole_tasks=False,
+                                 typed=typed, committed=False)
+
+    for kind, x, i in read_units(_planned_units(parts, options, units), decoding.replace(threads=1), chain=True,
+                                 max_bytes=_PIECE_BYTES, per_unit=True, chunk_bytes=options.max_bytes):
+        if kind == "fallback":
+            i = x
+        unit = units[i]
+        yield parts[i], (iter(x) if kind == "chunks" else usual(unit, parts[i])), unit.report
+        units[i] = None              # (read: its planned tasks go)
+
+
+#: segment bytes of the partitions `iter_partitions_with` reads in one pass before yielding them
+_PIECE_BYTES = 4 << 20
+
+
+def _planned_units(parts, options, units, first=0):
+    """The `Unit` of each partition, planned when asked for (a planning error kept for its turn: raised
+    where its read would raise it), each also stored as ``units[first + k]``."""
+    for k, p in enumerate(parts):
+        unit = Unit(None, p.topic, p.partition, p.log_dir_url)
+        try:
+            unit.tasks = _plan_partition(p, unit.report, options)
+        except Exception as exc:       # noqa: BLE001 - raised in its turn, as its own read would
+            unit.error = exc
+        units[first + k] = unit
+        yield unit
 
 
 @document_options
@@ -596,17 +649,7 @@ def _read_bulk(found, report, typed, options):
     The parts to concatenate, in order; each partition's report entries appended to `report` in order."""
     decoding = _decoding(options, typed)
     committed = options.isolation == "read_committed"
-    units = []
-
-    def planned():
-        for p in found:
-            unit = Unit(None, p.topic, p.partition, p.log_dir_url)
-            try:
-                unit.tasks = _plan_partition(p, unit.report, options)
-            except Exception as exc:       # noqa: BLE001 - raised in its turn, as a serial read would
-                unit.error = exc
-            units.append(unit)
-            yield unit
+    units = [None] * len(found)
 
     n = resolve_threads(options.threads)
     # partitions read the usual way: one at a time with every thread, or (threads > 1) several at once,
@@ -628,21 +671,21 @@ def _read_bulk(found, report, typed, options):
     parts = []          # Records, or a pool's future of one (or of a share's parts)
     try:
         if pool is None:
-            for kind, x, _ in read_units(planned(), decoding.replace(threads=1), chain=True,
+            for kind, x, _ in read_units(_planned_units(found, options, units), decoding.replace(threads=1), chain=True,
                                          expected_bytes=sum(map(log_bytes, found)) or None):
                 parts.append(x if kind == "records" else usual(x))
         else:
-            # threads: the partitions planned (planning errors wait for their turn), then shared out in
-            # contiguous runs of about equal bytes, each run read in bulk by a thread of its own
-            list(planned())
+            # threads: the partitions shared out in contiguous runs of about equal bytes (their listed .log
+            # sizes), each run planned and read in bulk by a thread of its own
             sizes = np.cumsum([log_bytes(p) for p in found])
             cuts = np.searchsorted(sizes, sizes[-1] * np.arange(1, n) / n, side="right") if sizes[-1] else []
             edges = sorted({0, len(found), *[int(c) for c in cuts]})
 
             def share(lo, hi):
                 out = []
-                for kind, x, _ in read_units(units[lo:hi], decoding.replace(threads=1), chain=True,
-                                             expected_bytes=int(sizes[hi - 1] - (sizes[lo - 1] if lo else 0)) or None):
+                expected = int(sizes[hi - 1] - (sizes[lo - 1] if lo else 0)) or None
+                for kind, x, _ in read_units(_planned_units(found[lo:hi], options, units, lo),
+                                             decoding.replace(threads=1), chain=True, expected_bytes=expected):
                     out.append(x if kind == "records" else pool.submit(usual, lo + x))
                 return out
 

@@ -11,8 +11,9 @@ import numpy as np
 from kafkafmt.log import (DEFAULT_REPLICAS, RECOVERY_POINT_CHECKPOINT, REPLICAS, REPLICATION_CHECKPOINT, ReportKind,
                           discover, log_dir_offsets)
 from kafkafmt.log import segment_base
-from kafkafmt.report.checks import check_partition
-from kafkafmt.report.figures import partition_stats, totals
+from kafkafmt.read import iter_partitions_with
+from kafkafmt.report.checks import PARTITION_CHECK_READ, check_partition
+from kafkafmt.report.figures import STATS_READ, partition_stats, totals
 from kafkafmt.report.lag import committed_offsets, consumer_lag
 from kafkafmt.report.problems import report_problem
 
@@ -105,8 +106,12 @@ class _Tracker:
         is_ctl = np.asarray(b["is_control"], bool)
         if len(bidx):
             ts = np.asarray(chunk.timestamp, np.int64)[~is_ctl[bidx]]
-            ts = ts[ts >= 0]
-            for m, n in zip(*np.unique(ts // MINUTE_MS, return_counts=True)):
+            minutes = ts[ts >= 0] // MINUTE_MS
+            if len(minutes) and minutes[0] == minutes[-1] and (minutes == minutes[0]).all():
+                counted = ([minutes[0]], [len(minutes)])        # (all in one minute: at once)
+            else:
+                counted = np.unique(minutes, return_counts=True)
+            for m, n in zip(*counted):
                 self.minutes[int(m)] = self.minutes.get(int(m), 0) + int(n)
         c = chunk.controls
         if len(c):
@@ -117,7 +122,8 @@ class _Tracker:
                 if d is not None:
                     d[m] = d.get(m, 0) + 1
         segs = np.asarray(b["segment"], np.int64) if "segment" in b.columns else np.zeros(nb, np.int64)
-        keep = np.unique(np.linspace(0, nb - 1, min(nb, SAMPLES_PER_CHUNK)).astype(np.int64))
+        keep = np.arange(nb) if nb <= SAMPLES_PER_CHUNK else \
+            np.unique(np.linspace(0, nb - 1, SAMPLES_PER_CHUNK).astype(np.int64))
         self.samples.append(np.stack([segs[keep], np.asarray(b["position"], np.int64)[keep],
                                       np.asarray(b["base_offset"], np.int64)[keep],
                                       np.asarray(b["last_offset"], np.int64)[keep],
@@ -208,7 +214,11 @@ class Builder:
             if progress is not None:
                 progress.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
 
-        for part in self.partitions:
+        # many small partitions read in one pass (once for the figures, once for the checks), each one's
+        # figures and problems as its own reads give them
+        stats_reads = iter_partitions_with(self.partitions, STATS_READ)
+        check_reads = iter_partitions_with(self.partitions, PARTITION_CHECK_READ) if self.checks else None
+        for part, chunks, report in stats_reads:
             name = self.label(part)
             if progress is not None:
                 progress.set_label(name)
@@ -219,8 +229,12 @@ class Builder:
                 advance(chunk)
 
             segs_listed = self._segments[id(part)]
-            segments, stat_problems = partition_stats(part, on_chunk=on_chunk)
-            problems = check_partition(part, on_chunk=advance) if self.checks else stat_problems
+            segments, stat_problems = partition_stats(part, on_chunk=on_chunk, read=(chunks, report))
+            if check_reads is not None:
+                _, check_chunks, check_report = next(check_reads)
+                problems = check_partition(part, on_chunk=advance, read=(check_chunks, check_report))
+            else:
+                problems = stat_problems
             t = totals(segments)
             by_topic.setdefault(part.topic, []).append(t)
             if t.last_ts is not None:

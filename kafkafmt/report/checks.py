@@ -31,7 +31,8 @@ from kafkafmt.record import Table
 from kafkafmt.report.figures import CHUNK_BYTES
 from kafkafmt.report.problems import Problem, report_problem
 
-__all__ = ["Checker", "SegmentInfo", "concat_batches", "check_partition", "not_kafka_file"]
+__all__ = ["Checker", "SegmentInfo", "concat_batches", "check_partition", "not_kafka_file", "CHECK_READ",
+           "PARTITION_CHECK_READ"]
 
 BATCH_COLUMNS = ("position", "size", "base_offset", "last_offset", "max_timestamp", "producer_id", "is_control",
                  "magic")
@@ -46,8 +47,15 @@ def concat_batches(tables):
     return Table.concat([Table({c: t[c] for c in names}) for t in tables])
 
 
+#: how the checks read a log: every batch's offsets and timestamps, salvaging, CRCs checked, control records too
+CHECK_READ = ReadOptions(errors="salvage", verify_crc=True, include_control=True, columns=["offset", "timestamp"],
+                         max_bytes=CHUNK_BYTES)
+#: how they read a partition: every byte of its files, also below a log start offset that DeleteRecords moved
+PARTITION_CHECK_READ = CHECK_READ.replace(start_offset=0, keep_empty=True)
+
+
 def _read_from_zero(part, report, options):
-    """Every byte of a partition's files, also below a log start offset that DeleteRecords moved."""
+    """Every byte of a partition's files (`PARTITION_CHECK_READ`)."""
     return iter_log_dir_with(part, options.replace(start_offset=0, keep_empty=True), report=report)
 
 
@@ -118,7 +126,10 @@ class Checker:
         self.add(Problem("warning", file, message, position))
 
     # -- partitions --------------------------------------------------------------------------------
-    def partition(self, pd):
+    def partition(self, pd, read=None):
+        """Check a partition (`Partition`): its log, its segments' side files, its other files. ``read``:
+        ``(chunks, report)`` of its read with `PARTITION_CHECK_READ` when under way already
+        (``kafkafmt.read.iter_partitions_with`` reads many small partitions in one pass)."""
         self.n_partitions += 1
         report = []
         segments = pd.list_segments(report)
@@ -132,7 +143,7 @@ class Checker:
         # every byte of the files, also below a log start offset that DeleteRecords moved (an explicit
         # start below it reads what is still on disk)
         self.read_log(_read_from_zero, (pd,), infos,
-                      log_start=pd.earliest(segments) if pd.log_start_offset is not None else None)
+                      log_start=pd.earliest(segments) if pd.log_start_offset is not None else None, read=read)
         for s in segments:
             self.side_files(s, infos[s.base_offset])
         if pd.segments is None:       # a folder (not tiered uploads): its other files
@@ -141,18 +152,20 @@ class Checker:
                 if kind in ("producer-snapshot", "leader-epoch", "partition-metadata") and not is_leftover_file(name):
                     self.other_file(full, kind, functools.partial(_side_file, pd, name, full))
 
-    def read_log(self, source, source_args, infos, file_label=None, log_start=None):
+    def read_log(self, source, source_args, infos, file_label=None, log_start=None, read=None):
         """Stream the records (salvaging) and check batches and offsets; fills infos per segment.
-        ``source(*source_args, report, options)`` gives the chunks, read with ``options`` (a
-        `kafkafmt.read.ReadOptions`). Records below ``log_start`` are checked and counted apart
-        (`n_below_log_start`)."""
-        report = []
+        ``source(*source_args, report, options)`` gives the chunks, read with ``options`` (`CHECK_READ`),
+        unless ``read`` gives them: ``(chunks, report)``. Records below ``log_start`` are checked and
+        counted apart (`n_below_log_start`)."""
+        if read is None:
+            report = []
+            chunks = source(*source_args, report, CHECK_READ)
+        else:
+            chunks, report = read
         seen = 0
         prev_last = None      # last offset of the previous batch
         prev_file = None
-        options = ReadOptions(errors="salvage", verify_crc=True, include_control=True, columns=["offset", "timestamp"],
-                              max_bytes=CHUNK_BYTES)
-        for chunk in source(*source_args, report, options):
+        for chunk in chunks:
             seen = self._report(report, seen, infos, file_label)
             b = chunk.batches
             nb = len(b)
@@ -163,7 +176,18 @@ class Checker:
             last = np.asarray(b["last_offset"], np.int64)
             pos = np.asarray(b["position"], np.int64)
             order = np.lexsort((pos, segs))
-            for i in order.tolist():
+            # (each batch's checks at once; the loop below says the problems, in order, when there are any)
+            lo_o, la_o, seg_o = base[order], last[order], segs[order]
+            before = np.maximum.accumulate(la_o)
+            if prev_last is not None:
+                before = np.maximum(before, prev_last)
+            clean = not ((la_o < lo_o).any() or (lo_o[1:] <= before[:-1]).any()
+                         or (prev_last is not None and lo_o[0] <= prev_last)
+                         or (file_label is None and any(s in infos for s in np.unique(seg_o[lo_o < seg_o]).tolist())))
+            if clean:
+                prev_last = int(before[-1])
+                prev_file = self._file_of(int(seg_o[-1]), infos, file_label)
+            for i in ([] if clean else order.tolist()):
                 seg = int(segs[i])
                 info = infos.get(seg)
                 f = self._file_of(seg, infos, file_label)
@@ -414,8 +438,9 @@ def not_kafka_file(storage, path):
     return None if why is None else f"not a Kafka log segment: {why}"
 
 
-def check_partition(part, on_problem=None, on_chunk=None):
-    """The `Problem` s of one partition (`kafkafmt.log._discovery.Partition`), as ``kafkafmt verify`` lists them."""
+def check_partition(part, on_problem=None, on_chunk=None, read=None):
+    """The `Problem` s of one partition (`kafkafmt.log._discovery.Partition`), as ``kafkafmt verify`` lists them
+    (``read``: as `Checker.partition`'s)."""
     c = Checker(on_problem, on_chunk)
-    c.partition(part)
+    c.partition(part, read=read)
     return c.problems

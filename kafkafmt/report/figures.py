@@ -27,12 +27,12 @@ import collections
 
 import numpy as np
 
-from kafkafmt.read import iter_log_dir
+from kafkafmt.read import ReadOptions, iter_log_dir, iter_log_dir_with
 from kafkafmt.log import segment_base
 from kafkafmt.record import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 from kafkafmt.report.problems import report_problem
 
-__all__ = ["Acc", "PartitionStats", "partition_stats", "totals", "CHUNK_BYTES", "below_log_start_text"]
+__all__ = ["Acc", "PartitionStats", "partition_stats", "totals", "STATS_READ", "CHUNK_BYTES", "below_log_start_text"]
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
 
@@ -104,6 +104,17 @@ class Acc:
         }
 
 
+def _whole(x):
+    return x
+
+
+def _distinct(x):
+    """The distinct values of an array, in order, as a list (`numpy.unique`; at once when they are all one)."""
+    if len(x) and (x == x[0]).all():
+        return [x[0].item()]
+    return np.unique(x).tolist()
+
+
 def _min(a, b):
     return b if a is None else a if b is None else min(a, b)
 
@@ -160,42 +171,53 @@ class PartitionStats:
         if len(c):
             for bi, t in zip(np.asarray(c["batch_index"], np.int64).tolist(), c["type"].tolist()):
                 ctl_type_by_batch.setdefault(bi, t)
-        for s in np.unique(segs).tolist():
+        useg = _distinct(segs)
+        for s in useg:
             a = self.seg(s)
-            bm = segs == s
-            rm = bm[bidx] if len(bidx) else np.zeros(0, bool)
-            dm = rm & ~rec_ctl
-            a.batches += int(bm.sum())
-            a.batch_bytes += int(size[bm].sum())
-            a.payload_bytes += int(batch_payload[bm].sum())
-            for cd in np.unique(codec[bm]).tolist():
-                cm = bm & (codec == cd)
+            if len(useg) == 1:          # (a chunk of one segment, as reads give them: no selection)
+                bsel = rsel = _whole
+            else:
+                bm = segs == s
+                rm = bm[bidx] if len(bidx) else np.zeros(0, bool)
+                bsel, rsel = (lambda x, m=bm: x[m]), (lambda x, m=rm: x[m])
+            sz, cod, mag, bp = bsel(size), bsel(codec), bsel(magic), bsel(batch_payload)
+            ctl_r = rsel(rec_ctl)
+            data_r = ~ctl_r
+            a.batches += len(sz)
+            a.batch_bytes += int(sz.sum())
+            a.payload_bytes += int(bp.sum())
+            for cd in _distinct(cod):
+                cm = cod == cd
                 name = CODEC_NAMES.get(cd, str(cd))
                 a.codecs[name] += int(cm.sum())
-                a.codec_stored[name] += int(size[cm].sum())
-                a.codec_payload[name] += int(batch_payload[cm].sum())
-            for m in np.unique(magic[bm]).tolist():
-                a.magics[m] += int((bm & (magic == m)).sum())
-            for t in np.unique(tst[bm]).tolist():
-                a.timestamp_types[TIMESTAMP_TYPES.get(t, str(t))] += int((bm & (tst == t)).sum())
-            a.records += int(dm.sum())
-            a.control_records += int((rm & rec_ctl).sum())
-            a.first_offset = _min(a.first_offset, int(offs_first[bm].min()))
-            a.last_offset = _max(a.last_offset, int(offs_last[bm].max()))
-            good_ts = ts[dm]
+                a.codec_stored[name] += int(sz[cm].sum())
+                a.codec_payload[name] += int(bp[cm].sum())
+            for m in _distinct(mag):
+                a.magics[m] += int((mag == m).sum())
+            tst_s = bsel(tst)
+            for t in _distinct(tst_s):
+                a.timestamp_types[TIMESTAMP_TYPES.get(t, str(t))] += int((tst_s == t).sum())
+            a.records += int(data_r.sum())
+            a.control_records += int(ctl_r.sum())
+            a.first_offset = _min(a.first_offset, int(bsel(offs_first).min()))
+            a.last_offset = _max(a.last_offset, int(bsel(offs_last).max()))
+            good_ts = rsel(ts)[data_r]
             a.no_timestamp += int((good_ts < 0).sum())
             good_ts = good_ts[good_ts >= 0]
             if len(good_ts):
                 a.first_ts = _min(a.first_ts, int(good_ts.min()))
                 a.last_ts = _max(a.last_ts, int(good_ts.max()))
-            a.producers.update(np.unique(pid[bm & (pid >= 0)]).tolist())
-            a.txn_batches += int((bm & txn & ~is_ctl).sum())
-            a.txn_records += int(data_per_batch[bm & txn & ~is_ctl].sum())
-            a.tombstones += int((value_null & dm).sum())
-            a.with_headers += int(((hcount > 0) & dm).sum())
-            v2 = bm & (magic >= 2)
+            pid_s = bsel(pid)
+            a.producers.update(_distinct(pid_s[pid_s >= 0]))
+            txn_s = bsel(txn) & ~bsel(is_ctl)
+            a.txn_batches += int(txn_s.sum())
+            a.txn_records += int(bsel(data_per_batch)[txn_s].sum())
+            a.tombstones += int((rsel(value_null) & data_r).sum())
+            a.with_headers += int(((rsel(hcount) > 0) & data_r).sum())
+            v2 = mag >= 2
             if v2.any():
-                lo, hi = int(epoch[v2].min()), int(epoch[v2].max())
+                ep = bsel(epoch)[v2]
+                lo, hi = int(ep.min()), int(ep.max())
                 a.epochs = (lo, hi) if a.epochs is None else (min(a.epochs[0], lo), max(a.epochs[1], hi))
         if len(c):
             for t in c["type"].tolist():
@@ -204,8 +226,8 @@ class PartitionStats:
             for t, s in zip(c["type"].tolist(), ctl_seg.tolist()):
                 self.seg(s).controls[CONTROL_TYPES.get(t, str(t))] += 1
         # transactions, in log order: records of a producer's open transaction, then its marker
-        order = np.argsort(np.asarray(b["position"], np.int64) + segs * 0, kind="stable")
-        for i in order[txn[order]].tolist():
+        order = np.argsort(np.asarray(b["position"], np.int64) + segs * 0, kind="stable") if txn.any() else []
+        for i in order[txn[order]].tolist() if len(order) else ():
             p = int(pid[i])
             s = int(segs[i])
             if not is_ctl[i]:
@@ -241,14 +263,25 @@ class PartitionStats:
         return len(report), out
 
 
-def partition_stats(part, *, on_chunk=None, on_problem=None, max_bytes=CHUNK_BYTES):
+#: how the figures read a partition: every batch (salvaging, CRCs checked, control records included)
+STATS_READ = ReadOptions(max_bytes=CHUNK_BYTES, keep_empty=True, errors="salvage", verify_crc=True,
+                         include_control=True)
+
+
+def partition_stats(part, *, on_chunk=None, on_problem=None, max_bytes=CHUNK_BYTES, read=None):
     """Per-segment figures of a partition (`kafkafmt.log._discovery.Partition`), from its log start offset.
 
     Every batch is read (salvaging, CRCs checked, control records included); ``on_chunk(records)``
     sees each chunk as it is read (progress, timelines), ``on_problem(problem)`` each problem found.
+    ``read``: ``(chunks, report)`` of the partition's read with `STATS_READ` when under way already
+    (``kafkafmt.read.iter_partitions_with(partitions, STATS_READ)`` reads many small ones in one pass).
     Returns ``(segments, problems)``: ``{base offset: Acc}`` in offset order (every segment listed,
     empty ones too) and the `Problem` s of the read."""
-    report = []
+    if read is None:
+        report = []
+        chunks = iter_log_dir_with(part, STATS_READ.replace(max_bytes=max_bytes), report=report)
+    else:
+        chunks, report = read
     ps = PartitionStats()
     sizes = {}
     segments = part.list_segments()
@@ -257,8 +290,7 @@ def partition_stats(part, *, on_chunk=None, on_problem=None, max_bytes=CHUNK_BYT
         sizes[seg.base_offset] = seg.size
     seen = 0
     problems = []
-    for chunk in iter_log_dir(part, report=report, max_bytes=max_bytes, keep_empty=True, errors="salvage",
-                              verify_crc=True, include_control=True):
+    for chunk in chunks:
         ps.add(chunk)
         if on_chunk is not None:
             on_chunk(chunk)

@@ -1,0 +1,199 @@
+"""Many small partitions behind every door: `kafkafmt.read.iter_partitions_with` reads them in one pass and
+gives each partition the chunks, records and report entries its own read gives; ``stats``, ``verify``,
+``report`` and ``export`` read through it, their outputs byte for byte those of a read partition by
+partition -- on generated log dirs (clean and damaged), the sample and the real corpus."""
+import importlib
+import json
+import os
+import re
+import shutil
+import struct
+
+import pytest
+
+import kafkafmt.cli.export
+import kafkafmt.cli.stats
+import kafkafmt.cli.verify
+import kafkafmt.read._readers as readers
+from kafkafmt.cli import main
+from kafkafmt.log import discover
+from kafkafmt.read import ReadOptions, iter_log_dir_with, iter_partitions_with
+from kafkafmt.report.checks import PARTITION_CHECK_READ
+from kafkafmt.report.figures import STATS_READ
+
+from test_many_partitions import assert_same, many, write  # noqa: F401 (the fixture and its writer)
+
+#: the modules that read partitions through iter_partitions_with
+DOORS = (kafkafmt.cli.stats, kafkafmt.cli.verify, importlib.import_module("kafkafmt.report.build"), kafkafmt.cli.export)
+
+
+def partition_by_partition(parts, options, *, typed=None):
+    """The reference: each partition read on its own (`iter_log_dir_with`), as the commands read before."""
+    for part in parts:
+        report = []
+        yield part, iter_log_dir_with(part, options, report=report, typed=typed), report
+
+
+@pytest.fixture
+def bulk_used(monkeypatch):
+    """Counts the partitions read in one pass and those read the usual way."""
+    seen = {"chunks": 0, "fallback": 0, "records": 0}
+    real = readers.read_units
+
+    def counting(*args, **kwargs):
+        for kind, x, idx in real(*args, **kwargs):
+            seen[kind] += 1
+            yield kind, x, idx
+
+    monkeypatch.setattr(readers, "read_units", counting)
+    return seen
+
+
+@pytest.fixture
+def damaged(many, tmp_path):  # noqa: F811
+    """The generated log dir with damage of every kind among its partitions."""
+    root = shutil.copytree(many, tmp_path / "damaged" / "kafka-logs")
+
+    def log(name, k=0):
+        return root / name / sorted(p for p in os.listdir(root / name) if p.endswith(".log"))[k]
+
+    seg = log("events-6")                                     # a CRC mismatch
+    data = bytearray(seg.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    seg = log("events-3")                                     # a cut-off tail
+    seg.write_bytes(seg.read_bytes()[:-7])
+    seg = log("orders-12", -1)                                # a zero-filled tail
+    seg.write_bytes(seg.read_bytes() + bytes(4096))
+    seg = log("orders-4")                                     # cut off before later segments
+    seg.write_bytes(seg.read_bytes()[:-5])
+    seg = log("events-0")                                     # a damaged base offset (outside the CRC)
+    data = bytearray(seg.read_bytes())
+    struct.pack_into(">q", data, 12 + struct.unpack_from(">i", data, 8)[0], 10_000)
+    seg.write_bytes(bytes(data))
+    for f in (root / "events-11").iterdir():                  # no index files
+        if f.suffix in (".index", ".timeindex"):
+            f.unlink()
+    # records deleted below a log start offset (DeleteRecords), one inside a batch
+    (root / "log-start-offset-checkpoint").write_text("0\n2\norders-2 1010\nevents-5 40\n")
+    return root
+
+
+def read_through(root, options, reader):
+    out = []
+    for part, chunks, report in reader(discover([root]).partitions, options):
+        got = list(chunks)
+        out.append((part.name, got, [(e.kind, e.file, e.message, e.start, e.end, e.offset) for e in report]))
+        assert all(c.report is report for c in got)
+    return out
+
+
+def assert_same_chunks(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert_same(x, y)
+        assert (x.topic, x.partition) == (y.topic, y.partition)
+
+
+OPTION_SETS = [ReadOptions(), STATS_READ, PARTITION_CHECK_READ, ReadOptions(columns=["key", "headers"]),
+               ReadOptions(errors="salvage", start_offset=0, keep_empty=True)]
+
+
+@pytest.mark.parametrize("options", OPTION_SETS, ids=range(len(OPTION_SETS)))
+def test_each_partition_gets_its_own_reads_chunks(many, options, bulk_used):  # noqa: F811
+    got = read_through(many, options, iter_partitions_with)
+    want = read_through(many, options, partition_by_partition)
+    assert [(n, r) for n, _, r in got] == [(n, r) for n, _, r in want]
+    for (_, a, _), (_, b, _) in zip(got, want):
+        assert_same_chunks(a, b)
+    assert bulk_used["chunks"] == 60 and bulk_used["fallback"] == 0
+
+
+@pytest.mark.parametrize("options", OPTION_SETS[1:3], ids=["stats", "checks"])
+def test_damaged_partitions_are_read_the_usual_way(damaged, options, bulk_used):
+    got = read_through(damaged, options, iter_partitions_with)
+    want = read_through(damaged, options, partition_by_partition)
+    assert [(n, r) for n, _, r in got] == [(n, r) for n, _, r in want]
+    for (_, a, _), (_, b, _) in zip(got, want):
+        assert_same_chunks(a, b)
+    assert bulk_used["fallback"] >= 5 and bulk_used["chunks"] >= 40
+
+
+def test_a_planning_error_is_raised_in_its_turn(many, monkeypatch):  # noqa: F811
+    parts = discover([many]).partitions
+    bad = parts[3]
+    real = readers._plan_partition
+
+    def plan(part, report, options):
+        if part is bad:
+            raise OSError("gone")
+        return real(part, report, options)
+
+    monkeypatch.setattr(readers, "_plan_partition", plan)
+    it = iter_partitions_with(parts, STATS_READ)
+    for _ in range(3):
+        _, chunks, _ = next(it)
+        list(chunks)
+    part, chunks, _ = next(it)
+    assert part is bad
+    with pytest.raises(OSError, match="gone"):
+        list(chunks)
+
+
+# --- the commands ------------------------------------------------------------------------------------------
+
+def run(capsys, argv, out_file=None):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    out, err = (re.sub(r" in [0-9.]+ s\b", " in 0 s", re.sub(r'"seconds": ?[0-9.]+', '"seconds": 0', text))
+                for text in (out, err))
+    data = None
+    if out_file is not None and os.path.exists(out_file):
+        with open(out_file, "rb") as f:
+            data = f.read()
+        os.unlink(out_file)
+    return code, out, err, data
+
+
+COMMANDS = {
+    "stats": ["stats", "--no-progress"],
+    "stats-json": ["stats", "--json"],
+    "verify": ["verify", "--no-progress"],
+    "verify-json": ["verify", "--json"],
+    "report-json": ["report", "--json"],
+    "report-no-checks": ["report", "--json", "--no-checks"],
+    "export-jsonl": ["export", "--salvage", "--fail-on-data-loss", "false", "--to", "{out}.jsonl"],
+    "export-parquet": ["export", "--fail-on-data-loss", "false", "--batch-metadata", "--to", "{out}.parquet"],
+    "export-range": ["export", "--offset-range", "5:", "--to", "{out}.jsonl"],
+}
+
+
+def assert_commands_same(root, tmp_path, monkeypatch, capsys, commands=COMMANDS):
+    for name, argv in commands.items():
+        out = str(tmp_path / f"out-{name}")
+        argv = [a.format(out=out) for a in argv] + [str(root)]
+        target = next((a for a in argv if a.startswith(out)), None)
+        got = run(capsys, argv, target)
+        with monkeypatch.context() as m:
+            for door in DOORS:
+                m.setattr(door, "iter_partitions_with", partition_by_partition)
+            want = run(capsys, argv, target)
+        assert got == want, name
+
+
+@pytest.mark.parametrize("which", ["clean", "damaged"])
+def test_commands_read_many_partitions_in_one_pass(many, damaged, which, tmp_path, monkeypatch, capsys,  # noqa: F811
+                                                   bulk_used):
+    root = many if which == "clean" else damaged
+    assert_commands_same(root, tmp_path, monkeypatch, capsys)
+    assert bulk_used["chunks"] >= 40 * 8
+    if which == "damaged":
+        got = run(capsys, ["verify", "--json", root])
+        problems = [json.loads(line) for line in got[1].splitlines()]
+        assert got[0] == 1 and sum(p.get("severity") == "error" for p in problems) >= 4
+
+
+def test_commands_on_the_sample_and_the_real_corpus(sample, real_corpus, tmp_path, monkeypatch, capsys, bulk_used):
+    for root in [sample] + sorted((real_corpus / "broker-dirs").iterdir()):
+        assert_commands_same(root, tmp_path, monkeypatch, capsys)
+    assert bulk_used["chunks"] > 0
