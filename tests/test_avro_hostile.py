@@ -50,6 +50,9 @@ CASES = [
     ("huge negative count", rec({"type": "array", "items": "long"}), zigzag(-(2 ** 63)) + b"\x00", "block count", None),
     ("huge map", rec({"type": "map", "values": "null"}), zigzag(2 ** 40) + b"\x02a", "block count", True),
     ("string past the end", rec("string"), zigzag(2 ** 62) + b"abc", "past the end", True),
+    ("short string past the end", rec("string"), zigzag(5) + b"abc", "past the end", True),
+    ("short item past the end", rec({"type": "array", "items": "string"}), zigzag(1) + zigzag(3) + b"ab", "past the end",
+     True),
     ("bytes past the end", rec("bytes"), zigzag(4) + b"abc", "past the end", True),
     ("negative length", rec("string"), zigzag(-3) + b"abc", "negative length", None),
     ("varint of 11 bytes", rec("long"), b"\xff" * 10 + b"\x01", "varint", None),
@@ -284,3 +287,32 @@ def test_mutated_values_against_fastavro():
         elif theirs is not None:
             assert any(w in err for w in STRICTER), err
     assert agreed > 50
+
+
+def test_leaves_decoded_inline_at_their_limits_equal_fastavro():
+    """Fields, items and map values of one-byte varints (strings under 64 bytes, ints and longs in
+    [-64, 63]) are decoded without a call; at the limits on either side, and beside the other leaves
+    decoded in the loops, the values equal fastavro's."""
+    schema = {"type": "record", "name": "R", "fields": [
+        {"name": "s", "type": "string"}, {"name": "i", "type": "int"}, {"name": "l", "type": "long"},
+        {"name": "d", "type": "double"}, {"name": "o", "type": ["null", "string"]},
+        {"name": "t", "type": {"type": "int", "logicalType": "time-millis"}},
+        {"name": "a", "type": {"type": "array", "items": "string"}},
+        {"name": "m", "type": {"type": "map", "values": "long"}},
+        {"name": "n", "type": {"type": "array", "items": {"type": "record", "name": "N", "fields": [
+            {"name": "x", "type": "int"}, {"name": "y", "type": "double"}]}}}]}
+    parsed = fastavro.parse_schema(schema)
+    bodies = []
+    for k, n in enumerate([-65, -64, -63, -1, 0, 1, 62, 63, 64, 65, 127, 128]):
+        text = "é" * (abs(n) // 2) + "x" * (abs(n) % 2)
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, parsed, {
+            "s": text, "i": n, "l": n * (1 << 40) if k % 3 == 0 else n, "d": n / 7, "o": None if k % 2 else text,
+            "t": abs(n), "a": [text, "", "x" * abs(n)], "m": {text: n, "k" * abs(n): -n},
+            "n": [{"x": n, "y": float(n)}, {"x": -n, "y": -0.5}]})
+        bodies.append(out.getvalue())
+    dec = decode(schema, bodies, trailing="error")
+    assert dec.error_count == 0
+    expected = expected_pylist([fastavro_read(b, schema) for b in bodies], parse_schema(json.dumps(schema)))
+    assert same(plain(dec.values), expected)
+    dec.values.validate(full=True)

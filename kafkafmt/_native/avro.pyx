@@ -110,6 +110,9 @@ cdef enum:
     E_NOMEM = 101
 
 cdef enum:
+    NOT_LEAF = -1         # quick(): not a leaf it decodes
+
+cdef enum:
     MAX_DEPTH_ = 64       # nested records/arrays/maps/unions per value
 
 # ---- framing errors (Confluent wire format), found by frame() before decoding
@@ -655,6 +658,38 @@ cdef int skip(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int de
     return fail(x, ni, at, E_RESOLVE, -1)
 
 
+cdef inline int quick(Ctx *x, const Node *nd, const uint8_t **pp, const uint8_t *end) noexcept nogil:
+    """The commonest leaves inside a container -- a double, an int or long below 64 in magnitude, a
+    string shorter than 64 bytes (a one-byte varint) -- decoded without a call to `run`; NOT_LEAF for
+    the rest (which `run` decodes, checking the same things)."""
+    cdef const uint8_t *p = pp[0]
+    cdef int32_t op = nd.op
+    cdef uint64_t b
+    cdef int64_t v
+    cdef double d
+    if op == OP_DOUBLE:
+        if end - p < 8:
+            return NOT_LEAF
+        memcpy(&d, p, 8)
+        pp[0] = p + 8
+        return put_f64(&x.cols[nd.col], d)
+    if p >= end or nd.c != 0 or (op != OP_LONG and op != OP_INT and op != OP_STRING):
+        return NOT_LEAF
+    b = p[0]
+    if b >= 0x80:
+        return NOT_LEAF
+    v = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
+    if op == OP_STRING:
+        if v < 0 or v >= end - p or not utf8_ok(p + 1, v):
+            return NOT_LEAF
+        pp[0] = p + 1 + v
+        return put_bytes(&x.cols[nd.col], p + 1, v)
+    pp[0] = p + 1
+    if op == OP_LONG:
+        return put_i64(&x.cols[nd.col], v)
+    return put_i32(&x.cols[nd.col], <int32_t>v)
+
+
 cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int depth) noexcept nogil:
     """Decode one writer value of node ni into its column(s)."""
     cdef const Node *nd = &x.nodes[ni]
@@ -748,10 +783,12 @@ cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int dep
     if op == OP_RECORD:
         for k in range(nd.b):
             j = x.table[nd.a + k]
-            if x.nodes[j].op >= SK_NONE:
-                rc = skip(x, j, pp, end, depth + 1)
-            else:
-                rc = run(x, j, pp, end, depth + 1)
+            rc = quick(x, &x.nodes[j], pp, end)
+            if rc == NOT_LEAF:
+                if x.nodes[j].op >= SK_NONE:
+                    rc = skip(x, j, pp, end, depth + 1)
+                else:
+                    rc = run(x, j, pp, end, depth + 1)
             if rc:
                 return rc
         return put_valid(&x.cols[nd.col])
@@ -778,7 +815,9 @@ cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int dep
                     if rc:
                         return rc
                     pp[0] += n
-                rc = run(x, nd.a, pp, end, depth + 1)
+                rc = quick(x, &x.nodes[nd.a], pp, end)
+                if rc == NOT_LEAF:
+                    rc = run(x, nd.a, pp, end, depth + 1)
                 if rc:
                     return rc
                 if op == OP_MAP:
