@@ -658,22 +658,39 @@ cdef int skip(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int de
     return fail(x, ni, at, E_RESOLVE, -1)
 
 
-cdef inline int quick(Ctx *x, const Node *nd, const uint8_t **pp, const uint8_t *end) noexcept nogil:
-    """The commonest leaves inside a container -- a double, an int or long below 64 in magnitude, a
-    string shorter than 64 bytes (a one-byte varint) -- decoded without a call to `run`; NOT_LEAF for
-    the rest (which `run` decodes, checking the same things)."""
+cdef inline int quick(Ctx *x, const Node *nd, const uint8_t **pp, const uint8_t *end, int depth) noexcept nogil:
+    """The commonest values inside a container decoded without a call to `run`: a double; an int,
+    long (or int read as long), enum index or string length of one varint byte (below 64 in
+    magnitude); a union's branch of one byte that is null or one of those. NOT_LEAF for the rest
+    and for anything doubtful (too short, invalid UTF-8, a logical type's check), which `run` then
+    reads from the same place, checking and reporting as before."""
     cdef const uint8_t *p = pp[0]
     cdef int32_t op = nd.op
     cdef uint64_t b
     cdef int64_t v
+    cdef int32_t mapped
     cdef double d
+    if p >= end:
+        return NOT_LEAF
+    if op == OP_UNION:
+        b = p[0]
+        if depth > MAX_DEPTH_ or b >= 0x80 or (b & 1) or <int64_t>(b >> 1) >= nd.b:
+            return NOT_LEAF
+        nd = &x.nodes[x.table[nd.a + (b >> 1)]]
+        op = nd.op
+        if op == OP_NULL:
+            pp[0] = p + 1
+            return put_null(x, nd.col)
+        p += 1
+        if p >= end:
+            return NOT_LEAF
     if op == OP_DOUBLE:
         if end - p < 8:
             return NOT_LEAF
         memcpy(&d, p, 8)
         pp[0] = p + 8
         return put_f64(&x.cols[nd.col], d)
-    if p >= end or nd.c != 0 or (op != OP_LONG and op != OP_INT and op != OP_STRING):
+    if nd.c != 0 or not (op == OP_LONG or op == OP_INT or op == OP_STRING or op == OP_INT_LONG or op == OP_ENUM):
         return NOT_LEAF
     b = p[0]
     if b >= 0x80:
@@ -684,10 +701,18 @@ cdef inline int quick(Ctx *x, const Node *nd, const uint8_t **pp, const uint8_t 
             return NOT_LEAF
         pp[0] = p + 1 + v
         return put_bytes(&x.cols[nd.col], p + 1, v)
+    if op == OP_ENUM:
+        if v < 0 or v >= nd.b:
+            return NOT_LEAF
+        mapped = x.table[nd.a + v]
+        if mapped < 0:
+            return NOT_LEAF
+        pp[0] = p + 1
+        return put_i32(&x.cols[nd.col], mapped)
     pp[0] = p + 1
-    if op == OP_LONG:
-        return put_i64(&x.cols[nd.col], v)
-    return put_i32(&x.cols[nd.col], <int32_t>v)
+    if op == OP_INT:
+        return put_i32(&x.cols[nd.col], <int32_t>v)
+    return put_i64(&x.cols[nd.col], v)
 
 
 cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int depth) noexcept nogil:
@@ -783,7 +808,7 @@ cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int dep
     if op == OP_RECORD:
         for k in range(nd.b):
             j = x.table[nd.a + k]
-            rc = quick(x, &x.nodes[j], pp, end)
+            rc = quick(x, &x.nodes[j], pp, end, depth + 1)
             if rc == NOT_LEAF:
                 if x.nodes[j].op >= SK_NONE:
                     rc = skip(x, j, pp, end, depth + 1)
@@ -815,7 +840,7 @@ cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int dep
                     if rc:
                         return rc
                     pp[0] += n
-                rc = quick(x, &x.nodes[nd.a], pp, end)
+                rc = quick(x, &x.nodes[nd.a], pp, end, depth + 1)
                 if rc == NOT_LEAF:
                     rc = run(x, nd.a, pp, end, depth + 1)
                 if rc:
@@ -885,6 +910,9 @@ cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int dep
     elif op == OP_DEFAULT:
         q = x.consts + nd.a
         qend = q + nd.b
+        rc = quick(x, &x.nodes[nd.c], &q, qend, depth + 1)
+        if rc != NOT_LEAF:
+            return rc
         return run(x, <int32_t>nd.c, &q, qend, depth + 1)
     elif op == OP_RAW:
         n = end - at
