@@ -1104,7 +1104,9 @@ class Records:
             np.add(p.batch_index, nb, out=batch_index[at:at + n], casting="unsafe")
             at += n
             b = p.batches
-            if not isinstance(part, np.ndarray):   # a single partition's batches: tag them with it
+            if same:                               # one partition: its batches need no tag
+                pass
+            elif not isinstance(part, np.ndarray):   # a single partition's batches: tag them with it
                 b = b.with_column("partition", np.full(len(b), -1 if part is None else part, np.int32))
             elif "partition" not in b.columns:
                 b = b.with_column("partition", np.full(len(b), -1, np.int32))
