@@ -51,8 +51,11 @@ CASES = [
     ("huge map", rec({"type": "map", "values": "null"}), zigzag(2 ** 40) + b"\x02a", "block count", True),
     ("string past the end", rec("string"), zigzag(2 ** 62) + b"abc", "past the end", True),
     ("short string past the end", rec("string"), zigzag(5) + b"abc", "past the end", True),
-    ("short item past the end", rec({"type": "array", "items": "string"}), zigzag(1) + zigzag(3) + b"ab", "past the end",
-     True),
+    ("short item past the end", rec({"type": "array", "items": "string"}), zigzag(1) + zigzag(3) + b"ab",
+     "past the end", True),
+    ("item beyond 32 bits", rec({"type": "array", "items": "int"}), zigzag(1) + zigzag(2 ** 31), "32-bit", None),
+    ("truncated float", rec("float"), b"\x00" * 3, "ends inside", True),
+    ("boolean item 2", rec({"type": "array", "items": "boolean"}), zigzag(1) + b"\x02", "boolean", None),
     ("bytes past the end", rec("bytes"), zigzag(4) + b"abc", "past the end", True),
     ("negative length", rec("string"), zigzag(-3) + b"abc", "negative length", None),
     ("varint of 11 bytes", rec("long"), b"\xff" * 10 + b"\x01", "varint", None),
@@ -111,7 +114,7 @@ def test_hostile_value_is_a_per_record_error(name, schema, body, words, fastavro
 def everything_like(schema):
     """A valid body for the small schemas above (written by fastavro)."""
     t = schema["fields"][0]["type"]
-    sample = {"array": [], "map": {}, "string": "ok", "bytes": b"ok", "long": 7, "int": 7, "double": 1.0,
+    sample = {"array": [], "map": {}, "string": "ok", "bytes": b"ok", "long": 7, "int": 7, "double": 1.0, "float": 1.0,
               "boolean": True, "fixed": bytes(t.get("size", 0)) if isinstance(t, dict) else None,
               "enum": "A"}
     kind = t if isinstance(t, str) else ("union" if isinstance(t, list) else t["type"])
@@ -290,12 +293,13 @@ def test_mutated_values_against_fastavro():
 
 
 def test_leaves_decoded_inline_at_their_limits_equal_fastavro():
-    """Fields, items and map values of one-byte varints (strings under 64 bytes, ints and longs in
-    [-64, 63]) are decoded without a call; at the limits on either side, and beside the other leaves
-    decoded in the loops, the values equal fastavro's."""
+    """Fields, items and map values are decoded without a call to the kernel's run when they are
+    leaves (strings, numbers, booleans); at the limits of a one-byte varint and of 32 bits, and
+    beside the values decoded through run, they equal fastavro's."""
     schema = {"type": "record", "name": "R", "fields": [
         {"name": "s", "type": "string"}, {"name": "i", "type": "int"}, {"name": "l", "type": "long"},
         {"name": "d", "type": "double"}, {"name": "o", "type": ["null", "string"]},
+        {"name": "b", "type": "boolean"}, {"name": "f", "type": "float"}, {"name": "big", "type": "int"},
         {"name": "t", "type": {"type": "int", "logicalType": "time-millis"}},
         {"name": "a", "type": {"type": "array", "items": "string"}},
         {"name": "m", "type": {"type": "map", "values": "long"}},
@@ -308,6 +312,7 @@ def test_leaves_decoded_inline_at_their_limits_equal_fastavro():
         out = io.BytesIO()
         fastavro.schemaless_writer(out, parsed, {
             "s": text, "i": n, "l": n * (1 << 40) if k % 3 == 0 else n, "d": n / 7, "o": None if k % 2 else text,
+            "b": k % 2 == 0, "f": n / 4, "big": -(2 ** 31) if k % 2 else 2 ** 31 - 1,
             "t": abs(n), "a": [text, "", "x" * abs(n)], "m": {text: n, "k" * abs(n): -n},
             "n": [{"x": n, "y": float(n)}, {"x": -n, "y": -0.5}]})
         bodies.append(out.getvalue())

@@ -659,17 +659,19 @@ cdef int skip(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int de
 
 
 cdef inline int quick(Ctx *x, const Node *nd, const uint8_t **pp, const uint8_t *end, int depth) noexcept nogil:
-    """The commonest values inside a container decoded without a call to `run`: a double; an int,
-    long (or int read as long), enum index or string length of one varint byte (below 64 in
-    magnitude); a union's branch of one byte that is null or one of those. NOT_LEAF for the rest
-    and for anything doubtful (too short, invalid UTF-8, a logical type's check), which `run` then
-    reads from the same place, checking and reporting as before."""
+    """The commonest values inside a container decoded without a call to `run`: a double, float or
+    boolean; an int, long (or int read as long), enum index or string; a union's branch of one
+    byte that is null or one of those. NOT_LEAF for the rest and for anything doubtful (too short,
+    invalid UTF-8, out of range, a logical type's check), which `run` then reads from the same
+    place, checking and reporting as before."""
     cdef const uint8_t *p = pp[0]
     cdef int32_t op = nd.op
     cdef uint64_t b
     cdef int64_t v
     cdef int32_t mapped
     cdef double d
+    cdef float f
+    cdef Col *c
     if p >= end:
         return NOT_LEAF
     if op == OP_UNION:
@@ -690,26 +692,46 @@ cdef inline int quick(Ctx *x, const Node *nd, const uint8_t **pp, const uint8_t 
         memcpy(&d, p, 8)
         pp[0] = p + 8
         return put_f64(&x.cols[nd.col], d)
+    if op == OP_FLOAT:
+        if end - p < 4:
+            return NOT_LEAF
+        memcpy(&f, p, 4)
+        pp[0] = p + 4
+        return put_f32(&x.cols[nd.col], f)
+    if op == OP_BOOL:
+        if p[0] > 1:
+            return NOT_LEAF
+        c = &x.cols[nd.col]
+        if room(c):
+            return E_NOMEM
+        put_bit(c.data, c.length, p[0])
+        c.length += 1
+        pp[0] = p + 1
+        return E_NONE
     if nd.c != 0 or not (op == OP_LONG or op == OP_INT or op == OP_STRING or op == OP_INT_LONG or op == OP_ENUM):
         return NOT_LEAF
     b = p[0]
-    if b >= 0x80:
+    if b < 0x80:                      # one varint byte: most lengths, counts and small numbers
+        v = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
+        p += 1
+    elif read_long(&p, end, &v):
         return NOT_LEAF
-    v = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
     if op == OP_STRING:
-        if v < 0 or v >= end - p or not utf8_ok(p + 1, v):
+        if v < 0 or v > end - p or not utf8_ok(p, v):
             return NOT_LEAF
-        pp[0] = p + 1 + v
-        return put_bytes(&x.cols[nd.col], p + 1, v)
+        pp[0] = p + v
+        return put_bytes(&x.cols[nd.col], p, v)
     if op == OP_ENUM:
         if v < 0 or v >= nd.b:
             return NOT_LEAF
         mapped = x.table[nd.a + v]
         if mapped < 0:
             return NOT_LEAF
-        pp[0] = p + 1
+        pp[0] = p
         return put_i32(&x.cols[nd.col], mapped)
-    pp[0] = p + 1
+    if op != OP_LONG and (v < -2147483648 or v > 2147483647):
+        return NOT_LEAF
+    pp[0] = p
     if op == OP_INT:
         return put_i32(&x.cols[nd.col], <int32_t>v)
     return put_i64(&x.cols[nd.col], v)
