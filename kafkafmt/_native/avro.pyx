@@ -686,15 +686,13 @@ cdef inline int quick(Ctx *x, const Node *nd, const uint8_t **pp, const uint8_t 
         p += 1
         if p >= end:
             return NOT_LEAF
-    if op == OP_DOUBLE:
-        if end - p < 8:
+    if op == OP_DOUBLE or op == OP_FLOAT:
+        if end - p < (8 if op == OP_DOUBLE else 4):
             return NOT_LEAF
-        memcpy(&d, p, 8)
-        pp[0] = p + 8
-        return put_f64(&x.cols[nd.col], d)
-    if op == OP_FLOAT:
-        if end - p < 4:
-            return NOT_LEAF
+        if op == OP_DOUBLE:
+            memcpy(&d, p, 8)
+            pp[0] = p + 8
+            return put_f64(&x.cols[nd.col], d)
         memcpy(&f, p, 4)
         pp[0] = p + 4
         return put_f32(&x.cols[nd.col], f)
