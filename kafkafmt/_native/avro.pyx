@@ -320,6 +320,14 @@ cdef inline int put_i64(Col *c, int64_t v) noexcept nogil:
     return E_NONE
 
 
+cdef inline int put_bool(Col *c, uint8_t v) noexcept nogil:
+    if room(c):
+        return E_NOMEM
+    put_bit(c.data, c.length, v)
+    c.length += 1
+    return E_NONE
+
+
 cdef inline int put_f32(Col *c, float v) noexcept nogil:
     if c.length >= c.cap and grow(c, c.length + 1):
         return E_NOMEM
@@ -671,7 +679,6 @@ cdef inline int quick(Ctx *x, const Node *nd, const uint8_t **pp, const uint8_t 
     cdef int32_t mapped
     cdef double d
     cdef float f
-    cdef Col *c
     if p >= end:
         return NOT_LEAF
     if op == OP_UNION:
@@ -699,13 +706,8 @@ cdef inline int quick(Ctx *x, const Node *nd, const uint8_t **pp, const uint8_t 
     if op == OP_BOOL:
         if p[0] > 1:
             return NOT_LEAF
-        c = &x.cols[nd.col]
-        if room(c):
-            return E_NOMEM
-        put_bit(c.data, c.length, p[0])
-        c.length += 1
         pp[0] = p + 1
-        return E_NONE
+        return put_bool(&x.cols[nd.col], p[0])
     if nd.c != 0 or not (op == OP_LONG or op == OP_INT or op == OP_STRING or op == OP_INT_LONG or op == OP_ENUM):
         return NOT_LEAF
     b = p[0]
@@ -798,13 +800,8 @@ cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int dep
             return fail(x, ni, at, E_TRUNCATED, 0)
         if at[0] > 1:
             return fail(x, ni, at, E_BOOL, at[0])
-        c = &x.cols[nd.col]
-        if room(c):
-            return E_NOMEM
-        put_bit(c.data, c.length, at[0])
-        c.length += 1
         pp[0] = at + 1
-        return E_NONE
+        return put_bool(&x.cols[nd.col], at[0])
     elif op == OP_INT_LONG or op == OP_INT_FLOAT or op == OP_INT_DOUBLE or op == OP_LONG_FLOAT \
             or op == OP_LONG_DOUBLE:
         rc = read_long(pp, end, &v)
