@@ -13,12 +13,18 @@ COMPILE_ARGS = [] if os.name == "nt" else ["-O3", "-fno-strict-aliasing", "-g0"]
 if os.environ.get("KAFKAFMT_SANITIZE"):
     COMPILE_ARGS += ["-fsanitize=address", "-fno-omit-frame-pointer", "-O1", "-g"]
 
+# the Avro kernel is an interpreter of plan nodes: its small helpers (varints, appends to a column, the
+# inline leaves) are worth inlining into its loops past gcc's default limits (a fifth fewer instructions
+# per value: the calls' register saves and restores were a third of the work)
+INLINE_ARGS = {"avro": ["--param", "max-inline-insns-single=2000", "--param", "inline-unit-growth=400",
+                        "--param", "large-function-growth=400"]} if os.name != "nt" else {}
+
 extensions = [
     Extension(
         f"kafkafmt._native.{name}",
         [os.path.join(NATIVE, f"{name}.pyx")],
         include_dirs=[os.path.join(HERE, NATIVE)],
-        extra_compile_args=COMPILE_ARGS,
+        extra_compile_args=COMPILE_ARGS + INLINE_ARGS.get(name, []),
         extra_link_args=["-fsanitize=address"] if os.environ.get("KAFKAFMT_SANITIZE") else [],
         libraries=["dl"] if os.name != "nt" else [],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],

@@ -50,6 +50,12 @@ CASES = [
     ("huge negative count", rec({"type": "array", "items": "long"}), zigzag(-(2 ** 63)) + b"\x00", "block count", None),
     ("huge map", rec({"type": "map", "values": "null"}), zigzag(2 ** 40) + b"\x02a", "block count", True),
     ("string past the end", rec("string"), zigzag(2 ** 62) + b"abc", "past the end", True),
+    ("short string past the end", rec("string"), zigzag(5) + b"abc", "past the end", True),
+    ("short item past the end", rec({"type": "array", "items": "string"}), zigzag(1) + zigzag(3) + b"ab",
+     "past the end", True),
+    ("item beyond 32 bits", rec({"type": "array", "items": "int"}), zigzag(1) + zigzag(2 ** 31), "32-bit", None),
+    ("truncated float", rec("float"), b"\x00" * 3, "ends inside", True),
+    ("boolean item 2", rec({"type": "array", "items": "boolean"}), zigzag(1) + b"\x02", "boolean", None),
     ("bytes past the end", rec("bytes"), zigzag(4) + b"abc", "past the end", True),
     ("negative length", rec("string"), zigzag(-3) + b"abc", "negative length", None),
     ("varint of 11 bytes", rec("long"), b"\xff" * 10 + b"\x01", "varint", None),
@@ -108,7 +114,7 @@ def test_hostile_value_is_a_per_record_error(name, schema, body, words, fastavro
 def everything_like(schema):
     """A valid body for the small schemas above (written by fastavro)."""
     t = schema["fields"][0]["type"]
-    sample = {"array": [], "map": {}, "string": "ok", "bytes": b"ok", "long": 7, "int": 7, "double": 1.0,
+    sample = {"array": [], "map": {}, "string": "ok", "bytes": b"ok", "long": 7, "int": 7, "double": 1.0, "float": 1.0,
               "boolean": True, "fixed": bytes(t.get("size", 0)) if isinstance(t, dict) else None,
               "enum": "A"}
     kind = t if isinstance(t, str) else ("union" if isinstance(t, list) else t["type"])
@@ -284,3 +290,69 @@ def test_mutated_values_against_fastavro():
         elif theirs is not None:
             assert any(w in err for w in STRICTER), err
     assert agreed > 50
+
+
+def test_leaves_decoded_inline_at_their_limits_equal_fastavro():
+    """Fields, items and map values are decoded without a call to the kernel's run when they are
+    leaves (strings, numbers, booleans); at the limits of a one-byte varint and of 32 bits, and
+    beside the values decoded through run, they equal fastavro's."""
+    schema = {"type": "record", "name": "R", "fields": [
+        {"name": "s", "type": "string"}, {"name": "i", "type": "int"}, {"name": "l", "type": "long"},
+        {"name": "d", "type": "double"}, {"name": "o", "type": ["null", "string"]},
+        {"name": "b", "type": "boolean"}, {"name": "f", "type": "float"}, {"name": "big", "type": "int"},
+        {"name": "t", "type": {"type": "int", "logicalType": "time-millis"}},
+        {"name": "a", "type": {"type": "array", "items": "string"}},
+        {"name": "m", "type": {"type": "map", "values": "long"}},
+        {"name": "n", "type": {"type": "array", "items": {"type": "record", "name": "N", "fields": [
+            {"name": "x", "type": "int"}, {"name": "y", "type": "double"}]}}}]}
+    parsed = fastavro.parse_schema(schema)
+    bodies = []
+    for k, n in enumerate([-65, -64, -63, -1, 0, 1, 62, 63, 64, 65, 127, 128]):
+        text = "é" * (abs(n) // 2) + "x" * (abs(n) % 2)
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, parsed, {
+            "s": text, "i": n, "l": n * (1 << 40) if k % 3 == 0 else n, "d": n / 7, "o": None if k % 2 else text,
+            "b": k % 2 == 0, "f": n / 4, "big": -(2 ** 31) if k % 2 else 2 ** 31 - 1,
+            "t": abs(n), "a": [text, "", "x" * abs(n)], "m": {text: n, "k" * abs(n): -n},
+            "n": [{"x": n, "y": float(n)}, {"x": -n, "y": -0.5}]})
+        bodies.append(out.getvalue())
+    dec = decode(schema, bodies, trailing="error")
+    assert dec.error_count == 0
+    expected = expected_pylist([fastavro_read(b, schema) for b in bodies], parse_schema(json.dumps(schema)))
+    assert same(plain(dec.values), expected)
+    dec.values.validate(full=True)
+
+
+def test_resolved_leaves_decoded_inline_equal_fastavro():
+    """A writer resolved to a newer reader: an int read as long, enums mapped to the reader's symbols
+    (in a field, an array, a union), and the reader's fields the writer lacks filled from their
+    defaults -- the inline paths and `run` give fastavro's values."""
+    writer = {"type": "record", "name": "R", "fields": [
+        {"name": "id", "type": "int"},
+        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}},
+        {"name": "es", "type": {"type": "array", "items": "E"}},
+        {"name": "u", "type": ["null", "E", "int"]}]}
+    reader = {"type": "record", "name": "R", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["C", "B", "A", "D"], "default": "D"}},
+        {"name": "es", "type": {"type": "array", "items": "E"}},
+        {"name": "u", "type": ["null", "E", "long"]},
+        {"name": "country", "type": "string", "default": "NL"},
+        {"name": "placed", "type": "long", "default": -5},
+        {"name": "big", "type": "long", "default": 1 << 40},
+        {"name": "ch", "type": "E", "default": "B"},
+        {"name": "note", "type": ["null", "string"], "default": None}]}
+    parsed = fastavro.parse_schema(writer)
+    bodies = []
+    for n in (-65, -64, -1, 0, 63, 64, 1 << 20):
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, parsed, {"id": n, "e": "ABC"[n % 3], "es": ["C", "A", "B"][: n % 4],
+                                                 "u": [None, "B", n][n % 3]})
+        bodies.append(out.getvalue())
+    reg = InlineSchemaRegistry({1: json.dumps(writer), 2: json.dumps(reader)})
+    framed = [HEADER + b for b in bodies]
+    dec = decode_column(pa.array(framed, pa.binary()), format="avro", registry=reg, reader_schema=2)
+    assert dec.error_count == 0
+    theirs = [fastavro_read(b, writer, reader) for b in bodies]
+    assert same(plain(dec.values), expected_pylist(theirs, parse_schema(json.dumps(reader))))
+    dec.values.validate(full=True)

@@ -187,6 +187,22 @@ def test_slices_take_concat_filter():
     assert isinstance(back, BinaryColumn) and back.to_pylist() == contig.value.to_pylist()
 
 
+def test_concat_of_one_partitions_chunks_keeps_its_number():
+    """Chunks of one partition concatenate with that partition's number (not an array of it per record),
+    their batch indexes pointing into the concatenated batch table; chunks of two partitions, per record."""
+    recs = kafkafmt.decode(_buffer())
+    cuts = [recs[:50].replace(partition=3), recs[50:400].replace(partition=3), recs[400:].replace(partition=3)]
+    whole = Records.concat(cuts)
+    assert whole.partition == 3 and not isinstance(whole.partition, np.ndarray)
+    assert whole.to_arrow()["partition"].to_pylist() == [3] * len(recs)
+    assert whole.batch_index.dtype == np.int32
+    assert (whole.batch_column("base_offset") == recs.batch_column("base_offset")).all()
+    assert whole.sequence.tolist() == recs.sequence.tolist()
+    two = Records.concat([recs[:50].replace(partition=3), recs[50:].replace(partition=4)])
+    assert two.partition.tolist() == [3] * 50 + [4] * (len(recs) - 50)
+    assert Records.concat([recs[:50], recs[50:]]).partition is None
+
+
 def test_lifetime_outlives_records_and_map(tmp_path):
     """Arrays made from view columns keep the memory map and the decompressed batches alive after
     the Records, the file's map (closed by read_segment) and the file itself are gone."""

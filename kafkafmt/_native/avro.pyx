@@ -110,6 +110,9 @@ cdef enum:
     E_NOMEM = 101
 
 cdef enum:
+    NOT_LEAF = -1         # quick(): not a leaf it decodes
+
+cdef enum:
     MAX_DEPTH_ = 64       # nested records/arrays/maps/unions per value
 
 # ---- framing errors (Confluent wire format), found by frame() before decoding
@@ -313,6 +316,14 @@ cdef inline int put_i64(Col *c, int64_t v) noexcept nogil:
     if c.length >= c.cap and grow(c, c.length + 1):
         return E_NOMEM
     (<int64_t *>c.data)[c.length] = v
+    c.length += 1
+    return E_NONE
+
+
+cdef inline int put_bool(Col *c, uint8_t v) noexcept nogil:
+    if room(c):
+        return E_NOMEM
+    put_bit(c.data, c.length, v)
     c.length += 1
     return E_NONE
 
@@ -655,6 +666,77 @@ cdef int skip(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int de
     return fail(x, ni, at, E_RESOLVE, -1)
 
 
+cdef inline int quick(Ctx *x, const Node *nd, const uint8_t **pp, const uint8_t *end, int depth) noexcept nogil:
+    """The commonest values inside a container decoded without a call to `run`: a double, float or
+    boolean; an int, long (or int read as long), enum index or string; a union's branch of one
+    byte that is null or one of those. NOT_LEAF for the rest and for anything doubtful (too short,
+    invalid UTF-8, out of range, a logical type's check), which `run` then reads from the same
+    place, checking and reporting as before."""
+    cdef const uint8_t *p = pp[0]
+    cdef int32_t op = nd.op
+    cdef uint64_t b
+    cdef int64_t v
+    cdef int32_t mapped
+    cdef double d
+    cdef float f
+    if p >= end:
+        return NOT_LEAF
+    if op == OP_UNION:
+        b = p[0]
+        if depth > MAX_DEPTH_ or b >= 0x80 or (b & 1) or <int64_t>(b >> 1) >= nd.b:
+            return NOT_LEAF
+        nd = &x.nodes[x.table[nd.a + (b >> 1)]]
+        op = nd.op
+        if op == OP_NULL:
+            pp[0] = p + 1
+            return put_null(x, nd.col)
+        p += 1
+        if p >= end:
+            return NOT_LEAF
+    if op == OP_DOUBLE or op == OP_FLOAT:
+        if end - p < (8 if op == OP_DOUBLE else 4):
+            return NOT_LEAF
+        if op == OP_DOUBLE:
+            memcpy(&d, p, 8)
+            pp[0] = p + 8
+            return put_f64(&x.cols[nd.col], d)
+        memcpy(&f, p, 4)
+        pp[0] = p + 4
+        return put_f32(&x.cols[nd.col], f)
+    if op == OP_BOOL:
+        if p[0] > 1:
+            return NOT_LEAF
+        pp[0] = p + 1
+        return put_bool(&x.cols[nd.col], p[0])
+    if nd.c != 0 or not (op == OP_LONG or op == OP_INT or op == OP_STRING or op == OP_INT_LONG or op == OP_ENUM):
+        return NOT_LEAF
+    b = p[0]
+    if b < 0x80:                      # one varint byte: most lengths, counts and small numbers
+        v = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
+        p += 1
+    elif read_long(&p, end, &v):
+        return NOT_LEAF
+    if op == OP_STRING:
+        if v < 0 or v > end - p or not utf8_ok(p, v):
+            return NOT_LEAF
+        pp[0] = p + v
+        return put_bytes(&x.cols[nd.col], p, v)
+    if op == OP_ENUM:
+        if v < 0 or v >= nd.b:
+            return NOT_LEAF
+        mapped = x.table[nd.a + v]
+        if mapped < 0:
+            return NOT_LEAF
+        pp[0] = p
+        return put_i32(&x.cols[nd.col], mapped)
+    if op != OP_LONG and (v < -2147483648 or v > 2147483647):
+        return NOT_LEAF
+    pp[0] = p
+    if op == OP_INT:
+        return put_i32(&x.cols[nd.col], <int32_t>v)
+    return put_i64(&x.cols[nd.col], v)
+
+
 cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int depth) noexcept nogil:
     """Decode one writer value of node ni into its column(s)."""
     cdef const Node *nd = &x.nodes[ni]
@@ -718,13 +800,8 @@ cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int dep
             return fail(x, ni, at, E_TRUNCATED, 0)
         if at[0] > 1:
             return fail(x, ni, at, E_BOOL, at[0])
-        c = &x.cols[nd.col]
-        if room(c):
-            return E_NOMEM
-        put_bit(c.data, c.length, at[0])
-        c.length += 1
         pp[0] = at + 1
-        return E_NONE
+        return put_bool(&x.cols[nd.col], at[0])
     elif op == OP_INT_LONG or op == OP_INT_FLOAT or op == OP_INT_DOUBLE or op == OP_LONG_FLOAT \
             or op == OP_LONG_DOUBLE:
         rc = read_long(pp, end, &v)
@@ -748,10 +825,12 @@ cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int dep
     if op == OP_RECORD:
         for k in range(nd.b):
             j = x.table[nd.a + k]
-            if x.nodes[j].op >= SK_NONE:
-                rc = skip(x, j, pp, end, depth + 1)
-            else:
-                rc = run(x, j, pp, end, depth + 1)
+            rc = quick(x, &x.nodes[j], pp, end, depth + 1)
+            if rc == NOT_LEAF:
+                if x.nodes[j].op >= SK_NONE:
+                    rc = skip(x, j, pp, end, depth + 1)
+                else:
+                    rc = run(x, j, pp, end, depth + 1)
             if rc:
                 return rc
         return put_valid(&x.cols[nd.col])
@@ -778,7 +857,9 @@ cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int dep
                     if rc:
                         return rc
                     pp[0] += n
-                rc = run(x, nd.a, pp, end, depth + 1)
+                rc = quick(x, &x.nodes[nd.a], pp, end, depth + 1)
+                if rc == NOT_LEAF:
+                    rc = run(x, nd.a, pp, end, depth + 1)
                 if rc:
                     return rc
                 if op == OP_MAP:
@@ -846,6 +927,9 @@ cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int dep
     elif op == OP_DEFAULT:
         q = x.consts + nd.a
         qend = q + nd.b
+        rc = quick(x, &x.nodes[nd.c], &q, qend, depth + 1)
+        if rc != NOT_LEAF:
+            return rc
         return run(x, <int32_t>nd.c, &q, qend, depth + 1)
     elif op == OP_RAW:
         n = end - at

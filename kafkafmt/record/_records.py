@@ -1088,15 +1088,25 @@ class Records:
             raise ValueError("nothing to concatenate")
         if len(parts) == 1:
             return parts[0]
-        partitions, batches, controls, bidx, report = [], [], [], [], []
-        nb = 0
+        partitions, batches, controls, report = [], [], [], []
+        # one partition's chunks keep their one number (no array of it per record); batch indexes are
+        # filled into one int32 array in place (no int64 copies of them: a large read's peak memory)
+        one = {p.partition for p in parts if not isinstance(p.partition, np.ndarray)}
+        same = len(one) == 1 and None not in one and not any(isinstance(p.partition, np.ndarray) for p in parts)
+        batch_index = np.empty(sum(len(p) for p in parts), np.int32)
+        nb = at = 0
         for p in parts:
             n = len(p)
             part = p.partition
-            partitions.append(part if isinstance(part, np.ndarray) else np.full(n, -1 if part is None else part, np.int32))
-            bidx.append(p.batch_index.astype(np.int64) + nb)
+            if not same:
+                partitions.append(part if isinstance(part, np.ndarray)
+                                  else np.full(n, -1 if part is None else part, np.int32))
+            np.add(p.batch_index, nb, out=batch_index[at:at + n], casting="unsafe")
+            at += n
             b = p.batches
-            if not isinstance(part, np.ndarray):   # a single partition's batches: tag them with it
+            if same:                               # one partition: its batches need no tag
+                pass
+            elif not isinstance(part, np.ndarray):   # a single partition's batches: tag them with it
                 b = b.with_column("partition", np.full(len(b), -1 if part is None else part, np.int32))
             elif "partition" not in b.columns:
                 b = b.with_column("partition", np.full(len(b), -1, np.int32))
@@ -1107,13 +1117,16 @@ class Records:
             controls.append(c)
             nb += len(p.batches)
             report += p.report
-        partition = np.concatenate(partitions).astype(np.int32)
+        if same:
+            partition = next(iter(one))
+        else:
+            partition = np.concatenate(partitions).astype(np.int32, copy=False)
         # known when a part knows it (parts without records too: all-empty partitions keep the column)
         known = any(p.partition is not None for p in parts)
         return Records(
             offset=np.concatenate([p.offset for p in parts]), timestamp=np.concatenate([p.timestamp for p in parts]),
             timestamp_type=np.concatenate([p.timestamp_type for p in parts]),
-            batch_index=np.concatenate(bidx).astype(np.int32),
+            batch_index=batch_index,
             key=_concat_present(BinaryColumn, [p._key for p in parts]),
             value=_concat_present(BinaryColumn, [p._value for p in parts]),
             headers=_concat_present(Headers, [p._headers for p in parts]),
