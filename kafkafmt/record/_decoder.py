@@ -658,13 +658,14 @@ def offset_sequence_error(base, last, after=None, following=(), trusted_followin
     n = len(base)
     if n == 0:
         return None
-    first_l = ([] if after is None else [after]) + base.tolist() + list(following)
-    last_l = ([] if after is None else [after]) + last.tolist() + list(following)
-    shift = 0 if after is None else 1
-    f = np.asarray(first_l, np.int64)
-    la = np.asarray(last_l, np.int64)
+    # one array each, built by NumPy (no Python int per batch: one-record batches make this a hot path)
+    before = np.asarray([] if after is None else [after], np.int64)
+    rest = np.asarray(list(following), np.int64)
+    f = np.concatenate((before, np.asarray(base, np.int64), rest))
+    la = np.concatenate((before, np.asarray(last, np.int64), rest))
+    shift = len(before)
     bad = np.flatnonzero(f[1:] <= la[:-1])
-    total = len(first_l)
+    total = len(f)
     for i in bad.tolist():
         def restores(c):
             return c - 1 < 0 or c + 1 >= total or la[c - 1] < f[c + 1]
