@@ -15,6 +15,7 @@ runs past the end of the buffer is a truncated tail (Kafka's readers treat it as
 import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, int8_t, int16_t, int32_t, int64_t
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from libc.string cimport memset
 
 from kafkafmt._native.kfmt cimport (kfmt_be16, kfmt_be32, kfmt_be64, kfmt_crc_init, kfmt_crc32c, kfmt_crc32,
                                    kfmt_crc32_table_only, kfmt_crc32c_table_only, kfmt_crc_backends,
@@ -152,6 +153,11 @@ cdef inline int legacy_value(const uint8_t *buf, Py_ssize_t pos, int32_t size, i
     return ERR_NONE
 
 
+cdef inline bint v2_bad_count(int attr, int32_t cnt, int64_t payload_len) noexcept nogil:
+    """A v2 batch's record count that is negative, or (uncompressed) more records than its payload holds."""
+    return cnt < 0 or (((attr & CODEC_MASK) == CODEC_NONE) and <int64_t>cnt * V2_MIN_RECORD_SIZE > payload_len)
+
+
 cdef struct ScanCols:
     # the batch table's columns (BATCH_COLUMNS + PAYLOAD_COLUMNS), as raw pointers
     int64_t *position
@@ -231,6 +237,29 @@ cdef void fill_entries(const uint8_t *buf, Py_ssize_t n, Py_ssize_t start, int c
     cdef int64_t vstart = 0, vlen = 0
     cdef bint ok
     cdef int err = ERR_NONE, rc
+    # the column pointers as locals: the compiler need not reload them after every byte written
+    cdef int64_t *c_position = c.position
+    cdef int32_t *c_size = c.size
+    cdef int64_t *c_base = c.base
+    cdef int64_t *c_last = c.last
+    cdef int32_t *c_lod = c.lod
+    cdef int32_t *c_ple = c.ple
+    cdef int8_t *c_magic = c.magic
+    cdef uint32_t *c_crc = c.crc
+    cdef uint8_t *c_crc_valid = c.crc_valid
+    cdef int16_t *c_attr = c.attr
+    cdef int8_t *c_codec = c.codec
+    cdef int8_t *c_tstype = c.tstype
+    cdef uint8_t *c_txn = c.txn
+    cdef uint8_t *c_ctrl = c.ctrl
+    cdef int64_t *c_pid = c.pid
+    cdef int16_t *c_pepoch = c.pepoch
+    cdef int32_t *c_bseq = c.bseq
+    cdef int64_t *c_fts = c.fts
+    cdef int64_t *c_mts = c.mts
+    cdef int32_t *c_count = c.count
+    cdef int64_t *c_pstart = c.pstart
+    cdef int64_t *c_plen = c.plen
     r.good = 0
     r.err_pos = -1
     r.err_offset = -1
@@ -240,74 +269,73 @@ cdef void fill_entries(const uint8_t *buf, Py_ssize_t n, Py_ssize_t start, int c
         kfmt_prefetch_ahead(e, PREFETCH_DISTANCE, buf + n, &ahead)
         size = <int32_t>kfmt_be32(e + SIZE_OFFSET)
         magic = e[MAGIC_OFFSET]
-        c.position[k] = pos
-        c.size[k] = size + LOG_OVERHEAD
-        c.magic[k] = magic
+        c_position[k] = pos
+        c_size[k] = size + LOG_OVERHEAD
+        c_magic[k] = magic
         if magic == 2:
             attr = <int16_t>kfmt_be16(e + ATTRIBUTES_OFFSET)
             crc = kfmt_be32(e + CRC_OFFSET)
-            c.base[k] = <int64_t>kfmt_be64(e + OFFSET_OFFSET)
-            c.lod[k] = <int32_t>kfmt_be32(e + LAST_OFFSET_DELTA_OFFSET)
-            c.last[k] = c.base[k] + c.lod[k]
-            c.ple[k] = <int32_t>kfmt_be32(e + PARTITION_LEADER_EPOCH_OFFSET)
-            c.fts[k] = <int64_t>kfmt_be64(e + BASE_TIMESTAMP_OFFSET)
-            c.mts[k] = <int64_t>kfmt_be64(e + MAX_TIMESTAMP_OFFSET)
-            c.pid[k] = <int64_t>kfmt_be64(e + PRODUCER_ID_OFFSET)
-            c.pepoch[k] = <int16_t>kfmt_be16(e + PRODUCER_EPOCH_OFFSET)
-            c.bseq[k] = <int32_t>kfmt_be32(e + BASE_SEQUENCE_OFFSET)
+            c_base[k] = <int64_t>kfmt_be64(e + OFFSET_OFFSET)
+            c_lod[k] = <int32_t>kfmt_be32(e + LAST_OFFSET_DELTA_OFFSET)
+            c_last[k] = c_base[k] + c_lod[k]
+            c_ple[k] = <int32_t>kfmt_be32(e + PARTITION_LEADER_EPOCH_OFFSET)
+            c_fts[k] = <int64_t>kfmt_be64(e + BASE_TIMESTAMP_OFFSET)
+            c_mts[k] = <int64_t>kfmt_be64(e + MAX_TIMESTAMP_OFFSET)
+            c_pid[k] = <int64_t>kfmt_be64(e + PRODUCER_ID_OFFSET)
+            c_pepoch[k] = <int16_t>kfmt_be16(e + PRODUCER_EPOCH_OFFSET)
+            c_bseq[k] = <int32_t>kfmt_be32(e + BASE_SEQUENCE_OFFSET)
             cnt = <int32_t>kfmt_be32(e + RECORDS_COUNT_OFFSET)
-            c.count[k] = cnt
-            c.tstype[k] = 1 if attr & TIMESTAMP_TYPE_BIT else 0
-            c.txn[k] = (attr & TRANSACTIONAL_BIT) != 0
-            c.ctrl[k] = (attr & CONTROL_BIT) != 0
-            c.pstart[k] = pos + RECORDS_OFFSET
-            c.plen[k] = size + LOG_OVERHEAD - RECORDS_OFFSET
+            c_count[k] = cnt
+            c_tstype[k] = 1 if attr & TIMESTAMP_TYPE_BIT else 0
+            c_txn[k] = (attr & TRANSACTIONAL_BIT) != 0
+            c_ctrl[k] = (attr & CONTROL_BIT) != 0
+            c_pstart[k] = pos + RECORDS_OFFSET
+            c_plen[k] = size + LOG_OVERHEAD - RECORDS_OFFSET
             if crc_mode != CRC_SKIP:
                 ok = kfmt_crc32c(e + ATTRIBUTES_OFFSET, size + LOG_OVERHEAD - ATTRIBUTES_OFFSET) == crc
             else:
                 ok = True
-            if cnt < 0 or (((attr & CODEC_MASK) == CODEC_NONE) and
-                           <int64_t>cnt * V2_MIN_RECORD_SIZE > c.plen[k]):
+            if v2_bad_count(attr, cnt, c_plen[k]):
                 err = ERR_BAD_COUNT
         else:
             attr = e[LEGACY_ATTRIBUTES_OFFSET]
             crc = kfmt_be32(e + LEGACY_CRC_OFFSET)
-            c.base[k] = <int64_t>kfmt_be64(e + OFFSET_OFFSET)
-            c.last[k] = c.base[k]
-            c.lod[k] = 0
-            c.ple[k] = -1
+            c_base[k] = <int64_t>kfmt_be64(e + OFFSET_OFFSET)
+            c_last[k] = c_base[k]
+            c_lod[k] = 0
+            c_ple[k] = -1
             if magic == 1:
-                c.fts[k] = <int64_t>kfmt_be64(e + LEGACY_TIMESTAMP_OFFSET)
-                c.tstype[k] = 1 if attr & TIMESTAMP_TYPE_BIT else 0
+                c_fts[k] = <int64_t>kfmt_be64(e + LEGACY_TIMESTAMP_OFFSET)
+                c_tstype[k] = 1 if attr & TIMESTAMP_TYPE_BIT else 0
             else:
-                c.fts[k] = -1
-                c.tstype[k] = -1
-            c.mts[k] = c.fts[k]
-            c.pid[k] = -1
-            c.pepoch[k] = -1
-            c.bseq[k] = -1
-            c.count[k] = 1
-            c.txn[k] = False
-            c.ctrl[k] = False
+                c_fts[k] = -1
+                c_tstype[k] = -1
+            c_mts[k] = c_fts[k]
+            c_pid[k] = -1
+            c_pepoch[k] = -1
+            c_bseq[k] = -1
+            c_count[k] = 1
+            c_txn[k] = False
+            c_ctrl[k] = False
             rc = legacy_value(buf, pos, size, magic, &vstart, &vlen)
             if rc != ERR_NONE:
                 err = rc
-            c.pstart[k] = vstart
-            c.plen[k] = vlen
+            c_pstart[k] = vstart
+            c_plen[k] = vlen
             if crc_mode != CRC_SKIP:
                 ok = kfmt_crc32(e + MAGIC_OFFSET, size - 4) == crc
             else:
                 ok = True
-        c.attr[k] = attr
-        c.codec[k] = attr & CODEC_MASK
-        c.crc[k] = crc
-        c.crc_valid[k] = ok
+        c_attr[k] = attr
+        c_codec[k] = attr & CODEC_MASK
+        c_crc[k] = crc
+        c_crc_valid[k] = ok
         if not ok and crc_mode == CRC_STRICT:
             err = ERR_CRC           # a bad checksum explains any other fault in the entry
         if err != ERR_NONE:
             # stop at the first bad entry; pass 1's own error (if any) lies further on
             r.err_pos = pos
-            r.err_offset = c.base[k]
+            r.err_offset = c_base[k]
             break
         r.good = i + 1
         pos += LOG_OVERHEAD + size
@@ -333,6 +361,7 @@ cdef dict new_columns(Py_ssize_t count, ScanCols *c):
     end), with c pointing at them."""
     cols = {name: np.empty(count, np.uint8 if dtype is np.bool_ else dtype)
             for name, dtype in BATCH_COLUMNS + PAYLOAD_COLUMNS}
+    memset(c, 0, sizeof(ScanCols))
     cdef int64_t[::1] c_position = cols["position"]
     cdef int32_t[::1] c_size = cols["size"]
     cdef int64_t[::1] c_base = cols["base_offset"]
@@ -418,6 +447,38 @@ def scan(const uint8_t[::1] data, int crc_mode=CRC_STRICT, Py_ssize_t start=0, i
     cols["tail"] = r.tail
     cols["error"] = None if r.err == ERR_NONE else (r.err, r.err_pos, r.err_offset, r.size)
     return cols
+
+
+def entries_end(const uint8_t[::1] data, Py_ssize_t start=0, int64_t max_size=256 << 20):
+    """(count, end): the number of entries from `start` that `scan` with CRC_SKIP puts in its table
+    and the position after the last of them (its "valid_end" short of a fault) -- framing and the
+    header checks alone, no table built: where a chunk of whole entries ends."""
+    cdef const uint8_t *buf = &data[0] if data.shape[0] > 0 else NULL
+    cdef const uint8_t *ahead = buf
+    cdef Py_ssize_t n = data.shape[0], count = 0, pos = start
+    cdef int32_t size = 0
+    cdef int magic, tail = TAIL_NONE
+    cdef int64_t vstart = 0, vlen = 0
+    if start < 0 or start > n:
+        raise ValueError(f"start={start} is outside the data (0..{n})")
+    with nogil:
+        while True:
+            # pass 1's framing checks (count_entries), then those fill_entries makes besides the CRC
+            if buf != NULL:
+                kfmt_prefetch_ahead(buf + pos, PREFETCH_DISTANCE, buf + n, &ahead)
+            if check_entry(buf, n, pos, max_size, &size, &tail) != ERR_NONE:
+                break
+            magic = buf[pos + MAGIC_OFFSET]
+            if magic == 2:
+                if v2_bad_count(<int16_t>kfmt_be16(buf + pos + ATTRIBUTES_OFFSET),
+                                <int32_t>kfmt_be32(buf + pos + RECORDS_COUNT_OFFSET),
+                                size + LOG_OVERHEAD - RECORDS_OFFSET):
+                    break
+            elif legacy_value(buf, pos, size, magic, &vstart, &vlen) != ERR_NONE:
+                break
+            count += 1
+            pos += LOG_OVERHEAD + size
+    return count, pos
 
 
 def scan_ranges(const uint8_t[::1] data, const int64_t[::1] starts, const int64_t[::1] stops, int crc_mode=CRC_STRICT,
@@ -550,9 +611,7 @@ def find_next_entry(const uint8_t[::1] data, Py_ssize_t start, int64_t min_offse
                     continue
                 attr = <int16_t>kfmt_be16(buf + q + ATTRIBUTES_OFFSET)
                 cnt = <int32_t>kfmt_be32(buf + q + RECORDS_COUNT_OFFSET)
-                if (attr & CODEC_MASK) > CODEC_ZSTD or cnt < 0 or (
-                        (attr & CODEC_MASK) == CODEC_NONE and
-                        <int64_t>cnt * V2_MIN_RECORD_SIZE > size + LOG_OVERHEAD - RECORDS_OFFSET):
+                if (attr & CODEC_MASK) > CODEC_ZSTD or v2_bad_count(attr, cnt, size + LOG_OVERHEAD - RECORDS_OFFSET):
                     continue
             elif magic == 1 or magic == 0:
                 if magic == 1 and size < V1_RECORD_OVERHEAD:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kafkafmt.record import scan_batches
+from kafkafmt.record import entries_end, scan_batches
 
-__all__ = ["window", "entry_size_at", "scan_range", "batch_at", "batch_base_offset", "last_offset_from",
+__all__ = ["window", "entry_size_at", "scan_range", "whole_entries_end", "batch_at", "batch_base_offset", "last_offset_from",
            "not_kafka_reason"]
 
 
@@ -42,6 +42,14 @@ def scan_range(f, start, stop, verify_crc=None):
         if info["error"] is not None:
             info["error"] = dict(info["error"], position=info["error"]["position"] + base)
     return t, info
+
+
+def whole_entries_end(f, start, stop):
+    """(count, end): the entries `scan_range` would list in [start, stop) of an open blob and the
+    file position after the last of them, without building their table (a chunk's boundary)."""
+    buf, base = window(f, start, stop)
+    count, end = entries_end(buf, start=start - base, stop=stop - base)
+    return count, end + base
 
 
 def batch_at(f, position):

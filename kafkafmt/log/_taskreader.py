@@ -8,7 +8,7 @@ import numpy as np
 
 from kafkafmt.record import DecodeOptions
 from kafkafmt.errors import CorruptRecordError
-from kafkafmt.log._framing import entry_size_at, scan_range
+from kafkafmt.log._framing import entry_size_at, whole_entries_end
 from kafkafmt.log._ranges import read_range
 from kafkafmt.log._transactions import committed_mask
 
@@ -35,10 +35,8 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
                 budget = int(max_bytes / max(ratio, 1.0))
             else:   # nothing decoded yet: one batch shows the ratio, unless any ratio would fit anyway
                 budget = stop - pos if max_bytes >= (stop - pos) * WHOLE_RANGE_RATIO else 0
-            heads, _ = scan_range(f, pos, min(stop, pos + budget))
-            if len(heads):
-                chunk_stop = int(heads["position"][-1] + heads["size"][-1])
-            else:   # the next batch alone exceeds the budget (or a tail / corruption follows)
+            count, chunk_stop = whole_entries_end(f, pos, min(stop, pos + budget))
+            if not count:   # the next batch alone exceeds the budget (or a tail / corruption follows)
                 size = entry_size_at(f, pos) if pos + 12 <= stop else -1
                 chunk_stop = pos + 12 + size if 0 < size and pos + 12 + size <= stop else stop
             if stop - chunk_stop < 12:

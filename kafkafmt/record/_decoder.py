@@ -24,8 +24,8 @@ from kafkafmt.codecs import base as _codec_base
 from kafkafmt.record._records import COLUMNS, BinaryColumn, BinaryViewColumn, Headers, Records, Table
 from kafkafmt._util.threads import resolve_threads, thread_pool
 
-__all__ = ["decode", "scan_batches", "DecodeOptions", "next_entry", "offset_sequence_error", "scan_ranges",
-           "RangeDecoder"]
+__all__ = ["decode", "scan_batches", "entries_end", "DecodeOptions", "next_entry", "offset_sequence_error",
+           "scan_ranges", "RangeDecoder"]
 
 # what each error code of the C loops means
 # what each error code of the C loops means: the native table (one definition), as exception classes
@@ -658,13 +658,14 @@ def offset_sequence_error(base, last, after=None, following=(), trusted_followin
     n = len(base)
     if n == 0:
         return None
-    first_l = ([] if after is None else [after]) + base.tolist() + list(following)
-    last_l = ([] if after is None else [after]) + last.tolist() + list(following)
-    shift = 0 if after is None else 1
-    f = np.asarray(first_l, np.int64)
-    la = np.asarray(last_l, np.int64)
+    # one array each, built by NumPy (no Python int per batch: one-record batches make this a hot path)
+    before = np.asarray([] if after is None else [after], np.int64)
+    rest = np.asarray(list(following), np.int64)
+    f = np.concatenate((before, np.asarray(base, np.int64), rest))
+    la = np.concatenate((before, np.asarray(last, np.int64), rest))
+    shift = len(before)
     bad = np.flatnonzero(f[1:] <= la[:-1])
-    total = len(first_l)
+    total = len(f)
     for i in bad.tolist():
         def restores(c):
             return c - 1 < 0 or c + 1 >= total or la[c - 1] < f[c + 1]
@@ -976,6 +977,39 @@ def scan_batches(data, *, verify_crc=True, start=0, stop=None, max_batch_bytes=2
     t.pop("payload_start")
     t.pop("payload_len")
     return Table(t), info
+
+
+def entries_end(data, *, start=0, stop=None, max_batch_bytes=256 << 20):
+    """Where the whole entries from `start` end: the entries `scan_batches` would list (CRCs not
+    judged), counted without building their table -- a reader's chunk boundary.
+
+    Parameters
+    ----------
+    data : bytes-like
+        Concatenated entries, as `decode` takes them.
+    start, stop : int, optional
+        Count only the entries in that byte range of data.
+    max_batch_bytes : int
+        A size field above this is corruption, not a truncated tail.
+
+    Returns
+    -------
+    (int, int)
+        The number of entries and the position after the last of them (`start` when none).
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.record import entries_end
+    >>> from kafkafmt.sample import sample_dir
+    >>> with open(f"{sample_dir()}/payments-0/00000000000000000000.log", "rb") as f:
+    ...     data = f.read()
+    >>> entries_end(data)
+    (3, 974)
+    >>> entries_end(data, stop=900)
+    (2, 669)
+    """
+    return _scan.entries_end(_window(_as_uint8(data), start, stop), start, max_batch_bytes)
 
 
 # -- many buffers into one set of outputs -------------------------------------------------------
