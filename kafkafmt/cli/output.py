@@ -70,14 +70,23 @@ class _ReaderMayGoAway:
     """A text stream (stdout, stderr) whose reader may go away (``kafkafmt verify ... | head -1``): from
     the first write that finds the pipe closed (EPIPE), the stream's file descriptor is os.devnull and
     writes are dropped, so the command runs to its end and its exit code is the work's -- as without
-    the pipe -- with no traceback and no "Broken pipe" message."""
+    the pipe -- with no traceback and no "Broken pipe" message. Its ``buffer`` (bytes written beneath
+    the text, as export's rows are) is guarded alike and shares its fate."""
 
-    def __init__(self, stream):
+    def __init__(self, stream, state=None):
         self._stream = stream
-        self.gone = False
+        self._state = {"gone": False} if state is None else state
+
+    @property
+    def gone(self):
+        return self._state["gone"]
+
+    @property
+    def buffer(self):
+        return _ReaderMayGoAway(self._stream.buffer, self._state)
 
     def _went_away(self):
-        self.gone = True
+        self._state["gone"] = True
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             try:
@@ -106,41 +115,8 @@ class _ReaderMayGoAway:
             except BrokenPipeError:
                 self._went_away()
 
-    @property
-    def buffer(self):
-        """The binary stream beneath (a writer of bytes, such as export's text rows), guarded alike:
-        its reader going away is this stream's."""
-        return _BufferMayGoAway(self)
-
     def __getattr__(self, name):
         return getattr(self._stream, name)
-
-
-class _BufferMayGoAway:
-    """The binary buffer of a `_ReaderMayGoAway` stream, dropping writes once the reader went away."""
-
-    def __init__(self, owner):
-        self._owner = owner
-
-    def write(self, data):
-        owner = self._owner
-        if not owner.gone:
-            try:
-                return owner._stream.buffer.write(data)
-            except BrokenPipeError:
-                owner._went_away()
-        return len(data)
-
-    def flush(self):
-        owner = self._owner
-        if not owner.gone:
-            try:
-                owner._stream.buffer.flush()
-            except BrokenPipeError:
-                owner._went_away()
-
-    def __getattr__(self, name):
-        return getattr(self._owner._stream.buffer, name)
 
 
 @contextlib.contextmanager

@@ -136,7 +136,11 @@ def iter_log_dir_with(folder, options, *, report=None, typed=None):
 def _type(recs, typed):
     """``recs`` with typed keys / values (`decode_values`), the raw bytes of the typed sides dropped unless
     ``keep_bytes``."""
-    recs = decode_values(recs, typed)
+    return _drop_raw(decode_values(recs, typed), typed)
+
+
+def _drop_raw(recs, typed):
+    """``recs`` without the raw bytes of its typed sides, unless ``keep_bytes``."""
     return recs if typed.keep_bytes else recs.replace(**{side: None for side, _, _ in typed.sides()})
 
 
@@ -634,7 +638,7 @@ def read_log_dirs_with(root, topics, partitions, options):
         if not (typed.active and named):
             return recs
         recs = recs.replace(typed=empty_typed(typed, named))
-        return recs if typed.keep_bytes else recs.replace(**{side: None for side, _, _ in typed.sides()})
+        return _drop_raw(recs, typed)
     recs = Records.concat(parts).replace(report=report)
     if typed.active:
         FailedValues().add(recs).warn()
