@@ -2,7 +2,8 @@
 from kafkafmt._util.threads import cpu_count, set_cpu_count
 from kafkafmt._version import __version__
 from kafkafmt.errors import (CompressionError, CorruptRecordError, CrcError, DataLossError, DecompressionLimitError,
-                             EncodeError, KafkafmtError, KafkafmtWarning, NotALogDirError, NotKafkaDataError,
+                             EncodeError, IncarnationError, KafkafmtError, KafkafmtWarning, NotALogDirError,
+                             NotKafkaDataError,
                              PathNotFoundError, SchemaError, SchemaNotFoundError, SchemaRegistryError,
                              UnsupportedCodecError, ValueDecodeError)
 from kafkafmt.record import (CONTROL_TYPES, BinaryColumn, DecodeOptions, Headers, Records, Table, decode, encode,
@@ -31,5 +32,6 @@ __all__ = [
     "SchemaRegistry", "RegisteredSchema", "open_registry", "decode_column", "value_type", "DecodedColumn",
     "type_values",
     "SchemaRegistryError", "SchemaNotFoundError", "SchemaError", "ValueDecodeError",
-    "export_table", "ExportResult", "DataLossError", "SchemaEvolutionError", "find_internal_topic",
+    "export_table", "ExportResult", "DataLossError", "IncarnationError", "SchemaEvolutionError",
+    "find_internal_topic",
 ]

@@ -77,6 +77,13 @@ class DataLossError(KafkafmtError, RuntimeError):
         return self.reason
 
 
+class IncarnationError(KafkafmtError, ValueError):
+    """Copies of one partition belong to different incarnations of its topic (other topic ids in their
+    ``partition.metadata``: a topic deleted and created again) and nothing says which to read: give
+    ``topic_id`` (``--topic-id``, ``.option("topicId", ...)``), or add the cluster's ``__cluster_metadata``
+    log dir to the roots."""
+
+
 class NotALogDirError(KafkafmtError, NotADirectoryError):
     """A path given as a partition folder or log dir is not one (a file, or a folder without Kafka data)."""
 

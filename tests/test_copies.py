@@ -161,7 +161,14 @@ def test_cli_reads_each_offset_once(cluster, tmp_path):
     report = kcli.run("report", "--json", root, check=0)
     doc = json.loads(report.stdout)
     assert {(p["topic"], p["partition"]): p["records"] for p in doc["partitions"]} == truth
-    assert len(doc["partitions"]) == len(truth) and len(doc["copies"]) == len(truth)
+    # every copy as data: each partition's copy read, and its other copy (in sync, or behind: orders-1)
+    assert len(doc["partitions"]) == len(truth)
+    states = collections.Counter((c["topic"], c["partition"], c["state"]) for c in doc["copies"])
+    assert sum(states.values()) == 2 * len(truth)
+    assert {(t, p) for t, p, s in states if s == "read"} == set(truth)
+    assert states[("orders", 1, "behind")] == 1
+    behind = [c for c in doc["copies"] if c["state"] == "behind"][0]
+    assert behind["offsetLag"] > 0 and behind["logEndOffset"] + behind["offsetLag"] == truth[("orders", 1)]
     lag_keys = [(r["group"], r["topic"], r["partition"]) for r in doc["lag"]]
     assert lag_keys and len(lag_keys) == len(set(lag_keys))
 

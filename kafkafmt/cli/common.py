@@ -2,6 +2,7 @@
 command line, reading one file as a segment, and problems found on the way."""
 from __future__ import annotations
 
+import argparse
 import os
 import re
 from dataclasses import dataclass, field
@@ -43,6 +44,8 @@ class Found:
     log_dirs: list = field(default_factory=list)     # the distinct log dirs the partitions come from
     empty_log_dirs: list = field(default_factory=list)   # log dirs holding no partitions
     copies_note: str = None       # copies of partitions not read: the copy read holds all of them
+    unread: list = field(default_factory=list)      # the copies not read (checked by verify and report)
+    copies: list = field(default_factory=list)      # every copy of every partition (`kafkafmt.log.Copy`)
 
 
 def input_paths(args, command):
@@ -134,13 +137,38 @@ def add_command(sub, parents, command, doc, paths_help="log directories, partiti
 
 
 def add_replicas_option(p, extra_help=""):
-    """``--replicas all|dedup``: what to do with several copies of one partition (`kafkafmt.log.discover`)."""
+    """``--replicas all|dedup``: what to do with several copies of one partition (`kafkafmt.log.discover`);
+    ``--topic-id [TOPIC=]ID``: the incarnation of a topic to read where copies hold several."""
     from kafkafmt.log import DEFAULT_REPLICAS, REPLICAS
 
     p.add_argument("--replicas", choices=REPLICAS, default=DEFAULT_REPLICAS,
                    help="several copies of one partition (replicas in several brokers' log dirs, a backup beside "
-                        "the original): read each offset once, from the most complete copy (dedup, the default), "
-                        "saying where copies disagree; or read every copy (all)" + extra_help)
+                        "the original): read each offset once, from a copy that holds it intact (dedup, the "
+                        "default), saying where copies are behind, damaged or disagree; or read every copy "
+                        "(all)" + extra_help)
+    p.add_argument("--topic-id", action="append", metavar="[TOPIC=]ID", type=_topic_id,
+                   help="where copies of a partition hold different incarnations of its topic (other topic ids in "
+                        "partition.metadata: a topic deleted and created again), read this one (Kafka's base64 "
+                        "topic id; TOPIC=ID for one topic; repeatable)")
+
+
+def _topic_id(text):
+    topic, sep, tid = text.rpartition("=")
+    if not tid or (sep and not topic):
+        raise argparse.ArgumentTypeError(f"not a topic id: {text!r} (give ID or TOPIC=ID)")
+    return (topic or None, tid)
+
+
+def topic_ids(args):
+    """What ``--topic-id`` gave, as the library's ``topic_id`` takes it: None, one id, or {topic: id}."""
+    given = getattr(args, "topic_id", None) or []
+    if not given:
+        return None
+    if len(given) == 1 and given[0][0] is None:
+        return given[0][1]
+    if any(t is None for t, _ in given):
+        raise UsageError("--topic-id: give TOPIC=ID for each when there are several")
+    return {t: i for t, i in given}
 
 
 def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
@@ -216,6 +244,7 @@ def read_options(args, **settings):
                  value_schema=reader_schema_of_text(getattr(args, "value_schema", None)),
                  key_schema=reader_schema_of_text(getattr(args, "key_schema", None)),
                  value_errors=getattr(args, "value_errors", None), untyped_topics=getattr(args, "untyped_topics", None),
+                 topic_id=topic_ids(args),
                  storage_options=cli_paths.OPTIONS or None, tiered_keys=cli_paths.TIERED_KEYS or None)
     return ReadOptions(**{k: v for k, v in flags.items() if v is not None}).replace(**settings)
 
@@ -225,11 +254,13 @@ def typed_options(args, roots):
     return read_options(args).open_typed([_log_dir_of(r) for r in roots])
 
 
-def find_inputs(paths, topics=None, partitions=None, replicas=None):
+def find_inputs(paths, topics=None, partitions=None, replicas=None, topic_id=None, conflicts="refuse"):
     """Partitions and files under ``paths`` -- files, partition folders, log dirs (whatever their
     names, e.g. ``kafka-logs-1``), folders holding log dirs or tiered uploads at any depth, local or
     remote -- found by the library's one discovery (`kafkafmt.log._discovery.discover`). Missing or
-    unreadable paths raise UsageError."""
+    unreadable paths raise UsageError. Copies of a partition from different incarnations of its topic,
+    with nothing (``topic_id``) to choose one, raise `kafkafmt.log.IncarnationError` (exit 1) -- unless
+    ``conflicts="report"`` (the commands that check: they list it as a problem)."""
     from kafkafmt.log import DEFAULT_REPLICAS, discover
     from kafkafmt.errors import PathNotFoundError, StorageError
 
@@ -237,13 +268,16 @@ def find_inputs(paths, topics=None, partitions=None, replicas=None):
     try:
         d = discover(paths, topics=topics, partitions=partitions, storage_options=cli_paths.OPTIONS or None,
                      tiered_keys=cli_paths.TIERED_KEYS or None, replicas=replicas or DEFAULT_REPLICAS, report=report,
-                     files=True)
+                     files=True, topic_id=topic_id)
     except PathNotFoundError as exc:
         raise UsageError(f"no such file or directory: {exc.file}") from None
     except (StorageError, PermissionError) as exc:
         raise input_error(exc) from None
+    if conflicts == "refuse":
+        d.check_incarnations()
     found = Found(partitions=d.partitions, files=d.files, given_files=d.given_files, log_dirs=d.log_dirs,
-                  empty_log_dirs=d.empty_log_dirs, copies_note=copies_note(report))
+                  empty_log_dirs=d.empty_log_dirs, copies_note=copies_note(report), unread=d.unread,
+                  copies=d.copies)
     for e in report:
         p = report_problem(e)
         if p is not None:

@@ -37,7 +37,7 @@ from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, add_typed_options, say_notes, Problem, bytes_encoder,
                                  check_kafka_file, kafka_files, file_kind, find_inputs, input_error,
                                  typed_options, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
-                                 parse_time_range, segment_base)
+                                 parse_time_range, segment_base, topic_ids)
 from kafkafmt.log import log_name_of
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli import internal_topics
@@ -211,7 +211,7 @@ class Dumper(RecordDump, SideFileDump):
         return [(kind, path, False)]
 
     def expand(self, folders):
-        found = find_inputs(folders, self.topics, self.partitions, self.replicas)
+        found = find_inputs(folders, self.topics, self.partitions, self.replicas, topic_ids(self.args))
         for w in found.leftovers:
             if w.severity == "error":
                 self.problem(w)

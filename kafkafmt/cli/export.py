@@ -35,7 +35,7 @@ from kafkafmt.values import FailedValues, conform
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, command_text, add_typed_options, no_data, say_found, bytes_encoder,
                                  checked_record_files, find_inputs, human_bytes, read_options, typed_options, input_paths, parse_int_list, parse_name_list, parse_offset_range, parse_time_range,
-                                 report_problem)
+                                 report_problem, topic_ids)
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import dumps
 from kafkafmt.cli.progress import Progress
@@ -379,7 +379,7 @@ def run(args, console):
         _pa()
     if args.to == "-" and fmt not in ("jsonl", "csv"):
         raise UsageError(f"{fmt} cannot be written to stdout; give a file name")
-    found = find_inputs(paths, topics, partitions, args.replicas)
+    found = find_inputs(paths, topics, partitions, args.replicas, topic_ids(args))
     files = checked_record_files(found, console)
     err = no_data(found, files, paths, topics or partitions)
     if err is not None:
@@ -577,7 +577,7 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
                          "--format parquet, or leave out --engine to write them here")
     if args.fail_on_data_loss == "true":
         # refused here, as the local engine refuses, before Spark's writer prepares (or, overwriting, clears) --to
-        _say_data_loss(args, find_inputs(paths, topics, partitions, args.replicas), console)
+        _say_data_loss(args, find_inputs(paths, topics, partitions, args.replicas, topic_ids(args)), console)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = SparkSession.builder.appName("kafkafmt export").getOrCreate()
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")   # as the local engine writes
@@ -755,7 +755,7 @@ def run_internal(args, console, fmt):
                 raise UsageError(f"--internal {name}: {exc.reason}; give its name with --topics") from None
             if topic != table.topic:
                 console.info(f"kafkafmt: --internal {name} reads the topic {topic} (give another with --topics)")
-    found = find_inputs(paths, {topic}, partitions, args.replicas)
+    found = find_inputs(paths, {topic}, partitions, args.replicas, topic_ids(args))
     # the topic's partitions, and files only when named on the command line: a loose segment found
     # under a root belongs to no topic that could be told
     files = [f for f in checked_record_files(found, console) if f in found.given_files]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 
 from kafkafmt.cli.common import (add_command, add_replicas_option, check_kafka_file, input_error, input_paths,
-                                 kafka_files, parse_int_list, parse_name_list, human_bytes)
+                                 kafka_files, parse_int_list, parse_name_list, human_bytes, topic_ids)
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.progress import Progress
@@ -55,7 +55,7 @@ def run(args, console):
         builder = Builder(paths, topics=parse_name_list(args.topics),
                           partitions=parse_int_list(args.partitions, "partition"), replicas=args.replicas,
                           storage_options=cli_paths.OPTIONS or None, tiered_keys=cli_paths.TIERED_KEYS or None,
-                          checks=not args.no_checks)
+                          checks=not args.no_checks, topic_id=topic_ids(args))
     except (StorageError, PermissionError) as exc:
         raise input_error(exc) from None
     for f in builder.found.given_files:

@@ -33,7 +33,7 @@ from kafkafmt.report.figures import (STATS_READ, Acc, PartitionStats, below_log_
                                      totals as _totals)
 
 from kafkafmt.cli.common import (add_replicas_option, no_data, say_found, add_command, checked_record_files, find_inputs, human_bytes, read_options,
-                                 input_paths, iso_ms, parse_int_list, parse_name_list, partition_label)
+                                 input_paths, iso_ms, parse_int_list, parse_name_list, partition_label, topic_ids)
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import table
 from kafkafmt.cli.progress import Progress
@@ -55,7 +55,7 @@ def run(args, console):
     paths = input_paths(args, "stats")
     topics = parse_name_list(args.topics)
     partitions = parse_int_list(args.partitions, "partition")
-    found = find_inputs(paths, topics, partitions, args.replicas)
+    found = find_inputs(paths, topics, partitions, args.replicas, topic_ids(args), conflicts="report")
     files = checked_record_files(found, console)
     err = no_data(found, files, paths, topics or partitions)
     if err is not None:

@@ -42,6 +42,7 @@ from kafkafmt.report.problems import Problem
 
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, say_notes, no_data, add_command, check_kafka_file, file_kind,
+                                 topic_ids,
                                  find_inputs, is_leftover, kafka_files, segment_base, segment_in_partition, human_bytes)
 from kafkafmt.log import log_name_of
 from kafkafmt.cli import paths as cli_paths
@@ -93,7 +94,7 @@ class Verifier(Checker):
             paths.append(sample_dir())
         if not paths:
             raise UsageError("verify: give log directories, partition folders or files (or --sample)")
-        found = find_inputs(paths, replicas=self.args.replicas)
+        found = find_inputs(paths, replicas=self.args.replicas, topic_id=topic_ids(self.args), conflicts="report")
         given = set(found.given_files)
         for f in found.given_files:
             if file_kind(f) in (None, "log"):
@@ -108,7 +109,7 @@ class Verifier(Checker):
         say_notes(found, self.c)
         started = time.monotonic()
         total = 0
-        for pd in found.partitions:
+        for pd in found.partitions + found.unread:
             total += sum(s.size for s in pd.list_segments())
         total += sum(cli_paths.getsize(f) for f in found.files if file_kind(f) in ("log", "kraft-snapshot"))
         with Progress(total, enabled=self.args.progress) as prog:
@@ -119,6 +120,10 @@ class Verifier(Checker):
             for pd, chunks, report in iter_partitions_with(found.partitions, PARTITION_CHECK_READ):
                 prog.set_label(pd.name)
                 self.partition(pd, read=(chunks, report))
+            # every other copy too: a damaged copy is a problem whichever copy is read
+            for pd in found.unread:
+                prog.set_label(f"{pd.name} ({pd.log_dir_url})")
+                self.copy(pd)
             for f in found.files:
                 self.file(f, given=f in given)
             prog.close()
@@ -131,13 +136,14 @@ class Verifier(Checker):
         status = "OK" if not self.errors else "FAILED"
         if self.args.json:
             self.c.json({"type": "summary", "status": status, "partitions": self.n_partitions,
-                         "segments": self.n_segments, "batches": self.n_batches, "records": self.n_records,
+                         "copies": self.n_copies, "segments": self.n_segments, "batches": self.n_batches, "records": self.n_records,
                          "belowLogStart": self.n_below_log_start, "bytes": self.bytes, "files": self.n_files, "errors": self.errors,
                          "warnings": self.warnings, "seconds": round(elapsed, 3)})
             return
         below = f" (and {self.n_below_log_start} below log start offsets, not served)" if self.n_below_log_start \
             else ""
-        self.c.write(f"{status}: {self.n_partitions} partitions, {self.n_segments} segments "
+        copies = f" (and {self.n_copies} other copies of them)" if self.n_copies else ""
+        self.c.write(f"{status}: {self.n_partitions} partitions{copies}, {self.n_segments} segments "
                      f"({human_bytes(self.bytes)}), {self.n_batches} batches, {self.n_records} records{below}, "
                      f"{self.n_files} other files checked in {elapsed:.1f} s: {self.errors} errors, "
                      f"{self.warnings} warnings")

@@ -3,7 +3,8 @@ their side files, transactions, discovery (roots -> partitions), the planner (of
 the task reader, tiered-storage layouts and the LogWriter.
 
 Modules: `_names`, `_framing`, `_ranges`, `_segments`, `_transactions`, `_discovery`, `_planner`,
-`_taskreader`, `_bulk` (many small partitions read at once), `_notes` (what a read skipped or fell back
+`_taskreader`, `_copies` (several copies of a partition), `_fill` (a stretch read from another copy),
+`_bulk` (many small partitions read at once), `_notes` (what a read skipped or fell back
 on), `_writer`, `sidefiles`, `tiered` (the layouts).
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kafkafmt.log._framing import (window, entry_size_at, scan_range, batch_at, 
 from kafkafmt.log._ranges import (read_range)
 from kafkafmt.log._segments import (Segment, DEFAULT_INDEX_INTERVAL, warn_fallbacks)
 from kafkafmt.log._transactions import (transactions, committed_mask)
+from kafkafmt.log._copies import (Copy, COPY_STATES)
 from kafkafmt.log._discovery import (Partition, Found, MAX_DEPTH, REPLICAS, DEFAULT_REPLICAS,
                                      LOG_START_CHECKPOINT, REPLICATION_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
                                      log_dir_offsets, discover, find_partitions, resolve_partition, folder_kind,
@@ -36,7 +38,7 @@ __all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES
            "is_leftover_segment_file", "is_segment_file", "holds_segment_files", "file_kind", "ReportKind",
            "ReportEntry", "window", "entry_size_at", "scan_range", "batch_at", "batch_base_offset",
            "last_offset_from", "not_kafka_reason", "read_range", "Segment", "DEFAULT_INDEX_INTERVAL",
-           "warn_fallbacks", "transactions", "committed_mask", "Partition", "Found", "MAX_DEPTH", "REPLICAS",
+           "warn_fallbacks", "transactions", "committed_mask", "Copy", "COPY_STATES", "Partition", "Found", "MAX_DEPTH", "REPLICAS",
            "DEFAULT_REPLICAS", "LOG_START_CHECKPOINT", "REPLICATION_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT",
            "log_dir_offsets", "discover", "find_partitions", "resolve_partition",
            "folder_kind", "find_log_dirs", "list_partitions", "list_segments", "Task", "plan", "resolve_offsets",

@@ -31,14 +31,13 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from kafkafmt.log import sidefiles
 from kafkafmt.log import tiered
-from kafkafmt.errors import KafkafmtError, KafkafmtWarning, NotALogDirError, PathNotFoundError, StorageError
+from kafkafmt.errors import IncarnationError, KafkafmtError, KafkafmtWarning, NotALogDirError, PathNotFoundError, StorageError
 from kafkafmt.log._names import (holds_segment_files, is_leftover_dir, is_leftover_segment_file, partition_of_name,
                             LEFTOVER_SUFFIXES, SEGMENT_LOG)
-from kafkafmt.log._framing import scan_range, window
+from kafkafmt.log._copies import live_topic_ids, resolve_copies, METADATA_TOPIC
 from kafkafmt.log._notes import ReportEntry, ReportKind
 from kafkafmt.log._segments import Segment
 from kafkafmt.storage import open_storage
@@ -204,6 +203,9 @@ class Partition:
     # (local folders); a Partition pickled elsewhere (a Spark executor) lists its folder afresh there
     listing: object = field(default=None, compare=False, repr=False)
     real: object = field(default=None, compare=False, repr=False)
+    # the other copies of the same incarnation (replicas="dedup"): a range this copy cannot give intact is
+    # read from one of them (kafkafmt.log._fill); () for a partition held once
+    alternates: object = field(default=(), compare=False, repr=False)
 
     def __getstate__(self):
         return dict(self.__dict__, listing=None)
@@ -530,6 +532,17 @@ class Found:
     log_dir_urls: list = field(default_factory=list)
     empty_log_dirs: list = field(default_factory=list)   # URLs of log dirs holding no partition at all
     report: list = field(default_factory=list)
+    copies: list = field(default_factory=list)     # every copy of every partition found (`Copy`), replicas="dedup"
+    unread: list = field(default_factory=list)     # the copies not read (`Partition` s), replicas="dedup"
+    conflicts: list = field(default_factory=list)  # partitions whose copies are of several incarnations: not read
+
+    def check_incarnations(self):
+        """Raise `IncarnationError` when copies of a partition belong to different incarnations of its
+        topic and nothing chose one (`conflicts`): a read must not pick one, nor merge them."""
+        if self.conflicts:
+            first = self.conflicts[0]
+            more = f" (and {len(self.conflicts) - 1} more partitions)" if len(self.conflicts) > 1 else ""
+            raise IncarnationError(first.message + more, file=first.file)
 
     def __repr__(self):     # a summary: the lists can hold thousands of partitions
         return (f"<Found {len(self.partitions)} partitions in {len(self.log_dirs)} log dirs, {len(self.files)} other "
@@ -603,12 +616,14 @@ class _Walk:
 
 
 def discover(roots, *, topics=None, partitions=None, storage_options=None, filesystem=None, storage=None,
-             tiered_keys=None, replicas=DEFAULT_REPLICAS, report=None, max_depth=MAX_DEPTH, cache=None, files=False):
+             tiered_keys=None, replicas=DEFAULT_REPLICAS, report=None, max_depth=MAX_DEPTH, cache=None, files=False,
+             topic_id=None):
     """Everything under one root or a list of roots (paths or URLs, local and remote mixed): a
     `Found` with the partitions (filtered by topic names and partition numbers; a partition with
-    uploads and local segments merged; copies by ``replicas``) and, with ``files=True``, the files
-    outside partition folders. ``cache``: a dict kept between calls to list again only local
-    folders that changed (the stream reader's polling)."""
+    uploads and local segments merged; copies by ``replicas``, incarnations by ``topic_id``: see
+    `kafkafmt.log._copies`) and, with ``files=True``, the files outside partition folders. ``cache``: a
+    dict kept between calls to list again only local folders that changed (the stream reader's
+    polling)."""
     if replicas not in REPLICAS:
         raise ValueError(f"replicas must be one of {', '.join(REPLICAS)}, not {replicas!r}")
     roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
@@ -625,13 +640,44 @@ def discover(roots, *, topics=None, partitions=None, storage_options=None, files
     found = walk.found
     plain = _dedup_folders(walk.plain)
     remote = [_remote_partition(st, path, rp, found.report, tiered_keys) for st, path, rp in walk.remote]
-    parts = _merge_places(plain, remote, found.report, cache)
-    parts = [p for p in parts if _wanted(p.topic, p.partition, _as_set(topics), _as_set(partitions))]
+    everything = _merge_places(plain, remote, found.report, cache)
+    parts = [p for p in everything if _wanted(p.topic, p.partition, _as_set(topics), _as_set(partitions))]
     if replicas == "dedup":
-        parts = _dedup_replicas(parts, found.report, cache)
+        resolved = resolve_copies(parts, found.report, cache=cache, topic_id=topic_id,
+                                  live_ids=_live_ids_of(everything), high_watermarks=_high_watermarks())
+        parts, found.copies, found.conflicts = resolved.partitions, resolved.copies, resolved.conflicts
+        found.unread = resolved.unread
     parts.sort(key=lambda q: (q.topic, q.partition, q.log_dir_url))
     found.partitions = parts
     return found
+
+
+def _live_ids_of(parts):
+    """``live()`` -> {topic: id} that the cluster's metadata log among ``parts`` names (read once, when asked)."""
+    meta = [p for p in parts if p.topic == METADATA_TOPIC]
+    memo = []
+
+    def live():
+        if not memo:
+            memo.append(live_topic_ids(meta) if meta else {})
+        return memo[0]
+    return live
+
+
+def _high_watermarks():
+    """``hw(partition)`` -> its high watermark in its log dir's ``replication-offset-checkpoint`` (each log
+    dir's file read once, when first asked), or None."""
+    files = {}
+
+    def hw(part):
+        home = part.home
+        if home is None:
+            return None
+        key = part.storage.url(home)
+        if key not in files:
+            files[key] = log_dir_offsets(home, REPLICATION_CHECKPOINT, storage=part.storage)
+        return files[key].get((part.topic, part.partition))
+    return hw
 
 
 def _as_set(v):
@@ -705,197 +751,8 @@ def _merge(local, uploads, report, cache=None):
     return dataclasses.replace(local, segments=tuple(segs))
 
 
-def _dedup_replicas(parts, report, cache=None):
-    """Of several copies of one topic-partition, the most complete (the highest last offset, then the
-    most bytes, then the first found); each other copy reported: `ReportKind.REPLICA` when the copy
-    read holds every record it holds, `ReportKind.DUPLICATE` (a warning) when it holds offsets below
-    the copy read (kept longer), `ReportKind.MISMATCH` (an error) at the first offset where both
-    hold a record and the records differ."""
-    groups = {}
-    for p in parts:
-        groups.setdefault((p.topic, p.partition), []).append(p)
-    out = []
-    for copies in groups.values():
-        if len(copies) == 1:
-            out.append(copies[0])
-            continue
-        held = [_Held(c, cache) for c in copies]
-        best = max(held, key=lambda h: (h.last, h.nbytes, -held.index(h)))
-        out.append(best.part)
-        for h in held:
-            if h is not best:
-                report.append(_copy_entry(h, best))
-    return out
-
-
-class _Held:
-    """What one copy of a partition holds: its segments and their batch headers (scanned, no
-    record decoded; kept in ``cache`` per segment file and size, so a poll rescans only the segments
-    that grew), first and last offsets, bytes."""
-
-    def __init__(self, part, cache=None):
-        self.part = part
-        self.segments = part.list_segments(cache=cache)
-        self.nbytes = sum(s.size or 0 for s in self.segments)
-        self.tables = [_headers(seg, cache) for seg in self.segments]
-        offsets = [t["base_offset"] for t in self.tables if len(t["base_offset"])]
-        lasts = [t["last_offset"] for t in self.tables if len(t["last_offset"])]
-        self.first = int(min(o.min() for o in offsets)) if offsets else None
-        self.last = int(max(o.max() for o in lasts)) if lasts else -1
-
-    def batches(self):
-        """Every batch: (segment index, position, size, crc, base offset, last offset) rows."""
-        rows = [np.stack([np.full(len(t["position"]), i, np.int64)] + [t[c] for c in _HEADER_COLUMNS], axis=1)
-                for i, t in enumerate(self.tables)]
-        return np.concatenate(rows) if rows else np.zeros((0, 1 + len(_HEADER_COLUMNS)), np.int64)
-
-
-_HEADER_COLUMNS = ("position", "size", "crc", "base_offset", "last_offset")
-
-
-def _headers(seg, cache):
-    """{column: array} of a segment's batch headers (up to the first damage)."""
-    key, stamp = ("headers", seg.url), (seg.size, seg.version)
-    hit = None if cache is None else cache.get(key)
-    if hit is not None and hit[0] == stamp:
-        return hit[1]
-    with seg.open() as f:
-        t, _info = scan_range(f, 0, f.size)
-    table = {c: np.asarray(t[c], np.int64) for c in _HEADER_COLUMNS}
-    if cache is not None:
-        cache[key] = (stamp, table)
-    return table
-_COMPARE_BYTES = 8 << 20       # batches decoded at once to compare two copies' records
-
-
-def _copy_entry(h, best):
-    """The report entry of a copy not read (``h``) beside the copy read (``best``)."""
-    name, where, there = h.part.name, h.part.url, best.part.url
-    differ = _first_difference(best, h)
-    span = "no records" if h.first is None else f"offsets {h.first}..{h.last}"
-    if differ is not None:
-        offset, why = differ
-        return ReportEntry(ReportKind.MISMATCH, where,
-                           f"copies of {name} disagree from offset {offset} ({why}): {there} and {where}; read: "
-                           f"{there} (up to offset {best.last}); replicas='all' reads both", offset=offset)
-    if h.first is not None and (best.first is None or h.first < best.first):
-        upto = h.last if best.first is None else min(h.last, best.first - 1)
-        return ReportEntry(ReportKind.DUPLICATE, where,
-                           f"copy of {name} not read ({span}): it holds offsets {h.first}..{upto} that the copy "
-                           f"read ({there}, up to offset {best.last}) does not; replicas='all' reads every copy",
-                           offset=h.first)
-    return ReportEntry(ReportKind.REPLICA, where,
-                       f"copy of {name} not read ({span}): the copy in {there} holds all of it (up to offset "
-                       f"{best.last})")
-
-
-def _first_difference(a, b):
-    """The first offset where two copies of a partition both hold a record and the records differ
-    (key, value, timestamp), with why -- or None. Batches with the same offsets, size and CRC in
-    both are the same; only the others are decoded (copies compacted apart, or batched apart, can
-    differ in batches and still agree on every record)."""
-    ta, tb = a.batches(), b.batches()
-    lo, hi = max(a.first or 0, b.first or 0), min(a.last, b.last)
-    if not len(ta) or not len(tb) or lo > hi:
-        return None
-    ua = ta[~np.isin(_batch_keys(ta), _batch_keys(tb))]
-    ub = tb[~np.isin(_batch_keys(tb), _batch_keys(ta))]
-    ua = ua[(ua[:, 5] >= lo) & (ua[:, 4] <= hi)]
-    ub = ub[(ub[:, 5] >= lo) & (ub[:, 4] <= hi)]
-    if not len(ua) or not len(ub):
-        return None
-    ua = ua[np.argsort(ua[:, 4], kind="stable")]
-    i = 0
-    while i < len(ua):
-        j = i
-        nbytes = 0
-        while j < len(ua) and (j == i or nbytes < _COMPARE_BYTES):
-            nbytes += int(ua[j, 2])
-            j += 1
-        group_lo, group_hi = int(ua[i, 4]), int(ua[j - 1, 5])
-        theirs = ub[(ub[:, 5] >= group_lo) & (ub[:, 4] <= group_hi)]
-        if len(theirs):
-            ra, why_a = _decoded(a, ua[i:j])
-            rb, why_b = _decoded(b, theirs)
-            if why_a or why_b:
-                return group_lo, why_a or why_b
-            found = _first_unequal(ra, rb)
-            if found is not None:
-                return found
-        i = j
-    return None
-
-
-def _batch_keys(rows):
-    """One comparable value per batch row: its base and last offsets, size and CRC."""
-    cols = np.ascontiguousarray(rows[:, [4, 5, 2, 3]])
-    return cols.view(np.dtype((np.void, cols.itemsize * 4))).ravel()
-
-
-def _decoded(held, rows):
-    """The records of some batches of a copy as (offsets, timestamps, keys, values) -- keys and
-    values Arrow arrays -- or why they do not decode."""
-    import pyarrow as pa
-
-    from kafkafmt.record import decode
-
-    offs, ts, keys, values = [], [], [], []
-    for seg_index in np.unique(rows[:, 0]).tolist():
-        seg = held.segments[seg_index]
-        mine = rows[rows[:, 0] == seg_index]
-        mine = mine[np.argsort(mine[:, 1], kind="stable")]
-        ends = mine[:, 1] + mine[:, 2]
-        cuts = np.flatnonzero(mine[1:, 1] != ends[:-1]) + 1        # runs of adjacent batches: one decode each
-        with seg.open() as f:
-            for run in np.split(np.arange(len(mine)), cuts):
-                start, stop = int(mine[run[0], 1]), int(ends[run[-1]])
-                buf, base = window(f, start, stop)
-                try:
-                    r = decode(buf, start=start - base, stop=stop - base, verify_crc=None, headers=False)
-                except KafkafmtError as exc:
-                    return None, f"the batches at bytes {start}..{stop} of {seg.url} do not decode: {exc.reason}"
-                offs.append(np.asarray(r.offset, np.int64))
-                ts.append(np.asarray(r.timestamp, np.int64))
-                keys.append(r.key.to_arrow())
-                values.append(r.value.to_arrow())
-    if not offs:
-        return (np.zeros(0, np.int64), np.zeros(0, np.int64), pa.array([], pa.binary()), pa.array([], pa.binary())), None
-    return (np.concatenate(offs), np.concatenate(ts), _concat(keys), _concat(values)), None
-
-
-def _concat(arrays):
-    import pyarrow as pa
-
-    return pa.concat_arrays([a.cast(pa.large_binary()) for a in arrays])
-
-
-def _first_unequal(ra, rb):
-    """(offset, what differs) of the first offset both hold with different records, or None."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    common, ia, ib = np.intersect1d(ra[0], rb[0], return_indices=True)
-    if not len(common):
-        return None
-    differ = np.zeros(len(common), bool)
-    what = np.full(len(common), "", object)
-    for name, x, y in (("value", ra[3], rb[3]), ("key", ra[2], rb[2])):
-        x, y = x.take(pa.array(ia)), y.take(pa.array(ib))
-        same = pc.or_kleene(pc.and_(x.is_null(), y.is_null()), pc.fill_null(pc.equal(x, y), False))
-        bad = ~np.asarray(same.to_numpy(zero_copy_only=False), bool)
-        what[bad] = name
-        differ |= bad
-    bad = ra[1][ia] != rb[1][ib]
-    what[bad] = "timestamp"
-    differ |= bad
-    if not differ.any():
-        return None
-    k = int(np.argmax(differ))
-    return int(common[k]), f"the {what[k]}s differ"
-
-
 def find_partitions(roots, topics=None, partitions=None, report=None, storage_options=None, filesystem=None,
-                    tiered_keys=None, replicas=DEFAULT_REPLICAS):
+                    tiered_keys=None, replicas=DEFAULT_REPLICAS, topic_id=None):
     """Every partition under one root or a list of roots (paths or URLs, local and remote mixed):
     partition folders, log dirs or folders holding log dirs at any depth, and tiered-storage
     uploads (Kafka's and Aiven's layouts), side by side or merged (see the module doc).
@@ -903,10 +760,11 @@ def find_partitions(roots, topics=None, partitions=None, report=None, storage_op
     file raises NotALogDirError; a topic, partition or root that matches nothing warns."""
     roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
     found = discover(roots, topics=topics, partitions=partitions, report=report, storage_options=storage_options,
-                     filesystem=filesystem, tiered_keys=tiered_keys, replicas=replicas)
+                     filesystem=filesystem, tiered_keys=tiered_keys, replicas=replicas, topic_id=topic_id)
     if found.given_files:
         f = found.given_files[0]
         raise NotALogDirError(f"not a log dir (a directory holding <topic>-<partition> folders): {f}", file=f)
+    found.check_incarnations()
     _warn_if_nothing_matched(roots, found, topics, partitions)
     return found.partitions
 

@@ -31,6 +31,21 @@ class ReportKind(enum.Enum):
         Copies of one partition that disagree.
     INDEX_FALLBACK
         An index not used (missing, insane, wrong): scanned instead.
+    BAD_VALUE
+        Keys or values that could not be typed (``value_format=``): null, the reason kept.
+    FROM_COPY
+        A range of the copy read that it cannot give intact (damaged, cut off), read from another copy
+        that holds it intact.
+    DIVERGED
+        Copies of one partition that part above their high watermarks: records Kafka would truncate
+        (never committed).
+    DAMAGED_COPY
+        A copy of a partition, not read, whose bytes are damaged.
+    INCARNATION
+        Copies of one partition from different incarnations of its topic (other topic ids), nothing
+        choosing one: not read.
+    STRAY
+        A copy of another incarnation of the topic than the one read (a stray log): not read.
     """
 
     CORRUPT = "corrupt"                # a corrupt byte range, skipped (salvage)
@@ -43,6 +58,11 @@ class ReportKind(enum.Enum):
     MISMATCH = "mismatch"              # copies of one partition that disagree
     INDEX_FALLBACK = "index_fallback"  # an index not used (missing, insane, wrong): scanned instead
     BAD_VALUE = "bad_value"            # keys or values that could not be typed (value_format=): null, reason kept
+    FROM_COPY = "from_copy"            # a range the copy read cannot give intact, read from another copy
+    DIVERGED = "diverged"              # copies that part above their high watermarks (uncommitted records)
+    DAMAGED_COPY = "damaged_copy"      # a copy not read whose bytes are damaged
+    INCARNATION = "incarnation"        # copies of different incarnations of a topic, none chosen: not read
+    STRAY = "stray"                    # a copy of another incarnation than the one read: not read
 
 
 @dataclass(frozen=True)

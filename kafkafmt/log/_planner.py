@@ -50,6 +50,8 @@ class Task:
     aborted: dict = None
     lso: object = None
     log_dir: object = None         # the log dir (path or URL) of the partition, for the logDir column
+    alternates: tuple = ()         # other copies of the partition: a stretch this one cannot give is read there
+    next_segment: object = None    # the next segment (an overlap with it is read once)
 
     @property
     def log(self):
@@ -130,7 +132,7 @@ def plan(folder, *, start_offset=None, end_offset=None, start_timestamp=None, en
                 stop_pos = seg.end_position(f, end, report)
         if stop_pos > start_pos:
             tasks.append(Task(topic, partition, seg, start_pos, stop_pos, start, end, is_last, nxt, aborted, lso,
-                              part.log_dir_url))
+                              part.log_dir_url, part.alternates, None if is_last else segments[k + 1]))
     return tasks
 
 

@@ -1,14 +1,29 @@
 """Reading what the planner planned: `read_task` streams one `kafkafmt.log._planner.Task` in chunks of
 about ``max_bytes`` of decoded data, `read_tasks` a partition's tasks in order (each batch's offsets
 checked against the batch before it, across segments).
+
+Each offset is read once, from a copy that holds it intact:
+
+* a stretch of the segment that cannot be read intact -- a CRC mismatch, broken framing, a segment cut off
+  while later segments follow -- is read from another copy of the partition (the task's ``alternates``,
+  `kafkafmt.log._fill`) when one holds it intact; `ReportKind.FROM_COPY` says so, and the batch table marks
+  the batches read there (its ``from_copy`` column, present only then). Without one it is damage, as ever:
+  strict reads raise, salvaging reads skip and report it.
+* batches of a segment that the next segment holds again (a stray copy of part of a segment saved as a
+  segment of its own: the same offsets in two files) are read once, from the next segment, when both hold the
+  same batches (`ReportKind.DUPLICATE`); when they differ, which records the offsets hold cannot be told:
+  strict reads raise, salvaging reads report it (`ReportKind.MISMATCH`) and keep the next segment's.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from kafkafmt.record import DecodeOptions
+from kafkafmt.record import DecodeOptions, Records
 from kafkafmt.errors import CorruptRecordError
-from kafkafmt.log._framing import entry_size_at, whole_entries_end
+from kafkafmt.log._fill import batch_mark_of, fill
+from kafkafmt.log._framing import entry_size_at, scan_range, whole_entries_end
+from kafkafmt.log._notes import ReportEntry, ReportKind
+from kafkafmt.log._planner import plan
 from kafkafmt.log._ranges import read_range
 from kafkafmt.log._transactions import committed_mask
 
@@ -26,6 +41,8 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
     Each chunk is (records, last offset read)."""
     options = DecodeOptions() if options is None else options
     seg = task.segment
+    alternates = task.alternates or ()
+    mark = None                 # the last intact batch read (base, last offset, CRC): a fill's anchor
     with seg.open() as f:
         pos, stop = task.start_pos, min(task.stop_pos, f.size)
         ratio = float("inf")
@@ -41,15 +58,33 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
                 chunk_stop = pos + 12 + size if 0 < size and pos + 12 + size <= stop else stop
             if stop - chunk_stop < 12:
                 chunk_stop = stop
-            recs, resume = read_range(seg, f, pos, chunk_stop, report, options=options, errors=errors, limit=stop,
-                                      after=after, following=task.following if chunk_stop >= f.size else None)
+            following = task.following if chunk_stop >= f.size else None
+            if alternates:
+                own = []
+                recs, resume = read_range(seg, f, pos, chunk_stop, own, options=options, errors="salvage",
+                                          limit=stop, after=after, following=following)
+                recs, own = _mend(task, f, recs, own, after, mark, options)
+                if errors == "strict" and any(e.kind is ReportKind.CORRUPT for e in own):
+                    # damage no copy holds intact: what the strict read of the chunk raises
+                    read_range(seg, f, pos, chunk_stop, None, options=options, errors="strict", limit=stop,
+                               after=after, following=following)
+                if report is not None:
+                    report += own
+            else:
+                recs, resume = read_range(seg, f, pos, chunk_stop, report, options=options, errors=errors,
+                                          limit=stop, after=after, following=following)
             if recs.tail == "truncated" and not task.is_last and stop == f.size and errors == "strict":
                 # a cut-off tail is the end of data only at the end of the log: here segments follow
                 raise CorruptRecordError("segment ends inside a batch although later segments follow "
                                          "(use errors='salvage' to read past it)", file=seg.log,
                                          position=recs.valid_bytes)
+            if following is not None and len(recs.batches) and \
+                    int(recs.batches.last_offset.max()) >= following and task.next_segment is not None:
+                recs = _overlap(task, recs, report, errors)
             if len(recs.batches):
-                after = max(int(recs.batches.last_offset[-1]), after if after is not None else -1)
+                last = int(np.argmax(recs.batches.last_offset))
+                after = max(int(recs.batches.last_offset[last]), after if after is not None else -1)
+                mark = batch_mark_of(recs.batches, last)
             decoded = (recs.key.nbytes if options.keys else 0) + (recs.value.nbytes if options.values else 0) \
                 + 40 * len(recs)
             ratio = max(decoded / max(chunk_stop - pos, 1), 0.05)
@@ -80,3 +115,126 @@ def read_tasks(tasks, report, options, errors="strict", max_bytes=64 << 20, afte
         for recs, after in read_task(task, report, options=options, errors=errors, max_bytes=max_bytes,
                                      after=after):
             yield recs, after
+
+
+def _read_copy(task, options):
+    """``read(copy, lo, hi)`` for `kafkafmt.log._fill.fill`: the records of [lo, hi) of another copy, planned as
+    the task's read (its isolation) and read strictly."""
+    isolation = "read_committed" if task.aborted is not None else "read_uncommitted"
+
+    def read(part, lo, hi):
+        tasks = plan(part, start_offset=lo, end_offset=hi, isolation=isolation)
+        parts = [recs for recs, _ in read_tasks(tasks, None, options, "strict", max_bytes=1 << 62)]
+        return Records.concat(parts) if parts else None
+    return read
+
+
+def _mend(task, f, recs, entries, after, mark, options):
+    """The records of a chunk read salvaging, each damaged stretch (`ReportKind.CORRUPT`, a cut-off tail while
+    later segments follow) read from another copy where one holds it intact; returns (records, report entries:
+    the fills said as `ReportKind.FROM_COPY`, the rest as they were)."""
+    seg = task.segment
+    out, fills = [], []
+    for e in entries:
+        cut_off = e.kind is ReportKind.TRUNCATED
+        if e.kind is not ReportKind.CORRUPT and not cut_off:
+            out.append(e)
+            continue
+        b = recs.batches
+        pos = np.asarray(b.position, np.int64)
+        before_rows = np.flatnonzero(pos < e.start)
+        after_rows = np.flatnonzero(pos >= (e.end if e.end is not None else f.size))
+        if len(before_rows):
+            i = int(before_rows[np.argmax(np.asarray(b.last_offset)[before_rows])])
+            before = batch_mark_of(b, i)
+            lo = before[1] + 1
+        elif mark is not None:
+            before, lo = mark, mark[1] + 1
+        else:
+            before = None
+            lo = seg.base_offset if after is None else max(after + 1, seg.base_offset)
+        after_mark, hi = _after_stretch(task, f, b, after_rows, e)
+        if hi is not None and hi <= lo:
+            out.append(e)
+            continue
+        got, copy = fill(task.alternates, lo, hi, before, after_mark, _read_copy(task, options))
+        if got is None:
+            out.append(e)
+            continue
+        fills.append(got.replace(batches=got.batches.with_column("from_copy", np.ones(len(got.batches), bool))))
+        span = f"{lo}..{hi - 1}" if hi is not None else f"{lo}.."
+        out.append(ReportEntry(ReportKind.FROM_COPY, e.file,
+                               f"offsets {span} read from the copy in {copy.url}: this copy is damaged there "
+                               f"({e.message})", e.start, e.end, lo))
+        if e.kind is ReportKind.TRUNCATED:
+            recs = recs.replace(tail=None, trailing_bytes=0)
+    if not fills:
+        return recs, out
+    merged = Records.concat([recs] + [r.replace(log_dir=task.log_dir) for r in fills])
+    order = np.argsort(merged.offset, kind="stable")
+    return merged.take(order).replace(tail=recs.tail, trailing_bytes=recs.trailing_bytes,
+                                      valid_bytes=recs.valid_bytes), out
+
+
+def _after_stretch(task, f, b, after_rows, e):
+    """(mark of the copy read's first intact batch after a damaged stretch or None, the first offset after the
+    stretch or None: to the log's end)."""
+    if len(after_rows):
+        i = int(after_rows[np.argmin(np.asarray(b.base_offset)[after_rows])])
+        m = batch_mark_of(b, i)
+        return m, m[0]
+    end = e.end if e.end is not None else f.size
+    if end < f.size:
+        t, info = scan_range(f, end, min(f.size, end + (64 << 10)))
+        if info["count"]:
+            m = batch_mark_of(t, 0)
+            return m, m[0]
+    return None, task.following
+
+
+def _overlap(task, recs, report, errors):
+    """A chunk ending a segment whose last batches the next segment holds again: read once, from the next
+    segment, when both hold the same batches; else damage (strict reads raise)."""
+    b = recs.batches
+    nxt = task.next_segment
+    last = int(np.asarray(b.last_offset).max())
+    try:
+        with nxt.open() as g:
+            t, info = scan_range(g, 0, min(g.size, 1 << 20))
+    except OSError:
+        return recs
+    n = info["count"]
+    if not n or int(t["base_offset"][0]) > last:
+        return recs         # a misnamed next segment (its first batch is past this one): no offset held twice
+    first = int(t["base_offset"][0])
+    theirs = {batch_mark_of(t, i) for i in range(n)}
+    base = np.asarray(b.base_offset, np.int64)
+    twice = np.flatnonzero(np.asarray(b.last_offset, np.int64) >= first)
+    same = all(batch_mark_of(b, int(i)) in theirs for i in twice) and base[twice].min() >= first
+    where = f"offsets {int(base[twice].min())}..{last} of {task.segment.url}"
+    if same:
+        entry = ReportEntry(ReportKind.DUPLICATE, task.segment.url,
+                            f"{where} are also in {nxt.url} (the same batches): read once, from {nxt.url}",
+                            int(b.position[twice].min()), None, int(base[twice].min()))
+    else:
+        msg = (f"{where} are also in {nxt.url} with other records: the segments overlap and disagree "
+               f"(read from {nxt.url})")
+        if errors == "strict":
+            raise CorruptRecordError(msg, file=task.segment.url, position=int(b.position[twice].min()),
+                                     offset=int(base[twice].min()))
+        entry = ReportEntry(ReportKind.MISMATCH, task.segment.url, msg, int(b.position[twice].min()), None,
+                            int(base[twice].min()))
+    if report is not None:
+        report.append(entry)
+    keep = np.ones(len(b), bool)
+    keep[twice] = False
+    rows = np.flatnonzero(keep[np.asarray(recs.batch_index, np.int64)])
+    kept = recs.take(rows) if len(rows) < len(recs) else recs
+    remap = np.cumsum(keep) - 1
+    ctl = recs.controls
+    if len(ctl):
+        cb = np.asarray(ctl["batch_index"], np.int64)
+        ctl = ctl[keep[cb]]
+        ctl = ctl.with_column("batch_index", remap[np.asarray(ctl["batch_index"], np.int64)])
+    return kept.replace(batches=b[keep], batch_index=remap[np.asarray(kept.batch_index, np.int64)].astype(np.int32),
+                        controls=ctl)

@@ -70,6 +70,7 @@ class ReadOptions:
     filesystem: object = _option(None, _ALL)
     tiered_keys: Optional[dict] = _option(None, _LOGS, secret=True)
     replicas: str = _option(DEFAULT_REPLICAS, _ROOTS)
+    topic_id: object = _option(None, _ROOTS)
     value_format: Optional[str] = _option(None, _ALL)
     key_format: Optional[str] = _option(None, _ALL)
     schema_registry: object = _option(None, _ALL)
@@ -173,10 +174,19 @@ encrypted Aiven tiered-storage uploads; a segment whose key is missing raises
 UnsupportedLayoutError naming the key id."""),
     (("replicas",), '{"dedup", "all"}', """\
 Several copies of one partition under the roots (replicas in several brokers' log dirs, a
-backup beside the original): "dedup" (the default) reads each offset once, from the most
-complete copy, and reports the others in ``report`` (`ReportKind.REPLICA`; `ReportKind.MISMATCH`
-naming both paths and the first offset where the copies' records differ); "all" reads every
-copy, each record's copy named by its log dir (``to_arrow(log_dir=True)``)."""),
+backup beside the original): "dedup" (the default) reads each offset once, from a copy that
+holds it intact -- the copy of the newest leader epoch, then the most complete, and a stretch
+it holds damaged from another copy (`ReportKind.FROM_COPY`) -- and reports the others in
+``report`` (`ReportKind.REPLICA`, `DIVERGED`, `DAMAGED_COPY`; `ReportKind.MISMATCH` naming both
+paths and the first offset where the copies' records differ below the high watermark); "all"
+reads every copy, each record's copy named by its log dir (``to_arrow(log_dir=True)``)."""),
+    (("topic_id",), "str or dict, optional", """\
+Where copies of a partition belong to different incarnations of its topic (other topic ids
+in ``partition.metadata``: a topic deleted and created again), the one to read: a topic id
+(Kafka's base64 text) or ``{topic: id}``. Without it, the id a ``__cluster_metadata``
+partition among the roots names is read; with neither, such a partition raises
+`IncarnationError` naming the ids and folders. Copies of another incarnation are never read
+(`ReportKind.STRAY`)."""),
     (("value_format", "key_format"), "str, optional", """\
 Type values / keys: "avro", "registry" (each schema id's registered type), "protobuf",
 "json-schema", "json", "connect-json", "string": a name in the table of formats,

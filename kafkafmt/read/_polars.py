@@ -301,8 +301,9 @@ def _partition_options(part, push, options, report):
 
 
 def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
-                  replicas=DEFAULT_REPLICAS, progress=False, value_format=None, key_format=None, schema_registry=None,
-                  value_schema=None, key_schema=None, value_errors="null", untyped_topics="error", **options):
+                  replicas=DEFAULT_REPLICAS, topic_id=None, progress=False, value_format=None, key_format=None,
+                  schema_registry=None, value_schema=None, key_schema=None, value_errors="null", untyped_topics="error",
+                  **options):
     """A Polars LazyFrame of every partition under one or several roots (as `kafkafmt.read_log_dirs`
     takes them), read when collected, with the columns of ``Records.to_arrow()``.
 
@@ -312,7 +313,7 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
         Log dirs, folders holding log dirs, partition folders, URLs.
     topics, partitions : optional
         As `kafkafmt.read_log_dirs` (a filter on the frame does the same and prunes as well).
-    storage_options, filesystem, tiered_keys, replicas
+    storage_options, filesystem, tiered_keys, replicas, topic_id
         As `kafkafmt.read_log_dirs`.
     progress : bool
         Show a progress bar (bytes of the partitions to read) on stderr while the frame is collected.
@@ -358,7 +359,7 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
     if typed.active:
         # the schema is the typed columns of the topics there are now, read with the schema ids named now
         named = sorted({p.topic for p in find_partitions(roots, topics, partitions, [], storage_options, filesystem,
-                                                            tiered_keys, replicas)})
+                                                            tiered_keys, replicas, topic_id)})
         typed = typed.pin(named)
         arrow_schema = empty_schema(None, binary, typed, named)
     schema = pl.from_arrow(arrow_schema.empty_table()).schema
@@ -369,7 +370,7 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
         read_typed = _typed_for(typed, columns)
         report = []
         found = find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys,
-                                replicas)
+                                replicas, topic_id)
         found = push.keeps(found)
         left = n_rows
         bar = _progress_bar(found, report) if progress else None

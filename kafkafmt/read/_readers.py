@@ -451,7 +451,7 @@ def iter_log_dirs(root, topics=None, partitions=None, *, start_offset=None, end_
                   end_timestamp=None, isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True,
                   include_control=False, max_decompressed=None, max_bytes=64 << 20, keep_empty=False, threads=None,
                   binary="contiguous", storage_options=None, filesystem=None, tiered_keys=None,
-                  replicas=DEFAULT_REPLICAS, value_format=None, key_format=None, schema_registry=None,
+                  replicas=DEFAULT_REPLICAS, topic_id=None, value_format=None, key_format=None, schema_registry=None,
                   value_schema=None, key_schema=None, value_errors="null", untyped_topics="error", keep_bytes=False,
                   report=None):
     """Chunks of every partition under one or several roots, filtered by topic names and
@@ -518,7 +518,7 @@ def iter_log_dirs_with(root, topics, partitions, options, *, report=None):
     report = [] if report is None else report
     typed = options.open_typed(root)
     found = find_partitions(root, topics, partitions, report, options.storage_options, options.filesystem,
-                            options.tiered_keys, options.replicas)
+                            options.tiered_keys, options.replicas, options.topic_id)
     chunks = _iter_log_dirs(found, options, report, typed)
     return RecordStream(_warning_at_end(chunks) if typed.active else chunks, columns=options.columns,
                         binary=options.binary, typed=typed, topics=[p.topic for p in found])
@@ -534,7 +534,7 @@ def _iter_log_dirs(found, options, report, typed):
 def read_log_dirs(root, topics=None, partitions=None, *, start_offset=None, end_offset=None, start_timestamp=None,
                   end_timestamp=None, isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True,
                   include_control=False, max_decompressed=None, threads=None, binary="contiguous",
-                  storage_options=None, filesystem=None, tiered_keys=None, replicas=DEFAULT_REPLICAS,
+                  storage_options=None, filesystem=None, tiered_keys=None, replicas=DEFAULT_REPLICAS, topic_id=None,
                   value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
                   value_errors="null", untyped_topics="error", keep_bytes=False) -> Records:
     """All records of every partition under one or several roots, with topic and partition
@@ -608,7 +608,7 @@ def read_log_dirs_with(root, topics, partitions, options):
     parts = []
     typed = options.open_typed(root)
     found = find_partitions(root, topics, partitions, report, options.storage_options, options.filesystem,
-                            options.tiered_keys, options.replicas)
+                            options.tiered_keys, options.replicas, options.topic_id)
     n = resolve_threads(options.threads)
     if len(found) > 1 and not typed.active and options.binary == "contiguous":
         parts = _read_bulk(found, report, typed, options)

@@ -12,7 +12,7 @@ from kafkafmt.log import (DEFAULT_REPLICAS, RECOVERY_POINT_CHECKPOINT, REPLICAS,
                           discover, log_dir_offsets)
 from kafkafmt.log import segment_base
 from kafkafmt.read import iter_partitions_with
-from kafkafmt.report.checks import PARTITION_CHECK_READ, check_partition
+from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, check_partition
 from kafkafmt.report.figures import STATS_READ, partition_stats, totals
 from kafkafmt.report.lag import committed_offsets, consumer_lag
 from kafkafmt.report.problems import report_problem
@@ -46,8 +46,13 @@ class Report:
       offset, where that came from (``logEndSource``) and the lag (`kafkafmt.report.lag.consumer_lag`:
       None when the log end is unknown, negative when the group committed beyond it), as of the
       disk's last write;
-    * ``copies``: the copies of partitions not read (``replicas="dedup"``: another copy holds all
-      their records) -- ``file``, ``message``; copies that disagree are ``problems``.
+    * ``copies``: every copy of every partition (``replicas="dedup"``), as ``kafka-log-dirs`` lists
+      replicas: ``topic``, ``partition``, ``logDir``, ``folder``, ``state`` (`kafkafmt.log.COPY_STATES`:
+      ``read``, ``in sync``, ``behind``, ``diverged``, ``damaged``, ``other incarnation``), ``topicId``,
+      ``logStartOffset``, ``logEndOffset``, ``bytes``, ``offsetLag`` (offsets behind the copy read),
+      ``highWatermark``, ``offset`` (where it diverges), ``uncommitted`` (a divergence above the high
+      watermarks), ``errors`` (problems its checks found: a copy with any is ``damaged``), ``detail``;
+      what is wrong with a copy is also in ``problems``.
 
     ``last_write``: the largest record timestamp on disk (what "as of" means here)."""
 
@@ -83,7 +88,8 @@ _COLUMNS = {
     "problems": ["severity", "file", "position", "end", "offset", "message", "partition", "time"],
     "lag": ["group", "topic", "partition", "committedOffset", "commitTimestamp", "logEndOffset", "logEndSource",
             "lag"],
-    "copies": ["file", "message"],
+    "copies": ["topic", "partition", "logDir", "folder", "state", "topicId", "logStartOffset", "logEndOffset",
+               "bytes", "offsetLag", "highWatermark", "offset", "uncommitted", "errors", "detail"],
 }
 
 
@@ -169,7 +175,7 @@ class Builder:
     ``set_label(text)`` and ``advance(nbytes, nrecords)`` (the CLI's progress bar), or None."""
 
     def __init__(self, paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, storage_options=None, checks=True,
-                 lag=True, tiered_keys=None):
+                 lag=True, tiered_keys=None, topic_id=None):
         if replicas not in REPLICAS:
             raise ValueError(f"replicas must be one of {REPLICAS}")
         self.paths = [paths] if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") else list(paths)
@@ -177,7 +183,8 @@ class Builder:
         self.lag = lag
         self.discovery_report = []
         found = discover(self.paths, topics=topics, partitions=partitions, storage_options=storage_options,
-                         tiered_keys=tiered_keys, replicas=replicas, report=self.discovery_report, files=True)
+                         tiered_keys=tiered_keys, replicas=replicas, report=self.discovery_report, files=True,
+                         topic_id=topic_id)
         self.found = found
         self._several_log_dirs = None
         self.partitions = found.partitions
@@ -188,6 +195,8 @@ class Builder:
                                                tiered_keys=tiered_keys, replicas=replicas).partitions
         self._segments = {id(p): p.list_segments() for p in self.partitions}
         self.total_bytes = sum(s.size or 0 for segs in self._segments.values() for s in segs) * (2 if checks else 1)
+        if checks:          # every other copy is checked too
+            self.total_bytes += sum(s.size or 0 for p in found.unread for s in p.list_segments())
 
     def label(self, part):
         """``topic-N``, with the log dir when partitions come from several (as `stats` names them)."""
@@ -205,8 +214,6 @@ class Builder:
             prob = report_problem(p)
             if prob is not None:
                 tables["problems"].append({**_problem_row(prob), "partition": None, "time": None})
-            elif p.kind is ReportKind.REPLICA:
-                tables["copies"].append({"file": p.file, "message": p.message})
         checkpoints = _checkpoint_ends(self.partitions + self.offsets_partitions)
         by_topic = {}
 
@@ -270,6 +277,15 @@ class Builder:
                 base = segment_base(p.file) if p.file else None
                 tables["problems"].append({**_problem_row(p), "partition": name,
                                            "time": _time_of(samples, p, base)})
+        if self.checks:
+            for part in self.found.unread:
+                if progress is not None:
+                    progress.set_label(f"{self.label(part)} ({part.log_dir_url})")
+                checker = Checker(on_chunk=advance)
+                checker.copy(part)
+                for p in checker.problems:
+                    tables["problems"].append({**_problem_row(p), "partition": self.label(part), "time": None})
+        tables["copies"] = _copy_rows(self.found.copies, tables["partitions"], tables["problems"])
         for topic, accs in by_topic.items():
             t = totals(accs)
             tables["topics"].append({"topic": topic, "partitions": len(accs), **t.to_json(),
@@ -297,6 +313,28 @@ class Builder:
         return Report(self.paths, tables, last_write)
 
 
+def _copy_rows(copies, partitions, problems):
+    """The ``copies`` table: each copy (`kafkafmt.log.Copy`) with the problems found in its folder; a copy held
+    once takes its offsets from its read (``partitions``); a copy not read with errors is ``damaged``."""
+    read = {r["path"]: r for r in partitions}
+    errors = {}
+    for p in problems:
+        if p["severity"] == "error" and p["file"]:
+            folder = p["file"].rsplit("/", 1)[0]
+            errors[folder] = errors.get(folder, 0) + 1
+    rows = []
+    for c in copies:
+        row = c.to_json()
+        if row["logEndOffset"] is None and c.folder in read:
+            row["logStartOffset"] = read[c.folder]["logStartOffset"]
+            row["logEndOffset"] = read[c.folder]["logEndOffset"]
+        row["errors"] = errors.get(c.folder, 0)
+        if row["errors"] and c.state in ("in sync", "behind"):
+            row["state"] = "damaged"
+        rows.append(row)
+    return rows
+
+
 def _checkpoint_ends(partitions):
     """{(topic, partition): (offset, checkpoint file)}: the log ends the checkpoint files of the
     partitions' log dirs give (`LOG_END_SOURCES` after "segments", the first that has the partition;
@@ -322,7 +360,7 @@ def _problem_row(p):
 
 
 def build(paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, storage_options=None, checks=True, lag=True,
-          progress=None, tiered_keys=None):
+          progress=None, tiered_keys=None, topic_id=None):
     """The figures of a report on log dirs, partition folders or tiered uploads (paths or URLs).
 
     Parameters
@@ -332,8 +370,8 @@ def build(paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, sto
     topics, partitions : list, optional
         Only these topics / partition numbers (``__consumer_offsets`` is still read for the lag).
     replicas : {"dedup", "all"}
-        Several copies of one partition: the most complete one of each (the default; the others
-        are listed in the ``copies`` table), or every copy.
+        Several copies of one partition: each offset once, from a copy that holds it intact (the
+        default; every copy is checked and listed in the ``copies`` table), or every copy.
     storage_options : dict, optional
         fsspec options for URLs.
     checks : bool
@@ -345,6 +383,9 @@ def build(paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, sto
         ``set_label(text)`` / ``advance(nbytes, nrecords)`` as the reads go.
     tiered_keys : dict, optional
         ``{key id: RSA private key}`` for encrypted Aiven tiered uploads (as the readers take them).
+    topic_id : str or dict, optional
+        Where copies of a partition hold different incarnations of its topic: the one to read (as the
+        readers take it).
 
     Returns
     -------
@@ -352,4 +393,4 @@ def build(paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, sto
         The tables (``report.table("lag")`` is a pandas DataFrame).
     """
     return Builder(paths, topics=topics, partitions=partitions, replicas=replicas, storage_options=storage_options,
-                   checks=checks, lag=lag, tiered_keys=tiered_keys).run(progress)
+                   checks=checks, lag=lag, tiered_keys=tiered_keys, topic_id=topic_id).run(progress)

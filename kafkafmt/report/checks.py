@@ -102,6 +102,7 @@ class Checker:
         self.warnings = 0
         self.n_partitions = self.n_segments = self.n_batches = self.n_records = self.n_files = 0
         self.n_below_log_start = 0      # records checked below a log start offset (not served, not in n_records)
+        self.n_copies = 0               # copies of partitions checked beside the copy read (not counted again)
         self.bytes = 0
         self._seen = set()
 
@@ -152,6 +153,23 @@ class Checker:
                 if kind in ("producer-snapshot", "leader-epoch", "partition-metadata") and not is_leftover_file(name):
                     self.other_file(full, kind, functools.partial(_side_file, pd, name, full))
 
+    def copy(self, pd):
+        """Check a copy of a partition that is not read (another copy is): every byte and side file of it,
+        its problems said as any partition's; its records are not counted (the copy read counts them), its
+        bytes and files are.
+
+        Parameters
+        ----------
+        pd : Partition
+            The copy (`kafkafmt.log.Found.unread`).
+        """
+        sub = Checker(on_problem=self.add)
+        sub.partition(pd)
+        self.n_copies += 1
+        self.n_segments += sub.n_segments
+        self.bytes += sub.bytes
+        self.n_files += sub.n_files
+
     def read_log(self, source, source_args, infos, file_label=None, log_start=None, read=None):
         """Stream the records (salvaging) and check batches and offsets; fills infos per segment.
         ``source(*source_args, report, options)`` gives the chunks, read with ``options`` (`CHECK_READ`),
@@ -175,7 +193,15 @@ class Checker:
             base = np.asarray(b["base_offset"], np.int64)
             last = np.asarray(b["last_offset"], np.int64)
             pos = np.asarray(b["position"], np.int64)
+            # batches read from another copy (a stretch this one holds damaged: said as a problem) are counted
+            # but not checked against this copy's files (their own copy's check does that)
+            own = ~np.asarray(b["from_copy"], bool) if "from_copy" in b.columns else np.ones(nb, bool)
             order = np.lexsort((pos, segs))
+            order = order[own[order]]
+            if not len(order):
+                self.n_batches += nb
+                self._count_records(chunk, b, log_start)
+                continue
             # (each batch's checks at once; the loop below says the problems, in order, when there are any)
             lo_o, la_o, seg_o = base[order], last[order], segs[order]
             before = np.maximum.accumulate(la_o)
@@ -207,32 +233,29 @@ class Checker:
             if len(chunk):
                 offs = np.asarray(chunk.offset, np.int64)
                 bidx = np.asarray(chunk.batch_index, np.int64)
-                outside = np.flatnonzero((offs < base[bidx]) | (offs > last[bidx]))
+                outside = np.flatnonzero(((offs < base[bidx]) | (offs > last[bidx])) & own[bidx])
                 for r in outside[:20].tolist():
                     i = int(bidx[r])
                     self.error(self._file_of(int(segs[i]), infos, file_label),
                                f"record offset {int(offs[r])} is outside its batch's offsets "
                                f"{int(base[i])}..{int(last[i])}", int(pos[i]), int(offs[r]))
                 same = bidx[1:] == bidx[:-1]
-                back = np.flatnonzero(same & (np.diff(offs) <= 0)) + 1
+                back = np.flatnonzero(same & (np.diff(offs) <= 0) & own[bidx[1:]]) + 1
                 for r in back[:20].tolist():
                     i = int(bidx[r])
                     self.error(self._file_of(int(segs[i]), infos, file_label),
                                f"record offset {int(offs[r])} does not increase within its batch (after "
                                f"{int(offs[r - 1])})", int(pos[i]), int(offs[r]))
-                data = ~np.asarray(b["is_control"], bool)[bidx]
-                below = data & (offs < log_start) if log_start is not None else np.zeros(len(offs), bool)
-                self.n_records += int((data & ~below).sum())
-                self.n_below_log_start += int(below.sum())
+                self._count_records(chunk, b, log_start)
             self.n_batches += nb
             # per segment: batch tables and control records for the index checks
             cols = {c: np.asarray(b[c]) for c in BATCH_COLUMNS}
             ctl = chunk.controls
-            for seg in np.unique(segs).tolist():
+            for seg in np.unique(segs[own]).tolist():
                 info = infos.get(seg)
                 if info is None:
                     continue
-                m = segs == seg
+                m = (segs == seg) & own
                 info.tables.append(Table({c: v[m] for c, v in cols.items()}))
                 if len(ctl):
                     cb = np.asarray(ctl["batch_index"], np.int64)
@@ -242,6 +265,16 @@ class Checker:
             if self.on_chunk is not None:
                 self.on_chunk(chunk)
         self._report(report, seen, infos, file_label)
+
+    def _count_records(self, chunk, b, log_start):
+        """Count a chunk's data records: those a consumer is served, and those below the log start offset."""
+        if not len(chunk):
+            return
+        offs = np.asarray(chunk.offset, np.int64)
+        data = ~np.asarray(b["is_control"], bool)[np.asarray(chunk.batch_index, np.int64)]
+        below = data & (offs < log_start) if log_start is not None else np.zeros(len(offs), bool)
+        self.n_records += int((data & ~below).sum())
+        self.n_below_log_start += int(below.sum())
 
     @staticmethod
     def _file_of(seg, infos, file_label):

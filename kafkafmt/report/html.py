@@ -18,7 +18,6 @@ import json
 from kafkafmt._util.units import byte_unit, human_bytes
 from kafkafmt.report.figures import below_log_start_text
 from kafkafmt.report.lag import group_lag
-from kafkafmt.report.problems import copies_text
 
 __all__ = ["write_html", "to_html", "DETAIL_LIMIT", "HEATMAP_BINS"]
 
@@ -56,6 +55,45 @@ def _some(names, n=SUMMARY_NAMES):
     """The first ``n`` names, and how many more (the JSON has them all)."""
     more = len(names) - n
     return ", ".join(names[:n]) + (f" and {more:,} more" if more > 0 else "")
+
+
+#: copies listed in the page's table of copies behind, damaged, diverged or of another incarnation
+COPY_ROWS = 200
+
+
+def _copies_section(copies):
+    """[summary line, section] of the copies of partitions held in several places: how many copies are in
+    each state, then a table of the copies that are not in sync (largest lag first; damaged, diverged and
+    other incarnations before those merely behind); [] for partitions held once each."""
+    held = {}
+    for c in copies:
+        held.setdefault((c["topic"], c["partition"]), []).append(c)
+    several = [cs for cs in held.values() if len(cs) > 1]
+    if not several:
+        return []
+    states = {}
+    for cs in several:
+        for c in cs:
+            states[c["state"]] = states.get(c["state"], 0) + 1
+    counts = ", ".join(f"{n:,} {state}" for state, n in sorted(states.items(), key=lambda x: -x[1]))
+    odd = [c for cs in several for c in cs if c["state"] not in ("read", "in sync")]
+    rank = {"damaged": 0, "diverged": 1, "other incarnation": 2, "behind": 3}
+    odd.sort(key=lambda c: (rank.get(c["state"], 4), -(c["offsetLag"] or 0), c["topic"], c["partition"]))
+    summary = (f"<p class='summary'>{len(several):,} partitions held in several places ({counts} copies)"
+               + (f"; <a href='#copies'>{len(odd):,} copies behind, damaged or apart</a>" if odd else "") + ".</p>")
+    if not odd:
+        return [summary]
+    rows = [[_esc(f"{c['topic']}-{c['partition']}"), _esc(c["logDir"] or "-"), _esc(c["state"]),
+             "-" if c["offsetLag"] is None else f"{c['offsetLag']:,}",
+             "-" if c["logEndOffset"] is None else f"{c['logEndOffset']:,}",
+             "-" if c["highWatermark"] is None else f"{c['highWatermark']:,}", human_bytes(c["bytes"] or 0),
+             _esc(c.get("detail") or "")] for c in odd[:COPY_ROWS]]
+    more = (f"<p class='summary'>and {len(odd) - COPY_ROWS:,} more (the JSON report lists every copy).</p>"
+            if len(odd) > COPY_ROWS else "")
+    section = ("<h2 id='copies'>Copies behind, damaged or apart</h2>"
+               + _table(["partition", "log dir", "state", "offsets behind", "log end", "high watermark", "size",
+                         "why"], rows, right={3, 4, 5, 6}) + more)
+    return [summary, section]
 
 
 def _table(headers, rows, right=()):
@@ -182,12 +220,13 @@ def to_html(report, title=None, compress_js=True):
     if below:
         where = _some([f"{p['name']} ({p['belowLogStart']:,})" for p in parts if p.get("belowLogStart")])
         body.append(f"<p class='summary'>{_esc(below_log_start_text(below))}: {_esc(where)}.</p>")
-    if t.get("copies"):
-        body.append(f"<p class='summary'>{_esc(copies_text(len(t['copies'])))}: "
-                    f"{_esc(_some([c['file'] for c in t['copies']]))}.</p>")
+    copies = _copies_section(t.get("copies") or [])
+    if copies:
+        body.append(copies[0])
     body.append("<nav><a href='#topics'>Topics</a> <a href='#lag'>Consumer lag</a> <a href='#activity'>Activity</a> "
                 "<a href='#transactions'>Transactions</a> <a href='#problems'>Problems</a> "
-                "<a href='#partitions'>Partition timelines</a></nav>")
+                + ("<a href='#copies'>Copies</a> " if copies[1:] else "")
+                + "<a href='#partitions'>Partition timelines</a></nav>")
 
     # -- topics
     body.append("<h2 id='topics'>Topics</h2>")
@@ -320,6 +359,10 @@ def to_html(report, title=None, compress_js=True):
                            right={3, 4}))
     else:
         body.append("<p>None: every check passed.</p>")
+
+    # -- copies
+    if copies[1:]:
+        body.append(copies[1])
 
     # -- partition timelines
     body.append("<h2 id='partitions'>Partition timelines</h2>")

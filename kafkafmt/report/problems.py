@@ -49,9 +49,13 @@ def report_problem(entry, file=None):
                        start, end)
     if entry.kind is ReportKind.CORRUPT:
         return Problem("error", f, f"{entry.message}; {end - start} bytes skipped", start, end, entry.offset)
-    if entry.kind in (ReportKind.GAP, ReportKind.MISMATCH):      # records missing, or copies that disagree
-        return Problem("error", f, entry.message, offset=entry.offset)
-    return Problem("warning", f, entry.message)
+    if entry.kind in (ReportKind.GAP, ReportKind.MISMATCH, ReportKind.INCARNATION):
+        # records missing, copies that disagree, copies of several incarnations none chosen
+        return Problem("error", f, entry.message, start, end, entry.offset)
+    if entry.kind in (ReportKind.FROM_COPY, ReportKind.DAMAGED_COPY):
+        # a damaged copy is a problem whichever copy is read (its offsets were read from an intact one)
+        return Problem("error", f, entry.message, start, end, entry.offset)
+    return Problem("warning", f, entry.message, start, end, entry.offset)
 
 
 def copies_note(entries):
@@ -63,5 +67,5 @@ def copies_note(entries):
 
 def copies_text(n):
     """How every command says that ``n`` copies of partitions were left unread."""
-    return (f"{n} {'copy' if n == 1 else 'copies'} of partitions not read: another copy of each holds all "
-            f"{'its' if n == 1 else 'their'} records (--replicas all reads every copy)")
+    return (f"{n} {'copy' if n == 1 else 'copies'} of partitions not read: the copy read of each holds every offset "
+            f"{'it holds' if n == 1 else 'they hold'} (--replicas all reads every copy)")

@@ -71,13 +71,29 @@ _ACCEPTED = {
     "kafka.isolation.level", "isolationlevel", "includebatchmetadata", "maxbytesperbatch",
     "targetpartitionbytes", "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "decode",
     "replicas", "includelogdir", "valueformat", "keyformat", "schemaregistry", "valueschema", "keyschema", "mode",
-    "schemaevolutionmode", "untypedtopics",
+    "schemaevolutionmode", "untypedtopics", "topicid",
 }
 _TIME_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 class OptionError(ValueError):
     """An option the kafka-segments source cannot use, with the reason."""
+
+
+def _topic_id(text):
+    """topicId: one topic id, or a JSON object ``{"topic": "id"}`` (as the library's ``topic_id``)."""
+    text = str(text).strip()
+    if text.startswith("{"):
+        try:
+            ids = json.loads(text)
+        except ValueError as exc:
+            raise OptionError(f"topicId is not a JSON object of topic ids: {exc}") from None
+        if not isinstance(ids, dict) or not all(isinstance(v, str) for v in ids.values()):
+            raise OptionError('topicId: give one topic id or {"topic": "id", ...}')
+        return ids
+    if not text:
+        raise OptionError("topicId is empty")
+    return text
 
 
 def _bool(value, name):
@@ -150,6 +166,7 @@ class Options:
     include_headers: bool = False
     include_log_dir: bool = False            # includeLogDir: the logDir column (several copies of a partition)
     replicas: str = DEFAULT_REPLICAS         # dedup | all (kafkafmt.log._discovery.REPLICAS)
+    topic_id: object = None                  # topicId: the incarnation read where copies hold several
     fail_on_data_loss: bool = True
     min_partitions: int = None
     isolation: str = "read_uncommitted"
@@ -191,7 +208,8 @@ class Options:
 
         return ReadOptions(isolation=self.isolation, errors="strict" if self.fail_on_data_loss else "salvage",
                            max_bytes=self.max_bytes_per_batch, threads=1, storage_options=self.storage_options,
-                           tiered_keys=self.tiered_keys, replicas=self.replicas, value_format=self.value_format,
+                           tiered_keys=self.tiered_keys, replicas=self.replicas, topic_id=self.topic_id,
+                           value_format=self.value_format,
                            key_format=self.key_format, schema_registry=self.schema_registry,
                            value_schema=self.value_schema, key_schema=self.key_schema,
                            value_errors="strict" if self.mode == "FAILFAST" else "null",
@@ -354,6 +372,8 @@ def parse(options, stream=False) -> Options:
         o.replicas = str(opts["replicas"]).strip().lower()
         if o.replicas not in REPLICAS:
             raise OptionError(f"replicas must be one of {', '.join(REPLICAS)}, not {opts['replicas']!r}")
+    if "topicid" in opts:
+        o.topic_id = _topic_id(opts["topicid"])
     if "failondataloss" in opts:
         o.fail_on_data_loss = _bool(opts["failondataloss"], "failOnDataLoss")
     if "minpartitions" in opts:

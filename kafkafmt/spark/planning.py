@@ -62,11 +62,15 @@ def partition_folders(opts, report):
     holding no Kafka data at all are an error."""
     try:
         found = discover(opts.paths, report=report, storage_options=opts.storage_options, tiered_keys=opts.tiered_keys,
-                         replicas=opts.replicas)
+                         replicas=opts.replicas, topic_id=opts.topic_id)
     except PathNotFoundError as exc:
         raise OptionError(f"path does not exist: {exc}") from None
     except KafkafmtError as exc:
         raise OptionError(f"cannot list {', '.join(opts.paths)}: {exc}") from None
+    try:
+        found.check_incarnations()
+    except KafkafmtError as exc:
+        raise OptionError(f"kafka-segments: {exc} -- set topicId") from None
     if not found.partitions and not found.empty_log_dirs:
         raise OptionError(f"no <topic>-<partition> folders, log dirs or tiered uploads under {', '.join(opts.paths)}")
     if opts.fail_on_data_loss:

@@ -179,7 +179,8 @@ class LogDirWatcher:
         try:
             found = discover(self.opts.paths, storage_options=getattr(self.opts, "storage_options", None),
                              tiered_keys=getattr(self.opts, "tiered_keys", None), replicas=self.opts.replicas,
-                             report=report, cache=self._cache)
+                             report=report, cache=self._cache, topic_id=getattr(self.opts, "topic_id", None))
+            found.check_incarnations()
         except PathNotFoundError as exc:
             raise DataLossError(f"kafka-segments: the log dir {exc.file} is gone (deleted or unmounted)") from None
         except kafkafmt.KafkafmtError as exc:

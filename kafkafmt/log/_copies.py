@@ -1,0 +1,499 @@
+"""Copies of one partition in several log dirs (a cluster's brokers, a backup beside the original): which
+are copies at all, which one a read follows, and what each other copy is -- as data (`Copy`).
+
+* **Incarnations.** Folders of one topic-partition whose ``partition.metadata`` names different topic ids are
+  different topics (KIP-516: a topic deleted and created again under its name), never copies. The one read
+  is the id asked for (``topic_id``), else the one a ``__cluster_metadata`` partition among the roots names
+  (its last ``TopicRecord`` for the name, not removed); the others are reported, as a KRaft broker sets such a
+  log aside as a stray. With neither, the partition is a conflict (`Resolved.conflicts`): readers refuse it
+  (`IncarnationError`), naming the ids and the folders.
+* **The copy read** of one incarnation: the one whose last batch has the highest leader epoch (a newer
+  leader's log wins, as a follower truncates to it, KIP-101/279), then the highest last offset, then the most
+  bytes. The others stay beside it as its ``alternates``: a range the copy read cannot give intact (a CRC
+  mismatch, a cut-off segment) is read from one of them that holds it intact (`kafkafmt.log._fill`).
+* **Each other copy** is compared with it by batch framing only -- offsets, size, CRC field, leader epoch --
+  and decoded only where the batches differ: ``in sync`` (the same), ``behind`` (a prefix: a follower that
+  lags; by how many offsets), ``diverged`` (other records at an offset both hold: below both copies' high
+  watermarks -- ``replication-offset-checkpoint`` -- an error, as those were committed; at or above, what
+  Kafka would truncate as uncommitted), ``damaged`` (its framing breaks before its end).
+
+Costs: one ``partition.metadata`` read per copy of a partition held in several places, one header scan per
+segment of those copies (kept in the discovery cache per file version), and nothing for a partition held once.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from kafkafmt.errors import IncarnationError, KafkafmtError
+from kafkafmt.internal import decode_metadata_record, internal_table
+from kafkafmt.internal.codec import uuid_text
+from kafkafmt.log import sidefiles
+from kafkafmt.log._names import file_kind
+from kafkafmt.log._framing import scan_range, window
+from kafkafmt.log._notes import ReportEntry, ReportKind
+
+__all__ = ["Copy", "COPY_STATES", "Resolved", "resolve_copies", "topic_id_in", "live_topic_ids",
+           "METADATA_TOPIC"]
+
+#: KRaft's metadata log, whose TopicRecords name each topic's live id (the cluster_metadata table's topic)
+METADATA_TOPIC = internal_table("cluster_metadata").topic
+_TOPIC_RECORD, _REMOVE_TOPIC_RECORD = 2, 9       # MetadataRecordType api keys
+
+#: what a copy of a partition is, beside the copy read (`Copy.state`)
+COPY_STATES = ("read", "in sync", "behind", "diverged", "damaged", "other incarnation")
+
+_COMPARE_BYTES = 8 << 20       # batches decoded at once to compare two copies' records
+_HEADER_COLUMNS = ("position", "size", "crc", "base_offset", "last_offset", "partition_leader_epoch")
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One copy of a partition, as ``kafka-log-dirs`` lists replicas: where it is, what it holds, and what it
+    is beside the copy a read follows.
+
+    Parameters
+    ----------
+    topic, partition : str, int
+        The partition.
+    log_dir : str
+        The log dir (path or URL) holding the copy (its folder's parent for a folder given alone).
+    folder : str
+        The copy's folder (path or URL).
+    state : str
+        One of `COPY_STATES`: ``read`` (the copy reads follow), ``in sync``, ``behind``, ``diverged``,
+        ``damaged``, ``other incarnation``.
+    topic_id : str or None
+        Its ``partition.metadata`` topic id (None without one).
+    log_start, log_end : int or None
+        Its first offset and one past its last (None: not scanned -- a partition held once).
+    bytes : int
+        The bytes of its segments.
+    behind : int or None
+        Offsets its log end lags the copy read's (0 for the copy read and copies in sync).
+    high_watermark : int or None
+        The high watermark its log dir's ``replication-offset-checkpoint`` holds for it.
+    offset : int or None
+        Where it parts from the copy read (``diverged``), or where its damage starts (``damaged``).
+    uncommitted : bool
+        A divergence at or above the high watermarks: records Kafka would truncate, never committed.
+    detail : str
+        Why it is in that state, in words.
+    """
+    topic: str
+    partition: int
+    log_dir: object
+    folder: str
+    state: str
+    topic_id: object = None
+    log_start: object = None
+    log_end: object = None
+    bytes: int = 0
+    behind: object = None
+    high_watermark: object = None
+    offset: object = None
+    uncommitted: bool = False
+    detail: str = ""
+
+    def to_json(self):
+        """The copy as a JSON object (camelCase, as the report's tables)."""
+        return {"topic": self.topic, "partition": self.partition, "logDir": self.log_dir, "folder": self.folder,
+                "state": self.state, "topicId": self.topic_id, "logStartOffset": self.log_start,
+                "logEndOffset": self.log_end, "bytes": self.bytes, "offsetLag": self.behind,
+                "highWatermark": self.high_watermark, "offset": self.offset, "uncommitted": self.uncommitted,
+                "detail": self.detail}
+
+
+@dataclass
+class Resolved:
+    """What `resolve_copies` made of the partitions found: the ones to read (each copy read with its
+    ``alternates``), the copies not read (`Partition` s: to be checked, never counted), every copy as a
+    `Copy`, and the conflicts (`ReportEntry` s of incarnations nothing chooses between)."""
+    partitions: list
+    unread: list
+    copies: list
+    conflicts: list
+
+
+def topic_id_in(part):
+    """The topic id of a partition folder's ``partition.metadata`` (Kafka's text), None without one or when
+    it cannot be read (from the folder's listing: no lookup for a folder that has none)."""
+    if part.segments is not None and part.listing is None:
+        return None                   # tiered uploads: the id is in their names, not in a file
+    if part.listing is not None and not any(e.name == "partition.metadata" and not e.is_dir for e in part.listing):
+        return None
+    st = part.storage
+    try:
+        return sidefiles.read_partition_metadata(st.read_bytes(st.join(part.folder, "partition.metadata")))["topic_id"]
+    except (KafkafmtError, OSError):
+        return None
+
+
+def resolve_copies(parts, report, *, cache=None, topic_id=None, live_ids=None, high_watermarks=None):
+    """The partitions a read follows, one per (topic, partition) and incarnation asked for, and every copy.
+
+    Parameters
+    ----------
+    parts : list of Partition
+        Every partition folder found (several per topic-partition when it has copies).
+    report : list
+        Copies not read are said in it (`ReportKind.REPLICA`, `DUPLICATE`, `MISMATCH`, `DAMAGED_COPY`,
+        `STRAY`).
+    cache : dict, optional
+        The discovery's cache (batch headers per segment file and version).
+    topic_id : str or dict, optional
+        The incarnation to read where copies hold several: one id, or ``{topic: id}``.
+    live_ids : callable, optional
+        ``live_ids()`` -> ``{topic: id}`` from the cluster's metadata log, asked only when incarnations
+        differ.
+    high_watermarks : callable, optional
+        ``high_watermarks(partition)`` -> the high watermark its log dir checkpointed, or None.
+
+    Returns
+    -------
+    Resolved
+    """
+    groups = {}
+    for p in parts:
+        groups.setdefault((p.topic, p.partition), []).append(p)
+    out, unread, copies, conflicts = [], [], [], []
+    hw = high_watermarks or (lambda p: None)
+    for (topic, partition), group in groups.items():
+        if len(group) == 1:
+            p = group[0]
+            copies.append(Copy(topic, partition, p.log_dir_url, p.url, "read", bytes=_listed_bytes(p)))
+            out.append(p)
+            continue
+        ids = [topic_id_in(p) for p in group]
+        same = _incarnation(topic, group, ids, topic_id, live_ids, report, copies, conflicts)
+        if same is None:
+            unread += group
+            continue
+        chosen = _copies_of_one(topic, partition, same, report, copies, cache, hw)
+        out.append(chosen)
+        unread += [p for p in group if p.key != chosen.key]
+    return Resolved(out, unread, copies, conflicts)
+
+
+def _listed_bytes(p):
+    if p.listing is None:
+        return 0
+    return sum(e.size or 0 for e in p.listing if not e.is_dir and e.name.endswith(".log"))
+
+
+def _wanted_id(topic, topic_id):
+    if topic_id is None:
+        return None
+    return topic_id.get(topic) if isinstance(topic_id, dict) else topic_id
+
+
+def _incarnation(topic, group, ids, topic_id, live_ids, report, copies, conflicts):
+    """The copies of the incarnation to read ([(partition, topic id)]), None when they conflict; copies of other
+    incarnations reported and listed."""
+    known = sorted({i for i in ids if i is not None})
+    want = _wanted_id(topic, topic_id)
+    if want is None and len(known) > 1 and live_ids is not None:
+        want = live_ids().get(topic)
+    if len(known) <= 1 and (want is None or not known or want == known[0]):
+        return list(zip(group, ids))
+    name = group[0].name
+    where = "; ".join(f"{p.url} (topic id {i})" for p, i in zip(group, ids))
+    if want is None or want not in known:
+        why = ("no copy has the topic id asked for " + want + ": " if want is not None
+               else "copies of different incarnations of the topic (a topic deleted and created again): ")
+        entry = ReportEntry(ReportKind.INCARNATION, group[0].url,
+                            f"{name}: {why}{where}; choose one with topic_id= (--topic-id, "
+                            f".option('topicId', ...)) or add the cluster's __cluster_metadata log dir")
+        report.append(entry)
+        conflicts.append(entry)
+        for p, i in zip(group, ids):
+            copies.append(Copy(p.topic, p.partition, p.log_dir_url, p.url, "other incarnation", topic_id=i,
+                               bytes=_listed_bytes(p), detail=entry.message))
+        return None
+    keep = []
+    for p, i in zip(group, ids):
+        if i is None or i == want:
+            keep.append((p, i))
+            continue
+        msg = (f"{name} in {p.url} is another incarnation of the topic (topic id {i}; the one read: {want}): "
+               f"a stray, not read")
+        report.append(ReportEntry(ReportKind.STRAY, p.url, msg))
+        copies.append(Copy(p.topic, p.partition, p.log_dir_url, p.url, "other incarnation", topic_id=i,
+                           bytes=_listed_bytes(p), detail=msg))
+    return keep
+
+
+def _copies_of_one(topic, partition, same, report, copies, cache, hw):
+    """The copy read of one incarnation's copies (with the others as its alternates); each copy listed."""
+    if len(same) == 1:
+        p, i = same[0]
+        copies.append(Copy(topic, partition, p.log_dir_url, p.url, "read", topic_id=i, bytes=_listed_bytes(p)))
+        return p
+    held = [_Held(p, i, cache) for p, i in same]
+    best = max(held, key=lambda h: (h.last_epoch, h.last, h.nbytes, -held.index(h)))
+    chosen = dataclasses.replace(best.part, alternates=tuple(h.part for h in held if h is not best))
+    copies.append(best.copy("read", hw=hw(best.part), detail="the copy read"))
+    for h in held:
+        if h is not best:
+            entry, copy = _judge(h, best, hw)
+            report.append(entry)
+            copies.append(copy)
+    return chosen
+
+
+class _Held:
+    """What one copy of a partition holds: its segments and their batch headers (scanned, no record
+    decoded; kept in ``cache`` per segment file and version, so a poll rescans only the segments that grew),
+    first and last offsets, the leader epoch of its last batch, bytes, and where its framing breaks."""
+
+    def __init__(self, part, topic_id, cache=None):
+        self.part = part
+        self.topic_id = topic_id
+        self.segments = part.list_segments(cache=cache)
+        self.nbytes = sum(s.size or 0 for s in self.segments)
+        self.tables, self.damage = [], None
+        for seg in self.segments:
+            table, broken = _headers(seg, cache)
+            self.tables.append(table)
+            if broken is not None and self.damage is None:
+                self.damage = (seg, broken)
+        offsets = [t["base_offset"] for t in self.tables if len(t["base_offset"])]
+        lasts = [(t["last_offset"], t["partition_leader_epoch"]) for t in self.tables if len(t["last_offset"])]
+        self.first = int(min(o.min() for o in offsets)) if offsets else None
+        self.last = int(max(o.max() for o, _ in lasts)) if lasts else -1
+        self.last_epoch = int(lasts[-1][1][-1]) if lasts else -1
+
+    def batches(self):
+        """Every batch: (segment index, position, size, crc, base offset, last offset, epoch) rows."""
+        rows = [np.stack([np.full(len(t["position"]), i, np.int64)] + [t[c] for c in _HEADER_COLUMNS], axis=1)
+                for i, t in enumerate(self.tables)]
+        return np.concatenate(rows) if rows else np.zeros((0, 1 + len(_HEADER_COLUMNS)), np.int64)
+
+    def copy(self, state, *, hw=None, behind=0, offset=None, uncommitted=False, detail=""):
+        p = self.part
+        start = self.first if p.log_start_offset is None or self.first is None else max(self.first,
+                                                                                         p.log_start_offset)
+        return Copy(p.topic, p.partition, p.log_dir_url, p.url, state, topic_id=self.topic_id, log_start=start,
+                    log_end=self.last + 1 if self.last >= 0 else (self.segments[-1].base_offset if self.segments
+                                                                   else None),
+                    bytes=self.nbytes, behind=behind, high_watermark=hw, offset=offset, uncommitted=uncommitted,
+                    detail=detail)
+
+
+def _headers(seg, cache):
+    """({column: array} of a segment's batch headers up to its first damage, where and why its framing
+    breaks or None)."""
+    key, stamp = ("headers", seg.url), (seg.size, seg.version)
+    hit = None if cache is None else cache.get(key)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    with seg.open() as f:
+        t, info = scan_range(f, 0, f.size)
+    table = {c: np.asarray(t[c], np.int64) for c in _HEADER_COLUMNS}
+    broken = None
+    if info["error"] is not None:
+        broken = (int(info["error"]["position"]), str(info["error"].get("reason") or "damaged framing"))
+    out = (table, broken)
+    if cache is not None:
+        cache[key] = (stamp, out)
+    return out
+
+
+def _judge(h, best, hw):
+    """(report entry, Copy) of a copy not read (``h``) beside the copy read (``best``)."""
+    name, where, there = h.part.name, h.part.url, best.part.url
+    span = "no records" if h.first is None else f"offsets {h.first}..{h.last}"
+    lag = max(0, best.last - h.last)
+    differ = _first_difference(best, h)
+    if differ is not None:
+        offset, why = differ
+        marks = [m for m in (hw(h.part), hw(best.part)) if m is not None]
+        uncommitted = len(marks) == 2 and offset >= min(marks)
+        if uncommitted:
+            msg = (f"copies of {name} diverge from offset {offset} ({why}), above the high watermark "
+                   f"{min(marks)}: {where} holds records Kafka would truncate (never committed); read: {there} "
+                   f"(up to offset {best.last})")
+            entry = ReportEntry(ReportKind.DIVERGED, where, msg, offset=offset)
+        else:
+            msg = (f"copies of {name} disagree from offset {offset} ({why}): {there} and {where}; read: {there} "
+                   f"(up to offset {best.last}); replicas='all' reads both")
+            entry = ReportEntry(ReportKind.MISMATCH, where, msg, offset=offset)
+        return entry, h.copy("diverged", hw=hw(h.part), behind=lag, offset=offset, uncommitted=uncommitted,
+                             detail=msg)
+    if h.damage is not None:
+        seg, (pos, why) = h.damage
+        msg = (f"copy of {name} damaged: {seg.url} breaks at byte {pos} ({why}); read: {there} (up to offset "
+               f"{best.last})")
+        return (ReportEntry(ReportKind.DAMAGED_COPY, seg.url, msg, start=pos),
+                h.copy("damaged", hw=hw(h.part), behind=lag, detail=msg))
+    if h.first is not None and (best.first is None or h.first < best.first):
+        upto = h.last if best.first is None else min(h.last, best.first - 1)
+        msg = (f"copy of {name} not read ({span}): it holds offsets {h.first}..{upto} that the copy read ({there}, "
+               f"up to offset {best.last}) does not; replicas='all' reads every copy")
+        return (ReportEntry(ReportKind.DUPLICATE, where, msg, offset=h.first),
+                h.copy("behind" if lag else "in sync", hw=hw(h.part), behind=lag, detail=msg))
+    state = "behind" if lag else "in sync"
+    msg = (f"copy of {name} not read ({span}): the copy in {there} holds all of it (up to offset {best.last})"
+           + (f"; {lag} offsets behind" if lag else ""))
+    return ReportEntry(ReportKind.REPLICA, where, msg), h.copy(state, hw=hw(h.part), behind=lag, detail=msg)
+
+
+def _first_difference(a, b):
+    """The first offset where two copies of a partition both hold a record and the records differ
+    (key, value, timestamp), with why -- or None. Batches with the same offsets, size and CRC in
+    both are the same; only the others are decoded (copies compacted apart, or batched apart, can
+    differ in batches and still agree on every record)."""
+    ta, tb = a.batches(), b.batches()
+    lo, hi = max(a.first or 0, b.first or 0), min(a.last, b.last)
+    if not len(ta) or not len(tb) or lo > hi:
+        return None
+    ua = ta[~np.isin(_batch_keys(ta), _batch_keys(tb))]
+    ub = tb[~np.isin(_batch_keys(tb), _batch_keys(ta))]
+    ua = ua[(ua[:, 5] >= lo) & (ua[:, 4] <= hi)]
+    ub = ub[(ub[:, 5] >= lo) & (ub[:, 4] <= hi)]
+    if not len(ua) or not len(ub):
+        return None
+    ua = ua[np.argsort(ua[:, 4], kind="stable")]
+    i = 0
+    while i < len(ua):
+        j = i
+        nbytes = 0
+        while j < len(ua) and (j == i or nbytes < _COMPARE_BYTES):
+            nbytes += int(ua[j, 2])
+            j += 1
+        group_lo, group_hi = int(ua[i, 4]), int(ua[j - 1, 5])
+        theirs = ub[(ub[:, 5] >= group_lo) & (ub[:, 4] <= group_hi)]
+        if len(theirs):
+            ra, why_a = _decoded(a, ua[i:j])
+            rb, why_b = _decoded(b, theirs)
+            if why_a or why_b:
+                return group_lo, why_a or why_b
+            found = _first_unequal(ra, rb)
+            if found is not None:
+                return found
+        i = j
+    return None
+
+
+def _batch_keys(rows):
+    """One comparable value per batch row: its base and last offsets, size and CRC."""
+    cols = np.ascontiguousarray(rows[:, [4, 5, 2, 3]])
+    return cols.view(np.dtype((np.void, cols.itemsize * 4))).ravel()
+
+
+def _decoded(held, rows):
+    """The records of some batches of a copy as (offsets, timestamps, keys, values) -- keys and
+    values Arrow arrays -- or why they do not decode."""
+    import pyarrow as pa
+
+    from kafkafmt.record import decode
+
+    offs, ts, keys, values = [], [], [], []
+    for seg_index in np.unique(rows[:, 0]).tolist():
+        seg = held.segments[seg_index]
+        mine = rows[rows[:, 0] == seg_index]
+        mine = mine[np.argsort(mine[:, 1], kind="stable")]
+        ends = mine[:, 1] + mine[:, 2]
+        cuts = np.flatnonzero(mine[1:, 1] != ends[:-1]) + 1        # runs of adjacent batches: one decode each
+        with seg.open() as f:
+            for run in np.split(np.arange(len(mine)), cuts):
+                start, stop = int(mine[run[0], 1]), int(ends[run[-1]])
+                buf, base = window(f, start, stop)
+                try:
+                    r = decode(buf, start=start - base, stop=stop - base, verify_crc=None, headers=False)
+                except KafkafmtError as exc:
+                    return None, f"the batches at bytes {start}..{stop} of {seg.url} do not decode: {exc.reason}"
+                offs.append(np.asarray(r.offset, np.int64))
+                ts.append(np.asarray(r.timestamp, np.int64))
+                keys.append(r.key.to_arrow())
+                values.append(r.value.to_arrow())
+    if not offs:
+        return (np.zeros(0, np.int64), np.zeros(0, np.int64), pa.array([], pa.binary()), pa.array([], pa.binary())), None
+    return (np.concatenate(offs), np.concatenate(ts), _concat(keys), _concat(values)), None
+
+
+def _concat(arrays):
+    import pyarrow as pa
+
+    return pa.concat_arrays([a.cast(pa.large_binary()) for a in arrays])
+
+
+def _first_unequal(ra, rb):
+    """(offset, what differs) of the first offset both hold with different records, or None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    common, ia, ib = np.intersect1d(ra[0], rb[0], return_indices=True)
+    if not len(common):
+        return None
+    differ = np.zeros(len(common), bool)
+    what = np.full(len(common), "", object)
+    for name, x, y in (("value", ra[3], rb[3]), ("key", ra[2], rb[2])):
+        x, y = x.take(pa.array(ia)), y.take(pa.array(ib))
+        same = pc.or_kleene(pc.and_(x.is_null(), y.is_null()), pc.fill_null(pc.equal(x, y), False))
+        bad = ~np.asarray(same.to_numpy(zero_copy_only=False), bool)
+        what[bad] = name
+        differ |= bad
+    bad = ra[1][ia] != rb[1][ib]
+    what[bad] = "timestamp"
+    differ |= bad
+    if not differ.any():
+        return None
+    k = int(np.argmax(differ))
+    return int(common[k]), f"the {what[k]}s differ"
+
+
+def live_topic_ids(meta_parts):
+    """{topic: id} of the topics a cluster's metadata log says exist: its latest ``.checkpoint`` snapshot, then
+    its records after the snapshot -- each ``TopicRecord`` names a topic's id, a ``RemoveTopicRecord`` removes
+    it (the most complete of several copies of the log is read; a record that does not decode is skipped).
+
+    Parameters
+    ----------
+    meta_parts : list of Partition
+        Copies of ``__cluster_metadata-0``.
+
+    Returns
+    -------
+    dict
+    """
+    from kafkafmt.record import decode
+
+    best = None
+    for part in meta_parts:
+        files = part.files()
+        snaps = sorted(n for n, _ in files if file_kind(n) == "kraft-snapshot")
+        segs = part.list_segments()
+        size = sum(s.size or 0 for s in segs)
+        if best is None or (snaps[-1:] or [""])[0] > best[0] or size > best[1]:
+            best = ((snaps[-1:] or [""])[0], size, part, dict(files))
+    if best is None:
+        return {}
+    snap, _, part, files = best
+    names, removed = {}, set()
+    upto = -1
+    sources = [files[snap]] if snap else []
+    if snap:
+        upto = int(snap.split("-")[0]) - 1          # <end offset>-<epoch>.checkpoint holds offsets below it
+    for path in sources + [s.log for s in part.list_segments()]:
+        try:
+            with part.storage.open(path) as f:
+                recs = decode(window(f, 0, f.size)[0], headers=False)
+        except (KafkafmtError, OSError):
+            continue
+        is_snapshot = path in sources
+        offsets = recs.offset
+        for i in range(len(recs)):
+            if not is_snapshot and int(offsets[i]) <= upto:
+                continue
+            try:
+                api_key, _version, _msg, data = decode_metadata_record(recs.value[i])
+            except (KafkafmtError, LookupError, ValueError, TypeError):
+                continue
+            if api_key == _TOPIC_RECORD:
+                names[data["Name"]] = uuid_text(data["TopicId"])
+            elif api_key == _REMOVE_TOPIC_RECORD:
+                removed.add(uuid_text(data["TopicId"]))
+    return {name: tid for name, tid in names.items() if tid not in removed}
