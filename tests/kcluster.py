@@ -208,7 +208,7 @@ def write_log_dir_files(log_dir, broker, cluster_id, hw, recovery, starts):
 
 
 def write_cluster(root, topics, *, brokers=3, records=146, seed=0, behind=0.15, segment_bytes=SEGMENT_BYTES,
-                  empty=0.0):
+                  empty=0.0, leader_change=0.3):
     """Write a cluster's log dirs under ``root`` (``broker-<id>/kafka-logs``).
 
     Parameters
@@ -223,6 +223,8 @@ def write_cluster(root, topics, *, brokers=3, records=146, seed=0, behind=0.15, 
         The share of follower copies behind their leader (they hold a prefix of its batches).
     empty : float
         The share of partitions without records.
+    leader_change : float
+        The share of partitions whose log passes a leader change (a second leader epoch).
     """
     rng = random.Random(seed)
     dirs = {b: os.path.join(root, f"broker-{b}", "kafka-logs") for b in range(1, brokers + 1)}
@@ -238,7 +240,7 @@ def write_cluster(root, topics, *, brokers=3, records=146, seed=0, behind=0.15, 
             replicas = [(slot + k) % brokers + 1 for k in range(min(rf, brokers))]
             slot += 1
             n = 0 if rng.random() < empty else rng.randint(1, 2 * records)
-            epochs = (0,) if rng.random() < 0.7 else (0, rng.randint(1, 5))
+            epochs = (0, rng.randint(1, 5)) if rng.random() < leader_change else (0,)
             batches = make_batches(rng, n, codec, epochs=epochs, t0=T0 + p * 1000)
             held = {replicas[0]: len(batches)}
             for f in replicas[1:]:
@@ -335,3 +337,62 @@ def stray_overlap(folder, segment=0):
     new = os.path.join(folder, f"{half[0][2]:020d}.log")
     _write(new, data[half[0][0]:])
     return new, half[0][2], half[-1][3]
+
+
+def set_high_watermark(log_dir, topic, partition, hw):
+    """Rewrite one entry of a log dir's replication-offset-checkpoint (the high watermark its broker knows)."""
+    path = os.path.join(log_dir, "replication-offset-checkpoint")
+    lines = open(path).read().split("\n")
+    entries = {}
+    for line in lines[2:]:
+        if line.strip():
+            t, p, o = line.rsplit(" ", 2)
+            entries[(t, int(p))] = int(o)
+    entries[(topic, partition)] = hw
+    _checkpoint(path, entries)
+
+
+def diverge_copy(cluster, broker, topic, partition, seed=11):
+    """Make a broker's copy a former leader's: the leader's batches up to where its last leader epoch begins,
+    then batches of its own at the older epoch (records never committed: its high watermark is where they
+    start). Returns the first offset where the copy parts from the leader's log."""
+    part = cluster.parts[(topic, partition)]
+    last_epoch = part.batches[-1].epoch
+    keep = next(i for i, b in enumerate(part.batches) if b.epoch == last_epoch)
+    if keep == 0:
+        raise ValueError(f"{part.name} has one leader epoch: nothing to diverge from")
+    start = part.batches[keep].base
+    own = make_batches(random.Random(seed), 12, "none", epochs=(part.batches[keep - 1].epoch,),
+                       t0=part.batches[keep].records[0].timestamp, first_offset=start)
+    folder = cluster.folder(broker, topic, partition)
+    shutil.rmtree(folder)
+    write_copy(folder, dataclasses.replace(part, batches=part.batches[:keep] + own), keep + len(own))
+    set_high_watermark(cluster.dirs[broker], topic, partition, start)
+    return start
+
+
+def _uvarint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def topic_record(name, tid):
+    """A KRaft TopicRecord (api key 2, version 0) framed as MetadataRecordSerde writes it: frame version 1,
+    api key, version, then the message (flexible: compact string name, 16-byte UUID, no tagged fields)."""
+    raw = base64.urlsafe_b64decode(tid + "==")
+    return (_uvarint(1) + _uvarint(2) + _uvarint(0) + _uvarint(len(name.encode()) + 1) + name.encode() + raw
+            + _uvarint(0))
+
+
+def write_metadata_log(log_dir, topics, t0=T0):
+    """A KRaft ``__cluster_metadata-0`` in ``log_dir`` holding one TopicRecord per topic ({name: topic id})."""
+    folder = os.path.join(log_dir, "__cluster_metadata-0")
+    os.makedirs(folder, exist_ok=True)
+    recs = [Rec(i, t0 + i, None, topic_record(name, tid)) for i, (name, tid) in enumerate(sorted(topics.items()))]
+    _write(os.path.join(folder, f"{0:020d}.log"), kpy.build_v2(recs, 0))
+    _write(os.path.join(folder, "partition.metadata"), b"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ")

@@ -46,6 +46,7 @@ class Found:
     copies_note: str = None       # copies of partitions not read: the copy read holds all of them
     unread: list = field(default_factory=list)      # the copies not read (checked by verify and report)
     copies: list = field(default_factory=list)      # every copy of every partition (`kafkafmt.log.Copy`)
+    held: dict = None             # {(topic, partition): copies read} (partition_label's, made when first asked)
 
 
 def input_paths(args, command):
@@ -299,7 +300,7 @@ def no_data(found, files, paths, filtered=False):
     """A UsageError when nothing Kafka was found under the paths: no partition and none of ``files``
     (the files the command reads); a log dir holding no partitions is Kafka data, a broker's before
     any topic exists (see `empty_note`), unless a filter left nothing of what it holds."""
-    if not found.partitions and not files and (filtered or not found.empty_log_dirs):
+    if not found.partitions and not found.unread and not files and (filtered or not found.empty_log_dirs):
         return UsageError("no partition folders, log dirs or segments found under " + ", ".join(map(str, paths))
                           + (" (after --topics/--partitions)" if filtered else ""))
     return None
@@ -347,7 +348,14 @@ def segment_in_partition(path):
 
 def partition_label(p, found):
     """``topic-N``, with the log dir when partitions come from several (two brokers both have
-    ``__cluster_metadata-0``)."""
+    ``__cluster_metadata-0``); ``topic-N (copy in LOG_DIR)`` for each of several copies of one partition read
+    (``--replicas all``)."""
+    if found.held is None:
+        found.held = {}
+        for q in found.partitions:
+            found.held[(q.topic, q.partition)] = found.held.get((q.topic, q.partition), 0) + 1
+    if found.held.get((p.topic, p.partition), 0) > 1 and p.log_dir_url is not None:
+        return f"{p.name} (copy in {p.log_dir_url})"
     if len(found.log_dirs) > 1 and p.log_dir is not None:
         return f"{p.name} ({p.log_dir_url})"
     return p.name

@@ -421,7 +421,10 @@ def _say_data_loss(args, found, console):
     an export of what is there (exit code 0)."""
     from kafkafmt.errors import DataLossError
 
-    lost = [p for p in found.leftovers if p.severity == "error"]
+    # a damaged copy whose records another copy holds intact loses nothing: said, not an error of the export
+    found.leftovers = [p if p.loses_records or p.severity != "error" else dataclasses.replace(p, severity="warning")
+                       for p in found.leftovers]
+    lost = [p for p in found.leftovers if p.loses_records]
     if lost and args.fail_on_data_loss == "false":
         found.leftovers = [p for p in found.leftovers if p.severity != "error"] + [
             dataclasses.replace(p, severity="warning", message=f"{p.message} (exported without them: "
@@ -509,11 +512,11 @@ def _report(report, seen, console, state):
         p = report_problem(e)
         if p is None:
             continue
-        if p.severity == "error":
+        if p.loses_records:
             state["errors"] += 1
             console.message(f"kafkafmt: {p.text()}")
-        else:
-            console.warn(p.text()[len("warning: "):])
+        else:        # (a damaged copy whose records were read from an intact one: said, the export is whole)
+            console.warn(p.text().split(": ", 1)[1])
     return len(report)
 
 

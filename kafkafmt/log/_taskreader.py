@@ -11,15 +11,16 @@ Each offset is read once, from a copy that holds it intact:
   strict reads raise, salvaging reads skip and report it.
 * batches of a segment that the next segment holds again (a stray copy of part of a segment saved as a
   segment of its own: the same offsets in two files) are read once, from the next segment, when both hold the
-  same batches (`ReportKind.DUPLICATE`); when they differ, which records the offsets hold cannot be told:
-  strict reads raise, salvaging reads report it (`ReportKind.MISMATCH`) and keep the next segment's.
+  same batches (`ReportKind.DUPLICATE`; they stay in the batch table, marked by its ``duplicate`` column --
+  present only then -- with none of their records); when they differ, which records the offsets hold cannot be
+  told: strict reads raise, salvaging reads report it (`ReportKind.MISMATCH`) and keep the next segment's.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from kafkafmt.record import DecodeOptions, Records
-from kafkafmt.errors import CorruptRecordError
+from kafkafmt.errors import CorruptRecordError, KafkafmtError
 from kafkafmt.log._fill import batch_mark_of, fill
 from kafkafmt.log._framing import entry_size_at, scan_range, whole_entries_end
 from kafkafmt.log._notes import ReportEntry, ReportKind
@@ -59,6 +60,11 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
             if stop - chunk_stop < 12:
                 chunk_stop = stop
             following = task.following if chunk_stop >= f.size else None
+            # batches the next segment holds again (a stray copy of part of this segment saved as its own):
+            # found by their headers before decoding, so that the next segment's name does not blame them
+            nxt = _next_holds(task, f, pos, chunk_stop) if task.next_segment is not None else None
+            if nxt is not None:
+                following = None if nxt[0] else nxt[1]
             if alternates:
                 own = []
                 recs, resume = read_range(seg, f, pos, chunk_stop, own, options=options, errors="salvage",
@@ -78,12 +84,14 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
                 raise CorruptRecordError("segment ends inside a batch although later segments follow "
                                          "(use errors='salvage' to read past it)", file=seg.log,
                                          position=recs.valid_bytes)
-            if following is not None and len(recs.batches) and \
-                    int(recs.batches.last_offset.max()) >= following and task.next_segment is not None:
-                recs = _overlap(task, recs, report, errors)
-            if len(recs.batches):
-                last = int(np.argmax(recs.batches.last_offset))
-                after = max(int(recs.batches.last_offset[last]), after if after is not None else -1)
+            if nxt is not None and nxt[0] and len(recs.batches):
+                recs = _overlap(task, recs, nxt[2], report, errors)
+            lasts = np.asarray(recs.batches.last_offset, np.int64)
+            if "duplicate" in recs.batches.columns:       # (read from the next segment: not read here)
+                lasts = np.where(np.asarray(recs.batches["duplicate"], bool), -1, lasts)
+            if len(lasts) and lasts.max() >= 0:
+                last = int(np.argmax(lasts))
+                after = max(int(lasts[last]), after if after is not None else -1)
                 mark = batch_mark_of(recs.batches, last)
             decoded = (recs.key.nbytes if options.keys else 0) + (recs.value.nbytes if options.values else 0) \
                 + 40 * len(recs)
@@ -192,22 +200,34 @@ def _after_stretch(task, f, b, after_rows, e):
     return None, task.following
 
 
-def _overlap(task, recs, report, errors):
-    """A chunk ending a segment whose last batches the next segment holds again: read once, from the next
-    segment, when both hold the same batches; else damage (strict reads raise)."""
+def _next_holds(task, f, start, stop):
+    """Whether the next segment holds offsets of [start, stop) of this one again: None when no batch there
+    reaches the next segment's name (the usual case: one header scan), else (overlap, the next segment's first
+    offset, the marks of its batches) -- overlap False for a next segment named below its first batch."""
+    t, info = scan_range(f, start, stop)
+    n = info["count"]
+    if not n or int(np.asarray(t["last_offset"][:n]).max()) < task.following:
+        return None
+    try:
+        with task.next_segment.open() as g:
+            theirs, their = scan_range(g, 0, min(g.size, max(stop - start, 1 << 16)))
+    except (OSError, KafkafmtError):
+        return None
+    if not their["count"]:
+        return None
+    first = int(theirs["base_offset"][0])
+    overlap = first <= int(np.asarray(t["last_offset"][:n]).max())
+    return overlap, first, {batch_mark_of(theirs, i) for i in range(their["count"])}
+
+
+def _overlap(task, recs, theirs, report, errors):
+    """A chunk of a segment whose last batches the next segment holds again (``theirs``: the marks of the next
+    segment's batches): read once, from the next segment, when both hold the same batches; else damage
+    (strict reads raise)."""
     b = recs.batches
     nxt = task.next_segment
     last = int(np.asarray(b.last_offset).max())
-    try:
-        with nxt.open() as g:
-            t, info = scan_range(g, 0, min(g.size, 1 << 20))
-    except OSError:
-        return recs
-    n = info["count"]
-    if not n or int(t["base_offset"][0]) > last:
-        return recs         # a misnamed next segment (its first batch is past this one): no offset held twice
-    first = int(t["base_offset"][0])
-    theirs = {batch_mark_of(t, i) for i in range(n)}
+    first = min(m[0] for m in theirs)
     base = np.asarray(b.base_offset, np.int64)
     twice = np.flatnonzero(np.asarray(b.last_offset, np.int64) >= first)
     same = all(batch_mark_of(b, int(i)) in theirs for i in twice) and base[twice].min() >= first
@@ -226,15 +246,13 @@ def _overlap(task, recs, report, errors):
                             int(base[twice].min()))
     if report is not None:
         report.append(entry)
-    keep = np.ones(len(b), bool)
-    keep[twice] = False
-    rows = np.flatnonzero(keep[np.asarray(recs.batch_index, np.int64)])
+    # the batches stay in the batch table (they are this file's: its indexes point at them), marked, with no
+    # record nor control record of theirs
+    held = np.zeros(len(b), bool)
+    held[twice] = True
+    rows = np.flatnonzero(~held[np.asarray(recs.batch_index, np.int64)])
     kept = recs.take(rows) if len(rows) < len(recs) else recs
-    remap = np.cumsum(keep) - 1
     ctl = recs.controls
     if len(ctl):
-        cb = np.asarray(ctl["batch_index"], np.int64)
-        ctl = ctl[keep[cb]]
-        ctl = ctl.with_column("batch_index", remap[np.asarray(ctl["batch_index"], np.int64)])
-    return kept.replace(batches=b[keep], batch_index=remap[np.asarray(kept.batch_index, np.int64)].astype(np.int32),
-                        controls=ctl)
+        ctl = ctl[~held[np.asarray(ctl["batch_index"], np.int64)]]
+    return kept.replace(batches=b.with_column("duplicate", held), controls=ctl)

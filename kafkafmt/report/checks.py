@@ -194,23 +194,22 @@ class Checker:
             last = np.asarray(b["last_offset"], np.int64)
             pos = np.asarray(b["position"], np.int64)
             # batches read from another copy (a stretch this one holds damaged: said as a problem) are counted
-            # but not checked against this copy's files (their own copy's check does that)
+            # but not checked against this copy's files (their own copy's check does that); batches the next
+            # segment holds again (said) are this file's, for its indexes, but not in the offset sequence
             own = ~np.asarray(b["from_copy"], bool) if "from_copy" in b.columns else np.ones(nb, bool)
+            again = np.asarray(b["duplicate"], bool) if "duplicate" in b.columns else np.zeros(nb, bool)
             order = np.lexsort((pos, segs))
-            order = order[own[order]]
-            if not len(order):
-                self.n_batches += nb
-                self._count_records(chunk, b, log_start)
-                continue
+            order = order[own[order] & ~again[order]]
             # (each batch's checks at once; the loop below says the problems, in order, when there are any)
             lo_o, la_o, seg_o = base[order], last[order], segs[order]
-            before = np.maximum.accumulate(la_o)
+            before = np.maximum.accumulate(la_o) if len(order) else la_o
             if prev_last is not None:
                 before = np.maximum(before, prev_last)
-            clean = not ((la_o < lo_o).any() or (lo_o[1:] <= before[:-1]).any()
-                         or (prev_last is not None and lo_o[0] <= prev_last)
-                         or (file_label is None and any(s in infos for s in np.unique(seg_o[lo_o < seg_o]).tolist())))
-            if clean:
+            clean = not len(order) or not (
+                (la_o < lo_o).any() or (lo_o[1:] <= before[:-1]).any()
+                or (prev_last is not None and lo_o[0] <= prev_last)
+                or (file_label is None and any(s in infos for s in np.unique(seg_o[lo_o < seg_o]).tolist())))
+            if clean and len(order):
                 prev_last = int(before[-1])
                 prev_file = self._file_of(int(seg_o[-1]), infos, file_label)
             for i in ([] if clean else order.tolist()):
@@ -247,7 +246,7 @@ class Checker:
                                f"record offset {int(offs[r])} does not increase within its batch (after "
                                f"{int(offs[r - 1])})", int(pos[i]), int(offs[r]))
                 self._count_records(chunk, b, log_start)
-            self.n_batches += nb
+            self.n_batches += nb - int(again.sum())
             # per segment: batch tables and control records for the index checks
             cols = {c: np.asarray(b[c]) for c in BATCH_COLUMNS}
             ctl = chunk.controls

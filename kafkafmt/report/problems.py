@@ -18,6 +18,13 @@ class Problem:
     position: int | None = None
     end: int | None = None
     offset: int | None = None
+    kind: object = None            # the `ReportKind` of the report entry it says, when it says one
+
+    @property
+    def loses_records(self):
+        """An error that leaves records out of what is read (a gap, a corrupt stretch, copies that disagree)
+        -- not a damaged copy whose records were read from an intact one."""
+        return self.severity == "error" and self.kind not in (ReportKind.FROM_COPY, ReportKind.DAMAGED_COPY)
 
     def text(self):
         where = self.file
@@ -41,21 +48,21 @@ def report_problem(entry, file=None):
     if entry.kind in (ReportKind.INDEX_FALLBACK, ReportKind.REPLICA):
         return None
     f = file or entry.file or "?"
-    start, end = entry.start, entry.end
-    if entry.kind is ReportKind.ZEROS:
-        return Problem("warning", f, f"zero-filled tail of {end - start} bytes (preallocated file)", start, end)
-    if entry.kind is ReportKind.TRUNCATED:
+    start, end, kind = entry.start, entry.end, entry.kind
+    if kind is ReportKind.ZEROS:
+        return Problem("warning", f, f"zero-filled tail of {end - start} bytes (preallocated file)", start, end,
+                       kind=kind)
+    if kind is ReportKind.TRUNCATED:
         return Problem("error", f, f"truncated final batch: {end - start} bytes after the last complete batch",
-                       start, end)
-    if entry.kind is ReportKind.CORRUPT:
-        return Problem("error", f, f"{entry.message}; {end - start} bytes skipped", start, end, entry.offset)
-    if entry.kind in (ReportKind.GAP, ReportKind.MISMATCH, ReportKind.INCARNATION):
-        # records missing, copies that disagree, copies of several incarnations none chosen
-        return Problem("error", f, entry.message, start, end, entry.offset)
-    if entry.kind in (ReportKind.FROM_COPY, ReportKind.DAMAGED_COPY):
-        # a damaged copy is a problem whichever copy is read (its offsets were read from an intact one)
-        return Problem("error", f, entry.message, start, end, entry.offset)
-    return Problem("warning", f, entry.message, start, end, entry.offset)
+                       start, end, kind=kind)
+    if kind is ReportKind.CORRUPT:
+        return Problem("error", f, f"{entry.message}; {end - start} bytes skipped", start, end, entry.offset, kind)
+    if kind in (ReportKind.GAP, ReportKind.MISMATCH, ReportKind.INCARNATION, ReportKind.FROM_COPY,
+                ReportKind.DAMAGED_COPY):
+        # records missing, copies that disagree, copies of several incarnations none chosen; a damaged copy is a
+        # problem too, whichever copy is read (its offsets were read from an intact one: `loses_records`)
+        return Problem("error", f, entry.message, start, end, entry.offset, kind)
+    return Problem("warning", f, entry.message, start, end, entry.offset, kind)
 
 
 def copies_note(entries):
