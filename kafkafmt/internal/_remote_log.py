@@ -470,14 +470,14 @@ def remote_log_metadata_text(value, offset):
 
     Examples
     --------
+    The controller marking a partition for deletion, and a value that does not read:
+
     >>> from kafkafmt import internal
-    >>> seg = {"TopicIdPartition": {"Name": "orders", "Id": bytes(range(16)), "Partition": 3},
-    ...        "Id": bytes(range(16, 32))}
-    >>> value = internal.encode_remote_log_metadata_record(1, {
-    ...     "RemoteLogSegmentId": seg, "BrokerId": 1, "EventTimestampMs": 1767225662000,
-    ...     "CustomMetadata": b"\\x01", "RemoteLogSegmentState": 1})
+    >>> value = internal.encode_remote_log_metadata_record(2, {
+    ...     "TopicIdPartition": {"Name": "orders", "Id": bytes(range(16)), "Partition": 3}, "BrokerId": 3000,
+    ...     "EventTimestampMs": 1767225662000, "RemotePartitionDeleteState": 0})
     >>> print(internal.remote_log_metadata_text(value, 1))
-    RemoteLogSegmentMetadataUpdate{remoteLogSegmentId=RemoteLogSegmentId{topicIdPartition=AAECAwQFBgcICQoLDA0ODw:orders-3, id=EBESExQVFhcYGRobHB0eHw}, customMetadata=Optional[CustomMetadata{1 bytes}], state=COPY_SEGMENT_FINISHED, eventTimestampMs=1767225662000, brokerId=1}
+    RemotePartitionDeleteMetadata{topicPartition=AAECAwQFBgcICQoLDA0ODw:orders-3, state=DELETE_PARTITION_MARKED, eventTimestampMs=1767225662000, brokerId=3000}
     >>> internal.remote_log_metadata_text(b"corrupted", 9)
     'Error at offset 9, skipping. Could not deserialize metadata record due to unknown frame version 99(only frame version 1 is supported)'
     """

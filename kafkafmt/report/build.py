@@ -18,12 +18,13 @@ from kafkafmt.report.lag import committed_offsets, consumer_lag
 from kafkafmt.report.problems import report_problem
 from kafkafmt.report.tiered_audit import DEFAULT_STALE_COPY_MS, audit_tiered
 
-__all__ = ["Builder", "build", "Report", "MINUTE_MS", "TABLES", "LOG_END_SOURCES"]
+__all__ = ["Builder", "build", "Report", "MINUTE_MS", "TABLES", "TIERED_TABLES", "LOG_END_SOURCES"]
 
 MINUTE_MS = 60_000
 SAMPLES_PER_CHUNK = 256          # batches kept per chunk to place problems in time
-TABLES = ("topics", "partitions", "segments", "timeline", "transactions", "problems", "lag", "copies", "tiered",
-          "remote")
+TABLES = ("topics", "partitions", "segments", "timeline", "transactions", "problems", "lag", "copies")
+#: the tables of the tiered audit, there when it ran (the paths hold __remote_log_metadata and uploads)
+TIERED_TABLES = ("tiered", "remote")
 #: where a partition's log end offset is read, best first: the records on disk (the last offset + 1),
 #: else the log dir's checkpoint files -- the high watermark, then the offset the log was flushed to
 LOG_END_SOURCES = ("segments", REPLICATION_CHECKPOINT, RECOVERY_POINT_CHECKPOINT)
@@ -50,10 +51,10 @@ class Report:
       disk's last write;
     * ``copies``: the copies of partitions not read (``replicas="dedup"``: another copy holds all
       their records) -- ``file``, ``message``; copies that disagree are ``problems``;
-    * ``tiered``: the tiered audit's findings (`kafkafmt.report.audit_tiered`, when the paths hold
+    * ``tiered`` (there when the audit ran): the tiered audit's findings (`kafkafmt.report.audit_tiered`, when the paths hold
       ``__remote_log_metadata`` and uploads; also in ``problems``) -- ``check, topic, partition, topicId,
       segmentId, startOffset, endOffset, expectedBytes, actualBytes, file, message``;
-    * ``remote``: per topic, the remote segments ``__remote_log_metadata`` holds uploaded and their bytes
+    * ``remote`` (there when the audit ran): per topic, the remote segments ``__remote_log_metadata`` holds uploaded and their bytes
       (``remoteSegments``, ``remoteBytes``), the uploads listed (``uploads``, ``uploadBytes``: every object)
       and the findings by kind.
 
@@ -65,21 +66,21 @@ class Report:
         self.last_write = last_write
 
     def __getattr__(self, name):
-        if name in TABLES:
-            return self.tables[name]
+        if name in TABLES or name in TIERED_TABLES:
+            return self.tables.get(name, [])
         raise AttributeError(name)
 
     def table(self, name):
         """One of `TABLES` as a pandas DataFrame."""
         import pandas as pd
 
-        rows = self.tables[name]
+        rows = self.tables.get(name, [])
         return pd.DataFrame(rows) if rows else pd.DataFrame(columns=_COLUMNS[name])
 
     def to_json(self):
         """The whole report as one JSON-ready dict (what ``kafkafmt report --json`` prints)."""
         return {"paths": [str(p) for p in self.paths], "lastWrite": self.last_write,
-                **{name: self.tables[name] for name in TABLES}}
+                **{name: self.tables[name] for name in TABLES + TIERED_TABLES if name in self.tables}}
 
 
 _COLUMNS = {

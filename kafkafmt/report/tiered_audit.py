@@ -216,9 +216,10 @@ def audit_tiered(roots, *, stale_copy_ms=DEFAULT_STALE_COPY_MS, metadata_partiti
     out.as_of = None if last is None else int(last)
     now = out.as_of if now is None else int(now)
     # the partition count: every user partition's events must lie where Kafka's partitioner puts them
-    ev = events.select(["topic_id", "partition", "source_partition"]).to_pylist()
-    pairs = {((r["topic_id"], r["partition"]), r["source_partition"]) for r in ev
-             if r["topic_id"] is not None and r["source_partition"] is not None}
+    ev = events.select(["topic_id", "partition", "source_partition"]).drop_null() \
+        .group_by(["topic_id", "partition", "source_partition"]).aggregate([])
+    pairs = set(zip(zip(ev.column("topic_id").to_pylist(), ev.column("partition").to_pylist()),
+                    ev.column("source_partition").to_pylist()))
     n = _partition_count(pairs, metadata_partitions)
     out.metadata_partitions = n
     with_events = {k for k, _ in pairs}
@@ -230,130 +231,146 @@ def audit_tiered(roots, *, stale_copy_ms=DEFAULT_STALE_COPY_MS, metadata_partiti
         return (tid, p) in with_events if n is None else metadata_partition(tid, p, n) in held
 
     metadata_url = {p.partition: p.url for p in found.partitions if p.topic == REMOTE_LOG_METADATA}
-    # the uploads, by (topic id, partition) and segment id
-    uploads, rps_of, skipped = {}, {}, 0
-    for rp in found.uploads:
-        key = (rp.topic_id, rp.partition)
-        if not covered(*key):
-            skipped += len(rp.segments) + len(rp.superseded)
-            continue
-        rps_of.setdefault(key, []).append(rp)
-        for s in list(rp.segments) + list(rp.superseded):
-            uploads.setdefault(key, {}).setdefault(s.segment_id, []).append((rp, s))
+    ups, rps_of, skipped = _uploads(found.uploads, covered)
     if skipped:
         out.notes.append(f"{skipped} uploads of partitions whose {REMOTE_LOG_METADATA} partition is not among "
                          f"the paths were not audited")
+    # each segment's state against the uploads of its id: joins, then Python over the findings only
+    keys = ["topic_id", "partition", "segment_id"]
+    cols = ["topic", "topic_id", "partition", "segment_id", "start_offset", "end_offset", "state", "broker_id",
+            "event_timestamp", "copy_started", "segment_size_in_bytes", "partition_delete_state", "source_partition"]
+    segs = segs.select(cols)
+    for name in ("event_timestamp", "copy_started"):
+        segs = segs.set_column(cols.index(name), name, segs.column(name).cast(pa.int64()))
+    kept = pc.is_null(segs.column("partition_delete_state"))
+    live = segs.filter(pc.and_(kept, pc.equal(segs.column("state"), "COPY_SEGMENT_FINISHED")))
+    joined = live.join(ups.select(keys + ["log_bytes", "url"]), keys=keys, join_type="left outer")
+    findings = []
+
+    def finding(check, file, message, r, **kw):
+        findings.append(TieredFinding(
+            "error", file, message, offset=r["start_offset"], check=check, topic=r["topic"], partition=r["partition"],
+            topic_id=r["topic_id"], segment_id=r["segment_id"], start_offset=r["start_offset"],
+            end_offset=r["end_offset"], **kw))
+
+    def where(r):
+        return f"{r['topic']}-{r['partition']} segment {r['segment_id']}" + (
+            f" (offsets {r['start_offset']}..{r['end_offset']})" if r["start_offset"] is not None else "")
+
+    for r in _rows(joined.filter(pc.is_null(joined.column("url")))):
+        size = r["segment_size_in_bytes"]
+        finding("missing_upload", _expected_url(rps_of.get((r["topic_id"], r["partition"]), []), r,
+                                                metadata_url.get(r["source_partition"], REMOTE_LOG_METADATA)),
+                f"{where(r)}: COPY_SEGMENT_FINISHED in {REMOTE_LOG_METADATA} ({'' if size is None else f'{size} bytes, '}"
+                f"finished at {_time_text(r['event_timestamp'])}), but not in the remote storage", r,
+                expected_bytes=size)
+    wrong = pc.and_(pc.is_valid(joined.column("url")),
+                    pc.not_equal(joined.column("log_bytes"), joined.column("segment_size_in_bytes").cast(pa.int64())))
+    for r in _rows(joined.filter(wrong.fill_null(False))):
+        size = r["segment_size_in_bytes"]
+        finding("wrong_size", r["url"], f"{where(r)}: the upload's .log holds {r['log_bytes']} bytes, "
+                f"{REMOTE_LOG_METADATA} says {size} (SegmentSizeInBytes)", r, expected_bytes=size,
+                actual_bytes=r["log_bytes"])
+    if now is not None:
+        started = segs.filter(pc.and_(kept, pc.equal(segs.column("state"), "COPY_SEGMENT_STARTED")))
+        started = started.filter(pc.less(started.column("copy_started"), now - stale_copy_ms).fill_null(False))
+        started = started.join(ups.select(keys + ["url"]), keys=keys, join_type="left outer")
+        for r in _rows(started):
+            there = f"; its upload is there ({r['url']}), never read" if r["url"] is not None else ""
+            finding("stale_copy", r["url"] or metadata_url.get(r["source_partition"], REMOTE_LOG_METADATA),
+                    f"{where(r)}: copy started at {_time_text(r['copy_started'])} by broker {r['broker_id']} and "
+                    f"never finished ({(now - r['copy_started']) / 3_600_000:.1f} h before {_time_text(now)}){there}",
+                    r)
+    named = ups.join(segs.select(keys + ["end_offset", "state", "event_timestamp", "partition_delete_state"]),
+                     keys=keys, join_type="left outer")
+    orphan = pc.or_kleene(pc.or_kleene(pc.is_null(named.column("state")),
+                                       pc.equal(named.column("state"), "DELETE_SEGMENT_FINISHED")),
+                          pc.equal(named.column("partition_delete_state"), "DELETE_PARTITION_FINISHED"))
+    for r in _rows(named.filter(orphan.fill_null(False))):
+        if r["state"] is None:
+            why = f"not named by {REMOTE_LOG_METADATA}"
+        elif r["partition_delete_state"] == "DELETE_PARTITION_FINISHED":
+            why = f"its partition's delete finished ({REMOTE_LOG_METADATA})"
+        else:
+            why = f"deleted at {_time_text(r['event_timestamp'])} ({REMOTE_LOG_METADATA}: DELETE_SEGMENT_FINISHED)"
+        finding("orphan_upload", r["url"], f"{r['topic']}-{r['partition']} segment {r['segment_id']} (base offset "
+                f"{r['base_offset']}): an upload of {r['bytes']} bytes {why}: never read",
+                dict(r, start_offset=r["base_offset"]), actual_bytes=r["log_bytes"])
+    # offsets between the last remote segment and the local log's start
     local_start = {}
     for part in found.partitions:
-        if part.topic == REMOTE_LOG_METADATA:
-            continue
-        local = [s.base_offset for s in part.list_segments() if s.remote is None]
-        if local:
-            key = (part.topic, part.partition)
-            local_start[key] = min(local_start.get(key, local[0]), min(local))
-
-    # rows with times as ms since the epoch
-    rows = segs.select([c for c in segs.column_names if c != "segment_leader_epochs"])
-    for name in ("max_timestamp", "event_timestamp", "copy_started"):
-        rows = rows.set_column(rows.column_names.index(name), name, rows.column(name).cast(pa.int64()))
-    rows = rows.to_pylist()
-    findings = []
-    named = {}
-    live_end = {}
-    for row in rows:
-        key = (row["topic_id"], row["partition"])
-        named.setdefault(key, {})[row["segment_id"]] = row
-        ups = uploads.get(key, {}).get(row["segment_id"], [])
-        base = dict(topic=row["topic"], partition=row["partition"], topic_id=row["topic_id"],
-                    segment_id=row["segment_id"], start_offset=row["start_offset"], end_offset=row["end_offset"])
-        where = f"{row['topic']}-{row['partition']} segment {row['segment_id']}" + (
-            f" (offsets {row['start_offset']}..{row['end_offset']})" if row["start_offset"] is not None else "")
-        meta_url = metadata_url.get(row["source_partition"], REMOTE_LOG_METADATA)
-        if row["partition_delete_state"] is not None:
-            continue
-        if row["state"] == "COPY_SEGMENT_FINISHED":
-            if row["end_offset"] is not None:
-                live_end[(row["topic"], row["partition"])] = max(live_end.get((row["topic"], row["partition"]), -1),
-                                                                 row["end_offset"])
-            size = row["segment_size_in_bytes"]
-            if not ups:
-                findings.append(TieredFinding(
-                    "error", _expected_url(rps_of.get(key, []), row, meta_url),
-                    f"{where}: COPY_SEGMENT_FINISHED in {REMOTE_LOG_METADATA} ({'' if size is None else f'{size} bytes, '}"
-                    f"finished at {_time_text(row['event_timestamp'])}), but not in the remote storage",
-                    offset=row["start_offset"], check="missing_upload", expected_bytes=size, **base))
-            elif size is not None:
-                for rp, s in ups:
-                    if s.original_size != size:
-                        findings.append(TieredFinding(
-                            "error", _upload_url(rp, s),
-                            f"{where}: the upload's .log holds {s.original_size} bytes, {REMOTE_LOG_METADATA} "
-                            f"says {size} (SegmentSizeInBytes)", offset=row["start_offset"], check="wrong_size",
-                            expected_bytes=size, actual_bytes=s.original_size, **base))
-        elif row["state"] == "COPY_SEGMENT_STARTED" and row["copy_started"] is not None:
-            started = row["copy_started"]
-            if now is not None and now - started > stale_copy_ms:
-                there = f"; its upload is there ({_upload_url(*ups[0])}), never read" if ups else ""
-                findings.append(TieredFinding(
-                    "error", _upload_url(*ups[0]) if ups else meta_url,
-                    f"{where}: copy started at {_time_text(started)} by broker {row['broker_id']} and never "
-                    f"finished ({(now - started) / 3_600_000:.1f} h before {_time_text(now)}){there}",
-                    offset=row["start_offset"], check="stale_copy", **base))
-    for key, by_id in uploads.items():
-        for sid, ups in by_id.items():
-            row = named.get(key, {}).get(sid)
-            if row is None:
-                why = f"not named by {REMOTE_LOG_METADATA}"
-            elif row["partition_delete_state"] == "DELETE_PARTITION_FINISHED":
-                why = f"its partition's delete finished ({REMOTE_LOG_METADATA})"
-            elif row["state"] == "DELETE_SEGMENT_FINISHED":
-                why = f"deleted at {_time_text(row['event_timestamp'])} ({REMOTE_LOG_METADATA}: DELETE_SEGMENT_FINISHED)"
-            else:
-                continue
-            for rp, s in ups:
-                findings.append(TieredFinding(
-                    "error", _upload_url(rp, s),
-                    f"{rp.topic}-{rp.partition} segment {sid} (base offset {s.base_offset}): an upload of "
-                    f"{sum(v or 0 for v in s.sizes.values())} bytes {why}: never read",
-                    offset=s.base_offset, check="orphan_upload", topic=rp.topic, partition=rp.partition,
-                    topic_id=rp.topic_id, segment_id=sid, start_offset=s.base_offset,
-                    end_offset=None if row is None else row["end_offset"], actual_bytes=s.original_size))
-    for (topic, p), end in live_end.items():
-        first = local_start.get((topic, p))
-        if first is not None and end + 1 < first:
-            part = next(q for q in found.partitions if (q.topic, q.partition) == (topic, p))
-            findings.append(TieredFinding(
-                "error", part.url, f"{topic}-{p}: offsets {end + 1}..{first - 1} are in neither the remote segments "
-                f"{REMOTE_LOG_METADATA} names (they end at {end}) nor the local log (from {first})",
-                offset=end + 1, check="offset_gap", topic=topic, partition=p, start_offset=end + 1,
-                end_offset=first - 1))
+        if part.topic != REMOTE_LOG_METADATA:
+            local = [s.base_offset for s in part.list_segments() if s.remote is None]
+            if local:
+                key = (part.topic, part.partition)
+                local_start[key] = (min(local_start.get(key, (local[0],))[0], min(local)), part.url)
+    ends = live.group_by(["topic", "partition"]).aggregate([("end_offset", "max")])
+    for topic, p, end in zip(*(ends.column(c).to_pylist() for c in ("topic", "partition", "end_offset_max"))):
+        first, url = local_start.get((topic, p), (None, None))
+        if end is not None and first is not None and end + 1 < first:
+            finding("offset_gap", url, f"{topic}-{p}: offsets {end + 1}..{first - 1} are in neither the remote "
+                    f"segments {REMOTE_LOG_METADATA} names (they end at {end}) nor the local log (from {first})",
+                    {"topic": topic, "partition": p, "topic_id": None, "segment_id": None, "start_offset": end + 1,
+                     "end_offset": first - 1})
     findings.sort(key=lambda f: (f.topic or "", f.partition or 0, f.start_offset if f.start_offset is not None else -1,
                                  FINDINGS.index(f.check)))
     out.findings = findings
-    out.topics = _topic_rows(rows, uploads, findings)
+    out.topics = _topic_rows(live, ups, findings)
     return out
 
 
-def _topic_rows(rows, uploads, findings):
+def _uploads(remote_partitions, covered):
+    """The uploads of the partitions ``covered(topic id, partition)`` says are audited, as a table (``topic,
+    topic_id, partition, segment_id, base_offset, log_bytes``: the ``.log`` as the broker wrote it, ``bytes``:
+    every object, ``url``), the remote partitions by (topic id, partition), and how many uploads were left
+    out."""
+    import pyarrow as pa
+
+    cols = {c: [] for c in ("topic", "topic_id", "partition", "segment_id", "base_offset", "log_bytes", "bytes", "url")}
+    rps_of, skipped = {}, 0
+    for rp in remote_partitions:
+        segments = list(rp.segments) + list(rp.superseded)
+        if not covered(rp.topic_id, rp.partition):
+            skipped += len(segments)
+            continue
+        rps_of.setdefault((rp.topic_id, rp.partition), []).append(rp)
+        for s in segments:
+            for name, v in (("topic", rp.topic), ("topic_id", rp.topic_id), ("partition", rp.partition),
+                            ("segment_id", s.segment_id), ("base_offset", s.base_offset),
+                            ("log_bytes", s.original_size), ("bytes", sum(v or 0 for v in s.sizes.values())),
+                            ("url", _upload_url(rp, s))):
+                cols[name].append(v)
+    schema = pa.schema([("topic", pa.string()), ("topic_id", pa.string()), ("partition", pa.int32()),
+                        ("segment_id", pa.string()), ("base_offset", pa.int64()), ("log_bytes", pa.int64()),
+                        ("bytes", pa.int64()), ("url", pa.string())])
+    return pa.Table.from_pydict(cols, schema=schema), rps_of, skipped
+
+
+def _rows(table):
+    """The table's rows as dicts (built column by column: a table's own ``to_pylist`` builds every value as
+    a row's)."""
+    names = table.column_names
+    return [dict(zip(names, values)) for values in zip(*(table.column(n).to_pylist() for n in names))]
+
+
+def _topic_rows(live, ups, findings):
     """Per topic: the metadata's segments still uploaded (``COPY_SEGMENT_FINISHED``, not deleted) and their
     bytes, the uploads listed and their bytes (every object), and the findings by kind."""
     out = {}
 
     def of(topic):
-        return out.setdefault(topic, {"topic": topic, "remoteSegments": 0, "remoteBytes": 0, "uploads": 0,
-                                      "uploadBytes": 0, **{c: 0 for c in _COUNTS.values()}})
+        if topic not in out:
+            out[topic] = {"topic": topic, "remoteSegments": 0, "remoteBytes": 0, "uploads": 0, "uploadBytes": 0,
+                          **{c: 0 for c in _COUNTS.values()}}
+        return out[topic]
 
-    for r in rows:
-        if r["state"] == "COPY_SEGMENT_FINISHED" and r["partition_delete_state"] is None:
-            t = of(r["topic"])
-            t["remoteSegments"] += 1
-            t["remoteBytes"] += r["segment_size_in_bytes"] or 0
-    for by_id in uploads.values():
-        for ups in by_id.values():
-            for rp, s in ups:
-                t = of(rp.topic)
-                t["uploads"] += 1
-                t["uploadBytes"] += sum(v or 0 for v in s.sizes.values())
+    meta = live.group_by("topic").aggregate([("segment_id", "count"), ("segment_size_in_bytes", "sum")])
+    for topic, n, size in zip(*(meta.column(c).to_pylist() for c in ("topic", "segment_id_count",
+                                                                      "segment_size_in_bytes_sum"))):
+        of(topic).update(remoteSegments=n, remoteBytes=size or 0)
+    listed = ups.group_by("topic").aggregate([("segment_id", "count"), ("bytes", "sum")])
+    for topic, n, size in zip(*(listed.column(c).to_pylist() for c in ("topic", "segment_id_count", "bytes_sum"))):
+        of(topic).update(uploads=n, uploadBytes=size or 0)
     for f in findings:
         of(f.topic)[_COUNTS[f.check]] += 1
     return [out[t] for t in sorted(out)]
