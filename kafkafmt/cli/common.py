@@ -43,6 +43,7 @@ class Found:
     log_dirs: list = field(default_factory=list)     # the distinct log dirs the partitions come from
     empty_log_dirs: list = field(default_factory=list)   # log dirs holding no partitions
     copies_note: str = None       # copies of partitions not read: the copy read holds all of them
+    uploads: list = field(default_factory=list)      # the tiered-storage partitions, every upload listed
 
 
 def input_paths(args, command):
@@ -131,6 +132,15 @@ def add_command(sub, parents, command, doc, paths_help="log directories, partiti
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", metavar="PATH", help=paths_help)
     return p
+
+
+def add_stale_copy_option(p):
+    """``--stale-copy-ms``: the tiered audit's age of a copy that never finished (verify, report)."""
+    from kafkafmt.report import DEFAULT_STALE_COPY_MS
+
+    p.add_argument("--stale-copy-ms", type=int, default=DEFAULT_STALE_COPY_MS, metavar="MS",
+                   help="tiered storage: report a segment copy started longer ago than this (as of the last "
+                        "__remote_log_metadata event) and never finished (default: %(default)s, an hour)")
 
 
 def add_replicas_option(p, extra_help=""):
@@ -243,7 +253,7 @@ def find_inputs(paths, topics=None, partitions=None, replicas=None):
     except (StorageError, PermissionError) as exc:
         raise input_error(exc) from None
     found = Found(partitions=d.partitions, files=d.files, given_files=d.given_files, log_dirs=d.log_dirs,
-                  empty_log_dirs=d.empty_log_dirs, copies_note=copies_note(report))
+                  empty_log_dirs=d.empty_log_dirs, copies_note=copies_note(report), uploads=d.uploads)
     for e in report:
         p = report_problem(e)
         if p is not None:

@@ -522,7 +522,8 @@ class Found:
     """What `discover` found under the roots: ``partitions`` (in the order of the roots, then
     sorted), ``files`` (files named as roots and files lying outside partition folders: a KRaft
     ``bootstrap.checkpoint``, checkpoint files, loose segments), ``given_files`` (those named as
-    roots), ``log_dirs_paths`` (storage paths), ``report`` (leftovers, duplicates, gaps...)."""
+    roots), ``log_dirs_paths`` (storage paths), ``report`` (leftovers, duplicates, gaps...), ``uploads`` (the
+    tiered-storage partitions, every upload listed)."""
     partitions: list = field(default_factory=list)
     files: list = field(default_factory=list)
     given_files: list = field(default_factory=list)
@@ -530,6 +531,9 @@ class Found:
     log_dir_urls: list = field(default_factory=list)
     empty_log_dirs: list = field(default_factory=list)   # URLs of log dirs holding no partition at all
     report: list = field(default_factory=list)
+    # the tiered-storage partitions found (`kafkafmt.log.tiered.RemotePartition`, with their ``storage``): every
+    # upload, also those a merged partition does not read (superseded, or shadowed by a local segment)
+    uploads: list = field(default_factory=list)
 
     def __repr__(self):     # a summary: the lists can hold thousands of partitions
         return (f"<Found {len(self.partitions)} partitions in {len(self.log_dirs)} log dirs, {len(self.files)} other "
@@ -625,6 +629,7 @@ def discover(roots, *, topics=None, partitions=None, storage_options=None, files
     found = walk.found
     plain = _dedup_folders(walk.plain)
     remote = [_remote_partition(st, path, rp, found.report, tiered_keys) for st, path, rp in walk.remote]
+    found.uploads = [rp for _, _, rp in walk.remote]
     parts = _merge_places(plain, remote, found.report, cache)
     parts = [p for p in parts if _wanted(p.topic, p.partition, _as_set(topics), _as_set(partitions))]
     if replicas == "dedup":
@@ -654,6 +659,7 @@ def _dedup_folders(parts):
 def _remote_partition(storage, root, rp, report, tiered_keys):
     """A tiered-storage partition (`kafkafmt.log.tiered.RemotePartition`) as a Partition; uploads
     superseded by a later upload of the same segment are reported."""
+    rp.storage = storage
     tiered.finish_partitions(storage, [rp], tiered_keys=tiered_keys)
     for problem in rp.problems:
         report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(rp.path), problem))
