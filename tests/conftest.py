@@ -46,6 +46,17 @@ def pytest_make_collect_report(collector):
     _fail_absent(outcome.get_result())
 
 
+#: most pytest-xdist workers ``-n auto`` starts: each may start a Spark JVM, an S3 server and the sample of its own,
+#: so more workers than this cost more in set-up than they give back
+WORKERS_CAP = 4
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject.toml's addopts): one worker per core, at most `WORKERS_CAP`."""
+    return max(1, min(WORKERS_CAP, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else os.cpu_count() or 1))
+
+
 def pytest_addoption(parser):
     parser.addoption("--real-corpus", action="store", default=None, metavar="PATH",
                      help="folder of real Kafka data with expected.json "

@@ -14,6 +14,9 @@ import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, uint64_t, int8_t, int16_t, int32_t, int64_t
 from libc.string cimport memcpy
 
+from kafkafmt._native.arrowcols cimport utf8_ok
+from kafkafmt._native.wire cimport be16, be32, be64, read_uvarint
+
 # status per row
 cdef enum:
     ST_OK = 0
@@ -68,74 +71,6 @@ ERROR_CODES = {
 
 STATUS = {"ok": ST_OK, "tombstone": ST_TOMBSTONE, "unknown_type": ST_UNKNOWN_TYPE,
           "unknown_version": ST_UNKNOWN_VERSION, "key_error": ST_KEY_ERROR, "value_error": ST_VALUE_ERROR}
-
-
-cdef inline int16_t be16(const uint8_t *p) noexcept nogil:
-    return <int16_t>((<uint32_t>p[0] << 8) | p[1])
-
-cdef inline int32_t be32(const uint8_t *p) noexcept nogil:
-    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
-
-cdef inline int64_t be64(const uint8_t *p) noexcept nogil:
-    return <int64_t>((<uint64_t><uint32_t>be32(p) << 32) | <uint32_t>be32(p + 4))
-
-
-cdef inline bint utf8_ok(const uint8_t *s, Py_ssize_t n) noexcept nogil:
-    """Strict UTF-8 (no overlongs, no surrogates, at most U+10FFFF), with an ASCII fast path."""
-    cdef Py_ssize_t i = 0
-    cdef uint8_t c, c1
-    cdef int need
-    while i < n:
-        c = s[i]
-        if c < 0x80:
-            i += 1
-            continue
-        if c >= 0xC2 and c <= 0xDF:
-            need = 1
-        elif c >= 0xE0 and c <= 0xEF:
-            need = 2
-        elif c >= 0xF0 and c <= 0xF4:
-            need = 3
-        else:
-            return False
-        if i + need >= n:
-            return False
-        c1 = s[i + 1]
-        if (c1 & 0xC0) != 0x80:
-            return False
-        if c == 0xE0 and c1 < 0xA0:
-            return False
-        if c == 0xED and c1 > 0x9F:
-            return False
-        if c == 0xF0 and c1 < 0x90:
-            return False
-        if c == 0xF4 and c1 > 0x8F:
-            return False
-        if need >= 2 and (s[i + 2] & 0xC0) != 0x80:
-            return False
-        if need == 3 and (s[i + 3] & 0xC0) != 0x80:
-            return False
-        i += need + 1
-    return True
-
-
-cdef inline int read_uvarint(const uint8_t **pp, const uint8_t *end, uint32_t *out) noexcept nogil:
-    cdef const uint8_t *p = pp[0]
-    cdef uint32_t v = 0
-    cdef int shift = 0
-    cdef uint8_t b
-    while True:
-        if p >= end or shift > 28:
-            return -1
-        b = p[0]
-        p += 1
-        v |= <uint32_t>(b & 0x7F) << shift
-        if not (b & 0x80):
-            break
-        shift += 7
-    pp[0] = p
-    out[0] = v
-    return 0
 
 
 cdef inline void set_off(void *offs, bint wide, Py_ssize_t i, int64_t v) noexcept nogil:

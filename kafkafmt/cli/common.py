@@ -47,6 +47,7 @@ class Found:
     unread: list = field(default_factory=list)      # the copies not read (checked by verify and report)
     copies: list = field(default_factory=list)      # every copy of every partition (`kafkafmt.log.Copy`)
     held: dict = None             # {(topic, partition): copies read} (partition_label's, made when first asked)
+    uploads: list = field(default_factory=list)      # the tiered-storage partitions, every upload listed
 
 
 def input_paths(args, command):
@@ -135,6 +136,15 @@ def add_command(sub, parents, command, doc, paths_help="log directories, partiti
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", metavar="PATH", help=paths_help)
     return p
+
+
+def add_stale_copy_option(p):
+    """``--stale-copy-ms``: the tiered audit's age of a copy that never finished (verify, report)."""
+    from kafkafmt.report import DEFAULT_STALE_COPY_MS
+
+    p.add_argument("--stale-copy-ms", type=int, default=DEFAULT_STALE_COPY_MS, metavar="MS",
+                   help="tiered storage: report a segment copy started longer ago than this (as of the last "
+                        "__remote_log_metadata event) and never finished (default: %(default)s, an hour)")
 
 
 def add_replicas_option(p, extra_help=""):
@@ -278,7 +288,7 @@ def find_inputs(paths, topics=None, partitions=None, replicas=None, topic_id=Non
         d.check_incarnations()
     found = Found(partitions=d.partitions, files=d.files, given_files=d.given_files, log_dirs=d.log_dirs,
                   empty_log_dirs=d.empty_log_dirs, copies_note=copies_note(report), unread=d.unread,
-                  copies=d.copies)
+                  copies=d.copies, uploads=d.uploads)
     for e in report:
         p = report_problem(e)
         if p is not None:

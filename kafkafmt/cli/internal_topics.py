@@ -2,7 +2,7 @@
 text and JSON it prints per record, and the topic ``kafkafmt export --internal`` reads.
 
 * ``dump --offsets-decoder`` / ``--transaction-log-decoder`` / ``--share-group-state-decoder`` /
-  ``--cluster-metadata-decoder`` (one flag per decoder of `kafkafmt.internal.decoders`) decode every
+  ``--cluster-metadata-decoder`` / ``--remote-log-metadata-decoder`` (one flag per decoder of `kafkafmt.internal.decoders`) decode every
   record as Kafka's DumpLogSegments does with the same flags (they imply ``--print-data``);
 * without them, ``dump`` decodes a segment of a folder named after an internal topic
   (``__consumer_offsets-N``...) and every KRaft ``.checkpoint`` snapshot by its folder's name, unless
@@ -79,11 +79,32 @@ def _as_json(text):
     return None, text
 
 
+def _remote_log_metadata_json(value, offset):
+    """(decoded value, error text): a __remote_log_metadata event as ``{"type", "version", "data"}`` (the
+    message's name and version, its fields as Kafka's JSON converters write them), or kafka-dump-log's
+    "Error at offset N, skipping." text."""
+    from kafkafmt.errors import ValueDecodeError
+    from kafkafmt.internal import decode_remote_log_metadata_record
+    from kafkafmt.internal.codec import to_json_data
+
+    try:
+        _, version, msg, data = decode_remote_log_metadata_record(value)
+    except ValueDecodeError as exc:
+        return None, f"Error at offset {offset}, skipping. {exc}"
+    return {"type": msg.name, "version": version, "data": to_json_data(msg, data)}, None
+
+
 def record_json(decoder, key, value, offset):
     """The fields a JSON record line gets: ``decoder``, ``decodedKey`` / ``decodedValue`` (the
-    objects Kafka prints, ``decodedValue`` null for a tombstone) and ``decodeError`` when the
-    record cannot be decoded (Kafka's "Unknown record type ..." / "Error at offset ..." text)."""
+    objects Kafka prints, ``decodedValue`` null for a tombstone; a __remote_log_metadata event, which
+    Kafka prints as its ``toString``, as the message's JSON) and ``decodeError`` when the record cannot
+    be decoded (Kafka's "Unknown record type ..." / "Error at offset ..." text)."""
     out = {"decoder": decoder, "decodedKey": None, "decodedValue": None}
+    if decoders()[decoder].encoding == "remote-log-metadata":
+        out["decodedValue"], err = _remote_log_metadata_json(value, offset)
+        if err is not None:
+            out["decodeError"] = err
+        return out
     try:
         ktext, vtext = record_texts(decoder, key, value, offset)
     except MissingKey as exc:

@@ -9,7 +9,9 @@ The page (self-contained: it opens without network access) shows:
 * records per time bin of every partition (one heatmap per topic), transaction markers
   (committed / aborted) over time;
 * the problems ``verify`` finds, each linked to its partition's timeline, where segments (local or
-  tiered) and the problems are marked with their byte positions.
+  tiered) and the problems are marked with their byte positions;
+* tiered storage, when the paths hold ``__remote_log_metadata`` and the remote storage's uploads: the
+  remote bytes per topic and the tiered audit's findings (as ``verify`` says them).
 
 The figures are those of ``stats`` and ``verify`` (the same library code); ``--json`` prints them as
 data (the tables of `kafkafmt.report.build`). Exit code 1 when a problem (an error) was found.
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from kafkafmt.cli.common import (add_command, add_replicas_option, check_kafka_file, input_error, input_paths,
+from kafkafmt.cli.common import (add_command, add_replicas_option, add_stale_copy_option, check_kafka_file, input_error, input_paths,
                                  kafka_files, parse_int_list, parse_name_list, human_bytes, topic_ids)
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli import paths as cli_paths
@@ -38,6 +40,7 @@ def add_parser(sub, parents, command):
     p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics (lag still reads "
                    "__consumer_offsets)")
     p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
+    add_stale_copy_option(p)
     add_replicas_option(p)
     return p
 
@@ -55,7 +58,7 @@ def run(args, console):
         builder = Builder(paths, topics=parse_name_list(args.topics),
                           partitions=parse_int_list(args.partitions, "partition"), replicas=args.replicas,
                           storage_options=cli_paths.OPTIONS or None, tiered_keys=cli_paths.TIERED_KEYS or None,
-                          checks=not args.no_checks, topic_id=topic_ids(args))
+                          checks=not args.no_checks, stale_copy_ms=args.stale_copy_ms, topic_id=topic_ids(args))
     except (StorageError, PermissionError) as exc:
         raise input_error(exc) from None
     for f in builder.found.given_files:

@@ -23,7 +23,12 @@ Checked, per partition folder (and for files given one by one):
 * ``partition.metadata``, the offset checkpoint files, ``meta.properties``, ``quorum-state``:
   readable;
 * leftovers of the broker's own work (``.deleted``, ``.cleaned``, ``.swap`` files, ``-delete`` /
-  ``-future`` folders) and segments without index files are warnings.
+  ``-future`` folders) and segments without index files are warnings;
+* tiered storage, when the paths hold ``__remote_log_metadata`` and the remote storage's uploads (its path or
+  URL given beside the log dir): the segments the metadata says were uploaded held against the uploads --
+  missing and orphan uploads, ``.log`` sizes other than the metadata's, copies started and never finished
+  (older than ``--stale-copy-ms``), offsets between the remote segments and the local log held by neither
+  (`kafkafmt.report.audit_tiered`).
 
 The checks are the library's (`kafkafmt.report.checks`, also behind ``kafkafmt report``).
 
@@ -42,8 +47,8 @@ from kafkafmt.report.problems import Problem
 
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, say_notes, no_data, add_command, check_kafka_file, file_kind,
-                                 topic_ids,
-                                 find_inputs, is_leftover, kafka_files, segment_base, segment_in_partition, human_bytes)
+                                 find_inputs, is_leftover, kafka_files, segment_base, segment_in_partition, human_bytes,
+                                 add_stale_copy_option, topic_ids)
 from kafkafmt.log import log_name_of
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.progress import Progress
@@ -56,8 +61,10 @@ def add_parser(sub, parents, command):
                     "log directories, partition folders or files")
     p.add_argument("--json", action="store_true", help="JSON lines: one per problem, then a summary")
     p.add_argument("--strict", action="store_true", help="warnings make the exit code 1 too")
+    add_stale_copy_option(p)
     add_replicas_option(p)
     return p
+
 
 
 def run(args, console):
@@ -126,11 +133,24 @@ class Verifier(Checker):
                 self.copy(pd)
             for f in found.files:
                 self.file(f, given=f in given)
+            self.tiered(found)
             prog.close()
             self.c.progress = None
         self.summary(time.monotonic() - started)
         failed = self.errors or (self.args.strict and self.warnings)
         return 1 if failed else 0
+
+    def tiered(self, found):
+        """The tiered audit, when the paths hold __remote_log_metadata and uploads."""
+        from kafkafmt.report import audit_tiered
+
+        if not found.uploads or not any(p.topic == "__remote_log_metadata" for p in found.partitions):
+            return
+        audit = audit_tiered(found, stale_copy_ms=self.args.stale_copy_ms)
+        for note in audit.notes:
+            self.c.info(f"kafkafmt: {note}")
+        for f in audit.findings:
+            self.add(f)
 
     def summary(self, elapsed):
         status = "OK" if not self.errors else "FAILED"

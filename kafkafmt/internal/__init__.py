@@ -1,5 +1,5 @@
 """Kafka's internal topics as tables: __consumer_offsets, __transaction_state, __share_group_state,
-__cluster_metadata, and Kafka Connect's topics.
+__cluster_metadata, __remote_log_metadata, and Kafka Connect's topics.
 
 Each function takes a `kafkafmt.Records` (``read_log_dirs(root, topics=["__consumer_offsets"])``,
 ``read_segment(path)``, a KRaft ``.checkpoint`` snapshot, ...) and returns a ``pyarrow.Table``:
@@ -9,6 +9,8 @@ Each function takes a `kafkafmt.Records` (``read_log_dirs(root, topics=["__consu
 * `transaction_state` -- one row per record of __transaction_state
 * `share_group_state` -- one row per record of __share_group_state (share groups' delivery state)
 * `cluster_metadata` -- one row per KRaft metadata record
+* `remote_log_metadata` -- one row per __remote_log_metadata event (tiered storage's segment copies and
+  deletes); `remote_log_segments` rebuilds each remote segment's current state from them
 * `connect_configs`, `connect_offsets`, `connect_status` -- one row per record of Kafka Connect's
   internal topics (`kafkafmt.internal.connect`), found under any name (`find_topic`)
 
@@ -25,6 +27,7 @@ The schemas are data (`kafkafmt.internal.schemas`), read by one generic decoder
 
 Modules by job: `_tables` (the table of tables, `find_topic`), `_columns` (Arrow columns
 from record buffers), `_coordinator` (__consumer_offsets and __transaction_state), `_metadata` (KRaft),
+`_remote_log` (tiered storage's __remote_log_metadata),
 `_dump` (kafka-dump-log's text), `connect` (Kafka Connect's topics), `schemas` and `codec` (Kafka's messages).
 """
 from __future__ import annotations
@@ -38,6 +41,10 @@ from kafkafmt.internal._coordinator import (GROUP_KINDS, consumer_offsets, decod
                                             share_group_state, transaction_state)
 from kafkafmt.internal._metadata import (cluster_metadata, decode_metadata_record, encode_metadata_record,
                                          metadata_type_enum_name)
+from kafkafmt.internal._remote_log import (DEFAULT_METADATA_PARTITIONS, REMOTE_LOG_METADATA,
+                                           REMOTE_LOG_METADATA_KINDS, decode_remote_log_metadata_record,
+                                           encode_remote_log_metadata_record, metadata_partition,
+                                           remote_log_metadata, remote_log_metadata_text, remote_log_segments)
 from kafkafmt.internal._dump import dump_text
 from kafkafmt.internal.connect import connect_configs, connect_offsets, connect_status
 
@@ -46,7 +53,10 @@ __all__ = ["consumer_offsets", "group_members", "transaction_state", "share_grou
            "CONNECT_TABLES", "INTERNAL_TABLES", "InternalTable", "register_table", "internal_table", "decoders",
            "find_topic", "decode_coordinator_record", "decode_metadata_record", "encode_coordinator_record",
            "encode_group_record", "encode_transaction_record", "encode_metadata_record", "encode_subscription",
-           "encode_assignment", "metadata_type_enum_name", "dump_text", "GROUP_KINDS"]
+           "encode_assignment", "metadata_type_enum_name", "dump_text", "GROUP_KINDS", "remote_log_metadata",
+           "remote_log_segments", "decode_remote_log_metadata_record", "encode_remote_log_metadata_record",
+           "remote_log_metadata_text", "metadata_partition", "REMOTE_LOG_METADATA", "REMOTE_LOG_METADATA_KINDS",
+           "DEFAULT_METADATA_PARTITIONS"]
 
 #: every table of an internal topic (the names of `INTERNAL_TABLES`): Kafka's own, then Kafka Connect's
 TABLES = tuple(INTERNAL_TABLES)

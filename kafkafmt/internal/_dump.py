@@ -1,6 +1,6 @@
 """Records as Kafka's DumpLogSegments (``kafka-dump-log.sh``) prints them with its decoders
 (``--offsets-decoder``, ``--transaction-log-decoder``, ``--cluster-metadata-decoder``,
-``--share-group-state-decoder``: every `InternalTable` with a ``decoder``), by how the decoder's topic
+``--share-group-state-decoder``, ``--remote-log-metadata-decoder``: every `InternalTable` with a ``decoder``), by how the decoder's topic
 frames its records (the table's ``encoding``)."""
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import struct
 from kafkafmt.errors import ValueDecodeError
 from kafkafmt.internal._coordinator import decode_coordinator_record
 from kafkafmt.internal._metadata import decode_metadata_record, metadata_type_enum_name
+from kafkafmt.internal._remote_log import remote_log_metadata_text
 from kafkafmt.internal._tables import decoders
 from kafkafmt.internal.codec import decode_message, json_text, to_json_data
 from kafkafmt.internal.schemas import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, in_versions
@@ -30,8 +31,9 @@ def _consumer_protocol_json(msg, data):
 def dump_text(decoder, key, value, offset):
     """(key text or None, payload text or None) as Kafka's DumpLogSegments prints a record with
     ``decoder`` = ``"offsets"`` (--offsets-decoder), ``"transaction-log"`` (--transaction-log-decoder),
-    ``"share-group-state"`` (--share-group-state-decoder) or ``"cluster-metadata"``
-    (--cluster-metadata-decoder): ``key: {"type":"1","data":{...}} payload: {"version":"3","data":{...}}``,
+    ``"share-group-state"`` (--share-group-state-decoder), ``"cluster-metadata"``
+    (--cluster-metadata-decoder) or ``"remote-log-metadata"`` (--remote-log-metadata-decoder: no key, the
+    event's ``toString``): ``key: {"type":"1","data":{...}} payload: {"version":"3","data":{...}}``,
     ``<DELETE>`` for a tombstone, ``Unknown record type ...`` / ``Error at offset ...`` texts for what
     cannot be read.
 
@@ -60,6 +62,8 @@ def dump_text(decoder, key, value, offset):
     table = decoders().get(decoder)
     if table is None:
         raise ValueError(f"unknown decoder {decoder!r}: one of {', '.join(decoders())}")
+    if table.encoding == "remote-log-metadata":
+        return None, remote_log_metadata_text(value, offset)
     if table.encoding == "metadata":
         try:
             api_key, version, msg, data = decode_metadata_record(value)

@@ -25,8 +25,9 @@ SAMPLE_RECORDS = 20
 #: how a topic's keys and values are framed, as Kafka's serdes write them: ``coordinator`` (an int16
 #: record type then the key message; an int16 version then the value message: CoordinatorRecordSerde)
 #: or ``metadata`` (a null key; uvarint frame version, api key and version, then the message:
-#: MetadataRecordSerde)
-ENCODINGS = ("coordinator", "metadata")
+#: MetadataRecordSerde), or ``remote-log-metadata`` (framed as ``metadata``, frame version 1 only, other
+#: messages; kafka-dump-log prints each event's ``toString``: RemoteLogMetadataSerde)
+ENCODINGS = ("coordinator", "metadata", "remote-log-metadata")
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class InternalTable:
         ``build(records)`` -> ``pyarrow.Table``: the table of a `Records` of the topic.
     about : str
         What a row is (for ``--help``).
-    encoding : {"coordinator", "metadata"}, optional
+    encoding : {"coordinator", "metadata", "remote-log-metadata"}, optional
         How the topic's keys and values are framed (see `ENCODINGS`); None for topics whose records
         kafka-dump-log prints as they are.
     records : dict, optional

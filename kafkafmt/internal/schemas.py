@@ -2,7 +2,8 @@
 
 Written from Kafka's JSON message definitions (apache/kafka:
 group-coordinator/src/main/resources/common/message/, transaction-coordinator/...,
-share-coordinator/..., metadata/src/main/resources/common/metadata/ and
+share-coordinator/..., metadata/src/main/resources/common/metadata/,
+storage/src/main/resources/message/ (__remote_log_metadata) and
 clients/src/main/resources/common/message/ConsumerProtocol*.json), up to Kafka 4.2.
 
 A message is ``M(name, valid_versions, flexible_versions, fields)``; a field is
@@ -23,7 +24,8 @@ from __future__ import annotations
 
 __all__ = ["F", "M", "Field", "Message", "GROUP_RECORDS", "SHARE_STATE_RECORDS", "TRANSACTION_RECORDS",
            "METADATA_RECORDS", "CONSUMER_PROTOCOL_SUBSCRIPTION", "CONSUMER_PROTOCOL_ASSIGNMENT",
-           "TRANSACTION_STATUS", "parse_versions", "in_versions"]
+           "TRANSACTION_STATUS", "REMOTE_LOG_METADATA_RECORDS", "REMOTE_LOG_SEGMENT_STATES",
+           "REMOTE_PARTITION_DELETE_STATES", "parse_versions", "in_versions"]
 
 NO_VERSIONS = (1, 0)  # an empty range
 
@@ -421,3 +423,42 @@ METADATA_RECORDS = {
         F("EndPoints", "[]", fields=_ENDPOINT), F("Features", "[]", fields=_FEATURE)]),
     28: M("ClearElrRecord", "0", "0+", [F("TopicName", "string")]),
 }
+
+
+# --- __remote_log_metadata (storage/src/main/resources/message/Remote*.json): api key -> message --------
+# Framed as the KRaft records (uvarint frame version 1, api key, version: RemoteLogMetadataSerde). Version 1
+# (newer Kafka) adds tagged fields only: BrokerLeaderEpoch, and the end offset of an update or a partition delete.
+_TOPIC_ID_PARTITION = [F("Name", "string"), F("Id", "uuid"), F("Partition", "int32")]
+_REMOTE_LOG_SEGMENT_ID = F("RemoteLogSegmentId", "{}", fields=[
+    F("TopicIdPartition", "{}", fields=_TOPIC_ID_PARTITION), F("Id", "uuid")])
+_SEGMENT_LEADER_EPOCHS = F("SegmentLeaderEpochs", "[]", fields=[F("LeaderEpoch", "int32"), F("Offset", "int64")])
+_CUSTOM_METADATA = F("CustomMetadata", "bytes", null="0+")
+_TXN_INDEX_EMPTY = F("TxnIndexEmpty", "bool", tagged="0+", tag=0)
+REMOTE_LOG_METADATA_RECORDS = {
+    0: M("RemoteLogSegmentMetadataRecord", "0-1", "0+", [
+        _REMOTE_LOG_SEGMENT_ID, F("StartOffset", "int64"), F("EndOffset", "int64"), F("BrokerId", "int32"),
+        F("MaxTimestampMs", "int64"), F("EventTimestampMs", "int64"), _SEGMENT_LEADER_EPOCHS,
+        F("SegmentSizeInBytes", "int32"), _CUSTOM_METADATA, F("RemoteLogSegmentState", "int8"), _TXN_INDEX_EMPTY,
+        F("BrokerLeaderEpoch", "int32", "1+", tagged="1+", tag=1)]),
+    1: M("RemoteLogSegmentMetadataUpdateRecord", "0-1", "0+", [
+        _REMOTE_LOG_SEGMENT_ID, F("BrokerId", "int32"), F("EventTimestampMs", "int64"), _CUSTOM_METADATA,
+        F("RemoteLogSegmentState", "int8"),
+        F("BrokerLeaderEpoch", "int32", "1+", tagged="1+", tag=0, default=-1),
+        F("EndOffset", "int64", "1+", tagged="1+", tag=1, default=-1)]),
+    2: M("RemotePartitionDeleteMetadataRecord", "0-1", "0+", [
+        F("TopicIdPartition", "{}", fields=_TOPIC_ID_PARTITION), F("BrokerId", "int32"),
+        F("EventTimestampMs", "int64"), F("RemotePartitionDeleteState", "int8"),
+        F("BrokerLeaderEpoch", "int32", "1+", tagged="1+", tag=0),
+        F("EndOffset", "int64", "1+", tagged="1+", tag=1)]),
+    3: M("RemoteLogSegmentMetadataSnapshotRecord", "0-1", "0+", [
+        F("SegmentId", "uuid"), F("StartOffset", "int64"), F("EndOffset", "int64"), F("BrokerId", "int32"),
+        F("MaxTimestampMs", "int64"), F("EventTimestampMs", "int64"), _SEGMENT_LEADER_EPOCHS,
+        F("SegmentSizeInBytes", "int32"), _CUSTOM_METADATA, F("RemoteLogSegmentState", "int8"), _TXN_INDEX_EMPTY,
+        F("BrokerLeaderEpoch", "int32", "1+", tagged="1+", tag=1)]),
+}
+#: RemoteLogSegmentState ids (storage/api/.../RemoteLogSegmentState.java)
+REMOTE_LOG_SEGMENT_STATES = {0: "COPY_SEGMENT_STARTED", 1: "COPY_SEGMENT_FINISHED", 2: "DELETE_SEGMENT_STARTED",
+                             3: "DELETE_SEGMENT_FINISHED"}
+#: RemotePartitionDeleteState ids (storage/api/.../RemotePartitionDeleteState.java)
+REMOTE_PARTITION_DELETE_STATES = {0: "DELETE_PARTITION_MARKED", 1: "DELETE_PARTITION_STARTED",
+                                  2: "DELETE_PARTITION_FINISHED"}

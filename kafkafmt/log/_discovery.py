@@ -524,7 +524,8 @@ class Found:
     """What `discover` found under the roots: ``partitions`` (in the order of the roots, then
     sorted), ``files`` (files named as roots and files lying outside partition folders: a KRaft
     ``bootstrap.checkpoint``, checkpoint files, loose segments), ``given_files`` (those named as
-    roots), ``log_dirs_paths`` (storage paths), ``report`` (leftovers, duplicates, gaps...)."""
+    roots), ``log_dirs_paths`` (storage paths), ``report`` (leftovers, duplicates, gaps...), ``uploads`` (the
+    tiered-storage partitions, every upload listed)."""
     partitions: list = field(default_factory=list)
     files: list = field(default_factory=list)
     given_files: list = field(default_factory=list)
@@ -543,6 +544,9 @@ class Found:
             first = self.conflicts[0]
             more = f" (and {len(self.conflicts) - 1} more partitions)" if len(self.conflicts) > 1 else ""
             raise IncarnationError(first.message + more, file=first.file)
+    # the tiered-storage partitions found (`kafkafmt.log.tiered.RemotePartition`, with their ``storage``): every
+    # upload, also those a merged partition does not read (superseded, or shadowed by a local segment)
+    uploads: list = field(default_factory=list)
 
     def __repr__(self):     # a summary: the lists can hold thousands of partitions
         return (f"<Found {len(self.partitions)} partitions in {len(self.log_dirs)} log dirs, {len(self.files)} other "
@@ -640,6 +644,7 @@ def discover(roots, *, topics=None, partitions=None, storage_options=None, files
     found = walk.found
     plain = _dedup_folders(walk.plain)
     remote = [_remote_partition(st, path, rp, found.report, tiered_keys) for st, path, rp in walk.remote]
+    found.uploads = [rp for _, _, rp in walk.remote]
     everything = _merge_places(plain, remote, found.report, cache)
     parts = [p for p in everything if _wanted(p.topic, p.partition, _as_set(topics), _as_set(partitions))]
     if replicas == "dedup":
@@ -700,6 +705,7 @@ def _dedup_folders(parts):
 def _remote_partition(storage, root, rp, report, tiered_keys):
     """A tiered-storage partition (`kafkafmt.log.tiered.RemotePartition`) as a Partition; uploads
     superseded by a later upload of the same segment are reported."""
+    rp.storage = storage
     tiered.finish_partitions(storage, [rp], tiered_keys=tiered_keys)
     for problem in rp.problems:
         report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(rp.path), problem))

@@ -17,5 +17,7 @@ from __future__ import annotations
 from kafkafmt.report.build import TABLES, Builder, Report, build
 from kafkafmt.report.html import to_html, write_html
 from kafkafmt.report.problems import Problem
+from kafkafmt.report.tiered_audit import DEFAULT_STALE_COPY_MS, TieredAudit, TieredFinding, audit_tiered
 
-__all__ = ["build", "Builder", "Report", "TABLES", "write_html", "to_html", "Problem"]
+__all__ = ["build", "Builder", "Report", "TABLES", "write_html", "to_html", "Problem", "audit_tiered", "TieredAudit",
+           "TieredFinding", "DEFAULT_STALE_COPY_MS"]

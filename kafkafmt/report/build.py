@@ -16,12 +16,15 @@ from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, check_partitio
 from kafkafmt.report.figures import STATS_READ, partition_stats, totals
 from kafkafmt.report.lag import committed_offsets, consumer_lag
 from kafkafmt.report.problems import report_problem
+from kafkafmt.report.tiered_audit import DEFAULT_STALE_COPY_MS, audit_tiered
 
-__all__ = ["Builder", "build", "Report", "MINUTE_MS", "TABLES", "LOG_END_SOURCES"]
+__all__ = ["Builder", "build", "Report", "MINUTE_MS", "TABLES", "TIERED_TABLES", "LOG_END_SOURCES"]
 
 MINUTE_MS = 60_000
 SAMPLES_PER_CHUNK = 256          # batches kept per chunk to place problems in time
 TABLES = ("topics", "partitions", "segments", "timeline", "transactions", "problems", "lag", "copies")
+#: the tables of the tiered audit, there when it ran (the paths hold __remote_log_metadata and uploads)
+TIERED_TABLES = ("tiered", "remote")
 #: where a partition's log end offset is read, best first: the records on disk (the last offset + 1),
 #: else the log dir's checkpoint files -- the high watermark, then the offset the log was flushed to
 LOG_END_SOURCES = ("segments", REPLICATION_CHECKPOINT, RECOVERY_POINT_CHECKPOINT)
@@ -52,7 +55,13 @@ class Report:
       ``logStartOffset``, ``logEndOffset``, ``bytes``, ``offsetLag`` (offsets behind the copy read),
       ``highWatermark``, ``offset`` (where it diverges), ``uncommitted`` (a divergence above the high
       watermarks), ``errors`` (problems its checks found: a copy with any is ``damaged``), ``detail``;
-      what is wrong with a copy is also in ``problems``.
+      what is wrong with a copy is also in ``problems``;
+    * ``tiered`` (there when the audit ran): the tiered audit's findings (`kafkafmt.report.audit_tiered`, when the paths hold
+      ``__remote_log_metadata`` and uploads; also in ``problems``) -- ``check, topic, partition, topicId,
+      segmentId, startOffset, endOffset, expectedBytes, actualBytes, file, message``;
+    * ``remote`` (there when the audit ran): per topic, the remote segments ``__remote_log_metadata`` holds uploaded and their bytes
+      (``remoteSegments``, ``remoteBytes``), the uploads listed (``uploads``, ``uploadBytes``: every object)
+      and the findings by kind.
 
     ``last_write``: the largest record timestamp on disk (what "as of" means here)."""
 
@@ -62,21 +71,21 @@ class Report:
         self.last_write = last_write
 
     def __getattr__(self, name):
-        if name in TABLES:
-            return self.tables[name]
+        if name in TABLES or name in TIERED_TABLES:
+            return self.tables.get(name, [])
         raise AttributeError(name)
 
     def table(self, name):
         """One of `TABLES` as a pandas DataFrame."""
         import pandas as pd
 
-        rows = self.tables[name]
+        rows = self.tables.get(name, [])
         return pd.DataFrame(rows) if rows else pd.DataFrame(columns=_COLUMNS[name])
 
     def to_json(self):
         """The whole report as one JSON-ready dict (what ``kafkafmt report --json`` prints)."""
         return {"paths": [str(p) for p in self.paths], "lastWrite": self.last_write,
-                **{name: self.tables[name] for name in TABLES}}
+                **{name: self.tables[name] for name in TABLES + TIERED_TABLES if name in self.tables}}
 
 
 _COLUMNS = {
@@ -90,6 +99,8 @@ _COLUMNS = {
             "lag"],
     "copies": ["topic", "partition", "logDir", "folder", "state", "topicId", "logStartOffset", "logEndOffset",
                "bytes", "offsetLag", "highWatermark", "offset", "uncommitted", "errors", "detail"],
+    "tiered": ["check", "topic", "partition", "segmentId", "startOffset", "endOffset", "file", "message"],
+    "remote": ["topic", "remoteSegments", "remoteBytes", "uploads", "uploadBytes"],
 }
 
 
@@ -175,12 +186,13 @@ class Builder:
     ``set_label(text)`` and ``advance(nbytes, nrecords)`` (the CLI's progress bar), or None."""
 
     def __init__(self, paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, storage_options=None, checks=True,
-                 lag=True, tiered_keys=None, topic_id=None):
+                 lag=True, tiered_keys=None, stale_copy_ms=DEFAULT_STALE_COPY_MS, topic_id=None):
         if replicas not in REPLICAS:
             raise ValueError(f"replicas must be one of {REPLICAS}")
         self.paths = [paths] if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") else list(paths)
         self.checks = checks
         self.lag = lag
+        self.stale_copy_ms = stale_copy_ms
         self.discovery_report = []
         found = discover(self.paths, topics=topics, partitions=partitions, storage_options=storage_options,
                          tiered_keys=tiered_keys, replicas=replicas, report=self.discovery_report, files=True,
@@ -286,6 +298,12 @@ class Builder:
                 for p in checker.problems:
                     tables["problems"].append({**_problem_row(p), "partition": self.label(part), "time": None})
         tables["copies"] = _copy_rows(self.found.copies, tables["partitions"], tables["problems"])
+        if self.found.uploads and any(p.topic == "__remote_log_metadata" for p in self.found.partitions):
+            audit = audit_tiered(self.found, stale_copy_ms=self.stale_copy_ms)
+            tables["tiered"] = [f.row() for f in audit.findings]
+            tables["remote"] = audit.topics
+            tables["problems"] += [{**_problem_row(f), "partition": f"{f.topic}-{f.partition}", "time": None}
+                                   for f in audit.findings]
         for topic, accs in by_topic.items():
             t = totals(accs)
             tables["topics"].append({"topic": topic, "partitions": len(accs), **t.to_json(),
@@ -360,7 +378,7 @@ def _problem_row(p):
 
 
 def build(paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, storage_options=None, checks=True, lag=True,
-          progress=None, tiered_keys=None, topic_id=None):
+          progress=None, tiered_keys=None, stale_copy_ms=DEFAULT_STALE_COPY_MS, topic_id=None):
     """The figures of a report on log dirs, partition folders or tiered uploads (paths or URLs).
 
     Parameters
@@ -383,6 +401,8 @@ def build(paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, sto
         ``set_label(text)`` / ``advance(nbytes, nrecords)`` as the reads go.
     tiered_keys : dict, optional
         ``{key id: RSA private key}`` for encrypted Aiven tiered uploads (as the readers take them).
+    stale_copy_ms : int
+        The tiered audit's age of a copy started and never finished (`kafkafmt.report.audit_tiered`).
     topic_id : str or dict, optional
         Where copies of a partition hold different incarnations of its topic: the one to read (as the
         readers take it).
@@ -393,4 +413,5 @@ def build(paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, sto
         The tables (``report.table("lag")`` is a pandas DataFrame).
     """
     return Builder(paths, topics=topics, partitions=partitions, replicas=replicas, storage_options=storage_options,
-                   checks=checks, lag=lag, tiered_keys=tiered_keys, topic_id=topic_id).run(progress)
+                   checks=checks, lag=lag, tiered_keys=tiered_keys, stale_copy_ms=stale_copy_ms,
+                   topic_id=topic_id).run(progress)

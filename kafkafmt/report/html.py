@@ -341,6 +341,8 @@ def to_html(report, title=None, compress_js=True):
     else:
         body.append("<p>No transaction markers.</p>")
 
+    body += _tiered_section(t)
+
     # -- problems
     body.append("<h2 id='problems'>Problems (as kafkafmt verify lists them)</h2>")
     probs = t["problems"]
@@ -388,6 +390,26 @@ def to_html(report, title=None, compress_js=True):
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_esc(title)}</title><style>{css}</style>"
             f"{_plotly_script(compress_js)}</head><body>\n" + "\n".join(body)
             + "\n</body></html>\n")
+
+
+def _tiered_section(t):
+    """Tiered storage: the bytes per topic __remote_log_metadata and the uploads hold, the audit's findings."""
+    if not t.get("remote") and not t.get("tiered"):
+        return []
+    out = ["<h2 id='tiered'>Tiered storage (__remote_log_metadata against the uploads)</h2>"]
+    rows = [[_esc(r["topic"]), r["remoteSegments"], human_bytes(r["remoteBytes"]), r["uploads"],
+             human_bytes(r["uploadBytes"]), r["missingUploads"], r["orphanUploads"], r["wrongSizes"], r["staleCopies"],
+             r["offsetGaps"]] for r in t.get("remote", [])]
+    out.append(_table(["topic", "remote segments", "remote bytes", "uploads", "upload bytes", "missing", "orphan",
+                       "wrong size", "stale copies", "offset gaps"], rows, right=set(range(1, 10))))
+    if t.get("tiered"):
+        rows = [[_esc(f["check"]), _esc(f"{f['topic']}-{f['partition']}"), _esc(f["segmentId"]),
+                 _esc(f"{f['startOffset']}..{f['endOffset']}"), _esc(f["file"]), _esc(f["message"])]
+                for f in t["tiered"]]
+        out.append(_table(["finding", "partition", "segment id", "offsets", "file", "message"], rows))
+    else:
+        out.append("<p>Every segment the metadata names as uploaded is there, at its size; no other upload.</p>")
+    return out
 
 
 def _heatmap(go, topic, names, rows_of):

@@ -102,7 +102,9 @@ class RemoteSegment:
 
 @dataclass
 class RemotePartition:
-    """The segments of one (topic, partition, topic id) under a root, in base-offset order."""
+    """The segments of one (topic, partition, topic id) under a root, in base-offset order (``superseded``:
+    other uploads of their base offsets; ``storage``: the `kafkafmt.storage` Storage it was listed in, once
+    discovery found it)."""
     layout: "TieredLayout"
     topic: str
     partition: int
@@ -111,6 +113,7 @@ class RemotePartition:
     segments: list = field(default_factory=list)
     superseded: list = field(default_factory=list)
     problems: list = field(default_factory=list)
+    storage: object = field(default=None, repr=False, compare=False)    # where it was listed (set by discovery)
 
     @property
     def name(self):
