@@ -208,7 +208,7 @@ def write_log_dir_files(log_dir, broker, cluster_id, hw, recovery, starts):
 
 
 def write_cluster(root, topics, *, brokers=3, records=146, seed=0, behind=0.15, segment_bytes=SEGMENT_BYTES,
-                  empty=0.0, leader_change=0.3):
+                  empty=0.0, leader_change=0.3, spread=True):
     """Write a cluster's log dirs under ``root`` (``broker-<id>/kafka-logs``).
 
     Parameters
@@ -218,7 +218,7 @@ def write_cluster(root, topics, *, brokers=3, records=146, seed=0, behind=0.15, 
     brokers : int
         Broker ids 1..brokers; replicas are placed round robin (the leader first).
     records : int
-        About how many records a partition holds (0..2x, at random).
+        About how many records a partition holds (1..2x, at random; exactly that many with ``spread=False``).
     behind : float
         The share of follower copies behind their leader (they hold a prefix of its batches).
     empty : float
@@ -239,7 +239,7 @@ def write_cluster(root, topics, *, brokers=3, records=146, seed=0, behind=0.15, 
         for p in range(n_parts):
             replicas = [(slot + k) % brokers + 1 for k in range(min(rf, brokers))]
             slot += 1
-            n = 0 if rng.random() < empty else rng.randint(1, 2 * records)
+            n = 0 if rng.random() < empty else (rng.randint(1, 2 * records) if spread else records)
             epochs = (0, rng.randint(1, 5)) if rng.random() < leader_change else (0,)
             batches = make_batches(rng, n, codec, epochs=epochs, t0=T0 + p * 1000)
             held = {replicas[0]: len(batches)}
@@ -327,15 +327,21 @@ def other_incarnation(folder, rng_seed=7, first_offset=500, n_records=100, codec
     return part.topic_id, part.records()
 
 
-def stray_overlap(folder, segment=0):
+def stray_overlap(folder, segment=0, differ=False):
     """Save the second half of a segment's batches as a segment of its own (named by its first batch's
-    base offset): the same offsets in two files. Returns (the new file, its first and last offsets)."""
+    base offset): the same offsets in two files -- with other records when ``differ`` (a byte of the first
+    batch's last record changed, its CRC computed again: intact, but not the same). Returns (the new file, its
+    first and last offsets)."""
     path = os.path.join(folder, segment_files(folder)[segment])
     rows = batch_positions(path)
     half = rows[len(rows) // 2:]
-    data = open(path, "rb").read()
+    data = bytearray(open(path, "rb").read()[half[0][0]:])
+    if differ:
+        at = bytes(data[:half[0][1]]).rfind(b"abcdabcd")     # inside a value (uncompressed batches)
+        data[at] ^= 0x01
+        kpy.fix_crc_v2(data, 0)
     new = os.path.join(folder, f"{half[0][2]:020d}.log")
-    _write(new, data[half[0][0]:])
+    _write(new, bytes(data))
     return new, half[0][2], half[-1][3]
 
 

@@ -240,3 +240,22 @@ def test_incarnations_through_the_command_line_and_spark(incarnations, spark, tm
     with pytest.raises(Exception, match="topicId"):
         reader.load().count()
     assert reader.option("topicId", i["old_id"]).load().count() == len(i["old"])
+
+
+def test_overlapping_segments_that_differ_are_refused(tmp_path):
+    """A stray segment holding the same offsets as its neighbour with other records: which records the offsets
+    hold cannot be told -- a strict read raises, verify and export exit 1, the export writes nothing."""
+    c = kcluster.write_cluster(tmp_path / "c", {"events": (1, 1)}, seed=9, records=150, segment_bytes=2500,
+                               behind=0.0, empty=0.0, leader_change=0.0, spread=False)
+    folder = c.folder(c.parts[("events", 0)].replicas[0], "events", 0)
+    assert len(kcluster.segment_files(folder)) > 2
+    stray, lo, hi = kcluster.stray_overlap(folder, segment=0, differ=True)
+    with pytest.raises(kafkafmt.CorruptRecordError, match="overlap and disagree"):
+        kafkafmt.read_log_dir(folder)
+    salvaged = _read(kafkafmt.read_log_dir, folder, errors="salvage")
+    assert len(salvaged) == len(set(salvaged.offset.tolist())) == len(c.parts[("events", 0)].records())
+    assert [e.kind for e in salvaged.report if e.kind is kafkafmt.ReportKind.MISMATCH]
+    v = kcli.run("verify", folder, check=1)
+    assert "overlap and disagree" in v.stdout
+    kcli.run("export", folder, "--to", tmp_path / "x.parquet", check=1)
+    assert not (tmp_path / "x.parquet").exists()
