@@ -842,7 +842,7 @@ def _open_transactions(plan, folder, state, damage_points, kept, opts):
         for start, end in ranges:
             shown = shown or _marker_in(log, start, end, pid)
         entry = state.producers[pid]
-        where = os.path.basename(folder)
+        where = folder                  # which copy: several log dirs may hold the partition
         text = (f"{where}: producer {pid}'s transaction from offset {first} is left open by the damage at offset "
                 f"{at}: read_committed readers would no longer see the {hidden} records from offset {first} on "
                 f"(its own and every later one); the damaged bytes "
