@@ -25,7 +25,9 @@ Checked, per partition folder (and for files given one by one):
 * leftovers of the broker's own work (``.deleted``, ``.cleaned``, ``.swap`` files, ``-delete`` /
   ``-future`` folders) and segments without index files are warnings.
 
-The checks are the library's (`kafkafmt.report.checks`, also behind ``kafkafmt report``).
+The checks are the library's (`kafkafmt.report.checks`, also behind ``kafkafmt report``). On dirs
+found sound, the summary counts the fixes a dry run of ``kafkafmt recover`` would still make
+(`kafkafmt.recovery.pending_fixes`: what a broker fixes itself at start-up after an unclean shutdown).
 
 Exit code 0 when nothing is wrong (warnings allowed, unless --strict), 1 when a problem was found.
 """

@@ -15,7 +15,7 @@ import os
 from kafkafmt.errors import RecoveryError
 from kafkafmt.recovery.apply import MANIFEST, apply_plan, undo
 from kafkafmt.recovery.indexes import ProducerState, RebuiltIndexes, SegmentScan, rebuild_indexes, scan_segment
-from kafkafmt.recovery.lock import lock_holder, locked_log_dir
+from kafkafmt.recovery.lock import check_not_written, lock_holder, locked_log_dir
 from kafkafmt.recovery.plan import ActionKind, RecoveryAction, RecoveryPlan, plan_recovery
 from kafkafmt.log import DEFAULT_INDEX_INTERVAL
 
@@ -67,7 +67,8 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
     Raises
     ------
     LogDirLockedError
-        A log dir is held by a running broker (its ``.lock``), unless ``force``.
+        A log dir is held by a running broker (its ``.lock``) or a LogWriter, or (``apply``) a LogWriter
+        is writing to a partition folder, unless ``force``.
     RecoveryError
         ``apply`` asked of a plan with ``refusals`` (nothing is changed), or a change failed part way
         (the message names what was changed, the manifest and the undo command).
@@ -104,6 +105,8 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
         if root.log_dir is not None and not force and lock_holder(root.log_dir):
             with locked_log_dir(root.log_dir, force=False):
                 pass                            # raises LogDirLockedError with the message
+        for folder in root.partitions if apply and not force else ():
+            check_not_written(folder)
     if apply and plan.refusals:
         raise RecoveryError("recovery refused, nothing was changed: " + "; ".join(plan.refusals))
     if apply and plan.actions:

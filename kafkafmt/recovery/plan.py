@@ -20,7 +20,11 @@ file and method are named where each rule is applied):
    in segment ..., truncating"). With ``kafka_compatible=True`` that is what the plan does. By
    default (keep intact batches) only the damaged byte ranges are removed: a torn or zero-filled
    tail is truncated, a damaged stretch in the middle is cut out and the intact batches after it
-   are kept (offsets then have a gap, as in a compacted log).
+   are kept (offsets then have a gap, as in a compacted log). A segment named above its first
+   batch's base offset is renamed to it (every batch kept, as ``LocalLog.splitOverflowedSegment``
+   names the segments it splits off). Segments holding the same offsets (a stray copy of part of a
+   segment) are resolved where the bytes are the same -- the copy removed, or the earlier segment's
+   tail truncated where the later one begins -- and refused where they differ.
 3. Index files are rewritten when missing, unreadable, failing the checks ``kafkafmt verify`` makes
    (``OffsetIndex``/``TimeIndex`` sanity checks, every entry against the batch it names), or --
    time index -- when the last entry is not the segment's largest timestamp (``LogSegment.recover``
@@ -33,7 +37,9 @@ file and method are named where each rule is applied):
    snapshot at the log end offset is written when none is left there (``takeSnapshot``, as at the
    end of recovery and at a clean shutdown).
 5. Checkpoints: the partition's ``leader-epoch-checkpoint`` loses the epochs starting at or past the
-   log end offset (``LeaderEpochFileCache.truncateFromEnd``); in the log dir,
+   log end offset (``LeaderEpochFileCache.truncateFromEnd``), or -- unreadable, epochs not increasing
+   -- is rebuilt from the batches' leader epochs (``LogSegment.recover`` -> ``LeaderEpochFileCache.
+   assign``: an epoch starts at the first batch above the latest one); in the log dir,
    ``recovery-point-offset-checkpoint`` entries are set to the log end offset (every segment was
    checked and is flushed before the file is written, so the broker need not recover it again:
    KAFKA-5829; partitions without an entry are not added), and
