@@ -38,6 +38,19 @@ def _fcntl():
     return fcntl
 
 
+def _take(fd, lock, how):
+    """``lock(fd, how)`` without waiting: True when taken; False -- ``fd`` then closed -- when another holder
+    has it."""
+    try:
+        lock(fd, how)
+        return True
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in _BUSY:
+            return False
+        raise
+
+
 def _key(path):
     return os.path.realpath(os.fspath(path))
 
@@ -58,14 +71,8 @@ def hold_file(path, create=False):
             return None
         except PermissionError:
             return False
-        if fcntl is not None:
-            try:
-                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                os.close(fd)
-                if exc.errno in _BUSY:
-                    return False
-                raise
+        if fcntl is not None and not _take(fd, fcntl.lockf, fcntl.LOCK_EX | fcntl.LOCK_NB):
+            return False
         _held[key] = [fd, 1]
         return True
 
@@ -115,15 +122,8 @@ def hold_folder(path):
     None when another writer -- in this process or another -- holds it."""
     fd = os.open(os.fspath(path), os.O_RDONLY)
     fcntl = _fcntl()
-    if fcntl is None:
-        return fd
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        os.close(fd)
-        if exc.errno in _BUSY:
-            return None
-        raise
+    if fcntl is not None and not _take(fd, fcntl.flock, fcntl.LOCK_EX | fcntl.LOCK_NB):
+        return None
     return fd
 
 
