@@ -45,7 +45,8 @@ from kafkafmt.log import ReportEntry, ReportKind
 from kafkafmt.log import DEFAULT_INDEX_INTERVAL, Segment
 from kafkafmt.storage import LocalStorage
 
-__all__ = ["SegmentScan", "scan_segment", "ProducerState", "RebuiltIndexes", "rebuild_indexes", "leader_epochs",
+__all__ = ["SegmentScan", "scan_segment", "segment_span", "ProducerState", "RebuiltIndexes", "rebuild_indexes",
+           "leader_epochs",
            "index_entries", "TIMEINDEX_OFFSETS"]
 
 _DISK = LocalStorage()      # recovery repairs local log dirs only
@@ -188,6 +189,18 @@ def scan_segment(path, base_offset=None, *, max_batch_bytes=256 << 20) -> Segmen
         if np.any(batches["magic"] < 2) and len(batches["magic"]):
             batches["max_timestamp"] = _legacy_max_timestamps(buf, batches)
     return SegmentScan(path, int(base_offset), int(size), batches, damage, controls, first_offset)
+
+
+def segment_span(path):
+    """(first offset, next offset) of a ``.log``'s batches by their framing alone -- no CRC checked, nothing
+    decoded but a v0/v1 compressed first wrapper -- to find segments that overlap without holding every
+    segment's scan at once; None without a batch."""
+    with _DISK.open(os.fspath(path)) as f:
+        buf, _ = window(f, 0, f.size)
+        t, _ = scan_batches(buf, verify_crc=None)
+        if not len(t):
+            return None
+        return _first_offset(buf, t), int(np.max(t["last_offset"])) + 1
 
 
 def _fill_gaps(path, batches, damage, size):

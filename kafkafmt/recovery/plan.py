@@ -57,7 +57,7 @@ import numpy as np
 from kafkafmt.log import sidefiles
 from kafkafmt.errors import EncodeError, KafkafmtError, NotALogDirError, PathNotFoundError, RecoveryError
 from kafkafmt.recovery.indexes import (ProducerState, index_entries, leader_epochs, record_time_offsets,
-                                       scan_segment)
+                                       scan_segment, segment_span)
 from kafkafmt.log import find_log_dirs, folder_kind
 from kafkafmt.log import PARTITION_DIR, is_leftover_dir, segment_base, segment_file_name
 from kafkafmt.log import ReportEntry, ReportKind
@@ -661,7 +661,7 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
 
     # 2. segments and their data
     logs = sorted((segment_base(n), n) for n in here if segment_base(n) is not None)
-    scans = {n: scan_segment(here[n], base) for base, n in logs}
+    scans = {}                  # the segments scanned already (those that overlap another)
     logs, refused = _overlapping_segments(plan, here, logs, scans, act)
     snaps = {}
     for n in sorted(here):
@@ -685,7 +685,7 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
     kept = []                   # (base offsets, last offsets, is_control) of the batches kept, per segment
     epoch_rows = []             # the kept batches' base offsets, leader epochs and magic, per segment
     for k, (base, n) in enumerate(logs):
-        scan = scans[n]
+        scan = scans.pop(n) if n in scans else scan_segment(here[n], base)
         if scan.first_offset is not None and scan.first_offset < base and n not in refused:
             renamed = _misnamed_segment(plan, folder, here, n, scan.first_offset, end_offset if k else None, act)
             if renamed is not None:
@@ -705,7 +705,8 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
                 keep = batches["position"] < kept_end
                 batches = {c: v[keep] for c, v in batches.items()}
                 for later_base, later in logs[k + 1:]:
-                    held = scans[later].batches if later in here else None
+                    held = (scans.get(later) or scan_segment(here[later], later_base)).batches \
+                        if later in here else None
                     for suffix in (".log",) + _INDEX_SUFFIXES:
                         name = later[:-len(".log")] + suffix
                         if name in here:
@@ -995,16 +996,33 @@ def _overlapping_segments(plan, here, logs, scans, act):
     tail is truncated where the later one begins (nothing is lost: the other still holds every
     offset). Where they differ, the plan is refused, naming both files. Returns the segments kept
     (``logs`` without the removed ones; ``scans`` of truncated ones cut to match) and the names
-    of the segments in a refused overlap."""
-    spans = sorted((scans[n].first_offset, -scans[n].next_offset, n) for _, n in logs
-                   if scans[n].first_offset is not None)
+    of the segments in a refused overlap. Found by the segments' framing (`segment_span`); only those
+    that overlap are scanned (into ``scans``)."""
+    ends, spans = {}, []
+    for base, n in logs:
+        span = segment_span(here[n])
+        if span is not None:
+            ends[n] = span[1]
+            spans.append((span[0], -span[1], base, n))
     dropped, refused = set(), set()
     frontier = None                     # the kept segment reaching furthest so far
-    for first, _, n in spans:
-        if frontier is None or first >= scans[frontier].next_offset:
+
+    def scanned(n, base):
+        if n not in scans:
+            scans[n] = scan_segment(here[n], base)
+            ends[n] = scans[n].next_offset
+        return scans[n]
+
+    bases = {n: base for base, n in logs}
+    for start, _, base, n in sorted(spans):
+        if frontier is None or start >= ends[frontier]:
             frontier = n
             continue
-        a, b = scans[frontier], scans[n]
+        a, b = scanned(frontier, bases[frontier]), scanned(n, base)     # their framing overlaps: a closer look
+        first = b.first_offset
+        if first is None or first >= a.next_offset:     # their intact batches do not
+            frontier = n if ends[n] > ends[frontier] else frontier
+            continue
         hi = min(a.next_offset, b.next_offset)
         same = _same_bytes(a, b, first, hi)             # ((start, end) in a, (start, end) in b), or None
         both = f"{a.path} and {b.path}"
