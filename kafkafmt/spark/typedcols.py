@@ -13,13 +13,18 @@ uint8 / uint16 / uint32 / uint64            smallint / int / bigint / decimal(20
 float16                                     float
 decimal128(p, s) / decimal256(p > 38, s)    decimal(p, s) / string (the exact decimal text: Spark stops at 38)
 date32                                      date
-time32[ms], time64[us|ns] (Avro time-*)     time(6) (nanoseconds dropped)
+time32[ms], time64[us|ns] (Avro time-*)     bigint: microseconds after midnight (nanoseconds dropped), as
+                                            Delta holds a time (Spark's time(6) needs the preview setting
+                                            spark.sql.timeType.enabled, off in a default session)
 timestamp[unit, tz=UTC]                     timestamp (nanoseconds floored to the microsecond, as Spark's
                                             from_protobuf reads a Timestamp)
 timestamp[unit] (local-timestamp-*)         timestamp_ntz (alike)
 duration[unit] (Protobuf Duration)          interval day to second (nanoseconds dropped, toward zero)
 month_day_nano_interval (Avro duration)     struct<months: int, days: int, nanoseconds: bigint>
 null                                        void
+struct<> (Protobuf Empty)                   struct<__dummy_field_in_empty_struct: string> (always null), as
+                                            Spark's from_protobuf keeps an empty message
+                                            (retain.empty.message.types): Parquet holds no empty struct
 struct / list / map                         struct / array / map, converted inside, every nested field nullable
 ==========================================  ==================================================================
 
@@ -47,7 +52,11 @@ from kafkafmt.values import needs_schema, open_typed, reader_schema_of_text
 from kafkafmt.values import conform
 
 __all__ = ["SparkTyped", "plan_typed", "subscribed_topics", "decode_names", "spark_arrow_type", "spark_column",
-           "SchemaChangedError"]
+           "SchemaChangedError", "EMPTY_STRUCT_FIELD"]
+
+#: the one field of an empty struct (a Protobuf ``Empty``) in Spark, named as Spark's from_protobuf names it
+#: with ``retain.empty.message.types`` (Parquet cannot hold a struct without fields)
+EMPTY_STRUCT_FIELD = "__dummy_field_in_empty_struct"
 
 _OPENED = {}
 _LOCK = threading.Lock()
@@ -76,6 +85,8 @@ def spark_arrow_type(t):
     if pa.types.is_dictionary(t):
         return spark_arrow_type(t.value_type)
     if pa.types.is_struct(t):
+        if t.num_fields == 0:
+            return pa.struct([pa.field(EMPTY_STRUCT_FIELD, pa.string(), True)])
         return pa.struct([pa.field(f.name, spark_arrow_type(f.type), True) for f in t])
     if pa.types.is_large_list(t) or pa.types.is_list(t):
         return pa.list_(pa.field("element", spark_arrow_type(t.value_type), True))
@@ -97,22 +108,23 @@ def spark_arrow_type(t):
     if pa.types.is_timestamp(t):
         return pa.timestamp("us", t.tz)
     if pa.types.is_time(t):
-        return pa.time64("us")
+        return pa.int64()                   # microseconds after midnight
     if pa.types.is_duration(t):
         return pa.duration("us")
     return t
 
 
 def _own(t):
-    """Does converting ``t`` need more than Arrow's cast (intervals, nanosecond timestamps)?"""
+    """Does converting ``t`` need more than Arrow's cast (intervals, nanosecond timestamps, times,
+    empty structs)?"""
     pa = _pa()
     if pa.types.is_struct(t):
-        return any(_own(f.type) for f in t)
+        return t.num_fields == 0 or any(_own(f.type) for f in t)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return _own(t.value_type)
     if pa.types.is_map(t):
         return _own(t.key_type) or _own(t.item_type)
-    return t == pa.month_day_nano_interval() or (pa.types.is_timestamp(t) and t.unit == "ns")
+    return t == pa.month_day_nano_interval() or (pa.types.is_timestamp(t) and t.unit == "ns") or pa.types.is_time(t)
 
 
 def spark_column(arr):
@@ -132,14 +144,16 @@ def spark_column(arr):
 
     mask = arr.is_null() if arr.null_count else None
     if pa.types.is_struct(t):
-        return pa.StructArray.from_arrays([spark_column(c) for c in arr.flatten()],
-                                          fields=list(target), mask=mask)
+        children = [spark_column(c) for c in arr.flatten()] if t.num_fields else [pa.nulls(len(arr), pa.string())]
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
     if pa.types.is_map(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
         offsets = pa.array(arr.offsets.to_numpy(zero_copy_only=False).astype(np.int32))   # (not a slice: a mask
         if pa.types.is_map(t):                                                               # needs one)
             return pa.MapArray.from_arrays(offsets, spark_column(arr.keys), spark_column(arr.items), type=target,
                                            mask=mask)
         return pa.ListArray.from_arrays(offsets, spark_column(arr.values), type=target, mask=mask)
+    if pa.types.is_time(t):               # (never negative: truncating nanoseconds is flooring them)
+        return arr.cast(pa.time64("us"), safe=False).cast(pa.int64())
     raw = np.frombuffer(arr.buffers()[1], np.int64 if pa.types.is_timestamp(t) else
                         np.dtype([("months", "<i4"), ("days", "<i4"), ("nanoseconds", "<i8")]),
                         len(arr), arr.offset * (8 if pa.types.is_timestamp(t) else 16))
