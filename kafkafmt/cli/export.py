@@ -4,7 +4,9 @@ IPC, with the columns of Spark's Kafka source plus topic and partition.
 Schema (Parquet and Arrow): key binary, value binary, topic string, partition int32, offset int64,
 timestamp timestamp[ms, UTC], timestampType int32, headers list<struct<key string, value binary>>
 (null when a record has none); ``--batch-metadata`` adds producerId, producerEpoch, baseSequence,
-leaderEpoch and codec. CSV and JSON lines carry the same columns with keys, values and header
+leaderEpoch and codec. Typed keys and values are the library's Arrow columns in the types every reader of
+the file holds (`kafkafmt.record.portable_table`: a decimal of more than 38 digits as its exact text, an
+Avro duration as struct<months, days, nanoseconds>, as Delta and Iceberg data files hold them). CSV and JSON lines carry the same columns with keys, values and header
 values encoded as ``--bytes`` says (base64 by default), timestamps as milliseconds since the
 epoch and headers (in CSV) as a JSON array.
 
@@ -29,7 +31,7 @@ from kafkafmt._util.durable import crash_point, temp_path
 from kafkafmt.internal import INTERNAL_TABLES
 from kafkafmt.read import internal_topic, iter_partitions_with
 from kafkafmt.values import decode_values
-from kafkafmt.record import BATCH_METADATA_COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS
+from kafkafmt.record import BATCH_METADATA_COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS, portable_table
 from kafkafmt.values import FailedValues, conform
 
 from kafkafmt.cli.usage import UsageError
@@ -158,6 +160,8 @@ def to_table(recs, schema):
 # -- writers --------------------------------------------------------------------------------------
 
 class _ArrowWriter:
+    """Parquet or Arrow IPC of chunks with ``schema``, written in the types every reader holds (`portable_table`)."""
+
     def __init__(self, sink, schema, fmt, compression):
         pa = _pa()
         self.schema = schema
@@ -166,14 +170,14 @@ class _ArrowWriter:
             import pyarrow.parquet as pq
 
             comp = None if compression in ("none", "uncompressed") else compression
-            self.w = pq.ParquetWriter(sink, schema, compression=comp)
+            self.w = pq.ParquetWriter(sink, portable_table(schema), compression=comp)
             self.parquet = True
         else:
-            self.w = (pa.ipc.new_file if fmt == "arrow" else pa.ipc.new_stream)(sink, schema)
+            self.w = (pa.ipc.new_file if fmt == "arrow" else pa.ipc.new_stream)(sink, portable_table(schema))
             self.parquet = False
 
     def write(self, recs):
-        t = to_table(recs, self.schema)
+        t = portable_table(to_table(recs, self.schema))
         self.pending.append(t)
         self.pending_bytes += t.nbytes
         if self.pending_bytes >= ROW_GROUP_BYTES:

@@ -41,10 +41,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["table_type", "table_column", "TypeChange", "compare_types", "type_text", "INTERVAL_FIELDS"]
+# (an Avro duration -- a month_day_nano interval -- in a table: the struct of INTERVAL_FIELDS, as Spark's source
+# and the Parquet export give it)
+from kafkafmt.record import INTERVAL_FIELDS, interval_fields
 
-#: the fields of an Avro duration (a month_day_nano interval) in a table, as Spark's source gives it
-INTERVAL_FIELDS = (("months", "int32"), ("days", "int32"), ("nanoseconds", "int64"))
+__all__ = ["table_type", "table_column", "TypeChange", "compare_types", "type_text"]
+
 
 
 def _pa():
@@ -193,11 +195,7 @@ def table_column(arr, fmt):
         return pa.ListArray.from_arrays(offsets, table_column(values, fmt), type=target, mask=mask)
     valid = None if mask is None else np.asarray(mask.to_numpy(zero_copy_only=False), bool)
     if t == pa.month_day_nano_interval():
-        raw = np.frombuffer(arr.buffers()[1], np.dtype([("months", "<i4"), ("days", "<i4"), ("nanoseconds", "<i8")]),
-                            len(arr), arr.offset * 16)
-        return pa.StructArray.from_arrays([pa.array(raw[name].copy()).cast(f.type) for name, f in
-                                           zip(("months", "days", "nanoseconds"), target)],
-                                          fields=list(target), mask=mask)
+        return interval_fields(arr, target)
     if pa.types.is_timestamp(t):                # nanoseconds: floored to the microsecond
         raw = np.frombuffer(arr.buffers()[1], np.int64, len(arr), arr.offset * 8)
         return pa.array(raw // 1000, pa.int64(), mask=valid).cast(target)

@@ -47,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 
+from kafkafmt.record import interval_fields, interval_type
 from kafkafmt.spark.options import OptionError
 from kafkafmt.values import needs_schema, open_typed, reader_schema_of_text
 from kafkafmt.values import conform
@@ -70,12 +71,6 @@ def _pa():
     import pyarrow as pa
 
     return pa
-
-
-def _interval_struct():
-    pa = _pa()
-    return pa.struct([pa.field("months", pa.int32()), pa.field("days", pa.int32()),
-                      pa.field("nanoseconds", pa.int64())])
 
 
 def spark_arrow_type(t):
@@ -103,7 +98,7 @@ def spark_arrow_type(t):
     if pa.types.is_decimal(t) and t.precision > 38:
         return pa.string()                  # Spark's decimals stop at 38 digits: the exact text
     if t == pa.month_day_nano_interval():
-        return _interval_struct()
+        return interval_type()
     # Spark keeps microseconds
     if pa.types.is_timestamp(t):
         return pa.timestamp("us", t.tz)
@@ -154,13 +149,10 @@ def spark_column(arr):
         return pa.ListArray.from_arrays(offsets, spark_column(arr.values), type=target, mask=mask)
     if pa.types.is_time(t):               # (never negative: truncating nanoseconds is flooring them)
         return arr.cast(pa.time64("us"), safe=False).cast(pa.int64())
-    raw = np.frombuffer(arr.buffers()[1], np.int64 if pa.types.is_timestamp(t) else
-                        np.dtype([("months", "<i4"), ("days", "<i4"), ("nanoseconds", "<i8")]),
-                        len(arr), arr.offset * (8 if pa.types.is_timestamp(t) else 16))
     if pa.types.is_timestamp(t):
+        raw = np.frombuffer(arr.buffers()[1], np.int64, len(arr), arr.offset * 8)
         return pa.array(raw // 1000, pa.int64(), mask=None if mask is None else mask.to_numpy(False)).cast(target)
-    return pa.StructArray.from_arrays([pa.array(raw[name].copy()) for name in ("months", "days", "nanoseconds")],
-                                      fields=list(target), mask=mask)
+    return interval_fields(arr)
 
 
 @dataclasses.dataclass(frozen=True)
