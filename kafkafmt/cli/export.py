@@ -41,7 +41,7 @@ from kafkafmt.cli.common import (add_replicas_option, command_text, add_typed_op
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import dumps
 from kafkafmt.cli.progress import Progress
-from kafkafmt.cli.reading import FileReader, topic_of_file
+from kafkafmt.cli.reading import FileReader, scan_typed, topic_of_file
 from kafkafmt.cli.table_export import TABLE_FORMATS, run_table
 from kafkafmt.cli.table_export import add_arguments as add_table_arguments
 from kafkafmt._util.extras import install_command
@@ -392,9 +392,9 @@ def run(args, console):
 
     total = sum(s.size for pd in found.partitions for s in pd.list_segments()) + sum(
         cli_paths.getsize(f) for f in files)
-    typed = typed_options(args, paths)
     opts = read_options(args, start_offset=offsets[0], end_offset=offsets[1], start_timestamp=times[0],
                         end_timestamp=times[1])
+    typed = scan_typed(typed_options(args, paths), found.partitions, files, opts)
     schema = spark_kafka_schema(args.batch_metadata, not args.no_headers, typed,
                                 [p.topic for p in found.partitions] + [topic_of_file(f) for f in files])
     unreadable = FailedValues()       # topics none of whose typed values could be read (said at the end)

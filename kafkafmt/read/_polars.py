@@ -40,7 +40,8 @@ import json
 
 from kafkafmt.read._stream import conform_table, empty_schema
 from kafkafmt.log import DEFAULT_REPLICAS, find_partitions
-from kafkafmt.read._readers import iter_log_dir
+from kafkafmt.read._options import ReadOptions
+from kafkafmt.read._readers import iter_log_dir, scan_named
 from kafkafmt.record import COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS, portable_table
 from kafkafmt.values import open_typed
 from kafkafmt._util.extras import install_command
@@ -361,8 +362,11 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
     arrow_schema = empty_schema(None, binary)
     if typed.active:
         # the schema is the typed columns of the topics there are now, read with the schema ids named now
-        named = sorted({p.topic for p in find_partitions(roots, topics, partitions, [], storage_options, filesystem,
-                                                            tiered_keys, replicas)})
+        found = find_partitions(roots, topics, partitions, [], storage_options, filesystem, tiered_keys, replicas)
+        named = sorted({p.topic for p in found})
+        # (a Protobuf file of several messages, none named: the messages its values name, in what the frame reads)
+        typed = scan_named(typed, found, ReadOptions(**options, storage_options=storage_options, filesystem=filesystem,
+                                                     tiered_keys=tiered_keys))
         typed = typed.pin(named)
         arrow_schema = empty_schema(None, binary, typed, named)
     schema = pl.from_arrow(portable_table(arrow_schema.empty_table())).schema

@@ -29,7 +29,10 @@ struct / list / map                         struct / array / map, converted insi
 ==========================================  ==================================================================
 
 * On the driver, `plan_typed` opens the schema registry once, resolves each subscribed topic's
-  reader schema to the schema id it names now and *pins* it (`kafkafmt.values._typed.TypedOptions.pin`),
+  reader schema to the schema id it names now and *pins* it (`kafkafmt.values._typed.TypedOptions.pin`)
+  -- a Protobuf file of several messages, none named, with the messages the values of the subscribed
+  partitions present then name (`kafkafmt.read.scan_named`: a stream's later values of another message
+  are per-record errors) --
   and computes the Spark type of ``value`` / ``key``: several topics' types merged into one
   (`kafkafmt.values._typed.TypedOptions.merged_type`), converted to types Spark holds (`spark_arrow_type`: enums as
   strings, unsigned integers widened, fixed as binary).
@@ -207,7 +210,7 @@ class SparkTyped:
             if explicit:
                 continue
             latest = dict(now.pin([topic]).pinned).get((side, topic))
-            if latest != pinned:
+            if _id_of(latest) != _id_of(pinned):        # (the messages read are the query's)
                 out.append(f"subject {topic}-{side} has a new latest schema (id {_id_of(latest)}) since the query "
                            f"started with id {_id_of(pinned)}")
         return out
@@ -264,6 +267,13 @@ def plan_typed(opts, topics):
                        untyped_topics=opts.untyped_topics, roots=list(opts.paths),
                        storage_options=opts.storage_options)
     topics = sorted(set(topics))
+    if typed.scanned(topics):
+        # a Protobuf file of several messages, none named: the messages the values present now name
+        from kafkafmt.read import scan_named
+        from kafkafmt.spark.planning import partition_folders
+
+        parts = [p for p in partition_folders(opts, []) if p.topic in topics and opts.wants(p.topic, p.partition)]
+        typed = scan_named(typed, parts, opts.read_options())
     typed = typed.pin(topics)
     types = []
     for side, fmt, _ in typed.sides():
