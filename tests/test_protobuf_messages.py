@@ -441,3 +441,32 @@ def test_a_message_the_schema_lacks_is_an_error_naming_the_partition(shop):
     assert p.returncode == 1
     assert f"kafkafmt: error: {root}/clicks-0: the reader schema (clicks-value) has no message" in p.stderr
     assert "Partition(" not in p.stderr
+
+
+def test_a_delta_table_of_the_messages_the_values_name(shop, tmp_path):
+    """The lakehouse export reads the messages the values present name, and records that reader once, run
+    after run."""
+    import shutil
+
+    from deltalake import DeltaTable
+
+    from kafkafmt.lakehouse import export_table
+
+    root, c, topics = shop
+    logs = tmp_path / "logs"
+    for folder in ("_schemas-0", "geo-0", "mixed-0"):
+        shutil.copytree(f"{root}/{folder}", logs / folder)
+    first = export_table(str(logs), str(tmp_path / "{topic}"), format="delta", topics=["geo", "mixed"],
+                         value_format="protobuf")
+    assert first.tables and all(r.dead_letters == 0 for r in first.tables.values())
+    geo = DeltaTable(str(tmp_path / "geo")).to_pyarrow_table().sort_by("offset")
+    assert geo.column("value").to_pylist() == _lib(str(logs), "geo").column("value").to_pylist()
+    mixed = DeltaTable(str(tmp_path / "mixed")).to_pyarrow_table()
+    assert mixed.schema.field("value").type.names == ["Geo", "Click"]
+    with kafkafmt.LogWriter(logs / "mixed-0") as w:             # another run: one more Geo value
+        w.append(values=[topics["mixed"][N][0]])
+    second = export_table(str(logs), str(tmp_path / "mixed"), format="delta", topics=["mixed"],
+                          value_format="protobuf")
+    assert second.rows == 1
+    record = second.schemas["mixed"]["value"]
+    assert record["reader"]["message"] == ["shop.clicks.Geo", "shop.clicks.Click"] and len(record["readers"]) == 1
