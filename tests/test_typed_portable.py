@@ -155,3 +155,49 @@ def test_portable_columns_keep_nulls_slices_and_nesting():
     plain = pa.table({"n": [1, 2], "s": ["x", "y"]})
     schema = plain.schema
     assert portable_table(plain) is plain and portable_table(schema) is schema        # nothing to change
+
+
+@pytest.fixture(scope="module")
+def empty_message(tmp_path_factory):
+    """(root, the messages): test_protobuf's message of every type -- its google.protobuf.Empty field set on
+    every third -- written by confluent-kafka's ProtobufSerializer."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    import test_protobuf
+    from protobuf_support import mirror_registry
+
+    root = tmp_path_factory.mktemp("empty") / "logs"
+    client = SchemaRegistryClient.new_client({"url": "mock://portable-empty"})
+    ser = ProtobufSerializer(test_protobuf.classes()["acme.v1.Everything"], client,
+                             conf={"use.deprecated.format": False})
+    msgs = [test_protobuf.everything(i) for i in range(6)]
+    raw = [ser(m, SerializationContext("every", MessageField.VALUE)) for m in msgs]
+    mirror_registry(client, str(root))
+    kafkafmt.write_log_dir(str(root / "every-0"), values=raw)
+    return root, msgs
+
+
+def test_an_empty_message_in_parquet_and_delta(empty_message, tmp_path):
+    """Parquet holds no struct without fields: a Protobuf Empty is struct<__dummy_field_in_empty_struct>
+    (as Spark's from_protobuf keeps an empty message), null where the message lacks it -- in the Parquet
+    export and a Delta table alike; every other field as the library reads it."""
+    import kcli
+    from deltalake import DeltaTable
+
+    from kafkafmt.lakehouse import export_table
+
+    root, msgs = empty_message
+    want = [{"__dummy_field_in_empty_struct": None} if m.HasField("nothing") else None for m in msgs]
+    assert None in want and want.count(None) < len(want)
+    lib = kafkafmt.read_log_dirs(str(root), value_format="protobuf", topics=["every"]).to_arrow()
+    kcli.run("export", root, "--topics", "every", "--value-format", "protobuf", "--to", tmp_path / "e.parquet",
+             check=0)
+    export_table(str(root), str(tmp_path / "delta"), format="delta", topics=["every"], value_format="protobuf")
+    for table in (pq.read_table(tmp_path / "e.parquet"), DeltaTable(str(tmp_path / "delta")).to_pyarrow_table()):
+        values = _values(table)
+        assert [v["nothing"] for v in values] == want
+    values = _values(pq.read_table(tmp_path / "e.parquet"))
+    rest = [{k: x for k, x in v.items() if k != "nothing"} for v in _values(lib)]
+    assert repr([{k: x for k, x in v.items() if k != "nothing"} for v in values]) == repr(rest)   # (NaN: as text)

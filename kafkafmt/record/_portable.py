@@ -11,20 +11,26 @@ decimal256(p, s) (an Avro decimal of p > 38)     string: the exact decimal text 
 month_day_nano_interval (an Avro duration)       struct<months: int32, days: int32, nanoseconds: int64>
                                                  (Polars cannot import it, Parquet cannot store it;
                                                  Spark, Delta and Iceberg hold the same struct)
+struct<> (a Protobuf Empty)                      struct<__dummy_field_in_empty_struct: string>, the
+                                                 field always null (Parquet cannot store a struct
+                                                 without fields; Spark's from_protobuf keeps an empty
+                                                 message so, with retain.empty.message.types)
 ===============================================  ======================================================
 
-Inside structs, lists and maps alike; every other type is kept as it is, and a table without either
-type is returned unchanged (no copy).
+Inside structs, lists and maps alike; every other type is kept as it is, and a table without any of
+them is returned unchanged (no copy).
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["INTERVAL_FIELDS", "interval_type", "interval_fields", "portable_type", "portable_column",
-           "portable_table"]
+__all__ = ["INTERVAL_FIELDS", "EMPTY_STRUCT_FIELD", "interval_type", "interval_fields", "placeholder_struct",
+           "portable_type", "portable_column", "portable_table"]
 
 #: the fields of an interval (an Avro duration) wherever a door holds it as a struct: name, Arrow type name
 INTERVAL_FIELDS = (("months", "int32"), ("days", "int32"), ("nanoseconds", "int64"))
+#: the one field of an empty struct wherever a door cannot hold a struct without fields (always null)
+EMPTY_STRUCT_FIELD = "__dummy_field_in_empty_struct"
 
 
 def _pa():
@@ -37,6 +43,12 @@ def interval_type():
     """The struct an interval is held as (`INTERVAL_FIELDS`)."""
     pa = _pa()
     return pa.struct([pa.field(name, getattr(pa, t)(), True) for name, t in INTERVAL_FIELDS])
+
+
+def placeholder_struct():
+    """The struct an empty struct is held as (its one field `EMPTY_STRUCT_FIELD`, a string)."""
+    pa = _pa()
+    return pa.struct([pa.field(EMPTY_STRUCT_FIELD, pa.string(), True)])
 
 
 def interval_fields(arr, type=None):
@@ -69,6 +81,8 @@ def portable_type(t):
     if t == pa.month_day_nano_interval():
         return interval_type()
     if pa.types.is_struct(t):
+        if t.num_fields == 0:
+            return placeholder_struct()
         fields = [f.with_type(portable_type(f.type)) for f in t]
         return t if all(a.type == b.type for a, b in zip(fields, t)) else pa.struct(fields)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
@@ -86,7 +100,8 @@ def portable_type(t):
 
 def portable_column(arr):
     """An Arrow array (or chunked array) as `portable_type` of its type: a decimal256 cast to its text
-    (exact), an interval as `interval_fields`; ``arr`` itself when its type has neither.
+    (exact), an interval as `interval_fields`, an empty struct with its null placeholder field; ``arr``
+    itself when its type has none of them.
 
     Examples
     --------
@@ -111,8 +126,8 @@ def portable_column(arr):
         return interval_fields(arr)
     mask = arr.is_null() if arr.null_count else None
     if pa.types.is_struct(t):
-        return pa.StructArray.from_arrays([portable_column(c) for c in arr.flatten()], fields=list(target),
-                                          mask=mask)
+        children = [portable_column(c) for c in arr.flatten()] if t.num_fields else [pa.nulls(len(arr), pa.string())]
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
     # lists and maps: offsets from 0 (a mask needs offsets of its own), the items converted
     offsets = arr.offsets.to_numpy(zero_copy_only=False)
     base, end = (int(offsets[0]), int(offsets[-1])) if len(offsets) else (0, 0)

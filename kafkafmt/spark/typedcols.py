@@ -50,17 +50,13 @@ from __future__ import annotations
 import dataclasses
 import threading
 
-from kafkafmt.record import interval_fields, interval_type
+from kafkafmt.record import interval_fields, interval_type, placeholder_struct
 from kafkafmt.spark.options import OptionError
 from kafkafmt.values import needs_schema, open_typed, reader_schema_of_text
 from kafkafmt.values import conform
 
 __all__ = ["SparkTyped", "plan_typed", "subscribed_topics", "decode_names", "spark_arrow_type", "spark_column",
-           "SchemaChangedError", "EMPTY_STRUCT_FIELD"]
-
-#: the one field of an empty struct (a Protobuf ``Empty``) in Spark, named as Spark's from_protobuf names it
-#: with ``retain.empty.message.types`` (Parquet cannot hold a struct without fields)
-EMPTY_STRUCT_FIELD = "__dummy_field_in_empty_struct"
+           "SchemaChangedError"]
 
 _OPENED = {}
 _LOCK = threading.Lock()
@@ -84,7 +80,7 @@ def spark_arrow_type(t):
         return spark_arrow_type(t.value_type)
     if pa.types.is_struct(t):
         if t.num_fields == 0:
-            return pa.struct([pa.field(EMPTY_STRUCT_FIELD, pa.string(), True)])
+            return placeholder_struct()
         return pa.struct([pa.field(f.name, spark_arrow_type(f.type), True) for f in t])
     if pa.types.is_large_list(t) or pa.types.is_list(t):
         return pa.list_(pa.field("element", spark_arrow_type(t.value_type), True))
