@@ -45,7 +45,7 @@ from kafkafmt.lakehouse.ledger import (BATCHES_KEY, LOSS_KEY, MODE_KEY, OFFSETS_
 from kafkafmt.lakehouse.typed import TypedTable, parse_schemas, table_changes
 from kafkafmt.lakehouse.upsert import DEFAULT_UPSERT_PARTITION_BY, MODES, LatestBuffer, identity_column
 from kafkafmt.lakehouse.writer import RollingWriter
-from kafkafmt.read import iter_log_dir
+from kafkafmt.read import ReadOptions, iter_log_dir, scan_named
 from kafkafmt.log import BatchMark, batch_mark, topic_id_of
 
 __all__ = ["export_table", "ExportResult", "open_target", "table_name", "CHUNK_BYTES", "TOPIC_FIELD"]
@@ -328,6 +328,11 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
                        keep_bytes=True, roots=roots, storage_options=storage_options, filesystem=filesystem)
     found = find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys,
                             replicas=replicas)
+    # (a Protobuf file of several messages, none named: the messages the values present name)
+    typed = scan_named(typed, found, ReadOptions(start_offset=start_offset, end_offset=end_offset,
+                                                 start_timestamp=start_timestamp, end_timestamp=end_timestamp,
+                                                 isolation=isolation, errors=errors, storage_options=storage_options,
+                                                 filesystem=filesystem, tiered_keys=tiered_keys))
     tps = [(p.topic, p.partition) for p in found]
     if len(set(tps)) != len(tps):          # discovery's dedup gives one copy of each: never export two
         raise ValueError("several copies of one partition to export: " + ", ".join(
