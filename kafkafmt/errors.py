@@ -143,6 +143,12 @@ class LogDirLockedError(RecoveryError):
     """A log dir's ``.lock`` is held by another process (a running broker)."""
 
 
+class PartitionLockedError(KafkafmtError):
+    """A partition folder is being written already: by another `kafkafmt.LogWriter` (in this process or
+    another), or its log dir's ``.lock`` is held by a running broker. A second writer would append the same
+    offsets twice."""
+
+
 # --- typed values (schema registry, Avro) --------------------------------------------------------
 
 class SchemaRegistryError(KafkafmtError, LookupError):

@@ -5,11 +5,20 @@ captured, the environment changes applied for its duration, and the warnings fil
 same code, arguments and exit code as a child process, without starting an interpreter and importing kafkafmt
 again for every command (most of a command's time on test data). ``process=True`` -- and any run whose
 environment changes more than kafkafmt's own variables (``KAFKAFMT_*``), that is made to crash
-(``KAFKAFMT_CRASH_AFTER``), or that starts Spark (``--engine spark``) -- runs ``python -m kafkafmt ARGS`` in a
-child process instead.
+(``KAFKAFMT_CRASH_AFTER``), or that starts Spark (``--engine spark``) -- runs in a process of its own.
+
+That process is forked from a *zygote*: one child of this process per test worker, started when first
+needed, that imported kafkafmt and the libraries its commands load (pyarrow, pandas, the lakehouse
+formats) and then only forks. Each run is a fresh process -- its own environment, working folder, exit code
+(a crash hook's ``os._exit`` ends it alone), its exit handlers run and its output flushed at the end --
+without the import (and the interpreter's teardown of what it imported) that would cost more than the work of
+a crash matrix's step. A run that needs what the zygote cannot give (``--engine spark``,
+an environment that changes what Python imports) is ``python -m kafkafmt`` as ever. The zygote stops with
+this process (its PID is killed at exit).
 """
 import contextlib
 import io
+import json
 import os
 import pathlib
 import subprocess
@@ -63,8 +72,119 @@ def _child(args, changes):
         else:
             e[k] = v
     e["PYTHONPATH"] = str(REPO) + os.pathsep + e.get("PYTHONPATH", "")
+    if not any(str(a) in _PROCESS_ARGS for a in args) and all(k.startswith(_OWN) for k in changes):
+        zygote = _zygote()
+        if zygote is not None:
+            return zygote.run(args, e)
     return subprocess.run([sys.executable, "-m", "kafkafmt", *args], capture_output=True, text=True, env=e,
-                          timeout=120)
+                          timeout=TIMEOUT)
+
+
+#: seconds a command may take
+TIMEOUT = 120
+
+_ZYGOTE_CODE = r"""
+import io, json, os, sys, threading
+sys.path.insert(0, sys.argv[1])
+import kafkafmt.cli
+for name in ("pyarrow", "pyarrow.parquet", "pyarrow.compute", "pandas", "deltalake", "pyiceberg.catalog.sql",
+             "pyiceberg.table", "kafkafmt.lakehouse", "kafkafmt.recovery", "kafkafmt.report"):
+    try:
+        __import__(name)
+    except Exception:
+        pass
+channel = os.fdopen(os.dup(1), "w")
+os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+print(json.dumps({"ready": threading.active_count() == 1}), file=channel, flush=True)
+for line in sys.stdin:
+    req = json.loads(line)
+    out, err = req["out"], req["err"]
+    sys.stdout.flush(); sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            channel.close()
+            os.chdir(req["cwd"])
+            os.environ.clear()
+            os.environ.update(req["env"])
+            for fd, path in ((1, out), (2, err)):
+                os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+            sys.stdin.close()
+            sys.argv = ["kafkafmt"] + req["args"]
+        except BaseException:
+            os._exit(99)
+        # the exit of a process that ran the command: its exit handlers, its output flushed -- not the teardown
+        # of every module the zygote imported (seconds of the interpreter's finalization, for nothing)
+        try:
+            code = kafkafmt.cli.main(req["args"])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            code = 1
+        import atexit
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    print(json.dumps({"pid": pid}), file=channel, flush=True)
+    _, status = os.waitpid(pid, 0)
+    print(json.dumps({"code": os.waitstatus_to_exitcode(status)}), file=channel, flush=True)
+"""
+
+
+class _Zygote:
+    """A process that imported kafkafmt and forks a child per run (see the module doc)."""
+
+    def __init__(self):
+        import atexit
+        import tempfile
+
+        self.dir = tempfile.mkdtemp(prefix="kcli-")
+        self.proc = subprocess.Popen([sys.executable, "-c", _ZYGOTE_CODE, str(REPO)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+        atexit.register(self.stop)
+        hello = json.loads(self.proc.stdout.readline() or "{}")
+        self.ok = bool(hello.get("ready"))
+
+    def run(self, args, env):
+        import select
+
+        out, err = os.path.join(self.dir, "out"), os.path.join(self.dir, "err")
+        self.proc.stdin.write(json.dumps({"args": list(args), "env": env, "cwd": os.getcwd(), "out": out,
+                                          "err": err}) + "\n")
+        self.proc.stdin.flush()
+        pid = json.loads(self.proc.stdout.readline())["pid"]
+        ready, _, _ = select.select([self.proc.stdout], [], [], TIMEOUT)
+        if not ready:
+            os.kill(pid, 9)
+            self.proc.stdout.readline()
+            raise subprocess.TimeoutExpired(["kafkafmt", *args], TIMEOUT)
+        code = json.loads(self.proc.stdout.readline())["code"]
+        with open(out, encoding="utf-8") as o, open(err, encoding="utf-8") as e:
+            return subprocess.CompletedProcess([sys.executable, "-m", "kafkafmt", *args], code, o.read(), e.read())
+
+    def stop(self):
+        import shutil
+
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_ZYGOTES = {}
+
+
+def _zygote():
+    """This process's zygote (started on first use), or None where forking is not safe."""
+    if not hasattr(os, "fork"):
+        return None
+    z = _ZYGOTES.get(os.getpid())
+    if z is None:
+        z = _ZYGOTES[os.getpid()] = _Zygote()
+    return z if z.ok else None
 
 
 @contextlib.contextmanager

@@ -261,6 +261,93 @@ def test_recreated_topic(fmt, new_id, tmp_path):
     assert_table_holds(fmt, where, before + kp_rows(folder))
 
 
+def _keyed(root, part, keys, tag, topic_id):
+    """Records with ``keys`` (values ``<tag>:<key>``) appended to a partition of a compacted topic."""
+    with kafkafmt.LogWriter(os.path.join(root, f"{TOPIC}-{part}"), topic_id=topic_id) as w:
+        w.append(keys=keys, values=[tag + b":" + k for k in keys], timestamps=[1_767_225_600_000 + i for i in
+                                                                             range(len(keys))])
+
+
+def _recreate_with_fewer_partitions(root):
+    """The topic deleted and created again with one partition (of two), holding keys k10..k29 anew."""
+    for part in (0, 1):
+        shutil.rmtree(os.path.join(root, f"{TOPIC}-{part}"))
+    _keyed(root, 0, [b"k%d" % i for i in range(10, 30)], b"new", uuid.UUID(int=2))
+
+
+def _first_incarnation(root):
+    _keyed(root, 0, [b"k%d" % i for i in range(20)], b"old", uuid.UUID(int=1))
+    _keyed(root, 1, [b"j%d" % i for i in range(20)], b"old", uuid.UUID(int=1))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("mode", ["upsert", "append"])
+def test_recreated_topic_with_fewer_partitions(fmt, mode, tmp_path):
+    """Scenario "re-created with fewer partitions": an upsert table of a compacted topic holds the topic's current
+    keys once the export goes on (fail_on_data_loss=False): the old incarnation's keys are removed -- those of
+    the partition the new topic has, and every row of the partition it does not -- and the vanished partition
+    is a data_loss entry, as is the diverged one; an append table keeps its rows and says the same. The partition
+    starts again at offset 0 should the new topic grow it."""
+    root = str(tmp_path / "logs")
+    _first_incarnation(root)
+    where = str(tmp_path / "table")
+    export(fmt, root, where, mode=mode)
+    before = [r for rows in [read_back(fmt, where)] for r in next(iter(rows.values()))]
+    _recreate_with_fewer_partitions(root)
+    with pytest.raises(DataLossError, match=f"{TOPIC}-1: the table holds its offsets up to 19, but the topic was "
+                                            "deleted and created again"):
+        export(fmt, root, where, mode=mode)
+    r = export(fmt, root, where, mode=mode, fail_on_data_loss=False)
+    assert sorted((x.partition, x.kind) for x in r.data_loss) == [(0, "diverged"), (1, "vanished")]
+    (loss,) = [json.loads(c[LOSS_KEY]) for c in _commit_props(fmt, where) if LOSS_KEY in c]
+    assert sorted((x["partition"], x["kind"], x["end"]) for x in loss) == [(0, "diverged", 20), (1, "vanished", 20)]
+    new = kp_rows(os.path.join(root, f"{TOPIC}-0"))
+    for reader, rows in read_back(fmt, where).items():
+        if mode == "upsert":
+            assert {(x[1], x[3]): x[4] for x in rows} == {(0, b"k%d" % i): b"new:k%d" % i for i in range(10, 30)}, \
+                reader
+            assert len(rows) == 20, reader
+        else:
+            assert sorted(rows) == sorted(before + new), reader
+    assert r.deleted == (30 if mode == "upsert" else 0)          # k0..k9 and j0..j19
+    again = export(fmt, root, where, mode=mode)
+    assert again.commits == [] and again.data_loss == []         # said once
+    _keyed(root, 1, [b"x"], b"new", uuid.UUID(int=2))           # the new topic grows its partition 1
+    r = export(fmt, root, where, mode=mode)
+    assert r.data_loss == [] and r.ranges[(TOPIC, 1)] == (0, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_upsert_after_a_recreated_topic_killed_at_every_step(fmt, tmp_path):
+    """The upsert run going on after the topic was re-created with fewer partitions, killed at every crash point
+    until a run completes: the table then holds the new topic's keys only, the losses recorded once."""
+    root = str(tmp_path / "logs")
+    _first_incarnation(root)
+    base = tmp_path / "base"
+    cli(fmt, root, str(base), "--mode", "upsert", check=0)
+    _recreate_with_fewer_partitions(root)
+    crashed, n = 0, 1
+    while True:
+        where = tmp_path / f"case{n}"
+        shutil.copytree(base, where)
+        p = cli(fmt, root, str(where), "--mode", "upsert", "--fail-on-data-loss", "false",
+                env={"KAFKAFMT_CRASH_AFTER": str(n)})
+        if p.returncode == 0:
+            break
+        assert p.returncode == 86, p.stderr
+        crashed += 1
+        cli(fmt, root, str(where), "--mode", "upsert", "--fail-on-data-loss", "false", check=0)
+        for reader, rows in read_back(fmt, str(where)).items():
+            assert {(x[1], x[3]): x[4] for x in rows} == {(0, b"k%d" % i): b"new:k%d" % i for i in range(10, 30)}, \
+                (n, reader)
+        losses = [json.loads(c[LOSS_KEY]) for c in _commit_props(fmt, str(where)) if LOSS_KEY in c]
+        assert len(losses) == 1, (n, losses)
+        shutil.rmtree(where)
+        n += 1
+    assert crashed >= 2
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_other_bytes_at_the_same_offsets(fmt, tmp_path):
     """Scenario "same offsets, other bytes": the newest segment replaced by one holding as many records at the

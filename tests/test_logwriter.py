@@ -745,3 +745,115 @@ def test_appending_killed_at_every_step_leaves_old_or_new(real_corpus, tmp_path)
             complete = k
             break
     assert complete is not None and complete > 3, complete
+
+
+# ---------------------------------------------------------------------------------------------------------
+# one writer per partition: the partition folder's lock, and the log dir's .lock as a broker holds it
+
+_HOLD = """
+import fcntl, sys
+import kafkafmt
+if sys.argv[1] == "broker":                   # a broker: Kafka's FileLock.tryLock on <log dir>/.lock
+    f = open(sys.argv[2], "a+")
+    fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+else:                                         # another LogWriter, with 5 records on disk
+    w = kafkafmt.LogWriter(sys.argv[2])
+    w.append(values=[b"child %d" % i for i in range(5)], timestamps=[1] * 5)
+    w.flush()
+print("holding", flush=True)
+sys.stdin.read()                              # until the test kills it
+"""
+
+
+def _holder(kind, path):
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-c", _HOLD, kind, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                             [os.path.dirname(os.path.dirname(os.path.abspath(kafkafmt.__file__))),
+                              os.environ.get("PYTHONPATH", "")])))
+    assert p.stdout.readline().strip() == "holding"
+    return p
+
+
+def test_a_second_writer_on_a_partition_is_refused_until_the_first_is_closed(tmp_path):
+    """Writer 1 appends 100 and flushes; writer 2 on the same folder is refused (it would continue at 100 too and
+    both would write offsets 100.. twice), in this process as from another; after close, or an exception
+    leaving writer 1's with block, writer 2 goes on at the log end."""
+    folder = str(tmp_path / "t-0")
+    w1 = LogWriter(folder)
+    w1.append(values=[b"one %d" % i for i in range(100)], timestamps=[TS0] * 100)
+    w1.flush()
+    with pytest.raises(kafkafmt.errors.PartitionLockedError, match="another LogWriter"):
+        LogWriter(folder)
+    w1.append(values=[b"more"], timestamps=[TS0])
+    w1.close()
+    with pytest.raises(RuntimeError):
+        with LogWriter(folder) as w2:
+            assert w2.next_offset == 101
+            raise RuntimeError("boom")
+    with LogWriter(folder) as w3:
+        w3.append(values=[b"three"], timestamps=[TS0])
+    assert kafkafmt.read_log_dir(folder).offset.tolist() == list(range(102))
+    with LogWriter(str(tmp_path / "t-1")), LogWriter(str(tmp_path / "u-0")):
+        pass                                                # other partitions: a writer each
+
+
+def test_a_writer_in_another_process_holds_the_partition_until_it_dies(tmp_path):
+    folder = tmp_path / "t-0"
+    child = _holder("writer", folder)
+    try:
+        with pytest.raises(kafkafmt.errors.PartitionLockedError, match="another LogWriter"):
+            LogWriter(folder)
+    finally:
+        child.kill()                                        # kill -9: the lock goes with the process
+        child.wait()
+    with LogWriter(folder) as w:
+        assert w.next_offset == 5                           # after what the killed writer flushed
+        w.append(values=[b"after"], timestamps=[TS0])
+    assert len(kafkafmt.read_log_dir(str(folder))) == 6
+
+
+def test_a_writer_is_refused_while_a_broker_holds_the_log_dirs_lock(tmp_path):
+    """A log dir a broker has used (meta.properties; .lock): while another process holds .lock as Kafka's
+    FileLock does, no LogWriter appends to its partitions and nothing is created; the writers of one process
+    share the lock (as a broker's partitions), hold it while open, and let go of it when they close."""
+    from kafkafmt.recovery import lock_holder
+
+    root = tmp_path / "logs"
+    root.mkdir()
+    (root / "meta.properties").write_text("version=0\nbroker.id=0\n")
+    (root / ".lock").touch()
+    broker = _holder("broker", root / ".lock")
+    try:
+        with pytest.raises(kafkafmt.errors.PartitionLockedError, match="running broker"):
+            LogWriter(root / "t-0")
+        assert sorted(os.listdir(root)) == [".lock", "meta.properties"]          # refused before any change
+    finally:
+        broker.kill()
+        broker.wait()
+    w1, w2 = LogWriter(root / "t-0"), LogWriter(root / "t-1")
+    assert lock_holder(root)                               # held while they write (recover refuses)
+    w1.close()
+    assert lock_holder(root)
+    w2.close()
+    assert not lock_holder(root)
+    child = _holder("broker", root / ".lock")              # a broker can start now
+    child.kill()
+    child.wait()
+
+
+def test_recover_refuses_a_partition_a_writer_is_writing(tmp_path):
+    from kafkafmt.errors import LogDirLockedError
+    from kafkafmt.recovery import recover
+
+    folder = tmp_path / "t-0"
+    w = LogWriter(folder, segment_bytes=200)
+    for i in range(5):
+        w.append(values=[b"x" * 50], timestamps=[TS0 + i])
+    assert not recover(folder).refusals                    # a dry run reads only
+    with pytest.raises(LogDirLockedError, match="being written by a LogWriter"):
+        recover(folder, apply=True, backup=tmp_path / "bk")
+    w.close()
+    recover(folder, apply=True, backup=tmp_path / "bk")

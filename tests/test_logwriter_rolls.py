@@ -237,7 +237,7 @@ def test_a_flushed_active_segment_is_a_broker_s_open_segment(tmp_path):
     w.append(values=[b"t"], timestamps=[TS0 + 20], producer_id=9, transactional=True)
     w.append_control("abort", producer_id=9, timestamp=TS0 + 21)
     w.append(values=[b"z"], timestamps=[TS0 + 3])
-    assert os.listdir(tmp_path) == [] and w.recovery_point == 0
+    assert os.listdir(folder) == [] and w.recovery_point == 0       # (the folder is there: the writer locks it)
     w.flush()
     assert w.recovery_point == 7
     assert [v for _, v in _kafkafmt(folder, isolation="read_committed")] == [b"a" * 60] * 4 + [b"z"]

@@ -2,10 +2,11 @@
 
 A value's message indexes name its message in the writer's file. Without a message named by the
 user, each value is read as the message its own indexes name (as Java's deserializer does without a
-specific type): the column is that message's struct -- the file's one message no other message uses
--- or, when the file holds several such messages, a struct with one field per message. A message
-named by the user (``{"message": ...}``, or its full name on the command line and in Spark) is read
-alone. A ``oneof``'s members are fields of the message, as the protobuf runtime, ``MessageToDict``
+specific type), and the messages the values read name decide the column: one message, its struct
+(a topic of ``Geo`` values is ``Geo``'s struct although ``Click`` uses ``Geo``); several, a struct
+with one field per message. A read scans the message indexes first; a stream takes them from the data
+present when it starts, and a later value of another message is a per-record error. A message named
+by the user (``{"message": ...}``, or its full name on the command line and in Spark) is read alone. A ``oneof``'s members are fields of the message, as the protobuf runtime, ``MessageToDict``
 and Spark's ``from_protobuf`` show them.
 
 Values are written by confluent-kafka's ProtobufSerializer against its mock registry (references
@@ -77,16 +78,18 @@ def _ser(client, cls, topic):
 
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory):
-    """(root, classes, {topic: [(value bytes, class), ...]}): clicks (Click values and one Geo value at
-    offset N), visits (Envelope.Visit values), events (Created and Deleted alternating)."""
+    """(root, classes, {topic: [(value bytes, class), ...]}): clicks (Click values), geo (Geo values of the
+    same file, indexes [0]), mixed (Click values and one Geo value at offset N), visits (Envelope.Visit
+    values), events (Created and Deleted alternating)."""
     c, _ = compile_protos({"shop/money.proto": MONEY, "shop/clicks.proto": CLICKS, "shop/visits.proto": VISITS,
                            "shop/events.proto": EVENTS})
     client = SchemaRegistryClient.new_client({"url": "mock://protobuf-messages"})
     Click, Geo = c["shop.clicks.Click"], c["shop.clicks.Geo"]
     Visit = c["shop.visits.Envelope"].Visit
     Created, Deleted = c["shop.events.Created"], c["shop.events.Deleted"]
-    topics = {"clicks": [], "visits": [], "events": []}
-    click, geo = _ser(client, Click, "clicks"), _ser(client, Geo, "clicks")
+    topics = {"clicks": [], "geo": [], "mixed": [], "visits": [], "events": []}
+    click, geo = _ser(client, Click, "clicks"), _ser(client, Geo, "geo")
+    mixed_click, mixed_geo = _ser(client, Click, "mixed"), _ser(client, Geo, "mixed")
     visit = _ser(client, Visit, "visits")
     created, deleted = _ser(client, Created, "events"), _ser(client, Deleted, "events")
     for i in range(N):
@@ -104,6 +107,9 @@ def shop(tmp_path_factory):
         for j in range(i % 3):
             m.seen[f"k{j}"].country = f"c{j}"
         topics["clicks"].append((click(m), Click))
+        topics["mixed"].append((mixed_click(m), Click))
+        if i % 4 == 0:
+            topics["geo"].append((geo(Geo(country=f"G{i}", lat=-i / 8)), Geo))
         v = Visit(page=f"/v/{i}")
         if i % 2:
             v.geo.country = "NL"
@@ -115,7 +121,7 @@ def shop(tmp_path_factory):
             topics["events"].append((deleted(Deleted(id=f"e{i}", reason="gone")), Deleted))
         else:
             topics["events"].append((created(Created(id=f"e{i}", geo={"country": "PL"})), Created))
-    topics["clicks"].append((geo(Geo(country="XX", lat=1.5)), Geo))       # not the column's message
+    topics["mixed"].append((mixed_geo(Geo(country="XX", lat=1.5)), Geo))       # a second message
     root = tmp_path_factory.mktemp("pbmsg")
     mirror_registry(client, str(root))
     for topic, rows in topics.items():
@@ -138,11 +144,25 @@ def _ours_one(values, desc):
     return [ours(v, desc) for v in values]
 
 
+def _equal_theirs(values, rows, topic, c, fields=None):
+    """kafkafmt's values of a topic equal confluent-kafka's ProtobufDeserializer's, each read as the class it
+    was written with; ``fields``: the column's message fields (a column of several messages), in order."""
+    got = list(values)
+    assert len(got) == len(rows)
+    for v, m in zip(got, _theirs(rows, topic)):
+        desc = m.DESCRIPTOR
+        if fields is not None:
+            assert list(v) == fields and [k for k, x in v.items() if x is not None] == [desc.name]
+            v = v[desc.name]
+        assert same(ours(v, desc), expected(to_dict(m), desc)), (topic, v)
+    return True
+
+
 def test_the_wire_names_the_message(shop):
     _, _, topics = shop
     assert topics["clicks"][0][0][5:7] == b"\x02\x02"              # [1]: Click, the file's second message
     assert topics["visits"][0][0][5:8] == b"\x04\x02\x00"          # [1, 0]: Envelope.Visit
-    assert topics["clicks"][N][0][5:6] == b"\x00"                  # [0]: Geo
+    assert topics["geo"][0][0][5:6] == topics["mixed"][N][0][5:6] == b"\x00"      # [0]: Geo
 
 
 @pytest.mark.parametrize("body, names", [
@@ -162,27 +182,65 @@ def test_the_messages_a_file_holds_as_values(body, names):
 def test_each_value_is_read_as_the_message_its_indexes_name(shop):
     root, c, topics = shop
     reg = open_registry(None, roots=root)
-    # clicks: Click (Geo is used by Click); with references to another file (shop/money.proto)
-    rows = topics["clicks"]
-    dec = decode_column(pa.array([v for v, _ in rows], pa.binary()), format="protobuf", registry=reg, topic="clicks")
-    Click = c["shop.clicks.Click"]
-    assert dec.values.type == value_type("protobuf", registry=reg, topic="clicks")
-    assert dec.values.type.names == [f.name for f in Click.DESCRIPTOR.fields]
-    assert dec.error_count == 1 and dec.error.to_pylist()[:N] == [None] * N
-    assert all(same(a, b) for a, b in zip(_ours_one(dec.values.to_pylist()[:N], Click.DESCRIPTOR),
-                                          _want_one(rows[:N], "clicks")))
-    # a value of another message of the file: null, saying how to read it
-    assert dec.values[N].as_py() is None
-    assert "name shop.clicks.Geo, not the reader's shop.clicks.Click" in dec.error[N].as_py()
-    assert "value_schema={'message': 'shop.clicks.Geo'}" in dec.error[N].as_py()
-    assert "--value-schema shop.clicks.Geo" in dec.error[N].as_py()
+    Click, Geo = c["shop.clicks.Click"], c["shop.clicks.Geo"]
+
+    def decoded(topic):
+        return decode_column(pa.array([v for v, _ in topics[topic]], pa.binary()), format="protobuf", registry=reg,
+                             topic=topic)
+
+    # clicks: Click (with references to another file, shop/money.proto)
+    dec = decoded("clicks")
+    assert dec.error_count == 0 and dec.values.type.names == [f.name for f in Click.DESCRIPTOR.fields]
+    assert _equal_theirs(dec.values.to_pylist(), topics["clicks"], "clicks", c)
+    # geo: Geo values of the same file (indexes [0]) are Geo, although Click uses Geo
+    dec = decoded("geo")
+    assert dec.error_count == 0 and dec.values.type.names == ["country", "lat"]
+    assert _equal_theirs(dec.values.to_pylist(), topics["geo"], "geo", c)
+    assert value_type("protobuf", registry=reg, topic="geo").names != dec.values.type.names   # (not the file's guess)
+    # mixed: the two messages its values name, a field each, in the file's order
+    dec = decoded("mixed")
+    assert dec.error_count == 0 and dec.values.type.names == ["Geo", "Click"]
+    assert _equal_theirs(dec.values.to_pylist(), topics["mixed"], "mixed", c, ["Geo", "Click"])
     # visits: the nested Envelope.Visit (Envelope only nests it)
-    rows = topics["visits"]
-    dec = decode_column(pa.array([v for v, _ in rows], pa.binary()), format="protobuf", registry=reg, topic="visits")
+    dec = decoded("visits")
     Visit = c["shop.visits.Envelope"].Visit
     assert dec.error_count == 0 and dec.values.type.names == [f.name for f in Visit.DESCRIPTOR.fields]
-    assert all(same(a, b) for a, b in zip(_ours_one(dec.values.to_pylist(), Visit.DESCRIPTOR),
-                                          _want_one(rows, "visits")))
+    assert _equal_theirs(dec.values.to_pylist(), topics["visits"], "visits", c)
+
+
+def test_a_stream_reads_the_messages_present_when_it_starts(shop, tmp_path, spark):
+    """The messages of the values present when a stream starts decide its column; a later value of another
+    message is a per-record error saying how to read it (Spark's stream; the library's streams read what is
+    there when they are made)."""
+    import shutil
+
+    root, c, topics = shop
+    logs = tmp_path / "logs"
+    for folder in ("_schemas-0", "clicks-0"):
+        shutil.copytree(f"{root}/{folder}", logs / folder)
+    out = tmp_path / "out"
+    q = (spark.readStream.format("kafka-segments").option("subscribe", "clicks").option("valueFormat", "protobuf")
+         .option("mode", "PERMISSIVE").option("startingOffsets", "earliest").load(str(logs))
+         .select("offset", "value", "valueError").writeStream.format("parquet").option("path", str(out))
+         .option("checkpointLocation", str(tmp_path / "ckpt")).start())
+    try:
+        q.processAllAvailable()
+        with kafkafmt.LogWriter(logs / "clicks-0") as w:       # after the stream started: a Geo value
+            w.append(values=[topics["mixed"][N][0]])
+        q.processAllAvailable()
+        assert q.exception() is None
+    finally:
+        q.stop()
+    rows = sorted(spark.read.parquet(str(out)).collect(), key=lambda r: r["offset"])
+    assert len(rows) == N + 2 and [r["valueError"] for r in rows[:-1]] == [None] * (N + 1)
+    assert rows[0]["value"]["url"] == "/p/0" and rows[-1]["value"] is None
+    error = rows[-1]["valueError"]
+    assert "name shop.clicks.Geo, not the reader's shop.clicks.Click" in error
+    assert "value_schema={'message': 'shop.clicks.Geo'}" in error and "--value-schema shop.clicks.Geo" in error
+    # read again: the values there now name both messages
+    again = kafkafmt.read_log_dirs(str(logs), topics=["clicks"], value_format="protobuf").to_arrow()
+    assert again.schema.field("value").type.names == ["Geo", "Click"]
+    assert again.column("valueError").null_count == len(again) == N + 2
 
 
 def test_nested_indexes_are_grouped_per_value(shop):
@@ -241,25 +299,36 @@ def _lib(root, topic, **kw):
     return kafkafmt.read_log_dirs(root, topics=[topic], value_format="protobuf", **kw).to_arrow()
 
 
-def test_every_door_reads_the_written_message(shop, tmp_path, spark):
-    import kcli
+#: the message fields of a column that holds several messages
+FIELDS = {"mixed": ["Geo", "Click"], "events": ["Created", "Deleted"]}
 
-    root, _, topics = shop
-    for topic in ("clicks", "visits", "events"):
+
+def test_every_door_reads_the_written_message(shop, tmp_path, spark):
+    """With no message named: the library (confluent-kafka's deserializer's values), the Arrow stream, the
+    Polars scan, dump --json, export, Spark's batch and stream reads give the same column."""
+    import polars as pl
+
+    import kcli
+    import kafkafmt.polars
+
+    root, c, topics = shop
+    for topic in ("clicks", "geo", "mixed", "visits", "events"):
         lib = _lib(root, topic)
         want = lib.column("value").to_pylist()
-        assert lib.column("valueError").null_count == len(lib) - (1 if topic == "clicks" else 0)
-        # the Arrow stream
+        assert lib.column("valueError").null_count == len(lib) and want[-1] is None        # (a tombstone last)
+        assert _equal_theirs(want[:-1], topics[topic], topic, c, FIELDS.get(topic))
+        # the Arrow stream, the Polars scan
         stream = kafkafmt.iter_log_dirs(root, topics=[topic], value_format="protobuf")
         assert stream.schema == lib.schema
         assert stream.to_arrow().column("value").to_pylist() == want
+        assert kafkafmt.polars.scan_log_dirs(root, topics=[topic], value_format="protobuf").collect() \
+            .equals(pl.from_arrow(lib))
         # dump --json: the values as JSON
         out = kcli.run("dump", f"{root}/{topic}-0", "--value-decoder", "protobuf", "--json", check=0).stdout
         got = [json.loads(line)["value"] for line in out.splitlines() if '"type":"record"' in line]
         assert [json.loads(x) if x is not None else None for x in
                 kafkafmt.decode_column(kafkafmt.read_log_dir(f"{root}/{topic}-0").value, format="protobuf",
-                                       registry=open_registry(None, roots=root), topic=topic).json()] == \
-            [None if topic == "clicks" and i == N else g for i, g in enumerate(got)]
+                                       registry=open_registry(None, roots=root), topic=topic).json()] == got
         # export
         kcli.run("export", root, "--topics", topic, "--value-format", "protobuf", "--to", tmp_path / f"{topic}.arrow",
                  check=0)
@@ -269,6 +338,8 @@ def test_every_door_reads_the_written_message(shop, tmp_path, spark):
             .option("mode", "PERMISSIVE").load(root)
         rows = df.orderBy("offset").select("value").collect()
         assert [_spark_plain(r[0]) for r in rows] == [_plain(v) for v in want]
+        if topic == "visits":          # (a nested message of one: as clicks and every typed stream test read)
+            continue
         out, ckpt = tmp_path / f"s-{topic}", tmp_path / f"c-{topic}"
         q = (spark.readStream.format("kafka-segments").option("subscribe", topic).option("valueFormat", "protobuf")
              .option("mode", "PERMISSIVE").option("startingOffsets", "earliest").load(root)
@@ -323,31 +394,31 @@ def test_a_message_named_in_python_on_the_command_line_and_in_spark(shop, tmp_pa
     root, _, _ = shop
     geo = [{"country": "XX", "lat": 1.5}]
     for spec in ({"message": "shop.clicks.Geo"}, "shop.clicks.Geo", ".shop.clicks.Geo",
-                 {"subject": "clicks-value", "message": "shop.clicks.Geo"}):
-        t = _lib(root, "clicks", value_schema=spec)
+                 {"subject": "mixed-value", "message": "shop.clicks.Geo"}):
+        t = _lib(root, "mixed", value_schema=spec)
         assert [v for v in t.column("value").to_pylist() if v is not None] == geo, spec
         assert t.schema.field("value").type.names == ["country", "lat"]
     # the registry format takes it alike
-    t = kafkafmt.read_log_dirs(root, topics=["clicks"], value_format="registry", value_schema="shop.clicks.Geo")
+    t = kafkafmt.read_log_dirs(root, topics=["mixed"], value_format="registry", value_schema="shop.clicks.Geo")
     assert [v for v in t.to_arrow().column("value").to_pylist() if v is not None] == geo
     # the command line: dump and export
     for text in ("shop.clicks.Geo", '{"message": "shop.clicks.Geo"}'):
-        out = kcli.run("dump", f"{root}/clicks-0", "--value-decoder", "protobuf", "--value-schema", text, "--json",
+        out = kcli.run("dump", f"{root}/mixed-0", "--value-decoder", "protobuf", "--value-schema", text, "--json",
                        check=0).stdout
         values = [json.loads(line)["value"] for line in out.splitlines() if '"type":"record"' in line]
         assert values[N] == geo[0] and sum(v is not None and not isinstance(v, str) for v in values) == 1
-        kcli.run("export", root, "--topics", "clicks", "--value-format", "protobuf", "--value-schema", text,
+        kcli.run("export", root, "--topics", "mixed", "--value-format", "protobuf", "--value-schema", text,
                  "--to", tmp_path / "geo.arrow", check=0)
         got = pa.ipc.open_file(tmp_path / "geo.arrow").read_all().column("value").to_pylist()
         assert [v for v in got if v is not None] == geo
     # Spark: valueSchema as a name and as {"message": ...}, batch and stream
     for text in ("shop.clicks.Geo", '{"message": "shop.clicks.Geo"}'):
-        df = spark.read.format("kafka-segments").option("subscribe", "clicks").option("valueFormat", "protobuf") \
+        df = spark.read.format("kafka-segments").option("subscribe", "mixed").option("valueFormat", "protobuf") \
             .option("valueSchema", text).option("mode", "PERMISSIVE").load(root)
         assert df.schema["value"].dataType.simpleString() == "struct<country:string,lat:double>"
         assert [_spark_plain(r[0]) for r in df.where("value is not null").select("value").collect()] == geo
     out, ckpt = tmp_path / "geo-stream", tmp_path / "geo-ckpt"
-    q = (spark.readStream.format("kafka-segments").option("subscribe", "clicks").option("valueFormat", "protobuf")
+    q = (spark.readStream.format("kafka-segments").option("subscribe", "mixed").option("valueFormat", "protobuf")
          .option("valueSchema", "shop.clicks.Geo").option("mode", "PERMISSIVE").option("startingOffsets", "earliest")
          .load(root).select("offset", "value").writeStream.format("parquet").option("path", str(out))
          .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
@@ -370,3 +441,32 @@ def test_a_message_the_schema_lacks_is_an_error_naming_the_partition(shop):
     assert p.returncode == 1
     assert f"kafkafmt: error: {root}/clicks-0: the reader schema (clicks-value) has no message" in p.stderr
     assert "Partition(" not in p.stderr
+
+
+def test_a_delta_table_of_the_messages_the_values_name(shop, tmp_path):
+    """The lakehouse export reads the messages the values present name, and records that reader once, run
+    after run."""
+    import shutil
+
+    from deltalake import DeltaTable
+
+    from kafkafmt.lakehouse import export_table
+
+    root, c, topics = shop
+    logs = tmp_path / "logs"
+    for folder in ("_schemas-0", "geo-0", "mixed-0"):
+        shutil.copytree(f"{root}/{folder}", logs / folder)
+    first = export_table(str(logs), str(tmp_path / "{topic}"), format="delta", topics=["geo", "mixed"],
+                         value_format="protobuf")
+    assert first.tables and all(r.dead_letters == 0 for r in first.tables.values())
+    geo = DeltaTable(str(tmp_path / "geo")).to_pyarrow_table().sort_by("offset")
+    assert geo.column("value").to_pylist() == _lib(str(logs), "geo").column("value").to_pylist()
+    mixed = DeltaTable(str(tmp_path / "mixed")).to_pyarrow_table()
+    assert mixed.schema.field("value").type.names == ["Geo", "Click"]
+    with kafkafmt.LogWriter(logs / "mixed-0") as w:             # another run: one more Geo value
+        w.append(values=[topics["mixed"][N][0]])
+    second = export_table(str(logs), str(tmp_path / "mixed"), format="delta", topics=["mixed"],
+                          value_format="protobuf")
+    assert second.rows == 1
+    record = second.schemas["mixed"]["value"]
+    assert record["reader"]["message"] == ["shop.clicks.Geo", "shop.clicks.Click"] and len(record["readers"]) == 1

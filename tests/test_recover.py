@@ -19,6 +19,7 @@ from kafkafmt.errors import LogDirLockedError, NotALogDirError, RecoveryError
 from kafkafmt.recovery import ActionKind, rebuild_indexes, recover, undo
 
 import kcli
+import kpy
 
 # ----------------------------------------------------------------------------------------------
 # helpers
@@ -469,21 +470,27 @@ def test_segment_named_against_its_content_renamed_to_its_true_base(tmp_path, wh
 
 
 def test_segment_named_against_its_content_refused_when_its_name_is_taken(tmp_path):
-    """The true name exists already (a copy of the segment under another name), or the previous
-    segment reaches into it: nothing is renamed, the plan says why, apply changes nothing."""
+    """The true name exists already, holding other bytes at the same offsets (a copy of the segment
+    under another name, with one value changed): nothing is renamed, the plan says why, naming both
+    files, apply changes nothing. (A byte-for-byte copy is dropped instead: tests/test_recover_agree.py.)"""
     root = make_log_dir(tmp_path / "logs")
     part = root / "t-0"
     logs = segment_logs(part)
     second = int(logs[1][:20])
-    shutil.copy(part / logs[1], part / f"{second + 5:020d}.log")     # a copy named above its content
+    data = bytearray((part / logs[1]).read_bytes())
+    end = 12 + int.from_bytes(data[8:12], "big")
+    data[end - 2] ^= 0x01                        # the first batch's last value byte, its CRC made good again
+    data[17:21] = kpy.crc32c(data[21:end]).to_bytes(4, "big")
+    (part / f"{second + 5:020d}.log").write_bytes(bytes(data))     # a copy named above its content
     before = hashes(root)
     plan = recover(root)
-    assert len(plan.refusals) == 1 and f"{second:020d}.log exists already" in plan.refusals[0]
+    assert plan.refusals and f"{second:020d}.log" in plan.refusals[0] and f"{second + 5:020d}.log" in \
+        plan.refusals[0]
     assert not any(a.kind is ActionKind.RENAME for a in plan.actions)
     with pytest.raises(RecoveryError, match="refused, nothing was changed"):
         recover(root, apply=True, backup=tmp_path / "bk")
     p = kcli.run("recover", "--apply", "--backup", tmp_path / "bk2", root)
-    assert p.returncode == 1 and "exists already" in p.stderr
+    assert p.returncode == 1 and "refused" in p.stderr and f"{second:020d}.log" in p.stderr
     assert hashes(root) == before
     assert not (tmp_path / "bk").exists() and not (tmp_path / "bk2").exists()
 

@@ -37,13 +37,14 @@ from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, add_typed_options, say_notes, Problem, bytes_encoder,
                                  check_kafka_file, kafka_files, file_kind, find_inputs, input_error,
                                  typed_options, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
-                                 parse_time_range, segment_base, topic_ids)
+                                 parse_time_range, read_options, segment_base, topic_ids)
 from kafkafmt.log import log_name_of
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli import internal_topics
 from kafkafmt.internal import decoders as internal_decoders
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.dump_records import RecordDump
+from kafkafmt.cli.reading import scan_typed
 from kafkafmt.cli.dump_sidefiles import SideFileDump
 from kafkafmt.values import FailedValues
 
@@ -182,6 +183,11 @@ class Dumper(RecordDump, SideFileDump):
                 targets += self.expand_file(p)
         if folders:
             targets = self.expand(folders) + targets
+        self.typed = scan_typed(self.typed, [p for kind, p, _ in targets if kind == "partition"],
+                                [p for kind, p, _ in targets if kind == "log"],
+                                read_options(self.args, errors="salvage", start_offset=self.offsets[0],
+                                             end_offset=self.offsets[1], start_timestamp=self.times[0],
+                                             end_timestamp=self.times[1]))
         total = 0
         for kind, path, _ in targets:
             try:

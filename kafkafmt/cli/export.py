@@ -4,7 +4,9 @@ IPC, with the columns of Spark's Kafka source plus topic and partition.
 Schema (Parquet and Arrow): key binary, value binary, topic string, partition int32, offset int64,
 timestamp timestamp[ms, UTC], timestampType int32, headers list<struct<key string, value binary>>
 (null when a record has none); ``--batch-metadata`` adds producerId, producerEpoch, baseSequence,
-leaderEpoch and codec. CSV and JSON lines carry the same columns with keys, values and header
+leaderEpoch and codec. Typed keys and values are the library's Arrow columns in the types every reader of
+the file holds (`kafkafmt.record.portable_table`: a decimal of more than 38 digits as its exact text, an
+Avro duration as struct<months, days, nanoseconds>, as Delta and Iceberg data files hold them). CSV and JSON lines carry the same columns with keys, values and header
 values encoded as ``--bytes`` says (base64 by default), timestamps as milliseconds since the
 epoch and headers (in CSV) as a JSON array.
 
@@ -29,7 +31,7 @@ from kafkafmt._util.durable import crash_point, temp_path
 from kafkafmt.internal import INTERNAL_TABLES
 from kafkafmt.read import internal_topic, iter_partitions_with
 from kafkafmt.values import decode_values
-from kafkafmt.record import BATCH_METADATA_COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS
+from kafkafmt.record import BATCH_METADATA_COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS, portable_table
 from kafkafmt.values import FailedValues, conform
 
 from kafkafmt.cli.usage import UsageError
@@ -39,7 +41,7 @@ from kafkafmt.cli.common import (add_replicas_option, command_text, add_typed_op
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import dumps
 from kafkafmt.cli.progress import Progress
-from kafkafmt.cli.reading import FileReader, topic_of_file
+from kafkafmt.cli.reading import FileReader, scan_typed, topic_of_file
 from kafkafmt.cli.table_export import TABLE_FORMATS, run_table
 from kafkafmt.cli.table_export import add_arguments as add_table_arguments
 from kafkafmt._util.extras import install_command
@@ -158,6 +160,8 @@ def to_table(recs, schema):
 # -- writers --------------------------------------------------------------------------------------
 
 class _ArrowWriter:
+    """Parquet or Arrow IPC of chunks with ``schema``, written in the types every reader holds (`portable_table`)."""
+
     def __init__(self, sink, schema, fmt, compression):
         pa = _pa()
         self.schema = schema
@@ -166,14 +170,14 @@ class _ArrowWriter:
             import pyarrow.parquet as pq
 
             comp = None if compression in ("none", "uncompressed") else compression
-            self.w = pq.ParquetWriter(sink, schema, compression=comp)
+            self.w = pq.ParquetWriter(sink, portable_table(schema), compression=comp)
             self.parquet = True
         else:
-            self.w = (pa.ipc.new_file if fmt == "arrow" else pa.ipc.new_stream)(sink, schema)
+            self.w = (pa.ipc.new_file if fmt == "arrow" else pa.ipc.new_stream)(sink, portable_table(schema))
             self.parquet = False
 
     def write(self, recs):
-        t = to_table(recs, self.schema)
+        t = portable_table(to_table(recs, self.schema))
         self.pending.append(t)
         self.pending_bytes += t.nbytes
         if self.pending_bytes >= ROW_GROUP_BYTES:
@@ -388,9 +392,9 @@ def run(args, console):
 
     total = sum(s.size for pd in found.partitions for s in pd.list_segments()) + sum(
         cli_paths.getsize(f) for f in files)
-    typed = typed_options(args, paths)
     opts = read_options(args, start_offset=offsets[0], end_offset=offsets[1], start_timestamp=times[0],
                         end_timestamp=times[1])
+    typed = scan_typed(typed_options(args, paths), found.partitions, files, opts)
     schema = spark_kafka_schema(args.batch_metadata, not args.no_headers, typed,
                                 [p.topic for p in found.partitions] + [topic_of_file(f) for f in files])
     unreadable = FailedValues()       # topics none of whose typed values could be read (said at the end)

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from kafkafmt.errors import KafkafmtWarning
-from kafkafmt.read import ReadOptions, iter_log_dir_with
+from kafkafmt.read import ReadOptions, iter_log_dir_with, scan_named
 from kafkafmt.log import read_task
 from kafkafmt.log import plan, resolve_offsets
 from kafkafmt.log import Partition
@@ -32,6 +32,18 @@ def iter_partition(folder, report, options, typed=None):
     """``iter_log_dir`` over one partition folder with a command's `ReadOptions` (`kafkafmt.cli.common.read_options`),
     every chunk kept (record-less ones too)."""
     return iter_log_dir_with(folder, options.replace(keep_empty=True), report=report, typed=typed)
+
+
+def scan_typed(typed, partitions, files, options):
+    """``typed`` (the command's `kafkafmt.values.TypedOptions`) after the pass a typed read makes first
+    when a column's type depends on what its values name (`kafkafmt.read.scan_named`), over the partition
+    folders (`Partition` s) and the files (each a one-segment partition) the command reads with
+    ``options`` (its `ReadOptions`: ranges, isolation, errors)."""
+    if typed is None or not typed.active:
+        return typed
+    parts = list(partitions) + [FileReader(f).part for f in files]
+    with _no_index_warnings():
+        return scan_named(typed, parts, options)
 
 
 def resolve_range(part, offsets, times):

@@ -11,13 +11,16 @@ after them (``--kafka-compatible``: truncate at the first damage and delete the 
 the broker does); rebuilds missing, wrong or stale ``.index`` / ``.timeindex`` / ``.txnindex`` files
 and the producer ``.snapshot`` at the log end; finishes the broker's ``.swap`` / ``.cleaned`` /
 ``.deleted`` / ``-delete`` leftovers; updates ``recovery-point-offset-checkpoint`` and
-``log-start-offset-checkpoint``; rebuilds a ``.timeindex`` left with a zero-filled tail; renames a
-segment whose file name is above its first batch's base offset. A log dir whose ``.lock`` is held (a
-running broker) is refused unless ``--force``. Local paths only.
+``log-start-offset-checkpoint``; rebuilds a ``.timeindex`` left with a zero-filled tail and an
+unreadable ``leader-epoch-checkpoint`` (from the batches' leader epochs); renames a segment whose file
+name is above its first batch's base offset; removes a stray copy of part of a segment (overlapping
+offsets, byte for byte the same). A log dir whose ``.lock`` is held (a running broker, a LogWriter), or
+a partition a LogWriter is writing to, is refused unless ``--force``. Local paths only.
 
 The plan prints the damage first, with the offsets of the records each removal loses, then what is
-refused (a misnamed segment whose true name is taken; a transaction the damage would leave open while
-later batches are kept, until ``--open-transactions`` chooses), then the routine fixes counted by kind.
+refused (a misnamed segment whose true name is taken; segments that overlap with other bytes; a
+transaction the damage would leave open while later batches are kept, until ``--open-transactions``
+chooses), then the routine fixes counted by kind.
 ``--apply`` checks every file against the plan before changing anything; one that fails part way says
 what it had changed and the undo command. ``--undo`` checks every file of the manifest, and the
 partition folders for anything newer (a broker that ran since), before it changes anything.

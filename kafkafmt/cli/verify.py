@@ -30,7 +30,9 @@ Checked, per partition folder (and for files given one by one):
   (older than ``--stale-copy-ms``), offsets between the remote segments and the local log held by neither
   (`kafkafmt.report.audit_tiered`).
 
-The checks are the library's (`kafkafmt.report.checks`, also behind ``kafkafmt report``).
+The checks are the library's (`kafkafmt.report.checks`, also behind ``kafkafmt report``). On dirs
+found sound, the summary counts the fixes a dry run of ``kafkafmt recover`` would still make
+(`kafkafmt.recovery.pending_fixes`: what a broker fixes itself at start-up after an unclean shutdown).
 
 Exit code 0 when nothing is wrong (warnings allowed, unless --strict), 1 when a problem was found.
 """
@@ -44,6 +46,7 @@ import numpy as np
 from kafkafmt.read import iter_partitions_with
 from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, SegmentInfo
 from kafkafmt.report.problems import Problem
+from kafkafmt.recovery import pending_fixes
 
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, say_notes, no_data, add_command, check_kafka_file, file_kind,
@@ -136,7 +139,9 @@ class Verifier(Checker):
             self.tiered(found)
             prog.close()
             self.c.progress = None
-        self.summary(time.monotonic() - started)
+        # what `recover` would still do on dirs found sound (a broker's own start-up fixes): counted, not failed
+        pending = pending_fixes(paths) if not self.errors else {}
+        self.summary(time.monotonic() - started, pending)
         failed = self.errors or (self.args.strict and self.warnings)
         return 1 if failed else 0
 
@@ -152,13 +157,13 @@ class Verifier(Checker):
         for f in audit.findings:
             self.add(f)
 
-    def summary(self, elapsed):
+    def summary(self, elapsed, pending=None):
         status = "OK" if not self.errors else "FAILED"
         if self.args.json:
             self.c.json({"type": "summary", "status": status, "partitions": self.n_partitions,
                          "copies": self.n_copies, "segments": self.n_segments, "batches": self.n_batches, "records": self.n_records,
                          "belowLogStart": self.n_below_log_start, "bytes": self.bytes, "files": self.n_files, "errors": self.errors,
-                         "warnings": self.warnings, "seconds": round(elapsed, 3)})
+                         "warnings": self.warnings, "pendingFixes": pending or {}, "seconds": round(elapsed, 3)})
             return
         below = f" (and {self.n_below_log_start} below log start offsets, not served)" if self.n_below_log_start \
             else ""
@@ -166,7 +171,10 @@ class Verifier(Checker):
         self.c.write(f"{status}: {self.n_partitions} partitions{copies}, {self.n_segments} segments "
                      f"({human_bytes(self.bytes)}), {self.n_batches} batches, {self.n_records} records{below}, "
                      f"{self.n_files} other files checked in {elapsed:.1f} s: {self.errors} errors, "
-                     f"{self.warnings} warnings")
+                     f"{self.warnings} warnings" + (f"; {sum(pending.values())} routine fixes pending, as a broker "
+                                                    f"makes at start-up (`kafkafmt recover`: " +
+                                                    ", ".join(f"{k} {n}" for k, n in pending.items()) + ")"
+                                                    if pending else ""))
 
     # -- other files -------------------------------------------------------------------------------
     def file(self, path, given):

@@ -315,11 +315,12 @@ class DeltaTable:
         self.dt = self._load()
         return self.dt.version()
 
-    def upsert(self, rows, identity, fields, writer, properties, offsets_text, ledger):
+    def upsert(self, rows, identity, fields, writer, properties, offsets_text, ledger, clear=()):
         """Apply the newest record of each key (``rows``: the table's columns and
         `kafkafmt.lakehouse.upsert.TOMBSTONE`) in one MERGE on topic, partition and key, with the
         ledger in its commit: a tombstone deletes the key's row, another record replaces it or
-        is inserted. Returns (table version, files added, rows the tombstones deleted)."""
+        is inserted; the rows of the (topic, partition)s in ``clear`` that ``rows`` do not replace are
+        deleted (an old incarnation's). Returns (table version, files added, rows deleted)."""
         import pyarrow as pa
         from deltalake.exceptions import CommitFailedError
 
@@ -337,12 +338,15 @@ class DeltaTable:
         cols = [c for c in source.column_names if c != TOMBSTONE]
         on = " AND ".join(f"t.{_q(c)} = s.{_q(c)}" for c in ("topic", "partition", identity))
         try:
-            metrics = self.dt.merge(source, on, source_alias="s", target_alias="t",
-                                    commit_properties=self._commit_properties(properties, ledger)) \
+            merge = self.dt.merge(source, on, source_alias="s", target_alias="t",
+                                  commit_properties=self._commit_properties(properties, ledger)) \
                 .when_matched_delete(predicate=f"s.{_q(TOMBSTONE)}") \
                 .when_matched_update(updates={c: f"s.{_q(c)}" for c in cols}) \
-                .when_not_matched_insert(updates={c: f"s.{_q(c)}" for c in cols}, predicate=f"NOT s.{_q(TOMBSTONE)}") \
-                .execute()
+                .when_not_matched_insert(updates={c: f"s.{_q(c)}" for c in cols}, predicate=f"NOT s.{_q(TOMBSTONE)}")
+            if clear:
+                merge = merge.when_not_matched_by_source_delete(" OR ".join(
+                    f"(t.{_q('topic')} = '{_escape_sql(t)}' AND t.{_q('partition')} = {int(p)})" for t, p in sorted(clear)))
+            metrics = merge.execute()
         except CommitFailedError as exc:
             raise self._conflict(exc) from exc
         self.dt = self._load()
@@ -384,3 +388,8 @@ def _escape(value):
     if value is None:
         return "__HIVE_DEFAULT_PARTITION__"
     return "".join(c if c.isalnum() or c in "-_." or ord(c) > 127 else f"%{ord(c):02X}" for c in str(value))
+
+
+def _escape_sql(text):
+    """A string inside a single-quoted SQL literal."""
+    return str(text).replace("'", "''")

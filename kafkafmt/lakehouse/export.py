@@ -40,12 +40,12 @@ from kafkafmt.lakehouse.deadletter import (VALUE_ERRORS, DeadLetters, dead_lette
 from kafkafmt.lakehouse.layout import (added_fields, chunk_table, conform, format_partition_by, kafka_schema,
                                        merge_schema, parse_partition_by, partition_groups)
 from kafkafmt.lakehouse.ledger import (BATCHES_KEY, LOSS_KEY, MODE_KEY, OFFSETS_KEY, RANGES_KEY, SCHEMAS_KEY,
-                                       VERSION_KEY, find_data_loss, marks_json, offsets_json, ranges_json,
-                                       report_data_loss)
+                                       VERSION_KEY, find_data_loss, find_vanished, marks_json, offsets_json,
+                                       ranges_json, report_data_loss)
 from kafkafmt.lakehouse.typed import TypedTable, parse_schemas, table_changes
 from kafkafmt.lakehouse.upsert import DEFAULT_UPSERT_PARTITION_BY, MODES, LatestBuffer, identity_column
 from kafkafmt.lakehouse.writer import RollingWriter
-from kafkafmt.read import iter_log_dir
+from kafkafmt.read import ReadOptions, iter_log_dir, scan_named
 from kafkafmt.log import BatchMark, batch_mark, topic_id_of
 
 __all__ = ["export_table", "ExportResult", "open_target", "table_name", "CHUNK_BYTES", "TOPIC_FIELD"]
@@ -92,7 +92,8 @@ class ExportResult:
     dead_letter_table : str or None
         The dead-letter table, described, when it was written to.
     deleted : int
-        Upsert: rows the run's tombstones deleted.
+        Upsert: rows the run's tombstones deleted, and the rows of a re-created topic's old incarnation
+        it removed (partitions it no longer has, or whose records all differ now: see ``data_loss``).
     evolved : list
         The schema changes the run made to the table (`kafkafmt.lakehouse.types.TypeChange`:
         added fields, widened types).
@@ -327,6 +328,11 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
                        keep_bytes=True, roots=roots, storage_options=storage_options, filesystem=filesystem)
     found = find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys,
                             replicas=replicas)
+    # (a Protobuf file of several messages, none named: the messages the values present name)
+    typed = scan_named(typed, found, ReadOptions(start_offset=start_offset, end_offset=end_offset,
+                                                 start_timestamp=start_timestamp, end_timestamp=end_timestamp,
+                                                 isolation=isolation, errors=errors, storage_options=storage_options,
+                                                 filesystem=filesystem, tiered_keys=tiered_keys))
     tps = [(p.topic, p.partition) for p in found]
     if len(set(tps)) != len(tps):          # discovery's dedup gives one copy of each: never export two
         raise ValueError("several copies of one partition to export: " + ", ".join(
@@ -337,7 +343,9 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
                headers=headers, batch_metadata=batch_metadata, errors=errors, fail_on_data_loss=fail_on_data_loss,
                typed=typed, value_errors=value_errors, mode=mode,
                storage=storage_options if table_storage_options is None else table_storage_options,
-               threads=threads, report=report, on_chunk=on_chunk)
+               threads=threads, report=report, on_chunk=on_chunk,
+               partitions=None if partitions is None else {partitions} if isinstance(partitions, int)
+               else set(partitions))
     named = table if format == "iceberg" else to
     if named is None or TOPIC_FIELD not in str(named):
         result = _export_one(job, found, to, table)
@@ -389,6 +397,7 @@ class _Job:
     threads: object
     report: list
     on_chunk: object
+    partitions: object = None           # the partitions asked for (None: all)
 
 
 def _export_one(job, found, to, table):
@@ -427,6 +436,7 @@ def _export_one(job, found, to, table):
     ledger, marks = target.ledger(tps)
     history = parse_schemas(target.last_props.get(SCHEMAS_KEY))
     losses = find_data_loss(found, ledger, job.report, marks, target.rows)
+    losses += find_vanished(found, ledger, marks, None if job.partitions is None else job.partitions.__contains__)
     report_data_loss(losses, job.fail_on_data_loss)
     if plan is not None:
         plan.check_history(history, describe)
@@ -437,18 +447,26 @@ def _export_one(job, found, to, table):
     if job.value_errors == "dlq" and (plan is not None or upsert):
         dead = DeadLetters(lambda create: _dead_letter_target(job, to, table, fields, create), tps)
     by_tp = {(p.topic, p.partition): p for p in found}
+    clear = set()                           # upsert: (topic, partition)s whose rows are an old incarnation's
     for x in losses:
+        tp = (x.topic, x.partition)
         if x.kind == "diverged":            # going on from where the source now is
-            tp = (x.topic, x.partition)
+            if upsert and x.resume <= by_tp[tp].earliest(by_tp[tp].list_segments([])):
+                clear.add(tp)               # nothing of what the table holds is in the source any more
             ledger[tp] = x.resume
             marks[tp] = batch_mark(by_tp[tp], x.resume - 1) if x.resume > 0 else None
             if dead is not None:
                 dead.went_back(tp, x.resume)
+        elif x.kind == "vanished":          # gone with the old topic: started again, should it come back
+            if upsert:
+                clear.add(tp)
+            ledger[tp], marks[tp] = 0, None
 
     if changes:
         target.evolve(merge_schema(stored, schema))
         result.evolved = list(changes)
-    run = _Run(job, target, fields, ledger, marks, losses, result, plan, history, dead, identity if upsert else None)
+    run = _Run(job, target, fields, ledger, marks, losses, result, plan, history, dead, identity if upsert else None,
+               clear)
     run.start_writer()
     start_offset, end_offset, start_timestamp, end_timestamp = job.bounds
     exact_batches = job.isolation == "read_uncommitted" and end_offset is None and end_timestamp is None
@@ -508,7 +526,7 @@ def _dead_letter_target(job, to, table, fields, create):
 class _Run:
     """The state of one export: the open writers, the ledgers, and what the next commit covers."""
 
-    def __init__(self, job, target, fields, ledger, marks, losses, result, plan, history, dead, identity):
+    def __init__(self, job, target, fields, ledger, marks, losses, result, plan, history, dead, identity, clear=()):
         self.job = job
         self.target, self.fields, self.ledger = target, fields, dict(ledger)
         self.marks = {tp: m for tp, m in marks.items() if m is not None}     # the last batch under each ledger offset
@@ -519,6 +537,7 @@ class _Run:
         self.dead = dead
         self.identity = identity            # upsert: the column of the key bytes
         self.buffer = LatestBuffer(identity) if identity is not None else None
+        self.clear = set(clear)     # upsert: (topic, partition)s whose rows the next commit removes first
         self.pending = {}           # (topic, partition) -> [start, next] of the next commit
         self.writer_ids = {}        # (side, topic) -> writer schema ids of the next commit
         self.input_bytes = 0
@@ -637,6 +656,8 @@ class _Run:
         dead_files = self.dead_writer.close() if self.dead_writer is not None else []
         changes = {tp: r[1] for tp, r in self.pending.items() if r[1] != self.ledger.get(tp)}
         latest = self.buffer.latest() if self.buffer is not None else None
+        if latest is None and self.clear:
+            latest = self.buffer.empty(self.schema)
         dirty = self.dead is not None and self.dead.dirty
         if not files and not changes and not self.losses and not dead_files and latest is None and not dirty:
             self.pending = {}
@@ -661,9 +682,10 @@ class _Run:
         offsets = offsets_json(self.ledger)
         if latest is not None:
             cid, files, deleted = self.target.upsert(latest, self.identity, self.fields, self.writer, props, offsets,
-                                                     self.ledger)
+                                                     self.ledger, clear=self.clear)
             self.result.deleted += deleted
             self.buffer.clear()
+            self.clear = set()
         else:
             cid = self.target.commit(files, props, offsets, self.ledger)
         crash_point()

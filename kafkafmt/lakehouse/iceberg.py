@@ -377,12 +377,14 @@ class IcebergTable:
         self.table = self.catalog.load_table(self.identifier)
         return self.table.current_snapshot().snapshot_id
 
-    def upsert(self, rows, identity, fields, writer, properties, offsets_text, ledger):
+    def upsert(self, rows, identity, fields, writer, properties, offsets_text, ledger, clear=()):
         """Apply the newest record of each key (``rows``: the table's columns and
         `kafkafmt.lakehouse.upsert.TOMBSTONE`) by copy-on-write: the data files of the touched
         (topic, partition)s holding a touched key are rewritten without it (through ``writer``,
         a `RollingWriter`), the new rows added, and one ``overwrite`` snapshot with ``properties``
-        replaces the old files. Returns (snapshot id, files added, rows the tombstones deleted)."""
+        replaces the old files. Every row of the (topic, partition)s in ``clear`` goes (an old
+        incarnation's; those ``rows`` replace come back). Returns (snapshot id, files added, rows
+        deleted)."""
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
@@ -399,6 +401,9 @@ class IcebergTable:
                 sel = pc.and_(in_topic, pc.equal(pcol, part))
                 touched[(topic, part)] = pc.unique(icol.filter(sel))
                 gone[(topic, part)] = pc.unique(icol.filter(pc.and_(sel, rows.column(TOMBSTONE))))
+        for tp in clear:
+            touched.setdefault(tp, pa.array([], icol.type))
+            gone.setdefault(tp, pa.array([], icol.type))
         schema = writer.schema
         plain = pa.schema([pa.field(f.name, f.type, True) for f in schema])     # without the field ids
         deleted, removed = [], 0
@@ -413,6 +418,9 @@ class IcebergTable:
                     here = pc.and_(pc.equal(ids.column("topic"), t), pc.equal(ids.column("partition"), p))
                     hit = pc.and_(here, pc.is_in(ids.column(identity), value_set=keys))
                     dead = pc.and_(here, pc.is_in(ids.column(identity), value_set=gone[(t, p)]))
+                    if (t, p) in clear:                 # every row goes; those not replaced are deleted
+                        dead = pc.or_(dead, pc.and_(here, pc.invert(hit)))
+                        hit = here
                     mask = hit if mask is None else pc.or_(mask, hit)
                     deletes = dead if deletes is None else pc.or_(deletes, dead)
                 if mask is None or not pc.any(mask).as_py():

@@ -34,7 +34,10 @@ partition's tiered uploads and its local segments. And a source that diverged fr
 restore from an older copy, an unclean leader election), the last batch exported is no longer there
 as it was (other bytes at offsets the table holds), or the topic was re-created (a new topic id).
 Going on from a divergence exports from where the source now is: the records at offsets the table
-already holds arrive as new rows, and the commit records the divergence.
+already holds arrive as new rows, and the commit records the divergence. A partition the table holds of
+a re-created topic that the new topic does not have (created with fewer partitions) is gone
+(`find_vanished`): going on records it, and the ledger starts it again at offset 0 (should the topic grow
+that partition again).
 """
 from __future__ import annotations
 
@@ -45,12 +48,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafkafmt.errors import DataLossError, KafkafmtError, KafkafmtWarning
-from kafkafmt.log import BatchMark, find_divergence
+from kafkafmt.log import BatchMark, find_divergence, topic_id_of
 from kafkafmt.log import ReportKind
 
 __all__ = ["OFFSETS_KEY", "RANGES_KEY", "LOSS_KEY", "BATCHES_KEY", "SCHEMAS_KEY", "MODE_KEY", "TABLE_PROPERTY_KEYS", "DataLossError", "CommitConflictError", "DataLoss",
            "offsets_json", "parse_offsets", "ranges_json", "marks_json", "parse_marks", "find_data_loss",
-           "report_data_loss", "app_id"]
+           "find_vanished", "report_data_loss", "app_id"]
 
 OFFSETS_KEY = "kafkafmt.offsets"
 RANGES_KEY = "kafkafmt.ranges"
@@ -72,9 +75,10 @@ class CommitConflictError(KafkafmtError):
 @dataclass(frozen=True)
 class DataLoss:
     """Offsets of a topic-partition the table will not hold as the source had them: [``start``,
-    ``end``) (``end`` None: unknown), what happened (``kind``: "retention", "new-partition", "gap"
-    or "diverged") and why; for a divergence ``end`` is the table's ledger offset and ``resume``
-    the source's offset an export goes on from.
+    ``end``) (``end`` None: unknown), what happened (``kind``: "retention", "new-partition", "gap",
+    "diverged" or "vanished" -- a partition of a re-created topic that the new topic does not have)
+    and why; for a divergence ``end`` is the table's ledger offset and ``resume`` the source's offset
+    an export goes on from.
 
     Examples
     --------
@@ -95,6 +99,8 @@ class DataLoss:
             return (f"{self.topic}-{self.partition}: the table's ledger is at offset {self.end} but the source "
                     f"diverged: {self.reason}; the table's offsets {self.start}..{self.end - 1} are not what the "
                     f"source holds now, which goes on from offset {self.resume}")
+        if self.kind == "vanished":
+            return f"{self.topic}-{self.partition}: the table holds its offsets up to {self.end - 1}, {self.reason}"
         span = f"offsets {self.start}..{self.end - 1}" if self.end is not None else f"offsets from {self.start}"
         return f"{self.topic}-{self.partition}: {span} {self.reason}"
 
@@ -189,6 +195,31 @@ def find_data_loss(partitions, ledger, report, marks=None, table_rows=None):
         nxt = ledger.get((p.topic, p.partition))
         if e.offset is not None and (nxt is None or e.offset >= nxt):
             out.append(DataLoss(p.topic, p.partition, int(e.offset), None, f"are missing: {e.message}", "gap"))
+    return out
+
+
+def find_vanished(partitions, ledger, marks, wanted=None):
+    """The partitions the table holds of a topic that was deleted and created again, which the new topic does
+    not have (fewer partitions): DataLoss of kind "vanished". A topic is re-created when one of its
+    ``partitions`` (about to be exported) has another topic id than the last batch the table took of a
+    partition of it (``marks``); a partition of it in the ``ledger`` with a mark of the old id, not among
+    ``partitions`` and not left out on purpose (``wanted(partition)`` False), is gone with the old topic."""
+    current = {}
+    for p in partitions:
+        tid = topic_id_of(p)
+        if tid is not None:
+            current.setdefault(p.topic, tid)
+    here = {(p.topic, p.partition) for p in partitions}
+    out = []
+    for (topic, partition), nxt in sorted(ledger.items()):
+        mark = marks.get((topic, partition))
+        now = current.get(topic)
+        if (topic, partition) in here or mark is None or mark.topic_id is None or now is None or \
+                now == mark.topic_id or (wanted is not None and not wanted(partition)):
+            continue
+        out.append(DataLoss(topic, partition, 0, nxt, f"but the topic was deleted and created again (topic id "
+                                                      f"{mark.topic_id}, now {now}) without this partition",
+                            "vanished"))
     return out
 
 

@@ -55,8 +55,11 @@ def _spec_id(spec):
 
 
 def _as_json(spec):
+    """A pinned reader as its commit records it (JSON: a tuple of Protobuf messages as a list)."""
     if isinstance(spec, tuple):
-        return dict(spec)
+        spec = dict(spec)
+    if isinstance(spec, dict):
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in spec.items()}
     return spec
 
 

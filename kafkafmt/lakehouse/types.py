@@ -22,6 +22,9 @@ timestamp[unit] (local-timestamp-*)         timestamp (alike)                   
 duration[unit] (Protobuf Duration)          long: nanoseconds                       long: nanoseconds
 month_day_nano_interval (Avro duration)     struct<months, days, nanoseconds>       alike (longs)
 null (an Avro null field)                   string (always null)                    string
+struct<> (Protobuf Empty)                   struct<__dummy_field_in_empty_struct:   alike
+                                            string>, always null (Parquet holds no
+                                            struct without fields)
 struct / list / map                         struct / list / map, converted inside, every field optional
 ==========================================  ======================================  =======================
 
@@ -41,10 +44,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["table_type", "table_column", "TypeChange", "compare_types", "type_text", "INTERVAL_FIELDS"]
+# (an Avro duration -- a month_day_nano interval -- in a table: the struct of INTERVAL_FIELDS, as Spark's source
+# and the Parquet export give it)
+from kafkafmt.record import INTERVAL_FIELDS, interval_fields, placeholder_struct
 
-#: the fields of an Avro duration (a month_day_nano interval) in a table, as Spark's source gives it
-INTERVAL_FIELDS = (("months", "int32"), ("days", "int32"), ("nanoseconds", "int64"))
+__all__ = ["table_type", "table_column", "TypeChange", "compare_types", "type_text"]
+
 
 
 def _pa():
@@ -87,6 +92,8 @@ def table_type(t, fmt):
     if pa.types.is_dictionary(t):
         return table_type(t.value_type, fmt)
     if pa.types.is_struct(t):
+        if t.num_fields == 0:               # (Parquet holds no struct without fields)
+            return placeholder_struct()
         return pa.struct([pa.field(f.name, table_type(f.type, fmt), True) for f in t])
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or \
             pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
@@ -132,7 +139,7 @@ def _own(t):
     and durations as numbers, maps)?"""
     pa = _pa()
     if pa.types.is_struct(t):
-        return any(_own(f.type) for f in t)
+        return t.num_fields == 0 or any(_own(f.type) for f in t)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return _own(t.value_type)
     return pa.types.is_map(t) or t == pa.month_day_nano_interval() or pa.types.is_time(t) or \
@@ -176,8 +183,8 @@ def table_column(arr, fmt):
 
     mask = arr.is_null() if arr.null_count else None
     if pa.types.is_struct(t):
-        return pa.StructArray.from_arrays([table_column(c, fmt) for c in arr.flatten()], fields=list(target),
-                                          mask=mask)
+        children = [table_column(c, fmt) for c in arr.flatten()] if t.num_fields else [pa.nulls(len(arr), pa.string())]
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
     if pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
         return table_column(arr.cast(pa.large_list(arr.type.value_field)), fmt)
     if pa.types.is_map(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
@@ -193,11 +200,7 @@ def table_column(arr, fmt):
         return pa.ListArray.from_arrays(offsets, table_column(values, fmt), type=target, mask=mask)
     valid = None if mask is None else np.asarray(mask.to_numpy(zero_copy_only=False), bool)
     if t == pa.month_day_nano_interval():
-        raw = np.frombuffer(arr.buffers()[1], np.dtype([("months", "<i4"), ("days", "<i4"), ("nanoseconds", "<i8")]),
-                            len(arr), arr.offset * 16)
-        return pa.StructArray.from_arrays([pa.array(raw[name].copy()).cast(f.type) for name, f in
-                                           zip(("months", "days", "nanoseconds"), target)],
-                                          fields=list(target), mask=mask)
+        return interval_fields(arr, target)
     if pa.types.is_timestamp(t):                # nanoseconds: floored to the microsecond
         raw = np.frombuffer(arr.buffers()[1], np.int64, len(arr), arr.offset * 8)
         return pa.array(raw // 1000, pa.int64(), mask=valid).cast(target)

@@ -7,6 +7,12 @@ compacted topic holds both). The bytes are the ``key`` column, or ``keyBytes`` b
 ``key`` (`identity_column`). Within a partition the newest record is the one with the highest
 offset (`LatestBuffer`: the records of a commit, reduced to the last of each key).
 
+A topic deleted and created again (``fail_on_data_loss=False``): the first commit that goes on removes
+the old incarnation's rows of each partition whose records all differ now (a new topic id, or nothing
+alike) and of each partition the new topic does not have -- the table holds the topic's current keys --
+and the ``data_loss`` entries say so ("diverged", "vanished"). Other divergences keep the table's rows
+(the records at offsets it holds are applied again from where the source now is).
+
 Each commit applies the latest records of its offsets to the table in one atomic commit of the
 table format, with the offset ledger (`kafkafmt.lakehouse.ledger`), so a run killed anywhere and
 run again applies each record once -- and applying the same records twice would give the same
@@ -109,6 +115,13 @@ class LatestBuffer:
 
     def clear(self):
         self.parts, self.nbytes = [], 0
+
+    @staticmethod
+    def empty(schema):
+        """No rows, as `latest` gives them for a table of ``schema`` (a commit that only removes rows)."""
+        import pyarrow as pa
+
+        return schema.empty_table().append_column(pa.field(TOMBSTONE, pa.bool_(), False), pa.array([], pa.bool_()))
 
 
 class TableColumns:

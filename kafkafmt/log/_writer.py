@@ -34,19 +34,26 @@ keeps its entries and gains one only when the leader epoch rises. A partition wh
 writer leaves besides whole segments -- temporary files of the names it writes, index files without
 their ``.log`` at or past the log end, leader-epoch entries past the log end -- the next writer
 removes (after its checks pass), as a broker's LogLoader does.
+
+**One writer per partition.** A writer holds the partition folder's lock and, in a log dir a broker has
+used, the log dir's ``.lock`` as Kafka's ``FileLock`` takes it (`kafkafmt._util.locks`), from before it
+reads the folder's state until it is closed; a second writer, or a writer while a broker runs, is
+refused (`PartitionLockedError`) before anything changes.
 """
 from __future__ import annotations
 
 import os
 import uuid
+import weakref
 
 import numpy as np
 
 from kafkafmt.log import sidefiles
 from kafkafmt.record import decode, scan_batches
 from kafkafmt._util.durable import TMP_SUFFIX, write_atomic
+from kafkafmt._util.locks import LOCK_FILE, hold_file, hold_folder, release_file, release_folder
 from kafkafmt.record import encode_columns, encode_control, encode_empty_batch, to_columns
-from kafkafmt.errors import EncodeError, KafkafmtError
+from kafkafmt.errors import EncodeError, KafkafmtError, PartitionLockedError
 from kafkafmt.log._discovery import list_segments
 from kafkafmt.log._framing import scan_range
 from kafkafmt.log._names import PARTITION_DIR, PARTITION_FILES, file_kind, is_segment_file, segment_file_name
@@ -208,6 +215,14 @@ class LogWriter:
     topic_id : optional
         The topic id written into ``partition.metadata``.
 
+    Raises
+    ------
+    PartitionLockedError
+        Another LogWriter (of this process or another) is writing to the folder, or a running broker holds
+        its log dir's ``.lock``: two writers would append the same offsets twice. The writer holds both locks
+        until `close()` (or an exception leaving its ``with`` block, or it is dropped); a killed process
+        holds nothing.
+
     Examples
     --------
     >>> import kafkafmt
@@ -243,6 +258,18 @@ class LogWriter:
         self.topic, self.partition = m.group("topic"), int(m.group("partition"))
         if segment_bytes < 1:
             raise EncodeError("segment_bytes must be positive")
+        self.closed = True                  # until the locks are held
+        self._created = not os.path.isdir(self.path)
+        self._release = _lock_partition(self.path)
+        try:
+            self._open(segment_bytes, index_interval_bytes, base_offset, leader_epoch, topic_id)
+        except BaseException:
+            self._release()
+            raise
+        weakref.finalize(self, self._release)       # a writer dropped without close() lets go of its locks
+
+    def _open(self, segment_bytes, index_interval_bytes, base_offset, leader_epoch, topic_id):
+        """Read the partition's state (the locks held) and get ready to append."""
         self.segment_bytes = segment_bytes
         self.index_interval_bytes = index_interval_bytes
         self.open_txns = {}    # producer_id -> first offset of its ongoing transaction
@@ -467,17 +494,20 @@ class LogWriter:
 
     def close(self):
         """Write the active segment with its indexes (as after a clean shutdown: its time index ends
-        with its largest timestamp), and the partition's checkpoint files."""
+        with its largest timestamp), and the partition's checkpoint files; then let go of the locks."""
         if self.closed:
             return
         self.closed = True
-        seg = self._active
-        if seg.size or (not self._segments_written and not self.existing):
-            # (a new partition folder gets one empty segment, as a broker creates)
-            self._write_segment(seg, rolled=True)
-        else:
-            self._write_partition_files()
-        self._active = None
+        try:
+            seg = self._active
+            if seg.size or (not self._segments_written and not self.existing):
+                # (a new partition folder gets one empty segment, as a broker creates)
+                self._write_segment(seg, rolled=True)
+            else:
+                self._write_partition_files()
+        finally:
+            self._active = None
+            self._release()
 
     def __enter__(self):
         return self
@@ -485,6 +515,54 @@ class LogWriter:
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None:
             self.close()
+        else:                               # as a crash: what was not written is lost, the locks go
+            self.closed = True
+            self._release()
+            if self._created:
+                try:
+                    os.rmdir(self.path)         # the folder made to lock it, when nothing reached it
+                except OSError:
+                    pass
+
+
+def _lock_partition(folder):
+    """Take the locks of a writer on a partition folder, or refuse (`PartitionLockedError`) before changing
+    anything: the log dir's ``.lock`` as Kafka's ``FileLock`` takes it, when the folder is in a log dir a
+    broker has used (its ``.lock`` or ``meta.properties``; a missing ``.lock`` is created, as the broker
+    creates it) -- shared by the writers of this process, as by one broker -- and the folder's own lock
+    (created if missing: a writer killed before it wrote anything leaves it empty), which one writer holds.
+    Returns the function that lets go of both (once)."""
+    parent = os.path.dirname(os.path.abspath(folder))
+    lock = os.path.join(parent, LOCK_FILE)
+    if os.path.exists(lock) or os.path.exists(os.path.join(parent, "meta.properties")):
+        if not hold_file(lock, create=True):
+            raise PartitionLockedError(f"{lock} is locked by another process (a running broker?): a LogWriter does "
+                                       f"not append to a log dir a broker holds", file=lock)
+    else:
+        lock = None
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd = hold_folder(folder)
+    except BaseException:
+        if lock is not None:
+            release_file(lock)
+        raise
+    if fd is None:
+        if lock is not None:
+            release_file(lock)
+        raise PartitionLockedError(f"{folder} is being written by another LogWriter (in this process or another): "
+                                   f"two writers on one partition would write the same offsets twice", file=folder)
+    held = [fd, lock]
+
+    def release():
+        fd, lock = held
+        held[:] = [None, None]
+        if fd is not None:
+            release_folder(fd)
+        if lock is not None:
+            release_file(lock)
+
+    return release
 
 
 def write_log_dir(path, records=None, *, segment_bytes=1 << 30, index_interval_bytes=4096, base_offset=None,

@@ -20,7 +20,10 @@ Typed keys and values take the readers' options (``value_format``, ``key_format`
 ``schema_registry``, ``value_schema``, ``key_schema``, ``value_errors``, ``untyped_topics``): the
 registry is opened, and the reader schemas are pinned to the schema ids they name, when the frame is
 made, so that its schema -- the topics' value types merged, as `kafkafmt.read_log_dirs` gives them --
-is known before anything is read and holds when it is collected.
+is known before anything is read and holds when it is collected. The two Arrow types Polars cannot hold
+(it panics on them) are given as every engine holds them (`kafkafmt.record.portable_table`): a decimal of
+more than 38 digits (decimal256) as its exact text, an Avro duration (month_day_nano_interval) as
+struct<months, days, nanoseconds>.
 
 Pruning only ever reads a superset of the rows the predicate keeps: the whole predicate is then
 applied to every chunk by Polars, so the answer is that of reading everything and filtering.
@@ -37,8 +40,9 @@ import json
 
 from kafkafmt.read._stream import conform_table, empty_schema
 from kafkafmt.log import DEFAULT_REPLICAS, find_partitions
-from kafkafmt.read._readers import iter_log_dir
-from kafkafmt.record import COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS
+from kafkafmt.read._options import ReadOptions
+from kafkafmt.read._readers import iter_log_dir, scan_named
+from kafkafmt.record import COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS, portable_table
 from kafkafmt.values import open_typed
 from kafkafmt._util.extras import install_command
 
@@ -305,7 +309,8 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
                   schema_registry=None, value_schema=None, key_schema=None, value_errors="null", untyped_topics="error",
                   **options):
     """A Polars LazyFrame of every partition under one or several roots (as `kafkafmt.read_log_dirs`
-    takes them), read when collected, with the columns of ``Records.to_arrow()``.
+    takes them), read when collected, with the columns of ``Records.to_arrow()`` (in the
+    types Polars holds: see the module doc).
 
     Parameters
     ----------
@@ -358,11 +363,15 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
     arrow_schema = empty_schema(None, binary)
     if typed.active:
         # the schema is the typed columns of the topics there are now, read with the schema ids named now
-        named = sorted({p.topic for p in find_partitions(roots, topics, partitions, [], storage_options, filesystem,
-                                                            tiered_keys, replicas, topic_id)})
+        found = find_partitions(roots, topics, partitions, [], storage_options, filesystem, tiered_keys, replicas,
+                                topic_id)
+        named = sorted({p.topic for p in found})
+        # (a Protobuf file of several messages, none named: the messages its values name, in what the frame reads)
+        typed = scan_named(typed, found, ReadOptions(**options, storage_options=storage_options, filesystem=filesystem,
+                                                     tiered_keys=tiered_keys))
         typed = typed.pin(named)
         arrow_schema = empty_schema(None, binary, typed, named)
-    schema = pl.from_arrow(arrow_schema.empty_table()).schema
+    schema = pl.from_arrow(portable_table(arrow_schema.empty_table())).schema
 
     def source(with_columns, predicate, n_rows, batch_size):
         push = pushdown(predicate)
@@ -381,7 +390,8 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
                     if bar is not None:
                         bar.update(_chunk_bytes(recs))
                     table = recs.to_arrow()
-                    df = pl.from_arrow(conform_table(table, arrow_schema) if read_typed.active else table)
+                    df = pl.from_arrow(portable_table(conform_table(table, arrow_schema)) if read_typed.active
+                                       else table)
                     if predicate is not None:
                         df = df.filter(predicate)
                     if with_columns is not None:

@@ -38,7 +38,8 @@ from kafkafmt.log import Unit, read_units
 from kafkafmt.values import FailedValues, decode_values, empty_typed, gather_views, get_format
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment", "read_log_dir_with",
-           "read_log_dirs_with", "iter_log_dir_with", "iter_log_dirs_with", "read_segment_with", "iter_partitions_with"]
+           "read_log_dirs_with", "iter_log_dir_with", "iter_log_dirs_with", "read_segment_with", "iter_partitions_with",
+           "scan_named"]
 
 # Each reader names its options in its signature (keyword-only), packs them into a `ReadOptions`
 # (`ReadOptions.of(locals())`, its first line) and hands them to its ``*_with`` form, which the doors (the
@@ -126,7 +127,7 @@ def iter_log_dir_with(folder, options, *, report=None, typed=None):
     part = resolve_partition(folder, options.storage_options, options.filesystem, options.tiered_keys)
     nested = typed is not None
     if typed is None:
-        typed = options.open_typed(_roots(part))
+        typed = scan_named(options.open_typed(_roots(part)), [part], options)
     chunks = _iter_partition(part, options, report=report, max_bytes=options.max_bytes,
                              keep_empty=options.keep_empty, whole_tasks=False, typed=typed)
     return RecordStream(chunks if nested or not typed.active else _warning_at_end(chunks), columns=options.columns,
@@ -185,6 +186,47 @@ def _decoding(options, typed):
              and all(get_format(fmt).reads_views for _, fmt, _ in typed.sides()))
     return options.decode_options(columns, include_control=options.include_control and not committed,
                                   binary="view" if views else options.binary)
+
+
+def scan_named(typed, parts, options):
+    """``typed`` with the reader of each side whose column's type depends on what its values name (a
+    Protobuf file of several messages, none named: `kafkafmt.values.TypedOptions.scanned`) pinned to what
+    the values of ``parts`` (`Partition` s) name, read as ``options`` read them (their offset and time
+    ranges, isolation and errors): the pass over the message indexes a typed read makes first, when it
+    must, so that the column's type is known before its values are read. ``typed`` itself when no side
+    needs it.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.log import find_partitions
+    >>> from kafkafmt.read import ReadOptions
+    >>> from kafkafmt.sample import sample_dir
+    >>> options = ReadOptions(value_format="avro")
+    >>> typed = options.open_typed([sample_dir()])
+    >>> scan_named(typed, find_partitions(sample_dir(), ["shipments"], None, []), options) is typed   # Avro: known
+    True
+    """
+    if not typed.active:
+        return typed
+    todo = typed.scanned(sorted({p.topic for p in parts if p.topic is not None}))
+    if not todo:
+        return typed
+    found = {key: set() for key in todo}
+    sides = sorted({side for side, _ in todo})
+    decoding = options.decode_options(sides, include_control=False, binary="contiguous")
+    for part in parts:
+        wanted = [side for side in sides if (side, part.topic) in found]
+        if not wanted:
+            continue
+        report = []          # (what a read skips or falls back on: said by the read itself)
+        tasks = plan(part, start_offset=options.start_offset, end_offset=options.end_offset,
+                     start_timestamp=options.start_timestamp, end_timestamp=options.end_timestamp,
+                     isolation=options.isolation, report=report, errors=options.errors)
+        for recs, _ in read_tasks(tasks, report, decoding, options.errors, options.max_bytes):
+            for side in wanted:
+                found[(side, part.topic)] |= typed.names_in(side, part.topic, recs.decoded(side))
+    return typed.named(found)
 
 
 def _plan_partition(part, report, options):
@@ -401,7 +443,7 @@ def read_log_dir_with(folder, options, *, typed=None):
     part = resolve_partition(folder, options.storage_options, options.filesystem, options.tiered_keys)
     nested = typed is not None      # a read of several partitions warns for them all
     if typed is None:
-        typed = options.open_typed(_roots(part))
+        typed = scan_named(options.open_typed(_roots(part)), [part], options)
     parts = list(_iter_partition(part, options, report=report,
                                  max_bytes=TYPED_CHUNK_BYTES if typed.active else 1 << 62, keep_empty=True,
                                  whole_tasks=True, typed=typed))
@@ -519,6 +561,7 @@ def iter_log_dirs_with(root, topics, partitions, options, *, report=None):
     typed = options.open_typed(root)
     found = find_partitions(root, topics, partitions, report, options.storage_options, options.filesystem,
                             options.tiered_keys, options.replicas, options.topic_id)
+    typed = scan_named(typed, found, options)
     chunks = _iter_log_dirs(found, options, report, typed)
     return RecordStream(_warning_at_end(chunks) if typed.active else chunks, columns=options.columns,
                         binary=options.binary, typed=typed, topics=[p.topic for p in found])
@@ -609,6 +652,7 @@ def read_log_dirs_with(root, topics, partitions, options):
     typed = options.open_typed(root)
     found = find_partitions(root, topics, partitions, report, options.storage_options, options.filesystem,
                             options.tiered_keys, options.replicas, options.topic_id)
+    typed = scan_named(typed, found, options)
     n = resolve_threads(options.threads)
     if len(found) > 1 and not typed.active and options.binary == "contiguous":
         parts = _read_bulk(found, report, typed, options)
@@ -789,6 +833,8 @@ def read_segment_with(path, options):
     recs = recs.replace(topic=topic, partition=partition, log_dir=log_dir)
     if not typed.active:
         return recs
+    typed = typed.named({(side, t): typed.names_in(side, t, recs.decoded(side))
+                         for side, t in typed.scanned([topic])})        # (the values read are here)
     recs = _type(recs, typed)
     FailedValues().add(recs).warn()
     return recs

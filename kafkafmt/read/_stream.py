@@ -2,19 +2,21 @@
 of kafkafmt's results: how Polars, DuckDB, pandas, pyarrow and narwhals take them without a copy.
 
 * `Records` and `Table` (in `kafkafmt.record._records`) export what their ``to_arrow()`` gives (the same
-  buffers: no value byte copied).
+  buffers: no value byte copied), in the types every engine holds (`kafkafmt.record.portable_table`: a
+  decimal of more than 38 digits as its exact text, an Avro duration as a struct of its fields -- DuckDB
+  refuses a decimal256 and Polars panics on both).
 * `RecordStream` is what ``iter_log_dir(s)`` return: iterable chunk by chunk exactly as before, and an
   Arrow stream of the same chunks (``pl.from_arrow(stream)``, ``duckdb.sql("SELECT ... FROM stream")``,
   ``pa.RecordBatchReader.from_stream(stream)``) pulling one chunk at a time, so memory stays bounded
   by the chunk size over a whole log dir. Its schema is known before anything is read: that of an
-  empty read with the same options (`empty_schema`).
+  empty read with the same options (`empty_schema`), handed over as `Records` hands theirs (portable).
 
 A stream is consumed once, as the iterator it wraps: a second Arrow consumer is refused (it would
 see nothing) rather than given an empty table.
 """
 from __future__ import annotations
 
-from kafkafmt.record import DecodeOptions, decode
+from kafkafmt.record import DecodeOptions, decode, portable_table
 from kafkafmt._util.extras import install_command
 
 __all__ = ["conform_table", "RecordStream", "empty_schema"]
@@ -135,7 +137,11 @@ class RecordStream:
             raise ValueError("this stream of chunks was already handed to an Arrow consumer (it is read once): "
                              "call iter_log_dir(s) again, or use read_log_dir(s) for data read several times")
         self._exported = True
-        return self.to_reader().__arrow_c_stream__(requested_schema)
+        reader = self.to_reader()
+        schema = portable_table(self.schema)
+        if schema is not self.schema:           # (the stream keeps its schema object)      # a decimal256 or an interval: handed over as every engine holds them
+            reader = _pa().RecordBatchReader.from_batches(schema, (portable_table(b) for b in reader))
+        return reader.__arrow_c_stream__(requested_schema)
 
     def __arrow_c_schema__(self):
-        return self.schema.__arrow_c_schema__()
+        return portable_table(self.schema).__arrow_c_schema__()

@@ -2,7 +2,8 @@
 encoder (columns -> record batches).
 
 Modules: `_records` (the result types and column names), `_decoder` (framing scan -> codec dispatch -> the C
-kernel), `_encoder` (columns -> batch bounds -> the C writer -> codecs).
+kernel), `_encoder` (columns -> batch bounds -> the C writer -> codecs), `_portable` (the Arrow types every
+engine holds: what the Arrow hand-off and the exports give).
 """
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ from kafkafmt.record._records import (Records, Table, BinaryColumn, BinaryViewCo
 from kafkafmt.record._decoder import (decode, scan_batches, entries_end, DecodeOptions, next_entry,
                                       offset_sequence_error, scan_ranges, RangeDecoder)
 from kafkafmt.record._encoder import (encode, encode_control, encode_empty_batch, encode_columns, Columns, to_columns)
+from kafkafmt.record._portable import (INTERVAL_FIELDS, EMPTY_STRUCT_FIELD, interval_type, interval_fields,
+                                       placeholder_struct, portable_type, portable_column, portable_table)
 
 __all__ = ["Records", "Table", "BinaryColumn", "BinaryViewColumn", "Headers", "Labels", "CONTROL_TYPES",
            "TIMESTAMP_TYPES", "CODEC_NAMES", "KAFKA_COLUMNS", "LOG_DIR_COLUMN", "BATCH_METADATA_COLUMNS",
            "TYPED_COLUMNS", "UNTYPED_COLUMNS", "COLUMNS", "decode", "scan_batches", "entries_end", "DecodeOptions",
            "next_entry", "offset_sequence_error", "scan_ranges", "RangeDecoder", "encode", "encode_control", "encode_empty_batch", "encode_columns", "Columns",
-           "to_columns"]
+           "to_columns", "INTERVAL_FIELDS", "EMPTY_STRUCT_FIELD", "interval_type", "interval_fields",
+           "placeholder_struct", "portable_type", "portable_column", "portable_table"]

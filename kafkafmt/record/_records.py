@@ -15,6 +15,7 @@ import numpy as np
 
 from kafkafmt.codecs import CODEC_NAMES  # noqa: F401 (re-exported: the CLI and Spark use it from here)
 from kafkafmt._util.extras import install_command
+from kafkafmt.record._portable import portable_table
 
 __all__ = ["Records", "Table", "BinaryColumn", "BinaryViewColumn", "Headers", "Labels", "CONTROL_TYPES",
            "TIMESTAMP_TYPES", "CODEC_NAMES", "KAFKA_COLUMNS", "LOG_DIR_COLUMN", "BATCH_METADATA_COLUMNS",
@@ -1220,19 +1221,22 @@ class Records:
             return table.to_pandas(types_mapper=nullable.get)
         raise ValueError(f"dtype_backend must be None, 'numpy_nullable' or 'pyarrow', not {dtype_backend!r}")
 
-    # --- the Arrow PyCapsule interface: what to_arrow() gives, for Polars, DuckDB, pandas, pyarrow ---
+    # --- the Arrow PyCapsule interface: what to_arrow() gives, for Polars, DuckDB, pandas, pyarrow, in the
+    # types every engine holds (kafkafmt.record._portable: a decimal256 as its text, an interval as a struct) ---
     def __arrow_c_stream__(self, requested_schema=None):
-        """``to_arrow()`` as an Arrow C stream (no value byte copied)."""
-        return self.to_arrow().__arrow_c_stream__(requested_schema)
+        """``to_arrow()`` as an Arrow C stream (no value byte copied), its columns portable
+        (`kafkafmt.record.portable_table`)."""
+        return portable_table(self.to_arrow()).__arrow_c_stream__(requested_schema)
 
     def __arrow_c_array__(self, requested_schema=None):
-        """``to_arrow()`` as one Arrow C record batch (schema and struct array capsules)."""
-        table = self.to_arrow()
+        """``to_arrow()`` as one Arrow C record batch (schema and struct array capsules), its columns
+        portable."""
+        table = portable_table(self.to_arrow())
         batches = table.to_batches()
         if len(batches) != 1:       # (to_arrow builds one chunk per column: only an empty table has none)
             batches = table.combine_chunks().to_batches() or [_pa().RecordBatch.from_pylist([], schema=table.schema)]
         return batches[0].__arrow_c_array__(requested_schema)
 
     def __arrow_c_schema__(self):
-        """The Arrow C schema of ``to_arrow()``."""
-        return self.to_arrow().schema.__arrow_c_schema__()
+        """The Arrow C schema of ``to_arrow()``, its columns portable."""
+        return portable_table(self.to_arrow().schema).__arrow_c_schema__()

@@ -10,14 +10,16 @@ the producer state), `apply` (the journal: backups, manifest, undo), `lock` (the
 """
 from __future__ import annotations
 
+import os
+
 from kafkafmt.errors import RecoveryError
 from kafkafmt.recovery.apply import MANIFEST, apply_plan, undo
 from kafkafmt.recovery.indexes import ProducerState, RebuiltIndexes, SegmentScan, rebuild_indexes, scan_segment
-from kafkafmt.recovery.lock import lock_holder, locked_log_dir
+from kafkafmt.recovery.lock import check_not_written, lock_holder, locked_log_dir
 from kafkafmt.recovery.plan import ActionKind, RecoveryAction, RecoveryPlan, plan_recovery
 from kafkafmt.log import DEFAULT_INDEX_INTERVAL
 
-__all__ = ["recover", "undo", "rebuild_indexes", "plan_recovery", "apply_plan", "RecoveryPlan", "RecoveryAction",
+__all__ = ["recover", "pending_fixes", "undo", "rebuild_indexes", "plan_recovery", "apply_plan", "RecoveryPlan", "RecoveryAction",
            "ActionKind", "RebuiltIndexes", "SegmentScan", "ProducerState", "scan_segment", "lock_holder",
            "locked_log_dir", "MANIFEST"]
 
@@ -65,7 +67,8 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
     Raises
     ------
     LogDirLockedError
-        A log dir is held by a running broker (its ``.lock``), unless ``force``.
+        A log dir is held by a running broker (its ``.lock``) or a LogWriter, or (``apply``) a LogWriter
+        is writing to a partition folder, unless ``force``.
     RecoveryError
         ``apply`` asked of a plan with ``refusals`` (nothing is changed), or a change failed part way
         (the message names what was changed, the manifest and the undo command).
@@ -102,8 +105,52 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
         if root.log_dir is not None and not force and lock_holder(root.log_dir):
             with locked_log_dir(root.log_dir, force=False):
                 pass                            # raises LogDirLockedError with the message
+        for folder in root.partitions if apply and not force else ():
+            check_not_written(folder)
     if apply and plan.refusals:
         raise RecoveryError("recovery refused, nothing was changed: " + "; ".join(plan.refusals))
     if apply and plan.actions:
         apply_plan(plan, backup, force=force)
     return plan
+
+
+def pending_fixes(paths, **options):
+    """What a dry run of `recover` would still do on ``paths`` -- on a log dir that ``verify`` calls
+    sound, the routine fixes a broker also makes at start-up after an unclean shutdown (time
+    indexes without their final entry, producer snapshots missing at the log end): ``{label:
+    count}`` (`RecoveryPlan.counts`), ``{}`` when nothing. Paths recover does not take (object
+    storage, files other than segments) are left out.
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        As ``kafkafmt verify`` takes them.
+    **options
+        `plan_recovery`'s (``index_interval_bytes``, ``timeindex_offsets``).
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> kafkafmt.recovery.pending_fixes([f"{sample_dir()}/orders-1", "s3://bucket/kafka-logs"])
+    {'producer snapshot written': 1}
+    """
+    from kafkafmt.errors import KafkafmtError
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out = {}
+    for p in paths:
+        if "://" in os.fspath(p):
+            continue
+        try:
+            plan = plan_recovery(p, **options)
+        except KafkafmtError:
+            continue                          # not something recover takes
+        for label, n in plan.counts().items():
+            out[label] = out.get(label, 0) + n
+    return out

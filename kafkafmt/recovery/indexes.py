@@ -45,7 +45,8 @@ from kafkafmt.log import ReportEntry, ReportKind
 from kafkafmt.log import DEFAULT_INDEX_INTERVAL, Segment
 from kafkafmt.storage import LocalStorage
 
-__all__ = ["SegmentScan", "scan_segment", "ProducerState", "RebuiltIndexes", "rebuild_indexes",
+__all__ = ["SegmentScan", "scan_segment", "segment_span", "ProducerState", "RebuiltIndexes", "rebuild_indexes",
+           "leader_epochs",
            "index_entries", "TIMEINDEX_OFFSETS"]
 
 _DISK = LocalStorage()      # recovery repairs local log dirs only
@@ -71,13 +72,17 @@ class SegmentScan:
     ``batches``: the intact batches (dict of NumPy columns, positions in the file as it is);
     ``damage``: `ReportEntry` (CORRUPT, TRUNCATED, ZEROS) for every byte range that is not an
     intact batch, in file order; ``controls``: {batch position: (type, coordinator epoch, timestamp)}
-    of the control batches among them; ``size``: the file's size."""
+    of the control batches among them; ``size``: the file's size; ``first_offset``: the first offset
+    of the first intact batch (of its first inner message for a v0/v1 compressed wrapper, whose
+    header holds its last offset), None without one -- below ``base_offset`` (the file name's) when
+    the segment is named against its content, whose batches are then kept all the same."""
     path: str
     base_offset: int
     size: int
     batches: dict
     damage: list
     controls: dict
+    first_offset: object = None
 
     def __repr__(self):     # a summary: the batch columns hold a row per batch
         last = self.batches["last_offset"]
@@ -125,6 +130,18 @@ def _sequence_ok(t, base_offset):
                 and last[-1] - base_offset <= _INT32_MAX)
 
 
+def _first_offset(buf, table):
+    """The first offset of the first batch of ``table`` (a batch table, positions in ``buf``): its
+    base offset, or -- a v0/v1 compressed wrapper, whose header holds its last offset -- its first
+    inner message's. None without a batch."""
+    if not len(table["base_offset"]):
+        return None
+    if int(table["magic"][0]) >= 2:
+        return int(table["base_offset"][0])
+    b = _decode_one(buf, int(table["position"][0]), int(table["size"][0])).batches
+    return int(b["base_offset"][0]) if len(b) else int(table["base_offset"][0])
+
+
 def scan_segment(path, base_offset=None, *, max_batch_bytes=256 << 20) -> SegmentScan:
     """Scan a ``.log`` file: its intact batches and every damaged byte range.
 
@@ -144,7 +161,13 @@ def scan_segment(path, base_offset=None, *, max_batch_bytes=256 << 20) -> Segmen
         buf, origin = window(f, 0, size)
         t, info = scan_batches(buf, verify_crc=True, max_batch_bytes=max_batch_bytes)
         crc_ok = bool(np.all(t["crc_valid"]))
-        if info["error"] is None and crc_ok and _sequence_ok(t, base_offset) and segment_base(path) is not None:
+        # a segment named above its first batch's base offset (renamed by hand): its batches are
+        # read from that offset on, not dropped as below the name (the plan renames the segment)
+        intact_first = len(t) and bool(t["crc_valid"][0])
+        start = _first_offset(buf, t) if intact_first else None
+        floor = base_offset if start is None else min(base_offset, start)
+        seg.base_offset = floor
+        if info["error"] is None and crc_ok and _sequence_ok(t, floor) and segment_base(path) is not None:
             batches = _columns(t)
             damage = []
             if info["tail"] is not None:
@@ -162,9 +185,22 @@ def scan_segment(path, base_offset=None, *, max_batch_bytes=256 << 20) -> Segmen
             damage = [e for e in report if e.kind in (ReportKind.CORRUPT, ReportKind.TRUNCATED, ReportKind.ZEROS)]
             damage = _fill_gaps(path, batches, damage, size)
         controls = _control_markers(buf, batches)
+        first_offset = _first_offset(buf, batches)
         if np.any(batches["magic"] < 2) and len(batches["magic"]):
             batches["max_timestamp"] = _legacy_max_timestamps(buf, batches)
-    return SegmentScan(path, int(base_offset), int(size), batches, damage, controls)
+    return SegmentScan(path, int(base_offset), int(size), batches, damage, controls, first_offset)
+
+
+def segment_span(path):
+    """(first offset, next offset) of a ``.log``'s batches by their framing alone -- no CRC checked, nothing
+    decoded but a v0/v1 compressed first wrapper -- to find segments that overlap without holding every
+    segment's scan at once; None without a batch."""
+    with _DISK.open(os.fspath(path)) as f:
+        buf, _ = window(f, 0, f.size)
+        t, _ = scan_batches(buf, verify_crc=None)
+        if not len(t):
+            return None
+        return _first_offset(buf, t), int(np.max(t["last_offset"])) + 1
 
 
 def _fill_gaps(path, batches, damage, size):
@@ -299,6 +335,24 @@ class ProducerState:
             e = self.producers[pid]
             out[i] = (pid, e[0], e[1], e[2], e[3], e[4], e[5], e[6])
         return out
+
+
+# ----------------------------------------------------------------------------------------------
+# leader epochs
+
+def leader_epochs(batches):
+    """The leader-epoch history ``LogSegment.recover`` assigns from a log's batches (columns as
+    `SegmentScan.batches`, in log order): each v2 batch whose ``partitionLeaderEpoch`` is set and
+    above the latest epoch so far starts that epoch at its base offset
+    (``LeaderEpochFileCache.assign``). Returns the entries as ``EPOCH_ENTRY_DTYPE``."""
+    magic = np.asarray(batches["magic"])
+    rows = np.flatnonzero((magic >= 2) & (np.asarray(batches["partition_leader_epoch"]) >= 0))
+    epoch = np.asarray(batches["partition_leader_epoch"], np.int64)[rows]
+    start = np.asarray(batches["base_offset"], np.int64)[rows]
+    above = epoch > np.concatenate(([-1], np.maximum.accumulate(epoch)[:-1])) if len(epoch) else np.zeros(0, bool)
+    out = np.empty(int(above.sum()), sidefiles.EPOCH_ENTRY_DTYPE)
+    out["epoch"], out["start_offset"] = epoch[above], start[above]
+    return out
 
 
 # ----------------------------------------------------------------------------------------------

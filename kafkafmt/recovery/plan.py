@@ -20,7 +20,11 @@ file and method are named where each rule is applied):
    in segment ..., truncating"). With ``kafka_compatible=True`` that is what the plan does. By
    default (keep intact batches) only the damaged byte ranges are removed: a torn or zero-filled
    tail is truncated, a damaged stretch in the middle is cut out and the intact batches after it
-   are kept (offsets then have a gap, as in a compacted log).
+   are kept (offsets then have a gap, as in a compacted log). A segment named above its first
+   batch's base offset is renamed to it (every batch kept, as ``LocalLog.splitOverflowedSegment``
+   names the segments it splits off). Segments holding the same offsets (a stray copy of part of a
+   segment) are resolved where the bytes are the same -- the copy removed, or the earlier segment's
+   tail truncated where the later one begins -- and refused where they differ.
 3. Index files are rewritten when missing, unreadable, failing the checks ``kafkafmt verify`` makes
    (``OffsetIndex``/``TimeIndex`` sanity checks, every entry against the batch it names), or --
    time index -- when the last entry is not the segment's largest timestamp (``LogSegment.recover``
@@ -33,7 +37,9 @@ file and method are named where each rule is applied):
    snapshot at the log end offset is written when none is left there (``takeSnapshot``, as at the
    end of recovery and at a clean shutdown).
 5. Checkpoints: the partition's ``leader-epoch-checkpoint`` loses the epochs starting at or past the
-   log end offset (``LeaderEpochFileCache.truncateFromEnd``); in the log dir,
+   log end offset (``LeaderEpochFileCache.truncateFromEnd``), or -- unreadable, epochs not increasing
+   -- is rebuilt from the batches' leader epochs (``LogSegment.recover`` -> ``LeaderEpochFileCache.
+   assign``: an epoch starts at the first batch above the latest one); in the log dir,
    ``recovery-point-offset-checkpoint`` entries are set to the log end offset (every segment was
    checked and is flushed before the file is written, so the broker need not recover it again:
    KAFKA-5829; partitions without an entry are not added), and
@@ -44,13 +50,14 @@ from __future__ import annotations
 
 import enum
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from kafkafmt.log import sidefiles
 from kafkafmt.errors import EncodeError, KafkafmtError, NotALogDirError, PathNotFoundError, RecoveryError
-from kafkafmt.recovery.indexes import ProducerState, index_entries, record_time_offsets, scan_segment
+from kafkafmt.recovery.indexes import (ProducerState, index_entries, leader_epochs, record_time_offsets,
+                                       scan_segment, segment_span)
 from kafkafmt.log import find_log_dirs, folder_kind
 from kafkafmt.log import PARTITION_DIR, is_leftover_dir, segment_base, segment_file_name
 from kafkafmt.log import ReportEntry, ReportKind
@@ -108,6 +115,9 @@ class RecoveryAction:
     lost : tuple
         The offsets of the records it removes: ``((first, last), ...)``, ``last`` None when the
         damaged bytes do not say where they end.
+    duplicate_of : str, optional
+        An overlapping segment resolved (DELETE, TRUNCATE): the segment that still holds every
+        byte removed (nothing is lost).
 
     Examples
     --------
@@ -135,6 +145,7 @@ class RecoveryAction:
     data: object = field(default=None, repr=False)          # WRITE: the new contents
     log_dir: object = field(default=None, repr=False)       # the log dir it belongs to (lock, backup)
     lost: tuple = ()                                         # ((first, last or None), ...) offsets removed
+    duplicate_of: object = None                              # the segment still holding what is removed
 
     @property
     def damage(self):
@@ -145,7 +156,7 @@ class RecoveryAction:
             return True
         if self.kind is ActionKind.RENAME:
             return not self.file.endswith(".swap")
-        return self.kind is ActionKind.DELETE and bool(self.lost)
+        return self.kind is ActionKind.DELETE and (bool(self.lost) or self.duplicate_of is not None)
 
     @property
     def offsets_lost(self):
@@ -376,6 +387,27 @@ class RecoveryPlan:
                     lines.append(f"    and {len(acts) - 3} more (--json lists every action)")
         lines.append(self.summary())
         return "\n".join(lines)
+
+    def counts(self):
+        """How many actions of each kind the plan holds, in `text`'s words: ``{label: count}`` (the
+        routine fixes by the group `text` lists them under; the others by what they do to a log).
+
+        Returns
+        -------
+        dict
+
+        Examples
+        --------
+        >>> import kafkafmt
+        >>> from kafkafmt.sample import sample_dir
+        >>> kafkafmt.recover(f"{sample_dir()}/orders-1").counts()
+        {'producer snapshot written': 1}
+        """
+        out = {}
+        for a in self.actions:
+            label = _DAMAGE_LABELS[a.kind] if a.damage else _routine_label(a)
+            out[label] = out.get(label, 0) + 1
+        return out
 
     @property
     def offsets_lost(self):
@@ -629,6 +661,8 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
 
     # 2. segments and their data
     logs = sorted((segment_base(n), n) for n in here if segment_base(n) is not None)
+    scans = {}                  # the segments scanned already (those that overlap another)
+    logs, refused = _overlapping_segments(plan, here, logs, scans, act)
     snaps = {}
     for n in sorted(here):
         if n.endswith(".snapshot") and _offset_of(n) is not None:
@@ -649,11 +683,11 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
     any_batches = False
     damage_points = []          # (first offset at stake, .log scanned, damaged byte ranges) per damaged segment
     kept = []                   # (base offsets, last offsets, is_control) of the batches kept, per segment
+    epoch_rows = []             # the kept batches' base offsets, leader epochs and magic, per segment
     for k, (base, n) in enumerate(logs):
-        scan = scan_segment(here[n], base)
-        first = scan.batches["base_offset"]
-        if len(first) and int(first[0]) < base:
-            renamed = _misnamed_segment(plan, folder, here, n, int(first[0]), end_offset if k else None, act)
+        scan = scans.pop(n) if n in scans else scan_segment(here[n], base)
+        if scan.first_offset is not None and scan.first_offset < base and n not in refused:
+            renamed = _misnamed_segment(plan, folder, here, n, scan.first_offset, end_offset if k else None, act)
             if renamed is not None:
                 base, n = logs[k] = renamed
                 scan = scan_segment(here[n], base)
@@ -665,14 +699,14 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
         if scan.damage:
             first = scan.damage[0]
             kept_end = int(first.start)
-            before = batches["last_offset"][batches["position"] < kept_end]
-            here_cut = int(before[-1]) + 1 if len(before) else base       # the first offset at stake
+            here_cut = _first_at_stake(scan, here[n], kept_end, end_offset if k else None)
             first_offset = first.offset if first.offset is not None else here_cut
             if opts.kafka_compatible:
                 keep = batches["position"] < kept_end
                 batches = {c: v[keep] for c, v in batches.items()}
                 for later_base, later in logs[k + 1:]:
-                    held = scan_segment(here[later], later_base).batches if later in here else None
+                    held = (scans.get(later) or scan_segment(here[later], later_base)).batches \
+                        if later in here else None
                     for suffix in (".log",) + _INDEX_SUFFIXES:
                         name = later[:-len(".log")] + suffix
                         if name in here:
@@ -704,7 +738,8 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
                         f"{len(batches['size'])} intact batches kept (Kafka would truncate at position "
                         f"{kept_end}): {_words(first)}", start=kept_end, end=int(first.end), offset=first_offset,
                         removed=removed, log_dir=log_dir,
-                        lost=tuple(r for st, en, _ in removed for r in _lost_range(scan, here[n], st, en))))
+                        lost=tuple(r for st, en, _ in removed
+                                   for r in _lost_range(scan, here[n], st, en, end_offset if k else None))))
             cut_after = here_cut if cut_after is None else min(cut_after, here_cut)
             damage_points.append((here_cut, scan.path, [(int(e.start), int(e.end)) for e in scan.damage]))
         controls = scan.controls
@@ -713,6 +748,7 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
             batches, controls, marker_act = _append_markers(batches, controls, markers, at, path, log_dir)
             data_acts.append(marker_act)
         kept.append((batches["base_offset"], batches["last_offset"], batches["is_control"]))
+        epoch_rows.append({c: batches[c] for c in ("base_offset", "partition_leader_epoch", "magic")})
         any_batches = any_batches or len(batches["size"]) > 0
         aborted = state.replay(batches, controls)
         if len(batches["size"]):
@@ -758,21 +794,37 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
     # 5. leader epochs
     epochs = here.get(_EPOCHS)
     if epochs is not None and end_offset is not None:
-        try:
-            cp = sidefiles.read_leader_epoch_checkpoint(epochs)
-            e = cp["entries"]
-            keep = e["start_offset"] < end_offset
-            if not keep.all():
-                index_acts.append(RecoveryAction(
-                    ActionKind.WRITE, epochs, f"{int((~keep).sum())} leader epoch(s) start at or past the log end "
-                    f"offset {end_offset}: removed (LeaderEpochFileCache.truncateFromEnd)",
-                    data=sidefiles.encode_leader_epoch_checkpoint(e[keep]), log_dir=log_dir))
-        except (KafkafmtError, OSError):
-            pass                          # verify reports it; the broker rebuilds nothing from it here
+        index_acts += _plan_leader_epochs(epochs, end_offset, epoch_rows, log_dir)
     plan.actions += acts + snap_acts + data_acts + index_acts
     if not logs:
         return None
     return logs[0][0], end_offset
+
+
+def _plan_leader_epochs(path, end_offset, epoch_rows, log_dir):
+    """The ``leader-epoch-checkpoint``: an unreadable or unsound one (a broker cannot load it: its
+    log dir goes offline) rebuilt from the batches' leader epochs, as ``LogSegment.recover`` fills
+    the epoch cache when it recovers every segment (`leader_epochs`); else the epochs starting at
+    or past the log end offset removed (``LeaderEpochFileCache.truncateFromEnd``)."""
+    try:
+        e = sidefiles.read_leader_epoch_checkpoint(path)["entries"]
+        problems = sidefiles.leader_epoch_problems(e)
+        why = problems[0][1] if problems else None
+    except (KafkafmtError, OSError) as exc:
+        why = getattr(exc, "reason", None) or str(exc)
+    if why is not None:
+        rows = {c: np.concatenate([r[c] for r in epoch_rows]) if epoch_rows else np.zeros(0, np.int64)
+                for c in ("base_offset", "partition_leader_epoch", "magic")}
+        new = leader_epochs(rows)
+        return [RecoveryAction(ActionKind.WRITE, path, f"{why}: rebuilt from the batches' leader epochs ({len(new)} "
+                               f"epoch(s); LogSegment.recover -> LeaderEpochFileCache.assign)",
+                               data=sidefiles.encode_leader_epoch_checkpoint(new), log_dir=log_dir)]
+    keep = e["start_offset"] < end_offset
+    if keep.all():
+        return []
+    return [RecoveryAction(ActionKind.WRITE, path, f"{int((~keep).sum())} leader epoch(s) start at or past the log "
+                           f"end offset {end_offset}: removed (LeaderEpochFileCache.truncateFromEnd)",
+                           data=sidefiles.encode_leader_epoch_checkpoint(e[keep]), log_dir=log_dir)]
 
 
 def _open_transactions(plan, folder, state, damage_points, kept, opts):
@@ -797,7 +849,7 @@ def _open_transactions(plan, folder, state, damage_points, kept, opts):
         for start, end in ranges:
             shown = shown or _marker_in(log, start, end, pid)
         entry = state.producers[pid]
-        where = os.path.basename(folder)
+        where = folder                  # which copy: several log dirs may hold the partition
         text = (f"{where}: producer {pid}'s transaction from offset {first} is left open by the damage at offset "
                 f"{at}: read_committed readers would no longer see the {hidden} records from offset {first} on "
                 f"(its own and every later one); the damaged bytes "
@@ -936,6 +988,113 @@ def _misnamed_segment(plan, folder, here, n, true_base, previous_end, act):
     return true_base, new
 
 
+def _overlapping_segments(plan, here, logs, scans, act):
+    """Segments whose offsets overlap (a stray copy of part of a segment saved as its own
+    ``<base>.log``): a consumer reads each offset once, Kafka each from the segment whose base
+    offset is the greatest at or below it. Where the two hold the overlapping offsets byte for
+    byte, the copy is dropped: a segment held whole by the other is removed, else the earlier one's
+    tail is truncated where the later one begins (nothing is lost: the other still holds every
+    offset). Where they differ, the plan is refused, naming both files. Returns the segments kept
+    (``logs`` without the removed ones; ``scans`` of truncated ones cut to match) and the names
+    of the segments in a refused overlap. Found by the segments' framing (`segment_span`); only those
+    that overlap are scanned (into ``scans``)."""
+    ends, spans = {}, []
+    for base, n in logs:
+        span = segment_span(here[n])
+        if span is not None:
+            ends[n] = span[1]
+            spans.append((span[0], -span[1], base, n))
+    dropped, refused = set(), set()
+    frontier = None                     # the kept segment reaching furthest so far
+
+    def scanned(n, base):
+        if n not in scans:
+            scans[n] = scan_segment(here[n], base)
+            ends[n] = scans[n].next_offset
+        return scans[n]
+
+    bases = {n: base for base, n in logs}
+    for start, _, base, n in sorted(spans):
+        if frontier is None or start >= ends[frontier]:
+            frontier = n
+            continue
+        a, b = scanned(frontier, bases[frontier]), scanned(n, base)     # their framing overlaps: a closer look
+        first = b.first_offset
+        if first is None or first >= a.next_offset:     # their intact batches do not
+            frontier = n if ends[n] > ends[frontier] else frontier
+            continue
+        hi = min(a.next_offset, b.next_offset)
+        same = _same_bytes(a, b, first, hi)             # ((start, end) in a, (start, end) in b), or None
+        both = f"{a.path} and {b.path}"
+        contained = b.next_offset <= a.next_offset      # b goes whole, else a's tail from where b begins
+        if same is not None and (same[1] != (0, b.size) if contained else same[0][1] != a.size):
+            same = None                                 # other bytes (damage) would go with it: not a copy
+        if same is None:
+            refused |= {frontier, n}
+            plan.problems.append(ReportEntry(ReportKind.CORRUPT, b.path, f"overlaps {a.path}: both hold offsets "
+                                             f"{first}..{hi - 1}, not byte for byte alike", 0, None, first))
+            plan.refusals.append(f"segments {both} overlap (both hold offsets {first}..{hi - 1}) and differ there: "
+                                 f"compare them and move one aside by hand")
+            continue
+        if contained:                               # the later one is a copy of part of the earlier one
+            what = (f"holds offsets {first}..{b.next_offset - 1}, every byte of it also in {a.path}: removed (each "
+                    f"offset is kept once)")
+            stem = n[:-len(".log")]
+            act(ActionKind.DELETE, here[n], f"overlapping segment: {what}", offset=first,
+                duplicate_of=a.path)
+            for suffix in _INDEX_SUFFIXES:
+                if stem + suffix in here:
+                    act(ActionKind.DELETE, here[stem + suffix], f"side file of the overlapping segment {n}: removed")
+                    dropped.add(stem + suffix)
+            plan.problems.append(ReportEntry(ReportKind.LEFTOVER, b.path, f"overlapping segment: {what}", 0, None,
+                                             first))
+            dropped.add(n)
+            plan.segments += 1
+            plan.bytes += b.size
+        else:                                       # the earlier one's tail is the later one's head
+            a_at = same[0][0]
+            what = (f"offsets {first}..{hi - 1} (bytes {a_at}..{a.size}) are also in {b.path}, byte for byte: "
+                    f"truncated where it begins (Kafka reads them from there: LocalLog.read)")
+            act(ActionKind.TRUNCATE, a.path, f"overlapping segment: {what}", start=a_at, end=a.size, offset=first,
+                duplicate_of=b.path)
+            plan.problems.append(ReportEntry(ReportKind.CORRUPT, a.path, f"overlaps {b.path}: {what}", a_at, a.size,
+                                             first))
+            keep = a.batches["position"] < a_at
+            scans[frontier] = replace(a, batches={c: v[keep] for c, v in a.batches.items()},
+                                      damage=[e for e in a.damage if int(e.start) < a_at])
+            frontier = n
+    for name in dropped:
+        here.pop(name, None)
+    return [(base, n) for base, n in logs if n not in dropped], refused
+
+
+def _same_bytes(a, b, lo, hi):
+    """Whether scanned segments ``a`` and ``b`` hold offsets [lo, hi) in the same intact batches,
+    byte for byte: their byte ranges ((start, end) in ``a``, (start, end) in ``b``), else None."""
+    def run(s):
+        pos, base, last = s.batches["position"], s.batches["base_offset"], s.batches["last_offset"]
+        rows = np.flatnonzero((last >= lo) & (base < hi))
+        if not len(rows) or int(base[rows[0]]) != lo or int(last[rows[-1]]) != hi - 1:
+            return None
+        start, end = int(pos[rows[0]]), int(pos[rows[-1]] + s.batches["size"][rows[-1]])
+        if int(s.batches["size"][rows].sum()) != end - start:
+            return None                              # not contiguous: damage between
+        return start, end, rows
+    ra, rb = run(a), run(b)
+    if ra is None or rb is None or len(ra[2]) != len(rb[2]) or ra[1] - ra[0] != rb[1] - rb[0]:
+        return None
+    with open(a.path, "rb") as fa, open(b.path, "rb") as fb:
+        fa.seek(ra[0])
+        fb.seek(rb[0])
+        left = ra[1] - ra[0]
+        while left:
+            n = min(left, 8 << 20)
+            if fa.read(n) != fb.read(n):
+                return None
+            left -= n
+    return ra[:2], rb[:2]
+
+
 def _lost_tuple(first, last):
     """((first, last),) -- or () when the damaged bytes held no record (zeros: ``last`` is False)."""
     if last is False or (last is not None and last < first):
@@ -945,34 +1104,66 @@ def _lost_tuple(first, last):
     return ((first, last),)
 
 
-def _lost_range(scan, path, start, end):
-    """The offsets the damaged bytes [start, end) of a scanned segment held: from the last intact
-    batch before them + 1 to the first intact batch after them - 1 (at the tail: to the last offset
-    the damaged batch's own header gives)."""
+def _first_at_stake(scan, path, start, floor):
+    """The first offset the damaged bytes from ``start`` of a scanned segment may hold: after the
+    last intact batch before them; at the start of the segment, the damaged batch's own base
+    offset when its header reads as one in place (not below ``floor``, the end of the partition's
+    log before this segment, nor past the next intact batch) -- a loss is counted from the
+    batches, not from the file's name, which is the last resort."""
     b = scan.batches
     pos = b["position"]
     before = b["last_offset"][pos < start]
-    first = int(before[-1]) + 1 if len(before) else scan.base_offset
-    after = b["base_offset"][pos >= end]
+    if len(before):
+        return int(before[-1]) + 1
+    head = _header_offsets(path, start, start + 61)
+    if head:
+        after = b["base_offset"][pos > start]
+        if head[0] >= (floor or 0) and (not len(after) or head[0] < int(after[0])):
+            return head[0]
+    return scan.base_offset if floor is None else max(scan.base_offset, floor)
+
+
+def _lost_range(scan, path, start, end, floor=None):
+    """The offsets the damaged bytes [start, end) of a scanned segment held: from the last intact
+    batch before them + 1 (`_first_at_stake`) to the first intact batch after them - 1 (at the
+    tail: to the last offset the damaged batch's own header gives)."""
+    b = scan.batches
+    first = _first_at_stake(scan, path, start, floor)
+    after = b["base_offset"][b["position"] >= end]
     if len(after):
         return _lost_tuple(first, int(after[0]) - 1)
     return _lost_tuple(first, _header_last_offset(path, start, end))
 
 
-def _header_last_offset(path, start, end):
-    """The last offset the batch header at ``start`` gives (None when unreadable; False when the
-    bytes are zeros: no record)."""
+def _header_offsets(path, start, end):
+    """(base offset, last offset) the batch header at ``start`` gives (last None when unreadable),
+    None when it is not a header, False when the bytes are zeros (no record)."""
     with open(path, "rb") as f:
         f.seek(start)
         head = f.read(min(end - start, 61))
     if not any(head):
         return False
+    base = int.from_bytes(head[0:8], "big", signed=True) if len(head) >= 8 else -1
+    if base < 0:
+        return None
     if len(head) >= 27 and head[16] == 2:
         delta = int.from_bytes(head[23:27], "big", signed=True)
-        return int.from_bytes(head[0:8], "big", signed=True) + delta if delta >= 0 else None
+        return base, base + delta if delta >= 0 else None
     if len(head) >= 17 and head[16] in (0, 1):
-        return int.from_bytes(head[0:8], "big", signed=True)          # a v0/v1 entry's (last) offset
+        return base, base                                               # a v0/v1 entry's (last) offset
     return None
+
+
+def _header_last_offset(path, start, end):
+    """The last offset the batch header at ``start`` gives (None when unreadable; False when the
+    bytes are zeros: no record)."""
+    head = _header_offsets(path, start, end)
+    return head if head is False else None if head is None else head[1]
+
+
+_DAMAGE_LABELS = {ActionKind.TRUNCATE: "log truncated", ActionKind.CUT: "damaged bytes cut out",
+                  ActionKind.DELETE: "segment removed", ActionKind.RENAME: "segment renamed",
+                  ActionKind.APPEND: "end-transaction marker written"}
 
 
 def _routine_label(action):

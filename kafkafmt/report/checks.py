@@ -26,7 +26,7 @@ import numpy as np
 from kafkafmt.log import sidefiles
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.read import ReadOptions, iter_log_dir_with
-from kafkafmt.log import file_kind, is_leftover_file, not_kafka_reason, segment_base, window
+from kafkafmt.log import ReportKind, file_kind, is_leftover_file, not_kafka_reason, segment_base, window
 from kafkafmt.record import Table
 from kafkafmt.report.figures import CHUNK_BYTES
 from kafkafmt.report.problems import Problem, report_problem
@@ -35,7 +35,7 @@ __all__ = ["Checker", "SegmentInfo", "concat_batches", "check_partition", "not_k
            "PARTITION_CHECK_READ"]
 
 BATCH_COLUMNS = ("position", "size", "base_offset", "last_offset", "max_timestamp", "producer_id", "is_control",
-                 "magic")
+                 "magic", "crc")
 
 
 def concat_batches(tables):
@@ -183,6 +183,8 @@ class Checker:
         seen = 0
         prev_last = None      # last offset of the previous batch
         prev_file = None
+        prev_seg = None       # the segment of the batch holding prev_last
+        overlaps = set()      # (earlier segment, later segment) whose offsets overlap
         for chunk in chunks:
             seen = self._report(report, seen, infos, file_label)
             b = chunk.batches
@@ -198,6 +200,12 @@ class Checker:
             # segment holds again (said) are this file's, for its indexes, but not in the offset sequence
             own = ~np.asarray(b["from_copy"], bool) if "from_copy" in b.columns else np.ones(nb, bool)
             again = np.asarray(b["duplicate"], bool) if "duplicate" in b.columns else np.zeros(nb, bool)
+            if again.any() and file_label is None:      # the read took them from the next segment: blamed below
+                bases = sorted(infos)
+                for seg in np.unique(segs[again]).tolist():
+                    later = [x for x in bases if x > seg]
+                    if seg in infos and later:
+                        overlaps.add((seg, later[0]))
             order = np.lexsort((pos, segs))
             order = order[own[order] & ~again[order]]
             # (each batch's checks at once; the loop below says the problems, in order, when there are any)
@@ -212,6 +220,7 @@ class Checker:
             if clean and len(order):
                 prev_last = int(before[-1])
                 prev_file = self._file_of(int(seg_o[-1]), infos, file_label)
+                prev_seg = int(seg_o[-1])
             for i in ([] if clean else order.tolist()):
                 seg = int(segs[i])
                 info = infos.get(seg)
@@ -222,11 +231,15 @@ class Checker:
                 if info is not None and file_label is None and base[i] < seg:
                     self.error(f, f"batch base offset {int(base[i])} is below the segment's base offset {seg} "
                                   f"(its file name)", int(pos[i]), int(base[i]))
-                if prev_last is not None and base[i] <= prev_last:
+                if prev_last is not None and base[i] <= prev_last and file_label is None and \
+                        prev_seg != seg and prev_seg in infos and info is not None:
+                    overlaps.add((prev_seg, seg))          # said once per pair, the right file blamed, below
+                elif prev_last is not None and base[i] <= prev_last:
                     where = "the previous batch" if prev_file == f else f"the last batch of {prev_file}"
                     self.error(f, f"offsets go backwards: batch base offset {int(base[i])} is not above the "
                                   f"last offset {prev_last} of {where}", int(pos[i]), int(base[i]))
-                prev_last = max(int(last[i]), prev_last if prev_last is not None else int(last[i]))
+                if prev_last is None or int(last[i]) > prev_last:
+                    prev_last, prev_seg = int(last[i]), seg
                 prev_file = f
             # records: increasing and inside their batch
             if len(chunk):
@@ -264,6 +277,37 @@ class Checker:
             if self.on_chunk is not None:
                 self.on_chunk(chunk)
         self._report(report, seen, infos, file_label)
+        for earlier, later in sorted(overlaps):
+            self.overlap(infos[earlier], infos[later])
+
+    def overlap(self, a, b):
+        """Segments ``a`` and ``b`` (`SegmentInfo`, ``b`` read after ``a``) whose offsets overlap: a
+        stray copy of part of a segment saved as its own ``<base>.log``. The one whose batches the
+        other holds batch for batch (offsets, sizes, CRCs) is the copy and is blamed; segments that
+        overlap with other batches are both named."""
+        ba, bb = a.batches(), b.batches()
+        lo = max(int(ba["base_offset"].min()), int(bb["base_offset"].min()))
+        hi = min(int(ba["last_offset"].max()), int(bb["last_offset"].max()))
+        rows = [np.flatnonzero((t["last_offset"] >= lo) & (t["base_offset"] <= hi)) for t in (ba, bb)]
+        cols = ("base_offset", "last_offset", "size", "crc")
+        same = len(rows[0]) == len(rows[1]) and all(np.array_equal(ba[c][rows[0]], bb[c][rows[1]]) for c in cols)
+        fix = "; `kafkafmt recover` "
+        if not same:
+            k = next((j for j in range(min(len(rows[0]), len(rows[1])))
+                      if any(ba[c][rows[0][j]] != bb[c][rows[1][j]] for c in cols)), 0)
+            at = int(bb["base_offset"][rows[1][k]]) if len(rows[1]) else lo
+            self.error(b.log, f"overlaps {a.log}: both hold offsets {lo}..{hi}, in other batches (from offset {at}): "
+                              f"compare them{fix}refuses until one is moved aside", 0, at)
+        elif len(rows[1]) == len(bb["base_offset"]):
+            self.error(b.log, f"overlapping segment: every batch of it (offsets {lo}..{hi}) is also in {a.log}, with "
+                              f"the same offsets, sizes and CRCs: a stray copy{fix}removes it", 0, lo)
+        elif len(rows[0]) == len(ba["base_offset"]):
+            self.error(a.log, f"overlapping segment: every batch of it (offsets {lo}..{hi}) is also in {b.log}, with "
+                              f"the same offsets, sizes and CRCs: a stray copy{fix}removes it", 0, lo)
+        else:
+            at = int(ba["position"][rows[0][0]])
+            self.error(a.log, f"overlapping segments: offsets {lo}..{hi} are also at the start of {b.log}, with the "
+                              f"same offsets, sizes and CRCs{fix}truncates this one where they begin", at, lo)
 
     def _count_records(self, chunk, b, log_start):
         """Count a chunk's data records: those a consumer is served, and those below the log start offset."""
@@ -284,6 +328,8 @@ class Checker:
 
     def _report(self, report, seen, infos, file_label):
         for e in report[seen:]:
+            if e.kind is ReportKind.DUPLICATE and segment_base(e.get("file") or "") in infos:
+                continue            # a segment the next one holds again: `overlap` says it, on the right file
             p = report_problem(e, file_label)
             if p is None:
                 continue
@@ -428,12 +474,8 @@ class Checker:
                                      f"{snap['computed_crc']:#010x}", 2)
             elif kind == "leader-epoch":
                 cp = sidefiles.read_leader_epoch_checkpoint(src)
-                ep, so = cp["entries"]["epoch"], cp["entries"]["start_offset"]
-                for i in np.flatnonzero(np.diff(ep) <= 0).tolist():
-                    self.error(path, f"epoch {int(ep[i + 1])} (entry {i + 1}) is not above the previous epoch {int(ep[i])}")
-                for i in np.flatnonzero(np.diff(so) < 0).tolist():
-                    self.error(path, f"start offset {int(so[i + 1])} of epoch {int(ep[i + 1])} is below the previous "
-                                     f"start offset {int(so[i])}")
+                for _, why in sidefiles.leader_epoch_problems(cp["entries"]):
+                    self.error(path, why)
             elif kind == "partition-metadata":
                 sidefiles.read_partition_metadata(src)
             elif kind == "offset-checkpoint":

@@ -13,18 +13,26 @@ uint8 / uint16 / uint32 / uint64            smallint / int / bigint / decimal(20
 float16                                     float
 decimal128(p, s) / decimal256(p > 38, s)    decimal(p, s) / string (the exact decimal text: Spark stops at 38)
 date32                                      date
-time32[ms], time64[us|ns] (Avro time-*)     time(6) (nanoseconds dropped)
+time32[ms], time64[us|ns] (Avro time-*)     bigint: microseconds after midnight (nanoseconds dropped), as
+                                            Delta holds a time (Spark's time(6) needs the preview setting
+                                            spark.sql.timeType.enabled, off in a default session)
 timestamp[unit, tz=UTC]                     timestamp (nanoseconds floored to the microsecond, as Spark's
                                             from_protobuf reads a Timestamp)
 timestamp[unit] (local-timestamp-*)         timestamp_ntz (alike)
 duration[unit] (Protobuf Duration)          interval day to second (nanoseconds dropped, toward zero)
 month_day_nano_interval (Avro duration)     struct<months: int, days: int, nanoseconds: bigint>
 null                                        void
+struct<> (Protobuf Empty)                   struct<__dummy_field_in_empty_struct: string> (always null), as
+                                            Spark's from_protobuf keeps an empty message
+                                            (retain.empty.message.types): Parquet holds no empty struct
 struct / list / map                         struct / array / map, converted inside, every nested field nullable
 ==========================================  ==================================================================
 
 * On the driver, `plan_typed` opens the schema registry once, resolves each subscribed topic's
-  reader schema to the schema id it names now and *pins* it (`kafkafmt.values._typed.TypedOptions.pin`),
+  reader schema to the schema id it names now and *pins* it (`kafkafmt.values._typed.TypedOptions.pin`)
+  -- a Protobuf file of several messages, none named, with the messages the values of the subscribed
+  partitions present then name (`kafkafmt.read.scan_named`: a stream's later values of another message
+  are per-record errors) --
   and computes the Spark type of ``value`` / ``key``: several topics' types merged into one
   (`kafkafmt.values._typed.TypedOptions.merged_type`), converted to types Spark holds (`spark_arrow_type`: enums as
   strings, unsigned integers widened, fixed as binary).
@@ -42,6 +50,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 
+from kafkafmt.record import interval_fields, interval_type, placeholder_struct
 from kafkafmt.spark.options import OptionError
 from kafkafmt.values import needs_schema, open_typed, reader_schema_of_text
 from kafkafmt.values import conform
@@ -63,12 +72,6 @@ def _pa():
     return pa
 
 
-def _interval_struct():
-    pa = _pa()
-    return pa.struct([pa.field("months", pa.int32()), pa.field("days", pa.int32()),
-                      pa.field("nanoseconds", pa.int64())])
-
-
 def spark_arrow_type(t):
     """``t`` as the Arrow type of a Spark type that holds its values (the table in the module
     docstring); nested types converted inside, every nested field nullable."""
@@ -76,6 +79,8 @@ def spark_arrow_type(t):
     if pa.types.is_dictionary(t):
         return spark_arrow_type(t.value_type)
     if pa.types.is_struct(t):
+        if t.num_fields == 0:
+            return placeholder_struct()
         return pa.struct([pa.field(f.name, spark_arrow_type(f.type), True) for f in t])
     if pa.types.is_large_list(t) or pa.types.is_list(t):
         return pa.list_(pa.field("element", spark_arrow_type(t.value_type), True))
@@ -92,27 +97,28 @@ def spark_arrow_type(t):
     if pa.types.is_decimal(t) and t.precision > 38:
         return pa.string()                  # Spark's decimals stop at 38 digits: the exact text
     if t == pa.month_day_nano_interval():
-        return _interval_struct()
+        return interval_type()
     # Spark keeps microseconds
     if pa.types.is_timestamp(t):
         return pa.timestamp("us", t.tz)
     if pa.types.is_time(t):
-        return pa.time64("us")
+        return pa.int64()                   # microseconds after midnight
     if pa.types.is_duration(t):
         return pa.duration("us")
     return t
 
 
 def _own(t):
-    """Does converting ``t`` need more than Arrow's cast (intervals, nanosecond timestamps)?"""
+    """Does converting ``t`` need more than Arrow's cast (intervals, nanosecond timestamps, times,
+    empty structs)?"""
     pa = _pa()
     if pa.types.is_struct(t):
-        return any(_own(f.type) for f in t)
+        return t.num_fields == 0 or any(_own(f.type) for f in t)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return _own(t.value_type)
     if pa.types.is_map(t):
         return _own(t.key_type) or _own(t.item_type)
-    return t == pa.month_day_nano_interval() or (pa.types.is_timestamp(t) and t.unit == "ns")
+    return t == pa.month_day_nano_interval() or (pa.types.is_timestamp(t) and t.unit == "ns") or pa.types.is_time(t)
 
 
 def spark_column(arr):
@@ -132,21 +138,20 @@ def spark_column(arr):
 
     mask = arr.is_null() if arr.null_count else None
     if pa.types.is_struct(t):
-        return pa.StructArray.from_arrays([spark_column(c) for c in arr.flatten()],
-                                          fields=list(target), mask=mask)
+        children = [spark_column(c) for c in arr.flatten()] if t.num_fields else [pa.nulls(len(arr), pa.string())]
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
     if pa.types.is_map(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
         offsets = pa.array(arr.offsets.to_numpy(zero_copy_only=False).astype(np.int32))   # (not a slice: a mask
         if pa.types.is_map(t):                                                               # needs one)
             return pa.MapArray.from_arrays(offsets, spark_column(arr.keys), spark_column(arr.items), type=target,
                                            mask=mask)
         return pa.ListArray.from_arrays(offsets, spark_column(arr.values), type=target, mask=mask)
-    raw = np.frombuffer(arr.buffers()[1], np.int64 if pa.types.is_timestamp(t) else
-                        np.dtype([("months", "<i4"), ("days", "<i4"), ("nanoseconds", "<i8")]),
-                        len(arr), arr.offset * (8 if pa.types.is_timestamp(t) else 16))
+    if pa.types.is_time(t):               # (never negative: truncating nanoseconds is flooring them)
+        return arr.cast(pa.time64("us"), safe=False).cast(pa.int64())
     if pa.types.is_timestamp(t):
+        raw = np.frombuffer(arr.buffers()[1], np.int64, len(arr), arr.offset * 8)
         return pa.array(raw // 1000, pa.int64(), mask=None if mask is None else mask.to_numpy(False)).cast(target)
-    return pa.StructArray.from_arrays([pa.array(raw[name].copy()) for name in ("months", "days", "nanoseconds")],
-                                      fields=list(target), mask=mask)
+    return interval_fields(arr)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -201,7 +206,7 @@ class SparkTyped:
             if explicit:
                 continue
             latest = dict(now.pin([topic]).pinned).get((side, topic))
-            if latest != pinned:
+            if _id_of(latest) != _id_of(pinned):        # (the messages read are the query's)
                 out.append(f"subject {topic}-{side} has a new latest schema (id {_id_of(latest)}) since the query "
                            f"started with id {_id_of(pinned)}")
         return out
@@ -258,6 +263,13 @@ def plan_typed(opts, topics):
                        untyped_topics=opts.untyped_topics, roots=list(opts.paths),
                        storage_options=opts.storage_options)
     topics = sorted(set(topics))
+    if typed.scanned(topics):
+        # a Protobuf file of several messages, none named: the messages the values present now name
+        from kafkafmt.read import scan_named
+        from kafkafmt.spark.planning import partition_folders
+
+        parts = [p for p in partition_folders(opts, []) if p.topic in topics and opts.wants(p.topic, p.partition)]
+        typed = scan_named(typed, parts, opts.read_options())
     typed = typed.pin(topics)
     types = []
     for side, fmt, _ in typed.sides():

@@ -9,6 +9,7 @@ from __future__ import annotations
 from kafkafmt.values._formats import (decode_column, value_type, DecodedColumn, ValueFormat, FORMATS, register_format,
                                       get_format, BUILTIN_FORMATS, ENTRY_POINTS, format_names, needs_schema,
                                       format_of_type, schema_types, KernelFormat, reader_schema_for, pinned_reader,
+                                      scan_names, named_reader,
                                       column_parts, column_validity, raise_strict, nullable_type, merge_types,
                                       conform, kernel_source, null_array, gather_views,
                                       frame_error_text, PerRegistry)
@@ -20,7 +21,8 @@ from kafkafmt.values import avro, json, protobuf, registry  # noqa: F401  (the s
 
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
            "get_format", "BUILTIN_FORMATS", "ENTRY_POINTS", "format_names", "needs_schema", "format_of_type",
-           "schema_types", "KernelFormat", "reader_schema_for", "pinned_reader", "column_parts", "column_validity",
+           "schema_types", "KernelFormat", "reader_schema_for", "pinned_reader", "scan_names", "named_reader",
+           "column_parts", "column_validity",
            "raise_strict", "nullable_type", "merge_types", "conform", "kernel_source", "null_array", "gather_views",
            "frame_error_text", "PerRegistry",
            "TypedOptions", "open_typed", "decode_values", "empty_typed", "type_values", "reader_schema_of_text", "READER_KEYS", "VALUE_ERRORS", "UNTYPED_TOPICS",

@@ -64,7 +64,8 @@ from kafkafmt._util.extras import install_command
 
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "BUILTIN_FORMATS",
            "ENTRY_POINTS", "register_format", "get_format", "format_names", "needs_schema", "format_of_type",
-           "schema_types", "KernelFormat", "reader_schema_for", "pinned_reader", "column_parts", "column_validity", "kernel_source", "null_array", "gather_views",
+           "schema_types", "KernelFormat", "reader_schema_for", "pinned_reader", "scan_names", "named_reader",
+           "column_parts", "column_validity", "kernel_source", "null_array", "gather_views",
            "raise_strict", "frame_error_text", "PerRegistry", "nullable_type", "merge_types", "conform"]
 
 
@@ -415,6 +416,18 @@ class ValueFormat:
     def decode(self, column, ctx):
         """Decode a pyarrow binary / large_binary array into a `DecodedColumn`."""
         raise NotImplementedError
+
+    def scan_names(self, column, ctx):
+        """None when the column's type is known from ``ctx``'s reader schema alone (every format but
+        Protobuf without a message named, `kafkafmt.values.protobuf`); else the names of what the
+        values of ``column`` say they are (an empty set for None) -- a read scans its values with it
+        first, then reads them with `named_reader` of all it found."""
+        return None
+
+    def named_reader(self, names, ctx):
+        """The reader schema (as ``reader_schema`` takes it, pinned) that reads values naming
+        ``names`` (what `scan_names` found); None: keep ``ctx``'s."""
+        return None
 
     def pinned_reader(self, ctx):
         """What ``ctx.reader_schema`` names now, to read with later whatever the registry learns
@@ -846,6 +859,43 @@ def pinned_reader(format, *, registry=None, topic=None, is_key=False, reader_sch
     id ``reader_schema`` resolves to now (with the Protobuf message it names), or None to keep it as
     given (a schema given inline, no registry)."""
     return get_format(format).pinned_reader(_context(format, registry, topic, is_key, reader_schema))
+
+
+def scan_names(format, column=None, *, registry=None, topic=None, is_key=False, reader_schema=None):
+    """What the values of ``column`` name, when the type of ``format``'s column depends on it
+    (`ValueFormat.scan_names`: a Protobuf file of several messages, none named): a set of names;
+    None when the type is known from the reader schema alone (nothing to scan). A read scans every
+    value it will read with it, then reads them with `named_reader` of all it found.
+
+    Parameters
+    ----------
+    format : str or None
+        A format name (see `decode_column`).
+    column : optional
+        Raw keys or values, as `decode_column` takes them (None: only whether a scan is needed).
+    registry, topic, is_key, reader_schema : optional
+        As `decode_column`.
+
+    Returns
+    -------
+    set of str or None
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import sample_dir
+    >>> print(scan_names("avro", registry=kafkafmt.open_registry(sample_dir()), topic="shipments"))
+    None
+    """
+    return get_format(format).scan_names(column, _context(format, registry, topic, is_key, reader_schema))
+
+
+def named_reader(format, names, *, registry=None, topic=None, is_key=False, reader_schema=None):
+    """The reader schema that reads values naming ``names`` (all that `scan_names` found in what a
+    read reads) as ``format`` reads them: pinned, as ``reader_schema`` takes it (for Protobuf,
+    ``{"id": ..., "message": ...}``, the message or the tuple of messages the values name); None
+    to keep ``reader_schema``."""
+    return get_format(format).named_reader(names, _context(format, registry, topic, is_key, reader_schema))
 
 
 def decode_column(column, *, format, registry=None, topic=None, is_key=False, reader_schema=None, strict=False,

@@ -79,6 +79,16 @@ class RegistryFormat(ValueFormat):
         reg, rs, stype, reader = self._reader(ctx)
         return get_format(format_of_type(stype)).value_type(_ctx(ctx, reader))
 
+    def scan_names(self, column, ctx):
+        """As the reader schema's own format scans (a Protobuf reader of several messages)."""
+        reg, rs, stype, reader = self._reader(ctx)
+        return get_format(format_of_type(stype)).scan_names(column, _ctx(ctx, reader))
+
+    def named_reader(self, names, ctx):
+        """As the reader schema's own format names it."""
+        reg, rs, stype, reader = self._reader(ctx)
+        return get_format(format_of_type(stype)).named_reader(names, _ctx(ctx, reader))
+
     def pinned_reader(self, ctx):
         """As the reader schema's own format pins it."""
         reg, rs, stype, reader = self._reader(ctx)
@@ -111,6 +121,9 @@ class RegistryFormat(ValueFormat):
                 types[sid] = None
         n = len(column)
         main_fmt = get_format(format_of_type(rtype))
+        names = main_fmt.scan_names(column, _ctx(ctx, reader))
+        if names is not None:       # (a Protobuf reader of several messages: those the values name)
+            reader = main_fmt.named_reader(names, _ctx(ctx, reader))
         main = main_fmt.decode(column, _ctx(ctx, reader))
         others = {t for t in types.values() if t is not None and t != rtype and format_of_type(t) is not None}
         printed = _Printed(main_fmt)

@@ -27,7 +27,8 @@ from kafkafmt.record import TYPED_COLUMNS, UNTYPED_COLUMNS
 from kafkafmt.log import ReportEntry, ReportKind
 from kafkafmt.values.registry import SchemaRegistry, open_registry
 from kafkafmt.values._formats import (DecodedColumn, column_parts, decode_column, format_names, get_format,
-                                      merge_types, needs_schema, pinned_reader, reader_schema_for, value_type)
+                                      merge_types, named_reader, needs_schema, pinned_reader, reader_schema_for,
+                                      scan_names, value_type)
 
 __all__ = ["TypedOptions", "open_typed", "decode_values", "empty_typed", "type_values", "reader_schema_of_text",
            "READER_KEYS", "VALUE_ERRORS", "UNTYPED_TOPICS", "FailedValues"]
@@ -109,6 +110,40 @@ class TypedOptions:
                 if spec is not None:
                     # (hashable: a dict is kept as its sorted items)
                     pinned[(side, topic)] = tuple(sorted(spec.items())) if isinstance(spec, dict) else spec
+        return dataclasses.replace(self, pinned=tuple(sorted(pinned.items())))
+
+    def scanned(self, topics):
+        """The ``(side, topic)`` pairs of ``topics`` whose column's type depends on what their values
+        name (`kafkafmt.values._formats.scan_names`: a Protobuf file of several messages, none named):
+        a read scans their values first (`names_in`) and reads with what it found (`named`)."""
+        out = []
+        for side, fmt, _ in self.sides():
+            for topic in topics:
+                if topic is None or self.untyped(side, topic):
+                    continue
+                with _topic_hint(topic, side):
+                    if scan_names(fmt, registry=self.registry, topic=topic, is_key=side == "key",
+                                  reader_schema=self.reader(side, topic)) is not None:
+                        out.append((side, topic))
+        return out
+
+    def names_in(self, side, topic, column):
+        """What the raw keys / values ``column`` of ``topic`` name (a set; see `scanned`)."""
+        fmt = self.key_format if side == "key" else self.value_format
+        return scan_names(fmt, column, registry=self.registry, topic=topic, is_key=side == "key",
+                          reader_schema=self.reader(side, topic)) or set()
+
+    def named(self, found):
+        """A copy that reads each ``(side, topic)`` of ``found`` (``{(side, topic): names}``, what
+        `names_in` found in every value a read reads) with the reader those names call for
+        (`kafkafmt.values._formats.named_reader`), pinned."""
+        pinned = dict(self.pinned)
+        for (side, topic), names in found.items():
+            fmt = self.key_format if side == "key" else self.value_format
+            spec = named_reader(fmt, names, registry=self.registry, topic=topic, is_key=side == "key",
+                                reader_schema=self.reader(side, topic))
+            if spec is not None:
+                pinned[(side, topic)] = tuple(sorted(spec.items())) if isinstance(spec, dict) else spec
         return dataclasses.replace(self, pinned=tuple(sorted(pinned.items())))
 
     def sides(self):

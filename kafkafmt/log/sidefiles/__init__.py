@@ -19,8 +19,8 @@ from kafkafmt.log.sidefiles._indexes import (read_index, read_timeindex, read_tx
 from kafkafmt.log.sidefiles._snapshot import (read_producer_snapshot, encode_producer_snapshot,
                                               write_producer_snapshot)
 from kafkafmt.log.sidefiles._checkpoints import (JAVA_WS, java_lines, java_split, java_int,
-                                                 read_leader_epoch_checkpoint, read_offset_checkpoint,
-                                                 encode_leader_epoch_checkpoint, write_leader_epoch_checkpoint,
+                                                 read_leader_epoch_checkpoint, leader_epoch_problems,
+                                                 read_offset_checkpoint, encode_leader_epoch_checkpoint, write_leader_epoch_checkpoint,
                                                  encode_offset_checkpoint, write_offset_checkpoint)
 from kafkafmt.log.sidefiles._metadata import (read_partition_metadata, encode_partition_metadata,
                                               write_partition_metadata, read_quorum_state, read_meta_properties)
@@ -31,7 +31,8 @@ __all__ = ["INDEX_DTYPE", "TIMEINDEX_DTYPE", "TXNINDEX_DTYPE", "PRODUCER_ENTRY_D
            "build_index_entries", "record_offsets_of_max_timestamp", "IndexProblem", "index_sanity_problem",
            "check_index", "check_timeindex", "read_producer_snapshot", "encode_producer_snapshot",
            "write_producer_snapshot", "JAVA_WS", "java_lines", "java_split", "java_int",
-           "read_leader_epoch_checkpoint", "read_offset_checkpoint", "encode_leader_epoch_checkpoint",
+           "read_leader_epoch_checkpoint", "leader_epoch_problems", "read_offset_checkpoint",
+           "encode_leader_epoch_checkpoint",
            "write_leader_epoch_checkpoint", "encode_offset_checkpoint", "write_offset_checkpoint",
            "read_partition_metadata", "encode_partition_metadata", "write_partition_metadata", "read_quorum_state",
            "read_meta_properties"]

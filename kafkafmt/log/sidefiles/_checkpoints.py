@@ -21,7 +21,7 @@ from kafkafmt.log.sidefiles._common import (CHECKPOINT_VERSION, EPOCH_ENTRY_DTYP
                                             INT64_MIN, as_struct, check_range, load_source)
 
 __all__ = ["JAVA_WS", "java_lines", "java_split", "java_int", "read_leader_epoch_checkpoint",
-           "read_offset_checkpoint", "encode_leader_epoch_checkpoint", "write_leader_epoch_checkpoint",
+           "leader_epoch_problems", "read_offset_checkpoint", "encode_leader_epoch_checkpoint", "write_leader_epoch_checkpoint",
            "encode_offset_checkpoint", "write_offset_checkpoint"]
 
 JAVA_WS = "[ \t\n\x0b\f\r]+"          # java.util.regex \s (ASCII only by default)
@@ -122,6 +122,18 @@ def read_leader_epoch_checkpoint(src) -> dict:
         out[i] = (java_int(epoch, INT32_MIN, INT32_MAX, "leader epoch", name, pos),
                   java_int(start, INT64_MIN, INT64_MAX, "start offset", name, pos))
     return {"version": version, "entries": out}
+
+
+def leader_epoch_problems(entries) -> list:
+    """What is wrong with a leader-epoch history (``read_leader_epoch_checkpoint``'s entries), as
+    ``LeaderEpochFileCache`` needs it: epochs increasing, start offsets not decreasing. Returns
+    ``[(entry index, message), ...]``, empty when it is sound."""
+    ep, so = entries["epoch"], entries["start_offset"]
+    out = [(i + 1, f"epoch {int(ep[i + 1])} (entry {i + 1}) is not above the previous epoch {int(ep[i])}")
+           for i in np.flatnonzero(np.diff(ep) <= 0).tolist()]
+    out += [(i + 1, f"start offset {int(so[i + 1])} of epoch {int(ep[i + 1])} is below the previous start offset "
+                    f"{int(so[i])}") for i in np.flatnonzero(np.diff(so) < 0).tolist()]
+    return out
 
 
 def read_offset_checkpoint(src) -> dict:

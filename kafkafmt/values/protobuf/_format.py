@@ -11,23 +11,25 @@ messages, then nested positions; the single byte ``0x00`` stands for ``[0]``), t
 **Which message a value is**: a value's message indexes name its message in the writer's file; it
 is read as that message, as Java's ``KafkaProtobufDeserializer`` without a specific type reads it,
 fields matched by number (unknown fields skipped; a field whose wire type does not match is an
-unknown field). The column's type comes from the reader schema (`reader_messages`), known before
-any value is read:
+unknown field). The column's type comes from the reader messages (`reader_messages`):
 
 * a message named -- ``reader_schema=`` a generated message class, a message or a ``Descriptor``;
-  ``{"message": "pkg.Msg", ...}`` with the rest as below; a message's full name (``"pkg.Msg"``,
-  a message of the topic's subject); a subject that is a message's name (RecordNameStrategy) --
-  is the column's struct, and values of any other message are per-record errors saying how to
-  read them (name their message);
-* otherwise the reader schema -- None: the latest live version of ``<topic>-value``; an id; a
-  subject; a version (what `kafkafmt.values._formats.reader_schema_for` finds); ``.proto`` text
-  or a ``.proto`` path -- gives the messages of its file no other message uses, top-level ones
-  first (`ProtoSchema.record_messages`: a file declaring ``Geo`` then ``Click``, ``Click`` using
-  ``Geo``, holds ``Click`` values). One such message: the column is its struct. Several (a file
-  of unrelated events, a key and a value message): the column is a struct with one nullable
-  field per message, named as the message is inside its package (``Created``, ``Envelope.Visit``),
-  each value in its own message's field. Values of a message the column does not hold are
-  per-record errors naming how to read them.
+  ``{"message": "pkg.Msg", ...}`` (or a list of names) with the rest as below; a message's full name
+  (``"pkg.Msg"``, a message of the topic's subject); a subject that is a message's name
+  (RecordNameStrategy) -- is the column's struct, and values of any other message are per-record
+  errors saying how to read them (name their message);
+* otherwise, with a registry -- the reader schema None: the latest live version of ``<topic>-value``;
+  an id; a subject; a version (what `kafkafmt.values._formats.reader_schema_for` finds) -- the
+  messages the values name, when the reader file has several: a read scans the values' indexes
+  first (`ProtobufFormat.scan_names`, each id's writer file read at them; `decode_column` its own
+  column) and reads them with `ProtobufFormat.named_reader` of what it found -- one message, its
+  struct (a file declaring ``Geo`` then ``Click``, ``Click`` using ``Geo``: a topic of ``Geo`` values
+  is ``Geo``); several, a struct with one nullable field per message, named as the message is inside
+  its package (``Created``, ``Envelope.Visit``), each value in its own message's field. Before any
+  value is read (`value_type`, no value to scan, ``.proto`` text or a ``.proto`` path as the reader):
+  the messages of its file no other message uses, top-level ones first
+  (`ProtoSchema.record_messages`: ``Click``). Values of a message the column does not hold (a
+  stream's later values) are per-record errors naming how to read them.
 
 Without a registry, the reader file is also every id's writer schema. ``"protobuf-raw"`` values
 carry no message indexes: their reader is one message.
@@ -37,6 +39,7 @@ Arrow types and presence: `kafkafmt.values.protobuf._plan`. Schemas: `kafkafmt.v
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime
 import decimal
 import functools
@@ -107,7 +110,7 @@ def resolve_reader(registry, topic=None, is_key=False, reader_schema=None):
     spec, message = reader_schema, None
     if isinstance(spec, dict) and "message" in spec:
         spec = dict(spec)
-        message = str(spec.pop("message")).lstrip(".")
+        message = _message_names(spec.pop("message"))
         spec = spec or None
     if registry is None:
         raise SchemaError("no schema registry to find the reader message in: give a schema registry, or "
@@ -137,11 +140,19 @@ def resolve_reader(registry, topic=None, is_key=False, reader_schema=None):
     return rs, message, [n for n in names if _MESSAGE_NAME.fullmatch(n)]
 
 
+def _message_names(message):
+    """A message named in ``{"message": ...}``: its full name, or a tuple of them (several)."""
+    if isinstance(message, (list, tuple)):
+        names = tuple(str(m).lstrip(".") for m in message)
+        return names[0] if len(names) == 1 else names
+    return str(message).lstrip(".")
+
+
 def reader_messages(registry, topic=None, is_key=False, reader_schema=None, compile=compile_registered):
     """The reader messages (a tuple of Descriptors) a Protobuf read would use (see the module
-    docstring): one named message, else the messages the schema's file holds as values
-    (`ProtoSchema.record_messages`). ``compile(registry, registered_schema)`` compiles the
-    registered schema it finds.
+    docstring): the message or messages named (``{"message": name or [names]}``), else the messages
+    the schema's file holds as values (`ProtoSchema.record_messages`). ``compile(registry,
+    registered_schema)`` compiles the registered schema it finds.
 
     Raises
     ------
@@ -157,14 +168,23 @@ def reader_messages(registry, topic=None, is_key=False, reader_schema=None, comp
         return tuple(compile_text(spec).record_messages())
     rs, message, names = resolve_reader(registry, topic, is_key, spec)
     ps = compile(registry, rs)
-    for name in [message] if message is not None else names:
+    if isinstance(message, tuple):
+        return tuple(_named(ps, rs, m) for m in message)
+    if message is not None:
+        return (_named(ps, rs, message),)
+    for name in names:
         d = ps.message_named(name)
         if d is not None:
             return (d,)
-    if message is not None:
-        raise SchemaNotFoundError(f"the reader schema ({rs.subject or 'id %d' % rs.id}) has no message "
-                                  f"{message!r}: its messages are {', '.join(_all_names(ps))}")
     return tuple(ps.record_messages())
+
+
+def _named(ps, rs, name):
+    d = ps.message_named(name)
+    if d is None:
+        raise SchemaNotFoundError(f"the reader schema ({rs.subject or 'id %d' % rs.id}) has no message "
+                                  f"{name!r}: its messages are {', '.join(_all_names(ps))}")
+    return d
 
 
 def _all_names(ps):
@@ -222,7 +242,7 @@ class ProtobufFormat(ValueFormat):
         return reg, cache, hit[0], hit[1]
 
     def pinned_reader(self, ctx):
-        """The schema id the reader resolves to now, with its message when it is one message
+        """The schema id the reader resolves to now, with the message or messages it reads
         (``{"id": ..., "message": ...}``); None for a reader given without a registry."""
         if ctx.registry is None or _looks_like_proto(_text_of(ctx.reader_schema)) or \
                 descriptor_of(ctx.reader_schema) is not None:
@@ -230,8 +250,8 @@ class ProtobufFormat(ValueFormat):
         rs = resolve_reader(open_registry(ctx.registry), ctx.topic, ctx.is_key, ctx.reader_schema)[0]
         if rs.id is None or rs.id < 0:
             return None
-        readers = self.plan(ctx)[2]
-        return {"id": rs.id, "message": readers[0].full_name} if len(readers) == 1 else rs.id
+        names = tuple(d.full_name for d in self.plan(ctx)[2])
+        return {"id": rs.id, "message": names[0] if len(names) == 1 else names}
 
     def _compiled(self, reg, cache, rs):
         """compile_registered, once per registry and schema (id and text)."""
@@ -241,6 +261,63 @@ class ProtobufFormat(ValueFormat):
             if hit is None:
                 hit = cache.writers[key] = compile_registered(reg, rs)
             return hit
+
+    def _scanned(self, ctx):
+        """(registry, cache, registered reader schema, its compiled file) when the messages of the
+        column depend on what the values name -- a registry's file of several messages, none named
+        (nor by a subject that is a message's name) -- else None."""
+        spec = ctx.reader_schema
+        if not self.framed or ctx.registry is None or _looks_like_proto(_text_of(spec)) or \
+                (spec is not None and not isinstance(spec, (str, int, dict)) and descriptor_of(spec) is not None):
+            return None
+        reg = open_registry(ctx.registry)
+        cache = _cache(reg)
+        rs, message, names = resolve_reader(reg, ctx.topic, ctx.is_key, spec)
+        if message is not None:
+            return None
+        ps = self._compiled(reg, cache, rs)
+        if len(_all_names(ps)) < 2 or any(ps.message_named(n) is not None for n in names):
+            return None
+        return reg, cache, rs, ps
+
+    def scan_names(self, column, ctx):
+        """The full names of the messages the values' indexes name (each id's writer file read at
+        them), when the reader file has several messages and none is named; else None."""
+        scanned = self._scanned(ctx)
+        if scanned is None:
+            return None
+        if column is None:
+            return set()
+        reg, cache = scanned[:2]
+        column, offsets, data = column_parts(column)
+        bits, bit_offset = column_validity(column)
+        ids, _, first, count, status, at, extra = _kernel.frame(offsets, data, bits, bit_offset)
+        names = set()
+        for sid, indexes in _combos(ids, first, count, status == 0, at, extra):
+            w = self._writer(reg, cache, sid)
+            if isinstance(w, tuple):
+                continue                # (an id that is not a Protobuf schema: a per-record error)
+            try:
+                names.add(w.message_at(list(indexes)).full_name)
+            except SchemaError:
+                continue                # (indexes the file lacks: a per-record error)
+        return names
+
+    def named_reader(self, names, ctx):
+        """``{"id": ..., "message": ...}``: the reader file's messages among ``names``, in the file's
+        order (one: that message; several: one field each); the messages its file holds as values
+        (`ProtoSchema.record_messages`) when the values name none of them (no values)."""
+        scanned = self._scanned(ctx)
+        if scanned is None:
+            return None
+        _, _, rs, ps = scanned
+        held = [n for n in _all_names(ps) if n in names] or [d.full_name for d in ps.record_messages()]
+        message = held[0] if len(held) == 1 else tuple(held)
+        if rs.id is not None and rs.id >= 0:
+            return {"id": rs.id, "message": message}
+        spec = ctx.reader_schema
+        base = dict(spec) if isinstance(spec, dict) else {"subject": spec} if isinstance(spec, str) else {}
+        return {**base, "message": message}
 
     def value_type(self, ctx):
         return self.plan(ctx)[3].arrow_type
@@ -287,34 +364,8 @@ class ProtobufFormat(ValueFormat):
         texts = {}
         if not framed.any():
             return starts, roots, ids, framed, texts
-        simple = framed & (count == 1)
-        keys = (ids.astype(np.int64) << 32) | first.astype(np.int64)
         held = {d.full_name: k for k, d in enumerate(readers)}
-        combos = {}                  # (id, indexes) -> rows
-        if simple.any():
-            rows = np.flatnonzero(simple)
-            same = keys[rows] == keys[rows[0]]
-            combos[(int(ids[rows[0]]), (int(first[rows[0]]),))] = rows[same]
-            rest = rows[~same]
-            if len(rest):
-                uk, inv = np.unique(keys[rest], return_inverse=True)
-                for j in range(len(uk)):
-                    r = rest[inv == j]
-                    combos[(int(ids[r[0]]), (int(first[r[0]]),))] = r
-        # nested messages (two or more indexes): rows grouped by (id, indexes), per index count
-        multi = np.flatnonzero(framed & (count > 1))
-        for c in np.unique(count[multi]).tolist():
-            rows = multi[count[multi] == c]
-            keys = np.empty((len(rows), c + 1), np.int64)
-            keys[:, 0] = ids[rows]
-            keys[:, 1:] = extra[at[rows][:, None] + np.arange(c)]
-            uk, inv = np.unique(keys, axis=0, return_inverse=True)
-            inv = inv.ravel()
-            order = np.argsort(inv, kind="stable")
-            bounds = np.searchsorted(inv[order], np.arange(len(uk) + 1))
-            for j, key in enumerate(uk.tolist()):
-                combos[(key[0], tuple(key[1:]))] = rows[order[bounds[j]:bounds[j + 1]]]
-        for (sid, indexes), rows in combos.items():
+        for (sid, indexes), rows in _combos(ids, first, count, framed, at, extra).items():
             w = self._writer(reg, cache, sid)
             if isinstance(w, tuple):
                 code, text = w
@@ -338,6 +389,9 @@ class ProtobufFormat(ValueFormat):
 
     def decode(self, column, ctx):
         pa = _pa()
+        names = self.scan_names(column, ctx)
+        if names is not None:       # (a column read on its own: its values name the messages read)
+            ctx = dataclasses.replace(ctx, reader_schema=self.named_reader(names, ctx))
         reg, cache, readers, plan = self.plan(ctx)
         column, offsets, data = column_parts(column)
         starts, roots, ids, framed, texts = self._roots(reg, cache, readers, offsets, data, column, ctx.is_key)
@@ -368,6 +422,37 @@ class ProtobufFormat(ValueFormat):
 
     def json(self, decoded):
         return arrow_json(decoded.values)
+
+
+def _combos(ids, first, count, framed, at, extra):
+    """{(schema id, message indexes): rows} of the framed rows (the kernel's ``frame``)."""
+    simple = framed & (count == 1)
+    keys = (ids.astype(np.int64) << 32) | first.astype(np.int64)
+    combos = {}
+    if simple.any():
+        rows = np.flatnonzero(simple)
+        same = keys[rows] == keys[rows[0]]
+        combos[(int(ids[rows[0]]), (int(first[rows[0]]),))] = rows[same]
+        rest = rows[~same]
+        if len(rest):
+            uk, inv = np.unique(keys[rest], return_inverse=True)
+            for j in range(len(uk)):
+                r = rest[inv == j]
+                combos[(int(ids[r[0]]), (int(first[r[0]]),))] = r
+    # nested messages (two or more indexes): rows grouped by (id, indexes), per index count
+    multi = np.flatnonzero(framed & (count > 1))
+    for c in np.unique(count[multi]).tolist():
+        rows = multi[count[multi] == c]
+        keys = np.empty((len(rows), c + 1), np.int64)
+        keys[:, 0] = ids[rows]
+        keys[:, 1:] = extra[at[rows][:, None] + np.arange(c)]
+        uk, inv = np.unique(keys, axis=0, return_inverse=True)
+        inv = inv.ravel()
+        order = np.argsort(inv, kind="stable")
+        bounds = np.searchsorted(inv[order], np.arange(len(uk) + 1))
+        for j, key in enumerate(uk.tolist()):
+            combos[(key[0], tuple(key[1:]))] = rows[order[bounds[j]:bounds[j + 1]]]
+    return combos
 
 
 class RawProtobufFormat(ProtobufFormat):
