@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kafkafmt.record import DecodeOptions, Records
+from kafkafmt.record import DecodeOptions, Records, offset_sequence_error
 from kafkafmt.errors import CorruptRecordError, KafkafmtError
 from kafkafmt.log._fill import batch_mark_of, fill
 from kafkafmt.log._framing import entry_size_at, scan_range, whole_entries_end
@@ -62,7 +62,7 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
             following = task.following if chunk_stop >= f.size else None
             # batches the next segment holds again (a stray copy of part of this segment saved as its own):
             # found by their headers before decoding, so that the next segment's name does not blame them
-            nxt = _next_holds(task, f, pos, chunk_stop) if task.next_segment is not None else None
+            nxt = _next_holds(task, f, pos, chunk_stop, after) if task.next_segment is not None else None
             if nxt is not None:
                 following = None if nxt[0] else nxt[1]
             if alternates:
@@ -200,10 +200,11 @@ def _after_stretch(task, f, b, after_rows, e):
     return None, task.following
 
 
-def _next_holds(task, f, start, stop):
+def _next_holds(task, f, start, stop, after):
     """Whether the next segment holds offsets of [start, stop) of this one again: None when no batch there
-    reaches the next segment's name (the usual case: one header scan), else (overlap, the next segment's first
-    offset, the marks of its batches) -- overlap False for a next segment named below its first batch."""
+    reaches the next segment's name (the usual case: one header scan) or when one of them is out of sequence
+    with the batches around it (a damaged offset field: the decode says it), else (overlap, the next segment's
+    first offset, the marks of its batches) -- overlap False for a next segment named below its first batch."""
     t, info = scan_range(f, start, stop)
     n = info["count"]
     if not n or int(np.asarray(t["last_offset"][:n]).max()) < task.following:
@@ -216,8 +217,16 @@ def _next_holds(task, f, start, stop):
     if not their["count"]:
         return None
     first = int(theirs["base_offset"][0])
-    overlap = first <= int(np.asarray(t["last_offset"][:n]).max())
-    return overlap, first, {batch_mark_of(theirs, i) for i in range(their["count"])}
+    marks = {batch_mark_of(theirs, i) for i in range(their["count"])}
+    base, last = np.asarray(t["base_offset"][:n], np.int64), np.asarray(t["last_offset"][:n], np.int64)
+    if first > int(last.max()):
+        return False, first, marks          # a next segment named below its first batch: no offset held twice
+    twice = np.flatnonzero(last >= first)
+    if base[twice].min() >= first and all(batch_mark_of(t, int(i)) in marks for i in twice):
+        return True, first, marks           # the same batches in both files
+    if offset_sequence_error(base, last, after, [first], trusted_following=True) is not None:
+        return None                         # a damaged offset field, not a second file (the decode says it)
+    return True, first, marks               # other batches at the same offsets
 
 
 def _overlap(task, recs, theirs, report, errors):
@@ -230,6 +239,8 @@ def _overlap(task, recs, theirs, report, errors):
     first = min(m[0] for m in theirs)
     base = np.asarray(b.base_offset, np.int64)
     twice = np.flatnonzero(np.asarray(b.last_offset, np.int64) >= first)
+    if not len(twice):
+        return recs
     same = all(batch_mark_of(b, int(i)) in theirs for i in twice) and base[twice].min() >= first
     where = f"offsets {int(base[twice].min())}..{last} of {task.segment.url}"
     if same:

@@ -328,7 +328,7 @@ class Checker:
 
     def _report(self, report, seen, infos, file_label):
         for e in report[seen:]:
-            if e.kind is ReportKind.DUPLICATE and segment_base(e.get("file") or "") in infos:
+            if e.kind in (ReportKind.DUPLICATE, ReportKind.MISMATCH) and segment_base(e.get("file") or "") in infos:
                 continue            # a segment the next one holds again: `overlap` says it, on the right file
             p = report_problem(e, file_label)
             if p is None:
