@@ -6,6 +6,7 @@ import inspect
 import os
 import pathlib
 import shutil
+import uuid
 
 import numpy as np
 import pyarrow as pa
@@ -144,6 +145,9 @@ def places(sample, tmp_path_factory, s3):
     for copy in ("a", "b"):
         shutil.copytree(sample / "payments-0", tmp / "copies" / copy / "payments-0")
     shutil.copytree(sample / "shipments-0", tmp / "lone" / "shipments-0")
+    for copy, n in (("old", 1), ("new", 2)):          # two incarnations of payments (other topic ids)
+        folder = shutil.copytree(sample / "payments-0", tmp / "incarnations" / copy / "payments-0")
+        kafkafmt.log.sidefiles.write_partition_metadata(str(folder / "partition.metadata"), uuid.UUID(int=n))
     private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption())
@@ -292,6 +296,15 @@ def _probe_replicas(reader, p):
     assert len(read(reader, where)) == 120 and len(read(reader, where, replicas="all")) == 240
 
 
+def _probe_topic_id(reader, p):
+    where = Where(p["tmp"] / "incarnations", "payments")
+    with pytest.raises(kafkafmt.IncarnationError):
+        read(reader, where)
+    new = kafkafmt.read_partition_metadata(str(p["tmp"] / "incarnations" / "new" / "payments-0" / "partition.metadata"))
+    got = read(reader, where, topic_id=new["topic_id"])
+    assert len(got) == 120 and {e.kind for e in got.report} == {kafkafmt.ReportKind.STRAY}
+
+
 def _probe_value_format(reader, p):
     assert "valueSchemaId" in read(reader, Where(p["sample"], "shipments"), value_format="avro").columns
 
@@ -353,7 +366,7 @@ PROBES = {
     "max_batch_bytes": _probe_max_batch_bytes, "max_bytes": _probe_max_bytes, "keep_empty": _probe_keep_empty,
     "threads": _probe_threads, "binary": _probe_binary, "topic": _probe_topic, "partition": _probe_partition,
     "storage_options": _probe_storage_options, "filesystem": _probe_filesystem, "tiered_keys": _probe_tiered_keys,
-    "replicas": _probe_replicas, "value_format": _probe_value_format, "key_format": _probe_key_format,
+    "replicas": _probe_replicas, "topic_id": _probe_topic_id, "value_format": _probe_value_format, "key_format": _probe_key_format,
     "schema_registry": _probe_schema_registry, "value_schema": _probe_value_schema, "key_schema": _probe_key_schema,
     "value_errors": _probe_value_errors, "untyped_topics": _probe_untyped_topics, "keep_bytes": _probe_keep_bytes,
 }
