@@ -194,6 +194,37 @@ def test_at_most_twenty_top_level_entries():
     assert len(entries) <= 20, sorted(entries)
 
 
+#: what a merge, a patch or an editor leaves behind: never part of the package
+LEFTOVER_PATTERNS = ("*.orig", "*.rej", "*~", ".*.swp", ".*.swo", "#*#", ".#*")
+
+
+def leftovers(names):
+    """The names (paths) among ``names`` whose file name is a merge, patch or editor leftover."""
+    import fnmatch
+
+    return sorted(n for n in names if any(fnmatch.fnmatch(pathlib.PurePath(n).name, pat) for pat in LEFTOVER_PATTERNS))
+
+
+def test_no_merge_or_editor_leftovers():
+    """No ``*.orig`` / ``*.rej`` / editor file in the package on disk, nor among the files git tracks (anywhere in the
+    checkout, when it is one)."""
+    import shutil
+    import subprocess
+
+    on_disk = [str(p.relative_to(REPO)) for p in (REPO / "kafkafmt").rglob("*") if p.is_file()]
+    tracked = []
+    if shutil.which("git") and (REPO / ".git").exists():
+        out = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=False)
+        tracked = [n for n in out.stdout.decode("utf-8", "replace").split("\0") if n] if out.returncode == 0 else []
+    assert leftovers(on_disk + tracked) == []
+
+
+def test_the_leftover_check_finds_leftovers():
+    names = ["kafkafmt/log/sidefiles/_indexes.py.orig", "kafkafmt/a.py.rej", "kafkafmt/b.py~", "kafkafmt/.c.py.swp",
+             "kafkafmt/#d.py#", "kafkafmt/e.py", "docs/f.md", "kafkafmt/.gitignore"]
+    assert leftovers(names) == sorted(names[:5])
+
+
 def test_packages_use_each_others_public_faces():
     """A module outside a package imports that package's public face, never its private modules (`_name`);
     inside a package, sibling modules import each other's modules but only their public names: a name with a
