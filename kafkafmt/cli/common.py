@@ -12,8 +12,7 @@ from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.log import Partition
 from kafkafmt.log import file_kind, is_leftover_file, partition_of_name, segment_base
-from kafkafmt.log import ReportKind
-from kafkafmt.report.checks import not_kafka_file
+from kafkafmt.log import ReportKind, not_kafka_file
 from kafkafmt.report.problems import Problem, copies_note, report_problem
 from kafkafmt._util.times import iso_millis, to_millis
 from kafkafmt._util.units import human_bytes
@@ -78,7 +77,7 @@ def checked_record_files(found, console):
 
 def kafka_files(found, files, console):
     """Of the record files to read, those holding Kafka data -- one check and one answer in every
-    command (`kafkafmt.report.checks.not_kafka_file`): a file named on the command line that does
+    command (`kafkafmt.log.not_kafka_file`): a file named on the command line that does
     not is an error (NotKafkaDataError, exit code 1); one found under a folder (a ``server.log``
     beside the data, a text file named ``*.log``) is skipped with a warning."""
     given = set(found.given_files)
@@ -99,7 +98,7 @@ def check_kafka_file(path):
     """Check a file named on the command line as Kafka data: a `UsageError` (bad input, exit code
     2; one line naming the file) when it does not start with a Kafka log entry, or is empty without
     a segment's name (an empty ``<20 digits>.log`` is a segment that holds nothing yet) -- the one
-    check every command makes (`kafkafmt.report.checks.not_kafka_file`)."""
+    check every command makes (`kafkafmt.log.not_kafka_file`)."""
     why = not_kafka_file(*cli_paths.storage_of(path))
     if why is not None:
         raise UsageError(f"{path}: {why}")
