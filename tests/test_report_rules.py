@@ -89,6 +89,8 @@ def test_lag_unknown_without_records_or_checkpoint(tmp_path):
     assert "caught up" not in lag
     unknown = sum(1 for k in expected if k[1] != "payments")
     assert f"{unknown} of {len(expected)} partitions' lag is <b>unknown</b>" in lag
+    beyond = sum(1 for (g, t, p), committed in expected.items() if t == "payments" and committed > leo[(t, p)])
+    assert beyond == 1 and "1 committed offset lies <b>beyond the log end</b>" in lag      # one, said in the singular
     # the chart and the totals: known lags >= 0 only (g1's payments commit lies beyond the log end)
     totals = {}
     for (g, t, p), committed in expected.items():

@@ -145,7 +145,8 @@ def add_replicas_option(p, extra_help=""):
 def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
     """The options that type keys and values (`kafkafmt.values._typed`): ``value_flag``/``key_flag`` (a
     format name), ``--schema-registry``, ``--value-schema``/``--key-schema`` and
-    ``--value-errors``; ``action`` says what typing does for this command. ``dead_letters``: the
+    ``--value-errors``; ``action`` says what the command does with what it decoded (``decode values as
+    FORMAT and <action>``). ``dead_letters``: the
     command also writes tables, whose ``--value-errors`` default is ``dlq`` (None here: the command
     resolves it)."""
     from kafkafmt.values import FORMATS, format_names
@@ -158,10 +159,10 @@ def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
 
     names, said = choices("value")
     p.add_argument(value_flag, dest="value_format", choices=names, metavar="FORMAT",
-                   help=f"{action} values as FORMAT -- {said}")
+                   help=f"decode values as FORMAT and {action}. Formats: {said}")
     names = choices("key")[0]
     p.add_argument(key_flag, dest="key_format", choices=names, metavar="FORMAT",
-                   help=f"{action} keys as FORMAT: {', '.join(names)}")
+                   help=f"decode keys as FORMAT, as {value_flag} does values. Formats: {', '.join(names)}")
     p.add_argument("--schema-registry", metavar="PATH|URL",
                    help="where schemas come from: a log dir holding _schemas, a folder of schema files, or a "
                         "registry URL (default: the _schemas topic among the paths read)")

@@ -69,9 +69,9 @@ def add_parser(sub, parents, command):
     p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics (in directories)")
     add_replicas_option(p)
     add_typed_options(p, "--key-decoder", "--value-decoder",
-                      "print as JSON text (Avro as kafka-avro-console-consumer prints it; Protobuf, JSON Schema and "
-                      "JSON values as the JSON of their decoded fields, bytes in base64; strings as JSON strings; "
-                      "implies --print-data)")
+                      "print them as JSON text (Avro as kafka-avro-console-consumer prints it; Protobuf, JSON Schema "
+                      "and JSON as the JSON of their decoded fields, bytes in base64; strings as JSON strings); "
+                      "implies --print-data")
     p.add_argument("--partitions", action="append", metavar="N[,N|A-B]",
                    help="only these partition numbers (in directories)")
     p.add_argument("--records", "--deep-iteration", dest="records", action="store_true",

@@ -97,7 +97,8 @@ def add_parser(sub, parents, command):
     p.add_argument("--internal", choices=tuple(INTERNAL_TABLES),
                    help="write one of kafkafmt.internal's tables of internal topics instead of records: "
                         + "; ".join(f"{t.name} reads {_internal_source(t)}" for t in INTERNAL_TABLES.values()))
-    add_typed_options(p, "--key-format", "--value-format", "write typed (nested) columns: decode", dead_letters=True)
+    add_typed_options(p, "--key-format", "--value-format", "write them as typed (nested) columns",
+                      dead_letters=True)
     add_table_arguments(p)
     return p
 

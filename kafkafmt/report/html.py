@@ -226,8 +226,9 @@ def to_html(report, title=None, compress_js=True):
             notes.append(f"{unknown:,} of {len(lag):,} partitions' lag is <b>unknown</b>: no segment holds records "
                          f"and no checkpoint file gives their log end")
         if beyond:
-            notes.append(f"{beyond:,} committed offsets lie <b>beyond the log end</b> on this disk (records the "
-                         f"disk lost, or a copy behind the leader's): not lag, left out of the totals")
+            notes.append(f"{beyond:,} committed {'offset lies' if beyond == 1 else 'offsets lie'} <b>beyond the log "
+                         f"end</b> on this disk (records the disk lost, or a copy behind the leader's): not lag, left "
+                         f"out of the totals")
         if not lagging and not unknown and not beyond:
             body.append("<p><b>Every group has caught up</b> with every partition on this disk (lag 0).</p>")
         elif not lagging:
