@@ -69,17 +69,9 @@ EXIT_CODES = ("Exit codes, every command: 0 success or nothing to do, 1 problems
               "do), 2 bad usage or input.")
 
 
-def _threads(text):
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive number of threads, not {text!r}")
-    return n
-
-
 def _common_parser():
+    from kafkafmt.cli.arguments import threads
+
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("common options")
     g.add_argument("--sample", action="store_true",
@@ -90,7 +82,7 @@ def _common_parser():
     g.add_argument("--no-progress", dest="progress", action="store_const", const=False,
                    help="never show the progress bar")
     g.add_argument("--debug", action="store_true", help="show tracebacks")
-    g.add_argument("--threads", type=_threads, default=None, metavar="N",
+    g.add_argument("--threads", type=threads, default=None, metavar="N",
                    help="decoding threads (segments, partitions and large ranges decoded at once); default: all "
                         "cores; 1: serial. Output and errors are the same whatever N")
     g.add_argument("--storage-option", action="append", metavar="KEY=VALUE", dest="storage_option",
@@ -134,7 +126,9 @@ def build_parser():
                "that is not Kafka data.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"kafkafmt {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    from kafkafmt.cli.arguments import CommandParser
+
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     parents = [_common_parser()]
     parser.commands = {}
     for command in COMMAND_TABLE:
@@ -200,7 +194,7 @@ def _install_warnings(console, debug):
 
 def main(argv=None):
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit code. A closed
-    stdout (``| head``) does not stop the work: its exit code stays the work's
+    stdout (``| head``) stops a command that streams its output, with the exit code of what it read
     (`kafkafmt.cli.output.reader_may_go_away`)."""
     from kafkafmt.cli.output import reader_may_go_away
 
