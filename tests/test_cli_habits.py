@@ -37,6 +37,11 @@ def test_recover_prints_paths_as_given(sample, tmp_path):
         assert named in p.stdout and str(tmp_path) not in p.stdout, p.stdout
     p = cli("recover", str(tmp_path / "logs"), check=1)          # an absolute path given: absolute paths
     assert str(seg) in p.stdout
+    # the backup beside the log dir, and the undo command to paste, relative too
+    p = cli("recover", "logs", "--apply", cwd=tmp_path, check=0)
+    manifest = [ln for ln in p.stdout.splitlines() if ln.startswith("manifest: ")][0].split()[1]
+    assert manifest.startswith("logs.recover-") and manifest.endswith("manifest.jsonl"), p.stdout
+    cli("recover", "--undo", manifest, cwd=tmp_path, check=0)
 
 
 def test_value_decoder_help_reads_in_order():

@@ -124,8 +124,11 @@ def build_parser():
                "truncated data, CRC or index mismatches, a file that cannot be read, a repair refused or failed. "
                "Bad input: an unknown option, a path that does not exist, a folder without Kafka data, a file "
                "that is not Kafka data.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--version", action="version", version=f"kafkafmt {__version__}")
+    parser.add_argument("--sample-dir", action=_PrintSampleDir,
+                        help="print the path of the bundled sample log directory (generated on first use) and exit: "
+                             "cp -r \"$(kafkafmt --sample-dir)\" kafka-logs")
     from kafkafmt.cli.arguments import CommandParser
 
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
@@ -136,6 +139,19 @@ def build_parser():
         p = parser.commands[command.name] = mod.add_parser(sub, parents, command)
         p.set_defaults(run=mod.run)
     return parser
+
+
+class _PrintSampleDir(argparse.Action):
+    """``kafkafmt --sample-dir``: the bundled sample's path on stdout (`kafkafmt.sample.sample_dir`)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from kafkafmt.sample import sample_dir
+
+        print(sample_dir())
+        parser.exit(0)
 
 
 def _first_word(argv):
@@ -156,7 +172,7 @@ def _first_word(argv):
 def _normalise(argv):
     """Put a command first (options given before it move after it); no command -> ``stats``
     (``kafkafmt --sample`` and ``kafkafmt PATH...`` keep working as before the subcommands)."""
-    if any(a in ("-h", "--help", "--version") for a in argv[:1]) or not argv:
+    if any(a in ("-h", "--help", "--version", "--sample-dir") for a in argv[:1]) or not argv:
         return argv
     k, word = _first_word(argv)
     if word in _command_names():

@@ -51,12 +51,16 @@ def _positive(text):
 def as_given(paths):
     """A function that writes the paths in a text (or a path) as the command line gave them, as every other
     command prints them: the repair works with absolute paths, and a path under one given (``kafka-logs``) is
-    printed under it (``kafka-logs/orders-0/...``), not as ``/home/.../kafka-logs/orders-0/...``. None stays None."""
+    printed under it (``kafka-logs/orders-0/...``), not as ``/home/.../kafka-logs/orders-0/...``; when every
+    path given is relative, so is what lies in the current folder (the backup beside ``kafka-logs``). None
+    stays None."""
     import re
 
     roots = sorted(((os.path.abspath(p), os.fspath(p)) for p in paths), key=lambda r: -len(r[0]))
     roots = [(re.compile(re.escape(a) + r"(?=/|[^\w.\-]|$)"), g.rstrip(os.sep) or os.sep) for a, g in roots
              if a != os.path.normpath(g)]
+    if paths and not any(os.path.isabs(p) for p in paths):
+        roots.append((re.compile(re.escape(os.path.join(os.getcwd(), ""))), ""))
 
     def given(text):
         if text is None:
