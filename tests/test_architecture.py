@@ -125,7 +125,7 @@ def test_only_discovery_walks_folders():
 def test_every_read_goes_through_the_storage_interface():
     """No module of the read path opens a data file itself: bytes come from a Storage's blob (mmap for
     local files, ranged reads for object stores)."""
-    read_path = ["record/_decoder", "log/_framing", "log/_ranges", "log/_segments", "log/_discovery",
+    read_path = ["record/_decoder", "record/_entries", "log/_framing", "log/_ranges", "log/_segments", "log/_discovery",
                  "log/_planner", "read/_readers", "log/_transactions", "log/tiered/_base", "log/tiered/_kafka",
                  "log/tiered/_aiven", "spark/stream", "spark/read", "spark/planning", "cli/reading", "cli/common"]
     found = {m: _calls(REPO / "kafkafmt" / f"{m}.py", {"open", "io.open", "os.open", "mmap.mmap"})

@@ -1,7 +1,7 @@
 """The Arrow PyCapsule interface (``__arrow_c_stream__``, ``__arrow_c_array__``, ``__arrow_c_schema__``)
 of kafkafmt's results: how Polars, DuckDB, pandas, pyarrow and narwhals take them without a copy.
 
-* `Records` and `Table` (in `kafkafmt.record._records`) export what their ``to_arrow()`` gives (the same
+* `Records` and `Table` (in `kafkafmt.record`) export what their ``to_arrow()`` gives (the same
   buffers: no value byte copied).
 * `RecordStream` is what ``iter_log_dir(s)`` return: iterable chunk by chunk exactly as before, and an
   Arrow stream of the same chunks (``pl.from_arrow(stream)``, ``duckdb.sql("SELECT ... FROM stream")``,
