@@ -95,8 +95,8 @@ def add_parser(sub, parents, command):
                         "else the batches holding the first N records")
     p.add_argument("-f", "--format", type=value_type(kcat_format.parse), metavar="FORMAT", dest="format",
                    help="one line per record as kcat -f prints it, FORMAT holding kcat's tokens: "
-                        + kcat_format.TOKENS_HELP.replace("%", "%%") + " (no batch lines or file headers; control records left "
-                        "out, as a consumer never sees them)")
+                        + kcat_format.TOKENS_HELP.replace("%", "%%") + " (no batch lines or file headers; control "
+                        "records left out, as a consumer never sees them)")
     p.add_argument("--index-sanity-check", action="store_true",
                    help="for .index/.timeindex files: only run the sanity check a broker runs at start-up")
     p.add_argument("--verify-index-only", action="store_true",

@@ -608,6 +608,9 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
         raise UsageError(f"--engine spark writes parquet, csv or jsonl, not {fmt}")
     if args.to == "-":
         raise UsageError("--engine spark writes a folder: give --to PATH")
+    if args.max_records is not None:
+        raise UsageError("--max-records writes the first records in log order, which Spark's writers do not keep: "
+                         "leave out --engine spark")
     if fmt != "parquet" and (args.value_format or args.key_format):
         # typed values as text follow each format's own printer (Avro as kafka-avro-console-consumer prints it);
         # Spark's JSON writer has its own conventions, so the two engines would write different texts

@@ -561,7 +561,8 @@ class Records:
         table = self.to_arrow()
         batches = table.to_batches()
         if len(batches) != 1:       # (to_arrow builds one chunk per column: only an empty table has none)
-            batches = table.combine_chunks().to_batches() or [import_pyarrow().RecordBatch.from_pylist([], schema=table.schema)]
+            batches = table.combine_chunks().to_batches() or [
+                import_pyarrow().RecordBatch.from_pylist([], schema=table.schema)]
         return batches[0].__arrow_c_array__(requested_schema)
 
     def __arrow_c_schema__(self):
