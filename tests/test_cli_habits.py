@@ -44,6 +44,11 @@ def test_recover_prints_paths_as_given(sample, tmp_path):
     cli("recover", "--undo", manifest, cwd=tmp_path, check=0)
 
 
+def test_sample_dir_says_where_the_sample_is(sample):
+    p = cli("--sample-dir", sample=sample, check=0)
+    assert p.stdout == f"{sample}\n" and p.stderr == ""
+
+
 def test_value_decoder_help_reads_in_order():
     text = " ".join(cli("dump", "--help", check=0).stdout.split())
     assert "--value-decoder FORMAT decode values as FORMAT and print them as JSON text" in text
