@@ -13,8 +13,7 @@ from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.log import Partition
 from kafkafmt.log import file_kind, is_leftover_file, partition_of_name, segment_base
-from kafkafmt.log import ReportKind
-from kafkafmt.report.checks import not_kafka_file
+from kafkafmt.log import ReportKind, not_kafka_file
 from kafkafmt.report.problems import Problem, copies_note, report_problem
 from kafkafmt._util.times import iso_millis, to_millis
 from kafkafmt._util.units import human_bytes
@@ -83,7 +82,7 @@ def checked_record_files(found, console):
 
 def kafka_files(found, files, console):
     """Of the record files to read, those holding Kafka data -- one check and one answer in every
-    command (`kafkafmt.report.checks.not_kafka_file`): a file named on the command line that does
+    command (`kafkafmt.log.not_kafka_file`): a file named on the command line that does
     not is an error (NotKafkaDataError, exit code 1); one found under a folder (a ``server.log``
     beside the data, a text file named ``*.log``) is skipped with a warning."""
     given = set(found.given_files)
@@ -104,7 +103,7 @@ def check_kafka_file(path):
     """Check a file named on the command line as Kafka data: a `UsageError` (bad input, exit code
     2; one line naming the file) when it does not start with a Kafka log entry, or is empty without
     a segment's name (an empty ``<20 digits>.log`` is a segment that holds nothing yet) -- the one
-    check every command makes (`kafkafmt.report.checks.not_kafka_file`)."""
+    check every command makes (`kafkafmt.log.not_kafka_file`)."""
     why = not_kafka_file(*cli_paths.storage_of(path))
     if why is not None:
         raise UsageError(f"{path}: {why}")
@@ -185,7 +184,8 @@ def topic_ids(args):
 def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
     """The options that type keys and values (`kafkafmt.values._typed`): ``value_flag``/``key_flag`` (a
     format name), ``--schema-registry``, ``--value-schema``/``--key-schema`` and
-    ``--value-errors``; ``action`` says what typing does for this command. ``dead_letters``: the
+    ``--value-errors``; ``action`` says what the command does with what it decoded (``decode values as
+    FORMAT and <action>``). ``dead_letters``: the
     command also writes tables, whose ``--value-errors`` default is ``dlq`` (None here: the command
     resolves it)."""
     from kafkafmt.values import FORMATS, format_names
@@ -198,10 +198,10 @@ def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
 
     names, said = choices("value")
     p.add_argument(value_flag, dest="value_format", choices=names, metavar="FORMAT",
-                   help=f"{action} values as FORMAT -- {said}")
+                   help=f"decode values as FORMAT and {action}. Formats: {said}")
     names = choices("key")[0]
     p.add_argument(key_flag, dest="key_format", choices=names, metavar="FORMAT",
-                   help=f"{action} keys as FORMAT: {', '.join(names)}")
+                   help=f"decode keys as FORMAT, as {value_flag} does values. Formats: {', '.join(names)}")
     p.add_argument("--schema-registry", metavar="PATH|URL",
                    help="where schemas come from: a log dir holding _schemas, a folder of schema files, or a "
                         "registry URL (default: the _schemas topic among the paths read)")

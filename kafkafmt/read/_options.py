@@ -68,7 +68,7 @@ class ReadOptions:
     partition: Optional[int] = _option(None, _SEGMENT)
     storage_options: Optional[dict] = _option(None, _ALL, secret=True)
     filesystem: object = _option(None, _ALL)
-    tiered_keys: Optional[dict] = _option(None, _LOGS, secret=True)
+    tiered_keys: Optional[dict] = _option(None, _ALL, secret=True)
     replicas: str = _option(DEFAULT_REPLICAS, _ROOTS)
     topic_id: object = _option(None, _ROOTS)
     value_format: Optional[str] = _option(None, _ALL)
