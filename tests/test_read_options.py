@@ -145,8 +145,8 @@ def places(sample, tmp_path_factory, s3):
     for copy in ("a", "b"):
         shutil.copytree(sample / "payments-0", tmp / "copies" / copy / "payments-0")
     shutil.copytree(sample / "shipments-0", tmp / "lone" / "shipments-0")
-    for copy, n in (("old", 1), ("new", 2)):          # two incarnations of payments (other topic ids)
-        folder = shutil.copytree(sample / "payments-0", tmp / "incarnations" / copy / "payments-0")
+    for copy, n, source in (("old", 1, "clicks-0"), ("new", 2, "payments-0")):  # two incarnations of payments
+        folder = shutil.copytree(sample / source, tmp / "incarnations" / copy / "payments-0")
         kafkafmt.log.sidefiles.write_partition_metadata(str(folder / "partition.metadata"), uuid.UUID(int=n))
     private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
