@@ -163,9 +163,17 @@ def add_replicas_option(p, extra_help=""):
 
 
 def _topic_id(text):
+    from kafkafmt.errors import EncodeError
+    from kafkafmt.log.sidefiles import encode_partition_metadata
+
     topic, sep, tid = text.rpartition("=")
+    try:
+        encode_partition_metadata(tid)          # Kafka's text of a topic id (base64 of a UUID), as in the file
+    except EncodeError:
+        tid = ""
     if not tid or (sep and not topic):
-        raise argparse.ArgumentTypeError(f"not a topic id: {text!r} (give ID or TOPIC=ID)")
+        raise argparse.ArgumentTypeError(f"not a topic id: {text!r} (give ID or TOPIC=ID, the ID as "
+                                         f"partition.metadata holds it)")
     return (topic or None, tid)
 
 
