@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kafkafmt.values._options import DEFAULT_MAX_DEPTH
 from kafkafmt.log import find_partitions
 from kafkafmt._util.durable import crash_point
 from kafkafmt.lakehouse.deadletter import (VALUE_ERRORS, DeadLetters, dead_letter_location, dead_letter_mask,
@@ -173,7 +174,8 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
                  replicas="dedup", value_format=None, key_format=None, schema_registry=None, value_schema=None,
                  key_schema=None, value_errors="dlq", untyped_topics="error", mode="append", storage_options=None,
                  table_storage_options=None, filesystem=None, tiered_keys=None, threads=None, report=None,
-                 on_chunk=None) -> ExportResult:
+                 on_chunk=None, recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us",
+                 additional_properties="keep") -> ExportResult:
     """Export the records of log dirs (``roots``: paths or URLs, as `kafkafmt.iter_log_dirs` takes
     them, tiered uploads included) into a lakehouse table, continuing where the table's ledger says
     the last export stopped.
@@ -239,6 +241,9 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
         Typed values and keys, as the readers take them (`kafkafmt.read_log_dirs`): the typed
         columns of the table (`kafkafmt.lakehouse.typed`), each topic read with its subject's
         latest version now, the table evolved to it.
+    recursive_fields_max_depth, time_unit, additional_properties : optional
+        How typed values are shaped, as the readers take them (`kafkafmt.values._options`). A
+        table holds microseconds: ``time_unit="ns"`` keeps a Duration's nanoseconds only.
     value_errors : {"dlq", "null", "strict"}
         A key or value that cannot be typed: to the dead-letter table ``<table>_dlq`` (the raw
         bytes and the reason, `kafkafmt.lakehouse.deadletter`); null in the table with the
@@ -324,7 +329,9 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
                        value_schema=value_schema, key_schema=key_schema,
                        value_errors="strict" if value_errors == "strict" else "null", untyped_topics=untyped_topics,
                        # the raw bytes stay: the dead-letter table holds them, an upsert needs the key's nulls
-                       keep_bytes=True, roots=roots, storage_options=storage_options, filesystem=filesystem)
+                       keep_bytes=True, roots=roots, storage_options=storage_options, filesystem=filesystem,
+                       recursive_fields_max_depth=recursive_fields_max_depth, time_unit=time_unit,
+                       additional_properties=additional_properties)
     found = find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys,
                             replicas=replicas)
     tps = [(p.topic, p.partition) for p in found]

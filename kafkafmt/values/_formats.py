@@ -40,7 +40,9 @@ schema given as a schema is also every id's writer schema.
 **Bad values never crash and never pass silently**: no magic byte, a value shorter than the
 framing, an unknown schema id, a truncated or corrupt body, bytes left after the value, a value
 the reader schema cannot hold -> that value is null and ``error`` says why (with the byte position
-inside the value). Bytes left after a value are read as Confluent's deserializers (Java's
+inside the value). A value read whole but for a field its column cannot hold -- a decimal with more
+digits than its precision, a JSON integer beyond int64, a Timestamp beyond its unit's range -- is
+kept: that field is null and ``error`` names it (``field_error_count`` counts such values). Bytes left after a value are read as Confluent's deserializers (Java's
 KafkaAvroDeserializer, confluent-kafka's AvroDeserializer) read them -- ignored, the value
 decoded -- and counted in ``trailing_count``; ``trailing="error"`` makes such values errors.
 ``strict=True`` raises `ValueDecodeError` for the
@@ -59,13 +61,15 @@ import weakref
 import numpy as np
 
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
+from kafkafmt.values._options import DEFAULT_MAX_DEPTH, ValueShape
 from kafkafmt.values.registry import RegisteredSchema, SchemaRegistry, open_registry
 from kafkafmt._util.extras import install_command
 
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "BUILTIN_FORMATS",
            "ENTRY_POINTS", "register_format", "get_format", "format_names", "needs_schema", "format_of_type",
            "schema_types", "KernelFormat", "reader_schema_for", "pinned_reader", "column_parts", "column_validity", "kernel_source", "null_array", "gather_views",
-           "raise_strict", "frame_error_text", "PerRegistry", "nullable_type", "merge_types", "conform"]
+           "raise_strict", "frame_error_text", "PerRegistry", "nullable_type", "merge_types", "conform",
+           "count_errors", "field_error_text", "error_texts"]
 
 
 
@@ -89,9 +93,10 @@ class DecodedColumn:
     schema_id : pyarrow.Int32Array
         Schema id of each framed value; null where the value is null or not framed.
     error : pyarrow.StringArray
-        Why a value is null; null where it decoded (or was null to begin with).
+        Why a value is null, or which of its fields is (a value read whole but for fields its columns
+        cannot hold); null where it decoded (or was null to begin with).
     error_count : int
-        How many values have an error.
+        How many values could not be read (null, with an error).
     format : ValueFormat
         The format that decoded it (``json()`` renders with it).
     reader : AvroType or None
@@ -102,6 +107,9 @@ class DecodedColumn:
         With ``untyped_topics="bytes"`` (`kafkafmt.values._typed`): the bytes of the values of
         topics without a schema (their ``values`` are null), null where a value is typed; None
         otherwise.
+    field_error_count : int
+        How many values were read with fields null because their columns cannot hold them (each
+        named in ``error``).
 
     Examples
     --------
@@ -126,6 +134,7 @@ class DecodedColumn:
     reader: object = None
     trailing_count: int = 0
     untyped: object = None
+    field_error_count: int = 0
     #: rows of several topics read with different reader schemas (a concatenation): (the (format,
     #: reader) pairs that decoded them, each row's index into them as an int32 NumPy array); None when
     #: ``format`` and ``reader`` hold for all
@@ -166,8 +175,9 @@ class DecodedColumn:
         readers = None if self.readers is None else (self.readers[0], self.readers[1][rows])
         untyped = None if self.untyped is None else (self.untyped[rows] if isinstance(rows, slice) else
                                                      self.untyped.take(_pa().array(rows)))
+        hard, soft = count_errors(values, error)
         return dataclasses.replace(self, values=values, schema_id=schema_id, error=error,
-                                   error_count=len(error) - error.null_count,
+                                   error_count=hard, field_error_count=soft,
                                    trailing_count=self.trailing_count if len(values) == len(self.values) else 0,
                                    readers=readers, untyped=untyped)
 
@@ -218,7 +228,46 @@ class DecodedColumn:
                              error_count=sum(p.error_count for p in parts), format=first.format,
                              reader=first.reader if same else None,
                              trailing_count=sum(p.trailing_count for p in parts), untyped=untyped,
-                             readers=None if same else _reader_runs(parts))
+                             readers=None if same else _reader_runs(parts),
+                             field_error_count=sum(p.field_error_count for p in parts))
+
+
+def count_errors(values, error):
+    """(values with an error that are null: not read; values with an error that are not: read with
+    fields null) of a decoded column."""
+    if error.null_count == len(error):
+        return 0, 0
+    pa = _pa()
+    import pyarrow.compute as pc
+
+    with_error = len(error) - error.null_count
+    if not values.null_count:
+        return 0, with_error
+    read = pc.sum(pc.and_(pc.is_valid(error), pc.is_valid(values))).as_py() or 0
+    return with_error - int(read), int(read)
+
+
+def field_error_text(text, more=0):
+    """The error of a value read whole but for fields its columns cannot hold: the first field's
+    reason (``text``) and how many ``more`` fields are null alike."""
+    alike = f"; {more} more field{'s' if more != 1 else ''} null alike" if more else ""
+    return f"{text}: that field is null, the rest of the value is read{alike}"
+
+
+def error_texts(plan, code, pos, node, detail, more, rows, texts, where="value", first_field=32):
+    """The error texts of the ``rows`` (with an error) of a kernel's decode, as a pyarrow string
+    array of ``len(code)``: framing and schema problems (codes >= 64) by ``texts(code, row)``, the
+    kernel's own by ``plan.error_text(code, node, detail)`` with the byte position, a field nulled
+    (codes from ``first_field``) with `field_error_text`."""
+    out = np.full(len(code), None, dtype=object)
+    for i in rows:
+        c = int(code[i])
+        if c >= 64:
+            out[i] = texts(c, i)
+            continue
+        text = f"{plan.error_text(c, int(node[i]), int(detail[i]))} (at byte {int(pos[i])} of the {where})"
+        out[i] = field_error_text(text, int(more[i])) if c >= first_field else text
+    return out
 
 
 def null_array(n, type):
@@ -384,6 +433,7 @@ class _Ctx:
     offsets: object = None
     positions: object = None
     trailing: str = "ignore"
+    shape: ValueShape = ValueShape()       # how values are shaped (`kafkafmt.values._options`)
 
 
 class ValueFormat:
@@ -765,17 +815,12 @@ class KernelFormat(ValueFormat):
         """The DecodedColumn: error texts for the rows with an error (the kernel's sparse ``errors``;
         messages(code, id, row) for the codes found before decoding), or the strict error for the first."""
         pa = _pa()
-        bad, code, pos, node, detail = errors
+        bad, code, pos, node, detail, more = errors
         n = len(values)
         if len(bad):
             texts = np.full(n, None, dtype=object)
-            for k, i in enumerate(bad.tolist()):
-                c = int(code[k])
-                if c >= 64:
-                    texts[i] = messages(c, int(ids[i]), i)
-                else:
-                    texts[i] = (f"{plan.error_text(c, int(node[k]), int(detail[k]))} "
-                                f"(at byte {int(pos[k])} of the value)")
+            texts[bad] = error_texts(plan, code, pos, node, detail, more, range(len(bad)),
+                                     lambda c, k: messages(c, int(ids[bad[k]]), int(bad[k])))
             error = pa.array(texts, pa.string())
             if ctx.strict:
                 i = int(bad[0])
@@ -788,27 +833,30 @@ class KernelFormat(ValueFormat):
                                        offset=None if ctx.offsets is None else int(ctx.offsets[i]))
         else:
             error = null_array(n, pa.string())
-        return DecodedColumn(values, schema_id, error, len(bad), self, plan.reader, trailing)
+        hard, soft = count_errors(values, error)
+        return DecodedColumn(values, schema_id, error, hard, self, plan.reader, trailing, field_error_count=soft)
 
 
 # ------------------------------------------------------------------------------------------------
 
-def _context(format, registry, topic, is_key, reader_schema, **kw):
+def _context(format, registry, topic, is_key, reader_schema, max_depth, time_unit, additional_properties, **kw):
     if format is not None and not isinstance(format, str):
         raise TypeError(f"format is a name, not {type(format).__name__}")
     if registry is not None and not isinstance(registry, SchemaRegistry):
         registry = open_registry(registry)
-    return _Ctx(registry, topic, is_key, reader_schema, **kw)
+    shape = ValueShape(max_depth, time_unit, additional_properties)
+    return _Ctx(registry, topic, is_key, reader_schema, shape=shape, **kw)
 
 
-def value_type(format, *, registry=None, topic=None, is_key=False, reader_schema=None):
+def value_type(format, *, registry=None, topic=None, is_key=False, reader_schema=None,
+               recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us", additional_properties="keep"):
     """The Arrow type `decode_column` gives for these arguments, known before any record is read.
 
     Parameters
     ----------
     format : str or None
         A format name (see `decode_column`).
-    registry, topic, is_key, reader_schema : optional
+    registry, topic, is_key, reader_schema, recursive_fields_max_depth, time_unit, additional_properties : optional
         As `decode_column`.
 
     Returns
@@ -838,18 +886,23 @@ def value_type(format, *, registry=None, topic=None, is_key=False, reader_schema
     ...
     kafkafmt.errors.SchemaNotFoundError: no reader schema for topic 'orders': subject 'orders-value' has no live ...
     """
-    return get_format(format).value_type(_context(format, registry, topic, is_key, reader_schema))
+    return get_format(format).value_type(_context(format, registry, topic, is_key, reader_schema,
+                                                  recursive_fields_max_depth, time_unit, additional_properties))
 
 
-def pinned_reader(format, *, registry=None, topic=None, is_key=False, reader_schema=None):
+def pinned_reader(format, *, registry=None, topic=None, is_key=False, reader_schema=None,
+                  recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us", additional_properties="keep"):
     """The reader schema a read planned now keeps using (`ValueFormat.pinned_reader`): the schema
     id ``reader_schema`` resolves to now (with the Protobuf message it names), or None to keep it as
     given (a schema given inline, no registry)."""
-    return get_format(format).pinned_reader(_context(format, registry, topic, is_key, reader_schema))
+    return get_format(format).pinned_reader(_context(format, registry, topic, is_key, reader_schema,
+                                                     recursive_fields_max_depth, time_unit, additional_properties))
 
 
 def decode_column(column, *, format, registry=None, topic=None, is_key=False, reader_schema=None, strict=False,
-                  file=None, offsets=None, positions=None, trailing="ignore") -> DecodedColumn:
+                  file=None, offsets=None, positions=None, trailing="ignore",
+                  recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us",
+                  additional_properties="keep") -> DecodedColumn:
     """Decode a column of keys or values in ``format`` (see the module docstring).
 
     Parameters
@@ -873,6 +926,17 @@ def decode_column(column, *, format, registry=None, topic=None, is_key=False, re
     trailing : "ignore" or "error"
         Bytes after the end of an Avro value: ignored as Confluent's deserializers ignore them
         (counted in ``trailing_count``), or a per-record error.
+    recursive_fields_max_depth : int
+        How many times a recursive record or message appears on a path from the top of a value
+        (Spark's ``recursive.fields.max.depth``); the field where it would appear once more holds
+        that value's JSON text (`kafkafmt.values._options`).
+    time_unit : {"us", "ns"}
+        The unit of Protobuf Timestamp / Duration and JSON Schema date-time columns: "us" holds
+        every valid value; "ns" every nanosecond within 1677-09-21 .. 2262-04-11 (a value beyond is
+        a null field, named in ``error``).
+    additional_properties : {"keep", "drop"}
+        A JSON Schema object's properties outside its schema: kept as the JSON text of an object in
+        its field ``additionalProperties``, or dropped.
 
     Returns
     -------
@@ -918,6 +982,7 @@ def decode_column(column, *, format, registry=None, topic=None, is_key=False, re
     if trailing not in ("error", "ignore"):
         raise ValueError(f"trailing is 'error' or 'ignore', not {trailing!r}")
     fmt = get_format(format)
-    ctx = _context(format, registry, topic, is_key, reader_schema, strict=strict, file=file, offsets=offsets,
-                   positions=positions, trailing=trailing)
+    ctx = _context(format, registry, topic, is_key, reader_schema, recursive_fields_max_depth, time_unit,
+                   additional_properties, strict=strict, file=file, offsets=offsets, positions=positions,
+                   trailing=trailing)
     return fmt.decode(column, ctx)
