@@ -408,13 +408,18 @@ def _export_one(job, found, to, table):
     typed = job.typed.pin(topics) if job.typed.active else None
     plan = TypedTable(typed, topics, fmt) if typed is not None else None
     base = kafka_schema(job.headers, job.batch_metadata)
-    schema = plan.table_schema(base) if plan is not None else base
     upsert = job.mode == "upsert"
     identity = identity_column(plan is not None and "key" in dict(plan.sides))
-    if upsert and identity not in schema.names:
-        import pyarrow as pa
 
-        schema = schema.append(pa.field(identity, pa.binary(), True))
+    def run_schema():
+        out = plan.table_schema(base) if plan is not None else base
+        if upsert and identity not in out.names:
+            import pyarrow as pa
+
+            out = out.append(pa.field(identity, pa.binary(), True))
+        return out
+
+    schema = run_schema()
     target = open_target(fmt, to, table, job.catalog, job.storage)
     if job.fail_on_data_loss and not target.exists():
         # a new table is not created when the sources already lack records it would need
@@ -438,6 +443,13 @@ def _export_one(job, found, to, table):
     if plan is not None:
         plan.check_history(history, describe)
     stored = target.arrow_schema()
+    renames = plan.renames(stored) if plan is not None else []
+    if renames and target.renames_fields:       # (Iceberg: by field id, the rows written before follow)
+        target.rename(renames)
+        stored = target.arrow_schema()
+    elif renames:                               # (Delta: the table's names stay; this run writes under them)
+        plan.keep_names(renames)
+        schema = run_schema()
     changes = table_changes(stored, schema, fmt, describe, plan, history)
     result.data_loss = list(losses)
     dead = None
@@ -454,7 +466,7 @@ def _export_one(job, found, to, table):
 
     if changes:
         target.evolve(merge_schema(stored, schema))
-        result.evolved = list(changes)
+    result.evolved = list(renames) + list(changes)
     run = _Run(job, target, fields, ledger, marks, losses, result, plan, history, dead, identity if upsert else None)
     run.start_writer()
     start_offset, end_offset, start_timestamp, end_timestamp = job.bounds
@@ -573,6 +585,8 @@ class _Run:
             return
         job = self.job
         t = chunk_table(chunk, job.headers, job.batch_metadata, self.target.format if self.plan else None)
+        if self.plan is not None:
+            t = self.plan.named(t)
         if self.identity is not None and self.identity != "key":        # the key bytes beside a typed key
             import pyarrow as pa
 

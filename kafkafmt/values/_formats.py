@@ -783,6 +783,17 @@ def reader_schema_for(registry, topic=None, is_key=False, reader_schema=None):
         try:
             return registry.latest(subject)
         except SchemaNotFoundError as exc:
+            try:
+                deleted = registry.latest(subject, include_deleted=True)
+            except SchemaNotFoundError:
+                deleted = None
+            if deleted is not None and deleted.id is not None and deleted.id >= 0:
+                # a soft-deleted subject: its ids still resolve (as the registry's do)
+                side = "key" if is_key else "value"
+                raise SchemaNotFoundError(
+                    f"no reader schema for topic {topic!r}: subject {subject!r} is soft-deleted (its version "
+                    f"{deleted.version} is schema id {deleted.id}, which still resolves): read with "
+                    f"{side}_schema={deleted.id} (--{side}-schema {deleted.id}, Spark's {side}Schema)") from None
             raise SchemaNotFoundError(
                 f"no reader schema for topic {topic!r}: {exc.reason} (the RecordNameStrategy's topics need "
                 f"reader_schema='<namespace>.<Record>')"
