@@ -460,6 +460,20 @@ def test_tables_hold_every_protobuf_time(logs, tmp_path, fmt):
             assert v["d"] == (ns if abs(ns) < 2 ** 63 else None), reader
 
 
+def test_a_value_with_a_null_field_stays_in_the_table(logs, tmp_path):
+    """A decimal past its precision: the record goes to the table (not the dead-letter table), the field null and
+    named in valueError; the records past the depth hold their JSON text."""
+    from deltalake import DeltaTable
+
+    _, root, produced, _ = logs
+    r = kafkafmt.export_table(str(root), str(tmp_path / "t"), format="delta", topics=["avro-tree"], value_format="avro")
+    assert r.rows == len(produced["avro-tree"]) and r.dead_letters == 0
+    t = DeltaTable(str(tmp_path / "t")).to_pyarrow_table().sort_by("offset")
+    errors = t.column("valueError").to_pylist()
+    assert [e is not None for e in errors] == [False] * 10 + [True, True] and all("(in amount)" in e for e in errors[10:])
+    assert [v["amount"] is None for v in t.column("value").to_pylist()] == [False] * 10 + [True, True]
+
+
 def test_spark_holds_every_protobuf_time_and_the_json_past_the_depth(logs, spark):
     root, _, produced, _ = logs
     df = spark.read.format("kafka-segments").option("subscribe", "pb-times").option("valueFormat", "protobuf") \

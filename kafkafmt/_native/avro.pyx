@@ -1106,20 +1106,22 @@ cdef int push_err(Errs *e, int64_t row, int code, int64_t pos, int32_t node, int
 
 cdef tuple _errs(Errs *e):
     """The recorded errors as NumPy arrays (row, code, position, node, detail, more)."""
-    cdef int64_t k
     rows = np.empty(e.n, np.int64)
     code = np.empty(e.n, np.uint8)
     pos = np.empty(e.n, np.int64)
     node = np.empty(e.n, np.int32)
     detail = np.empty(e.n, np.int64)
     more = np.empty(e.n, np.int32)
-    for k in range(e.n):
-        rows[k] = e.row[k]
-        code[k] = e.code[k]
-        pos[k] = e.pos[k]
-        node[k] = e.node[k]
-        detail[k] = e.detail[k]
-        more[k] = e.more[k]
+    cdef int64_t[::1] r = rows, p = pos, d = detail
+    cdef uint8_t[::1] c = code
+    cdef int32_t[::1] nd = node, m = more
+    if e.n:
+        memcpy(&r[0], e.row, e.n * sizeof(int64_t))
+        memcpy(&c[0], e.code, e.n)
+        memcpy(&p[0], e.pos, e.n * sizeof(int64_t))
+        memcpy(&nd[0], e.node, e.n * sizeof(int32_t))
+        memcpy(&d[0], e.detail, e.n * sizeof(int64_t))
+        memcpy(&m[0], e.more, e.n * sizeof(int32_t))
     return rows, code, pos, node, detail, more
 
 

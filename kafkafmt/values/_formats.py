@@ -254,20 +254,85 @@ def field_error_text(text, more=0):
     return f"{text}: that field is null, the rest of the value is read{alike}"
 
 
-def error_texts(plan, code, pos, node, detail, more, rows, texts, where="value", first_field=32):
-    """The error texts of the ``rows`` (with an error) of a kernel's decode, as a pyarrow string
-    array of ``len(code)``: framing and schema problems (codes >= 64) by ``texts(code, row)``, the
-    kernel's own by ``plan.error_text(code, node, detail)`` with the byte position, a field nulled
-    (codes from ``first_field``) with `field_error_text`."""
-    out = np.full(len(code), None, dtype=object)
-    for i in rows:
-        c = int(code[i])
-        if c >= 64:
-            out[i] = texts(c, i)
+def _distinct_rows(columns):
+    """(distinct rows, each row's index into them) of equally long integer arrays (a row: their values
+    at one index): one group when every row is the first (the common case: one field, one reason), else
+    grouped by a hash of each row (one sort of n integers), checked, and by the rows themselves when two
+    rows' hashes meet."""
+    if all((c == c[0]).all() for c in columns):
+        return np.array([[int(c[0]) for c in columns]], np.int64), np.zeros(len(columns[0]), np.int64)
+    keys = np.stack([c.astype(np.int64) for c in columns], axis=1)
+    with np.errstate(over="ignore"):
+        mix = np.zeros(len(keys), np.uint64)
+        for j in range(keys.shape[1]):
+            mix = (mix ^ keys[:, j].astype(np.uint64)) * np.uint64(0x9E3779B97F4A7C15)
+    _, first, inverse = np.unique(mix, return_index=True, return_inverse=True)
+    uniq = keys[first]
+    if (uniq[inverse] == keys).all():
+        return uniq, inverse.reshape(-1)
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    return uniq, inverse.reshape(-1)
+
+
+def error_texts(plan, errors, n, texts, where="value", first_field=32):
+    """The ``error`` column (a pyarrow string array of ``n`` rows, null but for the rows with an
+    error) of a kernel's decode, built a whole column at once: the kernel's own errors as
+    ``plan.error_text(code, node, detail)`` with the byte position in the value (each distinct error's
+    text made once, the rows' texts joined by Arrow); a field nulled (codes from ``first_field``) as
+    `field_error_text` says, without a position (rows alike share their text: it costs a copy); framing
+    and schema problems (codes >= 64) by ``texts(code, k)`` (k: the error's index).
+
+    Parameters
+    ----------
+    plan : object
+        Has ``error_text(code, node, detail)``.
+    errors : tuple of NumPy arrays
+        (row, code, position, node, detail, more) of the rows with an error.
+    n : int
+        Rows in the column.
+    texts : callable
+    where : str
+        What the byte position counts in ("value", "message", "JSON text").
+    first_field : int
+        The first code of a field error (the kernel's ``FIELD_ERROR``).
+    """
+    pa = _pa()
+    import pyarrow.compute as pc
+
+    rows, code, pos, node, detail, more = errors
+    if not len(rows):
+        return null_array(n, pa.string())
+    parts, order = [], []
+    framing = np.flatnonzero(code >= 64)
+    if len(framing):
+        parts.append(pa.array([texts(int(code[k]), k) for k in framing.tolist()], pa.string()))
+        order.append(framing)
+    for fields in (True, False):
+        ks = np.flatnonzero((code >= first_field) & (code < 64) if fields else code < first_field)
+        if not len(ks):
             continue
-        text = f"{plan.error_text(c, int(node[i]), int(detail[i]))} (at byte {int(pos[i])} of the {where})"
-        out[i] = field_error_text(text, int(more[i])) if c >= first_field else text
-    return out
+        uniq, inverse = _distinct_rows([code[ks], node[ks], detail[ks], more[ks]])
+        # each distinct error's text once
+        said = [plan.error_text(c, nd, d) for c, nd, d, _ in uniq.tolist()]
+        if fields:
+            part = pa.array([field_error_text(t, m) for t, (_, _, _, m) in zip(said, uniq.tolist())],
+                            pa.string()).take(pa.array(inverse))
+        else:
+            part = pc.binary_join_element_wise(pa.array([f"{t} (at byte " for t in said], pa.string()).take(
+                pa.array(inverse)), pa.array(pos[ks]).cast(pa.string()), f" of the {where})", "")
+        parts.append(part)
+        order.append(ks)
+    if len(parts) == 1 and len(rows) == n:          # one kind of error, in every row (rows are ascending)
+        return parts[0]
+    if len(parts) == 1:                             # (the rows with an error are ascending)
+        order = [np.arange(len(rows))]
+    texts_all = pa.concat_arrays(parts)
+    k_of = np.empty(len(rows), np.int64)
+    k_of[np.concatenate(order)] = np.arange(len(rows))
+    at = np.full(n, -1, np.int64)
+    at[np.asarray(rows, np.int64)] = k_of
+    full = texts_all.take(pa.array(np.maximum(at, 0)))
+    return full if len(rows) == n else pc.if_else(pa.array(at >= 0), full, pa.nulls(n, pa.string()))
 
 
 def null_array(n, type):
@@ -829,10 +894,7 @@ class KernelFormat(ValueFormat):
         bad, code, pos, node, detail, more = errors
         n = len(values)
         if len(bad):
-            texts = np.full(n, None, dtype=object)
-            texts[bad] = error_texts(plan, code, pos, node, detail, more, range(len(bad)),
-                                     lambda c, k: messages(c, int(ids[bad[k]]), int(bad[k])))
-            error = pa.array(texts, pa.string())
+            error = error_texts(plan, errors, n, lambda c, k: messages(c, int(ids[bad[k]]), int(bad[k])))
             if ctx.strict:
                 i = int(bad[0])
                 what = "key" if ctx.is_key else "value"
@@ -840,7 +902,8 @@ class KernelFormat(ValueFormat):
                 position = None
                 if ctx.positions is not None:
                     position = int(ctx.positions[i]) + (int(pos[0]) if code[0] < 64 else 0)
-                raise ValueDecodeError(f"bad {self.name} {what}{where}: {texts[i]}", file=ctx.file, position=position,
+                raise ValueDecodeError(f"bad {self.name} {what}{where}: {error[i].as_py()}", file=ctx.file,
+                                       position=position,
                                        offset=None if ctx.offsets is None else int(ctx.offsets[i]))
         else:
             error = null_array(n, pa.string())

@@ -106,12 +106,12 @@ class _JsonBase(ValueFormat):
         n = len(code)
         bad = np.flatnonzero(code)
         if len(bad):
-            out = error_texts(plan, code, pos, node, detail, more, bad.tolist(), texts, "JSON text",
-                              _kernel.FIELD_ERROR)
-            error = pa.array(out, pa.string())
+            error = error_texts(plan, (bad, code[bad], pos[bad], node[bad], detail[bad], more[bad]), n,
+                                lambda c, k: texts(c, int(bad[k])), "JSON text", _kernel.FIELD_ERROR)
             if ctx.strict:
                 i = int(bad[0])
-                raise_strict(self, ctx, i, out[i], int(starts[i] - offsets[i] + pos[i]) if code[i] < 64 else None)
+                raise_strict(self, ctx, i, error[i].as_py(),
+                             int(starts[i] - offsets[i] + pos[i]) if code[i] < 64 else None)
         else:
             error = pa.nulls(n, pa.string())
         hard, soft = count_errors(values, error)

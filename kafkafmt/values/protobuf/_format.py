@@ -344,16 +344,15 @@ class ProtobufFormat(ValueFormat):
         n = len(code)
         bad = np.flatnonzero(code)
         if len(bad):
-            out = error_texts(plan, code, pos, field, detail, more, bad.tolist(),
-                              lambda c, i: texts.get(i) or _frame_text(c, offsets, data, i), "message",
-                              _kernel.FIELD_ERROR)
-            error = pa.array(out, pa.string())
+            error = error_texts(plan, (bad, code[bad], pos[bad], field[bad], detail[bad], more[bad]), n,
+                                lambda c, k: texts.get(int(bad[k])) or _frame_text(c, offsets, data, int(bad[k])),
+                                "message", _kernel.FIELD_ERROR)
             if ctx.strict:
                 i = int(bad[0])
                 position = None
                 if code[i] < 64:
                     position = int(starts[i] - offsets[i] + pos[i])
-                raise_strict(self, ctx, i, out[i], position)
+                raise_strict(self, ctx, i, error[i].as_py(), position)
         else:
             error = pa.nulls(n, pa.string())
         schema_id = pa.Array.from_buffers(pa.int32(), n, [None if framed.all() else pa.py_buffer(
