@@ -255,6 +255,26 @@ cdef inline void soft_note(Soft *s, int32_t where, int64_t pos, int code, int64_
     s.n += 1
 
 
+cdef inline int null_field(Col *cols, const int32_t *children, Soft *soft, int32_t ci, int32_t where, int64_t pos,
+                           int code, int64_t detail) noexcept nogil:
+    """A value column ci cannot hold (field ``where``): null in its place, the field noted (the row's
+    error names it); -1 when the column cannot be null (the caller fails the row instead)."""
+    if not cols[ci].nullable:
+        return -1
+    soft_note(soft, where, pos, code, detail)
+    return put_null_col(cols, children, ci)
+
+
+cdef inline void put_soft(const Soft *s, int64_t i, uint8_t *code, int64_t *pos, int32_t *where, int64_t *detail,
+                          int32_t *more) noexcept nogil:
+    """Row i's error arrays: the first field nulled (its code + AC_FIELD) and how many more."""
+    code[i] = <uint8_t>(s.code + AC_FIELD)
+    pos[i] = s.pos
+    where[i] = s.where
+    detail[i] = s.detail
+    more[i] = s.n - 1
+
+
 cdef inline void restore(Col *cols, int64_t m, const int64_t *saved) noexcept nogil:
     """Roll every column back to the lengths in saved (validity bits cleared by placeholders set again)."""
     cdef int64_t k, b, e

@@ -168,11 +168,8 @@ cdef inline int fail(Ctx *x, int32_t ni, const uint8_t *p, int code, int64_t det
 cdef int field_null(Ctx *x, int32_t ni, const uint8_t *p, int code, int64_t detail) noexcept nogil:
     """A value node ni's column cannot hold: null in its place and the field named in the row's
     error (a column that cannot be null: the row's error)."""
-    cdef int32_t ci = x.nodes[ni].col
-    if not x.cols[ci].nullable:
-        return fail(x, ni, p, code, detail)
-    soft_note(&x.soft, ni, p - x.vstart, code, detail)
-    return put_null_col(x.cols, x.col_children, ci)
+    cdef int rc = null_field(x.cols, x.col_children, &x.soft, x.nodes[ni].col, ni, p - x.vstart, code, detail)
+    return fail(x, ni, p, code, detail) if rc < 0 else rc
 
 
 cdef int put_extra(Col *c, int64_t *used, const uint8_t *k, int64_t kn, const uint8_t *v, int64_t vn) noexcept nogil:
@@ -1410,11 +1407,8 @@ cdef class Program:
                             rc = fail(&x, self.top, p, E_TRAILING, end - p)
                     if rc == E_NONE:
                         if x.soft.n:
-                            err_code[i] = <uint8_t>(x.soft.code + AC_FIELD)
-                            err_pos[i] = x.soft.pos
-                            err_node[i] = x.soft.where
-                            err_detail[i] = x.soft.detail
-                            err_more[i] = x.soft.n - 1
+                            put_soft(&x.soft, i, &err_code[0], &err_pos[0], &err_node[0], &err_detail[0],
+                                     &err_more[0])
                         i += 1
                         continue
                     restore(cols, m, saved)

@@ -254,10 +254,8 @@ cdef inline int fail(Ctx *x, int32_t fi, const uint8_t *p, int code, int64_t det
 cdef int field_null(Ctx *x, int32_t fi, int32_t ci, const uint8_t *p, int code, int64_t detail) noexcept nogil:
     """A value its column cannot hold: null in its place and the field named in the row's error (a
     column that cannot be null: the row's error)."""
-    if not x.cols[ci].nullable:
-        return fail(x, fi, p, code, detail)
-    soft_note(&x.soft, fi, p - x.vstart, code, detail)
-    return put_null(x, ci)
+    cdef int rc = null_field(x.cols, x.col_children, &x.soft, ci, fi, p - x.vstart, code, detail)
+    return fail(x, fi, p, code, detail) if rc < 0 else rc
 
 
 cdef int skip_value(Ctx *x, const uint8_t **pp, const uint8_t *end, uint64_t tag, int depth) noexcept nogil:
@@ -889,7 +887,7 @@ cdef int decode_undo(Ctx *x, int32_t mi, int32_t k, int depth, bint notes) noexc
     columns; notes: the fields it nulls stay noted (the row's error names them: a value kept as its
     bytes), else they are forgotten (a value that counts for nothing)."""
     cdef int64_t *saved
-    cdef int64_t c, b, e
+    cdef int64_t c
     cdef int rc
     cdef Soft before = x.soft
     saved = <int64_t *>malloc(x.ncols * sizeof(int64_t) + 8)
@@ -898,14 +896,7 @@ cdef int decode_undo(Ctx *x, int32_t mi, int32_t k, int depth, bint notes) noexc
     for c in range(x.ncols):
         saved[c] = x.cols[c].length
     rc = put_message(x, mi, k, -1, True, depth)
-    for c in range(x.ncols):
-        b = saved[c]
-        e = x.cols[c].length
-        if x.cols[c].kind != K_NULL:
-            while b < e:
-                x.cols[c].valid[b >> 3] |= <uint8_t>(1 << (b & 7))
-                b += 1
-        x.cols[c].length = saved[c]
+    restore(x.cols, x.ncols, saved)
     free(saved)
     if not notes:
         x.soft = before
@@ -1430,11 +1421,8 @@ cdef class Program:
                     rc = put_message(&x, self.top, whole, -1, True, 0)
                     if rc == E_NONE:
                         if x.soft.n:
-                            err_code[i] = <uint8_t>(x.soft.code + AC_FIELD)
-                            err_pos[i] = x.soft.pos
-                            err_field[i] = x.soft.where
-                            err_detail[i] = x.soft.detail
-                            err_more[i] = x.soft.n - 1
+                            put_soft(&x.soft, i, &err_code[0], &err_pos[0], &err_field[0], &err_detail[0],
+                                     &err_more[0])
                         i += 1
                         continue
                     for k in range(m):

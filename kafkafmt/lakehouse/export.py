@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kafkafmt.values._options import DEFAULT_MAX_DEPTH
+from kafkafmt.values import DEFAULT_MAX_DEPTH
 from kafkafmt.log import find_partitions
 from kafkafmt._util.durable import crash_point
 from kafkafmt.lakehouse.deadletter import (VALUE_ERRORS, DeadLetters, dead_letter_location, dead_letter_mask,

@@ -15,8 +15,7 @@ from typing import Optional
 
 from kafkafmt.log import DEFAULT_REPLICAS
 from kafkafmt.record import DecodeOptions
-from kafkafmt.values import open_typed
-from kafkafmt.values._options import DEFAULT_MAX_DEPTH
+from kafkafmt.values import DEFAULT_MAX_DEPTH, open_typed
 
 __all__ = ["ReadOptions", "READERS", "reader_options", "document_options"]
 

@@ -35,8 +35,7 @@ from kafkafmt.storage import open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
 from kafkafmt.log import read_task, read_tasks
 from kafkafmt.log import Unit, read_units
-from kafkafmt.values import FailedValues, decode_values, empty_typed, gather_views, get_format
-from kafkafmt.values._options import DEFAULT_MAX_DEPTH
+from kafkafmt.values import DEFAULT_MAX_DEPTH, FailedValues, decode_values, empty_typed, gather_views, get_format
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment", "read_log_dir_with",
            "read_log_dirs_with", "iter_log_dir_with", "iter_log_dirs_with", "read_segment_with", "iter_partitions_with"]

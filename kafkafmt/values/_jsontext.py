@@ -1,5 +1,6 @@
 """Typed values of the Protobuf and JSON formats as JSON text: what the text doors print (``dump``,
-``dump --json``, ``export --format jsonl | csv``, `DecodedColumn.json`). (Avro prints as
+``dump --json``, ``export --format jsonl | csv``, `DecodedColumn.json`), the printer both share
+(`json_texts`; Protobuf's marks: `kafkafmt.values.protobuf._json`). (Avro prints as
 kafka-avro-console-consumer does: `kafkafmt.values.avro._json`.)
 
 **Protobuf** as the proto3 JSON mapping prints a message -- ``MessageToDict(message,
@@ -34,7 +35,7 @@ import math
 
 import numpy as np
 
-__all__ = ["protobuf_json", "json_values_json", "arrow_json", "RAW"]
+__all__ = ["json_texts", "json_values_json", "arrow_json", "RAW"]
 
 #: a mark: the column holds JSON text, printed as the JSON it holds
 RAW = "raw"
@@ -49,36 +50,6 @@ def _pa():
 
 
 # -- the marks: which columns hold JSON text, which struct field holds other properties -----------------
-
-def _proto_marks(desc, t):
-    """The marks of a Protobuf message's struct type ``t`` (``desc``: its Descriptor): {field: mark}."""
-    from kafkafmt.values.protobuf._plan import WRAPPERS
-
-    pa = _pa()
-
-    def value_mark(f, ft):
-        mt = f.message_type
-        if mt is None:
-            return None
-        if (pa.types.is_string(ft) or pa.types.is_large_string(ft)) and mt.full_name not in WRAPPERS:
-            return RAW                      # Struct & co., a message kept as JSON text past the depth
-        return _proto_marks(mt, ft) if pa.types.is_struct(ft) else None
-
-    out = {}
-    for f in desc.fields:
-        idx = t.get_field_index(f.name)
-        if idx < 0:
-            continue
-        ft = t.field(idx).type
-        mt = f.message_type
-        if mt is not None and mt.GetOptions().map_entry and pa.types.is_map(ft):
-            out[f.name] = {"{}": value_mark(mt.fields_by_name["value"], ft.item_type)}
-        elif pa.types.is_list(ft) or pa.types.is_large_list(ft):
-            out[f.name] = {"[]": value_mark(f, ft.value_type)}
-        else:
-            out[f.name] = value_mark(f, ft)
-    return out
-
 
 def _spec_marks(spec, t):
     """The marks of a JSON target spec (`kafkafmt.values.json._plan`) over its Arrow type ``t``."""
@@ -240,16 +211,23 @@ def _converter(t, mark, proto):
     return lambda v: v
 
 
-def _storage(values):
-    """``values`` with its temporal types (timestamps, dates, times, durations, at any depth) as their
-    integers, one array."""
-    from kafkafmt.values.avro._json import storage_values
-
-    return storage_values(values)
-
-
 def json_texts(values, marks, proto, top=None):
-    """The JSON text of each value of an Arrow array (None where null)."""
+    """The JSON text of each value of an Arrow array (None where null).
+
+    Parameters
+    ----------
+    values : pyarrow.Array or pyarrow.ChunkedArray
+    marks : dict or None
+        Where the columns holding JSON text are (`RAW`) and which struct field holds an object's other
+        properties (``"*"``): a dict per struct (field name -> its mark), ``"[]"`` / ``"{}"`` for a
+        list's items / a map's values.
+    proto : bool
+        Print as protobuf's JSON mapping (else as ``json.dumps``).
+    top : callable, optional
+        Wraps the value's converter (a column of several Protobuf messages: the one set).
+    """
+    from kafkafmt.values.avro import storage_values
+
     pa = _pa()
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
@@ -257,26 +235,7 @@ def json_texts(values, marks, proto, top=None):
     if top is not None:
         conv = top(conv)
     dumps = json.dumps
-    return [None if v is None else dumps(conv(v), ensure_ascii=False) for v in _storage(values).to_pylist()]
-
-
-def protobuf_json(values, reader=None):
-    """Each value of a Protobuf column as the proto3 JSON mapping prints it (the module docstring);
-    ``reader``: its message's Descriptor, or the Descriptors of a column of several messages."""
-    pa = _pa()
-    t = values.type
-    if isinstance(reader, tuple) and len(reader) > 1 and pa.types.is_struct(t):
-        from kafkafmt.values.protobuf._plan import message_field_name
-
-        marks = {message_field_name(d): _proto_marks(d, t.field(message_field_name(d)).type) for d in reader}
-
-        def one(conv):                          # the message the value is, as itself
-            return lambda v: next(iter(conv(v).values()), {})
-        return json_texts(values, marks, True, one)
-    if isinstance(reader, tuple):
-        reader = reader[0] if reader else None
-    marks = _proto_marks(reader, t) if reader is not None and pa.types.is_struct(t) else None
-    return json_texts(values, marks, True)
+    return [None if v is None else dumps(conv(v), ensure_ascii=False) for v in storage_values(values).to_pylist()]
 
 
 def json_values_json(values, spec=None):

@@ -50,7 +50,8 @@ from kafkafmt.values.protobuf._schema import compile_registered, compile_text, d
 from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
 from kafkafmt.values._formats import (DecodedColumn, PerRegistry, ValueFormat, column_parts, column_validity,
                                       count_errors, error_texts, frame_error_text, raise_strict, reader_schema_for)
-from kafkafmt.values._jsontext import arrow_json, protobuf_json
+from kafkafmt.values._jsontext import arrow_json
+from kafkafmt.values.protobuf._json import protobuf_json
 
 __all__ = ["ProtobufFormat", "RawProtobufFormat", "reader_messages", "resolve_reader", "arrow_json"]
 

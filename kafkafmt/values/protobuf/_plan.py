@@ -57,10 +57,10 @@ import numpy as np
 from kafkafmt._native import protobuf as _kernel
 from kafkafmt.errors import SchemaError
 from kafkafmt.values._options import DEFAULT_MAX_DEPTH, ValueShape
+from kafkafmt.values.protobuf._wkt import JSON_TYPES, WRAPPERS, message_field_name
 from kafkafmt._util.extras import install_command
 
-__all__ = ["ProtoPlan", "MessagesPlan", "MAX_COLUMNS", "WRAPPERS", "JSON_TYPES", "is_field_error",
-           "message_field_name"]
+__all__ = ["ProtoPlan", "MessagesPlan", "MAX_COLUMNS", "is_field_error"]
 #: Arrow columns one reader message may need
 MAX_COLUMNS = 10_000
 
@@ -72,15 +72,6 @@ _K = _kernel.KINDS
 _SCALAR_OPS = {5: "P_INT32", 3: "P_INT64", 13: "P_UINT32", 4: "P_UINT64", 17: "P_SINT32", 18: "P_SINT64",
                8: "P_BOOL", 14: "P_ENUM", 7: "P_FIXED32", 15: "P_SFIXED32", 2: "P_FLOAT", 6: "P_FIXED64",
                16: "P_SFIXED64", 1: "P_DOUBLE", 9: "P_STRING", 12: "P_BYTES"}
-#: wrapper message -> the op of its value
-WRAPPERS = {"google.protobuf.DoubleValue": "P_DOUBLE", "google.protobuf.FloatValue": "P_FLOAT",
-            "google.protobuf.Int64Value": "P_INT64", "google.protobuf.UInt64Value": "P_UINT64",
-            "google.protobuf.Int32Value": "P_INT32", "google.protobuf.UInt32Value": "P_UINT32",
-            "google.protobuf.BoolValue": "P_BOOL", "google.protobuf.StringValue": "P_STRING",
-            "google.protobuf.BytesValue": "P_BYTES"}
-#: the messages held as their JSON text (a string column)
-JSON_TYPES = ("google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue")
-_JSON_TYPES = JSON_TYPES
 #: nanoseconds per unit of a Timestamp / Duration column
 _UNIT_NS = {"ns": 1, "us": 1000}
 
@@ -317,10 +308,10 @@ class ProtoPlan:
                 kind, width = _kind_of(op)
                 col = self._new(kind, _arrow_of(op), width=width, nullable=nullable)
                 row[1], row[8] = _O["P_WRAPPER"], _O[op]
-            elif name in _JSON_TYPES:
+            elif name in JSON_TYPES:
                 col = self._new(_K["K_VAR"], pa.string(), nullable=nullable)
                 col.json = name
-                row[1], row[8] = _O["P_RAW"], _JSON_TYPES.index(name)
+                row[1], row[8] = _O["P_RAW"], JSON_TYPES.index(name)
             elif stack.count(name) >= self.max_depth:
                 # once more than max_depth: the message's bytes (checked with its node up the path), printed
                 # as JSON text
@@ -444,7 +435,7 @@ class ProtoPlan:
     def _cut_texts(self, descriptor, raw):
         """The JSON texts of a cut-off message's values (its bytes, checked by the kernel): decoded
         with a plan of that message, printed as the text doors print them."""
-        from kafkafmt.values._jsontext import protobuf_json
+        from kafkafmt.values.protobuf._json import protobuf_json
 
         if raw.null_count == len(raw):
             return _pa().nulls(len(raw), _pa().string())
@@ -551,13 +542,6 @@ def _error_text(code, path, detail):
     unit = {1: "ns", 1000: "us"}.get(int(detail), "") if name in ("TIMESTAMP", "DURATION") else ""
     msg = text.format(detail=detail, depth=_kernel.MAX_DEPTH, unit=unit)
     return f"{msg} (in {path})" if path else msg
-
-
-def message_field_name(d):
-    """A message's name inside its package (``Click``, ``Envelope.Click``): its field's name in a
-    column of several messages."""
-    package = d.file.package
-    return d.full_name[len(package) + 1:] if package else d.full_name
 
 
 def _dictionary(col, length, nulls, vb, data):
