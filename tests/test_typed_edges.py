@@ -240,9 +240,12 @@ def _export_values(root, topic, *flags):
 
 # -- item 1: Timestamps and Durations of every valid range --------------------------------------------------------
 
-def test_protobuf_times_every_valid_value_in_microseconds(logs):
+def test_protobuf_times_every_valid_value_in_microseconds(logs, tmp_path):
     """Go's zero time, the end of time, Durations of 10,000 years: read (timestamp[us], duration[us]), every value
-    equal to MessageToDict's cut to the microsecond; no value null, no error."""
+    equal to MessageToDict's cut to the microsecond; no value null, no error -- in the library's Arrow, the
+    default pandas frame and the Parquet export alike."""
+    import pyarrow.parquet as pq
+
     root, _, produced, classes = logs
     T = classes["edge.Times"]
     recs = _read(root, "pb-times", "protobuf")
@@ -254,6 +257,12 @@ def test_protobuf_times_every_valid_value_in_microseconds(logs):
         assert same(ours(got, T.DESCRIPTOR), expected(to_dict(m), T.DESCRIPTOR, "us"))
     assert dec.values[0]["at"].as_py() == datetime.datetime(1, 1, 1, tzinfo=UTC)
     assert dec.values[1]["d"].as_py() == -datetime.timedelta(seconds=TEN_THOUSAND_YEARS)
+    frame = recs.to_pandas()["value"]
+    assert frame[0]["at"] == datetime.datetime(1, 1, 1, tzinfo=UTC) and frame[0]["big"] == 2 ** 63 - 1
+    kcli.run("export", root, "--topics", "pb-times", "--value-format", "protobuf", "--to", tmp_path / "t.parquet",
+             check=0)
+    parquet = pq.read_table(tmp_path / "t.parquet").column("value").to_pylist()
+    assert repr(parquet) == repr(dec.values.to_pylist())                 # (NaN != NaN: as text)
 
 
 def test_protobuf_times_in_nanoseconds_null_only_the_field(logs):
