@@ -232,6 +232,19 @@ def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
                    help="a topic without a schema (no subject <topic>-value, e.g. __consumer_offsets): stop with "
                         "an error naming it (the default), or keep its values as bytes (null value, the bytes in "
                         "valueBytes; keys alike in keyBytes) and type the others")
+    from kafkafmt.values import ADDITIONAL_PROPERTIES, DEFAULT_MAX_DEPTH, TIME_UNITS
+
+    p.add_argument("--recursive-fields-max-depth", type=int, default=DEFAULT_MAX_DEPTH, metavar="N",
+                   help="how many times a recursive record or message appears on a path from the top of a value "
+                        f"(Spark's recursive.fields.max.depth; default {DEFAULT_MAX_DEPTH}): the field where it "
+                        "would appear once more holds that value's JSON text")
+    p.add_argument("--time-unit", choices=TIME_UNITS, default=TIME_UNITS[0],
+                   help="the unit of Protobuf Timestamp/Duration and JSON Schema date-time columns: us (the "
+                        "default: every valid value, years 1 to 9999) or ns (every nanosecond, 1677 to 2262; a "
+                        "value beyond is a null field named in valueError)")
+    p.add_argument("--additional-properties", choices=ADDITIONAL_PROPERTIES, default=ADDITIONAL_PROPERTIES[0],
+                   help="a JSON Schema object's properties outside its schema: keep them as the JSON text of an "
+                        "object in its field additionalProperties (the default), or drop them")
 
 
 def _log_dir_of(path):
@@ -264,6 +277,9 @@ def read_options(args, **settings):
                  key_schema=reader_schema_of_text(getattr(args, "key_schema", None)),
                  value_errors=getattr(args, "value_errors", None), untyped_topics=getattr(args, "untyped_topics", None),
                  topic_id=topic_ids(args),
+                 recursive_fields_max_depth=getattr(args, "recursive_fields_max_depth", None),
+                 time_unit=getattr(args, "time_unit", None),
+                 additional_properties=getattr(args, "additional_properties", None),
                  storage_options=cli_paths.OPTIONS or None, tiered_keys=cli_paths.TIERED_KEYS or None)
     return ReadOptions(**{k: v for k, v in flags.items() if v is not None}).replace(**settings)
 

@@ -370,13 +370,14 @@ class _RecordView:
         return self.hkeys[a:b], (self.hvals[a:b] if self.hvals is not None else None)
 
     def typed_text(self, side, r, raw):
-        """A typed key or value as JSON text; one that could not be read: its bytes and why; one of
-        a topic kept as bytes (--untyped-topics bytes): its bytes."""
+        """A typed key or value as JSON text; one that could not be read: its bytes and why; one read
+        with fields null (their columns cannot hold them): its text and why; one of a topic kept as
+        bytes (--untyped-topics bytes): its bytes."""
         if side not in self.typed or self.typed[side][3][r]:
             return None if raw is None else escape_text(raw)
         texts, _, errors, _ = self.typed[side]
         if errors[r] is not None:
-            return f"{escape_text(raw)} ({side}Error: {errors[r]})"
+            return f"{escape_text(raw) if texts[r] is None else texts[r]} ({side}Error: {errors[r]})"
         return texts[r]
 
     def typed_json(self, obj, r):

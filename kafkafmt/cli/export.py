@@ -691,6 +691,8 @@ def _spark_typed_options(reader, args):
     if getattr(args, "value_format", None) or getattr(args, "key_format", None):
         reader = reader.option("mode", "FAILFAST" if args.value_errors == "strict" else "PERMISSIVE")
         reader = reader.option("untypedTopics", args.untyped_topics)
+        reader = reader.option("recursive.fields.max.depth", str(args.recursive_fields_max_depth))
+        reader = reader.option("timeUnit", args.time_unit).option("additionalProperties", args.additional_properties)
     return reader
 
 

@@ -109,7 +109,8 @@ def run_table(args, console, fmt):
                                  key_schema=reader_schema_of_text(args.key_schema),
                                  value_errors=args.value_errors or "dlq", untyped_topics=args.untyped_topics,
                                  mode=args.mode, tiered_keys=cli_paths.TIERED_KEYS or None,
-                                 on_chunk=on_chunk)
+                                 on_chunk=on_chunk, recursive_fields_max_depth=args.recursive_fields_max_depth,
+                                 time_unit=args.time_unit, additional_properties=args.additional_properties)
         except (DataLossError, CommitConflictError, SchemaEvolutionError) as exc:
             if args.json:
                 console.json({"error": str(exc), "data_loss": [x.as_json() for x in getattr(exc, "losses", ())]})

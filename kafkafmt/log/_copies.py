@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kafkafmt.errors import IncarnationError, KafkafmtError
+from kafkafmt.errors import KafkafmtError
 from kafkafmt.internal import decode_metadata_record, internal_table
 from kafkafmt.internal.codec import uuid_text
 from kafkafmt.log import sidefiles

@@ -35,7 +35,7 @@ from kafkafmt.storage import open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
 from kafkafmt.log import read_task, read_tasks
 from kafkafmt.log import Unit, read_units
-from kafkafmt.values import FailedValues, decode_values, empty_typed, gather_views, get_format
+from kafkafmt.values import DEFAULT_MAX_DEPTH, FailedValues, decode_values, empty_typed, gather_views, get_format
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment", "read_log_dir_with",
            "read_log_dirs_with", "iter_log_dir_with", "iter_log_dirs_with", "read_segment_with", "iter_partitions_with",
@@ -57,7 +57,8 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                  max_decompressed=None, max_bytes=64 << 20, keep_empty=False, threads=None, binary="contiguous",
                  storage_options=None, filesystem=None, tiered_keys=None, value_format=None, key_format=None,
                  schema_registry=None, value_schema=None, key_schema=None, value_errors="null",
-                 untyped_topics="error", keep_bytes=False, report=None):
+                 untyped_topics="error", keep_bytes=False, recursive_fields_max_depth=DEFAULT_MAX_DEPTH,
+                 time_unit="us", additional_properties="keep", report=None):
     """Yield the records of one partition folder in chunks of about `max_bytes` of decoded data
     (whatever the segment sizes).
 
@@ -363,7 +364,9 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                  isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True, include_control=False,
                  max_decompressed=None, threads=None, binary="contiguous", storage_options=None, filesystem=None,
                  tiered_keys=None, value_format=None, key_format=None, schema_registry=None, value_schema=None,
-                 key_schema=None, value_errors="null", untyped_topics="error", keep_bytes=False) -> Records:
+                 key_schema=None, value_errors="null", untyped_topics="error", keep_bytes=False,
+                 recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us",
+                 additional_properties="keep") -> Records:
     """All records of one partition folder (``<topic>-<partition>``) as one `Records`.
 
     Parameters
@@ -495,6 +498,7 @@ def iter_log_dirs(root, topics=None, partitions=None, *, start_offset=None, end_
                   binary="contiguous", storage_options=None, filesystem=None, tiered_keys=None,
                   replicas=DEFAULT_REPLICAS, topic_id=None, value_format=None, key_format=None, schema_registry=None,
                   value_schema=None, key_schema=None, value_errors="null", untyped_topics="error", keep_bytes=False,
+                  recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us", additional_properties="keep",
                   report=None):
     """Chunks of every partition under one or several roots, filtered by topic names and
     partition numbers; options as `iter_log_dir`.
@@ -579,7 +583,9 @@ def read_log_dirs(root, topics=None, partitions=None, *, start_offset=None, end_
                   include_control=False, max_decompressed=None, threads=None, binary="contiguous",
                   storage_options=None, filesystem=None, tiered_keys=None, replicas=DEFAULT_REPLICAS, topic_id=None,
                   value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
-                  value_errors="null", untyped_topics="error", keep_bytes=False) -> Records:
+                  value_errors="null", untyped_topics="error", keep_bytes=False,
+                  recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us",
+                  additional_properties="keep") -> Records:
     """All records of every partition under one or several roots, with topic and partition
     columns; options as `read_log_dir`.
 
@@ -756,7 +762,9 @@ def read_segment(path, *, keys=True, values=True, headers=True, errors="strict",
                  max_decompressed=None, max_batch_bytes=DecodeOptions.max_batch_bytes, threads=None,
                  binary="contiguous", topic=None, partition=None, storage_options=None, filesystem=None,
                  tiered_keys=None, value_format=None, key_format=None, schema_registry=None, value_schema=None,
-                 key_schema=None, value_errors="null", untyped_topics="error", keep_bytes=False) -> Records:
+                 key_schema=None, value_errors="null", untyped_topics="error", keep_bytes=False,
+                 recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us",
+                 additional_properties="keep") -> Records:
     """Decode a whole segment file (memory-mapped when local).
 
     Parameters

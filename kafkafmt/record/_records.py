@@ -15,7 +15,54 @@ from kafkafmt.record._names import (BATCH_FIELDS, BATCH_METADATA_COLUMNS, CODEC_
 from kafkafmt.record._table import Table
 from kafkafmt.record._portable import portable_table
 
-__all__ = ["Records", "Labels"]
+__all__ = ["Records", "Labels", "exact_pandas"]
+
+
+def exact_pandas(column, index=None):
+    """A pandas Series of an Arrow column whose every value is the Arrow value (what pyarrow's
+    ``to_pandas`` changes, kept): an integer column with nulls as pandas' nullable integer dtype
+    (not float64); a struct, list or map column as Python objects whose integers stay ints (not
+    float64 beside a null) and whose nanosecond timestamps and durations are ``pd.Timestamp`` /
+    ``pd.Timedelta`` (not integers).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from kafkafmt.record import exact_pandas
+    >>> t = pa.struct([("n", pa.int64()), ("at", pa.timestamp("ns", tz="UTC"))])
+    >>> exact_pandas(pa.chunked_array([pa.array([{"n": 2 ** 53 + 1, "at": 1}, {"n": None, "at": None}], t)]))[0]
+    {'n': 9007199254740993, 'at': Timestamp('1970-01-01 00:00:00.000000001+0000', tz='UTC')}
+    >>> exact_pandas(pa.chunked_array([pa.array([2 ** 53 + 1, None])])).dtype
+    Int64Dtype()
+    """
+    import pandas as pd
+
+    pa = import_pyarrow()
+    t = column.type
+    index = index if index is not None else pd.RangeIndex(len(column))
+    if pa.types.is_nested(t) and _ns_inside(t):
+        return pd.Series(column.to_pylist(), index=index, dtype=object)
+    options = {}
+    if pa.types.is_nested(t):
+        options["integer_object_nulls"] = True
+    elif pa.types.is_integer(t) and column.null_count:
+        name = {8: "Int8", 16: "Int16", 32: "Int32", 64: "Int64"}[t.bit_width]
+        dtype = pd.api.types.pandas_dtype(("U" if pa.types.is_unsigned_integer(t) else "") + name)
+        options["types_mapper"] = {t: dtype}.get
+    return pa.table({"v": column}).to_pandas(**options)["v"].set_axis(index)
+
+
+def _ns_inside(t):
+    """Does nested type t hold nanosecond timestamps, durations or times (pyarrow makes them integers
+    inside a struct or list)?"""
+    pa = import_pyarrow()
+    if pa.types.is_struct(t):
+        return any(_ns_inside(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _ns_inside(t.value_type)
+    if pa.types.is_map(t):
+        return _ns_inside(t.key_type) or _ns_inside(t.item_type)
+    return (pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_time64(t)) and t.unit == "ns"
 
 
 def _concat_typed(parts):
@@ -530,16 +577,25 @@ class Records:
 
         dtype_backend (as ``pd.read_parquet`` takes it): None (the default) gives NumPy columns,
         with a Python ``bytes`` object per key and value (object dtype: what most pandas code
-        expects; one object per value is the cost). ``"pyarrow"`` gives ``pd.ArrowDtype`` columns
-        over the Arrow buffers -- binary (or binary_view) keys and values, timestamp, headers as
-        list<struct> -- with no Python object per value: pick it for large reads, for Arrow-native
-        consumers (Polars, DuckDB, ``pyarrow.compute``) and when memory matters.
-        ``"numpy_nullable"``: pandas' nullable integer dtypes, binary columns as objects."""
+        expects; one object per value is the cost); typed keys and values keep every value as
+        Arrow has it (`exact_pandas`): a record as a dict whose integers are Python ints and whose
+        nanosecond times are ``pd.Timestamp`` / ``pd.Timedelta``, an integer column with nulls as
+        pandas' nullable integer dtype. ``"pyarrow"`` gives ``pd.ArrowDtype`` columns over the Arrow
+        buffers -- binary (or binary_view) keys and values, timestamp, headers as list<struct> --
+        with no Python object per value: pick it for large reads, for Arrow-native consumers
+        (Polars, DuckDB, ``pyarrow.compute``) and when memory matters. ``"numpy_nullable"``:
+        pandas' nullable integer dtypes, binary columns as objects."""
         import pandas as pd
 
         table = self.to_arrow(**kwargs)
         if dtype_backend is None:
-            return table.to_pandas()
+            typed = [name for name in ("key", "value") if name in self._typed]
+            if not typed:
+                return table.to_pandas()
+            df = table.drop_columns(typed).to_pandas()
+            for name in typed:
+                df.insert(table.column_names.index(name), name, exact_pandas(table.column(name), df.index))
+            return df
         if dtype_backend == "pyarrow":
             # each Arrow column wrapped as it is (what to_pandas(types_mapper=pd.ArrowDtype) gives,
             # without its block-manager round trip: a quarter of the time)
