@@ -232,9 +232,10 @@ def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
                    help="a topic without a schema (no subject <topic>-value, e.g. __consumer_offsets): stop with "
                         "an error naming it (the default), or keep its values as bytes (null value, the bytes in "
                         "valueBytes; keys alike in keyBytes) and type the others")
+    from kafkafmt.cli.arguments import count      # (arguments imports this module)
     from kafkafmt.values import ADDITIONAL_PROPERTIES, DEFAULT_MAX_DEPTH, TIME_UNITS
 
-    p.add_argument("--recursive-fields-max-depth", type=int, default=DEFAULT_MAX_DEPTH, metavar="N",
+    p.add_argument("--recursive-fields-max-depth", type=count, default=DEFAULT_MAX_DEPTH, metavar="N",
                    help="how many times a recursive record or message appears on a path from the top of a value "
                         f"(Spark's recursive.fields.max.depth; default {DEFAULT_MAX_DEPTH}): the field where it "
                         "would appear once more holds that value's JSON text")
