@@ -189,6 +189,13 @@ def topic_ids(args):
     return {t: i for t, i in given}
 
 
+def _depth(text):
+    """``--recursive-fields-max-depth``: a positive number (a bad one is argparse's one-line error)."""
+    if not str(text).strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}")
+    return int(text)
+
+
 def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
     """The options that type keys and values (`kafkafmt.values._typed`): ``value_flag``/``key_flag`` (a
     format name), ``--schema-registry``, ``--value-schema``/``--key-schema`` and
@@ -232,10 +239,9 @@ def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
                    help="a topic without a schema (no subject <topic>-value, e.g. __consumer_offsets): stop with "
                         "an error naming it (the default), or keep its values as bytes (null value, the bytes in "
                         "valueBytes; keys alike in keyBytes) and type the others")
-    from kafkafmt.cli.arguments import count      # (arguments imports this module)
     from kafkafmt.values import ADDITIONAL_PROPERTIES, DEFAULT_MAX_DEPTH, TIME_UNITS
 
-    p.add_argument("--recursive-fields-max-depth", type=count, default=DEFAULT_MAX_DEPTH, metavar="N",
+    p.add_argument("--recursive-fields-max-depth", type=_depth, default=DEFAULT_MAX_DEPTH, metavar="N",
                    help="how many times a recursive record or message appears on a path from the top of a value "
                         f"(Spark's recursive.fields.max.depth; default {DEFAULT_MAX_DEPTH}): the field where it "
                         "would appear once more holds that value's JSON text")
