@@ -47,6 +47,7 @@ COPY_STATES = ("read", "in sync", "behind", "diverged", "damaged", "other incarn
 
 _COMPARE_BYTES = 8 << 20       # batches decoded at once to compare two copies' records
 _HEADER_COLUMNS = ("position", "size", "crc", "base_offset", "last_offset", "partition_leader_epoch")
+_KEY_COLUMNS = ("base_offset", "last_offset", "size", "crc")     # what tells one batch from another
 
 
 @dataclass(frozen=True)
@@ -202,8 +203,8 @@ def _same_batches(a, b):
     """Whether two non-empty copies hold the same batches (offsets, size, CRC) over the offsets both hold --
     a prefix of each other first (the common case: one comparison of arrays), else batch by batch."""
     ka, kb = a.keys(), b.keys()
-    n = min(len(ka), len(kb))
-    if n and np.array_equal(ka[:n], kb[:n]):
+    n = min(len(ka[0]), len(kb[0]))
+    if n and all(np.array_equal(x[:n], y[:n]) for x, y in zip(ka, kb)):
         return True
     lo, hi = max(a.first, b.first), min(a.last, b.last)
     if lo > hi:
@@ -299,11 +300,14 @@ class _Held:
         self._keys = None
 
     def keys(self):
-        """Every batch's (base offset, last offset, size, CRC) in log order, one comparable row each."""
+        """Every batch's base offset, last offset, size and CRC in log order: four columns."""
         if self._keys is None:
-            cols = [np.concatenate([t[c] for t in self.tables]) if self.tables else np.zeros(0, np.int64)
-                    for c in ("base_offset", "last_offset", "size", "crc")]
-            self._keys = np.stack(cols, axis=1) if cols[0].size else np.zeros((0, 4), np.int64)
+            tables = [t for t in self.tables if len(t["base_offset"])]
+            if len(tables) == 1:            # (most copies: one segment, its columns as they are)
+                self._keys = tuple(tables[0][c] for c in _KEY_COLUMNS)
+            else:
+                self._keys = tuple(np.concatenate([t[c] for t in tables]) if tables else np.zeros(0, np.int64)
+                                   for c in _KEY_COLUMNS)
         return self._keys
 
     def batches(self):
