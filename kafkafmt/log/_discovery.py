@@ -41,6 +41,7 @@ from kafkafmt.log._copies import live_topic_ids, resolve_copies, METADATA_TOPIC
 from kafkafmt.log._notes import ReportEntry, ReportKind
 from kafkafmt.log._segments import Segment
 from kafkafmt.storage import open_storage
+from kafkafmt._util.collect import paused
 
 __all__ = ["Partition", "Found", "MAX_DEPTH", "REPLICAS", "DEFAULT_REPLICAS", "LOG_START_CHECKPOINT",
            "REPLICATION_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT", "log_dir_offsets", "discover", "find_partitions",
@@ -630,6 +631,13 @@ def discover(roots, *, topics=None, partitions=None, storage_options=None, files
     polling)."""
     if replicas not in REPLICAS:
         raise ValueError(f"replicas must be one of {', '.join(REPLICAS)}, not {replicas!r}")
+    with paused():          # (thousands of listings and partitions: no collection that frees nothing)
+        return _discover(roots, topics, partitions, storage_options, filesystem, storage, tiered_keys, replicas,
+                         report, max_depth, cache, files, topic_id)
+
+
+def _discover(roots, topics, partitions, storage_options, filesystem, storage, tiered_keys, replicas, report,
+              max_depth, cache, files, topic_id):
     roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
     cache = {_ONE_PASS: True} if cache is None else cache
     cache[_PASS] = cache.get(_PASS, 0) + 1     # listings without a change token are fresh for this pass

@@ -33,6 +33,7 @@ from kafkafmt.record import BinaryColumn, BinaryViewColumn, Records
 from kafkafmt.log import Segment, warn_fallbacks
 from kafkafmt.storage import open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
+from kafkafmt._util.collect import paused
 from kafkafmt.log import read_task, read_tasks
 from kafkafmt.log import Unit, read_units
 from kafkafmt.values import DEFAULT_MAX_DEPTH, FailedValues, decode_values, empty_typed, gather_views, get_format
@@ -653,6 +654,11 @@ def read_log_dirs(root, topics=None, partitions=None, *, start_offset=None, end_
 
 def read_log_dirs_with(root, topics, partitions, options):
     """`read_log_dirs` with its options as one `ReadOptions`."""
+    with paused():          # (planning thousands of partitions: no collection that frees nothing)
+        return _read_log_dirs(root, topics, partitions, options)
+
+
+def _read_log_dirs(root, topics, partitions, options):
     report = []
     parts = []
     typed = options.open_typed(root)
