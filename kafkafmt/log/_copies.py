@@ -122,13 +122,41 @@ def topic_id_in(part):
     it cannot be read (from the folder's listing: no lookup for a folder that has none)."""
     if part.segments is not None and part.listing is None:
         return None                   # tiered uploads: the id is in their names, not in a file
-    if part.listing is not None and not any(e.name == "partition.metadata" and not e.is_dir for e in part.listing):
+    listed = _metadata_entry(part)
+    if part.listing is not None and listed is None:
         return None
     st = part.storage
     try:
-        return sidefiles.read_partition_metadata(st.read_bytes(st.join(part.folder, "partition.metadata")))["topic_id"]
+        data = st.read_listed(listed.path, listed.size, listed.version) if listed is not None \
+            else st.read_bytes(st.join(part.folder, "partition.metadata"))
+        return sidefiles.read_partition_metadata(data)["topic_id"]
     except (KafkafmtError, OSError):
         return None
+
+
+def _metadata_entry(part):
+    """The listing's entry of a folder's ``partition.metadata`` (None: not listed, or no such file)."""
+    return next((e for e in part.listing or () if e.name == "partition.metadata" and not e.is_dir), None)
+
+
+def _announce(groups, cache):
+    """Announce what comparing copies reads to the stores holding them (`Storage.will_read`), in the order it
+    reads them: each copy's ``partition.metadata``, then its segments whose batch headers are not in the cache;
+    an object store fetches them ahead, a few at a time, while the copies before are compared."""
+    wanted = {}
+    for group in groups:
+        remote = [p for p in group if not p.storage.is_local and p.listing is not None] if len(group) > 1 else ()
+        for p in remote:
+            listed = _metadata_entry(p)
+            if listed is not None:
+                wanted.setdefault(p.storage, []).append((listed.path, listed.size, listed.version))
+        for p in remote:
+            for seg in p.list_segments(cache=cache):
+                hit = None if cache is None else cache.get(("headers", seg.url))
+                if hit is None or hit[0] != (seg.size, seg.version):
+                    wanted.setdefault(p.storage, []).append((seg.log, seg.size, seg.version))
+    for storage, items in wanted.items():
+        storage.will_read(items)
 
 
 def resolve_copies(parts, report, *, cache=None, topic_id=None, live_ids=None, high_watermarks=None):
@@ -160,6 +188,7 @@ def resolve_copies(parts, report, *, cache=None, topic_id=None, live_ids=None, h
         groups.setdefault((p.topic, p.partition), []).append(p)
     out, unread, copies, conflicts = [], [], [], []
     hw = high_watermarks or (lambda p: None)
+    _announce(groups.values(), cache)
     for (topic, partition), group in groups.items():
         if len(group) == 1:
             p = group[0]
