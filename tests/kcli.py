@@ -49,16 +49,17 @@ def _needs_process(args, changes):
             or any(str(a) in _PROCESS_ARGS for a in args))
 
 
-def run(*args, sample=None, env=None, check=None, process=False):
+def run(*args, sample=None, env=None, check=None, process=False, cwd=None):
     """Run ``kafkafmt ARGS``; returns a CompletedProcess (text). ``sample``: the folder the bundled sample
     is (generated) in; ``env``: environment variables to set; ``check``: the exit code it must have;
-    ``process``: in a child process (``python -m kafkafmt``) whatever the arguments."""
+    ``process``: in a child process (``python -m kafkafmt``) whatever the arguments; ``cwd``: where it runs."""
     changes = _environment(sample, env)
     args = [str(a) for a in args]
-    if process or _needs_process(args, changes):
-        p = _child(args, changes)
-    else:
-        p = _here(args, changes)
+    with _cwd(cwd):
+        if process or _needs_process(args, changes):
+            p = _child(args, changes)
+        else:
+            p = _here(args, changes)
     if check is not None:
         assert p.returncode == check, f"exit {p.returncode}, stderr:\n{p.stderr}\nstdout:\n{p.stdout[-2000:]}"
     return p
@@ -185,6 +186,20 @@ def _zygote():
     if z is None:
         z = _ZYGOTES[os.getpid()] = _Zygote()
     return z if z.ok else None
+
+
+@contextlib.contextmanager
+def _cwd(path):
+    """Run in ``path`` (None: where the test is)."""
+    if path is None:
+        yield
+        return
+    here = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(here)
 
 
 @contextlib.contextmanager

@@ -14,8 +14,9 @@ protobuf runtime's ``MessageToDict`` output into what kafkafmt's Arrow values gi
 * `expected` turns ``MessageToDict(m, preserving_proto_field_name=True,
   always_print_fields_with_no_presence=True)`` into kafkafmt's Arrow shape by the descriptor
   alone (a field MessageToDict leaves out -- one with presence not set, a oneof member not set -- is
-  null); `ours` turns kafkafmt's ``to_pylist()`` into comparable values (maps as dicts,
-  temporal values as integers, JSON texts parsed).
+  null; Timestamps and Durations as nanoseconds cut to the column's unit: a Timestamp floored, a
+  Duration toward zero); `ours` turns kafkafmt's ``to_pylist()`` into comparable values (maps as
+  dicts, temporal values as integers, JSON texts parsed).
 """
 from __future__ import annotations
 
@@ -202,26 +203,32 @@ def _scalar(v, f):
     return v
 
 
-def _value(v, f):
+#: nanoseconds per unit of the Timestamp / Duration columns `expected` cuts to (kafkafmt's time_unit)
+UNIT_NS = {"us": 1000, "ns": 1}
+
+
+def _value(v, f, unit):
     mt = f.message_type
     if mt is None:
         return _scalar(v, f)
     name = mt.full_name
     if name == "google.protobuf.Timestamp":
-        return _ns_of_timestamp(v)
+        return _ns_of_timestamp(v) // UNIT_NS[unit] * UNIT_NS[unit]
     if name == "google.protobuf.Duration":
-        return _ns_of_duration(v)
+        ns = _ns_of_duration(v)
+        return (abs(ns) // UNIT_NS[unit] * UNIT_NS[unit]) * (1 if ns >= 0 else -1)
     if name.startswith("google.protobuf.") and name.endswith("Value") and name not in (
             "google.protobuf.Value", "google.protobuf.ListValue"):
         return _scalar(v, mt.fields_by_name["value"])
     if name in ("google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"):
         return v
-    return expected(v, mt)
+    return expected(v, mt, unit)
 
 
-def expected(d, desc):
+def expected(d, desc, unit="us"):
     """MessageToDict output ``d`` of a message of type ``desc`` in kafkafmt's shape (a oneof's
-    members are fields of the message, as MessageToDict shows them: the one set, the others null)."""
+    members are fields of the message, as MessageToDict shows them: the one set, the others null),
+    read with ``time_unit=unit``."""
     out = {}
     for f in desc.fields:
         if f.type == 10:
@@ -232,11 +239,11 @@ def expected(d, desc):
         v = d[f.name]
         if f.is_repeated and f.message_type is not None and f.message_type.GetOptions().map_entry:
             kf, vf = f.message_type.fields_by_name["key"], f.message_type.fields_by_name["value"]
-            out[f.name] = {_key(k, kf): _value(x, vf) for k, x in v.items()}
+            out[f.name] = {_key(k, kf): _value(x, vf, unit) for k, x in v.items()}
         elif f.is_repeated:
-            out[f.name] = [_value(x, f) for x in v]
+            out[f.name] = [_value(x, f, unit) for x in v]
         else:
-            out[f.name] = _value(v, f)
+            out[f.name] = _value(v, f, unit)
     return out
 
 

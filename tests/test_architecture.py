@@ -125,7 +125,7 @@ def test_only_discovery_walks_folders():
 def test_every_read_goes_through_the_storage_interface():
     """No module of the read path opens a data file itself: bytes come from a Storage's blob (mmap for
     local files, ranged reads for object stores)."""
-    read_path = ["record/_decoder", "log/_framing", "log/_ranges", "log/_segments", "log/_discovery",
+    read_path = ["record/_decoder", "record/_entries", "log/_framing", "log/_ranges", "log/_segments", "log/_discovery",
                  "log/_planner", "read/_readers", "log/_transactions", "log/tiered/_base", "log/tiered/_kafka",
                  "log/tiered/_aiven", "spark/stream", "spark/read", "spark/planning", "cli/reading", "cli/common"]
     found = {m: _calls(REPO / "kafkafmt" / f"{m}.py", {"open", "io.open", "os.open", "mmap.mmap"})
@@ -192,6 +192,37 @@ def test_at_most_twenty_top_level_entries():
     entries = [p.name for p in (REPO / "kafkafmt").iterdir()
                if p.name != "__pycache__" and not p.name.endswith((".so", ".c"))]
     assert len(entries) <= 20, sorted(entries)
+
+
+#: what a merge, a patch or an editor leaves behind: never part of the package
+LEFTOVER_PATTERNS = ("*.orig", "*.rej", "*~", ".*.swp", ".*.swo", "#*#", ".#*")
+
+
+def leftovers(names):
+    """The names (paths) among ``names`` whose file name is a merge, patch or editor leftover."""
+    import fnmatch
+
+    return sorted(n for n in names if any(fnmatch.fnmatch(pathlib.PurePath(n).name, pat) for pat in LEFTOVER_PATTERNS))
+
+
+def test_no_merge_or_editor_leftovers():
+    """No ``*.orig`` / ``*.rej`` / editor file in the package on disk, nor among the files git tracks (anywhere in the
+    checkout, when it is one)."""
+    import shutil
+    import subprocess
+
+    on_disk = [str(p.relative_to(REPO)) for p in (REPO / "kafkafmt").rglob("*") if p.is_file()]
+    tracked = []
+    if shutil.which("git") and (REPO / ".git").exists():
+        out = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=False)
+        tracked = [n for n in out.stdout.decode("utf-8", "replace").split("\0") if n] if out.returncode == 0 else []
+    assert leftovers(on_disk + tracked) == []
+
+
+def test_the_leftover_check_finds_leftovers():
+    names = ["kafkafmt/log/sidefiles/_indexes.py.orig", "kafkafmt/a.py.rej", "kafkafmt/b.py~", "kafkafmt/.c.py.swp",
+             "kafkafmt/#d.py#", "kafkafmt/e.py", "docs/f.md", "kafkafmt/.gitignore"]
+    assert leftovers(names) == sorted(names[:5])
 
 
 def test_packages_use_each_others_public_faces():

@@ -163,7 +163,8 @@ def test_an_installed_format_reaches_the_library(logs, toy_path):
 
 def test_an_installed_format_reaches_the_command_line(logs, toy_path, tmp_path):
     env = {"PYTHONPATH": str(toy_path) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    help_text = kcli.run("export", "--help", env=env, check=0).stdout
+    # (wide help lines: argparse may break a line at the hyphen of the toy's name)
+    help_text = kcli.run("export", "--help", env={**env, "COLUMNS": "1000"}, check=0).stdout
     assert f"{TOY}: text, upper-cased (a test's toy)" in " ".join(help_text.split())
     out = tmp_path / "notes.jsonl"
     kcli.run("export", logs, "--topics", "notes", "--partitions", "0", "--value-format", TOY, "--to", out,

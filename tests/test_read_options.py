@@ -3,6 +3,7 @@ each option taken by every reader it applies to, with one default and one docume
 reaching the read in every reader that takes it (a probe per option: the option changes what is read)."""
 import dataclasses
 import inspect
+import json
 import os
 import pathlib
 import shutil
@@ -145,8 +146,8 @@ def places(sample, tmp_path_factory, s3):
     for copy in ("a", "b"):
         shutil.copytree(sample / "payments-0", tmp / "copies" / copy / "payments-0")
     shutil.copytree(sample / "shipments-0", tmp / "lone" / "shipments-0")
-    for copy, n in (("old", 1), ("new", 2)):          # two incarnations of payments (other topic ids)
-        folder = shutil.copytree(sample / "payments-0", tmp / "incarnations" / copy / "payments-0")
+    for copy, n, source in (("old", 1, "clicks-0"), ("new", 2, "payments-0")):  # two incarnations of payments
+        folder = shutil.copytree(sample / source, tmp / "incarnations" / copy / "payments-0")
         kafkafmt.log.sidefiles.write_partition_metadata(str(folder / "partition.metadata"), uuid.UUID(int=n))
     private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -156,8 +157,29 @@ def places(sample, tmp_path_factory, s3):
                                                      compress=True, encrypt_with=("kek-9", private.public_key())))
     bucket = s3.bucket()
     s3.upload_dir(str(sample / "orders-0"), bucket, "logs/orders-0")
+    _shapes(tmp / "shapes")
     return {"sample": sample, "tmp": tmp, "pem": pem, "s3": s3, "bucket": bucket, "damaged": damaged,
             "aiven": Where(tmp / "aiven", "orders", folder=str(tmp / "aiven" / f"orders-{tid}" / "0"))}
+
+
+NODE = {"type": "record", "name": "Node", "fields": [{"name": "v", "type": "int"},
+                                                    {"name": "next", "type": ["null", "Node"], "default": None}]}
+DOC = {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}}}
+
+
+def _shapes(root):
+    """A log dir whose topic ``nodes`` holds recursive Avro records and ``docs`` JSON Schema documents
+    with a date-time of year 1 and a property outside their schema (for the shaping options' probes)."""
+    from avro_support import RegistryMirror
+
+    m = RegistryMirror()
+    m.register("nodes-value", NODE)
+    sid = m.register("docs-value", json.dumps(DOC), "JSON")
+    m.write(root)
+    ser = m.serializer(NODE, topic="nodes")
+    kafkafmt.write_log_dir(str(root / "nodes-0"), values=[ser({"v": 1, "next": {"v": 2, "next": None}})])
+    doc = json.dumps({"at": "0001-01-01T00:00:00Z", "more": 1}).encode()
+    kafkafmt.write_log_dir(str(root / "docs-0"), values=[b"\0" + sid.to_bytes(4, "big") + doc])
 
 
 def _same_records(a, b):
@@ -286,6 +308,9 @@ def _probe_filesystem(reader, p):
 
 def _probe_tiered_keys(reader, p):
     where = p["aiven"]
+    if reader == "read_segment":        # the log object of the upload of segment 0
+        where = Where(where.root, where.topic, folder=where.folder)
+        where.segment = lambda: sorted(pathlib.Path(where.folder).glob("*.log"))[0]
     with pytest.raises(UnsupportedLayoutError, match="kek-9"):
         read(reader, where)
     _same_records(read(reader, where, tiered_keys={"kek-9": p["pem"]}), read(reader, Where(p["sample"], "orders")))
@@ -357,6 +382,28 @@ def _probe_keep_bytes(reader, p):
     assert "valueSchemaId" in kept.columns
 
 
+def _probe_recursive_fields_max_depth(reader, p):
+    where = Where(p["tmp"] / "shapes", "nodes")
+    assert pa.types.is_struct(read(reader, where, value_format="avro").to_arrow()["value"].type.field("next").type)
+    cut = read(reader, where, value_format="avro", recursive_fields_max_depth=1).to_arrow()["value"]
+    assert json.loads(cut[0]["next"].as_py()) == {"v": 2, "next": None}
+
+
+def _probe_time_unit(reader, p):
+    where = Where(p["tmp"] / "shapes", "docs")
+    assert read(reader, where, value_format="json-schema").to_arrow()["value"][0]["at"].as_py().year == 1
+    ns = read(reader, where, value_format="json-schema", time_unit="ns").to_arrow()
+    assert ns["value"][0]["at"].as_py() is None and "at" in ns["valueError"][0].as_py()
+
+
+def _probe_additional_properties(reader, p):
+    where = Where(p["tmp"] / "shapes", "docs")
+    kept = read(reader, where, value_format="json-schema").to_arrow()["value"][0]["additionalProperties"]
+    assert json.loads(kept.as_py()) == {"more": 1}
+    assert read(reader, where, value_format="json-schema", additional_properties="drop").to_arrow()[
+        "value"].type.names == ["at"]
+
+
 PROBES = {
     "start_offset": _probe_start_offset, "end_offset": _probe_end_offset, "start_timestamp": _probe_start_timestamp,
     "end_timestamp": _probe_end_timestamp, "isolation": _probe_isolation, "columns": _probe_columns,
@@ -369,6 +416,8 @@ PROBES = {
     "replicas": _probe_replicas, "topic_id": _probe_topic_id, "value_format": _probe_value_format, "key_format": _probe_key_format,
     "schema_registry": _probe_schema_registry, "value_schema": _probe_value_schema, "key_schema": _probe_key_schema,
     "value_errors": _probe_value_errors, "untyped_topics": _probe_untyped_topics, "keep_bytes": _probe_keep_bytes,
+    "recursive_fields_max_depth": _probe_recursive_fields_max_depth, "time_unit": _probe_time_unit,
+    "additional_properties": _probe_additional_properties,
 }
 
 

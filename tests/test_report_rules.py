@@ -89,6 +89,8 @@ def test_lag_unknown_without_records_or_checkpoint(tmp_path):
     assert "caught up" not in lag
     unknown = sum(1 for k in expected if k[1] != "payments")
     assert f"{unknown} of {len(expected)} partitions' lag is <b>unknown</b>" in lag
+    beyond = sum(1 for (g, t, p), committed in expected.items() if t == "payments" and committed > leo[(t, p)])
+    assert beyond == 1 and "1 committed offset lies <b>beyond the log end</b>" in lag      # one, said in the singular
     # the chart and the totals: known lags >= 0 only (g1's payments commit lies beyond the log end)
     totals = {}
     for (g, t, p), committed in expected.items():
@@ -307,6 +309,27 @@ def test_each_topic_heatmap_over_its_own_span(tmp_path):
         assert len(data["z"][0]) * data["dx"] == span(layout)          # the cells fill the axis
     one = [v for row in maps["slow"][0]["z"] for v in row if v is not None]
     assert set(one) == {1} and maps["slow"][0]["zmax"] == 1
+
+
+def test_a_topic_of_many_partitions_shows_its_busiest_and_a_band(tmp_path):
+    """46 partitions of one topic in two log dirs: the heatmap draws the 40 busiest a row each, in partition
+    order, labelled topic-N (the log dir not repeated on every row), the other 6 as one band of their mean
+    per partition -- and says so in its title."""
+    from kafkafmt.report.html import HEATMAP_ROWS
+
+    counts = {i: 1 + (i * 37) % 46 for i in range(46)}           # 1..46 records, no two alike
+    for i, n in counts.items():
+        with LogWriter(tmp_path / ("a" if i % 2 else "b") / f"t-{i}") as w:
+            w.append(values=[b"v"] * n, timestamps=[T0 + j * 5_000 for j in range(n)])
+    page = kafkafmt.report.to_html(kafkafmt.report.build([tmp_path / "a", tmp_path / "b"]))
+    (data, layout), = [(d, lay) for d, lay in figures(page) if d and d[0].get("type") == "heatmap"]
+    busiest = sorted(sorted(counts, key=lambda i: -counts[i])[:HEATMAP_ROWS])
+    rest = [i for i in counts if i not in busiest]
+    assert data[0]["y"] == [f"t-{i}" for i in busiest] + [f"the other {len(rest)} (mean)"]
+    assert [sum(v or 0 for v in row) for row in data[0]["z"][:-1]] == [counts[i] for i in busiest]
+    assert sum(v or 0 for v in data[0]["z"][-1]) == pytest.approx(sum(counts[i] for i in rest) / len(rest), abs=0.1)
+    assert f"the {HEATMAP_ROWS} busiest of 46 partitions, the other 6 as their mean" in layout["title"]["text"]
+    assert layout["yaxis"]["dtick"] == 1                                # every row labelled
 
 
 @pytest.mark.parametrize("command", ["verify", "stats", "dump", "export", "report"])

@@ -560,6 +560,15 @@ def test_aiven_encrypted_upload_through_the_partition_readers_and_the_commands(t
     assert (got.topic, got.partition) == ("orders-events", 0)
     chunks = list(kafkafmt.iter_log_dir(str(folder), tiered_keys={"kek-3": pem.decode()}, max_bytes=16 * KIB))
     assert len(chunks) > 1 and sum(len(c) for c in chunks) == len(want)
+    # read_segment of one upload's log object takes tiered_keys as the other readers do
+    (base, files), upload = _segments(written["orders"])[-1], sorted(folder.glob("*.log"))[-1]
+    assert upload.name.startswith(f"{base:020d}-")
+    with pytest.raises(UnsupportedLayoutError, match="kek-3"):
+        kafkafmt.read_segment(upload)
+    seg = kafkafmt.read_segment(upload, tiered_keys={"kek-3": pem})
+    plain = kafkafmt.read_segment(files[".log"])
+    assert (seg.topic, seg.partition) == ("orders-events", 0) and len(seg) == len(plain) > 0
+    assert seg.offset.tolist() == plain.offset.tolist() and seg.value.to_pylist() == plain.value.to_pylist()
     key = ["--tiered-key", f"kek-3={tmp_path / 'kek-3.pem'}"]
     for command in (["stats", "--json"], ["report", "--json"]):
         capsys.readouterr()

@@ -23,6 +23,16 @@ cdef enum:
     AC_OK = 0
     AC_FULL = 100
     AC_NOMEM = 101
+    AC_FIELD = 32         # a field's error code + AC_FIELD: the field is null, the rest of the value is read
+
+cdef struct Soft:
+    # the fields of the row being decoded that their columns cannot hold (null instead): the first one,
+    # and how many
+    int32_t n
+    int32_t code
+    int32_t where         # its field / node
+    int64_t pos
+    int64_t detail
 
 cdef struct Col:
     int32_t kind
@@ -233,6 +243,36 @@ cdef inline int64_t popcount(const uint8_t *bits, int64_t n) noexcept nogil:
         total += (bits[i >> 3] >> (i & 7)) & 1
     return total
 
+
+
+cdef inline void soft_note(Soft *s, int32_t where, int64_t pos, int code, int64_t detail) noexcept nogil:
+    """Note a field of the current row nulled because its column cannot hold it (the first one is named)."""
+    if s.n == 0:
+        s.code = code
+        s.where = where
+        s.pos = pos
+        s.detail = detail
+    s.n += 1
+
+
+cdef inline int null_field(Col *cols, const int32_t *children, Soft *soft, int32_t ci, int32_t where, int64_t pos,
+                           int code, int64_t detail) noexcept nogil:
+    """A value column ci cannot hold (field ``where``): null in its place, the field noted (the row's
+    error names it); -1 when the column cannot be null (the caller fails the row instead)."""
+    if not cols[ci].nullable:
+        return -1
+    soft_note(soft, where, pos, code, detail)
+    return put_null_col(cols, children, ci)
+
+
+cdef inline void put_soft(const Soft *s, int64_t i, uint8_t *code, int64_t *pos, int32_t *where, int64_t *detail,
+                          int32_t *more) noexcept nogil:
+    """Row i's error arrays: the first field nulled (its code + AC_FIELD) and how many more."""
+    code[i] = <uint8_t>(s.code + AC_FIELD)
+    pos[i] = s.pos
+    where[i] = s.where
+    detail[i] = s.detail
+    more[i] = s.n - 1
 
 
 cdef inline void restore(Col *cols, int64_t m, const int64_t *saved) noexcept nogil:

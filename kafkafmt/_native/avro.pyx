@@ -14,8 +14,15 @@ schema id). The kernel then:
 
 * bounds-checks every read against the end of the value: a length, block count or fixed size past
   the end, a negative length, a varint longer than 10 bytes (an int outside 32 bits), a union or
-  enum index out of range, a boolean byte other than 0/1, invalid UTF-8 in a string, a decimal
-  beyond its precision, nesting deeper than MAX_DEPTH are per-record errors (ERROR_INFO);
+  enum index out of range, a boolean byte other than 0/1, invalid UTF-8 in a string, nesting deeper
+  than MAX_DEPTH are per-record errors (ERROR_INFO);
+* a decimal beyond its precision is its field's error, not the record's: the field is null, the rest
+  of the value is read, and the row's error names the first such field (code + FIELD_ERROR) and
+  counts them;
+* a recursive record nested deeper than the reader's columns unroll it (OP_CUT) is decoded with the
+  plan's node of that record up the path -- every check a value gets -- then taken back out of the
+  columns, and kept as its bytes (behind the int32 index of its writer type); the Python side prints
+  them as JSON text;
 * caps items per array/map block by the bytes left (every item of a type that takes >= 1 byte
   needs one), and items of zero-byte types (null, empty records, fixed(0)) by ``zero_cap`` per value;
 * on an error, rolls every column back to the row's start and appends a placeholder row: the
@@ -32,6 +39,8 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t, INT32_MA
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, calloc, realloc, free
 from cpython.buffer cimport PyBuffer_FillInfo
+
+from kafkafmt._native.arrowcols cimport Soft, soft_note, AC_FIELD
 
 # ---- plan node ops (the Python compiler uses OPS)
 cdef enum:
@@ -62,6 +71,7 @@ cdef enum:
     OP_DEFAULT = 25       # decode consts[a .. a + b) with node c (a reader-only field's default)
     OP_ERROR = 26         # a resolution error (incompatible types, a recursive type cut off...): message a
     OP_RAW = 27           # the rest of the value (a top-level "bytes" writer schema): b 0 bytes, 1 string, 2 decimal
+    OP_CUT = 28           # a record past the reader's depth: checked with node a, kept as int32 b + its bytes
     SK_NONE = 40          # skip: writer-only parts, nothing written
     SK_FIXED = 41         # c bytes
     SK_VARINT = 42
@@ -125,6 +135,8 @@ FRAME_ERRORS = {"NO_MAGIC": F_NO_MAGIC, "SHORT": F_SHORT, "GUID": F_GUID}
 
 MAX_DEPTH = MAX_DEPTH_
 STATUS_OK, STATUS_FULL = 0, int(E_FULL)
+#: added to the error code of a field nulled because its column cannot hold it (the value is read)
+FIELD_ERROR = AC_FIELD
 
 OPS = dict(
     OP_NULL=OP_NULL, OP_BOOL=OP_BOOL, OP_INT=OP_INT, OP_INT_LONG=OP_INT_LONG, OP_INT_FLOAT=OP_INT_FLOAT,
@@ -132,7 +144,7 @@ OPS = dict(
     OP_FLOAT=OP_FLOAT, OP_FLOAT_DOUBLE=OP_FLOAT_DOUBLE, OP_DOUBLE=OP_DOUBLE, OP_STRING=OP_STRING,
     OP_BYTES=OP_BYTES, OP_FIXED=OP_FIXED, OP_DEC_BYTES=OP_DEC_BYTES, OP_DEC_FIXED=OP_DEC_FIXED,
     OP_DURATION=OP_DURATION, OP_ENUM=OP_ENUM, OP_RECORD=OP_RECORD, OP_ARRAY=OP_ARRAY, OP_MAP=OP_MAP,
-    OP_UNION=OP_UNION, OP_MEMBER=OP_MEMBER, OP_DEFAULT=OP_DEFAULT, OP_ERROR=OP_ERROR, OP_RAW=OP_RAW,
+    OP_UNION=OP_UNION, OP_MEMBER=OP_MEMBER, OP_DEFAULT=OP_DEFAULT, OP_ERROR=OP_ERROR, OP_RAW=OP_RAW, OP_CUT=OP_CUT,
     SK_NONE=SK_NONE, SK_FIXED=SK_FIXED, SK_VARINT=SK_VARINT, SK_BYTES=SK_BYTES,
     SK_RECORD=SK_RECORD, SK_ARRAY=SK_ARRAY, SK_MAP=SK_MAP, SK_UNION=SK_UNION)
 KINDS = dict(K_NULL=K_NULL, K_BOOL=K_BOOL, K_FIXED=K_FIXED, K_VAR=K_VAR, K_LIST=K_LIST, K_STRUCT=K_STRUCT,
@@ -203,6 +215,8 @@ cdef struct Ctx:
     int32_t err_node
     int64_t zero_items
     int64_t zero_cap
+    int64_t ncols
+    Soft soft                # fields of the row nulled (their columns cannot hold them)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -514,6 +528,16 @@ cdef inline int fail(Ctx *x, int32_t ni, const uint8_t *p, int code, int64_t det
     return code
 
 
+cdef int field_null(Ctx *x, int32_t ni, const uint8_t *p, int code, int64_t detail) noexcept nogil:
+    """A value node ni's column cannot hold: null in its place and the field named in the row's
+    error (a column that cannot be null: the row's error)."""
+    cdef int32_t ci = x.nodes[ni].col
+    if not x.cols[ci].nullable:
+        return fail(x, ni, p, code, detail)
+    soft_note(&x.soft, ni, p - x.vstart, code, detail)
+    return put_null(x, ci)
+
+
 cdef inline int read_len(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int64_t *n) noexcept nogil:
     """A length (long) and the check that that many bytes are left."""
     cdef const uint8_t *start = pp[0]
@@ -539,7 +563,7 @@ cdef int put_decimal(Ctx *x, int32_t ni, Col *c, const uint8_t *src, int64_t n, 
     cdef int carry
     while n > w:               # redundant sign bytes
         if src[0] != sign or ((src[1] & 0x80) != 0) != neg:
-            return fail(x, ni, at, E_DECIMAL, 0)
+            return field_null(x, ni, at, E_DECIMAL, 0)
         src += 1
         n -= 1
     dst = put_slot(c)
@@ -561,10 +585,10 @@ cdef int put_decimal(Ctx *x, int32_t ni, Col *c, const uint8_t *src, int64_t n, 
         if mag[k] != bound[k]:
             if mag[k] > bound[k]:
                 c.length -= 1
-                return fail(x, ni, at, E_DECIMAL, 0)
+                return field_null(x, ni, at, E_DECIMAL, 0)
             return E_NONE
     c.length -= 1                    # equal to 10^precision: one digit too many
-    return fail(x, ni, at, E_DECIMAL, 0)
+    return field_null(x, ni, at, E_DECIMAL, 0)
 
 
 cdef int count_ok(Ctx *x, int32_t ni, int64_t count, int64_t min_size, const uint8_t *p, const uint8_t *end,
@@ -735,6 +759,47 @@ cdef inline int quick(Ctx *x, const Node *nd, const uint8_t **pp, const uint8_t 
     if op == OP_INT:
         return put_i32(&x.cols[nd.col], <int32_t>v)
     return put_i64(&x.cols[nd.col], v)
+
+
+cdef int decode_undo(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int depth) noexcept nogil:
+    """Decode one writer value with node ni (every check a value gets), then take it back out of the
+    columns (the fields it nulls stay noted); *pp ends past it."""
+    cdef int64_t *saved = <int64_t *>malloc(x.ncols * sizeof(int64_t) + 8)
+    cdef int64_t k, b, e
+    cdef int rc
+    if saved == NULL:
+        return E_NOMEM
+    for k in range(x.ncols):
+        saved[k] = x.cols[k].length
+    rc = run(x, ni, pp, end, depth)
+    for k in range(x.ncols):
+        b = saved[k]
+        e = x.cols[k].length
+        if x.cols[k].kind != K_NULL:
+            while b < e:
+                x.cols[k].valid[b >> 3] |= <uint8_t>(1 << (b & 7))
+                b += 1
+        x.cols[k].length = saved[k]
+    free(saved)
+    return rc
+
+
+cdef int put_cut(Col *c, int32_t which, const uint8_t *s, int64_t n) noexcept nogil:
+    """A value kept as its bytes: int32 ``which`` (little-endian), then the n bytes at s."""
+    cdef int64_t used, end
+    if c.length >= c.cap and grow(c, c.length + 1):
+        return E_NOMEM
+    used = c.offs[c.length]
+    end = used + 4 + n
+    if end > INT32_MAX:
+        return E_FULL
+    if end > c.data_cap and grow_data(c, end):
+        return E_NOMEM
+    memcpy(c.data + used, &which, 4)
+    memcpy(c.data + used + 4, s, n)
+    c.length += 1
+    c.offs[c.length] = <int32_t>end
+    return E_NONE
 
 
 cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int depth) noexcept nogil:
@@ -939,6 +1004,11 @@ cdef int run(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, int dep
         if nd.b == 1 and not utf8_ok(at, n):
             return fail(x, ni, at, E_UTF8, 0)
         return put_bytes(&x.cols[nd.col], at, n)
+    elif op == OP_CUT:
+        rc = decode_undo(x, nd.a, pp, end, depth + 1)
+        if rc:
+            return rc
+        return put_cut(&x.cols[nd.col], nd.b, at, pp[0] - at)
     elif op == OP_ERROR:
         return fail(x, ni, at, E_RESOLVE, nd.a)
     elif op >= SK_NONE and op <= SK_UNION:
@@ -989,9 +1059,11 @@ cdef struct Errs:
     int64_t *pos
     int32_t *node
     int64_t *detail
+    int32_t *more            # a row read with fields nulled: how many besides the one named
 
 
-cdef int push_err(Errs *e, int64_t row, int code, int64_t pos, int32_t node, int64_t detail) noexcept nogil:
+cdef int push_err(Errs *e, int64_t row, int code, int64_t pos, int32_t node, int64_t detail,
+                  int32_t more=0) noexcept nogil:
     """Record the error of one row (the rows with an error only: most columns have none)."""
     cdef int64_t ncap
     cdef void *p
@@ -1017,31 +1089,40 @@ cdef int push_err(Errs *e, int64_t row, int code, int64_t pos, int32_t node, int
         if p == NULL:
             return E_NOMEM
         e.detail = <int64_t *>p
+        p = realloc(e.more, ncap * sizeof(int32_t))
+        if p == NULL:
+            return E_NOMEM
+        e.more = <int32_t *>p
         e.cap = ncap
     e.row[e.n] = row
     e.code[e.n] = <uint8_t>code
     e.pos[e.n] = pos
     e.node[e.n] = node
     e.detail[e.n] = detail
+    e.more[e.n] = more
     e.n += 1
     return E_NONE
 
 
 cdef tuple _errs(Errs *e):
-    """The recorded errors as NumPy arrays (row, code, position, node, detail)."""
-    cdef int64_t k
+    """The recorded errors as NumPy arrays (row, code, position, node, detail, more)."""
     rows = np.empty(e.n, np.int64)
     code = np.empty(e.n, np.uint8)
     pos = np.empty(e.n, np.int64)
     node = np.empty(e.n, np.int32)
     detail = np.empty(e.n, np.int64)
-    for k in range(e.n):
-        rows[k] = e.row[k]
-        code[k] = e.code[k]
-        pos[k] = e.pos[k]
-        node[k] = e.node[k]
-        detail[k] = e.detail[k]
-    return rows, code, pos, node, detail
+    more = np.empty(e.n, np.int32)
+    cdef int64_t[::1] r = rows, p = pos, d = detail
+    cdef uint8_t[::1] c = code
+    cdef int32_t[::1] nd = node, m = more
+    if e.n:
+        memcpy(&r[0], e.row, e.n * sizeof(int64_t))
+        memcpy(&c[0], e.code, e.n)
+        memcpy(&p[0], e.pos, e.n * sizeof(int64_t))
+        memcpy(&nd[0], e.node, e.n * sizeof(int32_t))
+        memcpy(&d[0], e.detail, e.n * sizeof(int64_t))
+        memcpy(&m[0], e.more, e.n * sizeof(int32_t))
+    return rows, code, pos, node, detail, more
 
 
 cdef struct Rows:
@@ -1282,7 +1363,7 @@ cdef class Program:
                 raise ValueError("column child out of range")
         for i in range(self.nnodes):
             nd = &self.nodes[i]
-            if not (OP_NULL <= nd.op <= OP_RAW or SK_NONE <= nd.op <= SK_UNION):
+            if not (OP_NULL <= nd.op <= OP_CUT or SK_NONE <= nd.op <= SK_UNION):
                 raise ValueError(f"node {i}: unknown op {nd.op}")
             if nd.min_size < 0 or nd.c < 0:
                 raise ValueError(f"node {i}: negative size")
@@ -1298,6 +1379,8 @@ cdef class Program:
                         raise ValueError(f"node {i}: child out of range")
             if nd.op in (OP_ARRAY, OP_MAP, SK_ARRAY, SK_MAP) and not 0 <= nd.a < self.nnodes:
                 raise ValueError(f"node {i}: item node out of range")
+            if nd.op == OP_CUT and not (0 <= nd.a < self.nnodes and self.columns[nd.col, 0] == K_VAR):
+                raise ValueError(f"node {i}: cut-off record out of range")
             if nd.op == OP_MEMBER and not (0 <= nd.b < self.nnodes and 0 <= nd.a < self.columns[nd.col, 3]):
                 raise ValueError(f"node {i}: member out of range")
             if nd.op == OP_DEFAULT and not (0 <= nd.c < self.nnodes and 0 <= nd.a and nd.a + nd.b <= nconsts):
@@ -1323,7 +1406,8 @@ cdef class Program:
         call again from stop). columns: per column (length, null count, validity, data, offsets),
         buffers as OwnedBuffer or None. trailing: rows decoded with bytes left after the value
         (when trailing_error is false; else those rows are errors). errors: the rows with an
-        error, as NumPy arrays (row, code, byte position in the value, node, detail).
+        error, as NumPy arrays (row, code, byte position in the value, node, detail, more): a code from
+        FIELD_ERROR (below 64) is a row read with that field (and ``more`` others) null.
         """
         cdef int64_t n = source.rows.n, i, m = self.ncols, k, b, e, init, trailing = 0
         cdef const Rows *rows = &source.rows
@@ -1376,6 +1460,7 @@ cdef class Program:
             x.cols = cols
             x.col_children = self.col_children
             x.zero_cap = zero_cap
+            x.ncols = m
             top = &cols[self.top]
             i = start
             with nogil:
@@ -1396,6 +1481,7 @@ cdef class Program:
                     row_span(rows, i, &x.vstart, &end)
                     p = x.vstart + skip_bytes
                     x.zero_items = 0
+                    x.soft.n = 0
                     if p > end:
                         rc = fail(&x, r, end, E_TRUNCATED, 0)
                     else:
@@ -1408,6 +1494,10 @@ cdef class Program:
                             else:
                                 trailing += 1
                     if rc == E_NONE:
+                        if x.soft.n and push_err(&errs, i, x.soft.code + AC_FIELD, x.soft.pos, x.soft.where,
+                                                 x.soft.detail, x.soft.n - 1):
+                            status = E_NOMEM
+                            break
                         i += 1
                         continue
                     # roll every column back to the row's start
@@ -1456,6 +1546,7 @@ cdef class Program:
             free(errs.pos)
             free(errs.node)
             free(errs.detail)
+            free(errs.more)
 
     cdef tuple _column(self, Col *c):
         cdef int64_t nbits = (c.length + 7) >> 3
@@ -1679,9 +1770,10 @@ cdef enum:
     T_ARR = 10            # int32 offsets, one child
     T_MAP = 11            # int32 offsets, key child (string), value child
     T_WRAP = 12           # a union's one non-null branch: {"name": child}, the same rows
+    T_RAW = 13            # a string holding JSON text (a record past the reader's depth), as it is
 
 TEXT_KINDS = dict(T_NULL=T_NULL, T_BOOL=T_BOOL, T_I32=T_I32, T_I64=T_I64, T_F32=T_F32, T_F64=T_F64, T_STR=T_STR,
-                  T_BYTES=T_BYTES, T_ENUM=T_ENUM, T_REC=T_REC, T_ARR=T_ARR, T_MAP=T_MAP, T_WRAP=T_WRAP)
+                  T_BYTES=T_BYTES, T_ENUM=T_ENUM, T_REC=T_REC, T_ARR=T_ARR, T_MAP=T_MAP, T_WRAP=T_WRAP, T_RAW=T_RAW)
 
 
 cdef struct TNode:
@@ -2010,6 +2102,8 @@ cdef int put_text(const TNode *nodes, const int32_t *children, int32_t ni, int64
         return out_put(o, <const uint8_t *>num, n)
     if t.kind == T_STR:
         return put_json_string(o, t.data + t.offs[j], t.offs[j + 1] - t.offs[j], False)
+    if t.kind == T_RAW:
+        return out_put(o, t.data + t.offs[j], t.offs[j + 1] - t.offs[j])
     if t.kind == T_F64:
         return put_java_number(o, (<const double *>t.data)[j], False)
     if t.kind == T_F32:

@@ -7,14 +7,20 @@ array -> list, object with any keys -> map, scalars, ...), and a table of object
 node, required). Each row's text is parsed in one pass: an object's keys are matched to its fields
 (the next field in order first, then a hash of the names), each value is parsed straight into its
 column, fields never seen are null (an error when required); unknown keys are skipped (an error
-when the object is closed: ``additionalProperties: false``). Every skipped value is still checked,
-so a row decodes only if it is valid JSON (as ``json.loads`` reads it: NaN and Infinity accepted)
-of the right shape.
+when the object is closed: ``additionalProperties: false``), or -- an object node with an ``extras``
+column -- kept there, key and value as the text has them, as the JSON text of an object (null when
+there are none). Every skipped value is still checked, so a row decodes only if it is valid JSON
+(as ``json.loads`` reads it: NaN and Infinity accepted) of the right shape.
 
 Per-record errors (the row is rolled back and becomes null): invalid JSON, a value of another type
-than the plan's, a missing required field, a null where none is allowed, an integer out of range,
-invalid UTF-8, a bad escape or lone surrogate, a duplicate key, a bad date-time, base64 or decimal,
-nesting deeper than MAX_DEPTH, text after the value.
+than the plan's, a missing required field, a null where none is allowed, invalid UTF-8, a bad
+escape or lone surrogate, a duplicate key, a bad date-time or base64, nesting deeper than
+MAX_DEPTH, text after the value.
+
+A number or date-time its column cannot hold -- an integer beyond the column's bits, a date-time
+beyond the range of the column's unit, a decimal beyond 128 bits -- is its field's error: the field
+is null, the rest of the value is read, and the row's error names the first such field (code +
+FIELD_ERROR) and counts them.
 """
 import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t, INT32_MAX, INT64_MAX, INT64_MIN
@@ -27,7 +33,8 @@ from kafkafmt._native.arrowcols cimport *
 
 # ---- node kinds
 cdef enum:
-    J_OBJECT = 1          # struct col; fields [a, a + b); c: 1 = closed (unknown keys are errors)
+    J_OBJECT = 1          # struct col; fields [a, a + b); c: 1 = closed (unknown keys are errors); extras: the
+                          # string col of the unknown keys (an object's JSON text), or -1
     J_ARRAY = 2           # list col; item node a
     J_MAP = 3             # map col; value node a (keys: strings)
     J_STRING = 4          # string col
@@ -77,6 +84,8 @@ cdef enum:
 
 MAX_DEPTH = MAX_DEPTH_
 STATUS_OK, STATUS_FULL = 0, int(E_FULL)
+#: added to the error code of a field nulled because its column cannot hold it (the value is read)
+FIELD_ERROR = AC_FIELD
 KINDS = dict(J_OBJECT=J_OBJECT, J_ARRAY=J_ARRAY, J_MAP=J_MAP, J_STRING=J_STRING, J_INT=J_INT, J_UINT=J_UINT,
              J_FLOAT=J_FLOAT, J_BOOL=J_BOOL, J_NULL=J_NULL, J_TIMESTAMP=J_TIMESTAMP, J_DATE=J_DATE, J_ENUM=J_ENUM,
              J_RAW=J_RAW, J_BASE64=J_BASE64, J_DECIMAL=J_DECIMAL)
@@ -90,13 +99,13 @@ _ERROR_TABLE = (
     (E_TYPE, "TYPE", "{detail} where the schema has {expected}"),
     (E_REQUIRED, "REQUIRED", "required field missing"),
     (E_NULL, "NULL", "null where the schema allows none"),
-    (E_RANGE, "RANGE", "number out of range for {expected}"),
+    (E_RANGE, "RANGE", "value out of range for {expected}"),
     (E_UTF8, "UTF8", "text is not valid UTF-8"),
     (E_ESCAPE, "ESCAPE", "invalid escape (or a lone surrogate) in a string"),
     (E_DUPLICATE, "DUPLICATE", "duplicate key"),
-    (E_DATETIME, "DATETIME", "not an RFC 3339 date-time / date (or outside the column's range)"),
+    (E_DATETIME, "DATETIME", "not an RFC 3339 date-time / date (or a date outside the column's range)"),
     (E_BASE64, "BASE64", "invalid base64"),
-    (E_DECIMAL, "DECIMAL", "decimal does not fit its precision"),
+    (E_DECIMAL, "DECIMAL", "decimal does not fit {expected}"),
     (E_DEPTH, "DEPTH", "nesting deeper than {depth}"),
     (E_TRAILING, "TRAILING", "text after the JSON value"),
     (E_UNKNOWN_KEY, "UNKNOWN_KEY", "key not allowed by the schema (additionalProperties: false)"),
@@ -118,6 +127,7 @@ cdef struct Node:
     int32_t flags
     int32_t hash_off      # J_OBJECT: field-name hash table in the table (size b * 2 rounded to a power of 2)
     int32_t hash_len
+    int32_t extras        # J_OBJECT: the column of the keys outside its fields, or -1
 
 
 cdef struct Field:
@@ -145,6 +155,7 @@ cdef struct Ctx:
     int64_t err_pos
     int64_t err_detail
     int32_t err_node
+    Soft soft             # fields of the row nulled (their columns cannot hold them)
 
 
 cdef inline int fail(Ctx *x, int32_t ni, const uint8_t *p, int code, int64_t detail) noexcept nogil:
@@ -153,6 +164,28 @@ cdef inline int fail(Ctx *x, int32_t ni, const uint8_t *p, int code, int64_t det
     x.err_detail = detail
     return code
 
+
+cdef int field_null(Ctx *x, int32_t ni, const uint8_t *p, int code, int64_t detail) noexcept nogil:
+    """A value node ni's column cannot hold: null in its place and the field named in the row's
+    error (a column that cannot be null: the row's error)."""
+    cdef int rc = null_field(x.cols, x.col_children, &x.soft, x.nodes[ni].col, ni, p - x.vstart, code, detail)
+    return fail(x, ni, p, code, detail) if rc < 0 else rc
+
+
+cdef int put_extra(Col *c, int64_t *used, const uint8_t *k, int64_t kn, const uint8_t *v, int64_t vn) noexcept nogil:
+    """Append ``,"key":value`` (``{`` before the first) to the value being built in c (its bytes from
+    c.offs[c.length] to *used), key and value as the text has them."""
+    cdef int64_t need = used[0] + kn + vn + 2
+    if need > INT32_MAX:
+        return AC_FULL
+    if need > c.data_cap and grow_data(c, need):
+        return AC_NOMEM
+    c.data[used[0]] = 123 if used[0] == c.offs[c.length] else 44
+    memcpy(c.data + used[0] + 1, k, kn)
+    c.data[used[0] + 1 + kn] = 58
+    memcpy(c.data + used[0] + 2 + kn, v, vn)
+    used[0] = need
+    return AC_OK
 
 cdef inline const uint8_t *ws(const uint8_t *p, const uint8_t *end) noexcept nogil:
     while p < end and (p[0] == 32 or p[0] == 10 or p[0] == 13 or p[0] == 9):
@@ -529,11 +562,20 @@ cdef int parse_object(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end
     cdef const Node *nd = &x.nodes[ni]
     cdef const uint8_t *p = ws(pp[0] + 1, end)
     cdef const uint8_t *k
-    cdef int64_t kn, base = x.seen_top, i
+    cdef const uint8_t *token
+    cdef const uint8_t *kend
+    cdef const uint8_t *v
+    cdef int64_t kn, base = x.seen_top, i, used = 0
     cdef int32_t fi, guess = 0
     cdef const Field *f
+    cdef Col *ex = NULL
     cdef int rc = E_NONE
     cdef void *mem
+    if nd.extras >= 0:
+        ex = &x.cols[nd.extras]
+        if ex.length >= ex.cap and grow(ex, ex.length + 1):
+            return E_NOMEM
+        used = ex.offs[ex.length]           # (the keys outside the fields: the bytes from here)
     if base + nd.b > x.seen_cap:
         mem = realloc(x.seen, (base + nd.b) * 2 + 64)
         if mem == NULL:
@@ -549,9 +591,11 @@ cdef int parse_object(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end
             if p >= end or p[0] != 34:
                 rc = fail(x, ni, p, E_SYNTAX, 0)
                 break
+            token = p
             rc = key_bytes(x, ni, &p, end, &k, &kn)
             if rc:
                 break
+            kend = p
             p = ws(p, end)
             if p >= end or p[0] != 58:
                 rc = fail(x, ni, p, E_SYNTAX, 0)
@@ -562,7 +606,10 @@ cdef int parse_object(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end
                 if nd.c & 1:
                     rc = fail(x, ni, p, E_UNKNOWN_KEY, 0)
                     break
+                v = p
                 rc = skip(x, &p, end, depth + 1)
+                if rc == E_NONE and ex != NULL:
+                    rc = put_extra(ex, &used, token, kend - token, v, p - v)
             elif x.seen[base + fi]:
                 rc = fail(x, ni, p, E_DUPLICATE, 0)
             else:
@@ -590,6 +637,17 @@ cdef int parse_object(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end
                 rc = put_null_col(x.cols, x.col_children, x.nodes[f.node].col)
                 if rc:
                     break
+    if rc == E_NONE and ex != NULL:
+        if used == ex.offs[ex.length]:
+            rc = put_null_col(x.cols, x.col_children, nd.extras)
+        elif used + 1 > INT32_MAX:
+            rc = E_FULL
+        elif used + 1 > ex.data_cap and grow_data(ex, used + 1):
+            rc = E_NOMEM
+        else:
+            ex.data[used] = 125
+            ex.length += 1
+            ex.offs[ex.length] = <int32_t>(used + 1)
     x.seen_top = base
     if rc:
         return rc
@@ -701,10 +759,10 @@ cdef bint parse_date(const uint8_t *s, int64_t n, int64_t *days) noexcept nogil:
     return True
 
 
-cdef bint parse_datetime(const uint8_t *s, int64_t n, int64_t *ns) noexcept nogil:
-    """ISO 8601 / RFC 3339 text as Arrow's parser takes it -> ns since the epoch: YYYY-MM-DD, then
-    optionally T (t, or a space) and hh[:mm[:ss[.fraction]]], then optionally Z (z), +hh, +hhmm or
-    +hh:mm (text without a zone is taken as UTC)."""
+cdef bint parse_datetime(const uint8_t *s, int64_t n, int64_t *secs, int64_t *ns) noexcept nogil:
+    """ISO 8601 / RFC 3339 text as Arrow's parser takes it -> seconds since the epoch and nanoseconds
+    (0 <= ns < 1e9): YYYY-MM-DD, then optionally T (t, or a space) and hh[:mm[:ss[.fraction]]], then
+    optionally Z (z), +hh, +hhmm or +hh:mm (text without a zone is taken as UTC)."""
     cdef int64_t days, hh = 0, mi = 0, ss = 0, frac = 0, scale = 1000000000, oh = 0, om = 0, total
     cdef int64_t i = 10
     cdef int digits_seen = 0
@@ -762,10 +820,8 @@ cdef bint parse_datetime(const uint8_t *s, int64_t n, int64_t *ns) noexcept nogi
                     om = -om
     if i != n:
         return False
-    total = ((days * 24 + hh - oh) * 60 + mi - om) * 60 + ss
-    if total > 9223372035LL or total < -9223372035LL:
-        return False
-    ns[0] = total * 1000000000 + frac
+    secs[0] = ((days * 24 + hh - oh) * 60 + mi - om) * 60 + ss       # (4-digit years: far inside int64)
+    ns[0] = frac
     return True
 
 
@@ -841,7 +897,7 @@ cdef int put_number(Ctx *x, int32_t ni, const Node *nd, Col *c, const uint8_t **
             (9223372036854775808ULL if neg else 9223372036854775807ULL)
         for i in range(1 if neg else 0, n):
             if u > (lim - (start[i] - 48)) // 10:
-                return fail(x, ni, start, E_RANGE, 0)
+                return field_null(x, ni, start, E_RANGE, 0)
             u = u * 10 + (start[i] - 48)
     else:
         if special:
@@ -851,17 +907,17 @@ cdef int put_number(Ctx *x, int32_t ni, const Node *nd, Col *c, const uint8_t **
             return fail(x, ni, start, E_TYPE, 4)
         if neg:
             if d < -9223372036854775808.0:
-                return fail(x, ni, start, E_RANGE, 0)
+                return field_null(x, ni, start, E_RANGE, 0)
             u = <uint64_t>(-d) if d > -9223372036854775808.0 else 9223372036854775808ULL
         else:
             if d >= 18446744073709551616.0 or (nd.kind != J_UINT and d >= 9223372036854775808.0):
-                return fail(x, ni, start, E_RANGE, 0)
+                return field_null(x, ni, start, E_RANGE, 0)
             u = <uint64_t>d
     if nd.kind == J_UINT:
         if neg and u != 0:
-            return fail(x, ni, start, E_RANGE, 0)
+            return field_null(x, ni, start, E_RANGE, 0)
         if nd.c < 64 and u >> nd.c:
-            return fail(x, ni, start, E_RANGE, 0)
+            return field_null(x, ni, start, E_RANGE, 0)
         slot = put_slot(c)
         if slot == NULL:
             return E_NOMEM
@@ -872,9 +928,9 @@ cdef int put_number(Ctx *x, int32_t ni, const Node *nd, Col *c, const uint8_t **
         hi = (<int64_t>1 << (nd.c - 1)) - 1
         lo = -hi - 1
         if v < lo or v > hi:
-            return fail(x, ni, start, E_RANGE, 0)
+            return field_null(x, ni, start, E_RANGE, 0)
     if nd.kind == J_DATE and (v < -2147483648 or v > 2147483647):
-        return fail(x, ni, start, E_RANGE, 0)
+        return field_null(x, ni, start, E_RANGE, 0)
     slot = put_slot(c)
     if slot == NULL:
         return E_NOMEM
@@ -895,6 +951,7 @@ cdef int put_text_value(Ctx *x, int32_t ni, const Node *nd, Col *c, const uint8_
     cdef void *mem
     cdef int rc = scan_string(x, ni, pp, end, &s, &n, &esc)
     cdef uint8_t sign
+    cdef int64_t secs, per
     if rc:
         return rc
     if esc:
@@ -909,9 +966,12 @@ cdef int put_text_value(Ctx *x, int32_t ni, const Node *nd, Col *c, const uint8_
             return rc
         s = x.scratch
     if nd.kind == J_TIMESTAMP:
-        if not parse_datetime(s, n, &v):
+        if not parse_datetime(s, n, &secs, &v):
             return fail(x, ni, start, E_DATETIME, 0)
-        v //= nd.c                       # ns -> the column's unit (floor)
+        per = 1000000000LL // nd.c       # the column's units per second
+        if secs > INT64_MAX // per - 1 or secs < -(INT64_MAX // per - 1):
+            return field_null(x, ni, start, E_RANGE, 0)
+        v = secs * per + v // nd.c       # (the nanoseconds floored to the unit: v >= 0)
         slot = put_slot(c)
         if slot == NULL:
             return E_NOMEM
@@ -963,7 +1023,7 @@ cdef int put_text_value(Ctx *x, int32_t ni, const Node *nd, Col *c, const uint8_
     while nb - j > 16:
         if buf[j] != sign:
             free(buf)
-            return fail(x, ni, start, E_DECIMAL, 0)
+            return field_null(x, ni, start, E_DECIMAL, 0)
         j += 1
     slot = put_slot(c)
     if slot == NULL:
@@ -975,7 +1035,7 @@ cdef int put_text_value(Ctx *x, int32_t ni, const Node *nd, Col *c, const uint8_
     free(buf)
     if nb - j == 16 and ((slot[15] & 0x80) != 0) != (sign == 0xFF):
         c.length -= 1
-        return fail(x, ni, start, E_DECIMAL, 0)
+        return field_null(x, ni, start, E_DECIMAL, 0)
     return E_NONE
 
 
@@ -1099,8 +1159,8 @@ cdef class Program:
 
     Parameters
     ----------
-    nodes : int64 array (n, 8)
-        kind, column, a, b, c, flags, hash offset, hash length per node.
+    nodes : int64 array (n, 9)
+        kind, column, a, b, c, flags, hash offset, hash length, extras column per node.
     fields : int64 array (f, 4)
         name offset, name length, node, flags (also enum symbols).
     table : int32 array
@@ -1139,8 +1199,8 @@ cdef class Program:
     def __init__(self, const int64_t[:, ::1] nodes, const int64_t[:, ::1] fields, const int32_t[::1] table,
                  bytes names, int64_t[:, ::1] columns, const int32_t[::1] col_children, int32_t top):
         cdef Py_ssize_t i
-        if nodes.shape[1] != 8 or fields.shape[1] != 4 or columns.shape[1] != 5:
-            raise ValueError("nodes are (n, 8), fields (f, 4), columns (c, 5)")
+        if nodes.shape[1] != 9 or fields.shape[1] != 4 or columns.shape[1] != 5:
+            raise ValueError("nodes are (n, 9), fields (f, 4), columns (c, 5)")
         self.nnodes, self.nfields, self.ncols = nodes.shape[0], fields.shape[0], columns.shape[0]
         self.ntable, self.nnames = table.shape[0], len(names)
         if not 0 <= top < self.nnodes:
@@ -1163,6 +1223,7 @@ cdef class Program:
             self.nodes[i].flags = <int32_t>nodes[i, 5]
             self.nodes[i].hash_off = <int32_t>nodes[i, 6]
             self.nodes[i].hash_len = <int32_t>nodes[i, 7]
+            self.nodes[i].extras = <int32_t>nodes[i, 8]
         for i in range(self.nfields):
             self.fields[i].name_off = fields[i, 0]
             self.fields[i].name_len = <int32_t>fields[i, 1]
@@ -1218,6 +1279,9 @@ cdef class Program:
                 for k in range(nd.b):
                     if not 0 <= self.fields[nd.a + k].node < self.nnodes:
                         raise ValueError(f"node {i}: field node out of range")
+                if not (nd.extras == -1 or (0 <= nd.extras < self.ncols and self.columns[nd.extras, 0] == K_VAR
+                                            and self.columns[nd.extras, 4])):
+                    raise ValueError(f"node {i}: extras column")
             elif nd.kind in (J_ARRAY, J_MAP):
                 if not 0 <= nd.a < self.nnodes:
                     raise ValueError(f"node {i}: item node out of range")
@@ -1258,7 +1322,7 @@ cdef class Program:
 
     def decode(self, const int64_t[::1] offsets, const uint8_t[::1] data, const int64_t[::1] starts,
                const int32_t[::1] roots, int64_t start, uint8_t[::1] err_code, int64_t[::1] err_pos,
-               int32_t[::1] err_node, int64_t[::1] err_detail):
+               int32_t[::1] err_node, int64_t[::1] err_detail, int32_t[::1] err_more):
         """Parse rows [start, n); row i's text is data[starts[i]:offsets[i + 1]].
 
         roots[i]: 0 parse; -1 a null value (stays null); < -1 an error found before (code -roots[i]).
@@ -1276,7 +1340,7 @@ cdef class Program:
         if n < 0:
             raise ValueError("offsets are n + 1 positions")
         if roots.shape[0] < n or starts.shape[0] < n or err_code.shape[0] < n or err_pos.shape[0] < n \
-                or err_node.shape[0] < n or err_detail.shape[0] < n:
+                or err_node.shape[0] < n or err_detail.shape[0] < n or err_more.shape[0] < n:
             raise ValueError("per-row arrays shorter than the column")
         if start < 0 or start > n:
             raise ValueError("start out of range")
@@ -1334,6 +1398,7 @@ cdef class Program:
                     x.vstart = base + starts[i]
                     end = base + offsets[i + 1]
                     x.seen_top = 0
+                    x.soft.n = 0
                     p = ws(x.vstart, end)
                     rc = parse_value(&x, self.top, &p, end, 0)
                     if rc == E_NONE:
@@ -1341,6 +1406,9 @@ cdef class Program:
                         if p != end:
                             rc = fail(&x, self.top, p, E_TRAILING, end - p)
                     if rc == E_NONE:
+                        if x.soft.n:
+                            put_soft(&x.soft, i, &err_code[0], &err_pos[0], &err_node[0], &err_detail[0],
+                                     &err_more[0])
                         i += 1
                         continue
                     restore(cols, m, saved)

@@ -20,10 +20,17 @@ ones for messages.
 
 Every read is bounds-checked against the end of its segment: a varint longer than 10 bytes, a
 length past the end, a field number 0, wire types 6 and 7, an end-group tag without its start,
-invalid UTF-8 in a string, nesting deeper than MAX_DEPTH, a Timestamp or Duration outside
-timestamp[ns] / duration[ns] are per-record errors (FL_REQUIRED, unused by the plan, makes a missing
-field one too); the row is
-rolled back (every column to its length at the row's start) and becomes a null row.
+invalid UTF-8 in a string, nesting deeper than MAX_DEPTH are per-record errors (FL_REQUIRED, unused
+by the plan, makes a missing field one too); the row is rolled back (every column to its length at the
+row's start) and becomes a null row.
+
+A value its column cannot hold -- a Timestamp or Duration beyond the range of its column's unit, or
+with nanos out of range -- is not the record's error but the field's: the field is null, the rest of
+the value is read, and the row's error names the first such field (code + AC_FIELD) and counts them.
+
+A recursive message nested deeper than the plan unrolls it (P_CUTOFF) is checked as the message it is
+(decoded with the plan's node of that message, then taken back out of the columns) and kept as its
+bytes; the Python side prints them as JSON text.
 """
 import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t, INT32_MAX, INT64_MAX
@@ -57,7 +64,7 @@ cdef enum:
     P_TIMESTAMP = 20      # google.protobuf.Timestamp -> int64 ns since the epoch
     P_DURATION = 21       # google.protobuf.Duration -> int64 ns
     P_WRAPPER = 22        # google.protobuf.*Value: field 1 read with op `extra`
-    P_CUTOFF = 23         # a recursive message cut off: must be absent (K_NULL column)
+    P_CUTOFF = 23         # a recursive message past the plan's depth: its bytes (K_VAR), checked with node `child`
 
 # ---- field flags
 cdef enum:
@@ -97,6 +104,8 @@ cdef enum:
     F_INDEX = 71          # the message-index array is truncated or invalid
 
 MAX_DEPTH = MAX_DEPTH_
+#: added to the error code of a field nulled because its column cannot hold it (the value is read)
+FIELD_ERROR = AC_FIELD
 STATUS_OK, STATUS_FULL = 0, int(E_FULL)
 FRAME_ERRORS = {"NO_MAGIC": F_NO_MAGIC, "SHORT": F_SHORT, "GUID": F_GUID, "INDEX": F_INDEX}
 OPS = dict(P_INT32=P_INT32, P_INT64=P_INT64, P_UINT32=P_UINT32, P_UINT64=P_UINT64, P_SINT32=P_SINT32,
@@ -120,10 +129,10 @@ _ERROR_TABLE = (
     (E_GROUP, "GROUP", "group not closed by its end-group tag"),
     (E_UTF8, "UTF8", "string is not valid UTF-8"),
     (E_DEPTH, "DEPTH", "messages nested deeper than {depth}"),
-    (E_RECURSION, "RECURSION", "a recursive message nested deeper than the Arrow type holds (max_recursion)"),
+    (E_RECURSION, "RECURSION", "a recursive message nested deeper than the Arrow type holds"),
     (E_REQUIRED, "REQUIRED", "required field number {detail} is missing"),
-    (E_TIMESTAMP, "TIMESTAMP", "Timestamp outside timestamp[ns] (1677-09-21 .. 2262-04-11) or nanos out of range"),
-    (E_DURATION, "DURATION", "Duration outside duration[ns] (about 292 years) or nanos out of range"),
+    (E_TIMESTAMP, "TIMESTAMP", "Timestamp beyond timestamp[{unit}] or its nanos out of range"),
+    (E_DURATION, "DURATION", "Duration beyond duration[{unit}] or its nanos out of range"),
     (E_TOO_LARGE, "TOO_LARGE", "the value alone needs more than 2 GiB in one Arrow column"),
     (E_PACKED, "PACKED", "packed field ends inside an element"),
 )
@@ -140,7 +149,8 @@ cdef struct Field:
     int32_t flags
     int32_t oneof         # index into oneofs, or -1
     int32_t member        # position among the oneof's members
-    int32_t extra         # P_ENUM with FL_CLOSED: offset of the known numbers in table; P_WRAPPER: inner op
+    int32_t extra         # P_ENUM with FL_CLOSED: offset of the known numbers in table; P_WRAPPER: inner op;
+                          # P_TIMESTAMP, P_DURATION: nanoseconds per unit of the column (1, 1000)
     int32_t extra2        # P_ENUM: count of known numbers
     int32_t wire          # the wire type of one element
 
@@ -194,6 +204,7 @@ cdef struct Ctx:
     int64_t err_pos
     int64_t err_detail
     int32_t err_field
+    Soft soft             # fields of the row nulled (their columns cannot hold them)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -238,6 +249,13 @@ cdef inline int fail(Ctx *x, int32_t fi, const uint8_t *p, int code, int64_t det
     x.err_pos = p - x.vstart
     x.err_detail = detail
     return code
+
+
+cdef int field_null(Ctx *x, int32_t fi, int32_t ci, const uint8_t *p, int code, int64_t detail) noexcept nogil:
+    """A value its column cannot hold: null in its place and the field named in the row's error (a
+    column that cannot be null: the row's error)."""
+    cdef int rc = null_field(x.cols, x.col_children, &x.soft, ci, fi, p - x.vstart, code, detail)
+    return fail(x, fi, p, code, detail) if rc < 0 else rc
 
 
 cdef int skip_value(Ctx *x, const uint8_t **pp, const uint8_t *end, uint64_t tag, int depth) noexcept nogil:
@@ -647,27 +665,39 @@ cdef int check_json_msg(Ctx *x, int32_t fi, const uint8_t *p, const uint8_t *end
 
 cdef int put_special(Ctx *x, int32_t fi, const Field *f, Col *c, int32_t head, int64_t cutoff, bint single,
                      int depth) noexcept nogil:
-    """A Timestamp, Duration, wrapper or raw message (Struct & co.) from its occurrences."""
+    """A Timestamp, Duration, wrapper or raw message (Struct & co., a cut-off message) from its occurrences."""
     cdef const uint8_t *v1
     cdef const uint8_t *e1
     cdef const uint8_t *v2
     cdef const uint8_t *e2
     cdef const uint8_t *at = x.occ[head].p if head >= 0 else x.vstart
     cdef uint64_t s = 0, n = 0
-    cdef int64_t secs, nanos, total
+    cdef int64_t secs, nanos, total, per
+    cdef bint ok
     cdef int rc
     cdef int32_t seg, inner
     cdef int64_t used, size
-    if f.op == P_RAW:
+    if f.op == P_RAW or f.op == P_CUTOFF:
+        if c.length >= c.cap and grow(c, c.length + 1):
+            return E_NOMEM
+        seg = head
+        while seg >= 0:                         # checked first (decoding a cut-off message may grow c)
+            if single or x.occ[seg].seq > cutoff:
+                if f.op == P_RAW:
+                    rc = check_json_msg(x, fi, x.occ[seg].p, x.occ[seg].end, f.extra, depth)
+                else:
+                    rc = decode_undo(x, f.child, seg, depth + 1, True)
+                if rc:
+                    return rc
+            if single:
+                break
+            seg = x.occ[seg].next
         if c.length >= c.cap and grow(c, c.length + 1):
             return E_NOMEM
         used = c.offs[c.length]
         seg = head
         while seg >= 0:
             if single or x.occ[seg].seq > cutoff:
-                rc = check_json_msg(x, fi, x.occ[seg].p, x.occ[seg].end, f.extra, depth)
-                if rc:
-                    return rc
                 size = x.occ[seg].end - x.occ[seg].p
                 if used + size > INT32_MAX:
                     return E_FULL
@@ -710,16 +740,15 @@ cdef int put_special(Ctx *x, int32_t fi, const Field *f, Col *c, int32_t head, i
             return fail(x, fi, v2, rc, 0)
     secs = <int64_t>s
     nanos = <int64_t><int32_t><uint32_t>n
+    per = 1000000000LL // f.extra                # units per second
     if f.op == P_TIMESTAMP:
-        if nanos < 0 or nanos > 999999999LL or secs < -9223372037LL or secs > 9223372036LL \
-                or (secs == 9223372036LL and nanos > 854775807LL) or (secs == -9223372037LL and nanos < 145224192LL):
-            return fail(x, fi, at, E_TIMESTAMP, 0)
+        ok = 0 <= nanos <= 999999999LL
     else:
-        if nanos <= -1000000000LL or nanos >= 1000000000LL or (secs > 0 and nanos < 0) or (secs < 0 and nanos > 0) \
-                or secs < -9223372036LL or secs > 9223372036LL or (secs == 9223372036LL and nanos > 854775807LL) \
-                or (secs == -9223372036LL and nanos < -854775808LL):
-            return fail(x, fi, at, E_DURATION, 0)
-    total = secs * 1000000000LL + nanos
+        ok = -999999999LL <= nanos <= 999999999LL and not (secs > 0 and nanos < 0) and not (secs < 0 and nanos > 0)
+    # (a margin of one second below int64's range: beyond any time a Timestamp or Duration means)
+    if not ok or secs > INT64_MAX // per - 1 or secs < -(INT64_MAX // per - 1):
+        return field_null(x, fi, f.col, at, E_TIMESTAMP if f.op == P_TIMESTAMP else E_DURATION, f.extra)
+    total = secs * per + nanos // f.extra        # (C division: a Duration's nanoseconds truncated toward zero)
     return put_scalar(x, P_INT64, c, <uint64_t>total)
 
 
@@ -853,11 +882,30 @@ cdef inline bint memcmp_(const uint8_t *a, const uint8_t *b, int64_t n) noexcept
     return True
 
 
+cdef int decode_undo(Ctx *x, int32_t mi, int32_t k, int depth, bint notes) noexcept nogil:
+    """Decode occurrence k as message mi (every check a value gets), then take it back out of the
+    columns; notes: the fields it nulls stay noted (the row's error names them: a value kept as its
+    bytes), else they are forgotten (a value that counts for nothing)."""
+    cdef int64_t *saved
+    cdef int64_t c
+    cdef int rc
+    cdef Soft before = x.soft
+    saved = <int64_t *>malloc(x.ncols * sizeof(int64_t) + 8)
+    if saved == NULL:
+        return E_NOMEM
+    for c in range(x.ncols):
+        saved[c] = x.cols[c].length
+    rc = put_message(x, mi, k, -1, True, depth)
+    restore(x.cols, x.ncols, saved)
+    free(saved)
+    if not notes:
+        x.soft = before
+    return rc
+
+
 cdef int check_occ(Ctx *x, int32_t fi, const Field *f, int32_t k, int depth) noexcept nogil:
     """Check an occurrence that gives no value (overwritten, or of a oneof member that lost) as
     strictly as the runtime parses it: strings are UTF-8, messages well-formed."""
-    cdef int64_t *saved
-    cdef int64_t c, b, e
     cdef int rc
     cdef const uint8_t *v1
     cdef const uint8_t *e1
@@ -875,25 +923,9 @@ cdef int check_occ(Ctx *x, int32_t fi, const Field *f, int32_t k, int depth) noe
         if rc == E_NONE and f.op == P_WRAPPER and f.extra == P_STRING and v1 != NULL and not utf8_ok(v1, e1 - v1):
             return fail(x, fi, v1, E_UTF8, 0)
         return rc
-    if f.op != P_MESSAGE and f.op != P_MAP:
+    if f.op != P_MESSAGE and f.op != P_MAP and f.op != P_CUTOFF:
         return E_NONE
-    # decode it, then take it back out of the columns
-    saved = <int64_t *>malloc(x.ncols * sizeof(int64_t) + 8)
-    if saved == NULL:
-        return E_NOMEM
-    for c in range(x.ncols):
-        saved[c] = x.cols[c].length
-    rc = put_message(x, f.child, k, -1, True, depth + 1)
-    for c in range(x.ncols):
-        b = saved[c]
-        e = x.cols[c].length
-        if x.cols[c].kind != K_NULL:
-            while b < e:
-                x.cols[c].valid[b >> 3] |= <uint8_t>(1 << (b & 7))
-                b += 1
-        x.cols[c].length = saved[c]
-    free(saved)
-    return rc
+    return decode_undo(x, f.child, k, depth + 1, False)   # decoded, then taken back out of the columns
 
 
 cdef int put_field(Ctx *x, int32_t fi, const Field *f, int32_t head, int32_t tail, int64_t cutoff,
@@ -931,10 +963,8 @@ cdef int put_field(Ctx *x, int32_t fi, const Field *f, int32_t head, int32_t tai
                 rc = put_message(x, f.child, k, -1, True, depth + 1)
             elif f.op == P_STRING or f.op == P_BYTES:
                 rc = put_string(x, fi, f, c, k)
-            elif f.op >= P_RAW and f.op <= P_WRAPPER:
+            elif f.op >= P_RAW and f.op <= P_CUTOFF:
                 rc = put_special(x, fi, f, c, k, -1, True, depth + 1)
-            elif f.op == P_CUTOFF:
-                rc = fail(x, fi, x.occ[k].p, E_RECURSION, 0)
             else:
                 rc = put_occ_scalars(x, fi, f, c, k, &count)
             if rc:
@@ -953,14 +983,12 @@ cdef int put_field(Ctx *x, int32_t fi, const Field *f, int32_t head, int32_t tai
             # a map entry without its message value reads as the message's defaults
             if f.op == P_MESSAGE:
                 return put_message(x, f.child, -1, -1, False, depth + 1)
-            if f.op >= P_RAW and f.op <= P_WRAPPER:
+            if f.op >= P_RAW and f.op <= P_CUTOFF:
                 return put_special(x, fi, f, c, -1, -1, True, depth + 1)
         return put_null(x, f.col)           # null with presence, else the proto3 default (not nullable)
     if f.op == P_MESSAGE:
         return put_message(x, f.child, head, cutoff, False, depth + 1)
-    if f.op == P_CUTOFF:
-        return fail(x, fi, x.occ[head].p, E_RECURSION, 0)
-    if f.op >= P_RAW and f.op <= P_WRAPPER:
+    if f.op >= P_RAW and f.op <= P_CUTOFF:
         return put_special(x, fi, f, c, head, cutoff, False, depth + 1)
     if f.op == P_STRING or f.op == P_BYTES:
         k = head
@@ -1263,7 +1291,7 @@ cdef class Program:
                 raise ValueError(f"field {i}: list column out of range")
             if (f.flags & FL_REPEATED) and self.columns[f.list_col, 0] not in (K_LIST, K_MAP):
                 raise ValueError(f"field {i}: list column kind")
-            if f.op in (P_MESSAGE, P_MAP) and not 0 <= f.child < self.nmsgs:
+            if f.op in (P_MESSAGE, P_MAP, P_CUTOFF) and not 0 <= f.child < self.nmsgs:
                 raise ValueError(f"field {i}: child message out of range")
             if f.op == P_MAP and (self.msgs[f.child].nfields != 2 or not (f.flags & FL_REPEATED)):
                 raise ValueError(f"field {i}: a map entry has a key and a value")
@@ -1272,6 +1300,8 @@ cdef class Program:
             if f.op == P_ENUM and (f.flags & FL_CLOSED) and (f.extra < 0 or f.extra2 < 0
                                                               or f.extra + f.extra2 > self.ntable):
                 raise ValueError(f"field {i}: enum numbers out of range")
+            if f.op in (P_TIMESTAMP, P_DURATION) and f.extra not in (1, 1000):
+                raise ValueError(f"field {i}: unknown time unit")
             if f.op == P_RAW and not 0 <= f.extra <= 2:
                 raise ValueError(f"field {i}: unknown JSON message kind")
             if f.op == P_WRAPPER and not (P_INT32 <= f.extra <= P_BYTES and f.extra != P_ENUM):
@@ -1284,12 +1314,10 @@ cdef class Program:
             width = self.columns[f.col, 1]
             if f.op in (P_MESSAGE, P_MAP):
                 ok = kind == K_STRUCT
-            elif f.op in (P_STRING, P_BYTES, P_RAW) or (f.op == P_WRAPPER and f.extra in (P_STRING, P_BYTES)):
+            elif f.op in (P_STRING, P_BYTES, P_RAW, P_CUTOFF) or (f.op == P_WRAPPER and f.extra in (P_STRING, P_BYTES)):
                 ok = kind == K_VAR
             elif f.op == P_BOOL or (f.op == P_WRAPPER and f.extra == P_BOOL):
                 ok = kind == K_BOOL
-            elif f.op == P_CUTOFF:
-                ok = kind == K_NULL
             else:
                 inner = f.extra if f.op == P_WRAPPER else f.op
                 ok = kind == K_FIXED and width == (8 if inner in (P_INT64, P_UINT64, P_SINT64, P_FIXED64,
@@ -1300,11 +1328,13 @@ cdef class Program:
 
     def decode(self, const int64_t[::1] offsets, const uint8_t[::1] data, const int64_t[::1] starts,
                const int32_t[::1] roots, int64_t start, uint8_t[::1] err_code, int64_t[::1] err_pos,
-               int32_t[::1] err_field, int64_t[::1] err_detail):
+               int32_t[::1] err_field, int64_t[::1] err_detail, int32_t[::1] err_more):
         """Decode rows [start, n) of a binary column; row i's message is data[starts[i]:offsets[i + 1]].
 
         roots[i]: 0 decode; -1 a null value (stays null, no error); < -1 an error found before
-        (code -roots[i]). Errors go to err_* (code, byte position in the value, field, detail).
+        (code -roots[i]). Errors go to err_* (code, byte position in the value, field, detail); a
+        row decoded with fields nulled (their columns cannot hold them) has the first one's code +
+        FIELD_ERROR there and how many more in err_more.
 
         Returns (status, stop, columns): STATUS_OK, or STATUS_FULL when a column's int32 offsets
         would overflow at row `stop` (call again from there). columns: per column (length, null
@@ -1320,7 +1350,7 @@ cdef class Program:
         if n < 0:
             raise ValueError("offsets are n + 1 positions")
         if roots.shape[0] < n or starts.shape[0] < n or err_code.shape[0] < n or err_pos.shape[0] < n \
-                or err_field.shape[0] < n or err_detail.shape[0] < n:
+                or err_field.shape[0] < n or err_detail.shape[0] < n or err_more.shape[0] < n:
             raise ValueError("per-row arrays shorter than the column")
         if start < 0 or start > n:
             raise ValueError("start out of range")
@@ -1387,8 +1417,12 @@ cdef class Program:
                     x.occ[whole].next = -1
                     x.occ[whole].wire = 2
                     x.seq = 1
+                    x.soft.n = 0
                     rc = put_message(&x, self.top, whole, -1, True, 0)
                     if rc == E_NONE:
+                        if x.soft.n:
+                            put_soft(&x.soft, i, &err_code[0], &err_pos[0], &err_field[0], &err_detail[0],
+                                     &err_more[0])
                         i += 1
                         continue
                     for k in range(m):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["install_command"]
+__all__ = ["install_command", "import_pyarrow"]
 
 
 def _checkout():
@@ -35,3 +35,19 @@ def install_command(extra):
         return f"pip install 'kafkafmt[{extra}]'"
     where = "." if os.path.abspath(os.getcwd()) == root else root
     return f"pip install -e '{where}[{extra}]'"
+
+
+def import_pyarrow(what="to_arrow()/to_pandas()"):
+    """pyarrow, or an ImportError saying that ``what`` needs it and the install command of the ``arrow`` extra.
+
+    Examples
+    --------
+    >>> from kafkafmt._util.extras import import_pyarrow
+    >>> import_pyarrow().__name__
+    'pyarrow'
+    """
+    try:
+        import pyarrow as pa
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(f"{what} need pyarrow: {install_command('arrow')}") from exc
+    return pa

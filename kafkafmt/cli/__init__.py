@@ -69,17 +69,9 @@ EXIT_CODES = ("Exit codes, every command: 0 success or nothing to do, 1 problems
               "do), 2 bad usage or input.")
 
 
-def _threads(text):
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive number of threads, not {text!r}")
-    return n
-
-
 def _common_parser():
+    from kafkafmt.cli.arguments import threads
+
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("common options")
     g.add_argument("--sample", action="store_true",
@@ -90,7 +82,7 @@ def _common_parser():
     g.add_argument("--no-progress", dest="progress", action="store_const", const=False,
                    help="never show the progress bar")
     g.add_argument("--debug", action="store_true", help="show tracebacks")
-    g.add_argument("--threads", type=_threads, default=None, metavar="N",
+    g.add_argument("--threads", type=threads, default=None, metavar="N",
                    help="decoding threads (segments, partitions and large ranges decoded at once); default: all "
                         "cores; 1: serial. Output and errors are the same whatever N")
     g.add_argument("--storage-option", action="append", metavar="KEY=VALUE", dest="storage_option",
@@ -132,9 +124,14 @@ def build_parser():
                "truncated data, CRC or index mismatches, a file that cannot be read, a repair refused or failed. "
                "Bad input: an unknown option, a path that does not exist, a folder without Kafka data, a file "
                "that is not Kafka data.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--version", action="version", version=f"kafkafmt {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--sample-dir", action=_PrintSampleDir,
+                        help="print the path of the bundled sample log directory (generated on first use) and exit: "
+                             "cp -r \"$(kafkafmt --sample-dir)\" kafka-logs")
+    from kafkafmt.cli.arguments import CommandParser
+
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     parents = [_common_parser()]
     parser.commands = {}
     for command in COMMAND_TABLE:
@@ -142,6 +139,19 @@ def build_parser():
         p = parser.commands[command.name] = mod.add_parser(sub, parents, command)
         p.set_defaults(run=mod.run)
     return parser
+
+
+class _PrintSampleDir(argparse.Action):
+    """``kafkafmt --sample-dir``: the bundled sample's path on stdout (`kafkafmt.sample.sample_dir`)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from kafkafmt.sample import sample_dir
+
+        print(sample_dir())
+        parser.exit(0)
 
 
 def _first_word(argv):
@@ -162,7 +172,7 @@ def _first_word(argv):
 def _normalise(argv):
     """Put a command first (options given before it move after it); no command -> ``stats``
     (``kafkafmt --sample`` and ``kafkafmt PATH...`` keep working as before the subcommands)."""
-    if any(a in ("-h", "--help", "--version") for a in argv[:1]) or not argv:
+    if any(a in ("-h", "--help", "--version", "--sample-dir") for a in argv[:1]) or not argv:
         return argv
     k, word = _first_word(argv)
     if word in _command_names():
@@ -200,7 +210,7 @@ def _install_warnings(console, debug):
 
 def main(argv=None):
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit code. A closed
-    stdout (``| head``) does not stop the work: its exit code stays the work's
+    stdout (``| head``) stops a command that streams its output, with the exit code of what it read
     (`kafkafmt.cli.output.reader_may_go_away`)."""
     from kafkafmt.cli.output import reader_may_go_away
 

@@ -13,8 +13,7 @@ from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.log import Partition
 from kafkafmt.log import file_kind, is_leftover_file, partition_of_name, segment_base
-from kafkafmt.log import ReportKind
-from kafkafmt.report.checks import not_kafka_file
+from kafkafmt.log import ReportKind, not_kafka_file
 from kafkafmt.report.problems import Problem, copies_note, report_problem
 from kafkafmt._util.times import iso_millis, to_millis
 from kafkafmt._util.units import human_bytes
@@ -83,7 +82,7 @@ def checked_record_files(found, console):
 
 def kafka_files(found, files, console):
     """Of the record files to read, those holding Kafka data -- one check and one answer in every
-    command (`kafkafmt.report.checks.not_kafka_file`): a file named on the command line that does
+    command (`kafkafmt.log.not_kafka_file`): a file named on the command line that does
     not is an error (NotKafkaDataError, exit code 1); one found under a folder (a ``server.log``
     beside the data, a text file named ``*.log``) is skipped with a warning."""
     given = set(found.given_files)
@@ -104,7 +103,7 @@ def check_kafka_file(path):
     """Check a file named on the command line as Kafka data: a `UsageError` (bad input, exit code
     2; one line naming the file) when it does not start with a Kafka log entry, or is empty without
     a segment's name (an empty ``<20 digits>.log`` is a segment that holds nothing yet) -- the one
-    check every command makes (`kafkafmt.report.checks.not_kafka_file`)."""
+    check every command makes (`kafkafmt.log.not_kafka_file`)."""
     why = not_kafka_file(*cli_paths.storage_of(path))
     if why is not None:
         raise UsageError(f"{path}: {why}")
@@ -164,9 +163,17 @@ def add_replicas_option(p, extra_help=""):
 
 
 def _topic_id(text):
+    from kafkafmt.errors import EncodeError
+    from kafkafmt.log.sidefiles import encode_partition_metadata
+
     topic, sep, tid = text.rpartition("=")
+    try:
+        encode_partition_metadata(tid)          # Kafka's text of a topic id (base64 of a UUID), as in the file
+    except EncodeError:
+        tid = ""
     if not tid or (sep and not topic):
-        raise argparse.ArgumentTypeError(f"not a topic id: {text!r} (give ID or TOPIC=ID)")
+        raise argparse.ArgumentTypeError(f"not a topic id: {text!r} (give ID or TOPIC=ID, the ID as "
+                                         f"partition.metadata holds it)")
     return (topic or None, tid)
 
 
@@ -185,7 +192,8 @@ def topic_ids(args):
 def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
     """The options that type keys and values (`kafkafmt.values._typed`): ``value_flag``/``key_flag`` (a
     format name), ``--schema-registry``, ``--value-schema``/``--key-schema`` and
-    ``--value-errors``; ``action`` says what typing does for this command. ``dead_letters``: the
+    ``--value-errors``; ``action`` says what the command does with what it decoded (``decode values as
+    FORMAT and <action>``). ``dead_letters``: the
     command also writes tables, whose ``--value-errors`` default is ``dlq`` (None here: the command
     resolves it)."""
     from kafkafmt.values import FORMATS, format_names
@@ -198,10 +206,10 @@ def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
 
     names, said = choices("value")
     p.add_argument(value_flag, dest="value_format", choices=names, metavar="FORMAT",
-                   help=f"{action} values as FORMAT -- {said}")
+                   help=f"decode values as FORMAT and {action}. Formats: {said}")
     names = choices("key")[0]
     p.add_argument(key_flag, dest="key_format", choices=names, metavar="FORMAT",
-                   help=f"{action} keys as FORMAT: {', '.join(names)}")
+                   help=f"decode keys as FORMAT, as {value_flag} does values. Formats: {', '.join(names)}")
     p.add_argument("--schema-registry", metavar="PATH|URL",
                    help="where schemas come from: a log dir holding _schemas, a folder of schema files, or a "
                         "registry URL (default: the _schemas topic among the paths read)")
@@ -224,6 +232,20 @@ def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
                    help="a topic without a schema (no subject <topic>-value, e.g. __consumer_offsets): stop with "
                         "an error naming it (the default), or keep its values as bytes (null value, the bytes in "
                         "valueBytes; keys alike in keyBytes) and type the others")
+    from kafkafmt.cli.arguments import count      # (arguments imports this module)
+    from kafkafmt.values import ADDITIONAL_PROPERTIES, DEFAULT_MAX_DEPTH, TIME_UNITS
+
+    p.add_argument("--recursive-fields-max-depth", type=count, default=DEFAULT_MAX_DEPTH, metavar="N",
+                   help="how many times a recursive record or message appears on a path from the top of a value "
+                        f"(Spark's recursive.fields.max.depth; default {DEFAULT_MAX_DEPTH}): the field where it "
+                        "would appear once more holds that value's JSON text")
+    p.add_argument("--time-unit", choices=TIME_UNITS, default=TIME_UNITS[0],
+                   help="the unit of Protobuf Timestamp/Duration and JSON Schema date-time columns: us (the "
+                        "default: every valid value, years 1 to 9999) or ns (every nanosecond, 1677 to 2262; a "
+                        "value beyond is a null field named in valueError)")
+    p.add_argument("--additional-properties", choices=ADDITIONAL_PROPERTIES, default=ADDITIONAL_PROPERTIES[0],
+                   help="a JSON Schema object's properties outside its schema: keep them as the JSON text of an "
+                        "object in its field additionalProperties (the default), or drop them")
 
 
 def _log_dir_of(path):
@@ -256,6 +278,9 @@ def read_options(args, **settings):
                  key_schema=reader_schema_of_text(getattr(args, "key_schema", None)),
                  value_errors=getattr(args, "value_errors", None), untyped_topics=getattr(args, "untyped_topics", None),
                  topic_id=topic_ids(args),
+                 recursive_fields_max_depth=getattr(args, "recursive_fields_max_depth", None),
+                 time_unit=getattr(args, "time_unit", None),
+                 additional_properties=getattr(args, "additional_properties", None),
                  storage_options=cli_paths.OPTIONS or None, tiered_keys=cli_paths.TIERED_KEYS or None)
     return ReadOptions(**{k: v for k, v in flags.items() if v is not None}).replace(**settings)
 

@@ -34,7 +34,7 @@ import os
 from kafkafmt.errors import KafkafmtError, StorageError
 
 from kafkafmt.cli.usage import UsageError
-from kafkafmt.cli.common import (add_replicas_option, add_typed_options, say_notes, Problem, bytes_encoder,
+from kafkafmt.cli.common import (add_replicas_option, add_typed_options, no_data, say_notes, Problem, bytes_encoder,
                                  check_kafka_file, kafka_files, file_kind, find_inputs, input_error,
                                  typed_options, is_leftover, parse_int_list, parse_name_list, parse_offset_range,
                                  parse_time_range, read_options, segment_base, topic_ids)
@@ -43,6 +43,8 @@ from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli import internal_topics
 from kafkafmt.internal import decoders as internal_decoders
 from kafkafmt.cli.progress import Progress
+from kafkafmt.cli.arguments import add_filter_options, count, offset_range, size, time_range, value_type
+from kafkafmt.cli import kcat_format
 from kafkafmt.cli.dump_records import RecordDump
 from kafkafmt.cli.reading import scan_typed
 from kafkafmt.cli.dump_sidefiles import SideFileDump
@@ -67,14 +69,12 @@ def add_parser(sub, parents, command):
     p.add_argument("paths", nargs="*", metavar="PATH", help="files, partition folders or log directories")
     p.add_argument("--files", action="append", metavar="F[,F]",
                    help="files or folders to dump, comma-separated (kafka-dump-log's flag; same as PATH)")
-    p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics (in directories)")
+    add_filter_options(p, "only these topics (in directories)", "only these partition numbers (in directories)")
     add_replicas_option(p)
     add_typed_options(p, "--key-decoder", "--value-decoder",
-                      "print as JSON text (Avro as kafka-avro-console-consumer prints it; Protobuf, JSON Schema and "
-                      "JSON values as the JSON of their decoded fields, bytes in base64; strings as JSON strings; "
-                      "implies --print-data)")
-    p.add_argument("--partitions", action="append", metavar="N[,N|A-B]",
-                   help="only these partition numbers (in directories)")
+                      "print them as JSON text (Avro as kafka-avro-console-consumer prints it; Protobuf, JSON Schema "
+                      "and JSON as the JSON of their decoded fields, bytes in base64; strings as JSON strings); "
+                      "implies --print-data")
     p.add_argument("--records", "--deep-iteration", dest="records", action="store_true",
                    help="print every record, not only batches (Kafka: --deep-iteration)")
     p.add_argument("--print-data", "--print-data-log", dest="print_data", action="store_true",
@@ -84,12 +84,20 @@ def add_parser(sub, parents, command):
     p.add_argument("--json", action="store_true", help="JSON lines with every field instead of text")
     p.add_argument("--bytes", choices=("base64", "utf8", "hex"), default="base64",
                    help="encoding of keys, values and header values in JSON (default base64)")
-    p.add_argument("--offset-range", metavar="A:B", help="only offsets A <= offset < B (A:, :B, or one offset)")
-    p.add_argument("--time-range", metavar="T1:T2",
+    p.add_argument("--offset-range", type=offset_range, metavar="A:B",
+                   help="only offsets A <= offset < B (A:, :B, or one offset)")
+    p.add_argument("--time-range", type=time_range, metavar="T1:T2",
                    help="only records from the first with timestamp >= T1 up to the first with timestamp >= T2 "
                         "(ms or ISO-8601, UTC by default; write T1..T2 when the times contain colons)")
-    p.add_argument("--max-bytes", type=_size, metavar="N",
+    p.add_argument("--max-bytes", type=size, metavar="N",
                    help="read at most N bytes of batches per log file (K/M/G suffixes)")
+    p.add_argument("-c", "--max-records", type=count, metavar="N",
+                   help="stop once N records are dumped (kcat's -c): N record lines with --records or --format, "
+                        "else the batches holding the first N records")
+    p.add_argument("-f", "--format", type=value_type(kcat_format.parse), metavar="FORMAT", dest="format",
+                   help="one line per record as kcat -f prints it, FORMAT holding kcat's tokens: "
+                        + kcat_format.TOKENS_HELP.replace("%", "%%") + " (no batch lines or file headers; control "
+                        "records left out, as a consumer never sees them)")
     p.add_argument("--index-sanity-check", action="store_true",
                    help="for .index/.timeindex files: only run the sanity check a broker runs at start-up")
     p.add_argument("--verify-index-only", action="store_true",
@@ -113,17 +121,6 @@ def _formatter():
     return argparse.RawDescriptionHelpFormatter
 
 
-def _size(text):
-    from kafkafmt.cli.common import parse_size
-
-    try:
-        return parse_size(text)
-    except UsageError as exc:
-        import argparse
-
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def run(args, console):
     return Dumper(args, console).run()
 
@@ -138,10 +135,14 @@ class Dumper(RecordDump, SideFileDump):
                              if getattr(args, flag, False)), None)
         self.decode_internal = not getattr(args, "no_decode_internal", False)
         self.cur_decoder = None
+        self.fmt = getattr(args, "format", None)          # kcat's -f: one line per record
+        if self.fmt is not None and args.json:
+            raise UsageError("--format prints a line of text per record: leave out --json")
         self.print_data = (args.print_data or args.skip_record_metadata or self.decoder is not None
                            or getattr(args, "value_format", None) is not None
-                           or getattr(args, "key_format", None) is not None)
+                           or getattr(args, "key_format", None) is not None or self.fmt is not None)
         self.deep = args.records or self.print_data
+        self.remaining = getattr(args, "max_records", None)     # records still to dump (-c), None: all
         self.enc = bytes_encoder(args.bytes)
         self.offsets = parse_offset_range(args.offset_range)
         self.times = parse_time_range(args.time_range)
@@ -201,12 +202,25 @@ class Dumper(RecordDump, SideFileDump):
             self.c.progress = prog
             self.progress = prog
             for kind, path, from_dir in targets:
+                if self.stopped:
+                    break
                 self.dump_file(kind, path, from_dir)
             prog.close()
             self.c.progress = None
         self.kafka_summaries()
         self.unreadable.warn()
         return 1 if self.failed else 0
+
+    @property
+    def stopped(self):
+        """Whether dumping stops here: ``-c`` records dumped, or stdout's reader went away (``| head``) --
+        what was read so far decides the exit code."""
+        return self.remaining == 0 or self.c.gone
+
+    def counted(self, n):
+        """Count ``n`` records dumped against ``-c``."""
+        if self.remaining is not None:
+            self.remaining = max(0, self.remaining - n)
 
     def expand_file(self, path):
         find_inputs([path])      # missing / unreadable -> UsageError
@@ -239,10 +253,13 @@ class Dumper(RecordDump, SideFileDump):
             if self.args.all_files or (not self.index_mode and kind in ("log", "kraft-snapshot")
                                        and not is_leftover(f)):
                 out.append((kind, f, True))
-        if not found.partitions and not found.empty_log_dirs and not any(
-                file_kind(f) and (f not in loose or f in kept) for f in found.files):
-            raise UsageError(f"no partition folders, log dirs or segments found under {', '.join(folders)}"
-                             + (" (after --topics/--partitions)" if self.topics or self.partitions else ""))
+        filtered = bool(self.topics or self.partitions)
+        # with --topics/--partitions, what is found must be records of those (a log dir's own files are not)
+        shown = [f for f in found.files if (file_kind(f) in ("log", "kraft-snapshot") if filtered else file_kind(f))
+                 and (f not in loose or f in kept)]
+        err = no_data(found, shown, folders, filtered)
+        if err is not None:
+            raise err
         return out
 
     def partition_files(self, pd):
@@ -273,6 +290,8 @@ class Dumper(RecordDump, SideFileDump):
             self.c.message(f"kafkafmt: {p.text()}")
 
     def header(self, path, kind, **extra):
+        if self.fmt is not None:
+            return                  # kcat's lines: records only
         if self.json:
             self.c.json({"type": "file", "file": path, "kind": kind, **extra})
         else:

@@ -134,6 +134,8 @@ class RecordDump:
                 yield recs
 
         for seg in segments:
+            if self.stopped:
+                break
             mine = by_segment.get(seg.base_offset)
             if mine is None and (self.filtered or seg.size):
                 continue        # outside the range asked for, or below the log start
@@ -157,7 +159,7 @@ class RecordDump:
             extra = {"logStartOffset": base}
             lines.append(f"Log starting offset: {base}")
         self.header(path, kind, **extra)
-        if not self.json:
+        if not self.json and self.fmt is None:
             for line in lines:
                 self.c.write(line)
 
@@ -189,12 +191,14 @@ class RecordDump:
                 seen = len(report)
                 self.print_batches(path, chunk, sel, sorted(new, key=_start), prev_offset)
                 self.progress.advance(int(size.sum()), len(chunk))
-                if stop:
+                if stop or self.stopped:
                     break
         finally:
             close = getattr(chunks, "close", None)
             if close:
                 close()
+        if self.stopped:
+            return              # what lies past the records dumped was not asked for
         for e in sorted(report[seen:], key=_start):
             self.print_report_entry(path, e)
 
@@ -245,6 +249,8 @@ class RecordDump:
         topic = recs.topic if isinstance(recs.topic, str) else None
         part = recs.partition if isinstance(recs.partition, (int, np.integer)) else None
         for k, i in enumerate(sel):
+            if self.stopped:
+                return
             p = L["position"][i]
             while pending and (pending[0].get("start") is None or pending[0]["start"] < p):
                 self.print_report_entry(path, pending.pop(0))
@@ -254,12 +260,16 @@ class RecordDump:
                                f"the stored checksum {L['crc'][i]} does not match the batch's bytes")
             if self.json:
                 self.c.json(self.batch_json(path, L, i, topic, part, segs))
-            else:
+            elif self.fmt is None:
                 self.c.write(self.batch_text(L, i))
             if rec_ranges is not None:
                 lo, hi = rec_ranges[0][k], rec_ranges[1][k]
+                if self.remaining is not None:
+                    hi = min(hi, lo + self.remaining)
                 if hi > lo:
-                    rv.emit(path, L, i, lo, hi, topic, part, prev_offset)
+                    self.counted(rv.emit(path, L, i, lo, hi, topic, part, prev_offset))
+            else:
+                self.counted(L["record_count"][i])
         for e in pending:
             self.print_report_entry(path, e)
 
@@ -360,13 +370,14 @@ class _RecordView:
         return self.hkeys[a:b], (self.hvals[a:b] if self.hvals is not None else None)
 
     def typed_text(self, side, r, raw):
-        """A typed key or value as JSON text; one that could not be read: its bytes and why; one of
-        a topic kept as bytes (--untyped-topics bytes): its bytes."""
+        """A typed key or value as JSON text; one that could not be read: its bytes and why; one read
+        with fields null (their columns cannot hold them): its text and why; one of a topic kept as
+        bytes (--untyped-topics bytes): its bytes."""
         if side not in self.typed or self.typed[side][3][r]:
             return None if raw is None else escape_text(raw)
         texts, _, errors, _ = self.typed[side]
         if errors[r] is not None:
-            return f"{escape_text(raw)} ({side}Error: {errors[r]})"
+            return f"{escape_text(raw) if texts[r] is None else texts[r]} ({side}Error: {errors[r]})"
         return texts[r]
 
     def typed_json(self, obj, r):
@@ -394,7 +405,10 @@ class _RecordView:
                 d.nonconsecutive.setdefault(os.path.abspath(path), []).append((prev, o))
             prev = o
         prev_offset[0] = prev
+        if d.fmt is not None:
+            return 0 if is_control else self.emit_kcat(path, lo, hi, topic, part)
         write = d.c.write
+        printed = hi - lo
         for r in range(lo, hi):
             o = self.off[r]
             if d.json:
@@ -417,6 +431,7 @@ class _RecordView:
                 continue
             if skip_meta:
                 if is_control:
+                    printed -= 1
                     continue
                 line = ""
                 prefix = "| "
@@ -433,21 +448,47 @@ class _RecordView:
                     line += control_text(t, v, e, self.value_col[r])
                 prefix = " "
             if d.print_data and not is_control:
-                k, v = self.keys[r], self.vals[r]
-                if d.cur_decoder is not None:
-                    try:
-                        k, v = internal_topics.record_texts(d.cur_decoder, k, v, o)
-                    except internal_topics.MissingKey as exc:     # Kafka's tool stops here
-                        d.problem(Problem("error", path, str(exc), offset=o))
-                        k = v = None
-                elif self.typed:
-                    k, v = self.typed_text("key", r, k), self.typed_text("value", r, v)
-                else:
-                    k = None if k is None else escape_text(k)
-                    v = None if v is None else escape_text(v)
+                k, v = self.texts(path, r, o)
                 if k is not None:
                     line += prefix + "key: " + k
                     prefix = " "
                 if v is not None:
                     line += prefix + "payload: " + v
             write(line)
+        return printed
+
+    def texts(self, path, r, o):
+        """(key, value) of record ``r`` as text, as --print-data prints them (None: null): decoded by an
+        internal topic's decoder, typed, or the bytes escaped."""
+        d = self.d
+        k, v = self.keys[r], self.vals[r]
+        if d.cur_decoder is not None:
+            try:
+                return internal_topics.record_texts(d.cur_decoder, k, v, o)
+            except internal_topics.MissingKey as exc:     # Kafka's tool stops here
+                d.problem(Problem("error", path, str(exc), offset=o))
+                return None, None
+        if self.typed:
+            return self.typed_text("key", r, k), self.typed_text("value", r, v)
+        return (None if k is None else escape_text(k)), (None if v is None else escape_text(v))
+
+    def emit_kcat(self, path, lo, hi, topic, part):
+        """Records ``lo:hi`` (not control records) as kcat's ``-f`` lines (`kafkafmt.cli.kcat_format`);
+        returns how many."""
+        d = self.d
+        used = d.fmt.used
+        lines = []
+        for r in range(lo, hi):
+            o = self.off[r]
+            values = {"t": topic or "", "p": -1 if part is None else part, "o": o, "T": self.ts[r],
+                      "K": self.klen[r], "S": self.vlen[r]}
+            if "k" in used or "s" in used:
+                k, v = self.texts(path, r, o)
+                values["k"], values["s"] = k or "", v or ""
+            if "h" in used:
+                hk, hv = self.headers(r)
+                values["h"] = ",".join(f"{escape_text(key.encode())}={'' if val is None else escape_text(val)}"
+                                       for key, val in zip(hk, hv or [None] * len(hk)))
+            lines.append(d.fmt.render(values))
+        d.c.text("".join(lines))
+        return hi - lo

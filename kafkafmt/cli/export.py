@@ -42,6 +42,7 @@ from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import dumps
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader, scan_typed, topic_of_file
+from kafkafmt.cli.arguments import add_filter_options, count, offset_range, time_range
 from kafkafmt.cli.table_export import TABLE_FORMATS, run_table
 from kafkafmt.cli.table_export import add_arguments as add_table_arguments
 from kafkafmt._util.extras import install_command
@@ -49,6 +50,8 @@ from kafkafmt._util.extras import install_command
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".json": "jsonl", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow", ".arrows": "arrow-stream"}
 ROW_GROUP_BYTES = 64 << 20
+#: the codecs of Parquet files (pyarrow's and Spark's names)
+PARQUET_CODECS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none", "uncompressed")
 
 
 def add_parser(sub, parents, command):
@@ -68,11 +71,12 @@ def add_parser(sub, parents, command):
     p.add_argument("--format", choices=("parquet", "csv", "jsonl", "arrow", "arrow-stream") + TABLE_FORMATS,
                    help="output format (default: from the file extension); iceberg and delta write a table, "
                         "incrementally: each run exports what the last one did not")
-    p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics")
+    add_filter_options(p)
     add_replicas_option(p, "; --format iceberg/delta always reads one copy: a table holds each offset once")
-    p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
-    p.add_argument("--offset-range", metavar="A:B", help="only offsets A <= offset < B (A:, :B)")
-    p.add_argument("--time-range", metavar="T1:T2",
+    p.add_argument("--offset-range", type=offset_range, metavar="A:B", help="only offsets A <= offset < B (A:, :B)")
+    p.add_argument("-c", "--max-records", type=count, metavar="N",
+                   help="stop once N records are written (kcat's -c; files and stdout, not tables)")
+    p.add_argument("--time-range", type=time_range, metavar="T1:T2",
                    help="from the first record with timestamp >= T1 up to the first with timestamp >= T2 "
                         "(ms or ISO-8601; write T1..T2 when the times contain colons)")
     p.add_argument("--isolation", choices=("read_uncommitted", "read_committed"), default="read_uncommitted",
@@ -82,8 +86,8 @@ def add_parser(sub, parents, command):
     p.add_argument("--batch-metadata", action="store_true",
                    help="add producerId, producerEpoch, baseSequence, leaderEpoch, codec columns")
     p.add_argument("--no-headers", action="store_true", help="leave out the headers column")
-    p.add_argument("--compression", default="snappy", metavar="CODEC",
-                   help="Parquet compression (snappy, zstd, gzip, lz4, none; default snappy)")
+    p.add_argument("--compression", default="snappy", metavar="CODEC", choices=PARQUET_CODECS,
+                   help=f"Parquet compression ({', '.join(PARQUET_CODECS)}; default snappy)")
     p.add_argument("--fail-on-data-loss", choices=("true", "false"), default="true",
                    help="records the sources should hold and do not -- offsets in neither a partition's tiered "
                         "uploads nor its local segments, copies of a partition that disagree, offsets a table "
@@ -99,7 +103,8 @@ def add_parser(sub, parents, command):
     p.add_argument("--internal", choices=tuple(INTERNAL_TABLES),
                    help="write one of kafkafmt.internal's tables of internal topics instead of records: "
                         + "; ".join(f"{t.name} reads {_internal_source(t)}" for t in INTERNAL_TABLES.values()))
-    add_typed_options(p, "--key-format", "--value-format", "write typed (nested) columns: decode", dead_letters=True)
+    add_typed_options(p, "--key-format", "--value-format", "write them as typed (nested) columns",
+                      dead_letters=True)
     add_table_arguments(p)
     return p
 
@@ -195,8 +200,10 @@ class _ArrowWriter:
         self.pending, self.pending_bytes = [], 0
 
     def close(self):
-        self.flush()
-        self.w.close()
+        try:
+            self.flush()
+        finally:
+            self.w.close()
 
 
 class _TextWriter:
@@ -401,20 +408,29 @@ def run(args, console):
 
     def write(writer, chunk, state):
         if topics is not None and chunk.topic not in topics:
-            return
+            return 0
         writer.write(chunk)
         unreadable.add(chunk)
         state["rows"] += len(chunk)
+        return len(chunk)
 
     state, elapsed = _stream_export(args, console, total, _sources(found.partitions, files, opts, typed),
                                     lambda tmp: _open_writer(fmt, tmp, schema, args),
                                     write)
     unreadable.warn()
-    target = args.to
-    where = "stdout" if target == "-" else f"{target} ({human_bytes(os.path.getsize(target))})"
     what = f"{len(found.partitions)} partitions" + (f" and {len(files)} files" if files else "")
-    console.info(f"kafkafmt: exported {state['rows']} records of {what} to {where} in {elapsed:.1f} s")
+    console.info(_exported(args, state, f"{state['rows']} records of {what}", elapsed))
     return 1 if state["errors"] else 0
+
+
+def _exported(args, state, what, elapsed):
+    """The line an export ends with: what it wrote, where, in how long -- or, when stdout's reader closed
+    the pipe, after how many records the export stopped."""
+    if state["gone"]:
+        return (f"kafkafmt: the reader of stdout closed the pipe: the export stopped after {state['rows']} "
+                f"records ({elapsed:.1f} s)")
+    where = "stdout" if args.to == "-" else f"{args.to} ({human_bytes(os.path.getsize(args.to))})"
+    return f"kafkafmt: exported {what} to {where} in {elapsed:.1f} s"
 
 
 def _say_data_loss(args, found, console):
@@ -441,9 +457,12 @@ def _say_data_loss(args, found, console):
 
 def _stream_export(args, console, total, sources, open_writer, write):
     """Stream the chunks of every (label, read()) source (``read() -> (chunks, report)``) through
-    ``write(writer, chunk, state)`` into a writer over a temporary file beside --to, renamed when
-    complete (stdout for '-'); problems are reported as they come. Returns (state, seconds)."""
-    state = {"rows": 0, "errors": 0, "records": 0}
+    ``write(writer, chunk, state) -> records taken`` into a writer over a temporary file beside --to,
+    renamed when complete (stdout for '-'); problems are reported as they come. Reading stops once
+    ``--max-records`` records are taken, or when stdout's reader went away (``state["gone"]``).
+    Returns (state, seconds)."""
+    state = {"rows": 0, "errors": 0, "records": 0, "taken": 0, "gone": False}
+    limit = getattr(args, "max_records", None)
     started = time.monotonic()
     target = args.to
     tmp = None if target == "-" else _temp_name(target)
@@ -453,16 +472,29 @@ def _stream_export(args, console, total, sources, open_writer, write):
             writer = open_writer(tmp)
             try:
                 for label, read in sources:
+                    if limit is not None and state["taken"] >= limit or state["gone"]:
+                        break
                     prog.set_label(label)
                     chunks, report = read()
                     seen = 0
-                    for chunk in chunks:
-                        seen = _report(report, seen, console, state)
-                        if len(chunk):
-                            write(writer, chunk, state)
-                        prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
-                        crash_point()
-                    _report(report, seen, console, state)
+                    try:
+                        for chunk in chunks:
+                            seen = _report(report, seen, console, state)
+                            if len(chunk):
+                                if limit is not None and len(chunk) > limit - state["taken"]:
+                                    chunk = chunk[:limit - state["taken"]]
+                                state["taken"] += write(writer, chunk, state)
+                            prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
+                            crash_point()
+                            state["gone"] = console.gone
+                            if limit is not None and state["taken"] >= limit or state["gone"]:
+                                break
+                        else:
+                            _report(report, seen, console, state)
+                    finally:
+                        close = getattr(chunks, "close", None)
+                        if close is not None:
+                            close()
             finally:
                 writer.close()
             console.progress = None
@@ -547,12 +579,18 @@ def _text_sink(tmp, make_writer):
     if tmp is None:
         return make_writer(sys.stdout)
     stream = io.open(tmp, "w", encoding="utf-8", newline="")
-    w = make_writer(stream)
+    try:
+        w = make_writer(stream)
+    except BaseException:            # Ctrl-C too: nothing left open
+        stream.close()
+        raise
     close = w.close
 
     def close_file():
-        close()
-        stream.close()
+        try:
+            close()
+        finally:
+            stream.close()
 
     w.close = close_file
     return w
@@ -577,6 +615,9 @@ def run_spark(args, console, fmt, paths, offsets, times, topics, partitions):
         raise UsageError(f"--engine spark writes parquet, csv or jsonl, not {fmt}")
     if args.to == "-":
         raise UsageError("--engine spark writes a folder: give --to PATH")
+    if args.max_records is not None:
+        raise UsageError("--max-records writes the first records in log order, which Spark's writers do not keep: "
+                         "leave out --engine spark")
     if fmt != "parquet" and (args.value_format or args.key_format):
         # typed values as text follow each format's own printer (Avro as kafka-avro-console-consumer prints it);
         # Spark's JSON writer has its own conventions, so the two engines would write different texts
@@ -650,6 +691,8 @@ def _spark_typed_options(reader, args):
     if getattr(args, "value_format", None) or getattr(args, "key_format", None):
         reader = reader.option("mode", "FAILFAST" if args.value_errors == "strict" else "PERMISSIVE")
         reader = reader.option("untypedTopics", args.untyped_topics)
+        reader = reader.option("recursive.fields.max.depth", str(args.recursive_fields_max_depth))
+        reader = reader.option("timeUnit", args.time_unit).option("additionalProperties", args.additional_properties)
     return reader
 
 
@@ -790,18 +833,17 @@ def run_internal(args, console, fmt):
         writer.write(table)
         state["rows"] += table.num_rows
         state["records"] += len(chunk)
+        return len(chunk)
 
     state, elapsed = _stream_export(args, console, total,
                                     _sources(found.partitions, files, opts, snapshots=snapshots),
                                     lambda tmp: _open_internal_writer(fmt, tmp, schema, args), write)
-    target = args.to
     for text in tally.messages():
         console.warn(text)
-    where = "stdout" if target == "-" else f"{target} ({human_bytes(os.path.getsize(target))})"
     what = f"{len(found.partitions)} partitions" + (f" and {len(files)} files" if files else "")
     nsnap = sum(len(v) for v in snapshots.values())
     if nsnap:
         what += f" and {nsnap} snapshots"
-    console.info(f"kafkafmt: exported {state['rows']} {name} rows ({state['records']} records of {what}) "
-                 f"to {where} in {elapsed:.1f} s")
+    console.info(_exported(args, state, f"{state['rows']} {name} rows ({state['records']} records of {what})",
+                           elapsed))
     return 1 if state["errors"] else 0

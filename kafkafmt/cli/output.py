@@ -42,8 +42,18 @@ class Console:
     def write(self, line):
         self.out.write(line + "\n")
 
+    def text(self, text):
+        """Text on stdout as it is (no line end added)."""
+        self.out.write(text)
+
     def json(self, obj):
         self.out.write(dumps(obj) + "\n")
+
+    @property
+    def gone(self):
+        """Whether stdout's reader went away (``| head``): a command that streams its output stops there
+        (`reader_may_go_away`)."""
+        return bool(getattr(self.out, "gone", False))
 
     def message(self, text):
         """An error or result line on stderr (shown even with --quiet)."""
@@ -67,11 +77,13 @@ class Console:
 
 
 class _ReaderMayGoAway:
-    """A text stream (stdout, stderr) whose reader may go away (``kafkafmt verify ... | head -1``): from
-    the first write that finds the pipe closed (EPIPE), the stream's file descriptor is os.devnull and
-    writes are dropped, so the command runs to its end and its exit code is the work's -- as without
-    the pipe -- with no traceback and no "Broken pipe" message. Its ``buffer`` (bytes written beneath
-    the text, as export's rows are) is guarded alike and shares its fate."""
+    """A text stream (stdout, stderr) whose reader may go away (``kafkafmt dump ... | head -1``): from
+    the first write that finds the pipe closed (EPIPE), the stream's file descriptor is os.devnull,
+    writes are dropped and ``gone`` is true -- no traceback, no "Broken pipe" message. A command that
+    streams what it prints (``dump``, ``export --to -``) sees it (`Console.gone`) and stops reading, as
+    kcat and kafka-dump-log stop; its exit code is that of what it read (1 if that held a problem); a
+    command that prints only at its end runs to its end. Its ``buffer`` (bytes written beneath the
+    text, as export's rows are) is guarded alike and shares its fate."""
 
     def __init__(self, stream, state=None):
         self._stream = stream

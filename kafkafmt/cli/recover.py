@@ -51,6 +51,30 @@ def _positive(text):
     return n
 
 
+def as_given(paths):
+    """A function that writes the paths in a text (or a path) as the command line gave them, as every other
+    command prints them: the repair works with absolute paths, and a path under one given (``kafka-logs``) is
+    printed under it (``kafka-logs/orders-0/...``), not as ``/home/.../kafka-logs/orders-0/...``; when every
+    path given is relative, so is what lies in the current folder (the backup beside ``kafka-logs``). None
+    stays None."""
+    import re
+
+    roots = sorted(((os.path.abspath(p), os.fspath(p)) for p in paths), key=lambda r: -len(r[0]))
+    roots = [(re.compile(re.escape(a) + r"(?=/|[^\w.\-]|$)"), g.rstrip(os.sep) or os.sep) for a, g in roots
+             if a != os.path.normpath(g)]
+    if paths and not any(os.path.isabs(p) for p in paths):
+        roots.append((re.compile(re.escape(os.path.join(os.getcwd(), ""))), ""))
+
+    def given(text):
+        if text is None:
+            return None
+        for pattern, g in roots:
+            text = pattern.sub(lambda _: g, text)
+        return text
+
+    return given
+
+
 def add_parser(sub, parents, command):
     p = add_command(sub, parents, command,
                     __doc__, "log directories, partition folders or segment .log files (local)")
@@ -112,9 +136,10 @@ def run(args, console):
                        timeindex_offsets=args.timeindex_offsets, open_transactions=args.open_transactions)
     except (PathNotFoundError, NotALogDirError) as exc:        # not something recover takes: bad input
         raise UsageError(exc.reason) from None
+    given = as_given(paths)
     if args.json:
         for a in plan.actions:
-            console.json({"type": "action", "action": a.kind.value, "file": a.file, "target": a.target,
+            console.json({"type": "action", "action": a.kind.value, "file": given(a.file), "target": given(a.target),
                           "start": a.start, "end": a.end, "offset": a.offset, "bytes_removed": a.bytes_removed,
                           "removed": [list(r) for r in a.removed], "damage": a.damage,
                           "lost": [list(r) for r in a.lost], "message": a.message})
@@ -125,9 +150,9 @@ def run(args, console):
         console.json({"type": "summary", "status": "APPLIED" if plan.applied else "REFUSED" if plan.refusals
                       else "DRY RUN", "partitions": plan.partitions, "segments": plan.segments, "bytes": plan.bytes,
                       "actions": len(plan.actions), "bytes_removed": plan.bytes_removed,
-                      "offsets_lost": plan.offsets_lost, "manifests": plan.manifests})
+                      "offsets_lost": plan.offsets_lost, "manifests": [given(m) for m in plan.manifests]})
     else:
-        console.write(plan.text())
-        for m in plan.manifests:
+        console.write(given(plan.text()))
+        for m in map(given, plan.manifests):
             console.write(f"manifest: {m} (undo: kafkafmt recover --undo {m})")
     return 0 if plan.applied or plan.clean else 1

@@ -24,6 +24,7 @@ from kafkafmt.cli.common import (add_command, add_replicas_option, add_stale_cop
                                  kafka_files, parse_int_list, parse_name_list, human_bytes, topic_ids)
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli import paths as cli_paths
+from kafkafmt.cli.arguments import add_filter_options
 from kafkafmt.cli.progress import Progress
 
 
@@ -37,9 +38,7 @@ def add_parser(sub, parents, command):
                    help="plotly.js as text (4.6 MB) instead of gzipped (1.9 MB, unpacked by browsers since 2023)")
     p.add_argument("--no-checks", action="store_true",
                    help="skip verify's checks (one read of each partition instead of two)")
-    p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics (lag still reads "
-                   "__consumer_offsets)")
-    p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
+    add_filter_options(p, "only these topics (lag still reads __consumer_offsets)")
     add_stale_copy_option(p)
     add_replicas_option(p)
     return p

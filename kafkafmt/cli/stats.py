@@ -35,6 +35,7 @@ from kafkafmt.report.figures import (STATS_READ, Acc, PartitionStats, below_log_
 from kafkafmt.cli.common import (add_replicas_option, no_data, say_found, add_command, checked_record_files, find_inputs, human_bytes, read_options,
                                  input_paths, iso_ms, parse_int_list, parse_name_list, partition_label, topic_ids)
 from kafkafmt.cli import paths as cli_paths
+from kafkafmt.cli.arguments import add_filter_options
 from kafkafmt.cli.output import table
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader
@@ -45,9 +46,8 @@ def add_parser(sub, parents, command):
                     "log directories, partition folders or segment files")
     p.add_argument("--json", action="store_true", help="one JSON document instead of the table")
     p.add_argument("--partitions-only", action="store_true", help="no per-segment rows in the table")
-    p.add_argument("--topics", action="append", metavar="T[,T]", help="only these topics")
+    add_filter_options(p)
     add_replicas_option(p)
-    p.add_argument("--partitions", action="append", metavar="N[,N|A-B]", help="only these partition numbers")
     return p
 
 

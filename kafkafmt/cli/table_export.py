@@ -17,8 +17,9 @@ from __future__ import annotations
 import warnings
 
 from kafkafmt.cli.usage import UsageError
+from kafkafmt.cli.arguments import size
 from kafkafmt.cli.common import (human_bytes, input_paths, parse_int_list, parse_name_list, parse_offset_range,
-                                 parse_size, parse_time_range, report_problem)
+                                 parse_time_range, report_problem)
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.progress import Progress
 from kafkafmt._util.extras import install_command
@@ -41,9 +42,9 @@ def add_arguments(p):
     g.add_argument("--partition-by", metavar="FIELDS",
                    help="partition fields of a new table: topic, partition, timestampType, and year/month/day/hour"
                         "(timestamp), comma-separated, or none (default: topic,day(timestamp))")
-    g.add_argument("--target-file-size", type=parse_size, default=128 << 20, metavar="SIZE",
+    g.add_argument("--target-file-size", type=size, default=128 << 20, metavar="SIZE",
                    help="size of each data file, about (default 128M)")
-    g.add_argument("--commit-every", type=parse_size, default=8 << 30, metavar="SIZE",
+    g.add_argument("--commit-every", type=size, default=8 << 30, metavar="SIZE",
                    help="commit after this much input, so a long backfill keeps its progress (default 8G)")
     g.add_argument("--json", action="store_true",
                    help="print what the run did as one JSON document on stdout: rows, files, commits, the offset "
@@ -62,6 +63,9 @@ def run_table(args, console, fmt):
         raise UsageError(f"--format {fmt} is written by the local engine (leave out --engine spark)")
     if args.to == "-":
         raise UsageError(f"--format {fmt} writes a table: give --to WAREHOUSE (Iceberg) or --to PATH (Delta)")
+    if args.max_records is not None:
+        raise UsageError(f"--max-records writes the first records to a file or stdout; --format {fmt} exports a "
+                         "table incrementally (give --offset-range to bound it)")
     if fmt == "iceberg" and not args.table:
         raise UsageError("--format iceberg needs --table NAMESPACE.TABLE")
     if fmt == "delta" and (args.table or args.catalog):
@@ -105,7 +109,8 @@ def run_table(args, console, fmt):
                                  key_schema=reader_schema_of_text(args.key_schema),
                                  value_errors=args.value_errors or "dlq", untyped_topics=args.untyped_topics,
                                  mode=args.mode, tiered_keys=cli_paths.TIERED_KEYS or None,
-                                 on_chunk=on_chunk)
+                                 on_chunk=on_chunk, recursive_fields_max_depth=args.recursive_fields_max_depth,
+                                 time_unit=args.time_unit, additional_properties=args.additional_properties)
         except (DataLossError, CommitConflictError, SchemaEvolutionError) as exc:
             if args.json:
                 console.json({"error": str(exc), "data_loss": [x.as_json() for x in getattr(exc, "losses", ())]})

@@ -50,10 +50,11 @@ from kafkafmt.recovery import pending_fixes
 
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, say_notes, no_data, add_command, check_kafka_file, file_kind,
-                                 find_inputs, is_leftover, kafka_files, segment_base, segment_in_partition, human_bytes,
-                                 add_stale_copy_option, topic_ids)
+                                 find_inputs, is_leftover, kafka_files, parse_int_list, parse_name_list, segment_base,
+                                 segment_in_partition, human_bytes, add_stale_copy_option, topic_ids)
 from kafkafmt.log import log_name_of
 from kafkafmt.cli import paths as cli_paths
+from kafkafmt.cli.arguments import add_filter_options
 from kafkafmt.cli.progress import Progress
 from kafkafmt.cli.reading import FileReader
 from kafkafmt.log import sidefiles
@@ -64,6 +65,7 @@ def add_parser(sub, parents, command):
                     "log directories, partition folders or files")
     p.add_argument("--json", action="store_true", help="JSON lines: one per problem, then a summary")
     p.add_argument("--strict", action="store_true", help="warnings make the exit code 1 too")
+    add_filter_options(p)
     add_stale_copy_option(p)
     add_replicas_option(p)
     return p
@@ -104,7 +106,9 @@ class Verifier(Checker):
             paths.append(sample_dir())
         if not paths:
             raise UsageError("verify: give log directories, partition folders or files (or --sample)")
-        found = find_inputs(paths, replicas=self.args.replicas, topic_id=topic_ids(self.args), conflicts="report")
+        filtered = parse_name_list(self.args.topics), parse_int_list(self.args.partitions, "partition")
+        found = find_inputs(paths, *filtered, replicas=self.args.replicas, topic_id=topic_ids(self.args),
+                            conflicts="report")
         given = set(found.given_files)
         for f in found.given_files:
             if file_kind(f) in (None, "log"):
@@ -113,7 +117,7 @@ class Verifier(Checker):
         kept = set(kafka_files(found, loose, self.c))        # not Kafka data: skipped, with a warning
         found.files = [f for f in found.files if f in given or f not in loose or f in kept]
         err = no_data(found, [f for f in found.files if file_kind(f) in ("log", "kraft-snapshot")] or found.given_files,
-                      paths)
+                      paths, any(filtered))
         if err is not None:
             raise err
         say_notes(found, self.c)

@@ -69,11 +69,16 @@ def dead_letter_schema(headers=True, batch_metadata=False):
 
 def dead_letter_mask(recs, upsert=False):
     """A bool array: the records of a chunk that are dead letters (a key or value that could not be
-    typed; in an upsert table also a record without a key), or None when none is."""
+    typed; in an upsert table also a record without a key), or None when none is. (A value read with
+    a field null -- its column cannot hold it -- stays in the table, ``valueError`` naming the field.)"""
+    import pyarrow.compute as pc
+
     mask = None
     for dec in recs.typed.values():
-        if dec.error.null_count != len(dec.error):
-            bad = np.asarray(dec.error.is_valid().to_numpy(zero_copy_only=False), bool)
+        if dec.error_count:
+            bad = pc.and_(pc.is_valid(dec.error), pc.is_null(dec.values))
+            bad = np.asarray((bad.combine_chunks() if hasattr(bad, "combine_chunks") else bad)
+                             .to_numpy(zero_copy_only=False), bool)
             mask = bad if mask is None else mask | bad
     if upsert:
         nokey = recs.key.is_null()

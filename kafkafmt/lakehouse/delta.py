@@ -205,6 +205,9 @@ class DeltaTable:
     def file_columns(self, schema):
         return list(self.file_schema(schema).names)
 
+    #: delta-rs cannot rename a column: a field renamed by its reader schema keeps the table's name
+    renames_fields = False
+
     def evolve(self, new_schema):
         from deltalake import Field
 

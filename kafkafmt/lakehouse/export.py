@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kafkafmt.values import DEFAULT_MAX_DEPTH
 from kafkafmt.log import find_partitions
 from kafkafmt._util.durable import crash_point
 from kafkafmt.lakehouse.deadletter import (VALUE_ERRORS, DeadLetters, dead_letter_location, dead_letter_mask,
@@ -174,7 +175,8 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
                  replicas="dedup", value_format=None, key_format=None, schema_registry=None, value_schema=None,
                  key_schema=None, value_errors="dlq", untyped_topics="error", mode="append", storage_options=None,
                  table_storage_options=None, filesystem=None, tiered_keys=None, threads=None, report=None,
-                 on_chunk=None) -> ExportResult:
+                 on_chunk=None, recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us",
+                 additional_properties="keep") -> ExportResult:
     """Export the records of log dirs (``roots``: paths or URLs, as `kafkafmt.iter_log_dirs` takes
     them, tiered uploads included) into a lakehouse table, continuing where the table's ledger says
     the last export stopped.
@@ -240,6 +242,9 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
         Typed values and keys, as the readers take them (`kafkafmt.read_log_dirs`): the typed
         columns of the table (`kafkafmt.lakehouse.typed`), each topic read with its subject's
         latest version now, the table evolved to it.
+    recursive_fields_max_depth, time_unit, additional_properties : optional
+        How typed values are shaped, as the readers take them (`kafkafmt.values._options`). A
+        table holds microseconds: ``time_unit="ns"`` keeps a Duration's nanoseconds only.
     value_errors : {"dlq", "null", "strict"}
         A key or value that cannot be typed: to the dead-letter table ``<table>_dlq`` (the raw
         bytes and the reason, `kafkafmt.lakehouse.deadletter`); null in the table with the
@@ -325,7 +330,9 @@ def export_table(roots, to=None, *, format="iceberg", table=None, catalog=None, 
                        value_schema=value_schema, key_schema=key_schema,
                        value_errors="strict" if value_errors == "strict" else "null", untyped_topics=untyped_topics,
                        # the raw bytes stay: the dead-letter table holds them, an upsert needs the key's nulls
-                       keep_bytes=True, roots=roots, storage_options=storage_options, filesystem=filesystem)
+                       keep_bytes=True, roots=roots, storage_options=storage_options, filesystem=filesystem,
+                       recursive_fields_max_depth=recursive_fields_max_depth, time_unit=time_unit,
+                       additional_properties=additional_properties)
     found = find_partitions(roots, topics, partitions, report, storage_options, filesystem, tiered_keys,
                             replicas=replicas)
     # (a Protobuf file of several messages, none named: the messages the values present name)
@@ -410,13 +417,18 @@ def _export_one(job, found, to, table):
     typed = job.typed.pin(topics) if job.typed.active else None
     plan = TypedTable(typed, topics, fmt) if typed is not None else None
     base = kafka_schema(job.headers, job.batch_metadata)
-    schema = plan.table_schema(base) if plan is not None else base
     upsert = job.mode == "upsert"
     identity = identity_column(plan is not None and "key" in dict(plan.sides))
-    if upsert and identity not in schema.names:
-        import pyarrow as pa
 
-        schema = schema.append(pa.field(identity, pa.binary(), True))
+    def run_schema():
+        out = plan.table_schema(base) if plan is not None else base
+        if upsert and identity not in out.names:
+            import pyarrow as pa
+
+            out = out.append(pa.field(identity, pa.binary(), True))
+        return out
+
+    schema = run_schema()
     target = open_target(fmt, to, table, job.catalog, job.storage)
     if job.fail_on_data_loss and not target.exists():
         # a new table is not created when the sources already lack records it would need
@@ -441,6 +453,13 @@ def _export_one(job, found, to, table):
     if plan is not None:
         plan.check_history(history, describe)
     stored = target.arrow_schema()
+    renames = plan.renames(stored) if plan is not None else []
+    if renames and target.renames_fields:       # (Iceberg: by field id, the rows written before follow)
+        target.rename(renames)
+        stored = target.arrow_schema()
+    elif renames:                               # (Delta: the table's names stay; this run writes under them)
+        plan.keep_names(renames)
+        schema = run_schema()
     changes = table_changes(stored, schema, fmt, describe, plan, history)
     result.data_loss = list(losses)
     dead = None
@@ -464,7 +483,7 @@ def _export_one(job, found, to, table):
 
     if changes:
         target.evolve(merge_schema(stored, schema))
-        result.evolved = list(changes)
+    result.evolved = list(renames) + list(changes)
     run = _Run(job, target, fields, ledger, marks, losses, result, plan, history, dead, identity if upsert else None,
                clear)
     run.start_writer()
@@ -585,6 +604,8 @@ class _Run:
             return
         job = self.job
         t = chunk_table(chunk, job.headers, job.batch_metadata, self.target.format if self.plan else None)
+        if self.plan is not None:
+            t = self.plan.named(t)
         if self.identity is not None and self.identity != "key":        # the key bytes beside a typed key
             import pyarrow as pa
 

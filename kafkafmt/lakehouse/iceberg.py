@@ -277,6 +277,17 @@ class IcebergTable:
     def file_columns(self, schema):
         return list(schema.names)
 
+    #: a column renames in place (by field id: the rows written before follow it)
+    renames_fields = True
+
+    def rename(self, changes):
+        """Rename the fields of ``changes`` (`TypeChange` "renamed": the path of the table's field, its
+        new name) in a commit of their own."""
+        with self.table.update_schema() as update:
+            for c in changes:
+                update.rename_column(c.path, c.new)
+        self.table = self.catalog.load_table(self.identifier)
+
     def evolve(self, new_schema):
         """Add the new fields of ``new_schema`` (Arrow) to the table (a commit of its own)."""
         with self.table.update_schema() as update:

@@ -21,6 +21,12 @@ the table recorded and with the table's own columns (`kafkafmt.lakehouse.types.c
 added fields and widened types evolve the table; a change no table takes (a narrowed type, a
 removed field's name used again with another type) raises `SchemaEvolutionError` naming the
 subject, both versions and the field.
+
+A field the reader schema renames -- an Avro field whose ``aliases`` hold the name the table has
+(v3's ``full_name`` with ``"aliases": ["name"]``) -- stays one column across the history
+(`TypedTable.renames`): Iceberg renames the column (by field id: the rows written before show under
+the new name); Delta keeps the table's name (delta-rs cannot rename a column) and writes the renamed
+field's values into it.
 """
 from __future__ import annotations
 
@@ -29,8 +35,8 @@ import json
 import numpy as np
 
 from kafkafmt.errors import SchemaError, SchemaNotFoundError
-from kafkafmt.lakehouse.types import TypeChange, compare_types, table_type, type_text
-from kafkafmt.values import needs_schema, value_type
+from kafkafmt.lakehouse.types import TypeChange, compare_types, rename_fields, table_type, type_text
+from kafkafmt.values import needs_schema, reader_schema_for, value_type
 
 __all__ = ["SchemaEvolutionError", "TypedTable", "parse_schemas", "table_changes"]
 
@@ -94,6 +100,7 @@ class TypedTable:
         self.topics = sorted(set(topics))
         self.sides = [(side, name) for side, name, _ in typed.sides()]
         self.types = {side: typed.merged_type(side, self.topics) for side, _ in self.sides}
+        self.kept = {}          # side -> {path of a renamed field in this run's type: the table's name}
 
     def reader(self, side, topic):
         """The pinned reader of ``side`` for ``topic`` (an id, a dict naming one, or the schema as
@@ -108,7 +115,8 @@ class TypedTable:
         (their table types), then each side's schema id, error (and bytes) columns."""
         import pyarrow as pa
 
-        out = [pa.field(side, table_type(self.types[side], self.fmt), True) for side, _ in self.sides]
+        out = [pa.field(side, rename_fields(table_type(self.types[side], self.fmt), self.kept.get(side, {})), True)
+               for side, _ in self.sides]
         for side, _ in self.sides:
             out += [pa.field(f.name, f.type, True) for f in self.typed.extra_fields(side)]
         return out
@@ -126,6 +134,57 @@ class TypedTable:
         out += [f for f in fields.values() if f.name not in base.names]
         out += [f for f in base if f.name in BATCH_METADATA_COLUMNS]
         return pa.schema(out)
+
+    # -- renamed fields ---------------------------------------------------------------------------
+    def _avro_reader(self, side, topic):
+        """The Avro reader schema (an `AvroType`) of ``side`` for ``topic``, None for other types."""
+        from kafkafmt.values.avro import parse_registered
+
+        spec = self.reader(side, topic)
+        if spec is None or dict(self.sides)[side] not in ("avro", "registry"):
+            return None
+        rs = reader_schema_for(self.typed.registry, topic, side == "key", _as_json(spec))
+        if (rs.schema_type or "AVRO") != "AVRO":
+            return None
+        return parse_registered(self.typed.registry, rs)
+
+    def renames(self, stored):
+        """The `TypeChange` ("renamed") of each field of the table (``stored``, its Arrow schema) that
+        this run's reader schemas name anew: a field whose Avro ``aliases`` hold the table's name,
+        where the table lacks the new name."""
+        from kafkafmt.values.avro import field_aliases
+
+        out = {}
+        depth = self.typed.shape.recursive_fields_max_depth
+        for side, _ in self.sides:
+            if side not in stored.names:
+                continue
+            have = stored.field(side).type
+            for topic in self.topics:
+                t = self._avro_reader(side, topic)
+                for path, name, aliases in field_aliases(t, depth) if t is not None else ():
+                    struct = _at(have, path)
+                    names = {f.name for f in struct} if struct is not None and _is_struct(struct) else set()
+                    old = [a for a in aliases if a in names]
+                    if name not in names and len(old) == 1:
+                        out[(side,) + path + (old[0],)] = TypeChange("renamed", (side,) + path + (old[0],),
+                                                                      old[0], name)
+        return list(out.values())
+
+    def keep_names(self, renames):
+        """Write the fields of ``renames`` under the table's names (a table that cannot rename)."""
+        for c in renames:
+            self.kept.setdefault(c.path[0], {})[c.path[1:-1] + (c.new,)] = c.old
+
+    def named(self, table):
+        """``table`` (a chunk's) with its typed columns' renamed fields under the table's names
+        (`keep_names`)."""
+        for side, names in self.kept.items():
+            if side in table.column_names:
+                i = table.column_names.index(side)
+                col = rename_fields(table.column(i), names)
+                table = table.set_column(i, table.field(i).with_type(col.type), col)
+        return table
 
     # -- the schema record ------------------------------------------------------------------------
     def _subject_version(self, spec, side, topic):
@@ -294,6 +353,12 @@ def _nested(t):
     import pyarrow as pa
 
     return pa.types.is_nested(t)
+
+
+def _is_struct(t):
+    import pyarrow as pa
+
+    return pa.types.is_struct(t)
 
 
 def _at(t, path):

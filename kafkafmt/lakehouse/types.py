@@ -19,7 +19,8 @@ time32[ms], time64[us] (Avro time-*)        time (microseconds)                 
 timestamp[unit, tz=UTC]                     timestamptz (microseconds; nanoseconds  timestamp
                                             floored, as Spark reads a Timestamp)
 timestamp[unit] (local-timestamp-*)         timestamp (alike)                       timestamp_ntz
-duration[unit] (Protobuf Duration)          long: nanoseconds                       long: nanoseconds
+duration[unit] (Protobuf Duration)          long: nanoseconds (null beyond about    long: nanoseconds
+                                            +-292 years, what a long holds)
 month_day_nano_interval (Avro duration)     struct<months, days, nanoseconds>       alike (longs)
 null (an Avro null field)                   string (always null)                    string
 struct<> (Protobuf Empty)                   struct<__dummy_field_in_empty_struct:   alike
@@ -48,7 +49,7 @@ from dataclasses import dataclass
 # and the Parquet export give it)
 from kafkafmt.record import INTERVAL_FIELDS, interval_fields, placeholder_struct
 
-__all__ = ["table_type", "table_column", "TypeChange", "compare_types", "type_text"]
+__all__ = ["table_type", "table_column", "TypeChange", "compare_types", "type_text", "rename_fields"]
 
 
 
@@ -210,9 +211,65 @@ def table_column(arr, fmt):
             raw = np.frombuffer(arr.buffers()[1], np.int64, len(arr), arr.offset * 8)
             us = pa.array(raw // 1000, pa.int64(), mask=valid).cast(pa.time64("us"))
         return us.cast(target) if target != pa.int64() else us.cast(pa.int64())
-    if pa.types.is_duration(t):
-        return arr.cast(pa.duration("ns")).cast(pa.int64())
+    if pa.types.is_duration(t):                 # nanoseconds; beyond what a long holds: null
+        raw = np.frombuffer(arr.buffers()[1], np.int64, len(arr), arr.offset * 8)
+        per = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1000, "ns": 1}[t.unit]
+        limit = np.iinfo(np.int64).max // per
+        fits = np.abs(raw) <= limit
+        ok = fits if valid is None else fits & valid
+        return pa.array(np.where(fits, raw, 0) * per, pa.int64(), mask=~ok)
     return arr.cast(target)
+
+
+def rename_fields(x, names, path=()):
+    """A type, or an array of it, with struct fields renamed: ``names`` maps a field's path inside
+    the column (struct fields by name, ``element`` of a list, ``value`` of a map, ending with the
+    field's name) to its new name.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from kafkafmt.lakehouse.types import rename_fields
+    >>> t = pa.struct([("full_name", pa.string()), ("tags", pa.list_(pa.struct([("k", pa.int64())])))])
+    >>> rename_fields(t, {("full_name",): "name", ("tags", "element", "k"): "key"})
+    StructType(struct<name: string, tags: list<item: struct<key: int64>>>)
+    >>> rename_fields(pa.array([{"full_name": "x", "tags": []}], t), {("full_name",): "name"}).to_pylist()
+    [{'name': 'x', 'tags': []}]
+    """
+    pa = _pa()
+    if isinstance(x, pa.ChunkedArray):
+        return pa.chunked_array([rename_fields(c, names, path) for c in x.chunks], rename_fields(x.type, names, path))
+    if isinstance(x, pa.DataType):
+        t = x
+        if pa.types.is_struct(t):
+            return pa.struct([pa.field(names.get(path + (f.name,), f.name), rename_fields(f.type, names, path + (f.name,)),
+                                       f.nullable, f.metadata) for f in t])
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            item = pa.field(t.value_field.name, rename_fields(t.value_type, names, path + ("element",)),
+                            t.value_field.nullable)
+            return pa.list_(item) if pa.types.is_list(t) else pa.large_list(item)
+        if pa.types.is_map(t):
+            return pa.map_(t.key_field, pa.field(t.item_field.name, rename_fields(t.item_type, names, path + ("value",)),
+                                                 t.item_field.nullable))
+        return t
+    arr, t = x, x.type
+    target = rename_fields(t, names, path)
+    if target == t:
+        return arr
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays([rename_fields(c, names, path + (f.name,)) for f, c in zip(t, arr.flatten())],
+                                          fields=list(target), mask=mask)
+    import pyarrow.compute as pc
+
+    offsets = pc.subtract(arr.offsets, arr.offsets[0]) if len(arr) else arr.offsets
+    if pa.types.is_map(t):
+        return pa.MapArray.from_arrays(offsets, arr.keys.slice(arr.offsets[0].as_py()) if len(arr) else arr.keys,
+                                       rename_fields(arr.items.slice(arr.offsets[0].as_py()) if len(arr) else arr.items,
+                                                     names, path + ("value",)), type=target, mask=mask)
+    values = arr.values.slice(arr.offsets[0].as_py()) if len(arr) else arr.values
+    cls = pa.ListArray if pa.types.is_list(t) else pa.LargeListArray
+    return cls.from_arrays(offsets, rename_fields(values, names, path + ("element",)), type=target, mask=mask)
 
 
 def type_text(t):
@@ -233,10 +290,11 @@ def type_text(t):
 @dataclass(frozen=True)
 class TypeChange:
     """What a new type changes in a column: ``kind`` "added" (a field the table lacks), "widened"
-    (int to long, float to double, a wider decimal: Iceberg only), or "conflict" (a change no
-    table takes); ``path`` the field's names from the column down (``("value", "tags")``;
-    ``"element"``, ``"key"``, ``"value"`` inside lists and maps), ``old`` and ``new`` its types
-    (``old`` None for an added field).
+    (int to long, float to double, a wider decimal: Iceberg only), "renamed" (a field the reader
+    schema names anew, the table's name among its Avro ``aliases``: ``old`` and ``new`` its names),
+    or "conflict" (a change no table takes); ``path`` the field's names from the column down
+    (``("value", "tags")``; ``"element"``, ``"key"``, ``"value"`` inside lists and maps), ``old``
+    and ``new`` its types (``old`` None for an added field).
 
     Examples
     --------
@@ -257,9 +315,13 @@ class TypeChange:
     def text(self):
         if self.kind == "added":
             return f"{self.name}: added ({type_text(self.new)})"
+        if self.kind == "renamed":
+            return f"{self.name}: renamed to {self.new}"
         return f"{self.name}: {type_text(self.old)} -> {type_text(self.new)}"
 
     def as_json(self):
+        if self.kind == "renamed":
+            return {"kind": self.kind, "field": self.name, "to": self.new}
         out = {"kind": self.kind, "field": self.name, "type": type_text(self.new)}
         if self.old is not None:
             out["was"] = type_text(self.old)

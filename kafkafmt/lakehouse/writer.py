@@ -81,7 +81,7 @@ class RollingWriter:
         handle, stream = self.open_file(key)
         try:
             writer = pq.ParquetWriter(stream, self.schema, compression=self.compression)
-        except Exception:
+        except BaseException:            # Ctrl-C too: nothing left open
             stream.close()
             raise
         f = self.files[key] = _Open(handle, stream, writer)
@@ -104,11 +104,12 @@ class RollingWriter:
         f.pending, f.pending_bytes = [], 0
 
     def _close(self, key):
-        f = self.files.pop(key)
+        f = self.files[key]             # still listed until closed: an abort (Ctrl-C meanwhile) closes it
         self._flush(f)
         f.writer.close()
         size = f.stream.tell()
         f.stream.close()
+        del self.files[key]
         self.bytes_written += size
         self.done.append(self.close_file(f.handle, key, size, f.writer.writer.metadata, f.rows))
         crash_point()
@@ -121,11 +122,13 @@ class RollingWriter:
         return done
 
     def abort(self):
-        """Close the open files' streams without finishing them (a failed export: nothing is committed)."""
+        """Close the open files without finishing their rows (a failed or interrupted export: nothing is
+        committed): each Parquet writer, then its stream, so that none is left open."""
         for f in self.files.values():
-            try:
-                f.stream.close()
-            except Exception:   # noqa: BLE001 - best effort on the way out of an error
-                pass
+            for close in (f.writer.close, f.stream.close):
+                try:
+                    close()
+                except Exception:   # noqa: BLE001 - best effort on the way out of an error
+                    pass
         self.files.clear()
         self.pending_bytes = 0

@@ -14,7 +14,7 @@ from kafkafmt.log._names import (PARTITION_DIR, SEGMENT_LOG, LEFTOVER_SUFFIXES, 
                                  is_leftover_segment_file, is_segment_file, holds_segment_files, file_kind)
 from kafkafmt.log._notes import (ReportKind, ReportEntry)
 from kafkafmt.log._framing import (window, entry_size_at, scan_range, batch_at, batch_base_offset, last_offset_from,
-                                   not_kafka_reason)
+                                   not_kafka_reason, not_kafka_file)
 from kafkafmt.log._ranges import (read_range)
 from kafkafmt.log._segments import (Segment, DEFAULT_INDEX_INTERVAL, warn_fallbacks)
 from kafkafmt.log._transactions import (transactions, committed_mask)
@@ -37,8 +37,9 @@ __all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES
            "segment_base", "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir",
            "is_leftover_segment_file", "is_segment_file", "holds_segment_files", "file_kind", "ReportKind",
            "ReportEntry", "window", "entry_size_at", "scan_range", "batch_at", "batch_base_offset",
-           "last_offset_from", "not_kafka_reason", "read_range", "Segment", "DEFAULT_INDEX_INTERVAL",
-           "warn_fallbacks", "transactions", "committed_mask", "Copy", "COPY_STATES", "Partition", "Found", "MAX_DEPTH", "REPLICAS",
+           "last_offset_from", "not_kafka_reason", "not_kafka_file", "read_range", "Segment", "DEFAULT_INDEX_INTERVAL",
+           "warn_fallbacks", "transactions", "committed_mask", "Copy", "COPY_STATES", "Partition", "Found", "MAX_DEPTH",
+           "REPLICAS",
            "DEFAULT_REPLICAS", "LOG_START_CHECKPOINT", "REPLICATION_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT",
            "log_dir_offsets", "discover", "find_partitions", "resolve_partition",
            "folder_kind", "find_log_dirs", "list_partitions", "list_segments", "Task", "plan", "resolve_offsets",

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kafkafmt.errors import IncarnationError, KafkafmtError
+from kafkafmt.errors import KafkafmtError
 from kafkafmt.internal import decode_metadata_record, internal_table
 from kafkafmt.internal.codec import uuid_text
 from kafkafmt.log import sidefiles
@@ -66,7 +66,8 @@ class Copy:
         One of `COPY_STATES`: ``read`` (the copy reads follow), ``in sync``, ``behind``, ``diverged``,
         ``damaged``, ``other incarnation``.
     topic_id : str or None
-        Its ``partition.metadata`` topic id (None without one).
+        Its ``partition.metadata`` topic id -- read where the copies' batches do not show them to be one
+        history (None otherwise, and without the file).
     log_start, log_end : int or None
         Its first offset and one past its last (None: not scanned -- a partition held once).
     bytes : int
@@ -139,22 +140,18 @@ def _metadata_entry(part):
     return next((e for e in part.listing or () if e.name == "partition.metadata" and not e.is_dir), None)
 
 
-def _announce(groups, cache):
-    """Announce what comparing copies reads to the stores holding them (`Storage.will_read`), in the order it
-    reads them: each copy's ``partition.metadata``, then its segments whose batch headers are not in the cache;
-    an object store fetches them ahead, a few at a time, while the copies before are compared."""
+def _announce(parts, cache):
+    """Tell the object stores holding copies (``parts``, in the order `_held_all` scans them) which segments
+    scanning them reads whole -- those whose batch headers are not in the cache (`Storage.will_read`): they
+    are fetched ahead, a few at a time, while the ones before are scanned."""
     wanted = {}
-    for group in groups:
-        remote = [p for p in group if not p.storage.is_local and p.listing is not None] if len(group) > 1 else ()
-        for p in remote:
-            listed = _metadata_entry(p)
-            if listed is not None:
-                wanted.setdefault(p.storage, []).append((listed.path, listed.size, listed.version))
-        for p in remote:
-            for seg in p.list_segments(cache=cache):
-                hit = None if cache is None else cache.get(("headers", seg.url))
-                if hit is None or hit[0] != (seg.size, seg.version):
-                    wanted.setdefault(p.storage, []).append((seg.log, seg.size, seg.version))
+    for p in parts:
+        if p.storage.is_local or p.listing is None:
+            continue
+        for seg in p.list_segments(cache=cache):
+            hit = None if cache is None else cache.get(("headers", seg.url))
+            if seg.size and (hit is None or hit[0] != (seg.size, seg.version)):
+                wanted.setdefault(p.storage, []).append((seg.log, seg.size, seg.version))
     for storage, items in wanted.items():
         storage.will_read(items)
 
@@ -188,22 +185,59 @@ def resolve_copies(parts, report, *, cache=None, topic_id=None, live_ids=None, h
         groups.setdefault((p.topic, p.partition), []).append(p)
     out, unread, copies, conflicts = [], [], [], []
     hw = high_watermarks or (lambda p: None)
-    _announce(groups.values(), cache)
+    several = [p for g in groups.values() if len(g) > 1 for p in g]
+    _announce(several, cache)
+    held = dict(zip((p.key for p in several), _held_all(several, cache)))
     for (topic, partition), group in groups.items():
         if len(group) == 1:
             p = group[0]
             copies.append(Copy(topic, partition, p.log_dir_url, p.url, "read", bytes=_listed_bytes(p)))
             out.append(p)
             continue
-        ids = [topic_id_in(p) for p in group]
-        same = _incarnation(topic, group, ids, topic_id, live_ids, report, copies, conflicts)
+        mine = [held[p.key] for p in group]
+        # the topic ids are read where the copies' batches do not tell: copies that hold the same batches
+        # where they overlap are one incarnation (partition.metadata is not opened for them)
+        if _wanted_id(topic, topic_id) is not None or not _agree(mine):
+            for h in mine:
+                h.topic_id = topic_id_in(h.part)
+        same = _incarnation(topic, mine, topic_id, live_ids, report, copies, conflicts)
         if same is None:
             unread += group
             continue
-        chosen = _copies_of_one(topic, partition, same, report, copies, cache, hw)
+        chosen = _copies_of_one(topic, partition, same, report, copies, hw)
         out.append(chosen)
         unread += [p for p in group if p.key != chosen.key]
     return Resolved(out, unread, copies, conflicts)
+
+
+def _best(held):
+    """The copy a read follows: the newest leader epoch of its last batch, then the highest last offset, then
+    the most bytes, then the first found."""
+    return max(held, key=lambda h: (h.last_epoch, h.last, h.nbytes, -held.index(h)))
+
+
+def _agree(held):
+    """Whether every copy holds the same batches as the copy read where their offsets overlap (and they do
+    overlap): one history, one incarnation. Empty copies agree with anything."""
+    best = _best(held)
+    return all(h is best or h.first is None or best.first is None or _same_batches(best, h) for h in held)
+
+
+def _same_batches(a, b):
+    """Whether two non-empty copies hold the same batches (offsets, size, CRC) over the offsets both hold --
+    a prefix of each other first (the common case: one comparison of arrays), else batch by batch."""
+    ka, kb = a.keys(), b.keys()
+    n = min(len(ka), len(kb))
+    if n and np.array_equal(ka[:n], kb[:n]):
+        return True
+    lo, hi = max(a.first, b.first), min(a.last, b.last)
+    if lo > hi:
+        return False                # no offset in common: nothing says they are one history
+    ra, rb = a.batches(), b.batches()
+    ia = (ra[:, 5] >= lo) & (ra[:, 4] <= hi)
+    ib = (rb[:, 5] >= lo) & (rb[:, 4] <= hi)
+    return bool(np.isin(_batch_keys(ra[ia]), _batch_keys(rb[ib])).all()
+                and np.isin(_batch_keys(rb[ib]), _batch_keys(ra[ia])).all())
 
 
 def _listed_bytes(p):
@@ -218,15 +252,17 @@ def _wanted_id(topic, topic_id):
     return topic_id.get(topic) if isinstance(topic_id, dict) else topic_id
 
 
-def _incarnation(topic, group, ids, topic_id, live_ids, report, copies, conflicts):
-    """The copies of the incarnation to read ([(partition, topic id)]), None when they conflict; copies of other
-    incarnations reported and listed."""
+def _incarnation(topic, held, topic_id, live_ids, report, copies, conflicts):
+    """The copies (`_Held`) of the incarnation to read, None when they conflict; copies of other incarnations
+    reported and listed."""
+    ids = [h.topic_id for h in held]
     known = sorted({i for i in ids if i is not None})
     want = _wanted_id(topic, topic_id)
     if want is None and len(known) > 1 and live_ids is not None:
         want = live_ids().get(topic)
     if len(known) <= 1 and (want is None or not known or want == known[0]):
-        return list(zip(group, ids))
+        return held
+    group = [h.part for h in held]
     name = group[0].name
     where = "; ".join(f"{p.url} (topic id {i})" for p, i in zip(group, ids))
     if want is None or want not in known:
@@ -237,31 +273,29 @@ def _incarnation(topic, group, ids, topic_id, live_ids, report, copies, conflict
                             f".option('topicId', ...)) or add the cluster's __cluster_metadata log dir")
         report.append(entry)
         conflicts.append(entry)
-        for p, i in zip(group, ids):
-            copies.append(Copy(p.topic, p.partition, p.log_dir_url, p.url, "other incarnation", topic_id=i,
-                               bytes=_listed_bytes(p), detail=entry.message))
+        for h in held:
+            copies.append(h.copy("other incarnation", detail=entry.message))
         return None
     keep = []
-    for p, i in zip(group, ids):
-        if i is None or i == want:
-            keep.append((p, i))
+    for h in held:
+        if h.topic_id is None or h.topic_id == want:
+            keep.append(h)
             continue
-        msg = (f"{name} in {p.url} is another incarnation of the topic (topic id {i}; the one read: {want}): "
-               f"a stray, not read")
-        report.append(ReportEntry(ReportKind.STRAY, p.url, msg))
-        copies.append(Copy(p.topic, p.partition, p.log_dir_url, p.url, "other incarnation", topic_id=i,
-                           bytes=_listed_bytes(p), detail=msg))
+        msg = (f"{name} in {h.part.url} is another incarnation of the topic (topic id {h.topic_id}; the one read: "
+               f"{want}): a stray, not read")
+        report.append(ReportEntry(ReportKind.STRAY, h.part.url, msg))
+        copies.append(h.copy("other incarnation", detail=msg))
     return keep
 
 
-def _copies_of_one(topic, partition, same, report, copies, cache, hw):
-    """The copy read of one incarnation's copies (with the others as its alternates); each copy listed."""
-    if len(same) == 1:
-        p, i = same[0]
-        copies.append(Copy(topic, partition, p.log_dir_url, p.url, "read", topic_id=i, bytes=_listed_bytes(p)))
-        return p
-    held = [_Held(p, i, cache) for p, i in same]
-    best = max(held, key=lambda h: (h.last_epoch, h.last, h.nbytes, -held.index(h)))
+def _copies_of_one(topic, partition, held, report, copies, hw):
+    """The copy read of one incarnation's copies (`_Held`; with the others as its alternates); each copy
+    listed."""
+    if len(held) == 1:
+        h = held[0]
+        copies.append(h.copy("read", hw=hw(h.part), detail="the copy read"))
+        return h.part
+    best = _best(held)
     chosen = dataclasses.replace(best.part, alternates=tuple(h.part for h in held if h is not best))
     copies.append(best.copy("read", hw=hw(best.part), detail="the copy read"))
     for h in held:
@@ -274,25 +308,28 @@ def _copies_of_one(topic, partition, same, report, copies, cache, hw):
 
 class _Held:
     """What one copy of a partition holds: its segments and their batch headers (scanned, no record
-    decoded; kept in ``cache`` per segment file and version, so a poll rescans only the segments that grew),
-    first and last offsets, the leader epoch of its last batch, bytes, and where its framing breaks."""
+    decoded), first and last offsets, the leader epoch of its last batch, bytes, where its framing breaks,
+    and its topic id when it was read (`topic_id_in`)."""
 
-    def __init__(self, part, topic_id, cache=None):
+    def __init__(self, part, segments, tables, damage):
         self.part = part
-        self.topic_id = topic_id
-        self.segments = part.list_segments(cache=cache)
-        self.nbytes = sum(s.size or 0 for s in self.segments)
-        self.tables, self.damage = [], None
-        for seg in self.segments:
-            table, broken = _headers(seg, cache)
-            self.tables.append(table)
-            if broken is not None and self.damage is None:
-                self.damage = (seg, broken)
-        offsets = [t["base_offset"] for t in self.tables if len(t["base_offset"])]
-        lasts = [(t["last_offset"], t["partition_leader_epoch"]) for t in self.tables if len(t["last_offset"])]
-        self.first = int(min(o.min() for o in offsets)) if offsets else None
-        self.last = int(max(o.max() for o, _ in lasts)) if lasts else -1
-        self.last_epoch = int(lasts[-1][1][-1]) if lasts else -1
+        self.topic_id = None
+        self.segments = segments
+        self.nbytes = sum(s.size or 0 for s in segments)
+        self.tables, self.damage = tables, damage
+        lasts = [t for t in tables if len(t["last_offset"])]
+        self.first = int(min(t["base_offset"].min() for t in lasts)) if lasts else None
+        self.last = int(max(t["last_offset"].max() for t in lasts)) if lasts else -1
+        self.last_epoch = int(lasts[-1]["partition_leader_epoch"][-1]) if lasts else -1
+        self._keys = None
+
+    def keys(self):
+        """Every batch's (base offset, last offset, size, CRC) in log order, one comparable row each."""
+        if self._keys is None:
+            cols = [np.concatenate([t[c] for t in self.tables]) if self.tables else np.zeros(0, np.int64)
+                    for c in ("base_offset", "last_offset", "size", "crc")]
+            self._keys = np.stack(cols, axis=1) if cols[0].size else np.zeros((0, 4), np.int64)
+        return self._keys
 
     def batches(self):
         """Every batch: (segment index, position, size, crc, base offset, last offset, epoch) rows."""
@@ -309,6 +346,69 @@ class _Held:
                                                                    else None),
                     bytes=self.nbytes, behind=behind, high_watermark=hw, offset=offset, uncommitted=uncommitted,
                     detail=detail)
+
+
+#: segment bytes read into one buffer and scanned by one native call when copies are compared
+_SCAN_GROUP_BYTES = 16 << 20
+#: the batch headers of an empty segment
+_EMPTY = {c: np.zeros(0, np.int64) for c in _HEADER_COLUMNS}
+
+
+def _held_all(parts, cache):
+    """A `_Held` per partition folder: the batch headers of every segment, from the cache (a poll rescans only
+    the segments that grew), else the local segments' bytes read into one buffer a group at a time and
+    scanned by one native call (`kafkafmt.record.scan_ranges`), the others (remote, large, damaged) one by one
+    (`_headers`)."""
+    from kafkafmt.record import scan_ranges
+
+    listed = [p.list_segments(cache=cache) for p in parts]
+    tables = [[None] * len(segs) for segs in listed]
+    damages = [[None] * len(segs) for segs in listed]
+    pending = []
+    for i, segs in enumerate(listed):
+        for j, seg in enumerate(segs):
+            hit = None if cache is None else cache.get(("headers", seg.url))
+            if hit is not None and hit[0] == (seg.size, seg.version):
+                tables[i][j], damages[i][j] = hit[1]
+            elif seg.size == 0:
+                tables[i][j] = _EMPTY
+            elif seg.storage.is_local and seg.remote is None and seg.size and seg.size <= _SCAN_GROUP_BYTES:
+                pending.append((i, j, seg))
+            else:
+                tables[i][j], damages[i][j] = _headers(seg, cache)
+    buf = np.empty(0, np.uint8)
+    k = 0
+    while k < len(pending):
+        group, total = [], 0
+        while k < len(pending) and (not group or total + pending[k][2].size <= _SCAN_GROUP_BYTES):
+            group.append(pending[k])
+            total += pending[k][2].size
+            k += 1
+        if len(buf) < total:
+            buf = np.empty(total, np.uint8)
+        starts = np.zeros(len(group) + 1, np.int64)
+        np.cumsum([g[2].size for g in group], out=starts[1:])
+        mv = memoryview(buf)
+        ok = np.ones(len(group), bool)
+        for r, (_, _, seg) in enumerate(group):
+            try:
+                ok[r] = seg.storage.read_into(seg.log, mv[starts[r]:starts[r + 1]]) == seg.size
+            except (KafkafmtError, OSError):
+                ok[r] = False
+        table, rng = scan_ranges(buf[:total], starts[:-1], starts[1:], verify_crc=None)
+        first, count = rng["first"], rng["count"]
+        for r, (i, j, seg) in enumerate(group):
+            if not ok[r] or rng["error"][r] != 0:
+                tables[i][j], damages[i][j] = _headers(seg, cache)   # changed, or damaged: said the usual way
+                continue
+            rows = slice(int(first[r]), int(first[r] + count[r]))
+            t = {c: table[c][rows] for c in _HEADER_COLUMNS}       # (views of the group's columns)
+            t["position"] = t["position"] - starts[r]
+            tables[i][j] = t
+            if cache is not None:
+                cache[("headers", seg.url)] = ((seg.size, seg.version), (t, None))
+    return [_Held(p, segs, ts, next(((seg, d) for seg, d in zip(segs, ds) if d is not None), None))
+            for p, segs, ts, ds in zip(parts, listed, tables, damages)]
 
 
 def _headers(seg, cache):
@@ -335,7 +435,8 @@ def _judge(h, best, hw):
     name, where, there = h.part.name, h.part.url, best.part.url
     span = "no records" if h.first is None else f"offsets {h.first}..{h.last}"
     lag = max(0, best.last - h.last)
-    differ = _first_difference(best, h)
+    same = h.first is None or best.first is None or _same_batches(best, h)
+    differ = None if same else _first_difference(best, h)
     if differ is not None:
         offset, why = differ
         marks = [m for m in (hw(h.part), hw(best.part)) if m is not None]

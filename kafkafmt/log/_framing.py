@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kafkafmt.log._names import segment_base
 from kafkafmt.record import entries_end, scan_batches
 
 __all__ = ["window", "entry_size_at", "scan_range", "whole_entries_end", "batch_at", "batch_base_offset", "last_offset_from",
-           "not_kafka_reason"]
+           "not_kafka_reason", "not_kafka_file"]
 
 
 def window(f, start, stop):
@@ -94,6 +95,46 @@ def not_kafka_reason(buf):
         return None     # the framing holds; the entry's contents are damaged
     reason = err["reason"] if err is not None else "no entry fits"
     return f"first entry at position 0: {reason}"
+
+
+def not_kafka_file(storage, path):
+    """Why a file read as Kafka data is not Kafka data (``"not a Kafka log segment: ..."``: it does
+    not start with a Kafka log entry, or is empty without a segment's name), or None -- the one
+    check every command makes of a file outside partition folders. An empty ``<20 digits>.log`` is a
+    segment that holds nothing yet; a damaged first batch whose framing holds is Kafka data with
+    damage (`not_kafka_reason`).
+
+    Parameters
+    ----------
+    storage : kafkafmt.storage.Storage
+        Where the file is.
+    path : str
+        The file, as ``storage`` names it.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from kafkafmt.storage import open_storage
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "notes.log"), "w") as f:
+    ...     _ = f.write("2026-01-01 INFO started\\n")
+    >>> storage, _ = open_storage(folder)
+    >>> not_kafka_file(storage, os.path.join(folder, "notes.log")).startswith("not a Kafka log segment: ")
+    True
+    >>> open(os.path.join(folder, "00000000000000000000.log"), "wb").close()
+    >>> not_kafka_file(storage, os.path.join(folder, "00000000000000000000.log")) is None
+    True
+    """
+    with storage.open(path) as f:
+        if f.size == 0:
+            return None if segment_base(storage.name(path)) is not None else \
+                "not a Kafka log segment: the file is empty"
+        why = not_kafka_reason(window(f, 0, f.size)[0])
+    return None if why is None else f"not a Kafka log segment: {why}"
 
 
 def last_offset_from(f, position, base_offset, step=256 << 10):

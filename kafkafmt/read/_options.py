@@ -15,7 +15,7 @@ from typing import Optional
 
 from kafkafmt.log import DEFAULT_REPLICAS
 from kafkafmt.record import DecodeOptions
-from kafkafmt.values import open_typed
+from kafkafmt.values import DEFAULT_MAX_DEPTH, open_typed
 
 __all__ = ["ReadOptions", "READERS", "reader_options", "document_options"]
 
@@ -68,7 +68,7 @@ class ReadOptions:
     partition: Optional[int] = _option(None, _SEGMENT)
     storage_options: Optional[dict] = _option(None, _ALL, secret=True)
     filesystem: object = _option(None, _ALL)
-    tiered_keys: Optional[dict] = _option(None, _LOGS, secret=True)
+    tiered_keys: Optional[dict] = _option(None, _ALL, secret=True)
     replicas: str = _option(DEFAULT_REPLICAS, _ROOTS)
     topic_id: object = _option(None, _ROOTS)
     value_format: Optional[str] = _option(None, _ALL)
@@ -79,6 +79,9 @@ class ReadOptions:
     value_errors: str = _option("null", _ALL)
     untyped_topics: str = _option("error", _ALL)
     keep_bytes: bool = _option(False, _ALL)
+    recursive_fields_max_depth: int = _option(DEFAULT_MAX_DEPTH, _ALL)
+    time_unit: str = _option("us", _ALL)
+    additional_properties: str = _option("keep", _ALL)
 
     @classmethod
     def of(cls, arguments):
@@ -108,7 +111,8 @@ class ReadOptions:
                           key_schema=self.key_schema, value_errors=self.value_errors,
                           untyped_topics=self.untyped_topics, keep_bytes=self.keep_bytes, roots=roots,
                           storage_options=self.storage_options,
-                          filesystem=self.filesystem)
+                          filesystem=self.filesystem, recursive_fields_max_depth=self.recursive_fields_max_depth,
+                          time_unit=self.time_unit, additional_properties=self.additional_properties)
 
 
 def reader_options(reader):
@@ -211,6 +215,20 @@ bytes in ``valueBytes``, keys alike in ``keyBytes``)."""),
     (("keep_bytes",), "bool", """\
 Keep the raw bytes of typed keys / values in ``recs.key`` / ``recs.value`` (False, the
 default: they are dropped once typed, which halves what a typed read holds in memory)."""),
+    (("recursive_fields_max_depth",), "int", """\
+How many times a recursive Avro record, Protobuf message or JSON Schema ``$ref`` appears on a
+path from the top of a value (Spark's ``recursive.fields.max.depth``; 5, the default): the
+field where it would appear once more is a string holding that value's JSON text, as the
+text doors print it -- nothing nested deeper is lost."""),
+    (("time_unit",), '{"us", "ns"}', """\
+The unit of Protobuf Timestamp / Duration and JSON Schema date-time columns: "us" (the
+default) holds every valid value, years 1 to 9999 (digits below the microsecond dropped, as
+Spark, Delta and Iceberg hold them); "ns" keeps every nanosecond, for values within
+1677-09-21 .. 2262-04-11 (a value beyond is a null field, named in valueError)."""),
+    (("additional_properties",), '{"keep", "drop"}', """\
+A JSON Schema object's properties outside its schema (unless ``additionalProperties:
+false``): "keep" (the default: the JSON text of an object holding them, in one more string
+field of the object, ``additionalProperties``) or "drop"."""),
 )
 
 _TYPED_RAISES = """\

@@ -43,7 +43,7 @@ from kafkafmt.log import DEFAULT_REPLICAS, find_partitions
 from kafkafmt.read._options import ReadOptions
 from kafkafmt.read._readers import iter_log_dir, scan_named
 from kafkafmt.record import COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS, portable_table
-from kafkafmt.values import open_typed
+from kafkafmt.values import DEFAULT_MAX_DEPTH, open_typed
 from kafkafmt._util.extras import install_command
 
 __all__ = ["scan_log_dirs", "pushdown"]
@@ -307,7 +307,7 @@ def _partition_options(part, push, options, report):
 def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, filesystem=None, tiered_keys=None,
                   replicas=DEFAULT_REPLICAS, topic_id=None, progress=False, value_format=None, key_format=None,
                   schema_registry=None, value_schema=None, key_schema=None, value_errors="null", untyped_topics="error",
-                  **options):
+                  recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us", additional_properties="keep", **options):
     """A Polars LazyFrame of every partition under one or several roots (as `kafkafmt.read_log_dirs`
     takes them), read when collected, with the columns of ``Records.to_arrow()`` (in the
     types Polars holds: see the module doc).
@@ -323,6 +323,7 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
     progress : bool
         Show a progress bar (bytes of the partitions to read) on stderr while the frame is collected.
     value_format, key_format, schema_registry, value_schema, key_schema, value_errors, untyped_topics
+    recursive_fields_max_depth, time_unit, additional_properties
         Typed keys and values, as `kafkafmt.read_log_dirs` takes them: the frame's ``value`` /
         ``key`` columns are the typed ones (several topics' types merged), followed by
         ``keySchemaId``, ``keyError``, ``valueSchemaId`` and ``valueError``.
@@ -359,7 +360,8 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
     typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
                        value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
                        untyped_topics=untyped_topics, roots=roots, storage_options=storage_options,
-                       filesystem=filesystem)
+                       filesystem=filesystem, recursive_fields_max_depth=recursive_fields_max_depth,
+                       time_unit=time_unit, additional_properties=additional_properties)
     arrow_schema = empty_schema(None, binary)
     if typed.active:
         # the schema is the typed columns of the topics there are now, read with the schema ids named now

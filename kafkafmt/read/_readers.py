@@ -24,7 +24,7 @@ from kafkafmt.read._options import ReadOptions, document_options
 from kafkafmt.read._stream import RecordStream
 from kafkafmt.record import DecodeOptions, decode
 from kafkafmt.log import DEFAULT_REPLICAS, Partition, find_partitions, resolve_partition
-from kafkafmt.errors import NotKafkaDataError
+from kafkafmt.errors import NotALogDirError, NotKafkaDataError, PathNotFoundError
 from kafkafmt.log import not_kafka_reason, window
 from kafkafmt.log import partition_of_name, segment_base
 from kafkafmt.log import plan
@@ -35,7 +35,7 @@ from kafkafmt.storage import open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
 from kafkafmt.log import read_task, read_tasks
 from kafkafmt.log import Unit, announce, read_units
-from kafkafmt.values import FailedValues, decode_values, empty_typed, gather_views, get_format
+from kafkafmt.values import DEFAULT_MAX_DEPTH, FailedValues, decode_values, empty_typed, gather_views, get_format
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment", "read_log_dir_with",
            "read_log_dirs_with", "iter_log_dir_with", "iter_log_dirs_with", "read_segment_with", "iter_partitions_with",
@@ -57,7 +57,8 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                  max_decompressed=None, max_bytes=64 << 20, keep_empty=False, threads=None, binary="contiguous",
                  storage_options=None, filesystem=None, tiered_keys=None, value_format=None, key_format=None,
                  schema_registry=None, value_schema=None, key_schema=None, value_errors="null",
-                 untyped_topics="error", keep_bytes=False, report=None):
+                 untyped_topics="error", keep_bytes=False, recursive_fields_max_depth=DEFAULT_MAX_DEPTH,
+                 time_unit="us", additional_properties="keep", report=None):
     """Yield the records of one partition folder in chunks of about `max_bytes` of decoded data
     (whatever the segment sizes).
 
@@ -374,7 +375,9 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
                  isolation="read_uncommitted", columns=None, errors="strict", verify_crc=True, include_control=False,
                  max_decompressed=None, threads=None, binary="contiguous", storage_options=None, filesystem=None,
                  tiered_keys=None, value_format=None, key_format=None, schema_registry=None, value_schema=None,
-                 key_schema=None, value_errors="null", untyped_topics="error", keep_bytes=False) -> Records:
+                 key_schema=None, value_errors="null", untyped_topics="error", keep_bytes=False,
+                 recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us",
+                 additional_properties="keep") -> Records:
     """All records of one partition folder (``<topic>-<partition>``) as one `Records`.
 
     Parameters
@@ -506,6 +509,7 @@ def iter_log_dirs(root, topics=None, partitions=None, *, start_offset=None, end_
                   binary="contiguous", storage_options=None, filesystem=None, tiered_keys=None,
                   replicas=DEFAULT_REPLICAS, topic_id=None, value_format=None, key_format=None, schema_registry=None,
                   value_schema=None, key_schema=None, value_errors="null", untyped_topics="error", keep_bytes=False,
+                  recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us", additional_properties="keep",
                   report=None):
     """Chunks of every partition under one or several roots, filtered by topic names and
     partition numbers; options as `iter_log_dir`.
@@ -591,7 +595,9 @@ def read_log_dirs(root, topics=None, partitions=None, *, start_offset=None, end_
                   include_control=False, max_decompressed=None, threads=None, binary="contiguous",
                   storage_options=None, filesystem=None, tiered_keys=None, replicas=DEFAULT_REPLICAS, topic_id=None,
                   value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
-                  value_errors="null", untyped_topics="error", keep_bytes=False) -> Records:
+                  value_errors="null", untyped_topics="error", keep_bytes=False,
+                  recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us",
+                  additional_properties="keep") -> Records:
     """All records of every partition under one or several roots, with topic and partition
     columns; options as `read_log_dir`.
 
@@ -771,15 +777,18 @@ def _read_bulk(found, report, typed, options):
 def read_segment(path, *, keys=True, values=True, headers=True, errors="strict", verify_crc=True, include_control=False,
                  max_decompressed=None, max_batch_bytes=DecodeOptions.max_batch_bytes, threads=None,
                  binary="contiguous", topic=None, partition=None, storage_options=None, filesystem=None,
-                 value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
-                 value_errors="null", untyped_topics="error", keep_bytes=False) -> Records:
+                 tiered_keys=None, value_format=None, key_format=None, schema_registry=None, value_schema=None,
+                 key_schema=None, value_errors="null", untyped_topics="error", keep_bytes=False,
+                 recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us",
+                 additional_properties="keep") -> Records:
     """Decode a whole segment file (memory-mapped when local).
 
     Parameters
     ----------
     path : str or os.PathLike
         The segment file: a path or a URL such as ``s3://bucket/t-0/00000000000000000000.log``
-        (with `storage_options` or `filesystem`).
+        (with `storage_options` or `filesystem`), or the log object of a tiered-storage upload
+        (``<base>-<segment id>.log`` in its upload folder; encrypted Aiven uploads with `tiered_keys`).
     %(options)s
 
     Returns
@@ -818,6 +827,23 @@ def read_segment(path, *, keys=True, values=True, headers=True, errors="strict",
     return read_segment_with(path, ReadOptions.of(locals()))
 
 
+def _tiered_upload(storage, path, folder, options):
+    """(Partition, Segment) when ``path`` is the log object of a tiered-storage upload (a file whose name is
+    not a local segment's, in an upload folder of a known layout: `kafkafmt.log.resolve_partition`), read
+    through its layout (decompressed, decrypted with ``options.tiered_keys``); else None."""
+    if segment_base(storage.name(path)) is not None or partition_of_name(storage.name(folder)) is not None:
+        return None
+    try:
+        part = resolve_partition(folder if storage.is_local else storage.url(folder), options.storage_options,
+                                 options.filesystem, options.tiered_keys)
+    except (NotALogDirError, PathNotFoundError):
+        return None
+    for seg in part.segments or ():
+        if seg.log == path:
+            return part, seg
+    return None
+
+
 def read_segment_with(path, options):
     """`read_segment` with its options as one `ReadOptions`."""
     errors = options.errors
@@ -826,15 +852,20 @@ def read_segment_with(path, options):
     storage, p = open_storage(path, options.storage_options, options.filesystem)
     p = os.fspath(p) if storage.is_local else p
     folder = storage.parent(os.path.abspath(p) if storage.is_local else p)
-    tp = partition_of_name(storage.name(folder)) or (None, None)
-    log_dir = Partition(tp[0], tp[1], folder, storage).log_dir_url
+    upload = _tiered_upload(storage, p, folder, options)
+    if upload is not None:
+        part, seg = upload
+    else:
+        tp = partition_of_name(storage.name(folder)) or (None, None)
+        part = Partition(tp[0], tp[1], folder, storage)
+        seg = Segment.of_file(p, storage) if segment_base(storage.name(p)) is not None else None
+    log_dir = part.log_dir_url
     typed = options.open_typed(None if log_dir is None else [log_dir])
-    topic = tp[0] if options.topic is None else options.topic
-    partition = tp[1] if options.partition is None else options.partition
+    topic = part.topic if options.topic is None else options.topic
+    partition = part.partition if options.partition is None else options.partition
     file = storage.url(p)
     decoding = options.decode_options()
-    seg = Segment.of_file(p, storage) if segment_base(storage.name(p)) is not None else None
-    with storage.open(p) as f:
+    with (seg.open() if upload is not None else storage.open(p)) as f:
         buf, _ = window(f, 0, f.size)
         why = not_kafka_reason(buf) if errors == "strict" else None
         if why is not None:

@@ -1,7 +1,7 @@
 """The Arrow PyCapsule interface (``__arrow_c_stream__``, ``__arrow_c_array__``, ``__arrow_c_schema__``)
 of kafkafmt's results: how Polars, DuckDB, pandas, pyarrow and narwhals take them without a copy.
 
-* `Records` and `Table` (in `kafkafmt.record._records`) export what their ``to_arrow()`` gives (the same
+* `Records` and `Table` (in `kafkafmt.record`) export what their ``to_arrow()`` gives (the same
   buffers: no value byte copied), in the types every engine holds (`kafkafmt.record.portable_table`: a
   decimal of more than 38 digits as its exact text, an Avro duration as a struct of its fields -- DuckDB
   refuses a decimal256 and Polars panics on both).

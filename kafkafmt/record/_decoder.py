@@ -1,12 +1,20 @@
 """The decoding facade: framing scan -> per-batch decompression -> one C kernel call per chunk.
 
-1. `_native.scan.scan` reads every batch header (magic-dispatched per entry) and checks CRCs in C.
+1. `kafkafmt.record._entries.scan_entries` reads every batch header (magic-dispatched per entry, CRCs
+   checked in C) and, for a log, the offset sequence.
 2. Compressed batches are decompressed here, once per batch, by the codec named in their
    attributes (`kafkafmt.codecs`), on memoryviews of the input; at most ``chunk_bytes`` of
    decompressed data are alive at once.
 3. `_native.kernel.Columns.run` decodes the records of a whole chunk of batches into NumPy
    arrays in one call (without the GIL); it asks for larger outputs when the data needs them.
 4. The arrays become a `Records` (Arrow layout, so `to_arrow()` shares them).
+
+One concern, the chunk loop around the kernel, in three forms that share its outputs and their sizing:
+`decode` (a buffer), its threaded form (a large buffer split at batch boundaries, the parts run through
+the same loop at once and joined in order; ``PARALLEL_MIN_BYTES``, ``GROUP_MIN_BYTES`` and
+``COMPRESSED_SHARE_FOR_THREADS`` tune it) and `RangeDecoder` (many buffers into one set of outputs).
+``C_CODECS`` are the codecs the kernel decompresses itself (set to 0, every codec goes through
+`kafkafmt.codecs`: the fuzzers compare both paths).
 """
 from __future__ import annotations
 
@@ -21,18 +29,15 @@ from kafkafmt._native import libs as _libs
 from kafkafmt._native import scan as _scan
 from kafkafmt.codecs import get_codec
 from kafkafmt.codecs import base as _codec_base
-from kafkafmt.record._records import COLUMNS, BinaryColumn, BinaryViewColumn, Headers, Records, Table
+from kafkafmt.record._entries import (ERRORS, NULL_WRAPPER, as_uint8, batch_table, check_truncated_tail,
+                                      raise_scan_error, scan_entries, window)
+from kafkafmt.record._columns import BinaryColumn, BinaryViewColumn, Headers
+from kafkafmt.record._names import COLUMNS
+from kafkafmt.record._records import Records
+from kafkafmt.record._table import Table
 from kafkafmt._util.threads import resolve_threads, thread_pool
 
-__all__ = ["decode", "scan_batches", "entries_end", "DecodeOptions", "next_entry", "offset_sequence_error",
-           "scan_ranges", "RangeDecoder"]
-
-# what each error code of the C loops means
-# what each error code of the C loops means: the native table (one definition), as exception classes
-_KINDS = {"corrupt": errors.CorruptRecordError, "crc": errors.CrcError, "compression": errors.CompressionError,
-          "limit": errors.DecompressionLimitError}
-_ERRORS = {code: (_KINDS[kind], message) for code, (kind, message) in _scan.ERROR_INFO.items()}
-_NULL_WRAPPER = _scan.ERROR_CODES["NULL_WRAPPER"]
+__all__ = ["decode", "DecodeOptions", "RangeDecoder"]
 
 C_CODECS = _libs.load_kernel_codecs()   # codec bits the kernel decompresses itself (kafkafmt/_native/libs.py)
 
@@ -40,32 +45,6 @@ _MAX_RATIO_AHEAD = 16     # compression ratio assumed at most when reserving out
 _IN_KERNEL_RATIO_GUESS = 6  # compression ratio reserved for batches the kernel decompresses itself
 _MIN_RECORD_BYTES = 7     # the smallest v2 record: length, attributes, ts/offset deltas, key/value lengths, headers
 _BATCH_WEIGHT = 64        # bytes of chunk budget a batch costs besides its payload (bookkeeping)
-_MAGIC_AT = 16            # position of the magic byte in every entry
-_MIN_ENTRY_SIZE = 14      # the smallest size field of any entry (a v0 message)
-_INT64_MAX = (1 << 63) - 1
-_CRC_MODES = {True: _scan.CRC_STRICT_, False: _scan.CRC_REPORT_, None: _scan.CRC_SKIP_}
-_TAILS = {_scan.TAIL_NONE_: None, _scan.TAIL_TRUNCATED_: "truncated", _scan.TAIL_ZEROS_: "zeros"}
-_BOOL_BATCH_COLUMNS = ("crc_valid", "is_transactional", "is_control")
-
-
-def _as_uint8(data):
-    if isinstance(data, np.ndarray):
-        return np.ascontiguousarray(data).view(np.uint8).reshape(-1)
-    if isinstance(data, memoryview) and (data.format not in ("B", "b", "c") or data.ndim != 1):
-        data = data.cast("B")
-    return np.frombuffer(data, dtype=np.uint8)
-
-
-def _raise_scan_error(err, file):
-    code, position, offset, size = err
-    if code == _OUT_OF_SEQUENCE:
-        cls, msg = errors.CorruptRecordError, size     # the message itself
-    else:
-        cls, msg = _ERRORS.get(code, (errors.CorruptRecordError, f"malformed entry (code {code})"))
-        msg = msg.format(size=size)
-    exc = cls(msg, file=file, position=position, offset=offset)
-    exc.batch_position = position
-    raise exc
 
 
 class _Decompressor:
@@ -96,7 +75,7 @@ class _Decompressor:
                 codec = self.codecs[codec_id] = get_codec(codec_id)
             if magic < 2:
                 if length < 0:
-                    raise errors.CorruptRecordError(_ERRORS[_NULL_WRAPPER][1])
+                    raise errors.CorruptRecordError(ERRORS[NULL_WRAPPER][1])
                 if codec_id == 4:
                     raise errors.UnsupportedCodecError("zstd is not allowed in v0/v1 messages")
             return codec.decompress(self.mv[start:start + length], max_size=self.max, magic=magic)
@@ -154,7 +133,7 @@ class DecodeOptions:
     @classmethod
     def for_columns(cls, columns=None, **kwargs):
         """Options decoding only the binary columns named in `columns` (None: all; names as
-        `kafkafmt.record._records.COLUMNS`, anything else is a ValueError)."""
+        `kafkafmt.record._names.COLUMNS`, anything else is a ValueError)."""
         want = None if columns is None else set([columns] if isinstance(columns, str) else columns)
         unknown = sorted(want - set(COLUMNS)) if want is not None else []
         if unknown:
@@ -252,7 +231,7 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     binary : {"contiguous", "view"}
         "contiguous" (key/value as Arrow binary: offsets + one data buffer) or "view" (Arrow
         binary_view columns pointing into `data` and into the decompressed batches, which they keep
-        alive: no value byte is copied; see `kafkafmt.record._records.BinaryViewColumn`).
+        alive: no value byte is copied; see `kafkafmt.record._columns.BinaryViewColumn`).
 
     Returns
     -------
@@ -283,26 +262,11 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     """
     if binary not in _BINARY_LAYOUTS:
         raise ValueError(f"binary must be one of {', '.join(_BINARY_LAYOUTS)}, not {binary!r}")
-    whole = _as_uint8(data)
-    buf = _window(whole, start, stop)
-    table = _scan.scan(buf, _CRC_MODES[verify_crc], start, max_batch_bytes)
-    err = table.pop("error")
-    count = table.pop("count")
-    valid_end = table.pop("valid_end")
-    tail = _TAILS[table.pop("tail")]
-    if check_offsets or (check_offsets is None and (after_offset is not None or next_offset is not None)):
-        peeked = _peek_offsets(whole, valid_end, max_batch_bytes)
-        bad = offset_sequence_error(table["base_offset"], table["last_offset"], after_offset,
-                                    peeked or ([] if next_offset is None else [next_offset]),
-                                    trusted_following=not peeked)
-        if bad is not None:
-            # a batch out of sequence: decode what precedes it, then raise it as a scan error would be
-            i, msg = bad
-            err = (_OUT_OF_SEQUENCE, int(table["position"][i]), None, msg)
-            for name in list(table):
-                table[name] = table[name][:i]
-            count, tail = i, None
-            valid_end = err[1]
+    whole = as_uint8(data)
+    buf = window(whole, start, stop)
+    check = check_offsets or (check_offsets is None and (after_offset is not None or next_offset is not None))
+    table, count, valid_end, tail, err = scan_entries(whole, buf, start, verify_crc, max_batch_bytes, check,
+                                                      after_offset, next_offset)
     options = DecodeOptions(verify_crc=verify_crc, include_control=include_control, keys=keys, values=values,
                             headers=headers, max_decompressed=max_decompressed, max_batch_bytes=max_batch_bytes,
                             threads=threads, binary=binary)
@@ -321,9 +285,9 @@ def decode(data, *, verify_crc=True, include_control=False, file=None, topic=Non
     else:
         a, c, kept = _decode_parallel(buf, table, groups, options, chunk_bytes, file, views)
     if err is not None:
-        _raise_scan_error(err, file)
+        raise_scan_error(err, file)
     if tail == "truncated":
-        _check_truncated_tail(buf, valid_end, max_batch_bytes, file)
+        check_truncated_tail(buf, valid_end, max_batch_bytes, file)
     recs = _finish(a, c, table, buf.shape[0], valid_end, tail, file, topic, partition, options,
                    None if views is None else views.buffers(kept))
     if binary == "view" and views is None:
@@ -613,99 +577,6 @@ def _decode_group(buf, table, lo, hi, options, chunk_bytes, file, views=None):
     return a, cols.counts, work["payloads"]
 
 
-def _window(buf, start, stop):
-    """buf cut at stop, after checking start and stop."""
-    if stop is not None:
-        if not 0 <= stop <= buf.shape[0]:
-            raise ValueError(f"stop={stop} is outside the data (0..{buf.shape[0]})")
-        buf = buf[:stop]
-    if not 0 <= start <= buf.shape[0]:
-        raise ValueError(f"start={start} is outside the data (0..{buf.shape[0]})")
-    return buf
-
-
-# -- the offset sequence ------------------------------------------------------------------------
-
-_OUT_OF_SEQUENCE = -1      # an error code of this module (the C loops' codes are positive)
-_PEEK_ENTRIES = 2          # entries after the data looked at to judge the last batches
-
-
-def _peek_offsets(buf, pos, max_batch_bytes):
-    """The offset fields of up to _PEEK_ENTRIES plausible entries starting at pos (v2: the base
-    offset; v0/v1: the message's offset), reading only their 12-byte framing and magic."""
-    out = []
-    n = buf.shape[0]
-    while len(out) < _PEEK_ENTRIES and pos + _MAGIC_AT < n:
-        size = int.from_bytes(buf[pos + 8:pos + 12].tobytes(), "big", signed=True)
-        if size < _MIN_ENTRY_SIZE or size > max_batch_bytes or int(buf[pos + _MAGIC_AT]) > 2:
-            break
-        out.append(int.from_bytes(buf[pos:pos + 8].tobytes(), "big", signed=True))
-        pos += 12 + size
-    return out
-
-
-def offset_sequence_error(base, last, after=None, following=(), trusted_following=False):
-    """(index, message) of the first batch whose offsets are out of sequence -- not above the
-    previous batch's last offset, or not below the next batch's base offset -- else None.
-
-    When batches k and k+1 are out of order, the damaged one is the one whose removal restores
-    the order with the batches around it (a flipped byte in k's base offset breaks k against
-    k+1, but k-1 and k+1 still agree); when removing either would, the one that is not
-    contiguous with its neighbours. `after`: the last offset before the first batch (already
-    judged: trusted); `following`: base offsets of entries after the last batch (judged where they
-    are read, never blamed here; trusted_following: they come from the next segment's file name,
-    so a batch that disagrees with them is the one at fault)."""
-    n = len(base)
-    if n == 0:
-        return None
-    # one array each, built by NumPy (no Python int per batch: one-record batches make this a hot path)
-    before = np.asarray([] if after is None else [after], np.int64)
-    rest = np.asarray(list(following), np.int64)
-    f = np.concatenate((before, np.asarray(base, np.int64), rest))
-    la = np.concatenate((before, np.asarray(last, np.int64), rest))
-    shift = len(before)
-    bad = np.flatnonzero(f[1:] <= la[:-1])
-    total = len(f)
-    for i in bad.tolist():
-        def restores(c):
-            return c - 1 < 0 or c + 1 >= total or la[c - 1] < f[c + 1]
-
-        def contiguous(c):
-            return (c > 0 and f[c] == la[c - 1] + 1) or (c + 1 < total and f[c + 1] == la[c] + 1)
-
-        def trusted(c):
-            return (after is not None and c == 0) or (trusted_following and c - shift >= n)
-
-        a, b = i, i + 1
-        ra, rb = restores(a), restores(b)
-        if ra and not rb:
-            culprit = a
-        elif rb and not ra:
-            culprit = b
-        elif ra and rb and (trusted(a) or trusted(b)):
-            culprit = b if trusted(a) else a
-        elif ra and rb and contiguous(b) and not contiguous(a):
-            culprit = a
-        else:
-            culprit = b
-        k = culprit - shift
-        if k < 0 or k >= n:
-            continue     # the batch before the data or an entry after it: judged where it is read
-        prev = "" if culprit == 0 else f"previous batch ends at offset {int(la[culprit - 1])}"
-        nxt = "" if culprit + 1 >= total else f"next starts at offset {int(f[culprit + 1])}"
-        around = "; ".join(x for x in (prev, nxt) if x)
-        return k, (f"base offset {int(f[culprit])} is out of sequence with the batches around it ({around}): "
-                   f"the batch's offset field is damaged")
-    return None
-
-
-def next_entry(buf, start, after_offset=None, max_batch_bytes=256 << 20):
-    """Resynchronize: the position of the first plausible entry at or after `start` whose CRC
-    verifies (and whose offset is above `after_offset`), -1 when there is none."""
-    floor = -1 if after_offset is None else min(int(after_offset) + 1, _INT64_MAX)
-    return _scan.find_next_entry(_as_uint8(buf), start, floor, max_batch_bytes)
-
-
 # -- decoding in chunks -------------------------------------------------------------------------
 
 def _prepare(table, lo, hi, options):
@@ -847,28 +718,8 @@ def _reserve_ahead(cols, decompressed, comp_used, comp_left, claimed):
                                                   int(rest * ratio) // _MIN_RECORD_BYTES))
 
 
-def _check_truncated_tail(buf, valid_end, max_batch_bytes, file):
-    """A size field running past the end is a cut-off tail -- unless it is a corrupt size field:
-    a valid entry follows and the entry verifies (CRC) when its size is taken to end right there.
-    (The size field is outside every CRC; entries found inside a cut-off entry may be its own
-    payload -- a v0/v1 wrapper's inner messages, stored raw by a codec -- which do not make the
-    cut entry verify.)"""
-    nxt = _scan.find_next_entry(buf, valid_end + 1, -1, max_batch_bytes)
-    if nxt < 0 or nxt - valid_end < _MIN_ENTRY_SIZE + 12:
-        return
-    entry = bytearray(buf[valid_end:nxt].tobytes())
-    entry[8:12] = (nxt - valid_end - 12).to_bytes(4, "big", signed=True)
-    t = _scan.scan(np.frombuffer(bytes(entry), np.uint8), _scan.CRC_REPORT_, 0, max_batch_bytes)
-    if t["count"] == 1 and bool(t["crc_valid"][0]):
-        exc = errors.CorruptRecordError(
-            f"entry size field runs past the end of the data, yet a valid entry starts at {nxt}",
-            file=file, position=valid_end)
-        exc.batch_position = valid_end
-        raise exc
-
-
 def _raise_kernel_error(status, b, err_at, table, compressed, file):
-    cls, msg = _ERRORS.get(status, (errors.CorruptRecordError, f"malformed records (code {status})"))
+    cls, msg = ERRORS.get(status, (errors.CorruptRecordError, f"malformed records (code {status})"))
     if compressed:
         msg += f" (at byte {err_at} of the decompressed records)"
         position = int(table["position"][b])
@@ -908,10 +759,7 @@ def _key_or_value(a, c, name, n, view_buffers):
 def _finish(a, c, table, nbytes, valid_end, tail, file, topic, partition, options, view_buffers=None):
     """The Records of the kernel's outputs; view_buffers: the data buffers of binary="view" columns."""
     n, nh, nc = c["records"], c["headers"], c["controls"]
-    for name in _BOOL_BATCH_COLUMNS:
-        table[name] = table[name].view(bool)
-    table.pop("payload_start", None)
-    table.pop("payload_len", None)
+    batch_table(table)
     headers = None
     if options.headers:
         hdr_offsets = a["header_index"][:n + 1]
@@ -930,102 +778,6 @@ def _finish(a, c, table, nbytes, valid_end, tail, file, topic, partition, option
         topic=topic, partition=partition, file=file,
         valid_bytes=valid_end, trailing_bytes=nbytes - valid_end, tail=tail if nbytes > valid_end else None,
     )
-
-
-def scan_batches(data, *, verify_crc=True, start=0, stop=None, max_batch_bytes=256 << 20):
-    """The batch table alone -- every batch header, CRCs checked, nothing decompressed or decoded
-    (a "shallow" iteration, as Kafka's DumpLogSegments without --deep-iteration).
-
-    Parameters
-    ----------
-    data : bytes-like
-        Concatenated entries, as `decode` takes them.
-    verify_crc : bool or None
-        True or False: CRCs computed into ``crc_valid``; None: skipped.
-    start, stop : int, optional
-        Scan only the entries in that byte range of data.
-    max_batch_bytes : int
-        A size field above this is corruption, not a truncated tail.
-
-    Returns
-    -------
-    (Table, dict)
-        The batch table and info, which has valid_bytes, tail and error (code, position, offset)
-        or None: scanning stops at the first malformed entry instead of raising.
-
-    Examples
-    --------
-    >>> import kafkafmt
-    >>> from kafkafmt.sample import sample_dir
-    >>> with open(f"{sample_dir()}/payments-0/00000000000000000000.log", "rb") as f:
-    ...     table, info = kafkafmt.scan_batches(f.read())
-    >>> info
-    {'count': 3, 'valid_bytes': 974, 'tail': None, 'error': None}
-    >>> table["base_offset"], table["record_count"]
-    (array([ 0, 20, 35]), array([20, 15, 10]...))
-    """
-    buf = _window(_as_uint8(data), start, stop)
-    t = _scan.scan(buf, _CRC_MODES[verify_crc] if verify_crc is not True else _scan.CRC_REPORT_, start,
-                   max_batch_bytes)
-    info = dict(count=t.pop("count"), valid_bytes=t.pop("valid_end"), tail=_TAILS[t.pop("tail")])
-    err = t.pop("error")
-    info["error"] = None if err is None else dict(
-        code=err[0], position=err[1], offset=err[2],
-        reason=_ERRORS.get(err[0], (None, "malformed entry"))[1].format(size=err[3]))
-    for name in _BOOL_BATCH_COLUMNS:
-        t[name] = t[name].view(bool)
-    t.pop("payload_start")
-    t.pop("payload_len")
-    return Table(t), info
-
-
-def entries_end(data, *, start=0, stop=None, max_batch_bytes=256 << 20):
-    """Where the whole entries from `start` end: the entries `scan_batches` would list (CRCs not
-    judged), counted without building their table -- a reader's chunk boundary.
-
-    Parameters
-    ----------
-    data : bytes-like
-        Concatenated entries, as `decode` takes them.
-    start, stop : int, optional
-        Count only the entries in that byte range of data.
-    max_batch_bytes : int
-        A size field above this is corruption, not a truncated tail.
-
-    Returns
-    -------
-    (int, int)
-        The number of entries and the position after the last of them (`start` when none).
-
-    Examples
-    --------
-    >>> import kafkafmt
-    >>> from kafkafmt.record import entries_end
-    >>> from kafkafmt.sample import sample_dir
-    >>> with open(f"{sample_dir()}/payments-0/00000000000000000000.log", "rb") as f:
-    ...     data = f.read()
-    >>> entries_end(data)
-    (3, 974)
-    >>> entries_end(data, stop=900)
-    (2, 669)
-    """
-    return _scan.entries_end(_window(_as_uint8(data), start, stop), start, max_batch_bytes)
-
-
-# -- many buffers into one set of outputs -------------------------------------------------------
-
-def scan_ranges(data, starts, stops, *, verify_crc=True, max_batch_bytes=256 << 20):
-    """The batch tables of several byte ranges of one buffer in one native call, each range its
-    own sequence of entries -- range i scanned as `decode` scans ``data[starts[i]:stops[i]]``.
-
-    Returns (table, ranges): the batch table of every range's entries up to its first malformed one
-    (a dict of NumPy columns, the payload columns included, positions in data), and per range
-    NumPy arrays "first" and "count" (its rows), "valid_end", "tail" (0 none, 1 truncated, 2
-    zeros) and "error" (0 for none; else "error_position", "error_offset"). Nothing is raised for
-    damaged data: the caller decides (`kafkafmt.log._bulk` reads such ranges the usual way).
-    """
-    return _scan.scan_ranges(_as_uint8(data), np.asarray(starts, np.int64), np.asarray(stops, np.int64),
-                             _CRC_MODES[verify_crc], max_batch_bytes)
 
 
 class RangeDecoder:
@@ -1078,7 +830,7 @@ class RangeDecoder:
         if ahead is not None:
             self.cols.reserve(*ahead[0])
             self.cols.reserve_headers(*ahead[1])
-        _decode_chunks(self.cols, _as_uint8(buf), table, 0, n, work, self.options, self.chunk_bytes, None,
+        _decode_chunks(self.cols, as_uint8(buf), table, 0, n, work, self.options, self.chunk_bytes, None,
                        batch_base=self.batches)
         self.batches += n
 

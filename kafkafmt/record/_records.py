@@ -1,690 +1,68 @@
-"""Columnar containers for decoded records, in Arrow's memory layout.
-
-* `BinaryColumn` -- a nullable binary column: ``offsets`` (int32, or int64 past 2 GiB),
-  ``data`` (uint8) and ``validity`` (bit-packed, LSB first; None when nothing is null). Exactly
-  Arrow's binary / large_binary layout, so ``to_arrow()`` wraps the same buffers without copying.
-* `Headers` -- record headers as flat arrays: ``offsets`` gives each record's range of header
-  rows; header keys (utf-8) and values (nullable) are two `BinaryColumn`s.
-* `Table` -- a small named set of equal-length NumPy columns (the batch table, the control records).
-* `Records` -- the result of decoding: per-record NumPy columns plus the above. Python names are
-  Kafka's in snake_case; Arrow/pandas columns carry Spark's Kafka-source names.
+"""`Records`, the result of decoding: per-record NumPy columns (offset, timestamp, the batch each record is
+in), the key, value and header columns (`kafkafmt.record._columns`), the batch and control tables
+(`kafkafmt.record._table`), and per-record labels (`Labels`: topic, partition, log dir). Python names are
+Kafka's in snake_case; Arrow/pandas columns carry Spark's Kafka-source names (`kafkafmt.record._names`).
+Immutable: ``replace()`` copies.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from kafkafmt.codecs import CODEC_NAMES  # noqa: F401 (re-exported: the CLI and Spark use it from here)
-from kafkafmt._util.extras import install_command
+from kafkafmt._util.extras import import_pyarrow
+from kafkafmt.record._columns import BinaryColumn, BinaryViewColumn, Headers
+from kafkafmt.record._names import (BATCH_FIELDS, BATCH_METADATA_COLUMNS, CODEC_NAMES, LOG_DIR_COLUMN, TYPED_COLUMNS,
+                                    UNTYPED_COLUMNS)
+from kafkafmt.record._table import Table
 from kafkafmt.record._portable import portable_table
 
-__all__ = ["Records", "Table", "BinaryColumn", "BinaryViewColumn", "Headers", "Labels", "CONTROL_TYPES",
-           "TIMESTAMP_TYPES", "CODEC_NAMES", "KAFKA_COLUMNS", "LOG_DIR_COLUMN", "BATCH_METADATA_COLUMNS",
-           "TYPED_COLUMNS", "UNTYPED_COLUMNS", "COLUMNS"]
-
-CONTROL_TYPES = {
-    0: "ABORT",
-    1: "COMMIT",
-    2: "LEADER_CHANGE",
-    3: "SNAPSHOT_HEADER",
-    4: "SNAPSHOT_FOOTER",
-    5: "KRAFT_VERSION",
-    6: "KRAFT_VOTERS",
-}
-TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
+__all__ = ["Records", "Labels", "exact_pandas"]
 
 
-def _pa():
-    try:
-        import pyarrow as pa
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(f"to_arrow()/to_pandas() need pyarrow: {install_command('arrow')}") from exc
-    return pa
-
-
-def _unpack_validity(validity, n, bit_offset=0):
-    """Bit-packed validity -> bool array of n entries (True = valid)."""
-    if validity is None:
-        return np.ones(n, dtype=bool)
-    bits = np.unpackbits(validity, bitorder="little", count=bit_offset + n)
-    return bits[bit_offset:].astype(bool)
-
-
-def _pack_validity(valid):
-    """bool array -> bit-packed validity, or None when every entry is valid."""
-    if valid.all():
-        return None
-    return np.packbits(valid, bitorder="little")
-
-
-def _sliced_validity(validity, n, item, what):
-    """(start, stop, validity bitmap or None, null count) of a contiguous slice of n values."""
-    start, stop, step = item.indices(n)
-    if step != 1:
-        raise IndexError(f"{what} slices must be contiguous")
-    stop = max(start, stop)
-    valid = _unpack_validity(validity, n)[start:stop]
-    nulls = int((~valid).sum())
-    return start, stop, (_pack_validity(valid) if nulls else None), nulls
-
-
-def _row(validity, n, item):
-    """The row number of a scalar index (negative from the end), or None when that value is null."""
-    i = int(item)
-    if i < 0:
-        i += n
-    if not 0 <= i < n:
-        raise IndexError(item)
-    if validity is not None and not (validity[i >> 3] >> (i & 7)) & 1:
-        return None
-    return i
-
-
-def _small_offsets(offsets):
-    return offsets.astype(np.int32) if offsets[-1] < (1 << 31) - 1 else offsets
-
-
-def _ranges(starts, lengths):
-    """Concatenated aranges [starts[i], starts[i] + lengths[i]) as one int64 array."""
-    lengths = np.asarray(lengths, np.int64)
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    ends = np.cumsum(lengths)
-    return np.arange(total, dtype=np.int64) - np.repeat(ends - lengths, lengths) + np.repeat(
-        np.asarray(starts, np.int64), lengths)
-
-
-#: Spark's Kafka-source columns, as `Records.to_arrow` names them
-KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
-#: the log dir a record was read from (reads of log dirs; several copies of one partition tell apart by it)
-LOG_DIR_COLUMN = "logDir"
-#: the batch metadata columns (``to_arrow(batch_metadata=True)``, Spark's ``includeBatchMetadata``)
-BATCH_METADATA_COLUMNS = ("producerId", "producerEpoch", "baseSequence", "leaderEpoch", "codec")
-#: every column a read can be asked for (``columns=[...]``)
-#: the columns typed keys and values add (``value_format=`` / ``key_format=``), by side: schema id, error
-TYPED_COLUMNS = {"key": ("keySchemaId", "keyError"), "value": ("valueSchemaId", "valueError")}
-#: the column of the bytes of keys and values left untyped (``untyped_topics="bytes"``: topics without
-#: a schema), by side; null where the key or value is typed
-UNTYPED_COLUMNS = {"key": "keyBytes", "value": "valueBytes"}
-COLUMNS = KAFKA_COLUMNS + BATCH_METADATA_COLUMNS + (LOG_DIR_COLUMN,)
-#: the batch table's fields behind the first four batch metadata columns
-_BATCH_FIELDS = ("producer_id", "producer_epoch", "base_sequence", "partition_leader_epoch")
-
-
-class BinaryColumn:
-    """A nullable binary column in Arrow layout (offsets, data, validity).
-
-    Exactly Arrow's binary / large_binary layout, so `to_arrow` wraps the same buffers without
-    copying. Value ``i`` is ``data[offsets[i]:offsets[i + 1]]``, or null where its validity bit is 0
-    (null is absent, as opposed to empty).
-
-    Parameters
-    ----------
-    offsets : numpy.ndarray
-        int32 (or int64 past 2 GiB) offsets into `data`, one more than the values.
-    data : numpy.ndarray
-        uint8: the values' bytes, one after the other.
-    validity : numpy.ndarray, optional
-        Bit-packed validity (LSB first, 1 = valid); None when nothing is null (kept only when
-        `null_count` is not 0).
-    null_count : int
-        How many values are null.
+def exact_pandas(column, index=None):
+    """A pandas Series of an Arrow column whose every value is the Arrow value (what pyarrow's
+    ``to_pandas`` changes, kept): an integer column with nulls as pandas' nullable integer dtype
+    (not float64); a struct, list or map column as Python objects whose integers stay ints (not
+    float64 beside a null) and whose nanosecond timestamps and durations are ``pd.Timestamp`` /
+    ``pd.Timedelta`` (not integers).
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from kafkafmt import BinaryColumn
-    >>> col = BinaryColumn(np.array([0, 3, 3, 8], np.int32), np.frombuffer(b"abcworld", np.uint8),
-    ...                    validity=np.packbits([1, 0, 1], bitorder="little"), null_count=1)
-    >>> col
-    <BinaryColumn 3 values, 8 bytes, 1 null>
-    >>> col.to_pylist()
-    [b'abc', None, b'world']
-    >>> col[2], col.is_null()
-    (b'world', array([False,  True, False]))
-
-    The readers' keys and values are `BinaryColumn` objects:
-
-    >>> import kafkafmt
-    >>> from kafkafmt.sample import sample_dir
-    >>> recs = kafkafmt.read_log_dir(f"{sample_dir()}/customers-0")
-    >>> recs.value
-    <BinaryColumn 600 values, 23143 bytes, 53 null>
-    >>> recs.value[2]
-    b'{"name": "Customer 0049", "tier": "gold"}'
-    >>> recs.value.to_arrow().type
-    DataType(binary)
+    >>> import pyarrow as pa
+    >>> from kafkafmt.record import exact_pandas
+    >>> t = pa.struct([("n", pa.int64()), ("at", pa.timestamp("ns", tz="UTC"))])
+    >>> exact_pandas(pa.chunked_array([pa.array([{"n": 2 ** 53 + 1, "at": 1}, {"n": None, "at": None}], t)]))[0]
+    {'n': 9007199254740993, 'at': Timestamp('1970-01-01 00:00:00.000000001+0000', tz='UTC')}
+    >>> exact_pandas(pa.chunked_array([pa.array([2 ** 53 + 1, None])])).dtype
+    Int64Dtype()
     """
-
-    __slots__ = ("offsets", "data", "validity", "null_count")
-
-    def __init__(self, offsets, data, validity=None, null_count=0):
-        self.offsets = offsets
-        self.data = data
-        self.validity = validity if null_count else None
-        self.null_count = int(null_count)
-
-    def __len__(self):
-        return len(self.offsets) - 1
-
-    def __repr__(self):
-        return f"<BinaryColumn {len(self)} values, {self.nbytes} bytes, {self.null_count} null>"
-
-    @property
-    def nbytes(self):
-        """Bytes of the values (of this column's rows only, for a slice; not of `data`).
-
-        Returns
-        -------
-        int
-
-        Examples
-        --------
-        >>> import kafkafmt
-        >>> from kafkafmt.sample import sample_dir
-        >>> keys = kafkafmt.read_log_dir(f"{sample_dir()}/orders-0").key
-        >>> keys[0], keys.nbytes, keys[:3].nbytes
-        (b'customer-0012', 31200, 39)
-        """
-        return int(self.offsets[-1] - self.offsets[0]) if len(self.offsets) else 0
-
-    def is_null(self):
-        """NumPy bool array, True where the value is null (absent, as opposed to empty)."""
-        return ~_unpack_validity(self.validity, len(self))
-
-    def lengths(self):
-        """Length in bytes of each value (0 for null)."""
-        return np.diff(self.offsets)
-
-    def __getitem__(self, item):
-        if isinstance(item, slice):
-            start, stop, validity, nulls = _sliced_validity(self.validity, len(self), item, "BinaryColumn")
-            return BinaryColumn(self.offsets[start:stop + 1], self.data, validity, nulls)
-        i = _row(self.validity, len(self), item)
-        return None if i is None else self.data[self.offsets[i]:self.offsets[i + 1]].tobytes()
-
-    def take(self, rows):
-        """A new column holding the given rows (int array), in that order."""
-        from kafkafmt._native.kernel import take_binary
-
-        rows = np.asarray(rows, np.int64)
-        offsets, data = take_binary(self.offsets.astype(np.int64, copy=False), self.data, rows)
-        valid = _unpack_validity(self.validity, len(self))[rows] if self.validity is not None else None
-        nulls = 0 if valid is None else int(len(valid) - valid.sum())
-        return BinaryColumn(_small_offsets(offsets), data, _pack_validity(valid) if nulls else None, nulls)
-
-    @staticmethod
-    def concat(columns):
-        """One column holding the rows of all `columns`, in order (copies)."""
-        columns = list(columns)
-        parts, offs, valids, base = [], [np.zeros(1, np.int64)], [], 0
-        for c in columns:
-            o = c.offsets.astype(np.int64)
-            parts.append(c.data[o[0]:o[-1]])
-            offs.append(o[1:] - o[0] + base)
-            base += int(o[-1] - o[0])
-            valids.append(_unpack_validity(c.validity, len(c)))
-        offsets = np.concatenate(offs)
-        data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
-        valid = np.concatenate(valids) if valids else np.ones(0, bool)
-        nulls = int(len(valid) - valid.sum())
-        return BinaryColumn(_small_offsets(offsets), data, _pack_validity(valid) if nulls else None, nulls)
-
-    def to_pylist(self):
-        """list of bytes / None (creates one Python object per value: not for hot paths)."""
-        offs = self.offsets.tolist()
-        data = self.data.tobytes()
-        out = [data[offs[i]:offs[i + 1]] for i in range(len(offs) - 1)]
-        if self.validity is not None:
-            for i in np.flatnonzero(self.is_null()):
-                out[i] = None
-        return out
-
-    @staticmethod
-    def from_arrow(arr):
-        """A column over an Arrow binary / large_binary array's buffers (no copy)."""
-        pa = _pa()
-        if isinstance(arr, pa.ChunkedArray):
-            arr = arr.combine_chunks()
-        large = arr.type in (pa.large_binary(), pa.large_string())
-        validity, offsets, data = arr.buffers()
-        off = np.frombuffer(offsets, np.int64 if large else np.int32)[arr.offset:arr.offset + len(arr) + 1]
-        bits = None
-        if arr.null_count:
-            bits = _pack_validity(np.asarray(arr.is_valid()))
-        return BinaryColumn(off, np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8),
-                            bits, arr.null_count)
-
-    def to_arrow(self, type=None):
-        """pyarrow array on the same buffers: binary (int32 offsets) or large_binary (int64)."""
-        pa = _pa()
-        if type is None:
-            type = pa.binary() if self.offsets.dtype == np.int32 else pa.large_binary()
-        offsets = self.offsets
-        want = np.int32 if type in (pa.binary(), pa.string()) else np.int64
-        if offsets.dtype != want:
-            offsets = offsets.astype(want)
-        validity = None if self.validity is None else pa.py_buffer(self.validity)
-        return pa.Array.from_buffers(type, len(self), [validity, pa.py_buffer(offsets), pa.py_buffer(self.data)],
-                                     null_count=self.null_count)
-
-
-class BinaryViewColumn:
-    """A nullable binary column in Arrow's binary_view layout (``binary="view"``): ``views`` is a
-    uint8 array of shape (n, 16) -- per value its int32 length, then the value itself when at most
-    12 bytes, else a 4-byte prefix, the index of a data buffer and the offset in it --, ``buffers``
-    the data buffers the views point into (the decoded input, e.g. a segment's memory map, and
-    decompressed batches), ``validity`` bit-packed or None. No value byte is copied; the buffers
-    are referenced by this column and by every Arrow array made from it, so they live as long as
-    any of them."""
-
-    __slots__ = ("views", "buffers", "validity", "null_count")
-
-    def __init__(self, views, buffers, validity=None, null_count=0):
-        self.views = views
-        self.buffers = list(buffers)
-        self.validity = validity if null_count else None
-        self.null_count = int(null_count)
-
-    def __len__(self):
-        return len(self.views)
-
-    def __repr__(self):
-        return f"<BinaryViewColumn {len(self)} values, {self.nbytes} bytes, {self.null_count} null>"
-
-    def lengths(self):
-        """Length in bytes of each value (0 for null)."""
-        return np.ascontiguousarray(self.views[:, :4]).view("<i4").reshape(-1)
-
-    @property
-    def nbytes(self):
-        """Bytes of the values (not of the buffers they lie in)."""
-        return int(self.lengths().sum(dtype=np.int64))
-
-    def is_null(self):
-        return ~_unpack_validity(self.validity, len(self))
-
-    def _value(self, i):
-        v = self.views[i]
-        n = int(v[:4].view("<i4")[0])
-        if n <= 12:
-            return v[4:4 + n].tobytes()
-        b = int(v[8:12].view("<i4")[0])
-        off = int(v[12:16].view("<i4")[0])
-        return bytes(memoryview(self.buffers[b]).cast("B")[off:off + n])
-
-    def __getitem__(self, item):
-        if isinstance(item, slice):
-            start, stop, validity, nulls = _sliced_validity(self.validity, len(self), item, "BinaryViewColumn")
-            return BinaryViewColumn(self.views[start:stop], self.buffers, validity, nulls)
-        i = _row(self.validity, len(self), item)
-        return None if i is None else self._value(i)
-
-    def take(self, rows):
-        """The given rows, in that order (the 16-byte views are copied, never the values)."""
-        rows = np.asarray(rows, np.int64)
-        valid = _unpack_validity(self.validity, len(self))[rows] if self.validity is not None else None
-        nulls = 0 if valid is None else int(len(valid) - valid.sum())
-        return BinaryViewColumn(self.views[rows], self.buffers, _pack_validity(valid) if nulls else None, nulls)
-
-    @staticmethod
-    def concat(columns):
-        """One column of the rows of all `columns` (views renumbered; values not copied)."""
-        columns = list(columns)
-        views, buffers, valids = [], [], []
-        for c in columns:
-            v = np.array(c.views, copy=True) if len(c) else np.zeros((0, 16), np.uint8)
-            if buffers and len(v):
-                long = v[:, :4].copy().view("<i4").reshape(-1) > 12
-                idx = v[long, 8:12].copy().view("<i4").reshape(-1) + len(buffers)
-                v[long, 8:12] = idx.astype("<i4").view(np.uint8).reshape(-1, 4)
-            views.append(v)
-            buffers += c.buffers
-            valids.append(_unpack_validity(c.validity, len(c)))
-        valid = np.concatenate(valids) if valids else np.ones(0, bool)
-        nulls = int(len(valid) - valid.sum())
-        return BinaryViewColumn(np.concatenate(views) if views else np.zeros((0, 16), np.uint8), buffers,
-                                _pack_validity(valid) if nulls else None, nulls)
-
-    def to_pylist(self):
-        out = [self._value(i) for i in range(len(self))]
-        if self.validity is not None:
-            for i in np.flatnonzero(self.is_null()):
-                out[i] = None
-        return out
-
-    def to_contiguous(self):
-        """The same values as a `BinaryColumn` (copies them)."""
-        return BinaryColumn.from_arrow(self.to_arrow().cast(_pa().large_binary()))
-
-    def to_arrow(self, type=None):
-        """pyarrow binary_view array over the same views and buffers (no copy); `type` another
-        Arrow binary type casts it (copies)."""
-        pa = _pa()
-        validity = None if self.validity is None else pa.py_buffer(self.validity)
-        arr = pa.Array.from_buffers(pa.binary_view(), len(self),
-                                    [validity, pa.py_buffer(np.ascontiguousarray(self.views))]
-                                    + [pa.py_buffer(b) for b in self.buffers], null_count=self.null_count)
-        return arr if type is None or type == pa.binary_view() else arr.cast(type)
-
-
-class Headers:
-    """Record headers, flat: record i owns header rows offsets[i]:offsets[i+1].
-
-    Header keys (UTF-8) and values (nullable) are two `BinaryColumn` objects of header rows; indexing
-    gives one record's headers as ``[(key: str, value: bytes | None)]``.
-
-    Parameters
-    ----------
-    offsets : numpy.ndarray
-        int32 (or int64) offsets into the header rows, one more than the records.
-    key : BinaryColumn
-        The header keys, one per header row.
-    value : BinaryColumn
-        The header values, one per header row (null where a header has no value).
-
-    Examples
-    --------
-    >>> import kafkafmt
-    >>> from kafkafmt.sample import sample_dir
-    >>> headers = kafkafmt.read_log_dir(f"{sample_dir()}/orders-0").headers
-    >>> headers
-    <Headers 2400 records, 922 headers>
-    >>> headers.counts()[:5]
-    array([0, 0, 2, 0, 2]...)
-    >>> headers[2]
-    [('trace-id', b'033aeece5c85c85b'), ('source', b'web')]
-    >>> headers.to_arrow().type
-    ListType(list<item: struct<key: string, value: binary>>)
-    """
-
-    __slots__ = ("offsets", "key", "value")
-
-    def __init__(self, offsets, key: BinaryColumn, value: BinaryColumn):
-        self.offsets = offsets
-        self.key = key
-        self.value = value
-
-    def __len__(self):
-        return len(self.offsets) - 1
-
-    def __repr__(self):
-        return f"<Headers {len(self)} records, {self.count()} headers>"
-
-    def count(self):
-        """Total number of header rows used by these records."""
-        return int(self.offsets[-1] - self.offsets[0]) if len(self.offsets) else 0
-
-    def counts(self):
-        """Number of headers of each record."""
-        return np.diff(self.offsets)
-
-    def __getitem__(self, item):
-        if isinstance(item, slice):
-            start, stop, step = item.indices(len(self))
-            if step != 1:
-                raise IndexError("Headers slices must be contiguous")
-            return Headers(self.offsets[start:max(start, stop) + 1], self.key, self.value)
-        i = int(item)
-        if i < 0:
-            i += len(self)
-        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-        return [(self.key[j].decode("utf-8", "replace"), self.value[j]) for j in range(lo, hi)]
-
-    def take(self, rows):
-        """Headers of the given records, in that order (copies)."""
-        rows = np.asarray(rows, np.int64)
-        offs = self.offsets.astype(np.int64)
-        starts, lengths = offs[rows], offs[rows + 1] - offs[rows]
-        header_rows = _ranges(starts, lengths)
-        new = np.zeros(len(rows) + 1, np.int64)
-        np.cumsum(lengths, out=new[1:])
-        return Headers(_small_offsets(new), self.key.take(header_rows), self.value.take(header_rows))
-
-    @staticmethod
-    def concat(headers):
-        """One `Headers` holding the records of all `headers`, in order (copies).
-
-        Parameters
-        ----------
-        headers : iterable of Headers
-
-        Returns
-        -------
-        Headers
-
-        Examples
-        --------
-        >>> import kafkafmt
-        >>> from kafkafmt.sample import sample_dir
-        >>> headers = kafkafmt.read_log_dir(f"{sample_dir()}/orders-0").headers
-        >>> both = kafkafmt.Headers.concat([headers[:2], headers[4:5]])
-        >>> both
-        <Headers 3 records, 2 headers>
-        >>> both.to_pylist()
-        [[], [], [('trace-id', b'96845132aed889d6'), ('source', b'web')]]
-        """
-        headers = list(headers)
-        offs, keys, values, base = [np.zeros(1, np.int64)], [], [], 0
-        for h in headers:
-            o = h.offsets.astype(np.int64)
-            offs.append(o[1:] - o[0] + base)
-            base += int(o[-1] - o[0])
-            keys.append(h.key[int(o[0]):int(o[-1])])
-            values.append(h.value[int(o[0]):int(o[-1])])
-        return Headers(_small_offsets(np.concatenate(offs)), BinaryColumn.concat(keys), BinaryColumn.concat(values))
-
-    def to_pylist(self):
-        """One list of (key: str, value: bytes | None) per record."""
-        keys = [k.decode("utf-8", "replace") for k in self.key.to_pylist()]
-        values = self.value.to_pylist()
-        offs = self.offsets.tolist()
-        return [list(zip(keys[offs[i]:offs[i + 1]], values[offs[i]:offs[i + 1]])) for i in range(len(offs) - 1)]
-
-    def to_arrow(self, null_if_empty=True):
-        """list<struct<key: string, value: binary>>; a record without headers is null (as Spark's
-        Kafka source gives it) unless null_if_empty is False."""
-        pa = _pa()
-        keys = self.key.to_arrow(pa.binary() if self.key.offsets.dtype == np.int32 else pa.large_binary())
-        try:
-            keys = keys.cast(pa.string() if self.key.offsets.dtype == np.int32 else pa.large_string())
-        except pa.ArrowInvalid:  # not UTF-8: replace the bad bytes, as Java's String decoding does
-            keys = pa.array([k.decode("utf-8", "replace") for k in self.key.to_pylist()], pa.string())
-        values = self.value.to_arrow(pa.binary() if self.value.offsets.dtype == np.int32 else pa.large_binary())
-        struct = pa.StructArray.from_arrays([keys, values], names=["key", "value"])
-        offsets = self.offsets.astype(np.int32, copy=False)
-        validity, nulls = None, 0
-        if null_if_empty:
-            has = np.diff(offsets) > 0
-            nulls = int(len(has) - has.sum())
-            if nulls:
-                validity = pa.py_buffer(np.packbits(has, bitorder="little"))
-        list_type = pa.list_(struct.type)
-        return pa.Array.from_buffers(list_type, len(self), [validity, pa.py_buffer(offsets)],
-                                     null_count=nulls, children=[struct])
-
-
-class Table:
-    """Equal-length named NumPy columns with attribute access (the batch and control tables).
-
-    ``table["name"]`` and ``table.name`` give a column, ``table[rows]`` (a slice, a mask, row
-    numbers) a `Table` of those rows; iterating gives the rows as dicts of Python scalars.
-    Columns are read-only (`with_column` makes a copy with another).
-
-    Parameters
-    ----------
-    columns : dict
-        Column name -> NumPy array (all of one length).
-
-    Examples
-    --------
-    >>> import kafkafmt
-    >>> from kafkafmt.sample import sample_dir
-    >>> batches = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0").batches
-    >>> batches
-    <Table 9 rows: position, size, base_offset, last_offset, ...>
-    >>> batches.base_offset
-    array([ 0, 20, 35, 45, 60, 70, 71, 91, 92])
-    >>> batches["is_transactional"][:3]
-    array([False,  True,  True])
-    """
-
-    def __init__(self, columns: dict):
-        object.__setattr__(self, "_columns", dict(columns))
-
-    def __getattr__(self, name):
-        try:
-            return self._columns[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __setattr__(self, name, value):
-        raise AttributeError("Table columns are read-only; use Table.with_column")
-
-    @property
-    def columns(self):
-        """The column names, in order.
-
-        Returns
-        -------
-        list of str
-
-        Examples
-        --------
-        >>> import kafkafmt
-        >>> from kafkafmt.sample import sample_dir
-        >>> kafkafmt.read_log_dir(f"{sample_dir()}/payments-0").controls.columns
-        ['offset', 'batch_index', 'type', 'version', 'coordinator_epoch', 'timestamp']
-        """
-        return list(self._columns)
-
-    def __len__(self):
-        return len(next(iter(self._columns.values()))) if self._columns else 0
-
-    def __repr__(self):
-        return f"<Table {len(self)} rows: {', '.join(self._columns)}>"
-
-    def __getitem__(self, item):
-        if isinstance(item, str):
-            return self._columns[item]
-        return Table({k: v[item] for k, v in self._columns.items()})
-
-    def __iter__(self):
-        """Rows as dicts of Python scalars."""
-        cols = {k: v.tolist() for k, v in self._columns.items()}
-        for i in range(len(self)):
-            yield {k: v[i] for k, v in cols.items()}
-
-    def to_pylist(self):
-        """The rows as dicts of Python scalars.
-
-        Returns
-        -------
-        list of dict
-
-        Examples
-        --------
-        >>> import kafkafmt
-        >>> from kafkafmt.sample import sample_dir
-        >>> controls = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0").controls
-        >>> for row in controls.to_pylist():
-        ...     print(row["offset"], kafkafmt.CONTROL_TYPES[row["type"]], row["coordinator_epoch"])
-        70 ABORT 4
-        91 COMMIT 4
-        """
-        return list(self)
-
-    def with_column(self, name, values):
-        """A copy with column `name` set to `values` (added at the end, or replaced in place); the
-        other columns are shared, not copied.
-
-        Parameters
-        ----------
-        name : str
-        values : numpy.ndarray
-            One value per row.
-
-        Returns
-        -------
-        Table
-
-        Examples
-        --------
-        >>> import kafkafmt
-        >>> from kafkafmt.sample import sample_dir
-        >>> batches = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0").batches
-        >>> with_end = batches.with_column("end", batches.position + batches.size)
-        >>> with_end.columns[-1], with_end.end[:3]
-        ('end', array([352, 669, 974]))
-        >>> "end" in batches.columns
-        False
-        """
-        cols = dict(self._columns)
-        cols[name] = values
-        return Table(cols)
-
-    @staticmethod
-    def concat(tables):
-        """Rows of all tables; a column some lack is filled with -1 (False for bools) there."""
-        tables = [t for t in tables if t.columns]
-        if not tables:
-            return Table({})
-        nonempty = [t for t in tables if len(t)] or tables[:1]
-        names, dtypes = [], {}
-        for t in tables:
-            for k in t.columns:
-                if k not in dtypes:
-                    names.append(k)
-                    dtypes[k] = t[k].dtype
-        out = {}
-        for k in names:
-            fill = False if dtypes[k] == np.bool_ else -1
-            out[k] = np.concatenate([t[k] if k in t.columns else np.full(len(t), fill, dtypes[k]) for t in nonempty])
-        return Table(out)
-
-    def to_arrow(self):
-        """The columns as a pyarrow.Table (needs pyarrow).
-
-        Returns
-        -------
-        pyarrow.Table
-
-        Examples
-        --------
-        >>> import kafkafmt
-        >>> from kafkafmt.sample import sample_dir
-        >>> controls = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0").controls.to_arrow()
-        >>> controls.num_rows, controls.schema.field("offset").type
-        (2, DataType(int64))
-        """
-        pa = _pa()
-        return pa.table({k: pa.array(v) for k, v in self._columns.items()})
-
-    def to_pandas(self):
-        """The columns as a pandas.DataFrame.
-
-        Returns
-        -------
-        pandas.DataFrame
-
-        Examples
-        --------
-        >>> import kafkafmt
-        >>> from kafkafmt.sample import sample_dir
-        >>> batches = kafkafmt.read_log_dir(f"{sample_dir()}/payments-0").batches.to_pandas()
-        >>> batches[["base_offset", "record_count", "producer_id", "is_transactional"]].head(3)
-           base_offset  record_count  producer_id  is_transactional
-        0            0            20           -1             False
-        1           20            15         1001              True
-        2           35            10         1002              True
-        """
-        import pandas as pd
-
-        return pd.DataFrame(self._columns)
-
-    def __arrow_c_stream__(self, requested_schema=None):
-        """The Arrow PyCapsule stream of ``to_arrow()``."""
-        return self.to_arrow().__arrow_c_stream__(requested_schema)
+    import pandas as pd
+
+    pa = import_pyarrow()
+    t = column.type
+    index = index if index is not None else pd.RangeIndex(len(column))
+    if pa.types.is_nested(t) and _ns_inside(t):
+        return pd.Series(column.to_pylist(), index=index, dtype=object)
+    options = {}
+    if pa.types.is_nested(t):
+        options["integer_object_nulls"] = True
+    elif pa.types.is_integer(t) and column.null_count:
+        name = {8: "Int8", 16: "Int16", 32: "Int32", 64: "Int64"}[t.bit_width]
+        dtype = pd.api.types.pandas_dtype(("U" if pa.types.is_unsigned_integer(t) else "") + name)
+        options["types_mapper"] = {t: dtype}.get
+    return pa.table({"v": column}).to_pandas(**options)["v"].set_axis(index)
+
+
+def _ns_inside(t):
+    """Does nested type t hold nanosecond timestamps, durations or times (pyarrow makes them integers
+    inside a struct or list)?"""
+    pa = import_pyarrow()
+    if pa.types.is_struct(t):
+        return any(_ns_inside(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _ns_inside(t.value_type)
+    if pa.types.is_map(t):
+        return _ns_inside(t.key_type) or _ns_inside(t.item_type)
+    return (pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_time64(t)) and t.unit == "ns"
 
 
 def _concat_typed(parts):
@@ -763,7 +141,7 @@ class Labels:
         return Labels(names, np.concatenate(codes) if codes else np.zeros(0, np.int32))
 
     def to_arrow(self, n):
-        pa = _pa()
+        pa = import_pyarrow()
         codes = np.zeros(n, np.int32) if self.codes is None else self.codes
         arr = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(self.names, pa.string()))
         return arr.cast(pa.string())
@@ -1158,7 +536,7 @@ class Records:
         Typed keys/values (``recs.typed``) replace the raw ones and add keySchemaId, keyError,
         valueSchemaId, valueError (`TYPED_COLUMNS`) after headers, and keyBytes / valueBytes
         (`UNTYPED_COLUMNS`) when topics without a schema are kept as bytes."""
-        pa = _pa()
+        pa = import_pyarrow()
         n = len(self)
         cols = {}
         typed = self._typed
@@ -1187,7 +565,7 @@ class Records:
         if log_dir:
             cols[LOG_DIR_COLUMN] = self._log_dir.to_arrow(n) if self._log_dir.known else pa.nulls(n, pa.string())
         if batch_metadata:
-            for name, field in zip(BATCH_METADATA_COLUMNS[:4], _BATCH_FIELDS):
+            for name, field in zip(BATCH_METADATA_COLUMNS[:4], BATCH_FIELDS):
                 cols[name] = pa.array(self.batch_column(field))
             codec = self.batch_column("codec")
             cols["codec"] = pa.DictionaryArray.from_arrays(
@@ -1199,23 +577,32 @@ class Records:
 
         dtype_backend (as ``pd.read_parquet`` takes it): None (the default) gives NumPy columns,
         with a Python ``bytes`` object per key and value (object dtype: what most pandas code
-        expects; one object per value is the cost). ``"pyarrow"`` gives ``pd.ArrowDtype`` columns
-        over the Arrow buffers -- binary (or binary_view) keys and values, timestamp, headers as
-        list<struct> -- with no Python object per value: pick it for large reads, for Arrow-native
-        consumers (Polars, DuckDB, ``pyarrow.compute``) and when memory matters.
-        ``"numpy_nullable"``: pandas' nullable integer dtypes, binary columns as objects."""
+        expects; one object per value is the cost); typed keys and values keep every value as
+        Arrow has it (`exact_pandas`): a record as a dict whose integers are Python ints and whose
+        nanosecond times are ``pd.Timestamp`` / ``pd.Timedelta``, an integer column with nulls as
+        pandas' nullable integer dtype. ``"pyarrow"`` gives ``pd.ArrowDtype`` columns over the Arrow
+        buffers -- binary (or binary_view) keys and values, timestamp, headers as list<struct> --
+        with no Python object per value: pick it for large reads, for Arrow-native consumers
+        (Polars, DuckDB, ``pyarrow.compute``) and when memory matters. ``"numpy_nullable"``:
+        pandas' nullable integer dtypes, binary columns as objects."""
         import pandas as pd
 
         table = self.to_arrow(**kwargs)
         if dtype_backend is None:
-            return table.to_pandas()
+            typed = [name for name in ("key", "value") if name in self._typed]
+            if not typed:
+                return table.to_pandas()
+            df = table.drop_columns(typed).to_pandas()
+            for name in typed:
+                df.insert(table.column_names.index(name), name, exact_pandas(table.column(name), df.index))
+            return df
         if dtype_backend == "pyarrow":
             # each Arrow column wrapped as it is (what to_pandas(types_mapper=pd.ArrowDtype) gives,
             # without its block-manager round trip: a quarter of the time)
             return pd.DataFrame({name: pd.arrays.ArrowExtensionArray(column)
                                  for name, column in zip(table.column_names, table.columns)}, copy=False)
         if dtype_backend == "numpy_nullable":
-            pa = _pa()
+            pa = import_pyarrow()
             nullable = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
                         pa.int64(): pd.Int64Dtype(), pa.string(): pd.StringDtype()}
             return table.to_pandas(types_mapper=nullable.get)
@@ -1234,7 +621,8 @@ class Records:
         table = portable_table(self.to_arrow())
         batches = table.to_batches()
         if len(batches) != 1:       # (to_arrow builds one chunk per column: only an empty table has none)
-            batches = table.combine_chunks().to_batches() or [_pa().RecordBatch.from_pylist([], schema=table.schema)]
+            batches = table.combine_chunks().to_batches() or [
+                import_pyarrow().RecordBatch.from_pylist([], schema=table.schema)]
         return batches[0].__arrow_c_array__(requested_schema)
 
     def __arrow_c_schema__(self):

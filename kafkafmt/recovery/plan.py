@@ -55,7 +55,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from kafkafmt.log import sidefiles
-from kafkafmt.errors import EncodeError, KafkafmtError, NotALogDirError, PathNotFoundError, RecoveryError
+from kafkafmt.errors import EncodeError, KafkafmtError, NotALogDirError, PathNotFoundError
 from kafkafmt.recovery.indexes import (ProducerState, index_entries, leader_epochs, record_time_offsets,
                                        scan_segment, segment_span)
 from kafkafmt.log import find_log_dirs, folder_kind

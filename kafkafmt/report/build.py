@@ -8,8 +8,7 @@ import math
 
 import numpy as np
 
-from kafkafmt.log import (DEFAULT_REPLICAS, RECOVERY_POINT_CHECKPOINT, REPLICAS, REPLICATION_CHECKPOINT, ReportKind,
-                          discover, log_dir_offsets)
+from kafkafmt.log import (DEFAULT_REPLICAS, RECOVERY_POINT_CHECKPOINT, REPLICAS, REPLICATION_CHECKPOINT, discover, log_dir_offsets)
 from kafkafmt.log import segment_base
 from kafkafmt.read import iter_partitions_with
 from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, check_partition, will_check

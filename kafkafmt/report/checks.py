@@ -26,13 +26,13 @@ import numpy as np
 from kafkafmt.log import sidefiles
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.read import ReadOptions, iter_log_dir_with
-from kafkafmt.log import ReportKind, file_kind, is_leftover_file, not_kafka_reason, segment_base, window
+from kafkafmt.log import ReportKind, file_kind, is_leftover_file, segment_base
 from kafkafmt.record import Table
 from kafkafmt.report.figures import CHUNK_BYTES
 from kafkafmt.report.problems import Problem, report_problem
 
-__all__ = ["Checker", "SegmentInfo", "concat_batches", "check_partition", "not_kafka_file", "will_check",
-           "CHECK_READ", "PARTITION_CHECK_READ"]
+__all__ = ["Checker", "SegmentInfo", "concat_batches", "check_partition", "will_check", "CHECK_READ",
+           "PARTITION_CHECK_READ"]
 
 BATCH_COLUMNS = ("position", "size", "base_offset", "last_offset", "max_timestamp", "producer_id", "is_control",
                  "magic", "crc")
@@ -541,20 +541,6 @@ def _reason(exc):
     if isinstance(exc, OSError):
         return exc.strerror or str(exc)
     return str(exc)
-
-
-def not_kafka_file(storage, path):
-    """Why a file read as Kafka data is not Kafka data (``"not a Kafka log segment: ..."``: it does
-    not start with a Kafka log entry, or is empty without a segment's name), or None -- the one
-    check every command makes of a file outside partition folders. An empty ``<20 digits>.log`` is a
-    segment that holds nothing yet; a damaged first batch whose framing holds is Kafka data with
-    damage (`kafkafmt.log.not_kafka_reason`)."""
-    with storage.open(path) as f:
-        if f.size == 0:
-            return None if segment_base(storage.name(path)) is not None else \
-                "not a Kafka log segment: the file is empty"
-        why = not_kafka_reason(window(f, 0, f.size)[0])
-    return None if why is None else f"not a Kafka log segment: {why}"
 
 
 def check_partition(part, on_problem=None, on_chunk=None, read=None):

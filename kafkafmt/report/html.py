@@ -19,10 +19,11 @@ from kafkafmt._util.units import byte_unit, human_bytes
 from kafkafmt.report.figures import below_log_start_text
 from kafkafmt.report.lag import group_lag
 
-__all__ = ["write_html", "to_html", "DETAIL_LIMIT", "HEATMAP_BINS"]
+__all__ = ["write_html", "to_html", "DETAIL_LIMIT", "HEATMAP_BINS", "HEATMAP_ROWS"]
 
 DETAIL_LIMIT = 40        # partitions drawn with their own timeline (problems first, then the largest)
 HEATMAP_BINS = 150       # time bins of the overview heatmaps
+HEATMAP_ROWS = 40        # partitions a topic's heatmap draws a row each (the busiest); the others share one band
 DETAIL_BINS = 300        # time bins of a partition's timeline
 LAG_ROWS = 500           # lag rows in the table (largest first); the JSON has them all
 SUMMARY_NAMES = 20       # partitions or copies named in a summary line
@@ -265,8 +266,9 @@ def to_html(report, title=None, compress_js=True):
             notes.append(f"{unknown:,} of {len(lag):,} partitions' lag is <b>unknown</b>: no segment holds records "
                          f"and no checkpoint file gives their log end")
         if beyond:
-            notes.append(f"{beyond:,} committed offsets lie <b>beyond the log end</b> on this disk (records the "
-                         f"disk lost, or a copy behind the leader's): not lag, left out of the totals")
+            notes.append(f"{beyond:,} committed {'offset lies' if beyond == 1 else 'offsets lie'} <b>beyond the log "
+                         f"end</b> on this disk (records the disk lost, or a copy behind the leader's): not lag, left "
+                         f"out of the totals")
         if not lagging and not unknown and not beyond:
             body.append("<p><b>Every group has caught up</b> with every partition on this disk (lag 0).</p>")
         elif not lagging:
@@ -305,17 +307,19 @@ def to_html(report, title=None, compress_js=True):
     if tl:
         by_topic = {}
         for p in parts:
-            by_topic.setdefault(p["topic"], []).append(p["name"])
+            by_topic.setdefault(p["topic"], []).append(p)
         rows_of = {}
         for r in tl:
             rows_of.setdefault(r["partition"], []).append(r)
-        body.append("<p>Each topic over its own time span (bins of about 1/150 of it). Click a partition's name "
-                    "in the problems table for its own timeline.</p>")
+        body.append(f"<p>Each topic over its own time span (bins of about 1/{HEATMAP_BINS} of it). A topic of more "
+                    f"than {HEATMAP_ROWS} partitions shows its {HEATMAP_ROWS} busiest (most records) a row each, and "
+                    f"the others in one band: their mean per partition. Click a partition's name in the problems "
+                    f"table for its own timeline.</p>")
         for topic in sorted(by_topic):
-            names = [n for n in by_topic[topic] if n in rows_of]
-            if names:
-                fig = _heatmap(go, topic, names, rows_of)
-                body.append(charts.add(fig, height=min(900, max(220, 14 * len(names) + 120))))
+            shown = [p for p in by_topic[topic] if p["name"] in rows_of]
+            if shown:
+                fig, rows = _heatmap(go, topic, shown, rows_of)
+                body.append(charts.add(fig, height=max(220, 16 * rows + 160)))
     else:
         body.append("<p>No records with timestamps.</p>")
 
@@ -412,29 +416,60 @@ def _tiered_section(t):
     return out
 
 
-def _heatmap(go, topic, names, rows_of):
-    """Records per time bin of a topic's partitions, over the topic's own time span (a topic written
-    in minutes is not a sliver of a log dir written over days); the colour scale from 0."""
-    minutes = [r["minute"] for n in names for r in rows_of[n]]
+def _heatmap(go, topic, parts, rows_of):
+    """Records per time bin of a topic's partitions (the `HEATMAP_ROWS` busiest, in partition order; the
+    others as one band, their mean per partition), over the topic's own time span (a topic written in
+    minutes is not a sliver of a log dir written over days); the colour scale from 0. Returns (figure,
+    rows drawn)."""
+    minutes = [r["minute"] for p in parts for r in rows_of[p["name"]]]
     t0, t1 = min(minutes), max(minutes) + 60_000
     w = _bin_width(t1 - t0, HEATMAP_BINS)
     t0 -= t0 % w
     nbins = max(1, int(-(-(t1 - t0) // w)))
-    z = []
-    for n in names:
-        row = [None] * nbins
-        for r in rows_of[n]:
-            b = int((r["minute"] - t0) // w)
-            row[b] = (row[b] or 0) + r["records"]
-        z.append(row)
-    top = max((v for row in z for v in row if v is not None), default=0)
+
+    def row(names):
+        out = [None] * nbins
+        for n in names:
+            for r in rows_of[n]:
+                b = int((r["minute"] - t0) // w)
+                out[b] = (out[b] or 0) + r["records"]
+        return out
+
+    total = {p["name"]: sum(r["records"] for r in rows_of[p["name"]]) for p in parts}
+    busiest = {p["name"] for p in sorted(parts, key=lambda p: -total[p["name"]])[:HEATMAP_ROWS]}
+    shown = [p for p in parts if p["name"] in busiest]
+    rest = [p["name"] for p in parts if p["name"] not in busiest]
+    z = [row([p["name"]]) for p in shown]
+    band = None
+    if rest:
+        band = [None if v is None else round(v / len(rest), 2) for v in row(rest)]
+    labels = _row_labels(shown)
+    title = f"{topic}: records per {w // 60_000} min"
+    if band is not None:             # the last row (one trace: plotly.js draws no second heatmap of other rows)
+        z.append(band)
+        labels.append(f"the other {len(rest)} (mean)")
+        title += f" -- the {len(shown)} busiest of {len(parts)} partitions, the other {len(rest)} as their mean"
+    top = max((v for r in z for v in r if v is not None), default=0)
     # cells placed by x0 + dx (a bin's width in ms): one bin still has its width, the axis its range
-    fig = go.Figure(go.Heatmap(z=z, x0=_dt(t0 + w // 2), dx=w, y=names, colorscale="Viridis",
+    fig = go.Figure(go.Heatmap(z=z, x0=_dt(t0 + w // 2), dx=w, y=labels, colorscale="Viridis",
                                zmin=0, zmax=max(top, 1), colorbar=dict(title="records"),
                                hovertemplate="%{y}<br>%{x}<br>%{z} records<extra></extra>"))
-    fig.update_layout(title=f"{topic}: records per {w // 60_000} min", yaxis=dict(autorange="reversed", type="category"),
+    fig.update_layout(title=title, yaxis=dict(autorange="reversed", type="category", dtick=1),
                       xaxis=dict(type="date", range=[_dt(t0), _dt(t0 + nbins * w)]))
-    return fig
+    return fig, len(z)
+
+
+def _row_labels(parts):
+    """A heatmap's row labels: ``topic-N`` (no log dir repeated on every row), and the log dir's folder name
+    beside the copies of one partition read from several (``--replicas all``)."""
+    labels = [f"{p['topic']}-{p['partition']}" for p in parts]
+    twice = {lab for lab in labels if labels.count(lab) > 1}
+    return [f"{lab} ({_log_dir_name(p)})" if lab in twice else lab for lab, p in zip(labels, parts)]
+
+
+def _log_dir_name(part):
+    path = str(part.get("path") or "").rstrip("/")
+    return path.rsplit("/", 2)[-2] if path.count("/") >= 1 else path
 
 
 def _detail_partitions(parts, probs):

@@ -29,9 +29,14 @@ subject, a Protobuf message's full name, JSON like ``{"message": "pkg.Msg"}``, o
 ``mode`` (from_avro's: FAILFAST, the default, fails the query on a bad value; PERMISSIVE makes it
 null with the reason in valueError), ``untypedTopics`` (a topic without a schema: ``error``, the
 default, fails the query naming it; ``bytes`` keeps its values as bytes, null in ``value`` and the
-bytes in ``valueBytes``, keys alike in ``keyBytes``) and ``schemaEvolutionMode`` (streams:
+bytes in ``valueBytes``, keys alike in ``keyBytes``), ``schemaEvolutionMode`` (streams:
 ``restart``, the default, fails the query when a subject gets a new latest version, so that a
-restart reads with it; ``none`` keeps the schema the query started with).
+restart reads with it; ``none`` keeps the schema the query started with), and how values are
+shaped (`kafkafmt.values._options`): ``recursive.fields.max.depth`` (Spark's from_protobuf option:
+how many times a recursive record or message appears on a path; 5 by default, the field past it
+holding JSON text), ``timeUnit`` (``us``, the default, or ``ns``: Protobuf Timestamp / Duration and
+JSON Schema date-time; Spark holds microseconds) and ``additionalProperties`` (``keep``, the
+default, or ``drop``: a JSON Schema object's properties outside its schema).
 """
 from __future__ import annotations
 
@@ -71,7 +76,8 @@ _ACCEPTED = {
     "kafka.isolation.level", "isolationlevel", "includebatchmetadata", "maxbytesperbatch",
     "targetpartitionbytes", "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "decode",
     "replicas", "includelogdir", "valueformat", "keyformat", "schemaregistry", "valueschema", "keyschema", "mode",
-    "schemaevolutionmode", "untypedtopics", "topicid",
+    "schemaevolutionmode", "untypedtopics", "topicid", "recursive.fields.max.depth", "timeunit",
+    "additionalproperties",
 }
 _TIME_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -190,6 +196,7 @@ class Options:
     mode: str = "FAILFAST"                   # from_avro's mode: FAILFAST | PERMISSIVE
     untyped_topics: str = "error"            # untypedTopics: a topic without a schema: error | bytes
     schema_evolution: str = "restart"        # schemaEvolutionMode (streams): restart | none
+    shape: object = None                     # recursive.fields.max.depth, timeUnit, additionalProperties (ValueShape)
     typed: object = None                     # the plan of typed values (kafkafmt.spark.typedcols.SparkTyped)
 
     def __repr__(self):     # secrets in storage options and keys stay out of plans and logs
@@ -213,7 +220,15 @@ class Options:
                            key_format=self.key_format, schema_registry=self.schema_registry,
                            value_schema=self.value_schema, key_schema=self.key_schema,
                            value_errors="strict" if self.mode == "FAILFAST" else "null",
-                           untyped_topics=self.untyped_topics).replace(**settings)
+                           untyped_topics=self.untyped_topics, **self.shape_options()).replace(**settings)
+
+    def shape_options(self):
+        """How values are shaped, as the readers take them (`kafkafmt.values._options`)."""
+        import dataclasses
+
+        from kafkafmt.values import ValueShape
+
+        return dataclasses.asdict(self.shape if self.shape is not None else ValueShape())
 
     def wants(self, topic, partition=None):
         """Does the subscription include this topic (and partition)?"""
@@ -265,6 +280,18 @@ def _typed_options(o, opts):
         o.untyped_topics = str(opts["untypedtopics"]).strip().lower()
         if o.untyped_topics not in UNTYPED_TOPICS:
             raise OptionError(f"untypedTopics must be {' or '.join(UNTYPED_TOPICS)}, not {opts['untypedtopics']!r}")
+    shaping = {"recursive.fields.max.depth": "recursive_fields_max_depth", "timeunit": "time_unit",
+               "additionalproperties": "additional_properties"}
+    if any(key in opts for key in shaping):
+        from kafkafmt.values import ValueShape
+
+        try:
+            o.shape = ValueShape(**{attr: str(opts[key]).strip().lower() for key, attr in shaping.items()
+                                    if key in opts})
+        except ValueError as exc:
+            raise OptionError(str(exc).replace("recursive_fields_max_depth", "recursive.fields.max.depth")
+                              .replace("time_unit", "timeUnit").replace("additional_properties",
+                                                                        "additionalProperties")) from None
     if "schemaevolutionmode" in opts:
         o.schema_evolution = str(opts["schemaevolutionmode"]).strip().lower()
         if o.schema_evolution not in ("restart", "none"):

@@ -168,6 +168,7 @@ class SparkTyped:
     pinned: tuple
     types: tuple                   # (side, Arrow type of the merged column) pairs
     untyped_topics: str = "error"
+    shape: object = None           # how values are shaped (a ValueShape; None: the defaults)
 
     def open(self):
         """The `kafkafmt.values._typed.TypedOptions`, its registry opened once per process."""
@@ -183,7 +184,7 @@ class SparkTyped:
                           schema_registry=self.schema_registry, value_schema=reader_schema_of_text(self.value_schema),
                           key_schema=reader_schema_of_text(self.key_schema), value_errors=self.value_errors,
                           untyped_topics=self.untyped_topics, roots=list(self.roots),
-                          storage_options=dict(self.storage) or None)
+                          storage_options=dict(self.storage) or None, **_shape(self.shape))
 
     def conform(self, table):
         """``table`` with its typed columns in the planned (merged) types."""
@@ -210,6 +211,11 @@ class SparkTyped:
                 out.append(f"subject {topic}-{side} has a new latest schema (id {_id_of(latest)}) since the query "
                            f"started with id {_id_of(pinned)}")
         return out
+
+
+def _shape(shape):
+    """The shaping options (a ValueShape, or None: the defaults) as `open_typed` takes them."""
+    return {} if shape is None else dataclasses.asdict(shape)
 
 
 def _id_of(pinned):
@@ -261,7 +267,7 @@ def plan_typed(opts, topics):
                        schema_registry=opts.schema_registry, value_schema=opts.value_schema,
                        key_schema=opts.key_schema, value_errors="strict" if opts.mode == "FAILFAST" else "null",
                        untyped_topics=opts.untyped_topics, roots=list(opts.paths),
-                       storage_options=opts.storage_options)
+                       storage_options=opts.storage_options, **opts.shape_options())
     topics = sorted(set(topics))
     if typed.scanned(topics):
         # a Protobuf file of several messages, none named: the messages the values present now name
@@ -280,4 +286,4 @@ def plan_typed(opts, topics):
     return SparkTyped(opts.value_format, opts.key_format, opts.schema_registry, tuple(opts.paths),
                       tuple(sorted((opts.storage_options or {}).items())), _hashable(opts.value_schema),
                       _hashable(opts.key_schema), typed.value_errors, typed.pinned, tuple(types),
-                      typed.untyped_topics)
+                      typed.untyped_topics, typed.shape)

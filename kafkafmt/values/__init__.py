@@ -12,11 +12,13 @@ from kafkafmt.values._formats import (decode_column, value_type, DecodedColumn, 
                                       scan_names, named_reader,
                                       column_parts, column_validity, raise_strict, nullable_type, merge_types,
                                       conform, kernel_source, null_array, gather_views,
-                                      frame_error_text, PerRegistry)
+                                      frame_error_text, PerRegistry, count_errors, field_error_text, error_texts)
 from kafkafmt.values._typed import (TypedOptions, open_typed, decode_values, empty_typed, type_values,
                                     reader_schema_of_text, READER_KEYS, VALUE_ERRORS, UNTYPED_TOPICS,
                                     FailedValues)
 from kafkafmt.values._registryformat import RegistryFormat
+from kafkafmt.values._options import (ValueShape, DEFAULT_MAX_DEPTH, TIME_UNITS, ADDITIONAL_PROPERTIES,
+                                      EXTRAS_FIELD)
 from kafkafmt.values import avro, json, protobuf, registry  # noqa: F401  (the subpackages' public names)
 
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
@@ -26,4 +28,6 @@ __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMA
            "raise_strict", "nullable_type", "merge_types", "conform", "kernel_source", "null_array", "gather_views",
            "frame_error_text", "PerRegistry",
            "TypedOptions", "open_typed", "decode_values", "empty_typed", "type_values", "reader_schema_of_text", "READER_KEYS", "VALUE_ERRORS", "UNTYPED_TOPICS",
-           "FailedValues", "RegistryFormat", "avro", "protobuf", "json", "registry"]
+           "FailedValues", "RegistryFormat", "avro", "protobuf", "json", "registry",
+           "ValueShape", "DEFAULT_MAX_DEPTH", "TIME_UNITS", "ADDITIONAL_PROPERTIES", "EXTRAS_FIELD",
+           "count_errors", "field_error_text", "error_texts"]

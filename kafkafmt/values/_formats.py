@@ -40,7 +40,9 @@ schema given as a schema is also every id's writer schema.
 **Bad values never crash and never pass silently**: no magic byte, a value shorter than the
 framing, an unknown schema id, a truncated or corrupt body, bytes left after the value, a value
 the reader schema cannot hold -> that value is null and ``error`` says why (with the byte position
-inside the value). Bytes left after a value are read as Confluent's deserializers (Java's
+inside the value). A value read whole but for a field its column cannot hold -- a decimal with more
+digits than its precision, a JSON integer beyond int64, a Timestamp beyond its unit's range -- is
+kept: that field is null and ``error`` names it (``field_error_count`` counts such values). Bytes left after a value are read as Confluent's deserializers (Java's
 KafkaAvroDeserializer, confluent-kafka's AvroDeserializer) read them -- ignored, the value
 decoded -- and counted in ``trailing_count``; ``trailing="error"`` makes such values errors.
 ``strict=True`` raises `ValueDecodeError` for the
@@ -59,6 +61,7 @@ import weakref
 import numpy as np
 
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, ValueDecodeError
+from kafkafmt.values._options import DEFAULT_MAX_DEPTH, ValueShape
 from kafkafmt.values.registry import RegisteredSchema, SchemaRegistry, open_registry
 from kafkafmt._util.extras import install_command
 
@@ -66,7 +69,8 @@ __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMA
            "ENTRY_POINTS", "register_format", "get_format", "format_names", "needs_schema", "format_of_type",
            "schema_types", "KernelFormat", "reader_schema_for", "pinned_reader", "scan_names", "named_reader",
            "column_parts", "column_validity", "kernel_source", "null_array", "gather_views",
-           "raise_strict", "frame_error_text", "PerRegistry", "nullable_type", "merge_types", "conform"]
+           "raise_strict", "frame_error_text", "PerRegistry", "nullable_type", "merge_types", "conform",
+           "count_errors", "field_error_text", "error_texts"]
 
 
 
@@ -90,9 +94,10 @@ class DecodedColumn:
     schema_id : pyarrow.Int32Array
         Schema id of each framed value; null where the value is null or not framed.
     error : pyarrow.StringArray
-        Why a value is null; null where it decoded (or was null to begin with).
+        Why a value is null, or which of its fields is (a value read whole but for fields its columns
+        cannot hold); null where it decoded (or was null to begin with).
     error_count : int
-        How many values have an error.
+        How many values could not be read (null, with an error).
     format : ValueFormat
         The format that decoded it (``json()`` renders with it).
     reader : AvroType or None
@@ -103,6 +108,9 @@ class DecodedColumn:
         With ``untyped_topics="bytes"`` (`kafkafmt.values._typed`): the bytes of the values of
         topics without a schema (their ``values`` are null), null where a value is typed; None
         otherwise.
+    field_error_count : int
+        How many values were read with fields null because their columns cannot hold them (each
+        named in ``error``).
 
     Examples
     --------
@@ -127,6 +135,7 @@ class DecodedColumn:
     reader: object = None
     trailing_count: int = 0
     untyped: object = None
+    field_error_count: int = 0
     #: rows of several topics read with different reader schemas (a concatenation): (the (format,
     #: reader) pairs that decoded them, each row's index into them as an int32 NumPy array); None when
     #: ``format`` and ``reader`` hold for all
@@ -167,8 +176,9 @@ class DecodedColumn:
         readers = None if self.readers is None else (self.readers[0], self.readers[1][rows])
         untyped = None if self.untyped is None else (self.untyped[rows] if isinstance(rows, slice) else
                                                      self.untyped.take(_pa().array(rows)))
+        hard, soft = count_errors(values, error)
         return dataclasses.replace(self, values=values, schema_id=schema_id, error=error,
-                                   error_count=len(error) - error.null_count,
+                                   error_count=hard, field_error_count=soft,
                                    trailing_count=self.trailing_count if len(values) == len(self.values) else 0,
                                    readers=readers, untyped=untyped)
 
@@ -219,7 +229,111 @@ class DecodedColumn:
                              error_count=sum(p.error_count for p in parts), format=first.format,
                              reader=first.reader if same else None,
                              trailing_count=sum(p.trailing_count for p in parts), untyped=untyped,
-                             readers=None if same else _reader_runs(parts))
+                             readers=None if same else _reader_runs(parts),
+                             field_error_count=sum(p.field_error_count for p in parts))
+
+
+def count_errors(values, error):
+    """(values with an error that are null: not read; values with an error that are not: read with
+    fields null) of a decoded column."""
+    if error.null_count == len(error):
+        return 0, 0
+    pa = _pa()
+    import pyarrow.compute as pc
+
+    with_error = len(error) - error.null_count
+    if not values.null_count:
+        return 0, with_error
+    read = pc.sum(pc.and_(pc.is_valid(error), pc.is_valid(values))).as_py() or 0
+    return with_error - int(read), int(read)
+
+
+def field_error_text(text, more=0):
+    """The error of a value read whole but for fields its columns cannot hold: the first field's
+    reason (``text``) and how many ``more`` fields are null alike."""
+    alike = f"; {more} more field{'s' if more != 1 else ''} null alike" if more else ""
+    return f"{text}: that field is null, the rest of the value is read{alike}"
+
+
+def _distinct_rows(columns):
+    """(distinct rows, each row's index into them) of equally long integer arrays (a row: their values
+    at one index): one group when every row is the first (the common case: one field, one reason), else
+    grouped by a hash of each row (one sort of n integers), checked, and by the rows themselves when two
+    rows' hashes meet."""
+    if all((c == c[0]).all() for c in columns):
+        return np.array([[int(c[0]) for c in columns]], np.int64), np.zeros(len(columns[0]), np.int64)
+    keys = np.stack([c.astype(np.int64) for c in columns], axis=1)
+    with np.errstate(over="ignore"):
+        mix = np.zeros(len(keys), np.uint64)
+        for j in range(keys.shape[1]):
+            mix = (mix ^ keys[:, j].astype(np.uint64)) * np.uint64(0x9E3779B97F4A7C15)
+    _, first, inverse = np.unique(mix, return_index=True, return_inverse=True)
+    uniq = keys[first]
+    if (uniq[inverse] == keys).all():
+        return uniq, inverse.reshape(-1)
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    return uniq, inverse.reshape(-1)
+
+
+def error_texts(plan, errors, n, texts, where="value", first_field=32):
+    """The ``error`` column (a pyarrow string array of ``n`` rows, null but for the rows with an
+    error) of a kernel's decode, built a whole column at once: the kernel's own errors as
+    ``plan.error_text(code, node, detail)`` with the byte position in the value (each distinct error's
+    text made once, the rows' texts joined by Arrow); a field nulled (codes from ``first_field``) as
+    `field_error_text` says, without a position (rows alike share their text: it costs a copy); framing
+    and schema problems (codes >= 64) by ``texts(code, k)`` (k: the error's index).
+
+    Parameters
+    ----------
+    plan : object
+        Has ``error_text(code, node, detail)``.
+    errors : tuple of NumPy arrays
+        (row, code, position, node, detail, more) of the rows with an error.
+    n : int
+        Rows in the column.
+    texts : callable
+    where : str
+        What the byte position counts in ("value", "message", "JSON text").
+    first_field : int
+        The first code of a field error (the kernel's ``FIELD_ERROR``).
+    """
+    pa = _pa()
+    import pyarrow.compute as pc
+
+    rows, code, pos, node, detail, more = errors
+    if not len(rows):
+        return null_array(n, pa.string())
+    parts, order = [], []
+    framing = np.flatnonzero(code >= 64)
+    if len(framing):
+        parts.append(pa.array([texts(int(code[k]), k) for k in framing.tolist()], pa.string()))
+        order.append(framing)
+    for fields in (True, False):
+        ks = np.flatnonzero((code >= first_field) & (code < 64) if fields else code < first_field)
+        if not len(ks):
+            continue
+        uniq, inverse = _distinct_rows([code[ks], node[ks], detail[ks], more[ks]])
+        # each distinct error's text once
+        said = [plan.error_text(c, nd, d) for c, nd, d, _ in uniq.tolist()]
+        if fields:
+            part = pa.array([field_error_text(t, m) for t, (_, _, _, m) in zip(said, uniq.tolist())],
+                            pa.string()).take(pa.array(inverse))
+        else:
+            part = pc.binary_join_element_wise(pa.array([f"{t} (at byte " for t in said], pa.string()).take(
+                pa.array(inverse)), pa.array(pos[ks]).cast(pa.string()), f" of the {where})", "")
+        parts.append(part)
+        order.append(ks)
+    if len(parts) == 1 and len(rows) == n:          # one kind of error, in every row (rows are ascending)
+        return parts[0]
+    if len(parts) == 1:                             # (the rows with an error are ascending)
+        order = [np.arange(len(rows))]
+    texts_all = pa.concat_arrays(parts)
+    k_of = np.empty(len(rows), np.int64)
+    k_of[np.concatenate(order)] = np.arange(len(rows))
+    at = np.full(n, -1, np.int64)
+    at[np.asarray(rows, np.int64)] = k_of
+    full = texts_all.take(pa.array(np.maximum(at, 0)))
+    return full if len(rows) == n else pc.if_else(pa.array(at >= 0), full, pa.nulls(n, pa.string()))
 
 
 def null_array(n, type):
@@ -385,6 +499,7 @@ class _Ctx:
     offsets: object = None
     positions: object = None
     trailing: str = "ignore"
+    shape: ValueShape = ValueShape()       # how values are shaped (`kafkafmt.values._options`)
 
 
 class ValueFormat:
@@ -746,6 +861,17 @@ def reader_schema_for(registry, topic=None, is_key=False, reader_schema=None):
         try:
             return registry.latest(subject)
         except SchemaNotFoundError as exc:
+            try:
+                deleted = registry.latest(subject, include_deleted=True)
+            except SchemaNotFoundError:
+                deleted = None
+            if deleted is not None and deleted.id is not None and deleted.id >= 0:
+                # a soft-deleted subject: its ids still resolve (as the registry's do)
+                side = "key" if is_key else "value"
+                raise SchemaNotFoundError(
+                    f"no reader schema for topic {topic!r}: subject {subject!r} is soft-deleted (its version "
+                    f"{deleted.version} is schema id {deleted.id}, which still resolves): read with "
+                    f"{side}_schema={deleted.id} (--{side}-schema {deleted.id}, Spark's {side}Schema)") from None
             raise SchemaNotFoundError(
                 f"no reader schema for topic {topic!r}: {exc.reason} (the RecordNameStrategy's topics need "
                 f"reader_schema='<namespace>.<Record>')"
@@ -778,18 +904,10 @@ class KernelFormat(ValueFormat):
         """The DecodedColumn: error texts for the rows with an error (the kernel's sparse ``errors``;
         messages(code, id, row) for the codes found before decoding), or the strict error for the first."""
         pa = _pa()
-        bad, code, pos, node, detail = errors
+        bad, code, pos, node, detail, more = errors
         n = len(values)
         if len(bad):
-            texts = np.full(n, None, dtype=object)
-            for k, i in enumerate(bad.tolist()):
-                c = int(code[k])
-                if c >= 64:
-                    texts[i] = messages(c, int(ids[i]), i)
-                else:
-                    texts[i] = (f"{plan.error_text(c, int(node[k]), int(detail[k]))} "
-                                f"(at byte {int(pos[k])} of the value)")
-            error = pa.array(texts, pa.string())
+            error = error_texts(plan, errors, n, lambda c, k: messages(c, int(ids[bad[k]]), int(bad[k])))
             if ctx.strict:
                 i = int(bad[0])
                 what = "key" if ctx.is_key else "value"
@@ -797,31 +915,36 @@ class KernelFormat(ValueFormat):
                 position = None
                 if ctx.positions is not None:
                     position = int(ctx.positions[i]) + (int(pos[0]) if code[0] < 64 else 0)
-                raise ValueDecodeError(f"bad {self.name} {what}{where}: {texts[i]}", file=ctx.file, position=position,
+                raise ValueDecodeError(f"bad {self.name} {what}{where}: {error[i].as_py()}", file=ctx.file,
+                                       position=position,
                                        offset=None if ctx.offsets is None else int(ctx.offsets[i]))
         else:
             error = null_array(n, pa.string())
-        return DecodedColumn(values, schema_id, error, len(bad), self, plan.reader, trailing)
+        hard, soft = count_errors(values, error)
+        return DecodedColumn(values, schema_id, error, hard, self, plan.reader, trailing, field_error_count=soft)
 
 
 # ------------------------------------------------------------------------------------------------
 
-def _context(format, registry, topic, is_key, reader_schema, **kw):
+def _context(format, registry, topic, is_key, reader_schema, max_depth=DEFAULT_MAX_DEPTH, time_unit="us",
+             additional_properties="keep", **kw):
     if format is not None and not isinstance(format, str):
         raise TypeError(f"format is a name, not {type(format).__name__}")
     if registry is not None and not isinstance(registry, SchemaRegistry):
         registry = open_registry(registry)
-    return _Ctx(registry, topic, is_key, reader_schema, **kw)
+    shape = ValueShape(max_depth, time_unit, additional_properties)
+    return _Ctx(registry, topic, is_key, reader_schema, shape=shape, **kw)
 
 
-def value_type(format, *, registry=None, topic=None, is_key=False, reader_schema=None):
+def value_type(format, *, registry=None, topic=None, is_key=False, reader_schema=None,
+               recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us", additional_properties="keep"):
     """The Arrow type `decode_column` gives for these arguments, known before any record is read.
 
     Parameters
     ----------
     format : str or None
         A format name (see `decode_column`).
-    registry, topic, is_key, reader_schema : optional
+    registry, topic, is_key, reader_schema, recursive_fields_max_depth, time_unit, additional_properties : optional
         As `decode_column`.
 
     Returns
@@ -851,14 +974,17 @@ def value_type(format, *, registry=None, topic=None, is_key=False, reader_schema
     ...
     kafkafmt.errors.SchemaNotFoundError: no reader schema for topic 'orders': subject 'orders-value' has no live ...
     """
-    return get_format(format).value_type(_context(format, registry, topic, is_key, reader_schema))
+    return get_format(format).value_type(_context(format, registry, topic, is_key, reader_schema,
+                                                  recursive_fields_max_depth, time_unit, additional_properties))
 
 
-def pinned_reader(format, *, registry=None, topic=None, is_key=False, reader_schema=None):
+def pinned_reader(format, *, registry=None, topic=None, is_key=False, reader_schema=None,
+                  recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us", additional_properties="keep"):
     """The reader schema a read planned now keeps using (`ValueFormat.pinned_reader`): the schema
     id ``reader_schema`` resolves to now (with the Protobuf message it names), or None to keep it as
     given (a schema given inline, no registry)."""
-    return get_format(format).pinned_reader(_context(format, registry, topic, is_key, reader_schema))
+    return get_format(format).pinned_reader(_context(format, registry, topic, is_key, reader_schema,
+                                                     recursive_fields_max_depth, time_unit, additional_properties))
 
 
 def scan_names(format, column=None, *, registry=None, topic=None, is_key=False, reader_schema=None):
@@ -899,7 +1025,9 @@ def named_reader(format, names, *, registry=None, topic=None, is_key=False, read
 
 
 def decode_column(column, *, format, registry=None, topic=None, is_key=False, reader_schema=None, strict=False,
-                  file=None, offsets=None, positions=None, trailing="ignore") -> DecodedColumn:
+                  file=None, offsets=None, positions=None, trailing="ignore",
+                  recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us",
+                  additional_properties="keep") -> DecodedColumn:
     """Decode a column of keys or values in ``format`` (see the module docstring).
 
     Parameters
@@ -923,6 +1051,17 @@ def decode_column(column, *, format, registry=None, topic=None, is_key=False, re
     trailing : "ignore" or "error"
         Bytes after the end of an Avro value: ignored as Confluent's deserializers ignore them
         (counted in ``trailing_count``), or a per-record error.
+    recursive_fields_max_depth : int
+        How many times a recursive record or message appears on a path from the top of a value
+        (Spark's ``recursive.fields.max.depth``); the field where it would appear once more holds
+        that value's JSON text (`kafkafmt.values._options`).
+    time_unit : {"us", "ns"}
+        The unit of Protobuf Timestamp / Duration and JSON Schema date-time columns: "us" holds
+        every valid value; "ns" every nanosecond within 1677-09-21 .. 2262-04-11 (a value beyond is
+        a null field, named in ``error``).
+    additional_properties : {"keep", "drop"}
+        A JSON Schema object's properties outside its schema: kept as the JSON text of an object in
+        its field ``additionalProperties``, or dropped.
 
     Returns
     -------
@@ -968,6 +1107,7 @@ def decode_column(column, *, format, registry=None, topic=None, is_key=False, re
     if trailing not in ("error", "ignore"):
         raise ValueError(f"trailing is 'error' or 'ignore', not {trailing!r}")
     fmt = get_format(format)
-    ctx = _context(format, registry, topic, is_key, reader_schema, strict=strict, file=file, offsets=offsets,
-                   positions=positions, trailing=trailing)
+    ctx = _context(format, registry, topic, is_key, reader_schema, recursive_fields_max_depth, time_unit,
+                   additional_properties, strict=strict, file=file, offsets=offsets, positions=positions,
+                   trailing=trailing)
     return fmt.decode(column, ctx)

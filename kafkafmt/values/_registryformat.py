@@ -26,8 +26,8 @@ import numpy as np
 from kafkafmt._native import avro as _framing
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, SchemaRegistryError
 from kafkafmt.values.registry import open_registry
-from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, format_of_type,
-                                      get_format, raise_strict, reader_schema_for, schema_types)
+from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, count_errors,
+                                      format_of_type, get_format, raise_strict, reader_schema_for, schema_types)
 
 __all__ = ["RegistryFormat", "conform"]
 
@@ -129,7 +129,7 @@ class RegistryFormat(ValueFormat):
         printed = _Printed(main_fmt)
         if not others:
             dec = DecodedColumn(main.values, main.schema_id, main.error, main.error_count, printed, main.reader,
-                                main.trailing_count)
+                                main.trailing_count, field_error_count=main.field_error_count)
             self._strict(dec, ctx)
             return dec
         row_type = np.array([types.get(int(s)) if f >= 0 else None for s, f in zip(ids.tolist(), slots.tolist())],
@@ -155,9 +155,10 @@ class RegistryFormat(ValueFormat):
                 source[rows] = -1
                 continue
             own_errors = dec.error.to_pylist()
+            read = np.asarray(values.is_valid()) if values.null_count else np.ones(len(values), bool)
             pieces.append(fitted)
             for j, r in enumerate(rows.tolist()):
-                if own_errors[j] is not None:
+                if own_errors[j] is not None and not read[j]:
                     errors[r] = own_errors[j]
                     source[r] = -1
                 elif bad[j]:
@@ -165,20 +166,21 @@ class RegistryFormat(ValueFormat):
                                  f"schema: {why[j]}")
                     source[r] = -1
                 else:
-                    errors[r] = None
+                    errors[r] = own_errors[j]         # (None, or the fields read as null)
                     source[r] = base + j
             base += len(fitted)
         pieces.append(placeholder)
         source[source < 0] = base
         values = pa.concat_arrays(pieces).take(pa.array(source))
         error = pa.array(errors, pa.string())
-        dec = DecodedColumn(values, main.schema_id, error, n - error.null_count, printed, main.reader,
-                            main.trailing_count)
+        hard, soft = count_errors(values, error)
+        dec = DecodedColumn(values, main.schema_id, error, hard, printed, main.reader, main.trailing_count,
+                            field_error_count=soft)
         self._strict(dec, ctx)
         return dec
 
     def _strict(self, dec, ctx):
-        if ctx.strict and dec.error_count:
+        if ctx.strict and (dec.error_count or dec.field_error_count):
             i = next(i for i, e in enumerate(dec.error.to_pylist()) if e is not None)
             raise_strict(self, ctx, i, dec.error[i].as_py())
 

@@ -1,5 +1,7 @@
 """Typed keys and values for the readers: the options every door takes (``value_format``,
-``key_format``, ``schema_registry``, ``value_schema``, ``key_schema``, ``value_errors``) and
+``key_format``, ``schema_registry``, ``value_schema``, ``key_schema``, ``value_errors``, and how
+values are shaped: ``recursive_fields_max_depth``, ``time_unit``, ``additional_properties``,
+`kafkafmt.values._options`) and
 `decode_values`, which turns the raw ``key``/``value`` columns of decoded `Records` into typed
 Arrow columns with `kafkafmt.values._formats.decode_column`, topic by topic.
 
@@ -29,6 +31,7 @@ from kafkafmt.values.registry import SchemaRegistry, open_registry
 from kafkafmt.values._formats import (DecodedColumn, column_parts, decode_column, format_names, get_format,
                                       merge_types, named_reader, needs_schema, pinned_reader, reader_schema_for,
                                       scan_names, value_type)
+from kafkafmt.values._options import DEFAULT_MAX_DEPTH, ValueShape
 
 __all__ = ["TypedOptions", "open_typed", "decode_values", "empty_typed", "type_values", "reader_schema_of_text",
            "READER_KEYS", "VALUE_ERRORS", "UNTYPED_TOPICS", "FailedValues"]
@@ -62,6 +65,8 @@ class TypedOptions:
     keep_bytes : bool
         The readers keep the raw bytes of typed sides in ``recs.key`` / ``recs.value`` (else they
         drop them once typed).
+    shape : ValueShape
+        How values are shaped (`kafkafmt.values._options`).
     """
     value_format: object = None
     key_format: object = None
@@ -72,6 +77,7 @@ class TypedOptions:
     pinned: tuple = ()
     untyped_topics: str = "error"
     keep_bytes: bool = False
+    shape: ValueShape = ValueShape()
     _untyped: dict = dataclasses.field(default_factory=dict, init=False, compare=False, hash=False, repr=False)
 
     @property
@@ -106,7 +112,7 @@ class TypedOptions:
                     continue
                 with _topic_hint(topic, side):
                     spec = pinned_reader(fmt, registry=self.registry, topic=topic, is_key=side == "key",
-                                         reader_schema=self.reader(side, topic))
+                                         reader_schema=self.reader(side, topic), **self.shape_options())
                 if spec is not None:
                     # (hashable: a dict is kept as its sorted items)
                     pinned[(side, topic)] = tuple(sorted(spec.items())) if isinstance(spec, dict) else spec
@@ -164,8 +170,12 @@ class TypedOptions:
                     return None
                 with _topic_hint(topic, side):
                     return value_type(fmt, registry=self.registry, topic=topic, is_key=side == "key",
-                                      reader_schema=self.reader(side, topic))
+                                      reader_schema=self.reader(side, topic), **self.shape_options())
         return None
+
+    def shape_options(self):
+        """The shaping options as `decode_column` and `value_type` take them."""
+        return dataclasses.asdict(self.shape)
 
     def merged_type(self, side, topics):
         """The Arrow type of ``side``'s typed column in a read of ``topics``: their types merged
@@ -238,7 +248,8 @@ def _topic_hint(topic, side):
 
 def open_typed(*, value_format=None, key_format=None, schema_registry=None, value_schema=None, key_schema=None,
                value_errors="null", untyped_topics="error", keep_bytes=False, roots=None, storage_options=None,
-               filesystem=None):
+               filesystem=None, recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us",
+               additional_properties="keep"):
     """Check the typed-value options of a read and open its schema registry (once).
 
     Parameters
@@ -258,6 +269,8 @@ def open_typed(*, value_format=None, key_format=None, schema_registry=None, valu
     keep_bytes : bool
         Keep the raw bytes of typed keys / values in ``recs.key`` / ``recs.value`` (the readers
         drop them once typed, by default).
+    recursive_fields_max_depth, time_unit, additional_properties : optional
+        How values are shaped (`kafkafmt.values._options`).
     roots : str or list, optional
         The roots being read (searched for ``_schemas``).
     storage_options, filesystem : optional
@@ -270,7 +283,7 @@ def open_typed(*, value_format=None, key_format=None, schema_registry=None, valu
     Raises
     ------
     ValueError
-        An unknown format, value_errors or untyped_topics.
+        An unknown format, value_errors or untyped_topics, or a shaping option out of its range.
     SchemaRegistryError
         A format needs schemas, none were given, and no ``_schemas`` partition is among the roots.
     """
@@ -284,8 +297,9 @@ def open_typed(*, value_format=None, key_format=None, schema_registry=None, valu
         if side not in get_format(fmt).sides:     # (an unknown name is a ValueError naming the known ones)
             raise ValueError(f"format {fmt!r} does not type {side}s: {side}_format is one of "
                              f"{', '.join(format_names(side))}")
+    shape = ValueShape(recursive_fields_max_depth, time_unit, additional_properties)
     opts = TypedOptions(value_format, key_format, None, value_schema, key_schema, value_errors,
-                        untyped_topics=untyped_topics, keep_bytes=bool(keep_bytes))
+                        untyped_topics=untyped_topics, keep_bytes=bool(keep_bytes), shape=shape)
     if not opts.active:
         if schema_registry is not None or value_schema is not None or key_schema is not None:
             raise ValueError("schema_registry / value_schema / key_schema need value_format or key_format")
@@ -360,16 +374,24 @@ def decode_values(recs, typed):
                                     is_key=side == "key", reader_schema=typed.reader(side, topic), strict=strict,
                                     file=recs.file,
                                     offsets=recs.offset[start:stop],
-                                    positions=None if positions is None else positions[start:stop])
+                                    positions=None if positions is None else positions[start:stop],
+                                    **typed.shape_options())
             if typed.untyped_topics == "bytes":      # typed: no bytes kept
                 dec = dataclasses.replace(dec, untyped=_no_bytes(len(dec)))
             parts.append(dec)
         dec = parts[0] if len(parts) == 1 else DecodedColumn.concat(parts, [t for _, _, t in runs])
         if dec.error_count:
-            row = _first_error_row(dec)
+            row = _first_error_row(dec, read=False)
             report.append(ReportEntry(ReportKind.BAD_VALUE, recs.file or "",
                                       f"{dec.error_count} {side}{'s' if dec.error_count != 1 else ''} could not be "
                                       f"read as {fmt} (null, with the reason in {TYPED_COLUMNS[side][1]}); first: "
+                                      f"{dec.error[row].as_py()}", offset=int(recs.offset[row])))
+        if dec.field_error_count:
+            row = _first_error_row(dec, read=True)
+            n = dec.field_error_count
+            report.append(ReportEntry(ReportKind.BAD_VALUE, recs.file or "",
+                                      f"{n} {side}{'s' if n != 1 else ''} read as {fmt} with fields their columns "
+                                      f"cannot hold (those fields null, named in {TYPED_COLUMNS[side][1]}); first: "
                                       f"{dec.error[row].as_py()}", offset=int(recs.offset[row])))
         out[side] = dec
     return recs.replace(typed=out, report=report)
@@ -405,9 +427,13 @@ def _kept_as_bytes(raw, fmt):
                          get_format(fmt), untyped=column.cast(pa.binary()))
 
 
-def _first_error_row(dec):
+def _first_error_row(dec, read):
+    """The first row with an error whose value is null (``read`` False) or was read (True)."""
     import pyarrow.compute as pc
-    return int(pc.index(pc.is_valid(dec.error), True).as_py())
+
+    values = dec.values
+    mask = pc.and_(pc.is_valid(dec.error), pc.is_valid(values) if read else pc.is_null(values))
+    return int(pc.index(mask, True).as_py())
 
 
 #: the keys of a reader schema given as a JSON object naming it (not a schema)
@@ -415,9 +441,10 @@ READER_KEYS = ("id", "subject", "version", "message")
 
 
 class FailedValues:
-    """Counts, per side and topic of one read, the keys / values typed and those that could not
-    be; `warn` says (one `KafkafmtWarning` per read) when none of a topic's could be read -- a
-    wrong format or schema, which would otherwise give a table of nulls without a word.
+    """Counts, per side and topic of one read, the keys / values typed, those that could not be,
+    and those read with fields their columns cannot hold; `warn` says (one `KafkafmtWarning` per
+    read) when none of a topic's could be read -- a wrong format or schema, which would otherwise
+    give a table of nulls without a word -- and when some were read with fields null.
 
     Examples
     --------
@@ -435,29 +462,41 @@ class FailedValues:
     """
 
     def __init__(self):
-        self.counts = {}        # (side, topic) -> [values typed, values failed, first reason, format name]
+        # (side, topic) -> [values typed, values failed, first reason, format name, values read with fields
+        # null, the first of those]
+        self.counts = {}
 
     def add(self, recs):
         """Count the typed keys / values of ``recs`` (a chunk, or a whole read); returns self. (A
         null without an error -- a tombstone -- is not counted; nor is a key / value kept as bytes.)"""
+        import pyarrow.compute as pc
+
         for side, dec in recs.typed.items():
             nulls = _nulls_without_error(dec)          # (values kept as bytes are null too)
             for start, stop, topic in _runs(recs):
                 errors = dec.error[start:stop]
-                failed = len(errors) - errors.null_count
-                c = self.counts.setdefault((side, topic), [0, 0, None, getattr(dec.format, "name", None)])
+                c = self.counts.setdefault((side, topic), [0, 0, None, getattr(dec.format, "name", None), 0, None])
                 c[0] += int(stop - start - nulls[start:stop].sum())
-                c[1] += failed
-                if failed and c[2] is None:
-                    c[2] = errors.filter(errors.is_valid())[0].as_py()
+                if errors.null_count == len(errors):
+                    continue
+                read = pc.is_valid(dec.values[start:stop])
+                for k, mask in ((1, pc.and_(pc.is_valid(errors), pc.invert(read))),
+                                (4, pc.and_(pc.is_valid(errors), read))):
+                    hit = errors.filter(mask)
+                    c[k] += len(hit)
+                    if len(hit) and c[k + 1] is None:
+                        c[k + 1] = hit[0].as_py()
         return self
 
     def warn(self, stacklevel=2):
         """One `KafkafmtWarning` naming each topic none of whose keys / values could be read (its
-        count and the first reason), if any."""
+        count and the first reason), and each topic with keys / values read with fields null, if any."""
         lines = [f"none of the {n} {side}s of topic {topic!r} could be read as {fmt}: all null, "
                  f"{TYPED_COLUMNS[side][1]} says why (first: {first})"
-                 for (side, topic), (n, failed, first, fmt) in self.counts.items() if failed and failed == n]
+                 for (side, topic), (n, failed, first, fmt, _, _) in self.counts.items() if failed and failed == n]
+        lines += [f"{partial} of the {n} {side}s of topic {topic!r} were read as {fmt} with fields their columns "
+                  f"cannot hold: those fields are null, {TYPED_COLUMNS[side][1]} names them (first: {first})"
+                  for (side, topic), (n, _, _, fmt, partial, first) in self.counts.items() if partial]
         if lines:
             warnings.warn("; ".join(lines), KafkafmtWarning, stacklevel=stacklevel + 1)
 
@@ -522,7 +561,8 @@ def reader_schema_of_text(text):
 
 
 def type_values(recs, *, value_format=None, key_format=None, schema_registry=None, value_schema=None,
-                key_schema=None, value_errors="null", untyped_topics="error", storage_options=None, filesystem=None):
+                key_schema=None, value_errors="null", untyped_topics="error", storage_options=None, filesystem=None,
+                recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us", additional_properties="keep"):
     """Type the keys and values of `Records` already decoded (what the readers' ``value_format=``
     does while reading).
 
@@ -548,6 +588,8 @@ def type_values(recs, *, value_format=None, key_format=None, schema_registry=Non
         null in ``value``, their bytes in ``valueBytes``.
     storage_options, filesystem : optional
         How to reach the registry's log dir.
+    recursive_fields_max_depth, time_unit, additional_properties : optional
+        How values are shaped, as the readers take them (`kafkafmt.values._options`).
 
     Returns
     -------
@@ -581,7 +623,8 @@ def type_values(recs, *, value_format=None, key_format=None, schema_registry=Non
     typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
                        value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
                        untyped_topics=untyped_topics, roots=roots, storage_options=storage_options,
-                       filesystem=filesystem)
+                       filesystem=filesystem, recursive_fields_max_depth=recursive_fields_max_depth,
+                       time_unit=time_unit, additional_properties=additional_properties)
     out = decode_values(recs, typed)
     FailedValues().add(out).warn()
     return out

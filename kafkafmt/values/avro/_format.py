@@ -67,11 +67,12 @@ class AvroFormat(KernelFormat):
         if rs.schema_type not in (None, "AVRO"):
             raise SchemaError(f"the reader schema ({rs.subject or 'id %d' % rs.id}) is {rs.schema_type}, not AVRO: "
                               f"read it with format=\"registry\" or its own format")
-        key = (rs.id, rs.schema_str, rs.references)
+        depth = ctx.shape.recursive_fields_max_depth
+        key = (rs.id, rs.schema_str, rs.references, depth)
         with cache.lock:
             plan = cache.plans.get(key)
             if plan is None:
-                plan = cache.plans[key] = AvroPlan(parse_registered(reg, rs))
+                plan = cache.plans[key] = AvroPlan(parse_registered(reg, rs), depth)
         return reg, cache, plan
 
     def value_type(self, ctx):

@@ -33,6 +33,7 @@ Where kafkafmt's text can differ, on purpose or by the Java stack's version:
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import struct
@@ -48,7 +49,7 @@ __all__ = ["avro_json", "avro_json_array", "to_json_data", "storage_values", "js
 def _storage_type(t):
     """The Arrow type with every temporal type replaced by its integer storage (a cast target)."""
     import pyarrow as pa
-    if pa.types.is_timestamp(t) or pa.types.is_time64(t):
+    if pa.types.is_timestamp(t) or pa.types.is_time64(t) or pa.types.is_duration(t):
         return pa.int64()
     if pa.types.is_date32(t) or pa.types.is_time32(t):
         return pa.int32()
@@ -62,7 +63,7 @@ def _storage_type(t):
 
 
 def storage_values(values):
-    """An Arrow array with its temporal types (timestamps, dates, times, at any depth) as their
+    """An Arrow array with its temporal types (timestamps, dates, times, durations, at any depth) as their
     integers. (Not a plain cast: pyarrow 26 casts a struct holding a null-type child, or a list of
     nulls, to a broken array.)"""
     import pyarrow as pa
@@ -109,6 +110,8 @@ def to_json_data(v, t):
             if m is not None:
                 return {b.type_name: to_json_data(m, b)}
         return None
+    if k == "record" and isinstance(v, str):    # a record past the reader's depth: its JSON text
+        return json.loads(v)
     if k == "record":
         return {f.name: to_json_data(v.get(f.name), f.type) for f in t.fields}
     if k == "array":
@@ -229,6 +232,8 @@ def _text(v, t, out):
         out.append("{" + json_string(branch.type_name) + ":")
         _text(v, branch, out)
         out.append("}")
+    elif k == "record" and isinstance(v, str):    # a record past the reader's depth: its JSON text
+        out.append(v)
     elif k == "record":
         out.append("{")
         for i, f in enumerate(t.fields):
@@ -296,6 +301,9 @@ def _text_plan(t, arr, nodes, children, key=None):
         slot = len(children)
         children.append(-1)
         children[slot] = _text_plan(nonnull[0], arr, nodes, children)
+        return index
+    if k == "record" and at == pa.string():       # a record past the reader's depth: its JSON text
+        node[0], node[6], node[7] = K["T_RAW"], bufs[2] if bufs[2] is not None else b"", bufs[1]
         return index
     if k == "record" and pa.types.is_struct(at):
         node[0] = K["T_REC"]

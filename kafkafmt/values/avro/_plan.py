@@ -24,7 +24,9 @@ record                          struct (fields in reader order)
 other unions                    struct<member0, member1, ...>: one nullable member per non-null
                                 branch, in the reader's order (as Spark's from_avro); the branch
                                 read is the one member that is set; null when the null branch is
-decimal (bytes or fixed)        decimal128(p, s); decimal256 when p > 38; p > 76: the base type
+decimal (bytes or fixed)        decimal128(p, s); decimal256 when p > 38; p > 76: the base type; a
+                                value with more digits than p (which Java and fastavro read) is
+                                null, ``valueError`` naming the field: the rest of the value is read
 uuid (string / fixed(16))       string (8-4-4-4-12 hex digits, else a per-record error, as Java's and
                                 fastavro's UUID conversions fail) / fixed_size_binary(16)
 date, time-millis, time-micros  date32, time32[ms], time64[us] (a time outside one day: a per-record error)
@@ -38,10 +40,12 @@ whole is nullable (a bad value, a tombstone). Where a value is null, its non-nul
 zeros, empty strings and empty lists (Arrow's Parquet writer refuses nulls in a required field).
 
 A recursive reader type (a record that holds itself through a union, array or map) cannot be an
-Arrow type: it is unrolled ``max_recursion`` levels (default 4); at the level below, the field is
-an Arrow null whose values must be null -- a value nested deeper is a per-record error. A reader
-schema needing more than ``MAX_COLUMNS`` columns, or a plan of more than ``MAX_NODES`` nodes, is
-refused (`SchemaError`).
+Arrow type: it is unrolled to ``max_depth`` (Spark's ``recursive.fields.max.depth``, 5 by default,
+`kafkafmt.values._options`): a record appears at most that many times on a path from the top; the
+field where it would appear once more is a string holding that record's JSON text as
+kafka-avro-console-consumer prints it (`kafkafmt.values.avro._json`), so nothing nested deeper is lost.
+A reader schema needing more than ``MAX_COLUMNS`` columns, or a plan of more than ``MAX_NODES``
+nodes, is refused (`SchemaError`).
 """
 from __future__ import annotations
 
@@ -52,12 +56,11 @@ import numpy as np
 from kafkafmt._native import avro as _kernel
 from kafkafmt.values.avro._schema import NAMED, best_branch, encode_default, matches, names_match
 from kafkafmt.errors import SchemaError
+from kafkafmt.values._options import DEFAULT_MAX_DEPTH, ValueShape
 from kafkafmt._util.extras import install_command
 
-__all__ = ["AvroPlan", "MAX_RECURSION", "MAX_COLUMNS", "MAX_NODES", "ZERO_ITEMS_CAP", "Column"]
+__all__ = ["AvroPlan", "MAX_COLUMNS", "MAX_NODES", "ZERO_ITEMS_CAP", "Column"]
 
-#: levels a recursive record type is unrolled to in the Arrow type
-MAX_RECURSION = 4
 #: Arrow columns one reader schema may need
 MAX_COLUMNS = 10_000
 #: plan nodes one reader schema may collect (all writer schemas together)
@@ -90,7 +93,7 @@ class Column:
     """One output column (one Arrow array) of the reader schema."""
 
     __slots__ = ("index", "kind", "width", "arrow", "avro", "union", "general", "members", "nullable", "children",
-                 "path", "cutoff", "symbols", "decimal")
+                 "path", "cutoff", "symbols", "decimal", "ancestor")
 
     def __init__(self, index, kind, arrow, avro, path, width=0, nullable=False):
         self.index, self.kind, self.arrow, self.avro, self.path = index, kind, arrow, avro, path
@@ -100,7 +103,8 @@ class Column:
         self.general = False       # a general union: struct of members
         self.members = ()          # its non-null branches
         self.children = []
-        self.cutoff = False        # a recursive record cut off here
+        self.cutoff = False        # a recursive record past the depth: its JSON text
+        self.ancestor = None       # (cutoff) the column of that record up the path
         self.symbols = None        # enum symbols (dictionary)
         self.decimal = None        # (precision, scale)
 
@@ -112,8 +116,8 @@ class AvroPlan:
     ----------
     reader : AvroType
         The reader schema (`kafkafmt.values.avro._schema.parse_schema`).
-    max_recursion : int
-        Levels a recursive record type is unrolled to.
+    max_depth : int
+        How many times a recursive record appears on a path (Spark's ``recursive.fields.max.depth``).
 
     Raises
     ------
@@ -121,10 +125,14 @@ class AvroPlan:
         The reader schema needs more than MAX_COLUMNS columns.
     """
 
-    def __init__(self, reader, max_recursion=MAX_RECURSION):
+    def __init__(self, reader, max_depth=DEFAULT_MAX_DEPTH):
+        ValueShape(max_depth)                       # (checked)
         self.reader = reader
-        self.max_recursion = max_recursion
+        self.max_depth = max_depth
         self.columns = []
+        self._open = {}             # record name -> its columns on the path being built (innermost last)
+        self.cuts = []              # (writer type, reader record) of each OP_CUT's values
+        self._subs = {}             # reader record name -> the AvroPlan printing its cut-off values
         self.top = self._column(reader, "", ())
         self.top.nullable = True
         self.arrow_type = self.top.arrow
@@ -141,7 +149,7 @@ class AvroPlan:
     def _new(self, kind, arrow, avro, path, width=0, nullable=False):
         if len(self.columns) >= MAX_COLUMNS:
             raise SchemaError(f"the reader schema needs more than {MAX_COLUMNS} Arrow columns (a recursive type "
-                              f"unrolled {self.max_recursion} levels?): lower max_recursion")
+                              f"unrolled to depth {self.max_depth}?): lower recursive_fields_max_depth")
         col = Column(len(self.columns), kind, arrow, avro, path, width, nullable)
         self.columns.append(col)
         return col
@@ -168,13 +176,17 @@ class AvroPlan:
             col.union = t
             return col
         if k == "record":
-            if stack.count(t.fullname) > self.max_recursion:
-                col = self._new(_K["K_NULL"], pa.null(), t, path, nullable=True)
+            if stack.count(t.fullname) >= self.max_depth:
+                # once more than max_depth: the record's JSON text (its bytes, checked with its column up the path)
+                col = self._new(_K["K_VAR"], pa.string(), t, path)
                 col.cutoff = True
+                col.ancestor = self._open[t.fullname][-1]
                 return col
             col = self._new(_K["K_STRUCT"], None, t, path)
             inner = stack + (t.fullname,)
+            self._open.setdefault(t.fullname, []).append(col)
             col.children = [self._column(f.type, f"{path}.{f.name}" if path else f.name, inner) for f in t.fields]
+            self._open[t.fullname].pop()
             col.arrow = pa.struct([pa.field(f.name, c.arrow, c.nullable) for f, c in zip(t.fields, col.children)])
             return col
         if k == "array":
@@ -204,8 +216,10 @@ class AvroPlan:
         if k == "boolean":
             return self._new(_K["K_BOOL"], pa.bool_(), t, path)
         if t.logical == "decimal" and t.precision <= 76:
+            # (nullable: a value with more digits than the precision is null, its field named in valueError)
             col = self._new(_K["K_FIXED"], pa.decimal128(t.precision, t.scale) if t.precision <= 38
-                            else pa.decimal256(t.precision, t.scale), t, path, width=16 if t.precision <= 38 else 32)
+                            else pa.decimal256(t.precision, t.scale), t, path, width=16 if t.precision <= 38 else 32,
+                            nullable=True)
             col.decimal = (t.precision, t.scale)
             return col
         if k in ("int", "long"):
@@ -277,7 +291,13 @@ class AvroPlan:
         key = (id(w), col.index, top)
         node = self._memo.get(key)
         if node is None:
-            node = self._memo[key] = self._resolve_new(w, col, path, top)
+            if col.kind == _K["K_STRUCT"] and not col.general and col.avro is not None and col.avro.kind == "record":
+                # known before its fields are: a record cut off below checks its values with this node
+                node = self._memo[key] = self._node("OP_NULL", path=path)
+                real = self._resolve_new(w, col, path, top)
+                self.nodes[node], self.paths[node] = list(self.nodes[real]), self.paths[real]
+            else:
+                node = self._memo[key] = self._resolve_new(w, col, path, top)
         return node
 
     def _resolve_new(self, w, col, path, top):
@@ -301,8 +321,11 @@ class AvroPlan:
         if col.cutoff:
             if w.kind == "null":
                 return self._node("OP_NULL", col.index, path=path)
-            return self._error(f"{where}: record {col.avro.fullname} nested in itself deeper than the "
-                               f"{self.max_recursion} levels the Arrow type holds (max_recursion)", path)
+            # checked as the record up the path reads it, kept as its bytes behind the index of (w, record)
+            check = self._resolve(w, col.ancestor, path, False)
+            self.cuts.append((w, col.avro))
+            return self._node("OP_CUT", col.index, a=check, b=len(self.cuts) - 1, min_size=_least_bytes(w),
+                              path=path)
         r = col.avro
         if w.kind == "union":
             branches = []
@@ -525,6 +548,10 @@ class AvroPlan:
             if k in (_K["K_FIXED"], _K["K_BOOL"]):
                 return pa.Array.from_buffers(col.arrow, length, [vb, pa.py_buffer(data)], null_count=nulls)
             if k == _K["K_VAR"]:
+                if col.cutoff:
+                    raw = pa.Array.from_buffers(pa.binary(), length, [vb, pa.py_buffer(offs), pa.py_buffer(data)],
+                                                null_count=nulls)
+                    return self._cut_texts(col.avro, raw)
                 return pa.Array.from_buffers(col.arrow, length, [vb, pa.py_buffer(offs), pa.py_buffer(data)],
                                              null_count=nulls)
             children = [build(c) for c in col.children]
@@ -533,14 +560,56 @@ class AvroPlan:
 
         return build(self.top)
 
+    def _cut_texts(self, record, raw):
+        """The JSON texts of a cut-off record's values (each its writer type's index, then its bytes,
+        checked by the kernel): decoded with a plan of that record, printed as the console consumer does."""
+        from kafkafmt.values._formats import column_parts
+        from kafkafmt.values.avro._json import avro_json_array
+
+        pa = _pa()
+        n = len(raw)
+        if raw.null_count == n:
+            return pa.nulls(n, pa.string())
+        raw, offsets, data = column_parts(raw)
+        valid = np.asarray(raw.is_valid()) if raw.null_count else np.ones(n, bool)
+        which = np.full(n, -1, np.int64)
+        heads = offsets[:-1][valid]
+        which[valid] = (data[heads].astype(np.int64) | data[heads + 1].astype(np.int64) << 8 |
+                        data[heads + 2].astype(np.int64) << 16 | data[heads + 3].astype(np.int64) << 24)
+        with self._lock:
+            sub = self if record is self.reader else self._subs.get(record.fullname)
+            if sub is None:
+                sub = self._subs[record.fullname] = AvroPlan(record, self.max_depth)
+        texts = np.full(n, None, dtype=object)
+        for b in np.unique(which[valid]).tolist():
+            rows = np.flatnonzero(which == b)
+            w, _ = self.cuts[b]
+            root = sub.add_writer(("cut", id(w)), w)
+            part = raw.take(pa.array(rows))
+            values, _, _ = sub.decode(column_parts(part)[1], column_parts(part)[2],
+                                      np.full(len(rows), root, np.int32), skip=4)
+            texts[rows] = avro_json_array(values, record).to_pylist()
+        return pa.array(texts, pa.string())
+
     def error_text(self, code, node, detail, zero_cap=ZERO_ITEMS_CAP):
-        """The message of a kernel error (code, node, detail as `decode` returns them)."""
-        name, text = _kernel.ERROR_INFO.get(int(code), ("?", f"error {code}"))
-        if int(code) == E_RESOLVE:
+        """The message of a kernel error (code, node, detail as `decode` returns them; a field nulled in a
+        value read: its own code + FIELD_ERROR)."""
+        code = int(code)
+        if _kernel.FIELD_ERROR <= code < 64:
+            code -= _kernel.FIELD_ERROR
+        name, text = _kernel.ERROR_INFO.get(code, ("?", f"error {code}"))
+        if code == E_RESOLVE:
             return self.messages[detail] if 0 <= detail < len(self.messages) else "internal plan error"
         msg = text.format(detail=detail, depth=_kernel.MAX_DEPTH, cap=zero_cap, message="")
         path = self.paths[node] if 0 <= node < len(self.paths) else ""
         return f"{msg} (in {path})" if path else msg
+
+
+def _least_bytes(w):
+    """The fewest bytes a value of writer type w takes (a union, array or map: its first byte)."""
+    if w.kind == "record":
+        return sum(_least_bytes(f.type) for f in w.fields)
+    return {"null": 0, "float": 4, "double": 8, "fixed": w.size or 0}.get(w.kind, 1)
 
 
 def _logical_arrow():

@@ -19,7 +19,7 @@ import struct
 from kafkafmt.errors import SchemaError
 
 __all__ = ["AvroType", "Field", "parse_schema", "parse_registered", "encode_default", "names_match", "can_promote",
-           "PRIMITIVES", "zigzag"]
+           "PRIMITIVES", "zigzag", "field_aliases"]
 
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 NAMED = ("record", "enum", "fixed")
@@ -301,6 +301,33 @@ def parse_registered(registry, schema):
 
 # ------------------------------------------------------------------------------------------------
 # resolution rules
+
+def field_aliases(t, max_depth):
+    """(path, field name, its aliases) of every record field with ``aliases`` in reader type ``t``,
+    the path as the field's struct sits in the Arrow column (struct fields by name, ``element`` of an
+    array, ``value`` of a map, ``member<i>`` of a union of several types), records unrolled as the
+    plan unrolls them (``max_depth``)."""
+    out = []
+
+    def walk(t, path, stack):
+        k = t.kind
+        if k == "union":
+            nonnull = [b for b in t.branches if b.kind != "null"]
+            for i, b in enumerate(nonnull):
+                walk(b, path if len(nonnull) == 1 else path + (f"member{i}",), stack)
+        elif k == "record" and stack.count(t.fullname) < max_depth:
+            for f in t.fields:
+                if f.aliases:
+                    out.append((path, f.name, f.aliases))
+                walk(f.type, path + (f.name,), stack + (t.fullname,))
+        elif k == "array":
+            walk(t.items, path + ("element",), stack)
+        elif k == "map":
+            walk(t.values, path + ("value",), stack)
+
+    walk(t, (), ())
+    return out
+
 
 def names_match(writer, reader):
     """Named types match on the unqualified name, or a reader alias (unqualified)."""

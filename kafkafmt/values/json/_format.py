@@ -40,10 +40,12 @@ from kafkafmt._native import avro as _framing
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, SchemaRegistryError
 from kafkafmt.values.json._plan import JsonPlan, spec_of_arrow
 from kafkafmt.values.json._schema import spec_of_connect, spec_of_json_schema
-from kafkafmt.values.protobuf import arrow_json
+from kafkafmt.values._jsontext import json_values_json
 from kafkafmt.values.registry import open_registry
-from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, frame_error_text,
-                             raise_strict, reader_schema_for)
+from kafkafmt._native import jsontext as _kernel
+from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, count_errors,
+                                      error_texts, frame_error_text, raise_strict, reader_schema_for)
+from kafkafmt.values._options import ValueShape
 
 __all__ = ["JsonSchemaFormat", "JsonFormat", "ConnectJsonFormat", "INFER_ROWS", "json_schema_spec"]
 
@@ -76,8 +78,9 @@ def _arrow_spec(spec):
     return None
 
 
-def json_schema_spec(registry, rs):
-    """The target spec of a registered JSON schema (its references resolved by name)."""
+def json_schema_spec(registry, rs, shape=ValueShape()):
+    """The target spec of a registered JSON schema (its references resolved by name), shaped by
+    ``shape`` (`kafkafmt.values._options`)."""
     refs = {}
 
     def visit(s, depth):
@@ -91,7 +94,7 @@ def json_schema_spec(registry, rs):
             visit(target, depth + 1)
 
     visit(rs, 0)
-    return spec_of_json_schema(rs.schema_str, refs)
+    return spec_of_json_schema(rs.schema_str, refs, shape)
 
 
 class _JsonBase(ValueFormat):
@@ -99,25 +102,23 @@ class _JsonBase(ValueFormat):
 
     def _finish(self, plan, values, errors, schema_id, starts, offsets, ctx, texts):
         pa = _pa()
-        code, pos, node, detail = errors
+        code, pos, node, detail, more = errors
         n = len(code)
         bad = np.flatnonzero(code)
         if len(bad):
-            out = np.full(n, None, dtype=object)
-            for i in bad.tolist():
-                c = int(code[i])
-                out[i] = texts(c, i) if c >= 64 else (f"{plan.error_text(c, int(node[i]), int(detail[i]))} "
-                                                      f"(at byte {int(pos[i])} of the JSON text)")
-            error = pa.array(out, pa.string())
+            error = error_texts(plan, (bad, code[bad], pos[bad], node[bad], detail[bad], more[bad]), n,
+                                lambda c, k: texts(c, int(bad[k])), "JSON text", _kernel.FIELD_ERROR)
             if ctx.strict:
                 i = int(bad[0])
-                raise_strict(self, ctx, i, out[i], int(starts[i] - offsets[i] + pos[i]) if code[i] < 64 else None)
+                raise_strict(self, ctx, i, error[i].as_py(),
+                             int(starts[i] - offsets[i] + pos[i]) if code[i] < 64 else None)
         else:
             error = pa.nulls(n, pa.string())
-        return DecodedColumn(values, schema_id, error, len(bad), self, plan.spec)
+        hard, soft = count_errors(values, error)
+        return DecodedColumn(values, schema_id, error, hard, self, plan.spec, field_error_count=soft)
 
     def json(self, decoded):
-        return arrow_json(decoded.values)
+        return json_values_json(decoded.values, decoded.reader)
 
 
 class JsonSchemaFormat(_JsonBase):
@@ -136,14 +137,14 @@ class JsonSchemaFormat(_JsonBase):
             return reg, arrow
         if isinstance(spec, bool) or (isinstance(spec, dict) and (not spec or not set(spec) <= _LOOKUP_KEYS)) or \
                 (isinstance(spec, str) and spec.lstrip()[:1] == "{"):
-            return reg, spec_of_json_schema(spec)
+            return reg, spec_of_json_schema(spec, shape=ctx.shape)
         if reg is None:
             raise SchemaError("no schema registry to find the reader schema in: give a schema registry, or "
                               "reader_schema as a JSON Schema or an Arrow schema")
         rs = reader_schema_for(reg, ctx.topic, ctx.is_key, spec)
         if (rs.schema_type or "AVRO") != "JSON":
             raise SchemaError(f"the reader schema ({rs.subject or 'id %d' % rs.id}) is {rs.schema_type}, not JSON")
-        return reg, json_schema_spec(reg, rs)
+        return reg, json_schema_spec(reg, rs, ctx.shape)
 
     def value_type(self, ctx):
         return _plan(self._spec(ctx)[1]).arrow_type
@@ -206,7 +207,7 @@ class JsonFormat(_JsonBase):
         if arrow is not None:
             return arrow
         if isinstance(spec, (dict, bool)) or (isinstance(spec, str) and spec.lstrip()[:1] == "{"):
-            return spec_of_json_schema(spec)
+            return spec_of_json_schema(spec, shape=ctx.shape)
         raise SchemaError(f"reader_schema for plain JSON is an Arrow schema or type, or a JSON Schema, "
                           f"not {type(spec).__name__}")
 

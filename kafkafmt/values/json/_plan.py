@@ -9,8 +9,10 @@ type given as the reader schema):
 spec                                                   Arrow, and what the JSON value must be
 =====================================================  ===========================================
 ``{"kind": "object", "fields": [(name, spec,            struct (fields in order); unknown keys are
-required)], "closed": bool}``                           skipped (an error when closed); a field not
-                                                        seen is null (an error when required)
+required)], "closed": bool, "extras": name}``           skipped (an error when closed; with
+                                                        ``extras``, kept as the JSON text of an object
+                                                        in one more string field of that name); a field
+                                                        not seen is null (an error when required)
 ``{"kind": "array", "items": spec}``                    list
 ``{"kind": "map", "values": spec}``                     map<string, value> (an object, any keys)
 ``{"kind": "string"}``, ``"base64"``                    string, binary (base64 text)
@@ -28,7 +30,10 @@ required)], "closed": bool}``                           skipped (an error when c
 =====================================================  ===========================================
 
 Every spec may carry ``"null": True``: a JSON null reads as null (else it is a per-record error).
-The top value is nullable as a whole (a bad value, a tombstone).
+The top value is nullable as a whole (a bad value, a tombstone). Integers, timestamps, dates and
+decimals are nullable whatever the spec says: a value its column cannot hold (an integer beyond its
+bits, a date-time beyond its unit's range) is null, the row's error naming the field, and the rest of
+the value is read.
 """
 from __future__ import annotations
 
@@ -47,6 +52,8 @@ MAX_COLUMNS = 10_000
 
 _J = _kernel.KINDS
 _K = _kernel.COLUMN_KINDS
+#: spec kinds whose columns hold null where a value does not fit them
+_FIELD_NULLS = ("int", "uint", "timestamp", "date", "decimal")
 _UNITS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1000, "ns": 1}
 
 
@@ -113,11 +120,12 @@ class JsonPlan:
         pa = _pa()
         k = spec.get("kind")
         null_ok = bool(spec.get("null"))
-        nullable = nullable or null_ok
+        # (a number or date-time its column cannot hold is a null field: such columns are nullable)
+        nullable = nullable or null_ok or k in _FIELD_NULLS
         ni = len(self.nodes)
         self.nodes.append(None)
         self.paths.append(path or "the value")
-        row = [0, -1, 0, 0, 0, 1 if null_ok else 0, 0, 0]
+        row = [0, -1, 0, 0, 0, 1 if null_ok else 0, 0, 0, -1]
         if k == "object":
             fields = spec["fields"]
             col = self._col(_K["K_STRUCT"], None, nullable=nullable)
@@ -132,6 +140,12 @@ class JsonPlan:
                 arrow_fields.append(pa.field(name, cc.arrow, cc.nullable))
                 off, ln = self._name(name)
                 self.fields[first + i] = [off, ln, sn, 1 if required else 0]
+            extras = -1
+            if spec.get("extras"):          # the keys outside the fields: an object's JSON text
+                ec = self._col(_K["K_VAR"], pa.string(), nullable=True)
+                col.children.append(ec)
+                arrow_fields.append(pa.field(spec["extras"], pa.string(), True))
+                extras = ec.index
             col.arrow = pa.struct(arrow_fields)
             size = 0
             if fields:
@@ -146,7 +160,8 @@ class JsonPlan:
                 table[h] = i
             hoff = len(self.table)
             self.table.extend(table)
-            row = [_J["J_OBJECT"], col.index, first, len(fields), 1 if spec.get("closed") else 0, row[5], hoff, size]
+            row = [_J["J_OBJECT"], col.index, first, len(fields), 1 if spec.get("closed") else 0, row[5], hoff, size,
+                   extras]
         elif k == "array":
             col = self._col(_K["K_LIST"], None, nullable=nullable)
             item = self._node(spec["items"], f"{path}[]", False)
@@ -234,7 +249,7 @@ class JsonPlan:
                     cols.append([c.kind, c.width, len(children), len(c.children), int(c.nullable)])
                     children += [k.index for k in c.children]
                 self._program = _kernel.Program(
-                    np.array(self.nodes, np.int64).reshape(-1, 8), np.array(self.fields, np.int64).reshape(-1, 4),
+                    np.array(self.nodes, np.int64).reshape(-1, 9), np.array(self.fields, np.int64).reshape(-1, 4),
                     np.array(self.table, np.int32), bytes(self.names), np.array(cols, np.int64).reshape(-1, 5),
                     np.array(children, np.int32), self.top)
             return self._program
@@ -246,10 +261,13 @@ class JsonPlan:
         -------
         values : pyarrow.Array or pyarrow.ChunkedArray
         errors : tuple of NumPy arrays
-            (code uint8, position int64, node int32, detail int64) per row; code 0: no error.
+            (code uint8, position int64, node int32, detail int64, more int32) per row; code 0: no
+            error; from ``_kernel.FIELD_ERROR`` (below 64): the row is read, that field (and ``more``
+            others) null.
         """
         n = len(roots)
-        errors = (np.zeros(n, np.uint8), np.zeros(n, np.int64), np.full(n, -1, np.int32), np.zeros(n, np.int64))
+        errors = (np.zeros(n, np.uint8), np.zeros(n, np.int64), np.full(n, -1, np.int32), np.zeros(n, np.int64),
+                  np.zeros(n, np.int32))
         prog = self.program()
         chunks, start = [], 0
         while True:
@@ -286,7 +304,10 @@ class JsonPlan:
 
     def error_text(self, code, node, detail):
         """The message of a kernel error (code, node, detail as `decode` returns them)."""
-        name, text = _kernel.ERROR_INFO.get(int(code), ("?", f"error {code}"))
+        code = int(code)
+        if _kernel.FIELD_ERROR <= code < 64:
+            code -= _kernel.FIELD_ERROR
+        name, text = _kernel.ERROR_INFO.get(code, ("?", f"error {code}"))
         expected = self._describe(node)
         if name == "TYPE":
             got = _kernel.VALUE_TYPES[int(detail)] if 0 <= detail < len(_kernel.VALUE_TYPES) else "a value"

@@ -4,11 +4,16 @@
 **JSON Schema** (drafts 4 to 2020-12, as the registry stores them):
 
 * ``type: object`` with ``properties`` -> struct (properties in order); ``required`` names fields
-  that must be present; ``additionalProperties: false`` makes other keys errors; an object with
+  that must be present; ``additionalProperties: false`` makes other keys errors, else they are
+  kept (``additional_properties="keep"``, the default) as the JSON text of an object in one more
+  field, ``additionalProperties`` (`kafkafmt.values._options.EXTRAS_FIELD`; ``_`` appended while a
+  property has that name), null when a value has none -- or dropped (``"drop"``); an object with
   only ``additionalProperties: {schema}`` (or ``patternProperties``) -> map<string, value>; an
   object without properties -> its JSON text (string);
 * ``type: array`` with ``items: {schema}`` -> list (tuple forms -> JSON text);
-* ``string`` -> string (``format: date-time`` -> timestamp[ns, UTC], ``format: date`` -> date32;
+* ``string`` -> string (``format: date-time`` -> timestamp[us, UTC], every date-time RFC 3339
+  writes, digits below the microsecond dropped; ``time_unit="ns"``: timestamp[ns, UTC], a
+  date-time beyond 1677-09-21 .. 2262-04-11 a null field; ``format: date`` -> date32;
   ``enum`` of strings -> dictionary<int32, string>), ``integer`` -> int64, ``number`` -> float64,
   ``boolean`` -> bool, ``null`` -> null;
 * ``type: [T, "null"]``, ``oneOf``/``anyOf`` of T and ``{"type": "null"}`` -> T, nullable; other
@@ -16,8 +21,9 @@
   ``allOf`` of objects -> their properties merged;
 * ``$ref``: JSON pointers into the same document (``#/definitions/X``, ``#/$defs/X``, ``#``),
   ``$id``-relative and references to other registered schemas (by the reference's name, with an
-  optional ``#/pointer``); a recursive type is unrolled ``max_recursion`` levels (default 4), then
-  read as JSON text.
+  optional ``#/pointer``); a recursive type is unrolled to ``recursive_fields_max_depth`` (Spark's
+  ``recursive.fields.max.depth``, 5 by default): a ``$ref`` is followed at most one time less than
+  that on a path (at least once), the ``$ref`` past it read as JSON text.
 
 A field is nullable unless it is required and its type excludes null. What is checked per value:
 JSON syntax, the types above, ``required``, ``additionalProperties: false``, string ``enum``s --
@@ -36,11 +42,10 @@ from __future__ import annotations
 import json
 
 from kafkafmt.errors import SchemaError
+from kafkafmt.values._options import EXTRAS_FIELD, ValueShape
 
-__all__ = ["spec_of_json_schema", "spec_of_connect", "MAX_RECURSION"]
+__all__ = ["spec_of_json_schema", "spec_of_connect"]
 
-#: levels a recursive JSON Schema type is unrolled to
-MAX_RECURSION = 4
 _RAW = {"kind": "raw"}
 
 
@@ -60,10 +65,13 @@ def _pointer(doc, pointer, what):
 
 
 class _JsonSchema:
-    def __init__(self, root, documents, max_recursion):
+    def __init__(self, root, documents, shape):
         self.root = root
         self.documents = documents          # reference name (or $id) -> parsed schema
-        self.max_recursion = max_recursion
+        # ($refs followed on a path: the type reached first counts once, as a record at the top does)
+        self.max_recursion = shape.recursive_fields_max_depth - 1
+        self.unit = shape.time_unit
+        self.extras = shape.additional_properties == "keep"
 
     def ref(self, ref, doc):
         """(the schema a $ref names, the document it lives in)."""
@@ -89,7 +97,7 @@ class _JsonSchema:
         if "$ref" in s:
             ref = s["$ref"]
             key = (id(doc), ref)
-            if stack.count(key) >= self.max_recursion:
+            if stack.count(key) >= max(self.max_recursion, 1):
                 return dict(_RAW, null=True)
             target, tdoc = self.ref(ref, doc)
             return self.spec(target, tdoc, stack + (key,), path)
@@ -168,7 +176,13 @@ class _JsonSchema:
             for name, sub in props.items():
                 sp = self.spec(sub, doc, stack, f"{path}.{name}" if path else name)
                 fields.append((name, sp, name in required))
-            return {"kind": "object", "fields": fields, "closed": extra is False}
+            out = {"kind": "object", "fields": fields, "closed": extra is False}
+            if self.extras and extra is not False:
+                name = EXTRAS_FIELD
+                while name in props:
+                    name += "_"
+                out["extras"] = name
+            return out
         if t == "array":
             items = s.get("items", True)
             if isinstance(items, list) or "prefixItems" in s:
@@ -179,7 +193,7 @@ class _JsonSchema:
                 return {"kind": "enum", "symbols": list(s["enum"])}
             fmt = s.get("format")
             if fmt == "date-time":
-                return {"kind": "timestamp", "unit": "ns", "tz": "UTC"}
+                return {"kind": "timestamp", "unit": self.unit, "tz": "UTC"}
             if fmt == "date":
                 return {"kind": "date"}
             return {"kind": "string"}
@@ -192,7 +206,7 @@ class _JsonSchema:
         raise SchemaError(f"{path or 'the value'}: unknown JSON Schema type {t!r}")
 
 
-def spec_of_json_schema(schema, references=None, max_recursion=MAX_RECURSION):
+def spec_of_json_schema(schema, references=None, shape=ValueShape()):
     """The target spec of a JSON Schema.
 
     Parameters
@@ -201,8 +215,9 @@ def spec_of_json_schema(schema, references=None, max_recursion=MAX_RECURSION):
         The schema (JSON text or parsed).
     references : dict, optional
         {reference name (or $id): schema text or parsed} of the documents ``$ref`` may name.
-    max_recursion : int
-        Levels a recursive type is unrolled to before it is read as JSON text.
+    shape : ValueShape
+        How deep a recursive type is unrolled before it is read as JSON text, the unit of date-times,
+        what becomes of properties outside an object's schema (`kafkafmt.values._options`).
 
     Raises
     ------
@@ -218,7 +233,7 @@ def spec_of_json_schema(schema, references=None, max_recursion=MAX_RECURSION):
             docs.setdefault(d["$id"], d)
     if isinstance(root, dict) and isinstance(root.get("$id"), str):
         docs.setdefault(root["$id"], root)
-    return _JsonSchema(root, docs, max_recursion).spec(root, root, (), "")
+    return _JsonSchema(root, docs, shape).spec(root, root, (), "")
 
 
 def _load(text, what):

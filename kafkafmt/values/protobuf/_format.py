@@ -38,12 +38,8 @@ Arrow types and presence: `kafkafmt.values.protobuf._plan`. Schemas: `kafkafmt.v
 """
 from __future__ import annotations
 
-import base64
 import dataclasses
-import datetime
-import decimal
 import functools
-import json
 import os
 import re
 import threading
@@ -56,7 +52,9 @@ from kafkafmt.values.protobuf._plan import MessagesPlan, ProtoPlan
 from kafkafmt.values.protobuf._schema import compile_registered, compile_text, descriptor_of
 from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
 from kafkafmt.values._formats import (DecodedColumn, PerRegistry, ValueFormat, column_parts, column_validity,
-                             frame_error_text, raise_strict, reader_schema_for)
+                                      count_errors, error_texts, frame_error_text, raise_strict, reader_schema_for)
+from kafkafmt.values._jsontext import arrow_json
+from kafkafmt.values.protobuf._json import protobuf_json
 
 __all__ = ["ProtobufFormat", "RawProtobufFormat", "reader_messages", "resolve_reader", "arrow_json"]
 
@@ -234,11 +232,13 @@ class ProtobufFormat(ValueFormat):
             raise SchemaError(f"bare Protobuf values carry no message indexes, and the reader schema holds "
                               f"{len(ds)} messages ({', '.join(d.full_name for d in ds)}): name the message "
                               f"(reader_schema={{'message': ...}} with a registry, or a generated class)")
-        key = tuple(id(d) for d in ds)
+        shape = ctx.shape
+        key = (tuple(id(d) for d in ds), shape.recursive_fields_max_depth, shape.time_unit)
         with cache.lock:
             hit = cache.readers.get(key)
             if hit is None or any(a is not b for a, b in zip(hit[0], ds)):
-                hit = cache.readers[key] = (ds, ProtoPlan(ds[0]) if len(ds) == 1 else MessagesPlan(ds))
+                args = (shape.recursive_fields_max_depth, shape.time_unit)
+                hit = cache.readers[key] = (ds, ProtoPlan(ds[0], *args) if len(ds) == 1 else MessagesPlan(ds, *args))
         return reg, cache, hit[0], hit[1]
 
     def pinned_reader(self, ctx):
@@ -395,33 +395,29 @@ class ProtobufFormat(ValueFormat):
         reg, cache, readers, plan = self.plan(ctx)
         column, offsets, data = column_parts(column)
         starts, roots, ids, framed, texts = self._roots(reg, cache, readers, offsets, data, column, ctx.is_key)
-        values, (code, pos, field, detail) = plan.decode(offsets, data, starts, roots)
+        values, (code, pos, field, detail, more) = plan.decode(offsets, data, starts, roots)
         n = len(code)
         bad = np.flatnonzero(code)
         if len(bad):
-            out = np.full(n, None, dtype=object)
-            for i in bad.tolist():
-                c = int(code[i])
-                if c >= 64:
-                    out[i] = texts.get(i) or _frame_text(c, offsets, data, i)
-                else:
-                    out[i] = (f"{plan.error_text(c, int(field[i]), int(detail[i]))} "
-                              f"(at byte {int(pos[i])} of the message)")
-            error = pa.array(out, pa.string())
+            error = error_texts(plan, (bad, code[bad], pos[bad], field[bad], detail[bad], more[bad]), n,
+                                lambda c, k: texts.get(int(bad[k])) or _frame_text(c, offsets, data, int(bad[k])),
+                                "message", _kernel.FIELD_ERROR)
             if ctx.strict:
                 i = int(bad[0])
                 position = None
                 if code[i] < 64:
                     position = int(starts[i] - offsets[i] + pos[i])
-                raise_strict(self, ctx, i, out[i], position)
+                raise_strict(self, ctx, i, error[i].as_py(), position)
         else:
             error = pa.nulls(n, pa.string())
         schema_id = pa.Array.from_buffers(pa.int32(), n, [None if framed.all() else pa.py_buffer(
             np.packbits(framed, bitorder="little")), pa.py_buffer(ids)])
-        return DecodedColumn(values, schema_id, error, len(bad), self, readers[0] if len(readers) == 1 else readers)
+        hard, soft = count_errors(values, error)
+        return DecodedColumn(values, schema_id, error, hard, self, readers[0] if len(readers) == 1 else readers,
+                             field_error_count=soft)
 
     def json(self, decoded):
-        return arrow_json(decoded.values)
+        return protobuf_json(decoded.values, decoded.reader)
 
 
 def _combos(ids, first, count, framed, at, extra):
@@ -522,36 +518,3 @@ def _frame_text(code, offsets, data, i):
     if code == E_INDEX:
         return "the message-index array after the schema id is truncated or invalid"
     return f"error {code}"
-
-
-# ------------------------------------------------------------------------------------------------
-
-def _jsonable(v):
-    if isinstance(v, bytes):
-        return base64.b64encode(v).decode("ascii")
-    if isinstance(v, datetime.datetime):
-        if v.tzinfo is None:                     # a local date-time (no zone): no Z either
-            return v.isoformat()
-        return v.astimezone(datetime.timezone.utc).replace(tzinfo=None).isoformat() + "Z"
-    if isinstance(v, datetime.timedelta):
-        return f"{v.total_seconds()}s"
-    if isinstance(v, decimal.Decimal):
-        return str(v)
-    if isinstance(v, dict):
-        return {k: _jsonable(x) for k, x in v.items()}
-    if isinstance(v, list):
-        if v and all(isinstance(x, tuple) and len(x) == 2 for x in v):
-            return {str(k): _jsonable(x) for k, x in v}
-        return [_jsonable(x) for x in v]
-    if isinstance(v, tuple):
-        return [_jsonable(x) for x in v]
-    if hasattr(v, "isoformat"):
-        return v.isoformat()
-    return v
-
-
-def arrow_json(values):
-    """Each value of an Arrow array as JSON text (None where null): maps as objects, bytes as
-    base64, timestamps as RFC 3339 text (as protobuf's JSON mapping prints them; a timestamp
-    without a zone, a local date-time, without the ``Z``)."""
-    return [None if v is None else json.dumps(_jsonable(v), ensure_ascii=False) for v in values.to_pylist()]

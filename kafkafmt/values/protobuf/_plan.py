@@ -22,8 +22,12 @@ oneof o { ... }                     its members, as fields of the message in dec
                                     nullable: the member set is the one not null (all null: none is set) --
                                     as the protobuf runtime, ``MessageToDict`` and Spark's from_protobuf show
                                     a oneof (the name ``o`` is not a column)
-google.protobuf.Timestamp           timestamp[ns, UTC] (outside 1677..2262: a per-record error)
-google.protobuf.Duration            duration[ns]
+google.protobuf.Timestamp           timestamp[us, UTC]: every valid Timestamp (years 1 to 9999 and
+                                    beyond), nanoseconds below the microsecond dropped (as Spark,
+                                    BigQuery, Delta and Iceberg hold them); ``time_unit="ns"``:
+                                    timestamp[ns, UTC], every nanosecond, 1677-09-21 .. 2262-04-11
+google.protobuf.Duration            duration[us] (``time_unit="ns"``: duration[ns], about +-292 years);
+                                    nanoseconds below the unit dropped toward zero
 google.protobuf.*Value (wrappers)   the wrapped scalar, nullable
 google.protobuf.Struct/Value/       string: the JSON text ``json.dumps(MessageToDict(v))`` gives (keys sorted)
 ListValue
@@ -35,8 +39,13 @@ absent (0, "", false, empty); a field with presence (``optional``, proto2 fields
 messages) is null when absent -- a proto2 ``required`` field too (the runtime's ``ParseFromString``
 accepts a value without it).
 
-A recursive message is unrolled ``max_recursion`` levels (default 4); the field below is an Arrow
-null that must be absent -- a value nested deeper is a per-record error.
+A Timestamp or Duration its column cannot hold (beyond the unit's range, or nanos out of range) is
+null, and ``valueError`` names the field: the rest of the value is read.
+
+A recursive message is unrolled to ``max_depth`` (`kafkafmt.values._options`: Spark's
+``recursive.fields.max.depth``, 5 by default): a message appears at most that many times on a path from the top;
+the field where it would appear once more is a string column holding that message's JSON text (as the
+text doors print it, `kafkafmt.values._jsontext`), so nothing nested deeper is lost.
 """
 from __future__ import annotations
 
@@ -47,12 +56,11 @@ import numpy as np
 
 from kafkafmt._native import protobuf as _kernel
 from kafkafmt.errors import SchemaError
+from kafkafmt.values._options import DEFAULT_MAX_DEPTH, ValueShape
+from kafkafmt.values.protobuf._wkt import JSON_TYPES, WRAPPERS, message_field_name
 from kafkafmt._util.extras import install_command
 
-__all__ = ["ProtoPlan", "MessagesPlan", "MAX_RECURSION", "MAX_COLUMNS", "WRAPPERS"]
-
-#: levels a recursive message is unrolled to in the Arrow type
-MAX_RECURSION = 4
+__all__ = ["ProtoPlan", "MessagesPlan", "MAX_COLUMNS", "is_field_error"]
 #: Arrow columns one reader message may need
 MAX_COLUMNS = 10_000
 
@@ -64,13 +72,8 @@ _K = _kernel.KINDS
 _SCALAR_OPS = {5: "P_INT32", 3: "P_INT64", 13: "P_UINT32", 4: "P_UINT64", 17: "P_SINT32", 18: "P_SINT64",
                8: "P_BOOL", 14: "P_ENUM", 7: "P_FIXED32", 15: "P_SFIXED32", 2: "P_FLOAT", 6: "P_FIXED64",
                16: "P_SFIXED64", 1: "P_DOUBLE", 9: "P_STRING", 12: "P_BYTES"}
-#: wrapper message -> the op of its value
-WRAPPERS = {"google.protobuf.DoubleValue": "P_DOUBLE", "google.protobuf.FloatValue": "P_FLOAT",
-            "google.protobuf.Int64Value": "P_INT64", "google.protobuf.UInt64Value": "P_UINT64",
-            "google.protobuf.Int32Value": "P_INT32", "google.protobuf.UInt32Value": "P_UINT32",
-            "google.protobuf.BoolValue": "P_BOOL", "google.protobuf.StringValue": "P_STRING",
-            "google.protobuf.BytesValue": "P_BYTES"}
-_JSON_TYPES = ("google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue")
+#: nanoseconds per unit of a Timestamp / Duration column
+_UNIT_NS = {"ns": 1, "us": 1000}
 
 
 def _pa():
@@ -102,7 +105,8 @@ def _kind_of(op):
 class Column:
     """One output column (one Arrow array)."""
 
-    __slots__ = ("index", "kind", "width", "arrow", "nullable", "children", "enum", "which", "json", "layout")
+    __slots__ = ("index", "kind", "width", "arrow", "nullable", "children", "enum", "which", "json", "layout", "cut",
+                 "soft")
 
     def __init__(self, index, kind, arrow, width=0, nullable=False):
         self.index, self.kind, self.arrow, self.width, self.nullable = index, kind, arrow, width, nullable
@@ -111,6 +115,8 @@ class Column:
         self.enum = None       # (sorted numbers, their names)
         self.which = None      # oneof member names (the indices are written directly)
         self.json = None       # a Struct / Value / ListValue written raw: its full name
+        self.cut = None        # a message past the plan's depth: its Descriptor (its bytes, printed as JSON text)
+        self.soft = False      # may be null where its value does not fit (a Timestamp, a Duration)
 
 
 def _repeated(f):
@@ -133,8 +139,10 @@ class ProtoPlan:
     ----------
     descriptor : google.protobuf.descriptor.Descriptor
         The reader message.
-    max_recursion : int
-        Levels a recursive message is unrolled to.
+    max_depth : int
+        How many times a recursive message appears on a path (Spark's ``recursive.fields.max.depth``).
+    time_unit : {"us", "ns"}
+        The unit of Timestamp and Duration columns.
 
     Raises
     ------
@@ -142,12 +150,15 @@ class ProtoPlan:
         The message needs more than MAX_COLUMNS columns.
     """
 
-    def __init__(self, descriptor, max_recursion=MAX_RECURSION):
+    def __init__(self, descriptor, max_depth=DEFAULT_MAX_DEPTH, time_unit="us"):
+        ValueShape(max_depth, time_unit)            # (checked)
         self.descriptor = descriptor
-        self.max_recursion = max_recursion
+        self.max_depth, self.time_unit = max_depth, time_unit
         self.columns = []
         self.fields, self.msgs, self.oneofs, self.table = [], [], [], []
         self.paths = []                 # per field: its path (error texts)
+        self._open = {}                 # message name -> its nodes on the path being built (innermost last)
+        self._subs = {}                 # cut-off message name -> the ProtoPlan printing its values
         self.top = self._message(descriptor, "", ())
         self.top_col = self.columns[self.msgs[self.top][6]]
         self.top_col.nullable = True
@@ -159,7 +170,7 @@ class ProtoPlan:
     def _new(self, kind, arrow, width=0, nullable=False):
         if len(self.columns) >= MAX_COLUMNS:
             raise SchemaError(f"the reader message needs more than {MAX_COLUMNS} Arrow columns (a recursive "
-                              f"message unrolled {self.max_recursion} levels?): lower max_recursion")
+                              f"message unrolled to depth {self.max_depth}?): lower recursive_fields_max_depth")
         col = Column(len(self.columns), kind, arrow, width, nullable)
         self.columns.append(col)
         return col
@@ -174,6 +185,7 @@ class ProtoPlan:
         fields = [f for f in d.fields if f.type != 10]         # groups: skipped as unknown fields
         mi = len(self.msgs)
         self.msgs.append(None)
+        self._open.setdefault(d.full_name, []).append(mi)
         first = len(self.fields)
         self.fields.extend([None] * len(fields))
         self.paths.extend([""] * len(fields))
@@ -243,6 +255,7 @@ class ProtoPlan:
             self.table.extend((num, i))
         self.msgs[mi] = [first, len(fields), dense_off, dense_len, sorted_off, len(sparse), struct.index,
                          first_oneof, len(oneof_rows)]
+        self._open[d.full_name].pop()
         return mi
 
     def _field(self, f, path, stack, member):
@@ -267,7 +280,7 @@ class ProtoPlan:
         item_nullable = not repeated and bool(flags & _F["FL_PRESENCE"])
         col = self._value(f, row, path, stack, item_nullable or member)
         if repeated:
-            lcol = self._new(_K["K_LIST"], pa.list_(pa.field("item", col.arrow, col.kind == _K["K_NULL"])))
+            lcol = self._new(_K["K_LIST"], pa.list_(pa.field("item", col.arrow, col.kind == _K["K_NULL"] or col.soft)))
             lcol.children = [col]
             row[3] = lcol.index
             row[5] |= _F["FL_REPEATED"]
@@ -284,21 +297,27 @@ class ProtoPlan:
             name = mt.full_name
             row[10] = 2
             if name == "google.protobuf.Timestamp" or name == "google.protobuf.Duration":
-                arrow = pa.timestamp("ns", tz="UTC") if name.endswith("Timestamp") else pa.duration("ns")
-                col = self._new(_K["K_FIXED"], arrow, width=8, nullable=nullable)
+                unit = self.time_unit
+                arrow = pa.timestamp(unit, tz="UTC") if name.endswith("Timestamp") else pa.duration(unit)
+                col = self._new(_K["K_FIXED"], arrow, width=8, nullable=True)
+                col.soft = True                 # null where a value does not fit the unit
                 row[1] = _O["P_TIMESTAMP" if name.endswith("Timestamp") else "P_DURATION"]
+                row[8] = _UNIT_NS[unit]
             elif name in WRAPPERS:
                 op = WRAPPERS[name]
                 kind, width = _kind_of(op)
                 col = self._new(kind, _arrow_of(op), width=width, nullable=nullable)
                 row[1], row[8] = _O["P_WRAPPER"], _O[op]
-            elif name in _JSON_TYPES:
+            elif name in JSON_TYPES:
                 col = self._new(_K["K_VAR"], pa.string(), nullable=nullable)
                 col.json = name
-                row[1], row[8] = _O["P_RAW"], _JSON_TYPES.index(name)
-            elif stack.count(name) > self.max_recursion:
-                col = self._new(_K["K_NULL"], pa.null(), nullable=True)
-                row[1] = _O["P_CUTOFF"]
+                row[1], row[8] = _O["P_RAW"], JSON_TYPES.index(name)
+            elif stack.count(name) >= self.max_depth:
+                # once more than max_depth: the message's bytes (checked with its node up the path), printed
+                # as JSON text
+                col = self._new(_K["K_VAR"], pa.string(), nullable=nullable)
+                col.cut = mt
+                row[1], row[4] = _O["P_CUTOFF"], self._open[name][-1]
             else:
                 child = self._message(mt, path + ("[]" if _repeated(f) else ""), stack)
                 col = self.columns[self.msgs[child][6]]
@@ -336,12 +355,12 @@ class ProtoPlan:
             self.fields[i][5] &= ~_F["FL_PRESENCE"]
         entries = self.columns[self.msgs[mi][6]]
         for c in entries.children:
-            c.nullable = False
+            c.nullable = c.soft                 # (a Timestamp value may be null: beyond its unit)
         names = [self.paths[i].rsplit(".", 1)[-1] for i in range(first, first + n)]
         if names != ["key", "value"]:
             raise SchemaError(f"{path}: a map entry has fields key and value, not {names}")
         entries.arrow = _pa().struct([_pa().field("key", entries.children[0].arrow, False),
-                                      _pa().field("value", entries.children[1].arrow, False)])
+                                      _pa().field("value", entries.children[1].arrow, entries.children[1].nullable)])
         return mi
 
     # ---- the kernel ----------------------------------------------------------------------------
@@ -366,10 +385,13 @@ class ProtoPlan:
         -------
         values : pyarrow.Array or pyarrow.ChunkedArray
         errors : tuple of NumPy arrays
-            (code uint8, position int64, field int32, detail int64) per row; code 0: no error.
+            (code uint8, position int64, field int32, detail int64, more int32) per row; code 0: no
+            error; a code >= FIELD_ERROR (below 64): the row is read, with that field (and ``more``
+            others) null.
         """
         n = len(roots)
-        errors = (np.zeros(n, np.uint8), np.zeros(n, np.int64), np.full(n, -1, np.int32), np.zeros(n, np.int64))
+        errors = (np.zeros(n, np.uint8), np.zeros(n, np.int64), np.full(n, -1, np.int32), np.zeros(n, np.int64),
+                  np.zeros(n, np.int32))
         prog = self.program()
         chunks, start = [], 0
         while True:
@@ -395,10 +417,10 @@ class ProtoPlan:
             if k in (_K["K_FIXED"], _K["K_BOOL"]):
                 return pa.Array.from_buffers(col.arrow, length, [vb, pa.py_buffer(data)], null_count=nulls)
             if k == _K["K_VAR"]:
-                if col.json is not None:
+                if col.json is not None or col.cut is not None:
                     raw = pa.Array.from_buffers(pa.binary(), length, [vb, pa.py_buffer(offs), pa.py_buffer(data)],
                                                 null_count=nulls)
-                    return _json_texts(raw, col.json)
+                    return _json_texts(raw, col.json) if col.cut is None else self._cut_texts(col.cut, raw)
                 return pa.Array.from_buffers(col.arrow, length, [vb, pa.py_buffer(offs), pa.py_buffer(data)],
                                              null_count=nulls)
             children = [build(c) for c in col.children]
@@ -409,6 +431,30 @@ class ProtoPlan:
             return pa.Array.from_buffers(col.arrow, length, bufs, null_count=nulls, children=children)
 
         return build(self.columns[self.msgs[self.top][6]])
+
+    def _cut_texts(self, descriptor, raw):
+        """The JSON texts of a cut-off message's values (its bytes, checked by the kernel): decoded
+        with a plan of that message, printed as the text doors print them."""
+        from kafkafmt.values.protobuf._json import protobuf_json
+
+        if raw.null_count == len(raw):
+            return _pa().nulls(len(raw), _pa().string())
+        with self._lock:
+            sub = self if descriptor is self.descriptor else self._subs.get(descriptor.full_name)
+            if sub is None:
+                sub = self._subs[descriptor.full_name] = ProtoPlan(descriptor, self.max_depth, self.time_unit)
+        values = sub.decode_bare(raw)[0]
+        return _pa().array(protobuf_json(values, descriptor), _pa().string())
+
+    def decode_bare(self, raw):
+        """`decode` of a binary array of bare messages (nulls stay null)."""
+        from kafkafmt.values._formats import column_parts
+
+        raw, offsets, data = column_parts(raw)
+        roots = np.zeros(len(raw), np.int32)
+        if raw.null_count:
+            roots[~np.asarray(raw.is_valid())] = -1
+        return self.decode(offsets, data, offsets[:-1].copy(), roots)
 
     def error_text(self, code, field, detail):
         """The message of a kernel error (code, field, detail as `decode` returns them)."""
@@ -423,14 +469,15 @@ class MessagesPlan:
     Parameters
     ----------
     descriptors : sequence of google.protobuf.descriptor.Descriptor
-    max_recursion : int
+    max_depth, time_unit :
+        As `ProtoPlan`.
     """
 
-    def __init__(self, descriptors, max_recursion=MAX_RECURSION):
+    def __init__(self, descriptors, max_depth=DEFAULT_MAX_DEPTH, time_unit="us"):
         pa = _pa()
         self.descriptors = tuple(descriptors)
-        self.plans = [ProtoPlan(d, max_recursion) for d in self.descriptors]
-        self.names = [_message_field_name(d) for d in self.descriptors]
+        self.plans = [ProtoPlan(d, max_depth, time_unit) for d in self.descriptors]
+        self.names = [message_field_name(d) for d in self.descriptors]
         self.arrow_type = pa.struct([pa.field(name, p.arrow_type, True) for name, p in zip(self.names, self.plans)])
         self.paths, self._bases = [], []
         for name, p in zip(self.names, self.plans):
@@ -441,21 +488,21 @@ class MessagesPlan:
         """As `ProtoPlan.decode`; ``roots[i]`` is the index of row i's message (or -1 / -code)."""
         pa = _pa()
         n = len(roots)
-        code, pos, field, detail = (np.zeros(n, np.uint8), np.zeros(n, np.int64), np.full(n, -1, np.int32),
-                                    np.zeros(n, np.int64))
+        code, pos, field, detail, more = (np.zeros(n, np.uint8), np.zeros(n, np.int64), np.full(n, -1, np.int32),
+                                          np.zeros(n, np.int64), np.zeros(n, np.int32))
         valid = np.zeros(n, bool)
         children = []
         for k, (plan, base) in enumerate(zip(self.plans, self._bases)):
             mine = roots == k
             # rows of other messages are null here; an error found before decoding is kept once (message 0)
             rk = np.where(mine, 0, np.where(roots < -1, roots, -1) if k == 0 else -1).astype(np.int32)
-            values, (c, p, f, d) = plan.decode(offsets, data, starts, rk)
+            values, (c, p, f, d, m) = plan.decode(offsets, data, starts, rk)
             children.append(values)
             hit = c != 0
-            code[hit], pos[hit], detail[hit] = c[hit], p[hit], d[hit]
+            code[hit], pos[hit], detail[hit], more[hit] = c[hit], p[hit], d[hit], m[hit]
             field[hit] = np.where(f[hit] >= 0, f[hit] + base, -1)
-            valid |= mine & ~hit
-        return self._struct(children, valid), (code, pos, field, detail)
+            valid |= mine & ((c == 0) | is_field_error(c))
+        return self._struct(children, valid), (code, pos, field, detail, more)
 
     def _struct(self, children, valid):
         """One struct column of per-message columns (chunked where a child is)."""
@@ -483,17 +530,18 @@ class MessagesPlan:
         return _error_text(code, self.paths[field] if 0 <= field < len(self.paths) else "", detail)
 
 
+def is_field_error(code):
+    """Which error codes (a NumPy array) name a field nulled in a value read (`FIELD_ERROR`)."""
+    return (code >= _kernel.FIELD_ERROR) & (code < 64)
+
+
 def _error_text(code, path, detail):
-    name, text = _kernel.ERROR_INFO.get(int(code), ("?", f"error {code}"))
-    msg = text.format(detail=detail, depth=_kernel.MAX_DEPTH)
+    code = int(code)
+    field = _kernel.FIELD_ERROR <= code < 64
+    name, text = _kernel.ERROR_INFO.get(code - _kernel.FIELD_ERROR if field else code, ("?", f"error {code}"))
+    unit = {1: "ns", 1000: "us"}.get(int(detail), "") if name in ("TIMESTAMP", "DURATION") else ""
+    msg = text.format(detail=detail, depth=_kernel.MAX_DEPTH, unit=unit)
     return f"{msg} (in {path})" if path else msg
-
-
-def _message_field_name(d):
-    """A message's name inside its package (``Click``, ``Envelope.Click``): its field's name in a
-    column of several messages."""
-    package = d.file.package
-    return d.full_name[len(package) + 1:] if package else d.full_name
 
 
 def _dictionary(col, length, nulls, vb, data):
