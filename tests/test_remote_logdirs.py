@@ -322,8 +322,7 @@ def _relative(recs, root):
 def test_cluster_backup_read_lists_once_and_reads_each_content_once(backup, fault_proxy):
     """read_log_dirs of a cluster's backup equals the local read (records and report), with one listing of
     the prefix and no object read twice: each distinct segment content once (in-sync copies hold the same
-    bytes, S3's ETag says so), each partition.metadata content of partitions with copies once, no size
-    lookups."""
+    bytes, S3's ETag says so), a partition.metadata content at most once, no size lookups."""
     import collections
     import hashlib
 
@@ -345,8 +344,8 @@ def test_cluster_backup_read_lists_once_and_reads_each_content_once(backup, faul
     assert 0 < len(copied) < sum(folders.values())
     logs = [r for r in reads if r.endswith(".log")]
     assert len(logs) == len(md5s(root.rglob("*.log")))                 # every distinct segment content, once
-    # the topic ids of the partitions held more than once (each content once: one per topic)
-    assert sum(r.endswith("/partition.metadata") for r in reads) == len(md5s(copied)) == 2
+    # the topic ids of partitions held more than once, where their copies' batches disagree: each content once
+    assert sum(r.endswith("/partition.metadata") for r in reads) <= len(md5s(copied)) == 2
     assert len(fault_proxy.log) == len(pages) + len(reads) < n_keys / 2
 
 

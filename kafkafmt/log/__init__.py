@@ -4,8 +4,8 @@ the task reader, tiered-storage layouts and the LogWriter.
 
 Modules: `_names`, `_framing`, `_ranges`, `_segments`, `_transactions`, `_discovery`, `_planner`,
 `_taskreader`, `_copies` (several copies of a partition), `_fill` (a stretch read from another copy),
-`_bulk` (many small partitions read at once), `_notes` (what a read skipped or fell back
-on), `_writer`, `sidefiles`, `tiered` (the layouts).
+`_bulk` (many small partitions read at once), `_ahead` (what a read will read whole, told to object stores),
+`_notes` (what a read skipped or fell back on), `_writer`, `sidefiles`, `tiered` (the layouts).
 """
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ from kafkafmt.log._discovery import (Partition, Found, MAX_DEPTH, REPLICAS, DEFA
 from kafkafmt.log._planner import (Task, plan, resolve_offsets, offset_for_timestamp, deal, BatchMark, Divergence,
                                    log_end_offset, batch_mark, find_divergence, topic_id_of)
 from kafkafmt.log._taskreader import (read_task, read_tasks)
-from kafkafmt.log._bulk import (Unit, announce, read_units)
+from kafkafmt.log._ahead import announce
+from kafkafmt.log._bulk import (Unit, read_units)
 from kafkafmt.log._writer import (LogWriter, write_log_dir)
 from kafkafmt.log.sidefiles import (read_index, read_leader_epoch_checkpoint, read_partition_metadata,
                                      read_producer_snapshot, read_timeindex, read_txnindex)

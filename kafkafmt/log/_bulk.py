@@ -25,7 +25,7 @@ from kafkafmt.log._names import segment_base
 from kafkafmt.log._taskreader import WHOLE_RANGE_RATIO
 from kafkafmt.record import Labels, RangeDecoder, Table, scan_ranges
 
-__all__ = ["Unit", "read_units", "announce", "SMALL_UNIT_BYTES", "GROUP_BYTES"]
+__all__ = ["Unit", "read_units", "SMALL_UNIT_BYTES", "GROUP_BYTES"]
 
 #: a unit with more segment bytes than this is read on its own (its decode dwarfs a unit's fixed cost)
 SMALL_UNIT_BYTES = 4 << 20
@@ -49,29 +49,13 @@ class Unit:
     error: object = None
 
 
-def announce(parts):
-    """Tell the object stores holding the segments of ``parts`` (`Partition` s, in the order they will be read
-    whole) that they are about to be read (`kafkafmt.storage.Storage.will_read`): small ones are fetched ahead,
-    a bounded window at a time, while the ones before are decoded. Local folders and tiered uploads (read
-    through their layout) are left out; nothing is listed here (the partitions' listings say it all)."""
-    wanted = {}
-    for p in parts:
-        if p.storage.is_local or (p.listing is None and p.segments is None):
-            continue
-        for seg in p.list_segments():
-            if seg.remote is None and not seg.storage.is_local:
-                wanted.setdefault(seg.storage, []).append((seg.log, seg.size, seg.version))
-    for storage, items in wanted.items():
-        storage.will_read(items)
-
-
 def _bulk_bytes(unit, options, low_start=False, chunk_bytes=None):
     """The segment bytes of a unit read in bulk, or None when it must be read on its own: a tiered upload,
     a segment not read whole or bounded (an offset range, read_committed), binary views (they would point
     into a reused buffer), or more than `SMALL_UNIT_BYTES`. ``low_start``: a start offset not above the
     segment's base offset is taken (its records are checked against it once decoded). ``chunk_bytes``: only
     segments `read_task` reads in one chunk of that many bytes. (A segment in an object store is read whole
-    in one request, or from what the store fetched ahead: `announce`.)"""
+    in one request, or from what the store fetched ahead: `kafkafmt.log._ahead.announce`.)"""
     if unit.tasks is None or options.binary != "contiguous":
         return None
     total = 0

@@ -31,6 +31,7 @@ from kafkafmt.errors import KafkafmtError
 from kafkafmt.internal import decode_metadata_record, internal_table
 from kafkafmt.internal.codec import uuid_text
 from kafkafmt.log import sidefiles
+from kafkafmt.log._ahead import announce
 from kafkafmt.log._names import file_kind
 from kafkafmt.log._framing import scan_range, window
 from kafkafmt.log._notes import ReportEntry, ReportKind
@@ -142,18 +143,13 @@ def _metadata_entry(part):
 
 def _announce(parts, cache):
     """Tell the object stores holding copies (``parts``, in the order `_held_all` scans them) which segments
-    scanning them reads whole -- those whose batch headers are not in the cache (`Storage.will_read`): they
-    are fetched ahead, a few at a time, while the ones before are scanned."""
-    wanted = {}
-    for p in parts:
-        if p.storage.is_local or p.listing is None:
-            continue
-        for seg in p.list_segments(cache=cache):
-            hit = None if cache is None else cache.get(("headers", seg.url))
-            if seg.size and (hit is None or hit[0] != (seg.size, seg.version)):
-                wanted.setdefault(p.storage, []).append((seg.log, seg.size, seg.version))
-    for storage, items in wanted.items():
-        storage.will_read(items)
+    scanning them reads whole -- those whose batch headers are not in the cache: they are fetched ahead, a
+    few at a time, while the ones before are scanned (`kafkafmt.log._ahead.announce`)."""
+    def scanned(seg):
+        hit = None if cache is None else cache.get(("headers", seg.url))
+        return hit is not None and hit[0] == (seg.size, seg.version)
+
+    announce(parts, skip=scanned)
 
 
 def resolve_copies(parts, report, *, cache=None, topic_id=None, live_ids=None, high_watermarks=None):

@@ -480,8 +480,13 @@ def log_dir_offsets(log_dir, name, storage=None, report=None):
     {}
     """
     storage, log_dir = _storage_of(log_dir, storage)
+    return _offsets_of(log_dir, name, storage, report)
+
+
+def _offsets_of(log_dir, name, storage, report, cache=None):
+    """`log_dir_offsets` with a listing ``cache`` (a discovery pass's)."""
     try:
-        entries = _listing(log_dir, storage)
+        entries = _listing(log_dir, storage, cache)
     except (PathNotFoundError, NotALogDirError, StorageError):
         return {}
     return _checkpoint(storage, log_dir, entries, name, f"offsets of {name}", report)
@@ -666,8 +671,11 @@ def discover(roots, *, topics=None, partitions=None, storage_options=None, files
         walk.root(st, path, root)
     found = walk.found
     plain = _dedup_folders(walk.plain)
-    for st in {id(st): st for st, _, _ in walk.remote}.values():     # (what finishing them reads, fetched ahead)
-        tiered.will_finish(st, [rp for s, _, rp in walk.remote if s is st])
+    uploads = {}
+    for st, _, rp in walk.remote:
+        uploads.setdefault(st, []).append(rp)
+    for st, rps in uploads.items():
+        tiered.will_finish(st, rps)          # (what finishing them reads: fetched ahead)
     remote = [_remote_partition(st, path, rp, found.report, tiered_keys) for st, path, rp in walk.remote]
     found.uploads = [rp for _, _, rp in walk.remote]
     everything = _merge_places(plain, remote, found.report, cache)
@@ -705,12 +713,7 @@ def _high_watermarks(cache=None):
             return None
         key = part.storage.url(home)
         if key not in files:
-            try:
-                entries = _listing(home, part.storage, cache)
-            except (PathNotFoundError, NotALogDirError, StorageError):
-                entries = ()
-            files[key] = _checkpoint(part.storage, home, entries, REPLICATION_CHECKPOINT,
-                                     f"offsets of {REPLICATION_CHECKPOINT}", None)
+            files[key] = _offsets_of(home, REPLICATION_CHECKPOINT, part.storage, None, cache)
         return files[key].get((part.topic, part.partition))
     return hw
 

@@ -271,20 +271,37 @@ class FsspecStorage(Storage):
                 continue
             rel = name[len(head):]
             is_dir = r.get("type") == "directory" or rel.endswith("/")     # (a folder marker: key/)
-            parts = [x for x in rel.split("/") if x]
-            folder = base
-            for i, part in enumerate(parts):       # the folders leading to it (S3 has none of its own)
-                below = tree.setdefault(folder, {})
-                child = f"{folder}/{part}"
-                if i < len(parts) - 1 or is_dir:
-                    below.setdefault(part, Entry(part, child, 0, True, None))
-                    tree.setdefault(child, {})
-                else:
-                    below[part] = Entry(part, child, int(r.get("size") or 0), False, version_of(r))
-                folder = child
+            folder, _, leaf = rel.strip("/").rpartition("/")
+            if not leaf:
+                continue
+            parent = f"{base}/{folder}" if folder else base
+            entries = tree.get(parent)
+            if entries is None:
+                entries = self._tree_folder(tree, base, parent)
+            if is_dir:
+                self._tree_folder(tree, base, f"{parent}/{leaf}")
+            else:
+                entries[leaf] = Entry(leaf, f"{parent}/{leaf}", int(r.get("size") or 0), False, version_of(r))
         if not tree:
             return None
         return {folder: sorted(entries.values(), key=lambda e: e.name) for folder, entries in tree.items()}
+
+    @staticmethod
+    def _tree_folder(tree, base, folder):
+        """The entries of ``folder`` in a tree being built (made, with the folders leading to it: S3 has none
+        of its own)."""
+        entries = tree.setdefault(folder, {})
+        while folder != base and len(folder) > len(base):
+            parent, _, name = folder.rpartition("/")
+            above = tree.get(parent)
+            known = above is not None
+            if not known:
+                above = tree[parent] = {}
+            above.setdefault(name, Entry(name, folder, 0, True, None))
+            if known:
+                break
+            folder = parent
+        return entries
 
     def _s3_rows(self, path, base):
         """The objects under an S3 prefix as s3fs's listings give them, page by page (each page one request,
