@@ -532,3 +532,7 @@ def test_object_cache_fetches_ahead_within_its_window_and_at_once():
     with pytest.raises(StorageUnavailableError):
         cache.get("bad", 5, "x")                     # not kept: asked again
     assert fetched.count("bad") == 2 and len(set(fetched)) == len(fetched) - 1
+    for i in range(20):                               # more than the budget: the least recently used go
+        cache.get(f"q{i}", 5, f"q{i}")
+    assert cache.nbytes <= 64
+    assert not cache.get("q19", 5, "q19")[1] and cache.get("q0", 5, "q0")[1]

@@ -94,14 +94,6 @@ class ObjectCache:
             self._plans = self._plans[-(PLANS - 1):] + [_Plan(plan)]
             self._pump(self._plans[-1])
 
-    def forget(self):
-        """Drop every object kept and every plan (fetches in flight finish unseen)."""
-        with self._lock:
-            self._items.clear()
-            self._sizes.clear()
-            self._bytes = 0
-            self._plans = []
-
     @property
     def nbytes(self):
         """Bytes of the objects kept or in flight."""
@@ -113,11 +105,15 @@ class ObjectCache:
         self._items[key] = fut
         self._sizes[key] = size
         self._bytes += size
-        if self._bytes > self.budget:
-            for old in [k for k, f in self._items.items() if f.done() and k != key]:
-                self._drop(old)
-                if self._bytes <= self.budget:
-                    break
+        excess, victims = self._bytes - self.budget, []
+        for old, f in self._items.items():          # the least recently used first, none in flight
+            if excess <= 0:
+                break
+            if f.done() and old != key:
+                victims.append(old)
+                excess -= self._sizes[old]
+        for old in victims:
+            self._drop(old)
         return fut
 
     def _drop(self, key):
