@@ -258,7 +258,7 @@ def _log_dir_of(path):
     """Where a path given on the command line has its ``_schemas`` topic: the log dir holding a
     partition folder or a segment file, else the path itself."""
     path = os.fspath(path)
-    if not cli_paths.isdir(path) and segment_base(os.path.basename(path)) is not None:
+    if segment_base(os.path.basename(path)) is not None and not cli_paths.isdir(path):
         path = os.path.dirname(os.path.abspath(path)) if "://" not in path else path.rsplit("/", 1)[0]
     name = os.path.basename(path.rstrip("/"))
     if partition_of_name(name) is not None:

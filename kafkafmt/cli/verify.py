@@ -44,7 +44,7 @@ import time
 import numpy as np
 
 from kafkafmt.read import iter_partitions_with
-from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, SegmentInfo
+from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, SegmentInfo, will_check
 from kafkafmt.report.problems import Problem
 from kafkafmt.recovery import pending_fixes
 
@@ -130,6 +130,7 @@ class Verifier(Checker):
             self.c.progress = self.progress = prog
             for w in found.leftovers:
                 self.add(w)
+            will_check(found.partitions + found.unread)      # (object stores: the side files fetched ahead)
             # many small partitions read in one pass, each checked as its own read shows it
             for pd, chunks, report in iter_partitions_with(found.partitions, PARTITION_CHECK_READ):
                 prog.set_label(pd.name)

@@ -11,7 +11,7 @@ import numpy as np
 from kafkafmt.log import (DEFAULT_REPLICAS, RECOVERY_POINT_CHECKPOINT, REPLICAS, REPLICATION_CHECKPOINT, discover, log_dir_offsets)
 from kafkafmt.log import segment_base
 from kafkafmt.read import iter_partitions_with
-from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, check_partition
+from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, check_partition, will_check
 from kafkafmt.report.figures import STATS_READ, partition_stats, totals
 from kafkafmt.report.lag import committed_offsets, consumer_lag
 from kafkafmt.report.problems import report_problem
@@ -236,6 +236,8 @@ class Builder:
         # figures and problems as its own reads give them
         stats_reads = iter_partitions_with(self.partitions, STATS_READ)
         check_reads = iter_partitions_with(self.partitions, PARTITION_CHECK_READ) if self.checks else None
+        if self.checks:
+            will_check(list(self.partitions) + list(self.found.unread))   # (object stores: fetched ahead)
         for part, chunks, report in stats_reads:
             name = self.label(part)
             if progress is not None:

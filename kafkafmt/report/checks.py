@@ -31,7 +31,7 @@ from kafkafmt.record import Table
 from kafkafmt.report.figures import CHUNK_BYTES
 from kafkafmt.report.problems import Problem, report_problem
 
-__all__ = ["Checker", "SegmentInfo", "concat_batches", "check_partition", "CHECK_READ",
+__all__ = ["Checker", "SegmentInfo", "concat_batches", "check_partition", "will_check", "CHECK_READ",
            "PARTITION_CHECK_READ"]
 
 BATCH_COLUMNS = ("position", "size", "base_offset", "last_offset", "max_timestamp", "producer_id", "is_control",
@@ -59,11 +59,49 @@ def _read_from_zero(part, report, options):
     return iter_log_dir_with(part, options.replace(start_offset=0, keep_empty=True), report=report)
 
 
+#: the files of a partition folder beside its segments that the checks read
+_OTHER_FILES = ("producer-snapshot", "leader-epoch", "partition-metadata")
+_SIDE_KINDS = ("index", "timeindex", "txnindex")
+
+
 def _side_file(part, name, full):
-    """A file of a partition folder for the side-file readers: its path (local) or its bytes."""
+    """A file of a partition folder for the side-file readers: its path (local) or its bytes (as listed)."""
     if part.storage.is_local:
         return full
-    return part.storage.read_bytes(part.storage.join(part.folder, name))
+    path = part.storage.join(part.folder, name)
+    return _listed_bytes(part.storage, _listed(part).get(path), path)
+
+
+def _listed(part):
+    """{path: Entry} of the files of a partition folder's listing ({} without one)."""
+    return {e.path: e for e in part.listing or () if not e.is_dir}
+
+
+def _listed_bytes(storage, entry, path):
+    """A whole file: by its listing's size and version when listed (an object store may hold it already)."""
+    return storage.read_listed(path, entry.size, entry.version) if entry is not None else storage.read_bytes(path)
+
+
+def will_check(parts):
+    """Tell the object stores holding ``parts`` (in the order they are checked) which side files the checks
+    will read -- the segments' indexes, producer snapshots, leader-epoch checkpoints, ``partition.metadata``
+    (`kafkafmt.storage.Storage.will_read`: fetched ahead, a few at a time)."""
+    wanted = {}
+    for pd in parts:
+        if pd.storage.is_local or pd.listing is None:
+            continue
+        listed = _listed(pd)
+        items = wanted.setdefault(pd.storage, [])
+        for seg in pd.list_segments():
+            for kind in _SIDE_KINDS:
+                e = listed.get(getattr(seg, kind)) if seg.remote is None and seg.has(kind) else None
+                if e is not None:
+                    items.append((e.path, e.size, e.version))
+        for e in listed.values():
+            if file_kind(e.name) in _OTHER_FILES and not is_leftover_file(e.name):
+                items.append((e.path, e.size, e.version))
+    for storage, items in wanted.items():
+        storage.will_read(items)
 
 
 def _load(data):
@@ -105,6 +143,7 @@ class Checker:
         self.n_copies = 0               # copies of partitions checked beside the copy read (not counted again)
         self.bytes = 0
         self._seen = set()
+        self._listed = {}               # {path: Entry} of the partition folder being checked
 
     def add(self, p: Problem):
         """Say a problem (once)."""
@@ -133,6 +172,7 @@ class Checker:
         (``kafkafmt.read.iter_partitions_with`` reads many small partitions in one pass)."""
         self.n_partitions += 1
         report = []
+        self._listed = {} if pd.storage.is_local else _listed(pd)
         segments = pd.list_segments(report)
         for e in report:
             p = report_problem(e)
@@ -150,7 +190,7 @@ class Checker:
         if pd.segments is None:       # a folder (not tiered uploads): its other files
             for name, full in pd.files():
                 kind = file_kind(name)
-                if kind in ("producer-snapshot", "leader-epoch", "partition-metadata") and not is_leftover_file(name):
+                if kind in _OTHER_FILES and not is_leftover_file(name):
                     self.other_file(full, kind, functools.partial(_side_file, pd, name, full))
 
     def copy(self, pd):
@@ -340,6 +380,11 @@ class Checker:
         return len(report)
 
     # -- side files of a segment -------------------------------------------------------------------
+    def side_bytes(self, seg, kind):
+        """A segment's side file (as `Segment.side_bytes`), by its listing's size and version when listed."""
+        entry = self._listed.get(getattr(seg, kind)) if seg.remote is None and seg.has(kind) else None
+        return seg.side_bytes(kind) if entry is None else _listed_bytes(seg.storage, entry, entry.path)
+
     def side_files(self, seg, info):
         base, log = seg.base_offset, seg.url
         b = info.batches()
@@ -351,11 +396,11 @@ class Checker:
         if not seg.size and self.emptied_log(seg, log):
             return
         if has_index:
-            self.check_index(seg.side_url("index"), base, b, info, note, seg.side_bytes("index"))
+            self.check_index(seg.side_url("index"), base, b, info, note, self.side_bytes(seg, "index"))
         if has_time:
-            self.check_timeindex(seg.side_url("timeindex"), base, b, note, seg.side_bytes("timeindex"))
+            self.check_timeindex(seg.side_url("timeindex"), base, b, note, self.side_bytes(seg, "timeindex"))
         if seg.has("txnindex"):
-            self.check_txnindex(seg.side_url("txnindex"), base, info, seg.side_bytes("txnindex"))
+            self.check_txnindex(seg.side_url("txnindex"), base, info, self.side_bytes(seg, "txnindex"))
         else:
             aborts = [o for o, t, _ in info.controls if t == 0]
             if aborts:
@@ -379,7 +424,7 @@ class Checker:
             if not seg.has(kind):
                 continue
             try:
-                offsets = read(seg.side_bytes(kind), seg.base_offset)["offset"]
+                offsets = read(self.side_bytes(seg, kind), seg.base_offset)["offset"]
             except (KafkafmtError, OSError, ValueError):
                 return False            # an unreadable index: the usual checks say why
             if len(offsets):

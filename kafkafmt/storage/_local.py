@@ -91,7 +91,7 @@ class LocalStorage(Storage):
     def open(self, path, size=None, *, read_ahead=None, version=None):
         return LocalBlob(path, size)
 
-    def read_into(self, path, out):
+    def read_into(self, path, out, *, version=None):
         """Read the first ``len(out)`` bytes of a file into ``out`` (a writable buffer): the number
         of bytes read, fewer when the file is shorter (one open, one read: cheaper than a map for
         small files)."""
