@@ -7,10 +7,18 @@ that range become tasks (file, byte range found with the offset index, offset ra
 whose largest timestamp is below a pushed timestamp lower bound are pruned. Large segments are
 split at offset-index positions to honour minPartitions; small tasks are packed together up to
 targetPartitionBytes, since every Spark task has a fixed cost.
+
+What discovery found is kept in this process while nothing under the roots changes
+(`kafkafmt.log.tree_state`): Spark runs every query's planning in a Python worker it reuses, so a
+query on the same roots plans from it without walking thousands of folders again. Tasks are planned
+afresh for every query (they depend on its options and pushed filters).
 """
 from __future__ import annotations
 
 import dataclasses
+import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +26,7 @@ import numpy as np
 from kafkafmt.errors import DataLossError, KafkafmtError, PathNotFoundError, TopicNotFoundError
 from kafkafmt.log import ReportKind
 from kafkafmt.read import internal_topic
-from kafkafmt.log import discover
+from kafkafmt.log import discover, tree_state
 from kafkafmt.log import deal, plan as plan_partition
 from kafkafmt._util.threads import cpu_count
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
@@ -55,14 +63,36 @@ def partition_range(opts, bounds, topic, partition):
             _resolve(opts.ending_ts, topic, partition, None))
 
 
-def partition_folders(opts, report):
-    """Every partition under the given paths (partition folders, log dirs, folders holding log
-    dirs at any depth, tiered uploads; paths or URLs, with the storage.* options), found by the
-    library's discovery. A log dir holding no partitions gives none (an empty DataFrame); paths
-    holding no Kafka data at all are an error."""
+#: discoveries kept (each: the roots' state, the partitions, the report); a few, for queries on a few sets of roots
+FOUND_KEPT = 4
+_found = OrderedDict()
+_found_lock = threading.Lock()
+
+
+def _discovery_key(opts):
+    """What discovery depends on among a query's options."""
+    return json.dumps([opts.paths, opts.storage_options, opts.tiered_keys, opts.replicas, opts.topic_id],
+                      sort_keys=True, default=repr)
+
+
+def _discover(opts):
+    """(partitions, report entries) of the roots: kept while `kafkafmt.log.tree_state` of the roots is
+    unchanged and settled, else found afresh."""
     try:
-        found = discover(opts.paths, report=report, storage_options=opts.storage_options, tiered_keys=opts.tiered_keys,
-                         replicas=opts.replicas, topic_id=opts.topic_id)
+        state = tree_state(opts.paths, opts.storage_options)
+    except (KafkafmtError, OSError, ValueError, ImportError):
+        state = None                # discovery says what is wrong with the roots
+    key = _discovery_key(opts)
+    if state is not None and state.settled:
+        with _found_lock:
+            hit = _found.get(key)
+            if hit is not None and hit[0] == state:
+                _found.move_to_end(key)
+                return hit[1]
+    entries = []
+    try:
+        found = discover(opts.paths, report=entries, storage_options=opts.storage_options,
+                         tiered_keys=opts.tiered_keys, replicas=opts.replicas, topic_id=opts.topic_id)
     except PathNotFoundError as exc:
         raise OptionError(f"path does not exist: {exc}") from None
     except KafkafmtError as exc:
@@ -73,12 +103,30 @@ def partition_folders(opts, report):
         raise OptionError(f"kafka-segments: {exc} -- set topicId") from None
     if not found.partitions and not found.empty_log_dirs:
         raise OptionError(f"no <topic>-<partition> folders, log dirs or tiered uploads under {', '.join(opts.paths)}")
+    out = (tuple(found.partitions), tuple(entries))
+    if state is not None and state.settled:
+        with _found_lock:
+            _found[key] = (state, out)
+            _found.move_to_end(key)
+            while len(_found) > FOUND_KEPT:
+                _found.popitem(last=False)
+    return out
+
+
+def partition_folders(opts, report):
+    """Every partition under the given paths (partition folders, log dirs, folders holding log
+    dirs at any depth, tiered uploads; paths or URLs, with the storage.* options), found by the
+    library's discovery -- or as it found them for an earlier query, when nothing under local roots
+    changed since. A log dir holding no partitions gives none (an empty DataFrame); paths holding no
+    Kafka data at all are an error."""
+    parts, entries = _discover(opts)
+    report.extend(entries)
     if opts.fail_on_data_loss:
-        for e in found.report:
+        for e in entries:
             if e.kind in (ReportKind.GAP, ReportKind.MISMATCH):
                 raise DataLossError(f"kafka-segments: {e.file}: {e.message} -- set failOnDataLoss=false to read "
                                     "the rest")
-    return found.partitions
+    return list(parts)
 
 
 def plan(opts, bounds, report):
