@@ -1,6 +1,7 @@
 """Planning of kafka-segments queries: what discovery found is kept while nothing under the roots changes
 (`kafkafmt.log.tree_state`), a frame's second action does not plan again, a log that grew is read by the next
-frame, pushed filters never share a plan."""
+frame, pushed filters never share a plan, and the timestamp options are resolved in the tasks -- with the rows
+the library's planner gives (Kafka's offsets-for-times through the time indexes)."""
 import os
 import time
 
@@ -11,10 +12,10 @@ pyspark = pytest.importorskip("pyspark", minversion="4.1")
 
 import kafkafmt  # noqa: E402
 import kafkafmt.spark  # noqa: E402
-from kafkafmt.log import tree_state  # noqa: E402
+from kafkafmt.log import Segment, tree_state  # noqa: E402
 from kafkafmt.spark import planning  # noqa: E402
 from kafkafmt.spark.options import parse  # noqa: E402
-from kafkafmt.spark.read import read_tasks  # noqa: E402
+from kafkafmt.spark.read import TIME_SCAN_BYTES, read_tasks  # noqa: E402
 from kafkafmt.spark.source import KafkaSegmentsReader, PushdownReader, kafka_schema  # noqa: E402
 from pyspark.sql.datasource import GreaterThanOrEqual  # noqa: E402
 
@@ -148,6 +149,76 @@ def test_a_change_under_the_roots_is_discovered_again(tmp_path):
     assert len(_planned(_reader(root))) == 25
 
 
+# --- timestamp options, resolved in the tasks ---------------------------------------------------------------
+
+def _by_partition(spec):
+    return {t: {str(p): v for p, v in ps.items()} for t, ps in spec.items()}
+
+
+CASES = [
+    ({"startingTimestamp": T0 + 1000, "endingTimestamp": T0 + 2500}, None),
+    ({"startingTimestamp": T0 + 10_000}, None),                   # later than every small partition's records
+    ({"endingTimestamp": T0 + 1200}, None),
+    ({"startingOffsetsByTimestamp": {"small": {0: T0 + 500, 2: T0 + 2900}, "big": {0: T0 + 30_000}, "txn": {0: 0}},
+      "endingOffsetsByTimestamp": {"small": {0: T0 + 800, 1: T0 + 100}, "big": {0: T0 + 31_000}}}, None),
+    ({"startingTimestamp": T0 + 700, "endingTimestamp": T0 + 40_000, "kafka.isolation.level": "read_committed"},
+     "read_committed"),
+    ({"startingTimestamp": T0 + 1000, "endingTimestamp": T0 + 50_000, "targetPartitionBytes": 100_000}, None),
+    ({"startingTimestamp": T0 + 1000, "startingOffsets": '{"small": {"0": 200, "1": 5, "2": -2}, "big": {"0": -2},'
+                                                         ' "txn": {"0": -2}}'}, None),
+]
+
+
+def _options(case):
+    import json
+
+    return {k: (json.dumps(_by_partition(v)) if isinstance(v, dict) else str(v)) for k, v in case.items()}
+
+
+def _per_partition(case):
+    import json
+
+    def ts(key, by, topic, p):
+        if key in case:
+            return case[key]
+        return case.get(by, {}).get(topic, {}).get(p)
+
+    starting = json.loads(case.get("startingOffsets", "{}"))
+
+    def kw(topic, p):
+        start = starting.get(topic, {}).get(str(p))
+        return {"start_timestamp": ts("startingTimestamp", "startingOffsetsByTimestamp", topic, p),
+                "end_timestamp": ts("endingTimestamp", "endingOffsetsByTimestamp", topic, p),
+                "start_offset": None if start in (None, -2) else start}
+    return kw
+
+
+@pytest.mark.parametrize("case,isolation", CASES)
+def test_timestamp_options_give_the_library_rows(logs, case, isolation):
+    """Planned in the driver without opening a time index (small partitions cut by their records' timestamps,
+    larger ones resolved through their time indexes in the task, one larger than an input partition's share
+    resolved here to be split), read as the library reads each partition from those timestamps."""
+    big = sum(os.path.getsize(logs / "big-0" / f) for f in os.listdir(logs / "big-0") if f.endswith(".log"))
+    assert big > TIME_SCAN_BYTES            # read through its time indexes, in the task
+    reader = _reader(logs, **_options(case))
+    assert _planned(reader) == _library(logs, _per_partition(case), isolation or "read_uncommitted")
+
+
+def test_the_driver_opens_no_time_index(logs, monkeypatch):
+    opened = []
+    original = Segment.index_entries
+
+    def counted(self, kind, report):
+        opened.append(kind)
+        return original(self, kind, report)
+
+    monkeypatch.setattr(Segment, "index_entries", counted)
+    groups = _reader(logs, startingTimestamp=str(T0 + 1000), endingTimestamp=str(T0 + 2500)).partitions()
+    assert "timeindex" not in opened
+    timed = [t for g in groups for t in g.tasks]
+    assert timed and all(isinstance(t, planning.TimeBound) for t in timed)
+
+
 # --- in Spark --------------------------------------------------------------------------------------------
 
 def _counting_source(calls):
@@ -207,3 +278,13 @@ def test_a_log_that_grew_is_read_by_a_new_frame(spark, tmp_path):
         f.write(kafkafmt.encode(values=[b"late"] * 4, base_offset=30))
     assert spark.read.format("kafka-segments").load(str(root)).count() == 34
     assert df.count() == (34 if kafkafmt.spark.pushdown_is_scoped_to_scans(spark) else 30)
+
+
+def test_timestamp_options_in_spark(spark, logs):
+    case = CASES[0][0]
+    reader = spark.read.format("kafka-segments")
+    for k, v in _options(case).items():
+        reader = reader.option(k, v)
+    rows = sorted((r.topic, r.partition, r.offset) for r in reader.load(str(logs)).select("topic", "partition",
+                                                                                         "offset").collect())
+    assert rows == _library(logs, _per_partition(case))
