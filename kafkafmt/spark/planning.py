@@ -199,14 +199,6 @@ class TimeBound:
         return sum(t.stop_pos - t.start_pos for t in self.tasks)
 
     @property
-    def topic(self):
-        return self.part.topic
-
-    @property
-    def partition(self):
-        return self.part.partition
-
-    @property
     def key(self):
         """(topic, partition, log dir): what its records are labelled with."""
         return self.part.topic, self.part.partition, self.part.log_dir_url

@@ -63,7 +63,7 @@ def read_time_bound(timed, options, errors, max_bytes, convert):
         if id(tb) not in chosen:
             for t in tb.plan([]):
                 yield from _read_one(t, options, errors, max_bytes, convert)
-    units = [Unit(tb.tasks, tb.topic, tb.partition, tb.tasks[0].log_dir) for tb in small]
+    units = [Unit(tb.tasks, *tb.key) for tb in small]
     for kind, x, idx in read_units(units, options, chain=False, max_bytes=max_bytes):
         if kind == "records":
             x = x.filter(_kept(x, {small[i].key: small[i] for i in idx}))
