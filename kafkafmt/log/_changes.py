@@ -125,7 +125,7 @@ def tree_state(roots, storage_options=None, filesystem=None):
     >>> import shutil
     >>> from kafkafmt.log import tree_state
     >>> from kafkafmt.sample import sample_dir
-    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "copy/payments-0")
+    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "grown/payments-0")
     >>> before = tree_state([folder])
     >>> before == tree_state([folder])
     True
