@@ -39,6 +39,7 @@ cdef extern from "kfmt_codecs.h" nogil:
     int64_t kfmt_lz4_decompress(const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap, int64_t limit)
     int64_t kfmt_zstd_decompress(void *dctx, const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap,
                                  int64_t limit)
+    int64_t kfmt_decompressed_guess(int lz4, const uint8_t *src, int64_t n, int64_t ratio, int64_t limit)
     int KFMT_DECOMP_LIMIT, KFMT_DECOMP_NOMEM
 
 kfmt_crc_init()
@@ -490,6 +491,9 @@ cdef extern from "stdlib.h" nogil:
 
 cdef enum:
     HUGE_PAGE = 2 << 20
+    # glibc's largest dynamic mmap threshold: larger blocks are always mapped afresh, smaller ones
+    # may come from the heap, where freed blocks are reused without page faults
+    MMAP_ALWAYS = 32 << 20
 
 
 cdef class GrowableBuffer:
@@ -514,9 +518,12 @@ cdef class GrowableBuffer:
         if self.exports:
             raise BufferError("cannot resize a buffer that is viewed")
         size = max(size, 8)
-        if size >= HUGE_PAGE and size > self.size and (self.ptr == NULL or (<uintptr_t>self.ptr) % HUGE_PAGE):
+        if size > MMAP_ALWAYS and size > self.size and (self.ptr == NULL or (<uintptr_t>self.ptr) % HUGE_PAGE):
             # a large buffer starts on a 2 MiB boundary, so that transparent huge pages cover all
-            # of it (realloc would place it anywhere): 512x fewer page faults while it fills
+            # of it (realloc would place it anywhere): 512x fewer page faults while it fills. Not
+            # below MMAP_ALWAYS: an aligned block asks the heap for 2 MiB more than its size, which
+            # the blocks the last decode freed rarely offer, so the heap grows into fresh pages
+            # (hundreds of page faults a decode) instead of reusing them
             p = NULL
             if posix_memalign(<void **>&p, HUGE_PAGE, size) != 0:
                 p = NULL
@@ -994,6 +1001,25 @@ cdef class Columns:
             free(ptrs)
             free(lens)
         return (status, b, self.o.err_at, self.o.grow)
+
+
+def decompressed_guess(const uint8_t[::1] buf, const int64_t[::1] rows, const int8_t[::1] codec,
+                       const int64_t[::1] pstart, const int64_t[::1] plen, int64_t ratio, int64_t limit):
+    """Per batch of `rows` (lz4 or zstd v2 batches, payloads in buf at pstart/plen of the batch
+    table), what its payload decompresses to as far as its frame headers tell, `ratio` x its stored
+    size where they do not (kfmt_codecs.h's kfmt_decompressed_guess), each at most limit: the
+    kernel's outputs are sized from these before anything is decompressed."""
+    cdef Py_ssize_t i, b, nr = rows.shape[0], n = buf.shape[0]
+    out = np.empty(nr, np.int64)
+    cdef int64_t[::1] o = out
+    with nogil:
+        for i in range(nr):
+            b = rows[i]
+            if plen[b] <= 0 or pstart[b] < 0 or pstart[b] + plen[b] > n:
+                o[i] = 0
+            else:
+                o[i] = kfmt_decompressed_guess(codec[b] == CODEC_LZ4, &buf[pstart[b]], plen[b], ratio, limit)
+    return out
 
 
 def take_binary(const int64_t[::1] offsets, const uint8_t[::1] data, const int64_t[::1] rows):
