@@ -27,7 +27,7 @@ from libc.stdlib cimport malloc, calloc, free, realloc
 from cpython.buffer cimport PyBuffer_FillInfo
 
 from kafkafmt._native.kfmt cimport (kfmt_be16, kfmt_be32, kfmt_be64, kfmt_varint, kfmt_varlong, kfmt_crc_init,
-                                   kfmt_crc32, kfmt_advise_hugepages)
+                                   kfmt_bytes, kfmt_crc32, kfmt_advise_hugepages, kfmt_copy)
 from kafkafmt._native.layout cimport *
 
 cdef extern from "kfmt_codecs.h" nogil:
@@ -184,7 +184,7 @@ cdef inline int put_binary(int64_t *off, uint8_t *data, uint8_t *valid, int64_t 
         return 0
     if start + length > cap:
         return 1
-    memcpy(data + start, src, length)
+    kfmt_copy(data + start, src, length)
     off[i + 1] = start + length
     set_bit(valid, i, True)
     return 0
@@ -240,33 +240,10 @@ cdef inline int add_record(Out *o, int64_t offset, int64_t ts, int tstype, int32
     return ERR_NONE
 
 
-cdef inline int read_varint(const uint8_t **pp, const uint8_t *end, int32_t *out) noexcept nogil:
-    cdef int rc = kfmt_varint(pp, end, out)
-    if rc == 0:
-        return ERR_NONE
-    return ERR_RECORD_TRUNCATED if rc == -1 else ERR_VARINT
-
-
-cdef inline int read_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out) noexcept nogil:
-    cdef int rc = kfmt_varlong(pp, end, out)
-    if rc == 0:
-        return ERR_NONE
-    return ERR_RECORD_TRUNCATED if rc == -1 else ERR_VARINT
-
-
-cdef inline int read_bytes(const uint8_t **pp, const uint8_t *end, const uint8_t **data, int32_t *length) noexcept nogil:
-    """A varint length (-1 = null) and that many bytes, bounded by end."""
-    cdef int rc = read_varint(pp, end, length)
-    if rc != ERR_NONE:
-        return rc
-    if length[0] < 0:
-        length[0] = -1                   # as Kafka's DefaultRecord.readFrom: any negative size is null
-    data[0] = pp[0]
-    if length[0] > 0:
-        if length[0] > end - pp[0]:
-            return ERR_RECORD_TRUNCATED
-        pp[0] += length[0]
-    return ERR_NONE
+cdef inline int field_error(int rc) noexcept nogil:
+    """The error of a kfmt_varint / kfmt_bytes failure (-1: past the end, -2: too long) inside a
+    record: its fields run past the length it declares, or a varint is too long."""
+    return ERR_RECORD_SIZE if rc == -1 else ERR_VARINT
 
 
 cdef int add_control(Out *o, int64_t offset, int64_t ts, int32_t bidx,
@@ -297,6 +274,7 @@ cdef int add_control(Out *o, int64_t offset, int64_t ts, int32_t bidx,
 cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t count, int64_t base_offset,
                    int64_t base_ts, int64_t max_ts, int tstype, int32_t bidx, bint is_control) noexcept nogil:
     cdef const uint8_t *p = start
+    cdef const uint8_t *rs
     cdef const uint8_t *rend
     cdef const uint8_t *key
     cdef const uint8_t *val
@@ -306,6 +284,29 @@ cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t cou
     cdef int32_t r, length, odelta, klen, vlen, hcount, h, hklen = 0, hvlen = 0
     cdef int64_t tdelta, ts, offset
     cdef int rc
+    # the fill levels and output pointers in locals, written back once the batch is decoded (a
+    # batch that fails or needs a larger output is rolled back by the caller): kept in registers,
+    # not reloaded from *o after every store and copy
+    cdef int64_t i = o.n
+    cdef int64_t rec_cap = o.rec_cap
+    cdef int64_t *out_offset = o.offset
+    cdef int64_t *out_ts = o.timestamp
+    cdef int8_t *out_tstype = o.tstype
+    cdef int32_t *out_bidx = o.bidx
+    cdef int64_t *hdr_idx = o.hdr_idx
+    cdef bint views = o.views, skip = o.skip_payload and not is_control
+    cdef bint want_keys = o.want_keys, want_values = o.want_values, want_headers = o.want_headers
+    cdef int64_t *key_off = o.key_off
+    cdef int64_t *val_off = o.val_off
+    cdef uint8_t *key_data = o.key_data
+    cdef uint8_t *val_data = o.val_data
+    cdef uint8_t *key_valid = o.key_valid
+    cdef uint8_t *val_valid = o.val_valid
+    cdef int64_t key_cap = o.key_cap, val_cap = o.val_cap
+    cdef int64_t kpos = 0, vpos = 0, key_nulls = o.key_nulls, val_nulls = o.val_nulls
+    if not views and not skip:
+        kpos = key_off[i]
+        vpos = val_off[i]
     if count == 0:
         # Kafka's iterator yields nothing without reading the payload; bytes there would be
         # records lost without a word, so they are an error here
@@ -315,77 +316,119 @@ cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t cou
         o.err_at = 0
         return ERR_BAD_COUNT
     for r in range(count):
-        o.err_at = p - start
-        rc = read_varint(&p, end, &length)
-        if rc != ERR_NONE:
-            return rc
+        rs = p
+        rc = kfmt_varint(&p, end, &length)
+        if rc:
+            o.err_at = rs - start
+            return ERR_RECORD_TRUNCATED if rc == -1 else ERR_VARINT
         if length < 0 or length > end - p:
+            o.err_at = rs - start
             return ERR_RECORD_TRUNCATED
         rend = p + length
         if p >= rend:
+            o.err_at = rs - start
             return ERR_RECORD_SIZE
         p += 1                                   # record attributes: unused
-        rc = read_varlong(&p, rend, &tdelta)
-        if rc != ERR_NONE:
-            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
-        rc = read_varint(&p, rend, &odelta)
-        if rc != ERR_NONE:
-            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
-        if o.skip_payload and not is_control:
+        rc = kfmt_varlong(&p, rend, &tdelta)
+        if not rc:
+            rc = kfmt_varint(&p, rend, &odelta)
+        if rc:
+            o.err_at = rs - start
+            return field_error(rc)
+        offset = base_offset + odelta
+        ts = max_ts if tstype == 1 else base_ts + tdelta
+        if skip:
             # offsets and timestamps only: skip to the record's end, as Kafka's
             # DefaultRecord.readPartiallyFrom does for its skipKeyValueIterator
-            if o.n >= o.rec_cap:
+            if i >= rec_cap:
                 o.grow |= GROW_RECORDS
                 return NEED_GROW
-            o.offset[o.n] = base_offset + odelta
-            o.timestamp[o.n] = max_ts if tstype == 1 else base_ts + tdelta
-            o.tstype[o.n] = <int8_t>tstype
-            o.bidx[o.n] = bidx
-            o.n += 1
+            out_offset[i] = offset
+            out_ts[i] = ts
+            out_tstype[i] = <int8_t>tstype
+            out_bidx[i] = bidx
+            i += 1
             p = rend
             continue
-        rc = read_bytes(&p, rend, &key, &klen)
-        if rc != ERR_NONE:
-            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
-        rc = read_bytes(&p, rend, &val, &vlen)
-        if rc != ERR_NONE:
-            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
-        rc = read_varint(&p, rend, &hcount)
-        if rc != ERR_NONE:
-            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
+        rc = kfmt_bytes(&p, rend, &key, &klen)
+        if not rc:
+            rc = kfmt_bytes(&p, rend, &val, &vlen)
+        if not rc:
+            rc = kfmt_varint(&p, rend, &hcount)
+        if rc:
+            o.err_at = rs - start
+            return field_error(rc)
         if hcount < 0 or <int64_t>hcount * 2 > rend - p:
+            o.err_at = rs - start
             return ERR_BAD_LENGTH
         hstart = p
         for h in range(hcount):                  # validate the headers
-            rc = read_bytes(&p, rend, &hk, &hklen)
-            if rc == ERR_NONE and hklen < 0:
-                rc = ERR_BAD_LENGTH              # header keys are never null
-            if rc == ERR_NONE:
-                rc = read_bytes(&p, rend, &hv, &hvlen)
-            if rc != ERR_NONE:
-                return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
+            rc = kfmt_bytes(&p, rend, &hk, &hklen)
+            if not rc and hklen < 0:
+                o.err_at = rs - start
+                return ERR_BAD_LENGTH            # header keys are never null
+            if not rc:
+                rc = kfmt_bytes(&p, rend, &hv, &hvlen)
+            if rc:
+                o.err_at = rs - start
+                return field_error(rc)
         if p != rend:
+            o.err_at = rs - start
             return ERR_RECORD_SIZE
-
-        offset = base_offset + odelta
-        ts = max_ts if tstype == 1 else base_ts + tdelta
         if is_control:
+            o.err_at = rs - start
             rc = add_control(o, offset, ts, bidx, key, klen, val, vlen)
             if rc != ERR_NONE:
                 return rc
             if not o.include_control:
                 continue
-        rc = add_record(o, offset, ts, tstype, bidx, key, klen, val, vlen)
-        if rc != ERR_NONE:
-            return rc
-        if hcount and o.want_headers:
+        # append the record (as add_record, with the locals)
+        if i >= rec_cap:
+            o.grow |= GROW_RECORDS
+            return NEED_GROW
+        if views:
+            if want_keys:
+                put_view(o.key_views, key_valid, i, key, klen, o, &key_nulls)
+            if want_values:
+                put_view(o.val_views, val_valid, i, val, vlen, o, &val_nulls)
+        else:
+            if klen < 0:
+                set_bit(key_valid, i, False)
+                key_nulls += 1
+            else:
+                if want_keys:
+                    if kpos + klen > key_cap:
+                        o.grow |= GROW_KEYS
+                        return NEED_GROW
+                    kfmt_copy(key_data + kpos, key, klen)
+                    kpos += klen
+                set_bit(key_valid, i, True)
+            key_off[i + 1] = kpos
+            if vlen < 0:
+                set_bit(val_valid, i, False)
+                val_nulls += 1
+            else:
+                if want_values:
+                    if vpos + vlen > val_cap:
+                        o.grow |= GROW_VALUES
+                        return NEED_GROW
+                    memcpy(val_data + vpos, val, vlen)
+                    vpos += vlen
+                set_bit(val_valid, i, True)
+            val_off[i + 1] = vpos
+        out_offset[i] = offset
+        out_ts[i] = ts
+        out_tstype[i] = <int8_t>tstype
+        out_bidx[i] = bidx
+        i += 1
+        if hcount and want_headers:
             p = hstart
             for h in range(hcount):              # write the headers (validated above)
                 if o.n_hdr >= o.hdr_cap:
                     o.grow |= GROW_HEADERS
                     return NEED_GROW
-                read_bytes(&p, rend, &hk, &hklen)
-                read_bytes(&p, rend, &hv, &hvlen)
+                kfmt_bytes(&p, rend, &hk, &hklen)
+                kfmt_bytes(&p, rend, &hv, &hvlen)
                 if put_binary(o.hk_off, o.hk_data, o.hk_valid, o.hk_cap, o.n_hdr, hk, hklen, &o.hk_nulls, True):
                     o.grow |= GROW_HEADER_KEYS
                     return NEED_GROW
@@ -393,12 +436,16 @@ cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t cou
                     o.grow |= GROW_HEADER_VALUES
                     return NEED_GROW
                 o.n_hdr += 1
-            o.hdr_idx[o.n] = o.n_hdr
             p = rend
+        hdr_idx[i] = o.n_hdr
     o.err_at = p - start
     if p != end:
         return ERR_TRAILING
+    o.n = i
+    o.key_nulls = key_nulls
+    o.val_nulls = val_nulls
     return ERR_NONE
+
 
 
 cdef inline int legacy_fields(const uint8_t *e, const uint8_t *end, int magic, const uint8_t **key, int32_t *klen,

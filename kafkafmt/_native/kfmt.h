@@ -25,9 +25,11 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define KFMT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define KFMT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define KFMT_HOT static inline __attribute__((always_inline))
 #else
 #define KFMT_LIKELY(x) (x)
 #define KFMT_UNLIKELY(x) (x)
+#define KFMT_HOT static inline
 #endif
 
 /* ---- big-endian loads (caller checks bounds) ---------------------------------------------- */
@@ -51,16 +53,23 @@ static inline uint64_t kfmt_be64(const uint8_t *p) {
 /* ---- varints ------------------------------------------------------------------------------- */
 
 /* Reads a zigzag varint32 at *pp (bounded by end). Returns 0 on success and advances *pp;
- * -1 when the input ends inside the varint; -2 when it is longer than 5 bytes. */
-static inline int kfmt_varint(const uint8_t **pp, const uint8_t *end, int32_t *out) {
+ * -1 when the input ends inside the varint; -2 when it is longer than 5 bytes. With 5 bytes left
+ * (nearly always) the bytes are read without a bound check each. */
+KFMT_HOT int kfmt_varint(const uint8_t **pp, const uint8_t *end, int32_t *out) {
     const uint8_t *p = *pp;
     uint32_t v = 0;
     int shift = 0;
-    if (KFMT_LIKELY(p < end && p[0] < 0x80)) {           /* one-byte fast path */
-        v = p[0];
-        *pp = p + 1;
-        *out = (int32_t)((v >> 1) ^ (~(v & 1) + 1));
-        return 0;
+    if (KFMT_LIKELY(end - p >= 5)) {
+        for (int i = 0; i < 5; i++) {
+            uint32_t b = p[i];
+            v |= (b & 0x7f) << (7 * i);
+            if (b < 0x80) {
+                *pp = p + i + 1;
+                *out = (int32_t)((v >> 1) ^ (~(v & 1) + 1));
+                return 0;
+            }
+        }
+        return -2;
     }
     for (;;) {
         if (KFMT_UNLIKELY(p >= end)) return -1;
@@ -76,15 +85,21 @@ static inline int kfmt_varint(const uint8_t **pp, const uint8_t *end, int32_t *o
 }
 
 /* As kfmt_varint for a zigzag varlong (at most 10 bytes). */
-static inline int kfmt_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out) {
+KFMT_HOT int kfmt_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out) {
     const uint8_t *p = *pp;
     uint64_t v = 0;
     int shift = 0;
-    if (KFMT_LIKELY(p < end && p[0] < 0x80)) {
-        v = p[0];
-        *pp = p + 1;
-        *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
-        return 0;
+    if (KFMT_LIKELY(end - p >= 10)) {
+        for (int i = 0; i < 10; i++) {
+            uint64_t b = p[i];
+            v |= (b & 0x7f) << (7 * i);
+            if (b < 0x80) {
+                *pp = p + i + 1;
+                *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+                return 0;
+            }
+        }
+        return -2;
     }
     for (;;) {
         if (KFMT_UNLIKELY(p >= end)) return -1;
@@ -96,6 +111,22 @@ static inline int kfmt_varlong(const uint8_t **pp, const uint8_t *end, int64_t *
     }
     *pp = p;
     *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+    return 0;
+}
+
+/* A varint length (negative: null, returned as -1) and that many bytes at *pp, bounded by end:
+ * 0 with *data and *length set and *pp past them; -1 when they run past end; -2 when the varint
+ * is longer than 5 bytes. (The hot loops call these directly: always inlined, whatever the
+ * compiler's size limits.) */
+KFMT_HOT int kfmt_bytes(const uint8_t **pp, const uint8_t *end, const uint8_t **data, int32_t *length) {
+    int rc = kfmt_varint(pp, end, length);
+    if (KFMT_UNLIKELY(rc)) return rc;
+    if (*length < 0) *length = -1;
+    *data = *pp;
+    if (*length > 0) {
+        if (KFMT_UNLIKELY(*length > end - *pp)) return -1;
+        *pp += *length;
+    }
     return 0;
 }
 
@@ -144,6 +175,34 @@ static inline void kfmt_put_be32(uint8_t *p, uint32_t v) {
 static inline void kfmt_put_be64(uint8_t *p, uint64_t v) {
     kfmt_put_be32(p, (uint32_t)(v >> 32));
     kfmt_put_be32(p + 4, (uint32_t)v);
+}
+
+/* ---- copies ----------------------------------------------------------------------------- */
+
+/* memcpy(d, s, n) for the short fields of records (keys, header names), without a call: up to 32
+ * bytes by two overlapping loads and stores of the widest size that fits, writing only d[0:n]. */
+KFMT_HOT void kfmt_copy(uint8_t *d, const uint8_t *s, size_t n) {
+    if (n >= 16) {
+        if (n > 32) {
+            memcpy(d, s, n);
+        } else {
+            uint64_t a, b, c, e;
+            memcpy(&a, s, 8); memcpy(&b, s + 8, 8); memcpy(&c, s + n - 16, 8); memcpy(&e, s + n - 8, 8);
+            memcpy(d, &a, 8); memcpy(d + 8, &b, 8); memcpy(d + n - 16, &c, 8); memcpy(d + n - 8, &e, 8);
+        }
+    } else if (n >= 8) {
+        uint64_t a, b;
+        memcpy(&a, s, 8); memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8); memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4); memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4); memcpy(d + n - 4, &b, 4);
+    } else if (n > 0) {
+        d[0] = s[0];
+        d[n >> 1] = s[n >> 1];
+        d[n - 1] = s[n - 1];
+    }
 }
 
 /* ---- CRC tables ---------------------------------------------------------------------------- */
