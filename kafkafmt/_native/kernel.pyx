@@ -271,17 +271,83 @@ cdef int add_control(Out *o, int64_t offset, int64_t ts, int32_t bidx,
     return ERR_NONE
 
 
+cdef int check_headers(const uint8_t **pp, const uint8_t *rend, int32_t hcount) noexcept nogil:
+    """Validate the hcount headers at pp[0] (moved past them): ERR_NONE, or the record's error."""
+    cdef const uint8_t *hk
+    cdef const uint8_t *hv
+    cdef int32_t h, hklen, hvlen
+    cdef int rc
+    for h in range(hcount):
+        rc = kfmt_bytes(pp, rend, &hk, &hklen)
+        if not rc and hklen < 0:
+            return ERR_BAD_LENGTH                # header keys are never null
+        if not rc:
+            rc = kfmt_bytes(pp, rend, &hv, &hvlen)
+        if rc:
+            return field_error(rc)
+    return ERR_NONE
+
+
+cdef int write_headers(Out *o, const uint8_t *p, const uint8_t *rend, int32_t hcount) noexcept nogil:
+    """Append the hcount headers at p (validated by check_headers): ERR_NONE or NEED_GROW."""
+    cdef const uint8_t *hk
+    cdef const uint8_t *hv
+    cdef int32_t h, hklen, hvlen
+    for h in range(hcount):
+        if o.n_hdr >= o.hdr_cap:
+            o.grow |= GROW_HEADERS
+            return NEED_GROW
+        kfmt_bytes(&p, rend, &hk, &hklen)
+        kfmt_bytes(&p, rend, &hv, &hvlen)
+        if put_binary(o.hk_off, o.hk_data, o.hk_valid, o.hk_cap, o.n_hdr, hk, hklen, &o.hk_nulls, True):
+            o.grow |= GROW_HEADER_KEYS
+            return NEED_GROW
+        if put_binary(o.hv_off, o.hv_data, o.hv_valid, o.hv_cap, o.n_hdr, hv, hvlen, &o.hv_nulls, True):
+            o.grow |= GROW_HEADER_VALUES
+            return NEED_GROW
+        o.n_hdr += 1
+    return ERR_NONE
+
+
+# The v2 record loop is compiled twice (a fused-type specialisation, chosen by the type of its
+# first argument): for the usual decode -- keys and values copied, a batch of data records --
+# with nothing else in the loop, and for the rest (binary views, offsets and timestamps only,
+# control batches).
+cdef struct Copying:
+    char unused
+cdef struct General:
+    char unused
+ctypedef fused RecordLoop:
+    Copying
+    General
+
+
 cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t count, int64_t base_offset,
                    int64_t base_ts, int64_t max_ts, int tstype, int32_t bidx, bint is_control) noexcept nogil:
+    if count == 0:
+        # Kafka's iterator yields nothing without reading the payload; bytes there would be
+        # records lost without a word, so they are an error here
+        o.err_at = 0
+        return ERR_NONE if end == start else ERR_TRAILING
+    if count < 0 or <int64_t>count * V2_MIN_RECORD_SIZE > end - start:
+        o.err_at = 0
+        return ERR_BAD_COUNT
+    if o.views or o.skip_payload or is_control:
+        return v2_records(<General *>NULL, o, start, end, count, base_offset, base_ts, max_ts, tstype, bidx,
+                          is_control)
+    return v2_records(<Copying *>NULL, o, start, end, count, base_offset, base_ts, max_ts, tstype, bidx, False)
+
+
+cdef int v2_records(RecordLoop *loop, Out *o, const uint8_t *start, const uint8_t *end, int32_t count,
+                    int64_t base_offset, int64_t base_ts, int64_t max_ts, int tstype, int32_t bidx,
+                    bint is_control) noexcept nogil:
     cdef const uint8_t *p = start
     cdef const uint8_t *rs
     cdef const uint8_t *rend
     cdef const uint8_t *key
     cdef const uint8_t *val
     cdef const uint8_t *hstart
-    cdef const uint8_t *hk = NULL
-    cdef const uint8_t *hv = NULL
-    cdef int32_t r, length, odelta, klen, vlen, hcount, h, hklen = 0, hvlen = 0
+    cdef int32_t r, length, odelta, klen, vlen, hcount
     cdef int64_t tdelta, ts, offset
     cdef int rc
     # the fill levels and output pointers in locals, written back once the batch is decoded (a
@@ -294,7 +360,7 @@ cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t cou
     cdef int8_t *out_tstype = o.tstype
     cdef int32_t *out_bidx = o.bidx
     cdef int64_t *hdr_idx = o.hdr_idx
-    cdef bint views = o.views, skip = o.skip_payload and not is_control
+    cdef bint skip = o.skip_payload and not is_control
     cdef bint want_keys = o.want_keys, want_values = o.want_values, want_headers = o.want_headers
     cdef int64_t *key_off = o.key_off
     cdef int64_t *val_off = o.val_off
@@ -304,17 +370,9 @@ cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t cou
     cdef uint8_t *val_valid = o.val_valid
     cdef int64_t key_cap = o.key_cap, val_cap = o.val_cap
     cdef int64_t kpos = 0, vpos = 0, key_nulls = o.key_nulls, val_nulls = o.val_nulls
-    if not views and not skip:
+    if RecordLoop is Copying or not (o.views or skip):
         kpos = key_off[i]
         vpos = val_off[i]
-    if count == 0:
-        # Kafka's iterator yields nothing without reading the payload; bytes there would be
-        # records lost without a word, so they are an error here
-        o.err_at = 0
-        return ERR_NONE if end == start else ERR_TRAILING
-    if count < 0 or <int64_t>count * V2_MIN_RECORD_SIZE > end - start:
-        o.err_at = 0
-        return ERR_BAD_COUNT
     for r in range(count):
         rs = p
         rc = kfmt_varint(&p, end, &length)
@@ -337,19 +395,20 @@ cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t cou
             return field_error(rc)
         offset = base_offset + odelta
         ts = max_ts if tstype == 1 else base_ts + tdelta
-        if skip:
-            # offsets and timestamps only: skip to the record's end, as Kafka's
-            # DefaultRecord.readPartiallyFrom does for its skipKeyValueIterator
-            if i >= rec_cap:
-                o.grow |= GROW_RECORDS
-                return NEED_GROW
-            out_offset[i] = offset
-            out_ts[i] = ts
-            out_tstype[i] = <int8_t>tstype
-            out_bidx[i] = bidx
-            i += 1
-            p = rend
-            continue
+        if RecordLoop is General:
+            if skip:
+                # offsets and timestamps only: skip to the record's end, as Kafka's
+                # DefaultRecord.readPartiallyFrom does for its skipKeyValueIterator
+                if i >= rec_cap:
+                    o.grow |= GROW_RECORDS
+                    return NEED_GROW
+                out_offset[i] = offset
+                out_ts[i] = ts
+                out_tstype[i] = <int8_t>tstype
+                out_bidx[i] = bidx
+                i += 1
+                p = rend
+                continue
         rc = kfmt_bytes(&p, rend, &key, &klen)
         if not rc:
             rc = kfmt_bytes(&p, rend, &val, &vlen)
@@ -362,31 +421,27 @@ cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t cou
             o.err_at = rs - start
             return ERR_BAD_LENGTH
         hstart = p
-        for h in range(hcount):                  # validate the headers
-            rc = kfmt_bytes(&p, rend, &hk, &hklen)
-            if not rc and hklen < 0:
+        if hcount:
+            rc = check_headers(&p, rend, hcount)
+            if rc != ERR_NONE:
                 o.err_at = rs - start
-                return ERR_BAD_LENGTH            # header keys are never null
-            if not rc:
-                rc = kfmt_bytes(&p, rend, &hv, &hvlen)
-            if rc:
-                o.err_at = rs - start
-                return field_error(rc)
+                return rc
         if p != rend:
             o.err_at = rs - start
             return ERR_RECORD_SIZE
-        if is_control:
-            o.err_at = rs - start
-            rc = add_control(o, offset, ts, bidx, key, klen, val, vlen)
-            if rc != ERR_NONE:
-                return rc
-            if not o.include_control:
-                continue
+        if RecordLoop is General:
+            if is_control:
+                o.err_at = rs - start
+                rc = add_control(o, offset, ts, bidx, key, klen, val, vlen)
+                if rc != ERR_NONE:
+                    return rc
+                if not o.include_control:
+                    continue
         # append the record (as add_record, with the locals)
         if i >= rec_cap:
             o.grow |= GROW_RECORDS
             return NEED_GROW
-        if views:
+        if RecordLoop is General and o.views:
             if want_keys:
                 put_view(o.key_views, key_valid, i, key, klen, o, &key_nulls)
             if want_values:
@@ -422,21 +477,9 @@ cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t cou
         out_bidx[i] = bidx
         i += 1
         if hcount and want_headers:
-            p = hstart
-            for h in range(hcount):              # write the headers (validated above)
-                if o.n_hdr >= o.hdr_cap:
-                    o.grow |= GROW_HEADERS
-                    return NEED_GROW
-                kfmt_bytes(&p, rend, &hk, &hklen)
-                kfmt_bytes(&p, rend, &hv, &hvlen)
-                if put_binary(o.hk_off, o.hk_data, o.hk_valid, o.hk_cap, o.n_hdr, hk, hklen, &o.hk_nulls, True):
-                    o.grow |= GROW_HEADER_KEYS
-                    return NEED_GROW
-                if put_binary(o.hv_off, o.hv_data, o.hv_valid, o.hv_cap, o.n_hdr, hv, hvlen, &o.hv_nulls, True):
-                    o.grow |= GROW_HEADER_VALUES
-                    return NEED_GROW
-                o.n_hdr += 1
-            p = rend
+            rc = write_headers(o, hstart, rend, hcount)
+            if rc != ERR_NONE:
+                return rc
         hdr_idx[i] = o.n_hdr
     o.err_at = p - start
     if p != end:
@@ -445,7 +488,6 @@ cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t cou
     o.key_nulls = key_nulls
     o.val_nulls = val_nulls
     return ERR_NONE
-
 
 
 cdef inline int legacy_fields(const uint8_t *e, const uint8_t *end, int magic, const uint8_t **key, int32_t *klen,
