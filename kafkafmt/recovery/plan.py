@@ -479,7 +479,7 @@ def _partition_dirs(log_dir):
     return parts, deletes
 
 
-def _resolve(path):
+def _resolve(path, log_dirs=None):
     text = os.fspath(path)
     if "://" in text:
         raise NotALogDirError(f"{text}: recover repairs local log dirs only, not object storage (copy the data to a "
@@ -500,10 +500,11 @@ def _resolve(path):
             parent = os.path.dirname(path)
             return [_Root(parent if _is_log_dir(parent) else None, [path], [])]
     if not _is_log_dir(path):
-        found = find_log_dirs(path)            # a folder holding log dirs (kafka-logs-1, -2, ...)
+        # a folder holding log dirs (kafka-logs-1, -2, ...): those found below it already, else a walk
+        found = sorted(d for d in log_dirs or () if os.path.abspath(d).startswith(path + os.sep)) or find_log_dirs(path)
         if not found:
             raise NotALogDirError(f"not a log dir or partition folder: {path}", file=path)
-        return [r for d in found for r in _resolve(d)]
+        return [r for d in found for r in _resolve(d, log_dirs)]
     parts, deletes = _partition_dirs(path)
     return [_Root(path, parts, deletes)]
 
@@ -517,6 +518,7 @@ class _Options:
     index_interval_bytes: int
     timeindex_offsets: str
     open_transactions: object = None
+    known: dict = None          # {absolute .log path: SegmentScan} made already (`known_scans`)
 
 
 #: what to do with a transaction whose end marker the damage removed while later batches are kept
@@ -532,7 +534,7 @@ class _Replan(Exception):
 
 
 def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT_INDEX_INTERVAL,
-                  timeindex_offsets="batch", open_transactions=None) -> RecoveryPlan:
+                  timeindex_offsets="batch", open_transactions=None, scans=None, log_dirs=None) -> RecoveryPlan:
     """Plan the recovery of log dirs, partition folders or segments (see the module docstring).
 
     Parameters
@@ -553,14 +555,21 @@ def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT
         and ``plan.refusals``; "truncate" truncates that partition at its first damage, as Kafka
         does; "abort" writes an ABORT marker for it at the log end; "commit" writes the COMMIT
         marker the damaged bytes still show (refused when they do not show one).
+    scans : iterable of SegmentScan, optional
+        Scans of segments made already (`kafkafmt.recovery.scan_of_batches`: from a checked read of their
+        batches), used in place of scanning those files again.
+    log_dirs : list of str, optional
+        The log dirs below ``paths`` when found already (`kafkafmt.log.Found.log_dirs_paths`): a path holding
+        log dirs is not walked again to find them.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     if open_transactions not in (None,) + OPEN_TRANSACTIONS:
         raise ValueError(f"open_transactions must be one of {OPEN_TRANSACTIONS} or None, not {open_transactions!r}")
-    opts = _Options(kafka_compatible, index_interval_bytes, timeindex_offsets, open_transactions)
-    roots = [r for p in paths for r in _resolve(p)]
-    plan = RecoveryPlan(roots=roots, kafka_compatible=kafka_compatible)
+    known = {os.path.abspath(s.path): s for s in scans or ()}
+    opts = _Options(kafka_compatible, index_interval_bytes, timeindex_offsets, open_transactions, known)
+    roots = [r for p in paths for r in _resolve(p, log_dirs)]
+    plan = RecoveryPlan(roots=roots, kafka_compatible=opts.kafka_compatible)
     for root in roots:
         ld = root.log_dir
         for d in root.delete_dirs:
@@ -600,7 +609,8 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
     def act(kind, path, message, **kw):
         acts.append(RecoveryAction(kind, path, message, log_dir=log_dir, **kw))
 
-    names = sorted(n for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n)))
+    with os.scandir(folder) as entries:
+        names = sorted(e.name for e in entries if e.is_file())
     here = {n: os.path.join(folder, n) for n in names}           # final name -> where its bytes are now
     gone = set()
 
@@ -662,7 +672,7 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
     # 2. segments and their data
     logs = sorted((segment_base(n), n) for n in here if segment_base(n) is not None)
     scans = {}                  # the segments scanned already (those that overlap another)
-    logs, refused = _overlapping_segments(plan, here, logs, scans, act)
+    logs, refused = _overlapping_segments(plan, here, logs, scans, act, opts)
     snaps = {}
     for n in sorted(here):
         if n.endswith(".snapshot") and _offset_of(n) is not None:
@@ -685,12 +695,12 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
     kept = []                   # (base offsets, last offsets, is_control) of the batches kept, per segment
     epoch_rows = []             # the kept batches' base offsets, leader epochs and magic, per segment
     for k, (base, n) in enumerate(logs):
-        scan = scans.pop(n) if n in scans else scan_segment(here[n], base)
+        scan = scans.pop(n) if n in scans else _scan(here[n], base, opts)
         if scan.first_offset is not None and scan.first_offset < base and n not in refused:
             renamed = _misnamed_segment(plan, folder, here, n, scan.first_offset, end_offset if k else None, act)
             if renamed is not None:
                 base, n = logs[k] = renamed
-                scan = scan_segment(here[n], base)
+                scan = _scan(here[n], base, opts)
         path = os.path.join(folder, n)
         plan.segments += 1
         plan.bytes += scan.size
@@ -705,7 +715,7 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
                 keep = batches["position"] < kept_end
                 batches = {c: v[keep] for c, v in batches.items()}
                 for later_base, later in logs[k + 1:]:
-                    held = (scans.get(later) or scan_segment(here[later], later_base)).batches \
+                    held = (scans.get(later) or _scan(here[later], later_base, opts)).batches \
                         if later in here else None
                     for suffix in (".log",) + _INDEX_SUFFIXES:
                         name = later[:-len(".log")] + suffix
@@ -875,7 +885,7 @@ def _open_transactions(plan, folder, state, damage_points, kept, opts):
     if markers:
         raise _Replan(markers=markers)
     if any(t["choice"] == "truncate" for t in plan.transactions if t["folder"] == folder):
-        raise _Replan(opts=_Options(True, opts.index_interval_bytes, opts.timeindex_offsets, "truncate"))
+        raise _Replan(opts=replace(opts, kafka_compatible=True, open_transactions="truncate"))
 
 
 def _marker_in(path, start, end, pid):
@@ -988,7 +998,22 @@ def _misnamed_segment(plan, folder, here, n, true_base, previous_end, act):
     return true_base, new
 
 
-def _overlapping_segments(plan, here, logs, scans, act):
+def _scan(path, base, opts):
+    """`scan_segment` of a ``.log``, or its scan made already (``opts.known``)."""
+    scan = opts.known.get(path) if opts.known else None
+    return scan if scan is not None and scan.base_offset == base else scan_segment(path, base)
+
+
+def _span(path, opts):
+    """`segment_span` of a ``.log``, from its scan when made already (``opts.known``: whole intact files)."""
+    scan = opts.known.get(path) if opts.known else None
+    if scan is None:
+        return segment_span(path)
+    last = scan.batches["last_offset"]
+    return (scan.first_offset, int(last.max()) + 1) if len(last) else None
+
+
+def _overlapping_segments(plan, here, logs, scans, act, opts):
     """Segments whose offsets overlap (a stray copy of part of a segment saved as its own
     ``<base>.log``): a consumer reads each offset once, Kafka each from the segment whose base
     offset is the greatest at or below it. Where the two hold the overlapping offsets byte for
@@ -1000,7 +1025,7 @@ def _overlapping_segments(plan, here, logs, scans, act):
     that overlap are scanned (into ``scans``)."""
     ends, spans = {}, []
     for base, n in logs:
-        span = segment_span(here[n])
+        span = _span(here[n], opts)
         if span is not None:
             ends[n] = span[1]
             spans.append((span[0], -span[1], base, n))
@@ -1009,7 +1034,7 @@ def _overlapping_segments(plan, here, logs, scans, act):
 
     def scanned(n, base):
         if n not in scans:
-            scans[n] = scan_segment(here[n], base)
+            scans[n] = _scan(here[n], base, opts)
             ends[n] = scans[n].next_offset
         return scans[n]
 
@@ -1205,30 +1230,42 @@ def _read_or_none(path):
 def _plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
     stem = n[:-len(".log")]
     out = []
-    rec = record_time_offsets(scan.path, batches) if opts.timeindex_offsets == "record" else None
-    try:
-        index, timeindex = index_entries(batches, index_interval_bytes=opts.index_interval_bytes,
-                                         timeindex_offsets=opts.timeindex_offsets, record_offsets=rec)
-        new = {".index": sidefiles.encode_index(index, base), ".timeindex": sidefiles.encode_timeindex(timeindex, base)}
-    except EncodeError:
-        # offsets more than 2^31-1 past the base offset: the broker splits such a segment first
-        # (LocalLog.splitOverflowedSegment, KAFKA-6264); not done here, the indexes are left alone
-        return []
     positions = np.concatenate(([0], np.cumsum(batches["size"])[:-1])) if len(batches["size"]) else np.zeros(0)
     table = dict(batches, position=positions.astype(np.int64))
-    for suffix, label in ((".index", "index"), (".timeindex", "time index")):
+    # indexes a check against these very batches found sound (`SegmentScan.sound`): only a time index's last
+    # entry is looked at (stale or not); nothing is built unless written -- when nothing can fail to encode
+    sound = scan.sound if batches is scan.batches and opts.timeindex_offsets == "batch" and _encodes(scan) else {}
+    plans = []
+    for suffix in (".index", ".timeindex"):
         name = stem + suffix
-        data = _read_or_none(here[name]) if name in here else None
-        why = None
-        if data is None:
-            why = f"no {suffix} file (a broker rebuilds missing indexes at start-up)"
-        elif data != new[suffix]:
-            why = _index_problem(suffix, data, base, table)
-        if why is not None:
-            out.append(RecoveryAction(ActionKind.WRITE, os.path.join(folder, name), f"{why}: rebuilt from the log "
-                                      f"({len(index if suffix == '.index' else timeindex)} entries; "
-                                      f"LogSegment.recover)", data=new[suffix], log_dir=log_dir))
+        if suffix in sound:
+            why = _stale_timeindex(sidefiles.read_timeindex(sound[suffix], base), table) \
+                if suffix == ".timeindex" else None
+        else:
+            data = _read_or_none(here[name]) if name in here else None
+            why = f"no {suffix} file (a broker rebuilds missing indexes at start-up)" if data is None else data
+        plans.append((suffix, name, why))
+    if any(why is not None for _, _, why in plans):
+        rec = record_time_offsets(scan.path, batches) if opts.timeindex_offsets == "record" else None
+        try:
+            index, timeindex = index_entries(batches, index_interval_bytes=opts.index_interval_bytes,
+                                             timeindex_offsets=opts.timeindex_offsets, record_offsets=rec)
+            new = {".index": sidefiles.encode_index(index, base),
+                   ".timeindex": sidefiles.encode_timeindex(timeindex, base)}
+        except EncodeError:
+            # offsets more than 2^31-1 past the base offset: the broker splits such a segment first
+            # (LocalLog.splitOverflowedSegment, KAFKA-6264); not done here, the indexes are left alone
+            return []
+        for suffix, name, why in plans:
+            if isinstance(why, bytes):          # an index on disk: rebuilt when it cannot stay
+                why = None if why == new[suffix] else _index_problem(suffix, why, base, table)
+            if why is not None:
+                out.append(RecoveryAction(ActionKind.WRITE, os.path.join(folder, name), f"{why}: rebuilt from the "
+                                          f"log ({len(index if suffix == '.index' else timeindex)} entries; "
+                                          f"LogSegment.recover)", data=new[suffix], log_dir=log_dir))
     name = stem + ".txnindex"
+    if not aborted and name not in here:
+        return out
     data = _read_or_none(here[name]) if name in here else None
     want = sidefiles.encode_txnindex(aborted)
     expected = {(p, last) for p, _, last, _ in aborted}
@@ -1263,15 +1300,31 @@ def _index_problem(suffix, data, base, table):
         else:
             entries = sidefiles.read_timeindex(data, base)
             problems = sidefiles.check_timeindex(entries, table, base)
-            ts = table["max_timestamp"]
-            top = int(ts.max()) if len(ts) else -1
-            if not problems and top >= 0 and (not len(entries) or int(entries["timestamp"][-1]) != top):
-                last = int(entries["timestamp"][-1]) if len(entries) else None
-                return (f"stale: its last entry's timestamp {last} is not the segment's largest timestamp {top} "
-                        f"(LogSegment.onBecomeInactiveSegment)")
+            if not problems:
+                return _stale_timeindex(entries, table)
     except KafkafmtError as exc:
         return exc.reason
     return str(problems[0]) if problems else None
+
+
+def _stale_timeindex(entries, table):
+    """Why a sound time index is stale -- its last entry is not the segment's largest timestamp, which
+    ``LogSegment.onBecomeInactiveSegment`` appends -- or None."""
+    ts = table["max_timestamp"]
+    top = int(ts.max()) if len(ts) else -1
+    if top >= 0 and (not len(entries) or int(entries["timestamp"][-1]) != top):
+        last = int(entries["timestamp"][-1]) if len(entries) else None
+        return (f"stale: its last entry's timestamp {last} is not the segment's largest timestamp {top} "
+                f"(LogSegment.onBecomeInactiveSegment)")
+    return None
+
+
+def _encodes(scan):
+    """Whether a scanned segment's indexes encode whatever their entries (offsets within 2^31-1 of the base
+    offset, positions within 2^31-1): `_plan_indexes` then builds them only to write them."""
+    b = scan.batches
+    return not len(b["last_offset"]) or (int(b["last_offset"][-1]) - scan.base_offset <= _INT32_MAX
+                                          and scan.size <= _INT32_MAX and int(b["base_offset"][0]) >= scan.base_offset)
 
 
 def _plan_checkpoints(plan, log_dir, ends):
