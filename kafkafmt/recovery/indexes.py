@@ -76,7 +76,7 @@ class SegmentScan:
     of the first intact batch (of its first inner message for a v0/v1 compressed wrapper, whose
     header holds its last offset), None without one -- below ``base_offset`` (the file name's) when
     the segment is named against its content, whose batches are then kept all the same; ``sound``:
-    {".index" / ".timeindex": the file's bytes} of the index files a check against these batches found
+    {".index" / ".timeindex": the file's entries} of the index files a check against these batches found
     sound (`scan_of_batches`: ``kafkafmt verify``'s), not checked again."""
     path: str
     base_offset: int
@@ -211,9 +211,9 @@ def scan_of_batches(path, base_offset, size, batches, markers, sound=None, *, ma
     markers : dict
         ``{position: (type, coordinator epoch, timestamp)}`` of the first record of each control batch.
     sound : dict, optional
-        ``{".index" / ".timeindex": bytes}``: the segment's index files as read, where a check of them against
-        these batches (``kafkafmt verify``'s: Kafka's sanity checks, every entry against the batch it names)
-        found nothing wrong.
+        ``{".index" / ".timeindex": entries}`` (as `kafkafmt.log.sidefiles.read_index` / ``read_timeindex``
+        give them) of the segment's index files where a check of them against these batches (``kafkafmt
+        verify``'s: Kafka's sanity checks, every entry against the batch it names) found nothing wrong.
     max_batch_bytes : int
         As `scan_segment`'s.
 

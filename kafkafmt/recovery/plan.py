@@ -49,6 +49,7 @@ file and method are named where each rule is applied):
 from __future__ import annotations
 
 import enum
+import functools
 import os
 from dataclasses import dataclass, field, replace
 
@@ -593,11 +594,19 @@ def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT
     return plan
 
 
+@functools.lru_cache(maxsize=4096)
 def _offset_of(name):
+    """The offset a file's name starts with, or None (names repeat from folder to folder: kept)."""
     try:
         return sidefiles.offset_from_file_name(name)
     except ValueError:
         return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _log_base(name):
+    """`segment_base` of a file's name (kept, as `_offset_of`)."""
+    return segment_base(name)
 
 
 def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
@@ -670,7 +679,7 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
                 drop(n, f"index file without its {log}: removed (LogLoader.loadSegmentFiles)")
 
     # 2. segments and their data
-    logs = sorted((segment_base(n), n) for n in here if segment_base(n) is not None)
+    logs = sorted((_log_base(n), n) for n in here if _log_base(n) is not None)
     scans = {}                  # the segments scanned already (those that overlap another)
     logs, refused = _overlapping_segments(plan, here, logs, scans, act, opts)
     snaps = {}
@@ -1239,8 +1248,7 @@ def _plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
     for suffix in (".index", ".timeindex"):
         name = stem + suffix
         if suffix in sound:
-            why = _stale_timeindex(sidefiles.read_timeindex(sound[suffix], base), table) \
-                if suffix == ".timeindex" else None
+            why = _stale_timeindex(sound[suffix], table) if suffix == ".timeindex" else None
         else:
             data = _read_or_none(here[name]) if name in here else None
             why = f"no {suffix} file (a broker rebuilds missing indexes at start-up)" if data is None else data
@@ -1250,6 +1258,7 @@ def _plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
         try:
             index, timeindex = index_entries(batches, index_interval_bytes=opts.index_interval_bytes,
                                              timeindex_offsets=opts.timeindex_offsets, record_offsets=rec)
+            # (both encoded whenever one is needed: an entry that cannot be encoded leaves both alone)
             new = {".index": sidefiles.encode_index(index, base),
                    ".timeindex": sidefiles.encode_timeindex(timeindex, base)}
         except EncodeError:

@@ -75,7 +75,7 @@ class SegmentInfo:
     gives), its control records (``controls``: (offset, type, producer id)), the first record of each control
     batch (``markers``: {position: (type, coordinator epoch, timestamp)}), the byte ranges skipped as
     damaged, ``reported`` -- the read reported something about its file -- and, once its side files are
-    checked, ``sound``: {".index" / ".timeindex": bytes} of its index files found sound."""
+    checked, ``sound``: {".index" / ".timeindex": entries} of its index files found sound."""
 
     def __init__(self, base, log, size=None):
         self.base = base
@@ -84,7 +84,7 @@ class SegmentInfo:
         self.tables = []
         self.controls = []          # (offset, type, producer_id)
         self.markers = {}           # {position: (type, coordinator_epoch, timestamp)}
-        self.sound = {}             # {".index" / ".timeindex": bytes} of the index files found sound
+        self.sound = {}             # {".index" / ".timeindex": entries} of the index files found sound
         self.skipped = []           # (start, end)
         self.reported = False
 
@@ -496,7 +496,7 @@ class Checker:
         problems = sidefiles.check_index(entries, b, base)
         self.index_problems(path, problems, 8, note, "index")
         if not problems and insane is None and not info.skipped:
-            info.sound[".index"] = data
+            info.sound[".index"] = entries
 
     def check_timeindex(self, path, base, b, note="", data=None, info=None):
         self.n_files += 1
@@ -511,7 +511,7 @@ class Checker:
         problems = sidefiles.check_timeindex(entries, b, base)
         self.index_problems(path, problems, 12, note, "time index")
         if info is not None and not problems and insane is None and not info.skipped:
-            info.sound[".timeindex"] = data
+            info.sound[".timeindex"] = entries
 
     def index_problems(self, path, problems, entry_size, note, what):
         """The problems of an index file (`sidefiles.IndexProblem` s), one error per cause: many

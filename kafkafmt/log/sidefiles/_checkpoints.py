@@ -141,6 +141,8 @@ def leader_epoch_problems(entries) -> list:
     ``LeaderEpochFileCache`` needs it: epochs increasing, start offsets not decreasing. Returns
     ``[(entry index, message), ...]``, empty when it is sound."""
     ep, so = entries["epoch"], entries["start_offset"]
+    if len(ep) < 2:
+        return []
     out = [(i + 1, f"epoch {int(ep[i + 1])} (entry {i + 1}) is not above the previous epoch {int(ep[i])}")
            for i in np.flatnonzero(np.diff(ep) <= 0).tolist()]
     out += [(i + 1, f"start offset {int(so[i + 1])} of epoch {int(ep[i + 1])} is below the previous start offset "
