@@ -83,6 +83,7 @@ class Verifier(Checker):
         self.c = console
         self.progress = None
         self.scans = []             # the segments read whole and intact, as `recover` scans them
+        self.epochs = {}            # the leader-epoch-checkpoints read and found sound
 
     def scanned(self, info):
         """Keep a segment's read for `pending_fixes` (so `recover`'s planner does not scan it again)."""
@@ -157,7 +158,7 @@ class Verifier(Checker):
             prog.close()
             self.c.progress = None
         # what `recover` would still do on dirs found sound (a broker's own start-up fixes): counted, not failed
-        pending = pending_fixes(paths, log_dirs=found.log_dirs_paths, scans=self.scans) if not self.errors else {}
+        pending = pending_fixes(paths, log_dirs=found.log_dirs_paths, scans=self.scans, epochs=self.epochs) if not self.errors else {}
         self.summary(time.monotonic() - started, pending)
         failed = self.errors or (self.args.strict and self.warnings)
         return 1 if failed else 0

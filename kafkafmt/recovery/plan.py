@@ -519,7 +519,8 @@ class _Options:
     index_interval_bytes: int
     timeindex_offsets: str
     open_transactions: object = None
-    known: dict = None          # {absolute .log path: SegmentScan} made already (`known_scans`)
+    known: dict = None          # {absolute .log path: SegmentScan} made already
+    epochs: dict = None         # {absolute leader-epoch-checkpoint path: its entries}, read and found sound
 
 
 #: what to do with a transaction whose end marker the damage removed while later batches are kept
@@ -535,7 +536,8 @@ class _Replan(Exception):
 
 
 def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT_INDEX_INTERVAL,
-                  timeindex_offsets="batch", open_transactions=None, scans=None, log_dirs=None) -> RecoveryPlan:
+                  timeindex_offsets="batch", open_transactions=None, scans=None, log_dirs=None,
+                  epochs=None) -> RecoveryPlan:
     """Plan the recovery of log dirs, partition folders or segments (see the module docstring).
 
     Parameters
@@ -562,13 +564,17 @@ def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT
     log_dirs : list of str, optional
         The log dirs below ``paths`` when found already (`kafkafmt.log.Found.log_dirs_paths`): a path holding
         log dirs is not walked again to find them.
+    epochs : dict, optional
+        ``{path of a leader-epoch-checkpoint: its entries}`` (`kafkafmt.log.sidefiles.read_leader_epoch_checkpoint`)
+        where a check found them sound (`kafkafmt.log.sidefiles.leader_epoch_problems`): not read again.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     if open_transactions not in (None,) + OPEN_TRANSACTIONS:
         raise ValueError(f"open_transactions must be one of {OPEN_TRANSACTIONS} or None, not {open_transactions!r}")
     known = {os.path.abspath(s.path): s for s in scans or ()}
-    opts = _Options(kafka_compatible, index_interval_bytes, timeindex_offsets, open_transactions, known)
+    opts = _Options(kafka_compatible, index_interval_bytes, timeindex_offsets, open_transactions, known,
+                    {os.path.abspath(p): e for p, e in (epochs or {}).items()})
     roots = [r for p in paths for r in _resolve(p, log_dirs)]
     plan = RecoveryPlan(roots=roots, kafka_compatible=opts.kafka_compatible)
     for root in roots:
@@ -620,7 +626,7 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
 
     with os.scandir(folder) as entries:
         names = sorted(e.name for e in entries if e.is_file())
-    here = {n: os.path.join(folder, n) for n in names}           # final name -> where its bytes are now
+    here = {n: folder + os.sep + n for n in names}               # final name -> where its bytes are now
     gone = set()
 
     def drop(name, message):
@@ -813,22 +819,27 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
     # 5. leader epochs
     epochs = here.get(_EPOCHS)
     if epochs is not None and end_offset is not None:
-        index_acts += _plan_leader_epochs(epochs, end_offset, epoch_rows, log_dir)
+        index_acts += _plan_leader_epochs(epochs, end_offset, epoch_rows, log_dir, opts)
     plan.actions += acts + snap_acts + data_acts + index_acts
     if not logs:
         return None
     return logs[0][0], end_offset
 
 
-def _plan_leader_epochs(path, end_offset, epoch_rows, log_dir):
+def _plan_leader_epochs(path, end_offset, epoch_rows, log_dir, opts):
     """The ``leader-epoch-checkpoint``: an unreadable or unsound one (a broker cannot load it: its
     log dir goes offline) rebuilt from the batches' leader epochs, as ``LogSegment.recover`` fills
     the epoch cache when it recovers every segment (`leader_epochs`); else the epochs starting at
-    or past the log end offset removed (``LeaderEpochFileCache.truncateFromEnd``)."""
+    or past the log end offset removed (``LeaderEpochFileCache.truncateFromEnd``). One found sound
+    already (``opts.epochs``) is not read again."""
+    e = opts.epochs.get(path) if opts.epochs else None
     try:
-        e = sidefiles.read_leader_epoch_checkpoint(path)["entries"]
-        problems = sidefiles.leader_epoch_problems(e)
-        why = problems[0][1] if problems else None
+        if e is None:
+            e = sidefiles.read_leader_epoch_checkpoint(path)["entries"]
+            problems = sidefiles.leader_epoch_problems(e)
+            why = problems[0][1] if problems else None
+        else:
+            why = None
     except (KafkafmtError, OSError) as exc:
         why = getattr(exc, "reason", None) or str(exc)
     if why is not None:
@@ -1258,9 +1269,14 @@ def _plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
         try:
             index, timeindex = index_entries(batches, index_interval_bytes=opts.index_interval_bytes,
                                              timeindex_offsets=opts.timeindex_offsets, record_offsets=rec)
-            # (both encoded whenever one is needed: an entry that cannot be encoded leaves both alone)
-            new = {".index": sidefiles.encode_index(index, base),
-                   ".timeindex": sidefiles.encode_timeindex(timeindex, base)}
+            # those needed -- both where an entry might not encode: that leaves both alone
+            wanted = {suffix for suffix, _, why in plans if why is not None} \
+                if batches is scan.batches and _encodes(scan) else {".index", ".timeindex"}
+            new = {}
+            if ".index" in wanted:
+                new[".index"] = sidefiles.encode_index(index, base)
+            if ".timeindex" in wanted:
+                new[".timeindex"] = sidefiles.encode_timeindex(timeindex, base)
         except EncodeError:
             # offsets more than 2^31-1 past the base offset: the broker splits such a segment first
             # (LocalLog.splitOverflowedSegment, KAFKA-6264); not done here, the indexes are left alone

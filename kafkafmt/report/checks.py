@@ -121,6 +121,7 @@ class Checker:
         self.n_partitions = self.n_segments = self.n_batches = self.n_records = self.n_files = 0
         self.n_below_log_start = 0      # records checked below a log start offset (not served, not in n_records)
         self.n_copies = 0               # copies of partitions checked beside the copy read (not counted again)
+        self.epochs = None              # {path: entries} of the leader-epoch-checkpoints found sound, when kept
         self.bytes = 0
         self._seen = set()
 
@@ -187,6 +188,7 @@ class Checker:
             `partition`'s).
         """
         sub = Checker(on_problem=self.add, on_segment=self.on_segment)
+        sub.epochs = self.epochs
         sub.partition(pd, read=read)
         self.n_copies += 1
         self.n_segments += sub.n_segments
@@ -566,8 +568,11 @@ class Checker:
                                      f"{snap['computed_crc']:#010x}", 2)
             elif kind == "leader-epoch":
                 cp = sidefiles.read_leader_epoch_checkpoint(src)
-                for _, why in sidefiles.leader_epoch_problems(cp["entries"]):
+                problems = sidefiles.leader_epoch_problems(cp["entries"])
+                for _, why in problems:
                     self.error(path, why)
+                if self.epochs is not None and not problems and isinstance(path, str) and "://" not in path:
+                    self.epochs[path] = cp["entries"]
             elif kind == "partition-metadata":
                 sidefiles.read_partition_metadata(src)
             elif kind == "offset-checkpoint":

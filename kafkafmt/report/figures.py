@@ -111,7 +111,9 @@ def _whole(x):
 
 def _distinct(x):
     """The distinct values of an array, in order, as a list (`numpy.unique`; at once when they are all one)."""
-    if len(x) and (x == x[0]).all():
+    if not len(x):
+        return []
+    if (x == x[0]).all():
         return [x[0].item()]
     return np.unique(x).tolist()
 
