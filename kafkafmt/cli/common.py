@@ -47,6 +47,7 @@ class Found:
     copies: list = field(default_factory=list)      # every copy of every partition (`kafkafmt.log.Copy`)
     held: dict = None             # {(topic, partition): copies read} (partition_label's, made when first asked)
     uploads: list = field(default_factory=list)      # the tiered-storage partitions, every upload listed
+    log_dirs_paths: list = field(default_factory=list)   # every log dir found below the paths (storage paths)
 
 
 def input_paths(args, command):
@@ -319,7 +320,7 @@ def find_inputs(paths, topics=None, partitions=None, replicas=None, topic_id=Non
         d.check_incarnations()
     found = Found(partitions=d.partitions, files=d.files, given_files=d.given_files, log_dirs=d.log_dirs,
                   empty_log_dirs=d.empty_log_dirs, copies_note=copies_note(report), unread=d.unread,
-                  copies=d.copies, uploads=d.uploads)
+                  copies=d.copies, uploads=d.uploads, log_dirs_paths=d.log_dirs_paths)
     for e in report:
         p = report_problem(e)
         if p is not None:
