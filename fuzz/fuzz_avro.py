@@ -154,13 +154,16 @@ def check(data):
     rows = storage_values(dec.values).to_pylist()      # temporal types as integers: any value converts
     errors = dec.error.to_pylist()
     valid = dec.values.is_valid().to_pylist()
-    if sum(e is not None for e in errors) != dec.error_count:
-        raise Finding("error_count disagrees with the error column")
+    if sum(e is not None for e in errors) != dec.error_count + dec.field_error_count:
+        raise Finding("error_count + field_error_count disagree with the error column")
+    partial = [i for i, e in enumerate(errors) if e is not None and dec.values.is_valid()[i].as_py()]
+    if len(partial) != dec.field_error_count or any("that field is null" not in errors[i] for i in partial):
+        raise Finding("field_error_count disagrees with the rows read with a field null")
     can_be_null = reader == "null" or (isinstance(reader, list) and "null" in reader)
     for i, v in enumerate(values):
         if v is None and (valid[i] or errors[i] is not None):
             raise Finding(f"row {i}: a null input must be a null value without an error")
-        if v is not None and valid[i] and errors[i] is not None:
+        if v is not None and valid[i] and errors[i] is not None and i not in partial:
             raise Finding(f"row {i}: both a value and an error: {errors[i]!r}")
         if v is not None and not valid[i] and errors[i] is None and not can_be_null:
             raise Finding(f"row {i}: a null value without an error")

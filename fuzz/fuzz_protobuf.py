@@ -142,12 +142,15 @@ def check(data):
         raise Finding("lengths differ from the input's")
     errors = dec.error.to_pylist()
     rows = dec.values.to_pylist()
-    if sum(e is not None for e in errors) != dec.error_count:
-        raise Finding("error_count disagrees with the error column")
+    if sum(e is not None for e in errors) != dec.error_count + dec.field_error_count:
+        raise Finding("error_count + field_error_count disagree with the error column")
+    partial = [i for i, e in enumerate(errors) if e is not None and dec.values.is_valid()[i].as_py()]
+    if len(partial) != dec.field_error_count or any("that field is null" not in errors[i] for i in partial):
+        raise Finding("field_error_count disagrees with the rows read with a field null")
     for i, v in enumerate(values):
         if v is None and (rows[i] is not None or errors[i] is not None):
             raise Finding(f"row {i}: a null input must be a null value without an error")
-        if v is not None and (rows[i] is None) == (errors[i] is None):
+        if v is not None and (rows[i] is None) == (errors[i] is None) and i not in partial:
             raise Finding(f"row {i}: a value and an error, or neither: {errors[i]!r}")
     for i in range(min(len(values), 8)):
         one = decode_column(column[i:i + 1], format=fmt, reader_schema=cls)
