@@ -349,7 +349,7 @@ class _Held:
 
 
 #: segment bytes read into one buffer and scanned by one native call when copies are compared
-_SCAN_GROUP_BYTES = 16 << 20
+_SCAN_GROUP_BYTES = 4 << 20
 #: the batch headers of an empty segment
 _EMPTY = {c: np.zeros(0, np.int64) for c in _HEADER_COLUMNS}
 
@@ -396,6 +396,7 @@ def _held_all(parts, cache):
             except (KafkafmtError, OSError):
                 ok[r] = False
         table, rng = scan_ranges(buf[:total], starts[:-1], starts[1:], verify_crc=None)
+        table = {c: table[c].copy() for c in _HEADER_COLUMNS}     # the headers only: the scan's other columns go
         first, count = rng["first"], rng["count"]
         for r, (i, j, seg) in enumerate(group):
             if not ok[r] or rng["error"][r] != 0:
