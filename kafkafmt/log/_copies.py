@@ -222,10 +222,18 @@ def _agree(held):
 
 def _same_batches(a, b):
     """Whether two non-empty copies hold the same batches (offsets, size, CRC) over the offsets both hold --
-    a prefix of each other first (the common case: one comparison of arrays), else batch by batch."""
+    a prefix of each other first (the common case: their columns' bytes compared), else batch by batch.
+    Asked once a pair (`_agree` and `_judge` both ask)."""
+    same = b.agrees.get(id(a))
+    if same is None:
+        same = b.agrees[id(a)] = _compare_batches(a, b)
+    return same
+
+
+def _compare_batches(a, b):
     ka, kb = a.keys(), b.keys()
     n = min(len(ka[0]), len(kb[0]))
-    if n and all(np.array_equal(x[:n], y[:n]) for x, y in zip(ka, kb)):
+    if n and all(x[:n].tobytes() == y[:n].tobytes() for x, y in zip(ka, kb)):
         return True
     lo, hi = max(a.first, b.first), min(a.last, b.last)
     if lo > hi:
@@ -319,6 +327,7 @@ class _Held:
         self.last = int(max(t["last_offset"].max() for t in lasts)) if lasts else -1
         self.last_epoch = int(lasts[-1]["partition_leader_epoch"][-1]) if lasts else -1
         self._keys = None
+        self.agrees = {}        # {id(other copy): whether they hold the same batches} (`_same_batches`)
 
     def keys(self):
         """Every batch's base offset, last offset, size and CRC in log order: four columns."""
