@@ -734,7 +734,7 @@ def kernel_source(column):
     """(the Avro kernel's `Source` of a column of raw keys or values, its validity bits as uint8 or None,
     their bit offset): binary_view columns (`BinaryViewColumn`) are read where their values lie (a
     segment's memory map), not copied; anything else as `column_parts` makes it contiguous."""
-    from kafkafmt._native import avro as kernel
+    from kafkafmt._native import framing as kernel
     from kafkafmt.record import BinaryViewColumn
 
     if isinstance(column, BinaryViewColumn):
@@ -747,7 +747,7 @@ def kernel_source(column):
 def gather_views(column):
     """(offsets, data) of a `BinaryViewColumn`'s values one after the other (int32 offsets, int64 past
     2 GiB; nulls empty): the column made contiguous, on NumPy buffers."""
-    from kafkafmt._native import avro as kernel
+    from kafkafmt._native import framing as kernel
 
     return kernel.gather(kernel.Source(views=column.views, buffers=column.buffers))
 
