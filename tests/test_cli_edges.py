@@ -41,7 +41,8 @@ def _corrupt_second_batch(folder):
     seg = sorted(folder.glob("*.log"))[0]
     b = kafkafmt.read_segment(seg).batches
     data = bytearray(seg.read_bytes())
-    data[int(b.position[1]) + 70] ^= 0xFF          # inside the second batch's records: a CRC mismatch
+    # inside the second batch's last record (past its 61-byte header, whatever the batch's size): a CRC mismatch
+    data[int(b.position[1]) + int(b.size[1]) - 3] ^= 0xFF
     seg.write_bytes(bytes(data))
 
 

@@ -41,8 +41,8 @@ def test_crc_detects_single_bit_flips(crc, bit, seed):
 
 def test_crc_backends_reported():
     backends = scan.crc_backends()
-    assert backends["crc32c"] in ("sse4.2", "table")
-    assert backends["crc32"] in ("pclmulqdq", "table")
+    assert backends["crc32c"] in ("sse4.2", "avx512-vpclmulqdq+sse4.2", "table")
+    assert backends["crc32"] in ("pclmulqdq", "avx512-vpclmulqdq+pclmulqdq", "table")
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -62,11 +62,14 @@ def test_crc32_both_paths_random_lengths_and_alignments(seed):
         assert scan.crc32c_table(view) == ref_c, (n, start)
 
 
-@pytest.mark.parametrize("n", [64, 65, 79, 80, 127, 128, 129, 191, 192, 1000, 1 << 20])
+@pytest.mark.parametrize("n", [64, 65, 79, 80, 127, 128, 129, 191, 192, 255, 256, 257, 319, 320, 511, 512, 527, 1000,
+                               1 << 20])
 def test_crc32_fold_boundaries(n):
-    # the folding path starts at 64 bytes, folds 64 at a time, then 16, then the tail
+    # the folding paths start at 64 bytes (128-bit) and 256 bytes (512-bit, when the CPU has it),
+    # fold 256 / 64 at a time, then 16, then the tail
     raw = random.Random(n).randbytes(n)
     assert scan.crc32(raw) == zlib.crc32(raw) == scan.crc32_table(raw)
+    assert scan.crc32c(raw) == crc32c_pkg.crc32c(raw) == scan.crc32c_table(raw)
     assert scan.crc32(b"\xff" * n) == zlib.crc32(b"\xff" * n)
     assert scan.crc32(bytes(n)) == zlib.crc32(bytes(n))
 

@@ -288,3 +288,97 @@ def test_encrypted_aiven_uploads_need_their_key(s3, tmp_path):
         kafkafmt.read_log_dirs(f"s3://{b}/t", storage_options=s3.storage_options)
     recs = kafkafmt.read_log_dirs(f"s3://{b}/t", storage_options=s3.storage_options, tiered_keys={"kek-7": pem})
     assert recs.value.to_pylist() == kafkafmt.read_log_dir(str(part)).value.to_pylist()
+
+
+# ------------------------------------------------------------------------------------------------
+# a cluster's backup: the prefix listed once, each object read once, concurrently
+
+@pytest.fixture(scope="module")
+def backup(s3, tmp_path_factory):
+    """Three brokers' log dirs written by kafka-python's builders (copies in sync, behind, empty partitions,
+    an unreplicated topic, rolled segments), uploaded under one prefix: (local root, URL, the keys)."""
+    import kcluster
+
+    root = tmp_path_factory.mktemp("backup") / "c1"
+    kcluster.write_cluster(root, {"orders": (3, 3), "events": (2, 2), "audit": (1, 1)}, records=30, seed=3,
+                           segment_bytes=1500, behind=0.3, empty=0.2)
+    bucket = s3.bucket()
+    n = s3.upload_dir(str(root), bucket, "c1")
+    return root, f"s3://{bucket}/c1", n
+
+
+def _object_reads(proxy):
+    """(listing pages, keys read -- one per GET of an object --, every other request) of the proxy's log."""
+    pages = [p for m, p, _ in proxy.log if m == "GET" and "list-type=2" in p]
+    reads = [p.split("?")[0] for m, p, _ in proxy.log if m == "GET" and "list-type=2" not in p]
+    other = [(m, p) for m, p, _ in proxy.log if m != "GET"]
+    return pages, reads, other
+
+
+def _relative(recs, root):
+    return [(e.kind, e.message.replace(str(root), "ROOT")) for e in recs.report]
+
+
+def test_cluster_backup_read_lists_once_and_reads_each_content_once(backup, fault_proxy):
+    """read_log_dirs of a cluster's backup equals the local read (records and report), with one listing of
+    the prefix and no object read twice: each distinct segment content once (in-sync copies hold the same
+    bytes, S3's ETag says so), a partition.metadata content at most once, no size lookups."""
+    import collections
+    import hashlib
+
+    root, url, n_keys = backup
+    local = kafkafmt.read_log_dirs(str(root), threads=1)
+    fault_proxy.reset()
+    remote = kafkafmt.read_log_dirs(url, storage_options=fault_proxy.storage_options, threads=1)
+    assert rows(remote) == rows(local) and len(local) > 100
+    assert _relative(remote, url) == _relative(local, root)
+    pages, reads, other = _object_reads(fault_proxy)
+    assert len(pages) == -(-n_keys // 1000) and not other
+    assert not any("delimiter" in p for p in pages)
+    assert len(reads) == len(set(reads))                      # no object read twice
+    def md5s(files):
+        return {hashlib.md5(p.read_bytes()).hexdigest() for p in files if p.stat().st_size}
+
+    folders = collections.Counter(p.parent.name for p in root.glob("*/kafka-logs/*/partition.metadata"))
+    copied = [p for p in root.glob("*/kafka-logs/*/partition.metadata") if folders[p.parent.name] > 1]
+    assert 0 < len(copied) < sum(folders.values())
+    logs = [r for r in reads if r.endswith(".log")]
+    assert len(logs) == len(md5s(root.rglob("*.log")))                 # every distinct segment content, once
+    # the topic ids of partitions held more than once, where their copies' batches disagree: each content once
+    assert sum(r.endswith("/partition.metadata") for r in reads) <= len(md5s(copied)) == 2
+    assert len(fault_proxy.log) == len(pages) + len(reads) < n_keys / 2
+
+
+@pytest.mark.parametrize("command", ["stats", "verify", "export"])
+def test_cluster_backup_cli_lists_once_and_reads_each_object_once(backup, fault_proxy, command, tmp_path):
+    """The commands over the backup on S3 say what they say over the local dirs, listing the prefix once and
+    reading no object twice (verify reads the side files too: each once, fetched ahead; only the log dirs'
+    own checkpoint files, read by the discovery, are read again by its checks of the log dirs' files)."""
+    import json
+
+    import kcli
+
+    root, url, n_keys = backup
+    opts = fault_proxy.storage_options
+    args = {"stats": ["stats", "--json"], "verify": ["verify", "--json"], "export": ["export", "--to"]}[command]
+
+    def run(where, extra=()):
+        out = tmp_path / f"{'remote' if '://' in where else 'local'}.jsonl"
+        p = kcli.run(*args, *([out] if command == "export" else []), where, *extra)
+        assert p.returncode == 0, p.stderr
+        text = out.read_text() if command == "export" else p.stdout
+        return text.replace(str(root), "ROOT").replace(url, "ROOT")
+
+    local = run(str(root))
+    fault_proxy.reset()
+    remote = run(url, ["--storage-option", f"endpoint_url={opts['endpoint_url']}", "--storage-option",
+                       f"key={opts['key']}", "--storage-option", f"secret={opts['secret']}"])
+    if command == "verify":
+        local, remote = ([{k: v for k, v in json.loads(x).items() if k not in ("seconds", "pendingFixes")}
+                          for x in t.splitlines()] for t in (local, remote))
+    assert remote == local
+    pages, reads, other = _object_reads(fault_proxy)
+    assert len(pages) == -(-n_keys // 1000) and not other and not any("delimiter" in p for p in pages)
+    again = {r for r in reads if reads.count(r) > 1}
+    assert all(reads.count(r) == 2 and r.endswith("-offset-checkpoint") and r.count("/") == 5 for r in again)
+    assert len(again) == (6 if command == "verify" else 0)

@@ -442,3 +442,97 @@ def test_s3_log_dir_read_fails_when_a_segment_is_replaced_mid_read(s3, tmp_path)
     with pytest.raises(ObjectChangedError):
         for _ in chunks:
             pass
+
+
+# ------------------------------------------------------------------------------------------------
+# listing a prefix once, whole objects kept and fetched ahead
+
+def _requests(proxy):
+    """The proxy's log as (listing pages, object reads): a listing names no key (``/bucket?list-type=2...``)."""
+    pages = [p for m, p, _ in proxy.log if m == "GET" and "list-type=2" in p]
+    reads = [p.split("?")[0] for m, p, _ in proxy.log if m == "GET" and "list-type=2" not in p]
+    return pages, reads
+
+
+@pytest.mark.parametrize("which", ["written", "real"])
+def test_s3_list_tree_is_every_folder_listing_in_pages(s3, uploaded, fault_proxy, monkeypatch, which):
+    """One recursive listing, page after page (7 keys a page here), gives every folder's entries exactly
+    as listing the folders one by one does."""
+    monkeypatch.setattr("kafkafmt.storage._fsspec.LIST_PAGE_KEYS", 7)
+    local, url = uploaded[which]
+    st, root = open_storage(url, storage_options=s3.storage_options)
+    folders, stack = {}, [root]
+    while stack:
+        d = stack.pop()
+        folders[d] = st.list(d)
+        stack += [e.path for e in folders[d] if e.is_dir]
+    proxied, root2 = open_storage(url, storage_options=fault_proxy.storage_options)
+    fault_proxy.reset()
+    tree = proxied.list_tree(root2)
+    assert tree == folders
+    keys = sum(1 for entries in folders.values() for e in entries if not e.is_dir)
+    assert keys == len(_local_tree(local))
+    pages, reads = _requests(fault_proxy)
+    assert len(pages) == -(-keys // 7) and not reads and fault_proxy.count == len(pages)
+    assert not any("delimiter" in p for p in pages)
+    assert proxied.list_tree(st.join(root, "no-such-folder")) is None
+
+
+def test_s3_whole_objects_fetched_once_by_content(s3, fault_proxy):
+    """Small objects read whole are kept: the same content (S3's ETag) under two keys is fetched once; a
+    read ahead (`will_read`) is taken by the reader without a request of its own."""
+    bucket = s3.bucket()
+    same, other = bytes(range(256)) * 40, b"x" * 5000
+    for key, data in (("a/1.log", same), ("b/1.log", same), ("c/1.log", other)):
+        s3.put(bucket, key, data)
+    st, root = open_storage(f"s3://{bucket}", storage_options=fault_proxy.storage_options)
+    entries = sorted((e for es in st.list_tree(root).values() for e in es if not e.is_dir), key=lambda e: e.path)
+    fault_proxy.reset()
+    st.will_read([(e.path, e.size, e.version) for e in entries])
+    got = [st.read_listed(e.path, e.size, e.version) for e in entries]
+    assert got == [same, same, other]
+    with st.open(entries[1].path, size=entries[1].size, version=entries[1].version) as blob:
+        assert bytes(blob.read(0, blob.size)) == same and blob.requests == 0
+    out = bytearray(len(other))
+    assert st.read_into(entries[2].path, out, version=entries[2].version) == len(other) and bytes(out) == other
+    _, reads = _requests(fault_proxy)
+    assert sorted(reads) == [f"/{bucket}/a/1.log", f"/{bucket}/c/1.log"] and fault_proxy.count == 2
+
+
+def test_object_cache_fetches_ahead_within_its_window_and_at_once():
+    """The reader's announced objects are fetched a window of bytes ahead of it, several at a time; a failed
+    fetch raises to the reader that takes it and is not kept."""
+    import threading
+
+    from kafkafmt.storage._objects import FETCH_THREADS, ObjectCache
+
+    parties = min(4, FETCH_THREADS)
+    barrier = threading.Barrier(parties, timeout=30)       # passes only if that many fetches run at once
+    fetched = []
+
+    def fetch(path, size, version):
+        fetched.append(path)
+        if path.startswith("wait"):
+            barrier.wait()
+        if path == "bad":
+            raise StorageUnavailableError("cannot read", file=path)
+        return path.encode().ljust(size, b".")
+
+    cache = ObjectCache(fetch, lambda path, version: version, budget=64, window=20)
+    items = [(f"wait{i}", 5, f"v{i}") for i in range(parties)] + [(f"p{i}", 5, f"w{i}") for i in range(6)]
+    cache.prefetch(items)
+    assert cache.nbytes == 20                        # four objects of 5 bytes ahead: the window
+    for path, size, version in items[:parties]:
+        assert cache.get(path, size, version)[0] == path.encode().ljust(5, b".")
+    assert cache.nbytes <= 40                         # taken ones are kept, four more ahead of the reader
+    data, fetched_now = cache.get("p0", 5, "w0")
+    assert data == b"p0..." and not fetched_now
+    with pytest.raises(StorageUnavailableError):
+        cache.get("bad", 5, "x")
+    with pytest.raises(StorageUnavailableError):
+        cache.get("bad", 5, "x")                     # not kept: asked again
+    assert fetched.count("bad") == 2 and len(set(fetched)) == len(fetched) - 1
+    for i in range(20):                               # more than the budget: the least recently used go
+        cache.get(f"q{i}", 5, f"q{i}")
+    assert cache.nbytes <= 64
+    assert not cache.get("q19", 5, "q19")[1] and cache.get("q0", 5, "q0")[1]

@@ -18,7 +18,12 @@ pyarrow test themselves) in a subprocess, so its CPU is not charged to the readi
   (list the folder, read the ``.index``, read from the entry's position) over the bound
   ``index bytes + batch bytes returned + one read-ahead block`` (target <= 2).
 
-``python -m benchmarks.bench_storage`` prints the same figures without asv.
+* ``ClusterBackup``: ``read_log_dirs(threads=1)`` of issue 44's cluster (three brokers' log dirs written by
+  kafka-python's builders, tests/kcluster.py) backed up under one prefix, against the same dirs on local disk,
+  interleaved in one process: the wall-time and CPU-time ratios and the requests of one remote read (the
+  prefix listed in pages of 1,000 keys, each object read at most once).
+
+``python -m benchmarks.bench_storage`` prints the same figures without asv (``... cluster 0.1`` the cluster's).
 """
 
 from __future__ import annotations
@@ -46,9 +51,9 @@ def _free_port():
 
 
 class S3Server:
-    """moto's S3 server in a subprocess on 127.0.0.1, with the two log dirs uploaded."""
+    """moto's S3 server in a subprocess on 127.0.0.1, with the ``names`` log dirs of the corpus uploaded."""
 
-    def __init__(self):
+    def __init__(self, names=("cluster", "seek")):
         import boto3
         port = _free_port()
         self.endpoint = f"http://127.0.0.1:{port}"
@@ -64,19 +69,35 @@ class S3Server:
                     self.stop()
                     raise RuntimeError("moto server did not start")
                 time.sleep(0.2)
-        client = boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=KEY,
-                              aws_secret_access_key=SECRET, region_name="us-east-1")
-        client.create_bucket(Bucket="bench")
-        self.local = {}
-        for name in ("cluster", "seek"):
-            root, _meta = corpus.log_dir(name)
-            self.local[name] = str(root)
-            for dirpath, _dirs, files in os.walk(root):
-                for f in files:
-                    full = os.path.join(dirpath, f)
-                    rel = os.path.relpath(full, root).replace(os.sep, "/")
-                    with open(full, "rb") as fh:
-                        client.put_object(Bucket="bench", Key=f"{name}/{rel}", Body=fh.read())
+        self.client = boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=KEY,
+                                   aws_secret_access_key=SECRET, region_name="us-east-1")
+        self.client.create_bucket(Bucket="bench")
+        self.local, self.keys = {}, {}
+        for name in names:
+            self.upload(name, str(corpus.log_dir(name)[0]))
+
+    def upload(self, name, root):
+        """Every file under ``root`` as ``bench/<name>/<relative path>`` (8 at a time); the number of keys."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.local[name] = root
+        files = [os.path.join(d, f) for d, _dirs, fs in os.walk(root) for f in fs]
+
+        def put(full):
+            rel = os.path.relpath(full, root).replace(os.sep, "/")
+            with open(full, "rb") as fh:
+                self.client.put_object(Bucket="bench", Key=f"{name}/{rel}", Body=fh.read())
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(put, files))
+        self.keys[name] = len(files)
+        return len(files)
+
+    def cpu_seconds(self):
+        """CPU time the server process used so far (its share of a remote read)."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def options(self):
         return {"key": KEY, "secret": SECRET, "endpoint_url": self.endpoint,
@@ -95,9 +116,9 @@ class S3Server:
 _SERVER = [None]
 
 
-def server():
+def server(names=("cluster", "seek")):
     if _SERVER[0] is None:
-        _SERVER[0] = S3Server()
+        _SERVER[0] = S3Server(names)
     return _SERVER[0]
 
 
@@ -210,6 +231,121 @@ def seek_cost(read_ahead=1 << 20):
     return fetched + len(raw), len(raw) + returned + read_ahead
 
 
+# --- a cluster's backup --------------------------------------------------------------------------
+
+def cluster_topics(scale=1.0):
+    """Issue 44's cluster at ``scale``: 10 topics of 70 partitions on 3 brokers and 10 of 75 on 2 (1,450
+    partitions in 3,650 folders at 1.0)."""
+    topics = {f"rf3-{i}": (max(1, round(70 * scale)), 3) for i in range(10)}
+    topics.update({f"rf2-{i}": (max(1, round(75 * scale)), 2) for i in range(10)})
+    return topics
+
+
+def cluster_dir(scale=1.0):
+    """Three brokers' log dirs written by kafka-python's builders (tests/kcluster.py; ~146 records a
+    partition, 8,000-byte segments, 6 % of the followers behind, 15 % of the partitions empty), made once per
+    scale in the corpus cache."""
+    import shutil
+
+    root = corpus.cache_dir() / "clusters" / f"scale-{scale:g}"
+    if not (root / ".done").exists():
+        tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "tests")
+        sys.path.insert(0, os.path.abspath(tests))
+        import kcluster
+
+        tmp = root.with_name(f"{root.name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        kcluster.write_cluster(tmp, cluster_topics(scale), records=146, segment_bytes=8000, behind=0.06,
+                               empty=0.15)
+        (tmp / ".done").write_bytes(b"")
+        shutil.rmtree(root, ignore_errors=True)
+        os.replace(tmp, root)
+    return root
+
+
+class _Backup:
+    """The cluster's log dirs (``local``) and their backup under ``s3://bench/c1`` (``url``, ``options``)."""
+
+    def __init__(self, scale):
+        self.local = str(cluster_dir(scale))
+        self.srv = server(names=())
+        if "c1" not in self.srv.local:
+            self.srv.upload("c1", self.local)
+        self.keys = self.srv.keys["c1"]
+        self.url, self.options = "s3://bench/c1", self.srv.options()
+
+    def read_local(self):
+        import kafkafmt
+        return kafkafmt.read_log_dirs(self.local, threads=1)
+
+    def read_s3(self):
+        import kafkafmt
+        return kafkafmt.read_log_dirs(self.url, storage_options=self.options, threads=1)
+
+
+def backup_figures(scale=1.0, rounds=3):
+    """{figure: value} of ``read_log_dirs(threads=1)`` of the backup against the same dirs locally, the two
+    interleaved in this process (medians of ``rounds`` rounds, each round's ratio taken back to back):
+    wall-time and CPU-time ratios, the server's CPU, requests and listing pages of one remote read."""
+    from kafkafmt.storage import statistics
+
+    b = _Backup(scale)
+    assert len(b.read_s3()) == len(b.read_local())        # (warm: imports, the filesystem's client)
+    rows = []
+    for r in range(rounds):
+        sample = {}
+        for where in (("local", "s3") if r % 2 == 0 else ("s3", "local")):
+            before, t0, c0, m0 = statistics(), time.perf_counter(), time.process_time(), b.srv.cpu_seconds()
+            (b.read_s3 if where == "s3" else b.read_local)()
+            sample[where] = (time.perf_counter() - t0, time.process_time() - c0, b.srv.cpu_seconds() - m0,
+                             (statistics() - before).requests)
+        rows.append(sample)
+
+    def median(values):
+        values = sorted(values)
+        return values[len(values) // 2]
+
+    return {"wall_ratio": median(r["s3"][0] / r["local"][0] for r in rows),
+            "cpu_ratio": median(r["s3"][1] / r["local"][1] for r in rows),
+            "local_s": median(r["local"][0] for r in rows), "s3_s": median(r["s3"][0] for r in rows),
+            "server_cpu_s": median(r["s3"][2] for r in rows), "requests": median(r["s3"][3] for r in rows),
+            "keys": b.keys, "pages": -(-b.keys // 1000)}
+
+
+class ClusterBackup:
+    """``read_log_dirs("s3://...", threads=1)`` of issue 44's cluster backed up to the loopback S3 server
+    against the same dirs on local disk, interleaved in one process: time ratios (wall, and this process's
+    CPU: the server's runs beside it) and the requests of one read (to hold against the objects read plus
+    the listing pages)."""
+    params = [[0.1, 1.0]]
+    param_names = ["scale"]
+    timeout = 3600
+    number = 1
+    repeat = 1
+
+    def setup_cache(self):
+        for scale in self.params[0]:
+            cluster_dir(scale)
+
+    def teardown(self, *args):
+        stop_server()
+
+    def track_s3_vs_local(self, _cache, scale):
+        return round(backup_figures(scale)["wall_ratio"], 2)
+
+    track_s3_vs_local.unit = "ratio"
+
+    def track_s3_vs_local_cpu(self, _cache, scale):
+        return round(backup_figures(scale)["cpu_ratio"], 2)
+
+    track_s3_vs_local_cpu.unit = "ratio"
+
+    def track_requests(self, _cache, scale):
+        return backup_figures(scale, rounds=1)["requests"]
+
+    track_requests.unit = "requests"
+
+
 # --- asv ---------------------------------------------------------------------------------------
 
 class RangedReads:
@@ -293,6 +429,13 @@ track_seek_fetched_vs_bound.unit = "ratio"
 
 def main():
     import kafkafmt  # noqa: F401
+    if sys.argv[1:2] == ["cluster"]:         # python -m benchmarks.bench_storage cluster [scale]
+        try:
+            scale = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
+            print({k: round(v, 3) if isinstance(v, float) else v for k, v in backup_figures(scale).items()})
+        finally:
+            stop_server()
+        return
     try:
         print(f"{'where':6} {'read_ahead':>10} {'read MB/s':>10} {'decode MB/s':>12}")
         for where, ra in (("local", 8 << 20), ("memory", 8 << 20), ("s3", 1 << 20), ("s3", 8 << 20),

@@ -32,7 +32,7 @@ from libc.stdlib cimport malloc, calloc, free, realloc
 from cpython.buffer cimport PyBuffer_FillInfo
 
 from kafkafmt._native.kfmt cimport (kfmt_be16, kfmt_be32, kfmt_be64, kfmt_varint, kfmt_varlong, kfmt_crc_init,
-                                   kfmt_crc32, kfmt_advise_hugepages)
+                                   kfmt_bytes, kfmt_crc32, kfmt_advise_hugepages, kfmt_copy)
 from kafkafmt._native.layout cimport *
 
 cdef extern from "kfmt_codecs.h" nogil:
@@ -44,6 +44,7 @@ cdef extern from "kfmt_codecs.h" nogil:
     int64_t kfmt_lz4_decompress(const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap, int64_t limit)
     int64_t kfmt_zstd_decompress(void *dctx, const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap,
                                  int64_t limit)
+    int64_t kfmt_decompressed_guess(int lz4, const uint8_t *src, int64_t n, int64_t ratio, int64_t limit)
     int KFMT_DECOMP_LIMIT, KFMT_DECOMP_NOMEM
 
 kfmt_crc_init()
@@ -188,7 +189,7 @@ cdef inline int put_binary(int64_t *off, uint8_t *data, uint8_t *valid, int64_t 
         return 0
     if start + length > cap:
         return 1
-    memcpy(data + start, src, length)
+    kfmt_copy(data + start, src, length)
     off[i + 1] = start + length
     set_bit(valid, i, True)
     return 0
@@ -244,33 +245,10 @@ cdef inline int add_record(Out *o, int64_t offset, int64_t ts, int tstype, int32
     return ERR_NONE
 
 
-cdef inline int read_varint(const uint8_t **pp, const uint8_t *end, int32_t *out) noexcept nogil:
-    cdef int rc = kfmt_varint(pp, end, out)
-    if rc == 0:
-        return ERR_NONE
-    return ERR_RECORD_TRUNCATED if rc == -1 else ERR_VARINT
-
-
-cdef inline int read_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out) noexcept nogil:
-    cdef int rc = kfmt_varlong(pp, end, out)
-    if rc == 0:
-        return ERR_NONE
-    return ERR_RECORD_TRUNCATED if rc == -1 else ERR_VARINT
-
-
-cdef inline int read_bytes(const uint8_t **pp, const uint8_t *end, const uint8_t **data, int32_t *length) noexcept nogil:
-    """A varint length (-1 = null) and that many bytes, bounded by end."""
-    cdef int rc = read_varint(pp, end, length)
-    if rc != ERR_NONE:
-        return rc
-    if length[0] < 0:
-        length[0] = -1                   # as Kafka's DefaultRecord.readFrom: any negative size is null
-    data[0] = pp[0]
-    if length[0] > 0:
-        if length[0] > end - pp[0]:
-            return ERR_RECORD_TRUNCATED
-        pp[0] += length[0]
-    return ERR_NONE
+cdef inline int field_error(int rc) noexcept nogil:
+    """The error of a kfmt_varint / kfmt_bytes failure (-1: past the end, -2: too long) inside a
+    record: its fields run past the length it declares, or a varint is too long."""
+    return ERR_RECORD_SIZE if rc == -1 else ERR_VARINT
 
 
 cdef int add_control(Out *o, int64_t offset, int64_t ts, int32_t bidx,
@@ -298,18 +276,59 @@ cdef int add_control(Out *o, int64_t offset, int64_t ts, int32_t bidx,
     return ERR_NONE
 
 
+cdef int check_headers(const uint8_t **pp, const uint8_t *rend, int32_t hcount) noexcept nogil:
+    """Validate the hcount headers at pp[0] (moved past them): ERR_NONE, or the record's error."""
+    cdef const uint8_t *hk
+    cdef const uint8_t *hv
+    cdef int32_t h, hklen, hvlen
+    cdef int rc
+    for h in range(hcount):
+        rc = kfmt_bytes(pp, rend, &hk, &hklen)
+        if not rc and hklen < 0:
+            return ERR_BAD_LENGTH                # header keys are never null
+        if not rc:
+            rc = kfmt_bytes(pp, rend, &hv, &hvlen)
+        if rc:
+            return field_error(rc)
+    return ERR_NONE
+
+
+cdef int write_headers(Out *o, const uint8_t *p, const uint8_t *rend, int32_t hcount) noexcept nogil:
+    """Append the hcount headers at p (validated by check_headers): ERR_NONE or NEED_GROW."""
+    cdef const uint8_t *hk
+    cdef const uint8_t *hv
+    cdef int32_t h, hklen, hvlen
+    for h in range(hcount):
+        if o.n_hdr >= o.hdr_cap:
+            o.grow |= GROW_HEADERS
+            return NEED_GROW
+        kfmt_bytes(&p, rend, &hk, &hklen)
+        kfmt_bytes(&p, rend, &hv, &hvlen)
+        if put_binary(o.hk_off, o.hk_data, o.hk_valid, o.hk_cap, o.n_hdr, hk, hklen, &o.hk_nulls, True):
+            o.grow |= GROW_HEADER_KEYS
+            return NEED_GROW
+        if put_binary(o.hv_off, o.hv_data, o.hv_valid, o.hv_cap, o.n_hdr, hv, hvlen, &o.hv_nulls, True):
+            o.grow |= GROW_HEADER_VALUES
+            return NEED_GROW
+        o.n_hdr += 1
+    return ERR_NONE
+
+
+# The v2 record loop is compiled twice (a fused-type specialisation, chosen by the type of its
+# first argument): for the usual decode -- keys and values copied, a batch of data records --
+# with nothing else in the loop, and for the rest (binary views, offsets and timestamps only,
+# control batches).
+cdef struct Copying:
+    char unused
+cdef struct General:
+    char unused
+ctypedef fused RecordLoop:
+    Copying
+    General
+
+
 cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t count, int64_t base_offset,
                    int64_t base_ts, int64_t max_ts, int tstype, int32_t bidx, bint is_control) noexcept nogil:
-    cdef const uint8_t *p = start
-    cdef const uint8_t *rend
-    cdef const uint8_t *key
-    cdef const uint8_t *val
-    cdef const uint8_t *hstart
-    cdef const uint8_t *hk = NULL
-    cdef const uint8_t *hv = NULL
-    cdef int32_t r, length, odelta, klen, vlen, hcount, h, hklen = 0, hvlen = 0
-    cdef int64_t tdelta, ts, offset
-    cdef int rc
     if count == 0:
         # Kafka's iterator yields nothing without reading the payload; bytes there would be
         # records lost without a word, so they are an error here
@@ -318,90 +337,161 @@ cdef int decode_v2(Out *o, const uint8_t *start, const uint8_t *end, int32_t cou
     if count < 0 or <int64_t>count * V2_MIN_RECORD_SIZE > end - start:
         o.err_at = 0
         return ERR_BAD_COUNT
+    if o.views or o.skip_payload or is_control:
+        return v2_records(<General *>NULL, o, start, end, count, base_offset, base_ts, max_ts, tstype, bidx,
+                          is_control)
+    return v2_records(<Copying *>NULL, o, start, end, count, base_offset, base_ts, max_ts, tstype, bidx, False)
+
+
+cdef int v2_records(RecordLoop *loop, Out *o, const uint8_t *start, const uint8_t *end, int32_t count,
+                    int64_t base_offset, int64_t base_ts, int64_t max_ts, int tstype, int32_t bidx,
+                    bint is_control) noexcept nogil:
+    cdef const uint8_t *p = start
+    cdef const uint8_t *rs
+    cdef const uint8_t *rend
+    cdef const uint8_t *key
+    cdef const uint8_t *val
+    cdef const uint8_t *hstart
+    cdef int32_t r, length, odelta, klen, vlen, hcount
+    cdef int64_t tdelta, ts, offset
+    cdef int rc
+    # the fill levels and output pointers in locals, written back once the batch is decoded (a
+    # batch that fails or needs a larger output is rolled back by the caller): kept in registers,
+    # not reloaded from *o after every store and copy
+    cdef int64_t i = o.n
+    cdef int64_t rec_cap = o.rec_cap
+    cdef int64_t *out_offset = o.offset
+    cdef int64_t *out_ts = o.timestamp
+    cdef int8_t *out_tstype = o.tstype
+    cdef int32_t *out_bidx = o.bidx
+    cdef int64_t *hdr_idx = o.hdr_idx
+    cdef bint skip = o.skip_payload and not is_control
+    cdef bint want_keys = o.want_keys, want_values = o.want_values, want_headers = o.want_headers
+    cdef int64_t *key_off = o.key_off
+    cdef int64_t *val_off = o.val_off
+    cdef uint8_t *key_data = o.key_data
+    cdef uint8_t *val_data = o.val_data
+    cdef uint8_t *key_valid = o.key_valid
+    cdef uint8_t *val_valid = o.val_valid
+    cdef int64_t key_cap = o.key_cap, val_cap = o.val_cap
+    cdef int64_t kpos = 0, vpos = 0, key_nulls = o.key_nulls, val_nulls = o.val_nulls
+    if RecordLoop is Copying or not (o.views or skip):
+        kpos = key_off[i]
+        vpos = val_off[i]
     for r in range(count):
-        o.err_at = p - start
-        rc = read_varint(&p, end, &length)
-        if rc != ERR_NONE:
-            return rc
+        rs = p
+        rc = kfmt_varint(&p, end, &length)
+        if rc:
+            o.err_at = rs - start
+            return ERR_RECORD_TRUNCATED if rc == -1 else ERR_VARINT
         if length < 0 or length > end - p:
+            o.err_at = rs - start
             return ERR_RECORD_TRUNCATED
         rend = p + length
         if p >= rend:
+            o.err_at = rs - start
             return ERR_RECORD_SIZE
         p += 1                                   # record attributes: unused
-        rc = read_varlong(&p, rend, &tdelta)
-        if rc != ERR_NONE:
-            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
-        rc = read_varint(&p, rend, &odelta)
-        if rc != ERR_NONE:
-            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
-        if o.skip_payload and not is_control:
-            # offsets and timestamps only: skip to the record's end, as Kafka's
-            # DefaultRecord.readPartiallyFrom does for its skipKeyValueIterator
-            if o.n >= o.rec_cap:
-                o.grow |= GROW_RECORDS
-                return NEED_GROW
-            o.offset[o.n] = base_offset + odelta
-            o.timestamp[o.n] = max_ts if tstype == 1 else base_ts + tdelta
-            o.tstype[o.n] = <int8_t>tstype
-            o.bidx[o.n] = bidx
-            o.n += 1
-            p = rend
-            continue
-        rc = read_bytes(&p, rend, &key, &klen)
-        if rc != ERR_NONE:
-            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
-        rc = read_bytes(&p, rend, &val, &vlen)
-        if rc != ERR_NONE:
-            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
-        rc = read_varint(&p, rend, &hcount)
-        if rc != ERR_NONE:
-            return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
-        if hcount < 0 or <int64_t>hcount * 2 > rend - p:
-            return ERR_BAD_LENGTH
-        hstart = p
-        for h in range(hcount):                  # validate the headers
-            rc = read_bytes(&p, rend, &hk, &hklen)
-            if rc == ERR_NONE and hklen < 0:
-                rc = ERR_BAD_LENGTH              # header keys are never null
-            if rc == ERR_NONE:
-                rc = read_bytes(&p, rend, &hv, &hvlen)
-            if rc != ERR_NONE:
-                return ERR_RECORD_SIZE if rc == ERR_RECORD_TRUNCATED else rc
-        if p != rend:
-            return ERR_RECORD_SIZE
-
+        rc = kfmt_varlong(&p, rend, &tdelta)
+        if not rc:
+            rc = kfmt_varint(&p, rend, &odelta)
+        if rc:
+            o.err_at = rs - start
+            return field_error(rc)
         offset = base_offset + odelta
         ts = max_ts if tstype == 1 else base_ts + tdelta
-        if is_control:
-            rc = add_control(o, offset, ts, bidx, key, klen, val, vlen)
+        if RecordLoop is General:
+            if skip:
+                # offsets and timestamps only: skip to the record's end, as Kafka's
+                # DefaultRecord.readPartiallyFrom does for its skipKeyValueIterator
+                if i >= rec_cap:
+                    o.grow |= GROW_RECORDS
+                    return NEED_GROW
+                out_offset[i] = offset
+                out_ts[i] = ts
+                out_tstype[i] = <int8_t>tstype
+                out_bidx[i] = bidx
+                i += 1
+                p = rend
+                continue
+        rc = kfmt_bytes(&p, rend, &key, &klen)
+        if not rc:
+            rc = kfmt_bytes(&p, rend, &val, &vlen)
+        if not rc:
+            rc = kfmt_varint(&p, rend, &hcount)
+        if rc:
+            o.err_at = rs - start
+            return field_error(rc)
+        if hcount < 0 or <int64_t>hcount * 2 > rend - p:
+            o.err_at = rs - start
+            return ERR_BAD_LENGTH
+        hstart = p
+        if hcount:
+            rc = check_headers(&p, rend, hcount)
+            if rc != ERR_NONE:
+                o.err_at = rs - start
+                return rc
+        if p != rend:
+            o.err_at = rs - start
+            return ERR_RECORD_SIZE
+        if RecordLoop is General:
+            if is_control:
+                o.err_at = rs - start
+                rc = add_control(o, offset, ts, bidx, key, klen, val, vlen)
+                if rc != ERR_NONE:
+                    return rc
+                if not o.include_control:
+                    continue
+        # append the record (as add_record, with the locals)
+        if i >= rec_cap:
+            o.grow |= GROW_RECORDS
+            return NEED_GROW
+        if RecordLoop is General and o.views:
+            if want_keys:
+                put_view(o.key_views, key_valid, i, key, klen, o, &key_nulls)
+            if want_values:
+                put_view(o.val_views, val_valid, i, val, vlen, o, &val_nulls)
+        else:
+            if klen < 0:
+                set_bit(key_valid, i, False)
+                key_nulls += 1
+            else:
+                if want_keys:
+                    if kpos + klen > key_cap:
+                        o.grow |= GROW_KEYS
+                        return NEED_GROW
+                    kfmt_copy(key_data + kpos, key, klen)
+                    kpos += klen
+                set_bit(key_valid, i, True)
+            key_off[i + 1] = kpos
+            if vlen < 0:
+                set_bit(val_valid, i, False)
+                val_nulls += 1
+            else:
+                if want_values:
+                    if vpos + vlen > val_cap:
+                        o.grow |= GROW_VALUES
+                        return NEED_GROW
+                    memcpy(val_data + vpos, val, vlen)
+                    vpos += vlen
+                set_bit(val_valid, i, True)
+            val_off[i + 1] = vpos
+        out_offset[i] = offset
+        out_ts[i] = ts
+        out_tstype[i] = <int8_t>tstype
+        out_bidx[i] = bidx
+        i += 1
+        if hcount and want_headers:
+            rc = write_headers(o, hstart, rend, hcount)
             if rc != ERR_NONE:
                 return rc
-            if not o.include_control:
-                continue
-        rc = add_record(o, offset, ts, tstype, bidx, key, klen, val, vlen)
-        if rc != ERR_NONE:
-            return rc
-        if hcount and o.want_headers:
-            p = hstart
-            for h in range(hcount):              # write the headers (validated above)
-                if o.n_hdr >= o.hdr_cap:
-                    o.grow |= GROW_HEADERS
-                    return NEED_GROW
-                read_bytes(&p, rend, &hk, &hklen)
-                read_bytes(&p, rend, &hv, &hvlen)
-                if put_binary(o.hk_off, o.hk_data, o.hk_valid, o.hk_cap, o.n_hdr, hk, hklen, &o.hk_nulls, True):
-                    o.grow |= GROW_HEADER_KEYS
-                    return NEED_GROW
-                if put_binary(o.hv_off, o.hv_data, o.hv_valid, o.hv_cap, o.n_hdr, hv, hvlen, &o.hv_nulls, True):
-                    o.grow |= GROW_HEADER_VALUES
-                    return NEED_GROW
-                o.n_hdr += 1
-            o.hdr_idx[o.n] = o.n_hdr
-            p = rend
+        hdr_idx[i] = o.n_hdr
     o.err_at = p - start
     if p != end:
         return ERR_TRAILING
+    o.n = i
+    o.key_nulls = key_nulls
+    o.val_nulls = val_nulls
     return ERR_NONE
 
 
@@ -495,6 +585,9 @@ cdef extern from "stdlib.h" nogil:
 
 cdef enum:
     HUGE_PAGE = 2 << 20
+    # glibc's largest dynamic mmap threshold: larger blocks are always mapped afresh, smaller ones
+    # may come from the heap, where freed blocks are reused without page faults
+    MMAP_ALWAYS = 32 << 20
 
 
 cdef class GrowableBuffer:
@@ -519,9 +612,12 @@ cdef class GrowableBuffer:
         if self.exports:
             raise BufferError("cannot resize a buffer that is viewed")
         size = max(size, 8)
-        if size >= HUGE_PAGE and size > self.size and (self.ptr == NULL or (<uintptr_t>self.ptr) % HUGE_PAGE):
+        if size > MMAP_ALWAYS and size > self.size and (self.ptr == NULL or (<uintptr_t>self.ptr) % HUGE_PAGE):
             # a large buffer starts on a 2 MiB boundary, so that transparent huge pages cover all
-            # of it (realloc would place it anywhere): 512x fewer page faults while it fills
+            # of it (realloc would place it anywhere): 512x fewer page faults while it fills. Not
+            # below MMAP_ALWAYS: an aligned block asks the heap for 2 MiB more than its size, which
+            # the blocks the last decode freed rarely offer, so the heap grows into fresh pages
+            # (hundreds of page faults a decode) instead of reusing them
             p = NULL
             if posix_memalign(<void **>&p, HUGE_PAGE, size) != 0:
                 p = NULL
@@ -999,6 +1095,25 @@ cdef class Columns:
             free(ptrs)
             free(lens)
         return (status, b, self.o.err_at, self.o.grow)
+
+
+def decompressed_guess(const uint8_t[::1] buf, const int64_t[::1] rows, const int8_t[::1] codec,
+                       const int64_t[::1] pstart, const int64_t[::1] plen, int64_t ratio, int64_t limit):
+    """Per batch of `rows` (lz4 or zstd v2 batches, payloads in buf at pstart/plen of the batch
+    table), what its payload decompresses to as far as its frame headers tell, `ratio` x its stored
+    size where they do not (kfmt_codecs.h's kfmt_decompressed_guess), each at most limit: the
+    kernel's outputs are sized from these before anything is decompressed."""
+    cdef Py_ssize_t i, b, nr = rows.shape[0], n = buf.shape[0]
+    out = np.empty(nr, np.int64)
+    cdef int64_t[::1] o = out
+    with nogil:
+        for i in range(nr):
+            b = rows[i]
+            if plen[b] <= 0 or pstart[b] < 0 or pstart[b] + plen[b] > n:
+                o[i] = 0
+            else:
+                o[i] = kfmt_decompressed_guess(codec[b] == CODEC_LZ4, &buf[pstart[b]], plen[b], ratio, limit)
+    return out
 
 
 def take_binary(const int64_t[::1] offsets, const uint8_t[::1] data, const int64_t[::1] rows):

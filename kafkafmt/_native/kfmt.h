@@ -7,6 +7,8 @@
  *  - crc32c (Castagnoli; v2 batches): SSE4.2 instruction when the CPU has it, else slicing-by-8 tables
  *  - crc32 (IEEE; v0/v1 messages): carry-less-multiply folding (PCLMULQDQ) when the CPU has it,
  *    else slicing-by-8 tables
+ *  - both, from 256 bytes: carry-less-multiply folding 512 bits wide (AVX-512 VPCLMULQDQ) when
+ *    the CPU has it
  *  - on ARMv8 (aarch64), both by the CRC32 / CRC32C instructions of the CRC extension (mandatory
  *    from ARMv8.1; Linux: HWCAP_CRC32, Apple silicon: always)
  *  The hardware paths are picked at run time (cpuid, getauxval); KAFKAFMT_CRC_SOFTWARE=1 in the
@@ -25,9 +27,11 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define KFMT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define KFMT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define KFMT_HOT static inline __attribute__((always_inline))
 #else
 #define KFMT_LIKELY(x) (x)
 #define KFMT_UNLIKELY(x) (x)
+#define KFMT_HOT static inline
 #endif
 
 /* ---- big-endian loads (caller checks bounds) ---------------------------------------------- */
@@ -51,16 +55,23 @@ static inline uint64_t kfmt_be64(const uint8_t *p) {
 /* ---- varints ------------------------------------------------------------------------------- */
 
 /* Reads a zigzag varint32 at *pp (bounded by end). Returns 0 on success and advances *pp;
- * -1 when the input ends inside the varint; -2 when it is longer than 5 bytes. */
-static inline int kfmt_varint(const uint8_t **pp, const uint8_t *end, int32_t *out) {
+ * -1 when the input ends inside the varint; -2 when it is longer than 5 bytes. With 5 bytes left
+ * (nearly always) the bytes are read without a bound check each. */
+KFMT_HOT int kfmt_varint(const uint8_t **pp, const uint8_t *end, int32_t *out) {
     const uint8_t *p = *pp;
     uint32_t v = 0;
     int shift = 0;
-    if (KFMT_LIKELY(p < end && p[0] < 0x80)) {           /* one-byte fast path */
-        v = p[0];
-        *pp = p + 1;
-        *out = (int32_t)((v >> 1) ^ (~(v & 1) + 1));
-        return 0;
+    if (KFMT_LIKELY(end - p >= 5)) {
+        for (int i = 0; i < 5; i++) {
+            uint32_t b = p[i];
+            v |= (b & 0x7f) << (7 * i);
+            if (b < 0x80) {
+                *pp = p + i + 1;
+                *out = (int32_t)((v >> 1) ^ (~(v & 1) + 1));
+                return 0;
+            }
+        }
+        return -2;
     }
     for (;;) {
         if (KFMT_UNLIKELY(p >= end)) return -1;
@@ -76,15 +87,21 @@ static inline int kfmt_varint(const uint8_t **pp, const uint8_t *end, int32_t *o
 }
 
 /* As kfmt_varint for a zigzag varlong (at most 10 bytes). */
-static inline int kfmt_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out) {
+KFMT_HOT int kfmt_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out) {
     const uint8_t *p = *pp;
     uint64_t v = 0;
     int shift = 0;
-    if (KFMT_LIKELY(p < end && p[0] < 0x80)) {
-        v = p[0];
-        *pp = p + 1;
-        *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
-        return 0;
+    if (KFMT_LIKELY(end - p >= 10)) {
+        for (int i = 0; i < 10; i++) {
+            uint64_t b = p[i];
+            v |= (b & 0x7f) << (7 * i);
+            if (b < 0x80) {
+                *pp = p + i + 1;
+                *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+                return 0;
+            }
+        }
+        return -2;
     }
     for (;;) {
         if (KFMT_UNLIKELY(p >= end)) return -1;
@@ -96,6 +113,22 @@ static inline int kfmt_varlong(const uint8_t **pp, const uint8_t *end, int64_t *
     }
     *pp = p;
     *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+    return 0;
+}
+
+/* A varint length (negative: null, returned as -1) and that many bytes at *pp, bounded by end:
+ * 0 with *data and *length set and *pp past them; -1 when they run past end; -2 when the varint
+ * is longer than 5 bytes. (The hot loops call these directly: always inlined, whatever the
+ * compiler's size limits.) */
+KFMT_HOT int kfmt_bytes(const uint8_t **pp, const uint8_t *end, const uint8_t **data, int32_t *length) {
+    int rc = kfmt_varint(pp, end, length);
+    if (KFMT_UNLIKELY(rc)) return rc;
+    if (*length < 0) *length = -1;
+    *data = *pp;
+    if (*length > 0) {
+        if (KFMT_UNLIKELY(*length > end - *pp)) return -1;
+        *pp += *length;
+    }
     return 0;
 }
 
@@ -146,6 +179,34 @@ static inline void kfmt_put_be64(uint8_t *p, uint64_t v) {
     kfmt_put_be32(p + 4, (uint32_t)v);
 }
 
+/* ---- copies ----------------------------------------------------------------------------- */
+
+/* memcpy(d, s, n) for the short fields of records (keys, header names), without a call: up to 32
+ * bytes by two overlapping loads and stores of the widest size that fits, writing only d[0:n]. */
+KFMT_HOT void kfmt_copy(uint8_t *d, const uint8_t *s, size_t n) {
+    if (n >= 16) {
+        if (n > 32) {
+            memcpy(d, s, n);
+        } else {
+            uint64_t a, b, c, e;
+            memcpy(&a, s, 8); memcpy(&b, s + 8, 8); memcpy(&c, s + n - 16, 8); memcpy(&e, s + n - 8, 8);
+            memcpy(d, &a, 8); memcpy(d + 8, &b, 8); memcpy(d + n - 16, &c, 8); memcpy(d + n - 8, &e, 8);
+        }
+    } else if (n >= 8) {
+        uint64_t a, b;
+        memcpy(&a, s, 8); memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8); memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4); memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4); memcpy(d + n - 4, &b, 4);
+    } else if (n > 0) {
+        d[0] = s[0];
+        d[n >> 1] = s[n >> 1];
+        d[n - 1] = s[n - 1];
+    }
+}
+
 /* ---- CRC tables ---------------------------------------------------------------------------- */
 
 static uint32_t kfmt_crc32c_table[8][256];
@@ -157,6 +218,7 @@ static uint32_t kfmt_shift_short[4][256];  /* ... over KFMT_SHORT zero bytes */
 static int kfmt_crc_ready = 0;
 static int kfmt_have_sse42 = 0;
 static int kfmt_have_pclmul = 0;
+static int kfmt_have_vpclmul = 0;   /* AVX-512 carry-less multiplies (both CRCs, long inputs) */
 static int kfmt_have_armcrc = 0;
 
 #if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
@@ -222,6 +284,8 @@ static void kfmt_crc_init(void) {
         __builtin_cpu_init();
         kfmt_have_sse42 = __builtin_cpu_supports("sse4.2");
         kfmt_have_pclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+        kfmt_have_vpclmul = kfmt_have_pclmul && kfmt_have_sse42 && __builtin_cpu_supports("avx512f") &&
+                            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vpclmulqdq");
     }
 #endif
 #if defined(KFMT_ARM_CRC)
@@ -335,9 +399,91 @@ KFMT_ARM_CRC_FN(kfmt_crc32c_arm, __crc32cd, __crc32cb)
 KFMT_ARM_CRC_FN(kfmt_crc32_arm, __crc32d, __crc32b)
 #endif
 
+#if (defined(__x86_64__)) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+/* Folding constants (bit-reflected x^k mod P, shifted left by one) for 256, 64 and 16 bytes ahead:
+ * x^2080, x^2016, x^544, x^480, x^160, x^96. */
+static const uint64_t kfmt_fold_crc32c[6] = {0xdcb17aa4, 0xb9e02b86, 0x740eef02, 0x9e4addf8, 0xf20c0dfe, 0x14cd00bd6};
+static const uint64_t kfmt_fold_crc32[6] = {0x11542778a, 0x1322d1430, 0x154442bd4, 0x1c6e41596, 0x1751997d0,
+                                            0x0ccaa009e};
+
+#define KFMT_FOLD512(x, k, d)                                                     \
+    do {                                                                          \
+        __m512i lo_ = _mm512_clmulepi64_epi128((x), (k), 0x00);                   \
+        __m512i hi_ = _mm512_clmulepi64_epi128((x), (k), 0x11);                   \
+        (x) = _mm512_ternarylogic_epi64(lo_, hi_, (d), 0x96);                     \
+    } while (0)
+#define KFMT_FOLD128(x, k, d)                                                     \
+    do {                                                                          \
+        __m128i lo_ = _mm_clmulepi64_si128((x), (k), 0x00);                       \
+        __m128i hi_ = _mm_clmulepi64_si128((x), (k), 0x11);                       \
+        (x) = _mm_xor_si128(_mm_xor_si128(lo_, hi_), (d));                        \
+    } while (0)
+
+/* The folding of kfmt_crc32_clmul (below) four 512-bit registers wide: 256 bytes per step, each
+ * 128-bit lane folded 2048 bits ahead, then the registers into one, its lanes into one 128-bit
+ * state, and whole 16-byte blocks into that. Stores the state (whose CRC, from a zero register,
+ * is that of the bytes consumed, `crc` taken in) and returns how many bytes it consumed (all but
+ * the last n % 16). Needs n >= 256. */
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.1")))
+static size_t kfmt_fold_avx512(uint32_t crc, const uint8_t *p, size_t n, const uint64_t k[6], uint8_t state[16]) {
+    const __m512i k256 = _mm512_broadcast_i32x4(_mm_set_epi64x((long long)k[1], (long long)k[0]));
+    const __m512i k64 = _mm512_broadcast_i32x4(_mm_set_epi64x((long long)k[3], (long long)k[2]));
+    const __m128i k16 = _mm_set_epi64x((long long)k[5], (long long)k[4]);
+    const uint8_t *start = p;
+    __m512i x0 = _mm512_loadu_si512((const void *)p), x1 = _mm512_loadu_si512((const void *)(p + 64));
+    __m512i x2 = _mm512_loadu_si512((const void *)(p + 128)), x3 = _mm512_loadu_si512((const void *)(p + 192));
+    x0 = _mm512_xor_si512(x0, _mm512_inserti32x4(_mm512_setzero_si512(), _mm_cvtsi32_si128((int)crc), 0));
+    p += 256;
+    n -= 256;
+    while (n >= 256) {
+        KFMT_FOLD512(x0, k256, _mm512_loadu_si512((const void *)p));
+        KFMT_FOLD512(x1, k256, _mm512_loadu_si512((const void *)(p + 64)));
+        KFMT_FOLD512(x2, k256, _mm512_loadu_si512((const void *)(p + 128)));
+        KFMT_FOLD512(x3, k256, _mm512_loadu_si512((const void *)(p + 192)));
+        p += 256;
+        n -= 256;
+    }
+    KFMT_FOLD512(x0, k64, x1);
+    KFMT_FOLD512(x0, k64, x2);
+    KFMT_FOLD512(x0, k64, x3);
+    while (n >= 64) {
+        KFMT_FOLD512(x0, k64, _mm512_loadu_si512((const void *)p));
+        p += 64;
+        n -= 64;
+    }
+    __m128i a = _mm512_extracti32x4_epi32(x0, 0);
+    KFMT_FOLD128(a, k16, _mm512_extracti32x4_epi32(x0, 1));
+    KFMT_FOLD128(a, k16, _mm512_extracti32x4_epi32(x0, 2));
+    KFMT_FOLD128(a, k16, _mm512_extracti32x4_epi32(x0, 3));
+    while (n >= 16) {
+        KFMT_FOLD128(a, k16, _mm_loadu_si128((const __m128i *)p));
+        p += 16;
+        n -= 16;
+    }
+    _mm_storeu_si128((__m128i *)state, a);
+    return (size_t)(p - start);
+}
+
+/* crc32c of long inputs: the 512-bit folding, its state and the tail by the SSE4.2 instruction. */
+__attribute__((target("sse4.2")))
+static uint32_t kfmt_crc32c_avx512(uint32_t crc, const uint8_t *p, size_t n) {
+    uint8_t state[16];
+    size_t used = kfmt_fold_avx512(crc, p, n, kfmt_fold_crc32c, state);
+    uint64_t lo, hi;
+    memcpy(&lo, state, 8);
+    memcpy(&hi, state + 8, 8);
+    uint32_t c = (uint32_t)_mm_crc32_u64(_mm_crc32_u64(0, lo), hi);
+    return kfmt_crc32c_hw(c, p + used, n - used);
+}
+#endif
+
+#define KFMT_AVX512_MIN 256      /* inputs from this size take the 512-bit folding when the CPU has it */
+
 /* crc32c of n bytes (Kafka's Crc32C.compute). */
 static inline uint32_t kfmt_crc32c(const uint8_t *p, size_t n) {
 #if (defined(__x86_64__)) && (defined(__GNUC__) || defined(__clang__))
+    if (kfmt_have_vpclmul && n >= KFMT_AVX512_MIN) return ~kfmt_crc32c_avx512(0xFFFFFFFFu, p, n);
     if (kfmt_have_sse42) return ~kfmt_crc32c_hw(0xFFFFFFFFu, p, n);
 #endif
 #if defined(KFMT_ARM_CRC)
@@ -400,6 +546,11 @@ static uint32_t kfmt_crc32_clmul(uint32_t crc, const uint8_t *p, size_t n) {
 /* crc32 (IEEE, as java.util.zip.CRC32) of n bytes. */
 static inline uint32_t kfmt_crc32(const uint8_t *p, size_t n) {
 #if (defined(__x86_64__)) && (defined(__GNUC__) || defined(__clang__))
+    if (kfmt_have_vpclmul && n >= KFMT_AVX512_MIN) {
+        uint8_t state[16];
+        size_t used = kfmt_fold_avx512(0xFFFFFFFFu, p, n, kfmt_fold_crc32, state);
+        return ~kfmt_crc_sw(kfmt_crc32_table, kfmt_crc_sw(kfmt_crc32_table, 0, state, 16), p + used, n - used);
+    }
     if (kfmt_have_pclmul && n >= 64) return ~kfmt_crc32_clmul(0xFFFFFFFFu, p, n);
 #endif
 #if defined(KFMT_ARM_CRC)
@@ -417,9 +568,10 @@ static inline uint32_t kfmt_crc32c_table_only(const uint8_t *p, size_t n) {
 }
 
 /* Which implementation each CRC uses in this process: bit 0 crc32c SSE4.2, bit 1 crc32 PCLMULQDQ,
- * bit 2 both by the ARMv8 CRC instructions. */
+ * bit 2 both by the ARMv8 CRC instructions, bit 3 both by AVX-512 VPCLMULQDQ from KFMT_AVX512_MIN
+ * bytes. */
 static inline int kfmt_crc_backends(void) {
-    return (kfmt_have_sse42 ? 1 : 0) | (kfmt_have_pclmul ? 2 : 0) | (kfmt_have_armcrc ? 4 : 0);
+    return (kfmt_have_sse42 ? 1 : 0) | (kfmt_have_pclmul ? 2 : 0) | (kfmt_have_armcrc ? 4 : 0) | (kfmt_have_vpclmul ? 8 : 0);
 }
 
 /* ---- memory ----------------------------------------------------------------------------- */

@@ -264,6 +264,43 @@ static int64_t kfmt_lz4_decompress(const uint8_t *src, int64_t n, uint8_t **buf,
 #define KFMT_ZSTD_UNKNOWN (0ULL - 1)
 #define KFMT_ZSTD_ERROR (0ULL - 2)
 
+/* What the lz4 / zstd payload src[0:n] of a v2 batch decompresses to, as far as its headers tell
+ * without decompressing it (the kernel's outputs are sized from this before the first batch): a
+ * zstd frame's content size; an lz4 frame's content size, else its stored blocks' sizes, its
+ * compressed blocks but the last at the frame's maximum block size (writers fill every block
+ * but the last) and its last at `ratio` x its stored size (at most that maximum); `ratio` x n
+ * when the headers say nothing (a streamed zstd frame) or are malformed (the decompressor
+ * reports those). Only the first frame is looked at. At most limit. */
+static int64_t kfmt_decompressed_guess(int lz4, const uint8_t *src, int64_t n, int64_t ratio, int64_t limit) {
+    int64_t est = -1;
+    if (n <= 0) return 0;
+    if (!lz4 && kfmt_have_zstd) {
+        unsigned long long cs = kfmt_ZSTD_getFrameContentSize(src, (size_t)n);
+        if (cs != KFMT_ZSTD_UNKNOWN && cs != KFMT_ZSTD_ERROR) est = cs > (unsigned long long)limit ? limit : (int64_t)cs;
+    } else if (lz4) {
+        kfmt_lz4_frame f;
+        if (kfmt_lz4_header(src, n, 0, &f) == 0) {
+            if (f.content_size >= 0) {
+                est = f.content_size;
+            } else {
+                int64_t p = f.body, size = 0, sum = 0, last = -1;
+                int stored = 0, rc;
+                while ((rc = kfmt_lz4_block(src, n, &p, &f, &size, &stored)) == 1) {
+                    sum += stored ? size : f.block_max;
+                    last = stored ? -1 : size;
+                    p += size + (f.block_sum ? 4 : 0);
+                }
+                if (rc == 0) {
+                    if (last >= 0) sum -= f.block_max - (ratio * last < f.block_max ? ratio * last : f.block_max);
+                    est = sum;
+                }
+            }
+        }
+    }
+    if (est < 0) est = ratio * n;
+    return est > limit ? limit : est;
+}
+
 /* Decompress the zstd frame(s) in src[0:n] into *buf with dctx; returns the size or a code. */
 static int64_t kfmt_zstd_decompress(void *dctx, const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap,
                                     int64_t limit) {

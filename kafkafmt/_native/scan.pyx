@@ -576,11 +576,13 @@ def crc32_table(const uint8_t[::1] data):
 
 def crc_backends():
     """The implementation each CRC uses in this process: {"crc32c": "sse4.2" | "armv8-crc" |
-    "table", "crc32": "pclmulqdq" | "armv8-crc" | "table"} (KAFKAFMT_CRC_SOFTWARE=1 at import
-    forces "table")."""
+    "table", "crc32": "pclmulqdq" | "armv8-crc" | "table"}, prefixed "avx512-vpclmulqdq+" when
+    inputs from 256 bytes are folded 512 bits wide (KAFKAFMT_CRC_SOFTWARE=1 at import forces
+    "table")."""
     cdef int bits = kfmt_crc_backends()
-    return {"crc32c": "sse4.2" if bits & 1 else "armv8-crc" if bits & 4 else "table",
-            "crc32": "pclmulqdq" if bits & 2 else "armv8-crc" if bits & 4 else "table"}
+    wide = "avx512-vpclmulqdq+" if bits & 8 else ""
+    return {"crc32c": wide + "sse4.2" if bits & 1 else "armv8-crc" if bits & 4 else "table",
+            "crc32": wide + "pclmulqdq" if bits & 2 else "armv8-crc" if bits & 4 else "table"}
 
 
 def find_next_entry(const uint8_t[::1] data, Py_ssize_t start, int64_t min_offset=-1,

@@ -47,6 +47,7 @@ class Found:
     copies: list = field(default_factory=list)      # every copy of every partition (`kafkafmt.log.Copy`)
     held: dict = None             # {(topic, partition): copies read} (partition_label's, made when first asked)
     uploads: list = field(default_factory=list)      # the tiered-storage partitions, every upload listed
+    log_dirs_paths: list = field(default_factory=list)   # every log dir found below the paths (storage paths)
 
 
 def input_paths(args, command):
@@ -189,6 +190,13 @@ def topic_ids(args):
     return {t: i for t, i in given}
 
 
+def _depth(text):
+    """``--recursive-fields-max-depth``: a positive number (a bad one is argparse's one-line error)."""
+    if not str(text).strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}")
+    return int(text)
+
+
 def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
     """The options that type keys and values (`kafkafmt.values._typed`): ``value_flag``/``key_flag`` (a
     format name), ``--schema-registry``, ``--value-schema``/``--key-schema`` and
@@ -234,7 +242,7 @@ def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
                         "valueBytes; keys alike in keyBytes) and type the others")
     from kafkafmt.values import ADDITIONAL_PROPERTIES, DEFAULT_MAX_DEPTH, TIME_UNITS
 
-    p.add_argument("--recursive-fields-max-depth", type=int, default=DEFAULT_MAX_DEPTH, metavar="N",
+    p.add_argument("--recursive-fields-max-depth", type=_depth, default=DEFAULT_MAX_DEPTH, metavar="N",
                    help="how many times a recursive record or message appears on a path from the top of a value "
                         f"(Spark's recursive.fields.max.depth; default {DEFAULT_MAX_DEPTH}): the field where it "
                         "would appear once more holds that value's JSON text")
@@ -251,7 +259,7 @@ def _log_dir_of(path):
     """Where a path given on the command line has its ``_schemas`` topic: the log dir holding a
     partition folder or a segment file, else the path itself."""
     path = os.fspath(path)
-    if not cli_paths.isdir(path) and segment_base(os.path.basename(path)) is not None:
+    if segment_base(os.path.basename(path)) is not None and not cli_paths.isdir(path):
         path = os.path.dirname(os.path.abspath(path)) if "://" not in path else path.rsplit("/", 1)[0]
     name = os.path.basename(path.rstrip("/"))
     if partition_of_name(name) is not None:
@@ -312,7 +320,7 @@ def find_inputs(paths, topics=None, partitions=None, replicas=None, topic_id=Non
         d.check_incarnations()
     found = Found(partitions=d.partitions, files=d.files, given_files=d.given_files, log_dirs=d.log_dirs,
                   empty_log_dirs=d.empty_log_dirs, copies_note=copies_note(report), unread=d.unread,
-                  copies=d.copies, uploads=d.uploads)
+                  copies=d.copies, uploads=d.uploads, log_dirs_paths=d.log_dirs_paths)
     for e in report:
         p = report_problem(e)
         if p is not None:

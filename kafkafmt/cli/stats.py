@@ -117,10 +117,10 @@ def _json(results, problems):
     for label, topic, part, where, segs in results:
         t = _totals(segs)
         grand.merge(t)
+        files = _seg_files(where)
         out["partitions"].append({
             "name": label, "topic": topic, "partition": part, "path": _where(where), **t.to_json(),
-            "segments": [{"baseOffset": base, "file": _seg_file(where, base), **a.to_json()}
-                         for base, a in segs.items()],
+            "segments": [{"baseOffset": base, "file": files(base), **a.to_json()} for base, a in segs.items()],
         })
     totals = grand.to_json()
     totals["firstOffset"] = totals["lastOffset"] = None     # offsets are per partition
@@ -132,11 +132,12 @@ def _where(where):
     return where.url if isinstance(where, Partition) else where
 
 
-def _seg_file(where, base):
+def _seg_files(where):
+    """``file(base offset)``: the file of a partition's segment (None when it has none there), or the file read."""
     if isinstance(where, Partition):
-        segs = {s.base_offset: s for s in where.list_segments()}
-        return segs[base].url if base in segs else None
-    return where
+        urls = {s.base_offset: s.url for s in where.list_segments()}
+        return urls.get
+    return lambda base: where
 
 
 HEADERS = ["PARTITION / SEGMENT", "RECORDS", "BATCHES", "SIZE", "RATIO", "CODECS", "MAGIC", "OFFSETS",

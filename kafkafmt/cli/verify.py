@@ -44,9 +44,9 @@ import time
 import numpy as np
 
 from kafkafmt.read import iter_partitions_with
-from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, SegmentInfo
+from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, SegmentInfo, will_check
 from kafkafmt.report.problems import Problem
-from kafkafmt.recovery import pending_fixes
+from kafkafmt.recovery import pending_fixes, scan_of_batches
 
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, say_notes, no_data, add_command, check_kafka_file, file_kind,
@@ -78,10 +78,21 @@ def run(args, console):
 
 class Verifier(Checker):
     def __init__(self, args, console):
-        super().__init__(on_problem=self.say, on_chunk=self.advance)
+        super().__init__(on_problem=self.say, on_chunk=self.advance, on_segment=self.scanned)
         self.args = args
         self.c = console
         self.progress = None
+        self.scans = []             # the segments read whole and intact, as `recover` scans them
+        self.epochs = {}            # the leader-epoch-checkpoints read and found sound
+
+    def scanned(self, info):
+        """Keep a segment's read for `pending_fixes` (so `recover`'s planner does not scan it again)."""
+        if not info.skipped and not info.reported and info.size is not None and not self.errors:
+            t = info.table()
+            scan = scan_of_batches(info.log, info.base, info.size, t if t is not None else {"position": ()},
+                                   info.markers, info.sound)
+            if scan is not None:
+                self.scans.append(scan)
 
     # -- output ------------------------------------------------------------------------------------
     def say(self, p: Problem):
@@ -130,21 +141,25 @@ class Verifier(Checker):
             self.c.progress = self.progress = prog
             for w in found.leftovers:
                 self.add(w)
-            # many small partitions read in one pass, each checked as its own read shows it
-            for pd, chunks, report in iter_partitions_with(found.partitions, PARTITION_CHECK_READ):
-                prog.set_label(pd.name)
-                self.partition(pd, read=(chunks, report))
-            # every other copy too: a damaged copy is a problem whichever copy is read
-            for pd in found.unread:
-                prog.set_label(f"{pd.name} ({pd.log_dir_url})")
-                self.copy(pd)
+            will_check(found.partitions + found.unread)      # (object stores: the side files fetched ahead)
+            # many small partitions read in one pass, each checked as its own read shows it -- and every other
+            # copy too (a damaged copy is a problem whichever copy is read), in the same pass
+            n_read = len(found.partitions)
+            for k, (pd, chunks, report) in enumerate(iter_partitions_with(found.partitions + found.unread,
+                                                                          PARTITION_CHECK_READ)):
+                if k < n_read:
+                    prog.set_label(pd.name)
+                    self.partition(pd, read=(chunks, report))
+                else:
+                    prog.set_label(f"{pd.name} ({pd.log_dir_url})")
+                    self.copy(pd, read=(chunks, report))
             for f in found.files:
                 self.file(f, given=f in given)
             self.tiered(found)
             prog.close()
             self.c.progress = None
         # what `recover` would still do on dirs found sound (a broker's own start-up fixes): counted, not failed
-        pending = pending_fixes(paths) if not self.errors else {}
+        pending = pending_fixes(paths, log_dirs=found.log_dirs_paths, scans=self.scans, epochs=self.epochs) if not self.errors else {}
         self.summary(time.monotonic() - started, pending)
         failed = self.errors or (self.args.strict and self.warnings)
         return 1 if failed else 0

@@ -3,9 +3,10 @@ their side files, transactions, discovery (roots -> partitions), the planner (of
 the task reader, tiered-storage layouts and the LogWriter.
 
 Modules: `_names`, `_framing`, `_ranges`, `_segments`, `_transactions`, `_discovery`, `_planner`,
-`_taskreader`, `_copies` (several copies of a partition), `_fill` (a stretch read from another copy),
-`_bulk` (many small partitions read at once), `_notes` (what a read skipped or fell back
-on), `_writer`, `sidefiles`, `tiered` (the layouts).
+`_taskreader`, `_changes` (whether anything changed under some roots), `_copies` (several copies of a
+partition), `_fill` (a stretch read from another copy), `_bulk` (many small partitions read at once), `_ahead` (what
+a read will read whole, told to object stores), `_notes` (what a read skipped or fell back on), `_writer`,
+`sidefiles`, `tiered` (the layouts).
 """
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ from kafkafmt.log._discovery import (Partition, Found, MAX_DEPTH, REPLICAS, DEFA
                                      LOG_START_CHECKPOINT, REPLICATION_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
                                      log_dir_offsets, discover, find_partitions, resolve_partition, folder_kind,
                                      find_log_dirs, list_partitions, list_segments)
+from kafkafmt.log._changes import (TreeState, tree_state)
 from kafkafmt.log._planner import (Task, plan, resolve_offsets, offset_for_timestamp, deal, BatchMark, Divergence,
                                    log_end_offset, batch_mark, find_divergence, topic_id_of)
 from kafkafmt.log._taskreader import (read_task, read_tasks)
+from kafkafmt.log._ahead import announce
 from kafkafmt.log._bulk import (Unit, read_units)
 from kafkafmt.log._writer import (LogWriter, write_log_dir)
 from kafkafmt.log.sidefiles import (read_index, read_leader_epoch_checkpoint, read_partition_metadata,
@@ -42,9 +45,10 @@ __all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES
            "REPLICAS",
            "DEFAULT_REPLICAS", "LOG_START_CHECKPOINT", "REPLICATION_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT",
            "log_dir_offsets", "discover", "find_partitions", "resolve_partition",
-           "folder_kind", "find_log_dirs", "list_partitions", "list_segments", "Task", "plan", "resolve_offsets",
+           "folder_kind", "find_log_dirs", "list_partitions", "list_segments", "TreeState", "tree_state", "Task", "plan",
+           "resolve_offsets",
            "offset_for_timestamp", "deal", "BatchMark", "Divergence", "log_end_offset", "batch_mark",
-           "find_divergence", "topic_id_of", "read_task", "read_tasks", "Unit", "read_units", "LogWriter",
+           "find_divergence", "topic_id_of", "read_task", "read_tasks", "Unit", "read_units", "announce", "LogWriter",
            "write_log_dir", "read_index",
            "read_leader_epoch_checkpoint", "read_partition_metadata", "read_producer_snapshot", "read_timeindex",
            "read_txnindex", "sidefiles", "tiered"]

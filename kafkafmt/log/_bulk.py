@@ -50,18 +50,19 @@ class Unit:
 
 
 def _bulk_bytes(unit, options, low_start=False, chunk_bytes=None):
-    """The segment bytes of a unit read in bulk, or None when it must be read on its own: a segment not
-    local, not read whole or bounded (an offset range, read_committed), binary views (they would point
+    """The segment bytes of a unit read in bulk, or None when it must be read on its own: a tiered upload,
+    a segment not read whole or bounded (an offset range, read_committed), binary views (they would point
     into a reused buffer), or more than `SMALL_UNIT_BYTES`. ``low_start``: a start offset not above the
     segment's base offset is taken (its records are checked against it once decoded). ``chunk_bytes``: only
-    segments `read_task` reads in one chunk of that many bytes."""
+    segments `read_task` reads in one chunk of that many bytes. (A segment in an object store is read whole
+    in one request, or from what the store fetched ahead: `kafkafmt.log._ahead.announce`.)"""
     if unit.tasks is None or options.binary != "contiguous":
         return None
     total = 0
     for t in unit.tasks:
         seg = t.segment
         low = t.start_offset is None or (low_start and t.start_offset <= seg.base_offset)
-        if seg.remote is not None or not seg.storage.is_local or t.aborted is not None or t.lso is not None \
+        if seg.remote is not None or t.aborted is not None or t.lso is not None \
                 or not low or t.end_offset is not None or t.start_pos != 0 \
                 or t.stop_pos != seg.size or segment_base(seg.log) is None \
                 or (chunk_bytes is not None and t.stop_pos * WHOLE_RANGE_RATIO > chunk_bytes):
@@ -151,7 +152,7 @@ def _group(units, idx, piece, holder, options, chain):
         if i in failed:
             continue
         try:
-            got = t.segment.storage.read_into(t.segment.log, mv[starts[r]:starts[r + 1]])
+            got = t.segment.storage.read_into(t.segment.log, mv[starts[r]:starts[r + 1]], version=t.segment.version)
         except KafkafmtError:           # gone, unreadable: the usual read says so
             got = -1
         if got != sizes[r]:             # shorter than listed: changed since

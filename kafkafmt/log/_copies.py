@@ -31,6 +31,7 @@ from kafkafmt.errors import KafkafmtError
 from kafkafmt.internal import decode_metadata_record, internal_table
 from kafkafmt.internal.codec import uuid_text
 from kafkafmt.log import sidefiles
+from kafkafmt.log._ahead import announce
 from kafkafmt.log._names import file_kind
 from kafkafmt.log._framing import scan_range, window
 from kafkafmt.log._notes import ReportEntry, ReportKind
@@ -47,6 +48,7 @@ COPY_STATES = ("read", "in sync", "behind", "diverged", "damaged", "other incarn
 
 _COMPARE_BYTES = 8 << 20       # batches decoded at once to compare two copies' records
 _HEADER_COLUMNS = ("position", "size", "crc", "base_offset", "last_offset", "partition_leader_epoch")
+_KEY_COLUMNS = ("base_offset", "last_offset", "size", "crc")     # what tells one batch from another
 
 
 @dataclass(frozen=True)
@@ -123,13 +125,32 @@ def topic_id_in(part):
     it cannot be read (from the folder's listing: no lookup for a folder that has none)."""
     if part.segments is not None and part.listing is None:
         return None                   # tiered uploads: the id is in their names, not in a file
-    if part.listing is not None and not any(e.name == "partition.metadata" and not e.is_dir for e in part.listing):
+    listed = _metadata_entry(part)
+    if part.listing is not None and listed is None:
         return None
     st = part.storage
     try:
-        return sidefiles.read_partition_metadata(st.read_bytes(st.join(part.folder, "partition.metadata")))["topic_id"]
+        data = st.read_listed(listed.path, listed.size, listed.version) if listed is not None \
+            else st.read_bytes(st.join(part.folder, "partition.metadata"))
+        return sidefiles.read_partition_metadata(data)["topic_id"]
     except (KafkafmtError, OSError):
         return None
+
+
+def _metadata_entry(part):
+    """The listing's entry of a folder's ``partition.metadata`` (None: not listed, or no such file)."""
+    return next((e for e in part.listing or () if e.name == "partition.metadata" and not e.is_dir), None)
+
+
+def _announce(parts, cache):
+    """Tell the object stores holding copies (``parts``, in the order `_held_all` scans them) which segments
+    scanning them reads whole -- those whose batch headers are not in the cache: they are fetched ahead, a
+    few at a time, while the ones before are scanned (`kafkafmt.log._ahead.announce`)."""
+    def scanned(seg):
+        hit = None if cache is None else cache.get(("headers", seg.url))
+        return hit is not None and hit[0] == (seg.size, seg.version)
+
+    announce(parts, skip=scanned)
 
 
 def resolve_copies(parts, report, *, cache=None, topic_id=None, live_ids=None, high_watermarks=None):
@@ -162,6 +183,7 @@ def resolve_copies(parts, report, *, cache=None, topic_id=None, live_ids=None, h
     out, unread, copies, conflicts = [], [], [], []
     hw = high_watermarks or (lambda p: None)
     several = [p for g in groups.values() if len(g) > 1 for p in g]
+    _announce(several, cache)
     held = dict(zip((p.key for p in several), _held_all(several, cache)))
     for (topic, partition), group in groups.items():
         if len(group) == 1:
@@ -202,8 +224,8 @@ def _same_batches(a, b):
     """Whether two non-empty copies hold the same batches (offsets, size, CRC) over the offsets both hold --
     a prefix of each other first (the common case: one comparison of arrays), else batch by batch."""
     ka, kb = a.keys(), b.keys()
-    n = min(len(ka), len(kb))
-    if n and np.array_equal(ka[:n], kb[:n]):
+    n = min(len(ka[0]), len(kb[0]))
+    if n and all(np.array_equal(x[:n], y[:n]) for x, y in zip(ka, kb)):
         return True
     lo, hi = max(a.first, b.first), min(a.last, b.last)
     if lo > hi:
@@ -299,11 +321,14 @@ class _Held:
         self._keys = None
 
     def keys(self):
-        """Every batch's (base offset, last offset, size, CRC) in log order, one comparable row each."""
+        """Every batch's base offset, last offset, size and CRC in log order: four columns."""
         if self._keys is None:
-            cols = [np.concatenate([t[c] for t in self.tables]) if self.tables else np.zeros(0, np.int64)
-                    for c in ("base_offset", "last_offset", "size", "crc")]
-            self._keys = np.stack(cols, axis=1) if cols[0].size else np.zeros((0, 4), np.int64)
+            tables = [t for t in self.tables if len(t["base_offset"])]
+            if len(tables) == 1:            # (most copies: one segment, its columns as they are)
+                self._keys = tuple(tables[0][c] for c in _KEY_COLUMNS)
+            else:
+                self._keys = tuple(np.concatenate([t[c] for t in tables]) if tables else np.zeros(0, np.int64)
+                                   for c in _KEY_COLUMNS)
         return self._keys
 
     def batches(self):

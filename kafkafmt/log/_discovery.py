@@ -41,6 +41,7 @@ from kafkafmt.log._copies import live_topic_ids, resolve_copies, METADATA_TOPIC
 from kafkafmt.log._notes import ReportEntry, ReportKind
 from kafkafmt.log._segments import Segment
 from kafkafmt.storage import open_storage
+from kafkafmt._util.collect import paused
 
 __all__ = ["Partition", "Found", "MAX_DEPTH", "REPLICAS", "DEFAULT_REPLICAS", "LOG_START_CHECKPOINT",
            "REPLICATION_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT", "log_dir_offsets", "discover", "find_partitions",
@@ -91,6 +92,26 @@ def _listing(path, storage, cache=None):
     if cache is not None:
         cache[(storage.url(path), "listing")] = (token, entries)
     return entries
+
+
+def _prefill(storage, root, cache):
+    """List an object store's root recursively in one pass (`Storage.list_tree`: a page of keys a request)
+    into the pass's listing cache, so that the walk, the partitions' segments and their copies list no folder
+    of it again; a store without such a listing, or a root it cannot list so, is walked folder by folder."""
+    token = ("pass", cache.get(_PASS))
+    if cache.get((storage.url(root), "tree")) == token:
+        return
+    try:
+        tree = storage.list_tree(root)
+    except StorageError:
+        tree = None                 # the walk's own listing says why
+    if tree is None:
+        return
+    cache[(storage.url(root), "tree")] = token
+    for folder, entries in tree.items():
+        cache[(storage.url(folder), "listing")] = (token, entries)
+    if str(root).rstrip("/") in tree:      # (the root as given, e.g. with a trailing slash)
+        cache[(storage.url(root), "listing")] = (token, tree[str(root).rstrip("/")])
 
 
 def _storage_of(path, storage):
@@ -460,8 +481,13 @@ def log_dir_offsets(log_dir, name, storage=None, report=None):
     {}
     """
     storage, log_dir = _storage_of(log_dir, storage)
+    return _offsets_of(log_dir, name, storage, report)
+
+
+def _offsets_of(log_dir, name, storage, report, cache=None):
+    """`log_dir_offsets` with a listing ``cache`` (a discovery pass's)."""
     try:
-        entries = _listing(log_dir, storage)
+        entries = _listing(log_dir, storage, cache)
     except (PathNotFoundError, NotALogDirError, StorageError):
         return {}
     return _checkpoint(storage, log_dir, entries, name, f"offsets of {name}", report)
@@ -573,6 +599,8 @@ class _Walk:
     def root(self, storage, path, given):
         if storage.is_local:
             path = os.path.normpath(path)
+        else:
+            _prefill(storage, path, self.cache)
         try:
             entries = _listing(path, storage, self.cache)
         except NotALogDirError:             # a file
@@ -602,7 +630,8 @@ class _Walk:
                 self.found.empty_log_dirs.append(storage.url(path))
             self.plain += own
         else:
-            uploads = tiered.partitions_at(storage, path, storage.name(path), entries, parent_name=parent_name)
+            uploads = tiered.partitions_at(storage, path, storage.name(path), entries, parent_name=parent_name,
+                                           listing=lambda p: _listing(p, storage, self.cache))
             if uploads is not None:
                 self.remote += [(storage, path, u) for u in uploads]
                 return
@@ -630,6 +659,13 @@ def discover(roots, *, topics=None, partitions=None, storage_options=None, files
     polling)."""
     if replicas not in REPLICAS:
         raise ValueError(f"replicas must be one of {', '.join(REPLICAS)}, not {replicas!r}")
+    with paused():          # (thousands of listings and partitions: no collection that frees nothing)
+        return _discover(roots, topics, partitions, storage_options, filesystem, storage, tiered_keys, replicas,
+                         report, max_depth, cache, files, topic_id)
+
+
+def _discover(roots, topics, partitions, storage_options, filesystem, storage, tiered_keys, replicas, report,
+              max_depth, cache, files, topic_id):
     roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
     cache = {_ONE_PASS: True} if cache is None else cache
     cache[_PASS] = cache.get(_PASS, 0) + 1     # listings without a change token are fresh for this pass
@@ -643,13 +679,18 @@ def discover(roots, *, topics=None, partitions=None, storage_options=None, files
         walk.root(st, path, root)
     found = walk.found
     plain = _dedup_folders(walk.plain)
+    uploads = {}
+    for st, _, rp in walk.remote:
+        uploads.setdefault(st, []).append(rp)
+    for st, rps in uploads.items():
+        tiered.will_finish(st, rps)          # (what finishing them reads: fetched ahead)
     remote = [_remote_partition(st, path, rp, found.report, tiered_keys) for st, path, rp in walk.remote]
     found.uploads = [rp for _, _, rp in walk.remote]
     everything = _merge_places(plain, remote, found.report, cache)
     parts = [p for p in everything if _wanted(p.topic, p.partition, _as_set(topics), _as_set(partitions))]
     if replicas == "dedup":
         resolved = resolve_copies(parts, found.report, cache=cache, topic_id=topic_id,
-                                  live_ids=_live_ids_of(everything), high_watermarks=_high_watermarks())
+                                  live_ids=_live_ids_of(everything), high_watermarks=_high_watermarks(cache))
         parts, found.copies, found.conflicts = resolved.partitions, resolved.copies, resolved.conflicts
         found.unread = resolved.unread
     parts.sort(key=lambda q: (q.topic, q.partition, q.log_dir_url))
@@ -669,9 +710,9 @@ def _live_ids_of(parts):
     return live
 
 
-def _high_watermarks():
+def _high_watermarks(cache=None):
     """``hw(partition)`` -> its high watermark in its log dir's ``replication-offset-checkpoint`` (each log
-    dir's file read once, when first asked), or None."""
+    dir's file read once, when first asked; the log dir's listing from the pass's ``cache``), or None."""
     files = {}
 
     def hw(part):
@@ -680,7 +721,7 @@ def _high_watermarks():
             return None
         key = part.storage.url(home)
         if key not in files:
-            files[key] = log_dir_offsets(home, REPLICATION_CHECKPOINT, storage=part.storage)
+            files[key] = _offsets_of(home, REPLICATION_CHECKPOINT, part.storage, None, cache)
         return files[key].get((part.topic, part.partition))
     return hw
 

@@ -33,8 +33,9 @@ from kafkafmt.record import BinaryColumn, BinaryViewColumn, Records
 from kafkafmt.log import Segment, warn_fallbacks
 from kafkafmt.storage import open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
+from kafkafmt._util.collect import paused
 from kafkafmt.log import read_task, read_tasks
-from kafkafmt.log import Unit, read_units
+from kafkafmt.log import Unit, announce, read_units
 from kafkafmt.values import DEFAULT_MAX_DEPTH, FailedValues, decode_values, empty_typed, gather_views, get_format
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment", "read_log_dir_with",
@@ -317,6 +318,8 @@ def iter_partitions_with(parts, options, *, typed=None):
     untyped = options.value_format is None and options.key_format is None
     if (typed.active if typed is not None else not untyped) or options.binary != "contiguous" \
             or options.isolation == "read_committed":
+        parts = list(parts)
+        _announce(parts, options)
         for part in parts:
             report = []
             yield part, iter_log_dir_with(part, options, report=report, typed=typed), report
@@ -324,6 +327,7 @@ def iter_partitions_with(parts, options, *, typed=None):
     typed = options.open_typed(None) if typed is None else typed
     decoding = _decoding(options, typed)
     parts = list(parts)
+    _announce(parts, options)
     units = [None] * len(parts)
 
     def usual(unit, part):
@@ -340,6 +344,14 @@ def iter_partitions_with(parts, options, *, typed=None):
         unit = units[i]
         yield parts[i], (iter(x) if kind == "chunks" else usual(unit, parts[i])), unit.report
         units[i] = None              # (read: its planned tasks go)
+
+
+def _announce(parts, options):
+    """Partitions about to be read whole, in this order: their object stores fetch the segments ahead
+    (`kafkafmt.log.announce`); a read bounded by offsets or times reads ranges, planned from the indexes."""
+    if options.start_offset is None and options.end_offset is None and options.start_timestamp is None \
+            and options.end_timestamp is None:
+        announce(parts)
 
 
 #: segment bytes of the partitions `iter_partitions_with` reads in one pass before yielding them
@@ -572,6 +584,7 @@ def iter_log_dirs_with(root, topics, partitions, options, *, report=None):
 
 
 def _iter_log_dirs(found, options, report, typed):
+    _announce(found, options)
     for p in found:
         yield from iter_log_dir_with(p, options, report=report, typed=typed)
 
@@ -653,6 +666,11 @@ def read_log_dirs(root, topics=None, partitions=None, *, start_offset=None, end_
 
 def read_log_dirs_with(root, topics, partitions, options):
     """`read_log_dirs` with its options as one `ReadOptions`."""
+    with paused():          # (planning thousands of partitions: no collection that frees nothing)
+        return _read_log_dirs(root, topics, partitions, options)
+
+
+def _read_log_dirs(root, topics, partitions, options):
     report = []
     parts = []
     typed = options.open_typed(root)
@@ -663,6 +681,7 @@ def read_log_dirs_with(root, topics, partitions, options):
     if len(found) > 1 and not typed.active and options.binary == "contiguous":
         parts = _read_bulk(found, report, typed, options)
     elif n > 1 and len(found) > 1:
+        _announce(found, options)
         inner = options.replace(threads=1 if len(found) >= n else options.threads)
         pool = thread_pool(n, "partitions")
         futures = [pool.submit(read_log_dir_with, p, inner, typed=typed) for p in found]
@@ -676,6 +695,7 @@ def read_log_dirs_with(root, topics, partitions, options):
             for f in futures:
                 f.cancel()
     else:
+        _announce(found, options)
         for p in found:
             recs = read_log_dir_with(p, options, typed=typed)
             report += recs.report
@@ -725,6 +745,7 @@ def _read_bulk(found, report, typed, options):
     parts = []          # Records, or a pool's future of one (or of a share's parts)
     try:
         if pool is None:
+            _announce(found, options)
             for kind, x, _ in read_units(_planned_units(found, options, units), decoding.replace(threads=1), chain=True,
                                          expected_bytes=sum(map(log_bytes, found)) or None):
                 parts.append(x if kind == "records" else usual(x))
@@ -737,6 +758,7 @@ def _read_bulk(found, report, typed, options):
 
             def share(lo, hi):
                 out = []
+                _announce(found[lo:hi], options)       # (each thread's share fetched ahead of it)
                 expected = int(sizes[hi - 1] - (sizes[lo - 1] if lo else 0)) or None
                 for kind, x, _ in read_units(_planned_units(found[lo:hi], options, units, lo),
                                              decoding.replace(threads=1), chain=True, expected_bytes=expected):

@@ -42,7 +42,7 @@ __all__ = ["decode", "DecodeOptions", "RangeDecoder"]
 C_CODECS = _libs.load_kernel_codecs()   # codec bits the kernel decompresses itself (kafkafmt/_native/libs.py)
 
 _MAX_RATIO_AHEAD = 16     # compression ratio assumed at most when reserving outputs ahead
-_IN_KERNEL_RATIO_GUESS = 6  # compression ratio reserved for batches the kernel decompresses itself
+_IN_KERNEL_RATIO_GUESS = 4  # compression ratio reserved for kernel-decompressed batches whose frames do not tell
 _MIN_RECORD_BYTES = 7     # the smallest v2 record: length, attributes, ts/offset deltas, key/value lengths, headers
 _BATCH_WEIGHT = 64        # bytes of chunk budget a batch costs besides its payload (bookkeeping)
 
@@ -571,7 +571,7 @@ _CONTROL_COLUMNS = ("control_offset", "control_batch_index", "control_type", "co
 
 def _decode_group(buf, table, lo, hi, options, chunk_bytes, file, views=None):
     """Decode batches [lo, hi): the kernel's (arrays, counts)."""
-    cols, work = _prepare(table, lo, hi, options)
+    cols, work = _prepare(buf, table, lo, hi, options)
     _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, views)
     a = cols.arrays()
     return a, cols.counts, work["payloads"]
@@ -579,10 +579,11 @@ def _decode_group(buf, table, lo, hi, options, chunk_bytes, file, views=None):
 
 # -- decoding in chunks -------------------------------------------------------------------------
 
-def _prepare(table, lo, hi, options):
-    """The kernel's output columns for batches [lo, hi), sized from the batch table, and which
-    batches need what (batch numbers are the table's)."""
-    sizes, ahead, work = _sizes(table, lo, hi, options)
+def _prepare(buf, table, lo, hi, options):
+    """The kernel's output columns for batches [lo, hi), sized from the batch table (and the frame
+    headers of the batches the kernel decompresses, in buf), and which batches need what (batch
+    numbers are the table's)."""
+    sizes, ahead, work = _sizes(buf, table, lo, hi, options)
     cols = _kernel.Columns(**sizes)
     if ahead is not None:
         cols.reserve(*ahead[0])
@@ -590,8 +591,8 @@ def _prepare(table, lo, hi, options):
     return cols, work
 
 
-def _sizes(table, lo, hi, options):
-    """What the kernel's outputs need for batches [lo, hi) of a batch table: the Columns
+def _sizes(buf, table, lo, hi, options):
+    """What the kernel's outputs need for batches [lo, hi) of a batch table over buf: the Columns
     arguments (sized from the table), the reservations ahead for batches the kernel decompresses
     itself (or None) as (reserve args, reserve_headers args), and which batches need what."""
     sl = slice(lo, hi)
@@ -625,13 +626,16 @@ def _sizes(table, lo, hi, options):
         else options.max_decompressed, views=view)
     ahead = None
     if in_kernel.any():
-        # their decompressed sizes show only in the kernel: reserve for a typical ratio (address
-        # space only: untouched pages cost nothing and the arrays shrink to fit), grow beyond
+        # their decompressed sizes show only in the kernel: reserve what their frame headers tell
+        # (a typical ratio where they do not; grown beyond). A generous guess is not free: past
+        # glibc's mmap threshold the outputs are mapped afresh on every call, a page fault per page
+        rows = np.flatnonzero(in_kernel) + lo
+        guess = _kernel.decompressed_guess(buf, rows, table["codec"], table["payload_start"], table["payload_len"],
+                                           _IN_KERNEL_RATIO_GUESS, sizes["max_decompressed"])
         stored = int(plen[in_kernel].sum())
-        records = int(np.minimum(counts[in_kernel],
-                                 _IN_KERNEL_RATIO_GUESS * plen[in_kernel] // _MIN_RECORD_BYTES).sum())
-        ahead = ((min(stored, 1 << 30), min(_IN_KERNEL_RATIO_GUESS * stored, 4 << 30), records),
-                 (records // 4, records, 4 * records))
+        decompressed = min(int(guess.sum()), _MAX_RATIO_AHEAD * stored, 4 << 30)
+        records = int(np.minimum(counts[in_kernel], guess // _MIN_RECORD_BYTES).sum())
+        ahead = ((min(stored, decompressed, 1 << 30), decompressed, records), (records // 4, records, 4 * records))
     full = np.zeros(len(table["codec"]), bool)
     full[sl] = in_kernel
     return sizes, ahead, dict(in_kernel=full, compressed=np.flatnonzero(needs & ~in_kernel) + lo, payloads={})
@@ -811,7 +815,8 @@ class RangeDecoder:
         n = len(table["position"])
         if not n:
             return
-        sizes, ahead, work = _sizes(table, 0, n, self.options)
+        buf = as_uint8(buf)
+        sizes, ahead, work = _sizes(buf, table, 0, n, self.options)
         if self.cols is None:
             nbytes = int(table["size"].sum())
             if self.expected is not None and self.expected > nbytes:
@@ -830,7 +835,7 @@ class RangeDecoder:
         if ahead is not None:
             self.cols.reserve(*ahead[0])
             self.cols.reserve_headers(*ahead[1])
-        _decode_chunks(self.cols, as_uint8(buf), table, 0, n, work, self.options, self.chunk_bytes, None,
+        _decode_chunks(self.cols, buf, table, 0, n, work, self.options, self.chunk_bytes, None,
                        batch_base=self.batches)
         self.batches += n
 
@@ -839,6 +844,6 @@ class RangeDecoder:
         order (its rows are the records' batch numbers)."""
         if self.cols is None:      # nothing added: empty outputs
             empty = _scan.scan(np.zeros(0, np.uint8), _scan.CRC_SKIP_, 0, 1)
-            self.cols, _ = _prepare(empty, 0, 0, self.options)
+            self.cols, _ = _prepare(np.zeros(0, np.uint8), empty, 0, 0, self.options)
         a = self.cols.arrays()
         return _finish(a, self.cols.counts, dict(batches), 0, 0, None, None, None, None, self.options)

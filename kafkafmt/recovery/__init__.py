@@ -14,13 +14,14 @@ import os
 
 from kafkafmt.errors import RecoveryError
 from kafkafmt.recovery.apply import MANIFEST, apply_plan, undo
-from kafkafmt.recovery.indexes import ProducerState, RebuiltIndexes, SegmentScan, rebuild_indexes, scan_segment
+from kafkafmt.recovery.indexes import (ProducerState, RebuiltIndexes, SegmentScan, rebuild_indexes, scan_of_batches,
+                                       scan_segment)
 from kafkafmt.recovery.lock import check_not_written, lock_holder, locked_log_dir
 from kafkafmt.recovery.plan import ActionKind, RecoveryAction, RecoveryPlan, plan_recovery
 from kafkafmt.log import DEFAULT_INDEX_INTERVAL
 
 __all__ = ["recover", "pending_fixes", "undo", "rebuild_indexes", "plan_recovery", "apply_plan", "RecoveryPlan", "RecoveryAction",
-           "ActionKind", "RebuiltIndexes", "SegmentScan", "ProducerState", "scan_segment", "lock_holder",
+           "ActionKind", "RebuiltIndexes", "SegmentScan", "ProducerState", "scan_segment", "scan_of_batches", "lock_holder",
            "locked_log_dir", "MANIFEST"]
 
 
@@ -114,7 +115,7 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
     return plan
 
 
-def pending_fixes(paths, **options):
+def pending_fixes(paths, *, log_dirs=None, scans=None, epochs=None, **options):
     """What a dry run of `recover` would still do on ``paths`` -- on a log dir that ``verify`` calls
     sound, the routine fixes a broker also makes at start-up after an unclean shutdown (time
     indexes without their final entry, producer snapshots missing at the log end): ``{label:
@@ -125,6 +126,13 @@ def pending_fixes(paths, **options):
     ----------
     paths : path or list of paths
         As ``kafkafmt verify`` takes them.
+    log_dirs : list of str, optional
+        The log dirs below ``paths`` when found already (`kafkafmt.log.Found.log_dirs_paths`): not walked
+        for again.
+    scans : iterable of SegmentScan, optional
+        Scans of segments made already (`scan_of_batches`), not scanned again.
+    epochs : dict, optional
+        ``{path: entries}`` of the ``leader-epoch-checkpoint`` files read and found sound already.
     **options
         `plan_recovery`'s (``index_interval_bytes``, ``timeindex_offsets``).
 
@@ -144,11 +152,13 @@ def pending_fixes(paths, **options):
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     out = {}
+    scans = list(scans or ())
+    log_dirs = None if log_dirs is None else [d for d in log_dirs if "://" not in os.fspath(d)]
     for p in paths:
         if "://" in os.fspath(p):
             continue
         try:
-            plan = plan_recovery(p, **options)
+            plan = plan_recovery(p, scans=scans, log_dirs=log_dirs, epochs=epochs, **options)
         except KafkafmtError:
             continue                          # not something recover takes
         for label, n in plan.counts().items():

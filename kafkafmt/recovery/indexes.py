@@ -31,7 +31,7 @@ Rules, all from Apache Kafka's sources (file and method named at each rule below
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from kafkafmt.log import ReportEntry, ReportKind
 from kafkafmt.log import DEFAULT_INDEX_INTERVAL, Segment
 from kafkafmt.storage import LocalStorage
 
-__all__ = ["SegmentScan", "scan_segment", "segment_span", "ProducerState", "RebuiltIndexes", "rebuild_indexes",
+__all__ = ["SegmentScan", "scan_segment", "scan_of_batches", "segment_span", "ProducerState", "RebuiltIndexes", "rebuild_indexes",
            "leader_epochs",
            "index_entries", "TIMEINDEX_OFFSETS"]
 
@@ -75,7 +75,9 @@ class SegmentScan:
     of the control batches among them; ``size``: the file's size; ``first_offset``: the first offset
     of the first intact batch (of its first inner message for a v0/v1 compressed wrapper, whose
     header holds its last offset), None without one -- below ``base_offset`` (the file name's) when
-    the segment is named against its content, whose batches are then kept all the same."""
+    the segment is named against its content, whose batches are then kept all the same; ``sound``:
+    {".index" / ".timeindex": the file's entries} of the index files a check against these batches found
+    sound (`scan_of_batches`: ``kafkafmt verify``'s), not checked again."""
     path: str
     base_offset: int
     size: int
@@ -83,6 +85,7 @@ class SegmentScan:
     damage: list
     controls: dict
     first_offset: object = None
+    sound: dict = field(default_factory=dict)
 
     def __repr__(self):     # a summary: the batch columns hold a row per batch
         last = self.batches["last_offset"]
@@ -191,6 +194,53 @@ def scan_segment(path, base_offset=None, *, max_batch_bytes=256 << 20) -> Segmen
     return SegmentScan(path, int(base_offset), int(size), batches, damage, controls, first_offset)
 
 
+def scan_of_batches(path, base_offset, size, batches, markers, sound=None, *, max_batch_bytes=256 << 20):
+    """The `SegmentScan` `scan_segment` gives of a ``.log`` whose batches a read with every CRC checked gave
+    already (``kafkafmt verify``'s): without reading the file again.
+
+    Parameters
+    ----------
+    path : str
+        The ``.log``.
+    base_offset : int
+        Its base offset (its name's).
+    size : int
+        Its size in bytes.
+    batches : mapping
+        Its batch table as the readers give it (every batch of the file, in file order).
+    markers : dict
+        ``{position: (type, coordinator epoch, timestamp)}`` of the first record of each control batch.
+    sound : dict, optional
+        ``{".index" / ".timeindex": entries}`` (as `kafkafmt.log.sidefiles.read_index` / ``read_timeindex``
+        give them) of the segment's index files where a check of them against these batches (``kafkafmt
+        verify``'s: Kafka's sanity checks, every entry against the batch it names) found nothing wrong.
+    max_batch_bytes : int
+        As `scan_segment`'s.
+
+    Returns
+    -------
+    SegmentScan or None
+        None when the batches do not tell it alone -- bytes outside the batches, a CRC that fails, a v0/v1
+        batch (its wrappers are read again), offsets out of sequence: `scan_segment` then reads the file.
+    """
+    if segment_base(path) is None:
+        return None
+    if not len(batches["position"]):
+        return SegmentScan(path, int(base_offset), 0, _columns(_NO_BATCHES), [], {}, None, dict(sound or {})) \
+            if size == 0 else None
+    pos, sizes = np.asarray(batches["position"], np.int64), np.asarray(batches["size"], np.int64)
+    ends = pos + sizes
+    if pos[0] != 0 or int(ends[-1]) != size or not np.array_equal(pos[1:], ends[:-1]) \
+            or int(sizes.max()) > max_batch_bytes or not np.all(batches["crc_valid"]) \
+            or not np.all(np.asarray(batches["magic"]) == 2):
+        return None
+    cols = _columns(batches)
+    first = int(cols["base_offset"][0])
+    if not _sequence_ok(cols, min(base_offset, first)):
+        return None
+    return SegmentScan(path, int(base_offset), int(size), cols, [], dict(markers), first, dict(sound or {}))
+
+
 def segment_span(path):
     """(first offset, next offset) of a ``.log``'s batches by their framing alone -- no CRC checked, nothing
     decoded but a v0/v1 compressed first wrapper -- to find segments that overlap without holding every
@@ -201,6 +251,9 @@ def segment_span(path):
         if not len(t):
             return None
         return _first_offset(buf, t), int(np.max(t["last_offset"])) + 1
+
+
+_NO_BATCHES = scan_batches(np.zeros(0, np.uint8), verify_crc=True)[0]
 
 
 def _fill_gaps(path, batches, damage, size):

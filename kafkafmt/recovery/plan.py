@@ -49,6 +49,7 @@ file and method are named where each rule is applied):
 from __future__ import annotations
 
 import enum
+import functools
 import os
 from dataclasses import dataclass, field, replace
 
@@ -479,7 +480,7 @@ def _partition_dirs(log_dir):
     return parts, deletes
 
 
-def _resolve(path):
+def _resolve(path, log_dirs=None):
     text = os.fspath(path)
     if "://" in text:
         raise NotALogDirError(f"{text}: recover repairs local log dirs only, not object storage (copy the data to a "
@@ -500,10 +501,11 @@ def _resolve(path):
             parent = os.path.dirname(path)
             return [_Root(parent if _is_log_dir(parent) else None, [path], [])]
     if not _is_log_dir(path):
-        found = find_log_dirs(path)            # a folder holding log dirs (kafka-logs-1, -2, ...)
+        # a folder holding log dirs (kafka-logs-1, -2, ...): those found below it already, else a walk
+        found = sorted(d for d in log_dirs or () if os.path.abspath(d).startswith(path + os.sep)) or find_log_dirs(path)
         if not found:
             raise NotALogDirError(f"not a log dir or partition folder: {path}", file=path)
-        return [r for d in found for r in _resolve(d)]
+        return [r for d in found for r in _resolve(d, log_dirs)]
     parts, deletes = _partition_dirs(path)
     return [_Root(path, parts, deletes)]
 
@@ -517,6 +519,8 @@ class _Options:
     index_interval_bytes: int
     timeindex_offsets: str
     open_transactions: object = None
+    known: dict = None          # {absolute .log path: SegmentScan} made already
+    epochs: dict = None         # {absolute leader-epoch-checkpoint path: its entries}, read and found sound
 
 
 #: what to do with a transaction whose end marker the damage removed while later batches are kept
@@ -532,7 +536,8 @@ class _Replan(Exception):
 
 
 def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT_INDEX_INTERVAL,
-                  timeindex_offsets="batch", open_transactions=None) -> RecoveryPlan:
+                  timeindex_offsets="batch", open_transactions=None, scans=None, log_dirs=None,
+                  epochs=None) -> RecoveryPlan:
     """Plan the recovery of log dirs, partition folders or segments (see the module docstring).
 
     Parameters
@@ -553,14 +558,25 @@ def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT
         and ``plan.refusals``; "truncate" truncates that partition at its first damage, as Kafka
         does; "abort" writes an ABORT marker for it at the log end; "commit" writes the COMMIT
         marker the damaged bytes still show (refused when they do not show one).
+    scans : iterable of SegmentScan, optional
+        Scans of segments made already (`kafkafmt.recovery.scan_of_batches`: from a checked read of their
+        batches), used in place of scanning those files again.
+    log_dirs : list of str, optional
+        The log dirs below ``paths`` when found already (`kafkafmt.log.Found.log_dirs_paths`): a path holding
+        log dirs is not walked again to find them.
+    epochs : dict, optional
+        ``{path of a leader-epoch-checkpoint: its entries}`` (`kafkafmt.log.sidefiles.read_leader_epoch_checkpoint`)
+        where a check found them sound (`kafkafmt.log.sidefiles.leader_epoch_problems`): not read again.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     if open_transactions not in (None,) + OPEN_TRANSACTIONS:
         raise ValueError(f"open_transactions must be one of {OPEN_TRANSACTIONS} or None, not {open_transactions!r}")
-    opts = _Options(kafka_compatible, index_interval_bytes, timeindex_offsets, open_transactions)
-    roots = [r for p in paths for r in _resolve(p)]
-    plan = RecoveryPlan(roots=roots, kafka_compatible=kafka_compatible)
+    known = {os.path.abspath(s.path): s for s in scans or ()}
+    opts = _Options(kafka_compatible, index_interval_bytes, timeindex_offsets, open_transactions, known,
+                    {os.path.abspath(p): e for p, e in (epochs or {}).items()})
+    roots = [r for p in paths for r in _resolve(p, log_dirs)]
+    plan = RecoveryPlan(roots=roots, kafka_compatible=opts.kafka_compatible)
     for root in roots:
         ld = root.log_dir
         for d in root.delete_dirs:
@@ -584,11 +600,19 @@ def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT
     return plan
 
 
+@functools.lru_cache(maxsize=4096)
 def _offset_of(name):
+    """The offset a file's name starts with, or None (names repeat from folder to folder: kept)."""
     try:
         return sidefiles.offset_from_file_name(name)
     except ValueError:
         return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _log_base(name):
+    """`segment_base` of a file's name (kept, as `_offset_of`)."""
+    return segment_base(name)
 
 
 def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
@@ -600,8 +624,9 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
     def act(kind, path, message, **kw):
         acts.append(RecoveryAction(kind, path, message, log_dir=log_dir, **kw))
 
-    names = sorted(n for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n)))
-    here = {n: os.path.join(folder, n) for n in names}           # final name -> where its bytes are now
+    with os.scandir(folder) as entries:
+        names = sorted(e.name for e in entries if e.is_file())
+    here = {n: folder + os.sep + n for n in names}               # final name -> where its bytes are now
     gone = set()
 
     def drop(name, message):
@@ -660,9 +685,9 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
                 drop(n, f"index file without its {log}: removed (LogLoader.loadSegmentFiles)")
 
     # 2. segments and their data
-    logs = sorted((segment_base(n), n) for n in here if segment_base(n) is not None)
+    logs = sorted((_log_base(n), n) for n in here if _log_base(n) is not None)
     scans = {}                  # the segments scanned already (those that overlap another)
-    logs, refused = _overlapping_segments(plan, here, logs, scans, act)
+    logs, refused = _overlapping_segments(plan, here, logs, scans, act, opts)
     snaps = {}
     for n in sorted(here):
         if n.endswith(".snapshot") and _offset_of(n) is not None:
@@ -685,12 +710,12 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
     kept = []                   # (base offsets, last offsets, is_control) of the batches kept, per segment
     epoch_rows = []             # the kept batches' base offsets, leader epochs and magic, per segment
     for k, (base, n) in enumerate(logs):
-        scan = scans.pop(n) if n in scans else scan_segment(here[n], base)
+        scan = scans.pop(n) if n in scans else _scan(here[n], base, opts)
         if scan.first_offset is not None and scan.first_offset < base and n not in refused:
             renamed = _misnamed_segment(plan, folder, here, n, scan.first_offset, end_offset if k else None, act)
             if renamed is not None:
                 base, n = logs[k] = renamed
-                scan = scan_segment(here[n], base)
+                scan = _scan(here[n], base, opts)
         path = os.path.join(folder, n)
         plan.segments += 1
         plan.bytes += scan.size
@@ -705,7 +730,7 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
                 keep = batches["position"] < kept_end
                 batches = {c: v[keep] for c, v in batches.items()}
                 for later_base, later in logs[k + 1:]:
-                    held = (scans.get(later) or scan_segment(here[later], later_base)).batches \
+                    held = (scans.get(later) or _scan(here[later], later_base, opts)).batches \
                         if later in here else None
                     for suffix in (".log",) + _INDEX_SUFFIXES:
                         name = later[:-len(".log")] + suffix
@@ -794,22 +819,27 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
     # 5. leader epochs
     epochs = here.get(_EPOCHS)
     if epochs is not None and end_offset is not None:
-        index_acts += _plan_leader_epochs(epochs, end_offset, epoch_rows, log_dir)
+        index_acts += _plan_leader_epochs(epochs, end_offset, epoch_rows, log_dir, opts)
     plan.actions += acts + snap_acts + data_acts + index_acts
     if not logs:
         return None
     return logs[0][0], end_offset
 
 
-def _plan_leader_epochs(path, end_offset, epoch_rows, log_dir):
+def _plan_leader_epochs(path, end_offset, epoch_rows, log_dir, opts):
     """The ``leader-epoch-checkpoint``: an unreadable or unsound one (a broker cannot load it: its
     log dir goes offline) rebuilt from the batches' leader epochs, as ``LogSegment.recover`` fills
     the epoch cache when it recovers every segment (`leader_epochs`); else the epochs starting at
-    or past the log end offset removed (``LeaderEpochFileCache.truncateFromEnd``)."""
+    or past the log end offset removed (``LeaderEpochFileCache.truncateFromEnd``). One found sound
+    already (``opts.epochs``) is not read again."""
+    e = opts.epochs.get(path) if opts.epochs else None
     try:
-        e = sidefiles.read_leader_epoch_checkpoint(path)["entries"]
-        problems = sidefiles.leader_epoch_problems(e)
-        why = problems[0][1] if problems else None
+        if e is None:
+            e = sidefiles.read_leader_epoch_checkpoint(path)["entries"]
+            problems = sidefiles.leader_epoch_problems(e)
+            why = problems[0][1] if problems else None
+        else:
+            why = None
     except (KafkafmtError, OSError) as exc:
         why = getattr(exc, "reason", None) or str(exc)
     if why is not None:
@@ -875,7 +905,7 @@ def _open_transactions(plan, folder, state, damage_points, kept, opts):
     if markers:
         raise _Replan(markers=markers)
     if any(t["choice"] == "truncate" for t in plan.transactions if t["folder"] == folder):
-        raise _Replan(opts=_Options(True, opts.index_interval_bytes, opts.timeindex_offsets, "truncate"))
+        raise _Replan(opts=replace(opts, kafka_compatible=True, open_transactions="truncate"))
 
 
 def _marker_in(path, start, end, pid):
@@ -988,7 +1018,22 @@ def _misnamed_segment(plan, folder, here, n, true_base, previous_end, act):
     return true_base, new
 
 
-def _overlapping_segments(plan, here, logs, scans, act):
+def _scan(path, base, opts):
+    """`scan_segment` of a ``.log``, or its scan made already (``opts.known``)."""
+    scan = opts.known.get(path) if opts.known else None
+    return scan if scan is not None and scan.base_offset == base else scan_segment(path, base)
+
+
+def _span(path, opts):
+    """`segment_span` of a ``.log``, from its scan when made already (``opts.known``: whole intact files)."""
+    scan = opts.known.get(path) if opts.known else None
+    if scan is None:
+        return segment_span(path)
+    last = scan.batches["last_offset"]
+    return (scan.first_offset, int(last.max()) + 1) if len(last) else None
+
+
+def _overlapping_segments(plan, here, logs, scans, act, opts):
     """Segments whose offsets overlap (a stray copy of part of a segment saved as its own
     ``<base>.log``): a consumer reads each offset once, Kafka each from the segment whose base
     offset is the greatest at or below it. Where the two hold the overlapping offsets byte for
@@ -1000,7 +1045,7 @@ def _overlapping_segments(plan, here, logs, scans, act):
     that overlap are scanned (into ``scans``)."""
     ends, spans = {}, []
     for base, n in logs:
-        span = segment_span(here[n])
+        span = _span(here[n], opts)
         if span is not None:
             ends[n] = span[1]
             spans.append((span[0], -span[1], base, n))
@@ -1009,7 +1054,7 @@ def _overlapping_segments(plan, here, logs, scans, act):
 
     def scanned(n, base):
         if n not in scans:
-            scans[n] = scan_segment(here[n], base)
+            scans[n] = _scan(here[n], base, opts)
             ends[n] = scans[n].next_offset
         return scans[n]
 
@@ -1205,30 +1250,47 @@ def _read_or_none(path):
 def _plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
     stem = n[:-len(".log")]
     out = []
-    rec = record_time_offsets(scan.path, batches) if opts.timeindex_offsets == "record" else None
-    try:
-        index, timeindex = index_entries(batches, index_interval_bytes=opts.index_interval_bytes,
-                                         timeindex_offsets=opts.timeindex_offsets, record_offsets=rec)
-        new = {".index": sidefiles.encode_index(index, base), ".timeindex": sidefiles.encode_timeindex(timeindex, base)}
-    except EncodeError:
-        # offsets more than 2^31-1 past the base offset: the broker splits such a segment first
-        # (LocalLog.splitOverflowedSegment, KAFKA-6264); not done here, the indexes are left alone
-        return []
     positions = np.concatenate(([0], np.cumsum(batches["size"])[:-1])) if len(batches["size"]) else np.zeros(0)
     table = dict(batches, position=positions.astype(np.int64))
-    for suffix, label in ((".index", "index"), (".timeindex", "time index")):
+    # indexes a check against these very batches found sound (`SegmentScan.sound`): only a time index's last
+    # entry is looked at (stale or not); nothing is built unless written -- when nothing can fail to encode
+    sound = scan.sound if batches is scan.batches and opts.timeindex_offsets == "batch" and _encodes(scan) else {}
+    plans = []
+    for suffix in (".index", ".timeindex"):
         name = stem + suffix
-        data = _read_or_none(here[name]) if name in here else None
-        why = None
-        if data is None:
-            why = f"no {suffix} file (a broker rebuilds missing indexes at start-up)"
-        elif data != new[suffix]:
-            why = _index_problem(suffix, data, base, table)
-        if why is not None:
-            out.append(RecoveryAction(ActionKind.WRITE, os.path.join(folder, name), f"{why}: rebuilt from the log "
-                                      f"({len(index if suffix == '.index' else timeindex)} entries; "
-                                      f"LogSegment.recover)", data=new[suffix], log_dir=log_dir))
+        if suffix in sound:
+            why = _stale_timeindex(sound[suffix], table) if suffix == ".timeindex" else None
+        else:
+            data = _read_or_none(here[name]) if name in here else None
+            why = f"no {suffix} file (a broker rebuilds missing indexes at start-up)" if data is None else data
+        plans.append((suffix, name, why))
+    if any(why is not None for _, _, why in plans):
+        rec = record_time_offsets(scan.path, batches) if opts.timeindex_offsets == "record" else None
+        try:
+            index, timeindex = index_entries(batches, index_interval_bytes=opts.index_interval_bytes,
+                                             timeindex_offsets=opts.timeindex_offsets, record_offsets=rec)
+            # those needed -- both where an entry might not encode: that leaves both alone
+            wanted = {suffix for suffix, _, why in plans if why is not None} \
+                if batches is scan.batches and _encodes(scan) else {".index", ".timeindex"}
+            new = {}
+            if ".index" in wanted:
+                new[".index"] = sidefiles.encode_index(index, base)
+            if ".timeindex" in wanted:
+                new[".timeindex"] = sidefiles.encode_timeindex(timeindex, base)
+        except EncodeError:
+            # offsets more than 2^31-1 past the base offset: the broker splits such a segment first
+            # (LocalLog.splitOverflowedSegment, KAFKA-6264); not done here, the indexes are left alone
+            return []
+        for suffix, name, why in plans:
+            if isinstance(why, bytes):          # an index on disk: rebuilt when it cannot stay
+                why = None if why == new[suffix] else _index_problem(suffix, why, base, table)
+            if why is not None:
+                out.append(RecoveryAction(ActionKind.WRITE, os.path.join(folder, name), f"{why}: rebuilt from the "
+                                          f"log ({len(index if suffix == '.index' else timeindex)} entries; "
+                                          f"LogSegment.recover)", data=new[suffix], log_dir=log_dir))
     name = stem + ".txnindex"
+    if not aborted and name not in here:
+        return out
     data = _read_or_none(here[name]) if name in here else None
     want = sidefiles.encode_txnindex(aborted)
     expected = {(p, last) for p, _, last, _ in aborted}
@@ -1263,15 +1325,31 @@ def _index_problem(suffix, data, base, table):
         else:
             entries = sidefiles.read_timeindex(data, base)
             problems = sidefiles.check_timeindex(entries, table, base)
-            ts = table["max_timestamp"]
-            top = int(ts.max()) if len(ts) else -1
-            if not problems and top >= 0 and (not len(entries) or int(entries["timestamp"][-1]) != top):
-                last = int(entries["timestamp"][-1]) if len(entries) else None
-                return (f"stale: its last entry's timestamp {last} is not the segment's largest timestamp {top} "
-                        f"(LogSegment.onBecomeInactiveSegment)")
+            if not problems:
+                return _stale_timeindex(entries, table)
     except KafkafmtError as exc:
         return exc.reason
     return str(problems[0]) if problems else None
+
+
+def _stale_timeindex(entries, table):
+    """Why a sound time index is stale -- its last entry is not the segment's largest timestamp, which
+    ``LogSegment.onBecomeInactiveSegment`` appends -- or None."""
+    ts = table["max_timestamp"]
+    top = int(ts.max()) if len(ts) else -1
+    if top >= 0 and (not len(entries) or int(entries["timestamp"][-1]) != top):
+        last = int(entries["timestamp"][-1]) if len(entries) else None
+        return (f"stale: its last entry's timestamp {last} is not the segment's largest timestamp {top} "
+                f"(LogSegment.onBecomeInactiveSegment)")
+    return None
+
+
+def _encodes(scan):
+    """Whether a scanned segment's indexes encode whatever their entries (offsets within 2^31-1 of the base
+    offset, positions within 2^31-1): `_plan_indexes` then builds them only to write them."""
+    b = scan.batches
+    return not len(b["last_offset"]) or (int(b["last_offset"][-1]) - scan.base_offset <= _INT32_MAX
+                                          and scan.size <= _INT32_MAX and int(b["base_offset"][0]) >= scan.base_offset)
 
 
 def _plan_checkpoints(plan, log_dir, ends):

@@ -11,8 +11,8 @@ import numpy as np
 from kafkafmt.log import (DEFAULT_REPLICAS, RECOVERY_POINT_CHECKPOINT, REPLICAS, REPLICATION_CHECKPOINT, discover, log_dir_offsets)
 from kafkafmt.log import segment_base
 from kafkafmt.read import iter_partitions_with
-from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, check_partition
-from kafkafmt.report.figures import STATS_READ, partition_stats, totals
+from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, check_partition, will_check
+from kafkafmt.report.figures import STATS_READ, counting_stats, partition_stats, reads_alike, totals
 from kafkafmt.report.lag import committed_offsets, consumer_lag
 from kafkafmt.report.problems import report_problem
 from kafkafmt.report.tiered_audit import DEFAULT_STALE_COPY_MS, audit_tiered
@@ -27,6 +27,9 @@ TIERED_TABLES = ("tiered", "remote")
 #: where a partition's log end offset is read, best first: the records on disk (the last offset + 1),
 #: else the log dir's checkpoint files -- the high watermark, then the offset the log was flushed to
 LOG_END_SOURCES = ("segments", REPLICATION_CHECKPOINT, RECOVERY_POINT_CHECKPOINT)
+#: how a report reads a partition, with its checks: the figures' read from offset 0 -- one read gives both
+#: where the figures read every byte (`kafkafmt.report.figures.reads_alike`), the checks' own otherwise
+FIGURES_AND_CHECKS_READ = STATS_READ.replace(start_offset=0)
 
 
 class Report:
@@ -180,9 +183,10 @@ def _clean(v):
 
 class Builder:
     """A report in two steps, for callers that show progress: ``Builder(paths, ...)`` finds the
-    partitions (``partitions``; ``total_bytes``: the bytes the run reads, each partition twice: the
-    figures, then the checks), ``run(progress)`` reads them. ``progress``: an object with
-    ``set_label(text)`` and ``advance(nbytes, nrecords)`` (the CLI's progress bar), or None."""
+    partitions (``partitions``; ``total_bytes``: the bytes the run reads -- each partition once, for its
+    figures and its checks, twice where the figures start past its first segment's base offset), ``run(progress)``
+    reads them. ``progress``: an object with ``set_label(text)`` and ``advance(nbytes, nrecords)`` (the CLI's
+    progress bar), or None."""
 
     def __init__(self, paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, storage_options=None, checks=True,
                  lag=True, tiered_keys=None, stale_copy_ms=DEFAULT_STALE_COPY_MS, topic_id=None):
@@ -205,8 +209,10 @@ class Builder:
             self.offsets_partitions = discover(self.paths, topics=["__consumer_offsets"], storage_options=storage_options,
                                                tiered_keys=tiered_keys, replicas=replicas).partitions
         self._segments = {id(p): p.list_segments() for p in self.partitions}
-        self.total_bytes = sum(s.size or 0 for segs in self._segments.values() for s in segs) * (2 if checks else 1)
-        if checks:          # every other copy is checked too
+        self.total_bytes = sum(s.size or 0 for segs in self._segments.values() for s in segs)
+        if checks:          # partitions read twice, and every other copy checked too
+            self.total_bytes += sum(s.size or 0 for p in self.partitions if not reads_alike(p, self._segments[id(p)])
+                                    for s in self._segments[id(p)])
             self.total_bytes += sum(s.size or 0 for p in found.unread for s in p.list_segments())
 
     def label(self, part):
@@ -232,11 +238,12 @@ class Builder:
             if progress is not None:
                 progress.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
 
-        # many small partitions read in one pass (once for the figures, once for the checks), each one's
-        # figures and problems as its own reads give them
-        stats_reads = iter_partitions_with(self.partitions, STATS_READ)
-        check_reads = iter_partitions_with(self.partitions, PARTITION_CHECK_READ) if self.checks else None
-        for part, chunks, report in stats_reads:
+        if self.checks:
+            will_check(list(self.partitions) + list(self.found.unread))   # (object stores: fetched ahead)
+        # many small partitions read in one pass, each one's figures and problems as its own read gives them
+        # (one read for both, unless its figures start past its first segment: `FIGURES_AND_CHECKS_READ`)
+        for part, chunks, report in iter_partitions_with(self.partitions,
+                                                         FIGURES_AND_CHECKS_READ if self.checks else STATS_READ):
             name = self.label(part)
             if progress is not None:
                 progress.set_label(name)
@@ -247,12 +254,15 @@ class Builder:
                 advance(chunk)
 
             segs_listed = self._segments[id(part)]
-            segments, stat_problems = partition_stats(part, on_chunk=on_chunk, read=(chunks, report))
-            if check_reads is not None:
-                _, check_chunks, check_report = next(check_reads)
-                problems = check_partition(part, on_chunk=advance, read=(check_chunks, check_report))
-            else:
-                problems = stat_problems
+            if not self.checks:
+                segments, problems = partition_stats(part, on_chunk=on_chunk, read=(chunks, report))
+            elif reads_alike(part, segs_listed):
+                counted, finish = counting_stats(part, chunks, report, on_chunk=on_chunk)
+                problems = check_partition(part, read=(counted, report))
+                segments, _ = finish()
+            else:               # the figures from the log start offset on, the checks of every byte
+                segments, _ = partition_stats(part, on_chunk=on_chunk)
+                problems = check_partition(part, on_chunk=advance, read=(chunks, report))
             t = totals(segments)
             by_topic.setdefault(part.topic, []).append(t)
             if t.last_ts is not None:
@@ -288,12 +298,12 @@ class Builder:
                 base = segment_base(p.file) if p.file else None
                 tables["problems"].append({**_problem_row(p), "partition": name,
                                            "time": _time_of(samples, p, base)})
-        if self.checks:
-            for part in self.found.unread:
+        if self.checks:         # every other copy, read as the partitions are (many in one pass)
+            for part, chunks, report in iter_partitions_with(self.found.unread, PARTITION_CHECK_READ):
                 if progress is not None:
                     progress.set_label(f"{self.label(part)} ({part.log_dir_url})")
                 checker = Checker(on_chunk=advance)
-                checker.copy(part)
+                checker.copy(part, read=(chunks, report))
                 for p in checker.problems:
                     tables["problems"].append({**_problem_row(p), "partition": self.label(part), "time": None})
         tables["copies"] = _copy_rows(self.found.copies, tables["partitions"], tables["problems"])
@@ -307,7 +317,7 @@ class Builder:
             t = totals(accs)
             tables["topics"].append({"topic": topic, "partitions": len(accs), **t.to_json(),
                                      "firstOffset": None, "lastOffset": None})
-        if self.lag:
+        if self.lag and self.offsets_partitions:         # (no __consumer_offsets: no lag, nothing to read)
             committed = committed_offsets(self.offsets_partitions)
             for key, (end, source) in checkpoints.items():       # partitions with no folder here
                 leo.setdefault(key, (end, source))
@@ -392,8 +402,8 @@ def build(paths, *, topics=None, partitions=None, replicas=DEFAULT_REPLICAS, sto
     storage_options : dict, optional
         fsspec options for URLs.
     checks : bool
-        Run `verify`'s checks (a second read of every partition); False lists only the problems the
-        figures' read finds (corrupt stretches).
+        Run `verify`'s checks (on the figures' read of each partition, and a read of every other copy);
+        False lists only the problems the figures' read finds (corrupt stretches).
     lag : bool
         Compute consumer lag from ``__consumer_offsets``.
     progress : object, optional

@@ -31,7 +31,7 @@ from kafkafmt.record import Table
 from kafkafmt.report.figures import CHUNK_BYTES
 from kafkafmt.report.problems import Problem, report_problem
 
-__all__ = ["Checker", "SegmentInfo", "concat_batches", "check_partition", "CHECK_READ",
+__all__ = ["Checker", "SegmentInfo", "concat_batches", "check_partition", "will_check", "CHECK_READ",
            "PARTITION_CHECK_READ"]
 
 BATCH_COLUMNS = ("position", "size", "base_offset", "last_offset", "max_timestamp", "producer_id", "is_control",
@@ -59,11 +59,49 @@ def _read_from_zero(part, report, options):
     return iter_log_dir_with(part, options.replace(start_offset=0, keep_empty=True), report=report)
 
 
+#: the files of a partition folder beside its segments that the checks read
+_OTHER_FILES = ("producer-snapshot", "leader-epoch", "partition-metadata")
+_SIDE_KINDS = ("index", "timeindex", "txnindex")
+
+
 def _side_file(part, name, full):
-    """A file of a partition folder for the side-file readers: its path (local) or its bytes."""
+    """A file of a partition folder for the side-file readers: its path (local) or its bytes (as listed)."""
     if part.storage.is_local:
         return full
-    return part.storage.read_bytes(part.storage.join(part.folder, name))
+    path = part.storage.join(part.folder, name)
+    return _listed_bytes(part.storage, _listed(part).get(path), path)
+
+
+def _listed(part):
+    """{path: Entry} of the files of a partition folder's listing ({} without one)."""
+    return {e.path: e for e in part.listing or () if not e.is_dir}
+
+
+def _listed_bytes(storage, entry, path):
+    """A whole file: by its listing's size and version when listed (an object store may hold it already)."""
+    return storage.read_listed(path, entry.size, entry.version) if entry is not None else storage.read_bytes(path)
+
+
+def will_check(parts):
+    """Tell the object stores holding ``parts`` (in the order they are checked) which side files the checks
+    will read -- the segments' indexes, producer snapshots, leader-epoch checkpoints, ``partition.metadata``
+    (`kafkafmt.storage.Storage.will_read`: fetched ahead, a few at a time)."""
+    wanted = {}
+    for pd in parts:
+        if pd.storage.is_local or pd.listing is None:
+            continue
+        listed = _listed(pd)
+        items = wanted.setdefault(pd.storage, [])
+        for seg in pd.list_segments():
+            for kind in _SIDE_KINDS:
+                e = listed.get(getattr(seg, kind)) if seg.remote is None and seg.has(kind) else None
+                if e is not None:
+                    items.append((e.path, e.size, e.version))
+        for e in listed.values():
+            if file_kind(e.name) in _OTHER_FILES and not is_leftover_file(e.name):
+                items.append((e.path, e.size, e.version))
+    for storage, items in wanted.items():
+        storage.will_read(items)
 
 
 def _load(data):
@@ -71,15 +109,31 @@ def _load(data):
 
 
 class SegmentInfo:
-    def __init__(self, base, log):
+    """What the checks of a segment's read keep of it: its batch tables (``tables``: every column the read
+    gives), its control records (``controls``: (offset, type, producer id)), the first record of each control
+    batch (``markers``: {position: (type, coordinator epoch, timestamp)}), the byte ranges skipped as
+    damaged, ``reported`` -- the read reported something about its file -- and, once its side files are
+    checked, ``sound``: {".index" / ".timeindex": entries} of its index files found sound."""
+
+    def __init__(self, base, log, size=None):
         self.base = base
         self.log = log
+        self.size = size
         self.tables = []
         self.controls = []          # (offset, type, producer_id)
+        self.markers = {}           # {position: (type, coordinator_epoch, timestamp)}
+        self.sound = {}             # {".index" / ".timeindex": entries} of the index files found sound
         self.skipped = []           # (start, end)
+        self.reported = False
+
+    def table(self):
+        """Its batches as one `Table` (None when it has none)."""
+        if len(self.tables) == 1:
+            return self.tables[0]
+        return concat_batches(self.tables)
 
     def batches(self):
-        t = concat_batches(self.tables)
+        t = self.table()
         if t is None:
             return {c: np.zeros(0, np.int64) for c in BATCH_COLUMNS}
         return {c: np.asarray(t[c]) for c in BATCH_COLUMNS}
@@ -92,19 +146,23 @@ class Checker:
     ``problems`` lists them in the order found; ``errors`` / ``warnings`` count them; ``n_partitions``,
     ``n_segments``, ``n_batches``, ``n_records``, ``n_files``, ``bytes`` what was checked -- every byte,
     but ``n_records`` counts the records a consumer is served (from the log start offset, as every
-    command counts them) and ``n_below_log_start`` those below it (DeleteRecords: still on disk)."""
+    command counts them) and ``n_below_log_start`` those below it (DeleteRecords: still on disk).
+    ``on_segment(info)`` hears each segment of a partition checked (its `SegmentInfo`: what its read gave)."""
 
-    def __init__(self, on_problem=None, on_chunk=None):
+    def __init__(self, on_problem=None, on_chunk=None, on_segment=None):
         self.on_problem = on_problem
         self.on_chunk = on_chunk
+        self.on_segment = on_segment
         self.problems = []
         self.errors = 0
         self.warnings = 0
         self.n_partitions = self.n_segments = self.n_batches = self.n_records = self.n_files = 0
         self.n_below_log_start = 0      # records checked below a log start offset (not served, not in n_records)
         self.n_copies = 0               # copies of partitions checked beside the copy read (not counted again)
+        self.epochs = None              # {path: entries} of the leader-epoch-checkpoints found sound, when kept
         self.bytes = 0
         self._seen = set()
+        self._listed = {}               # {path: Entry} of the partition folder being checked
 
     def add(self, p: Problem):
         """Say a problem (once)."""
@@ -133,12 +191,13 @@ class Checker:
         (``kafkafmt.read.iter_partitions_with`` reads many small partitions in one pass)."""
         self.n_partitions += 1
         report = []
+        self._listed = {} if pd.storage.is_local else _listed(pd)
         segments = pd.list_segments(report)
         for e in report:
             p = report_problem(e)
             if p is not None:
                 self.add(p)
-        infos = {s.base_offset: SegmentInfo(s.base_offset, s.url) for s in segments}
+        infos = {s.base_offset: SegmentInfo(s.base_offset, s.url, s.size) for s in segments}
         self.n_segments += len(segments)
         self.bytes += sum(s.size for s in segments)
         # every byte of the files, also below a log start offset that DeleteRecords moved (an explicit
@@ -147,13 +206,15 @@ class Checker:
                       log_start=pd.earliest(segments) if pd.log_start_offset is not None else None, read=read)
         for s in segments:
             self.side_files(s, infos[s.base_offset])
+            if self.on_segment is not None:
+                self.on_segment(infos[s.base_offset])
         if pd.segments is None:       # a folder (not tiered uploads): its other files
             for name, full in pd.files():
                 kind = file_kind(name)
-                if kind in ("producer-snapshot", "leader-epoch", "partition-metadata") and not is_leftover_file(name):
+                if kind in _OTHER_FILES and not is_leftover_file(name):
                     self.other_file(full, kind, functools.partial(_side_file, pd, name, full))
 
-    def copy(self, pd):
+    def copy(self, pd, read=None):
         """Check a copy of a partition that is not read (another copy is): every byte and side file of it,
         its problems said as any partition's; its records are not counted (the copy read counts them), its
         bytes and files are.
@@ -162,9 +223,13 @@ class Checker:
         ----------
         pd : Partition
             The copy (`kafkafmt.log.Found.unread`).
+        read : tuple, optional
+            ``(chunks, report)`` of its read with `PARTITION_CHECK_READ` when under way already (as
+            `partition`'s).
         """
-        sub = Checker(on_problem=self.add)
-        sub.partition(pd)
+        sub = Checker(on_problem=self.add, on_segment=self.on_segment)
+        sub.epochs = self.epochs
+        sub.partition(pd, read=read)
         self.n_copies += 1
         self.n_segments += sub.n_segments
         self.bytes += sub.bytes
@@ -190,6 +255,12 @@ class Checker:
             b = chunk.batches
             nb = len(b)
             if not nb:
+                continue
+            done = self._plain_chunk(chunk, b, infos, file_label, log_start, prev_last)
+            if done is not None:              # (the usual chunk, checked at once: nothing wrong in it)
+                prev_last, prev_file, prev_seg = done
+                if self.on_chunk is not None:
+                    self.on_chunk(chunk)
                 continue
             segs = np.asarray(b["segment"], np.int64) if "segment" in b.columns else np.zeros(nb, np.int64)
             base = np.asarray(b["base_offset"], np.int64)
@@ -261,24 +332,76 @@ class Checker:
                 self._count_records(chunk, b, log_start)
             self.n_batches += nb - int(again.sum())
             # per segment: batch tables and control records for the index checks
-            cols = {c: np.asarray(b[c]) for c in BATCH_COLUMNS}
             ctl = chunk.controls
-            for seg in np.unique(segs[own]).tolist():
+            whole = bool(own.all() and (segs == segs[0]).all())     # (the usual chunk: one segment's batches)
+            for seg in [int(segs[0])] if whole else np.unique(segs[own]).tolist():
                 info = infos.get(seg)
                 if info is None:
                     continue
-                m = (segs == seg) & own
-                info.tables.append(Table({c: v[m] for c, v in cols.items()}))
+                info.tables.append(b if whole else b[(segs == seg) & own])
                 if len(ctl):
                     cb = np.asarray(ctl["batch_index"], np.int64)
                     cm = segs[cb] == seg
                     info.controls += list(zip(np.asarray(ctl["offset"])[cm].tolist(), np.asarray(ctl["type"])[cm].tolist(),
                                               np.asarray(b["producer_id"])[cb[cm]].tolist()))
+                    first = np.flatnonzero(cm & np.concatenate(([True], cb[1:] != cb[:-1])))
+                    for r in first.tolist():
+                        info.markers.setdefault(int(pos[cb[r]]), (int(ctl["type"][r]), int(ctl["coordinator_epoch"][r]),
+                                                                   int(ctl["timestamp"][r])))
             if self.on_chunk is not None:
                 self.on_chunk(chunk)
         self._report(report, seen, infos, file_label)
         for earlier, later in sorted(overlaps):
             self.overlap(infos[earlier], infos[later])
+
+    def _plain_chunk(self, chunk, b, infos, file_label, log_start, prev_last):
+        """`read_log`'s checks of the usual chunk at once: one segment's batches in file order, none read from
+        another copy or held again by the next segment, and nothing wrong -- then counted, kept for the side
+        files' checks, and ``(prev_last, prev_file, prev_seg)`` returned; else None (`read_log` checks it
+        batch by batch and says what is wrong)."""
+        cols = b.columns
+        if ("from_copy" in cols and b["from_copy"].any()) or ("duplicate" in cols and b["duplicate"].any()):
+            return None
+        seg = int(b["segment"][0]) if "segment" in cols else 0
+        if "segment" in cols and not (b["segment"] == seg).all():
+            return None
+        base, last, pos = b["base_offset"], b["last_offset"], b["position"]
+        top = np.maximum.accumulate(last)
+        if (len(pos) > 1 and not (pos[1:] > pos[:-1]).all()) or (last < base).any() \
+                or (len(base) > 1 and (base[1:] <= top[:-1]).any()) \
+                or (prev_last is not None and int(base[0]) <= prev_last) \
+                or (file_label is None and seg in infos and int(base.min()) < seg):
+            return None
+        n = len(chunk)
+        if n:
+            offs = np.asarray(chunk.offset, np.int64)
+            bidx = np.asarray(chunk.batch_index, np.int64)
+            if (n > 1 and not (offs[1:] > offs[:-1]).all()) or (offs < base[bidx]).any() or (offs > last[bidx]).any():
+                return None
+            ctl = np.asarray(b["is_control"], bool)
+            data = ~ctl[bidx] if ctl.any() else None
+            below = 0
+            if log_start is not None and int(offs[0]) < log_start:
+                low = offs < log_start
+                below = int((low & data).sum()) if data is not None else int(low.sum())
+            served = int(data.sum()) if data is not None else n
+            self.n_records += served - below
+            self.n_below_log_start += below
+        self.n_batches += len(base)
+        info = infos.get(seg)
+        if info is not None:
+            info.tables.append(b)
+            ctl = chunk.controls
+            if len(ctl):
+                cb = np.asarray(ctl["batch_index"], np.int64)
+                info.controls += list(zip(np.asarray(ctl["offset"]).tolist(), np.asarray(ctl["type"]).tolist(),
+                                          np.asarray(b["producer_id"])[cb].tolist()))
+                first = np.flatnonzero(np.concatenate(([True], cb[1:] != cb[:-1])))
+                for r in first.tolist():
+                    info.markers.setdefault(int(pos[cb[r]]), (int(ctl["type"][r]), int(ctl["coordinator_epoch"][r]),
+                                                               int(ctl["timestamp"][r])))
+        last_top = int(top[-1]) if prev_last is None else max(int(top[-1]), prev_last)
+        return last_top, self._file_of(seg, infos, file_label), seg
 
     def overlap(self, a, b):
         """Segments ``a`` and ``b`` (`SegmentInfo`, ``b`` read after ``a``) whose offsets overlap: a
@@ -337,9 +460,18 @@ class Checker:
             base = segment_base(e.get("file") or "")
             if base in infos and p.position is not None and p.end is not None:
                 infos[base].skipped.append((p.position, p.end))
+        for e in report[seen:]:
+            base = segment_base(e.get("file") or "")
+            if base in infos:
+                infos[base].reported = True
         return len(report)
 
     # -- side files of a segment -------------------------------------------------------------------
+    def side_bytes(self, seg, kind):
+        """A segment's side file (as `Segment.side_bytes`), by its listing's size and version when listed."""
+        entry = self._listed.get(getattr(seg, kind)) if seg.remote is None and seg.has(kind) else None
+        return seg.side_bytes(kind) if entry is None else _listed_bytes(seg.storage, entry, entry.path)
+
     def side_files(self, seg, info):
         base, log = seg.base_offset, seg.url
         b = info.batches()
@@ -351,11 +483,11 @@ class Checker:
         if not seg.size and self.emptied_log(seg, log):
             return
         if has_index:
-            self.check_index(seg.side_url("index"), base, b, info, note, seg.side_bytes("index"))
+            self.check_index(seg.side_url("index"), base, b, info, note, self.side_bytes(seg, "index"))
         if has_time:
-            self.check_timeindex(seg.side_url("timeindex"), base, b, note, seg.side_bytes("timeindex"))
+            self.check_timeindex(seg.side_url("timeindex"), base, b, note, self.side_bytes(seg, "timeindex"), info)
         if seg.has("txnindex"):
-            self.check_txnindex(seg.side_url("txnindex"), base, info, seg.side_bytes("txnindex"))
+            self.check_txnindex(seg.side_url("txnindex"), base, info, self.side_bytes(seg, "txnindex"))
         else:
             aborts = [o for o, t, _ in info.controls if t == 0]
             if aborts:
@@ -369,6 +501,7 @@ class Checker:
             size = 8 if suffix == ".index" else 12
             self.error(path, f"{why}; the broker rebuilds the segment's indexes at start-up",
                        len(data) // size * size - size if len(data) % size == 0 else len(data) // size * size)
+        return why
 
     def emptied_log(self, seg, log):
         """An empty ``.log`` beside indexes that hold entries: one error (its records are gone; every
@@ -379,7 +512,7 @@ class Checker:
             if not seg.has(kind):
                 continue
             try:
-                offsets = read(seg.side_bytes(kind), seg.base_offset)["offset"]
+                offsets = read(self.side_bytes(seg, kind), seg.base_offset)["offset"]
             except (KafkafmtError, OSError, ValueError):
                 return False            # an unreadable index: the usual checks say why
             if len(offsets):
@@ -397,7 +530,7 @@ class Checker:
         try:
             data = _load(data)
             n = len(data) // 8
-            self._sanity(path, data, ".index", base)
+            insane = self._sanity(path, data, ".index", base)
             entries = sidefiles.read_index(data[:n * 8], base)
         except (KafkafmtError, OSError, ValueError) as exc:
             self.error(path, _reason(exc), getattr(exc, "position", None))
@@ -407,19 +540,25 @@ class Checker:
             for s, e in info.skipped:
                 inside |= (entries["position"] >= s) & (entries["position"] < e)
             entries = entries[~inside]
-        self.index_problems(path, sidefiles.check_index(entries, b, base), 8, note, "index")
+        problems = sidefiles.check_index(entries, b, base)
+        self.index_problems(path, problems, 8, note, "index")
+        if not problems and insane is None and not info.skipped:
+            info.sound[".index"] = entries
 
-    def check_timeindex(self, path, base, b, note="", data=None):
+    def check_timeindex(self, path, base, b, note="", data=None, info=None):
         self.n_files += 1
         try:
             data = _load(data)
             n = len(data) // 12
-            self._sanity(path, data, ".timeindex", base)
+            insane = self._sanity(path, data, ".timeindex", base)
             entries = sidefiles.read_timeindex(data[:n * 12], base)
         except (KafkafmtError, OSError, ValueError) as exc:
             self.error(path, _reason(exc), getattr(exc, "position", None))
             return
-        self.index_problems(path, sidefiles.check_timeindex(entries, b, base), 12, note, "time index")
+        problems = sidefiles.check_timeindex(entries, b, base)
+        self.index_problems(path, problems, 12, note, "time index")
+        if info is not None and not problems and insane is None and not info.skipped:
+            info.sound[".timeindex"] = entries
 
     def index_problems(self, path, problems, entry_size, note, what):
         """The problems of an index file (`sidefiles.IndexProblem` s), one error per cause: many
@@ -474,8 +613,11 @@ class Checker:
                                      f"{snap['computed_crc']:#010x}", 2)
             elif kind == "leader-epoch":
                 cp = sidefiles.read_leader_epoch_checkpoint(src)
-                for _, why in sidefiles.leader_epoch_problems(cp["entries"]):
+                problems = sidefiles.leader_epoch_problems(cp["entries"])
+                for _, why in problems:
                     self.error(path, why)
+                if self.epochs is not None and not problems and isinstance(path, str) and "://" not in path:
+                    self.epochs[path] = cp["entries"]
             elif kind == "partition-metadata":
                 sidefiles.read_partition_metadata(src)
             elif kind == "offset-checkpoint":

@@ -32,7 +32,8 @@ from kafkafmt.log import segment_base
 from kafkafmt.record import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 from kafkafmt.report.problems import report_problem
 
-__all__ = ["Acc", "PartitionStats", "partition_stats", "totals", "STATS_READ", "CHUNK_BYTES", "below_log_start_text"]
+__all__ = ["Acc", "PartitionStats", "partition_stats", "counting_stats", "reads_alike", "totals", "STATS_READ",
+           "CHUNK_BYTES", "below_log_start_text"]
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
 
@@ -110,7 +111,9 @@ def _whole(x):
 
 def _distinct(x):
     """The distinct values of an array, in order, as a list (`numpy.unique`; at once when they are all one)."""
-    if len(x) and (x == x[0]).all():
+    if not len(x):
+        return []
+    if (x == x[0]).all():
         return [x[0].item()]
     return np.unique(x).tolist()
 
@@ -282,29 +285,54 @@ def partition_stats(part, *, on_chunk=None, on_problem=None, max_bytes=CHUNK_BYT
         chunks = iter_log_dir_with(part, STATS_READ.replace(max_bytes=max_bytes), report=report)
     else:
         chunks, report = read
+    counted, finish = counting_stats(part, chunks, report, on_chunk=on_chunk, on_problem=on_problem,
+                                     max_bytes=max_bytes)
+    for _ in counted:
+        pass
+    return finish()
+
+
+def reads_alike(part, segments=None):
+    """Whether a partition's `STATS_READ` reads what a read of it from offset 0 reads (the checks'): no log
+    start offset past its first segment's base offset. Such a read gives the figures and the checks at once
+    (`counting_stats`)."""
+    segments = part.list_segments() if segments is None else segments
+    return part.log_start_offset is None or not segments or part.log_start_offset <= segments[0].base_offset
+
+
+def counting_stats(part, chunks, report, *, on_chunk=None, on_problem=None, max_bytes=CHUNK_BYTES):
+    """`partition_stats` of a read that another consumer drives (the checks of `kafkafmt.report.checks`, on
+    the same chunks when `reads_alike`): returns ``(counted, finish)`` -- ``counted`` yields the chunks of
+    ``chunks`` as it counts them (with ``report``, the read's report entries), ``finish()``, once they are
+    all through, gives what `partition_stats` returns."""
     ps = PartitionStats()
     sizes = {}
     segments = part.list_segments()
     for seg in segments:
         ps.seg(seg.base_offset)
         sizes[seg.base_offset] = seg.size
-    seen = 0
-    problems = []
-    for chunk in chunks:
-        ps.add(chunk)
-        if on_chunk is not None:
-            on_chunk(chunk)
-        seen, found = ps.note_problems(report, seen, on_problem)
-        problems += found
-    problems += ps.note_problems(report, seen, on_problem)[1]
-    start = part.earliest(segments) if part.log_start_offset is not None else None
-    for base, a in ps.segments.items():
-        a.file_bytes = sizes.get(base, 0)
-        if start is not None and a.first_offset is not None and a.first_offset < start:
-            a.first_offset = start      # the log start lies inside a batch (DeleteRecords)
-    if start is not None and segments and start > segments[0].base_offset:
-        _count_below(part, start, ps, max_bytes)
-    return ps.segments, problems
+    state = {"seen": 0, "problems": []}
+
+    def counted():
+        for chunk in chunks:
+            ps.add(chunk)
+            if on_chunk is not None:
+                on_chunk(chunk)
+            state["seen"], found = ps.note_problems(report, state["seen"], on_problem)
+            state["problems"] += found
+            yield chunk
+
+    def finish():
+        problems = state["problems"] + ps.note_problems(report, state["seen"], on_problem)[1]
+        start = part.earliest(segments) if part.log_start_offset is not None else None
+        for base, a in ps.segments.items():
+            a.file_bytes = sizes.get(base, 0)
+            if start is not None and a.first_offset is not None and a.first_offset < start:
+                a.first_offset = start      # the log start lies inside a batch (DeleteRecords)
+        if start is not None and segments and start > segments[0].base_offset:
+            _count_below(part, start, ps, max_bytes)
+        return ps.segments, problems
+    return counted(), finish
 
 
 def _count_below(part, start, ps, max_bytes):

@@ -2,11 +2,13 @@
 exactly the Arrow schema Spark expects for the query's schema."""
 from __future__ import annotations
 
+import numpy as np
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from kafkafmt.errors import KafkafmtError, ValueDecodeError
 from kafkafmt.log import Unit, read_task, read_units
 from kafkafmt.record import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
+from kafkafmt.spark.planning import TimeBound
 from kafkafmt.spark.typedcols import decode_names
 from kafkafmt.values import decode_values
 
@@ -15,7 +17,8 @@ from kafkafmt.values import decode_values
 def read_tasks(tasks, schema, opts):
     """Yield pyarrow.RecordBatch objects for the tasks of one input partition: tasks that read small
     whole segments are read together (`kafkafmt.log.read_units`: one buffer, one scan, one kernel pass
-    for many Kafka partitions, no per-partition conversion), the others one by one, in task order."""
+    for many Kafka partitions, no per-partition conversion), the others one by one, in task order;
+    then the partitions read with timestamp options (`read_time_bound`)."""
     target = to_arrow_schema(schema, timezone="UTC")
     names = [f.name for f in schema.fields]
     read = opts.read_options()         # one thread per task: Spark already runs tasks in parallel
@@ -28,8 +31,10 @@ def read_tasks(tasks, schema, opts):
         table_of = internal_table(opts.decode).build
     errors = read.errors
     convert = _Convert(names, target, opts, typed, table_of)
+    timed = [t for t in tasks if isinstance(t, TimeBound)]
+    tasks = [t for t in tasks if not isinstance(t, TimeBound)]
     if table_of is not None or typed is not None:
-        for t in tasks:
+        for t in tasks + [x for tb in timed for x in tb.plan([])]:
             yield from _read_one(t, options, errors, read.max_bytes, convert)
         return
     # a task may start inside a partition: the batch before it is not known here (chain=False)
@@ -40,6 +45,53 @@ def read_tasks(tasks, schema, opts):
                 yield from convert(x)
         else:
             yield from _read_one(tasks[x], options, errors, read.max_bytes, convert)
+    yield from read_time_bound(timed, options, errors, read.max_bytes, convert)
+
+
+#: a partition read with timestamp options of at most this many bytes is read whole and cut by its records'
+#: timestamps (cheaper than seeking through its time index); a larger one seeks
+TIME_SCAN_BYTES = 1 << 20
+
+
+def read_time_bound(timed, options, errors, max_bytes, convert):
+    """The records of partitions read with timestamp options (`kafkafmt.spark.planning.TimeBound`): small
+    ones read together and cut by their records' timestamps (`TimeBound.keep`), the others -- and any the
+    bulk read gives back -- planned through their time indexes (`TimeBound.plan`) and read task by task."""
+    small = [tb for tb in timed if tb.isolation == "read_uncommitted" and tb.size <= TIME_SCAN_BYTES]
+    chosen = {id(tb) for tb in small}
+    for tb in timed:
+        if id(tb) not in chosen:
+            for t in tb.plan([]):
+                yield from _read_one(t, options, errors, max_bytes, convert)
+    units = [Unit(tb.tasks, *tb.key) for tb in small]
+    for kind, x, idx in read_units(units, options, chain=False, max_bytes=max_bytes):
+        if kind == "records":
+            x = x.filter(_kept(x, {small[i].key: small[i] for i in idx}))
+            if len(x):
+                yield from convert(x)
+        else:
+            for t in small[x].plan([]):
+                yield from _read_one(t, options, errors, max_bytes, convert)
+
+
+def _kept(recs, bound):
+    """Which records of a bulk read (partitions one after the other, each in log order) their partition's
+    `TimeBound` keeps (``bound``: by (topic, partition, log dir))."""
+    n = len(recs)
+    keep = np.zeros(n, bool)
+    if not n:
+        return keep
+    labels = (recs.topic, recs.partition, recs.log_dir)     # one value for all records, or one per record
+    change = np.zeros(n, bool)
+    change[0] = True
+    for col in labels:
+        if isinstance(col, np.ndarray):
+            change[1:] |= col[1:] != col[:-1]
+    starts = np.flatnonzero(change).tolist()
+    for a, b in zip(starts, starts[1:] + [n]):
+        topic, partition, log_dir = (col[a] if isinstance(col, np.ndarray) else col for col in labels)
+        keep[a:b] = bound[(topic, int(partition), log_dir)].keep(recs.offset[a:b], recs.timestamp[a:b])
+    return keep
 
 
 class _Convert:

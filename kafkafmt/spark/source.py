@@ -187,10 +187,10 @@ class KafkaSegmentsReader(DataSourceReader):
         self.schema = schema
         self.opts = opts
         self.bounds = Bounds()
-        self.report = []
 
     def partitions(self):
-        groups = plan(self.opts, self.bounds, self.report)
+        # (what planning reports stays here: the reader goes to every task with the read function)
+        groups = plan(self.opts, self.bounds, [])
         if not groups:
             return [SegmentsPartition(0, [])]
         return [SegmentsPartition(i, g) for i, g in enumerate(groups)]

@@ -2,7 +2,8 @@
 reads pinned to the version listed); `statistics()` counts what every storage fetched.
 
 Modules: `_base` (the `Storage` / `Blob` interface, listings, versions, retries, statistics), `_local` (local
-files), `_fsspec` (object stores), `_open` (`open_storage`: a path or URL to a storage).
+files), `_fsspec` (object stores), `_objects` (whole small objects of a store kept and fetched ahead), `_open`
+(`open_storage`: a path or URL to a storage).
 """
 from __future__ import annotations
 

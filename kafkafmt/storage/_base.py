@@ -175,6 +175,32 @@ class Storage:
         with self.open(path) as blob:
             return bytes(blob.read(start, blob.size if stop is None else stop))
 
+    def read_listed(self, path, size, version=None) -> bytes:
+        """The whole of a file as a listing gave it (its `Entry.size` and `Entry.version`), in one
+        request -- none when an object store holds the content it was listed with already (`will_read`);
+        a file replaced since is read as it is now."""
+        return self.read_bytes(path)
+
+    def read_into(self, path, out, *, version=None) -> int:
+        """Read the first ``len(out)`` bytes of a file into ``out`` (a writable buffer); the number of
+        bytes read, fewer when the file is shorter. ``version``: the listed `Entry.version` (object
+        stores: a replaced object raises ObjectChangedError)."""
+        data = self.read_bytes(path, 0, len(out))
+        out[:len(data)] = data
+        return len(data)
+
+    def list_tree(self, path):
+        """``{folder: entries}`` of every folder at or below ``path`` (each as `list` gives it) from one
+        recursive listing -- an object store's keys under a prefix, a page of many keys a request -- or
+        None where listing folder by folder costs no more (local disks) or nothing is under ``path``."""
+        return None
+
+    def will_read(self, items):
+        """Hint: the whole files ``(path, size, version)`` are about to be read, in this order. Object
+        stores fetch the small ones ahead through a bounded pool of threads (a window of bytes ahead of
+        the reader), so that reading them one after another waits for no request but the first; local
+        disks do nothing."""
+
     def _count(self, requests=0, nbytes=0):
         with self._lock:
             self.requests += requests

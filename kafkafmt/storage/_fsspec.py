@@ -16,8 +16,9 @@ from kafkafmt.errors import (ObjectChangedError, StorageError, StorageNotFoundEr
                              StorageUnavailableError)
 from kafkafmt.storage._base import (DEFAULT_CACHE_BLOCKS, DEFAULT_PREFETCH, DEFAULT_READ_AHEAD, Blob, Entry,
                                     RetryPolicy, Storage, is_url, safe_url, version_of)
+from kafkafmt.storage._objects import DEFAULT_OBJECT_CACHE, ObjectCache
 
-__all__ = ["FsspecStorage", "RemoteBlob", "secrets_of"]
+__all__ = ["FsspecStorage", "RemoteBlob", "secrets_of", "LIST_PAGE_KEYS"]
 
 _MAX_CACHED_BLOCK = 64 << 20      # larger single reads are returned, not cached
 
@@ -27,17 +28,24 @@ _NOT_FOUND_WORDS = ("NoSuchBucket", "NoSuchKey", "NotFound", "404")
 _RANGE_WORDS = ("InvalidRange", "not satisfiable", "416")
 
 
-#: a ranged read's marker for `FsspecStorage._run`: a conditional read of one version (`_s3_conditional_range`)
-_PINNED_RANGE = object()
+#: a read's marker for `FsspecStorage._run`: one GET of an S3 object, of a range, of one version (`_s3_get`)
+_S3_GET = object()
+#: a request's marker for `FsspecStorage._run`: one page of an S3 listing without delimiter (`FsspecStorage.list_tree`)
+_S3_PAGE = object()
+#: keys asked for per page of an S3 listing (S3's most)
+LIST_PAGE_KEYS = 1000
 
 
-async def _s3_conditional_range(fs, path, start, stop, version):
-    """Bytes [start, stop) of an S3 object only if it is still ``version`` (HTTP 412 otherwise):
-    If-Match on the ETag, or the version id itself -- the request s3fs makes for its own files."""
-    field, value = version.split("=", 1)
+async def _s3_get(fs, path, start=None, stop=None, version=None):
+    """Bytes [start, stop) of an S3 object (all of it without a range) in one GET -- only if it is still
+    ``version`` (HTTP 412 otherwise): If-Match on the ETag, or the version id itself -- the request s3fs
+    makes for its own files (its ``cat_file`` of a whole object looks its size up first)."""
     bucket, key, _ = fs.split_path(path)
-    cond = {"IfMatch": value} if field == "ETag" else {"VersionId": value}
-    resp = await fs._call_s3("get_object", Bucket=bucket, Key=key, Range=f"bytes={start}-{stop - 1}", **cond)
+    kwargs = {} if start is None else {"Range": f"bytes={start}-{stop - 1}"}
+    if version is not None:
+        field, value = version.split("=", 1)
+        kwargs.update({"IfMatch": value} if field == "ETag" else {"VersionId": value})
+    resp = await fs._call_s3("get_object", Bucket=bucket, Key=key, **kwargs)
     try:
         return await resp["Body"].read()
     finally:
@@ -78,13 +86,15 @@ class FsspecStorage(Storage):
     ``url(path)`` puts the protocol back for messages.
 
     ``read_ahead``: minimum bytes per ranged request; ``cache_blocks``: blocks kept per blob;
-    ``retry``: a :class:`RetryPolicy`.
+    ``retry``: a :class:`RetryPolicy`; ``object_cache``: bytes of whole small objects (no larger than
+    ``read_ahead``) kept once read or fetched ahead (`will_read`), 0 for none.
     """
 
     is_local = False
 
     def __init__(self, fs, *, protocol=None, read_ahead=DEFAULT_READ_AHEAD,
-                 cache_blocks=DEFAULT_CACHE_BLOCKS, prefetch=DEFAULT_PREFETCH, retry=None, secrets=()):
+                 cache_blocks=DEFAULT_CACHE_BLOCKS, prefetch=DEFAULT_PREFETCH, retry=None, secrets=(),
+                 object_cache=DEFAULT_OBJECT_CACHE):
         super().__init__()
         self.fs = fs
         proto = protocol or fs.protocol
@@ -98,6 +108,7 @@ class FsspecStorage(Storage):
         # a pyarrow.fs filesystem wrapped by fsspec: ranged reads go to pyarrow directly (read_at on a
         # random-access file; fsspec's wrapper cannot seek its stream for ranges starting at 0)
         self._arrow = getattr(fs, "fs", None) if type(fs).__name__ == "ArrowFSWrapper" else None
+        self.objects = ObjectCache(self._fetch_whole, self._object_key, object_cache)
 
     def __repr__(self):
         return f"FsspecStorage({self.protocol!r})"
@@ -113,7 +124,12 @@ class FsspecStorage(Storage):
     def __getstate__(self):
         state = super().__getstate__()
         state["_pool"] = None
+        state["objects"] = self.objects.budget        # (kept objects stay here)
         return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self.objects = ObjectCache(self._fetch_whole, self._object_key, state["objects"])
 
     # -- naming ---------------------------------------------------------------------------------
     def url(self, path):
@@ -193,9 +209,12 @@ class FsspecStorage(Storage):
     def _run(self, method, args, kwargs, timeout):
         """Call a filesystem method; for async filesystems through its event loop with a timeout."""
         fs = self.fs
-        if method is _PINNED_RANGE:
+        if method is _S3_GET:
             import fsspec.asyn
-            return fsspec.asyn.sync(fs.loop, _s3_conditional_range, fs, *args, timeout=timeout or None)
+            return fsspec.asyn.sync(fs.loop, _s3_get, fs, *args, timeout=timeout or None)
+        if method is _S3_PAGE:
+            import fsspec.asyn
+            return fsspec.asyn.sync(fs.loop, fs._call_s3, *args, timeout=timeout or None, **kwargs)
         if method == "cat_file" and self._arrow is not None:
             return self._arrow_range(*args, **kwargs)
         if timeout and getattr(fs, "async_impl", False) and getattr(fs, "loop", None) is not None:
@@ -205,9 +224,9 @@ class FsspecStorage(Storage):
                 return fsspec.asyn.sync(fs.loop, afn, *args, timeout=timeout, **kwargs)
         return getattr(fs, method)(*args, **kwargs)
 
-    def _arrow_range(self, path, start, end):
+    def _arrow_range(self, path, start=None, end=None):
         with self._arrow.open_input_file(path) as f:
-            return f.read_at(end - start, start)
+            return f.read() if start is None else f.read_at(end - start, start)
 
     def list(self, path):
         path = str(path).rstrip("/") or str(path)
@@ -229,6 +248,84 @@ class FsspecStorage(Storage):
                              None if is_dir else version_of(r)))
         out.sort(key=lambda e: e.name)
         return out
+
+    def list_tree(self, path):
+        """Every folder at or below ``path`` with its entries (as `list` gives them), from one recursive
+        listing: S3's keys under the prefix, a page of up to 1,000 a request; other stores through their
+        filesystem's ``find`` (one request counted). None when nothing is under ``path`` (a file, a missing
+        folder: `list` says which)."""
+        base = str(path).rstrip("/")
+        if self._s3:
+            rows = self._s3_rows(path, base)
+        else:
+            try:
+                self.fs.invalidate_cache(base)
+            except Exception:  # noqa: BLE001 - optional in fsspec implementations
+                pass
+            rows = self._call(path, "list", "find", base, withdirs=True, detail=True).values()
+        tree = {}
+        head = base.strip("/") + "/" if base.strip("/") else ""
+        for r in rows:
+            name = str(r["name"]).lstrip("/")
+            if not name.startswith(head):
+                continue
+            rel = name[len(head):]
+            is_dir = r.get("type") == "directory" or rel.endswith("/")     # (a folder marker: key/)
+            folder, _, leaf = rel.strip("/").rpartition("/")
+            if not leaf:
+                continue
+            parent = f"{base}/{folder}" if folder else base
+            entries = tree.get(parent)
+            if entries is None:
+                entries = self._tree_folder(tree, base, parent)
+            if is_dir:
+                self._tree_folder(tree, base, f"{parent}/{leaf}")
+            else:
+                entries[leaf] = Entry(leaf, f"{parent}/{leaf}", int(r.get("size") or 0), False, version_of(r))
+        if not tree:
+            return None
+        return {folder: sorted(entries.values(), key=lambda e: e.name) for folder, entries in tree.items()}
+
+    @staticmethod
+    def _tree_folder(tree, base, folder):
+        """The entries of ``folder`` in a tree being built (made, with the folders leading to it: S3 has none
+        of its own)."""
+        entries = tree.setdefault(folder, {})
+        while folder != base and len(folder) > len(base):
+            parent, _, name = folder.rpartition("/")
+            above = tree.get(parent)
+            known = above is not None
+            if not known:
+                above = tree[parent] = {}
+            above.setdefault(name, Entry(name, folder, 0, True, None))
+            if known:
+                break
+            folder = parent
+        return entries
+
+    def _s3_rows(self, path, base):
+        """The objects under an S3 prefix as s3fs's listings give them, page by page (each page one request,
+        retried on its own)."""
+        bucket, key, _ = self.fs.split_path(base)
+        versioned = getattr(self.fs, "version_aware", False)
+        method, contents = ("list_object_versions", "Versions") if versioned else ("list_objects_v2", "Contents")
+        kwargs = {"Bucket": bucket, "Prefix": f"{key}/" if key else "", "MaxKeys": LIST_PAGE_KEYS}
+        rows = []
+        while True:
+            page = self._call(path, "list", _S3_PAGE, method, **kwargs)
+            for c in page.get(contents, []):
+                if versioned and not c.get("IsLatest"):
+                    continue
+                c["type"] = "file"
+                self.fs._fill_info(c, bucket)       # (name: bucket/key, size)
+                rows.append(c)
+            if not page.get("IsTruncated"):
+                return rows
+            if versioned:
+                kwargs.update(KeyMarker=page.get("NextKeyMarker", ""),
+                              VersionIdMarker=page.get("NextVersionIdMarker", ""))
+            else:
+                kwargs["ContinuationToken"] = page["NextContinuationToken"]
 
     def size(self, path):
         try:
@@ -270,7 +367,7 @@ class FsspecStorage(Storage):
             return b""
         try:
             if version is not None and self._conditional(version):
-                data = self._call(path, f"read bytes {start}..{stop} of", _PINNED_RANGE, path, start, stop, version)
+                data = self._call(path, f"read bytes {start}..{stop} of", _S3_GET, path, start, stop, version)
             else:
                 data = self._call(path, f"read bytes {start}..{stop} of", "cat_file", path, start=start, end=stop)
                 if version is not None:
@@ -296,10 +393,14 @@ class FsspecStorage(Storage):
                 file=self.url(path))
         return data
 
+    @property
+    def _s3(self):
+        """Whether requests go to S3 through s3fs's client (conditional reads, pages of a listing)."""
+        return self.protocol in ("s3", "s3a") and self._arrow is None and hasattr(self.fs, "_call_s3")
+
     def _conditional(self, version):
         """Whether reads of this version can be made conditional (s3fs: If-Match / VersionId)."""
-        return self.protocol in ("s3", "s3a") and hasattr(self.fs, "_call_s3") and \
-            version.split("=", 1)[0] in ("ETag", "VersionId")
+        return self._s3 and version.split("=", 1)[0] in ("ETag", "VersionId")
 
     def _check_version(self, path, version, expected_size):
         try:
@@ -326,9 +427,49 @@ class FsspecStorage(Storage):
         return None
 
     def read_bytes(self, path, start=0, stop=None):
+        if stop is None and not start:          # the whole object: one request, no size lookup
+            data = self._call(path, "read", *((_S3_GET, str(path)) if self._s3 else ("cat_file", str(path))))
+            self._count(nbytes=len(data))
+            return data
         if stop is None:
             stop = self.size(path)
         return self.fetch(str(path), int(start), int(stop))
+
+    def read_listed(self, path, size, version=None):
+        if version is None or size is None or size > self.read_ahead:
+            return self.read_bytes(path)
+        try:
+            return self.objects.get(str(path), int(size), version)[0]
+        except ObjectChangedError:
+            return self.read_bytes(path)     # replaced since listed: as it is now
+
+    def read_into(self, path, out, *, version=None):
+        n = len(out)
+        data, _ = self._whole(str(path), n, version)
+        out[:len(data)] = data
+        return len(data)
+
+    def _whole(self, path, size, version=None):
+        """(the ``size`` bytes of an object pinned to ``version``, whether a request was made for them): from
+        the object cache (and kept there) when small and versioned, else one request."""
+        if size <= self.read_ahead:
+            return self.objects.get(path, size, version)
+        return self._fetch_whole(path, size, version), True
+
+    def will_read(self, items):
+        self.objects.prefetch((str(p), s, v) for p, s, v in items if s is not None and s <= self.read_ahead)
+
+    def _fetch_whole(self, path, size, version):
+        return bytes(self.fetch(path, 0, size, size, version)) if size else b""
+
+    def _object_key(self, path, version):
+        """What names an object's content in the object cache: S3's ETag is a digest of the bytes (so two
+        objects with one ETag hold the same bytes); any other version names one object's version."""
+        if version is None:
+            return None
+        if version.startswith("ETag=") and self.protocol in ("s3", "s3a"):
+            return version
+        return (path, version)
 
 
 class RemoteBlob(Blob):
@@ -358,6 +499,7 @@ class RemoteBlob(Blob):
         self._pending = collections.OrderedDict()  # start -> (end, Future) of background fetches
         self._seq_end = None                        # end of the last block fetched
         self._lock = threading.Lock()
+        self._counted = threading.Lock()
         self.closed = False
 
     def _keep(self, start, data):
@@ -367,8 +509,6 @@ class RemoteBlob(Blob):
                 self._blocks.popitem(last=False)
 
     def _fetched(self, start, data):
-        self.requests += 1
-        self.bytes_fetched += len(data)
         sequential = self._seq_end == start
         self._seq_end = start + len(data)
         if sequential and self.prefetch:
@@ -389,7 +529,15 @@ class RemoteBlob(Blob):
             self._pending[start] = (end, self.storage._executor().submit(self._fetch, start, end))
 
     def _fetch(self, start, stop):
-        return self.storage.fetch(self.path, start, stop, self.size, self.version)
+        if start == 0 and stop == self.size:      # the whole object: kept by the storage, fetched once
+            data, fetched = self.storage._whole(self.path, self.size, self.version)
+        else:
+            data, fetched = self.storage.fetch(self.path, start, stop, self.size, self.version), True
+        if fetched:
+            with self._counted:
+                self.requests += 1
+                self.bytes_fetched += len(data)
+        return data
 
     def _schedule(self, pos):
         for _ in range(self.prefetch):

@@ -38,14 +38,18 @@ class LocalStorage(Storage):
         try:
             with os.scandir(path) as it:
                 out = []
+                add = out.append
                 for e in it:
+                    name = e.name
                     try:
-                        is_dir = e.is_dir()
-                        size = 0 if is_dir else e.stat().st_size if sized is None or e.name.endswith(sized) \
-                            else None
+                        if e.is_dir():
+                            add(Entry(name, e.path, 0, True, None, e.is_symlink()))
+                        elif sized is None or name.endswith(sized):
+                            add(Entry(name, e.path, e.stat().st_size, False, None, e.is_symlink()))
+                        else:          # (a side file: no stat, and what it links to is not asked)
+                            add(Entry(name, e.path, None, False, None, False))
                     except FileNotFoundError:      # vanished between listing and stat
                         continue
-                    out.append(Entry(e.name, e.path, size, is_dir, None, e.is_symlink()))
         except OSError as exc:
             raise _local_error(exc, path) from None
         out.sort()      # by name (names in a folder differ, so the other fields never decide)
@@ -87,7 +91,7 @@ class LocalStorage(Storage):
     def open(self, path, size=None, *, read_ahead=None, version=None):
         return LocalBlob(path, size)
 
-    def read_into(self, path, out):
+    def read_into(self, path, out, *, version=None):
         """Read the first ``len(out)`` bytes of a file into ``out`` (a writable buffer): the number
         of bytes read, fewer when the file is shorter (one open, one read: cheaper than a map for
         small files)."""

@@ -9,6 +9,7 @@ from kafkafmt.errors import KafkafmtError
 from kafkafmt.storage._base import (DEFAULT_CACHE_BLOCKS, DEFAULT_PREFETCH, DEFAULT_READ_AHEAD, URL_SCHEME, is_url,
                                     safe_url)
 from kafkafmt.storage._fsspec import FsspecStorage, secrets_of
+from kafkafmt.storage._objects import DEFAULT_OBJECT_CACHE
 from kafkafmt.storage._local import LocalStorage
 
 __all__ = ["open_storage"]
@@ -33,14 +34,16 @@ def _wrap_filesystem(filesystem):
 
 
 def open_storage(path_or_url, storage_options=None, filesystem=None, *, read_ahead=DEFAULT_READ_AHEAD,
-                 cache_blocks=DEFAULT_CACHE_BLOCKS, prefetch=DEFAULT_PREFETCH, retry=None):
+                 cache_blocks=DEFAULT_CACHE_BLOCKS, prefetch=DEFAULT_PREFETCH, retry=None,
+                 object_cache=DEFAULT_OBJECT_CACHE):
     """``(storage, path)`` for a plain path, a ``file://`` URL or any fsspec URL.
 
     ``storage_options`` go to the fsspec filesystem (as in pandas: ``key``, ``secret``,
     ``endpoint_url``, ``anon`` ...; ignored for local paths, so one set can serve a list of
     roots mixing local and remote ones); ``filesystem`` is an fsspec filesystem or a
     ``pyarrow.fs.FileSystem`` to use instead (then the URL's protocol, if any, is stripped).
-    Local paths give :class:`LocalStorage`; everything else :class:`FsspecStorage`.
+    Local paths give :class:`LocalStorage`; everything else :class:`FsspecStorage` (``read_ahead``,
+    ``cache_blocks``, ``prefetch``, ``retry``, ``object_cache``: see it).
     """
     path = os.fspath(path_or_url)
     if isinstance(path, bytes):
@@ -57,7 +60,7 @@ def open_storage(path_or_url, storage_options=None, filesystem=None, *, read_ahe
             if isinstance(path, str) and is_url(path):
                 path = URL_SCHEME.sub("", path)
         return FsspecStorage(fs, protocol=proto, read_ahead=read_ahead, cache_blocks=cache_blocks,
-                             prefetch=prefetch, retry=retry), path
+                             prefetch=prefetch, retry=retry, object_cache=object_cache), path
     if not is_url(path):      # storage_options are for stores: ignored here, so one set serves mixed roots
         return LocalStorage(), path
     scheme = URL_SCHEME.match(path).group(1).lower()
@@ -78,7 +81,8 @@ def open_storage(path_or_url, storage_options=None, filesystem=None, *, read_ahe
             raise KafkafmtError(f"unknown storage protocol {scheme!r}", file=safe_url(path)) from None
         raise
     storage = FsspecStorage(fs, protocol=scheme, read_ahead=read_ahead, cache_blocks=cache_blocks,
-                            prefetch=prefetch, retry=retry, secrets=secrets_of(storage_options))
+                            prefetch=prefetch, retry=retry, secrets=secrets_of(storage_options),
+                            object_cache=object_cache)
     storage._url_base = (str(fspath), safe_url(path.split("?", 1)[0]))
     return storage, fspath
 

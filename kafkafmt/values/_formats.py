@@ -926,7 +926,8 @@ class KernelFormat(ValueFormat):
 
 # ------------------------------------------------------------------------------------------------
 
-def _context(format, registry, topic, is_key, reader_schema, max_depth, time_unit, additional_properties, **kw):
+def _context(format, registry, topic, is_key, reader_schema, max_depth=DEFAULT_MAX_DEPTH, time_unit="us",
+             additional_properties="keep", **kw):
     if format is not None and not isinstance(format, str):
         raise TypeError(f"format is a name, not {type(format).__name__}")
     if registry is not None and not isinstance(registry, SchemaRegistry):

@@ -32,6 +32,18 @@ def java_lines(data, name):
     """Lines as ``BufferedReader.readLine`` gives them (ends: \\n, \\r, \\r\\n), with their byte
     positions, decoded as strict UTF-8."""
     data = bytes(data)
+    if b"\r" not in data:              # (the usual file: lines ended by \n alone, split at once)
+        parts = data.split(b"\n")
+        if parts[-1] == b"":
+            parts.pop()
+        out, pos = [], 0
+        try:
+            for part in parts:
+                out.append((part.decode("utf-8"), pos))
+                pos += len(part) + 1
+            return out
+        except UnicodeDecodeError:
+            pass                        # said below, where it is
     out, pos, n = [], 0, len(data)
     while pos < n:
         j = pos
@@ -129,6 +141,8 @@ def leader_epoch_problems(entries) -> list:
     ``LeaderEpochFileCache`` needs it: epochs increasing, start offsets not decreasing. Returns
     ``[(entry index, message), ...]``, empty when it is sound."""
     ep, so = entries["epoch"], entries["start_offset"]
+    if len(ep) < 2:
+        return []
     out = [(i + 1, f"epoch {int(ep[i + 1])} (entry {i + 1}) is not above the previous epoch {int(ep[i])}")
            for i in np.flatnonzero(np.diff(ep) <= 0).tolist()]
     out += [(i + 1, f"start offset {int(so[i + 1])} of epoch {int(ep[i + 1])} is below the previous start offset "

@@ -496,9 +496,13 @@ def check_index(entries, batches, base_offset=None) -> list:
     every entry must point at a batch start whose last offset is the entry's offset (as
     ``kafka-dump-log --verify-index-only`` checks), offsets and positions must strictly increase,
     offsets must lie in ``[base_offset, base_offset + 2^31-1]``. Returns a list of strings."""
-    problems = []
     off = np.asarray(entries["offset"], np.int64)
     p = np.asarray(entries["position"], np.int64)
+    bpos = table_column(batches, "position").astype(np.int64)
+    blast = table_column(batches, "last_offset").astype(np.int64)
+    if _index_sound(off, p, bpos, blast, base_offset):
+        return []
+    problems = []
     problems += _base_problems(off, base_offset, "index")
     for i in np.flatnonzero(np.diff(off) <= 0) + 1:
         problems.append(IndexProblem(i, f"index entry {i}: offset {int(off[i])} is not greater than entry {i - 1}'s "
@@ -506,8 +510,6 @@ def check_index(entries, batches, base_offset=None) -> list:
     for i in np.flatnonzero(np.diff(p) <= 0) + 1:
         problems.append(IndexProblem(i, f"index entry {i}: position {int(p[i])} is not greater than entry {i - 1}'s "
                         f"position {int(p[i - 1])}", "positions not increasing"))
-    bpos = table_column(batches, "position").astype(np.int64)
-    blast = table_column(batches, "last_offset").astype(np.int64)
     order = np.argsort(bpos, kind="stable")
     bpos, blast = bpos[order], blast[order]
     if len(bpos) == 0:
@@ -527,15 +529,54 @@ def check_index(entries, batches, base_offset=None) -> list:
     return problems
 
 
+def _increasing(x, strictly=True):
+    return len(x) < 2 or bool((x[1:] > x[:-1]).all() if strictly else (x[1:] >= x[:-1]).all())
+
+
+def _within_base(off, base_offset):
+    """Sorted offsets all in [base offset, base offset + 2^31-1] (or no base offset given)."""
+    return base_offset is None or (int(off[0]) >= base_offset and int(off[-1]) - base_offset <= INT32_MAX)
+
+
+def _index_sound(off, p, bpos, blast, base_offset):
+    """Whether `check_index` finds nothing, told at once (most indexes are sound): True only when it does not."""
+    if not len(off):
+        return True
+    if not len(bpos) or not (_increasing(off) and _increasing(p) and _increasing(bpos)) \
+            or not _within_base(off, base_offset):
+        return False
+    at = np.searchsorted(bpos, p)
+    return int(at[-1]) < len(bpos) and bool((bpos[at] == p).all() and (blast[at] == off).all())
+
+
+def _timeindex_sound(t, off, bbase, blast, bts, base_offset):
+    """Whether `check_timeindex` finds nothing, told at once: True only when it does not."""
+    if not len(t):
+        return True
+    if not len(blast) or not (_increasing(t) and _increasing(off, strictly=False)) or not _within_base(off, base_offset) \
+            or int(off[-1]) > int(blast.max()):
+        return False
+    at = np.searchsorted(blast, off, side="left")
+    if int(at.max()) >= len(blast):
+        return False
+    before_max = np.concatenate(([NO_TIMESTAMP], np.maximum.accumulate(bts)[:-1]))
+    return bool((bbase[at] <= off).all() and (bts[at] == t).all() and (before_max[at] <= t).all())
+
+
 def check_timeindex(entries, batches, base_offset=None) -> list:
     """Problems of time index ``entries`` against the segment's ``batches``: timestamps strictly
     increasing (``TimeIndex.maybeAppend``), offsets not decreasing, every offset inside the segment
     and inside a batch, the entry's timestamp equal to that batch's max timestamp and not below the
     max timestamp of any earlier batch. (The offset need not be the batch's *last* offset: leaders
     before KAFKA-16310 wrote record offsets.) Returns a list of strings."""
-    problems = []
     t = np.asarray(entries["timestamp"], np.int64)
     off = np.asarray(entries["offset"], np.int64)
+    bbase = table_column(batches, "base_offset").astype(np.int64)
+    blast = table_column(batches, "last_offset").astype(np.int64)
+    bts = table_column(batches, "max_timestamp").astype(np.int64)
+    if _timeindex_sound(t, off, bbase, blast, bts, base_offset):
+        return []
+    problems = []
     problems += _base_problems(off, base_offset, "time index")
     for i in np.flatnonzero(np.diff(t) <= 0) + 1:
         problems.append(IndexProblem(i, f"time index entry {i}: timestamp {int(t[i])} is not greater than entry {i - 1}'s "
@@ -543,9 +584,6 @@ def check_timeindex(entries, batches, base_offset=None) -> list:
     for i in np.flatnonzero(np.diff(off) < 0) + 1:
         problems.append(IndexProblem(i, f"time index entry {i}: offset {int(off[i])} is below entry {i - 1}'s offset {int(off[i - 1])}",
                                     "offsets decreasing"))
-    bbase = table_column(batches, "base_offset").astype(np.int64)
-    blast = table_column(batches, "last_offset").astype(np.int64)
-    bts = table_column(batches, "max_timestamp").astype(np.int64)
     if len(blast) == 0:
         return problems + [IndexProblem(i, f"time index entry {i} (timestamp {int(t[i])}, offset {int(off[i])}): "
                                            f"the segment has no batches", "the segment has no batches")

@@ -7,7 +7,7 @@ Two layouts are known, both found by listing (no `__remote_log_metadata` needed)
 from kafkafmt.log.tiered._base import (ID, LAYOUTS, SIDE_FILE_KINDS, TOPIC, RemotePartition, RemoteSegment,
                                        TieredLayout, finish_partitions, layout_named, list_remote_partitions,
                                        looks_tiered, open_remote_log, partitions_at, read_remote_side_file,
-                                       register_layout, segment_end_offset)
+                                       register_layout, segment_end_offset, will_finish)
 from kafkafmt.log.tiered._kafka import (KAFKA_SUFFIXES, KafkaTieredLayout, kafka_id, kafka_partition_dir_name,
                                         kafka_segment_file_name, parse_kafka_id, parse_kafka_partition_dir,
                                         parse_kafka_segment_file)
@@ -17,7 +17,7 @@ from kafkafmt.log.tiered._aiven import (AIVEN_SUFFIXES, AivenLayout, AivenManife
 
 __all__ = ["ID", "TOPIC", "SIDE_FILE_KINDS", "LAYOUTS", "register_layout", "layout_named", "looks_tiered",
            "RemoteSegment", "RemotePartition", "TieredLayout", "open_remote_log", "read_remote_side_file",
-           "segment_end_offset", "list_remote_partitions", "partitions_at", "finish_partitions",
+           "segment_end_offset", "list_remote_partitions", "partitions_at", "finish_partitions", "will_finish",
            "KAFKA_SUFFIXES", "KafkaTieredLayout", "kafka_id", "parse_kafka_id", "parse_kafka_partition_dir",
            "parse_kafka_segment_file", "kafka_partition_dir_name", "kafka_segment_file_name",
            "AIVEN_SUFFIXES", "AivenLayout", "AivenManifest", "AivenSegmentBlob", "parse_aiven_manifest",

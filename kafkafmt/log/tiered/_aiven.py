@@ -72,16 +72,23 @@ class AivenLayout(TieredLayout):
     def looks(self, name, prefix=""):
         return parse_aiven_topic_dir(name, prefix) is not None
 
-    def partitions_at(self, storage, path, name, entries, prefix, parent_name):
+    def partitions_at(self, storage, path, name, entries, prefix, parent_name, listing=None):
         aiven = parse_aiven_topic_dir(name, prefix)
         numeric = [e for e in entries if e.is_dir and e.name.isdigit()]
         if aiven and numeric:
-            return [_aiven_partition(storage, e.path, aiven, int(e.name), storage.list(e.path)) for e in numeric]
+            listing = listing or storage.list
+            return [_aiven_partition(storage, e.path, aiven, int(e.name), listing(e.path)) for e in numeric]
         files = [e for e in entries if not e.is_dir]
         if name.isdigit() and parent_name and parse_aiven_topic_dir(parent_name, prefix) \
                 and any(parse_aiven_segment_file(e.name) for e in files):
             return [_aiven_partition(storage, path, parse_aiven_topic_dir(parent_name, prefix), int(name), entries)]
         return None
+
+    def first_reads(self, part, read_manifests=True):
+        if not read_manifests:
+            return []
+        return [(seg.files["manifest"], seg.sizes.get("manifest"), seg.versions.get("manifest"))
+                for seg in part.segments if seg.manifest is None]
 
     def finish(self, storage, part, *, read_manifests, resolve, tiered_keys=None):
         if read_manifests:
@@ -323,7 +330,8 @@ def read_aiven_manifest(storage, seg) -> AivenManifest:
     """The manifest of an Aiven segment (read once, kept on ``seg``; sets ``seg.end_offset``)."""
     if seg.manifest is None:
         path = seg.files["manifest"]
-        seg.manifest = parse_aiven_manifest(storage.read_bytes(path), url=storage.url(path))
+        data = storage.read_listed(path, seg.sizes.get("manifest"), seg.versions.get("manifest"))
+        seg.manifest = parse_aiven_manifest(data, url=storage.url(path))
         if seg.end_offset is None and seg.manifest.end_offset is not None:
             seg.end_offset = int(seg.manifest.end_offset)
     return seg.manifest

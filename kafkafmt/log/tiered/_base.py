@@ -19,7 +19,7 @@ from kafkafmt._util.deprecation import renamed_keyword
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.storage import Blob
 
-__all__ = ["ID", "TOPIC", "SIDE_FILE_KINDS", "looks_tiered", "RemoteSegment", "RemotePartition", "TieredLayout", "LAYOUTS",
+__all__ = ["will_finish", "ID", "TOPIC", "SIDE_FILE_KINDS", "looks_tiered", "RemoteSegment", "RemotePartition", "TieredLayout", "LAYOUTS",
            "register_layout", "layout_named", "open_remote_log", "read_remote_side_file", "segment_end_offset",
            "list_remote_partitions", "partitions_at", "finish_partitions"]
 
@@ -146,14 +146,23 @@ def list_remote_partitions(storage, root, *, prefix="", max_depth=4, read_manife
     return finish_partitions(storage, out, read_manifests=read_manifests, resolve=resolve, tiered_keys=tiered_keys)
 
 
-def partitions_at(storage, path, name, entries, prefix="", parent_name=None):
+def partitions_at(storage, path, name, entries, prefix="", parent_name=None, listing=None):
     """The tiered-storage partitions a folder is or holds (its listing given), by the first of
-    `LAYOUTS` that recognises it; None when it is no layout's (so a walk descends into it)."""
+    `LAYOUTS` that recognises it; None when it is no layout's (so a walk descends into it).
+    ``listing(path)``: the entries of a folder below it (a walk's cached listings; by default
+    ``storage.list``)."""
     for layout in LAYOUTS:
-        found = layout.partitions_at(storage, path, name, entries, prefix, parent_name)
+        found = layout.partitions_at(storage, path, name, entries, prefix, parent_name,
+                                     listing=listing or storage.list)
         if found is not None:
             return found
     return None
+
+
+def will_finish(storage, parts, *, read_manifests=True):
+    """Tell the storage what `finish_partitions` will read of these partitions, in that order
+    (`kafkafmt.storage.Storage.will_read`: an object store fetches it ahead)."""
+    storage.will_read([item for part in parts for item in part.layout.first_reads(part, read_manifests)])
 
 
 @renamed_keyword("keys", "tiered_keys")
@@ -200,9 +209,14 @@ class TieredLayout:
         """True if a folder of this name is one of this layout's partition or topic folders."""
         raise NotImplementedError
 
-    def partitions_at(self, storage, path, name, entries, prefix, parent_name):
-        """The `RemotePartition`s this folder is or holds in this layout, or None."""
+    def partitions_at(self, storage, path, name, entries, prefix, parent_name, listing=None):
+        """The `RemotePartition`s this folder is or holds in this layout, or None (``listing(path)``: the
+        entries of a folder below it)."""
         raise NotImplementedError
+
+    def first_reads(self, part, read_manifests=True):
+        """``(path, size, version)`` of the objects `finish` reads whole, in order (none by default)."""
+        return []
 
     def finish(self, storage, part, *, read_manifests, resolve, tiered_keys=None):
         """Complete a partition after listing: of duplicate uploads of one base offset keep the one

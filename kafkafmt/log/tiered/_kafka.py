@@ -74,7 +74,7 @@ class KafkaTieredLayout(TieredLayout):
     def looks(self, name, prefix=""):
         return parse_kafka_partition_dir(name) is not None or name == "kafka-tiered-storage"
 
-    def partitions_at(self, storage, path, name, entries, prefix, parent_name):
+    def partitions_at(self, storage, path, name, entries, prefix, parent_name, listing=None):
         parsed = parse_kafka_partition_dir(name)
         files = [e for e in entries if not e.is_dir]
         if parsed and (any(parse_kafka_segment_file(e.name) for e in files) or not entries):
