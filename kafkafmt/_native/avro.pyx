@@ -785,12 +785,6 @@ cdef class Program(ColumnPlan):
     cdef uint8_t *bounds
     cdef readonly int32_t top
 
-    def __cinit__(self):
-        self.nodes = NULL
-        self.table = NULL
-        self.consts = NULL
-        self.bounds = NULL
-
     def __dealloc__(self):
         free(self.nodes)
         free(self.table)
@@ -879,17 +873,8 @@ cdef class Program(ColumnPlan):
             raise ValueError("root out of range")
         rules.too_large, rules.big_node, rules.pre_node, rules.top = E_TOO_LARGE, ROOT_NODE, 0, self.top
         memset(&x, 0, sizeof(Ctx))
-        x.nodes = self.nodes
-        x.table = self.table
-        x.consts = self.consts
-        x.bounds = self.bounds
-        x.col_children = self.col_children
-        x.zero_cap = zero_cap
-        x.ncols = self.ncols
-        x.rows = &source.rows
-        x.skip_bytes = skip_bytes
-        x.trailing_error = trailing_error
-        x.top = self.top
-        x.start = start
+        x.nodes, x.table, x.consts, x.bounds = self.nodes, self.table, self.consts, self.bounds
+        x.col_children, x.ncols, x.top, x.start, x.zero_cap = self.col_children, self.ncols, self.top, start, zero_cap
+        x.rows, x.skip_bytes, x.trailing_error = &source.rows, skip_bytes, trailing_error
         return self.read(read_value, &x, &x.row, &x.cols, &roots[0] if n else NULL, start, n, &rules,
                          "decoding Avro values") + (x.trailing,)

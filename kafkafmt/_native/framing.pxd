@@ -15,8 +15,21 @@ cdef struct Rows:
     const int64_t *bufsizes
 
 
+cdef struct Starts:
+    # a contiguous column whose values start past a prefix: row i is base[starts[i]:offsets[i + 1]]
+    const uint8_t *base
+    const int64_t *starts
+    const int64_t *offsets
+
+
 cdef int64_t check_starts(const int64_t[::1] offsets, const uint8_t[::1] data, const int64_t[::1] starts,
-                          const int32_t[::1] roots, int64_t start) except -1
+                          const int32_t[::1] roots, int64_t start, Starts *out) except -1
+
+
+cdef inline const uint8_t *starts_span(const Starts *s, int64_t i, const uint8_t **end) noexcept nogil:
+    """Where row i's value starts (its end in ``end``), checked once by check_starts."""
+    end[0] = s.base + s.offsets[i + 1]
+    return s.base + s.starts[i]
 
 
 cdef class Source:

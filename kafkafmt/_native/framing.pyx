@@ -56,10 +56,10 @@ cdef const uint8_t *validity_bits(const uint8_t[::1] validity, int64_t bit_offse
 
 
 cdef int64_t check_starts(const int64_t[::1] offsets, const uint8_t[::1] data, const int64_t[::1] starts,
-                          const int32_t[::1] roots, int64_t start) except -1:
+                          const int32_t[::1] roots, int64_t start, Starts *out) except -1:
     """The rows of a contiguous binary column a kernel reads from ``start`` (row i: data[starts[i]:offsets[i + 1]],
     read when roots[i] is 0; -1 a null value, below -1 an error found before): checked once, before the
-    kernel reads any. Returns their count n (offsets holds n + 1)."""
+    kernel reads any, and set in ``out``. Returns their count n (offsets holds n + 1)."""
     cdef int64_t n = offsets.shape[0] - 1, i
     if n < 0:
         raise ValueError("offsets are n + 1 positions")
@@ -74,6 +74,9 @@ cdef int64_t check_starts(const int64_t[::1] offsets, const uint8_t[::1] data, c
             raise ValueError("root out of range")
         if roots[i] == 0 and not offsets[i] <= starts[i] <= offsets[i + 1]:
             raise ValueError("start of a value outside its bytes")
+    out.base = &data[0] if data.shape[0] > 0 else <const uint8_t *>""
+    out.starts = &starts[0] if n else NULL
+    out.offsets = &offsets[0]
     return n
 
 

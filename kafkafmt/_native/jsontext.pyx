@@ -36,7 +36,7 @@ from libc.math cimport isfinite, floor, NAN, INFINITY
 
 from kafkafmt._native.arrowcols cimport *
 from kafkafmt._native.arrowcols import TOO_LARGE_TEXT
-from kafkafmt._native.framing cimport check_starts
+from kafkafmt._native.framing cimport Starts, check_starts, starts_span
 from kafkafmt._native.textforms cimport *
 
 # ---- node kinds
@@ -155,10 +155,7 @@ cdef struct Ctx:
     int64_t *hashes       # map-key dedupe
     int64_t hashes_cap
     Row row               # the value being decoded, its error or the fields it nulls
-    # the call: row i is base[starts[i]:offsets[i + 1]]
-    const uint8_t *base
-    const int64_t *starts
-    const int64_t *offsets
+    Starts call           # row i of the call
     int32_t top           # the top message / node
 
 
@@ -908,10 +905,10 @@ cdef int parse_value(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end,
 cdef int read_text(void *ctx, int64_t i, int32_t r, Row *row) noexcept nogil:
     """Row i of the call: one JSON value of the top node, nothing after it but whitespace."""
     cdef Ctx *x = <Ctx *>ctx
-    cdef const uint8_t *end = x.base + x.offsets[i + 1]
+    cdef const uint8_t *end
     cdef const uint8_t *p
     cdef int rc
-    row.start = x.base + x.starts[i]
+    row.start = starts_span(&x.call, i, &end)
     x.seen_top = 0
     p = ws(row.start, end)
     rc = parse_value(x, x.top, &p, end, 0)
@@ -949,12 +946,6 @@ cdef class Program(ColumnPlan):
     cdef int32_t nnodes, nfields, ntable
     cdef int64_t nnames
     cdef readonly int32_t top
-
-    def __cinit__(self):
-        self.nodes = NULL
-        self.fields = NULL
-        self.table = NULL
-        self.names = NULL
 
     def __dealloc__(self):
         free(self.nodes)
@@ -1057,20 +1048,13 @@ cdef class Program(ColumnPlan):
         roots[i]: 0 parse; -1 a null value (stays null); < -1 an error found before (code -roots[i]).
         Returns (status, stop, columns, errors) as the Protobuf kernel's decode (errors name nodes).
         """
-        cdef int64_t n = check_starts(offsets, data, starts, roots, start)
         cdef Ctx x
         cdef Rules rules
-        rules.too_large, rules.big_node, rules.pre_node, rules.top = E_TOO_LARGE, self.top, -1, self.nodes[self.top].col
         memset(&x, 0, sizeof(Ctx))
-        x.nodes = self.nodes
-        x.fields = self.fields
-        x.table = self.table
-        x.names = self.names
-        x.col_children = self.col_children
-        x.base = &data[0] if data.shape[0] > 0 else <const uint8_t *>""
-        x.starts = &starts[0] if n else NULL
-        x.offsets = &offsets[0]
-        x.top = self.top
+        cdef int64_t n = check_starts(offsets, data, starts, roots, start, &x.call)
+        rules.too_large, rules.big_node, rules.pre_node, rules.top = E_TOO_LARGE, self.top, -1, self.nodes[self.top].col
+        x.nodes, x.fields, x.table, x.names = self.nodes, self.fields, self.table, self.names
+        x.col_children, x.top = self.col_children, self.top
         try:
             return self.read(read_text, &x, &x.row, &x.cols, &roots[0] if n else NULL, start, n, &rules,
                              "parsing JSON values")

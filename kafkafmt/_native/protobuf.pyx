@@ -45,7 +45,7 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 
 from kafkafmt._native.arrowcols cimport *
 from kafkafmt._native.arrowcols import TOO_LARGE_TEXT
-from kafkafmt._native.framing cimport check_starts
+from kafkafmt._native.framing cimport Starts, check_starts, starts_span
 from kafkafmt._native.wire cimport read_varint64 as read_varint, WIRE_TRUNCATED, WIRE_VARINT
 
 # ---- field ops
@@ -198,10 +198,7 @@ cdef struct Ctx:
     int64_t scratch_cap
     int64_t seq
     Row row               # the value being decoded, its error or the fields it nulls
-    # the call: row i is base[starts[i]:offsets[i + 1]]
-    const uint8_t *base
-    const int64_t *starts
-    const int64_t *offsets
+    Starts call           # row i of the call
     int32_t top           # the top message / node
 
 
@@ -1050,7 +1047,8 @@ cdef int read_message(void *ctx, int64_t i, int32_t r, Row *row) noexcept nogil:
     """Row i of the call: one message of the top type (its bytes: one occurrence)."""
     cdef Ctx *x = <Ctx *>ctx
     cdef int whole
-    row.start = x.base + x.starts[i]
+    cdef const uint8_t *end
+    row.start = starts_span(&x.call, i, &end)
     x.seq = 0
     x.occ_top = 0
     x.slot_top = 0
@@ -1058,7 +1056,7 @@ cdef int read_message(void *ctx, int64_t i, int32_t r, Row *row) noexcept nogil:
     if whole < 0:
         return E_NOMEM
     x.occ[whole].p = row.start
-    x.occ[whole].end = x.base + x.offsets[i + 1]
+    x.occ[whole].end = end
     x.occ[whole].seq = 0
     x.occ[whole].next = -1
     x.occ[whole].wire = 2
@@ -1092,12 +1090,6 @@ cdef class Program(ColumnPlan):
     cdef int32_t *table
     cdef int32_t nfields, nmsgs, noneofs, ntable
     cdef readonly int32_t top
-
-    def __cinit__(self):
-        self.fields = NULL
-        self.msgs = NULL
-        self.oneofs = NULL
-        self.table = NULL
 
     def __dealloc__(self):
         free(self.fields)
@@ -1214,21 +1206,13 @@ cdef class Program(ColumnPlan):
         in the value, field, detail, more); a row decoded with fields nulled (their columns cannot
         hold them) has the first one's code + FIELD_ERROR, and how many more.
         """
-        cdef int64_t n = check_starts(offsets, data, starts, roots, start)
         cdef Ctx x
         cdef Rules rules
-        rules.too_large, rules.big_node, rules.pre_node, rules.top = E_TOO_LARGE, -1, -1, self.msgs[self.top].col
         memset(&x, 0, sizeof(Ctx))
-        x.fields = self.fields
-        x.msgs = self.msgs
-        x.oneofs = self.oneofs
-        x.table = self.table
-        x.ncols = self.ncols
-        x.col_children = self.col_children
-        x.base = &data[0] if data.shape[0] > 0 else <const uint8_t *>""
-        x.starts = &starts[0] if n else NULL
-        x.offsets = &offsets[0]
-        x.top = self.top
+        cdef int64_t n = check_starts(offsets, data, starts, roots, start, &x.call)
+        rules.too_large, rules.big_node, rules.pre_node, rules.top = E_TOO_LARGE, -1, -1, self.msgs[self.top].col
+        x.fields, x.msgs, x.oneofs, x.table = self.fields, self.msgs, self.oneofs, self.table
+        x.ncols, x.col_children, x.top = self.ncols, self.col_children, self.top
         try:
             return self.read(read_message, &x, &x.row, &x.cols, &roots[0] if n else NULL, start, n, &rules,
                              "decoding Protobuf values")
