@@ -18,6 +18,7 @@ int32 offset would pass 2^31 - 1: the caller stops the call at that row and star
 """
 from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t, INT32_MAX
 from libc.string cimport memcpy, memset
+from libc.stdlib cimport realloc
 
 cdef enum:
     K_NULL = 0            # Arrow null: a length only
@@ -290,6 +291,25 @@ cdef inline int put_struct(Col *c, bint valid) noexcept nogil:
         clear_bit(c.valid, c.length)
     c.length += 1
     return AC_OK
+
+
+cdef inline int64_t key_slots(int64_t **table, int64_t *table_cap, int64_t n) noexcept nogil:
+    """The open-addressing table a map's n keys are deduplicated in: a power of two >= 2n (at least 16)
+    slots, all -1 (empty), in ``table[0]`` (grown, ``table_cap[0]`` its size). Returns its size, 0 when
+    out of memory."""
+    cdef int64_t cap = 16, j
+    cdef void *mem
+    while cap < 2 * n:
+        cap *= 2
+    if cap > table_cap[0]:
+        mem = realloc(table[0], cap * sizeof(int64_t))
+        if mem == NULL:
+            return 0
+        table[0] = <int64_t *>mem
+        table_cap[0] = cap
+    for j in range(cap):
+        table[0][j] = -1
+    return cap
 
 
 # ---- checks every kernel makes

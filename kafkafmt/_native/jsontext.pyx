@@ -616,7 +616,6 @@ cdef int parse_map(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, i
     cdef int64_t first = keys.length, j, cap, slot, a, b, kn, a2, b2
     cdef uint64_t h
     cdef int rc
-    cdef void *mem
     if p < end and p[0] == 125:
         pp[0] = p + 1
         return put_end(c, entries.length)
@@ -631,17 +630,9 @@ cdef int parse_map(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, i
             return rc
     # duplicate keys (json.loads would keep the last): an error
     if keys.length - first > 1:
-        cap = 16
-        while cap < 2 * (keys.length - first):
-            cap *= 2
-        if cap > x.hashes_cap:
-            mem = realloc(x.hashes, cap * sizeof(int64_t))
-            if mem == NULL:
-                return E_NOMEM
-            x.hashes = <int64_t *>mem
-            x.hashes_cap = cap
-        for j in range(cap):
-            x.hashes[j] = -1
+        cap = key_slots(&x.hashes, &x.hashes_cap, keys.length - first)
+        if cap == 0:
+            return E_NOMEM
         for j in range(first, keys.length):
             a = keys.offs[j]
             b = keys.offs[j + 1]

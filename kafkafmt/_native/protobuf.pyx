@@ -765,30 +765,22 @@ cdef int entry_unknown(Ctx *x, int32_t fi, const Field *f, int32_t k, bint *unkn
 cdef int dedupe_map(Ctx *x, int32_t fi, const Field *f, int32_t head) noexcept nogil:
     """Mark map entries whose key comes again later as dropped (the runtime keeps the last)."""
     cdef const Field *kf = &x.fields[x.msgs[f.child].first]
-    cdef int32_t k = head, j, n = 0
-    cdef int64_t cap = 16, h, slot
+    cdef int32_t k = head, n = 0
+    cdef int64_t cap, h, slot
     cdef uint64_t v, v2
     cdef const uint8_t *kp
     cdef const uint8_t *kp2
     cdef int64_t kn, kn2
     cdef int rc
-    cdef void *mem
     while k >= 0:
         if x.occ[k].wire >= 0:
             n += 1
         k = x.occ[k].next
     if n < 2:
         return E_NONE
-    while cap < 2 * n:
-        cap *= 2
-    if cap > x.scratch_cap:
-        mem = realloc(x.scratch, cap * sizeof(int64_t))
-        if mem == NULL:
-            return E_NOMEM
-        x.scratch = <int64_t *>mem
-        x.scratch_cap = cap
-    for j in range(cap):
-        x.scratch[j] = -1
+    cap = key_slots(&x.scratch, &x.scratch_cap, n)
+    if cap == 0:
+        return E_NOMEM
     k = head
     while k >= 0:
         if x.occ[k].wire < 0:
