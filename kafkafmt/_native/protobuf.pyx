@@ -251,6 +251,20 @@ cdef inline int read_delimited(Ctx *x, int32_t fi, const uint8_t **pp, const uin
     return E_NONE
 
 
+cdef inline int32_t seg_from(const Ctx *x, int32_t seg, int64_t cutoff, bint single) noexcept nogil:
+    """The segment of a message to read from seg on: seg itself when single, else the first one after
+    cutoff (-1: none)."""
+    if not single:
+        while seg >= 0 and x.occ[seg].seq <= cutoff:
+            seg = x.occ[seg].next
+    return seg
+
+
+cdef inline int32_t seg_next(const Ctx *x, int32_t seg, int64_t cutoff, bint single) noexcept nogil:
+    """The segment to read after seg (-1: none; single: seg was the only one)."""
+    return -1 if single else seg_from(x, x.occ[seg].next, cutoff, False)
+
+
 cdef int skip_value(Ctx *x, const uint8_t **pp, const uint8_t *end, uint64_t tag, int depth) noexcept nogil:
     """Skip the value of a field whose tag was read (groups: up to their end-group tag)."""
     cdef const uint8_t *p = pp[0]
@@ -332,17 +346,14 @@ cdef int scan(Ctx *x, int32_t mi, int32_t head, int64_t cutoff, bint single, int
     single: head alone): record each known field's occurrences in slots[base ...]."""
     cdef const Msg *m = &x.msgs[mi]
     cdef const Field *f
-    cdef int32_t seg = head, fi, k
+    cdef int32_t seg, fi, k
     cdef const uint8_t *p
     cdef const uint8_t *end
     cdef const uint8_t *vs
     cdef uint64_t tag, v
-    cdef uint32_t u32
     cdef int wt, rc, ok
+    seg = seg_from(x, head, cutoff, single)
     while seg >= 0:
-        if x.occ[seg].seq <= cutoff and not single:
-            seg = x.occ[seg].next
-            continue
         p = x.occ[seg].p
         end = x.occ[seg].end
         while p < end:
@@ -361,18 +372,10 @@ cdef int scan(Ctx *x, int32_t mi, int32_t head, int64_t cutoff, bint single, int
                 rc = read_varint(&p, end, &v)
                 if rc:
                     return fail(x, -1, vs, rc, 0)
-            elif wt == 5:
-                if end - p < 4:
-                    return fail(x, -1, vs, E_TRUNCATED, 0)
-                u32 = 0
-                memcpy(&u32, p, 4)
-                v = u32
-                p += 4
-            elif wt == 1:
-                if end - p < 8:
-                    return fail(x, -1, vs, E_TRUNCATED, 0)
-                memcpy(&v, p, 8)
-                p += 8
+            elif wt == 5 or wt == 1:
+                rc = read_fixed(&p, end, wt == 1, &v)
+                if rc:
+                    return fail(x, -1, vs, rc, 0)
             else:
                 rc = skip_value(x, &p, end, tag, depth)
                 if rc:
@@ -399,9 +402,7 @@ cdef int scan(Ctx *x, int32_t mi, int32_t head, int64_t cutoff, bint single, int
             else:
                 x.occ[x.slots[base + 2 * fi + 1]].next = k
             x.slots[base + 2 * fi + 1] = k
-        if single:
-            break
-        seg = x.occ[seg].next
+        seg = seg_next(x, seg, cutoff, single)
     return E_NONE
 
 
@@ -419,25 +420,27 @@ cdef bint enum_known(Ctx *x, const Field *f, int32_t v) noexcept nogil:
     return False
 
 
+cdef inline int read_fixed(const uint8_t **pp, const uint8_t *end, bint wide, uint64_t *out) noexcept nogil:
+    """A fixed-width value's bits: 4 bytes (wire type 5), or 8 when ``wide`` (wire type 1), little-endian."""
+    cdef uint32_t u32
+    if end - pp[0] < (8 if wide else 4):
+        return E_TRUNCATED
+    if wide:
+        memcpy(out, pp[0], 8)
+        pp[0] += 8
+    else:
+        memcpy(&u32, pp[0], 4)
+        out[0] = u32
+        pp[0] += 4
+    return E_NONE
+
+
 cdef int read_scalar(Ctx *x, int32_t op, const uint8_t **pp, const uint8_t *end, uint64_t *out) noexcept nogil:
     """One element's raw bits (varints decoded; fixed widths little-endian)."""
-    cdef const uint8_t *p = pp[0]
-    cdef uint32_t u32
-    cdef uint64_t u64
     if op == P_FIXED32 or op == P_SFIXED32 or op == P_FLOAT:
-        if end - p < 4:
-            return E_TRUNCATED
-        memcpy(&u32, p, 4)
-        out[0] = u32
-        pp[0] = p + 4
-        return E_NONE
+        return read_fixed(pp, end, False, out)
     if op == P_FIXED64 or op == P_SFIXED64 or op == P_DOUBLE:
-        if end - p < 8:
-            return E_TRUNCATED
-        memcpy(&u64, p, 8)
-        out[0] = u64
-        pp[0] = p + 8
-        return E_NONE
+        return read_fixed(pp, end, True, out)
     return read_varint(pp, end, out)
 
 
@@ -527,12 +530,25 @@ cdef int put_string(Ctx *x, int32_t fi, const Field *f, Col *c, int32_t k) noexc
     return put_bytes(c, p, n)
 
 
+cdef inline int next_field(Ctx *x, int32_t fi, const uint8_t **pp, const uint8_t *end, uint64_t *tag,
+                           const uint8_t **vs, int depth) noexcept nogil:
+    """The field at *pp: its tag, and *pp moved past its value -- a length-delimited value's bytes from
+    ``vs``, any other value checked and skipped."""
+    cdef int rc = read_tag(x, fi, pp, end, tag)
+    if rc:
+        return rc
+    vs[0] = pp[0]
+    if (tag[0] & 7) == 2:
+        return read_delimited(x, fi, pp, end, vs)
+    return skip_value(x, pp, end, tag[0], depth)
+
+
 cdef int small_fields(Ctx *x, int32_t fi, int32_t head, int64_t cutoff, bint single, int32_t wire1, int32_t wire2,
                       const uint8_t **v1, const uint8_t **e1, const uint8_t **v2, const uint8_t **e2,
                       int depth) noexcept nogil:
     """Fields 1 and 2 of a small message (Timestamp, Duration, a wrapper) over its occurrences:
     the last value of each with the expected wire type (NULL when absent)."""
-    cdef int32_t seg = head
+    cdef int32_t seg
     cdef const uint8_t *p
     cdef const uint8_t *end
     cdef const uint8_t *vs
@@ -540,35 +556,22 @@ cdef int small_fields(Ctx *x, int32_t fi, int32_t head, int64_t cutoff, bint sin
     cdef int wt, rc
     v1[0] = NULL
     v2[0] = NULL
+    seg = seg_from(x, head, cutoff, single)
     while seg >= 0:
-        if x.occ[seg].seq <= cutoff and not single:
-            seg = x.occ[seg].next
-            continue
         p = x.occ[seg].p
         end = x.occ[seg].end
         while p < end:
-            rc = read_tag(x, fi, &p, end, &tag)
+            rc = next_field(x, fi, &p, end, &tag, &vs, depth)
             if rc:
                 return rc
             wt = <int>(tag & 7)
-            vs = p
-            if wt == 2:
-                rc = read_delimited(x, fi, &p, end, &vs)
-                if rc:
-                    return rc
-            else:
-                rc = skip_value(x, &p, end, tag, depth)
-                if rc:
-                    return rc
             if (tag >> 3) == 1 and wt == wire1:
                 v1[0] = vs
                 e1[0] = p
             elif (tag >> 3) == 2 and wt == wire2:
                 v2[0] = vs
                 e2[0] = p
-        if single:
-            break
-        seg = x.occ[seg].next
+        seg = seg_next(x, seg, cutoff, single)
     return E_NONE
 
 
@@ -578,21 +581,16 @@ cdef int check_json_msg(Ctx *x, int32_t fi, const uint8_t *p, const uint8_t *end
     entry (3) as the runtime parses them: well-formed fields, UTF-8 strings, nested kinds."""
     cdef const uint8_t *vs
     cdef uint64_t tag
-    cdef int wt, rc, sub
+    cdef int rc, sub
     cdef uint64_t num
     if depth > MAX_DEPTH_:
         return fail(x, fi, p, E_DEPTH, 0)
     while p < end:
-        rc = read_tag(x, fi, &p, end, &tag)
+        rc = next_field(x, fi, &p, end, &tag, &vs, depth)
         if rc:
             return rc
-        wt = <int>(tag & 7)
         num = tag >> 3
-        vs = p
-        if wt == 2:
-            rc = read_delimited(x, fi, &p, end, &vs)
-            if rc:
-                return rc
+        if (tag & 7) == 2:
             sub = -1
             if kind == 0 and num == 1:
                 sub = 3
@@ -611,10 +609,6 @@ cdef int check_json_msg(Ctx *x, int32_t fi, const uint8_t *p, const uint8_t *end
                 rc = check_json_msg(x, fi, vs, p, sub, depth + 1)
                 if rc:
                     return rc
-        else:
-            rc = skip_value(x, &p, end, tag, depth)
-            if rc:
-                return rc
     return E_NONE
 
 
@@ -633,27 +627,21 @@ cdef int put_special(Ctx *x, int32_t fi, const Field *f, Col *c, int32_t head, i
     cdef int32_t seg, inner
     cdef int64_t used
     if f.op == P_RAW or f.op == P_CUTOFF:
-        seg = head
+        seg = seg_from(x, head, cutoff, single)
         while seg >= 0:                         # checked first (decoding a cut-off message may grow c)
-            if single or x.occ[seg].seq > cutoff:
-                if f.op == P_RAW:
-                    rc = check_json_msg(x, fi, x.occ[seg].p, x.occ[seg].end, f.extra, depth)
-                else:
-                    rc = decode_undo(x, f.child, seg, depth + 1, True)
-                if rc:
-                    return rc
-            if single:
-                break
-            seg = x.occ[seg].next
+            if f.op == P_RAW:
+                rc = check_json_msg(x, fi, x.occ[seg].p, x.occ[seg].end, f.extra, depth)
+            else:
+                rc = decode_undo(x, f.child, seg, depth + 1, True)
+            if rc:
+                return rc
+            seg = seg_next(x, seg, cutoff, single)
         used = c.offs[c.length]                 # the value: its occurrences, one after the other
         rc = var_reserve(c, used, 0)
-        seg = head
+        seg = seg_from(x, head, cutoff, single)
         while seg >= 0 and rc == E_NONE:
-            if single or x.occ[seg].seq > cutoff:
-                rc = var_add(c, &used, x.occ[seg].p, x.occ[seg].end - x.occ[seg].p)
-            if single:
-                break
-            seg = x.occ[seg].next
+            rc = var_add(c, &used, x.occ[seg].p, x.occ[seg].end - x.occ[seg].p)
+            seg = seg_next(x, seg, cutoff, single)
         if rc:
             return rc
         var_close(c, used)
