@@ -232,19 +232,10 @@ cdef inline int read_long(const uint8_t **pp, const uint8_t *end, int64_t *out) 
 
 
 cdef int read_long_slow(const uint8_t **pp, const uint8_t *end, int64_t *out) noexcept nogil:
+    """`read_long` near the end of the value: every byte checked against it."""
     cdef const uint8_t *p = pp[0]
-    cdef uint64_t u, b
-    cdef int shift
-    if p >= end:
-        return E_TRUNCATED
-    b = p[0]
-    if b < 0x80:
-        pp[0] = p + 1
-        out[0] = <int64_t>((b >> 1) ^ (~(b & 1) + 1))
-        return E_NONE
-    u = b & 0x7F
-    shift = 7
-    p += 1
+    cdef uint64_t u = 0, b
+    cdef int shift = 0
     while True:
         if p >= end:
             return E_TRUNCATED
