@@ -146,6 +146,7 @@ cdef uint8_t *copy_bytes(bytes b) except NULL
 # ---- appends (every value takes one)
 
 cdef inline int room(Col *c) noexcept nogil:
+    """Room for one more value in c (0, or AC_NOMEM)."""
     if c.length < c.cap:
         return AC_OK
     return grow(c, c.length + 1)
@@ -188,7 +189,7 @@ cdef inline int put_null_col(Col *cols, const int32_t *children, int32_t ci) noe
 
 cdef inline uint8_t *put_slot(Col *c) noexcept nogil:
     """Room for one fixed-width value: its address (NULL when out of memory)."""
-    if c.length >= c.cap and grow(c, c.length + 1):
+    if room(c):
         return NULL
     c.length += 1
     return c.data + (c.length - 1) * c.width
@@ -196,7 +197,7 @@ cdef inline uint8_t *put_slot(Col *c) noexcept nogil:
 
 cdef inline int put_raw(Col *c, const void *v, size_t n) noexcept nogil:
     """One fixed-width value of n bytes (the column's width; inlined with a constant n, one store)."""
-    if c.length >= c.cap and grow(c, c.length + 1):
+    if room(c):
         return AC_NOMEM
     memcpy(c.data + c.length * n, v, n)
     c.length += 1
@@ -220,7 +221,7 @@ cdef inline int put_f64(Col *c, double v) noexcept nogil:
 
 
 cdef inline int put_bool(Col *c, bint v) noexcept nogil:
-    if c.length >= c.cap and grow(c, c.length + 1):
+    if room(c):
         return AC_NOMEM
     put_bit(c.data, c.length, v)
     c.length += 1
@@ -230,7 +231,7 @@ cdef inline int put_bool(Col *c, bint v) noexcept nogil:
 cdef inline int var_reserve(Col *c, int64_t used, int64_t n) noexcept nogil:
     """Room for n more bytes of the variable-width value being built at ``used`` (its end so far)
     and for the value's offset."""
-    if c.length >= c.cap and grow(c, c.length + 1):
+    if room(c):
         return AC_NOMEM
     if used + n > INT32_MAX:
         return AC_FULL
@@ -258,7 +259,7 @@ cdef inline void var_close(Col *c, int64_t used) noexcept nogil:
 cdef inline int put_bytes(Col *c, const uint8_t *s, int64_t n) noexcept nogil:
     """One string / binary value."""
     cdef int64_t used, end
-    if c.length >= c.cap and grow(c, c.length + 1):
+    if room(c):
         return AC_NOMEM
     used = c.offs[c.length]
     end = used + n
@@ -274,7 +275,7 @@ cdef inline int put_bytes(Col *c, const uint8_t *s, int64_t n) noexcept nogil:
 
 cdef inline int put_end(Col *c, int64_t child_len) noexcept nogil:
     """Close a list / map value whose items end at child_len."""
-    if c.length >= c.cap and grow(c, c.length + 1):
+    if room(c):
         return AC_NOMEM
     if child_len > INT32_MAX:
         return AC_FULL
@@ -285,7 +286,7 @@ cdef inline int put_end(Col *c, int64_t child_len) noexcept nogil:
 
 cdef inline int put_struct(Col *c, bint valid) noexcept nogil:
     """One struct slot whose children were appended by the caller."""
-    if c.length >= c.cap and grow(c, c.length + 1):
+    if room(c):
         return AC_NOMEM
     if not valid:
         clear_bit(c.valid, c.length)

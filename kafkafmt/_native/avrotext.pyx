@@ -110,13 +110,24 @@ cdef inline int fmt_int(char *buf, int64_t v) noexcept nogil:
     return k
 
 
+cdef inline uint8_t *u_escape(uint8_t *w, uint32_t u) noexcept nogil:
+    """\\uXXXX (upper-case hex) of UTF-16 code unit u at w; returns the end."""
+    w[0] = 92
+    w[1] = 117
+    w[2] = HEX[(u >> 12) & 15]
+    w[3] = HEX[(u >> 8) & 15]
+    w[4] = HEX[(u >> 4) & 15]
+    w[5] = HEX[u & 15]
+    return w + 6
+
+
 cdef int put_json_string(Out *o, const uint8_t *s, int64_t n, bint latin1) noexcept nogil:
     """s as a JSON string the way Jackson 2's UTF-8 generator writes it: quotes, backslashes and control
     characters escaped (\\u00XX upper case; \\b \\t \\f \\n \\r short), characters beyond the BMP as their
     two UTF-16 surrogates, the rest as UTF-8. latin1: s's bytes are code points 0-255."""
     cdef int64_t i
     cdef uint8_t c
-    cdef uint32_t cp, hi, lo
+    cdef uint32_t cp
     cdef uint8_t *w
     if o.len + 2 + 6 * n > o.cap and out_grow(o, 2 + 6 * n):
         return AC_NOMEM
@@ -144,12 +155,7 @@ cdef int put_json_string(Out *o, const uint8_t *s, int64_t n, bint latin1) noexc
                     b"f"[0] if c == 12 else b"r"[0])))
                 w += 2
             else:
-                w[1] = 117
-                w[2] = 48
-                w[3] = 48
-                w[4] = HEX[c >> 4]
-                w[5] = HEX[c & 15]
-                w += 6
+                w = u_escape(w, c)
             i += 1
             continue
         if latin1:                       # a byte >= 0x80: its code point in UTF-8
@@ -162,21 +168,7 @@ cdef int put_json_string(Out *o, const uint8_t *s, int64_t n, bint latin1) noexc
             cp = ((<uint32_t>(c & 0x07)) << 18) | ((<uint32_t>(s[i + 1] & 0x3F)) << 12) | \
                  ((<uint32_t>(s[i + 2] & 0x3F)) << 6) | (s[i + 3] & 0x3F)
             cp -= 0x10000
-            hi = 0xD800 + (cp >> 10)
-            lo = 0xDC00 + (cp & 0x3FF)
-            w[0] = 92
-            w[1] = 117
-            w[2] = HEX[(hi >> 12) & 15]
-            w[3] = HEX[(hi >> 8) & 15]
-            w[4] = HEX[(hi >> 4) & 15]
-            w[5] = HEX[hi & 15]
-            w[6] = 92
-            w[7] = 117
-            w[8] = HEX[(lo >> 12) & 15]
-            w[9] = HEX[(lo >> 8) & 15]
-            w[10] = HEX[(lo >> 4) & 15]
-            w[11] = HEX[lo & 15]
-            w += 12
+            w = u_escape(u_escape(w, 0xD800 + (cp >> 10)), 0xDC00 + (cp & 0x3FF))
             i += 4
             continue
         w[0] = c                         # other UTF-8 bytes as they are
