@@ -750,14 +750,6 @@ cdef int entry_unknown(Ctx *x, int32_t fi, const Field *f, int32_t k, bint *unkn
     return E_NONE
 
 
-cdef inline int32_t live(const Ctx *x, int32_t k) noexcept nogil:
-    """The first occurrence from k that is not dropped (a map entry whose key comes again, an unknown
-    enum's entry), -1: none."""
-    while k >= 0 and x.occ[k].wire < 0:
-        k = x.occ[k].next
-    return k
-
-
 cdef int dedupe_map(Ctx *x, int32_t fi, const Field *f, int32_t head) noexcept nogil:
     """Mark map entries whose key comes again later as dropped (the runtime keeps the last)."""
     cdef const Field *kf = &x.fields[x.msgs[f.child].first]
@@ -768,17 +760,20 @@ cdef int dedupe_map(Ctx *x, int32_t fi, const Field *f, int32_t head) noexcept n
     cdef const uint8_t *kp2
     cdef int64_t kn, kn2
     cdef int rc
-    k = live(x, head)
     while k >= 0:
-        n += 1
-        k = live(x, x.occ[k].next)
+        if x.occ[k].wire >= 0:
+            n += 1
+        k = x.occ[k].next
     if n < 2:
         return E_NONE
     cap = key_slots(&x.scratch, &x.scratch_cap, n)
     if cap == 0:
         return E_NOMEM
-    k = live(x, head)
+    k = head
     while k >= 0:
+        if x.occ[k].wire < 0:
+            k = x.occ[k].next
+            continue
         rc = entry_key(x, fi, kf, k, &v, &kp, &kn)
         if rc:
             return rc
@@ -796,7 +791,7 @@ cdef int dedupe_map(Ctx *x, int32_t fi, const Field *f, int32_t head) noexcept n
                 x.scratch[h] = k
                 break
             h = (h + 1) & (cap - 1)
-        k = live(x, x.occ[k].next)
+        k = x.occ[k].next
     return E_NONE
 
 
@@ -880,8 +875,11 @@ cdef int put_field(Ctx *x, int32_t fi, const Field *f, int32_t head, int32_t tai
             rc = dedupe_map(x, fi, f, head)
             if rc:
                 return rc
-        k = live(x, head)
+        k = head
         while k >= 0:
+            if x.occ[k].wire < 0:
+                k = x.occ[k].next
+                continue
             if f.op == P_MESSAGE or f.op == P_MAP:
                 rc = put_message(x, f.child, k, -1, True, depth + 1)
             elif f.op == P_STRING or f.op == P_BYTES:
@@ -892,7 +890,7 @@ cdef int put_field(Ctx *x, int32_t fi, const Field *f, int32_t head, int32_t tai
                 rc = put_occ_scalars(x, fi, f, c, k, &count)
             if rc:
                 return rc
-            k = live(x, x.occ[k].next)
+            k = x.occ[k].next
         return put_end(lst, c.length)
     # singular: the last occurrence (messages: all of them, merged)
     if head >= 0 and cutoff >= 0:
