@@ -232,27 +232,6 @@ cdef inline int type_of(uint8_t c) noexcept nogil:
     return 0
 
 
-cdef inline bint takes(int kind, int t) noexcept nogil:
-    """Whether a value of node kind ``kind`` may start with a token of type t (type_of; null apart): an
-    object, array or map its bracket, numbers a number, a boolean true/false, date-times and dates a string
-    or a number, a raw value any, a null node nothing else, the other kinds (text forms) a string."""
-    if kind == J_RAW:
-        return True
-    if kind == J_OBJECT or kind == J_MAP:
-        return t == 1
-    if kind == J_ARRAY:
-        return t == 2
-    if kind == J_INT or kind == J_UINT or kind == J_FLOAT:
-        return t == 4
-    if kind == J_BOOL:
-        return t == 5
-    if kind == J_NULL:
-        return False
-    if kind == J_TIMESTAMP or kind == J_DATE:
-        return t == 3 or t == 4
-    return t == 3
-
-
 cdef int scan_string(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, const uint8_t **s,
                      int64_t *n, bint *escaped) noexcept nogil:
     """A string token at *pp (the opening quote): its raw body [s, s + n), whether it has escapes;
@@ -520,10 +499,9 @@ cdef int32_t find_field(Ctx *x, const Node *nd, const uint8_t *k, int64_t kn, in
         slot = (slot + 1) & mask
 
 
-cdef int text_bytes(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, const uint8_t **k,
-                    int64_t *kn) noexcept nogil:
-    """A string token's text (an object key, a date-time, ...): its bytes, unescaped into scratch when it
-    has escapes (valid until the next call)."""
+cdef int key_bytes(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, const uint8_t **k,
+                   int64_t *kn) noexcept nogil:
+    """An object key: its bytes (unescaped into scratch when it has escapes)."""
     cdef const uint8_t *s
     cdef int64_t n
     cdef bint esc
@@ -578,7 +556,7 @@ cdef int parse_object(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end
                 rc = fail(x, ni, p, E_SYNTAX, 0)
                 break
             token = p
-            rc = text_bytes(x, ni, &p, end, &k, &kn)
+            rc = key_bytes(x, ni, &p, end, &k, &kn)
             if rc:
                 break
             kend = p
@@ -747,30 +725,56 @@ cdef int put_text_value(Ctx *x, int32_t ni, const Node *nd, Col *c, const uint8_
     cdef const uint8_t *start = pp[0]
     cdef const uint8_t *s
     cdef int64_t n, v, k, o, nb, j
+    cdef bint esc
     cdef uint8_t *slot
     cdef uint8_t *buf
     cdef const Field *f
-    cdef int rc = text_bytes(x, ni, pp, end, &s, &n)
+    cdef void *mem
+    cdef int rc = scan_string(x, ni, pp, end, &s, &n, &esc)
     cdef uint8_t sign
     cdef int64_t secs, per
     if rc:
         return rc
+    if esc:
+        if n > x.scratch_cap:
+            mem = realloc(x.scratch, n + 64)
+            if mem == NULL:
+                return E_NOMEM
+            x.scratch = <uint8_t *>mem
+            x.scratch_cap = n + 64
+        rc = unescape(x, ni, s, n, x.scratch, &n)
+        if rc:
+            return rc
+        s = x.scratch
     if nd.kind == J_TIMESTAMP:
         if not parse_datetime(s, n, &secs, &v):
             return fail(x, ni, start, E_DATETIME, 0)
         per = 1000000000LL // nd.c       # the column's units per second
         if secs > INT64_MAX // per - 1 or secs < -(INT64_MAX // per - 1):
             return field_null(x, ni, start, E_RANGE, 0)
-        return put_i64(c, secs * per + v // nd.c)      # (the nanoseconds floored to the unit: v >= 0)
+        v = secs * per + v // nd.c       # (the nanoseconds floored to the unit: v >= 0)
+        slot = put_slot(c)
+        if slot == NULL:
+            return E_NOMEM
+        memcpy(slot, &v, 8)
+        return E_NONE
     if nd.kind == J_DATE:
         if n != 10 or not parse_date(s, n, &v) or v < -2147483648 or v > 2147483647:
             return fail(x, ni, start, E_DATETIME, 0)
-        return put_i32(c, <int32_t>v)
+        slot = put_slot(c)
+        if slot == NULL:
+            return E_NOMEM
+        memcpy(slot, &v, 4)
+        return E_NONE
     if nd.kind == J_ENUM:
         for k in range(nd.b):
             f = &x.fields[nd.a + k]
             if f.name_len == n and memcmp(x.names + f.name_off, s, n) == 0:
-                return put_i32(c, <int32_t>k)
+                slot = put_slot(c)
+                if slot == NULL:
+                    return E_NOMEM
+                memcpy(slot, &k, 4)
+                return E_NONE
         return fail(x, ni, start, E_ENUM, 0)
     # base64 (bytes, decimals)
     if nd.kind == J_BASE64:
@@ -832,15 +836,21 @@ cdef int parse_value(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end,
             return fail(x, ni, p, E_NULL, 0)
         pp[0] = p + 4
         return put_null_col(x.cols, x.col_children, nd.col)
-    if not takes(nd.kind, t):
-        return fail(x, ni, p, E_TYPE, t)
     if nd.kind == J_STRING:
+        if t != 3:
+            return fail(x, ni, p, E_TYPE, t)
         return put_string(x, ni, c, pp, end)
-    if t == 4 and nd.kind != J_RAW:          # numbers, and date-times written as one
+    if nd.kind == J_INT or nd.kind == J_UINT or nd.kind == J_FLOAT:
+        if t != 4:
+            return fail(x, ni, p, E_TYPE, t)
         return put_number(x, ni, nd, c, pp, end)
     if nd.kind == J_OBJECT:
+        if t != 1:
+            return fail(x, ni, p, E_TYPE, t)
         return parse_object(x, ni, pp, end, depth)
     if nd.kind == J_ARRAY:
+        if t != 2:
+            return fail(x, ni, p, E_TYPE, t)
         child = &x.cols[x.nodes[nd.a].col]
         p = ws(p + 1, end)
         if p < end and p[0] == 93:
@@ -854,8 +864,12 @@ cdef int parse_value(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end,
             if rc != MORE:
                 return rc
     if nd.kind == J_MAP:
+        if t != 1:
+            return fail(x, ni, p, E_TYPE, t)
         return parse_map(x, ni, pp, end, depth)
     if nd.kind == J_BOOL:
+        if t != 5:
+            return fail(x, ni, p, E_TYPE, t)
         if p[0] == 116 and end - p >= 4 and memcmp(p, b"true", 4) == 0:
             pp[0] = p + 4
             return put_bool(c, True)
@@ -870,6 +884,12 @@ cdef int parse_value(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end,
             return rc
         pp[0] = q
         return put_bytes(c, p, q - p)
+    if nd.kind == J_NULL:
+        return fail(x, ni, p, E_TYPE, t)
+    if (nd.kind == J_TIMESTAMP or nd.kind == J_DATE) and t == 4:
+        return put_number(x, ni, nd, c, pp, end)
+    if t != 3:
+        return fail(x, ni, p, E_TYPE, t)
     return put_text_value(x, ni, nd, c, pp, end)
 
 
