@@ -29,10 +29,11 @@ extensions = [
         libraries=["dl"] if os.name != "nt" else [],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
-    for name in ("scan", "kernel", "writer", "frames", "schema", "remotelog", "avro", "protobuf", "jsontext")
+    for name in ("scan", "kernel", "writer", "frames", "schema", "remotelog", "arrowcols", "framing", "avro",
+                 "avrotext", "protobuf", "jsontext")
 ]
 
-# the nine modules are translated and compiled on every core at once (the first install's wait is mostly
+# the modules are translated and compiled on every core at once (the first install's wait is mostly
 # the C compiler's; KAFKAFMT_BUILD_JOBS=N caps it)
 JOBS = int(os.environ.get("KAFKAFMT_BUILD_JOBS") or os.cpu_count() or 1)
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import struct
 import sys
 import warnings
 
@@ -31,6 +30,7 @@ warnings.simplefilter("ignore")
 
 import numpy as np  # noqa: E402,F401  (imported before instrumentation)
 import pyarrow  # noqa: E402,F401
+from typedfuzz import Finding, check_rows, join, main as run, split  # noqa: E402
 
 NODE = {"type": "record", "name": "Node", "fields": [
     {"name": "v", "type": "int"}, {"name": "kids", "type": {"type": "array", "items": "Node"}},
@@ -74,33 +74,6 @@ V3 = {"type": "record", "name": "Order", "fields": [
 PAIRS = [(EVERY, EVERY, True), (NODE, NODE, False), (LOGICAL, LOGICAL, False), (V1, V3, False),
          ("bytes", "bytes", False), ({"type": "array", "items": "null"}, {"type": "array", "items": "null"}, True),
          (["null", "string", "long"], ["null", "string", "long"], True)]
-
-
-def split(data):
-    """(sel, [bytes or None, ...]) from a fuzz input."""
-    if not data:
-        return 0, []
-    sel, pos, values = data[0], 1, []
-    while pos + 2 <= len(data) and len(values) < 64:
-        n = struct.unpack_from(">H", data, pos)[0]
-        pos += 2
-        if n == 0xFFFF:
-            values.append(None)
-        else:
-            values.append(bytes(data[pos:pos + n]))
-            pos += n
-    return sel, values
-
-
-def join(sel, values):
-    out = bytearray([sel])
-    for v in values:
-        out += b"\xff\xff" if v is None else struct.pack(">H", len(v)) + v
-    return bytes(out)
-
-
-class Finding(AssertionError):
-    pass
 
 
 def _fastavro_like(v, t):
@@ -148,25 +121,11 @@ def check(data):
     reg = InlineSchemaRegistry({1: json.dumps(writer), 2: json.dumps(reader)})
     column = pa.array(values, pa.binary())
     dec = decode_column(column, format="avro", registry=reg, reader_schema=2, trailing=trailing)
-    dec.values.validate(full=True)
-    if len(dec.values) != len(values) or len(dec.error) != len(values) or len(dec.schema_id) != len(values):
-        raise Finding("lengths differ from the input's")
-    rows = storage_values(dec.values).to_pylist()      # temporal types as integers: any value converts
-    errors = dec.error.to_pylist()
-    valid = dec.values.is_valid().to_pylist()
-    if sum(e is not None for e in errors) != dec.error_count + dec.field_error_count:
-        raise Finding("error_count + field_error_count disagree with the error column")
-    partial = [i for i, e in enumerate(errors) if e is not None and dec.values.is_valid()[i].as_py()]
-    if len(partial) != dec.field_error_count or any("that field is null" not in errors[i] for i in partial):
-        raise Finding("field_error_count disagrees with the rows read with a field null")
+    if len(dec.schema_id) != len(values):
+        raise Finding("schema ids' length differs from the input's")
     can_be_null = reader == "null" or (isinstance(reader, list) and "null" in reader)
-    for i, v in enumerate(values):
-        if v is None and (valid[i] or errors[i] is not None):
-            raise Finding(f"row {i}: a null input must be a null value without an error")
-        if v is not None and valid[i] and errors[i] is not None and i not in partial:
-            raise Finding(f"row {i}: both a value and an error: {errors[i]!r}")
-        if v is not None and not valid[i] and errors[i] is None and not can_be_null:
-            raise Finding(f"row {i}: a null value without an error")
+    errors = check_rows(values, dec, null_ok=can_be_null)
+    rows = storage_values(dec.values).to_pylist()      # temporal types as integers: any value converts
     for i in range(min(len(values), 16)):      # alone, each row decodes the same
         one = decode_column(column[i:i + 1], format="avro", registry=reg, reader_schema=2, trailing=trailing)
         if one.error.to_pylist()[0] != errors[i] or not _same(storage_values(one.values).to_pylist(), rows[i:i + 1]):
@@ -227,20 +186,8 @@ def seeds():
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--seed":
-        os.makedirs(sys.argv[2], exist_ok=True)
-        for i, s in enumerate(seeds()):
-            with open(os.path.join(sys.argv[2], f"seed-{i}"), "wb") as f:
-                f.write(s)
-        return
-    import atheris
-    import fastavro  # noqa: F401  (not instrumented)
-    with atheris.instrument_imports(include=["kafkafmt.values._formats", "kafkafmt.values.avro._plan", "kafkafmt.values.avro._schema",
-                                             "kafkafmt.values.registry"]):
-        import kafkafmt.values._formats  # noqa: F401
-
-    atheris.Setup(sys.argv, check)
-    atheris.Fuzz()
+    run(seeds, check, ["kafkafmt.values._formats", "kafkafmt.values.avro._plan", "kafkafmt.values.avro._schema",
+                       "kafkafmt.values.registry"], before=["fastavro"])
 
 
 if __name__ == "__main__":

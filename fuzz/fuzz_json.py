@@ -23,7 +23,6 @@ import datetime
 import json
 import math
 import os
-import struct
 import sys
 import warnings
 
@@ -34,6 +33,7 @@ warnings.simplefilter("ignore")
 
 import numpy as np  # noqa: E402,F401  (imported before instrumentation)
 import pyarrow as pa  # noqa: E402
+from typedfuzz import Finding, check_rows, join, main as run, split  # noqa: E402
 
 TYPED = {"type": "object", "properties": {
     "i": {"type": "integer"}, "n": {"type": ["number", "null"]}, "s": {"type": "string"}, "b": {"type": "boolean"},
@@ -46,33 +46,6 @@ CLOSED = {"type": "object", "properties": {"k": {"type": "integer"}}, "additiona
 ARROW = pa.schema([pa.field("u", pa.uint8(), False), ("f", pa.float32()), ("l", pa.list_(pa.int16())),
                    ("ts", pa.timestamp("ms")), ("bin", pa.binary())])
 TARGETS = [{}, TYPED, CLOSED, ARROW]
-
-
-def split(data):
-    """(sel, [bytes or None, ...]) from a fuzz input."""
-    if not data:
-        return 0, []
-    sel, pos, values = data[0], 1, []
-    while pos + 2 <= len(data) and len(values) < 64:
-        n = struct.unpack_from(">H", data, pos)[0]
-        pos += 2
-        if n == 0xFFFF:
-            values.append(None)
-        else:
-            values.append(bytes(data[pos:pos + n]))
-            pos += n
-    return sel, values
-
-
-def join(sel, values):
-    out = bytearray([sel])
-    for v in values:
-        out += b"\xff\xff" if v is None else struct.pack(">H", len(v)) + v
-    return bytes(out)
-
-
-class Finding(AssertionError):
-    pass
 
 
 def _same(a, b):
@@ -149,23 +122,8 @@ def check(data):
     fmt = "json-schema" if framed else "json"
     column = pa.array(values, pa.binary())
     dec = decode_column(column, format=fmt, reader_schema=target)
-    dec.values.validate(full=True)
-    if len(dec.values) != len(values) or len(dec.error) != len(values):
-        raise Finding("lengths differ from the input's")
-    errors = dec.error.to_pylist()
+    errors = check_rows(values, dec, null_ok=target == {})
     rows = dec.values.to_pylist()
-    if sum(e is not None for e in errors) != dec.error_count + dec.field_error_count:
-        raise Finding("error_count + field_error_count disagree with the error column")
-    partial = [i for i, e in enumerate(errors) if e is not None and dec.values.is_valid()[i].as_py()]
-    if len(partial) != dec.field_error_count or any("that field is null" not in errors[i] for i in partial):
-        raise Finding("field_error_count disagrees with the rows read with a field null")
-    for i, v in enumerate(values):
-        if v is None and (rows[i] is not None or errors[i] is not None):
-            raise Finding(f"row {i}: a null input must be a null value without an error")
-        if v is not None and errors[i] is not None and rows[i] is not None and i not in partial:
-            raise Finding(f"row {i}: a value and an error")
-        if v is not None and errors[i] is None and rows[i] is None and target != {}:
-            raise Finding(f"row {i}: null without an error")
     for i in range(min(len(values), 8)):
         one = decode_column(column[i:i + 1], format=fmt, reader_schema=target)
         if one.error.to_pylist()[0] != errors[i] or not _same(one.values.to_pylist(), rows[i:i + 1]):
@@ -201,18 +159,8 @@ def seeds():
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--seed":
-        os.makedirs(sys.argv[2], exist_ok=True)
-        for i, s in enumerate(seeds()):
-            with open(os.path.join(sys.argv[2], f"seed-{i}"), "wb") as f:
-                f.write(s)
-        return
-    import atheris
-    with atheris.instrument_imports(include=["kafkafmt.values._formats", "kafkafmt.values.json._format", "kafkafmt.values.json._plan",
-                                             "kafkafmt.values.json._schema"]):
-        import kafkafmt.values.json._format  # noqa: F401
-    atheris.Setup(sys.argv, check)
-    atheris.Fuzz()
+    run(seeds, check, ["kafkafmt.values._formats", "kafkafmt.values.json._format", "kafkafmt.values.json._plan",
+                       "kafkafmt.values.json._schema"])
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ Arrow's ns range --, or a decoded value other than MessageToDict's.
 from __future__ import annotations
 
 import os
-import struct
 import sys
 import warnings
 
@@ -33,6 +32,7 @@ warnings.simplefilter("ignore")
 
 import numpy as np  # noqa: E402,F401  (imported before instrumentation)
 import pyarrow  # noqa: E402,F401
+from typedfuzz import Finding, check_rows, join, main as run, split  # noqa: E402
 
 SCHEMA = """syntax = "proto3";
 package fz;
@@ -69,33 +69,6 @@ def _classes():
             d = ps.pool.FindMessageTypeByName(name)
             _STATE[name] = message_factory.GetMessageClass(d)
     return _STATE
-
-
-def split(data):
-    """(sel, [bytes or None, ...]) from a fuzz input."""
-    if not data:
-        return 0, []
-    sel, pos, values = data[0], 1, []
-    while pos + 2 <= len(data) and len(values) < 64:
-        n = struct.unpack_from(">H", data, pos)[0]
-        pos += 2
-        if n == 0xFFFF:
-            values.append(None)
-        else:
-            values.append(bytes(data[pos:pos + n]))
-            pos += n
-    return sel, values
-
-
-def join(sel, values):
-    out = bytearray([sel])
-    for v in values:
-        out += b"\xff\xff" if v is None else struct.pack(">H", len(v)) + v
-    return bytes(out)
-
-
-class Finding(AssertionError):
-    pass
 
 
 def _indexes(b):
@@ -137,21 +110,8 @@ def check(data):
     fmt = "protobuf" if framed else "protobuf-raw"
     column = pa.array(values, pa.binary())
     dec = decode_column(column, format=fmt, reader_schema=cls)
-    dec.values.validate(full=True)
-    if len(dec.values) != len(values) or len(dec.error) != len(values):
-        raise Finding("lengths differ from the input's")
-    errors = dec.error.to_pylist()
+    errors = check_rows(values, dec)
     rows = dec.values.to_pylist()
-    if sum(e is not None for e in errors) != dec.error_count + dec.field_error_count:
-        raise Finding("error_count + field_error_count disagree with the error column")
-    partial = [i for i, e in enumerate(errors) if e is not None and dec.values.is_valid()[i].as_py()]
-    if len(partial) != dec.field_error_count or any("that field is null" not in errors[i] for i in partial):
-        raise Finding("field_error_count disagrees with the rows read with a field null")
-    for i, v in enumerate(values):
-        if v is None and (rows[i] is not None or errors[i] is not None):
-            raise Finding(f"row {i}: a null input must be a null value without an error")
-        if v is not None and (rows[i] is None) == (errors[i] is None) and i not in partial:
-            raise Finding(f"row {i}: a value and an error, or neither: {errors[i]!r}")
     for i in range(min(len(values), 8)):
         one = decode_column(column[i:i + 1], format=fmt, reader_schema=cls)
         if one.error.to_pylist()[0] != errors[i] or not same(one.values.to_pylist(), rows[i:i + 1]):
@@ -224,22 +184,14 @@ def seeds():
     return out
 
 
-def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--seed":
-        os.makedirs(sys.argv[2], exist_ok=True)
-        for i, s in enumerate(seeds()):
-            with open(os.path.join(sys.argv[2], f"seed-{i}"), "wb") as f:
-                f.write(s)
-        return
-    import atheris
-    import google.protobuf  # noqa: F401  (not instrumented)
-    with atheris.instrument_imports(include=["kafkafmt.values._formats", "kafkafmt.values.protobuf._format", "kafkafmt.values.protobuf._plan",
-                                             "kafkafmt.values.protobuf._schema"]):
-        import kafkafmt.values.protobuf._format  # noqa: F401
+def _ready():
     import protobuf_support  # noqa: F401  (after kafkafmt: it imports it)
     _classes()
-    atheris.Setup(sys.argv, check)
-    atheris.Fuzz()
+
+
+def main():
+    run(seeds, check, ["kafkafmt.values._formats", "kafkafmt.values.protobuf._format", "kafkafmt.values.protobuf._plan",
+                       "kafkafmt.values.protobuf._schema"], before=["google.protobuf"], ready=_ready)
 
 
 if __name__ == "__main__":

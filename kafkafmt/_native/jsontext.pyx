@@ -21,15 +21,23 @@ A number or date-time its column cannot hold -- an integer beyond the column's b
 beyond the range of the column's unit, a decimal beyond 128 bits -- is its field's error: the field
 is null, the rest of the value is read, and the row's error names the first such field (code +
 FIELD_ERROR) and counts them.
+
+One concern: the JSON grammar walked against the plan. Its parts -- strings and escapes, numbers,
+objects matched to fields, maps, arrays, the skipping of what the plan does not keep -- call one another
+recursively on one context, in one pass over each text, and stay in one module so the compiler inlines
+them into that pass. The columns are arrowcols' (every kernel's builder); the text forms of values inside
+strings (date-times, base64) are textforms.pxd's; where a value starts after its framing, framing's.
 """
 import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t, INT32_MAX, INT64_MAX, INT64_MIN
 from libc.string cimport memcpy, memset, memcmp
 from libc.stdlib cimport malloc, calloc, realloc, free, strtod
 from libc.math cimport isfinite, floor, NAN, INFINITY
-from cpython.buffer cimport PyBuffer_FillInfo
 
 from kafkafmt._native.arrowcols cimport *
+from kafkafmt._native.arrowcols import TOO_LARGE_TEXT
+from kafkafmt._native.framing cimport Starts, check_starts, starts_span
+from kafkafmt._native.textforms cimport *
 
 # ---- node kinds
 cdef enum:
@@ -76,21 +84,16 @@ cdef enum:
     E_UNKNOWN_KEY = 14
     E_ENUM = 15
     E_TOO_LARGE = 16
-    E_FULL = 100
-    E_NOMEM = 101
+    E_FULL = AC_FULL
+    E_NOMEM = AC_NOMEM
 
 cdef enum:
     MAX_DEPTH_ = 100
 
 MAX_DEPTH = MAX_DEPTH_
-STATUS_OK, STATUS_FULL = 0, int(E_FULL)
-#: added to the error code of a field nulled because its column cannot hold it (the value is read)
-FIELD_ERROR = AC_FIELD
 KINDS = dict(J_OBJECT=J_OBJECT, J_ARRAY=J_ARRAY, J_MAP=J_MAP, J_STRING=J_STRING, J_INT=J_INT, J_UINT=J_UINT,
              J_FLOAT=J_FLOAT, J_BOOL=J_BOOL, J_NULL=J_NULL, J_TIMESTAMP=J_TIMESTAMP, J_DATE=J_DATE, J_ENUM=J_ENUM,
              J_RAW=J_RAW, J_BASE64=J_BASE64, J_DECIMAL=J_DECIMAL)
-COLUMN_KINDS = dict(K_NULL=K_NULL, K_BOOL=K_BOOL, K_FIXED=K_FIXED, K_VAR=K_VAR, K_LIST=K_LIST, K_STRUCT=K_STRUCT,
-                    K_MAP=K_MAP)
 NODE_FLAGS = dict(N_NULL_OK=N_NULL_OK)
 FIELD_FLAGS = dict(F_REQUIRED=F_REQUIRED)
 
@@ -110,7 +113,7 @@ _ERROR_TABLE = (
     (E_TRAILING, "TRAILING", "text after the JSON value"),
     (E_UNKNOWN_KEY, "UNKNOWN_KEY", "key not allowed by the schema (additionalProperties: false)"),
     (E_ENUM, "ENUM", "value not in the schema's enum"),
-    (E_TOO_LARGE, "TOO_LARGE", "the value alone needs more than 2 GiB in one Arrow column"),
+    (E_TOO_LARGE, "TOO_LARGE", TOO_LARGE_TEXT),
 )
 #: error code -> (name, message template)
 ERROR_INFO = {int(code): (name, text) for code, name, text in _ERROR_TABLE}
@@ -151,46 +154,65 @@ cdef struct Ctx:
     int64_t scratch_cap
     int64_t *hashes       # map-key dedupe
     int64_t hashes_cap
-    const uint8_t *vstart
-    int64_t err_pos
-    int64_t err_detail
-    int32_t err_node
-    Soft soft             # fields of the row nulled (their columns cannot hold them)
+    Row row               # the value being decoded, its error or the fields it nulls
+    Starts call           # row i of the call
+    int32_t top           # the top message / node
 
 
 cdef inline int fail(Ctx *x, int32_t ni, const uint8_t *p, int code, int64_t detail) noexcept nogil:
-    x.err_node = ni
-    x.err_pos = p - x.vstart
-    x.err_detail = detail
-    return code
+    return row_fail(&x.row, ni, p, code, detail)
 
 
-cdef int field_null(Ctx *x, int32_t ni, const uint8_t *p, int code, int64_t detail) noexcept nogil:
+cdef inline int field_null(Ctx *x, int32_t ni, const uint8_t *p, int code, int64_t detail) noexcept nogil:
     """A value node ni's column cannot hold: null in its place and the field named in the row's
     error (a column that cannot be null: the row's error)."""
-    cdef int rc = null_field(x.cols, x.col_children, &x.soft, x.nodes[ni].col, ni, p - x.vstart, code, detail)
-    return fail(x, ni, p, code, detail) if rc < 0 else rc
+    return null_field(&x.row, x.cols, x.col_children, x.nodes[ni].col, ni, p, code, detail)
 
 
 cdef int put_extra(Col *c, int64_t *used, const uint8_t *k, int64_t kn, const uint8_t *v, int64_t vn) noexcept nogil:
     """Append ``,"key":value`` (``{`` before the first) to the value being built in c (its bytes from
     c.offs[c.length] to *used), key and value as the text has them."""
-    cdef int64_t need = used[0] + kn + vn + 2
-    if need > INT32_MAX:
-        return AC_FULL
-    if need > c.data_cap and grow_data(c, need):
-        return AC_NOMEM
-    c.data[used[0]] = 123 if used[0] == c.offs[c.length] else 44
+    cdef uint8_t sep = 123 if used[0] == c.offs[c.length] else 44
+    cdef int rc = var_reserve(c, used[0], kn + vn + 2)
+    if rc:
+        return rc
+    c.data[used[0]] = sep
     memcpy(c.data + used[0] + 1, k, kn)
     c.data[used[0] + 1 + kn] = 58
     memcpy(c.data + used[0] + 2 + kn, v, vn)
-    used[0] = need
+    used[0] += kn + vn + 2
     return AC_OK
 
 cdef inline const uint8_t *ws(const uint8_t *p, const uint8_t *end) noexcept nogil:
     while p < end and (p[0] == 32 or p[0] == 10 or p[0] == 13 or p[0] == 9):
         p += 1
     return p
+
+
+cdef enum:
+    MORE = -1             # next_item(): another item follows
+
+
+cdef inline int colon(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end) noexcept nogil:
+    """The ``:`` after an object's key (whitespace around it skipped)."""
+    cdef const uint8_t *p = ws(pp[0], end)
+    if p >= end or p[0] != 58:
+        return fail(x, ni, p, E_SYNTAX, 0)
+    pp[0] = ws(p + 1, end)
+    return E_NONE
+
+
+cdef inline int next_item(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, uint8_t close) noexcept nogil:
+    """After an item of an object or array: ``,`` (MORE, *pp at the next item) or the ``close`` byte
+    (E_NONE, *pp past it)."""
+    cdef const uint8_t *p = ws(pp[0], end)
+    if p < end and p[0] == 44:
+        pp[0] = ws(p + 1, end)
+        return MORE
+    if p < end and p[0] == close:
+        pp[0] = p + 1
+        return E_NONE
+    return fail(x, ni, p, E_SYNTAX, 0)
 
 
 cdef inline int type_of(uint8_t c) noexcept nogil:
@@ -208,16 +230,6 @@ cdef inline int type_of(uint8_t c) noexcept nogil:
     if c == 110:
         return 6
     return 0
-
-
-cdef inline int hexval(uint8_t c) noexcept nogil:
-    if 48 <= c <= 57:
-        return c - 48
-    if 97 <= c <= 102:
-        return c - 87
-    if 65 <= c <= 70:
-        return c - 55
-    return -1
 
 
 cdef int scan_string(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, const uint8_t **s,
@@ -350,18 +362,14 @@ cdef int put_string(Ctx *x, int32_t ni, Col *c, const uint8_t **pp, const uint8_
         return rc
     if not esc:
         return put_bytes(c, s, n)
-    if c.length >= c.cap and grow(c, c.length + 1):
-        return E_NOMEM
     used = c.offs[c.length]
-    if used + n > INT32_MAX:
-        return E_FULL
-    if used + n > c.data_cap and grow_data(c, used + n):
-        return E_NOMEM
+    rc = var_reserve(c, used, n)                # (unescaped, the text only shrinks)
+    if rc:
+        return rc
     rc = unescape(x, ni, s, n, c.data + used, &o)
     if rc:
         return rc
-    c.length += 1
-    c.offs[c.length] = <int32_t>(used + o)
+    var_close(c, used + o)
     return E_NONE
 
 
@@ -410,28 +418,6 @@ cdef int number_token(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end
     return E_NONE
 
 
-cdef double to_double(const uint8_t *s, int64_t n) noexcept nogil:
-    """strtod of a checked number token (NaN / Infinity spelled as json.loads spells them)."""
-    cdef char buf[128]
-    cdef char *heap = NULL
-    cdef char *b = buf
-    cdef double d
-    if n > 0 and (s[n - 1] == 78 or s[n - 1] == 121):     # NaN, Infinity
-        if s[0] == 78:
-            return NAN
-        return -INFINITY if s[0] == 45 else INFINITY
-    if n >= 127:
-        heap = <char *>malloc(n + 1)
-        if heap == NULL:
-            return NAN
-        b = heap
-    memcpy(b, s, n)
-    b[n] = 0
-    d = strtod(b, NULL)
-    free(heap)
-    return d
-
-
 cdef int skip(Ctx *x, const uint8_t **pp, const uint8_t *end, int depth) noexcept nogil:
     """Check and skip one JSON value (whitespace before it skipped by the caller)."""
     cdef const uint8_t *p = pp[0]
@@ -454,40 +440,20 @@ cdef int skip(Ctx *x, const uint8_t **pp, const uint8_t *end, int depth) noexcep
             while True:
                 if p >= end or p[0] != 34:
                     return fail(x, -1, p, E_SYNTAX, 0)
-                rc = scan_string(x, -1, &p, end, &s, &n, &esc)
-                if rc:
+                rc = scan_string(x, -1, &p, end, &s, &n, &esc) or colon(x, -1, &p, end) or \
+                    skip(x, &p, end, depth + 1) or next_item(x, -1, &p, end, 125)
+                if rc != MORE:
+                    pp[0] = p
                     return rc
-                p = ws(p, end)
-                if p >= end or p[0] != 58:
-                    return fail(x, -1, p, E_SYNTAX, 0)
-                p = ws(p + 1, end)
-                rc = skip(x, &p, end, depth + 1)
-                if rc:
-                    return rc
-                p = ws(p, end)
-                if p < end and p[0] == 44:
-                    p = ws(p + 1, end)
-                    continue
-                if p < end and p[0] == 125:
-                    pp[0] = p + 1
-                    return E_NONE
-                return fail(x, -1, p, E_SYNTAX, 0)
         p = ws(p + 1, end)
         if p < end and p[0] == 93:
             pp[0] = p + 1
             return E_NONE
         while True:
-            rc = skip(x, &p, end, depth + 1)
-            if rc:
+            rc = skip(x, &p, end, depth + 1) or next_item(x, -1, &p, end, 93)
+            if rc != MORE:
+                pp[0] = p
                 return rc
-            p = ws(p, end)
-            if p < end and p[0] == 44:
-                p = ws(p + 1, end)
-                continue
-            if p < end and p[0] == 93:
-                pp[0] = p + 1
-                return E_NONE
-            return fail(x, -1, p, E_SYNTAX, 0)
     if p[0] == 116 and end - p >= 4 and memcmp(p, b"true", 4) == 0:
         pp[0] = p + 4
         return E_NONE
@@ -573,8 +539,6 @@ cdef int parse_object(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end
     cdef void *mem
     if nd.extras >= 0:
         ex = &x.cols[nd.extras]
-        if ex.length >= ex.cap and grow(ex, ex.length + 1):
-            return E_NOMEM
         used = ex.offs[ex.length]           # (the keys outside the fields: the bytes from here)
     if base + nd.b > x.seen_cap:
         mem = realloc(x.seen, (base + nd.b) * 2 + 64)
@@ -596,11 +560,9 @@ cdef int parse_object(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end
             if rc:
                 break
             kend = p
-            p = ws(p, end)
-            if p >= end or p[0] != 58:
-                rc = fail(x, ni, p, E_SYNTAX, 0)
+            rc = colon(x, ni, &p, end)
+            if rc:
                 break
-            p = ws(p + 1, end)
             fi = find_field(x, nd, k, kn, guess)
             if fi < 0:
                 if nd.c & 1:
@@ -616,17 +578,10 @@ cdef int parse_object(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end
                 x.seen[base + fi] = 1
                 rc = parse_value(x, x.fields[nd.a + fi].node, &p, end, depth + 1)
                 guess = fi + 1
-            if rc:
+            if rc == E_NONE:
+                rc = next_item(x, ni, &p, end, 125)
+            if rc != MORE:
                 break
-            p = ws(p, end)
-            if p < end and p[0] == 44:
-                p = ws(p + 1, end)
-                continue
-            if p < end and p[0] == 125:
-                p += 1
-                break
-            rc = fail(x, ni, p, E_SYNTAX, 0)
-            break
     if rc == E_NONE:
         for i in range(nd.b):
             if not x.seen[base + i]:
@@ -640,14 +595,10 @@ cdef int parse_object(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end
     if rc == E_NONE and ex != NULL:
         if used == ex.offs[ex.length]:
             rc = put_null_col(x.cols, x.col_children, nd.extras)
-        elif used + 1 > INT32_MAX:
-            rc = E_FULL
-        elif used + 1 > ex.data_cap and grow_data(ex, used + 1):
-            rc = E_NOMEM
         else:
-            ex.data[used] = 125
-            ex.length += 1
-            ex.offs[ex.length] = <int32_t>(used + 1)
+            rc = var_add(ex, &used, <const uint8_t *>"}", 1)
+            if rc == E_NONE:
+                var_close(ex, used)
     x.seen_top = base
     if rc:
         return rc
@@ -665,47 +616,23 @@ cdef int parse_map(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, i
     cdef int64_t first = keys.length, j, cap, slot, a, b, kn, a2, b2
     cdef uint64_t h
     cdef int rc
-    cdef void *mem
     if p < end and p[0] == 125:
         pp[0] = p + 1
         return put_end(c, entries.length)
     while True:
         if p >= end or p[0] != 34:
             return fail(x, ni, p, E_SYNTAX, 0)
-        rc = put_string(x, ni, keys, &p, end)
-        if rc:
-            return rc
-        p = ws(p, end)
-        if p >= end or p[0] != 58:
-            return fail(x, ni, p, E_SYNTAX, 0)
-        p = ws(p + 1, end)
-        rc = parse_value(x, nd.a, &p, end, depth + 1)
-        if rc:
-            return rc
-        rc = put_struct(entries, True)
-        if rc:
-            return rc
-        p = ws(p, end)
-        if p < end and p[0] == 44:
-            p = ws(p + 1, end)
-            continue
-        if p < end and p[0] == 125:
-            p += 1
+        rc = put_string(x, ni, keys, &p, end) or colon(x, ni, &p, end) or \
+            parse_value(x, nd.a, &p, end, depth + 1) or put_struct(entries, True) or next_item(x, ni, &p, end, 125)
+        if rc == E_NONE:
             break
-        return fail(x, ni, p, E_SYNTAX, 0)
+        if rc != MORE:
+            return rc
     # duplicate keys (json.loads would keep the last): an error
     if keys.length - first > 1:
-        cap = 16
-        while cap < 2 * (keys.length - first):
-            cap *= 2
-        if cap > x.hashes_cap:
-            mem = realloc(x.hashes, cap * sizeof(int64_t))
-            if mem == NULL:
-                return E_NOMEM
-            x.hashes = <int64_t *>mem
-            x.hashes_cap = cap
-        for j in range(cap):
-            x.hashes[j] = -1
+        cap = key_slots(&x.hashes, &x.hashes_cap, keys.length - first)
+        if cap == 0:
+            return E_NOMEM
         for j in range(first, keys.length):
             a = keys.offs[j]
             b = keys.offs[j + 1]
@@ -719,152 +646,6 @@ cdef int parse_map(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end, i
             x.hashes[slot] = j
     pp[0] = p
     return put_end(c, entries.length)
-
-
-cdef int64_t days_from_civil(int64_t y, int64_t m, int64_t d) noexcept nogil:
-    y -= m <= 2
-    cdef int64_t era = (y if y >= 0 else y - 399) // 400
-    cdef int64_t yoe = y - era * 400
-    cdef int64_t doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
-    cdef int64_t doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
-
-
-cdef inline int digits(const uint8_t *s, int n, int64_t *v) noexcept nogil:
-    cdef int i
-    v[0] = 0
-    for i in range(n):
-        if not (48 <= s[i] <= 57):
-            return 0
-        v[0] = v[0] * 10 + (s[i] - 48)
-    return 1
-
-
-cdef bint parse_date(const uint8_t *s, int64_t n, int64_t *days) noexcept nogil:
-    cdef int64_t y, m, d
-    cdef int mdays
-    if n < 10 or not digits(s, 4, &y) or s[4] != 45 or not digits(s + 5, 2, &m) or s[7] != 45 \
-            or not digits(s + 8, 2, &d):
-        return False
-    if m < 1 or m > 12 or d < 1:
-        return False
-    mdays = 31
-    if m == 4 or m == 6 or m == 9 or m == 11:
-        mdays = 30
-    elif m == 2:
-        mdays = 29 if (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)) else 28
-    if d > mdays:
-        return False
-    days[0] = days_from_civil(y, m, d)
-    return True
-
-
-cdef bint parse_datetime(const uint8_t *s, int64_t n, int64_t *secs, int64_t *ns) noexcept nogil:
-    """ISO 8601 / RFC 3339 text as Arrow's parser takes it -> seconds since the epoch and nanoseconds
-    (0 <= ns < 1e9): YYYY-MM-DD, then optionally T (t, or a space) and hh[:mm[:ss[.fraction]]], then
-    optionally Z (z), +hh, +hhmm or +hh:mm (text without a zone is taken as UTC)."""
-    cdef int64_t days, hh = 0, mi = 0, ss = 0, frac = 0, scale = 1000000000, oh = 0, om = 0, total
-    cdef int64_t i = 10
-    cdef int digits_seen = 0
-    cdef bint neg = False
-    if n < 10 or not parse_date(s, 10, &days):
-        return False
-    if i < n and (s[i] == 84 or s[i] == 116 or s[i] == 32):
-        if i + 3 > n or not digits(s + i + 1, 2, &hh):
-            return False
-        i += 3
-        if i < n and s[i] == 58:
-            if i + 3 > n or not digits(s + i + 1, 2, &mi):
-                return False
-            i += 3
-            if i < n and s[i] == 58:
-                if i + 3 > n or not digits(s + i + 1, 2, &ss):
-                    return False
-                i += 3
-                if i < n and (s[i] == 46 or s[i] == 44):
-                    i += 1
-                    while i < n and 48 <= s[i] <= 57:
-                        if digits_seen < 9:
-                            frac = frac * 10 + (s[i] - 48)
-                            scale //= 10
-                        digits_seen += 1
-                        i += 1
-                    if digits_seen == 0:
-                        return False
-                    frac *= scale
-        if hh > 23 or mi > 59 or ss > 60:
-            return False
-        if ss == 60:
-            ss = 59                       # a leap second: as Python's and Arrow's parsers, the second before
-        if i < n:
-            if s[i] == 90 or s[i] == 122:
-                i += 1
-            elif s[i] == 43 or s[i] == 45:
-                neg = s[i] == 45
-                if i + 3 > n or not digits(s + i + 1, 2, &oh):
-                    return False
-                if i + 6 <= n and s[i + 3] == 58:
-                    if not digits(s + i + 4, 2, &om):
-                        return False
-                    i += 6
-                elif i + 5 <= n and 48 <= s[i + 3] <= 57:
-                    if not digits(s + i + 3, 2, &om):
-                        return False
-                    i += 5
-                else:
-                    i += 3
-                if oh > 23 or om > 59:
-                    return False
-                if neg:
-                    oh = -oh
-                    om = -om
-    if i != n:
-        return False
-    secs[0] = ((days * 24 + hh - oh) * 60 + mi - om) * 60 + ss       # (4-digit years: far inside int64)
-    ns[0] = frac
-    return True
-
-
-cdef inline int b64val(uint8_t c) noexcept nogil:
-    if 65 <= c <= 90:
-        return c - 65
-    if 97 <= c <= 122:
-        return c - 71
-    if 48 <= c <= 57:
-        return c + 4
-    if c == 43:
-        return 62
-    if c == 47:
-        return 63
-    return -1
-
-
-cdef int64_t b64decode(const uint8_t *s, int64_t n, uint8_t *out) noexcept nogil:
-    """Standard base64 with padding -> bytes written; -1 when invalid."""
-    cdef int64_t i, o = 0, pad = 0
-    cdef int a, b, c, d
-    if n % 4:
-        return -1
-    if n and s[n - 1] == 61:
-        pad = 1
-        if s[n - 2] == 61:
-            pad = 2
-    for i in range(0, n, 4):
-        a = b64val(s[i])
-        b = b64val(s[i + 1])
-        c = b64val(s[i + 2]) if not (i + 4 == n and pad == 2) else 0
-        d = b64val(s[i + 3]) if not (i + 4 == n and pad >= 1) else 0
-        if a < 0 or b < 0 or c < 0 or d < 0:
-            return -1
-        out[o] = <uint8_t>((a << 2) | (b >> 4))
-        o += 1
-        if not (i + 4 == n and pad == 2):
-            out[o] = <uint8_t>(((b & 15) << 4) | (c >> 2))
-            o += 1
-        if not (i + 4 == n and pad >= 1):
-            out[o] = <uint8_t>(((c & 3) << 6) | d)
-            o += 1
-    return o
 
 
 cdef int put_number(Ctx *x, int32_t ni, const Node *nd, Col *c, const uint8_t **pp, const uint8_t *end) noexcept nogil:
@@ -996,19 +777,15 @@ cdef int put_text_value(Ctx *x, int32_t ni, const Node *nd, Col *c, const uint8_
                 return E_NONE
         return fail(x, ni, start, E_ENUM, 0)
     # base64 (bytes, decimals)
-    if c.length >= c.cap and grow(c, c.length + 1):
-        return E_NOMEM
     if nd.kind == J_BASE64:
         o = c.offs[c.length]
-        if o + n > INT32_MAX:
-            return E_FULL
-        if o + n > c.data_cap and grow_data(c, o + n):
-            return E_NOMEM
+        rc = var_reserve(c, o, n)               # (decoded, the text only shrinks)
+        if rc:
+            return rc
         nb = b64decode(s, n, c.data + o)
         if nb < 0:
             return fail(x, ni, start, E_BASE64, 0)
-        c.length += 1
-        c.offs[c.length] = <int32_t>(o + nb)
+        var_close(c, o + nb)
         return E_NONE
     # J_DECIMAL: big-endian two's complement -> 16 little-endian bytes, within 10^precision
     buf = <uint8_t *>malloc(n + 4)
@@ -1080,17 +857,12 @@ cdef int parse_value(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end,
             pp[0] = p + 1
             return put_end(c, child.length if child.kind != K_NULL else child.length)
         while True:
-            rc = parse_value(x, nd.a, &p, end, depth + 1)
-            if rc:
-                return rc
-            p = ws(p, end)
-            if p < end and p[0] == 44:
-                p = ws(p + 1, end)
-                continue
-            if p < end and p[0] == 93:
-                pp[0] = p + 1
+            rc = parse_value(x, nd.a, &p, end, depth + 1) or next_item(x, ni, &p, end, 93)
+            if rc == E_NONE:
+                pp[0] = p
                 return put_end(c, x.cols[x.nodes[nd.a].col].length)
-            return fail(x, ni, p, E_SYNTAX, 0)
+            if rc != MORE:
+                return rc
     if nd.kind == J_MAP:
         if t != 1:
             return fail(x, ni, p, E_TYPE, t)
@@ -1098,18 +870,13 @@ cdef int parse_value(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end,
     if nd.kind == J_BOOL:
         if t != 5:
             return fail(x, ni, p, E_TYPE, t)
-        if room(c):
-            return E_NOMEM
         if p[0] == 116 and end - p >= 4 and memcmp(p, b"true", 4) == 0:
-            put_bit(c.data, c.length, True)
             pp[0] = p + 4
-        elif end - p >= 5 and memcmp(p, b"false", 5) == 0:
-            put_bit(c.data, c.length, False)
+            return put_bool(c, True)
+        if end - p >= 5 and memcmp(p, b"false", 5) == 0:
             pp[0] = p + 5
-        else:
-            return fail(x, ni, p, E_SYNTAX, 0)
-        c.length += 1
-        return E_NONE
+            return put_bool(c, False)
+        return fail(x, ni, p, E_SYNTAX, 0)
     if nd.kind == J_RAW:
         q = p
         rc = skip(x, &q, end, depth)
@@ -1126,35 +893,26 @@ cdef int parse_value(Ctx *x, int32_t ni, const uint8_t **pp, const uint8_t *end,
     return put_text_value(x, ni, nd, c, pp, end)
 
 
+cdef int read_text(void *ctx, int64_t i, int32_t r, Row *row) noexcept nogil:
+    """Row i of the call: one JSON value of the top node, nothing after it but whitespace."""
+    cdef Ctx *x = <Ctx *>ctx
+    cdef const uint8_t *end
+    cdef const uint8_t *p
+    cdef int rc
+    row.start = starts_span(&x.call, i, &end)
+    x.seen_top = 0
+    p = ws(row.start, end)
+    rc = parse_value(x, x.top, &p, end, 0)
+    if rc == E_NONE:
+        p = ws(p, end)
+        if p != end:
+            return fail(x, x.top, p, E_TRAILING, end - p)
+    return rc
+
+
 # ------------------------------------------------------------------------------------------------
 
-cdef class OwnedBuffer:
-    """Memory malloc'd by the kernel, handed to Python (buffer protocol) and freed with this object."""
-    cdef uint8_t *ptr
-    cdef Py_ssize_t size
-
-    def __dealloc__(self):
-        free(self.ptr)
-
-    def __len__(self):
-        return self.size
-
-    def __getbuffer__(self, Py_buffer *view, int flags):
-        PyBuffer_FillInfo(view, self, self.ptr, self.size, 1, flags)
-
-    def __releasebuffer__(self, Py_buffer *view):
-        pass
-
-
-cdef OwnedBuffer _own(uint8_t **ptr, Py_ssize_t size):
-    cdef OwnedBuffer b = OwnedBuffer.__new__(OwnedBuffer)
-    b.ptr = ptr[0]
-    b.size = size
-    ptr[0] = NULL
-    return b
-
-
-cdef class Program:
+cdef class Program(ColumnPlan):
     """A compiled JSON plan and its output columns.
 
     Parameters
@@ -1176,81 +934,35 @@ cdef class Program:
     cdef Field *fields
     cdef int32_t *table
     cdef uint8_t *names
-    cdef int32_t *col_children
-    cdef int64_t[:, ::1] columns
-    cdef int32_t nnodes, nfields, ncols, ntable
+    cdef int32_t nnodes, nfields, ntable
     cdef int64_t nnames
     cdef readonly int32_t top
-
-    def __cinit__(self):
-        self.nodes = NULL
-        self.fields = NULL
-        self.table = NULL
-        self.names = NULL
-        self.col_children = NULL
 
     def __dealloc__(self):
         free(self.nodes)
         free(self.fields)
         free(self.table)
         free(self.names)
-        free(self.col_children)
 
     def __init__(self, const int64_t[:, ::1] nodes, const int64_t[:, ::1] fields, const int32_t[::1] table,
-                 bytes names, int64_t[:, ::1] columns, const int32_t[::1] col_children, int32_t top):
-        cdef Py_ssize_t i
-        if nodes.shape[1] != 9 or fields.shape[1] != 4 or columns.shape[1] != 5:
-            raise ValueError("nodes are (n, 9), fields (f, 4), columns (c, 5)")
-        self.nnodes, self.nfields, self.ncols = nodes.shape[0], fields.shape[0], columns.shape[0]
+                 bytes names, const int64_t[:, ::1] columns, const int32_t[::1] col_children, int32_t top):
+        self.set_columns(columns, col_children, 1, 16)
+        self.nnodes, self.nfields = nodes.shape[0], fields.shape[0]
         self.ntable, self.nnames = table.shape[0], len(names)
         if not 0 <= top < self.nnodes:
             raise ValueError("top node out of range")
         self.top = top
-        self.nodes = <Node *>calloc(max(1, self.nnodes), sizeof(Node))
-        self.fields = <Field *>calloc(max(1, self.nfields), sizeof(Field))
-        self.table = <int32_t *>calloc(max(1, self.ntable), sizeof(int32_t))
-        self.names = <uint8_t *>malloc(max(1, self.nnames))
-        self.col_children = <int32_t *>calloc(max(1, col_children.shape[0]), sizeof(int32_t))
-        if self.nodes == NULL or self.fields == NULL or self.table == NULL or self.names == NULL \
-                or self.col_children == NULL:
-            raise MemoryError()
-        for i in range(self.nnodes):
-            self.nodes[i].kind = <int32_t>nodes[i, 0]
-            self.nodes[i].col = <int32_t>nodes[i, 1]
-            self.nodes[i].a = <int32_t>nodes[i, 2]
-            self.nodes[i].b = <int32_t>nodes[i, 3]
-            self.nodes[i].c = nodes[i, 4]
-            self.nodes[i].flags = <int32_t>nodes[i, 5]
-            self.nodes[i].hash_off = <int32_t>nodes[i, 6]
-            self.nodes[i].hash_len = <int32_t>nodes[i, 7]
-            self.nodes[i].extras = <int32_t>nodes[i, 8]
-        for i in range(self.nfields):
-            self.fields[i].name_off = fields[i, 0]
-            self.fields[i].name_len = <int32_t>fields[i, 1]
-            self.fields[i].node = <int32_t>fields[i, 2]
-            self.fields[i].flags = <int32_t>fields[i, 3]
-        for i in range(self.ntable):
-            self.table[i] = table[i]
-        if self.nnames:
-            memcpy(self.names, <const char *>names, self.nnames)
-        for i in range(col_children.shape[0]):
-            self.col_children[i] = col_children[i]
-        self.columns = np.array(columns, dtype=np.int64)
-        self._check(col_children.shape[0])
+        self.nodes = <Node *>unpack(nodes, "iiiiliiii", sizeof(Node), "nodes")
+        self.fields = <Field *>unpack(fields, "liii", sizeof(Field), "fields")
+        self.table = copy_i32(table)
+        self.names = copy_bytes(names)
+        self._check()
 
-    cdef _check(self, Py_ssize_t nchildren):
+    cdef _check(self):
         """Every reference stays inside the plan: checked once here, not per value."""
         cdef Py_ssize_t i, k
         cdef Node *nd
         cdef Field *f
-        for i in range(self.ncols):
-            if self.columns[i, 2] < 0 or self.columns[i, 2] + self.columns[i, 3] > nchildren:
-                raise ValueError(f"column {i}: children out of range")
-            if self.columns[i, 0] == K_FIXED and not 1 <= self.columns[i, 1] <= 16:
-                raise ValueError(f"column {i}: width out of range")
-        for i in range(nchildren):
-            if not 0 <= self.col_children[i] < self.ncols:
-                raise ValueError("column child out of range")
         for i in range(self.nfields):
             f = &self.fields[i]
             if f.name_off < 0 or f.name_len < 0 or f.name_off + f.name_len > self.nnames:
@@ -1321,150 +1033,23 @@ cdef class Program:
                     raise ValueError(f"node {i}: column width")
 
     def decode(self, const int64_t[::1] offsets, const uint8_t[::1] data, const int64_t[::1] starts,
-               const int32_t[::1] roots, int64_t start, uint8_t[::1] err_code, int64_t[::1] err_pos,
-               int32_t[::1] err_node, int64_t[::1] err_detail, int32_t[::1] err_more):
+               const int32_t[::1] roots, int64_t start):
         """Parse rows [start, n); row i's text is data[starts[i]:offsets[i + 1]].
 
         roots[i]: 0 parse; -1 a null value (stays null); < -1 an error found before (code -roots[i]).
-        Returns (status, stop, columns) as the Protobuf kernel's decode.
+        Returns (status, stop, columns, errors) as the Protobuf kernel's decode (errors name nodes).
         """
-        cdef int64_t n = offsets.shape[0] - 1, i, m = self.ncols, k
         cdef Ctx x
-        cdef Col *cols
-        cdef int64_t *saved = NULL
-        cdef int rc = E_NONE, status = E_NONE
-        cdef int32_t r, top_col = self.nodes[self.top].col
-        cdef const uint8_t *base = &data[0] if data.shape[0] > 0 else <const uint8_t *>""
-        cdef const uint8_t *p
-        cdef const uint8_t *end
-        if n < 0:
-            raise ValueError("offsets are n + 1 positions")
-        if roots.shape[0] < n or starts.shape[0] < n or err_code.shape[0] < n or err_pos.shape[0] < n \
-                or err_node.shape[0] < n or err_detail.shape[0] < n or err_more.shape[0] < n:
-            raise ValueError("per-row arrays shorter than the column")
-        if start < 0 or start > n:
-            raise ValueError("start out of range")
-        if offsets[0] < 0 or offsets[n] > data.shape[0]:
-            raise ValueError("offsets out of range")
-        for i in range(n):
-            if offsets[i + 1] < offsets[i]:
-                raise ValueError("offsets out of range")
-        for i in range(start, n):
-            if roots[i] > 0 or roots[i] < -255:
-                raise ValueError("root out of range")
-            if roots[i] == 0 and not offsets[i] <= starts[i] <= offsets[i + 1]:
-                raise ValueError("start of a value outside its bytes")
-        cols = <Col *>calloc(m, sizeof(Col))
-        saved = <int64_t *>malloc(m * sizeof(int64_t) + 8)
+        cdef Rules rules
         memset(&x, 0, sizeof(Ctx))
-        if cols == NULL or saved == NULL:
-            free(cols)
-            free(saved)
-            raise MemoryError()
+        cdef int64_t n = check_starts(offsets, data, starts, roots, start, &x.call)
+        rules.too_large, rules.big_node, rules.pre_node, rules.top = E_TOO_LARGE, self.top, -1, self.nodes[self.top].col
+        x.nodes, x.fields, x.table, x.names = self.nodes, self.fields, self.table, self.names
+        x.col_children, x.top = self.col_children, self.top
         try:
-            for k in range(m):
-                cols[k].kind = <int32_t>self.columns[k, 0]
-                cols[k].width = <int32_t>self.columns[k, 1]
-                cols[k].child0 = <int32_t>self.columns[k, 2]
-                cols[k].nchild = <int32_t>self.columns[k, 3]
-                cols[k].nullable = self.columns[k, 4] != 0
-                if cols[k].kind != K_NULL and grow(&cols[k], max(16, n - start)):
-                    raise MemoryError()
-                if cols[k].kind == K_VAR or cols[k].kind == K_LIST or cols[k].kind == K_MAP:
-                    cols[k].offs[0] = 0
-                if cols[k].kind == K_VAR and grow_data(&cols[k], 64):
-                    raise MemoryError()
-            x.nodes = self.nodes
-            x.fields = self.fields
-            x.table = self.table
-            x.names = self.names
-            x.cols = cols
-            x.col_children = self.col_children
-            i = start
-            with nogil:
-                while i < n:
-                    r = roots[i]
-                    if r < 0:
-                        if r < -1:
-                            err_code[i] = <uint8_t>(-r)
-                        rc = put_null_col(cols, self.col_children, top_col)
-                        if rc:
-                            status = rc
-                            break
-                        i += 1
-                        continue
-                    for k in range(m):
-                        saved[k] = cols[k].length
-                    x.vstart = base + starts[i]
-                    end = base + offsets[i + 1]
-                    x.seen_top = 0
-                    x.soft.n = 0
-                    p = ws(x.vstart, end)
-                    rc = parse_value(&x, self.top, &p, end, 0)
-                    if rc == E_NONE:
-                        p = ws(p, end)
-                        if p != end:
-                            rc = fail(&x, self.top, p, E_TRAILING, end - p)
-                    if rc == E_NONE:
-                        if x.soft.n:
-                            put_soft(&x.soft, i, &err_code[0], &err_pos[0], &err_node[0], &err_detail[0],
-                                     &err_more[0])
-                        i += 1
-                        continue
-                    restore(cols, m, saved)
-                    if rc == E_FULL and i > start:
-                        status = E_FULL
-                        break
-                    if rc == E_NOMEM:
-                        status = E_NOMEM
-                        break
-                    if rc == E_FULL:
-                        rc = E_TOO_LARGE
-                        x.err_pos = 0
-                        x.err_detail = 0
-                        x.err_node = self.top
-                    err_code[i] = <uint8_t>rc
-                    err_pos[i] = x.err_pos
-                    err_node[i] = x.err_node
-                    err_detail[i] = x.err_detail
-                    rc = put_null_col(cols, self.col_children, top_col)
-                    if rc:
-                        status = rc
-                        break
-                    i += 1
-            if status == E_NOMEM:
-                raise MemoryError("out of memory while parsing JSON values")
-            out = []
-            for k in range(m):
-                out.append(self._column(&cols[k]))
-            return (STATUS_FULL if status == E_FULL else STATUS_OK, i, out)
+            return self.read(read_text, &x, &x.row, &x.cols, &roots[0] if n else NULL, start, n, &rules,
+                             "parsing JSON values")
         finally:
-            for k in range(m):
-                free(cols[k].valid)
-                free(cols[k].data)
-                free(cols[k].offs)
-            free(cols)
-            free(saved)
             free(x.seen)
             free(x.scratch)
             free(x.hashes)
-
-    cdef tuple _column(self, Col *c):
-        cdef int64_t nbits = (c.length + 7) >> 3
-        cdef int64_t nulls = 0
-        cdef object valid = None, data = None, offs = None
-        if c.kind == K_NULL:
-            return (c.length, c.length, None, None, None)
-        if c.nullable:
-            nulls = c.length - popcount(c.valid, c.length)
-        if nulls:
-            valid = _own(&c.valid, nbits)
-        if c.kind == K_FIXED:
-            data = _own(&c.data, c.length * c.width)
-        elif c.kind == K_BOOL:
-            data = _own(&c.data, nbits)
-        elif c.kind == K_VAR:
-            data = _own(&c.data, c.offs[c.length])
-        if c.kind == K_VAR or c.kind == K_LIST or c.kind == K_MAP:
-            offs = _own(<uint8_t **>&c.offs, (c.length + 1) * 4)
-        return (c.length, nulls, valid, data, offs)

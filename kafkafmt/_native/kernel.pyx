@@ -19,6 +19,11 @@ Every read is bounded by the end of its record (or batch); lengths are checked b
 an output array is full the batch is rolled back and `run` returns NEED_GROW; the caller grows
 that array and calls again from that batch, so the arrays are sized from what the data holds,
 never from a length field alone.
+
+One concern, the records of many batches into columns in one no-GIL pass: the output arrays it grows
+(`Columns`, `GrowableBuffer`), the decompressors it calls inline (kfmt_codecs.h, with their pooled zstd
+contexts) and the readers of v2 and legacy records serve that pass alone and are kept beside it so the
+compiler inlines them into it; the batch table it reads is scan.pyx's, the on-disk layouts layout.pxd's.
 """
 import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, int8_t, int16_t, int32_t, int64_t, uintptr_t

@@ -31,14 +31,22 @@ the value is read, and the row's error names the first such field (code + AC_FIE
 A recursive message nested deeper than the plan unrolls it (P_CUTOFF) is checked as the message it is
 (decoded with the plan's node of that message, then taken back out of the columns) and kept as its
 bytes; the Python side prints them as JSON text.
+
+One concern: the runtime's reading of a message, in its two passes. The passes, the well-known types
+(Timestamp, Duration, wrappers, Struct's checks), maps and oneofs read occurrences from one arena and
+call one another recursively (a field's message is a message read the same way), so they stay in one
+module, inlined into one another. The columns are arrowcols' (every kernel's builder), the varint
+wire.pxd's, the Schema Registry's framing (the message indexes) framing's.
 """
 import numpy as np
 from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t, INT32_MAX, INT64_MAX
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, calloc, realloc, free
-from cpython.buffer cimport PyBuffer_FillInfo
 
 from kafkafmt._native.arrowcols cimport *
+from kafkafmt._native.arrowcols import TOO_LARGE_TEXT
+from kafkafmt._native.framing cimport Starts, check_starts, starts_span
+from kafkafmt._native.wire cimport read_varint64 as read_varint, WIRE_TRUNCATED, WIRE_VARINT
 
 # ---- field ops
 cdef enum:
@@ -77,8 +85,8 @@ cdef enum:
 # ---- per-record error codes (ERROR_INFO); codes >= 64 belong to the Python side
 cdef enum:
     E_NONE = 0
-    E_TRUNCATED = 1
-    E_VARINT = 2
+    E_TRUNCATED = WIRE_TRUNCATED
+    E_VARINT = WIRE_VARINT
     E_TAG = 3
     E_FIELD_ZERO = 4
     E_WIRE = 5
@@ -93,21 +101,13 @@ cdef enum:
     E_DURATION = 14
     E_TOO_LARGE = 15
     E_PACKED = 16
-    E_FULL = 100
-    E_NOMEM = 101
+    E_FULL = AC_FULL
+    E_NOMEM = AC_NOMEM
 
 cdef enum:
     MAX_DEPTH_ = 100      # nested messages and groups per value (the protobuf runtime's default limit)
-    F_NO_MAGIC = 64
-    F_SHORT = 65
-    F_GUID = 66
-    F_INDEX = 71          # the message-index array is truncated or invalid
 
 MAX_DEPTH = MAX_DEPTH_
-#: added to the error code of a field nulled because its column cannot hold it (the value is read)
-FIELD_ERROR = AC_FIELD
-STATUS_OK, STATUS_FULL = 0, int(E_FULL)
-FRAME_ERRORS = {"NO_MAGIC": F_NO_MAGIC, "SHORT": F_SHORT, "GUID": F_GUID, "INDEX": F_INDEX}
 OPS = dict(P_INT32=P_INT32, P_INT64=P_INT64, P_UINT32=P_UINT32, P_UINT64=P_UINT64, P_SINT32=P_SINT32,
            P_SINT64=P_SINT64, P_BOOL=P_BOOL, P_ENUM=P_ENUM, P_FIXED32=P_FIXED32, P_SFIXED32=P_SFIXED32,
            P_FLOAT=P_FLOAT, P_FIXED64=P_FIXED64, P_SFIXED64=P_SFIXED64, P_DOUBLE=P_DOUBLE, P_STRING=P_STRING,
@@ -115,9 +115,6 @@ OPS = dict(P_INT32=P_INT32, P_INT64=P_INT64, P_UINT32=P_UINT32, P_UINT64=P_UINT6
            P_DURATION=P_DURATION, P_WRAPPER=P_WRAPPER, P_CUTOFF=P_CUTOFF)
 FLAGS = dict(FL_REPEATED=FL_REPEATED, FL_PACKABLE=FL_PACKABLE, FL_PRESENCE=FL_PRESENCE, FL_CLOSED=FL_CLOSED,
              FL_REQUIRED=FL_REQUIRED)
-KINDS = dict(K_NULL=K_NULL, K_BOOL=K_BOOL, K_FIXED=K_FIXED, K_VAR=K_VAR, K_LIST=K_LIST, K_STRUCT=K_STRUCT,
-             K_MAP=K_MAP)
-
 _ERROR_TABLE = (
     (E_TRUNCATED, "TRUNCATED", "the message ends inside a field (truncated or corrupt)"),
     (E_VARINT, "VARINT", "varint longer than 10 bytes"),
@@ -133,7 +130,7 @@ _ERROR_TABLE = (
     (E_REQUIRED, "REQUIRED", "required field number {detail} is missing"),
     (E_TIMESTAMP, "TIMESTAMP", "Timestamp beyond timestamp[{unit}] or its nanos out of range"),
     (E_DURATION, "DURATION", "Duration beyond duration[{unit}] or its nanos out of range"),
-    (E_TOO_LARGE, "TOO_LARGE", "the value alone needs more than 2 GiB in one Arrow column"),
+    (E_TOO_LARGE, "TOO_LARGE", TOO_LARGE_TEXT),
     (E_PACKED, "PACKED", "packed field ends inside an element"),
 )
 #: error code -> (name, message template)
@@ -200,11 +197,9 @@ cdef struct Ctx:
     int64_t *scratch      # map-key dedupe hash table
     int64_t scratch_cap
     int64_t seq
-    const uint8_t *vstart
-    int64_t err_pos
-    int64_t err_detail
-    int32_t err_field
-    Soft soft             # fields of the row nulled (their columns cannot hold them)
+    Row row               # the value being decoded, its error or the fields it nulls
+    Starts call           # row i of the call
+    int32_t top           # the top message / node
 
 
 # ------------------------------------------------------------------------------------------------
@@ -218,50 +213,63 @@ cdef inline int put_null(Ctx *x, int32_t ci) noexcept nogil:
 # ------------------------------------------------------------------------------------------------
 # reading
 
-cdef inline int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out) noexcept nogil:
-    """A base-128 varint of at most 10 bytes (bits past 64 are dropped, as the runtime drops them)."""
-    cdef const uint8_t *p = pp[0]
-    cdef uint64_t u = 0, b
-    cdef int shift = 0
-    if p < end and p[0] < 0x80:
-        out[0] = p[0]
-        pp[0] = p + 1
-        return E_NONE
-    while True:
-        if p >= end:
-            return E_TRUNCATED
-        if shift >= 70:
-            return E_VARINT
-        b = p[0]
-        p += 1
-        if shift < 64:
-            u |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-    pp[0] = p
-    out[0] = u
+cdef inline int fail(Ctx *x, int32_t fi, const uint8_t *p, int code, int64_t detail) noexcept nogil:
+    return row_fail(&x.row, fi, p, code, detail)
+
+
+cdef inline int field_null(Ctx *x, int32_t fi, int32_t ci, const uint8_t *p, int code, int64_t detail) noexcept nogil:
+    """A value its column cannot hold: null in its place and the field named in the row's error (a
+    column that cannot be null: the row's error)."""
+    return null_field(&x.row, x.cols, x.col_children, ci, fi, p, code, detail)
+
+
+cdef inline int read_tag(Ctx *x, int32_t fi, const uint8_t **pp, const uint8_t *end, uint64_t *tag) noexcept nogil:
+    """A field's tag: a varint within 32 bits whose field number is not 0."""
+    cdef const uint8_t *at = pp[0]
+    cdef int rc = read_varint(pp, end, tag)
+    if rc:
+        return fail(x, fi, at, rc, 0)
+    if tag[0] > 0xFFFFFFFFULL:
+        return fail(x, fi, at, E_TAG, <int64_t>tag[0])
+    if (tag[0] >> 3) == 0:
+        return fail(x, fi, at, E_FIELD_ZERO, 0)
     return E_NONE
 
 
-cdef inline int fail(Ctx *x, int32_t fi, const uint8_t *p, int code, int64_t detail) noexcept nogil:
-    x.err_field = fi
-    x.err_pos = p - x.vstart
-    x.err_detail = detail
-    return code
+cdef inline int read_delimited(Ctx *x, int32_t fi, const uint8_t **pp, const uint8_t *end,
+                               const uint8_t **vs) noexcept nogil:
+    """A length-delimited value: ``vs`` its first byte, *pp moved past it."""
+    cdef const uint8_t *at = pp[0]
+    cdef uint64_t v
+    cdef int rc = read_varint(pp, end, &v)
+    if rc:
+        return fail(x, fi, at, rc, 0)
+    if v > <uint64_t>(end - pp[0]):
+        return fail(x, fi, at, E_LENGTH, <int64_t>(v & INT64_MAX))
+    vs[0] = pp[0]
+    pp[0] += v
+    return E_NONE
 
 
-cdef int field_null(Ctx *x, int32_t fi, int32_t ci, const uint8_t *p, int code, int64_t detail) noexcept nogil:
-    """A value its column cannot hold: null in its place and the field named in the row's error (a
-    column that cannot be null: the row's error)."""
-    cdef int rc = null_field(x.cols, x.col_children, &x.soft, ci, fi, p - x.vstart, code, detail)
-    return fail(x, fi, p, code, detail) if rc < 0 else rc
+cdef inline int32_t seg_from(const Ctx *x, int32_t seg, int64_t cutoff, bint single) noexcept nogil:
+    """The segment of a message to read from seg on: seg itself when single, else the first one after
+    cutoff (-1: none)."""
+    if not single:
+        while seg >= 0 and x.occ[seg].seq <= cutoff:
+            seg = x.occ[seg].next
+    return seg
+
+
+cdef inline int32_t seg_next(const Ctx *x, int32_t seg, int64_t cutoff, bint single) noexcept nogil:
+    """The segment to read after seg (-1: none; single: seg was the only one)."""
+    return -1 if single else seg_from(x, x.occ[seg].next, cutoff, False)
 
 
 cdef int skip_value(Ctx *x, const uint8_t **pp, const uint8_t *end, uint64_t tag, int depth) noexcept nogil:
     """Skip the value of a field whose tag was read (groups: up to their end-group tag)."""
     cdef const uint8_t *p = pp[0]
     cdef const uint8_t *at = p
+    cdef const uint8_t *vs
     cdef uint64_t v, t
     cdef int wt = <int>(tag & 7), rc
     if wt == 0:
@@ -274,13 +282,7 @@ cdef int skip_value(Ctx *x, const uint8_t **pp, const uint8_t *end, uint64_t tag
         pp[0] = p + v
         return E_NONE
     if wt == 2:
-        rc = read_varint(pp, end, &v)
-        if rc:
-            return fail(x, -1, at, rc, 0)
-        if v > <uint64_t>(end - pp[0]):
-            return fail(x, -1, at, E_LENGTH, <int64_t>(v & INT64_MAX))
-        pp[0] += v
-        return E_NONE
+        return read_delimited(x, -1, pp, end, &vs)
     if wt == 3:
         if depth >= MAX_DEPTH_:
             return fail(x, -1, at, E_DEPTH, 0)
@@ -288,13 +290,9 @@ cdef int skip_value(Ctx *x, const uint8_t **pp, const uint8_t *end, uint64_t tag
             if pp[0] >= end:
                 return fail(x, -1, at, E_GROUP, 0)
             at = pp[0]
-            rc = read_varint(pp, end, &t)
+            rc = read_tag(x, -1, pp, end, &t)
             if rc:
-                return fail(x, -1, at, rc, 0)
-            if t > 0xFFFFFFFFULL:
-                return fail(x, -1, at, E_TAG, 0)
-            if (t >> 3) == 0:
-                return fail(x, -1, at, E_FIELD_ZERO, 0)
+                return rc
             if (t & 7) == 4:
                 if (t >> 3) != (tag >> 3):
                     return fail(x, -1, at, E_END_GROUP, 0)
@@ -348,56 +346,36 @@ cdef int scan(Ctx *x, int32_t mi, int32_t head, int64_t cutoff, bint single, int
     single: head alone): record each known field's occurrences in slots[base ...]."""
     cdef const Msg *m = &x.msgs[mi]
     cdef const Field *f
-    cdef int32_t seg = head, fi, k
+    cdef int32_t seg, fi, k
     cdef const uint8_t *p
     cdef const uint8_t *end
-    cdef const uint8_t *at
     cdef const uint8_t *vs
     cdef uint64_t tag, v
-    cdef uint32_t u32
     cdef int wt, rc, ok
+    seg = seg_from(x, head, cutoff, single)
     while seg >= 0:
-        if x.occ[seg].seq <= cutoff and not single:
-            seg = x.occ[seg].next
-            continue
         p = x.occ[seg].p
         end = x.occ[seg].end
         while p < end:
-            at = p
-            rc = read_varint(&p, end, &tag)
+            rc = read_tag(x, -1, &p, end, &tag)
             if rc:
-                return fail(x, -1, at, rc, 0)
-            if tag > 0xFFFFFFFFULL:
-                return fail(x, -1, at, E_TAG, <int64_t>tag)
-            if (tag >> 3) == 0:
-                return fail(x, -1, at, E_FIELD_ZERO, 0)
+                return rc
             wt = <int>(tag & 7)
             vs = p
             v = 0
             if wt == 2:
-                rc = read_varint(&p, end, &v)
+                rc = read_delimited(x, -1, &p, end, &vs)
                 if rc:
-                    return fail(x, -1, vs, rc, 0)
-                if v > <uint64_t>(end - p):
-                    return fail(x, -1, vs, E_LENGTH, <int64_t>(v & INT64_MAX))
-                vs = p
-                p += v
+                    return rc
+                v = p - vs
             elif wt == 0:
                 rc = read_varint(&p, end, &v)
                 if rc:
                     return fail(x, -1, vs, rc, 0)
-            elif wt == 5:
-                if end - p < 4:
-                    return fail(x, -1, vs, E_TRUNCATED, 0)
-                u32 = 0
-                memcpy(&u32, p, 4)
-                v = u32
-                p += 4
-            elif wt == 1:
-                if end - p < 8:
-                    return fail(x, -1, vs, E_TRUNCATED, 0)
-                memcpy(&v, p, 8)
-                p += 8
+            elif wt == 5 or wt == 1:
+                rc = read_fixed(&p, end, wt == 1, &v)
+                if rc:
+                    return fail(x, -1, vs, rc, 0)
             else:
                 rc = skip_value(x, &p, end, tag, depth)
                 if rc:
@@ -424,9 +402,7 @@ cdef int scan(Ctx *x, int32_t mi, int32_t head, int64_t cutoff, bint single, int
             else:
                 x.occ[x.slots[base + 2 * fi + 1]].next = k
             x.slots[base + 2 * fi + 1] = k
-        if single:
-            break
-        seg = x.occ[seg].next
+        seg = seg_next(x, seg, cutoff, single)
     return E_NONE
 
 
@@ -444,25 +420,27 @@ cdef bint enum_known(Ctx *x, const Field *f, int32_t v) noexcept nogil:
     return False
 
 
+cdef inline int read_fixed(const uint8_t **pp, const uint8_t *end, bint wide, uint64_t *out) noexcept nogil:
+    """A fixed-width value's bits: 4 bytes (wire type 5), or 8 when ``wide`` (wire type 1), little-endian."""
+    cdef uint32_t u32
+    if end - pp[0] < (8 if wide else 4):
+        return E_TRUNCATED
+    if wide:
+        memcpy(out, pp[0], 8)
+        pp[0] += 8
+    else:
+        memcpy(&u32, pp[0], 4)
+        out[0] = u32
+        pp[0] += 4
+    return E_NONE
+
+
 cdef int read_scalar(Ctx *x, int32_t op, const uint8_t **pp, const uint8_t *end, uint64_t *out) noexcept nogil:
     """One element's raw bits (varints decoded; fixed widths little-endian)."""
-    cdef const uint8_t *p = pp[0]
-    cdef uint32_t u32
-    cdef uint64_t u64
     if op == P_FIXED32 or op == P_SFIXED32 or op == P_FLOAT:
-        if end - p < 4:
-            return E_TRUNCATED
-        memcpy(&u32, p, 4)
-        out[0] = u32
-        pp[0] = p + 4
-        return E_NONE
+        return read_fixed(pp, end, False, out)
     if op == P_FIXED64 or op == P_SFIXED64 or op == P_DOUBLE:
-        if end - p < 8:
-            return E_TRUNCATED
-        memcpy(&u64, p, 8)
-        out[0] = u64
-        pp[0] = p + 8
-        return E_NONE
+        return read_fixed(pp, end, True, out)
     return read_varint(pp, end, out)
 
 
@@ -552,58 +530,48 @@ cdef int put_string(Ctx *x, int32_t fi, const Field *f, Col *c, int32_t k) noexc
     return put_bytes(c, p, n)
 
 
+cdef inline int next_field(Ctx *x, int32_t fi, const uint8_t **pp, const uint8_t *end, uint64_t *tag,
+                           const uint8_t **vs, int depth) noexcept nogil:
+    """The field at *pp: its tag, and *pp moved past its value -- a length-delimited value's bytes from
+    ``vs``, any other value checked and skipped."""
+    cdef int rc = read_tag(x, fi, pp, end, tag)
+    if rc:
+        return rc
+    vs[0] = pp[0]
+    if (tag[0] & 7) == 2:
+        return read_delimited(x, fi, pp, end, vs)
+    return skip_value(x, pp, end, tag[0], depth)
+
+
 cdef int small_fields(Ctx *x, int32_t fi, int32_t head, int64_t cutoff, bint single, int32_t wire1, int32_t wire2,
                       const uint8_t **v1, const uint8_t **e1, const uint8_t **v2, const uint8_t **e2,
                       int depth) noexcept nogil:
     """Fields 1 and 2 of a small message (Timestamp, Duration, a wrapper) over its occurrences:
     the last value of each with the expected wire type (NULL when absent)."""
-    cdef int32_t seg = head
+    cdef int32_t seg
     cdef const uint8_t *p
     cdef const uint8_t *end
-    cdef const uint8_t *at
     cdef const uint8_t *vs
-    cdef uint64_t tag, v
+    cdef uint64_t tag
     cdef int wt, rc
     v1[0] = NULL
     v2[0] = NULL
+    seg = seg_from(x, head, cutoff, single)
     while seg >= 0:
-        if x.occ[seg].seq <= cutoff and not single:
-            seg = x.occ[seg].next
-            continue
         p = x.occ[seg].p
         end = x.occ[seg].end
         while p < end:
-            at = p
-            rc = read_varint(&p, end, &tag)
+            rc = next_field(x, fi, &p, end, &tag, &vs, depth)
             if rc:
-                return fail(x, fi, at, rc, 0)
-            if tag > 0xFFFFFFFFULL:
-                return fail(x, fi, at, E_TAG, <int64_t>tag)
-            if (tag >> 3) == 0:
-                return fail(x, fi, at, E_FIELD_ZERO, 0)
+                return rc
             wt = <int>(tag & 7)
-            vs = p
-            if wt == 2:
-                rc = read_varint(&p, end, &v)
-                if rc:
-                    return fail(x, fi, vs, rc, 0)
-                if v > <uint64_t>(end - p):
-                    return fail(x, fi, vs, E_LENGTH, <int64_t>(v & INT64_MAX))
-                vs = p
-                p += v
-            else:
-                rc = skip_value(x, &p, end, tag, depth)
-                if rc:
-                    return rc
             if (tag >> 3) == 1 and wt == wire1:
                 v1[0] = vs
                 e1[0] = p
             elif (tag >> 3) == 2 and wt == wire2:
                 v2[0] = vs
                 e2[0] = p
-        if single:
-            break
-        seg = x.occ[seg].next
+        seg = seg_next(x, seg, cutoff, single)
     return E_NONE
 
 
@@ -611,33 +579,18 @@ cdef int check_json_msg(Ctx *x, int32_t fi, const uint8_t *p, const uint8_t *end
                         int depth) noexcept nogil:
     """Validate the bytes of a google.protobuf.Struct (kind 0), Value (1), ListValue (2) or Struct
     entry (3) as the runtime parses them: well-formed fields, UTF-8 strings, nested kinds."""
-    cdef const uint8_t *at
     cdef const uint8_t *vs
-    cdef uint64_t tag, v
-    cdef int wt, rc, sub
+    cdef uint64_t tag
+    cdef int rc, sub
     cdef uint64_t num
     if depth > MAX_DEPTH_:
         return fail(x, fi, p, E_DEPTH, 0)
     while p < end:
-        at = p
-        rc = read_varint(&p, end, &tag)
+        rc = next_field(x, fi, &p, end, &tag, &vs, depth)
         if rc:
-            return fail(x, fi, at, rc, 0)
-        if tag > 0xFFFFFFFFULL:
-            return fail(x, fi, at, E_TAG, <int64_t>tag)
-        if (tag >> 3) == 0:
-            return fail(x, fi, at, E_FIELD_ZERO, 0)
-        wt = <int>(tag & 7)
+            return rc
         num = tag >> 3
-        vs = p
-        if wt == 2:
-            rc = read_varint(&p, end, &v)
-            if rc:
-                return fail(x, fi, vs, rc, 0)
-            if v > <uint64_t>(end - p):
-                return fail(x, fi, vs, E_LENGTH, <int64_t>(v & INT64_MAX))
-            vs = p
-            p += v
+        if (tag & 7) == 2:
             sub = -1
             if kind == 0 and num == 1:
                 sub = 3
@@ -656,10 +609,6 @@ cdef int check_json_msg(Ctx *x, int32_t fi, const uint8_t *p, const uint8_t *end
                 rc = check_json_msg(x, fi, vs, p, sub, depth + 1)
                 if rc:
                     return rc
-        else:
-            rc = skip_value(x, &p, end, tag, depth)
-            if rc:
-                return rc
     return E_NONE
 
 
@@ -670,46 +619,32 @@ cdef int put_special(Ctx *x, int32_t fi, const Field *f, Col *c, int32_t head, i
     cdef const uint8_t *e1
     cdef const uint8_t *v2
     cdef const uint8_t *e2
-    cdef const uint8_t *at = x.occ[head].p if head >= 0 else x.vstart
+    cdef const uint8_t *at = x.occ[head].p if head >= 0 else x.row.start
     cdef uint64_t s = 0, n = 0
     cdef int64_t secs, nanos, total, per
     cdef bint ok
     cdef int rc
     cdef int32_t seg, inner
-    cdef int64_t used, size
+    cdef int64_t used
     if f.op == P_RAW or f.op == P_CUTOFF:
-        if c.length >= c.cap and grow(c, c.length + 1):
-            return E_NOMEM
-        seg = head
+        seg = seg_from(x, head, cutoff, single)
         while seg >= 0:                         # checked first (decoding a cut-off message may grow c)
-            if single or x.occ[seg].seq > cutoff:
-                if f.op == P_RAW:
-                    rc = check_json_msg(x, fi, x.occ[seg].p, x.occ[seg].end, f.extra, depth)
-                else:
-                    rc = decode_undo(x, f.child, seg, depth + 1, True)
-                if rc:
-                    return rc
-            if single:
-                break
-            seg = x.occ[seg].next
-        if c.length >= c.cap and grow(c, c.length + 1):
-            return E_NOMEM
-        used = c.offs[c.length]
-        seg = head
-        while seg >= 0:
-            if single or x.occ[seg].seq > cutoff:
-                size = x.occ[seg].end - x.occ[seg].p
-                if used + size > INT32_MAX:
-                    return E_FULL
-                if used + size > c.data_cap and grow_data(c, used + size):
-                    return E_NOMEM
-                memcpy(c.data + used, x.occ[seg].p, size)
-                used += size
-            if single:
-                break
-            seg = x.occ[seg].next
-        c.length += 1
-        c.offs[c.length] = <int32_t>used
+            if f.op == P_RAW:
+                rc = check_json_msg(x, fi, x.occ[seg].p, x.occ[seg].end, f.extra, depth)
+            else:
+                rc = decode_undo(x, f.child, seg, depth + 1, True)
+            if rc:
+                return rc
+            seg = seg_next(x, seg, cutoff, single)
+        used = c.offs[c.length]                 # the value: its occurrences, one after the other
+        rc = var_reserve(c, used, 0)
+        seg = seg_from(x, head, cutoff, single)
+        while seg >= 0 and rc == E_NONE:
+            rc = var_add(c, &used, x.occ[seg].p, x.occ[seg].end - x.occ[seg].p)
+            seg = seg_next(x, seg, cutoff, single)
+        if rc:
+            return rc
+        var_close(c, used)
         return E_NONE
     if f.op == P_WRAPPER:
         inner = f.extra
@@ -799,19 +734,13 @@ cdef int entry_unknown(Ctx *x, int32_t fi, const Field *f, int32_t k, bint *unkn
     cdef const Field *vf = &x.fields[x.msgs[f.child].first + 1]
     cdef const uint8_t *p = x.occ[k].p
     cdef const uint8_t *end = x.occ[k].end
-    cdef const uint8_t *at
     cdef uint64_t tag
     cdef int rc, wt
     unknown[0] = False
     while p < end:
-        at = p
-        rc = read_varint(&p, end, &tag)
+        rc = read_tag(x, fi, &p, end, &tag)
         if rc:
-            return fail(x, fi, at, rc, 0)
-        if tag > 0xFFFFFFFFULL:
-            return fail(x, fi, at, E_TAG, <int64_t>tag)
-        if (tag >> 3) == 0:
-            return fail(x, fi, at, E_FIELD_ZERO, 0)
+            return rc
         wt = <int>(tag & 7)
         if not (((tag >> 3) == 1 and wt == kf.wire) or ((tag >> 3) == 2 and wt == vf.wire)):
             unknown[0] = True
@@ -824,30 +753,22 @@ cdef int entry_unknown(Ctx *x, int32_t fi, const Field *f, int32_t k, bint *unkn
 cdef int dedupe_map(Ctx *x, int32_t fi, const Field *f, int32_t head) noexcept nogil:
     """Mark map entries whose key comes again later as dropped (the runtime keeps the last)."""
     cdef const Field *kf = &x.fields[x.msgs[f.child].first]
-    cdef int32_t k = head, j, n = 0
-    cdef int64_t cap = 16, h, slot
+    cdef int32_t k = head, n = 0
+    cdef int64_t cap, h, slot
     cdef uint64_t v, v2
     cdef const uint8_t *kp
     cdef const uint8_t *kp2
     cdef int64_t kn, kn2
     cdef int rc
-    cdef void *mem
     while k >= 0:
         if x.occ[k].wire >= 0:
             n += 1
         k = x.occ[k].next
     if n < 2:
         return E_NONE
-    while cap < 2 * n:
-        cap *= 2
-    if cap > x.scratch_cap:
-        mem = realloc(x.scratch, cap * sizeof(int64_t))
-        if mem == NULL:
-            return E_NOMEM
-        x.scratch = <int64_t *>mem
-        x.scratch_cap = cap
-    for j in range(cap):
-        x.scratch[j] = -1
+    cap = key_slots(&x.scratch, &x.scratch_cap, n)
+    if cap == 0:
+        return E_NOMEM
     k = head
     while k >= 0:
         if x.occ[k].wire < 0:
@@ -889,7 +810,7 @@ cdef int decode_undo(Ctx *x, int32_t mi, int32_t k, int depth, bint notes) noexc
     cdef int64_t *saved
     cdef int64_t c
     cdef int rc
-    cdef Soft before = x.soft
+    cdef Soft before = x.row.soft
     saved = <int64_t *>malloc(x.ncols * sizeof(int64_t) + 8)
     if saved == NULL:
         return E_NOMEM
@@ -899,7 +820,7 @@ cdef int decode_undo(Ctx *x, int32_t mi, int32_t k, int depth, bint notes) noexc
     restore(x.cols, x.ncols, saved)
     free(saved)
     if not notes:
-        x.soft = before
+        x.row.soft = before
     return rc
 
 
@@ -1027,7 +948,7 @@ cdef int put_message(Ctx *x, int32_t mi, int32_t head, int64_t cutoff, bint sing
     cdef int rc
     cdef void *mem
     if depth > MAX_DEPTH_:
-        return fail(x, -1, x.occ[head].p if head >= 0 else x.vstart, E_DEPTH, 0)
+        return fail(x, -1, x.occ[head].p if head >= 0 else x.row.start, E_DEPTH, 0)
     need = base + 2 * m.nfields
     if need > x.slot_cap:
         mem = realloc(x.slots, (need * 2 + 64) * sizeof(int32_t))
@@ -1047,7 +968,7 @@ cdef int put_message(Ctx *x, int32_t mi, int32_t head, int64_t cutoff, bint sing
             if f.oneof >= 0:
                 continue
             if (f.flags & FL_REQUIRED) and x.slots[base + 2 * i] < 0:
-                rc = fail(x, m.first + i, x.vstart, E_REQUIRED, f.number)
+                rc = fail(x, m.first + i, x.row.start, E_REQUIRED, f.number)
                 break
             rc = put_field(x, m.first + i, f, x.slots[base + 2 * i], x.slots[base + 2 * i + 1], -1, depth)
             if rc:
@@ -1102,49 +1023,30 @@ cdef int put_message(Ctx *x, int32_t mi, int32_t head, int64_t cutoff, bint sing
     return put_struct(&x.cols[m.col], True)
 
 
+cdef int read_message(void *ctx, int64_t i, int32_t r, Row *row) noexcept nogil:
+    """Row i of the call: one message of the top type (its bytes: one occurrence)."""
+    cdef Ctx *x = <Ctx *>ctx
+    cdef int whole
+    cdef const uint8_t *end
+    row.start = starts_span(&x.call, i, &end)
+    x.seq = 0
+    x.occ_top = 0
+    x.slot_top = 0
+    whole = new_occ(x)
+    if whole < 0:
+        return E_NOMEM
+    x.occ[whole].p = row.start
+    x.occ[whole].end = end
+    x.occ[whole].seq = 0
+    x.occ[whole].next = -1
+    x.occ[whole].wire = 2
+    x.seq = 1
+    return put_message(x, x.top, whole, -1, True, 0)
+
+
 # ------------------------------------------------------------------------------------------------
 
-cdef class OwnedBuffer:
-    """Memory malloc'd by the kernel, handed to Python (buffer protocol) and freed with this object."""
-    cdef uint8_t *ptr
-    cdef Py_ssize_t size
-
-    def __dealloc__(self):
-        free(self.ptr)
-
-    def __len__(self):
-        return self.size
-
-    def __getbuffer__(self, Py_buffer *view, int flags):
-        PyBuffer_FillInfo(view, self, self.ptr, self.size, 1, flags)
-
-    def __releasebuffer__(self, Py_buffer *view):
-        pass
-
-
-cdef OwnedBuffer _own(uint8_t **ptr, Py_ssize_t size):
-    cdef OwnedBuffer b = OwnedBuffer.__new__(OwnedBuffer)
-    b.ptr = ptr[0]
-    b.size = size
-    ptr[0] = NULL
-    return b
-
-
-cdef bint offsets_ok(const int64_t *offsets, int64_t n, int64_t size) noexcept:
-    cdef int64_t i
-    cdef bint ok = True
-    with nogil:
-        if offsets[0] < 0 or offsets[n] > size:
-            ok = False
-        else:
-            for i in range(n):
-                if offsets[i + 1] < offsets[i]:
-                    ok = False
-                    break
-    return ok
-
-
-cdef class Program:
+cdef class Program(ColumnPlan):
     """A compiled reader message: its tables and output columns.
 
     Parameters
@@ -1166,91 +1068,36 @@ cdef class Program:
     cdef Msg *msgs
     cdef Oneof *oneofs
     cdef int32_t *table
-    cdef int32_t *col_children
-    cdef int64_t[:, ::1] columns
-    cdef int32_t nfields, nmsgs, noneofs, ncols, ntable
+    cdef int32_t nfields, nmsgs, noneofs, ntable
     cdef readonly int32_t top
-
-    def __cinit__(self):
-        self.fields = NULL
-        self.msgs = NULL
-        self.oneofs = NULL
-        self.table = NULL
-        self.col_children = NULL
 
     def __dealloc__(self):
         free(self.fields)
         free(self.msgs)
         free(self.oneofs)
         free(self.table)
-        free(self.col_children)
 
     def __init__(self, const int64_t[:, ::1] fields, const int64_t[:, ::1] msgs, const int64_t[:, ::1] oneofs,
-                 const int32_t[::1] table, int64_t[:, ::1] columns, const int32_t[::1] col_children, int32_t top):
-        cdef Py_ssize_t i
-        if fields.shape[1] != 11 or msgs.shape[1] != 9 or oneofs.shape[1] != 4 or columns.shape[1] != 5:
-            raise ValueError("fields are (n, 11), msgs (m, 9), oneofs (k, 4), columns (c, 5)")
+                 const int32_t[::1] table, const int64_t[:, ::1] columns, const int32_t[::1] col_children,
+                 int32_t top):
+        self.set_columns(columns, col_children, 1, 8)
         self.nfields, self.nmsgs, self.noneofs = fields.shape[0], msgs.shape[0], oneofs.shape[0]
-        self.ncols, self.ntable = columns.shape[0], table.shape[0]
+        self.ntable = table.shape[0]
         if not 0 <= top < self.nmsgs:
             raise ValueError("top message out of range")
         self.top = top
-        self.fields = <Field *>calloc(max(1, self.nfields), sizeof(Field))
-        self.msgs = <Msg *>calloc(max(1, self.nmsgs), sizeof(Msg))
-        self.oneofs = <Oneof *>calloc(max(1, self.noneofs), sizeof(Oneof))
-        self.table = <int32_t *>calloc(max(1, self.ntable), sizeof(int32_t))
-        self.col_children = <int32_t *>calloc(max(1, col_children.shape[0]), sizeof(int32_t))
-        if self.fields == NULL or self.msgs == NULL or self.oneofs == NULL or self.table == NULL \
-                or self.col_children == NULL:
-            raise MemoryError()
-        for i in range(self.nfields):
-            self.fields[i].number = <int32_t>fields[i, 0]
-            self.fields[i].op = <int32_t>fields[i, 1]
-            self.fields[i].col = <int32_t>fields[i, 2]
-            self.fields[i].list_col = <int32_t>fields[i, 3]
-            self.fields[i].child = <int32_t>fields[i, 4]
-            self.fields[i].flags = <int32_t>fields[i, 5]
-            self.fields[i].oneof = <int32_t>fields[i, 6]
-            self.fields[i].member = <int32_t>fields[i, 7]
-            self.fields[i].extra = <int32_t>fields[i, 8]
-            self.fields[i].extra2 = <int32_t>fields[i, 9]
-            self.fields[i].wire = <int32_t>fields[i, 10]
-        for i in range(self.nmsgs):
-            self.msgs[i].first = <int32_t>msgs[i, 0]
-            self.msgs[i].nfields = <int32_t>msgs[i, 1]
-            self.msgs[i].dense_off = <int32_t>msgs[i, 2]
-            self.msgs[i].dense_len = <int32_t>msgs[i, 3]
-            self.msgs[i].sorted_off = <int32_t>msgs[i, 4]
-            self.msgs[i].nsorted = <int32_t>msgs[i, 5]
-            self.msgs[i].col = <int32_t>msgs[i, 6]
-            self.msgs[i].first_oneof = <int32_t>msgs[i, 7]
-            self.msgs[i].noneofs = <int32_t>msgs[i, 8]
-        for i in range(self.noneofs):
-            self.oneofs[i].col = <int32_t>oneofs[i, 0]
-            self.oneofs[i].which_col = <int32_t>oneofs[i, 1]
-            self.oneofs[i].first = <int32_t>oneofs[i, 2]
-            self.oneofs[i].nmembers = <int32_t>oneofs[i, 3]
-        for i in range(self.ntable):
-            self.table[i] = table[i]
-        for i in range(col_children.shape[0]):
-            self.col_children[i] = col_children[i]
-        self.columns = np.array(columns, dtype=np.int64)
-        self._check(col_children.shape[0])
+        self.fields = <Field *>unpack(fields, "iiiiiiiiiii", sizeof(Field), "fields")
+        self.msgs = <Msg *>unpack(msgs, "iiiiiiiii", sizeof(Msg), "msgs")
+        self.oneofs = <Oneof *>unpack(oneofs, "iiii", sizeof(Oneof), "oneofs")
+        self.table = copy_i32(table)
+        self._check()
 
-    cdef _check(self, Py_ssize_t nchildren):
+    cdef _check(self):
         """Every reference stays inside the plan: checked once here, not per value."""
         cdef Py_ssize_t i, k
         cdef Field *f
         cdef Msg *m
         cdef Oneof *o
-        for i in range(self.ncols):
-            if self.columns[i, 2] < 0 or self.columns[i, 2] + self.columns[i, 3] > nchildren:
-                raise ValueError(f"column {i}: children out of range")
-            if self.columns[i, 0] == K_FIXED and not 1 <= self.columns[i, 1] <= 8:
-                raise ValueError(f"column {i}: width out of range")
-        for i in range(nchildren):
-            if not 0 <= self.col_children[i] < self.ncols:
-                raise ValueError("column child out of range")
         for i in range(self.nmsgs):
             m = &self.msgs[i]
             if m.first < 0 or m.nfields < 0 or m.first + m.nfields > self.nfields:
@@ -1327,281 +1174,29 @@ cdef class Program:
                 raise ValueError(f"field {i}: column kind does not fit the op")
 
     def decode(self, const int64_t[::1] offsets, const uint8_t[::1] data, const int64_t[::1] starts,
-               const int32_t[::1] roots, int64_t start, uint8_t[::1] err_code, int64_t[::1] err_pos,
-               int32_t[::1] err_field, int64_t[::1] err_detail, int32_t[::1] err_more):
+               const int32_t[::1] roots, int64_t start):
         """Decode rows [start, n) of a binary column; row i's message is data[starts[i]:offsets[i + 1]].
 
         roots[i]: 0 decode; -1 a null value (stays null, no error); < -1 an error found before
-        (code -roots[i]). Errors go to err_* (code, byte position in the value, field, detail); a
-        row decoded with fields nulled (their columns cannot hold them) has the first one's code +
-        FIELD_ERROR there and how many more in err_more.
+        (code -roots[i]).
 
-        Returns (status, stop, columns): STATUS_OK, or STATUS_FULL when a column's int32 offsets
-        would overflow at row `stop` (call again from there). columns: per column (length, null
-        count, validity, data, offsets).
+        Returns (status, stop, columns, errors): STATUS_OK, or STATUS_FULL when a column's int32
+        offsets would overflow at row `stop` (call again from there). columns: per column (length,
+        null count, validity, data, offsets). errors: the rows with an error (row, code, byte position
+        in the value, field, detail, more); a row decoded with fields nulled (their columns cannot
+        hold them) has the first one's code + FIELD_ERROR, and how many more.
         """
-        cdef int64_t n = offsets.shape[0] - 1, i, m = self.ncols, k, b, e
         cdef Ctx x
-        cdef Col *cols
-        cdef int64_t *saved = NULL
-        cdef int rc = E_NONE, status = E_NONE
-        cdef int32_t r, top_col = self.msgs[self.top].col, whole
-        cdef const uint8_t *base = &data[0] if data.shape[0] > 0 else <const uint8_t *>""
-        if n < 0:
-            raise ValueError("offsets are n + 1 positions")
-        if roots.shape[0] < n or starts.shape[0] < n or err_code.shape[0] < n or err_pos.shape[0] < n \
-                or err_field.shape[0] < n or err_detail.shape[0] < n or err_more.shape[0] < n:
-            raise ValueError("per-row arrays shorter than the column")
-        if start < 0 or start > n:
-            raise ValueError("start out of range")
-        if not offsets_ok(&offsets[0], n, data.shape[0]):
-            raise ValueError("offsets out of range")
-        for i in range(start, n):
-            if roots[i] > 0 or roots[i] < -255:
-                raise ValueError("root out of range")
-            if roots[i] == 0 and not offsets[i] <= starts[i] <= offsets[i + 1]:
-                raise ValueError("start of a message outside its value")
-        cols = <Col *>calloc(m, sizeof(Col))
-        saved = <int64_t *>malloc(m * sizeof(int64_t) + 8)
+        cdef Rules rules
         memset(&x, 0, sizeof(Ctx))
-        if cols == NULL or saved == NULL:
-            free(cols)
-            free(saved)
-            raise MemoryError()
+        cdef int64_t n = check_starts(offsets, data, starts, roots, start, &x.call)
+        rules.too_large, rules.big_node, rules.pre_node, rules.top = E_TOO_LARGE, -1, -1, self.msgs[self.top].col
+        x.fields, x.msgs, x.oneofs, x.table = self.fields, self.msgs, self.oneofs, self.table
+        x.ncols, x.col_children, x.top = self.ncols, self.col_children, self.top
         try:
-            for k in range(m):
-                cols[k].kind = <int32_t>self.columns[k, 0]
-                cols[k].width = <int32_t>self.columns[k, 1]
-                cols[k].child0 = <int32_t>self.columns[k, 2]
-                cols[k].nchild = <int32_t>self.columns[k, 3]
-                cols[k].nullable = self.columns[k, 4] != 0
-                if cols[k].kind != K_NULL and grow(&cols[k], max(16, n - start)):
-                    raise MemoryError()
-                if cols[k].kind == K_VAR or cols[k].kind == K_LIST or cols[k].kind == K_MAP:
-                    cols[k].offs[0] = 0
-                if cols[k].kind == K_VAR and grow_data(&cols[k], 64):
-                    raise MemoryError()
-            x.fields = self.fields
-            x.msgs = self.msgs
-            x.oneofs = self.oneofs
-            x.table = self.table
-            x.cols = cols
-            x.ncols = m
-            x.col_children = self.col_children
-            i = start
-            with nogil:
-                while i < n:
-                    r = roots[i]
-                    if r < 0:
-                        if r < -1:
-                            err_code[i] = <uint8_t>(-r)
-                        rc = put_null(&x, top_col)
-                        if rc:
-                            status = rc
-                            break
-                        i += 1
-                        continue
-                    for k in range(m):
-                        saved[k] = cols[k].length
-                    x.vstart = base + starts[i]
-                    x.seq = 0
-                    x.occ_top = 0
-                    x.slot_top = 0
-                    whole = new_occ(&x)
-                    if whole < 0:
-                        status = E_NOMEM
-                        break
-                    x.occ[whole].p = x.vstart
-                    x.occ[whole].end = base + offsets[i + 1]
-                    x.occ[whole].seq = 0
-                    x.occ[whole].next = -1
-                    x.occ[whole].wire = 2
-                    x.seq = 1
-                    x.soft.n = 0
-                    rc = put_message(&x, self.top, whole, -1, True, 0)
-                    if rc == E_NONE:
-                        if x.soft.n:
-                            put_soft(&x.soft, i, &err_code[0], &err_pos[0], &err_field[0], &err_detail[0],
-                                     &err_more[0])
-                        i += 1
-                        continue
-                    for k in range(m):
-                        b = saved[k]
-                        e = cols[k].length
-                        if cols[k].kind != K_NULL:
-                            while b < e:
-                                cols[k].valid[b >> 3] |= <uint8_t>(1 << (b & 7))
-                                b += 1
-                        cols[k].length = saved[k]
-                    if rc == E_FULL and i > start:
-                        status = E_FULL
-                        break
-                    if rc == E_NOMEM:
-                        status = E_NOMEM
-                        break
-                    if rc == E_FULL:
-                        rc = E_TOO_LARGE
-                        x.err_pos = 0
-                        x.err_detail = 0
-                        x.err_field = -1
-                    err_code[i] = <uint8_t>rc
-                    err_pos[i] = x.err_pos
-                    err_field[i] = x.err_field
-                    err_detail[i] = x.err_detail
-                    rc = put_null(&x, top_col)
-                    if rc:
-                        status = rc
-                        break
-                    i += 1
-            if status == E_NOMEM:
-                raise MemoryError("out of memory while decoding Protobuf values")
-            out = []
-            for k in range(m):
-                out.append(self._column(&cols[k]))
-            return (STATUS_FULL if status == E_FULL else STATUS_OK, i, out)
+            return self.read(read_message, &x, &x.row, &x.cols, &roots[0] if n else NULL, start, n, &rules,
+                             "decoding Protobuf values")
         finally:
-            for k in range(m):
-                free(cols[k].valid)
-                free(cols[k].data)
-                free(cols[k].offs)
-            free(cols)
-            free(saved)
             free(x.occ)
             free(x.slots)
             free(x.scratch)
-
-    cdef tuple _column(self, Col *c):
-        cdef int64_t nbits = (c.length + 7) >> 3
-        cdef int64_t nulls = 0
-        cdef object valid = None, data = None, offs = None
-        if c.kind == K_NULL:
-            return (c.length, c.length, None, None, None)
-        if c.nullable:
-            nulls = c.length - popcount(c.valid, c.length)
-        if nulls:
-            valid = _own(&c.valid, nbits)
-        if c.kind == K_FIXED:
-            data = _own(&c.data, c.length * c.width)
-        elif c.kind == K_BOOL:
-            data = _own(&c.data, nbits)
-        elif c.kind == K_VAR:
-            data = _own(&c.data, c.offs[c.length])
-        if c.kind == K_VAR or c.kind == K_LIST or c.kind == K_MAP:
-            offs = _own(<uint8_t **>&c.offs, (c.length + 1) * 4)
-        return (c.length, nulls, valid, data, offs)
-
-
-def frame(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1] validity=None,
-          int64_t bit_offset=0, int64_t max_indexes=64):
-    """The Confluent framing of Protobuf values: 0x00, big-endian int32 schema id, the
-    message-index array (a zigzag varint count, then zigzag varint indexes; count 0 -- the single
-    byte 0x00 -- means [0]), then the message.
-
-    Returns (ids, starts, first, count, status, extra): per row the schema id (int32), where the
-    message starts (int64), the first index (int32), the number of indexes (int32; 1 for the 0x00
-    shortcut), a status (0 framed, -1 a null value, F_* a framing error) and, for rows with more
-    than one index, every index in ``extra`` (int32) from ``starts_extra[i]`` (returned as part of
-    extra's companion array: extra_at, int64 per row, -1 when none).
-    """
-    cdef int64_t n = offsets.shape[0] - 1, i, length, j, ecount = 0
-    ids_a = np.zeros(max(n, 0), np.int32)
-    starts_a = np.zeros(max(n, 0), np.int64)
-    first_a = np.zeros(max(n, 0), np.int32)
-    count_a = np.zeros(max(n, 0), np.int32)
-    status_a = np.zeros(max(n, 0), np.int32)
-    at_a = np.full(max(n, 0), -1, np.int64)
-    cdef int32_t[::1] ids = ids_a
-    cdef int64_t[::1] starts = starts_a
-    cdef int32_t[::1] first = first_a
-    cdef int32_t[::1] count = count_a
-    cdef int32_t[::1] status = status_a
-    cdef int64_t[::1] at = at_a
-    cdef const uint8_t *base = &data[0] if data.shape[0] else <const uint8_t *>""
-    cdef const uint8_t *v
-    cdef const uint8_t *p
-    cdef const uint8_t *end
-    cdef const uint8_t *bits = NULL
-    cdef uint64_t u
-    cdef int64_t cnt, idx
-    cdef int32_t *extra = NULL
-    cdef int64_t extra_cap = 0
-    cdef void *mem
-    cdef bint nomem = False, bad
-    if n < 0:
-        raise ValueError("offsets are n + 1 positions")
-    if not offsets_ok(&offsets[0], n, data.shape[0]):
-        raise ValueError("offsets out of range")
-    if validity is not None:
-        if validity.shape[0] * 8 < bit_offset + n:
-            raise ValueError("validity shorter than the column")
-        bits = &validity[0] if validity.shape[0] else NULL
-    try:
-        with nogil:
-            for i in range(n):
-                if bits != NULL and not (bits[(bit_offset + i) >> 3] >> ((bit_offset + i) & 7)) & 1:
-                    status[i] = -1
-                    continue
-                length = offsets[i + 1] - offsets[i]
-                v = base + offsets[i]
-                if length < 1 or (v[0] != 0 and v[0] != 1):
-                    status[i] = F_NO_MAGIC
-                    continue
-                if v[0] == 1:
-                    status[i] = F_GUID
-                    continue
-                if length < 5:
-                    status[i] = F_SHORT
-                    continue
-                ids[i] = <int32_t>((<uint32_t>v[1] << 24) | (<uint32_t>v[2] << 16) | (<uint32_t>v[3] << 8) | v[4])
-                p = v + 5
-                end = v + length
-                if read_varint(&p, end, &u):
-                    status[i] = F_INDEX
-                    continue
-                cnt = <int64_t>((u >> 1) ^ (~(u & 1) + 1))
-                if cnt < 0 or cnt > max_indexes:
-                    status[i] = F_INDEX
-                    continue
-                if cnt == 0:
-                    count[i] = 1
-                    first[i] = 0
-                    starts[i] = p - base
-                    continue
-                count[i] = <int32_t>cnt
-                if cnt > 1:
-                    if ecount + cnt > extra_cap:
-                        extra_cap = max(2 * extra_cap, ecount + cnt + 64)
-                        mem = realloc(extra, extra_cap * sizeof(int32_t))
-                        if mem == NULL:
-                            nomem = True
-                            break
-                        extra = <int32_t *>mem
-                    at[i] = ecount
-                bad = False
-                for j in range(cnt):
-                    if read_varint(&p, end, &u):
-                        bad = True
-                        break
-                    idx = <int64_t>((u >> 1) ^ (~(u & 1) + 1))
-                    if idx < 0 or idx > INT32_MAX:
-                        bad = True
-                        break
-                    if j == 0:
-                        first[i] = <int32_t>idx
-                    if cnt > 1:
-                        extra[ecount + j] = <int32_t>idx
-                if bad:
-                    status[i] = F_INDEX
-                    at[i] = -1
-                    continue
-                if cnt > 1:
-                    ecount += cnt
-                starts[i] = p - base
-        if nomem:
-            raise MemoryError()
-        extra_a = np.zeros(ecount, np.int32)
-        for j in range(ecount):
-            extra_a[j] = extra[j]
-        return ids_a, starts_a, first_a, count_a, status_a, at_a, extra_a
-    finally:
-        free(extra)

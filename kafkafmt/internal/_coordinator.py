@@ -16,7 +16,7 @@ from kafkafmt.errors import ValueDecodeError
 from kafkafmt.internal._columns import (append_row, arrow, column_parts, masked_array, source_schemas,
                                         sparse_binary, string_array, text_column, timestamp_array, warn_counts,
                                         with_source, without_source)
-from kafkafmt.internal._tables import InternalTable, internal_table, register_table
+from kafkafmt.internal._tables import InternalTable, internal_table, register_table, table_doc
 from kafkafmt.internal.codec import decode_message, encode_message, uuid_text
 from kafkafmt.internal.schemas import (CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, GROUP_RECORDS,
                                        SHARE_STATE_RECORDS, TRANSACTION_RECORDS, TRANSACTION_STATUS, in_versions)
@@ -350,6 +350,7 @@ def _max_versions():
 _MAX_VERSIONS = None
 
 
+@table_doc("With ``source_partition`` and ``log_dir`` appended.")
 def consumer_offsets(recs):
     """One row per __consumer_offsets record: ``offset, timestamp, kind, group, topic, partition,
     committed_offset, leader_epoch, metadata, commit_timestamp, expire_timestamp, tombstone, error,
@@ -362,16 +363,6 @@ def consumer_offsets(recs):
     v3, ``expire_timestamp`` outside v1 (and where it is -1). A tombstone keeps its key fields, with
     null value fields. Other kinds fill ``group`` (their values are checked: a corrupt one sets
     ``error``).
-
-    Parameters
-    ----------
-    recs : Records
-        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
-
-    Returns
-    -------
-    pyarrow.Table
-        With ``source_partition`` and ``log_dir`` appended.
 
     Examples
     --------
@@ -492,6 +483,7 @@ def decode_versioned(msg, data):
     return decode_message(msg, ver, data, 2)[0]
 
 
+@table_doc()
 def group_members(recs):
     """One row per member of each classic-protocol GroupMetadataValue (record type 2): ``offset,
     timestamp, group, generation, protocol_type, protocol, leader, member_id, group_instance_id,
@@ -501,15 +493,6 @@ def group_members(recs):
     assignment (list<struct<topic, partitions>>) are decoded (ConsumerProtocol v0-v3). A group
     with no members gives one row with null member fields (the group went Empty); tombstones give
     no row (see `consumer_offsets`). A corrupt value gives a row with nulls and ``error``.
-
-    Parameters
-    ----------
-    recs : Records
-        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
-
-    Returns
-    -------
-    pyarrow.Table
 
     Examples
     --------
@@ -592,6 +575,7 @@ def group_members(recs):
 # ------------------------------------------------------------------------------------------------
 # transaction_state
 
+@table_doc()
 def transaction_state(recs):
     """One row per __transaction_state record: ``offset, timestamp, transactional_id, producer_id,
     producer_epoch, timeout_ms, status, partitions, last_update_timestamp, start_timestamp,
@@ -601,15 +585,6 @@ def transaction_state(recs):
     ``status`` is Kafka's name (Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit,
     CompleteAbort, Dead, PrepareEpochFence); the tagged fields (v1+) take Kafka's defaults when
     absent and are null for v0 values.
-
-    Parameters
-    ----------
-    recs : Records
-        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
-
-    Returns
-    -------
-    pyarrow.Table
 
     Examples
     --------
@@ -712,6 +687,7 @@ def _key_only(key, records):
 # ------------------------------------------------------------------------------------------------
 # share_group_state
 
+@table_doc()
 def share_group_state(recs):
     """One row per __share_group_state record (KIP-932's share groups: which records of a partition
     each share group has delivered): ``offset, timestamp, kind, group, topic_id, partition,
@@ -725,15 +701,6 @@ def share_group_state(recs):
     lists ``first_offset, last_offset, delivery_state`` (0 Available, 2 Acknowledged, 4 Archived)
     and ``delivery_count``. ``state_epoch``, ``create_timestamp`` and ``write_timestamp`` are a
     snapshot's only; ``delivery_complete_count`` (Kafka 4.2) is -1 when not written.
-
-    Parameters
-    ----------
-    recs : Records
-        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
-
-    Returns
-    -------
-    pyarrow.Table
 
     Examples
     --------

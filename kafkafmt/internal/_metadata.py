@@ -11,7 +11,7 @@ import numpy as np
 from kafkafmt.errors import ValueDecodeError
 from kafkafmt.internal._columns import (append_row, arrow, source_schemas, sparse_binary, warn_counts,
                                         with_source, without_source)
-from kafkafmt.internal._tables import InternalTable, register_table
+from kafkafmt.internal._tables import InternalTable, register_table, table_doc
 from kafkafmt.internal.codec import (decode_message, encode_message, json_text, read_uvarint,
                                      to_json_data, uuid_text, write_uvarint)
 from kafkafmt.internal.schemas import METADATA_RECORDS, in_versions
@@ -152,6 +152,7 @@ def encode_metadata_record(api_key, version, values, frame_version=1, extra_tags
     return bytes(out) + encode_message(METADATA_RECORDS[api_key], version, values, extra_tags=extra_tags)
 
 
+@table_doc()
 def cluster_metadata(recs):
     """One row per KRaft metadata record (a __cluster_metadata segment or a ``.checkpoint``
     snapshot): ``offset, timestamp, api_key, record_type, version, fields, topic_name, topic_id,
@@ -163,15 +164,6 @@ def cluster_metadata(recs):
     producer-id blocks; ``leader``/``replicas``/``isr`` from PartitionRecord and from
     PartitionChangeRecord when it changes them; ``config_resource`` as ``topic:NAME``,
     ``broker:ID`` (``broker:`` the cluster default), ...). ``topic_id`` is Kafka's base64 text.
-
-    Parameters
-    ----------
-    recs : Records
-        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
-
-    Returns
-    -------
-    pyarrow.Table
 
     Examples
     --------

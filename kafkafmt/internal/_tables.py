@@ -17,7 +17,7 @@ from kafkafmt.errors import TopicNotFoundError
 from kafkafmt.internal._columns import source_schemas
 
 __all__ = ["InternalTable", "INTERNAL_TABLES", "register_table", "internal_table", "schema_of", "decoders",
-           "find_topic", "SAMPLE_RECORDS"]
+           "find_topic", "SAMPLE_RECORDS", "table_doc", "looks_doc"]
 
 #: how many of a topic's first records `find_topic` judges its shape by
 SAMPLE_RECORDS = 20
@@ -28,6 +28,69 @@ SAMPLE_RECORDS = 20
 #: MetadataRecordSerde), or ``remote-log-metadata`` (framed as ``metadata``, frame version 1 only, other
 #: messages; kafka-dump-log prints each event's ``toString``: RemoteLogMetadataSerde)
 ENCODINGS = ("coordinator", "metadata", "remote-log-metadata")
+
+
+_TABLE_SECTIONS = """
+    Parameters
+    ----------
+    recs : Records
+        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
+
+    Returns
+    -------
+    pyarrow.Table{returns}
+"""
+
+_LOOKS_SECTIONS = """
+    Parameters
+    ----------
+    recs : Records or None
+        A topic's first records (the first `SAMPLE_RECORDS` are judged).
+
+    Returns
+    -------
+    bool or None
+        None when there are no records to judge.
+"""
+
+
+def _before_examples(f, sections):
+    doc = f.__doc__ or ""
+    at = doc.find("\n    Examples\n")
+    f.__doc__ = doc + sections if at < 0 else doc[:at] + sections.rstrip("\n") + "\n" + doc[at:]
+    return f
+
+
+def table_doc(returns=""):
+    """A decorator for the builder of an internal topic's table: its docstring gets the Parameters (the
+    records) and Returns (a pyarrow.Table; ``returns``: a line about it) every such builder has, before its
+    Examples.
+
+    Examples
+    --------
+    >>> @table_doc()
+    ... def builder(recs):
+    ...     \"\"\"One row per record.\"\"\"
+    >>> "recs : Records" in builder.__doc__
+    True
+    """
+    text = _TABLE_SECTIONS.format(returns=f"\n        {returns}" if returns else "")
+    return lambda f: _before_examples(f, text)
+
+
+def looks_doc(f):
+    """A decorator for a judge of a topic's shape (``looks_like_*``): its docstring gets the Parameters and
+    Returns every judge has, before its Examples.
+
+    Examples
+    --------
+    >>> @looks_doc
+    ... def looks_like_x(recs):
+    ...     \"\"\"Whether records look like x's.\"\"\"
+    >>> "bool or None" in looks_like_x.__doc__
+    True
+    """
+    return _before_examples(f, _LOOKS_SECTIONS)
 
 
 @dataclass(frozen=True)

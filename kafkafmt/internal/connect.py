@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 
 from kafkafmt.internal._columns import source_schemas, with_source, without_source
-from kafkafmt.internal._tables import SAMPLE_RECORDS, InternalTable, register_table
+from kafkafmt.internal._tables import SAMPLE_RECORDS, InternalTable, looks_doc, register_table, table_doc
 
 __all__ = ["configs_table", "offsets_table", "status_table", "record_schemas", "connect_configs", "connect_offsets",
            "connect_status", "looks_like_configs", "looks_like_offsets", "looks_like_status"]
@@ -225,6 +225,7 @@ def _schemas():
 # ------------------------------------------------------------------------------------------------
 # Kafka Connect's internal topics
 
+@table_doc()
 def connect_configs(recs):
     """One row per record of Kafka Connect's config topic (``config.storage.topic``, by default
     ``connect-configs``): ``offset, timestamp, kind, key, connector, task, properties, tasks,
@@ -232,29 +233,16 @@ def connect_configs(recs):
     only_failed, logger_namespace, level, tombstone, error, raw_key, raw_value, source_partition,
     log_dir`` (`kafkafmt.internal.connect`).
 
-    Parameters
-    ----------
-    recs : Records
-        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
-
-    Returns
-    -------
-    pyarrow.Table
-
     Examples
     --------
-    >>> import json
+    A topic as a Connect worker writes it (string keys, JSON values):
+
     >>> import kafkafmt
     >>> from kafkafmt import internal
-    >>> def write_topic(path, records):         # as a Connect worker writes them: string keys, JSON values
-    ...     kafkafmt.write_log_dir(path, keys=[k.encode() for k, _ in records],
-    ...                            values=[None if v is None else json.dumps(v).encode() for _, v in records],
-    ...                            timestamps=[1767225600000 + i for i in range(len(records))])
-    ...     return kafkafmt.read_log_dir(path)
-    >>> recs = write_topic("connect/connect-configs-0", [
-    ...     ("connector-file-source", {"properties": {"connector.class": "FileStreamSource", "tasks.max": "1"}}),
-    ...     ("task-file-source-0", {"properties": {"task.class": "FileStreamSourceTask"}}),
-    ...     ("commit-file-source", {"tasks": 1})])
+    >>> recs = kafkafmt.decode(kafkafmt.encode(
+    ...     keys=[b"connector-file-source", b"task-file-source-0", b"commit-file-source"],
+    ...     values=[b'{"properties": {"connector.class": "FileStreamSource", "tasks.max": "1"}}',
+    ...             b'{"properties": {"task.class": "FileStreamSourceTask"}}', b'{"tasks": 1}']))
     >>> for row in internal.connect_configs(recs).to_pylist():
     ...     print(row["kind"], row["connector"], row["task"], row["properties"], row["tasks"])
     connector file-source None [('connector.class', 'FileStreamSource'), ('tasks.max', '1')] None
@@ -264,32 +252,18 @@ def connect_configs(recs):
     return with_source(configs_table(recs, without_source(_schemas()["connect_configs"])), recs)
 
 
+@table_doc()
 def connect_offsets(recs):
     """One row per record of Kafka Connect's offsets topic (``offset.storage.topic``, by default
     ``connect-offsets``): ``offset, timestamp, connector, connect_partition, connect_offset,
     tombstone, error, raw_key, raw_value, source_partition, log_dir`` (`kafkafmt.internal.connect`).
 
-    Parameters
-    ----------
-    recs : Records
-        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
-
-    Returns
-    -------
-    pyarrow.Table
-
     Examples
     --------
-    >>> import json
     >>> import kafkafmt
     >>> from kafkafmt import internal
-    >>> def write_topic(path, records):         # as a Connect worker writes them: string keys, JSON values
-    ...     kafkafmt.write_log_dir(path, keys=[k.encode() for k, _ in records],
-    ...                            values=[None if v is None else json.dumps(v).encode() for _, v in records],
-    ...                            timestamps=[1767225600000 + i for i in range(len(records))])
-    ...     return kafkafmt.read_log_dir(path)
-    >>> recs = write_topic("connect/connect-offsets-0", [
-    ...     ('["file-source",{"filename":"/tmp/a.txt"}]', {"position": 1234})])
+    >>> recs = kafkafmt.decode(kafkafmt.encode(keys=[b'["file-source",{"filename":"/tmp/a.txt"}]'],
+    ...                                        values=[b'{"position": 1234}']))
     >>> row = internal.connect_offsets(recs).to_pylist()[0]
     >>> row["connector"], row["connect_partition"], row["connect_offset"]
     ('file-source', '{"filename":"/tmp/a.txt"}', '{"position":1234}')
@@ -297,35 +271,20 @@ def connect_offsets(recs):
     return with_source(offsets_table(recs, without_source(_schemas()["connect_offsets"])), recs)
 
 
+@table_doc()
 def connect_status(recs):
     """One row per record of Kafka Connect's status topic (``status.storage.topic``, by default
     ``connect-status``): ``offset, timestamp, kind, key, connector, task, topic, state, trace,
     worker_id, generation, discover_timestamp, tombstone, error, raw_key, raw_value,
     source_partition, log_dir`` (`kafkafmt.internal.connect`).
 
-    Parameters
-    ----------
-    recs : Records
-        The records of the topic (``read_log_dirs(root, topics=[...])``, ``read_segment(path)``, ...).
-
-    Returns
-    -------
-    pyarrow.Table
-
     Examples
     --------
-    >>> import json
     >>> import kafkafmt
     >>> from kafkafmt import internal
-    >>> def write_topic(path, records):         # as a Connect worker writes them: string keys, JSON values
-    ...     kafkafmt.write_log_dir(path, keys=[k.encode() for k, _ in records],
-    ...                            values=[None if v is None else json.dumps(v).encode() for _, v in records],
-    ...                            timestamps=[1767225600000 + i for i in range(len(records))])
-    ...     return kafkafmt.read_log_dir(path)
-    >>> recs = write_topic("connect/connect-status-0", [
-    ...     ("status-connector-file-source", {"state": "RUNNING", "trace": None, "worker_id": "10.0.0.1:8083",
-    ...                                       "generation": 3}),
-    ...     ("status-task-file-source-0", None)])
+    >>> recs = kafkafmt.decode(kafkafmt.encode(
+    ...     keys=[b"status-connector-file-source", b"status-task-file-source-0"],
+    ...     values=[b'{"state": "RUNNING", "trace": null, "worker_id": "10.0.0.1:8083", "generation": 3}', None]))
     >>> for row in internal.connect_status(recs).to_pylist():
     ...     print(row["kind"], row["connector"], row["task"], row["state"], row["worker_id"], row["tombstone"])
     connector file-source None RUNNING 10.0.0.1:8083 False
@@ -379,19 +338,10 @@ def _is_json(v):
     return True
 
 
+@looks_doc
 def looks_like_configs(recs):
     """Whether records look like a Connect config topic's: keys ``connector-<c>``, ``task-<c>-<n>``,
     ``commit-<c>``, ``target-state-<c>``, ``session-key``...; values JSON objects or null.
-
-    Parameters
-    ----------
-    recs : Records or None
-        A topic's first records (the first `SAMPLE_RECORDS` are judged).
-
-    Returns
-    -------
-    bool or None
-        None when there are no records to judge.
 
     Examples
     --------
@@ -404,19 +354,10 @@ def looks_like_configs(recs):
     return _looks(recs, _config_key, _is_json_object)
 
 
+@looks_doc
 def looks_like_offsets(recs):
     """Whether records look like a Connect offsets topic's: keys ``["<connector>", {partition}]``, values
     JSON or null.
-
-    Parameters
-    ----------
-    recs : Records or None
-        A topic's first records (the first `SAMPLE_RECORDS` are judged).
-
-    Returns
-    -------
-    bool or None
-        None when there are no records to judge.
 
     Examples
     --------
@@ -430,19 +371,10 @@ def looks_like_offsets(recs):
     return _looks(recs, _offset_key, _is_json)
 
 
+@looks_doc
 def looks_like_status(recs):
     """Whether records look like a Connect status topic's: keys ``status-connector-<c>``,
     ``status-task-<c>-<n>``, ``status-topic-<t>:connector-<c>``; values JSON objects or null.
-
-    Parameters
-    ----------
-    recs : Records or None
-        A topic's first records (the first `SAMPLE_RECORDS` are judged).
-
-    Returns
-    -------
-    bool or None
-        None when there are no records to judge.
 
     Examples
     --------

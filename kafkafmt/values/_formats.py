@@ -734,7 +734,7 @@ def kernel_source(column):
     """(the Avro kernel's `Source` of a column of raw keys or values, its validity bits as uint8 or None,
     their bit offset): binary_view columns (`BinaryViewColumn`) are read where their values lie (a
     segment's memory map), not copied; anything else as `column_parts` makes it contiguous."""
-    from kafkafmt._native import avro as kernel
+    from kafkafmt._native import framing as kernel
     from kafkafmt.record import BinaryViewColumn
 
     if isinstance(column, BinaryViewColumn):
@@ -747,7 +747,7 @@ def kernel_source(column):
 def gather_views(column):
     """(offsets, data) of a `BinaryViewColumn`'s values one after the other (int32 offsets, int64 past
     2 GiB; nulls empty): the column made contiguous, on NumPy buffers."""
-    from kafkafmt._native import avro as kernel
+    from kafkafmt._native import framing as kernel
 
     return kernel.gather(kernel.Source(views=column.views, buffers=column.buffers))
 
@@ -987,7 +987,8 @@ def pinned_reader(format, *, registry=None, topic=None, is_key=False, reader_sch
                                                      recursive_fields_max_depth, time_unit, additional_properties))
 
 
-def scan_names(format, column=None, *, registry=None, topic=None, is_key=False, reader_schema=None):
+def scan_names(format, column=None, *, registry=None, topic=None, is_key=False, reader_schema=None,
+               recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us", additional_properties="keep"):
     """What the values of ``column`` name, when the type of ``format``'s column depends on it
     (`ValueFormat.scan_names`: a Protobuf file of several messages, none named): a set of names;
     None when the type is known from the reader schema alone (nothing to scan). A read scans every
@@ -1013,15 +1014,20 @@ def scan_names(format, column=None, *, registry=None, topic=None, is_key=False, 
     >>> print(scan_names("avro", registry=kafkafmt.open_registry(sample_dir()), topic="shipments"))
     None
     """
-    return get_format(format).scan_names(column, _context(format, registry, topic, is_key, reader_schema))
+    return get_format(format).scan_names(column, _context(format, registry, topic, is_key, reader_schema,
+                                                          recursive_fields_max_depth, time_unit,
+                                                          additional_properties))
 
 
-def named_reader(format, names, *, registry=None, topic=None, is_key=False, reader_schema=None):
+def named_reader(format, names, *, registry=None, topic=None, is_key=False, reader_schema=None,
+                 recursive_fields_max_depth=DEFAULT_MAX_DEPTH, time_unit="us", additional_properties="keep"):
     """The reader schema that reads values naming ``names`` (all that `scan_names` found in what a
     read reads) as ``format`` reads them: pinned, as ``reader_schema`` takes it (for Protobuf,
     ``{"id": ..., "message": ...}``, the message or the tuple of messages the values name); None
     to keep ``reader_schema``."""
-    return get_format(format).named_reader(names, _context(format, registry, topic, is_key, reader_schema))
+    return get_format(format).named_reader(names, _context(format, registry, topic, is_key, reader_schema,
+                                                            recursive_fields_max_depth, time_unit,
+                                                            additional_properties))
 
 
 def decode_column(column, *, format, registry=None, topic=None, is_key=False, reader_schema=None, strict=False,

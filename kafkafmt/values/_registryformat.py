@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kafkafmt._native import avro as _framing
+from kafkafmt._native import framing as _framing
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, SchemaRegistryError
 from kafkafmt.values.registry import open_registry
 from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, count_errors,

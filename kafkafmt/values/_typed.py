@@ -129,7 +129,7 @@ class TypedOptions:
                     continue
                 with _topic_hint(topic, side):
                     if scan_names(fmt, registry=self.registry, topic=topic, is_key=side == "key",
-                                  reader_schema=self.reader(side, topic)) is not None:
+                                  reader_schema=self.reader(side, topic), **self.shape_options()) is not None:
                         out.append((side, topic))
         return out
 
@@ -137,7 +137,7 @@ class TypedOptions:
         """What the raw keys / values ``column`` of ``topic`` name (a set; see `scanned`)."""
         fmt = self.key_format if side == "key" else self.value_format
         return scan_names(fmt, column, registry=self.registry, topic=topic, is_key=side == "key",
-                          reader_schema=self.reader(side, topic)) or set()
+                          reader_schema=self.reader(side, topic), **self.shape_options()) or set()
 
     def named(self, found):
         """A copy that reads each ``(side, topic)`` of ``found`` (``{(side, topic): names}``, what
@@ -147,7 +147,7 @@ class TypedOptions:
         for (side, topic), names in found.items():
             fmt = self.key_format if side == "key" else self.value_format
             spec = named_reader(fmt, names, registry=self.registry, topic=topic, is_key=side == "key",
-                                reader_schema=self.reader(side, topic))
+                                reader_schema=self.reader(side, topic), **self.shape_options())
             if spec is not None:
                 pinned[(side, topic)] = tuple(sorted(spec.items())) if isinstance(spec, dict) else spec
         return dataclasses.replace(self, pinned=tuple(sorted(pinned.items())))

@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 
-from kafkafmt._native import avro as _kernel
+from kafkafmt._native import framing as _framing
 from kafkafmt.errors import SchemaError, SchemaNotFoundError
 from kafkafmt.values.avro._plan import ZERO_ITEMS_CAP, AvroPlan
 from kafkafmt.values.avro._json import avro_json_array
@@ -18,7 +18,7 @@ from kafkafmt.values._formats import KernelFormat, PerRegistry, frame_error_text
 __all__ = ["AvroFormat"]
 
 #: errors found before decoding (the kernel's own codes are below 64; framing: 64-66)
-_FRAME_NAMES = {code: name for name, code in _kernel.FRAME_ERRORS.items()}
+_FRAME_NAMES = {code: name for name, code in _framing.FRAME_ERRORS.items()}
 E_UNKNOWN_ID, E_NOT_AVRO, E_UNSUPPORTED, E_BAD_SCHEMA = 67, 68, 69, 70
 _FRAMING = 5
 
@@ -107,7 +107,7 @@ class AvroFormat(KernelFormat):
 
         reg, cache, plan = self.plan(ctx)
         source, bits, bit_offset = kernel_source(column)
-        ids, slots, uniq = _kernel.frame_rows(source, bits, bit_offset)
+        ids, slots, uniq = _framing.frame_rows(source, bits, bit_offset)
         problems = {}
         lut = np.empty(len(uniq), np.int32)
         for j, sid in enumerate(uniq.tolist()):

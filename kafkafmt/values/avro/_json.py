@@ -281,7 +281,7 @@ def _text_plan(t, arr, nodes, children, key=None):
     """Append the kernel's text nodes of Avro type t over Arrow array arr (`_native.avro.avro_text`);
     returns the node's index, or raises _Unsupported (the Python path prints it)."""
     import pyarrow as pa
-    from kafkafmt._native import avro as kernel
+    from kafkafmt._native import avrotext as kernel
 
     K = kernel.TEXT_KINDS
     at = arr.type
@@ -382,7 +382,7 @@ def avro_json_array(values, reader):
     (`_native.avro.avro_text`) for the types it prints -- all but decimals, durations and unions of
     several types, for which the Python path's texts are taken."""
     import pyarrow as pa
-    from kafkafmt._native import avro as kernel
+    from kafkafmt._native import avrotext as kernel
 
     if isinstance(values, pa.ChunkedArray):
         chunks = [avro_json_array(c, reader) for c in values.chunks]

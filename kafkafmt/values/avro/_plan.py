@@ -54,31 +54,27 @@ import threading
 import numpy as np
 
 from kafkafmt._native import avro as _kernel
+from kafkafmt._native import framing as _framing
 from kafkafmt.values.avro._schema import NAMED, best_branch, encode_default, matches, names_match
 from kafkafmt.errors import SchemaError
+from kafkafmt.values._kernelplan import KINDS as _K, Column as _Column, KernelPlan, error_entry
 from kafkafmt.values._options import DEFAULT_MAX_DEPTH, ValueShape
-from kafkafmt._util.extras import install_command
+from kafkafmt._util.extras import import_pyarrow
 
 __all__ = ["AvroPlan", "MAX_COLUMNS", "MAX_NODES", "ZERO_ITEMS_CAP", "Column"]
 
 #: Arrow columns one reader schema may need
-MAX_COLUMNS = 10_000
+MAX_COLUMNS = KernelPlan.max_columns
 #: plan nodes one reader schema may collect (all writer schemas together)
 MAX_NODES = 1 << 20
 #: items of zero-byte types (null, empty record, fixed(0)) one value may hold
 ZERO_ITEMS_CAP = 1 << 16
 
 _O = _kernel.OPS
-_K = _kernel.KINDS
-E_RESOLVE = [code for code, (name, _) in _kernel.ERROR_INFO.items() if name == "RESOLVE"][0]
 
 
 def _pa():
-    try:
-        import pyarrow as pa
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(f"typed values need pyarrow: {install_command('arrow')}") from exc
-    return pa
+    return import_pyarrow("typed values")
 
 
 def _describe(t):
@@ -89,27 +85,24 @@ def _describe(t):
     return t.kind + (f" ({t.logical})" if t.logical else "")
 
 
-class Column:
-    """One output column (one Arrow array) of the reader schema."""
+class Column(_Column):
+    """One output column (one Arrow array) of the reader schema: the Avro type it stands for."""
 
-    __slots__ = ("index", "kind", "width", "arrow", "avro", "union", "general", "members", "nullable", "children",
-                 "path", "cutoff", "symbols", "decimal", "ancestor")
+    __slots__ = ("avro", "union", "general", "members", "path", "cutoff", "symbols", "decimal", "ancestor")
 
     def __init__(self, index, kind, arrow, avro, path, width=0, nullable=False):
-        self.index, self.kind, self.arrow, self.avro, self.path = index, kind, arrow, avro, path
-        self.width = width
-        self.nullable = nullable
+        super().__init__(index, kind, arrow, width, nullable)
+        self.avro, self.path = avro, path
         self.union = None          # the reader union this column stands for (nullable T or general)
         self.general = False       # a general union: struct of members
         self.members = ()          # its non-null branches
-        self.children = []
         self.cutoff = False        # a recursive record past the depth: its JSON text
         self.ancestor = None       # (cutoff) the column of that record up the path
         self.symbols = None        # enum symbols (dictionary)
         self.decimal = None        # (precision, scale)
 
 
-class AvroPlan:
+class AvroPlan(KernelPlan):
     """A reader schema's Arrow columns and the decode plans of the writer schemas resolved to it.
 
     Parameters
@@ -147,12 +140,8 @@ class AvroPlan:
 
     # ---- columns -------------------------------------------------------------------------------
     def _new(self, kind, arrow, avro, path, width=0, nullable=False):
-        if len(self.columns) >= MAX_COLUMNS:
-            raise SchemaError(f"the reader schema needs more than {MAX_COLUMNS} Arrow columns (a recursive type "
-                              f"unrolled to depth {self.max_depth}?): lower recursive_fields_max_depth")
-        col = Column(len(self.columns), kind, arrow, avro, path, width, nullable)
-        self.columns.append(col)
-        return col
+        return self._add(Column(len(self.columns), kind, arrow, avro, path, width, nullable), "the reader schema",
+                         f" (a recursive type unrolled to depth {self.max_depth}?): lower recursive_fields_max_depth")
 
     def _column(self, t, path, stack):
         pa = _pa()
@@ -489,76 +478,39 @@ class AvroPlan:
         return self._error(f"the value: the writer's bytes cannot be read as {_describe(r)}", "")
 
     # ---- the kernel ----------------------------------------------------------------------------
-    def program(self):
-        """The compiled `Program` with every writer added so far."""
-        with self._lock:
-            if self._program is None:
-                children, cols = [], []
-                for c in self.columns:
-                    cols.append([c.kind, c.width, len(children), len(c.children), int(c.nullable)])
-                    children += [k.index for k in c.children]
-                nodes = np.array(self.nodes, np.int64).reshape(-1, 6)
-                self._program = _kernel.Program(nodes, np.array(self.table, np.int32), bytes(self.consts),
-                                                bytes(self.bounds), np.array(cols, np.int64).reshape(-1, 5),
-                                                np.array(children, np.int32), self.top.index)
-            return self._program
+    def _compile(self, columns, children):
+        return _kernel.Program(np.array(self.nodes, np.int64).reshape(-1, 6), np.array(self.table, np.int32),
+                               bytes(self.consts), bytes(self.bounds), columns, children, self.top.index)
 
     def decode(self, offsets, data, roots, skip=5, trailing_error=True, zero_cap=ZERO_ITEMS_CAP):
         """`decode_rows` of a contiguous binary column (int64 offsets, uint8 data)."""
-        return self.decode_rows(_kernel.Source(offsets, data), roots, skip, trailing_error, zero_cap)
+        return self.decode_rows(_framing.Source(offsets, data), roots, skip, trailing_error, zero_cap)
 
     def decode_rows(self, source, roots, skip=5, trailing_error=True, zero_cap=ZERO_ITEMS_CAP):
-        """Decode a binary column (a kernel `Source`: contiguous or binary_view) with per-row root nodes.
+        """Decode a binary column (a `kafkafmt._native.framing.Source`: contiguous or binary_view) with
+        per-row root nodes.
 
         Returns
         -------
         values : pyarrow.Array or pyarrow.ChunkedArray
             Of `arrow_type` (chunked only when a column would pass 2 GiB).
         errors : tuple of NumPy arrays
-            The rows with an error: (row int64, code uint8, position int64, node int32, detail int64).
+            The rows with an error: (row int64, code uint8, position int64, node int32, detail int64,
+            more int32).
         trailing : int
             Rows decoded with bytes left after the value (trailing_error=False).
         """
         prog = self.program()
-        chunks, errors, start, trailing = [], [], 0, 0
-        while True:
-            status, stop, cols, extra, errs = prog.decode_rows(source, roots, start, skip, trailing_error, zero_cap)
-            chunks.append(self._assemble(cols))
-            errors.append(errs)
-            trailing += extra
-            if status == _kernel.STATUS_OK:
-                break
-            start = stop
-        values = chunks[0] if len(chunks) == 1 else _pa().chunked_array(chunks, self.arrow_type)
-        errors = errors[0] if len(errors) == 1 else tuple(np.concatenate(parts) for parts in zip(*errors))
-        return values, errors, trailing
+        values, rests = self._run(lambda start: prog.decode_rows(source, roots, start, skip, trailing_error,
+                                                                 zero_cap), self.top)
+        return values, self._errors([errs for errs, _ in rests]), sum(extra for _, extra in rests)
 
-    def _assemble(self, out):
-        pa = _pa()
-
-        def build(col):
-            length, nulls, valid, data, offs = out[col.index]
-            vb = None if valid is None else pa.py_buffer(valid)
-            k = col.kind
-            if k == _K["K_NULL"]:
-                return pa.nulls(length)
-            if k == _K["K_FIXED"] and col.symbols is not None:
-                idx = pa.Array.from_buffers(pa.int32(), length, [vb, pa.py_buffer(data)], null_count=nulls)
-                return pa.DictionaryArray.from_arrays(idx, pa.array(col.symbols, pa.string()), safe=False)
-            if k in (_K["K_FIXED"], _K["K_BOOL"]):
-                return pa.Array.from_buffers(col.arrow, length, [vb, pa.py_buffer(data)], null_count=nulls)
-            if k == _K["K_VAR"]:
-                if col.cutoff:
-                    raw = pa.Array.from_buffers(pa.binary(), length, [vb, pa.py_buffer(offs), pa.py_buffer(data)],
-                                                null_count=nulls)
-                    return self._cut_texts(col.avro, raw)
-                return pa.Array.from_buffers(col.arrow, length, [vb, pa.py_buffer(offs), pa.py_buffer(data)],
-                                             null_count=nulls)
-            children = [build(c) for c in col.children]
-            bufs = [vb] if k == _K["K_STRUCT"] else [vb, pa.py_buffer(offs)]
-            return pa.Array.from_buffers(col.arrow, length, bufs, null_count=nulls, children=children)
-
-        return build(self.top)
+    def _shaped(self, col, length, nulls, vb, data, offs):
+        if col.symbols is not None and col.kind == _K["K_FIXED"]:
+            return self._dictionary(length, nulls, vb, data, col.symbols)
+        if col.cutoff and col.kind == _K["K_VAR"]:
+            return self._cut_texts(col.avro, self._binary(length, nulls, vb, data, offs))
+        return None
 
     def _cut_texts(self, record, raw):
         """The JSON texts of a cut-off record's values (each its writer type's index, then its bytes,
@@ -594,11 +546,8 @@ class AvroPlan:
     def error_text(self, code, node, detail, zero_cap=ZERO_ITEMS_CAP):
         """The message of a kernel error (code, node, detail as `decode` returns them; a field nulled in a
         value read: its own code + FIELD_ERROR)."""
-        code = int(code)
-        if _kernel.FIELD_ERROR <= code < 64:
-            code -= _kernel.FIELD_ERROR
-        name, text = _kernel.ERROR_INFO.get(code, ("?", f"error {code}"))
-        if code == E_RESOLVE:
+        (name, text), _ = error_entry(_kernel.ERROR_INFO, code)
+        if name == "RESOLVE":
             return self.messages[detail] if 0 <= detail < len(self.messages) else "internal plan error"
         msg = text.format(detail=detail, depth=_kernel.MAX_DEPTH, cap=zero_cap, message="")
         path = self.paths[node] if 0 <= node < len(self.paths) else ""

@@ -36,13 +36,13 @@ import json
 
 import numpy as np
 
-from kafkafmt._native import avro as _framing
+from kafkafmt._native import framing as _framing
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, SchemaRegistryError
 from kafkafmt.values.json._plan import JsonPlan, spec_of_arrow
 from kafkafmt.values.json._schema import spec_of_connect, spec_of_json_schema
 from kafkafmt.values._jsontext import json_values_json
+from kafkafmt.values._kernelplan import FIELD_ERROR
 from kafkafmt.values.registry import open_registry
-from kafkafmt._native import jsontext as _kernel
 from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, count_errors,
                                       error_texts, frame_error_text, raise_strict, reader_schema_for)
 from kafkafmt.values._options import ValueShape
@@ -107,7 +107,7 @@ class _JsonBase(ValueFormat):
         bad = np.flatnonzero(code)
         if len(bad):
             error = error_texts(plan, (bad, code[bad], pos[bad], node[bad], detail[bad], more[bad]), n,
-                                lambda c, k: texts(c, int(bad[k])), "JSON text", _kernel.FIELD_ERROR)
+                                lambda c, k: texts(c, int(bad[k])), "JSON text", FIELD_ERROR)
             if ctx.strict:
                 i = int(bad[0])
                 raise_strict(self, ctx, i, error[i].as_py(),

@@ -43,40 +43,35 @@ import numpy as np
 
 from kafkafmt._native import jsontext as _kernel
 from kafkafmt.errors import SchemaError
-from kafkafmt._util.extras import install_command
+from kafkafmt.values._kernelplan import KINDS as _K, Column as _Column, KernelPlan, StartsPlan, error_entry
+from kafkafmt._util.extras import import_pyarrow
 
 __all__ = ["JsonPlan", "spec_of_arrow", "MAX_COLUMNS"]
 
 #: Arrow columns one target type may need
-MAX_COLUMNS = 10_000
+MAX_COLUMNS = KernelPlan.max_columns
 
 _J = _kernel.KINDS
-_K = _kernel.COLUMN_KINDS
 #: spec kinds whose columns hold null where a value does not fit them
 _FIELD_NULLS = ("int", "uint", "timestamp", "date", "decimal")
 _UNITS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1000, "ns": 1}
 
 
 def _pa():
-    try:
-        import pyarrow as pa
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(f"typed values need pyarrow: {install_command('arrow')}") from exc
-    return pa
+    return import_pyarrow("typed values")
 
 
-class Column:
-    """One output column (one Arrow array)."""
+class Column(_Column):
+    """One output column (one Arrow array); an enum's: its symbols."""
 
-    __slots__ = ("index", "kind", "width", "arrow", "nullable", "children", "symbols")
+    __slots__ = ("symbols",)
 
     def __init__(self, index, kind, arrow, width=0, nullable=False):
-        self.index, self.kind, self.arrow, self.width, self.nullable = index, kind, arrow, width, nullable
-        self.children = []
+        super().__init__(index, kind, arrow, width, nullable)
         self.symbols = None
 
 
-class JsonPlan:
+class JsonPlan(StartsPlan):
     """A spec's Arrow type and the kernel's tables.
 
     Parameters
@@ -103,11 +98,7 @@ class JsonPlan:
         self._lock = threading.Lock()
 
     def _col(self, kind, arrow, width=0, nullable=False):
-        if len(self.columns) >= MAX_COLUMNS:
-            raise SchemaError(f"the target type needs more than {MAX_COLUMNS} Arrow columns")
-        c = Column(len(self.columns), kind, arrow, width, nullable)
-        self.columns.append(c)
-        return c
+        return self._add(Column(len(self.columns), kind, arrow, width, nullable), "the target type")
 
     def _name(self, text):
         raw = text.encode("utf-8")
@@ -240,74 +231,19 @@ class JsonPlan:
         return ni
 
     # ---- the kernel ----------------------------------------------------------------------------
-    def program(self):
-        """The compiled kernel `Program`."""
-        with self._lock:
-            if self._program is None:
-                children, cols = [], []
-                for c in self.columns:
-                    cols.append([c.kind, c.width, len(children), len(c.children), int(c.nullable)])
-                    children += [k.index for k in c.children]
-                self._program = _kernel.Program(
-                    np.array(self.nodes, np.int64).reshape(-1, 9), np.array(self.fields, np.int64).reshape(-1, 4),
-                    np.array(self.table, np.int32), bytes(self.names), np.array(cols, np.int64).reshape(-1, 5),
-                    np.array(children, np.int32), self.top)
-            return self._program
+    def _compile(self, columns, children):
+        return _kernel.Program(np.array(self.nodes, np.int64).reshape(-1, 9),
+                               np.array(self.fields, np.int64).reshape(-1, 4), np.array(self.table, np.int32),
+                               bytes(self.names), columns, children, self.top)
 
-    def decode(self, offsets, data, starts, roots):
-        """Parse a binary column (int64 offsets, uint8 data); row i's text starts at starts[i].
-
-        Returns
-        -------
-        values : pyarrow.Array or pyarrow.ChunkedArray
-        errors : tuple of NumPy arrays
-            (code uint8, position int64, node int32, detail int64, more int32) per row; code 0: no
-            error; from ``_kernel.FIELD_ERROR`` (below 64): the row is read, that field (and ``more``
-            others) null.
-        """
-        n = len(roots)
-        errors = (np.zeros(n, np.uint8), np.zeros(n, np.int64), np.full(n, -1, np.int32), np.zeros(n, np.int64),
-                  np.zeros(n, np.int32))
-        prog = self.program()
-        chunks, start = [], 0
-        while True:
-            status, stop, cols = prog.decode(offsets, data, starts, roots, start, *errors)
-            chunks.append(self._assemble(cols))
-            if status == _kernel.STATUS_OK:
-                break
-            start = stop
-        values = chunks[0] if len(chunks) == 1 else _pa().chunked_array(chunks, self.arrow_type)
-        return values, errors
-
-    def _assemble(self, out):
-        pa = _pa()
-
-        def build(col):
-            length, nulls, valid, data, offs = out[col.index]
-            vb = None if valid is None else pa.py_buffer(valid)
-            k = col.kind
-            if k == _K["K_NULL"]:
-                return pa.nulls(length)
-            if col.symbols is not None:
-                idx = pa.Array.from_buffers(pa.int32(), length, [vb, pa.py_buffer(data)], null_count=nulls)
-                return pa.DictionaryArray.from_arrays(idx, pa.array(col.symbols, pa.string()), safe=False)
-            if k in (_K["K_FIXED"], _K["K_BOOL"]):
-                return pa.Array.from_buffers(col.arrow, length, [vb, pa.py_buffer(data)], null_count=nulls)
-            if k == _K["K_VAR"]:
-                return pa.Array.from_buffers(col.arrow, length, [vb, pa.py_buffer(offs), pa.py_buffer(data)],
-                                             null_count=nulls)
-            children = [build(c) for c in col.children]
-            bufs = [vb] if k == _K["K_STRUCT"] else [vb, pa.py_buffer(offs)]
-            return pa.Array.from_buffers(col.arrow, length, bufs, null_count=nulls, children=children)
-
-        return build(self.top_col)
+    def _shaped(self, col, length, nulls, vb, data, offs):
+        if col.symbols is not None:
+            return self._dictionary(length, nulls, vb, data, col.symbols)
+        return None
 
     def error_text(self, code, node, detail):
         """The message of a kernel error (code, node, detail as `decode` returns them)."""
-        code = int(code)
-        if _kernel.FIELD_ERROR <= code < 64:
-            code -= _kernel.FIELD_ERROR
-        name, text = _kernel.ERROR_INFO.get(code, ("?", f"error {code}"))
+        (name, text), _ = error_entry(_kernel.ERROR_INFO, code)
         expected = self._describe(node)
         if name == "TYPE":
             got = _kernel.VALUE_TYPES[int(detail)] if 0 <= detail < len(_kernel.VALUE_TYPES) else "a value"

@@ -46,7 +46,7 @@ import threading
 
 import numpy as np
 
-from kafkafmt._native import protobuf as _kernel
+from kafkafmt._native import framing as _framing
 from kafkafmt.errors import SchemaError, SchemaNotFoundError, SchemaRegistryError
 from kafkafmt.values.protobuf._plan import MessagesPlan, ProtoPlan
 from kafkafmt.values.protobuf._schema import compile_registered, compile_text, descriptor_of
@@ -54,12 +54,13 @@ from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
 from kafkafmt.values._formats import (DecodedColumn, PerRegistry, ValueFormat, column_parts, column_validity,
                                       count_errors, error_texts, frame_error_text, raise_strict, reader_schema_for)
 from kafkafmt.values._jsontext import arrow_json
+from kafkafmt.values._kernelplan import FIELD_ERROR
 from kafkafmt.values.protobuf._json import protobuf_json
 
 __all__ = ["ProtobufFormat", "RawProtobufFormat", "reader_messages", "resolve_reader", "arrow_json"]
 
-_FRAME_NAMES = {code: name for name, code in _kernel.FRAME_ERRORS.items()}
-E_INDEX = _kernel.FRAME_ERRORS["INDEX"]
+_FRAME_NAMES = {code: name for name, code in _framing.FRAME_ERRORS.items()}
+E_INDEX = _framing.FRAME_ERRORS["INDEX"]
 E_UNKNOWN_ID, E_NOT_PROTOBUF, E_BAD_SCHEMA, E_OTHER_MESSAGE = 67, 68, 70, 72
 
 
@@ -291,7 +292,7 @@ class ProtobufFormat(ValueFormat):
         reg, cache = scanned[:2]
         column, offsets, data = column_parts(column)
         bits, bit_offset = column_validity(column)
-        ids, _, first, count, status, at, extra = _kernel.frame(offsets, data, bits, bit_offset)
+        ids, _, first, count, status, at, extra = _framing.frame_protobuf(offsets, data, bits, bit_offset)
         names = set()
         for sid, indexes in _combos(ids, first, count, status == 0, at, extra):
             w = self._writer(reg, cache, sid)
@@ -358,7 +359,7 @@ class ProtobufFormat(ValueFormat):
             if column.null_count:
                 roots[~np.asarray(column.is_valid())] = -1
             return offsets[:-1].copy(), roots, np.zeros(n, np.int32), np.zeros(n, bool), {}
-        ids, starts, first, count, status, at, extra = _kernel.frame(offsets, data, bits, bit_offset)
+        ids, starts, first, count, status, at, extra = _framing.frame_protobuf(offsets, data, bits, bit_offset)
         roots = np.where(status == 0, 0, np.where(status < 0, -1, -status)).astype(np.int32)
         framed = status == 0
         texts = {}
@@ -401,7 +402,7 @@ class ProtobufFormat(ValueFormat):
         if len(bad):
             error = error_texts(plan, (bad, code[bad], pos[bad], field[bad], detail[bad], more[bad]), n,
                                 lambda c, k: texts.get(int(bad[k])) or _frame_text(c, offsets, data, int(bad[k])),
-                                "message", _kernel.FIELD_ERROR)
+                                "message", FIELD_ERROR)
             if ctx.strict:
                 i = int(bad[0])
                 position = None

@@ -56,17 +56,18 @@ import numpy as np
 
 from kafkafmt._native import protobuf as _kernel
 from kafkafmt.errors import SchemaError
+from kafkafmt.values._kernelplan import (KINDS as _K, Column as _Column, KernelPlan, StartsPlan, error_entry,
+                                         is_field_error)
 from kafkafmt.values._options import DEFAULT_MAX_DEPTH, ValueShape
 from kafkafmt.values.protobuf._wkt import JSON_TYPES, WRAPPERS, message_field_name
-from kafkafmt._util.extras import install_command
+from kafkafmt._util.extras import import_pyarrow
 
 __all__ = ["ProtoPlan", "MessagesPlan", "MAX_COLUMNS", "is_field_error"]
 #: Arrow columns one reader message may need
-MAX_COLUMNS = 10_000
+MAX_COLUMNS = KernelPlan.max_columns
 
 _O = _kernel.OPS
 _F = _kernel.FLAGS
-_K = _kernel.KINDS
 
 #: FieldDescriptor.type -> op
 _SCALAR_OPS = {5: "P_INT32", 3: "P_INT64", 13: "P_UINT32", 4: "P_UINT64", 17: "P_SINT32", 18: "P_SINT64",
@@ -77,11 +78,7 @@ _UNIT_NS = {"ns": 1, "us": 1000}
 
 
 def _pa():
-    try:
-        import pyarrow as pa
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(f"typed values need pyarrow: {install_command('arrow')}") from exc
-    return pa
+    return import_pyarrow("typed values")
 
 
 def _arrow_of(op):
@@ -102,15 +99,13 @@ def _kind_of(op):
     return _K["K_FIXED"], 8 if wide else 4
 
 
-class Column:
-    """One output column (one Arrow array)."""
+class Column(_Column):
+    """One output column (one Arrow array), and how the plan shapes it."""
 
-    __slots__ = ("index", "kind", "width", "arrow", "nullable", "children", "enum", "which", "json", "layout", "cut",
-                 "soft")
+    __slots__ = ("enum", "which", "json", "layout", "cut", "soft")
 
     def __init__(self, index, kind, arrow, width=0, nullable=False):
-        self.index, self.kind, self.arrow, self.width, self.nullable = index, kind, arrow, width, nullable
-        self.children = []
+        super().__init__(index, kind, arrow, width, nullable)
         self.layout = None     # a message with oneofs: per Arrow field, (child, member of that oneof child or None)
         self.enum = None       # (sorted numbers, their names)
         self.which = None      # oneof member names (the indices are written directly)
@@ -132,7 +127,7 @@ def _closed(enum_desc):
     return getattr(enum_desc.file, "syntax", "proto3") == "proto2"
 
 
-class ProtoPlan:
+class ProtoPlan(StartsPlan):
     """A reader message's Arrow type and the kernel's tables.
 
     Parameters
@@ -168,12 +163,9 @@ class ProtoPlan:
 
     # ---- columns -------------------------------------------------------------------------------
     def _new(self, kind, arrow, width=0, nullable=False):
-        if len(self.columns) >= MAX_COLUMNS:
-            raise SchemaError(f"the reader message needs more than {MAX_COLUMNS} Arrow columns (a recursive "
-                              f"message unrolled to depth {self.max_depth}?): lower recursive_fields_max_depth")
-        col = Column(len(self.columns), kind, arrow, width, nullable)
-        self.columns.append(col)
-        return col
+        return self._add(Column(len(self.columns), kind, arrow, width, nullable), "the reader message",
+                         f" (a recursive message unrolled to depth {self.max_depth}?): lower "
+                         f"recursive_fields_max_depth")
 
     def _message(self, d, path, stack):
         """Message node of descriptor d (its struct column built too); returns the node index."""
@@ -364,73 +356,25 @@ class ProtoPlan:
         return mi
 
     # ---- the kernel ----------------------------------------------------------------------------
-    def program(self):
-        """The compiled kernel `Program`."""
-        with self._lock:
-            if self._program is None:
-                children, cols = [], []
-                for c in self.columns:
-                    cols.append([c.kind, c.width, len(children), len(c.children), int(c.nullable)])
-                    children += [k.index for k in c.children]
-                self._program = _kernel.Program(
-                    np.array(self.fields, np.int64).reshape(-1, 11), np.array(self.msgs, np.int64).reshape(-1, 9),
-                    np.array(self.oneofs, np.int64).reshape(-1, 4), np.array(self.table, np.int32),
-                    np.array(cols, np.int64).reshape(-1, 5), np.array(children, np.int32), self.top)
-            return self._program
+    def _compile(self, columns, children):
+        return _kernel.Program(
+            np.array(self.fields, np.int64).reshape(-1, 11), np.array(self.msgs, np.int64).reshape(-1, 9),
+            np.array(self.oneofs, np.int64).reshape(-1, 4), np.array(self.table, np.int32), columns, children,
+            self.top)
 
-    def decode(self, offsets, data, starts, roots):
-        """Decode a binary column (int64 offsets, uint8 data); row i's message starts at starts[i].
+    def _shaped(self, col, length, nulls, vb, data, offs):
+        if col.enum is not None or col.which is not None:
+            return _dictionary(col, length, nulls, vb, data)
+        if col.kind == _K["K_VAR"] and (col.json is not None or col.cut is not None):
+            raw = self._binary(length, nulls, vb, data, offs)
+            return _json_texts(raw, col.json) if col.cut is None else self._cut_texts(col.cut, raw)
+        return None
 
-        Returns
-        -------
-        values : pyarrow.Array or pyarrow.ChunkedArray
-        errors : tuple of NumPy arrays
-            (code uint8, position int64, field int32, detail int64, more int32) per row; code 0: no
-            error; a code >= FIELD_ERROR (below 64): the row is read, with that field (and ``more``
-            others) null.
-        """
-        n = len(roots)
-        errors = (np.zeros(n, np.uint8), np.zeros(n, np.int64), np.full(n, -1, np.int32), np.zeros(n, np.int64),
-                  np.zeros(n, np.int32))
-        prog = self.program()
-        chunks, start = [], 0
-        while True:
-            status, stop, cols = prog.decode(offsets, data, starts, roots, start, *errors)
-            chunks.append(self._assemble(cols))
-            if status == _kernel.STATUS_OK:
-                break
-            start = stop
-        values = chunks[0] if len(chunks) == 1 else _pa().chunked_array(chunks, self.arrow_type)
-        return values, errors
-
-    def _assemble(self, out):
-        pa = _pa()
-
-        def build(col):
-            length, nulls, valid, data, offs = out[col.index]
-            vb = None if valid is None else pa.py_buffer(valid)
-            k = col.kind
-            if k == _K["K_NULL"]:
-                return pa.nulls(length)
-            if col.enum is not None or col.which is not None:
-                return _dictionary(col, length, nulls, vb, data)
-            if k in (_K["K_FIXED"], _K["K_BOOL"]):
-                return pa.Array.from_buffers(col.arrow, length, [vb, pa.py_buffer(data)], null_count=nulls)
-            if k == _K["K_VAR"]:
-                if col.json is not None or col.cut is not None:
-                    raw = pa.Array.from_buffers(pa.binary(), length, [vb, pa.py_buffer(offs), pa.py_buffer(data)],
-                                                null_count=nulls)
-                    return _json_texts(raw, col.json) if col.cut is None else self._cut_texts(col.cut, raw)
-                return pa.Array.from_buffers(col.arrow, length, [vb, pa.py_buffer(offs), pa.py_buffer(data)],
-                                             null_count=nulls)
-            children = [build(c) for c in col.children]
-            if col.layout is not None:          # oneof members: fields of the message
-                flat = {j: children[j].flatten() for j, m in col.layout if m is not None}   # (null where unset)
-                children = [children[j] if m is None else flat[j][m] for j, m in col.layout]
-            bufs = [vb] if k == _K["K_STRUCT"] else [vb, pa.py_buffer(offs)]
-            return pa.Array.from_buffers(col.arrow, length, bufs, null_count=nulls, children=children)
-
-        return build(self.columns[self.msgs[self.top][6]])
+    def _children(self, col, children):
+        if col.layout is not None:          # oneof members: fields of the message
+            flat = {j: children[j].flatten() for j, m in col.layout if m is not None}   # (null where unset)
+            children = [children[j] if m is None else flat[j][m] for j, m in col.layout]
+        return children
 
     def _cut_texts(self, descriptor, raw):
         """The JSON texts of a cut-off message's values (its bytes, checked by the kernel): decoded
@@ -486,7 +430,6 @@ class MessagesPlan:
 
     def decode(self, offsets, data, starts, roots):
         """As `ProtoPlan.decode`; ``roots[i]`` is the index of row i's message (or -1 / -code)."""
-        pa = _pa()
         n = len(roots)
         code, pos, field, detail, more = (np.zeros(n, np.uint8), np.zeros(n, np.int64), np.full(n, -1, np.int32),
                                           np.zeros(n, np.int64), np.zeros(n, np.int32))
@@ -530,15 +473,8 @@ class MessagesPlan:
         return _error_text(code, self.paths[field] if 0 <= field < len(self.paths) else "", detail)
 
 
-def is_field_error(code):
-    """Which error codes (a NumPy array) name a field nulled in a value read (`FIELD_ERROR`)."""
-    return (code >= _kernel.FIELD_ERROR) & (code < 64)
-
-
 def _error_text(code, path, detail):
-    code = int(code)
-    field = _kernel.FIELD_ERROR <= code < 64
-    name, text = _kernel.ERROR_INFO.get(code - _kernel.FIELD_ERROR if field else code, ("?", f"error {code}"))
+    (name, text), _ = error_entry(_kernel.ERROR_INFO, code)
     unit = {1: "ns", 1000: "us"}.get(int(detail), "") if name in ("TIMESTAMP", "DURATION") else ""
     msg = text.format(detail=detail, depth=_kernel.MAX_DEPTH, unit=unit)
     return f"{msg} (in {path})" if path else msg
@@ -546,7 +482,6 @@ def _error_text(code, path, detail):
 
 def _dictionary(col, length, nulls, vb, data):
     """An enum (raw numbers) or oneof-member (indices) column as dictionary<int32, string>."""
-    pa = _pa()
     raw = np.frombuffer(data, np.int32, length) if length else np.zeros(0, np.int32)
     if col.which is not None:
         names, idx = col.which, raw
@@ -564,9 +499,7 @@ def _dictionary(col, length, nulls, vb, data):
             names = list(names) + [str(int(u)) for u in unknown]
             idx = idx.copy()
             idx[~match] = len(nums) + np.searchsorted(unknown, raw[~match])
-    indices = pa.Array.from_buffers(pa.int32(), length, [vb, pa.py_buffer(np.ascontiguousarray(idx, np.int32))],
-                                    null_count=nulls)
-    return pa.DictionaryArray.from_arrays(indices, pa.array(names, pa.string()), safe=False)
+    return KernelPlan._dictionary(length, nulls, vb, np.ascontiguousarray(idx, np.int32), names)
 
 
 def _json_value(v):
