@@ -7,8 +7,6 @@ import shlex
 import subprocess
 import sys
 
-import pytest
-
 import kafkafmt
 from mdblocks import REPO, blocks_of
 

@@ -13,7 +13,6 @@ import os
 import shutil
 import struct
 
-import numpy as np
 import pytest
 from kafka.record.memory_records import MemoryRecords
 

@@ -13,12 +13,10 @@ toString methods (RemoteLogSegmentMetadata & co.).
 import base64
 import datetime
 import json
-import pathlib
 import shutil
 import struct
 import uuid
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 

@@ -15,7 +15,6 @@ import datetime
 import decimal
 import io
 import json
-import math
 
 import fastavro
 import pyarrow as pa
@@ -27,7 +26,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 import kafkafmt
 import kcli
-from avro_support import RegistryMirror, compact
+from avro_support import RegistryMirror
 from protobuf_support import compile_protos, expected, mirror_registry, ours, same, to_dict
 
 pytestmark = pytest.mark.filterwarnings("ignore::kafkafmt.KafkafmtWarning")
@@ -326,7 +325,6 @@ def test_recursive_protobuf_past_the_depth_is_json_text(logs, depth):
     appear once more than recursive_fields_max_depth holds its MessageToDict JSON; the text doors print the
     whole message as MessageToDict does."""
     root, _, produced, classes = logs
-    N = classes["edge.Node"]
     dec = _read(root, "pb-tree", "protobuf", recursive_fields_max_depth=depth).typed["value"]
     assert dec.error_count == 0 and dec.field_error_count == 0
     for got, m in zip(dec.values.to_pylist(), produced["pb-tree"]):

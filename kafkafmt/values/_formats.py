@@ -238,7 +238,6 @@ def count_errors(values, error):
     fields null) of a decoded column."""
     if error.null_count == len(error):
         return 0, 0
-    pa = _pa()
     import pyarrow.compute as pc
 
     with_error = len(error) - error.null_count

@@ -241,7 +241,6 @@ def json_texts(values, marks, proto, top=None):
 def json_values_json(values, spec=None):
     """Each value of a JSON format's column as ``json.dumps`` prints the document (the module
     docstring); ``spec``: the target spec it was read with (`kafkafmt.values.json._plan`)."""
-    pa = _pa()
     t = values.type
     marks = _spec_marks(spec, t) if spec is not None else None
     return json_texts(values, marks, False)
