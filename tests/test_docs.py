@@ -112,22 +112,34 @@ def workdir(tmp_path, sample_root, monkeypatch):
     return tmp_path
 
 
+_SHELL_OPERATORS = "|;&<>()"
+
+
+def plain_command(cmd):
+    """The words of a console line that is one command without a pipe, redirection, list or expansion (it
+    runs the same in the test's process), else None (it needs a shell)."""
+    lex = shlex.shlex(cmd, posix=True, punctuation_chars=_SHELL_OPERATORS)
+    lex.whitespace_split = True
+    words = list(lex)
+    if any(set(w) <= set(_SHELL_OPERATORS) or any(c in w for c in "$`*?~") for w in words):
+        return None
+    return words
+
+
 def run_console(block, cwd):
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     env["PYTHONWARNINGS"] = "ignore"
     for cmd, expected in console_commands(block.text):
         assert cmd.startswith("kafkafmt "), f"{block}: a console block runs kafkafmt commands, not {cmd!r}"
-        words = shlex.split(cmd, comments=True)
-        if not any(c in cmd.split("#")[0] for c in "|;&<>$`*"):      # one command, no shell: in this process
+        words = plain_command(cmd)
+        if words is not None:
             r = kcli.run(*words[1:], cwd=cwd)
-            assert r.returncode == 0, f"{block}: `{cmd}` exited {r.returncode}\n{r.stdout}\n{r.stderr}"
-            expect_lines(expected, r.stdout, f"{block}: `{cmd}`")
-            continue
-        # ``kafkafmt`` is the console script of this interpreter's installation
-        script = f"kafkafmt() {{ {sys.executable!r} -m kafkafmt \"$@\"; }}\nset -o pipefail\n{cmd}\n"
-        r = subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True,
-                           timeout=300)
+        else:
+            # ``kafkafmt`` is the console script of this interpreter's installation
+            script = f"kafkafmt() {{ {sys.executable!r} -m kafkafmt \"$@\"; }}\nset -o pipefail\n{cmd}\n"
+            r = subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True,
+                               timeout=300)
         assert r.returncode == 0, f"{block}: `{cmd}` exited {r.returncode}\n{r.stdout}\n{r.stderr}"
         expect_lines(expected, r.stdout, f"{block}: `{cmd}`")
 
