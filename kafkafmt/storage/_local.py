@@ -46,8 +46,8 @@ class LocalStorage(Storage):
                             add(Entry(name, e.path, 0, True, None, e.is_symlink()))
                         elif sized is None or name.endswith(sized):
                             add(Entry(name, e.path, e.stat().st_size, False, None, e.is_symlink()))
-                        else:          # (a side file: no stat, and what it links to is not asked)
-                            add(Entry(name, e.path, None, False, None, False))
+                        else:          # (a side file: no stat; is_symlink reads the listing's type)
+                            add(Entry(name, e.path, None, False, None, e.is_symlink()))
                     except FileNotFoundError:      # vanished between listing and stat
                         continue
         except OSError as exc:
