@@ -143,6 +143,10 @@ def folder_kind(path, entries=None, storage=None, cache=None):
     return None
 
 
+_SIDE_KINDS = ("index", "timeindex", "txnindex")
+_SIDE_SUFFIX = {k: "." + k for k in _SIDE_KINDS}
+
+
 def list_segments(folder, report=None, storage=None, cache=None, *, entries=None):
     """The segments of a partition folder in offset order (sizes, versions and side files from one
     listing: ``entries``, when the caller listed the folder already, else listed here).
@@ -183,15 +187,20 @@ def list_segments(folder, report=None, storage=None, cache=None, *, entries=None
     """
     storage, folder = _storage_of(folder, storage)
     entries = _listing(folder, storage, cache) if entries is None else entries
-    names = {e.name: e for e in entries if not e.is_dir}
+    names = {e.name for e in entries if not e.is_dir}
+    local = storage.is_local        # (a local listing's path is the folder as given joined with the name)
     segments = []
-    for name, e in names.items():
-        m = SEGMENT_LOG.match(name) if name.endswith(".log") else None
-        if m:
-            stem = name[:-len(".log")]
-            present = {k for k in ("index", "timeindex", "txnindex") if f"{stem}.{k}" in names}
-            segments.append(Segment(folder, int(m.group("base")), e.size, storage=storage, present=present,
-                                    version=e.version))
+    for e in entries:
+        name = e.name
+        if e.is_dir:
+            continue
+        if name.endswith(".log"):
+            if not SEGMENT_LOG.match(name):
+                continue
+            stem = name[:-4]
+            present = {k for k in _SIDE_KINDS if stem + _SIDE_SUFFIX[k] in names}
+            segments.append(Segment(folder, int(stem), e.size, storage=storage, present=present, version=e.version,
+                                    stem=e.path[:-4] if local else None))
         elif report is not None and name.endswith(LEFTOVER_SUFFIXES) and is_leftover_segment_file(name):
             report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(e.path),
                                       "broker leftover (deleted/cleaned/swap file) skipped"))

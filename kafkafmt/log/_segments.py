@@ -56,7 +56,7 @@ class Segment:
                  "remote", "tiered_keys", "version", "_cache")
 
     def __init__(self, folder, base_offset, size=None, *, storage, present=None, remote=None, tiered_keys=None,
-                 version=None):
+                 version=None, stem=None):
         self.folder = folder
         self.base_offset = base_offset
         self.storage = storage
@@ -70,7 +70,8 @@ class Segment:
             self.size = remote.original_size if size is None else size
             self.version = remote.versions.get("log")
         else:
-            stem = storage.join(folder, segment_file_name(base_offset, ""))
+            if stem is None:      # (a listing gives it: its .log file's path without the suffix)
+                stem = storage.join(folder, segment_file_name(base_offset, ""))
             self.log = stem + ".log"
             self.index = stem + ".index"
             self.timeindex = stem + ".timeindex"
