@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 
+from kafkafmt._util.files import read_whole
 from kafkafmt.errors import ObjectChangedError, StorageError, StorageNotFoundError, StoragePermissionError
 from kafkafmt.storage._base import SETTLE_SECONDS, Blob, Entry, Storage
 
@@ -116,6 +117,8 @@ class LocalStorage(Storage):
 
     def read_bytes(self, path, start=0, stop=None):
         try:
+            if not start and stop is None:
+                return read_whole(path)
             with open(path, "rb") as f:
                 f.seek(start)
                 return f.read(-1 if stop is None else stop - start)

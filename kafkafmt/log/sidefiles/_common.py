@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 
+from kafkafmt._util.files import read_whole
 from kafkafmt.errors import EncodeError
 
 __all__ = ["INDEX_DTYPE", "TIMEINDEX_DTYPE", "TXNINDEX_DTYPE", "PRODUCER_ENTRY_DTYPE", "EPOCH_ENTRY_DTYPE",
@@ -49,8 +50,7 @@ NO_TIMESTAMP = -1
 def load_source(src):
     """(buffer, file name or None) for a path or a bytes-like object."""
     if isinstance(src, (str, os.PathLike)):
-        with open(src, "rb") as f:
-            return f.read(), os.fspath(src)
+        return read_whole(src), os.fspath(src)
     if isinstance(src, (bytes, bytearray, memoryview)):
         return memoryview(src).cast("B") if isinstance(src, memoryview) else src, None
     raise TypeError(f"expected a path or a bytes-like object, got {type(src).__name__}")
