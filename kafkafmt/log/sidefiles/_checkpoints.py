@@ -73,6 +73,10 @@ def java_split(line):
 def java_int(text, lo, hi, what, name, pos):
     # at most 19 significant digits (int64) before int(): longer ones are out of range anyway, and
     # int() refuses strings of more than 4300 digits with a ValueError
+    if len(text) < 19 and text.isascii() and text.isdigit():     # (the usual field: plain ASCII digits)
+        value = int(text)
+        if lo <= value <= hi:
+            return value
     if not _INT_RE.fullmatch(text) or len(text.lstrip("+-").lstrip("0")) > 19:
         raise CorruptRecordError(f"malformed {what} {text[:40]!r}", file=name, position=pos)
     value = int(text.lstrip("+-").lstrip("0") or "0") * (-1 if text.startswith("-") else 1)
