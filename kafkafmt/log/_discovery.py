@@ -36,7 +36,7 @@ from kafkafmt.log import sidefiles
 from kafkafmt.log import tiered
 from kafkafmt.errors import IncarnationError, KafkafmtError, KafkafmtWarning, NotALogDirError, PathNotFoundError, StorageError
 from kafkafmt.log._names import (holds_segment_files, is_leftover_dir, is_leftover_segment_file, partition_of_name,
-                            LEFTOVER_SUFFIXES, SEGMENT_LOG)
+                            LEFTOVER_SUFFIXES, SEGMENT_LOG, SIDE_FILE_KINDS)
 from kafkafmt.log._copies import live_topic_ids, resolve_copies, METADATA_TOPIC
 from kafkafmt.log._notes import ReportEntry, ReportKind
 from kafkafmt.log._segments import Segment
@@ -143,8 +143,7 @@ def folder_kind(path, entries=None, storage=None, cache=None):
     return None
 
 
-_SIDE_KINDS = ("index", "timeindex", "txnindex")
-_SIDE_SUFFIX = {k: "." + k for k in _SIDE_KINDS}
+_SIDE_SUFFIX = {k: "." + k for k in SIDE_FILE_KINDS}
 
 
 def list_segments(folder, report=None, storage=None, cache=None, *, entries=None):
@@ -198,7 +197,7 @@ def list_segments(folder, report=None, storage=None, cache=None, *, entries=None
             if not SEGMENT_LOG.match(name):
                 continue
             stem = name[:-4]
-            present = {k for k in _SIDE_KINDS if stem + _SIDE_SUFFIX[k] in names}
+            present = {k for k in SIDE_FILE_KINDS if stem + _SIDE_SUFFIX[k] in names}
             segments.append(Segment(folder, int(stem), e.size, storage=storage, present=present, version=e.version,
                                     stem=e.path[:-4] if local else None))
         elif report is not None and name.endswith(LEFTOVER_SUFFIXES) and is_leftover_segment_file(name):

@@ -12,7 +12,7 @@ import re
 
 from kafkafmt.log import sidefiles
 
-__all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES", "segment_file_name", "segment_base",
+__all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES", "SIDE_FILE_KINDS", "segment_file_name", "segment_base",
            "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir", "is_leftover_segment_file",
            "is_segment_file", "holds_segment_files", "file_kind"]
 #: a partition folder: ``<topic>-<partition>`` (topic names may hold dashes and dots)
@@ -29,6 +29,8 @@ _LEFTOVER_FILE = re.compile(r"^\d{20}\.(log|index|timeindex|txnindex|snapshot)\.
 _LEFTOVER_DIR = re.compile(r".*-(delete|future|stray)$")
 #: files a broker keeps inside a partition folder besides segments
 PARTITION_FILES = ("partition.metadata", "leader-epoch-checkpoint")
+#: a segment's side files, by the suffix of their names (``<base>.index`` ...)
+SIDE_FILE_KINDS = ("index", "timeindex", "txnindex")
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:

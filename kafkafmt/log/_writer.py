@@ -56,13 +56,12 @@ from kafkafmt.record import encode_columns, encode_control, encode_empty_batch, 
 from kafkafmt.errors import EncodeError, KafkafmtError, PartitionLockedError
 from kafkafmt.log._discovery import list_segments
 from kafkafmt.log._framing import scan_range
-from kafkafmt.log._names import PARTITION_DIR, PARTITION_FILES, file_kind, is_segment_file, segment_file_name
+from kafkafmt.log._names import PARTITION_DIR, PARTITION_FILES, SIDE_FILE_KINDS, file_kind, is_segment_file, segment_file_name
 
 __all__ = ["LogWriter", "write_log_dir"]
 
 #: the largest offset a segment's indexes can hold, relative to its base offset (LogSegment.shouldRoll)
 _MAX_RELATIVE_OFFSET = 0x7FFFFFFF
-_SIDE_FILES = ("index", "timeindex", "txnindex")
 
 
 class _PartitionState:
@@ -123,7 +122,7 @@ class _PartitionState:
                 target = name[:-len(TMP_SUFFIX)]
                 if target in PARTITION_FILES or (is_segment_file(target) and file_kind(target) != "producer-snapshot"):
                     out.append(name)
-            elif is_segment_file(name) and file_kind(name) in _SIDE_FILES and int(name[:20]) >= self.log_end \
+            elif is_segment_file(name) and file_kind(name) in SIDE_FILE_KINDS and int(name[:20]) >= self.log_end \
                     and segment_file_name(int(name[:20]), ".log") not in logs:
                 out.append(name)
         return out

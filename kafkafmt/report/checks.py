@@ -26,7 +26,7 @@ import numpy as np
 from kafkafmt.log import sidefiles
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.read import ReadOptions, iter_log_dir_with
-from kafkafmt.log import ReportKind, file_kind, is_leftover_file, segment_base
+from kafkafmt.log import SIDE_FILE_KINDS, ReportKind, file_kind, is_leftover_file, segment_base
 from kafkafmt.record import Table
 from kafkafmt.report.figures import CHUNK_BYTES
 from kafkafmt.report.problems import Problem, report_problem
@@ -61,7 +61,6 @@ def _read_from_zero(part, report, options):
 
 #: the files of a partition folder beside its segments that the checks read
 _OTHER_FILES = ("producer-snapshot", "leader-epoch", "partition-metadata")
-_SIDE_KINDS = ("index", "timeindex", "txnindex")
 
 
 def _side_file(part, name, full):
@@ -93,7 +92,7 @@ def will_check(parts):
         listed = _listed(pd)
         items = wanted.setdefault(pd.storage, [])
         for seg in pd.list_segments():
-            for kind in _SIDE_KINDS:
+            for kind in SIDE_FILE_KINDS:
                 e = listed.get(getattr(seg, kind)) if seg.remote is None and seg.has(kind) else None
                 if e is not None:
                     items.append((e.path, e.size, e.version))
