@@ -1,10 +1,52 @@
-"""What a read skipped or did in a degraded way, typed: `ReportEntry` of a `ReportKind`."""
+"""What a read skipped or did in a degraded way, typed: `ReportEntry` of a `ReportKind`; and how such a
+note reads, shared with the other notes that name a place in a file (a recovery's actions, a command's
+problems): its fields as a mapping (`FieldsAsMapping`), its place in words (`place_text`).
+"""
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
 
-__all__ = ["ReportKind", "ReportEntry"]
+__all__ = ["ReportKind", "ReportEntry", "FieldsAsMapping", "place_text"]
+
+
+class FieldsAsMapping:
+    """A mixin for a dataclass whose instances read also as a mapping: ``note["start"]``,
+    ``note.get("reason")``."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key):
+        return getattr(self, key)
+
+    def get(self, key, default=None):
+        """A field by name, or ``default`` when there is no such field (as `dict.get`).
+
+        Parameters
+        ----------
+        key : str
+            A field name (a property too, such as ``reason``).
+        default : optional
+            What a name that is not a field gives.
+
+        Returns
+        -------
+        object
+        """
+        return getattr(self, key, default)
+
+
+def place_text(file, start=None, end=None, offset=None):
+    """Where in a file, in words: ``file position start..end (offset N)``, each part left out when
+    unknown (``..end`` also when the range is empty)."""
+    where = file
+    if start is not None:
+        where += f" position {start}"
+        if end is not None and end > start:
+            where += f"..{end}"
+    if offset is not None:
+        where += f" (offset {offset})"
+    return where
 
 
 class ReportKind(enum.Enum):
@@ -66,7 +108,7 @@ class ReportKind(enum.Enum):
 
 
 @dataclass(frozen=True)
-class ReportEntry:
+class ReportEntry(FieldsAsMapping):
     """Something skipped or read in a degraded way. Reads also as a mapping (``entry["start"]``,
     ``entry.get("reason")``).
 
@@ -121,25 +163,6 @@ class ReportEntry:
     def is_damage(self):
         """A corrupt range or a truncated tail: data that could not be read."""
         return self.kind in (ReportKind.CORRUPT, ReportKind.TRUNCATED)
-
-    def __getitem__(self, key):
-        return getattr(self, key)
-
-    def get(self, key, default=None):
-        """A field by name, or ``default`` when there is no such field (as `dict.get`).
-
-        Parameters
-        ----------
-        key : str
-            A field name (``kind``, ``file``, ``message``, ``reason``, ``start``, ``end``, ``offset``).
-        default : optional
-            What a name that is not a field gives.
-
-        Returns
-        -------
-        object
-        """
-        return getattr(self, key, default)
 
     def __contains__(self, key):
         return hasattr(self, key)

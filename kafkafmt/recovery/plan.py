@@ -61,7 +61,7 @@ from kafkafmt.recovery.indexes import (ProducerState, index_entries, leader_epoc
                                        scan_segment, segment_span)
 from kafkafmt.log import find_log_dirs, folder_kind
 from kafkafmt.log import PARTITION_DIR, is_leftover_dir, segment_base, segment_file_name
-from kafkafmt.log import ReportEntry, ReportKind
+from kafkafmt.log import FieldsAsMapping, ReportEntry, ReportKind, place_text
 from kafkafmt.log import DEFAULT_INDEX_INTERVAL
 
 __all__ = ["ActionKind", "RecoveryAction", "RecoveryPlan", "plan_recovery", "TEMP_SUFFIX", "OPEN_TRANSACTIONS"]
@@ -88,7 +88,7 @@ class ActionKind(enum.Enum):
 
 
 @dataclass(frozen=True)
-class RecoveryAction:
+class RecoveryAction(FieldsAsMapping):
     """One change a recovery makes. Reads also as a mapping, like `ReportEntry`.
 
     Parameters
@@ -211,35 +211,8 @@ class RecoveryAction:
     removed, 2 intact batches kept (Kafka would truncate at position 352): CRC mismatch: the stored
     checksum does not match the batch's bytes; 317 bytes
         """
-        where = self.file
-        if self.kind is ActionKind.RENAME:
-            where += f" -> {os.path.basename(self.target)}"
-        if self.start is not None:
-            where += f" position {self.start}"
-            if self.end is not None and self.end > self.start:
-                where += f"..{self.end}"
-        if self.offset is not None:
-            where += f" (offset {self.offset})"
-        return f"{self.kind.value}: {where}: {self.message}"
-
-    def __getitem__(self, key):
-        return getattr(self, key)
-
-    def get(self, key, default=None):
-        """A field by name, or ``default`` when there is no such field (as `dict.get`).
-
-        Parameters
-        ----------
-        key : str
-            A field name.
-        default : optional
-            What a name that is not a field gives.
-
-        Returns
-        -------
-        object
-        """
-        return getattr(self, key, default)
+        where = self.file + (f" -> {os.path.basename(self.target)}" if self.kind is ActionKind.RENAME else "")
+        return f"{self.kind.value}: {place_text(where, self.start, self.end, self.offset)}: {self.message}"
 
 
 @dataclass

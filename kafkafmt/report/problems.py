@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkafmt.log import ReportKind
+from kafkafmt.log import ReportKind, place_text
 
 
 @dataclass
@@ -27,14 +27,7 @@ class Problem:
         return self.severity == "error" and self.kind not in (ReportKind.FROM_COPY, ReportKind.DAMAGED_COPY)
 
     def text(self):
-        where = self.file
-        if self.position is not None:
-            where += f" position {self.position}"
-            if self.end is not None and self.end > self.position:
-                where += f"..{self.end}"
-        if self.offset is not None:
-            where += f" (offset {self.offset})"
-        return f"{self.severity}: {where}: {self.message}"
+        return f"{self.severity}: {place_text(self.file, self.position, self.end, self.offset)}: {self.message}"
 
     def to_json(self):
         return {"type": "problem", "severity": self.severity, "file": self.file, "position": self.position,
