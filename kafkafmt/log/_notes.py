@@ -1,39 +1,13 @@
-"""What a read skipped or did in a degraded way, typed: `ReportEntry` of a `ReportKind`; and how such a
-note reads, shared with the other notes that name a place in a file (a recovery's actions, a command's
-problems): its fields as a mapping (`FieldsAsMapping`), its place in words (`place_text`).
+"""What a read skipped or did in a degraded way, typed: `ReportEntry` of a `ReportKind`; and what it shares
+with the other notes that name a place in a file: the fields of a `Note` (a recovery's actions are notes too), read
+also as a mapping, and the place in words (`place_text`, a command's problems use it too).
 """
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
 
-__all__ = ["ReportKind", "ReportEntry", "FieldsAsMapping", "place_text"]
-
-
-class FieldsAsMapping:
-    """A mixin for a dataclass whose instances read also as a mapping: ``note["start"]``,
-    ``note.get("reason")``."""
-
-    __slots__ = ()
-
-    def __getitem__(self, key):
-        return getattr(self, key)
-
-    def get(self, key, default=None):
-        """A field by name, or ``default`` when there is no such field (as `dict.get`).
-
-        Parameters
-        ----------
-        key : str
-            A field name (a property too, such as ``reason``).
-        default : optional
-            What a name that is not a field gives.
-
-        Returns
-        -------
-        object
-        """
-        return getattr(self, key, default)
+__all__ = ["ReportKind", "ReportEntry", "Note", "place_text"]
 
 
 def place_text(file, start=None, end=None, offset=None):
@@ -108,7 +82,46 @@ class ReportKind(enum.Enum):
 
 
 @dataclass(frozen=True)
-class ReportEntry(FieldsAsMapping):
+class Note:
+    """What a note on a place in a file holds -- its ``kind``, the ``file``, the ``message``, the byte
+    range ``start``..``end`` and the ``offset`` concerned (each None when unknown) -- read also as a
+    mapping (``note["start"]``, ``note.get("reason")``). The base of `ReportEntry` and of a recovery's
+    actions, which document the fields in their own words."""
+    kind: object
+    file: str
+    message: str
+    start: object = None
+    end: object = None
+    offset: object = None
+
+    @property
+    def reason(self):
+        """The ``message`` (the name older callers use)."""
+        return self.message
+
+    def __getitem__(self, key):
+        return getattr(self, key)
+
+    def get(self, key, default=None):
+        """A field by name, or ``default`` when there is no such field (as `dict.get`).
+
+        Parameters
+        ----------
+        key : str
+            A field name (``kind``, ``file``, ``message``, ``reason``, ``start``, ``end``, ``offset``, and
+            those of the note's own class).
+        default : optional
+            What a name that is not a field gives.
+
+        Returns
+        -------
+        object
+        """
+        return getattr(self, key, default)
+
+
+@dataclass(frozen=True)
+class ReportEntry(Note):
     """Something skipped or read in a degraded way. Reads also as a mapping (``entry["start"]``,
     ``entry.get("reason")``).
 
@@ -147,18 +160,6 @@ class ReportEntry(FieldsAsMapping):
     >>> entry.is_damage
     True
     """
-    kind: ReportKind
-    file: str
-    message: str
-    start: object = None
-    end: object = None
-    offset: object = None
-
-    @property
-    def reason(self):
-        """The ``message`` (the name older callers use)."""
-        return self.message
-
     @property
     def is_damage(self):
         """A corrupt range or a truncated tail: data that could not be read."""

@@ -61,7 +61,7 @@ from kafkafmt.recovery.indexes import (ProducerState, index_entries, leader_epoc
                                        scan_segment, segment_span)
 from kafkafmt.log import find_log_dirs, folder_kind
 from kafkafmt.log import PARTITION_DIR, is_leftover_dir, segment_base, segment_file_name
-from kafkafmt.log import FieldsAsMapping, ReportEntry, ReportKind, place_text
+from kafkafmt.log import Note, ReportEntry, ReportKind, place_text
 from kafkafmt.log import DEFAULT_INDEX_INTERVAL
 
 __all__ = ["ActionKind", "RecoveryAction", "RecoveryPlan", "plan_recovery", "TEMP_SUFFIX", "OPEN_TRANSACTIONS"]
@@ -88,7 +88,7 @@ class ActionKind(enum.Enum):
 
 
 @dataclass(frozen=True)
-class RecoveryAction(FieldsAsMapping):
+class RecoveryAction(Note):
     """One change a recovery makes. Reads also as a mapping, like `ReportEntry`.
 
     Parameters
@@ -135,12 +135,6 @@ class RecoveryAction(FieldsAsMapping):
     >>> cut["removed"]
     ((352, 669, "CRC mismatch: the stored checksum does not match the batch's bytes; 317 bytes"),)
     """
-    kind: ActionKind
-    file: str
-    message: str
-    start: object = None
-    end: object = None
-    offset: object = None
     target: object = None                                   # RENAME: the new name
     removed: tuple = ()                                      # CUT: ((start, end, reason), ...)
     data: object = field(default=None, repr=False)          # WRITE: the new contents
@@ -174,11 +168,6 @@ class RecoveryAction(FieldsAsMapping):
                  f"offsets from {a} on (how many: unreadable)" for a, b in self.lost]
         n = self.offsets_lost
         return "records lost: " + ", ".join(parts) + (f" ({n} offsets)" if n else "")
-
-    @property
-    def reason(self):
-        """The ``message`` (as `ReportEntry.reason`)."""
-        return self.message
 
     @property
     def bytes_removed(self):
