@@ -142,13 +142,9 @@ class ReportEntry(Note):
     --------
     A damaged copy of a sample segment, read with ``errors="salvage"``:
 
-    >>> import shutil
     >>> import kafkafmt
-    >>> from kafkafmt.sample import sample_dir
-    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
-    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:
-    ...     _ = f.seek(400)
-    ...     _ = f.write(b"\\xff" * 8)
+    >>> from kafkafmt.sample import damaged_copy
+    >>> folder = damaged_copy("damaged/payments-0")     # its second batch damaged
     >>> recs = kafkafmt.read_segment(f"{folder}/00000000000000000000.log", errors="salvage")
     >>> len(recs)
     30

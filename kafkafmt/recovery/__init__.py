@@ -80,13 +80,9 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
     ``apply=True`` carries it out (the damaged records are gone, the others read again) and
     `undo_recovery` puts every byte back:
 
-    >>> import shutil
     >>> import kafkafmt
-    >>> from kafkafmt.sample import sample_dir
-    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
-    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:     # damage the second batch
-    ...     _ = f.seek(400)
-    ...     _ = f.write(b"\\xff" * 8)
+    >>> from kafkafmt.sample import damaged_copy
+    >>> folder = damaged_copy("damaged/payments-0")     # its second batch damaged
     >>> kafkafmt.read_log_dir(folder)
     Traceback (most recent call last):
     ...

@@ -538,13 +538,9 @@ def undo(manifest, *, force=False):
 
     Examples
     --------
-    >>> import shutil
     >>> import kafkafmt
-    >>> from kafkafmt.sample import sample_dir
-    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
-    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:     # damage the second batch
-    ...     _ = f.seek(400)
-    ...     _ = f.write(b"\\xff" * 8)
+    >>> from kafkafmt.sample import damaged_copy
+    >>> folder = damaged_copy("damaged/payments-0")     # its second batch damaged
     >>> before = open(f"{folder}/00000000000000000000.log", "rb").read()
     >>> plan = kafkafmt.recover(folder, apply=True, backup="backup")
     >>> for path in kafkafmt.undo_recovery(plan.manifests[0]):

@@ -122,13 +122,9 @@ class RecoveryAction(Note):
 
     Examples
     --------
-    >>> import shutil
     >>> import kafkafmt
-    >>> from kafkafmt.sample import sample_dir
-    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
-    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:     # damage the second batch
-    ...     _ = f.seek(400)
-    ...     _ = f.write(b"\\xff" * 8)
+    >>> from kafkafmt.sample import damaged_copy
+    >>> folder = damaged_copy("damaged/payments-0")     # its second batch damaged
     >>> cut = kafkafmt.recover(folder).actions[0]
     >>> cut.kind, cut.start, cut.end, cut.offset, cut.bytes_removed
     (<ActionKind.CUT: 'cut'>, 352, 669, 20, 317)
@@ -188,13 +184,9 @@ class RecoveryAction(Note):
 
         Examples
         --------
-    >>> import shutil
     >>> import kafkafmt
-    >>> from kafkafmt.sample import sample_dir
-    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
-    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:     # damage the second batch
-    ...     _ = f.seek(400)
-    ...     _ = f.write(b"\\xff" * 8)
+    >>> from kafkafmt.sample import damaged_copy
+    >>> folder = damaged_copy("damaged/payments-0")     # its second batch damaged
     >>> print(kafkafmt.recover(folder).actions[0].text())
     cut: .../damaged/payments-0/00000000000000000000.log position 352..669 (offset 20): 1 damaged range(s)
     removed, 2 intact batches kept (Kafka would truncate at position 352): CRC mismatch: the stored
@@ -239,13 +231,9 @@ class RecoveryPlan:
 
     Examples
     --------
-    >>> import shutil
     >>> import kafkafmt
-    >>> from kafkafmt.sample import sample_dir
-    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
-    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:     # damage the second batch
-    ...     _ = f.seek(400)
-    ...     _ = f.write(b"\\xff" * 8)
+    >>> from kafkafmt.sample import damaged_copy
+    >>> folder = damaged_copy("damaged/payments-0")     # its second batch damaged
     >>> plan = kafkafmt.recover(folder)
     >>> [a.kind.value for a in plan.actions], plan.bytes_removed
     (['cut', 'write', 'write'], 317)
@@ -300,13 +288,9 @@ class RecoveryPlan:
 
         Examples
         --------
-    >>> import shutil
     >>> import kafkafmt
-    >>> from kafkafmt.sample import sample_dir
-    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
-    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:     # damage the second batch
-    ...     _ = f.seek(400)
-    ...     _ = f.write(b"\\xff" * 8)
+    >>> from kafkafmt.sample import damaged_copy
+    >>> folder = damaged_copy("damaged/payments-0")     # its second batch damaged
     >>> print(kafkafmt.recover(folder).text())
     damage (records removed, logs changed):
       cut: .../damaged/payments-0/00000000000000000000.log position 352..669 (offset 20): ...
