@@ -5,8 +5,12 @@ every removed byte and replaced file saved in a backup folder and listed in a ma
 ``undo(manifest)`` reverts. ``rebuild_indexes(segment)`` computes one segment's indexes from its
 ``.log`` alone.
 
-Modules: `plan` (what to do and why), `indexes` (scanning a segment, rebuilding its indexes and
-the producer state), `apply` (the journal: backups, manifest, undo), `lock` (the broker's ``.lock``).
+Modules: `plan` (what to do and why: a partition's segments walked rule by rule), with `actions` (what a
+plan is made of), `roots` (the paths given), `names` (the file names planned by), `leftovers` (the broker's
+own), `overlaps` (segments placed against their content), `damage` (what damaged bytes held),
+`transactions` (those the damage leaves open), `routine` (indexes, snapshots, checkpoints); `indexes`
+(scanning a segment, rebuilding its indexes and the producer state), `apply` (the journal: backups,
+manifest, undo), `lock` (the broker's ``.lock``).
 """
 from __future__ import annotations
 

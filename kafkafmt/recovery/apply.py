@@ -36,7 +36,9 @@ from kafkafmt._native.scan import crc32c
 from kafkafmt._util.durable import crash_point, fsync_dir
 from kafkafmt.errors import RecoveryError
 from kafkafmt.recovery.lock import LOCK_FILE, locked_log_dir
-from kafkafmt.recovery.plan import TEMP_SUFFIX, ActionKind
+from kafkafmt.log import RECOVERY_POINT_CHECKPOINT
+from kafkafmt.recovery.actions import ActionKind
+from kafkafmt.recovery.names import TEMP_SUFFIX
 
 __all__ = ["apply_plan", "undo", "MANIFEST"]
 
@@ -227,7 +229,7 @@ def _apply_root(root, actions, folder, plan):
     changed = []
     try:
         for n, a in enumerate(actions):
-            if a.kind is ActionKind.WRITE and os.path.basename(a.file) == "recovery-point-offset-checkpoint":
+            if a.kind is ActionKind.WRITE and os.path.basename(a.file) == RECOVERY_POINT_CHECKPOINT:
                 _sync_logs(root, synced)        # the recovery point moves only over data on disk
             try:
                 _apply_one(n, a, root, folder, journal)
