@@ -1,13 +1,14 @@
 """What a read skipped or did in a degraded way, typed: `ReportEntry` of a `ReportKind`; and what it shares
 with the other notes that name a place in a file: the fields of a `Note` (a recovery's actions are notes too), read
-also as a mapping, and the place in words (`place_text`, a command's problems use it too).
+also as a mapping, and the place in words (`place_text`, a command's problems use it too); a damaged range in
+the words every command uses (`damage_words`).
 """
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
 
-__all__ = ["ReportKind", "ReportEntry", "Note", "place_text"]
+__all__ = ["ReportKind", "ReportEntry", "Note", "place_text", "damage_words"]
 
 
 def place_text(file, start=None, end=None, offset=None):
@@ -163,3 +164,15 @@ class ReportEntry(Note):
 
     def __contains__(self, key):
         return hasattr(self, key)
+
+
+def damage_words(entry, skipped=False):
+    """A damaged range -- a `ReportEntry` of kind ZEROS, TRUNCATED or CORRUPT -- in the words every command
+    uses: what it is and its size in bytes (a corrupt range's ``message`` first; ``skipped`` says a read
+    went on after it)."""
+    n = int(entry.end) - int(entry.start)
+    if entry.kind is ReportKind.ZEROS:
+        return f"zero-filled tail of {n} bytes (preallocated file)"
+    if entry.kind is ReportKind.TRUNCATED:
+        return f"truncated final batch: {n} bytes after the last complete batch"
+    return f"{entry.message}; {n} bytes" + (" skipped" if skipped else "")

@@ -1,10 +1,8 @@
 """What damaged bytes held: the offsets a damaged range of a segment removes (counted from the intact
-batches around it, else from the damaged batch's own header) and the damage in ``verify``'s words."""
+batches around it, else from the damaged batch's own header)."""
 from __future__ import annotations
 
-from kafkafmt.log import ReportKind
-
-__all__ = ["INT32_MAX", "lost_tuple", "first_at_stake", "lost_range", "header_last_offset", "damage_words"]
+__all__ = ["INT32_MAX", "lost_tuple", "first_at_stake", "lost_range", "header_last_offset"]
 
 INT32_MAX = 2**31 - 1
 
@@ -73,13 +71,3 @@ def header_last_offset(path, start, end):
     bytes are zeros: no record)."""
     head = _header_offsets(path, start, end)
     return head if head is False else None if head is None else head[1]
-
-
-def damage_words(entry):
-    """A damage entry in ``verify``'s words."""
-    n = int(entry.end) - int(entry.start)
-    if entry.kind is ReportKind.ZEROS:
-        return f"zero-filled tail of {n} bytes (preallocated file)"
-    if entry.kind is ReportKind.TRUNCATED:
-        return f"truncated final batch: {n} bytes after the last complete batch"
-    return f"{entry.message}; {n} bytes"

@@ -58,9 +58,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from kafkafmt.log import DEFAULT_INDEX_INTERVAL, ReportEntry, ReportKind, is_leftover_dir, sidefiles
+from kafkafmt.log import DEFAULT_INDEX_INTERVAL, ReportEntry, ReportKind, damage_words, is_leftover_dir, sidefiles
 from kafkafmt.recovery.actions import ActionKind, RecoveryAction, RecoveryPlan
-from kafkafmt.recovery.damage import damage_words, first_at_stake, header_last_offset, lost_range, lost_tuple
+from kafkafmt.recovery.damage import first_at_stake, header_last_offset, lost_range, lost_tuple
 from kafkafmt.recovery.indexes import ProducerState
 from kafkafmt.recovery.leftovers import plan_leftovers
 from kafkafmt.recovery.names import INDEX_SUFFIXES, TEMP_SUFFIX, log_base
