@@ -99,6 +99,36 @@ def sample_dir(create=True) -> str:
     return root
 
 
+def damaged_copy(dest) -> str:
+    """A copy of the sample's ``payments-0`` partition whose second batch is damaged, to try salvaging reads,
+    ``verify`` and `kafkafmt.recover` on: 8 bytes of the batch at positions 352..669 of the first segment
+    (offsets 20..34) are overwritten, so its CRC no longer matches; the batches around it are intact.
+
+    Parameters
+    ----------
+    dest : str or os.PathLike
+        The partition folder to create (its parent folders are created; it must not exist).
+
+    Returns
+    -------
+    str
+        ``dest``.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.sample import damaged_copy
+    >>> folder = damaged_copy("damaged/payments-0")
+    >>> [(e.kind.value, e.start, e.end, e.offset) for e in kafkafmt.read_log_dir(folder, errors="salvage").report]
+    [('corrupt', 352, 669, 20)]
+    """
+    folder = shutil.copytree(os.path.join(sample_dir(), "payments-0"), dest)
+    with open(os.path.join(folder, "00000000000000000000.log"), "r+b") as f:
+        f.seek(400)
+        f.write(b"\xff" * 8)
+    return folder
+
+
 def _order(rnd, i, customer):
     return json.dumps({
         "order_id": f"o-{i:07d}", "customer": customer, "amount": round(rnd.uniform(3, 400), 2),

@@ -14,7 +14,7 @@ from kafkafmt.log._names import (PARTITION_DIR, SEGMENT_LOG, LEFTOVER_SUFFIXES, 
                                  segment_file_name,
                                  segment_base, log_name_of, partition_of_name, is_leftover_file, is_leftover_dir,
                                  is_leftover_segment_file, is_segment_file, holds_segment_files, file_kind)
-from kafkafmt.log._notes import (ReportKind, ReportEntry)
+from kafkafmt.log._notes import (ReportKind, ReportEntry, Note, place_text, damage_words)
 from kafkafmt.log._framing import (window, entry_size_at, scan_range, batch_at, batch_base_offset, last_offset_from,
                                    not_kafka_reason, not_kafka_file)
 from kafkafmt.log._ranges import (read_range)
@@ -40,7 +40,7 @@ from kafkafmt.log import tiered  # tiered-storage layouts
 __all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES", "SIDE_FILE_KINDS", "segment_file_name",
            "segment_base", "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir",
            "is_leftover_segment_file", "is_segment_file", "holds_segment_files", "file_kind", "ReportKind",
-           "ReportEntry", "window", "entry_size_at", "scan_range", "batch_at", "batch_base_offset",
+           "ReportEntry", "Note", "place_text", "damage_words", "window", "entry_size_at", "scan_range", "batch_at", "batch_base_offset",
            "last_offset_from", "not_kafka_reason", "not_kafka_file", "read_range", "Segment", "DEFAULT_INDEX_INTERVAL",
            "warn_fallbacks", "transactions", "committed_mask", "Copy", "COPY_STATES", "Partition", "Found", "MAX_DEPTH",
            "REPLICAS",

@@ -1,10 +1,27 @@
-"""What a read skipped or did in a degraded way, typed: `ReportEntry` of a `ReportKind`."""
+"""What a read skipped or did in a degraded way, typed: `ReportEntry` of a `ReportKind`; and what it shares
+with the other notes that name a place in a file: the fields of a `Note` (a recovery's actions are notes too), read
+also as a mapping, and the place in words (`place_text`, a command's problems use it too); a damaged range in
+the words every command uses (`damage_words`).
+"""
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
 
-__all__ = ["ReportKind", "ReportEntry"]
+__all__ = ["ReportKind", "ReportEntry", "Note", "place_text", "damage_words"]
+
+
+def place_text(file, start=None, end=None, offset=None):
+    """Where in a file, in words: ``file position start..end (offset N)``, each part left out when
+    unknown (``..end`` also when the range is empty)."""
+    where = file
+    if start is not None:
+        where += f" position {start}"
+        if end is not None and end > start:
+            where += f"..{end}"
+    if offset is not None:
+        where += f" (offset {offset})"
+    return where
 
 
 class ReportKind(enum.Enum):
@@ -66,7 +83,46 @@ class ReportKind(enum.Enum):
 
 
 @dataclass(frozen=True)
-class ReportEntry:
+class Note:
+    """What a note on a place in a file holds -- its ``kind``, the ``file``, the ``message``, the byte
+    range ``start``..``end`` and the ``offset`` concerned (each None when unknown) -- read also as a
+    mapping (``note["start"]``, ``note.get("reason")``). The base of `ReportEntry` and of a recovery's
+    actions, which document the fields in their own words."""
+    kind: object
+    file: str
+    message: str
+    start: object = None
+    end: object = None
+    offset: object = None
+
+    @property
+    def reason(self):
+        """The ``message`` (the name older callers use)."""
+        return self.message
+
+    def __getitem__(self, key):
+        return getattr(self, key)
+
+    def get(self, key, default=None):
+        """A field by name, or ``default`` when there is no such field (as `dict.get`).
+
+        Parameters
+        ----------
+        key : str
+            A field name (``kind``, ``file``, ``message``, ``reason``, ``start``, ``end``, ``offset``, and
+            those of the note's own class).
+        default : optional
+            What a name that is not a field gives.
+
+        Returns
+        -------
+        object
+        """
+        return getattr(self, key, default)
+
+
+@dataclass(frozen=True)
+class ReportEntry(Note):
     """Something skipped or read in a degraded way. Reads also as a mapping (``entry["start"]``,
     ``entry.get("reason")``).
 
@@ -87,13 +143,9 @@ class ReportEntry:
     --------
     A damaged copy of a sample segment, read with ``errors="salvage"``:
 
-    >>> import shutil
     >>> import kafkafmt
-    >>> from kafkafmt.sample import sample_dir
-    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
-    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:
-    ...     _ = f.seek(400)
-    ...     _ = f.write(b"\\xff" * 8)
+    >>> from kafkafmt.sample import damaged_copy
+    >>> folder = damaged_copy("damaged/payments-0")     # its second batch damaged
     >>> recs = kafkafmt.read_segment(f"{folder}/00000000000000000000.log", errors="salvage")
     >>> len(recs)
     30
@@ -105,41 +157,22 @@ class ReportEntry:
     >>> entry.is_damage
     True
     """
-    kind: ReportKind
-    file: str
-    message: str
-    start: object = None
-    end: object = None
-    offset: object = None
-
-    @property
-    def reason(self):
-        """The ``message`` (the name older callers use)."""
-        return self.message
-
     @property
     def is_damage(self):
         """A corrupt range or a truncated tail: data that could not be read."""
         return self.kind in (ReportKind.CORRUPT, ReportKind.TRUNCATED)
 
-    def __getitem__(self, key):
-        return getattr(self, key)
-
-    def get(self, key, default=None):
-        """A field by name, or ``default`` when there is no such field (as `dict.get`).
-
-        Parameters
-        ----------
-        key : str
-            A field name (``kind``, ``file``, ``message``, ``reason``, ``start``, ``end``, ``offset``).
-        default : optional
-            What a name that is not a field gives.
-
-        Returns
-        -------
-        object
-        """
-        return getattr(self, key, default)
-
     def __contains__(self, key):
         return hasattr(self, key)
+
+
+def damage_words(entry, skipped=False):
+    """A damaged range -- a `ReportEntry` of kind ZEROS, TRUNCATED or CORRUPT -- in the words every command
+    uses: what it is and its size in bytes (a corrupt range's ``message`` first; ``skipped`` says a read
+    went on after it)."""
+    n = int(entry.end) - int(entry.start)
+    if entry.kind is ReportKind.ZEROS:
+        return f"zero-filled tail of {n} bytes (preallocated file)"
+    if entry.kind is ReportKind.TRUNCATED:
+        return f"truncated final batch: {n} bytes after the last complete batch"
+    return f"{entry.message}; {n} bytes" + (" skipped" if skipped else "")

@@ -5,8 +5,12 @@ every removed byte and replaced file saved in a backup folder and listed in a ma
 ``undo(manifest)`` reverts. ``rebuild_indexes(segment)`` computes one segment's indexes from its
 ``.log`` alone.
 
-Modules: `plan` (what to do and why), `indexes` (scanning a segment, rebuilding its indexes and
-the producer state), `apply` (the journal: backups, manifest, undo), `lock` (the broker's ``.lock``).
+Modules: `plan` (what to do and why: a partition's segments walked rule by rule), with `actions` (what a
+plan is made of), `roots` (the paths given), `names` (the file names planned by), `leftovers` (the broker's
+own), `overlaps` (segments placed against their content), `damage` (what damaged bytes held),
+`transactions` (those the damage leaves open), `routine` (indexes, snapshots, checkpoints); `indexes`
+(scanning a segment, rebuilding its indexes and the producer state), `apply` (the journal: backups,
+manifest, undo), `lock` (the broker's ``.lock``).
 """
 from __future__ import annotations
 
@@ -80,13 +84,9 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
     ``apply=True`` carries it out (the damaged records are gone, the others read again) and
     `undo_recovery` puts every byte back:
 
-    >>> import shutil
     >>> import kafkafmt
-    >>> from kafkafmt.sample import sample_dir
-    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
-    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:     # damage the second batch
-    ...     _ = f.seek(400)
-    ...     _ = f.write(b"\\xff" * 8)
+    >>> from kafkafmt.sample import damaged_copy
+    >>> folder = damaged_copy("damaged/payments-0")     # its second batch damaged
     >>> kafkafmt.read_log_dir(folder)
     Traceback (most recent call last):
     ...

@@ -36,7 +36,9 @@ from kafkafmt._native.scan import crc32c
 from kafkafmt._util.durable import crash_point, fsync_dir
 from kafkafmt.errors import RecoveryError
 from kafkafmt.recovery.lock import LOCK_FILE, locked_log_dir
-from kafkafmt.recovery.plan import TEMP_SUFFIX, ActionKind
+from kafkafmt.log import RECOVERY_POINT_CHECKPOINT
+from kafkafmt.recovery.actions import ActionKind
+from kafkafmt.recovery.names import TEMP_SUFFIX
 
 __all__ = ["apply_plan", "undo", "MANIFEST"]
 
@@ -227,7 +229,7 @@ def _apply_root(root, actions, folder, plan):
     changed = []
     try:
         for n, a in enumerate(actions):
-            if a.kind is ActionKind.WRITE and os.path.basename(a.file) == "recovery-point-offset-checkpoint":
+            if a.kind is ActionKind.WRITE and os.path.basename(a.file) == RECOVERY_POINT_CHECKPOINT:
                 _sync_logs(root, synced)        # the recovery point moves only over data on disk
             try:
                 _apply_one(n, a, root, folder, journal)
@@ -269,18 +271,45 @@ def _sync_logs(root, synced):
         for name in files:
             if name.endswith(".log"):
                 p = os.path.join(dirpath, name)
-                if p in synced:
-                    continue
-                fd = os.open(p, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                synced.add(p)
+                if p not in synced:
+                    _fsync_file(p)
+                    synced.add(p)
+
+
+def _fsync_file(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _rel(root, path):
     return os.path.relpath(path, root)
+
+
+def _swap_in(tmp, path):
+    """Rename the temporary file ``tmp`` over ``path`` and flush the folder: the one atomic change."""
+    os.replace(tmp, path)
+    fsync_dir(os.path.dirname(path))
+
+
+def _back_up(path, folder, bkp, ranges):
+    """Step 1: the bytes ``ranges`` of ``path`` copied to the backup file ``bkp``, flushed."""
+    _write_synced(os.path.join(folder, bkp), [(path, s, e) for s, e in ranges])
+    crash_point()
+
+
+def _rewrite(path, pieces, step, journal):
+    """Steps 2 to 4 of a file rewritten whole: ``pieces`` (as `_write_synced` takes them) to its temporary
+    file, the ``step`` line (with the new file's state) to the journal, the rename over ``path``."""
+    tmp = path + TEMP_SUFFIX
+    _write_synced(tmp, pieces)
+    crash_point()
+    step["after"] = _state(tmp)
+    journal.write(step)
+    _swap_in(tmp, path)
+    crash_point()
 
 
 def _apply_one(n, a, root, folder, journal):
@@ -290,18 +319,13 @@ def _apply_one(n, a, root, folder, journal):
     step = {"type": "step", "n": n, "op": a.kind.value, "file": _rel(root, path), "reason": a.message}
     if a.kind is ActionKind.TRUNCATE:
         before = _state(path)
-        _write_synced(os.path.join(folder, bkp), [(path, a.start, a.end)])
-        crash_point()
+        _back_up(path, folder, bkp, [(a.start, a.end)])
         _, crc = _file_crc(path, a.start, a.end)
         step.update(start=a.start, end=a.end, backup=bkp, crc=crc, before=before,
                     after={"size": a.start, "crc": _file_crc(path, 0, a.start)[1]})
         journal.write(step)
         os.truncate(path, a.start)
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync_file(path)
         crash_point()
     elif a.kind is ActionKind.CUT:
         size = os.path.getsize(path)
@@ -314,42 +338,21 @@ def _apply_one(n, a, root, folder, journal):
             at = max(at, e)
         if at < size:
             kept.append((at, size))
-        _write_synced(os.path.join(folder, bkp), [(path, s, e) for s, e, _ in removed])
-        crash_point()
-        tmp = path + TEMP_SUFFIX
-        _write_synced(tmp, [(path, s, e) for s, e in kept])
-        crash_point()
+        _back_up(path, folder, bkp, [(s, e) for s, e, _ in removed])
         step.update(removed=[{"start": s, "end": e, "reason": why, "crc": _file_crc(path, s, e)[1]}
                              for s, e, why in removed],
-                    kept=[[s, e] for s, e in kept], backup=bkp, before=before, after=_state(tmp))
-        journal.write(step)
-        os.replace(tmp, path)
-        fsync_dir(os.path.dirname(path))
-        crash_point()
+                    kept=[[s, e] for s, e in kept], backup=bkp, before=before)
+        _rewrite(path, [(path, s, e) for s, e in kept], step, journal)
     elif a.kind is ActionKind.WRITE:
         before = _state(path)
         if before is not None:
-            _write_synced(os.path.join(folder, bkp), [(path, 0, before["size"])])
-            crash_point()
-        tmp = path + TEMP_SUFFIX
-        _write_synced(tmp, [bytes(a.data)])
-        crash_point()
-        step.update(backup=bkp if before is not None else None, before=before,
-                    after={"size": len(a.data), "crc": int(crc32c(np.frombuffer(bytes(a.data), np.uint8)))})
-        journal.write(step)
-        os.replace(tmp, path)
-        fsync_dir(os.path.dirname(path))
-        crash_point()
+            _back_up(path, folder, bkp, [(0, before["size"])])
+        step.update(backup=bkp if before is not None else None, before=before)
+        _rewrite(path, [bytes(a.data)], step, journal)
     elif a.kind is ActionKind.APPEND:
         before = _state(path)
-        tmp = path + TEMP_SUFFIX
-        _write_synced(tmp, [(path, 0, before["size"]), bytes(a.data)])
-        crash_point()
-        step.update(before=before, after=_state(tmp))
-        journal.write(step)
-        os.replace(tmp, path)
-        fsync_dir(os.path.dirname(path))
-        crash_point()
+        step.update(before=before)
+        _rewrite(path, [(path, 0, before["size"]), bytes(a.data)], step, journal)
     elif a.kind is ActionKind.DELETE:
         is_dir = os.path.isdir(path)
         step.update(backup=bkp, before={"dir": True} if is_dir else _state(path))
@@ -537,13 +540,9 @@ def undo(manifest, *, force=False):
 
     Examples
     --------
-    >>> import shutil
     >>> import kafkafmt
-    >>> from kafkafmt.sample import sample_dir
-    >>> folder = shutil.copytree(f"{sample_dir()}/payments-0", "damaged/payments-0")
-    >>> with open(f"{folder}/00000000000000000000.log", "r+b") as f:     # damage the second batch
-    ...     _ = f.seek(400)
-    ...     _ = f.write(b"\\xff" * 8)
+    >>> from kafkafmt.sample import damaged_copy
+    >>> folder = damaged_copy("damaged/payments-0")     # its second batch damaged
     >>> before = open(f"{folder}/00000000000000000000.log", "rb").read()
     >>> plan = kafkafmt.recover(folder, apply=True, backup="backup")
     >>> for path in kafkafmt.undo_recovery(plan.manifests[0]):
@@ -604,8 +603,7 @@ def _undo_step(step, root, folder):
     def replace_with(pieces):
         tmp = path + TEMP_SUFFIX
         _write_synced(tmp, pieces)
-        os.replace(tmp, path)
-        fsync_dir(os.path.dirname(path))
+        _swap_in(tmp, path)
         check()
         return path
 

@@ -43,6 +43,7 @@ from kafkafmt.log import segment_base
 from kafkafmt.log import read_range
 from kafkafmt.log import ReportEntry, ReportKind
 from kafkafmt.log import DEFAULT_INDEX_INTERVAL, Segment
+from kafkafmt.recovery.names import TEMP_SUFFIX
 from kafkafmt.storage import LocalStorage
 
 __all__ = ["SegmentScan", "scan_segment", "scan_of_batches", "segment_span", "ProducerState", "RebuiltIndexes", "rebuild_indexes",
@@ -531,7 +532,7 @@ def rebuild_indexes(segment, *, index_interval_bytes=DEFAULT_INDEX_INTERVAL, tim
         for suffix, data in out.encoded().items():
             if suffix == ".txnindex" and not aborted and not os.path.exists(stem + suffix):
                 continue
-            tmp = stem + suffix + ".kafkafmt-tmp"
+            tmp = stem + suffix + TEMP_SUFFIX
             with open(tmp, "wb") as f:
                 f.write(data)
                 f.flush()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkafmt.log import ReportKind
+from kafkafmt.log import ReportKind, damage_words, place_text
 
 
 @dataclass
@@ -27,14 +27,7 @@ class Problem:
         return self.severity == "error" and self.kind not in (ReportKind.FROM_COPY, ReportKind.DAMAGED_COPY)
 
     def text(self):
-        where = self.file
-        if self.position is not None:
-            where += f" position {self.position}"
-            if self.end is not None and self.end > self.position:
-                where += f"..{self.end}"
-        if self.offset is not None:
-            where += f" (offset {self.offset})"
-        return f"{self.severity}: {where}: {self.message}"
+        return f"{self.severity}: {place_text(self.file, self.position, self.end, self.offset)}: {self.message}"
 
     def to_json(self):
         return {"type": "problem", "severity": self.severity, "file": self.file, "position": self.position,
@@ -50,13 +43,11 @@ def report_problem(entry, file=None):
     f = file or entry.file or "?"
     start, end, kind = entry.start, entry.end, entry.kind
     if kind is ReportKind.ZEROS:
-        return Problem("warning", f, f"zero-filled tail of {end - start} bytes (preallocated file)", start, end,
-                       kind=kind)
+        return Problem("warning", f, damage_words(entry), start, end, kind=kind)
     if kind is ReportKind.TRUNCATED:
-        return Problem("error", f, f"truncated final batch: {end - start} bytes after the last complete batch",
-                       start, end, kind=kind)
+        return Problem("error", f, damage_words(entry), start, end, kind=kind)
     if kind is ReportKind.CORRUPT:
-        return Problem("error", f, f"{entry.message}; {end - start} bytes skipped", start, end, entry.offset, kind)
+        return Problem("error", f, damage_words(entry, skipped=True), start, end, entry.offset, kind)
     if kind in (ReportKind.GAP, ReportKind.MISMATCH, ReportKind.INCARNATION, ReportKind.FROM_COPY,
                 ReportKind.DAMAGED_COPY):
         # records missing, copies that disagree, copies of several incarnations none chosen; a damaged copy is a

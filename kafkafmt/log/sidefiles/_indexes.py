@@ -104,18 +104,10 @@ def read_index(src, base_offset=None, *, trim_zeros=True) -> np.ndarray:
     array([( 992,  5427), (1079, 10812), (1166, 16115)],
           dtype=[('offset', '<i8'), ('position', '<i4')])
     """
-    data, name = load_source(src)
-    base = base_offset_of(base_offset, name)
-    n, rem = divmod(len(data), INDEX_DISK.itemsize)
-    if rem:
-        raise CorruptRecordError(f"offset index is {len(data)} bytes, not a multiple of 8",
-                                 file=name, position=n * INDEX_DISK.itemsize)
-    raw = np.frombuffer(data, INDEX_DISK, count=n)
-    if trim_zeros:
-        n = used_entries((raw["rel"] == 0) & (raw["position"] == 0))
-    out = np.empty(n, INDEX_DTYPE)
-    out["offset"] = raw["rel"][:n].astype(np.int64) + base
-    out["position"] = raw["position"][:n]
+    raw, base = _read_relative(src, base_offset, INDEX_DISK, "offset index", "position", trim_zeros)
+    out = np.empty(len(raw), INDEX_DTYPE)
+    out["offset"] = raw["rel"].astype(np.int64) + base
+    out["position"] = raw["position"]
     return out
 
 
@@ -154,19 +146,27 @@ def read_timeindex(src, base_offset=None, *, trim_zeros=True) -> np.ndarray:
     >>> kafkafmt.read_timeindex(f"{sample_dir()}/payments-0/00000000000000000000.timeindex")
     array([(1767225602090, 44)], dtype=[('timestamp', '<i8'), ('offset', '<i8')])
     """
+    raw, base = _read_relative(src, base_offset, TIMEINDEX_DISK, "time index", "timestamp", trim_zeros)
+    out = np.empty(len(raw), TIMEINDEX_DTYPE)
+    out["timestamp"] = raw["timestamp"]
+    out["offset"] = raw["rel"].astype(np.int64) + base
+    return out
+
+
+def _read_relative(src, base_offset, disk, what, other, trim_zeros):
+    """(on-disk entries, base offset) of an offset or time index: ``disk`` entries holding a relative
+    offset ``rel`` and one ``other`` field; a length not a multiple of the entry size raises; with
+    ``trim_zeros`` the entries stop at the first all-zero one (a preallocated file's tail)."""
     data, name = load_source(src)
     base = base_offset_of(base_offset, name)
-    n, rem = divmod(len(data), TIMEINDEX_DISK.itemsize)
+    n, rem = divmod(len(data), disk.itemsize)
     if rem:
-        raise CorruptRecordError(f"time index is {len(data)} bytes, not a multiple of 12",
-                                 file=name, position=n * TIMEINDEX_DISK.itemsize)
-    raw = np.frombuffer(data, TIMEINDEX_DISK, count=n)
+        raise CorruptRecordError(f"{what} is {len(data)} bytes, not a multiple of {disk.itemsize}",
+                                 file=name, position=n * disk.itemsize)
+    raw = np.frombuffer(data, disk, count=n)
     if trim_zeros:
-        n = used_entries((raw["timestamp"] == 0) & (raw["rel"] == 0))
-    out = np.empty(n, TIMEINDEX_DTYPE)
-    out["timestamp"] = raw["timestamp"][:n]
-    out["offset"] = raw["rel"][:n].astype(np.int64) + base
-    return out
+        n = used_entries((raw["rel"] == 0) & (raw[other] == 0))
+    return raw[:n], base
 
 
 def read_txnindex(src) -> np.ndarray:
