@@ -122,6 +122,25 @@ class _JsonBase(ValueFormat):
     def _spec_of(self, spec, ctx):
         raise NotImplementedError
 
+    def _decode_unframed(self, column, ctx, spec_of_column, envelope=False):
+        """(spec, `DecodedColumn`) of a column of JSON texts without framing, typed by the reader
+        schema's spec (`_given`) or else ``spec_of_column(column)``; ``envelope``: each text is a
+        Connect envelope, its ``payload`` the value."""
+        pa = _pa()
+        column, offsets, data = column_parts(column)
+        spec = self._given(ctx)
+        if spec is None:
+            spec = spec_of_column(column)
+        plan = _plan(_envelope(spec) if envelope else spec)
+        starts = offsets[:-1].copy()
+        values, errors = plan.decode(offsets, data, starts, _roots_unframed(column))
+        if envelope and isinstance(values, pa.ChunkedArray):
+            values = pa.chunked_array([c.flatten()[0] for c in values.chunks])
+        elif envelope:
+            values = values.flatten()[0]
+        return spec, self._finish(plan, values, errors, pa.nulls(len(column), pa.int32()), starts, offsets, ctx,
+                                  lambda code, i: f"error {code}")
+
 
 class JsonSchemaFormat(_JsonBase):
     """The Schema Registry wire format with JSON Schema values (see the module docstring)."""
@@ -215,17 +234,7 @@ class JsonFormat(_JsonBase):
         return _plan(spec).arrow_type
 
     def decode(self, column, ctx):
-        pa = _pa()
-        column, offsets, data = column_parts(column)
-        spec = self._given(ctx)
-        if spec is None:
-            spec = infer_spec(column)
-        plan = _plan(spec)
-        roots = _roots_unframed(column)
-        starts = offsets[:-1].copy()
-        values, errors = plan.decode(offsets, data, starts, roots)
-        return self._finish(plan, values, errors, pa.nulls(len(column), pa.int32()), starts, offsets, ctx,
-                            lambda code, i: f"error {code}")
+        return self._decode_unframed(column, ctx, infer_spec)[1]
 
 
 def infer_spec(column, rows=None):
@@ -294,21 +303,7 @@ class ConnectJsonFormat(_JsonBase):
         return _plan(_envelope(spec)).arrow_type.field("payload").type
 
     def decode(self, column, ctx):
-        pa = _pa()
-        column, offsets, data = column_parts(column)
-        spec = self._given(ctx)
-        if spec is None:
-            spec = embedded_schema(column)
-        plan = _plan(_envelope(spec))
-        roots = _roots_unframed(column)
-        starts = offsets[:-1].copy()
-        envelope, errors = plan.decode(offsets, data, starts, roots)
-        if isinstance(envelope, pa.ChunkedArray):
-            values = pa.chunked_array([c.flatten()[0] for c in envelope.chunks])
-        else:
-            values = envelope.flatten()[0]
-        dec = self._finish(plan, values, errors, pa.nulls(len(column), pa.int32()), starts, offsets, ctx,
-                           lambda code, i: f"error {code}")
+        spec, dec = self._decode_unframed(column, ctx, embedded_schema, envelope=True)
         dec.reader = spec
         return dec
 
