@@ -90,7 +90,8 @@ class AvroFormat(KernelFormat):
                 if stype in self.decodes:
                     return None
                 if self.name == "registry":
-                    return E_UNSUPPORTED, f"schema id {schema_id} is a {stype} schema: {stype} values are not supported yet"
+                    return (E_UNSUPPORTED,
+                            f"schema id {schema_id} is a {stype} schema: {stype} values are not supported yet")
                 return E_NOT_AVRO, f"schema id {schema_id} is a {stype} schema, not AVRO"
 
             hit = registered_writer(reg, schema_id, refuse, parse_registered, (SchemaError, SchemaNotFoundError))
