@@ -43,7 +43,7 @@ from kafkafmt.log import DEFAULT_REPLICAS, find_partitions
 from kafkafmt.read._options import ReadOptions
 from kafkafmt.read._readers import iter_log_dir, scan_named
 from kafkafmt.record import COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS, portable_table
-from kafkafmt.values import DEFAULT_MAX_DEPTH, open_typed
+from kafkafmt.values import DEFAULT_MAX_DEPTH
 from kafkafmt._util.extras import install_command
 
 __all__ = ["scan_log_dirs", "pushdown"]
@@ -357,11 +357,7 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
     if unknown:
         raise TypeError(f"scan_log_dirs() got unexpected keyword arguments {', '.join(map(repr, unknown))}")
     binary = options.get("binary", "contiguous")
-    typed = open_typed(value_format=value_format, key_format=key_format, schema_registry=schema_registry,
-                       value_schema=value_schema, key_schema=key_schema, value_errors=value_errors,
-                       untyped_topics=untyped_topics, roots=roots, storage_options=storage_options,
-                       filesystem=filesystem, recursive_fields_max_depth=recursive_fields_max_depth,
-                       time_unit=time_unit, additional_properties=additional_properties)
+    typed = ReadOptions.of(locals()).open_typed(roots)
     arrow_schema = empty_schema(None, binary)
     if typed.active:
         # the schema is the typed columns of the topics there are now, read with the schema ids named now
