@@ -148,6 +148,14 @@ _GROUP_METADATA_VALUE = M("GroupMetadataValue", "0-4", "4+", [
     ]),
 ])
 
+#: the first fields of a consumer or share group member's current assignment
+_MEMBER_ASSIGNMENT = [
+    F("MemberEpoch", "int32"),
+    F("PreviousMemberEpoch", "int32"),
+    F("State", "int8"),
+    F("AssignedPartitions", "[]", fields=_TOPIC_ID_PARTITIONS),
+]
+
 # --- __consumer_offsets: record type (the key's int16) -> (kind, key, value) ---------------------------
 # Types 0 and 1 share the offset-commit layout (0 is what the oldest brokers wrote; Kafka 4 calls its
 # value LegacyOffsetCommitValue, identical to OffsetCommitValue v0). Types 9 and 18 existed in early
@@ -178,11 +186,7 @@ GROUP_RECORDS = {
     6: _group_type("ConsumerGroupTargetAssignmentMetadata", [F("AssignmentEpoch", "int32")]),
     7: _group_type("ConsumerGroupTargetAssignmentMember", [
         F("TopicPartitions", "[]", fields=_TOPIC_ID_PARTITIONS)], member=True),
-    8: _group_type("ConsumerGroupCurrentMemberAssignment", [
-        F("MemberEpoch", "int32"),
-        F("PreviousMemberEpoch", "int32"),
-        F("State", "int8"),
-        F("AssignedPartitions", "[]", fields=_TOPIC_ID_PARTITIONS),
+    8: _group_type("ConsumerGroupCurrentMemberAssignment", _MEMBER_ASSIGNMENT + [
         F("PartitionsPendingRevocation", "[]", fields=_TOPIC_ID_PARTITIONS),
     ], member=True),
     9: _group_type("ShareGroupPartitionMetadata", [F("Topics", "[]", fields=_TOPIC_METADATA)]),
@@ -196,12 +200,7 @@ GROUP_RECORDS = {
     12: _group_type("ShareGroupTargetAssignmentMetadata", [F("AssignmentEpoch", "int32")]),
     13: _group_type("ShareGroupTargetAssignmentMember", [
         F("TopicPartitions", "[]", fields=_TOPIC_ID_PARTITIONS)], member=True),
-    14: _group_type("ShareGroupCurrentMemberAssignment", [
-        F("MemberEpoch", "int32"),
-        F("PreviousMemberEpoch", "int32"),
-        F("State", "int8"),
-        F("AssignedPartitions", "[]", fields=_TOPIC_ID_PARTITIONS),
-    ], member=True),
+    14: _group_type("ShareGroupCurrentMemberAssignment", _MEMBER_ASSIGNMENT, member=True),
     15: _group_type("ShareGroupStatePartitionMetadata", [
         F("InitializingTopics", "[]", fields=[
             F("TopicId", "uuid"), F("TopicName", "string"), F("Partitions", "[]int32")]),
