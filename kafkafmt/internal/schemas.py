@@ -148,13 +148,12 @@ _GROUP_METADATA_VALUE = M("GroupMetadataValue", "0-4", "4+", [
     ]),
 ])
 
-#: the first fields of a consumer or share group member's current assignment
-_MEMBER_ASSIGNMENT = [
-    F("MemberEpoch", "int32"),
-    F("PreviousMemberEpoch", "int32"),
-    F("State", "int8"),
-    F("AssignedPartitions", "[]", fields=_TOPIC_ID_PARTITIONS),
-]
+#: the first fields of a group member's current assignment (consumer, share and streams groups)
+_MEMBER_STATE = [F("MemberEpoch", "int32"), F("PreviousMemberEpoch", "int32"), F("State", "int8")]
+_MEMBER_ASSIGNMENT = _MEMBER_STATE + [F("AssignedPartitions", "[]", fields=_TOPIC_ID_PARTITIONS)]
+#: the tasks a streams group member is assigned
+_STREAMS_TASKS = [F("ActiveTasks", "[]", fields=_TASK_IDS), F("StandbyTasks", "[]", fields=_TASK_IDS),
+                  F("WarmupTasks", "[]", fields=_TASK_IDS)]
 
 # --- __consumer_offsets: record type (the key's int16) -> (kind, key, value) ---------------------------
 # Types 0 and 1 share the offset-commit layout (0 is what the oldest brokers wrote; Kafka 4 calls its
@@ -233,18 +232,8 @@ GROUP_RECORDS = {
         F("ClientTags", "[]", fields=[F("Key", "string"), F("Value", "string")]),
     ], member=True),
     20: _group_type("StreamsGroupTargetAssignmentMetadata", [F("AssignmentEpoch", "int32")]),
-    21: _group_type("StreamsGroupTargetAssignmentMember", [
-        F("ActiveTasks", "[]", fields=_TASK_IDS),
-        F("StandbyTasks", "[]", fields=_TASK_IDS),
-        F("WarmupTasks", "[]", fields=_TASK_IDS),
-    ], member=True),
-    22: _group_type("StreamsGroupCurrentMemberAssignment", [
-        F("MemberEpoch", "int32"),
-        F("PreviousMemberEpoch", "int32"),
-        F("State", "int8"),
-        F("ActiveTasks", "[]", fields=_TASK_IDS),
-        F("StandbyTasks", "[]", fields=_TASK_IDS),
-        F("WarmupTasks", "[]", fields=_TASK_IDS),
+    21: _group_type("StreamsGroupTargetAssignmentMember", _STREAMS_TASKS, member=True),
+    22: _group_type("StreamsGroupCurrentMemberAssignment", _MEMBER_STATE + _STREAMS_TASKS + [
         F("ActiveTasksPendingRevocation", "[]", fields=_TASK_IDS),
         F("StandbyTasksPendingRevocation", "[]", fields=_TASK_IDS),
         F("WarmupTasksPendingRevocation", "[]", fields=_TASK_IDS),
