@@ -453,6 +453,16 @@ def _split_range(text, parse_one, what):
     raise UsageError(f"the {what} range {text!r} is ambiguous: write START..END")
 
 
+def _bounds(text, parse_one, what):
+    """(low, high) of the range ``text`` of two values ``parse_one`` reads; an empty side is None."""
+    a, b = _split_range(text.strip(), parse_one, what)
+    lo = parse_one(a) if a.strip() else None
+    hi = parse_one(b) if b.strip() else None
+    if lo is not None and hi is not None and hi < lo:
+        raise UsageError(f"{what} range {text!r} ends before it starts")
+    return lo, hi
+
+
 def parse_offset_range(text):
     """``A:B`` (A <= offset < B), ``A:``, ``:B``, ``A..B``, or one offset ``A`` (just that one)."""
     if text is None:
@@ -466,12 +476,7 @@ def parse_offset_range(text):
             raise UsageError(f"not an offset: {s!r}")
         return int(s)
 
-    a, b = _split_range(t, one, "offset")
-    lo = one(a) if a.strip() else None
-    hi = one(b) if b.strip() else None
-    if lo is not None and hi is not None and hi < lo:
-        raise UsageError(f"offset range {text!r} ends before it starts")
-    return lo, hi
+    return _bounds(text, one, "offset")
 
 
 def parse_time_range(text):
@@ -484,12 +489,7 @@ def parse_time_range(text):
         return parse_time(t), None          # one time: from then on
     except UsageError:
         pass
-    a, b = _split_range(t, parse_time, "time")
-    lo = parse_time(a) if a.strip() else None
-    hi = parse_time(b) if b.strip() else None
-    if lo is not None and hi is not None and hi < lo:
-        raise UsageError(f"time range {text!r} ends before it starts")
-    return lo, hi
+    return _bounds(text, parse_time, "time")
 
 
 def parse_int_list(values, what):

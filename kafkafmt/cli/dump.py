@@ -338,19 +338,15 @@ class Dumper(RecordDump, SideFileDump):
             self.c.message(f"Mismatches in :{f}")
             for off, got, _pos in sorted(rows, reverse=True):
                 self.c.message(f"  Index offset: {off}, log offset: {got}")
-        for f, rows in self.time_mismatch.items():
-            self.c.message(f"Found timestamp mismatch in :{f}")
-            for a, b in rows:
-                self.c.message(f"  Index timestamp: {a}, log timestamp: {b}")
-        for f, rows in self.time_order.items():
-            self.c.message(f"Found out of order timestamp in :{f}")
-            for a, b in rows:
-                self.c.message(f"  Index timestamp: {a}, Previously indexed timestamp: {b}")
-        for f, rows in self.time_not_found.items():
-            self.c.message("The following indexed offsets are not found in the log.")
-            for a, b in rows:
-                self.c.message(f"Indexed offset: {a}, found log offset: {b}")
-        for f, rows in self.nonconsecutive.items():
-            self.c.message(f"Non-consecutive offsets in {f}")
-            for a, b in rows:
-                self.c.message(f"  {a} is followed by {b}")
+        # kafka-dump-log.sh's wording, each table's file line then one line per pair
+        for table, head, line in (
+                (self.time_mismatch, "Found timestamp mismatch in :{f}", "  Index timestamp: {a}, log timestamp: {b}"),
+                (self.time_order, "Found out of order timestamp in :{f}",
+                 "  Index timestamp: {a}, Previously indexed timestamp: {b}"),
+                (self.time_not_found, "The following indexed offsets are not found in the log.",
+                 "Indexed offset: {a}, found log offset: {b}"),
+                (self.nonconsecutive, "Non-consecutive offsets in {f}", "  {a} is followed by {b}")):
+            for f, rows in table.items():
+                self.c.message(head.format(f=f))
+                for a, b in rows:
+                    self.c.message(line.format(a=a, b=b))

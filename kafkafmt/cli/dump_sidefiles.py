@@ -43,12 +43,24 @@ class SideFileDump:
         log = None if name is None else cli_paths.sibling(path, name)
         return log if log is not None and cli_paths.exists(log) else None
 
-    def dump_index(self, path):
-        self.header(path, "index")
+    def _entries(self, path, kind, width, read):
+        """(base offset, bytes, number of whole entries, the entries) of an index file of
+        ``width``-byte entries (``read`` reads them), after its header line."""
+        self.header(path, kind)
         base = sidefiles.offset_from_file_name(path)
         data = cli_paths.read_bytes(path)
-        n = len(data) // 8
-        entries = sidefiles.read_index(data[:n * 8], base, trim_zeros=False)
+        n = len(data) // width
+        return base, data, n, read(data[:n * width], base, trim_zeros=False)
+
+    def _checked_against(self, path):
+        """The .log beside an index file, or None (said: its entries are printed unchecked)."""
+        log = self._sibling_log(path)
+        if log is None:
+            self.c.warn(f"{path}: no {stem_log(path)} beside it: entries are printed unchecked")
+        return log
+
+    def dump_index(self, path):
+        base, data, n, entries = self._entries(path, "index", 8, sidefiles.read_index)
         if self.args.index_sanity_check:
             problem = None
             if n and int(entries["offset"][n - 1]) < base:
@@ -64,11 +76,9 @@ class SideFileDump:
             else:
                 self.c.write(f"{path} is empty.")
             return
-        log = self._sibling_log(path)
+        log = self._checked_against(path)
         last_at = None
-        if log is None:
-            self.c.warn(f"{path}: no {stem_log(path)} beside it: entries are printed unchecked")
-        else:
+        if log is not None:
             batches = self.log_meta(log)[0]
             if batches is not None and len(batches):
                 last_at = dict(zip(batches["position"].tolist(), batches["last_offset"].tolist()))
@@ -90,11 +100,7 @@ class SideFileDump:
                     self.c.write(f"offset: {off} position: {pos}")
 
     def dump_timeindex(self, path):
-        self.header(path, "timeindex")
-        base = sidefiles.offset_from_file_name(path)
-        data = cli_paths.read_bytes(path)
-        n = len(data) // 12
-        entries = sidefiles.read_timeindex(data[:n * 12], base, trim_zeros=False)
+        base, data, n, entries = self._entries(path, "timeindex", 12, sidefiles.read_timeindex)
         ts, offs = entries["timestamp"].tolist(), entries["offset"].tolist()
         if self.args.index_sanity_check:
             problem = None
@@ -109,11 +115,9 @@ class SideFileDump:
                            f"nor a multiple of 12")
             self.sanity_result(path, problem, (n - 1) * 12 if problem and n else len(data))
             return
-        log = self._sibling_log(path)
+        log = self._checked_against(path)
         meta = None
-        if log is None:
-            self.c.warn(f"{path}: no {stem_log(path)} beside it: entries are printed unchecked")
-        else:
+        if log is not None:
             batches, _, rts, rb = self.log_meta(log)
             if batches is not None and len(batches):
                 maxts = np.full(len(batches), -1, np.int64)

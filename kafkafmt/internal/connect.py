@@ -88,11 +88,73 @@ def _bad(row, key, value, text):
     row.update(error=text, raw_key=None if key is None else bytes(key), raw_value=None if value is None else bytes(value))
 
 
+#: what a record that does not read raises (a row with ``error``, not a failed read)
+_ROW_ERRORS = (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError)
+
+
+def _each_record(recs, schema, fill, errors):
+    """The table of one row per record: ``fill(row, key, value)`` completes the row `_base` starts;
+    one of ``errors`` raised makes it an error row (``error`` saying why, the raw key and value kept)."""
+    keys, vals = recs.key, recs.value
+    rows = []
+    for i in range(len(recs)):
+        key, value = keys[i], vals[i]
+        row = _base(recs, i, key, value)
+        try:
+            fill(row, key, value)
+        except errors as exc:
+            _bad(row, key, value, f"{type(exc).__name__}: {exc}")
+        rows.append(row)
+    return _table(rows, schema)
+
+
 def _json(value):
     doc = json.loads(bytes(value))
     if not isinstance(doc, dict):
         raise ValueError("the value is not a JSON object")
     return doc
+
+
+def _config_row(row, key, value):
+    """Fill the row of a config topic record."""
+    k = _text(key)
+    row["key"] = k
+    kind, rest = "unknown", None
+    if k == "session-key":
+        kind = "session_key"
+    else:
+        for prefix, name in _CONFIG_PREFIXES:
+            if k is not None and k.startswith(prefix):
+                kind, rest = name, k[len(prefix):]
+                break
+    row["kind"] = kind
+    if kind == "task":
+        row["connector"], row["task"] = _task_of(rest)
+    elif kind == "logger_cluster":
+        row["logger_namespace"] = rest
+    elif rest is not None:
+        row["connector"] = rest
+    if kind == "unknown":
+        _bad(row, key, value, f"unknown config key {k!r}")
+    elif value is not None:
+        doc = _json(value)
+        if kind in ("connector", "task"):
+            props = doc["properties"]
+            row["properties"] = None if props is None else [(str(a), None if b is None else str(b))
+                                                            for a, b in props.items()]
+        elif kind == "commit":
+            row["tasks"] = int(doc["tasks"])
+        elif kind == "target_state":
+            row["state"], row["state_v2"] = doc["state"], doc.get("state.v2")
+        elif kind == "tasks_fencing":
+            row["task_count"] = int(doc["task-count"])
+        elif kind == "session_key":
+            row.update(session_key=doc["key"], algorithm=doc["algorithm"],
+                       creation_timestamp=int(doc["creation-timestamp"]))
+        elif kind == "restart":
+            row.update(include_tasks=bool(doc.get("include-tasks")), only_failed=bool(doc.get("only-failed")))
+        elif kind == "logger_cluster":
+            row["level"] = doc["level"]
 
 
 def configs_table(recs, schema):
@@ -105,78 +167,51 @@ def configs_table(recs, schema):
     ``session_key``, ``restart``, ``logger_cluster`` or ``unknown``; ``properties`` the connector's
     or task's configuration (map<string, string>).
     """
-    keys, vals = recs.key, recs.value
-    rows = []
-    for i in range(len(recs)):
-        key, value = keys[i], vals[i]
-        row = _base(recs, i, key, value)
-        try:
-            k = _text(key)
-            row["key"] = k
-            kind, rest = "unknown", None
-            if k == "session-key":
-                kind = "session_key"
-            else:
-                for prefix, name in _CONFIG_PREFIXES:
-                    if k is not None and k.startswith(prefix):
-                        kind, rest = name, k[len(prefix):]
-                        break
-            row["kind"] = kind
-            if kind == "task":
-                row["connector"], row["task"] = _task_of(rest)
-            elif kind == "logger_cluster":
-                row["logger_namespace"] = rest
-            elif rest is not None:
-                row["connector"] = rest
-            if kind == "unknown":
-                _bad(row, key, value, f"unknown config key {k!r}")
-            elif value is not None:
-                doc = _json(value)
-                if kind in ("connector", "task"):
-                    props = doc["properties"]
-                    row["properties"] = None if props is None else [(str(a), None if b is None else str(b))
-                                                                    for a, b in props.items()]
-                elif kind == "commit":
-                    row["tasks"] = int(doc["tasks"])
-                elif kind == "target_state":
-                    row["state"], row["state_v2"] = doc["state"], doc.get("state.v2")
-                elif kind == "tasks_fencing":
-                    row["task_count"] = int(doc["task-count"])
-                elif kind == "session_key":
-                    row.update(session_key=doc["key"], algorithm=doc["algorithm"],
-                               creation_timestamp=int(doc["creation-timestamp"]))
-                elif kind == "restart":
-                    row.update(include_tasks=bool(doc.get("include-tasks")), only_failed=bool(doc.get("only-failed")))
-                elif kind == "logger_cluster":
-                    row["level"] = doc["level"]
-        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
-            _bad(row, key, value, f"{type(exc).__name__}: {exc}")
-        rows.append(row)
-    return _table(rows, schema)
+    return _each_record(recs, schema, _config_row, _ROW_ERRORS)
+
+
+def _offset_row(row, key, value):
+    """Fill the row of an offsets topic record."""
+    k = json.loads(bytes(key))
+    if not (isinstance(k, list) and len(k) == 2 and isinstance(k[0], str)):
+        raise ValueError("the key is not [connector, partition]")
+    row["connector"] = k[0]
+    row["connect_partition"] = json.dumps(k[1], separators=(",", ":"), ensure_ascii=False)
+    if value is not None:
+        row["connect_offset"] = json.dumps(json.loads(bytes(value)), separators=(",", ":"),
+                                           ensure_ascii=False)
 
 
 def offsets_table(recs, schema):
     """One row per record of Kafka Connect's offsets topic: ``offset, timestamp, connector,
     connect_partition, connect_offset, tombstone, error, raw_key, raw_value`` (then. The source partition and offset are JSON text (their fields
     are the connector's own); a tombstone (offset reset) has a null ``connect_offset``."""
-    keys, vals = recs.key, recs.value
-    rows = []
-    for i in range(len(recs)):
-        key, value = keys[i], vals[i]
-        row = _base(recs, i, key, value)
-        try:
-            k = json.loads(bytes(key))
-            if not (isinstance(k, list) and len(k) == 2 and isinstance(k[0], str)):
-                raise ValueError("the key is not [connector, partition]")
-            row["connector"] = k[0]
-            row["connect_partition"] = json.dumps(k[1], separators=(",", ":"), ensure_ascii=False)
-            if value is not None:
-                row["connect_offset"] = json.dumps(json.loads(bytes(value)), separators=(",", ":"),
-                                                   ensure_ascii=False)
-        except (ValueError, TypeError, UnicodeDecodeError) as exc:
-            _bad(row, key, value, f"{type(exc).__name__}: {exc}")
-        rows.append(row)
-    return _table(rows, schema)
+    return _each_record(recs, schema, _offset_row, (ValueError, TypeError, UnicodeDecodeError))
+
+
+def _status_row(row, key, value):
+    """Fill the row of a status topic record."""
+    k = _text(key)
+    row["key"] = k
+    if k is not None and k.startswith("status-connector-"):
+        row["kind"], row["connector"] = "connector", k[len("status-connector-"):]
+    elif k is not None and k.startswith("status-task-"):
+        row["kind"] = "task"
+        row["connector"], row["task"] = _task_of(k[len("status-task-"):])
+    elif k is not None and k.startswith("status-topic-") and ":connector-" in k:
+        topic, _, connector = k[len("status-topic-"):].partition(":connector-")
+        row.update(kind="topic", topic=topic, connector=connector)
+    else:
+        row["kind"] = "unknown"
+        _bad(row, key, value, f"unknown status key {k!r}")
+    if value is not None and row["kind"] in ("connector", "task"):
+        doc = _json(value)
+        row.update(state=doc["state"], trace=doc.get("trace"), worker_id=doc["worker_id"],
+                   generation=int(doc["generation"]))
+    elif value is not None and row["kind"] == "topic":
+        t = _json(value)["topic"]
+        row.update(task=int(t["task"]), discover_timestamp=int(t["discoverTimestamp"]))
+        row["topic"], row["connector"] = t.get("name", row["topic"]), t.get("connector", row["connector"])
 
 
 def status_table(recs, schema):
@@ -185,37 +220,7 @@ def status_table(recs, schema):
     error, raw_key, raw_value``; ``kind`` is ``connector``,
     ``task``, ``topic`` or ``unknown``. A tombstone is a connector or task destroyed, or a topic no
     longer used."""
-    keys, vals = recs.key, recs.value
-    rows = []
-    for i in range(len(recs)):
-        key, value = keys[i], vals[i]
-        row = _base(recs, i, key, value)
-        try:
-            k = _text(key)
-            row["key"] = k
-            if k is not None and k.startswith("status-connector-"):
-                row["kind"], row["connector"] = "connector", k[len("status-connector-"):]
-            elif k is not None and k.startswith("status-task-"):
-                row["kind"] = "task"
-                row["connector"], row["task"] = _task_of(k[len("status-task-"):])
-            elif k is not None and k.startswith("status-topic-") and ":connector-" in k:
-                topic, _, connector = k[len("status-topic-"):].partition(":connector-")
-                row.update(kind="topic", topic=topic, connector=connector)
-            else:
-                row["kind"] = "unknown"
-                _bad(row, key, value, f"unknown status key {k!r}")
-            if value is not None and row["kind"] in ("connector", "task"):
-                doc = _json(value)
-                row.update(state=doc["state"], trace=doc.get("trace"), worker_id=doc["worker_id"],
-                           generation=int(doc["generation"]))
-            elif value is not None and row["kind"] == "topic":
-                t = _json(value)["topic"]
-                row.update(task=int(t["task"]), discover_timestamp=int(t["discoverTimestamp"]))
-                row["topic"], row["connector"] = t.get("name", row["topic"]), t.get("connector", row["connector"])
-        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
-            _bad(row, key, value, f"{type(exc).__name__}: {exc}")
-        rows.append(row)
-    return _table(rows, schema)
+    return _each_record(recs, schema, _status_row, _ROW_ERRORS)
 
 
 def _schemas():

@@ -22,6 +22,8 @@ as Kafka's generated JSON converters do.
 """
 from __future__ import annotations
 
+import re
+
 __all__ = ["F", "M", "Field", "Message", "GROUP_RECORDS", "SHARE_STATE_RECORDS", "TRANSACTION_RECORDS",
            "METADATA_RECORDS", "CONSUMER_PROTOCOL_SUBSCRIPTION", "CONSUMER_PROTOCOL_ASSIGNMENT",
            "TRANSACTION_STATUS", "REMOTE_LOG_METADATA_RECORDS", "REMOTE_LOG_SEGMENT_STATES",
@@ -108,6 +110,14 @@ def _group_key(name, member=False):
     return M(name, "0+", "none", fields)
 
 
+def _group_type(name, fields, member=False):
+    """(kind, key, value) of a group coordinator record type as Kafka's ``<name>Key`` /
+    ``<name>Value`` define it: the key the group id (and the member id), the value version 0,
+    flexible; the kind ``name`` in snake_case."""
+    kind = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    return kind, _group_key(name + "Key", member), M(name + "Value", "0", "0+", fields)
+
+
 _OFFSET_COMMIT_KEY = M("OffsetCommitKey", "0+", "none", [
     F("group", "string"), F("topic", "string"), F("partition", "int32")])
 
@@ -138,6 +148,13 @@ _GROUP_METADATA_VALUE = M("GroupMetadataValue", "0-4", "4+", [
     ]),
 ])
 
+#: the first fields of a group member's current assignment (consumer, share and streams groups)
+_MEMBER_STATE = [F("MemberEpoch", "int32"), F("PreviousMemberEpoch", "int32"), F("State", "int8")]
+_MEMBER_ASSIGNMENT = _MEMBER_STATE + [F("AssignedPartitions", "[]", fields=_TOPIC_ID_PARTITIONS)]
+#: the tasks a streams group member is assigned
+_STREAMS_TASKS = [F("ActiveTasks", "[]", fields=_TASK_IDS), F("StandbyTasks", "[]", fields=_TASK_IDS),
+                  F("WarmupTasks", "[]", fields=_TASK_IDS)]
+
 # --- __consumer_offsets: record type (the key's int16) -> (kind, key, value) ---------------------------
 # Types 0 and 1 share the offset-commit layout (0 is what the oldest brokers wrote; Kafka 4 calls its
 # value LegacyOffsetCommitValue, identical to OffsetCommitValue v0). Types 9 and 18 existed in early
@@ -147,136 +164,98 @@ GROUP_RECORDS = {
     0: ("offset_commit", _OFFSET_COMMIT_KEY, _OFFSET_COMMIT_VALUE),
     1: ("offset_commit", _OFFSET_COMMIT_KEY, _OFFSET_COMMIT_VALUE),
     2: ("group_metadata", M("GroupMetadataKey", "0+", "none", [F("group", "string")]), _GROUP_METADATA_VALUE),
-    3: ("consumer_group_metadata", _group_key("ConsumerGroupMetadataKey"),
-        M("ConsumerGroupMetadataValue", "0", "0+", [
-            F("Epoch", "int32"),
-            F("MetadataHash", "int64", tagged="0+", tag=0, default=0)])),
-    4: ("consumer_group_partition_metadata", _group_key("ConsumerGroupPartitionMetadataKey"),
-        M("ConsumerGroupPartitionMetadataValue", "0", "0+", [F("Topics", "[]", fields=_TOPIC_METADATA)])),
-    5: ("consumer_group_member_metadata", _group_key("ConsumerGroupMemberMetadataKey", True),
-        M("ConsumerGroupMemberMetadataValue", "0", "0+", [
-            F("InstanceId", "string", null="0+"),
-            F("RackId", "string", null="0+"),
-            F("ClientId", "string"),
-            F("ClientHost", "string"),
-            F("SubscribedTopicNames", "[]string"),
-            F("SubscribedTopicRegex", "string", null="0+"),
-            F("RebalanceTimeoutMs", "int32", default=-1),
-            F("ServerAssignor", "string", null="0+"),
-            F("ClassicMemberMetadata", "{}", null="0+", tagged="0+", tag=0, fields=[
-                F("SessionTimeoutMs", "int32"),
-                F("SupportedProtocols", "[]", fields=[F("Name", "string"), F("Metadata", "bytes")]),
-            ]),
-        ])),
-    6: ("consumer_group_target_assignment_metadata", _group_key("ConsumerGroupTargetAssignmentMetadataKey"),
-        M("ConsumerGroupTargetAssignmentMetadataValue", "0", "0+", [F("AssignmentEpoch", "int32")])),
-    7: ("consumer_group_target_assignment_member", _group_key("ConsumerGroupTargetAssignmentMemberKey", True),
-        M("ConsumerGroupTargetAssignmentMemberValue", "0", "0+", [
-            F("TopicPartitions", "[]", fields=_TOPIC_ID_PARTITIONS)])),
-    8: ("consumer_group_current_member_assignment", _group_key("ConsumerGroupCurrentMemberAssignmentKey", True),
-        M("ConsumerGroupCurrentMemberAssignmentValue", "0", "0+", [
-            F("MemberEpoch", "int32"),
-            F("PreviousMemberEpoch", "int32"),
-            F("State", "int8"),
-            F("AssignedPartitions", "[]", fields=_TOPIC_ID_PARTITIONS),
-            F("PartitionsPendingRevocation", "[]", fields=_TOPIC_ID_PARTITIONS),
-        ])),
-    9: ("share_group_partition_metadata", _group_key("ShareGroupPartitionMetadataKey"),
-        M("ShareGroupPartitionMetadataValue", "0", "0+", [F("Topics", "[]", fields=_TOPIC_METADATA)])),
-    10: ("share_group_member_metadata", _group_key("ShareGroupMemberMetadataKey", True),
-         M("ShareGroupMemberMetadataValue", "0", "0+", [
-             F("RackId", "string", null="0+"),
-             F("ClientId", "string"),
-             F("ClientHost", "string"),
-             F("SubscribedTopicNames", "[]string"),
-         ])),
-    11: ("share_group_metadata", _group_key("ShareGroupMetadataKey"),
-         M("ShareGroupMetadataValue", "0", "0+", [F("Epoch", "int32"), F("MetadataHash", "int64")])),
-    12: ("share_group_target_assignment_metadata", _group_key("ShareGroupTargetAssignmentMetadataKey"),
-         M("ShareGroupTargetAssignmentMetadataValue", "0", "0+", [F("AssignmentEpoch", "int32")])),
-    13: ("share_group_target_assignment_member", _group_key("ShareGroupTargetAssignmentMemberKey", True),
-         M("ShareGroupTargetAssignmentMemberValue", "0", "0+", [
-             F("TopicPartitions", "[]", fields=_TOPIC_ID_PARTITIONS)])),
-    14: ("share_group_current_member_assignment", _group_key("ShareGroupCurrentMemberAssignmentKey", True),
-         M("ShareGroupCurrentMemberAssignmentValue", "0", "0+", [
-             F("MemberEpoch", "int32"),
-             F("PreviousMemberEpoch", "int32"),
-             F("State", "int8"),
-             F("AssignedPartitions", "[]", fields=_TOPIC_ID_PARTITIONS),
-         ])),
-    15: ("share_group_state_partition_metadata", _group_key("ShareGroupStatePartitionMetadataKey"),
-         M("ShareGroupStatePartitionMetadataValue", "0", "0+", [
-             F("InitializingTopics", "[]", fields=[
-                 F("TopicId", "uuid"), F("TopicName", "string"), F("Partitions", "[]int32")]),
-             F("InitializedTopics", "[]", fields=[
-                 F("TopicId", "uuid"), F("TopicName", "string"), F("Partitions", "[]int32")]),
-             F("DeletingTopics", "[]", fields=[F("TopicId", "uuid"), F("TopicName", "string")]),
-         ])),
+    3: _group_type("ConsumerGroupMetadata", [
+        F("Epoch", "int32"),
+        F("MetadataHash", "int64", tagged="0+", tag=0, default=0)]),
+    4: _group_type("ConsumerGroupPartitionMetadata", [F("Topics", "[]", fields=_TOPIC_METADATA)]),
+    5: _group_type("ConsumerGroupMemberMetadata", [
+        F("InstanceId", "string", null="0+"),
+        F("RackId", "string", null="0+"),
+        F("ClientId", "string"),
+        F("ClientHost", "string"),
+        F("SubscribedTopicNames", "[]string"),
+        F("SubscribedTopicRegex", "string", null="0+"),
+        F("RebalanceTimeoutMs", "int32", default=-1),
+        F("ServerAssignor", "string", null="0+"),
+        F("ClassicMemberMetadata", "{}", null="0+", tagged="0+", tag=0, fields=[
+            F("SessionTimeoutMs", "int32"),
+            F("SupportedProtocols", "[]", fields=[F("Name", "string"), F("Metadata", "bytes")]),
+        ]),
+    ], member=True),
+    6: _group_type("ConsumerGroupTargetAssignmentMetadata", [F("AssignmentEpoch", "int32")]),
+    7: _group_type("ConsumerGroupTargetAssignmentMember", [
+        F("TopicPartitions", "[]", fields=_TOPIC_ID_PARTITIONS)], member=True),
+    8: _group_type("ConsumerGroupCurrentMemberAssignment", _MEMBER_ASSIGNMENT + [
+        F("PartitionsPendingRevocation", "[]", fields=_TOPIC_ID_PARTITIONS),
+    ], member=True),
+    9: _group_type("ShareGroupPartitionMetadata", [F("Topics", "[]", fields=_TOPIC_METADATA)]),
+    10: _group_type("ShareGroupMemberMetadata", [
+        F("RackId", "string", null="0+"),
+        F("ClientId", "string"),
+        F("ClientHost", "string"),
+        F("SubscribedTopicNames", "[]string"),
+    ], member=True),
+    11: _group_type("ShareGroupMetadata", [F("Epoch", "int32"), F("MetadataHash", "int64")]),
+    12: _group_type("ShareGroupTargetAssignmentMetadata", [F("AssignmentEpoch", "int32")]),
+    13: _group_type("ShareGroupTargetAssignmentMember", [
+        F("TopicPartitions", "[]", fields=_TOPIC_ID_PARTITIONS)], member=True),
+    14: _group_type("ShareGroupCurrentMemberAssignment", _MEMBER_ASSIGNMENT, member=True),
+    15: _group_type("ShareGroupStatePartitionMetadata", [
+        F("InitializingTopics", "[]", fields=[
+            F("TopicId", "uuid"), F("TopicName", "string"), F("Partitions", "[]int32")]),
+        F("InitializedTopics", "[]", fields=[
+            F("TopicId", "uuid"), F("TopicName", "string"), F("Partitions", "[]int32")]),
+        F("DeletingTopics", "[]", fields=[F("TopicId", "uuid"), F("TopicName", "string")]),
+    ]),
     16: ("consumer_group_regular_expression",
          M("ConsumerGroupRegularExpressionKey", "0+", "none", [
              F("GroupId", "string"), F("RegularExpression", "string")]),
          M("ConsumerGroupRegularExpressionValue", "0", "0+", [
              F("Topics", "[]string"), F("Version", "int64"), F("Timestamp", "int64")])),
-    17: ("streams_group_metadata", _group_key("StreamsGroupMetadataKey"),
-         M("StreamsGroupMetadataValue", "0", "0+", [
-             F("Epoch", "int32"),
-             F("MetadataHash", "int64"),
-             F("ValidatedTopologyEpoch", "int32", tagged="0+", tag=0, default=-1),
-             F("LastAssignmentConfigs", "[]", null="0+", tagged="0+", tag=1,
-               fields=[F("Key", "string"), F("Value", "string")]),
-         ])),
+    17: _group_type("StreamsGroupMetadata", [
+        F("Epoch", "int32"),
+        F("MetadataHash", "int64"),
+        F("ValidatedTopologyEpoch", "int32", tagged="0+", tag=0, default=-1),
+        F("LastAssignmentConfigs", "[]", null="0+", tagged="0+", tag=1,
+          fields=[F("Key", "string"), F("Value", "string")]),
+    ]),
     18: ("streams_group_partition_metadata", _group_key("StreamsGroupPartitionMetadataKey"), None),
-    19: ("streams_group_member_metadata", _group_key("StreamsGroupMemberMetadataKey", True),
-         M("StreamsGroupMemberMetadataValue", "0", "0+", [
-             F("InstanceId", "string", null="0+"),
-             F("RackId", "string", null="0+"),
-             F("ClientId", "string"),
-             F("ClientHost", "string"),
-             F("RebalanceTimeoutMs", "int32", default=-1),
-             F("TopologyEpoch", "int32"),
-             F("ProcessId", "string"),
-             F("UserEndpoint", "{}", null="0+", fields=[F("Host", "string"), F("Port", "uint16")]),
-             F("ClientTags", "[]", fields=[F("Key", "string"), F("Value", "string")]),
-         ])),
-    20: ("streams_group_target_assignment_metadata", _group_key("StreamsGroupTargetAssignmentMetadataKey"),
-         M("StreamsGroupTargetAssignmentMetadataValue", "0", "0+", [F("AssignmentEpoch", "int32")])),
-    21: ("streams_group_target_assignment_member", _group_key("StreamsGroupTargetAssignmentMemberKey", True),
-         M("StreamsGroupTargetAssignmentMemberValue", "0", "0+", [
-             F("ActiveTasks", "[]", fields=_TASK_IDS),
-             F("StandbyTasks", "[]", fields=_TASK_IDS),
-             F("WarmupTasks", "[]", fields=_TASK_IDS),
-         ])),
-    22: ("streams_group_current_member_assignment", _group_key("StreamsGroupCurrentMemberAssignmentKey", True),
-         M("StreamsGroupCurrentMemberAssignmentValue", "0", "0+", [
-             F("MemberEpoch", "int32"),
-             F("PreviousMemberEpoch", "int32"),
-             F("State", "int8"),
-             F("ActiveTasks", "[]", fields=_TASK_IDS),
-             F("StandbyTasks", "[]", fields=_TASK_IDS),
-             F("WarmupTasks", "[]", fields=_TASK_IDS),
-             F("ActiveTasksPendingRevocation", "[]", fields=_TASK_IDS),
-             F("StandbyTasksPendingRevocation", "[]", fields=_TASK_IDS),
-             F("WarmupTasksPendingRevocation", "[]", fields=_TASK_IDS),
-         ])),
-    23: ("streams_group_topology", _group_key("StreamsGroupTopologyKey"),
-         M("StreamsGroupTopologyValue", "0", "0+", [
-             F("Epoch", "int32"),
-             F("Subtopologies", "[]", fields=[
-                 F("SubtopologyId", "string"),
-                 F("SourceTopics", "[]string"),
-                 F("SourceTopicRegex", "[]string"),
-                 F("StateChangelogTopics", "[]", fields=[
-                     F("Name", "string"), F("Partitions", "int32"), F("ReplicationFactor", "int16"),
-                     F("TopicConfigs", "[]", fields=[F("key", "string"), F("value", "string")])]),
-                 F("RepartitionSinkTopics", "[]string"),
-                 F("RepartitionSourceTopics", "[]", fields=[
-                     F("Name", "string"), F("Partitions", "int32"), F("ReplicationFactor", "int16"),
-                     F("TopicConfigs", "[]", fields=[F("key", "string"), F("value", "string")])]),
-                 F("CopartitionGroups", "[]", fields=[
-                     F("SourceTopics", "[]int16"), F("SourceTopicRegex", "[]int16"),
-                     F("RepartitionSourceTopics", "[]int16")]),
-             ]),
-         ])),
+    19: _group_type("StreamsGroupMemberMetadata", [
+        F("InstanceId", "string", null="0+"),
+        F("RackId", "string", null="0+"),
+        F("ClientId", "string"),
+        F("ClientHost", "string"),
+        F("RebalanceTimeoutMs", "int32", default=-1),
+        F("TopologyEpoch", "int32"),
+        F("ProcessId", "string"),
+        F("UserEndpoint", "{}", null="0+", fields=[F("Host", "string"), F("Port", "uint16")]),
+        F("ClientTags", "[]", fields=[F("Key", "string"), F("Value", "string")]),
+    ], member=True),
+    20: _group_type("StreamsGroupTargetAssignmentMetadata", [F("AssignmentEpoch", "int32")]),
+    21: _group_type("StreamsGroupTargetAssignmentMember", _STREAMS_TASKS, member=True),
+    22: _group_type("StreamsGroupCurrentMemberAssignment", _MEMBER_STATE + _STREAMS_TASKS + [
+        F("ActiveTasksPendingRevocation", "[]", fields=_TASK_IDS),
+        F("StandbyTasksPendingRevocation", "[]", fields=_TASK_IDS),
+        F("WarmupTasksPendingRevocation", "[]", fields=_TASK_IDS),
+    ], member=True),
+    23: _group_type("StreamsGroupTopology", [
+        F("Epoch", "int32"),
+        F("Subtopologies", "[]", fields=[
+            F("SubtopologyId", "string"),
+            F("SourceTopics", "[]string"),
+            F("SourceTopicRegex", "[]string"),
+            F("StateChangelogTopics", "[]", fields=[
+                F("Name", "string"), F("Partitions", "int32"), F("ReplicationFactor", "int16"),
+                F("TopicConfigs", "[]", fields=[F("key", "string"), F("value", "string")])]),
+            F("RepartitionSinkTopics", "[]string"),
+            F("RepartitionSourceTopics", "[]", fields=[
+                F("Name", "string"), F("Partitions", "int32"), F("ReplicationFactor", "int16"),
+                F("TopicConfigs", "[]", fields=[F("key", "string"), F("value", "string")])]),
+            F("CopartitionGroups", "[]", fields=[
+                F("SourceTopics", "[]int16"), F("SourceTopicRegex", "[]int16"),
+                F("RepartitionSourceTopics", "[]int16")]),
+        ]),
+    ]),
     24: ("streams_group_target_assignment_resolved_topic_ids",
          _group_key("StreamsGroupTargetAssignmentResolvedTopicIdsKey"), None),
 }

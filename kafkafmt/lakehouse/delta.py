@@ -21,6 +21,7 @@ import os
 import time
 import uuid
 
+from kafkafmt.lakehouse._storage import is_local, library_options
 from kafkafmt.lakehouse.ledger import (BATCHES_KEY, MODE_KEY, OFFSETS_KEY, CommitConflictError, app_id, parse_marks,
                                        parse_offsets)
 
@@ -30,30 +31,20 @@ _S3FS_TO_DELTA = {"key": "AWS_ACCESS_KEY_ID", "secret": "AWS_SECRET_ACCESS_KEY",
                   "endpoint_url": "AWS_ENDPOINT_URL", "region": "AWS_REGION", "region_name": "AWS_REGION"}
 
 
+def _delta_own(key):
+    """Whether a storage option is already in delta-rs' form (``AWS_...``, ``aws_...``, ...)."""
+    return key.isupper() or key.startswith(("aws_", "azure_", "google_", "allow_", "conditional_"))
+
+
 def delta_storage_options(storage_options):
     """fsspec-style storage options (``key``, ``secret``, ``endpoint_url``, ``client_kwargs``) as
     delta-rs (object_store) options; upper-case keys (``AWS_...``) and delta-rs' own lower-case
     ones pass as they are."""
-    out = {}
-    for k, v in (storage_options or {}).items():
-        if k == "client_kwargs" and isinstance(v, dict):
-            for kk, vv in v.items():
-                if kk in _S3FS_TO_DELTA:
-                    out[_S3FS_TO_DELTA[kk]] = str(vv)
-        elif k in _S3FS_TO_DELTA:
-            out[_S3FS_TO_DELTA[k]] = str(v)
-        elif k == "anon":
-            out["AWS_SKIP_SIGNATURE"] = "true" if v in (True, "true", "1") else "false"
-        elif k.isupper() or k.startswith(("aws_", "azure_", "google_", "allow_", "conditional_")):
-            out[k] = str(v)
+    out = library_options(storage_options, _S3FS_TO_DELTA, "AWS_SKIP_SIGNATURE", _delta_own)
     if out.get("AWS_ENDPOINT_URL", "").startswith("http://"):
         out.setdefault("AWS_ALLOW_HTTP", "true")
         out.setdefault("AWS_REGION", "us-east-1")
     return out
-
-
-def _is_local(uri):
-    return "://" not in str(uri) or str(uri).startswith("file://")
 
 
 def _iso_ms(value):
@@ -110,7 +101,7 @@ class DeltaTable:
 
     def __init__(self, uri, storage_options=None):
         self.uri = str(uri).rstrip("/")
-        if _is_local(self.uri):
+        if is_local(self.uri):
             self.uri = os.path.abspath(self.uri[len("file://"):] if self.uri.startswith("file://") else self.uri)
         self.fs_options = dict(storage_options or {})
         self.options = delta_storage_options(storage_options)
@@ -273,7 +264,7 @@ class DeltaTable:
         values = {f.name: delta_partition_value(f, v, self.partition_types.get(f.name)) for f, v in zip(self.fields, key)}
         folder = "/".join(f"{n}={_escape(v)}" for n, v in values.items())
         rel = (folder + "/" if folder else "") + f"part-00000-{uuid.uuid4()}-c000.parquet"
-        if _is_local(self.uri):
+        if is_local(self.uri):
             full = os.path.join(self.uri, *rel.split("/"))
             os.makedirs(os.path.dirname(full), exist_ok=True)
             stream = open(full, "xb")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import uuid
 
+from kafkafmt.lakehouse._storage import is_local, library_options
 from kafkafmt.lakehouse.layout import COMPARED_COLUMNS
 from kafkafmt.lakehouse.ledger import (BATCHES_KEY, MODE_KEY, OFFSETS_KEY, TABLE_PROPERTY_KEYS, CommitConflictError,
                                        parse_marks, parse_offsets)
@@ -47,27 +48,10 @@ def fileio_properties(storage_options):
     """fsspec-style storage options (what ``--storage-option`` takes: ``key``, ``secret``,
     ``endpoint_url``, ``client_kwargs={"region_name": ...}``) as pyiceberg FileIO properties; keys
     already in pyiceberg's form (``s3.endpoint`` ...) pass as they are."""
-    out = {}
-    for k, v in (storage_options or {}).items():
-        if k == "client_kwargs" and isinstance(v, dict):
-            for kk, vv in v.items():
-                if kk in _S3FS_TO_ICEBERG:
-                    out[_S3FS_TO_ICEBERG[kk]] = str(vv)
-                elif kk == "endpoint_url":
-                    out["s3.endpoint"] = str(vv)
-        elif k in _S3FS_TO_ICEBERG:
-            out[_S3FS_TO_ICEBERG[k]] = str(v)
-        elif k == "anon":
-            out["s3.anonymous"] = "true" if v in (True, "true", "1") else "false"
-        elif "." in k:
-            out[k] = str(v)
+    out = library_options(storage_options, _S3FS_TO_ICEBERG, "s3.anonymous", lambda k: "." in k)
     if out.get("s3.endpoint", "").startswith("http://") and "s3.region" not in out:
         out["s3.region"] = "us-east-1"
     return out
-
-
-def _is_local(uri):
-    return "://" not in str(uri) or str(uri).startswith("file://")
 
 
 def _local_path(uri):
@@ -82,14 +66,14 @@ def open_catalog(warehouse=None, catalog=None, storage_options=None):
         from pyiceberg.catalog import load_catalog
 
         if warehouse is not None:
-            props["warehouse"] = warehouse if not _is_local(warehouse) else \
+            props["warehouse"] = warehouse if not is_local(warehouse) else \
                 "file://" + os.path.abspath(_local_path(warehouse))
         return load_catalog(catalog, **props)
     from pyiceberg.catalog.sql import SqlCatalog
 
     if warehouse is None:
         raise ValueError("an Iceberg export needs a warehouse (--to) unless --catalog names a configured catalog")
-    if _is_local(warehouse):
+    if is_local(warehouse):
         path = os.path.abspath(_local_path(warehouse))
         os.makedirs(path, exist_ok=True)
         wh = "file://" + path
@@ -179,7 +163,7 @@ class IcebergTable:
         """Whether the table is in the catalog (`open` creates it when not); a local warehouse without
         its SQLite catalog holds none, and is left as it is."""
         warehouse, catalog, _ = self._where
-        if self._catalog is None and catalog is None and warehouse is not None and _is_local(warehouse):
+        if self._catalog is None and catalog is None and warehouse is not None and is_local(warehouse):
             if not os.path.exists(os.path.join(os.path.abspath(_local_path(warehouse)), "catalog.db")):
                 return False
         return self.catalog.table_exists(self.identifier)

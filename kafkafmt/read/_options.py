@@ -231,6 +231,18 @@ false``): "keep" (the default: the JSON text of an object holding them, in one m
 field of the object, ``additionalProperties``) or "drop"."""),
 )
 
+_PARTITION_RAISES = """\
+PathNotFoundError
+    No such partition folder.
+NotALogDirError
+    `folder` is not a partition folder.
+CorruptRecordError
+    ``errors="strict"`` and a batch is corrupt (`CrcError` for a CRC mismatch).
+ValueError
+    An unknown `errors`, `isolation` or column name; an unknown format or `value_errors`, or
+    a schema option without a format.
+"""
+
 _TYPED_RAISES = """\
 ValueDecodeError
     ``value_errors="strict"`` and a value or key cannot be decoded.
@@ -258,12 +270,14 @@ def _options_text(taken):
 def document_options(func):
     """`func` (a reader) with its options' entries in its docstring: the line ``%(options)s`` of its
     Parameters section becomes the entries of the keyword-only options it takes (`OPTION_DOCS`), and
-    ``%(typed_raises)s`` in its Raises section the errors of typed values, each indented as the line
-    it replaces (a decorator; docstrings stripped by ``python -OO`` stay None)."""
+    ``%(typed_raises)s`` in its Raises section the errors of typed values (``%(partition_raises)s``
+    those of reading one partition folder), each indented as the line it replaces (a decorator;
+    docstrings stripped by ``python -OO`` stay None)."""
     if func.__doc__ is None:
         return func
     taken = {p.name for p in inspect.signature(func).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    markers = {"%(options)s": _options_text(taken), "%(typed_raises)s": _TYPED_RAISES}
+    markers = {"%(options)s": _options_text(taken), "%(partition_raises)s": _PARTITION_RAISES,
+               "%(typed_raises)s": _TYPED_RAISES}
     lines = []
     for line in func.__doc__.split("\n"):
         text = markers.get(line.strip())

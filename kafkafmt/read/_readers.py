@@ -84,15 +84,7 @@ def iter_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
 
     Raises
     ------
-    PathNotFoundError
-        No such partition folder.
-    NotALogDirError
-        `folder` is not a partition folder.
-    CorruptRecordError
-        ``errors="strict"`` and a batch is corrupt (`CrcError` for a CRC mismatch).
-    ValueError
-        An unknown `errors`, `isolation` or column name; an unknown format or `value_errors`, or
-        a schema option without a format.
+    %(partition_raises)s
     %(typed_raises)s
 
     Examples
@@ -397,15 +389,7 @@ def read_log_dir(folder, *, start_offset=None, end_offset=None, start_timestamp=
 
     Raises
     ------
-    PathNotFoundError
-        No such partition folder.
-    NotALogDirError
-        `folder` is not a partition folder.
-    CorruptRecordError
-        ``errors="strict"`` and a batch is corrupt (`CrcError` for a CRC mismatch).
-    ValueError
-        An unknown `errors`, `isolation` or column name; an unknown format or `value_errors`, or
-        a schema option without a format.
+    %(partition_raises)s
     %(typed_raises)s
 
     Examples

@@ -524,16 +524,24 @@ class Checker:
                         f"{last}): the records they point at are gone", 0)
         return True
 
-    def check_index(self, path, base, b, info, note="", data=None):
+    def _index_entries(self, path, base, data, kind, width, read):
+        """(entries, sanity problem or None) of an index file of ``width``-byte entries (``read``
+        reads them), or None when it cannot be read (the error is said)."""
         self.n_files += 1
         try:
             data = _load(data)
-            n = len(data) // 8
-            insane = self._sanity(path, data, ".index", base)
-            entries = sidefiles.read_index(data[:n * 8], base)
+            n = len(data) // width
+            insane = self._sanity(path, data, kind, base)
+            return read(data[:n * width], base), insane
         except (KafkafmtError, OSError, ValueError) as exc:
             self.error(path, _reason(exc), getattr(exc, "position", None))
+            return None
+
+    def check_index(self, path, base, b, info, note="", data=None):
+        read = self._index_entries(path, base, data, ".index", 8, sidefiles.read_index)
+        if read is None:
             return
+        entries, insane = read
         if info.skipped:
             inside = np.zeros(len(entries), bool)
             for s, e in info.skipped:
@@ -545,15 +553,10 @@ class Checker:
             info.sound[".index"] = entries
 
     def check_timeindex(self, path, base, b, note="", data=None, info=None):
-        self.n_files += 1
-        try:
-            data = _load(data)
-            n = len(data) // 12
-            insane = self._sanity(path, data, ".timeindex", base)
-            entries = sidefiles.read_timeindex(data[:n * 12], base)
-        except (KafkafmtError, OSError, ValueError) as exc:
-            self.error(path, _reason(exc), getattr(exc, "position", None))
+        read = self._index_entries(path, base, data, ".timeindex", 12, sidefiles.read_timeindex)
+        if read is None:
             return
+        entries, insane = read
         problems = sidefiles.check_timeindex(entries, b, base)
         self.index_problems(path, problems, 12, note, "time index")
         if info is not None and not problems and insane is None and not info.skipped:

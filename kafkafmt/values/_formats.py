@@ -810,6 +810,56 @@ def raise_strict(fmt, ctx, row, text, position=None):
                            offset=None if ctx.offsets is None else int(ctx.offsets[row]))
 
 
+#: row error codes of the registry formats: a schema id the registry lacks, a writer schema that cannot be used
+E_UNKNOWN_ID, E_BAD_SCHEMA = 67, 70
+
+
+def registered_writer(reg, schema_id, refuse, build, build_errors):
+    """The writer schema of ``schema_id`` as ``build(reg, registered)`` makes it, or the
+    ``(code, message)`` that makes its rows errors: `E_UNKNOWN_ID` when ``reg`` lacks the id,
+    ``refuse(schema_type)`` when that is not None (the type is not the format's), `E_BAD_SCHEMA`
+    when ``build`` raises one of ``build_errors``."""
+    try:
+        rs = reg.schema(schema_id)
+    except SchemaNotFoundError:
+        return E_UNKNOWN_ID, f"schema id {schema_id} is not in the {reg.source}"
+    refused = refuse(rs.schema_type or "AVRO")
+    if refused is not None:
+        return refused
+    try:
+        return build(reg, rs)
+    except build_errors as exc:
+        return E_BAD_SCHEMA, f"schema id {schema_id} cannot be used: {exc.reason}"
+
+
+def references_by_name(registry, rs, kind, max_depth=64):
+    """``{reference name: schema text}`` of every schema ``rs`` references, transitively (a name
+    taken by the first schema found under it, depth first; a reference without a version: the
+    subject's latest).
+
+    Raises
+    ------
+    SchemaError
+        References nested deeper than ``max_depth`` (a cycle?); ``kind`` names the schemas.
+    SchemaNotFoundError
+        A referenced subject or version is missing.
+    """
+    texts = {}
+
+    def visit(s, depth):
+        if depth > max_depth:
+            raise SchemaError(f"{kind} references nested too deeply (a cycle?)")
+        for ref in s.references:
+            if ref.name in texts:
+                continue
+            target = registry.version(ref.subject, ref.version) if ref.version >= 0 else registry.latest(ref.subject)
+            texts[ref.name] = target.schema_str
+            visit(target, depth + 1)
+
+    visit(rs, 0)
+    return texts
+
+
 def reader_schema_for(registry, topic=None, is_key=False, reader_schema=None):
     """The reader schema (a `RegisteredSchema`) a read would use (see the module docstring).
 

@@ -13,13 +13,14 @@ from kafkafmt.values.avro._plan import ZERO_ITEMS_CAP, AvroPlan
 from kafkafmt.values.avro._json import avro_json_array
 from kafkafmt.values.avro._schema import parse_registered
 from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
-from kafkafmt.values._formats import KernelFormat, PerRegistry, frame_error_text, kernel_source, reader_schema_for
+from kafkafmt.values._formats import (E_BAD_SCHEMA, KernelFormat, PerRegistry, frame_error_text, kernel_source,
+                                      reader_schema_for, registered_writer)
 
 __all__ = ["AvroFormat"]
 
 #: errors found before decoding (the kernel's own codes are below 64; framing: 64-66)
 _FRAME_NAMES = {code: name for name, code in _framing.FRAME_ERRORS.items()}
-E_UNKNOWN_ID, E_NOT_AVRO, E_UNSUPPORTED, E_BAD_SCHEMA = 67, 68, 69, 70
+E_NOT_AVRO, E_UNSUPPORTED = 68, 69
 _FRAMING = 5
 
 # ------------------------------------------------------------------------------------------------
@@ -84,21 +85,16 @@ class AvroFormat(KernelFormat):
             hit = cache.writers.get((self.name, schema_id))
             if hit is not None:
                 return hit
-            try:
-                rs = reg.schema(schema_id)
-            except SchemaNotFoundError:
-                hit = (E_UNKNOWN_ID, f"schema id {schema_id} is not in the {reg.source}")
-            else:
-                stype = rs.schema_type or "AVRO"
-                if stype not in self.decodes:
-                    code = E_UNSUPPORTED if self.name == "registry" else E_NOT_AVRO
-                    hit = (code, f"schema id {schema_id} is a {stype} schema: {stype} values are not supported yet"
-                           if code == E_UNSUPPORTED else f"schema id {schema_id} is a {stype} schema, not AVRO")
-                else:
-                    try:
-                        hit = parse_registered(reg, rs)
-                    except (SchemaError, SchemaNotFoundError) as exc:
-                        hit = (E_BAD_SCHEMA, f"schema id {schema_id} cannot be used: {exc.reason}")
+
+            def refuse(stype):
+                if stype in self.decodes:
+                    return None
+                if self.name == "registry":
+                    return (E_UNSUPPORTED,
+                            f"schema id {schema_id} is a {stype} schema: {stype} values are not supported yet")
+                return E_NOT_AVRO, f"schema id {schema_id} is a {stype} schema, not AVRO"
+
+            hit = registered_writer(reg, schema_id, refuse, parse_registered, (SchemaError, SchemaNotFoundError))
             cache.writers[(self.name, schema_id)] = hit
             return hit
 

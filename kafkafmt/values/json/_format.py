@@ -43,8 +43,9 @@ from kafkafmt.values.json._schema import spec_of_connect, spec_of_json_schema
 from kafkafmt.values._jsontext import json_values_json
 from kafkafmt.values._kernelplan import FIELD_ERROR
 from kafkafmt.values.registry import open_registry
-from kafkafmt.values._formats import (DecodedColumn, ValueFormat, column_parts, column_validity, count_errors,
-                                      error_texts, frame_error_text, raise_strict, reader_schema_for)
+from kafkafmt.values._formats import (E_BAD_SCHEMA, E_UNKNOWN_ID, DecodedColumn, ValueFormat, column_parts,
+                                      column_validity, count_errors, error_texts, frame_error_text, raise_strict,
+                                      reader_schema_for, references_by_name)
 from kafkafmt.values._options import ValueShape
 
 __all__ = ["JsonSchemaFormat", "JsonFormat", "ConnectJsonFormat", "INFER_ROWS", "json_schema_spec"]
@@ -52,7 +53,7 @@ __all__ = ["JsonSchemaFormat", "JsonFormat", "ConnectJsonFormat", "INFER_ROWS", 
 #: values the plain "json" format infers types from
 INFER_ROWS = 10_000
 _FRAME_NAMES = {code: name for name, code in _framing.FRAME_ERRORS.items()}
-E_UNKNOWN_ID, E_NOT_JSON, E_BAD_SCHEMA = 67, 68, 70
+E_NOT_JSON = 68
 _LOOKUP_KEYS = {"id", "version", "subject"}
 
 
@@ -81,20 +82,7 @@ def _arrow_spec(spec):
 def json_schema_spec(registry, rs, shape=ValueShape()):
     """The target spec of a registered JSON schema (its references resolved by name), shaped by
     ``shape`` (`kafkafmt.values._options`)."""
-    refs = {}
-
-    def visit(s, depth):
-        if depth > 64:
-            raise SchemaError("JSON Schema references nested too deeply (a cycle?)")
-        for ref in s.references:
-            if ref.name in refs:
-                continue
-            target = registry.version(ref.subject, ref.version) if ref.version >= 0 else registry.latest(ref.subject)
-            refs[ref.name] = target.schema_str
-            visit(target, depth + 1)
-
-    visit(rs, 0)
-    return spec_of_json_schema(rs.schema_str, refs, shape)
+    return spec_of_json_schema(rs.schema_str, references_by_name(registry, rs, "JSON Schema"), shape)
 
 
 class _JsonBase(ValueFormat):
@@ -119,6 +107,39 @@ class _JsonBase(ValueFormat):
 
     def json(self, decoded):
         return json_values_json(decoded.values, decoded.reader)
+
+    def _given(self, ctx):
+        """The spec of ``reader_schema``: None without one, an Arrow schema or type as it is, any
+        other schema as the format reads it (`_spec_of`)."""
+        spec = ctx.reader_schema
+        if spec is None:
+            return None
+        arrow = _arrow_spec(spec)
+        if arrow is not None:
+            return arrow
+        return self._spec_of(spec, ctx)
+
+    def _spec_of(self, spec, ctx):
+        raise NotImplementedError
+
+    def _decode_unframed(self, column, ctx, spec_of_column, envelope=False):
+        """(spec, `DecodedColumn`) of a column of JSON texts without framing, typed by the reader
+        schema's spec (`_given`) or else ``spec_of_column(column)``; ``envelope``: each text is a
+        Connect envelope, its ``payload`` the value."""
+        pa = _pa()
+        column, offsets, data = column_parts(column)
+        spec = self._given(ctx)
+        if spec is None:
+            spec = spec_of_column(column)
+        plan = _plan(_envelope(spec) if envelope else spec)
+        starts = offsets[:-1].copy()
+        values, errors = plan.decode(offsets, data, starts, _roots_unframed(column))
+        if envelope and isinstance(values, pa.ChunkedArray):
+            values = pa.chunked_array([c.flatten()[0] for c in values.chunks])
+        elif envelope:
+            values = values.flatten()[0]
+        return spec, self._finish(plan, values, errors, pa.nulls(len(column), pa.int32()), starts, offsets, ctx,
+                                  lambda code, i: f"error {code}")
 
 
 class JsonSchemaFormat(_JsonBase):
@@ -199,13 +220,7 @@ class JsonFormat(_JsonBase):
     name = "json"
     summary = "plain JSON text (types given or inferred)"
 
-    def _given(self, ctx):
-        spec = ctx.reader_schema
-        if spec is None:
-            return None
-        arrow = _arrow_spec(spec)
-        if arrow is not None:
-            return arrow
+    def _spec_of(self, spec, ctx):
         if isinstance(spec, (dict, bool)) or (isinstance(spec, str) and spec.lstrip()[:1] == "{"):
             return spec_of_json_schema(spec, shape=ctx.shape)
         raise SchemaError(f"reader_schema for plain JSON is an Arrow schema or type, or a JSON Schema, "
@@ -219,17 +234,7 @@ class JsonFormat(_JsonBase):
         return _plan(spec).arrow_type
 
     def decode(self, column, ctx):
-        pa = _pa()
-        column, offsets, data = column_parts(column)
-        spec = self._given(ctx)
-        if spec is None:
-            spec = infer_spec(column)
-        plan = _plan(spec)
-        roots = _roots_unframed(column)
-        starts = offsets[:-1].copy()
-        values, errors = plan.decode(offsets, data, starts, roots)
-        return self._finish(plan, values, errors, pa.nulls(len(column), pa.int32()), starts, offsets, ctx,
-                            lambda code, i: f"error {code}")
+        return self._decode_unframed(column, ctx, infer_spec)[1]
 
 
 def infer_spec(column, rows=None):
@@ -287,13 +292,7 @@ class ConnectJsonFormat(_JsonBase):
     name = "connect-json"
     summary = "Kafka Connect's JsonConverter envelope (typed by its schema)"
 
-    def _given(self, ctx):
-        spec = ctx.reader_schema
-        if spec is None:
-            return None
-        arrow = _arrow_spec(spec)
-        if arrow is not None:
-            return arrow
+    def _spec_of(self, spec, ctx):
         return spec_of_connect(spec)
 
     def value_type(self, ctx):
@@ -304,21 +303,7 @@ class ConnectJsonFormat(_JsonBase):
         return _plan(_envelope(spec)).arrow_type.field("payload").type
 
     def decode(self, column, ctx):
-        pa = _pa()
-        column, offsets, data = column_parts(column)
-        spec = self._given(ctx)
-        if spec is None:
-            spec = embedded_schema(column)
-        plan = _plan(_envelope(spec))
-        roots = _roots_unframed(column)
-        starts = offsets[:-1].copy()
-        envelope, errors = plan.decode(offsets, data, starts, roots)
-        if isinstance(envelope, pa.ChunkedArray):
-            values = pa.chunked_array([c.flatten()[0] for c in envelope.chunks])
-        else:
-            values = envelope.flatten()[0]
-        dec = self._finish(plan, values, errors, pa.nulls(len(column), pa.int32()), starts, offsets, ctx,
-                           lambda code, i: f"error {code}")
+        spec, dec = self._decode_unframed(column, ctx, embedded_schema, envelope=True)
         dec.reader = spec
         return dec
 

@@ -52,7 +52,8 @@ from kafkafmt.values.protobuf._plan import MessagesPlan, ProtoPlan
 from kafkafmt.values.protobuf._schema import compile_registered, compile_text, descriptor_of
 from kafkafmt.values.registry import InlineSchemaRegistry, open_registry
 from kafkafmt.values._formats import (DecodedColumn, PerRegistry, ValueFormat, column_parts, column_validity,
-                                      count_errors, error_texts, frame_error_text, raise_strict, reader_schema_for)
+                                      count_errors, error_texts, frame_error_text, raise_strict, reader_schema_for,
+                                      registered_writer)
 from kafkafmt.values._jsontext import arrow_json
 from kafkafmt.values._kernelplan import FIELD_ERROR
 from kafkafmt.values.protobuf._json import protobuf_json
@@ -61,7 +62,7 @@ __all__ = ["ProtobufFormat", "RawProtobufFormat", "reader_messages", "resolve_re
 
 _FRAME_NAMES = {code: name for name, code in _framing.FRAME_ERRORS.items()}
 E_INDEX = _framing.FRAME_ERRORS["INDEX"]
-E_UNKNOWN_ID, E_NOT_PROTOBUF, E_BAD_SCHEMA, E_OTHER_MESSAGE = 67, 68, 70, 72
+E_NOT_PROTOBUF, E_OTHER_MESSAGE = 68, 72
 
 
 def _pa():
@@ -333,19 +334,11 @@ class ProtobufFormat(ValueFormat):
             if readers is not None:
                 hit = _FileOf(readers[0])
             else:
-                try:
-                    rs = reg.schema(schema_id)
-                except SchemaNotFoundError:
-                    hit = (E_UNKNOWN_ID, f"schema id {schema_id} is not in the {reg.source}")
-                else:
-                    stype = rs.schema_type or "AVRO"
-                    if stype != "PROTOBUF":
-                        hit = (E_NOT_PROTOBUF, f"schema id {schema_id} is a {stype} schema, not PROTOBUF")
-                    else:
-                        try:
-                            hit = compile_registered(reg, rs)
-                        except (SchemaError, SchemaNotFoundError, SchemaRegistryError) as exc:
-                            hit = (E_BAD_SCHEMA, f"schema id {schema_id} cannot be used: {exc.reason}")
+                hit = registered_writer(
+                    reg, schema_id,
+                    lambda stype: None if stype == "PROTOBUF" else
+                    (E_NOT_PROTOBUF, f"schema id {schema_id} is a {stype} schema, not PROTOBUF"),
+                    compile_registered, (SchemaError, SchemaNotFoundError, SchemaRegistryError))
             cache.writers[schema_id] = hit
             return hit
 

@@ -29,6 +29,7 @@ import re
 
 from kafkafmt.errors import SchemaError, SchemaNotFoundError
 from kafkafmt._util.extras import install_command
+from kafkafmt.values._formats import references_by_name
 
 __all__ = ["ProtoSchema", "compile_registered", "compile_text", "parse_proto", "well_known_files",
            "descriptor_of", "MAX_REFERENCE_DEPTH"]
@@ -521,19 +522,7 @@ def compile_registered(registry, rs):
     SchemaNotFoundError
         A reference (or an import that is neither a reference nor built in) is missing.
     """
-    imports = {}
-
-    def visit(s, depth):
-        if depth > MAX_REFERENCE_DEPTH:
-            raise SchemaError("Protobuf schema references nested too deeply (a cycle?)")
-        for ref in s.references:
-            if ref.name in imports:
-                continue
-            target = registry.version(ref.subject, ref.version) if ref.version >= 0 else registry.latest(ref.subject)
-            imports[ref.name] = target.schema_str
-            visit(target, depth + 1)
-
-    visit(rs, 0)
+    imports = references_by_name(registry, rs, "Protobuf schema", MAX_REFERENCE_DEPTH)
     name = f"schema-{rs.id}.proto" if rs.id is not None and rs.id >= 0 else "schema.proto"
     while name in imports:
         name = "_" + name

@@ -48,18 +48,26 @@ class _Replay:
         subject, version = next(iter(sv.items()))
         return ("SCHEMA", subject, version)
 
+    def _object(self, raw, offset, what):
+        """The JSON object ``raw`` holds, or None: the record is skipped (the problem noted, ``what``
+        naming the part)."""
+        try:
+            doc = json.loads(bytes(raw))
+        except ValueError as exc:
+            self.problems.append((offset, f"{what} is not JSON ({exc}): skipped"))
+            return None
+        if not isinstance(doc, dict):
+            self.problems.append((offset, f"{what} is not a JSON object: skipped"))
+            return None
+        return doc
+
     # -- KafkaStoreMessageHandler
     def apply(self, key_bytes, value_bytes, offset):
         if key_bytes is None:
             self.problems.append((offset, "null key skipped"))
             return
-        try:
-            key = json.loads(bytes(key_bytes))
-        except ValueError as exc:
-            self.problems.append((offset, f"key is not JSON ({exc}): skipped"))
-            return
-        if not isinstance(key, dict):
-            self.problems.append((offset, "key is not a JSON object: skipped"))
+        key = self._object(key_bytes, offset, "key")
+        if key is None:
             return
         kt = key.get("keytype")
         if kt == "NOOP":
@@ -80,13 +88,8 @@ class _Replay:
             return
         value = None
         if value_bytes is not None:
-            try:
-                value = json.loads(bytes(value_bytes))
-            except ValueError as exc:
-                self.problems.append((offset, f"{kt} value is not JSON ({exc}): skipped"))
-                return
-            if not isinstance(value, dict):
-                self.problems.append((offset, f"{kt} value is not a JSON object: skipped"))
+            value = self._object(value_bytes, offset, f"{kt} value")
+            if value is None:
                 return
         if kt == "SCHEMA" and value is not None:
             if not isinstance(value.get("id"), int) or not isinstance(value.get("schema"), str):
