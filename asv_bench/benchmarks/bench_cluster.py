@@ -11,6 +11,11 @@ followers behind their leader, 5 codecs, 8 KB segments (rolled). Written once pe
   checked as its fetcher does: `common.kafka_python_columns`) and keeping the most complete copy of each
   partition; into pandas (``to_pandas()``) against kafka-python reading the copies kafkafmt reads (chosen
   before the clock starts) into a DataFrame, and the peak memory of both; ``threads=2`` against ``threads=1``.
+* ``ClusterCommands``: whole commands as a user runs them (``python -m kafkafmt stats --json``, ``verify``,
+  ``report --json``, ``report --to page.html``, a process each, bytecode cached as after any first run) against
+  a kafka-python script in a process of its own doing the read they all start with: every copy of every partition,
+  CRCs checked, the most complete copy kept, and its figures (records, batches, bytes); and the page against
+  the JSON report.
 * ``ClusterScaling``: microseconds per partition folder at scale 1, 3 and 10, and the ratio of the time per
   folder at 3x (and 10x) the folders to 1x (linear: 1.0).
 
@@ -196,6 +201,45 @@ def arrow_peak_setup(scale):
     return run
 
 
+def _process(argv):
+    """A callable running ``argv`` as a process of its own (its output dropped; bytecode written and read as on
+    a user's machine)."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    def run():
+        p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        if p.returncode not in (0, 1):
+            raise RuntimeError(f"{argv[2:]} exited {p.returncode}: {p.stderr[-500:]!r}")
+    return run
+
+
+def peer_script(scale):
+    """kafka-python in a process of its own: every copy read (CRCs checked), the most complete kept, figures."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from benchmarks import bench_cluster as b\n"
+            "best = b.peer_every_copy(%d)()\n"
+            "figures = {k: (n, sum(len(o) for o in cols[0])) for k, (n, cols) in best.items()}\n"
+            "print(sum(n for n, _ in figures.values()), sum(m for _, m in figures.values()))\n") % (here, scale)
+    return _process([sys.executable, "-c", code])
+
+
+#: the commands timed, by the name of their ratio
+COMMANDS = {"stats": ["stats", "--json", "--no-progress"], "verify": ["verify", "--no-progress"],
+            "report_json": ["report", "--json"], "report_page": ["report", "--to", None]}
+
+
+def command(scale, name):
+    """``python -m kafkafmt <command> <the cluster>`` as a process."""
+    import tempfile
+
+    args = [a if a is not None else os.path.join(tempfile.gettempdir(), "kafkafmt-bench-page.html")
+            for a in COMMANDS[name]]
+    return _process([sys.executable, "-m", "kafkafmt", args[0], cluster_root(scale)] + args[1:])
+
+
 def us_per_folder(scale, budget_s=None):
     (t,) = common.interleaved_medians([kafkafmt_arrow(scale)], budget_s)
     return round(1e6 * t / len(_folders(cluster_root(scale))), 1)
@@ -215,6 +259,14 @@ register_ratio("cluster_pandas_vs_kafka_python", "read_log_dirs of a cluster int
 register_ratio("cluster_threads_2_vs_1", "read_log_dirs of a cluster, 2 threads × 1", [1],
                lambda s: (kafkafmt_arrow(s, 1), kafkafmt_arrow(s, 2)), family="cluster",
                track="bench_cluster.ClusterRead.track_threads_2_vs_1")
+for _name in ("stats", "verify", "report_json"):
+    register_ratio(f"cluster_{_name}_vs_kafka_python", f"kafkafmt {_name.replace('_', ' --')} on a cluster × a "
+                   "kafka-python script reading every copy", [1],
+                   lambda s, _n=_name: (peer_script(s), command(s, _n)), family="cluster",
+                   track=f"bench_cluster.ClusterCommands.track_{_name}_vs_kafka_python")
+register_ratio("cluster_page_over_json", "kafkafmt report --to page.html ÷ report --json (lower is better)", [1],
+               lambda s: (command(s, "report_page"), command(s, "report_json")), better="lower", family="cluster",
+               track="bench_cluster.ClusterCommands.track_page_over_json")
 register_value("cluster_pandas_peak_vs_kafka_python", "read into pandas: peak memory ÷ kafka-python's", [1],
                peak_ratio, "ratio", better="lower", family="cluster",
                track="bench_cluster.ClusterRead.track_pandas_peak_vs_kafka_python")
@@ -258,6 +310,31 @@ class ClusterRead:
     track_arrow_peak_over_output.unit = "ratio"
 
 
+class ClusterCommands:
+    """Whole commands on the cluster, a process each, against a kafka-python script (see the module doc)."""
+    timeout = 1800
+
+    def setup(self):
+        require_kafkafmt()
+        common.note_quick()
+        cluster_root(1)
+
+    def track_stats_vs_kafka_python(self):
+        return common.measure_registered("cluster_stats_vs_kafka_python", 1)
+
+    def track_verify_vs_kafka_python(self):
+        return common.measure_registered("cluster_verify_vs_kafka_python", 1)
+
+    def track_report_json_vs_kafka_python(self):
+        return common.measure_registered("cluster_report_json_vs_kafka_python", 1)
+
+    def track_page_over_json(self):
+        return common.measure_registered("cluster_page_over_json", 1)
+
+    track_stats_vs_kafka_python.unit = track_verify_vs_kafka_python.unit = "ratio"
+    track_report_json_vs_kafka_python.unit = track_page_over_json.unit = "ratio"
+
+
 class ClusterScaling:
     params = SCALES
     param_names = ["scale"]
@@ -286,6 +363,9 @@ def main():
         print(f"{common.RATIOS[key]['title']}: {common.measure_registered(key, 1)}")
     for s in SCALES:
         print(f"µs per partition folder at scale {s}: {us_per_folder(s)}")
+    for key in ("cluster_stats_vs_kafka_python", "cluster_verify_vs_kafka_python", "cluster_report_json_vs_kafka_python",
+                "cluster_page_over_json"):
+        print(f"{common.RATIOS[key]['title']}: {common.measure_registered(key, 1)}")
 
 
 if __name__ == "__main__":
