@@ -54,67 +54,41 @@ static inline uint64_t kfmt_be64(const uint8_t *p) {
 
 /* ---- varints ------------------------------------------------------------------------------- */
 
-/* Reads a zigzag varint32 at *pp (bounded by end). Returns 0 on success and advances *pp;
- * -1 when the input ends inside the varint; -2 when it is longer than 5 bytes. With 5 bytes left
- * (nearly always) the bytes are read without a bound check each. */
-KFMT_HOT int kfmt_varint(const uint8_t **pp, const uint8_t *end, int32_t *out) {
-    const uint8_t *p = *pp;
-    uint32_t v = 0;
-    int shift = 0;
-    if (KFMT_LIKELY(end - p >= 5)) {
-        for (int i = 0; i < 5; i++) {
-            uint32_t b = p[i];
-            v |= (b & 0x7f) << (7 * i);
-            if (b < 0x80) {
-                *pp = p + i + 1;
-                *out = (int32_t)((v >> 1) ^ (~(v & 1) + 1));
-                return 0;
-            }
-        }
-        return -2;
-    }
-    for (;;) {
-        if (KFMT_UNLIKELY(p >= end)) return -1;
-        uint8_t b = *p++;
-        v |= (uint32_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) break;
-        shift += 7;
-        if (KFMT_UNLIKELY(shift > 28)) return -2;
-    }
-    *pp = p;
-    *out = (int32_t)((v >> 1) ^ (~(v & 1) + 1));
-    return 0;
+/* Reads a zigzag varint32 (kfmt_varint: at most 5 bytes) or varlong (kfmt_varlong: at most 10) at *pp
+ * (bounded by end). Returns 0 on success and advances *pp; -1 when the input ends inside the varint;
+ * -2 when it is longer than its most bytes. With that many bytes left (nearly always) the bytes are
+ * read without a bound check each. Both are one definition, expanded for each width. */
+#define KFMT_ZIGZAG_READ(name, U, S, MAXB, MAXSHIFT)                                  \
+KFMT_HOT int name(const uint8_t **pp, const uint8_t *end, S *out) {                  \
+    const uint8_t *p = *pp;                                                          \
+    U v = 0;                                                                         \
+    int shift = 0;                                                                   \
+    if (KFMT_LIKELY(end - p >= MAXB)) {                                              \
+        for (int i = 0; i < MAXB; i++) {                                             \
+            U b = p[i];                                                              \
+            v |= (b & 0x7f) << (7 * i);                                              \
+            if (b < 0x80) {                                                          \
+                *pp = p + i + 1;                                                     \
+                *out = (S)((v >> 1) ^ (~(v & 1) + 1));                               \
+                return 0;                                                            \
+            }                                                                        \
+        }                                                                            \
+        return -2;                                                                   \
+    }                                                                                \
+    for (;;) {                                                                       \
+        if (KFMT_UNLIKELY(p >= end)) return -1;                                      \
+        uint8_t b = *p++;                                                            \
+        v |= (U)(b & 0x7f) << shift;                                                 \
+        if (!(b & 0x80)) break;                                                      \
+        shift += 7;                                                                  \
+        if (KFMT_UNLIKELY(shift > MAXSHIFT)) return -2;                              \
+    }                                                                                \
+    *pp = p;                                                                         \
+    *out = (S)((v >> 1) ^ (~(v & 1) + 1));                                           \
+    return 0;                                                                        \
 }
-
-/* As kfmt_varint for a zigzag varlong (at most 10 bytes). */
-KFMT_HOT int kfmt_varlong(const uint8_t **pp, const uint8_t *end, int64_t *out) {
-    const uint8_t *p = *pp;
-    uint64_t v = 0;
-    int shift = 0;
-    if (KFMT_LIKELY(end - p >= 10)) {
-        for (int i = 0; i < 10; i++) {
-            uint64_t b = p[i];
-            v |= (b & 0x7f) << (7 * i);
-            if (b < 0x80) {
-                *pp = p + i + 1;
-                *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
-                return 0;
-            }
-        }
-        return -2;
-    }
-    for (;;) {
-        if (KFMT_UNLIKELY(p >= end)) return -1;
-        uint8_t b = *p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) break;
-        shift += 7;
-        if (KFMT_UNLIKELY(shift > 63)) return -2;
-    }
-    *pp = p;
-    *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
-    return 0;
-}
+KFMT_ZIGZAG_READ(kfmt_varint, uint32_t, int32_t, 5, 28)
+KFMT_ZIGZAG_READ(kfmt_varlong, uint64_t, int64_t, 10, 63)
 
 /* A varint length (negative: null, returned as -1) and that many bytes at *pp, bounded by end:
  * 0 with *data and *length set and *pp past them; -1 when they run past end; -2 when the varint
@@ -132,43 +106,27 @@ KFMT_HOT int kfmt_bytes(const uint8_t **pp, const uint8_t *end, const uint8_t **
     return 0;
 }
 
-/* Writes v as a zigzag varint32 at p (room for 5 bytes needed); returns the bytes written. */
-static inline int kfmt_put_varint(uint8_t *p, int32_t v) {
-    uint32_t u = ((uint32_t)v << 1) ^ (uint32_t)(v >> 31);
-    int n = 0;
-    while (u >= 0x80) {
-        p[n++] = (uint8_t)(u | 0x80);
-        u >>= 7;
-    }
-    p[n++] = (uint8_t)u;
-    return n;
+/* Writes v as a zigzag varint32 (kfmt_put_varint: room for 5 bytes needed) or varlong (kfmt_put_varlong:
+ * 10) at p; returns the bytes written. kfmt_varint_size / kfmt_varlong_size: how many that is. */
+#define KFMT_ZIGZAG_WRITE(put, size, U, S, BITS)                                     \
+static inline int put(uint8_t *p, S v) {                                             \
+    U u = ((U)v << 1) ^ (U)(v >> (BITS - 1));                                        \
+    int n = 0;                                                                       \
+    while (u >= 0x80) {                                                              \
+        p[n++] = (uint8_t)(u | 0x80);                                                \
+        u >>= 7;                                                                     \
+    }                                                                                \
+    p[n++] = (uint8_t)u;                                                             \
+    return n;                                                                        \
+}                                                                                    \
+static inline int size(S v) {                                                       \
+    U u = ((U)v << 1) ^ (U)(v >> (BITS - 1));                                        \
+    int n = 1;                                                                       \
+    while (u >= 0x80) { u >>= 7; n++; }                                              \
+    return n;                                                                        \
 }
-
-/* Writes v as a zigzag varlong at p (room for 10 bytes needed); returns the bytes written. */
-static inline int kfmt_put_varlong(uint8_t *p, int64_t v) {
-    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-    int n = 0;
-    while (u >= 0x80) {
-        p[n++] = (uint8_t)(u | 0x80);
-        u >>= 7;
-    }
-    p[n++] = (uint8_t)u;
-    return n;
-}
-
-static inline int kfmt_varint_size(int32_t v) {
-    uint32_t u = ((uint32_t)v << 1) ^ (uint32_t)(v >> 31);
-    int n = 1;
-    while (u >= 0x80) { u >>= 7; n++; }
-    return n;
-}
-
-static inline int kfmt_varlong_size(int64_t v) {
-    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-    int n = 1;
-    while (u >= 0x80) { u >>= 7; n++; }
-    return n;
-}
+KFMT_ZIGZAG_WRITE(kfmt_put_varint, kfmt_varint_size, uint32_t, int32_t, 32)
+KFMT_ZIGZAG_WRITE(kfmt_put_varlong, kfmt_varlong_size, uint64_t, int64_t, 64)
 
 static inline void kfmt_put_be16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 static inline void kfmt_put_be32(uint8_t *p, uint32_t v) {
