@@ -22,7 +22,6 @@ segment of those copies (kept in the discovery cache per file version), and noth
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -301,7 +300,7 @@ def _copies_of_one(topic, partition, held, report, copies, hw):
         copies.append(h.copy("read", hw=hw(h.part), detail="the copy read"))
         return h.part
     best = _best(held)
-    chosen = dataclasses.replace(best.part, alternates=tuple(h.part for h in held if h is not best))
+    chosen = best.part.with_alternates(h.part for h in held if h is not best)
     copies.append(best.copy("read", hw=hw(best.part), detail="the copy read"))
     for h in held:
         if h is not best:

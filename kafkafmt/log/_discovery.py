@@ -236,6 +236,14 @@ class Partition:
     # read from one of them (kafkafmt.log._fill); () for a partition held once
     alternates: object = field(default=(), compare=False, repr=False)
 
+    def with_alternates(self, alternates):
+        """The same partition with other copies to read a damaged stretch from (as ``dataclasses.replace``
+        does, without its cost: a cluster's discovery makes one for every partition held several times)."""
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        object.__setattr__(twin, "alternates", tuple(alternates))
+        return twin
+
     def __getstate__(self):
         return dict(self.__dict__, listing=None)
 
