@@ -452,16 +452,7 @@ def index_sanity_problem(src, suffix, base_offset=None):
     >>> print(sidefiles.index_sanity_problem(data + bytes(120), ".timeindex"))
     zero-filled tail of 120 bytes after 2 entries (preallocated, not trimmed: the broker did not shut down cleanly); Kafka's TimeIndex.sanityCheck fails: the last timestamp 0 is below the first 1700000000000
     """
-    data, name = load_source(src)
-    base = base_offset_of(base_offset, name)
-    time = suffix == ".timeindex"
-    disk = TIMEINDEX_DISK if time else INDEX_DISK
-    n, rem = divmod(len(data), disk.itemsize)
-    if rem:
-        return _sanity(None, None, 0, len(data), time, base)
-    raw = np.frombuffer(data, disk, count=n)
-    zero = (raw["rel"] == 0) & ((raw["timestamp"] if time else raw["position"]) == 0) if n else None
-    return _sanity(raw, zero, used_entries(zero) if n else 0, len(data), time, base)
+    return read_index_file(src, suffix, base_offset)[1]
 
 
 def read_index_file(src, suffix, base_offset=None):
@@ -471,12 +462,8 @@ def read_index_file(src, suffix, base_offset=None):
 
     Parameters
     ----------
-    src : str, os.PathLike or bytes
-        The file or its bytes.
-    suffix : {".index", ".timeindex"}
-        Which index it is.
-    base_offset : int, optional
-        Defaults to the number in the file name (0 for bytes).
+    src, suffix, base_offset
+        As `index_sanity_problem`'s: the file or its bytes, ".index" or ".timeindex", the base offset.
 
     Returns
     -------
