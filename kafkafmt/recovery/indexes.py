@@ -130,7 +130,7 @@ def _sequence_ok(t, base_offset):
     base, last = np.asarray(t["base_offset"], np.int64), np.asarray(t["last_offset"], np.int64)
     if not len(base):
         return True
-    return bool(np.all(last >= base) and np.all(base[1:] > last[:-1]) and base[0] >= base_offset
+    return bool((last >= base).all() and (base[1:] > last[:-1]).all() and base[0] >= base_offset
                 and last[-1] - base_offset <= _INT32_MAX)
 
 
@@ -229,13 +229,13 @@ def scan_of_batches(path, base_offset, size, batches, markers, sound=None, *, ma
     if not len(batches["position"]):
         return SegmentScan(path, int(base_offset), 0, _columns(_NO_BATCHES), [], {}, None, dict(sound or {})) \
             if size == 0 else None
-    pos, sizes = np.asarray(batches["position"], np.int64), np.asarray(batches["size"], np.int64)
-    ends = pos + sizes
-    if pos[0] != 0 or int(ends[-1]) != size or not np.array_equal(pos[1:], ends[:-1]) \
-            or int(sizes.max()) > max_batch_bytes or not np.all(batches["crc_valid"]) \
-            or not np.all(np.asarray(batches["magic"]) == 2):
-        return None
     cols = _columns(batches)
+    pos, sizes = cols["position"].astype(np.int64, copy=False), cols["size"].astype(np.int64, copy=False)
+    ends = pos + sizes
+    if pos[0] != 0 or int(ends[-1]) != size or not (pos[1:] == ends[:-1]).all() \
+            or int(sizes.max()) > max_batch_bytes or not np.asarray(batches["crc_valid"]).all() \
+            or not (cols["magic"] == 2).all():
+        return None
     first = int(cols["base_offset"][0])
     if not _sequence_ok(cols, min(base_offset, first)):
         return None

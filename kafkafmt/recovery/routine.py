@@ -29,8 +29,7 @@ def _read_or_none(path):
 def plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
     stem = n[:-len(".log")]
     out = []
-    positions = np.concatenate(([0], np.cumsum(batches["size"])[:-1])) if len(batches["size"]) else np.zeros(0)
-    table = dict(batches, position=positions.astype(np.int64))
+    table = _Laid(batches)
     # indexes a check against these very batches found sound (`SegmentScan.sound`): only a time index's last
     # entry is looked at (stale or not); nothing is built unless written -- when nothing can fail to encode
     sound = scan.sound if batches is scan.batches and opts.timeindex_offsets == "batch" and _encodes(scan) else {}
@@ -90,6 +89,23 @@ def plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
         out.append(RecoveryAction(ActionKind.WRITE, os.path.join(folder, name), f"{why}: rebuilt from the ABORT "
                                   f"markers (LogSegment.updateTxnIndex)", data=want, log_dir=log_dir))
     return out
+
+
+class _Laid(dict):
+    """A segment's batch columns with ``position`` where each batch will lie (laid out from 0), worked out only
+    when asked for (the usual sound index needs its max timestamps alone)."""
+
+    def __init__(self, batches):
+        super().__init__(batches)
+        self.pop("position", None)
+
+    def __missing__(self, key):
+        if key != "position":
+            raise KeyError(key)
+        size = self["size"]
+        positions = np.concatenate(([0], np.cumsum(size)[:-1])) if len(size) else np.zeros(0)
+        self[key] = positions = positions.astype(np.int64)
+        return positions
 
 
 def _index_problem(suffix, data, base, table):

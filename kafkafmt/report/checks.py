@@ -63,6 +63,14 @@ def _read_from_zero(part, report, options):
 _OTHER_FILES = ("producer-snapshot", "leader-epoch", "partition-metadata")
 
 
+@functools.lru_cache(maxsize=4096)
+def _other_kind(name):
+    """The kind of a file of a partition folder that the checks read beside its segments (`_OTHER_FILES`),
+    else None (names repeat from folder to folder: kept)."""
+    kind = file_kind(name)
+    return kind if kind in _OTHER_FILES and not is_leftover_file(name) else None
+
+
 def _side_file(part, name, full):
     """A file of a partition folder for the side-file readers: its path (local) or its bytes (as listed)."""
     if part.storage.is_local:
@@ -209,8 +217,8 @@ class Checker:
                 self.on_segment(infos[s.base_offset])
         if pd.segments is None:       # a folder (not tiered uploads): its other files
             for name, full in pd.files():
-                kind = file_kind(name)
-                if kind in _OTHER_FILES and not is_leftover_file(name):
+                kind = _other_kind(name)
+                if kind is not None:
                     self.other_file(full, kind, functools.partial(_side_file, pd, name, full))
 
     def copy(self, pd, read=None):
@@ -493,14 +501,12 @@ class Checker:
                 self.warning(log, f"{len(aborts)} ABORT markers (first at offset {aborts[0]}) but no .txnindex "
                                   f"file (the broker rebuilds it at start-up)")
 
-    def _sanity(self, path, data, suffix, base):
-        """Kafka's own sanity check of the file as the broker reads it (by its length)."""
-        why = sidefiles.index_sanity_problem(data, suffix, base)
-        if why is not None:
-            size = 8 if suffix == ".index" else 12
-            self.error(path, f"{why}; the broker rebuilds the segment's indexes at start-up",
-                       len(data) // size * size - size if len(data) % size == 0 else len(data) // size * size)
-        return why
+    def _insane(self, path, data, suffix, why):
+        """Say what Kafka's own sanity check of an index file finds (``why``: as the broker reads it, by its
+        length)."""
+        size = 8 if suffix == ".index" else 12
+        self.error(path, f"{why}; the broker rebuilds the segment's indexes at start-up",
+                   len(data) // size * size - size if len(data) % size == 0 else len(data) // size * size)
 
     def emptied_log(self, seg, log):
         """An empty ``.log`` beside indexes that hold entries: one error (its records are gone; every
@@ -524,21 +530,22 @@ class Checker:
                         f"{last}): the records they point at are gone", 0)
         return True
 
-    def _index_entries(self, path, base, data, kind, width, read):
-        """(entries, sanity problem or None) of an index file of ``width``-byte entries (``read``
-        reads them), or None when it cannot be read (the error is said)."""
+    def _index_entries(self, path, base, data, kind):
+        """(entries, sanity problem or None) of an ``.index`` or ``.timeindex`` file (``kind``: its suffix),
+        or None when it cannot be read (the error is said)."""
         self.n_files += 1
         try:
             data = _load(data)
-            n = len(data) // width
-            insane = self._sanity(path, data, kind, base)
-            return read(data[:n * width], base), insane
+            entries, insane = sidefiles.read_index_file(data, kind, base)
         except (KafkafmtError, OSError, ValueError) as exc:
             self.error(path, _reason(exc), getattr(exc, "position", None))
             return None
+        if insane is not None:
+            self._insane(path, data, kind, insane)
+        return entries, insane
 
     def check_index(self, path, base, b, info, note="", data=None):
-        read = self._index_entries(path, base, data, ".index", 8, sidefiles.read_index)
+        read = self._index_entries(path, base, data, ".index")
         if read is None:
             return
         entries, insane = read
@@ -553,7 +560,7 @@ class Checker:
             info.sound[".index"] = entries
 
     def check_timeindex(self, path, base, b, note="", data=None, info=None):
-        read = self._index_entries(path, base, data, ".timeindex", 12, sidefiles.read_timeindex)
+        read = self._index_entries(path, base, data, ".timeindex")
         if read is None:
             return
         entries, insane = read

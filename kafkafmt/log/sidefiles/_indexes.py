@@ -64,8 +64,8 @@ from kafkafmt.log.sidefiles._common import (INDEX_DISK, INDEX_DTYPE, INT32_MAX, 
 
 __all__ = ["read_index", "read_timeindex", "read_txnindex", "encode_index", "encode_timeindex", "encode_txnindex",
            "write_index", "write_timeindex", "write_txnindex", "build_index_entries",
-           "record_offsets_of_max_timestamp", "IndexProblem", "index_sanity_problem", "check_index",
-           "check_timeindex"]
+           "record_offsets_of_max_timestamp", "IndexProblem", "index_sanity_problem", "read_index_file",
+           "check_index", "check_timeindex"]
 
 assert (INDEX_DISK.itemsize, TIMEINDEX_DISK.itemsize, TXNINDEX_DISK.itemsize,
         PRODUCER_DISK.itemsize) == (8, 12, 34, 46)
@@ -452,19 +452,62 @@ def index_sanity_problem(src, suffix, base_offset=None):
     >>> print(sidefiles.index_sanity_problem(data + bytes(120), ".timeindex"))
     zero-filled tail of 120 bytes after 2 entries (preallocated, not trimmed: the broker did not shut down cleanly); Kafka's TimeIndex.sanityCheck fails: the last timestamp 0 is below the first 1700000000000
     """
+    return read_index_file(src, suffix, base_offset)[1]
+
+
+def read_index_file(src, suffix, base_offset=None):
+    """An ``.index`` or ``.timeindex`` file read as the checks read it, in one pass over its bytes:
+    ``(entries, sanity problem)`` -- its entries as `read_index` / `read_timeindex` give them (whole entries
+    only, the zero-filled tail cut), and what `index_sanity_problem` says of it (None when it passes).
+
+    Parameters
+    ----------
+    src, suffix, base_offset
+        As `index_sanity_problem`'s: the file or its bytes, ".index" or ".timeindex", the base offset.
+
+    Returns
+    -------
+    tuple
+
+    Examples
+    --------
+    >>> from kafkafmt.log import sidefiles
+    >>> import numpy as np
+    >>> entries = np.array([(1700000000000, 5), (1700000000900, 9)], sidefiles.TIMEINDEX_DTYPE)
+    >>> data = sidefiles.encode_timeindex(entries, 0) + bytes(24)
+    >>> got, why = sidefiles.read_index_file(data, ".timeindex")
+    >>> got.tolist(), why[:27]
+    ([(1700000000000, 5), (1700000000900, 9)], 'zero-filled tail of 24 byte')
+    """
     data, name = load_source(src)
     base = base_offset_of(base_offset, name)
     time = suffix == ".timeindex"
     disk = TIMEINDEX_DISK if time else INDEX_DISK
-    n, rem = divmod(len(data), disk.itemsize)
-    check = "TimeIndex.sanityCheck" if time else "OffsetIndex.sanityCheck"
-    if rem:
-        return f"{len(data)} bytes, not a multiple of {disk.itemsize} (Kafka's {check} fails)"
-    if not n:
-        return None
+    n = len(data) // disk.itemsize
     raw = np.frombuffer(data, disk, count=n)
     zero = (raw["rel"] == 0) & ((raw["timestamp"] if time else raw["position"]) == 0)
     used = used_entries(zero)
+    why = _sanity(raw if not len(data) % disk.itemsize else None, zero, used, len(data), time, base)
+    raw = raw[:used]
+    out = np.empty(used, TIMEINDEX_DTYPE if time else INDEX_DTYPE)
+    if time:
+        out["timestamp"] = raw["timestamp"]
+    else:
+        out["position"] = raw["position"]
+    out["offset"] = raw["rel"].astype(np.int64) + base
+    return out, why
+
+
+def _sanity(raw, zero, used, length, time, base):
+    """`index_sanity_problem` of a file of ``length`` bytes: ``raw`` its whole entries (None when the length
+    is not a multiple of the entry size), ``zero`` which are all zeros, ``used`` how many come before them."""
+    disk = TIMEINDEX_DISK if time else INDEX_DISK
+    check = "TimeIndex.sanityCheck" if time else "OffsetIndex.sanityCheck"
+    if raw is None:
+        return f"{length} bytes, not a multiple of {disk.itemsize} (Kafka's {check} fails)"
+    n = len(raw)
+    if not n:
+        return None
     tail = ""
     if used < n and bool(zero[used:].all()):
         tail = (f"zero-filled tail of {(n - used) * disk.itemsize} bytes after {used} entries (preallocated, not "
@@ -498,8 +541,8 @@ def check_index(entries, batches, base_offset=None) -> list:
     offsets must lie in ``[base_offset, base_offset + 2^31-1]``. Returns a list of strings."""
     off = np.asarray(entries["offset"], np.int64)
     p = np.asarray(entries["position"], np.int64)
-    bpos = table_column(batches, "position").astype(np.int64)
-    blast = table_column(batches, "last_offset").astype(np.int64)
+    bpos = table_column(batches, "position").astype(np.int64, copy=False)
+    blast = table_column(batches, "last_offset").astype(np.int64, copy=False)
     if _index_sound(off, p, bpos, blast, base_offset):
         return []
     problems = []
@@ -571,9 +614,9 @@ def check_timeindex(entries, batches, base_offset=None) -> list:
     before KAFKA-16310 wrote record offsets.) Returns a list of strings."""
     t = np.asarray(entries["timestamp"], np.int64)
     off = np.asarray(entries["offset"], np.int64)
-    bbase = table_column(batches, "base_offset").astype(np.int64)
-    blast = table_column(batches, "last_offset").astype(np.int64)
-    bts = table_column(batches, "max_timestamp").astype(np.int64)
+    bbase = table_column(batches, "base_offset").astype(np.int64, copy=False)
+    blast = table_column(batches, "last_offset").astype(np.int64, copy=False)
+    bts = table_column(batches, "max_timestamp").astype(np.int64, copy=False)
     if _timeindex_sound(t, off, bbase, blast, bts, base_offset):
         return []
     problems = []
