@@ -186,9 +186,15 @@ def list_segments(folder, report=None, storage=None, cache=None, *, entries=None
     """
     storage, folder = _storage_of(folder, storage)
     entries = _listing(folder, storage, cache) if entries is None else entries
+    return _segments_of(folder, storage, _segment_rows(entries, storage), report)
+
+
+def _segment_rows(entries, storage):
+    """What a folder's listing says of its segments: ([(base offset, size, side files present, version, path
+    without the suffix or None)] in offset order, [paths of broker leftovers])."""
     names = {e.name for e in entries if not e.is_dir}
     local = storage.is_local        # (a local listing's path is the folder as given joined with the name)
-    segments = []
+    rows, leftovers = [], []
     for e in entries:
         name = e.name
         if e.is_dir:
@@ -198,13 +204,23 @@ def list_segments(folder, report=None, storage=None, cache=None, *, entries=None
                 continue
             stem = name[:-4]
             present = {k for k in SIDE_FILE_KINDS if stem + _SIDE_SUFFIX[k] in names}
-            segments.append(Segment(folder, int(stem), e.size, storage=storage, present=present, version=e.version,
-                                    stem=e.path[:-4] if local else None))
-        elif report is not None and name.endswith(LEFTOVER_SUFFIXES) and is_leftover_segment_file(name):
-            report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(e.path),
+            rows.append((int(stem), e.size, present, e.version, e.path[:-4] if local else None))
+        elif name.endswith(LEFTOVER_SUFFIXES) and is_leftover_segment_file(name):
+            leftovers.append(e.path)
+    rows.sort(key=lambda r: r[0])
+    return rows, leftovers
+
+
+def _segments_of(folder, storage, rows, report):
+    """New `Segment` s (each read keeps its own index lookups) of `_segment_rows`; the leftovers said in
+    ``report``."""
+    segs, leftovers = rows
+    if report is not None:
+        for path in leftovers:
+            report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(path),
                                       "broker leftover (deleted/cleaned/swap file) skipped"))
-    segments.sort(key=lambda s: s.base_offset)
-    return segments
+    return [Segment(folder, base, size, storage=storage, present=present, version=version, stem=stem)
+            for base, size, present, version, stem in segs]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -245,7 +261,7 @@ class Partition:
         return twin
 
     def __getstate__(self):
-        return dict(self.__dict__, listing=None)
+        return dict(self.__dict__, listing=None, _rows=None)
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -293,7 +309,12 @@ class Partition:
         """Its segments in offset order (from discovery's listing of its folder, when it has one)."""
         if self.segments is not None:
             return list(self.segments)
-        return list_segments(self.folder, report, self.storage, cache, entries=self.listing)
+        if self.listing is None:
+            return list_segments(self.folder, report, self.storage, cache)
+        rows = self.__dict__.get("_rows")       # (its listing's segments, worked out once: a command asks often)
+        if rows is None:
+            rows = self.__dict__["_rows"] = _segment_rows(self.listing, self.storage)
+        return _segments_of(self.folder, self.storage, rows, report)
 
     def files(self, cache=None):
         """(name, path or URL) of every file in its folder (segments, side files, checkpoints, KRaft
