@@ -146,6 +146,8 @@ class PartitionStats:
             return
         segs = np.asarray(b["segment"], np.int64) if "segment" in b.columns else np.zeros(nb, np.int64)
         is_ctl = np.asarray(b["is_control"], bool)
+        if self._add_plain(recs, b, nb, segs, is_ctl):
+            return
         bidx = np.asarray(recs.batch_index, np.int64)
         rec_ctl = is_ctl[bidx] if len(bidx) else np.zeros(0, bool)
         # payload bytes per record: key + value + header keys + header values
@@ -246,6 +248,59 @@ class PartitionStats:
             elif t == 1:
                 self.seg(s).committed += 1
 
+
+    def _add_plain(self, recs, b, nb, segs, is_ctl):
+        """`add` of the usual chunk at once: one segment, one codec, magic and timestamp type, no control or
+        transactional batch -- the figures from whole columns, without a selection per segment or codec.
+        False (nothing added) for any other chunk."""
+        codec, magic, tst = np.asarray(b["codec"]), np.asarray(b["magic"]), np.asarray(b["timestamp_type"])
+        if segs[0] != segs[-1] or is_ctl.any() or np.asarray(b["is_transactional"], bool).any():
+            return False
+        c0, m0, t0 = codec[0], magic[0], tst[0]
+        if not ((codec == c0).all() and (magic == m0).all() and (tst == t0).all() and (segs == segs[0]).all()):
+            return False
+        a = self.seg(int(segs[0]))
+        n = len(recs)
+        payload = int(recs.key.lengths().sum(dtype=np.int64)) + int(recs.value.lengths().sum(dtype=np.int64))
+        if recs.headers.count():
+            ho = np.asarray(recs.headers.offsets, np.int64)      # (the headers of these records)
+            lo, hi = int(ho[0]), int(ho[-1])
+            payload += int(recs.headers.key.lengths()[lo:hi].sum(dtype=np.int64)) \
+                + int(recs.headers.value.lengths()[lo:hi].sum(dtype=np.int64))
+            a.with_headers += int(np.count_nonzero(recs.headers.counts()))
+        stored = int(np.asarray(b["size"], np.int64).sum())
+        name = CODEC_NAMES.get(int(c0), str(c0))
+        a.batches += nb
+        a.batch_bytes += stored
+        a.payload_bytes += payload
+        a.codecs[name] += nb
+        a.codec_stored[name] += stored
+        a.codec_payload[name] += payload
+        a.magics[m0.item()] += nb
+        a.timestamp_types[TIMESTAMP_TYPES.get(int(t0), str(t0))] += nb
+        a.records += n
+        a.first_offset = _min(a.first_offset, int(np.asarray(b["base_offset"], np.int64).min()))
+        a.last_offset = _max(a.last_offset, int(np.asarray(b["last_offset"], np.int64).max()))
+        if n:
+            ts = np.asarray(recs.timestamp, np.int64)
+            lo, hi = int(ts.min()), int(ts.max())
+            if lo >= 0:                       # (every record stamped: the usual chunk)
+                a.first_ts, a.last_ts = _min(a.first_ts, lo), _max(a.last_ts, hi)
+            else:
+                a.no_timestamp += int(np.count_nonzero(ts < 0))
+                good = ts[ts >= 0]
+                if len(good):
+                    a.first_ts = _min(a.first_ts, int(good.min()))
+                    a.last_ts = _max(a.last_ts, int(good.max()))
+        pid = np.asarray(b["producer_id"], np.int64)
+        a.producers.update(_distinct(pid[pid >= 0]))
+        if recs.value.null_count:
+            a.tombstones += int(np.count_nonzero(recs.value.is_null()))
+        if m0 >= 2:
+            ep = np.asarray(b["partition_leader_epoch"], np.int64)
+            lo, hi = int(ep.min()), int(ep.max())
+            a.epochs = (lo, hi) if a.epochs is None else (min(a.epochs[0], lo), max(a.epochs[1], hi))
+        return True
 
     def note_problems(self, report, seen=0, on_problem=None):
         """The `Problem` s of ``report[seen:]`` (a read's report entries), the bytes of skipped
