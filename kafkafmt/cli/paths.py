@@ -58,24 +58,20 @@ def storage_of(path):
     return storage, os.fspath(p)
 
 
-def exists(path):
-    st, p = storage_of(path)
-    return st.exists(p)
+def _asked_of_storage(name, method):
+    """The function `name` of a command-line path: the `method` of the storage it lives on (`storage_of`)."""
+    def ask(path):
+        st, p = storage_of(path)
+        return getattr(st, method)(p)
+    ask.__name__ = ask.__qualname__ = name
+    ask.__doc__ = f"``Storage.{method}`` of a command-line path, wherever it lives (`storage_of`)."
+    return ask
 
 
-def isdir(path):
-    st, p = storage_of(path)
-    return st.isdir(p)
-
-
-def getsize(path):
-    st, p = storage_of(path)
-    return st.size(p)
-
-
-def read_bytes(path):
-    st, p = storage_of(path)
-    return st.read_bytes(p)
+exists = _asked_of_storage("exists", "exists")
+isdir = _asked_of_storage("isdir", "isdir")
+getsize = _asked_of_storage("getsize", "size")
+read_bytes = _asked_of_storage("read_bytes", "read_bytes")
 
 
 def readable(path):

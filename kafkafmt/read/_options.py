@@ -13,6 +13,7 @@ import dataclasses
 import inspect
 from typing import Optional
 
+from kafkafmt._util.docs import fill_doc
 from kafkafmt.log import DEFAULT_REPLICAS
 from kafkafmt.record import DecodeOptions
 from kafkafmt.values import DEFAULT_MAX_DEPTH, open_typed
@@ -276,15 +277,5 @@ def document_options(func):
     if func.__doc__ is None:
         return func
     taken = {p.name for p in inspect.signature(func).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    markers = {"%(options)s": _options_text(taken), "%(partition_raises)s": _PARTITION_RAISES,
-               "%(typed_raises)s": _TYPED_RAISES}
-    lines = []
-    for line in func.__doc__.split("\n"):
-        text = markers.get(line.strip())
-        if text is None:
-            lines.append(line)
-        else:
-            indent = line[:len(line) - len(line.lstrip())]
-            lines += [indent + t if t else t for t in text.rstrip("\n").split("\n")]
-    func.__doc__ = "\n".join(lines)
-    return func
+    return fill_doc(func, {"options": _options_text(taken), "partition_raises": _PARTITION_RAISES,
+                           "typed_raises": _TYPED_RAISES})

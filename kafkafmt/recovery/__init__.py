@@ -139,6 +139,7 @@ def pending_fixes(paths, *, log_dirs=None, scans=None, epochs=None, **options):
     Returns
     -------
     dict
+        ``{label: count}``, empty when nothing would be done.
 
     Examples
     --------

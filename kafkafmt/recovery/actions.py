@@ -221,25 +221,26 @@ class RecoveryPlan:
         Returns
         -------
         str
+            Several lines, without a final newline.
 
         Examples
         --------
-    >>> import kafkafmt
-    >>> from kafkafmt.sample import damaged_copy
-    >>> folder = damaged_copy("damaged/payments-0")     # its second batch damaged
-    >>> print(kafkafmt.recover(folder).text())
-    damage (records removed, logs changed):
-      cut: .../damaged/payments-0/00000000000000000000.log position 352..669 (offset 20): ...
-        records lost: offsets 20..34 (15 offsets)
-    routine fixes (no record removed):
-      .index rebuilt: 1 file(s)
-        write: .../damaged/payments-0/00000000000000000000.index: index entry 0 (offset 44, position 669):
-        no batch starts at position 669: rebuilt from the log (0 entries; LogSegment.recover)
-      producer snapshot written: 1 file(s)
-        write: .../damaged/payments-0/00000000000000000122.snapshot: no producer snapshot at the log end
-        offset 122: written from the 2 producers' state (ProducerStateManager.takeSnapshot)
-    DRY RUN: 1 partitions, 3 segments (3075 bytes): 3 actions would do, 317 bytes removed from logs, 15
-    offsets lost (give --apply to do them)
+        >>> import kafkafmt
+        >>> from kafkafmt.sample import damaged_copy
+        >>> folder = damaged_copy("damaged/payments-0")     # its second batch damaged
+        >>> print(kafkafmt.recover(folder).text())
+        damage (records removed, logs changed):
+          cut: .../damaged/payments-0/00000000000000000000.log position 352..669 (offset 20): ...
+            records lost: offsets 20..34 (15 offsets)
+        routine fixes (no record removed):
+          .index rebuilt: 1 file(s)
+            write: .../damaged/payments-0/00000000000000000000.index: index entry 0 (offset 44, position 669):
+            no batch starts at position 669: rebuilt from the log (0 entries; LogSegment.recover)
+          producer snapshot written: 1 file(s)
+            write: .../damaged/payments-0/00000000000000000122.snapshot: no producer snapshot at the log end
+            offset 122: written from the 2 producers' state (ProducerStateManager.takeSnapshot)
+        DRY RUN: 1 partitions, 3 segments (3075 bytes): 3 actions would do, 317 bytes removed from logs, 15
+        offsets lost (give --apply to do them)
         """
         lines = []
         damage = [a for a in self.actions if a.damage]
@@ -278,6 +279,7 @@ class RecoveryPlan:
         Returns
         -------
         dict
+            ``{label: count}``.
 
         Examples
         --------
@@ -303,6 +305,7 @@ class RecoveryPlan:
         Returns
         -------
         str
+            One line.
 
         Examples
         --------

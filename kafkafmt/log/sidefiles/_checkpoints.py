@@ -18,7 +18,7 @@ import numpy as np
 from kafkafmt._util.durable import write_atomic
 from kafkafmt.errors import CorruptRecordError, EncodeError
 from kafkafmt.log.sidefiles._common import (CHECKPOINT_VERSION, EPOCH_ENTRY_DTYPE, INT32_MAX, INT32_MIN, INT64_MAX,
-                                            INT64_MIN, as_struct, check_range, load_source)
+                                            INT64_MIN, as_struct, check_range, load_source, source_doc)
 
 __all__ = ["JAVA_WS", "java_lines", "java_split", "java_int", "read_leader_epoch_checkpoint",
            "leader_epoch_problems", "read_offset_checkpoint", "encode_leader_epoch_checkpoint", "write_leader_epoch_checkpoint",
@@ -112,18 +112,19 @@ def _read_checkpoint(src, n_fields, what):
     return version, entries, name
 
 
+@source_doc
 def read_leader_epoch_checkpoint(src) -> dict:
     """``leader-epoch-checkpoint``: ``dict(version, entries)`` with ``entries`` a structured array
     (epoch int32, start_offset int64). An empty file gives version None and no entries (as Kafka).
 
     Parameters
     ----------
-    src : str, os.PathLike or bytes
-        A path or bytes.
+    %(src)s
 
     Returns
     -------
     dict
+        ``version`` (int, None for an empty file) and ``entries`` (structured array).
 
     Examples
     --------

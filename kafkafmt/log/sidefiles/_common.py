@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 
+from kafkafmt._util.docs import doc_filler
 from kafkafmt._util.files import read_whole
 from kafkafmt.errors import EncodeError
 
@@ -15,8 +16,8 @@ __all__ = ["INDEX_DTYPE", "TIMEINDEX_DTYPE", "TXNINDEX_DTYPE", "PRODUCER_ENTRY_D
            "INDEX_DISK", "TIMEINDEX_DISK", "TXNINDEX_DISK", "PRODUCER_DISK", "PRODUCER_SNAPSHOT_VERSION",
            "SNAPSHOT_HEADER", "SNAPSHOT_CRC_FROM", "TXN_INDEX_VERSION", "CHECKPOINT_VERSION",
            "PARTITION_METADATA_VERSION", "INT32_MAX", "INT32_MIN", "INT64_MAX", "INT64_MIN", "NO_TIMESTAMP",
-           "load_source", "offset_from_file_name", "base_offset_of", "used_entries", "table_column", "as_struct",
-           "check_range"]
+           "load_source", "source_doc", "offset_from_file_name", "base_offset_of", "used_entries", "table_column",
+           "as_struct", "check_range"]
 
 INDEX_DTYPE = np.dtype([("offset", np.int64), ("position", np.int32)])
 TIMEINDEX_DTYPE = np.dtype([("timestamp", np.int64), ("offset", np.int64)])
@@ -45,6 +46,15 @@ INT32_MIN = -2**31
 INT64_MAX = 2**63 - 1
 INT64_MIN = -2**63
 NO_TIMESTAMP = -1
+
+
+#: every side-file reader's docstring: its ``%(src)s`` line is the entry of its ``src`` (`load_source`'s
+#: argument), and ``%(base_offset)s`` that of an index's ``base_offset`` (`base_offset_of`'s)
+source_doc = doc_filler(src="""\
+src : str, os.PathLike or bytes
+    A path or bytes.""", base_offset="""\
+base_offset : int, optional
+    Defaults to the number in the file name (0 for bytes).""")
 
 
 def load_source(src):

@@ -60,7 +60,7 @@ from kafkafmt.errors import CorruptRecordError, EncodeError
 from kafkafmt.log.sidefiles._common import (INDEX_DISK, INDEX_DTYPE, INT32_MAX, INT64_MAX, NO_TIMESTAMP,
                                             PRODUCER_DISK, TIMEINDEX_DISK, TIMEINDEX_DTYPE, TXN_INDEX_VERSION,
                                             TXNINDEX_DISK, TXNINDEX_DTYPE, as_struct, base_offset_of, check_range,
-                                            load_source, offset_from_file_name, table_column, used_entries)
+                                            load_source, source_doc, offset_from_file_name, table_column, used_entries)
 
 __all__ = ["read_index", "read_timeindex", "read_txnindex", "encode_index", "encode_timeindex", "encode_txnindex",
            "write_index", "write_timeindex", "write_txnindex", "build_index_entries",
@@ -71,16 +71,15 @@ assert (INDEX_DISK.itemsize, TIMEINDEX_DISK.itemsize, TXNINDEX_DISK.itemsize,
         PRODUCER_DISK.itemsize) == (8, 12, 34, 46)
 
 
+@source_doc
 def read_index(src, base_offset=None, *, trim_zeros=True) -> np.ndarray:
     """Entries of an offset index (``.index``) as a structured array (offset int64 absolute,
     position int32).
 
     Parameters
     ----------
-    src : str, os.PathLike or bytes
-        A path or bytes.
-    base_offset : int, optional
-        Defaults to the number in the file name (0 for bytes).
+    %(src)s
+    %(base_offset)s
     trim_zeros : bool
         Cut the zero-filled tail of a preallocated (active-segment) file at the first all-zero
         entry, including a first entry (Kafka never indexes position 0: the first batch of a
@@ -111,6 +110,7 @@ def read_index(src, base_offset=None, *, trim_zeros=True) -> np.ndarray:
     return out
 
 
+@source_doc
 def read_timeindex(src, base_offset=None, *, trim_zeros=True) -> np.ndarray:
     """Entries of a time index (``.timeindex``) as a structured array (timestamp int64, offset int64
     absolute).
@@ -122,10 +122,8 @@ def read_timeindex(src, base_offset=None, *, trim_zeros=True) -> np.ndarray:
 
     Parameters
     ----------
-    src : str, os.PathLike or bytes
-        A path or bytes.
-    base_offset : int, optional
-        Defaults to the number in the file name (0 for bytes).
+    %(src)s
+    %(base_offset)s
     trim_zeros : bool
         Cut the zero-filled tail of a preallocated file.
 
@@ -169,6 +167,7 @@ def _read_relative(src, base_offset, disk, what, other, trim_zeros):
     return raw[:n], base
 
 
+@source_doc
 def read_txnindex(src) -> np.ndarray:
     """Entries of a transaction index (``.txnindex``): structured array (version int16, producer_id,
     first_offset, last_offset, last_stable_offset int64). A trailing partial entry (Kafka's reader
@@ -177,8 +176,7 @@ def read_txnindex(src) -> np.ndarray:
 
     Parameters
     ----------
-    src : str, os.PathLike or bytes
-        A path or bytes.
+    %(src)s
 
     Returns
     -------
@@ -415,6 +413,7 @@ class IndexProblem(str):
         return self
 
 
+@source_doc
 def index_sanity_problem(src, suffix, base_offset=None):
     """What Kafka's own sanity check says of an ``.index`` or ``.timeindex`` file, read by its length
     as the broker reads it (a zero-filled preallocated tail counts as entries): ``None`` when it
@@ -428,12 +427,10 @@ def index_sanity_problem(src, suffix, base_offset=None):
 
     Parameters
     ----------
-    src : str, os.PathLike or bytes
-        The file or its bytes.
+    %(src)s
     suffix : {".index", ".timeindex"}
         Which index it is.
-    base_offset : int, optional
-        Defaults to the number in the file name (0 for bytes).
+    %(base_offset)s
 
     Returns
     -------

@@ -19,7 +19,7 @@ import uuid as _uuid
 from kafkafmt._util.durable import write_atomic
 from kafkafmt.errors import CorruptRecordError, EncodeError
 from kafkafmt.log.sidefiles._checkpoints import JAVA_WS, java_int, java_lines
-from kafkafmt.log.sidefiles._common import INT32_MAX, INT32_MIN, PARTITION_METADATA_VERSION, load_source
+from kafkafmt.log.sidefiles._common import INT32_MAX, INT32_MIN, PARTITION_METADATA_VERSION, load_source, source_doc
 
 __all__ = ["read_partition_metadata", "encode_partition_metadata", "write_partition_metadata", "read_quorum_state",
            "read_meta_properties"]
@@ -43,18 +43,19 @@ def _decode_kafka_uuid(text):
     return base64.urlsafe_b64decode(text[:22] + "==")
 
 
+@source_doc
 def read_partition_metadata(src) -> dict:
     """``partition.metadata``: ``dict(version, topic_id, topic_uuid)``; ``topic_id`` is the text as
     stored (Kafka's base64 form), ``topic_uuid`` the same id as ``uuid.UUID``.
 
     Parameters
     ----------
-    src : str, os.PathLike or bytes
-        A path or bytes.
+    %(src)s
 
     Returns
     -------
     dict
+        ``version`` (int), ``topic_id`` (str) and ``topic_uuid`` (uuid.UUID).
 
     Examples
     --------

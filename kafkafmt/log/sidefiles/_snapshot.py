@@ -18,18 +18,18 @@ from kafkafmt._native.scan import crc32c
 from kafkafmt._util.durable import write_atomic
 from kafkafmt.errors import CorruptRecordError, CrcError
 from kafkafmt.log.sidefiles._common import (PRODUCER_DISK, PRODUCER_ENTRY_DTYPE, PRODUCER_SNAPSHOT_VERSION,
-                                            SNAPSHOT_CRC_FROM, SNAPSHOT_HEADER, as_struct, load_source,
+                                            SNAPSHOT_CRC_FROM, SNAPSHOT_HEADER, as_struct, load_source, source_doc,
                                             offset_from_file_name)
 
 __all__ = ["read_producer_snapshot", "encode_producer_snapshot", "write_producer_snapshot"]
 
+@source_doc
 def read_producer_snapshot(src, *, verify_crc=True) -> dict:
     """A producer state snapshot (``<offset>.snapshot``).
 
     Parameters
     ----------
-    src : str, os.PathLike or bytes
-        A path or bytes.
+    %(src)s
     verify_crc : bool
         Raise ``CrcError`` on a CRC mismatch (else ``crc_valid`` is False).
 
