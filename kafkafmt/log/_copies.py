@@ -312,38 +312,29 @@ def _copies_of_one(topic, partition, held, report, copies, hw):
 
 class _Held:
     """What one copy of a partition holds: its segments and their batch headers (scanned, no record
-    decoded), first and last offsets, the leader epoch of its last batch, bytes, where its framing breaks,
-    and its topic id when it was read (`topic_id_in`)."""
+    decoded) as one set of columns in log order (`_HEADER_COLUMNS` and ``segment``, each batch's segment
+    index), first and last offsets, the leader epoch of its last batch, bytes, where its framing breaks, and
+    its topic id when it was read (`topic_id_in`)."""
 
-    def __init__(self, part, segments, tables, damage):
+    def __init__(self, part, segments, cols, damage):
         self.part = part
         self.topic_id = None
         self.segments = segments
         self.nbytes = sum(s.size or 0 for s in segments)
-        self.tables, self.damage = tables, damage
-        lasts = [t for t in tables if len(t["last_offset"])]
-        self.first = int(min(t["base_offset"].min() for t in lasts)) if lasts else None
-        self.last = int(max(t["last_offset"].max() for t in lasts)) if lasts else -1
-        self.last_epoch = int(lasts[-1]["partition_leader_epoch"][-1]) if lasts else -1
-        self._keys = None
+        self.cols, self.damage = cols, damage
+        held = len(cols["base_offset"]) > 0
+        self.first = int(cols["base_offset"].min()) if held else None
+        self.last = int(cols["last_offset"].max()) if held else -1
+        self.last_epoch = int(cols["partition_leader_epoch"][-1]) if held else -1
         self.agrees = {}        # {id(other copy): whether they hold the same batches} (`_same_batches`)
 
     def keys(self):
         """Every batch's base offset, last offset, size and CRC in log order: four columns."""
-        if self._keys is None:
-            tables = [t for t in self.tables if len(t["base_offset"])]
-            if len(tables) == 1:            # (most copies: one segment, its columns as they are)
-                self._keys = tuple(tables[0][c] for c in _KEY_COLUMNS)
-            else:
-                self._keys = tuple(np.concatenate([t[c] for t in tables]) if tables else np.zeros(0, np.int64)
-                                   for c in _KEY_COLUMNS)
-        return self._keys
+        return tuple(self.cols[c] for c in _KEY_COLUMNS)
 
     def batches(self):
         """Every batch: (segment index, position, size, crc, base offset, last offset, epoch) rows."""
-        rows = [np.stack([np.full(len(t["position"]), i, np.int64)] + [t[c] for c in _HEADER_COLUMNS], axis=1)
-                for i, t in enumerate(self.tables)]
-        return np.concatenate(rows) if rows else np.zeros((0, 1 + len(_HEADER_COLUMNS)), np.int64)
+        return np.stack([self.cols["segment"]] + [self.cols[c] for c in _HEADER_COLUMNS], axis=1)
 
     def copy(self, state, *, hw=None, behind=0, offset=None, uncommitted=False, detail=""):
         p = self.part
@@ -358,32 +349,33 @@ class _Held:
 
 #: segment bytes read into one buffer and scanned by one native call when copies are compared
 _SCAN_GROUP_BYTES = 4 << 20
-#: the batch headers of an empty segment
-_EMPTY = {c: np.zeros(0, np.int64) for c in _HEADER_COLUMNS}
+#: the batch headers of an empty segment, as a piece (`_held_all`)
+_EMPTY = ({c: np.zeros(0, np.int64) for c in _HEADER_COLUMNS}, 0, 0)
 
 
 def _held_all(parts, cache):
     """A `_Held` per partition folder: the batch headers of every segment, from the cache (a poll rescans only
     the segments that grew), else the local segments' bytes read into one buffer a group at a time and
     scanned by one native call (`kafkafmt.record.scan_ranges`), the others (remote, large, damaged) one by one
-    (`_headers`)."""
+    (`_headers`). A segment's headers are a *piece*: (columns, first row, end row) -- the rows of a group's
+    columns, shared by the segments scanned together, positions counted from each segment's start."""
     from kafkafmt.record import scan_ranges
 
     listed = [p.list_segments(cache=cache) for p in parts]
-    tables = [[None] * len(segs) for segs in listed]
+    pieces = [[None] * len(segs) for segs in listed]
     damages = [[None] * len(segs) for segs in listed]
     pending = []
     for i, segs in enumerate(listed):
         for j, seg in enumerate(segs):
             hit = None if cache is None else cache.get(("headers", seg.url))
             if hit is not None and hit[0] == (seg.size, seg.version):
-                tables[i][j], damages[i][j] = hit[1]
+                pieces[i][j], damages[i][j] = hit[1]
             elif seg.size == 0:
-                tables[i][j] = _EMPTY
+                pieces[i][j] = _EMPTY
             elif seg.storage.is_local and seg.remote is None and seg.size and seg.size <= _SCAN_GROUP_BYTES:
                 pending.append((i, j, seg))
             else:
-                tables[i][j], damages[i][j] = _headers(seg, cache)
+                pieces[i][j], damages[i][j] = _headers(seg, cache)
     buf = np.empty(0, np.uint8)
     k = 0
     while k < len(pending):
@@ -404,25 +396,55 @@ def _held_all(parts, cache):
             except (KafkafmtError, OSError):
                 ok[r] = False
         table, rng = scan_ranges(buf[:total], starts[:-1], starts[1:], verify_crc=None)
-        table = {c: table[c].copy() for c in _HEADER_COLUMNS}     # the headers only: the scan's other columns go
         first, count = rng["first"], rng["count"]
+        # the headers only (the scan's other columns go), each batch's position counted from its segment's start
+        cols = {c: table[c].copy() for c in _HEADER_COLUMNS if c != "position"}
+        cols["position"] = table["position"] - starts[_row_ranges(first, count, len(table["position"]))]
         for r, (i, j, seg) in enumerate(group):
             if not ok[r] or rng["error"][r] != 0:
-                tables[i][j], damages[i][j] = _headers(seg, cache)   # changed, or damaged: said the usual way
+                pieces[i][j], damages[i][j] = _headers(seg, cache)   # changed, or damaged: said the usual way
                 continue
-            rows = slice(int(first[r]), int(first[r] + count[r]))
-            t = {c: table[c][rows] for c in _HEADER_COLUMNS}       # (views of the group's columns)
-            t["position"] = t["position"] - starts[r]
-            tables[i][j] = t
+            pieces[i][j] = piece = (cols, int(first[r]), int(first[r] + count[r]))
             if cache is not None:
-                cache[("headers", seg.url)] = ((seg.size, seg.version), (t, None))
-    return [_Held(p, segs, ts, next(((seg, d) for seg, d in zip(segs, ds) if d is not None), None))
-            for p, segs, ts, ds in zip(parts, listed, tables, damages)]
+                cache[("headers", seg.url)] = ((seg.size, seg.version), (piece, None))
+    return [_Held(p, segs, _joined(ps), next(((seg, d) for seg, d in zip(segs, ds) if d is not None), None))
+            for p, segs, ps, ds in zip(parts, listed, pieces, damages)]
+
+
+def _row_ranges(first, count, n):
+    """Which range each of a scan's ``n`` rows belongs to (rows of no range: 0)."""
+    if int(count.sum()) == n and np.array_equal(first, np.cumsum(count) - count):
+        return np.repeat(np.arange(len(count)), count)      # (the ranges' rows one after another, as scanned)
+    owner = np.zeros(n, np.int64)
+    for r in range(len(count)):
+        owner[first[r]:first[r] + count[r]] = r
+    return owner
+
+
+def _joined(pieces):
+    """One copy's header columns in log order, with ``segment``, from its segments' pieces: views of one
+    group's columns where its segments lie there one after another (the usual copy), else joined."""
+    used = [(j, p) for j, p in enumerate(pieces) if p[2] > p[1]]
+    if not used:
+        out = dict(_EMPTY[0])
+        out["segment"] = np.zeros(0, np.int64)
+        return out
+    src = used[0][1][0]
+    if all(p[0] is src for _, p in used) and all(a[2] == b[1] for (_, a), (_, b) in zip(used, used[1:])):
+        lo, hi = used[0][1][1], used[-1][1][2]
+        out = {c: src[c][lo:hi] for c in _HEADER_COLUMNS}
+    else:
+        out = {c: np.concatenate([p[0][c][p[1]:p[2]] for _, p in used]) for c in _HEADER_COLUMNS}
+    if len(used) == 1:
+        out["segment"] = np.full(used[0][1][2] - used[0][1][1], used[0][0], np.int64)
+    else:
+        out["segment"] = np.repeat(np.array([j for j, _ in used], np.int64), [p[2] - p[1] for _, p in used])
+    return out
 
 
 def _headers(seg, cache):
-    """({column: array} of a segment's batch headers up to its first damage, where and why its framing
-    breaks or None)."""
+    """(a piece of a segment's batch headers up to its first damage -- see `_held_all` --, where and why its
+    framing breaks or None)."""
     key, stamp = ("headers", seg.url), (seg.size, seg.version)
     hit = None if cache is None else cache.get(key)
     if hit is not None and hit[0] == stamp:
@@ -433,7 +455,7 @@ def _headers(seg, cache):
     broken = None
     if info["error"] is not None:
         broken = (int(info["error"]["position"]), str(info["error"].get("reason") or "damaged framing"))
-    out = (table, broken)
+    out = ((table, 0, len(table["position"])), broken)
     if cache is not None:
         cache[key] = (stamp, out)
     return out
