@@ -399,7 +399,7 @@ def _held_all(parts, cache):
         first, count = rng["first"], rng["count"]
         # the headers only (the scan's other columns go), each batch's position counted from its segment's start
         cols = {c: table[c].copy() for c in _HEADER_COLUMNS if c != "position"}
-        cols["position"] = table["position"] - starts[_row_ranges(first, count, len(table["position"]))]
+        cols["position"] = table["position"] - np.repeat(starts[:-1], count)   # (range r's rows follow r - 1's)
         for r, (i, j, seg) in enumerate(group):
             if not ok[r] or rng["error"][r] != 0:
                 pieces[i][j], damages[i][j] = _headers(seg, cache)   # changed, or damaged: said the usual way
@@ -409,16 +409,6 @@ def _held_all(parts, cache):
                 cache[("headers", seg.url)] = ((seg.size, seg.version), (piece, None))
     return [_Held(p, segs, _joined(ps), next(((seg, d) for seg, d in zip(segs, ds) if d is not None), None))
             for p, segs, ps, ds in zip(parts, listed, pieces, damages)]
-
-
-def _row_ranges(first, count, n):
-    """Which range each of a scan's ``n`` rows belongs to (rows of no range: 0)."""
-    if int(count.sum()) == n and np.array_equal(first, np.cumsum(count) - count):
-        return np.repeat(np.arange(len(count)), count)      # (the ranges' rows one after another, as scanned)
-    owner = np.zeros(n, np.int64)
-    for r in range(len(count)):
-        owner[first[r]:first[r] + count[r]] = r
-    return owner
 
 
 def _joined(pieces):
@@ -435,10 +425,7 @@ def _joined(pieces):
         out = {c: src[c][lo:hi] for c in _HEADER_COLUMNS}
     else:
         out = {c: np.concatenate([p[0][c][p[1]:p[2]] for _, p in used]) for c in _HEADER_COLUMNS}
-    if len(used) == 1:
-        out["segment"] = np.full(used[0][1][2] - used[0][1][1], used[0][0], np.int64)
-    else:
-        out["segment"] = np.repeat(np.array([j for j, _ in used], np.int64), [p[2] - p[1] for _, p in used])
+    out["segment"] = np.repeat(np.array([j for j, _ in used], np.int64), [p[2] - p[1] for _, p in used])
     return out
 
 

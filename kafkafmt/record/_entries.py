@@ -285,8 +285,9 @@ def scan_ranges(data, starts, stops, *, verify_crc=True, max_batch_bytes=256 << 
 
     Returns (table, ranges): the batch table of every range's entries up to its first malformed one
     (a dict of NumPy columns, the payload columns included, positions in data), and per range
-    NumPy arrays "first" and "count" (its rows), "valid_end", "tail" (0 none, 1 truncated, 2
-    zeros) and "error" (0 for none; else "error_position", "error_offset"). Nothing is raised for
+    NumPy arrays "first" and "count" (its rows; each range's rows follow the range before's),
+    "valid_end", "tail" (0 none, 1 truncated, 2 zeros) and "error" (0 for none; else
+    "error_position", "error_offset"). Nothing is raised for
     damaged data: the caller decides (`kafkafmt.log._bulk` reads such ranges the usual way).
     """
     return _scan.scan_ranges(as_uint8(data), np.asarray(starts, np.int64), np.asarray(stops, np.int64),
