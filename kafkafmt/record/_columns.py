@@ -59,6 +59,24 @@ def _small_offsets(offsets):
     return offsets.astype(np.int32) if offsets[-1] < (1 << 31) - 1 else offsets
 
 
+def _joined_offsets(pieces):
+    """(offsets, spans): the offsets of pieces' values laid one after the other (each piece's offsets from
+    any start; ``spans``: the entries each covers), in the dtype `_small_offsets` gives, written in place (no
+    int64 copy of every piece's offsets: a large read's concatenation peaked there)."""
+    spans = [int(o[-1]) - int(o[0]) if len(o) else 0 for o in pieces]
+    n = sum(max(len(o) - 1, 0) for o in pieces)
+    out = np.empty(n + 1, np.int32 if sum(spans) < (1 << 31) - 1 else np.int64)
+    out[0] = 0
+    at = base = 0
+    for o, span in zip(pieces, spans):
+        k = max(len(o) - 1, 0)
+        if k:
+            np.subtract(o[1:], int(o[0]) - base, out=out[at + 1:at + 1 + k], dtype=np.int64, casting="unsafe")
+        at += k
+        base += span
+    return out, spans
+
+
 def _ranges(starts, lengths):
     """Concatenated aranges [starts[i], starts[i] + lengths[i]) as one int64 array."""
     lengths = np.asarray(lengths, np.int64)
@@ -176,18 +194,18 @@ class BinaryColumn:
     def concat(columns):
         """One column holding the rows of all `columns`, in order (copies)."""
         columns = list(columns)
-        parts, offs, valids, base = [], [np.zeros(1, np.int64)], [], 0
-        for c in columns:
-            o = c.offsets.astype(np.int64)
-            parts.append(c.data[o[0]:o[-1]])
-            offs.append(o[1:] - o[0] + base)
-            base += int(o[-1] - o[0])
-            valids.append(_unpack_validity(c.validity, len(c)))
-        offsets = np.concatenate(offs)
+        offsets, spans = _joined_offsets([c.offsets for c in columns])
+        parts = [c.data[int(c.offsets[0]):int(c.offsets[0]) + span] for c, span in zip(columns, spans) if span]
         data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
-        valid = np.concatenate(valids) if valids else np.ones(0, bool)
-        nulls = int(len(valid) - valid.sum())
-        return BinaryColumn(_small_offsets(offsets), data, _pack_validity(valid) if nulls else None, nulls)
+        nulls = sum(c.null_count for c in columns)
+        if not nulls:
+            return BinaryColumn(offsets, data)
+        valid = np.empty(len(offsets) - 1, bool)
+        at = 0
+        for c in columns:
+            valid[at:at + len(c)] = _unpack_validity(c.validity, len(c))
+            at += len(c)
+        return BinaryColumn(offsets, data, _pack_validity(valid), nulls)
 
     def to_pylist(self):
         """list of bytes / None (creates one Python object per value: not for hot paths)."""
@@ -424,14 +442,11 @@ class Headers:
         [[], [], [('trace-id', b'96845132aed889d6'), ('source', b'web')]]
         """
         headers = list(headers)
-        offs, keys, values, base = [np.zeros(1, np.int64)], [], [], 0
-        for h in headers:
-            o = h.offsets.astype(np.int64)
-            offs.append(o[1:] - o[0] + base)
-            base += int(o[-1] - o[0])
-            keys.append(h.key[int(o[0]):int(o[-1])])
-            values.append(h.value[int(o[0]):int(o[-1])])
-        return Headers(_small_offsets(np.concatenate(offs)), BinaryColumn.concat(keys), BinaryColumn.concat(values))
+        offsets, spans = _joined_offsets([h.offsets for h in headers])
+        starts = [int(h.offsets[0]) if len(h.offsets) else 0 for h in headers]
+        keys = [h.key[a:a + span] for h, a, span in zip(headers, starts, spans)]
+        values = [h.value[a:a + span] for h, a, span in zip(headers, starts, spans)]
+        return Headers(offsets, BinaryColumn.concat(keys), BinaryColumn.concat(values))
 
     def to_pylist(self):
         """One list of (key: str, value: bytes | None) per record."""

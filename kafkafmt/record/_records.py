@@ -142,6 +142,15 @@ class Labels:
 
     def to_arrow(self, n):
         pa = import_pyarrow()
+        if self.codes is None and self.names and self.names[0] is not None:
+            # one name for every record (a partition's read): its buffers laid out at once, with no
+            # per-record codes to cast from (the cast's codes and its output were a typed read's peak)
+            name = self.names[0].encode()
+            if len(name) * n < 1 << 31:
+                offsets = np.arange(0, len(name) * (n + 1), len(name) or 1, dtype=np.int32) if name else \
+                    np.zeros(n + 1, np.int32)
+                return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
+                                                              pa.py_buffer(name * n)])
         codes = np.zeros(n, np.int32) if self.codes is None else self.codes
         arr = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(self.names, pa.string()))
         return arr.cast(pa.string())

@@ -1,0 +1,56 @@
+"""Concatenating columns (a read's chunks joined into one Records) equals pyarrow's own concatenation,
+whatever the pieces' offsets start at, their nulls, empty pieces and the offsets' width; a read's constant
+topic column equals pyarrow's array of it."""
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from kafkafmt.record import BinaryColumn, Headers
+from kafkafmt.record._columns import _joined_offsets
+from kafkafmt.record._records import Labels
+
+
+def _pieces(wide):
+    rnd = np.random.default_rng(7)
+    values = [None if rnd.random() < 0.2 else rnd.bytes(int(rnd.integers(0, 9))) for _ in range(40)]
+    whole = BinaryColumn.from_arrow(pa.array(values, pa.binary()))
+    if wide:
+        whole = BinaryColumn(whole.offsets.astype(np.int64), whole.data, whole.validity, whole.null_count)
+    no_nulls = BinaryColumn.from_arrow(pa.array([b"ab", b"", b"cde"], pa.binary()))
+    # slices: offsets not starting at 0, an empty piece, a piece without nulls
+    return [whole[3:17], whole[17:17], no_nulls, whole[30:], whole[:2]]
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_binary_concat_equals_pyarrow(wide):
+    pieces = _pieces(wide)
+    got = BinaryColumn.concat(pieces)
+    want = pa.concat_arrays([p.to_arrow().cast(pa.binary()) for p in pieces])   # (int64 offsets: large_binary)
+    assert got.to_pylist() == want.to_pylist()
+    assert got.null_count == want.null_count
+    assert got.offsets.dtype == np.int32 and got.offsets[0] == 0
+    assert BinaryColumn.concat(pieces[2:3]).validity is None         # no nulls: no bitmap
+
+
+def test_headers_concat_of_slices():
+    h = Headers(np.array([0, 0, 2, 3, 3, 5], np.int32),
+                BinaryColumn.from_arrow(pa.array([b"a", b"b", b"c", b"d", b"e"], pa.binary())),
+                BinaryColumn.from_arrow(pa.array([b"1", None, b"3", b"4", None], pa.binary())))
+    both = Headers.concat([h[1:3], h[0:0], h[3:5]])
+    assert both.to_pylist() == h[1:3].to_pylist() + h[3:5].to_pylist()
+
+
+def test_joined_offsets_widen_past_int32():
+    big = (1 << 31) - 10
+    out, spans = _joined_offsets([np.array([4, 4 + big], np.int64), np.array([5, 15, 25], np.int32)])
+    assert out.dtype == np.int64 and out.tolist() == [0, big, big + 10, big + 20] and spans == [big, 20]
+    out, _ = _joined_offsets([np.array([0, 7], np.int64)])
+    assert out.dtype == np.int32 and out.tolist() == [0, 7]
+
+
+@pytest.mark.parametrize("name", ["orders", "", "é-topic"])
+def test_one_label_equals_pyarrow(name):
+    for n in (0, 1, 5):
+        got = Labels([name]).to_arrow(n)
+        got.validate(full=True)
+        assert got.equals(pa.array([name] * n, pa.string()))
