@@ -54,3 +54,24 @@ def test_one_label_equals_pyarrow(name):
         got = Labels([name]).to_arrow(n)
         got.validate(full=True)
         assert got.equals(pa.array([name] * n, pa.string()))
+
+
+def test_concat_consumes_its_parts():
+    """``consume=True`` empties the list and lets each part's columns go: the result equals a plain concat."""
+    import gc
+    import weakref
+
+    import kafkafmt
+
+    def part(seed):
+        rnd = np.random.default_rng(seed)
+        return kafkafmt.decode(kafkafmt.encode(values=[rnd.bytes(int(rnd.integers(0, 30))) for _ in range(50)],
+                                               keys=[None] * 50, timestamps=list(range(50)), base_offset=seed * 100))
+
+    want = kafkafmt.Records.concat([part(1), part(2), part(3)])
+    parts = [part(1), part(2), part(3)]
+    gone = [weakref.ref(p.offset) for p in parts] + [weakref.ref(p.value.data) for p in parts]
+    got = kafkafmt.Records.concat(parts, consume=True)
+    gc.collect()
+    assert parts == [] and all(ref() is None for ref in gone)
+    assert got.to_arrow().equals(want.to_arrow())

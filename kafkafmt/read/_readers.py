@@ -455,14 +455,14 @@ def _partition_records(part, parts, report, columns, binary, typed, warn=False):
     if not parts:
         return _empty(columns, binary, typed, report, topic=part.topic, partition=part.partition,
                       log_dir=part.log_dir_url)
-    recs = Records.concat(parts) if len(parts) > 1 else parts[0]
+    # where the log ends: the last chunk read (of the last segment, when the read reached it)
     last = parts[-1]
+    end = dict(valid_bytes=last.valid_bytes, trailing_bytes=last.trailing_bytes, tail=last.tail, file=last.file)
+    del last
+    recs = Records.concat(parts, consume=True)     # (the chunks let go column by column: one copy at a time)
     if typed.active and warn:
         FailedValues().add(recs).warn()
-    # where the log ends: the last chunk read (of the last segment, when the read reached it)
-    return recs.replace(topic=part.topic, partition=part.partition, log_dir=part.log_dir_url, report=report,
-                        valid_bytes=last.valid_bytes,
-                        trailing_bytes=last.trailing_bytes, tail=last.tail, file=last.file)
+    return recs.replace(topic=part.topic, partition=part.partition, log_dir=part.log_dir_url, report=report, **end)
 
 
 def _empty(columns, binary, typed, report, decode_typed=True, **where):
@@ -693,7 +693,7 @@ def _read_log_dirs(root, topics, partitions, options):
             return recs
         recs = recs.replace(typed=empty_typed(typed, named))
         return _drop_raw(recs, typed)
-    recs = Records.concat(parts).replace(report=report)
+    recs = Records.concat(parts, consume=True).replace(report=report)
     if typed.active:
         FailedValues().add(recs).warn()
     return recs

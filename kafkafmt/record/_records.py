@@ -78,6 +78,16 @@ def _concat_typed(parts):
     return out
 
 
+def _join(name, pieces):
+    """One column of `Records.concat`: the pieces of ``name`` in order (a key, value or headers column kept
+    only when every piece has it)."""
+    if name in ("key", "value"):
+        return _concat_present(BinaryColumn, pieces)
+    if name == "headers":
+        return _concat_present(Headers, pieces)
+    return np.concatenate(pieces)
+
+
 def _concat_present(kind, columns):
     """kind.concat of the columns, or None when any part lacks the column (not decoded); binary
     views stay views when every part has them."""
@@ -468,10 +478,17 @@ class Records:
         return self.take(rows)
 
     @staticmethod
-    def concat(parts):
+    def concat(parts, *, consume=False):
         """One Records holding the records of all parts in order, with per-record topic and
-        partition; batch tables and control tables are concatenated (batch_index follows)."""
+        partition; batch tables and control tables are concatenated (batch_index follows).
+
+        ``consume=True``: ``parts`` is a list the caller gives up -- it is emptied, and each column of
+        the parts is let go as soon as it is copied, so that a large read peaks at its parts and one
+        column's copy, not at two copies of every column."""
+        given = parts
         parts = list(parts)
+        if consume:
+            given.clear()
         if not parts:
             raise ValueError("nothing to concatenate")
         if len(parts) == 1:
@@ -511,17 +528,19 @@ class Records:
             partition = np.concatenate(partitions).astype(np.int32, copy=False)
         # known when a part knows it (parts without records too: all-empty partitions keep the column)
         known = any(p.partition is not None for p in parts)
-        return Records(
-            offset=np.concatenate([p.offset for p in parts]), timestamp=np.concatenate([p.timestamp for p in parts]),
-            timestamp_type=np.concatenate([p.timestamp_type for p in parts]),
-            batch_index=batch_index,
-            key=_concat_present(BinaryColumn, [p._key for p in parts]),
-            value=_concat_present(BinaryColumn, [p._value for p in parts]),
-            headers=_concat_present(Headers, [p._headers for p in parts]),
-            batches=Table.concat(batches), controls=Table.concat(controls),
-            topic=Labels.concat([(p._topic, len(p)) for p in parts]),
-            log_dir=Labels.concat([(p._log_dir, len(p)) for p in parts]),
-            partition=partition if known else None, report=report, typed=_concat_typed(parts))
+        kept = dict(batches=Table.concat(batches), controls=Table.concat(controls), batch_index=batch_index,
+                    topic=Labels.concat([(p._topic, len(p)) for p in parts]),
+                    log_dir=Labels.concat([(p._log_dir, len(p)) for p in parts]),
+                    partition=partition if known else None, report=report, typed=_concat_typed(parts))
+        pieces = {"offset": [p.offset for p in parts], "timestamp": [p.timestamp for p in parts],
+                  "timestamp_type": [p.timestamp_type for p in parts], "key": [p._key for p in parts],
+                  "value": [p._value for p in parts], "headers": [p._headers for p in parts]}
+        del parts[:], p, batches           # (the parts' columns now held by `pieces` alone, when consumed)
+        joined = {}
+        for name in ("offset", "timestamp", "timestamp_type", "key", "value", "headers"):
+            # each column's pieces let go once it is copied (``pop``: this loop holds them no longer)
+            joined[name] = _join(name, pieces.pop(name))
+        return Records(**joined, **kept)
 
     # --- per-record views of batch fields --------------------------------------------------------
     def batch_column(self, name):
