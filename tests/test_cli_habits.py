@@ -113,6 +113,30 @@ def test_a_bad_value_in_a_subprocess_is_one_line():
         assert p.stderr.count("\n") == 1 and "not a size: 'lots'" in p.stderr, p.stderr
 
 
+def test_a_run_builds_only_its_command():
+    """A command's run builds its own parser alone (no other command's module, no value-format plugins looked
+    up among the installed packages) and, without a terminal, draws no bar (tqdm not imported); its output is
+    the one the full parser gives."""
+    import subprocess
+    import sys
+
+    code = ("import io, sys, contextlib\n"
+            "from kafkafmt.cli import main\n"
+            "out = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n"
+            "    rc = main(['stats', '--sample', '--json', '--no-progress'])\n"
+            "print(rc, sorted(m for m in ('tqdm', 'importlib.metadata', 'kafkafmt.cli.dump', 'kafkafmt.cli.export')\n"
+            "                 if m in sys.modules))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert p.stdout.split("\n")[-2] == "0 []", p.stdout[-300:]
+    from kafkafmt.cli import build_parser
+
+    full, alone = build_parser(), build_parser(only="stats")
+    assert sorted(full.commands) == ["dump", "export", "recover", "report", "stats", "verify"]
+    assert list(alone.commands) == ["stats"]
+    assert alone.commands["stats"].format_help() == full.commands["stats"].format_help()
+
+
 # ----------------------------------------------------------------------------------------------
 # kcat's habits: -c, -f, --topic / --partition
 

@@ -21,7 +21,6 @@ do. Nothing here imports another package's private modules.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 
 __all__ = ["find_library", "find_libraries", "load_kernel_codecs", "ENV_DISABLE", "ENV_PATH", "SONAMES"]
@@ -54,6 +53,8 @@ def find_library(name: str):
     for soname in SONAMES[name]:
         if _loadable(soname):
             return soname
+    import ctypes.util        # (the last resort: it imports subprocess and more)
+
     found = ctypes.util.find_library(name)
     return found if found and _loadable(found) else None
 

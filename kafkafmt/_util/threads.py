@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["resolve_threads", "thread_pool", "set_cpu_count", "cpu_count"]
 
@@ -99,5 +98,7 @@ def thread_pool(threads, kind="decode"):
     with _pools_lock:
         pool = _pools.get((kind, threads))
         if pool is None:
+            from concurrent.futures import ThreadPoolExecutor      # (imported when a pool is first made)
+
             pool = _pools[(kind, threads)] = ThreadPoolExecutor(threads, thread_name_prefix=f"kafkafmt-{kind}")
         return pool

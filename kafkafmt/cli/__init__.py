@@ -95,9 +95,10 @@ def _common_parser():
     return p
 
 
-def build_parser():
+def build_parser(only=None):
     """The command line's parser: the common options and one subparser per row of `COMMAND_TABLE`
-    (each built by its module's ``add_parser``, running its ``run``).
+    (each built by its module's ``add_parser``, running its ``run``); ``only``: that command's alone (a
+    run of it needs no other).
 
     Returns
     -------
@@ -135,6 +136,8 @@ def build_parser():
     parents = [_common_parser()]
     parser.commands = {}
     for command in COMMAND_TABLE:
+        if only is not None and command.name != only:
+            continue
         mod = importlib.import_module(command.module)
         p = parser.commands[command.name] = mod.add_parser(sub, parents, command)
         p.set_defaults(run=mod.run)
@@ -220,7 +223,10 @@ def main(argv=None):
 
 def _main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    command = _normalise(argv)[:1]
+    # the command run is the only one whose parser is built (the others' options -- the value formats'
+    # plugins looked up among the installed packages -- cost every run tens of milliseconds for nothing)
+    parser = build_parser(only=command[0] if command and command[0] in _command_names() else None)
     _check_command(parser, argv)
     args, unknown = parser.parse_known_args(_normalise(argv))
     if unknown:
