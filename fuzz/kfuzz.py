@@ -445,12 +445,34 @@ def _side_readers():
         ("partition_metadata", lambda d: s.read_partition_metadata(d)),
         ("quorum_state", lambda d: s.read_quorum_state(d)),
         ("meta_properties", lambda d: s.read_meta_properties(d)),
+        ("index_sound", lambda d: _told_sound(d, ".index")),
+        ("timeindex_sound", lambda d: _told_sound(d, ".timeindex")),
     )
+
+
+#: a segment's batches for the one-pass index checks (positions, offsets with a gap, max timestamps)
+_BATCHES = {"position": [0, 100, 250, 251], "base_offset": [0, 3, 9, 30], "last_offset": [2, 8, 20, 31],
+            "max_timestamp": [1000, 900, 2000, 2000]}
+
+
+def _told_sound(data, suffix):
+    """`sidefiles.sound_index_entries` (native): entries only when the Python checks find nothing, and theirs."""
+    import numpy as np
+
+    batches = {k: np.asarray(v, np.int64) for k, v in _BATCHES.items()}
+    got = sidefiles.sound_index_entries(bytes(data), suffix, 0, batches)
+    if got is not None:
+        entries, why = sidefiles.read_index_file(bytes(data), suffix, 0)
+        check_ = sidefiles.check_index if suffix == ".index" else sidefiles.check_timeindex
+        check(why is None and not check_(entries, batches, 0) and got.tolist() == entries.tolist(),
+              f"{suffix}: told sound, but the checks disagree")
+        return got
+    return ()
 
 
 SIDE_NAMES = ("index", "index_untrimmed", "timeindex", "timeindex_untrimmed", "txnindex", "producer_snapshot",
               "producer_snapshot_nocrc", "leader_epoch_checkpoint", "offset_checkpoint", "partition_metadata",
-              "quorum_state", "meta_properties")
+              "quorum_state", "meta_properties", "index_sound", "timeindex_sound")
 _READERS = None
 
 

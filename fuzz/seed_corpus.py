@@ -161,6 +161,11 @@ def side_files():
     out.append(("quorum_state", b'{"clusterId":"","leaderId":1,"leaderEpoch":3,"votedId":-1,"appliedOffset":0,'
                                 b'"currentVoters":[{"voterId":1}],"data_version":0}'))
     out.append(("meta_properties", b"#\n#Tue\nnode.id=1\nversion=1\ncluster.id=abc\\\n  def\nkey\\u0041=x\\ty\n"))
+    # sound against kfuzz's batch table (the one-pass checks' "yes"), and one entry off it
+    out.append(("index_sound", s.encode_index([(2, 0), (8, 100), (20, 250)], 0)))
+    out.append(("index_sound", s.encode_index([(2, 0), (8, 101)], 0) + bytes(16)))
+    out.append(("timeindex_sound", s.encode_timeindex([(1000, 2), (2000, 20)], 0)))
+    out.append(("timeindex_sound", s.encode_timeindex([(1000, 2), (1900, 8)], 0)))
     return out
 
 

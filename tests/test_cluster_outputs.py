@@ -102,6 +102,7 @@ def _one_by_one(monkeypatch):
     monkeypatch.setattr(PartitionStats, "_add_plain", lambda *a: False)
     monkeypatch.setattr(indexes, "_index_sound", lambda *a: False)
     monkeypatch.setattr(indexes, "_timeindex_sound", lambda *a: False)
+    monkeypatch.setattr(sidefiles, "sound_index_entries", lambda *a: None)
 
 
 @pytest.mark.parametrize("name", ["damaged", "routine"])

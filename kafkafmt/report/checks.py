@@ -544,7 +544,21 @@ class Checker:
             self._insane(path, data, kind, insane)
         return entries, insane
 
+    def _plainly_sound(self, suffix, base, b, info, data):
+        """Whether an index file is plainly sound (`sidefiles.sound_index_entries`: one native pass): then
+        counted, and its entries kept in ``info.sound``, with nothing to say."""
+        if info is None or info.skipped:
+            return False
+        entries = sidefiles.sound_index_entries(data, suffix, base, b)
+        if entries is None:
+            return False
+        self.n_files += 1
+        info.sound[suffix] = entries
+        return True
+
     def check_index(self, path, base, b, info, note="", data=None):
+        if self._plainly_sound(".index", base, b, info, data):
+            return
         read = self._index_entries(path, base, data, ".index")
         if read is None:
             return
@@ -560,6 +574,8 @@ class Checker:
             info.sound[".index"] = entries
 
     def check_timeindex(self, path, base, b, note="", data=None, info=None):
+        if self._plainly_sound(".timeindex", base, b, info, data):
+            return
         read = self._index_entries(path, base, data, ".timeindex")
         if read is None:
             return

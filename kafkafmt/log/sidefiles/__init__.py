@@ -16,7 +16,7 @@ from kafkafmt.log.sidefiles._indexes import (read_index, read_timeindex, read_tx
                                              encode_timeindex, encode_txnindex, write_index, write_timeindex,
                                              write_txnindex, build_index_entries, record_offsets_of_max_timestamp,
                                              IndexProblem, index_sanity_problem, read_index_file, check_index,
-                                             check_timeindex)
+                                             check_timeindex, sound_index_entries)
 from kafkafmt.log.sidefiles._snapshot import (read_producer_snapshot, encode_producer_snapshot,
                                               write_producer_snapshot)
 from kafkafmt.log.sidefiles._checkpoints import (JAVA_WS, java_lines, java_split, java_int,
@@ -30,7 +30,8 @@ __all__ = ["INDEX_DTYPE", "TIMEINDEX_DTYPE", "TXNINDEX_DTYPE", "PRODUCER_ENTRY_D
            "NO_TIMESTAMP", "offset_from_file_name", "read_index", "read_timeindex", "read_txnindex", "encode_index",
            "encode_timeindex", "encode_txnindex", "write_index", "write_timeindex", "write_txnindex",
            "build_index_entries", "record_offsets_of_max_timestamp", "IndexProblem", "index_sanity_problem",
-           "read_index_file", "check_index", "check_timeindex", "read_producer_snapshot", "encode_producer_snapshot",
+           "read_index_file", "check_index", "check_timeindex", "sound_index_entries", "read_producer_snapshot",
+           "encode_producer_snapshot",
            "write_producer_snapshot", "JAVA_WS", "java_lines", "java_split", "java_int",
            "read_leader_epoch_checkpoint", "leader_epoch_problems", "read_offset_checkpoint",
            "encode_leader_epoch_checkpoint",

@@ -65,7 +65,7 @@ from kafkafmt.log.sidefiles._common import (INDEX_DISK, INDEX_DTYPE, INT32_MAX, 
 __all__ = ["read_index", "read_timeindex", "read_txnindex", "encode_index", "encode_timeindex", "encode_txnindex",
            "write_index", "write_timeindex", "write_txnindex", "build_index_entries",
            "record_offsets_of_max_timestamp", "IndexProblem", "index_sanity_problem", "read_index_file",
-           "check_index", "check_timeindex"]
+           "check_index", "check_timeindex", "sound_index_entries"]
 
 assert (INDEX_DISK.itemsize, TIMEINDEX_DISK.itemsize, TXNINDEX_DISK.itemsize,
         PRODUCER_DISK.itemsize) == (8, 12, 34, 46)
@@ -567,6 +567,55 @@ def check_index(entries, batches, base_offset=None) -> list:
                             f"position has last offset {int(blast[j])}", "the batch at the entry's position ends at "
                             "another offset"))
     return problems
+
+
+def sound_index_entries(data, suffix, base_offset, batches):
+    """The entries of an ``.index`` / ``.timeindex`` file when it is plainly sound, told in one native pass:
+    what `read_index_file` gives when it finds no sanity problem and `check_index` / `check_timeindex` then find
+    nothing against ``batches``; None when that is not plain (the checks say what is wrong) or ``data`` is not
+    the file's bytes.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The file's bytes.
+    suffix : {".index", ".timeindex"}
+    base_offset : int
+        The segment's base offset.
+    batches : mapping
+        The segment's batch table (``position``, ``base_offset``, ``last_offset``, ``max_timestamp``).
+
+    Returns
+    -------
+    numpy.ndarray or None
+        `INDEX_DTYPE` / `TIMEINDEX_DTYPE` entries.
+
+    Examples
+    --------
+    >>> import kafkafmt
+    >>> from kafkafmt.log import sidefiles
+    >>> from kafkafmt.sample import sample_dir
+    >>> folder = f"{sample_dir()}/orders-0"
+    >>> batches = kafkafmt.read_segment(f"{folder}/00000000000000000000.log").batches
+    >>> data = open(f"{folder}/00000000000000000000.index", "rb").read()
+    >>> sound = sidefiles.sound_index_entries(data, ".index", 0, batches)
+    >>> len(sound), bool((sound == sidefiles.read_index(data, 0)).all()), sidefiles.check_index(sound, batches, 0)
+    (9, True, [])
+    >>> sidefiles.sound_index_entries(data[:-1], ".index", 0, batches) is None     # not whole entries
+    True
+    """
+    from kafkafmt._native import indexcheck
+
+    if base_offset is None or not isinstance(data, (bytes, bytearray)):
+        return None
+
+    def col(name):
+        return np.ascontiguousarray(table_column(batches, name), np.int64)
+
+    if suffix == ".index":
+        return indexcheck.sound_offset_index(data, base_offset, col("position"), col("last_offset"), INDEX_DTYPE)
+    return indexcheck.sound_time_index(data, base_offset, col("base_offset"), col("last_offset"),
+                                       col("max_timestamp"), TIMEINDEX_DTYPE)
 
 
 def _increasing(x, strictly=True):
