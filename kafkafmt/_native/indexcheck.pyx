@@ -33,6 +33,18 @@ cdef inline int64_t _i64(const uint8_t *p) noexcept nogil:
     return <int64_t>kfmt_be64(p)
 
 
+cdef Py_ssize_t _used(const uint8_t *p, Py_ssize_t n, Py_ssize_t width) noexcept nogil:
+    """How many of the n entries come before the first all-zero one (a preallocated file's tail)."""
+    cdef Py_ssize_t i, b
+    for i in range(n):
+        for b in range(width):
+            if p[i * width + b]:
+                break
+        else:
+            return i
+    return n
+
+
 cdef bint _strictly_increasing(const int64_t[::1] x) noexcept nogil:
     cdef Py_ssize_t i
     for i in range(1, x.shape[0]):
@@ -54,11 +66,7 @@ def sound_offset_index(const uint8_t[::1] data, int64_t base, const int64_t[::1]
     if size % INDEX_ENTRY:
         return None
     n = size // INDEX_ENTRY
-    used = n
-    for i in range(n):
-        if kfmt_be32(p + i * INDEX_ENTRY) == 0 and kfmt_be32(p + i * INDEX_ENTRY + 4) == 0:
-            used = i
-            break
+    used = _used(p, n, INDEX_ENTRY)
     if n and _i32(p + (n - 1) * INDEX_ENTRY) < 0:      # the sanity check: the last offset below the base
         return None
     if used:
@@ -103,11 +111,7 @@ def sound_time_index(const uint8_t[::1] data, int64_t base, const int64_t[::1] b
     if size % TIMEINDEX_ENTRY:
         return None
     n = size // TIMEINDEX_ENTRY
-    used = n
-    for i in range(n):
-        if kfmt_be64(p + i * TIMEINDEX_ENTRY) == 0 and kfmt_be32(p + i * TIMEINDEX_ENTRY + 8) == 0:
-            used = i
-            break
+    used = _used(p, n, TIMEINDEX_ENTRY)
     if n:
         # the sanity check: the last timestamp (of every entry, a zero tail's too) not below the first, the
         # last offset not below the base
