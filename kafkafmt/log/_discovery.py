@@ -26,6 +26,7 @@ and its stream reader -- so the same roots give the same partitions whichever do
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import threading
 import warnings
@@ -143,7 +144,11 @@ def folder_kind(path, entries=None, storage=None, cache=None):
     return None
 
 
-_SIDE_SUFFIX = {k: "." + k for k in SIDE_FILE_KINDS}
+#: the side files' suffixes, and the kinds a listed segment has by whether it has each (one shared frozenset
+#: per combination: a cluster lists thousands of segments)
+_INDEX, _TIMEINDEX, _TXNINDEX = ("." + k for k in SIDE_FILE_KINDS)
+_PRESENT = {has: frozenset(k for k, h in zip(SIDE_FILE_KINDS, has) if h)
+            for has in itertools.product((False, True), repeat=len(SIDE_FILE_KINDS))}
 
 
 def list_segments(folder, report=None, storage=None, cache=None, *, entries=None):
@@ -203,7 +208,7 @@ def _segment_rows(entries, storage):
             if not SEGMENT_LOG.match(name):
                 continue
             stem = name[:-4]
-            present = {k for k in SIDE_FILE_KINDS if stem + _SIDE_SUFFIX[k] in names}
+            present = _PRESENT[(stem + _INDEX in names, stem + _TIMEINDEX in names, stem + _TXNINDEX in names)]
             rows.append((int(stem), e.size, present, e.version, e.path[:-4] if local else None))
         elif name.endswith(LEFTOVER_SUFFIXES) and is_leftover_segment_file(name):
             leftovers.append(e.path)

@@ -52,8 +52,8 @@ class Segment:
     `kafkafmt.log.tiered.RemoteSegment` when it is a tiered-storage upload (its layout names and reads
     its files); ``version`` the log object's version as listed (reads stay on it)."""
 
-    __slots__ = ("folder", "base_offset", "log", "index", "timeindex", "txnindex", "size", "storage", "present",
-                 "remote", "tiered_keys", "version", "_cache")
+    __slots__ = ("folder", "base_offset", "log", "_side", "size", "storage", "present", "remote", "tiered_keys",
+                 "version", "_entries")
 
     def __init__(self, folder, base_offset, size=None, *, storage, present=None, remote=None, tiered_keys=None,
                  version=None, stem=None):
@@ -64,20 +64,40 @@ class Segment:
         self.remote = remote
         self.tiered_keys = tiered_keys      # private keys for encrypted tiered uploads ({key id: PEM})
         self.version = version
+        self._side = None         # its side files' paths when not named after its .log (else made when asked)
         if remote is not None:
-            self.log, self.index = remote.log, remote.index
-            self.timeindex, self.txnindex = remote.timeindex, remote.txnindex
+            self.log = remote.log
+            self._side = (remote.index, remote.timeindex, remote.txnindex)
             self.size = remote.original_size if size is None else size
             self.version = remote.versions.get("log")
         else:
             if stem is None:      # (a listing gives it: its .log file's path without the suffix)
                 stem = storage.join(folder, segment_file_name(base_offset, ""))
             self.log = stem + ".log"
-            self.index = stem + ".index"
-            self.timeindex = stem + ".timeindex"
-            self.txnindex = stem + ".txnindex"
             self.size = storage.size(self.log) if size is None else size
-        self._cache = {}     # index entries read (once per read, so a fallback is reported once)
+        self._entries = None      # index entries read (once per read, so a fallback is reported once)
+
+    def _side_path(self, k, suffix):
+        return self.log[:-len(".log")] + suffix if self._side is None else self._side[k]
+
+    def _set_side(self, k, path):
+        side = list(self._side or (self._side_path(0, ".index"), self._side_path(1, ".timeindex"),
+                                   self._side_path(2, ".txnindex")))
+        side[k] = path
+        self._side = tuple(side)
+
+    index = property(lambda self: self._side_path(0, ".index"), lambda self, p: self._set_side(0, p),
+                     doc="The offset index's path (beside the .log, unless named otherwise).")
+    timeindex = property(lambda self: self._side_path(1, ".timeindex"), lambda self, p: self._set_side(1, p),
+                         doc="The time index's path.")
+    txnindex = property(lambda self: self._side_path(2, ".txnindex"), lambda self, p: self._set_side(2, p),
+                        doc="The transaction index's path.")
+
+    @property
+    def _cache(self):
+        if self._entries is None:
+            self._entries = {}
+        return self._entries
 
     @classmethod
     def of_file(cls, log, storage):
@@ -88,6 +108,8 @@ class Segment:
         if base is None:    # not a segment's name: no side files
             stem = log[:-len(".log")] if log.endswith(".log") else log
             seg.index, seg.timeindex, seg.txnindex = stem + ".index", stem + ".timeindex", stem + ".txnindex"
+        else:               # (beside the .log as its folder and base offset name them, not as ``log`` is written)
+            seg._side = (seg.index, seg.timeindex, seg.txnindex)
         seg.log = log
         return seg
 
