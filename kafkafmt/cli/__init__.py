@@ -223,12 +223,12 @@ def main(argv=None):
 
 def _main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = _normalise(argv)[:1]
+    normal = _normalise(argv)
     # the command run is the only one whose parser is built (the others' options -- the value formats'
     # plugins looked up among the installed packages -- cost every run tens of milliseconds for nothing)
-    parser = build_parser(only=command[0] if command and command[0] in _command_names() else None)
+    parser = build_parser(only=normal[0] if normal and normal[0] in _command_names() else None)
     _check_command(parser, argv)
-    args, unknown = parser.parse_known_args(_normalise(argv))
+    args, unknown = parser.parse_known_args(normal)
     if unknown:
         # the command's own usage, not the top-level one
         (parser.commands.get(args.command) or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
