@@ -80,18 +80,10 @@ class Segment:
     def _side_path(self, k, suffix):
         return self.log[:-len(".log")] + suffix if self._side is None else self._side[k]
 
-    def _set_side(self, k, path):
-        side = list(self._side or (self._side_path(0, ".index"), self._side_path(1, ".timeindex"),
-                                   self._side_path(2, ".txnindex")))
-        side[k] = path
-        self._side = tuple(side)
-
-    index = property(lambda self: self._side_path(0, ".index"), lambda self, p: self._set_side(0, p),
+    index = property(lambda self: self._side_path(0, ".index"),
                      doc="The offset index's path (beside the .log, unless named otherwise).")
-    timeindex = property(lambda self: self._side_path(1, ".timeindex"), lambda self, p: self._set_side(1, p),
-                         doc="The time index's path.")
-    txnindex = property(lambda self: self._side_path(2, ".txnindex"), lambda self, p: self._set_side(2, p),
-                        doc="The transaction index's path.")
+    timeindex = property(lambda self: self._side_path(1, ".timeindex"), doc="The time index's path.")
+    txnindex = property(lambda self: self._side_path(2, ".txnindex"), doc="The transaction index's path.")
 
     @property
     def _cache(self):
@@ -105,11 +97,11 @@ class Segment:
         base = segment_base(storage.name(log))
         seg = cls(storage.parent(log) or ".", 0 if base is None else base, storage.size(log), storage=storage,
                   present=None if base is not None else set())
-        if base is None:    # not a segment's name: no side files
+        if base is not None:    # its side files beside the .log as its folder and base offset name them
+            stem = seg.log[:-len(".log")]
+        else:                   # not a segment's name: beside ``log`` itself (there are none)
             stem = log[:-len(".log")] if log.endswith(".log") else log
-            seg.index, seg.timeindex, seg.txnindex = stem + ".index", stem + ".timeindex", stem + ".txnindex"
-        else:               # (beside the .log as its folder and base offset name them, not as ``log`` is written)
-            seg._side = (seg.index, seg.timeindex, seg.txnindex)
+        seg._side = (stem + ".index", stem + ".timeindex", stem + ".txnindex")
         seg.log = log
         return seg
 
