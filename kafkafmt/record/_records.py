@@ -157,8 +157,8 @@ class Labels:
             # per-record codes to cast from (the cast's codes and its output were a typed read's peak)
             name = self.names[0].encode()
             if len(name) * n < 1 << 31:
-                offsets = np.arange(0, len(name) * (n + 1), len(name) or 1, dtype=np.int32) if name else \
-                    np.zeros(n + 1, np.int32)
+                offsets = np.arange(n + 1, dtype=np.int32)
+                offsets *= len(name)
                 return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
                                                               pa.py_buffer(name * n)])
         codes = np.zeros(n, np.int32) if self.codes is None else self.codes
