@@ -45,6 +45,14 @@ cdef Py_ssize_t _used(const uint8_t *p, Py_ssize_t n, Py_ssize_t width) noexcept
     return n
 
 
+cdef _entries(Py_ssize_t used, dtype, Py_ssize_t width):
+    """The array the entries are written into (its dtype checked: ``width`` bytes an entry)."""
+    out = np.empty(used, dtype)
+    if out.dtype.itemsize != width:
+        raise ValueError(f"index entries of {width} bytes expected, not {dtype}")
+    return out
+
+
 cdef bint _strictly_increasing(const int64_t[::1] x) noexcept nogil:
     cdef Py_ssize_t i
     for i in range(1, x.shape[0]):
@@ -69,31 +77,24 @@ def sound_offset_index(const uint8_t[::1] data, int64_t base, const int64_t[::1]
     used = _used(p, n, INDEX_ENTRY)
     if n and _i32(p + (n - 1) * INDEX_ENTRY) < 0:      # the sanity check: the last offset below the base
         return None
-    if used:
-        if not nb or not _strictly_increasing(bpos):
-            return None
-        for i in range(used):
-            off = base + _i32(p + i * INDEX_ENTRY)
-            pos = _i32(p + i * INDEX_ENTRY + 4)
-            if i and (off <= prev_off or pos <= prev_pos):
-                return None
-            if off < base or off - base > INT32_MAX_:
-                return None
-            while j < nb and bpos[j] < pos:      # (the first batch at or past it: numpy's searchsorted)
-                j += 1
-            if j == nb or bpos[j] != pos or blast[j] != off:
-                return None
-            prev_off, prev_pos = off, pos
-    out = np.empty(used, dtype)
+    if used and (not nb or not _strictly_increasing(bpos)):
+        return None
+    out = _entries(used, dtype, 12)      # (filled as the entries are checked: dropped when one fails)
     cdef uint8_t[::1] raw = out.view(np.uint8).reshape(-1)
-    cdef Py_ssize_t width = out.dtype.itemsize
-    if width != 12:
-        raise ValueError("entries of an offset index are (int64, int32)")
     for i in range(used):
         off = base + _i32(p + i * INDEX_ENTRY)
         pos = _i32(p + i * INDEX_ENTRY + 4)
+        if i and (off <= prev_off or pos <= prev_pos):
+            return None
+        if off < base or off - base > INT32_MAX_:
+            return None
+        while j < nb and bpos[j] < pos:      # (the first batch at or past it: numpy's searchsorted)
+            j += 1
+        if j == nb or bpos[j] != pos or blast[j] != off:
+            return None
         memcpy(&raw[i * 12], &off, 8)
         memcpy(&raw[i * 12 + 8], &pos, 4)
+        prev_off, prev_pos = off, pos
     return out
 
 
@@ -117,33 +118,27 @@ def sound_time_index(const uint8_t[::1] data, int64_t base, const int64_t[::1] b
         # last offset not below the base
         if _i64(p + (n - 1) * TIMEINDEX_ENTRY) < _i64(p) or _i32(p + (n - 1) * TIMEINDEX_ENTRY + 8) < 0:
             return None
-    if used:
-        if not nb or not _strictly_increasing(blast):
-            return None
-        for i in range(used):
-            ts = _i64(p + i * TIMEINDEX_ENTRY)
-            off = base + _i32(p + i * TIMEINDEX_ENTRY + 8)
-            if i and (ts <= prev_ts or off < prev_off):
-                return None
-            if off < base or off - base > INT32_MAX_:
-                return None
-            while j < nb and blast[j] < off:     # the batch holding it (numpy's searchsorted, side left)
-                j += 1
-            if j == nb or bbase[j] > off or bts[j] != ts:
-                return None
-            while k < j:                         # the largest max timestamp of the batches before it
-                before = bts[k] if k == 0 or bts[k] > before else before
-                k += 1
-            if (before if j else -1) > ts:       # (before the first batch: no timestamp, -1)
-                return None
-            prev_ts, prev_off = ts, off
-    out = np.empty(used, dtype)
+    if used and (not nb or not _strictly_increasing(blast)):
+        return None
+    out = _entries(used, dtype, 16)      # (filled as the entries are checked: dropped when one fails)
     cdef uint8_t[::1] raw = out.view(np.uint8).reshape(-1)
-    if out.dtype.itemsize != 16:
-        raise ValueError("entries of a time index are (int64, int64)")
     for i in range(used):
         ts = _i64(p + i * TIMEINDEX_ENTRY)
         off = base + _i32(p + i * TIMEINDEX_ENTRY + 8)
+        if i and (ts <= prev_ts or off < prev_off):
+            return None
+        if off < base or off - base > INT32_MAX_:
+            return None
+        while j < nb and blast[j] < off:     # the batch holding it (numpy's searchsorted, side left)
+            j += 1
+        if j == nb or bbase[j] > off or bts[j] != ts:
+            return None
+        while k < j:                         # the largest max timestamp of the batches before it
+            before = bts[k] if k == 0 or bts[k] > before else before
+            k += 1
+        if (before if j else -1) > ts:       # (before the first batch: no timestamp, -1)
+            return None
         memcpy(&raw[i * 16], &ts, 8)
         memcpy(&raw[i * 16 + 8], &off, 8)
+        prev_ts, prev_off = ts, off
     return out
