@@ -29,6 +29,7 @@ import numpy as np
 
 from kafkafmt.read import ReadOptions, iter_log_dir, iter_log_dir_with
 from kafkafmt.log import segment_base
+from kafkafmt._native.chunkfigures import SEVERAL, plain_figures
 from kafkafmt.record import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 from kafkafmt.report.problems import report_problem
 
@@ -36,6 +37,8 @@ __all__ = ["Acc", "PartitionStats", "partition_stats", "counting_stats", "reads_
            "CHUNK_BYTES", "below_log_start_text"]
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
+#: whether a plain chunk's figures come from the native pass (a test turns it off to compare the NumPy twin)
+PLAIN_NATIVE = [True]
 
 
 class Acc:
@@ -251,37 +254,73 @@ class PartitionStats:
 
     def _add_plain(self, recs, b, nb, segs, is_ctl):
         """`add` of the usual chunk at once: one segment, one codec, magic and timestamp type, no control or
-        transactional batch -- the figures from whole columns, without a selection per segment or codec.
-        False (nothing added) for any other chunk."""
-        codec, magic, tst = np.asarray(b["codec"]), np.asarray(b["magic"]), np.asarray(b["timestamp_type"])
-        if segs[0] != segs[-1] or is_ctl.any() or np.asarray(b["is_transactional"], bool).any():
+        transactional batch -- its figures from one native pass over the batch columns (`plain_figures`;
+        `_plain_numpy` for columns of other types). False (nothing added) for any other chunk."""
+        if not PLAIN_NATIVE[0]:
+            return self._plain_numpy(recs, b, segs, is_ctl)
+        try:
+            got = plain_figures(segs, b["codec"], b["magic"], b["timestamp_type"], is_ctl.view(np.uint8),
+                                np.asarray(b["is_transactional"], bool).view(np.uint8), b["size"],
+                                b["base_offset"], b["last_offset"], b["producer_id"], b["partition_leader_epoch"],
+                                recs.timestamp)
+        except ValueError:          # (columns of other types than the decoder's)
+            return self._plain_numpy(recs, b, segs, is_ctl)
+        if got is None:
             return False
-        c0, m0, t0 = codec[0], magic[0], tst[0]
-        if not ((codec == c0).all() and (magic == m0).all() and (tst == t0).all() and (segs == segs[0]).all()):
-            return False
+        stored, first, last, ts_lo, ts_hi, unstamped, pid, e_lo, e_hi = got
+        a = self._plain_common(recs, b, nb, segs, stored, first, last)
+        if ts_lo is not None:
+            a.first_ts, a.last_ts = _min(a.first_ts, ts_lo), _max(a.last_ts, ts_hi)
+        a.no_timestamp += unstamped
+        if pid == SEVERAL:
+            pid_col = np.asarray(b["producer_id"], np.int64)
+            a.producers.update(_distinct(pid_col[pid_col >= 0]))
+        elif pid >= 0:
+            a.producers.add(pid)
+        if b["magic"][0] >= 2:
+            a.epochs = (e_lo, e_hi) if a.epochs is None else (min(a.epochs[0], e_lo), max(a.epochs[1], e_hi))
+        return True
+
+    def _plain_common(self, recs, b, nb, segs, stored, first, last):
+        """What `_add_plain` and `_plain_numpy` add alike (counts, bytes, offsets; payload bytes from the
+        columns' offsets); the segment's `Acc`."""
         a = self.seg(int(segs[0]))
-        n = len(recs)
-        payload = int(recs.key.lengths().sum(dtype=np.int64)) + int(recs.value.lengths().sum(dtype=np.int64))
-        if recs.headers.count():
-            ho = np.asarray(recs.headers.offsets, np.int64)      # (the headers of these records)
-            lo, hi = int(ho[0]), int(ho[-1])
-            payload += int(recs.headers.key.lengths()[lo:hi].sum(dtype=np.int64)) \
-                + int(recs.headers.value.lengths()[lo:hi].sum(dtype=np.int64))
-            a.with_headers += int(np.count_nonzero(recs.headers.counts()))
-        stored = int(np.asarray(b["size"], np.int64).sum())
-        name = CODEC_NAMES.get(int(c0), str(c0))
+        payload = recs.key.nbytes + recs.value.nbytes
+        h = recs.headers
+        if h.count():
+            lo, hi = int(h.offsets[0]), int(h.offsets[-1])      # (the header rows of these records)
+            payload += int(h.key.offsets[hi] - h.key.offsets[lo]) + int(h.value.offsets[hi] - h.value.offsets[lo])
+            a.with_headers += int(np.count_nonzero(h.counts()))
+        c0 = int(b["codec"][0])
+        name = CODEC_NAMES.get(c0, str(c0))
         a.batches += nb
         a.batch_bytes += stored
         a.payload_bytes += payload
         a.codecs[name] += nb
         a.codec_stored[name] += stored
         a.codec_payload[name] += payload
-        a.magics[m0.item()] += nb
-        a.timestamp_types[TIMESTAMP_TYPES.get(int(t0), str(t0))] += nb
-        a.records += n
-        a.first_offset = _min(a.first_offset, int(np.asarray(b["base_offset"], np.int64).min()))
-        a.last_offset = _max(a.last_offset, int(np.asarray(b["last_offset"], np.int64).max()))
-        if n:
+        a.magics[b["magic"][0].item()] += nb
+        t0 = int(b["timestamp_type"][0])
+        a.timestamp_types[TIMESTAMP_TYPES.get(t0, str(t0))] += nb
+        a.records += len(recs)
+        a.first_offset = _min(a.first_offset, first)
+        a.last_offset = _max(a.last_offset, last)
+        if recs.value.null_count:
+            a.tombstones += int(np.count_nonzero(recs.value.is_null()))
+        return a
+
+    def _plain_numpy(self, recs, b, segs, is_ctl):
+        """`_add_plain` with NumPy (the native pass's twin: columns of any integer type)."""
+        codec, magic, tst = np.asarray(b["codec"]), np.asarray(b["magic"]), np.asarray(b["timestamp_type"])
+        if segs[0] != segs[-1] or is_ctl.any() or np.asarray(b["is_transactional"], bool).any():
+            return False
+        if not ((codec == codec[0]).all() and (magic == magic[0]).all() and (tst == tst[0]).all()
+                and (segs == segs[0]).all()):
+            return False
+        a = self._plain_common(recs, b, len(segs), segs, int(np.asarray(b["size"], np.int64).sum()),
+                               int(np.asarray(b["base_offset"], np.int64).min()),
+                               int(np.asarray(b["last_offset"], np.int64).max()))
+        if len(recs):
             ts = np.asarray(recs.timestamp, np.int64)
             lo, hi = int(ts.min()), int(ts.max())
             if lo >= 0:                       # (every record stamped: the usual chunk)
@@ -294,9 +333,7 @@ class PartitionStats:
                     a.last_ts = _max(a.last_ts, int(good.max()))
         pid = np.asarray(b["producer_id"], np.int64)
         a.producers.update(_distinct(pid[pid >= 0]))
-        if recs.value.null_count:
-            a.tombstones += int(np.count_nonzero(recs.value.is_null()))
-        if m0 >= 2:
+        if magic[0] >= 2:
             ep = np.asarray(b["partition_leader_epoch"], np.int64)
             lo, hi = int(ep.min()), int(ep.max())
             a.epochs = (lo, hi) if a.epochs is None else (min(a.epochs[0], lo), max(a.epochs[1], hi))

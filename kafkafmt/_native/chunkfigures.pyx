@@ -1,0 +1,88 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""A plain chunk's figures for ``kafkafmt stats`` and the report, in one pass over its batch columns.
+
+The usual chunk (`kafkafmt.report.figures.PartitionStats`) is one segment's batches, all of one codec, one
+message format and one timestamp type, none transactional or control. Its figures are sums, minima and
+maxima of whole columns; a cluster has thousands of such chunks of a few batches each, where a NumPy call
+per figure costs more than the figure. `plain_figures` tells whether a chunk is plain and gives them all
+at once; the Python side (`kafkafmt.report.figures`) keeps the general way for every other chunk, and for
+columns of other types (a ValueError from the typed views).
+"""
+from libc.stdint cimport uint8_t, int8_t, int32_t, int64_t
+
+cdef enum:
+    SEVERAL_ = -2
+
+#: what `plain_figures` gives for ``producer`` when the batches have several producer ids (NumPy finds them)
+SEVERAL = SEVERAL_
+
+
+def plain_figures(const int64_t[:] segment, const int8_t[:] codec, const int8_t[:] magic,
+                  const int8_t[:] timestamp_type, const uint8_t[:] is_control, const uint8_t[:] is_transactional,
+                  const int32_t[:] size, const int64_t[:] base_offset, const int64_t[:] last_offset,
+                  const int64_t[:] producer_id, const int32_t[:] epoch, const int64_t[:] timestamp):
+    """The figures of a plain chunk, or None when it is not plain (or has no batch).
+
+    Parameters
+    ----------
+    segment, codec, magic, timestamp_type, is_control, is_transactional, size, base_offset, last_offset, producer_id, epoch
+        The chunk's batch columns (the bool ones viewed as uint8), one value a batch.
+    timestamp
+        Its records' timestamps (-1: none).
+
+    Returns
+    -------
+    tuple or None
+        ``(stored bytes, first base offset, last offset, smallest and largest record timestamp of the stamped
+        records or None, unstamped records, producer id -- -1 none, `SEVERAL` several --, smallest and largest
+        leader epoch)``.
+    """
+    cdef Py_ssize_t nb = segment.shape[0], n = timestamp.shape[0], i
+    cdef int64_t stored = 0, first, last, ts_lo = 0, ts_hi = 0, unstamped = 0, pid = -1, t
+    cdef int64_t e_lo, e_hi
+    cdef bint stamped = False, plain = True
+    for col in (codec.shape[0], magic.shape[0], timestamp_type.shape[0], is_control.shape[0],
+                is_transactional.shape[0], size.shape[0], base_offset.shape[0], last_offset.shape[0],
+                producer_id.shape[0], epoch.shape[0]):
+        if col != nb:
+            raise ValueError("the batch columns differ in length")
+    if nb == 0:
+        return None
+    first, last = base_offset[0], last_offset[0]
+    e_lo = e_hi = epoch[0]
+    with nogil:
+        for i in range(nb):
+            if (segment[i] != segment[0] or codec[i] != codec[0] or magic[i] != magic[0]
+                    or timestamp_type[i] != timestamp_type[0] or is_control[i] or is_transactional[i]):
+                plain = False
+                break
+            stored += size[i]
+            if base_offset[i] < first:
+                first = base_offset[i]
+            if last_offset[i] > last:
+                last = last_offset[i]
+            if epoch[i] < e_lo:
+                e_lo = epoch[i]
+            if epoch[i] > e_hi:
+                e_hi = epoch[i]
+            if producer_id[i] >= 0 and pid != SEVERAL_:
+                if pid == -1:
+                    pid = producer_id[i]
+                elif producer_id[i] != pid:
+                    pid = SEVERAL_
+        if plain:
+            for i in range(n):
+                t = timestamp[i]
+                if t < 0:
+                    unstamped += 1
+                elif not stamped:
+                    ts_lo = ts_hi = t
+                    stamped = True
+                elif t < ts_lo:
+                    ts_lo = t
+                elif t > ts_hi:
+                    ts_hi = t
+    if not plain:
+        return None
+    return (stored, first, last, ts_lo if stamped else None, ts_hi if stamped else None, unstamped, pid,
+            e_lo, e_hi)
