@@ -41,38 +41,51 @@ CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whateve
 PLAIN_NATIVE = [True]
 
 
+class Counts(dict):
+    """Counts by name: a missing name counts 0 (as `collections.Counter`, without its cost: a cluster's figures
+    make six a segment)."""
+
+    __slots__ = ()
+
+    def __missing__(self, key):
+        return 0
+
+    def add(self, other):
+        """Add ``other`` 's counts to these."""
+        for k, v in other.items():
+            self[k] = self.get(k, 0) + v
+
+
+#: the figures an `Acc` sums, and those it counts by name
+_SUMS = ("records", "control_records", "batches", "file_bytes", "batch_bytes", "payload_bytes", "txn_batches",
+         "txn_records", "committed", "aborted", "aborted_records", "tombstones", "with_headers", "skipped_bytes",
+         "segments", "no_timestamp", "below_log_start")
+_COUNTS = ("codecs", "codec_stored", "codec_payload", "magics", "timestamp_types", "controls")
+
+
 class Acc:
     """Statistics of a segment, a partition or everything."""
 
     def __init__(self):
-        self.records = self.control_records = self.batches = 0
-        self.file_bytes = self.batch_bytes = self.payload_bytes = 0
-        self.codecs = collections.Counter()
-        self.codec_stored = collections.Counter()
-        self.codec_payload = collections.Counter()
-        self.magics = collections.Counter()
-        self.timestamp_types = collections.Counter()
-        self.controls = collections.Counter()
+        d = self.__dict__
+        for name in _SUMS:
+            d[name] = 0
+        for name in _COUNTS:
+            d[name] = Counts()
         self.first_offset = self.last_offset = None
         self.first_ts = self.last_ts = None
         self.producers = set()
-        self.txn_batches = self.txn_records = 0
-        self.committed = self.aborted = self.aborted_records = 0
-        self.tombstones = self.with_headers = 0
-        self.no_timestamp = 0          # data records without a timestamp (-1: magic 0, some producers)
         self.epochs = None
-        self.skipped_bytes = 0
-        self.segments = 0
-        self.below_log_start = 0       # data records on disk below the log start offset (not served)
 
     def merge(self, o):
-        for name in ("records", "control_records", "batches", "file_bytes", "batch_bytes", "payload_bytes",
-                     "txn_batches", "txn_records", "committed", "aborted", "aborted_records", "tombstones",
-                     "with_headers", "skipped_bytes", "segments", "no_timestamp", "below_log_start"):
-            setattr(self, name, getattr(self, name) + getattr(o, name))
-        for name in ("codecs", "codec_stored", "codec_payload", "magics", "timestamp_types", "controls"):
-            getattr(self, name).update(getattr(o, name))
-        self.producers |= o.producers
+        d, od = self.__dict__, o.__dict__
+        for name in _SUMS:
+            d[name] += od[name]
+        for name in _COUNTS:
+            if od[name]:
+                d[name].add(od[name])
+        if o.producers:
+            self.producers |= o.producers
         self.first_offset = _min(self.first_offset, o.first_offset)
         self.last_offset = _max(self.last_offset, o.last_offset)
         self.first_ts = _min(self.first_ts, o.first_ts)
