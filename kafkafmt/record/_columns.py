@@ -38,8 +38,12 @@ def _sliced_validity(validity, n, item, what):
     if step != 1:
         raise IndexError(f"{what} slices must be contiguous")
     stop = max(start, stop)
-    valid = _unpack_validity(validity, n)[start:stop]
-    nulls = int((~valid).sum())
+    if validity is None:
+        return start, stop, None, 0
+    # (only the bytes under the slice are unpacked: slicing a small chunk off a large column costs the chunk)
+    first = start >> 3
+    valid = _unpack_validity(validity[first:(stop + 7) >> 3], stop - start, start - (first << 3))
+    nulls = len(valid) - int(np.count_nonzero(valid))
     return start, stop, (_pack_validity(valid) if nulls else None), nulls
 
 
