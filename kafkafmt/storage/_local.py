@@ -3,12 +3,14 @@ NumPy uint8 array over the map; ``release`` gives pages back with madvise).
 """
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import time
 
 import numpy as np
 
+from kafkafmt._native.listing import list_folder
 from kafkafmt._util.files import read_whole
 from kafkafmt.errors import ObjectChangedError, StorageError, StorageNotFoundError, StoragePermissionError
 from kafkafmt.storage._base import SETTLE_SECONDS, Blob, Entry, Storage
@@ -27,6 +29,21 @@ def _local_error(exc: OSError, path) -> StorageError:
     return err
 
 
+#: whether folders are listed natively (`kafkafmt._native.listing`; a test turns it off to compare the Python way)
+_NATIVE = [True]
+
+
+def _native_list(path, sized, make):
+    """The native listing's rows, or None where it cannot list (no POSIX directory streams: ENOSYS)."""
+    try:
+        return list_folder(path, sized, make, Entry)
+    except OSError as exc:
+        if exc.errno == errno.ENOSYS:
+            _NATIVE[0] = False
+            return None
+        raise
+
+
 class LocalStorage(Storage):
     """The local filesystem; paths are OS paths (str), blobs are memory maps."""
 
@@ -38,6 +55,10 @@ class LocalStorage(Storage):
         (a stat each), the others size None (a partition folder's side files, listed by the million)."""
         make = tuple.__new__       # (an Entry built as its tuple: the named tuple's keyword constructor costs
         try:                       # more than the rest of a side file's row, listed by the million)
+            out = _native_list(path, sized, make) if _NATIVE[0] and type(path) is str else None
+            if out is not None:
+                out.sort()
+                return out
             with os.scandir(path) as it:
                 out = []
                 add = out.append

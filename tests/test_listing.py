@@ -1,0 +1,69 @@
+"""A local folder's native listing (`kafkafmt._native.listing`, what `LocalStorage.list` takes) gives the rows the
+``os.scandir`` listing gives: names (undecodable bytes too), paths, sizes where asked, folders, symbolic links to
+folders and files, dangling links, a fifo; the same errors; and a discovery of the real corpus finds the same
+partitions and listings either way."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import kafkafmt
+from kafkafmt.errors import StorageError, StorageNotFoundError
+from kafkafmt.storage import _local
+from kafkafmt.storage._local import LocalStorage
+
+
+def _python_list(path, sized, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(_local, "_NATIVE", [False])
+        return LocalStorage().list(path, sized=sized)
+
+
+@pytest.fixture(scope="module")
+def odd_folder(tmp_path_factory):
+    d = tmp_path_factory.mktemp("listing")
+    for name, size in (("00000000000000000000.log", 5), ("00000000000000000000.index", 8), ("partition.metadata", 3),
+                       ("leader-epoch-checkpoint", 0)):
+        (d / name).write_bytes(b"x" * size)
+    (d / "sub").mkdir()
+    os.symlink(d / "sub", d / "to-sub")
+    os.symlink(d / "00000000000000000000.log", d / "00000000000000000007.log")
+    os.symlink(d / "nowhere", d / "00000000000000000009.log")           # dangling: left out when sized
+    os.symlink(d / "nowhere", d / "dangling.index")
+    os.mkfifo(d / "fifo")
+    with open(os.path.join(os.fsencode(d), b"00000000000000000011.log\xff"), "wb") as f:   # not UTF-8
+        f.write(b"12")
+    return str(d)
+
+
+@pytest.mark.parametrize("sized", [None, (".log",), (".index", ".log")])
+def test_the_native_listing_gives_the_rows_scandir_gives(odd_folder, sized, monkeypatch):
+    got = LocalStorage().list(odd_folder, sized=sized)
+    assert got == _python_list(odd_folder, sized, monkeypatch)
+    assert {e.name for e in got if e.is_link} >= {"to-sub", "00000000000000000007.log"}
+    assert [e.is_dir for e in got if e.name == "to-sub"] == [True]
+    # (and the path as given, a trailing slash or not)
+    assert LocalStorage().list(odd_folder + "/", sized=sized) == _python_list(odd_folder + "/", sized, monkeypatch)
+
+
+def test_the_native_listing_fails_as_scandir_does(odd_folder, monkeypatch):
+    for path, error in ((os.path.join(odd_folder, "missing"), StorageNotFoundError),
+                        (os.path.join(odd_folder, "partition.metadata"), StorageError)):
+        with pytest.raises(error) as native:
+            LocalStorage().list(path)
+        with pytest.raises(error) as python:
+            _python_list(path, None, monkeypatch)
+        assert str(native.value) == str(python.value) and native.value.errno == python.value.errno
+
+
+def test_discovery_of_the_real_corpus_lists_alike(real_corpus, monkeypatch):
+    def seen():
+        found = kafkafmt.log.discover(os.path.join(real_corpus, "broker-dirs"), replicas="all")
+        return [(p.topic, p.partition, p.folder, p.listing) for p in found.partitions]
+
+    native = seen()
+    with monkeypatch.context() as m:
+        m.setattr(_local, "_NATIVE", [False])
+        assert seen() == native
+    assert native and all(listing for *_, listing in native)
