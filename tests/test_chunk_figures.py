@@ -111,14 +111,16 @@ def _dirs(real_corpus, sample, tmp_path_factory):
 def _figures(folder, way, monkeypatch):
     """Every segment's figures of the partition in ``folder`` as JSON, the plain chunks taken ``way``."""
     with monkeypatch.context() as m:
-        if way == "twin":
-            m.setattr(figures, "PLAIN_NATIVE", [False])
-        elif way == "general":
+        if way == "general":
             m.setattr(figures.PartitionStats, "_add_plain", lambda *a: False)
-        part = kafkafmt.log.discover(folder, replicas="all").partitions[0]
-        report = []
-        segs, _ = figures.partition_stats(part, read=(iter_log_dir_with(part, figures.STATS_READ, report=report),
-                                                      report))
+        figures.PLAIN_NATIVE[0] = way != "twin"
+        try:
+            part = kafkafmt.log.discover(folder, replicas="all").partitions[0]
+            report = []
+            segs, _ = figures.partition_stats(part, read=(iter_log_dir_with(part, figures.STATS_READ, report=report),
+                                                          report))
+        finally:
+            figures.PLAIN_NATIVE[0] = True
         return {base: a.to_json() for base, a in segs.items()}
 
 
@@ -141,3 +143,59 @@ def test_a_partitions_figures_are_the_same_every_way(real_corpus, sample, tmp_pa
             _figures(folder, "native", monkeypatch)
     # the plain way was taken, and passed over (control, transactional, mixed chunks)
     assert True in plain and False in plain
+
+
+@st.composite
+def checked_chunks(draw):
+    """A chunk's batch and record columns, sound or broken in one of the ways the checks look for."""
+    nb = draw(st.integers(0, 5))
+    counts = draw(st.lists(st.integers(1, 4), min_size=nb, max_size=nb))
+    gaps = draw(st.lists(st.integers(0, 2), min_size=nb, max_size=nb))
+    last = np.cumsum(np.array(counts, np.int64) + np.array(gaps, np.int64)) + 99
+    base = last - np.array(counts, np.int64) + 1
+    position = np.cumsum(np.full(nb, 70, np.int64))
+    ctl = np.array(draw(st.lists(st.booleans(), min_size=nb, max_size=nb)), bool)
+    offs = [o for b, l in zip(base.tolist(), last.tolist()) for o in range(b, l + 1)
+            if draw(st.booleans()) or o == l]
+    bidx = [int(np.searchsorted(last, o)) for o in offs]
+    offs, bidx = np.array(offs, np.int64), np.array(bidx, np.int32)
+    how = draw(st.sampled_from(["sound"] * 4 + ["position", "backwards", "overlap", "record", "outside", "segment"]))
+    segment = np.zeros(nb, np.int64)
+    if how == "position" and nb > 1:
+        position[1] = position[0]
+    elif how == "backwards" and nb:
+        last[0] = base[0] - 1
+    elif how == "overlap" and nb > 1:
+        base[1] = last[0]
+    elif how == "record" and len(offs) > 1:
+        offs[1] = offs[0]
+    elif how == "outside" and len(offs):
+        offs[-1] = last[bidx[-1]] + 1
+    elif how == "segment" and nb > 1:
+        segment[-1] = 5
+    log_start = draw(st.sampled_from([None, 0, 101, 104, 10 ** 6]))
+    prev_last = draw(st.sampled_from([None, 50, 99, 100, 200]))
+    lowest = draw(st.sampled_from([-(1 << 63), 100, 102]))
+    cols = {"segment": segment, "position": position, "base_offset": base, "last_offset": last, "is_control": ctl}
+    return cols, offs, bidx, log_start, prev_last, lowest
+
+
+@settings(max_examples=200, deadline=None)
+@given(checked_chunks())
+def test_the_native_checks_pass_gives_what_numpy_gives(chunk):
+    from kafkafmt._native.chunkfigures import plain_checks
+    from kafkafmt.record import Table
+    from kafkafmt.report.checks import Checker
+
+    cols, offs, bidx, log_start, prev_last, lowest = chunk
+
+    class Chunk:          # (the two columns of a chunk the checks read, beside its batches)
+        offset, batch_index = offs, bidx
+
+        def __len__(self):
+            return len(offs)
+
+    got = plain_checks(cols["segment"], cols["position"], cols["base_offset"], cols["last_offset"],
+                       cols["is_control"].view(np.uint8), offs, bidx, log_start, prev_last, lowest)
+    want = Checker._sound_numpy(Chunk(), Table(cols), log_start, prev_last, lowest) if len(cols["segment"]) else None
+    assert got == want

@@ -1,12 +1,14 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""A plain chunk's figures for ``kafkafmt stats`` and the report, in one pass over its batch columns.
+"""A plain chunk's figures (``kafkafmt stats``, the report) and checks (``verify``, the report), each in one
+pass over its columns.
 
 The usual chunk (`kafkafmt.report.figures.PartitionStats`) is one segment's batches, all of one codec, one
 message format and one timestamp type, none transactional or control. Its figures are sums, minima and
 maxima of whole columns; a cluster has thousands of such chunks of a few batches each, where a NumPy call
 per figure costs more than the figure. `plain_figures` tells whether a chunk is plain and gives them all
 at once; the Python side (`kafkafmt.report.figures`) keeps the general way for every other chunk, and for
-columns of other types (a ValueError from the typed views).
+columns of other types (a ValueError from the typed views). `plain_checks` does the same for the checks of
+`kafkafmt.report.checks.Checker`: a chunk plainly sound is counted at once, any other checked batch by batch.
 """
 from libc.stdint cimport uint8_t, int8_t, int32_t, int64_t
 
@@ -86,3 +88,75 @@ def plain_figures(const int64_t[:] segment, const int8_t[:] codec, const int8_t[
         return None
     return (stored, first, last, ts_lo if stamped else None, ts_hi if stamped else None, unstamped, pid,
             e_lo, e_hi)
+
+
+def plain_checks(const int64_t[:] segment, const int64_t[:] position, const int64_t[:] base_offset,
+                 const int64_t[:] last_offset, const uint8_t[:] is_control, const int64_t[:] offset,
+                 const int32_t[:] batch_index, log_start, prev_last, int64_t lowest_base):
+    """Whether a chunk is plainly sound for the checks, and then what they count of it, in one pass.
+
+    Plainly sound: one segment's batches at increasing positions, each holding offsets ``base..last`` with
+    ``last >= base`` and ``base`` above every offset before it (``prev_last`` -- the previous chunk's, or None
+    -- included) and not below ``lowest_base``; each record's offset inside its batch's and above the record's
+    before it.
+
+    Parameters
+    ----------
+    segment, position, base_offset, last_offset, is_control
+        The chunk's batch columns (``is_control`` viewed as uint8).
+    offset, batch_index
+        Its records' offsets and batch rows.
+    log_start : int or None
+        The partition's log start offset: data records below it are counted apart.
+    prev_last : int or None
+    lowest_base : int
+        The smallest base offset a batch may have (its segment's, when the chunk is a segment's).
+
+    Returns
+    -------
+    tuple or None
+        ``(highest last offset so far, data records served, data records below the log start)``; None when
+        the chunk has no batch or is not plainly sound (the checks then go batch by batch and say why).
+    """
+    cdef Py_ssize_t nb = base_offset.shape[0], n = offset.shape[0], i, r
+    cdef int64_t top, start = 0, served = 0, below = 0, prev = 0
+    cdef int32_t j
+    cdef bint has_start = log_start is not None, has_prev = prev_last is not None, sound = True
+    for col in (segment.shape[0], position.shape[0], last_offset.shape[0], is_control.shape[0]):
+        if col != nb:
+            raise ValueError("the batch columns differ in length")
+    if batch_index.shape[0] != n:
+        raise ValueError("the record columns differ in length")
+    if nb == 0:
+        return None
+    if has_start:
+        start = log_start
+    if has_prev:
+        prev = prev_last
+    with nogil:
+        top = last_offset[0]
+        for i in range(nb):
+            if (segment[i] != segment[0] or last_offset[i] < base_offset[i] or base_offset[i] < lowest_base
+                    or (i and (position[i] <= position[i - 1] or base_offset[i] <= top))
+                    or (i == 0 and has_prev and base_offset[0] <= prev)):
+                sound = False
+                break
+            if last_offset[i] > top:
+                top = last_offset[i]
+        if sound:
+            for r in range(n):
+                j = batch_index[r]
+                if (j < 0 or j >= nb or offset[r] < base_offset[j] or offset[r] > last_offset[j]
+                        or (r and offset[r] <= offset[r - 1])):
+                    sound = False
+                    break
+                if not is_control[j]:
+                    if has_start and offset[r] < start:
+                        below += 1
+                    else:
+                        served += 1
+    if not sound:
+        return None
+    if has_prev and prev > top:
+        top = prev
+    return top, served, below

@@ -28,7 +28,8 @@ from kafkafmt.errors import KafkafmtError
 from kafkafmt.read import ReadOptions, iter_log_dir_with
 from kafkafmt.log import SIDE_FILE_KINDS, ReportKind, file_kind, is_leftover_file, segment_base
 from kafkafmt.record import Table
-from kafkafmt.report.figures import CHUNK_BYTES
+from kafkafmt._native.chunkfigures import plain_checks
+from kafkafmt.report.figures import CHUNK_BYTES, PLAIN_NATIVE
 from kafkafmt.report.problems import Problem, report_problem
 
 __all__ = ["Checker", "SegmentInfo", "concat_batches", "check_partition", "will_check", "CHECK_READ",
@@ -59,6 +60,8 @@ def _read_from_zero(part, report, options):
     return iter_log_dir_with(part, options.replace(start_offset=0, keep_empty=True), report=report)
 
 
+#: the lowest base offset a batch may have when nothing bounds it (`plain_checks`)
+_INT64_MIN = -(1 << 63)
 #: the files of a partition folder beside its segments that the checks read
 _OTHER_FILES = ("producer-snapshot", "leader-epoch", "partition-metadata")
 
@@ -365,20 +368,60 @@ class Checker:
         """`read_log`'s checks of the usual chunk at once: one segment's batches in file order, none read from
         another copy or held again by the next segment, and nothing wrong -- then counted, kept for the side
         files' checks, and ``(prev_last, prev_file, prev_seg)`` returned; else None (`read_log` checks it
-        batch by batch and says what is wrong)."""
+        batch by batch and says what is wrong). Told in one native pass (`plain_checks`), or with NumPy
+        (`_sound_numpy`) where the columns are of other types."""
         cols = b.columns
         if ("from_copy" in cols and b["from_copy"].any()) or ("duplicate" in cols and b["duplicate"].any()):
             return None
         seg = int(b["segment"][0]) if "segment" in cols else 0
-        if "segment" in cols and not (b["segment"] == seg).all():
+        lowest = seg if file_label is None and seg in infos else _INT64_MIN
+        got = None
+        if PLAIN_NATIVE[0] and "segment" in cols:
+            try:
+                got = plain_checks(b["segment"], b["position"], b["base_offset"], b["last_offset"],
+                                   np.asarray(b["is_control"], bool).view(np.uint8), chunk.offset, chunk.batch_index,
+                                   log_start, prev_last, lowest)
+                if got is None:
+                    return None
+            except ValueError:          # (columns of other types than the decoder's)
+                got = None
+        if got is None:
+            got = self._sound_numpy(chunk, b, log_start, prev_last, lowest)
+            if got is None:
+                return None
+        last_top, served, below = got
+        self.n_records += served
+        self.n_below_log_start += below
+        self.n_batches += len(b)
+        info = infos.get(seg)
+        if info is not None:
+            info.tables.append(b)
+            ctl = chunk.controls
+            if len(ctl):
+                pos = b["position"]
+                cb = np.asarray(ctl["batch_index"], np.int64)
+                info.controls += list(zip(np.asarray(ctl["offset"]).tolist(), np.asarray(ctl["type"]).tolist(),
+                                          np.asarray(b["producer_id"])[cb].tolist()))
+                first = np.flatnonzero(np.concatenate(([True], cb[1:] != cb[:-1])))
+                for r in first.tolist():
+                    info.markers.setdefault(int(pos[cb[r]]), (int(ctl["type"][r]), int(ctl["coordinator_epoch"][r]),
+                                                               int(ctl["timestamp"][r])))
+        return last_top, self._file_of(seg, infos, file_label), seg
+
+    @staticmethod
+    def _sound_numpy(chunk, b, log_start, prev_last, lowest):
+        """`plain_checks` with NumPy (its twin: columns of any integer type)."""
+        cols = b.columns
+        segs = b["segment"] if "segment" in cols else None
+        if segs is not None and not (segs == segs[0]).all():
             return None
         base, last, pos = b["base_offset"], b["last_offset"], b["position"]
         top = np.maximum.accumulate(last)
         if (len(pos) > 1 and not (pos[1:] > pos[:-1]).all()) or (last < base).any() \
                 or (len(base) > 1 and (base[1:] <= top[:-1]).any()) \
-                or (prev_last is not None and int(base[0]) <= prev_last) \
-                or (file_label is None and seg in infos and int(base.min()) < seg):
+                or (prev_last is not None and int(base[0]) <= prev_last) or int(base.min()) < lowest:
             return None
+        served = below = 0
         n = len(chunk)
         if n:
             offs = np.asarray(chunk.offset, np.int64)
@@ -387,28 +430,12 @@ class Checker:
                 return None
             ctl = np.asarray(b["is_control"], bool)
             data = ~ctl[bidx] if ctl.any() else None
-            below = 0
             if log_start is not None and int(offs[0]) < log_start:
                 low = offs < log_start
                 below = int((low & data).sum()) if data is not None else int(low.sum())
-            served = int(data.sum()) if data is not None else n
-            self.n_records += served - below
-            self.n_below_log_start += below
-        self.n_batches += len(base)
-        info = infos.get(seg)
-        if info is not None:
-            info.tables.append(b)
-            ctl = chunk.controls
-            if len(ctl):
-                cb = np.asarray(ctl["batch_index"], np.int64)
-                info.controls += list(zip(np.asarray(ctl["offset"]).tolist(), np.asarray(ctl["type"]).tolist(),
-                                          np.asarray(b["producer_id"])[cb].tolist()))
-                first = np.flatnonzero(np.concatenate(([True], cb[1:] != cb[:-1])))
-                for r in first.tolist():
-                    info.markers.setdefault(int(pos[cb[r]]), (int(ctl["type"][r]), int(ctl["coordinator_epoch"][r]),
-                                                               int(ctl["timestamp"][r])))
+            served = (int(data.sum()) if data is not None else n) - below
         last_top = int(top[-1]) if prev_last is None else max(int(top[-1]), prev_last)
-        return last_top, self._file_of(seg, infos, file_label), seg
+        return last_top, served, below
 
     def overlap(self, a, b):
         """Segments ``a`` and ``b`` (`SegmentInfo`, ``b`` read after ``a``) whose offsets overlap: a

@@ -37,7 +37,8 @@ __all__ = ["Acc", "PartitionStats", "partition_stats", "counting_stats", "reads_
            "CHUNK_BYTES", "below_log_start_text"]
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
-#: whether a plain chunk's figures come from the native pass (a test turns it off to compare the NumPy twin)
+#: whether a plain chunk's figures and checks come from the native passes (`kafkafmt._native.chunkfigures`; a
+#: test turns it off -- ``PLAIN_NATIVE[0] = False`` -- to compare their NumPy twins)
 PLAIN_NATIVE = [True]
 
 
