@@ -85,9 +85,25 @@ def java_int(text, lo, hi, what, name, pos):
     return value
 
 
-def _read_checkpoint(src, n_fields, what):
-    """(version or None for an empty file, [(fields, byte position)]) of a CheckpointFile."""
-    data, name = load_source(src)
+#: the usual checkpoint files, told at once: version 0, the count, entries of plain ASCII digits (offsets below
+#: 10^18, partitions and epochs below 10^9: in range) and topic names of Kafka's legal characters, each line
+#: ended by \n. Anything else is read line by line, by Java's rules (`_checkpoint_rows`).
+_PLAIN_OFFSETS = re.compile(rb"0\n([0-9]{1,9})\n((?:[A-Za-z0-9._-]+ [0-9]{1,9} [0-9]{1,18}\n)*)")
+_PLAIN_EPOCHS = re.compile(rb"0\n([0-9]{1,9})\n((?:[0-9]{1,9} [0-9]{1,18}\n)*)")
+
+
+def _plain_fields(pattern, data, n_fields):
+    """The fields of a plain checkpoint file (``pattern`` matched whole, as many entries as its count says),
+    or None."""
+    m = pattern.fullmatch(data)
+    if m is None:
+        return None
+    fields = m.group(2).split()
+    return fields if len(fields) == n_fields * int(m.group(1)) else None
+
+
+def _checkpoint_rows(data, name, n_fields, what):
+    """(version or None for an empty file, [(fields, byte position)], name) of a CheckpointFile's bytes."""
     lines = java_lines(data, name)
     if not lines:
         return None, [], name
@@ -133,7 +149,14 @@ def read_leader_epoch_checkpoint(src) -> dict:
     >>> kafkafmt.read_leader_epoch_checkpoint(f"{sample_dir()}/orders-0/leader-epoch-checkpoint")
     {'version': 0, 'entries': array([(3, 0)], dtype=[('epoch', '<i4'), ('start_offset', '<i8')])}
     """
-    version, rows, name = _read_checkpoint(src, 2, "leader epoch checkpoint")
+    data, name = load_source(src)
+    plain = _plain_fields(_PLAIN_EPOCHS, data, 2)
+    if plain is not None:
+        out = np.empty(len(plain) // 2, EPOCH_ENTRY_DTYPE)
+        out["epoch"] = [int(f) for f in plain[0::2]]
+        out["start_offset"] = [int(f) for f in plain[1::2]]
+        return {"version": CHECKPOINT_VERSION, "entries": out}
+    version, rows, name = _checkpoint_rows(data, name, 2, "leader epoch checkpoint")
     out = np.empty(len(rows), EPOCH_ENTRY_DTYPE)
     for i, ((epoch, start), pos) in enumerate(rows):
         out[i] = (java_int(epoch, INT32_MIN, INT32_MAX, "leader epoch", name, pos),
@@ -159,7 +182,11 @@ def read_offset_checkpoint(src) -> dict:
     """``recovery-point-offset-checkpoint``, ``replication-offset-checkpoint``,
     ``log-start-offset-checkpoint``, ``cleaner-offset-checkpoint``:
     ``{(topic, partition): offset}`` in file order."""
-    _, rows, name = _read_checkpoint(src, 3, "offset checkpoint")
+    data, name = load_source(src)
+    plain = _plain_fields(_PLAIN_OFFSETS, data, 3)
+    if plain is not None:
+        return dict(zip(zip([t.decode("ascii") for t in plain[0::3]], map(int, plain[1::3])), map(int, plain[2::3])))
+    _, rows, name = _checkpoint_rows(data, name, 3, "offset checkpoint")
     out = {}
     for (topic, partition, offset), pos in rows:
         out[(topic, java_int(partition, INT32_MIN, INT32_MAX, "partition", name, pos))] = \
