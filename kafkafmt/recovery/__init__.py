@@ -159,7 +159,7 @@ def pending_fixes(paths, *, log_dirs=None, scans=None, epochs=None, **options):
         if "://" in os.fspath(p):
             continue
         try:
-            plan = plan_recovery(p, scans=scans, log_dirs=log_dirs, epochs=epochs, **options)
+            plan = plan_recovery(p, scans=scans, log_dirs=log_dirs, epochs=epochs, contents=False, **options)
         except KafkafmtError:
             continue                          # not something recover takes
         for label, n in plan.counts().items():

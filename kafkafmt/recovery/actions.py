@@ -164,6 +164,9 @@ class RecoveryPlan:
     manifests : list of str
         After ``apply``, the manifest written for each log dir (``recover --undo MANIFEST``
         reverts it).
+    contents : bool
+        The files it writes have their new contents (``data``); False for a plan made only to be counted
+        (``plan_recovery(contents=False)``), which cannot be applied.
 
     Examples
     --------
@@ -187,6 +190,7 @@ class RecoveryPlan:
     manifests: list = field(default_factory=list)
     refusals: list = field(default_factory=list)
     transactions: list = field(default_factory=list)
+    contents: bool = True
 
     def __repr__(self):     # a summary: str(plan) lists the actions
         kinds = {}

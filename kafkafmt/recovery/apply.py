@@ -155,6 +155,9 @@ def apply_plan(plan, backup=None, *, force=False):
     ``<log dir>.recover-<time>`` beside each log dir; with several log dirs, one folder per log dir
     inside ``backup``). ``force``: go on even when a log dir's ``.lock`` is held by another process.
     Returns the manifest paths (also set as ``plan.manifests``)."""
+    if not plan.contents:
+        raise RecoveryError("this plan was made to be counted, without the new files' contents "
+                            "(plan_recovery(contents=False)): plan again to apply it; nothing was changed")
     groups = {}
     for a in plan.actions:
         groups.setdefault(_root_of(a), []).append(a)

@@ -83,11 +83,12 @@ class _Options:
     open_transactions: object = None
     known: dict = None          # {absolute .log path: SegmentScan} made already
     epochs: dict = None         # {absolute leader-epoch-checkpoint path: its entries}, read and found sound
+    contents: bool = True       # the new files' contents built (False: a plan only counted)
 
 
 def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT_INDEX_INTERVAL,
                   timeindex_offsets="batch", open_transactions=None, scans=None, log_dirs=None,
-                  epochs=None) -> RecoveryPlan:
+                  epochs=None, contents=True) -> RecoveryPlan:
     """Plan the recovery of log dirs, partition folders or segments (see the module docstring).
 
     Parameters
@@ -117,6 +118,11 @@ def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT
     epochs : dict, optional
         ``{path of a leader-epoch-checkpoint: its entries}`` (`kafkafmt.log.sidefiles.read_leader_epoch_checkpoint`)
         where a check found them sound (`kafkafmt.log.sidefiles.leader_epoch_problems`): not read again.
+    contents : bool
+        False: the routine files' new contents are not built where nothing on disk must be compared with
+        them (a segment's rebuilt indexes, a producer snapshot written): those actions carry ``data=None`` and
+        a shorter message, the same actions otherwise. Such a plan is only counted (`pending_fixes`):
+        `apply_plan` refuses it.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -124,9 +130,9 @@ def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT
         raise ValueError(f"open_transactions must be one of {OPEN_TRANSACTIONS} or None, not {open_transactions!r}")
     known = {os.path.abspath(s.path): s for s in scans or ()}
     opts = _Options(kafka_compatible, index_interval_bytes, timeindex_offsets, open_transactions, known,
-                    {os.path.abspath(p): e for p, e in (epochs or {}).items()})
+                    {os.path.abspath(p): e for p, e in (epochs or {}).items()}, bool(contents))
     roots = [r for p in paths for r in resolve_roots(p, log_dirs)]
-    plan = RecoveryPlan(roots=roots, kafka_compatible=opts.kafka_compatible)
+    plan = RecoveryPlan(roots=roots, kafka_compatible=opts.kafka_compatible, contents=opts.contents)
     for root in roots:
         ld = root.log_dir
         for d in root.delete_dirs:
@@ -271,7 +277,8 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
     # 4. producer snapshots
     snap_acts = []
     if end_offset is not None:
-        snap_acts, written = plan_snapshots(folder, here, snaps, end_offset, cut_after, state, any_batches, log_dir)
+        snap_acts, written = plan_snapshots(folder, here, snaps, end_offset, cut_after, state, any_batches, log_dir,
+                                             opts.contents)
         index_acts += written
     # 5. leader epochs
     epochs = here.get(_EPOCHS)

@@ -42,6 +42,13 @@ def plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
             data = _read_or_none(here[name]) if name in here else None
             why = f"no {suffix} file (a broker rebuilds missing indexes at start-up)" if data is None else data
         plans.append((suffix, name, why))
+    if any(why is not None for _, _, why in plans) and not opts.contents and batches is scan.batches \
+            and _encodes(scan) and not any(isinstance(why, bytes) for _, _, why in plans):
+        # a plan only counted: each index to write is said, none built (nothing on disk to compare it with,
+        # and nothing that can fail to encode)
+        return [RecoveryAction(ActionKind.WRITE, os.path.join(folder, name), f"{why}: rebuilt from the log "
+                               f"(LogSegment.recover)", log_dir=log_dir)
+                for _, name, why in plans if why is not None] + _plan_txnindex(folder, stem, here, aborted, log_dir)
     if any(why is not None for _, _, why in plans):
         rec = record_time_offsets(scan.path, batches) if opts.timeindex_offsets == "record" else None
         try:
@@ -66,6 +73,12 @@ def plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
                 out.append(RecoveryAction(ActionKind.WRITE, os.path.join(folder, name), f"{why}: rebuilt from the "
                                           f"log ({len(index if suffix == '.index' else timeindex)} entries; "
                                           f"LogSegment.recover)", data=new[suffix], log_dir=log_dir))
+    return out + _plan_txnindex(folder, stem, here, aborted, log_dir)
+
+
+def _plan_txnindex(folder, stem, here, aborted, log_dir):
+    """A segment's ``.txnindex`` rewritten when it does not list the log's aborted transactions."""
+    out = []
     name = stem + ".txnindex"
     if not aborted and name not in here:
         return out
@@ -162,10 +175,10 @@ def sound_snapshots(here, act):
     return snaps
 
 
-def plan_snapshots(folder, here, snaps, end_offset, cut_after, state, any_batches, log_dir):
+def plan_snapshots(folder, here, snaps, end_offset, cut_after, state, any_batches, log_dir, contents=True):
     """Rule 4: (the snapshots removed -- past the new log end offset, or counting batches of a damaged
     range removed at ``cut_after`` --, the snapshot written at the log end offset when none is left
-    there)."""
+    there; its bytes built only with ``contents``)."""
     snap_acts, written = [], []
     for off, n in sorted(snaps.items()):
         if off > end_offset:
@@ -183,7 +196,7 @@ def plan_snapshots(folder, here, snaps, end_offset, cut_after, state, any_batche
         written.append(RecoveryAction(
             ActionKind.WRITE, os.path.join(folder, name), f"no producer snapshot at the log end offset "
             f"{end_offset}: written from the {len(state.producers)} producers' state (ProducerStateManager."
-            f"takeSnapshot)", data=sidefiles.encode_producer_snapshot(state.snapshot_entries()),
+            f"takeSnapshot)", data=sidefiles.encode_producer_snapshot(state.snapshot_entries()) if contents else None,
             log_dir=log_dir))
     return snap_acts, written
 

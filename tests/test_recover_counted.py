@@ -1,0 +1,55 @@
+"""A recovery plan made only to be counted (``plan_recovery(contents=False)``, what ``verify`` counts as its
+pending fixes) holds the same actions as the plan ``recover`` applies -- kinds, files, labels, in order -- on a
+cluster written without kafkafmt, sound with what a broker fixes at start-up and damaged; only the contents of
+the indexes and snapshots it would write are left unbuilt, and it cannot be applied."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import kafkafmt
+import kcluster
+from kafkafmt.errors import RecoveryError
+from kafkafmt.recovery import apply_plan, plan_recovery
+
+TOPICS = {"payments": (3, 2), "orders": (2, 2)}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    root = tmp_path_factory.mktemp("counted")
+    c = kcluster.write_cluster(root, TOPICS, seed=5, records=40, segment_bytes=1200, behind=0.3, empty=0.2,
+                               leader_change=0.5)
+    kcluster.flip_byte(c.copies("payments", 0)[0], segment=0)
+    folder = c.copies("orders", 1)[0]
+    os.remove(os.path.join(folder, kcluster.segment_files(folder)[0][:-4] + ".index"))
+    return root
+
+
+def _files(root):
+    out = {}
+    for d, _, names in os.walk(root):
+        for n in names:
+            with open(os.path.join(d, n), "rb") as f:
+                out[os.path.join(d, n)] = f.read()
+    return out
+
+
+def test_a_counted_plan_holds_the_actions_recover_applies(cluster):
+    built, counted = plan_recovery(str(cluster)), plan_recovery(str(cluster), contents=False)
+    assert [(a.kind, a.file) for a in counted.actions] == [(a.kind, a.file) for a in built.actions]
+    assert counted.counts() == built.counts() and counted.problems == built.problems
+    labels = set(built.counts())
+    assert {".timeindex rebuilt", ".index rebuilt", "producer snapshot written"} <= labels   # (routine writes)
+    assert any(a.damage for a in built.actions)                                            # (and damage)
+    unbuilt = [a for a in counted.actions if a.data is None and a.kind.value == "write"]
+    assert unbuilt and all(b.data is not None for a, b in zip(counted.actions, built.actions) if a in unbuilt)
+    assert kafkafmt.recovery.pending_fixes(str(cluster)) == built.counts()
+
+
+def test_a_counted_plan_is_not_applied(cluster, tmp_path):
+    before = _files(cluster)
+    with pytest.raises(RecoveryError, match="plan again"):
+        apply_plan(plan_recovery(str(cluster), contents=False), tmp_path / "backup")
+    assert _files(cluster) == before and not (tmp_path / "backup").exists()
