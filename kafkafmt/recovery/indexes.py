@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kafkafmt._native.plain import plain_scan
 from kafkafmt.log import sidefiles
 from kafkafmt.record import DecodeOptions, decode, scan_batches
 from kafkafmt.log import list_segments
@@ -230,16 +231,25 @@ def scan_of_batches(path, base_offset, size, batches, markers, sound=None, *, ma
         return SegmentScan(path, int(base_offset), 0, _columns(_NO_BATCHES), [], {}, None, dict(sound or {})) \
             if size == 0 else None
     cols = _columns(batches)
-    pos, sizes = cols["position"].astype(np.int64, copy=False), cols["size"].astype(np.int64, copy=False)
-    ends = pos + sizes
-    if pos[0] != 0 or int(ends[-1]) != size or not (pos[1:] == ends[:-1]).all() \
-            or int(sizes.max()) > max_batch_bytes or not np.asarray(batches["crc_valid"]).all() \
-            or not (cols["magic"] == 2).all():
-        return None
     first = int(cols["base_offset"][0])
-    if not _sequence_ok(cols, min(base_offset, first)):
+    crc_valid = np.asarray(batches["crc_valid"], bool)
+    try:
+        plain = plain_scan(cols["position"], cols["size"], crc_valid.view(np.uint8), cols["magic"], cols["base_offset"],
+                           cols["last_offset"], size, max_batch_bytes, min(base_offset, first))
+    except ValueError:              # (columns of other types than the readers')
+        plain = _plain_scan_numpy(cols, crc_valid, size, max_batch_bytes, min(base_offset, first))
+    if not plain:
         return None
     return SegmentScan(path, int(base_offset), int(size), cols, [], dict(markers), first, dict(sound or {}))
+
+
+def _plain_scan_numpy(cols, crc_valid, size, max_batch_bytes, floor):
+    """`plain_scan` with NumPy (its twin: columns of any integer type)."""
+    pos, sizes = cols["position"].astype(np.int64, copy=False), cols["size"].astype(np.int64, copy=False)
+    ends = pos + sizes
+    return bool(len(pos) and pos[0] == 0 and int(ends[-1]) == size and (pos[1:] == ends[:-1]).all()
+                and int(sizes.max()) <= max_batch_bytes and crc_valid.all() and (cols["magic"] == 2).all()
+                and _sequence_ok(cols, floor))
 
 
 def segment_span(path):

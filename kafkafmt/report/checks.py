@@ -28,7 +28,7 @@ from kafkafmt.errors import KafkafmtError
 from kafkafmt.read import ReadOptions, iter_log_dir_with
 from kafkafmt.log import SIDE_FILE_KINDS, ReportKind, file_kind, is_leftover_file, segment_base
 from kafkafmt.record import Table
-from kafkafmt._native.chunkfigures import plain_checks
+from kafkafmt._native.plain import plain_checks
 from kafkafmt.report.figures import CHUNK_BYTES, PLAIN_NATIVE
 from kafkafmt.report.problems import Problem, report_problem
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from kafkafmt.read import ReadOptions, iter_log_dir, iter_log_dir_with
 from kafkafmt.log import segment_base
-from kafkafmt._native.chunkfigures import SEVERAL, plain_figures
+from kafkafmt._native.plain import SEVERAL, plain_figures
 from kafkafmt.record import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 from kafkafmt.report.problems import report_problem
 
@@ -37,7 +37,7 @@ __all__ = ["Acc", "PartitionStats", "partition_stats", "counting_stats", "reads_
            "CHUNK_BYTES", "below_log_start_text"]
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
-#: whether a plain chunk's figures and checks come from the native passes (`kafkafmt._native.chunkfigures`; a
+#: whether a plain chunk's figures and checks come from the native passes (`kafkafmt._native.plain`; a
 #: test turns it off -- ``PLAIN_NATIVE[0] = False`` -- to compare their NumPy twins)
 PLAIN_NATIVE = [True]
 

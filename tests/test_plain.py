@@ -1,8 +1,9 @@
-"""A plain chunk's figures from one native pass (`kafkafmt._native.chunkfigures.plain_figures`, which
-``kafkafmt stats`` and the report take for the usual chunk) against NumPy computing each figure on its own,
-and a partition's figures the same three ways: the native pass, its NumPy twin, and the general way that
-selects segment by segment and codec by codec -- on real brokers' files, the sample, and dirs written by
-kafka-python in every message format (v0 and v1: unstamped records and no leader epoch)."""
+"""The plain cases told in one native pass (`kafkafmt._native.plain`) against NumPy telling them condition by
+condition: a chunk's figures (``kafkafmt stats``, the report), a chunk's checks (``verify``, the report), a
+checked segment's batch table taken as recover's scan. And a partition's figures the same three ways -- the
+native pass, its NumPy twin, and the general way that selects segment by segment and codec by codec -- on real
+brokers' files, the sample, and segments kafka-python's builders made in every message format (v0 and v1:
+unstamped records and no leader epoch)."""
 from __future__ import annotations
 
 import glob
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 import kafkafmt
 import kpy
-from kafkafmt._native.chunkfigures import SEVERAL, plain_figures
+from kafkafmt._native.plain import SEVERAL, plain_figures
 from kafkafmt.read import iter_log_dir_with
 from kafkafmt.report import figures
 
@@ -183,7 +184,7 @@ def checked_chunks(draw):
 @settings(max_examples=200, deadline=None)
 @given(checked_chunks())
 def test_the_native_checks_pass_gives_what_numpy_gives(chunk):
-    from kafkafmt._native.chunkfigures import plain_checks
+    from kafkafmt._native.plain import plain_checks
     from kafkafmt.record import Table
     from kafkafmt.report.checks import Checker
 
@@ -199,3 +200,48 @@ def test_the_native_checks_pass_gives_what_numpy_gives(chunk):
                        cols["is_control"].view(np.uint8), offs, bidx, log_start, prev_last, lowest)
     want = Checker._sound_numpy(Chunk(), Table(cols), log_start, prev_last, lowest) if len(cols["segment"]) else None
     assert got == want
+
+
+@st.composite
+def scanned_tables(draw):
+    """A checked read's batch table of a segment, the whole file in sequence or not in one of the ways
+    `plain_scan` looks for."""
+    n = draw(st.integers(0, 5))
+    size = np.array(draw(st.lists(st.sampled_from([61, 200, 900]), min_size=n, max_size=n)), np.int32)
+    how = draw(st.sampled_from(["whole"] * 3 + ["gap", "start", "big", "crc", "magic", "order", "end", "span"]))
+    if how == "big" and n:
+        size[-1] = 1001
+    position = (np.cumsum(size, dtype=np.int64) - size).astype(np.int64)
+    counts = np.array(draw(st.lists(st.integers(1, 4), min_size=n, max_size=n)), np.int64)
+    last = np.cumsum(counts) + draw(st.sampled_from([0, 2 ** 31 - 10]))
+    base = last - counts + 1
+    crc = np.ones(n, bool)
+    magic = np.full(n, 2, np.int8)
+    file_size = int(size.sum(dtype=np.int64))
+    if how == "gap" and n > 1:
+        position[1] += 1
+    elif how == "start" and n:
+        position += 4
+    elif how == "crc" and n:
+        crc[-1] = False
+    elif how == "magic" and n:
+        magic[0] = 1
+    elif how == "order" and n > 1:
+        base[1] = last[0]
+    elif how == "end":
+        file_size += 1
+    cols = {"position": position, "size": size, "magic": magic, "base_offset": base, "last_offset": last}
+    floor = draw(st.sampled_from([0, 1, 5]))
+    return cols, crc, file_size, floor
+
+
+@settings(max_examples=200, deadline=None)
+@given(scanned_tables())
+def test_the_native_scan_pass_gives_what_numpy_gives(table):
+    from kafkafmt._native.plain import plain_scan
+    from kafkafmt.recovery.indexes import _plain_scan_numpy
+
+    cols, crc, file_size, floor = table
+    got = plain_scan(cols["position"], cols["size"], crc.view(np.uint8), cols["magic"], cols["base_offset"],
+                     cols["last_offset"], file_size, 1000, floor)
+    assert got == _plain_scan_numpy(cols, crc, file_size, 1000, floor)

@@ -1,14 +1,18 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""A plain chunk's figures (``kafkafmt stats``, the report) and checks (``verify``, the report), each in one
-pass over its columns.
+"""The plain cases, each told in one pass over a few columns: a chunk's figures (``kafkafmt stats``, the
+report), a chunk's checks (``verify``, the report), a checked segment's batches taken as `recover`'s scan of it.
 
-The usual chunk (`kafkafmt.report.figures.PartitionStats`) is one segment's batches, all of one codec, one
-message format and one timestamp type, none transactional or control. Its figures are sums, minima and
-maxima of whole columns; a cluster has thousands of such chunks of a few batches each, where a NumPy call
-per figure costs more than the figure. `plain_figures` tells whether a chunk is plain and gives them all
-at once; the Python side (`kafkafmt.report.figures`) keeps the general way for every other chunk, and for
-columns of other types (a ValueError from the typed views). `plain_checks` does the same for the checks of
-`kafkafmt.report.checks.Checker`: a chunk plainly sound is counted at once, any other checked batch by batch.
+A cluster has thousands of chunks and segments of a few batches each, where a NumPy call per figure or per
+condition costs more than the figure. Each function here tells whether its case is plain and then gives what
+the Python side needs at once; the Python side keeps the general way for everything else, and a NumPy twin
+of each function for columns of other types (a ValueError from the typed views):
+
+* `plain_figures`: the usual chunk of `kafkafmt.report.figures.PartitionStats` -- one segment's batches, all
+  of one codec, message format and timestamp type, none transactional or control -- and its sums, minima and
+  maxima;
+* `plain_checks`: a chunk plainly sound for `kafkafmt.report.checks.Checker`, counted at once;
+* `plain_scan`: a segment's batch table that is the whole file, intact and in sequence
+  (`kafkafmt.recovery.scan_of_batches`).
 """
 from libc.stdint cimport uint8_t, int8_t, int32_t, int64_t
 
@@ -160,3 +164,36 @@ def plain_checks(const int64_t[:] segment, const int64_t[:] position, const int6
     if has_prev and prev > top:
         top = prev
     return top, served, below
+
+
+def plain_scan(const int64_t[:] position, const int32_t[:] size, const uint8_t[:] crc_valid,
+               const int8_t[:] magic, const int64_t[:] base_offset, const int64_t[:] last_offset,
+               int64_t file_size, int64_t max_batch_bytes, int64_t floor):
+    """Whether a segment's batch table (a read's, every CRC checked) is plainly its whole file, intact and in
+    sequence: batches of message format 2 one after the other from byte 0 to ``file_size``, none over
+    ``max_batch_bytes``, every CRC valid, each batch's offsets ``base..last`` with ``last >= base`` and ``base``
+    above the previous batch's last, the first not below ``floor`` and the last within 2^31-1 of it.
+
+    Returns
+    -------
+    bool
+        False also for a table without batches (the caller says what an empty file is).
+    """
+    cdef Py_ssize_t n = position.shape[0], i
+    cdef bint ok = True
+    for col in (size.shape[0], crc_valid.shape[0], magic.shape[0], base_offset.shape[0], last_offset.shape[0]):
+        if col != n:
+            raise ValueError("the batch columns differ in length")
+    if n == 0:
+        return False
+    with nogil:
+        for i in range(n):
+            if (position[i] != (0 if i == 0 else position[i - 1] + size[i - 1]) or size[i] > max_batch_bytes
+                    or not crc_valid[i] or magic[i] != 2 or last_offset[i] < base_offset[i]
+                    or (i and base_offset[i] <= last_offset[i - 1])):
+                ok = False
+                break
+        if ok:
+            ok = (position[n - 1] + size[n - 1] == file_size and base_offset[0] >= floor
+                  and last_offset[n - 1] - floor <= 2147483647)
+    return ok
