@@ -1,7 +1,8 @@
 """threads=: a parallel decode / log-dir read equals the serial one, errors included.
 
 The size threshold below which decode stays serial is lowered (kafkafmt.record._decoder.PARALLEL_MIN_BYTES
-and GROUP_MIN_BYTES, public tuning knobs) so small test buffers are split into many parts."""
+and GROUP_MIN_BYTES, public tuning knobs; kafkafmt.read._readers.BULK_RUN_MIN_BYTES for a log-dirs read's runs)
+so small test buffers are split into many parts."""
 import glob
 import json
 import os
@@ -15,6 +16,7 @@ import pytest
 import kafkafmt
 from kafkafmt import errors
 from kafkafmt.record import _decoder as decoder
+from kafkafmt.read import _readers as readers
 from kafkafmt._util import threads as kthreads
 from kafkafmt.read import read_log_dir, read_log_dirs, iter_log_dir
 
@@ -26,6 +28,7 @@ def split_small(monkeypatch):
     monkeypatch.setattr(decoder, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(decoder, "GROUP_MIN_BYTES", 1)
     monkeypatch.setattr(decoder, "COMPRESSED_SHARE_FOR_THREADS", 0)
+    monkeypatch.setattr(readers, "BULK_RUN_MIN_BYTES", 0)
 
 
 def _records(n, seed=1, nulls=True):
@@ -234,10 +237,29 @@ def test_read_log_dir_rereads_a_segment_after_overlap(tmp_path):
     assert got == want
 
 
-def test_read_log_dirs_and_iter_threads(tmp_path):
+def _runs(monkeypatch, root, threads):
+    """How many runs a log-dirs read of ``root`` reads its small partitions in (a bulk read each)."""
+    calls = []
+    real = readers.read_units
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    with monkeypatch.context() as m:
+        m.setattr(readers, "read_units", counted)
+        read_log_dirs(root, threads=threads)
+    return len(calls)
+
+
+def test_read_log_dirs_and_iter_threads(split_small, tmp_path, monkeypatch):
     for name in ("a-0", "a-1", "b-0"):
         _write_log(tmp_path, name, segments=3)
     serial = read_log_dirs(tmp_path, threads=1)
+    same(serial, read_log_dirs(tmp_path, threads=3))
+    assert _runs(monkeypatch, tmp_path, 3) == 3           # (the partitions shared out among the threads)
+    monkeypatch.setattr(readers, "BULK_RUN_MIN_BYTES", 1 << 30)
+    assert _runs(monkeypatch, tmp_path, 3) == 1           # partitions this small: one run, whatever the threads
     same(serial, read_log_dirs(tmp_path, threads=3))
     chunks1 = list(iter_log_dir(tmp_path / "a-0", threads=1, max_bytes=20_000))
     chunks4 = list(iter_log_dir(tmp_path / "a-0", threads=4, max_bytes=20_000))

@@ -700,6 +700,11 @@ def _read_log_dirs(root, topics, partitions, options):
 
 
 
+#: the bytes of log a partition has on average below which a threaded bulk read keeps its partitions in one run:
+#: a few KB of decoding each is less than the planning and bookkeeping around it, which hold the GIL
+BULK_RUN_MIN_BYTES = 64 << 10
+
+
 def _read_bulk(found, report, typed, options):
     """`read_log_dirs` of several partitions without a typed format: each partition as `read_log_dir` reads
     it, small ones read together (`kafkafmt.log._bulk`: one buffer, one scan and one kernel pass for
@@ -735,9 +740,12 @@ def _read_bulk(found, report, typed, options):
                 parts.append(x if kind == "records" else usual(x))
         else:
             # threads: the partitions shared out in contiguous runs of about equal bytes (their listed .log
-            # sizes), each run planned and read in bulk by a thread of its own
+            # sizes), each run planned and read in bulk by a thread of its own -- one run where they are small
+            # (the read then bound by its Python work per partition, which threads would only contend for)
             sizes = np.cumsum([log_bytes(p) for p in found])
-            cuts = np.searchsorted(sizes, sizes[-1] * np.arange(1, n) / n, side="right") if sizes[-1] else []
+            runs_of = n if sizes[-1] >= BULK_RUN_MIN_BYTES * len(found) else 1
+            cuts = np.searchsorted(sizes, sizes[-1] * np.arange(1, runs_of) / runs_of, side="right") \
+                if sizes[-1] else []
             edges = sorted({0, len(found), *[int(c) for c in cuts]})
 
             def share(lo, hi):
