@@ -46,19 +46,13 @@ def _both(read, data, monkeypatch):
     return fast, slow
 
 
+@pytest.mark.parametrize("read, fields", [(sidefiles.read_offset_checkpoint, 3),
+                                          (sidefiles.read_leader_epoch_checkpoint, 2)])
 @settings(max_examples=300, deadline=None)
-@given(files(3))
-def test_offset_checkpoints_read_alike(data):
+@given(data=st.data())
+def test_checkpoints_read_alike(read, fields, data):
     with pytest.MonkeyPatch.context() as mp:
-        fast, slow = _both(sidefiles.read_offset_checkpoint, data, mp)
-    assert fast == slow
-
-
-@settings(max_examples=300, deadline=None)
-@given(files(2))
-def test_leader_epoch_checkpoints_read_alike(data):
-    with pytest.MonkeyPatch.context() as mp:
-        fast, slow = _both(sidefiles.read_leader_epoch_checkpoint, data, mp)
+        fast, slow = _both(read, data.draw(files(fields)), mp)
     assert fast == slow
 
 
