@@ -55,6 +55,10 @@ def test_the_native_listing_fails_as_scandir_does(odd_folder, monkeypatch):
         with pytest.raises(error) as python:
             _python_list(path, None, monkeypatch)
         assert str(native.value) == str(python.value) and native.value.errno == python.value.errno
+    with pytest.raises(ValueError):               # (a NUL would cut the path short in C: refused, as scandir does)
+        LocalStorage().list(odd_folder + "\0/sub")
+    with pytest.raises(ValueError):
+        _python_list(odd_folder + "\0/sub", None, monkeypatch)
 
 
 def test_discovery_of_the_real_corpus_lists_alike(real_corpus, monkeypatch):

@@ -43,6 +43,8 @@ def list_folder(str path, sized, make, entry):
     cdef int64_t size = 0
     cdef bint is_dir, is_link, have_size
     raw = os.fsencode(path)
+    if b"\0" in raw:           # (as os.scandir: a C string would end there, naming another folder)
+        raise ValueError("listing: embedded null byte")
     err = kfmt_list_open(raw, &handle)
     if err:
         raise _error(err, path)
