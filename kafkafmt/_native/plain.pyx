@@ -23,6 +23,13 @@ cdef enum:
 SEVERAL = SEVERAL_
 
 
+cdef _same_length(Py_ssize_t n, lengths, what):
+    """ValueError unless every one of ``lengths`` is ``n`` (``what``: the columns, as the message names them)."""
+    for length in lengths:
+        if length != n:
+            raise ValueError(f"the {what} columns differ in length")
+
+
 def plain_figures(const int64_t[:] segment, const int8_t[:] codec, const int8_t[:] magic,
                   const int8_t[:] timestamp_type, const uint8_t[:] is_control, const uint8_t[:] is_transactional,
                   const int32_t[:] size, const int64_t[:] base_offset, const int64_t[:] last_offset,
@@ -47,11 +54,9 @@ def plain_figures(const int64_t[:] segment, const int8_t[:] codec, const int8_t[
     cdef int64_t stored = 0, first, last, ts_lo = 0, ts_hi = 0, unstamped = 0, pid = -1, t
     cdef int64_t e_lo, e_hi
     cdef bint stamped = False, plain = True
-    for col in (codec.shape[0], magic.shape[0], timestamp_type.shape[0], is_control.shape[0],
-                is_transactional.shape[0], size.shape[0], base_offset.shape[0], last_offset.shape[0],
-                producer_id.shape[0], epoch.shape[0]):
-        if col != nb:
-            raise ValueError("the batch columns differ in length")
+    _same_length(nb, (codec.shape[0], magic.shape[0], timestamp_type.shape[0], is_control.shape[0],
+                      is_transactional.shape[0], size.shape[0], base_offset.shape[0], last_offset.shape[0],
+                      producer_id.shape[0], epoch.shape[0]), "batch")
     if nb == 0:
         return None
     first, last = base_offset[0], last_offset[0]
@@ -126,11 +131,8 @@ def plain_checks(const int64_t[:] segment, const int64_t[:] position, const int6
     cdef int64_t top, start = 0, served = 0, below = 0, prev = 0
     cdef int32_t j
     cdef bint has_start = log_start is not None, has_prev = prev_last is not None, sound = True
-    for col in (segment.shape[0], position.shape[0], last_offset.shape[0], is_control.shape[0]):
-        if col != nb:
-            raise ValueError("the batch columns differ in length")
-    if batch_index.shape[0] != n:
-        raise ValueError("the record columns differ in length")
+    _same_length(nb, (segment.shape[0], position.shape[0], last_offset.shape[0], is_control.shape[0]), "batch")
+    _same_length(n, (batch_index.shape[0],), "record")
     if nb == 0:
         return None
     if has_start:
@@ -181,9 +183,8 @@ def plain_scan(const int64_t[:] position, const int32_t[:] size, const uint8_t[:
     """
     cdef Py_ssize_t n = position.shape[0], i
     cdef bint ok = True
-    for col in (size.shape[0], crc_valid.shape[0], magic.shape[0], base_offset.shape[0], last_offset.shape[0]):
-        if col != n:
-            raise ValueError("the batch columns differ in length")
+    _same_length(n, (size.shape[0], crc_valid.shape[0], magic.shape[0], base_offset.shape[0], last_offset.shape[0]),
+                 "batch")
     if n == 0:
         return False
     with nogil:

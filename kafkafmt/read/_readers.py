@@ -744,8 +744,7 @@ def _read_bulk(found, report, typed, options):
             # (the read then bound by its Python work per partition, which threads would only contend for)
             sizes = np.cumsum([log_bytes(p) for p in found])
             runs_of = n if sizes[-1] >= BULK_RUN_MIN_BYTES * len(found) else 1
-            cuts = np.searchsorted(sizes, sizes[-1] * np.arange(1, runs_of) / runs_of, side="right") \
-                if sizes[-1] else []
+            cuts = np.searchsorted(sizes, sizes[-1] * np.arange(1, runs_of) / runs_of, side="right")
             edges = sorted({0, len(found), *[int(c) for c in cuts]})
 
             def share(lo, hi):

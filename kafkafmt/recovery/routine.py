@@ -42,14 +42,15 @@ def plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
             data = _read_or_none(here[name]) if name in here else None
             why = f"no {suffix} file (a broker rebuilds missing indexes at start-up)" if data is None else data
         plans.append((suffix, name, why))
-    if any(why is not None for _, _, why in plans) and not opts.contents and batches is scan.batches \
-            and _encodes(scan) and not any(isinstance(why, bytes) for _, _, why in plans):
+    written = any(why is not None for _, _, why in plans)
+    if written and not opts.contents and batches is scan.batches and _encodes(scan) \
+            and not any(isinstance(why, bytes) for _, _, why in plans):
         # a plan only counted: each index to write is said, none built (nothing on disk to compare it with,
         # and nothing that can fail to encode)
         return [RecoveryAction(ActionKind.WRITE, os.path.join(folder, name), f"{why}: rebuilt from the log "
                                f"(LogSegment.recover)", log_dir=log_dir)
                 for _, name, why in plans if why is not None] + _plan_txnindex(folder, stem, here, aborted, log_dir)
-    if any(why is not None for _, _, why in plans):
+    if written:
         rec = record_time_offsets(scan.path, batches) if opts.timeindex_offsets == "record" else None
         try:
             index, timeindex = index_entries(batches, index_interval_bytes=opts.index_interval_bytes,

@@ -375,20 +375,15 @@ class Checker:
             return None
         seg = int(b["segment"][0]) if "segment" in cols else 0
         lowest = seg if file_label is None and seg in infos else _INT64_MIN
-        got = None
-        if PLAIN_NATIVE[0] and "segment" in cols:
-            try:
-                got = plain_checks(b["segment"], b["position"], b["base_offset"], b["last_offset"],
-                                   np.asarray(b["is_control"], bool).view(np.uint8), chunk.offset, chunk.batch_index,
-                                   log_start, prev_last, lowest)
-                if got is None:
-                    return None
-            except ValueError:          # (columns of other types than the decoder's)
-                got = None
-        if got is None:
+        try:
+            got = plain_checks(b["segment"], b["position"], b["base_offset"], b["last_offset"],
+                               np.asarray(b["is_control"], bool).view(np.uint8), chunk.offset, chunk.batch_index,
+                               log_start, prev_last, lowest) if PLAIN_NATIVE[0] and "segment" in cols \
+                else self._sound_numpy(chunk, b, log_start, prev_last, lowest)
+        except ValueError:              # (columns of other types than the decoder's)
             got = self._sound_numpy(chunk, b, log_start, prev_last, lowest)
-            if got is None:
-                return None
+        if got is None:
+            return None
         last_top, served, below = got
         self.n_records += served
         self.n_below_log_start += below

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kafkafmt._native import indexcheck
 from kafkafmt._util.durable import write_atomic
 from kafkafmt.errors import CorruptRecordError, EncodeError
 from kafkafmt.log.sidefiles._common import (INDEX_DISK, INDEX_DTYPE, INT32_MAX, INT64_MAX, NO_TIMESTAMP,
@@ -604,8 +605,6 @@ def sound_index_entries(data, suffix, base_offset, batches):
     >>> sidefiles.sound_index_entries(data[:-1], ".index", 0, batches) is None     # not whole entries
     True
     """
-    from kafkafmt._native import indexcheck
-
     if base_offset is None or not isinstance(data, (bytes, bytearray)):
         return None
 
