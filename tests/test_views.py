@@ -280,3 +280,18 @@ def test_real_corpus_views(real_corpus):
         _equal(contig, kafkafmt.decode(data, binary="view"))
         checked += 1
     assert checked > 5
+
+
+def test_view_lengths_of_slices_and_takes():
+    """Lengths and byte counts are read from the views in place: slices, takes and the empty column agree with
+    the contiguous column's, and `lengths()` is the caller's own copy."""
+    buf = _buffer(("none", "lz4"))
+    contig = kafkafmt.decode(buf).value
+    view = kafkafmt.decode(buf, binary="view").value
+    rows = np.arange(len(view))[::-3]
+    for v, c in ((view[3:17], contig[3:17]), (view[5:5], contig[5:5]), (view.take(rows), contig.take(rows))):
+        np.testing.assert_array_equal(v.lengths(), c.lengths())
+        assert v.nbytes == c.nbytes
+    got = view.lengths()
+    got[:] = -1
+    np.testing.assert_array_equal(view.lengths(), contig.lengths())

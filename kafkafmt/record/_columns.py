@@ -188,7 +188,7 @@ class BinaryColumn:
         """A new column holding the given rows (int array), in that order."""
         from kafkafmt._native.kernel import take_binary
 
-        rows = np.asarray(rows, np.int64)
+        rows = np.ascontiguousarray(rows, np.int64)      # (the native gather takes contiguous rows)
         offsets, data = take_binary(self.offsets.astype(np.int64, copy=False), self.data, rows)
         valid = _unpack_validity(self.validity, len(self))[rows] if self.validity is not None else None
         nulls = 0 if valid is None else int(len(valid) - valid.sum())
@@ -275,12 +275,17 @@ class BinaryViewColumn:
 
     def lengths(self):
         """Length in bytes of each value (0 for null)."""
-        return np.ascontiguousarray(self.views[:, :4]).view("<i4").reshape(-1)
+        return self._length_field().copy()
+
+    def _length_field(self):
+        # each view's first 4 bytes read in place as int32: a strided view, no byte copied (each row's 16
+        # bytes are contiguous, so the rows can be seen as 4 int32s)
+        return self.views.view("<i4")[:, 0] if len(self.views) else np.zeros(0, np.int32)
 
     @property
     def nbytes(self):
         """Bytes of the values (not of the buffers they lie in)."""
-        return int(self.lengths().sum(dtype=np.int64))
+        return int(self._length_field().sum(dtype=np.int64))
 
     def is_null(self):
         return ~_unpack_validity(self.validity, len(self))
