@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import kafkafmt
 from kcli import run as cli
@@ -219,6 +220,24 @@ def test_dump_text_like_kafka(sample):
     data = [ln for ln in p.stdout.splitlines() if ln.startswith("| ")]
     assert data[0] == f"| key: {recs.key[0].decode()} payload: {recs.value[0].decode()}"
     assert len(data) == len(recs) - len(recs.controls)       # control records left out
+
+
+_TRICKY = [b"\\", b"'", b'"', b"\x00", b"x", b"0", b"\xff", b"\n", b"\x7f", "\x85\u2028\U000e0001é".encode()]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=40) | st.lists(st.sampled_from(_TRICKY), max_size=12).map(b"".join))
+def test_escape_text_is_the_per_character_rule(data):
+    """Each character not printable escaped (\\t \\n \\r, \\xNN, \\uNNNN, \\UNNNNNNNN), invalid bytes as \\xNN, the
+    rest as it is: the one-pass escape equals the rule applied character by character, backslashes and both
+    quotes included."""
+    from kafkafmt.cli.common import escape_text
+
+    text = data.decode("utf-8", "backslashreplace")
+    want = "".join(ch if ch.isprintable() else {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch) or (
+        f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
+        for ch in text)
+    assert escape_text(data) == want
 
 
 def test_dump_escapes_non_printable(tmp_path):

@@ -535,22 +535,34 @@ iso_ms = iso_millis
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+def _escaped(ch):
+    """One character that is not printable, escaped (a lone surrogate U+DC80..U+DCFF, an invalid byte
+    decoded with "surrogateescape", as that byte)."""
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    o = ord(ch)
+    if 0xDC80 <= o <= 0xDCFF:
+        return f"\\x{o - 0xDC00:02x}"
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+
+
 def escape_text(b):
     """Bytes as text the way Kafka prints keys and values (UTF-8), with invalid bytes as \\xNN and
     non-printable characters escaped, so one record stays on one line."""
-    s = b.decode("utf-8", "backslashreplace")
+    # (invalid bytes decode to the lone surrogates U+DC80..U+DCFF in C -- "backslashreplace" calls an error
+    # handler for each -- and are written as \xNN below; valid UTF-8 never decodes to a surrogate)
+    s = b.decode("utf-8", "surrogateescape")
     if s.isprintable():
         return s
-    out = []
-    for ch in s:
-        if ch.isprintable():
-            out.append(ch)
-        elif ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        else:
-            o = ord(ch)
-            out.append(f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
-    return "".join(out)
+    if "'" in s and '"' in s:       # (repr would escape the quote it is written in)
+        return "".join(ch if ch.isprintable() else _escaped(ch) for ch in s)
+    # repr escapes exactly the characters that are not printable, as _escaped does (\t \n \r, \xNN,
+    # \uNNNN, \UNNNNNNNN), in one pass in C. It also doubles each backslash: the pairs, found from the left
+    # (where every backslash before one starts an escape, so each pair found is a doubled one), are set
+    # aside as NUL (which repr never writes); then every backslash left starts an escape, and \udcNN is an
+    # invalid byte NN
+    text = repr(s)[1:-1].replace("\\\\", "\0").replace("\\udc", "\\x")
+    return text.replace("\0", "\\")
 
 
 def bytes_encoder(mode):
