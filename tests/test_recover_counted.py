@@ -53,3 +53,26 @@ def test_a_counted_plan_is_not_applied(cluster, tmp_path):
     with pytest.raises(RecoveryError, match="plan again"):
         apply_plan(plan_recovery(str(cluster), contents=False), tmp_path / "backup")
     assert _files(cluster) == before and not (tmp_path / "backup").exists()
+
+
+def test_a_broker_folder_named_like_a_partition_is_walked(cluster, tmp_path):
+    """``broker-1`` (named as a partition of a topic "broker", holding its ``kafka-logs``) is walked for its log
+    dir by recover and by verify's pending fixes, as every command walks it: the same plan as for the log dir
+    itself, never an empty partition called clean. A folder only named as a partition, holding nothing, is
+    refused by recover as verify refuses it (exit 2)."""
+    from kafkafmt.errors import NotALogDirError
+    from kcli import run as cli
+
+    broker = os.path.join(str(cluster), "broker-1")
+    log_dir = os.path.join(broker, "kafka-logs")
+    given, direct = plan_recovery(broker), plan_recovery(log_dir)
+    assert direct.actions and [(a.kind, a.file) for a in given.actions] == [(a.kind, a.file) for a in direct.actions]
+    assert given.partitions == direct.partitions > 1
+    assert kafkafmt.recovery.pending_fixes(broker) == kafkafmt.recovery.pending_fixes(log_dir) == direct.counts()
+    assert cli("recover", broker, check=1).stdout == cli("recover", log_dir, check=1).stdout
+    empty = tmp_path / "orders-0"
+    empty.mkdir()
+    with pytest.raises(NotALogDirError):
+        plan_recovery(str(empty))
+    cli("recover", empty, check=2)
+    cli("verify", empty, check=2)

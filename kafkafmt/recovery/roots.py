@@ -34,6 +34,16 @@ def _is_log_dir(path):
         return False
 
 
+def _is_partition(path):
+    """Whether a folder named as a partition is one, by discovery's rule (`folder_kind`): it holds a partition
+    folder's own files. A folder only named so (a broker's ``broker-1`` holding its ``kafka-logs``, an empty
+    ``orders-0``) is walked for log dirs, as every other command walks it."""
+    try:
+        return folder_kind(path) == "partition"
+    except KafkafmtError:
+        return False
+
+
 def _partition_dirs(log_dir):
     """(partition folders incl. -future/-stray ones, -delete folders) of a log dir."""
     parts, deletes = [], []
@@ -63,7 +73,7 @@ def resolve_roots(path, log_dirs=None):
         folder = os.path.dirname(path)
         parent = os.path.dirname(folder)
         return [Root(parent if _is_log_dir(parent) else None, [folder], [], only_log=path)]
-    if PARTITION_DIR.match(os.path.basename(path)) or is_leftover_dir(path):
+    if is_leftover_dir(path) or (PARTITION_DIR.match(os.path.basename(path)) and _is_partition(path)):
         names = os.listdir(path)
         if not any(os.path.isdir(os.path.join(path, n)) and PARTITION_DIR.match(n) for n in names):
             parent = os.path.dirname(path)
