@@ -146,17 +146,24 @@ def _group(units, idx, piece, holder, options, chain):
     starts = np.zeros(k + 1, np.int64)
     np.cumsum(sizes, out=starts[1:])
     buf = holder.get(int(starts[-1]))
-    mv = memoryview(buf)
     failed = set()
-    for r, (i, t) in enumerate(tasks):
-        if i in failed:
-            continue
-        try:
-            got = t.segment.storage.read_into(t.segment.log, mv[starts[r]:starts[r + 1]], version=t.segment.version)
-        except KafkafmtError:           # gone, unreadable: the usual read says so
-            got = -1
-        if got != sizes[r]:             # shorter than listed: changed since
-            failed.add(i)
+    storages = {type(t.segment.storage) for _, t in tasks}
+    if len(storages) == 1 and tasks[0][1].segment.storage.is_local:     # (any local storage reads them all at once)
+        got = tasks[0][1].segment.storage.read_many([t.segment.log for _, t in tasks], buf, starts)
+        # gone, unreadable (-1), or shorter than listed (changed since): the usual read says so
+        failed.update(tasks[r][0] for r in np.flatnonzero(got != sizes).tolist())
+    else:
+        mv = memoryview(buf)
+        for r, (i, t) in enumerate(tasks):
+            if i in failed:
+                continue
+            try:
+                got = t.segment.storage.read_into(t.segment.log, mv[starts[r]:starts[r + 1]],
+                                                  version=t.segment.version)
+            except KafkafmtError:           # gone, unreadable: the usual read says so
+                got = -1
+            if got != sizes[r]:             # shorter than listed: changed since
+                failed.add(i)
     table, rng = scan_ranges(buf, starts[:-1], starts[1:], verify_crc=options.verify_crc,
                              max_batch_bytes=options.max_batch_bytes)
     unit_of = np.fromiter((i for i, _ in tasks), np.int64, k)

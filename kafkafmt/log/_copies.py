@@ -388,13 +388,9 @@ def _held_all(parts, cache):
             buf = np.empty(total, np.uint8)
         starts = np.zeros(len(group) + 1, np.int64)
         np.cumsum([g[2].size for g in group], out=starts[1:])
-        mv = memoryview(buf)
-        ok = np.ones(len(group), bool)
-        for r, (_, _, seg) in enumerate(group):
-            try:
-                ok[r] = seg.storage.read_into(seg.log, mv[starts[r]:starts[r + 1]]) == seg.size
-            except (KafkafmtError, OSError):
-                ok[r] = False
+        segs = [g[2] for g in group]
+        # (local files all: any local storage reads them, in one call)
+        ok = segs[0].storage.read_many([seg.log for seg in segs], buf, starts) == np.diff(starts)
         table, rng = scan_ranges(buf[:total], starts[:-1], starts[1:], verify_crc=None)
         first, count = rng["first"], rng["count"]
         # the headers only (the scan's other columns go), each batch's position counted from its segment's start

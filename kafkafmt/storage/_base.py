@@ -9,6 +9,8 @@ import re
 import threading
 from typing import NamedTuple
 
+from kafkafmt.errors import KafkafmtError
+
 __all__ = ["Blob", "DEFAULT_CACHE_BLOCKS", "DEFAULT_PREFETCH", "DEFAULT_READ_AHEAD", "Entry", "RetryPolicy",
            "SETTLE_SECONDS", "Storage", "StorageStatistics", "URL_SCHEME", "is_url", "safe_url", "statistics",
            "version_of"]
@@ -188,6 +190,22 @@ class Storage:
         data = self.read_bytes(path, 0, len(out))
         out[:len(data)] = data
         return len(data)
+
+    def read_many(self, paths, buf, starts, versions=None):
+        """Read file ``i`` of ``paths`` into ``buf[starts[i]:starts[i + 1]]`` as `read_into` does (``versions``:
+        their listed `Entry.version` s, or None); an int64 array of the bytes each read, -1 where its read
+        failed (read it again with `read_into` to learn why). Local disks read them all in one native call."""
+        import numpy as np
+
+        out = np.empty(len(paths), np.int64)
+        mv = memoryview(buf)
+        for i, path in enumerate(paths):
+            try:
+                out[i] = self.read_into(path, mv[starts[i]:starts[i + 1]],
+                                        version=None if versions is None else versions[i])
+            except (KafkafmtError, OSError, ValueError):     # (ValueError: a path holding a NUL)
+                out[i] = -1
+        return out
 
     def list_tree(self, path):
         """``{folder: entries}`` of every folder at or below ``path`` (each as `list` gives it) from one

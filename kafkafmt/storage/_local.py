@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from kafkafmt._native.listing import list_folder
+from kafkafmt._native.reads import read_files
 from kafkafmt._util.files import read_whole
 from kafkafmt.errors import ObjectChangedError, StorageError, StorageNotFoundError, StoragePermissionError
 from kafkafmt.storage._base import SETTLE_SECONDS, Blob, Entry, Storage
@@ -31,6 +32,8 @@ def _local_error(exc: OSError, path) -> StorageError:
 
 #: whether folders are listed natively (`kafkafmt._native.listing`; a test turns it off to compare the Python way)
 _NATIVE = [True]
+#: whether many files are read by one native call (`kafkafmt._native.reads`; a test turns it off to compare)
+_NATIVE_READS = [True]
 
 
 def _native_list(path, sized, make):
@@ -135,6 +138,18 @@ class LocalStorage(Storage):
             raise _local_error(exc, path) from None
         finally:
             os.close(fd)
+
+    def read_many(self, paths, buf, starts, versions=None):
+        """Read file ``i`` of ``paths`` into ``buf[starts[i]:starts[i + 1]]``, all in one native call without
+        the interpreter (`kafkafmt._native.reads`); -1 where a read failed (`read_into` says why)."""
+        if not _NATIVE_READS[0] or any(type(p) is not str for p in paths):
+            return super().read_many(paths, buf, starts, versions)
+        got = read_files(paths, buf, np.asarray(starts, np.int64))
+        if len(got) and (got == -errno.ENOSYS).any():        # (no POSIX reads here: the Python way from now on)
+            _NATIVE_READS[0] = False
+            return super().read_many(paths, buf, starts, versions)
+        got[got < 0] = -1
+        return got
 
     def read_bytes(self, path, start=0, stop=None):
         try:

@@ -1,0 +1,60 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Many small local files read into one buffer by one call (`kafkafmt.storage.LocalStorage.read_many`): for each,
+an open, reads until its slot is full or the file ends, a close -- with the interpreter let go for the whole
+batch (a cluster's copies are compared, and its small partitions read, a few thousand files at a time).
+
+Each file's result is what `LocalStorage.read_into` gives for it: the bytes read, fewer only when the file is
+shorter than its slot; an error is a negative errno in its place (the caller reads that file again the usual
+way, which raises the error with its name), never an exception for the batch.
+"""
+import os
+
+import numpy as np
+
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.errno cimport EINVAL
+from libc.stdint cimport int64_t, uint8_t
+
+cdef extern from "kfmt_reads.h" nogil:
+    int64_t kfmt_read_file(const char *path, uint8_t *out, int64_t want)
+
+
+def read_files(list paths, uint8_t[::1] buf, const int64_t[::1] starts):
+    """Read file ``i`` of ``paths`` into ``buf[starts[i]:starts[i + 1]]`` (``starts``: one more than the
+    paths, non-decreasing, within ``buf``); an int64 array of what each read: its bytes, or -errno (ENOSYS:
+    no POSIX reads here; EINVAL: a path holding a NUL, which a C string would cut short)."""
+    cdef Py_ssize_t n = len(paths), i
+    if starts.shape[0] != n + 1:
+        raise ValueError("read_files: starts must hold one more entry than paths")
+    for i in range(n):
+        if starts[i] < 0 or starts[i + 1] < starts[i] or starts[i + 1] > buf.shape[0]:
+            raise ValueError(f"read_files: slot {i} ({starts[i]}..{starts[i + 1]}) outside the buffer")
+    raw = [os.fsencode(p) for p in paths]
+    got = np.empty(n, np.int64)
+    cdef int64_t[::1] g = got
+    cdef const char **names = NULL
+    cdef uint8_t *base = &buf[0] if buf.shape[0] else NULL
+    cdef char *bad = NULL
+    names = <const char **>PyMem_Malloc(max(n, 1) * sizeof(const char *))
+    bad = <char *>PyMem_Malloc(max(n, 1))
+    if names == NULL or bad == NULL:
+        PyMem_Free(names)
+        PyMem_Free(bad)
+        raise MemoryError()
+    try:
+        for i in range(n):
+            r = raw[i]
+            bad[i] = b"\0" in r
+            names[i] = <const char *>r
+        with nogil:
+            for i in range(n):
+                if bad[i]:
+                    g[i] = -EINVAL
+                elif starts[i + 1] == starts[i]:
+                    g[i] = 0
+                else:
+                    g[i] = kfmt_read_file(names[i], base + starts[i], starts[i + 1] - starts[i])
+    finally:
+        PyMem_Free(names)
+        PyMem_Free(bad)
+    return got
