@@ -16,6 +16,7 @@ from kafkafmt.cli.common import (Problem, escape_text, is_leftover, read_options
 from kafkafmt.log import ReportKind
 from kafkafmt.cli.controls import control_text, control_json
 from kafkafmt.cli import internal_topics
+from kafkafmt.cli.output import dumps
 from kafkafmt.cli.reading import CHUNK_BYTES, FileReader, iter_partition, resolve_range, topic_of_file
 from kafkafmt.log import read_tasks
 from kafkafmt.log import plan
@@ -407,7 +408,8 @@ class _RecordView:
         prev_offset[0] = prev
         if d.fmt is not None:
             return 0 if is_control else self.emit_kcat(path, lo, hi, topic, part)
-        write = d.c.write
+        lines = []              # (written at once: a write per record cost a tenth of a dump)
+        write = lines.append
         printed = hi - lo
         for r in range(lo, hi):
             o = self.off[r]
@@ -427,7 +429,7 @@ class _RecordView:
                     obj.update(internal_topics.record_json(d.cur_decoder, self.keys[r], self.vals[r], o))
                 elif self.typed and not is_control:
                     self.typed_json(obj, r)
-                d.c.json(obj)
+                write(dumps(obj))
                 continue
             if skip_meta:
                 if is_control:
@@ -455,6 +457,8 @@ class _RecordView:
                 if v is not None:
                     line += prefix + "payload: " + v
             write(line)
+        if lines:
+            d.c.text("\n".join(lines) + "\n")
         return printed
 
     def texts(self, path, r, o):
