@@ -28,7 +28,7 @@ import sys
 import time
 
 from . import bench_arrow, bench_avro, bench_decode, bench_encode, bench_logdir, bench_memory, bench_meta  # noqa: F401
-from . import bench_handoff, bench_json, bench_protobuf  # noqa: F401
+from . import bench_dump, bench_handoff, bench_json, bench_protobuf  # noqa: F401
 from . import common
 
 FAMILIES = {
