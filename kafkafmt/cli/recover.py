@@ -142,7 +142,8 @@ def run(args, console):
             console.json({"type": "action", "action": a.kind.value, "file": given(a.file), "target": given(a.target),
                           "start": a.start, "end": a.end, "offset": a.offset, "bytes_removed": a.bytes_removed,
                           "removed": [list(r) for r in a.removed], "damage": a.damage,
-                          "lost": [list(r) for r in a.lost], "message": a.message})
+                          "lost": [list(r) for r in a.lost], "held_by": [given(f) for f in a.held_by],
+                          "message": a.message})
         for t in plan.transactions:
             console.json({"type": "transaction", **t})
         for r in plan.refusals:
@@ -150,7 +151,8 @@ def run(args, console):
         console.json({"type": "summary", "status": "APPLIED" if plan.applied else "REFUSED" if plan.refusals
                       else "DRY RUN", "partitions": plan.partitions, "segments": plan.segments, "bytes": plan.bytes,
                       "actions": len(plan.actions), "bytes_removed": plan.bytes_removed,
-                      "offsets_lost": plan.offsets_lost, "manifests": [given(m) for m in plan.manifests]})
+                      "offsets_lost": plan.offsets_lost, "offsets_held_elsewhere": plan.offsets_held_elsewhere,
+                      "manifests": [given(m) for m in plan.manifests]})
     else:
         console.write(given(plan.text()))
         for m in map(given, plan.manifests):

@@ -55,6 +55,10 @@ class RecoveryAction(Note):
     duplicate_of : str, optional
         An overlapping segment resolved (DELETE, TRUNCATE): the segment that still holds every
         byte removed (nothing is lost).
+    held_by : tuple of str
+        Other copies of the partition given to the same recovery (a cluster's log dirs) that hold
+        every offset in ``lost`` intact, read strictly (`kafkafmt.recovery.copies`): the records
+        are removed from this copy, not from the cluster.
 
     Examples
     --------
@@ -73,6 +77,7 @@ class RecoveryAction(Note):
     log_dir: object = field(default=None, repr=False)       # the log dir it belongs to (lock, backup)
     lost: tuple = ()                                         # ((first, last or None), ...) offsets removed
     duplicate_of: object = None                              # the segment still holding what is removed
+    held_by: tuple = ()                                      # other copies holding every offset in lost intact
 
     @property
     def damage(self):
@@ -99,7 +104,9 @@ class RecoveryAction(Note):
         parts = [f"offsets {a}..{b}" if b is not None and b > a else f"offset {a}" if b == a else
                  f"offsets from {a} on (how many: unreadable)" for a, b in self.lost]
         n = self.offsets_lost
-        return "records lost: " + ", ".join(parts) + (f" ({n} offsets)" if n else "")
+        held = ("; every one of them held intact by the copy in " + " and in ".join(self.held_by)
+                + " (a read of the copies together takes them from there)") if self.held_by else ""
+        return "records lost: " + ", ".join(parts) + (f" ({n} offsets)" if n else "") + held
 
     @property
     def bytes_removed(self):
@@ -303,6 +310,11 @@ class RecoveryPlan:
         """Offsets of the records the actions remove, where known (see `RecoveryAction.lost`)."""
         return sum(a.offsets_lost or 0 for a in self.actions)
 
+    @property
+    def offsets_held_elsewhere(self):
+        """Of `offsets_lost`, those another copy given to the recovery holds intact (`RecoveryAction.held_by`)."""
+        return sum(a.offsets_lost or 0 for a in self.actions if a.held_by)
+
     def summary(self):
         """The last line of `text`: what was looked at, what is (or would be) done and lost.
 
@@ -324,6 +336,8 @@ class RecoveryPlan:
         return (f"{'APPLIED' if self.applied else 'REFUSED' if self.refusals else 'DRY RUN'}: {self.partitions} "
                 f"partitions, {self.segments} segments ({self.bytes} bytes): {len(self.actions)} actions {verb}, "
                 f"{self.bytes_removed} bytes removed from logs, {self.offsets_lost} offsets lost"
+                + (f" ({self.offsets_held_elsewhere} of them held intact by another copy given)"
+                   if self.offsets_held_elsewhere else "")
                 + (" (and more whose count the damaged bytes do not say)" if unknown else "")
                 + ("" if self.applied or not self.actions or self.refusals else " (give --apply to do them)"))
 

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 
 from kafkafmt.log import DEFAULT_INDEX_INTERVAL, ReportEntry, ReportKind, damage_words, is_leftover_dir, sidefiles
 from kafkafmt.recovery.actions import ActionKind, RecoveryAction, RecoveryPlan
+from kafkafmt.recovery.copies import held_elsewhere
 from kafkafmt.recovery.damage import first_at_stake, header_last_offset, lost_range, lost_tuple
 from kafkafmt.recovery.indexes import ProducerState
 from kafkafmt.recovery.leftovers import plan_leftovers
@@ -153,6 +154,7 @@ def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT
                 ends[folder] = end
         if ld is not None and ends:
             plan_checkpoints(plan, ld, ends)
+    held_elsewhere(plan)
     return plan
 
 
