@@ -57,8 +57,8 @@ class RecoveryAction(Note):
         byte removed (nothing is lost).
     held_by : tuple of str
         Other copies of the partition given to the same recovery (a cluster's log dirs) that hold
-        every offset in ``lost`` intact, read strictly (`kafkafmt.recovery.copies`): the records
-        are removed from this copy, not from the cluster.
+        every offset in ``lost`` intact, read strictly (`kafkafmt.recovery.copies`), before the
+        recovery changes anything.
 
     Examples
     --------
@@ -104,8 +104,8 @@ class RecoveryAction(Note):
         parts = [f"offsets {a}..{b}" if b is not None and b > a else f"offset {a}" if b == a else
                  f"offsets from {a} on (how many: unreadable)" for a, b in self.lost]
         n = self.offsets_lost
-        held = ("; every one of them held intact by the copy in " + " and in ".join(self.held_by)
-                + " (a read of the copies together takes them from there)") if self.held_by else ""
+        held = ("; the copy in " + " and in ".join(self.held_by) + " holds every one of them intact"
+                if self.held_by else "")
         return "records lost: " + ", ".join(parts) + (f" ({n} offsets)" if n else "") + held
 
     @property

@@ -1,18 +1,18 @@
 """Records a recovery removes from one copy of a partition that another copy given to it holds intact: a cluster's
-log dirs recovered together (several brokers' copies of each partition), a damaged stretch cut out of one copy is
-not lost to the cluster when another copy of the same incarnation reads it back strictly -- as a broker's follower
-fetches again from its leader what its own recovery truncated.
+log dirs recovered together (several brokers' copies of each partition), a damaged stretch cut out of one copy that
+another copy of the same incarnation reads back strictly is still in the cluster -- where a broker's follower would
+fetch it again from its leader.
 
 `held_elsewhere` marks each such action (`RecoveryAction.held_by`: the folders holding every offset it removes,
-read strictly, CRCs checked); `RecoveryPlan.offsets_held_elsewhere` counts them. Nothing else changes: the copy is
-still repaired as planned, and a read of the cluster (``replicas="dedup"``) takes the offsets from the copy that
-holds them."""
+read strictly, CRCs checked, before anything changes); `RecoveryPlan.offsets_held_elsewhere` counts them. Nothing
+else changes: each copy is still repaired as planned, on its own (the intact batches are not copied over)."""
 from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 
-from kafkafmt.errors import KafkafmtError
+from kafkafmt.errors import KafkafmtError, KafkafmtWarning
 from kafkafmt.log import PARTITION_DIR, is_leftover_dir, read_partition_metadata
 
 __all__ = ["held_elsewhere"]
@@ -65,8 +65,10 @@ def _holds(folder, first, last):
     from kafkafmt.read import read_log_dir
 
     try:
-        recs = read_log_dir(folder, start_offset=first, end_offset=last + 1, columns=["offset"], errors="strict",
-                            threads=1)
+        with warnings.catch_warnings():         # (a missing index is planning's to say, not the recovery's)
+            warnings.simplefilter("ignore", KafkafmtWarning)
+            recs = read_log_dir(folder, start_offset=first, end_offset=last + 1, columns=["offset"],
+                                errors="strict", threads=1)
     except KafkafmtError:
         return False
     offsets = recs.offset
