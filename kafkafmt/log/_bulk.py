@@ -147,8 +147,7 @@ def _group(units, idx, piece, holder, options, chain):
     np.cumsum(sizes, out=starts[1:])
     buf = holder.get(int(starts[-1]))
     failed = set()
-    storages = {type(t.segment.storage) for _, t in tasks}
-    if len(storages) == 1 and tasks[0][1].segment.storage.is_local:     # (any local storage reads them all at once)
+    if tasks and all(t.segment.storage.is_local for _, t in tasks):     # (any local storage reads them all at once)
         got = tasks[0][1].segment.storage.read_many([t.segment.log for _, t in tasks], buf, starts)
         # gone, unreadable (-1), or shorter than listed (changed since): the usual read says so
         failed.update(tasks[r][0] for r in np.flatnonzero(got != sizes).tolist())

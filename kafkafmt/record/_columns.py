@@ -280,7 +280,7 @@ class BinaryViewColumn:
     def _length_field(self):
         # each view's first 4 bytes read in place as int32: a strided view, no byte copied (each row's 16
         # bytes are contiguous, so the rows can be seen as 4 int32s)
-        return self.views.view("<i4")[:, 0] if len(self.views) else np.zeros(0, np.int32)
+        return self.views.view("<i4")[:, 0]
 
     @property
     def nbytes(self):

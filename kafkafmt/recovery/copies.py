@@ -22,19 +22,18 @@ def held_elsewhere(plan):
     """Set ``held_by`` on the plan's actions whose removed offsets (all of them, each range with a known end)
     another copy of the partition given to the plan holds intact. Copies whose ``partition.metadata`` name
     different topic ids are other incarnations, never holders."""
+    lossy = [i for i, a in enumerate(plan.actions) if a.lost and all(last is not None for _, last in a.lost)]
+    if not lossy:
+        return
     copies = {}
     for root in plan.roots:
         for folder in root.partitions:
             name = os.path.basename(folder)
-            m = PARTITION_DIR.match(name)
-            if m is not None and not is_leftover_dir(folder):
+            if PARTITION_DIR.match(name) and not is_leftover_dir(folder):
                 copies.setdefault(name, []).append(folder)
-    if not any(len(v) > 1 for v in copies.values()):
-        return
     ids = {}
-    for i, a in enumerate(plan.actions):
-        if not a.lost or any(last is None for _, last in a.lost):
-            continue
+    for i in lossy:
+        a = plan.actions[i]
         folder = os.path.dirname(a.file)
         others = [f for f in copies.get(os.path.basename(folder), ()) if f != folder]
         if not others:
