@@ -24,6 +24,9 @@ empty        a broker log dir holding only meta.properties
 bootstrap    the real corpus's Niloufar1171__LDI-POC log dir (top-level bootstrap.checkpoint), on S3
 delete_records  a log dir whose log-start-offset-checkpoint says a partition's records below N were
              deleted (DeleteRecords), while the segments still hold them
+copy_gaps    two brokers' copies of each partition (written by tests/kcluster.py with kafka-python's
+             builders), each lacking batches the other holds -- some between two batches of a segment,
+             some between two segments: every offset is read once, from a copy that holds it
 """
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ import kafkafmt
 KIB = 1024
 T0 = 1_767_225_600_000
 LAYOUTS = ["plain", "s3", "kafka_tiered", "aiven", "aiven_encrypted", "merged", "gap", "one_root", "symlinked",
-           "replicas", "empty", "bootstrap", "delete_records"]
+           "replicas", "empty", "bootstrap", "delete_records", "copy_gaps"]
 REAL_LOG_DIR = "Niloufar1171__LDI-POC"
 
 
@@ -396,3 +399,21 @@ class Layouts:
         expected = [r for r in rows if (r[0], r[1]) != ("audit", 0) or r[2] >= n]
         return Layout("delete_records", [str(root)], sorted(expected), log_start={("audit", 0): n},
                       note=f"log-start-offset-checkpoint: audit 0 {n}")
+
+
+    def _build_copy_gaps(self):
+        import kcluster
+
+        base = self.tmp.mktemp("copy_gaps")
+        c = kcluster.write_cluster(base, {"pay": (2, 2)}, brokers=2, seed=5, records=120, segment_bytes=1500,
+                                   behind=0.0, empty=0.0, leader_change=0.0, spread=False)
+        lacking = []
+        for (topic, p), part in sorted(c.parts.items()):
+            n = len(part.batches)
+            one, other = part.replicas if p == 0 else part.replicas[::-1]
+            # one copy lacks batches inside its segments; the other, one batch a segment, lacks others
+            lacking += [(topic, p, b, kcluster.drop_batches(c, b, topic, p, skip, segment_bytes=sb))
+                        for b, skip, sb in ((one, [2, n // 2], 1500), (other, [4, n - 2], 1))]
+        rows = sorted((t, p, r.offset, r.key, r.value) for (t, p), recs in c.truth().items() for r in recs)
+        note = "; ".join(f"broker-{b}'s {t}-{p} lacks {len(o)} offsets" for t, p, b, o in lacking)
+        return Layout("copy_gaps", [str(base)], rows, note=note)

@@ -171,10 +171,11 @@ def _write(path, data, mode="wb"):
         f.write(data)
 
 
-def write_copy(folder, part, n_batches, segment_bytes=SEGMENT_BYTES):
-    """A broker's copy of a partition: the first ``n_batches`` of its leader's batches, rolled and indexed."""
+def write_copy(folder, part, n_batches, segment_bytes=SEGMENT_BYTES, skip=()):
+    """A broker's copy of a partition: the first ``n_batches`` of its leader's batches, rolled and indexed
+    (``skip``: indexes of batches it lacks)."""
     os.makedirs(folder, exist_ok=True)
-    batches = part.batches[:n_batches]
+    batches = [b for i, b in enumerate(part.batches[:n_batches]) if i not in skip]
     segs = _segments(batches, segment_bytes) or [(0, [])]
     for k, (base, segment) in enumerate(segs):
         stem = os.path.join(folder, f"{base:020d}")
@@ -293,6 +294,19 @@ def flip_byte(folder, batch=None, segment=0):
         f.seek(pos + size - 3)
         f.write(bytes([b[0] ^ 0x5A]))
     return base, last
+
+
+def drop_batches(cluster, broker, topic, partition, skip, segment_bytes=SEGMENT_BYTES):
+    """Write a broker's copy of a partition again without the batches at indexes ``skip`` of its leader's log
+    (rolled and indexed as before: a range a recovery cut, batches its log cleaner dropped); returns the
+    offsets it lacks."""
+    part = cluster.parts[(topic, partition)]
+    folder = cluster.folder(broker, topic, partition)
+    for name in os.listdir(folder):
+        if name.endswith((".log", ".index", ".timeindex")):
+            os.remove(os.path.join(folder, name))
+    write_copy(folder, part, part.held[broker], segment_bytes, skip=set(skip))
+    return [r.offset for i in skip for r in part.batches[i].records]
 
 
 def truncate_copy(folder, keep_batches):

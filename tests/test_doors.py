@@ -30,7 +30,10 @@ The right answers, where a door could pick another:
 * records below a partition's log start offset (log-start-offset-checkpoint, DeleteRecords) are
   deleted: no door returns them (a consumer from "earliest" starts at the log start), and `stats`
   counts what the other doors return;
-* a log dir on S3 gives exactly what the same files give locally, to every command.
+* a log dir on S3 gives exactly what the same files give locally, to every command;
+* brokers' copies of a partition that each lack batches another holds (a range a recovery cut, batches one
+  broker's cleaner dropped): each offset read once, from a copy that holds it; `verify` warns of each stretch
+  the copy read lacks.
 
 An encrypted tiered upload is read by every door given its private key: the library's ``tiered_keys``,
 the CLI's ``--tiered-key KEY_ID=PEM_FILE``, the kafka-segments option ``tieredKey.<key id>`` (PEM text); the
@@ -351,7 +354,7 @@ def test_stats_counts(layouts, name):
             assert firsts == [n], f"stats firstOffset of {t}-{part}: {firsts}, log start offset {n}"
 
 
-@pytest.mark.parametrize("name", [n for n in CLEAN if n != "bootstrap"])
+@pytest.mark.parametrize("name", [n for n in CLEAN if n not in ("bootstrap", "copy_gaps")])
 def test_verify_clean(layouts, name):
     """`verify` over clean data: OK, exit 0, no problem; it checked the partitions the other doors
     read (and as many records, where no record is on disk twice or below the log start)."""
@@ -369,6 +372,16 @@ def test_verify_clean(layouts, name):
         del want["records"], got["records"]
     if got != want:
         pytest.fail(f"verify over {name}: {got}, expected {want}; problems: {shown}", pytrace=False)
+
+
+def test_verify_copies_lacking_batches(layouts):
+    """`verify` over copies that each lack batches another holds: OK (exit 0), every record checked once, and a
+    warning for each stretch the copy read lacks, naming the copy it was read from (its records are in the
+    cluster, but one broker's copy does not hold them)."""
+    layout = layouts["copy_gaps"]
+    p, summary, problems = verify_json(layout)
+    assert (p.returncode, summary["status"], summary["records"]) == (0, "OK", len(layout.expected)), p.stderr
+    assert problems and all(d["severity"] == "warning" and "read from the copy in" in d["message"] for d in problems)
 
 
 def test_truth_is_what_the_files_hold(layouts):

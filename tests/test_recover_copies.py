@@ -81,3 +81,20 @@ def test_a_range_the_other_copy_holds_only_in_part_is_not_held(tmp_path):
     assert any(a <= end < b for action in lossy for a, b in action.lost)     # a range it holds only in part
     for a in lossy:        # each action's offsets: held where the follower still holds every one of them
         assert a.held_by == ((other,) if all(last <= end for _, last in a.lost) else ()), a
+
+
+def test_copies_repaired_apart_read_every_record(tmp_path):
+    """Each copy damaged where the other is intact, both repaired: each has lost a range the other holds, and a
+    read of the cluster takes the copy read's lost range from the other copy -- every record, once."""
+    root = tmp_path / "cluster"
+    first, second = _cluster(root)
+    clean = kafkafmt.read_log_dirs(str(root)).to_arrow()
+    kcluster.flip_byte(first, segment=0)
+    kcluster.flip_byte(second, segment=2)
+    plan = plan_recovery(str(root))
+    assert len(_lossy(plan)) == 2 and plan.offsets_held_elsewhere == plan.offsets_lost
+    kafkafmt.recover(str(root), apply=True, backup=str(tmp_path / "backup"))
+    recs = kafkafmt.read_log_dirs(str(root))
+    assert recs.to_arrow().equals(clean)
+    assert any(e.kind is kafkafmt.ReportKind.GAP_FROM_COPY for e in recs.report)
+    cli("verify", root, check=0)

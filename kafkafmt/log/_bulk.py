@@ -62,7 +62,7 @@ def _bulk_bytes(unit, options, low_start=False, chunk_bytes=None):
     for t in unit.tasks:
         seg = t.segment
         low = t.start_offset is None or (low_start and t.start_offset <= seg.base_offset)
-        if seg.remote is not None or t.aborted is not None or t.lso is not None \
+        if seg.remote is not None or t.aborted is not None or t.lso is not None or t.fills \
                 or not low or t.end_offset is not None or t.start_pos != 0 \
                 or t.stop_pos != seg.size or segment_base(seg.log) is None \
                 or (chunk_bytes is not None and t.stop_pos * WHOLE_RANGE_RATIO > chunk_bytes):

@@ -32,6 +32,7 @@ from kafkafmt.internal.codec import uuid_text
 from kafkafmt.log import sidefiles
 from kafkafmt.log._ahead import announce
 from kafkafmt.log._names import file_kind
+from kafkafmt.log._fill import Gap
 from kafkafmt.log._framing import scan_range, window
 from kafkafmt.log._notes import ReportEntry, ReportKind
 
@@ -48,6 +49,7 @@ COPY_STATES = ("read", "in sync", "behind", "diverged", "damaged", "other incarn
 _COMPARE_BYTES = 8 << 20       # batches decoded at once to compare two copies' records
 _HEADER_COLUMNS = ("position", "size", "crc", "base_offset", "last_offset", "partition_leader_epoch")
 _KEY_COLUMNS = ("base_offset", "last_offset", "size", "crc")     # what tells one batch from another
+_GAPS_SAID = 5                 # stretches a report entry names (then "...")
 
 
 @dataclass(frozen=True)
@@ -160,8 +162,8 @@ def resolve_copies(parts, report, *, cache=None, topic_id=None, live_ids=None, h
     parts : list of Partition
         Every partition folder found (several per topic-partition when it has copies).
     report : list
-        Copies not read are said in it (`ReportKind.REPLICA`, `DUPLICATE`, `MISMATCH`, `DAMAGED_COPY`,
-        `STRAY`).
+        Copies not read are said in it (`ReportKind.REPLICA`, `PARTLY_READ`, `DUPLICATE`, `MISMATCH`,
+        `DAMAGED_COPY`, `STRAY`).
     cache : dict, optional
         The discovery's cache (batch headers per segment file and version).
     topic_id : str or dict, optional
@@ -300,14 +302,54 @@ def _copies_of_one(topic, partition, held, report, copies, hw):
         copies.append(h.copy("read", hw=hw(h.part), detail="the copy read"))
         return h.part
     best = _best(held)
-    chosen = best.part.with_alternates(h.part for h in held if h is not best)
-    copies.append(best.copy("read", hw=hw(best.part), detail="the copy read"))
+    judged, gaps, alternates = [], {}, []
     for h in held:
         if h is not best:
-            entry, copy = _judge(h, best, hw)
-            report.append(entry)
-            copies.append(copy)
+            entry, copy, mine = _judge(h, best, hw)
+            for g in mine:
+                gaps.setdefault(g.lo, g)
+            judged.append((entry, copy))
+            # a diverged copy gives only offsets below where it parts from the copy read
+            alternates.append(h.part if copy.state != "diverged" else h.part.diverging_at(copy.offset))
+    chosen = best.part.with_alternates(alternates, tuple(gaps[lo] for lo in sorted(gaps)))
+    copies.append(best.copy("read", hw=hw(best.part), detail="the copy read"))
+    for entry, copy in judged:
+        report.append(entry)
+        copies.append(copy)
     return chosen
+
+
+def _gaps_held(best, h):
+    """The `Gap` s of the copy read (``best``) that copy ``h`` holds records of: offsets missing between two
+    consecutive batches of ``best`` where ``h`` has batches holding some of them, and its batches just outside
+    them -- its last wholly below the gap, its first wholly above -- are batches ``best`` holds too (the same
+    base and last offset and CRC: one history; `kafkafmt.log._fill` checks them again before it reads). Asked
+    only of a copy whose records equal ``best`` 's at every offset both hold (`_first_difference`): a batch of
+    ``h`` straddling an end of the gap (the copies batched apart) was compared record by record. Vectorised over
+    the gaps: nothing per batch; none for copies whose batches are not in offset order."""
+    b, o = best.cols, h.cols
+    base, last, crc = b["base_offset"], b["last_offset"], b["crc"]
+    if len(base) < 2 or len(o["base_offset"]) < 3:
+        return []
+    cut = np.flatnonzero(base[1:] > last[:-1] + 1)
+    if not len(cut):
+        return []
+    hb, hl, hc = o["base_offset"], o["last_offset"], o["crc"]
+    if (base[1:] <= last[:-1]).any() or (hb[1:] <= hl[:-1]).any():
+        return []
+    lo, hi = last[cut] + 1, base[cut + 1]
+    n = len(hb)
+    a = np.searchsorted(hl, lo) - 1                # h's last batch below the gap
+    z = np.searchsorted(hb, hi)                    # h's first batch from its end on
+    ac, zc = np.clip(a, 0, n - 1), np.minimum(z, n - 1)
+    ok = (a >= 0) & (z < n) & (z > a + 1)
+    # h's batches around the gap are batches of best (found by their last and base offsets)
+    j = np.minimum(np.searchsorted(last, hl[ac]), len(last) - 1)
+    k = np.minimum(np.searchsorted(base, hb[zc]), len(base) - 1)
+    ok &= (last[j] == hl[ac]) & (base[j] == hb[ac]) & (crc[j] == hc[ac])
+    ok &= (base[k] == hb[zc]) & (last[k] == hl[zc]) & (crc[k] == hc[zc])
+    return [Gap(int(lo[i]), int(hi[i]), (int(hb[ac[i]]), int(hl[ac[i]]), int(hc[ac[i]])),
+                (int(hb[zc[i]]), int(hl[zc[i]]), int(hc[zc[i]]))) for i in np.flatnonzero(ok).tolist()]
 
 
 class _Held:
@@ -445,7 +487,8 @@ def _headers(seg, cache):
 
 
 def _judge(h, best, hw):
-    """(report entry, Copy) of a copy not read (``h``) beside the copy read (``best``)."""
+    """(report entry, Copy, the `Gap` s of the copy read it holds -- `_gaps_held`) of a copy not read (``h``)
+    beside the copy read (``best``)."""
     name, where, there = h.part.name, h.part.url, best.part.url
     span = "no records" if h.first is None else f"offsets {h.first}..{h.last}"
     lag = max(0, best.last - h.last)
@@ -465,23 +508,37 @@ def _judge(h, best, hw):
                    f"(up to offset {best.last}); replicas='all' reads both")
             entry = ReportEntry(ReportKind.MISMATCH, where, msg, offset=offset)
         return entry, h.copy("diverged", hw=hw(h.part), behind=lag, offset=offset, uncommitted=uncommitted,
-                             detail=msg)
+                             detail=msg), ()
+    # (a copy holding the same batches where both hold offsets holds none in a gap between two of them)
+    gaps = () if same else _gaps_held(best, h)
+    lagging = f"; {lag} offsets behind" if lag else ""
+    filled = spans = ""
+    if gaps:
+        spans = (", ".join(f"{g.lo}..{g.hi - 1}" for g in gaps[:_GAPS_SAID]) + (", ..." if len(gaps) > _GAPS_SAID
+                                                                                else "")
+                 + f" ({sum(g.hi - g.lo for g in gaps)} offsets)")
+        filled = f"; it holds offsets {spans} that the copy read lacks between two of its batches: read from it"
     if h.damage is not None:
         seg, (pos, why) = h.damage
         msg = (f"copy of {name} damaged: {seg.url} breaks at byte {pos} ({why}); read: {there} (up to offset "
-               f"{best.last})")
+               f"{best.last})" + filled)
         return (ReportEntry(ReportKind.DAMAGED_COPY, seg.url, msg, start=pos),
-                h.copy("damaged", hw=hw(h.part), behind=lag, detail=msg))
+                h.copy("damaged", hw=hw(h.part), behind=lag, detail=msg), gaps)
+    state = "behind" if lag else "in sync"
     if h.first is not None and (best.first is None or h.first < best.first):
         upto = h.last if best.first is None else min(h.last, best.first - 1)
         msg = (f"copy of {name} not read ({span}): it holds offsets {h.first}..{upto} that the copy read ({there}, "
-               f"up to offset {best.last}) does not; replicas='all' reads every copy")
+               f"up to offset {best.last}) does not; replicas='all' reads every copy" + filled)
         return (ReportEntry(ReportKind.DUPLICATE, where, msg, offset=h.first),
-                h.copy("behind" if lag else "in sync", hw=hw(h.part), behind=lag, detail=msg))
-    state = "behind" if lag else "in sync"
+                h.copy(state, hw=hw(h.part), behind=lag, detail=msg), gaps)
+    if gaps:
+        msg = (f"copy of {name} ({span}) read only for offsets {spans}: the copy read ({there}, up to offset "
+               f"{best.last}) lacks them between two of its batches, and holds the rest" + lagging)
+        return (ReportEntry(ReportKind.PARTLY_READ, where, msg, offset=gaps[0].lo),
+                h.copy(state, hw=hw(h.part), behind=lag, detail=msg), gaps)
     msg = (f"copy of {name} not read ({span}): the copy in {there} holds all of it (up to offset {best.last})"
-           + (f"; {lag} offsets behind" if lag else ""))
-    return ReportEntry(ReportKind.REPLICA, where, msg), h.copy(state, hw=hw(h.part), behind=lag, detail=msg)
+           + lagging)
+    return ReportEntry(ReportKind.REPLICA, where, msg), h.copy(state, hw=hw(h.part), behind=lag, detail=msg), ()
 
 
 def _first_difference(a, b):

@@ -256,13 +256,28 @@ class Partition:
     # the other copies of the same incarnation (replicas="dedup"): a range this copy cannot give intact is
     # read from one of them (kafkafmt.log._fill); () for a partition held once
     alternates: object = field(default=(), compare=False, repr=False)
+    # stretches of offsets this copy lacks between two of its batches that one of the alternates holds, with
+    # the same batches around them (kafkafmt.log._copies.Gap): read from it (kafkafmt.log._fill)
+    gaps: object = field(default=(), compare=False, repr=False)
+    # as another copy's alternate: the offset from which its records differ from that copy's (another history
+    # from there: only offsets below it are read from it); None: they agree wherever both hold records
+    diverges_at: object = field(default=None, compare=False, repr=False)
 
-    def with_alternates(self, alternates):
-        """The same partition with other copies to read a damaged stretch from (as ``dataclasses.replace``
-        does, without its cost: a cluster's discovery makes one for every partition held several times)."""
+    def with_alternates(self, alternates, gaps=()):
+        """The same partition with other copies to read a damaged stretch, or a stretch it lacks (``gaps``),
+        from (as ``dataclasses.replace`` does, without its cost: a cluster's discovery makes one for every
+        partition held several times)."""
         twin = object.__new__(type(self))
         twin.__dict__.update(self.__dict__)
         object.__setattr__(twin, "alternates", tuple(alternates))
+        object.__setattr__(twin, "gaps", tuple(gaps))
+        return twin
+
+    def diverging_at(self, offset):
+        """The same partition as an alternate whose records differ from the copy read's from ``offset`` on."""
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        object.__setattr__(twin, "diverges_at", offset)
         return twin
 
     def __getstate__(self):

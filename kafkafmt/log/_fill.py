@@ -1,28 +1,51 @@
-"""A range of offsets the copy read cannot give intact, read from another copy of the partition that holds it
-intact -- as Kafka would serve those offsets from another replica.
+"""A range of offsets the copy read cannot give intact, or lacks, read from another copy of the partition that
+holds it intact -- as Kafka would serve those offsets from another replica.
 
-`fill` is asked by the task reader (`kafkafmt.log._taskreader.read_task`) for a stretch it met damaged (a CRC
-mismatch, broken framing, a segment cut off while later segments follow): offsets ``lo`` .. ``hi - 1`` (``hi``
-None: to the log's end). Another copy (one of the task's ``alternates``, the same incarnation) serves them when
+`fill` is asked by the task reader (`kafkafmt.log._taskreader.read_task`) for offsets ``lo`` .. ``hi - 1``
+(``hi`` None: to the log's end) of
 
-* it agrees with the copy read around the stretch: its batch ending at ``lo - 1`` is the same batch (base and
-  last offset, CRC) as the copy read's last intact batch before it, and its batch starting at ``hi`` the same as
-  the copy read's first intact batch after it (where the copy read has them) -- so both are one history, not a
-  diverged one -- and
+* a stretch it met damaged (a CRC mismatch, broken framing, a segment cut off while later segments follow), and
+* a `Gap`: offsets the copy read lacks between two of its intact batches (a range a recovery cut from it,
+  batches one broker's log cleaner dropped and another's not yet), found before reading by comparing the copies'
+  batch headers (`kafkafmt.log._copies`); the planner gives each to the task whose segment its first offset
+  falls in (`kafkafmt.log._planner.Task.fills`).
+
+Another copy (one of the task's ``alternates``, the same incarnation) serves them when
+
+* its records do not differ from the copy read's below ``hi`` (a copy found to diverge from an offset --
+  ``Partition.diverges_at`` -- serves only stretches below it);
+
+* it agrees with the copy read around the stretch: its last batch below ``lo`` is ``before`` and its first batch
+  from ``hi`` on is ``after``, batches (base and last offset, CRC) the copy read holds too -- so both are one
+  history, not a diverged one --, and no batch of it straddles ``lo`` or ``hi`` (a batch holding offsets on both
+  sides: the copies are batched apart) -- for a gap, whose copies' records were compared where both hold them
+  before, such a batch is taken, its offsets in the gap only;
 * its own batches in between read intact (CRCs checked).
 
-The first copy that does gives the records; none: the stretch stays damage, as with one copy.
+The first copy that does gives the records; none: the stretch stays damage (or missing), as with one copy.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.log._framing import scan_range
 
-__all__ = ["fill", "batch_mark_of"]
+__all__ = ["fill", "batch_mark_of", "Gap"]
 
 _SCAN_STEP = 1 << 20          # bytes of batch headers scanned at a time around a stretch
+
+
+class Gap(NamedTuple):
+    """Offsets ``lo`` .. ``hi - 1`` a copy lacks between two of its batches (``before``, ending at ``lo - 1``,
+    and ``after``, starting at ``hi``: their marks, `batch_mark_of`) that another copy holds between the same
+    two batches."""
+    lo: int
+    hi: int
+    before: tuple
+    after: tuple
 
 
 def batch_mark_of(table, i):
@@ -30,26 +53,25 @@ def batch_mark_of(table, i):
     return int(table["base_offset"][i]), int(table["last_offset"][i]), int(table["crc"][i])
 
 
-def _marks(part, lo, hi):
-    """{base offset: mark} and {last offset: mark} of a copy's batches around [lo - 1, hi] (headers only, from
-    the segment holding ``lo - 1`` found through its offset index), None when it cannot be scanned."""
+def _marks(part, first, hi):
+    """The marks of a copy's batches from the one holding offset ``first`` on, up to the first batch reaching
+    ``hi`` (headers only, from the segment holding ``first`` found through its offset index), in log order;
+    None when it cannot be scanned."""
     segs = part.list_segments()
     if not segs:
         return None
     bases = [s.base_offset for s in segs]
-    k = max(0, int(np.searchsorted(bases, max(lo - 1, 0), side="right")) - 1)
-    by_base, by_last = {}, {}
+    k = max(0, int(np.searchsorted(bases, max(first, 0), side="right")) - 1)
+    out = []
     try:
         for seg in segs[k:]:
             if hi is not None and seg.base_offset > hi:
                 break
             with seg.open() as f:
-                pos = seg.position_for_offset(f, lo - 1, []) if lo > seg.base_offset else 0
+                pos = seg.position_for_offset(f, first, []) if first > seg.base_offset else 0
                 while pos < f.size:
                     t, info = scan_range(f, pos, min(f.size, pos + _SCAN_STEP))
-                    for i in range(info["count"]):
-                        m = batch_mark_of(t, i)
-                        by_base[m[0]], by_last[m[1]] = m, m
+                    out += [batch_mark_of(t, i) for i in range(info["count"])]
                     if info["error"] is not None or info["count"] == 0:
                         break
                     if hi is not None and int(t["last_offset"][info["count"] - 1]) >= hi:
@@ -57,10 +79,28 @@ def _marks(part, lo, hi):
                     pos = int(info["valid_bytes"])
     except (KafkafmtError, OSError):
         return None
-    return by_base, by_last
+    return out
 
 
-def fill(alternates, lo, hi, before, after, read):
+def _agrees(marks, lo, hi, before, after, straddle=False):
+    """Whether a copy's batches (``marks``, in log order) hold ``before`` as their last batch below ``lo``,
+    ``after`` as their first from ``hi`` on (``after`` None: some batch starting at ``hi``; ``hi`` None: to
+    the end), and -- unless ``straddle`` -- no batch straddling ``lo`` or ``hi``."""
+    below = [m for m in marks if m[1] < lo]
+    if before is not None and (not below or below[-1] != before):
+        return False
+    inside = [m for m in marks if m[1] >= lo and (hi is None or m[0] < hi)]
+    if not inside or (not straddle and any(m[0] < lo or (hi is not None and m[1] >= hi) for m in inside)):
+        return False
+    if hi is None:
+        return True
+    above = [m for m in marks if m[0] >= hi]
+    if after is not None:
+        return bool(above) and above[0] == after
+    return bool(above) and above[0][0] == hi
+
+
+def fill(alternates, lo, hi, before, after, read, *, straddle=False):
     """Records of offsets [``lo``, ``hi``) from the first of ``alternates`` that holds them intact and agrees
     with the copy read around them.
 
@@ -71,27 +111,25 @@ def fill(alternates, lo, hi, before, after, read):
     lo, hi : int, int or None
         The stretch: the first offset missing, the first offset after it (None: to the log's end).
     before, after : tuple or None
-        The copy read's intact batches around the stretch, as `batch_mark_of` gives them (None: it has none
-        there).
+        Batches around the stretch that the copy read holds intact, as `batch_mark_of` gives them: the other
+        copy's last batch below ``lo`` and its first from ``hi`` on must be these (None: the copy read has none
+        there -- ``after`` None: the other copy must have a batch starting at ``hi``).
     read : callable
         ``read(partition, lo, hi)`` -> the records of [lo, hi) of a copy, read strictly (raises on damage).
+    straddle : bool
+        Take a copy whose batches straddle ``lo`` or ``hi`` (a `Gap`: the copies' records were compared where
+        both hold them).
 
     Returns
     -------
     (records, Partition) or (None, None)
     """
     for alt in alternates:
-        marks = _marks(alt, lo, hi)
-        if marks is None:
+        if alt.diverges_at is not None and (hi is None or hi > alt.diverges_at):
+            continue            # its records differ from the copy read's there: another history
+        marks = _marks(alt, lo - 1 if before is None else before[1], hi if after is None else after[0])
+        if marks is None or not _agrees(marks, lo, hi, before, after, straddle):
             continue
-        by_base, by_last = marks
-        if before is not None and by_last.get(lo - 1) != before:
-            continue
-        if hi is not None:
-            if after is not None and by_base.get(hi) != after:
-                continue
-            if after is None and hi not in by_base:
-                continue
         try:
             recs = read(alt, lo, hi)
         except (KafkafmtError, OSError):

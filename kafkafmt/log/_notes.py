@@ -53,6 +53,13 @@ class ReportKind(enum.Enum):
     FROM_COPY
         A range of the copy read that it cannot give intact (damaged, cut off), read from another copy
         that holds it intact.
+    GAP_FROM_COPY
+        Offsets the copy read lacks between two of its batches (a range a recovery cut from it, batches
+        one broker's log cleaner dropped), read from another copy that holds them between the same two
+        batches.
+    PARTLY_READ
+        A copy of a partition read only for offsets the copy read lacks between two of its batches
+        (`GAP_FROM_COPY`); the copy read holds the rest.
     DIVERGED
         Copies of one partition that part above their high watermarks: records Kafka would truncate
         (never committed).
@@ -76,6 +83,8 @@ class ReportKind(enum.Enum):
     INDEX_FALLBACK = "index_fallback"  # an index not used (missing, insane, wrong): scanned instead
     BAD_VALUE = "bad_value"            # keys or values that could not be typed (value_format=): null, reason kept
     FROM_COPY = "from_copy"            # a range the copy read cannot give intact, read from another copy
+    GAP_FROM_COPY = "gap_from_copy"    # offsets the copy read lacks between two of its batches, read from another
+    PARTLY_READ = "partly_read"        # a copy not read but for offsets the copy read lacks (GAP_FROM_COPY)
     DIVERGED = "diverged"              # copies that part above their high watermarks (uncommitted records)
     DAMAGED_COPY = "damaged_copy"      # a copy not read whose bytes are damaged
     INCARNATION = "incarnation"        # copies of different incarnations of a topic, none chosen: not read

@@ -17,6 +17,7 @@ through it.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +53,9 @@ class Task:
     log_dir: object = None         # the log dir (path or URL) of the partition, for the logDir column
     alternates: tuple = ()         # other copies of the partition: a stretch this one cannot give is read there
     next_segment: object = None    # the next segment (an overlap with it is read once)
+    # stretches the partition's copy lacks that an alternate holds (kafkafmt.log._fill.Gap), with the offsets of
+    # each this task reads there: ((gap, first, end), ...) -- each gap's part of the range, given to one task
+    fills: tuple = ()
 
     @property
     def log(self):
@@ -133,7 +137,22 @@ def plan(folder, *, start_offset=None, end_offset=None, start_timestamp=None, en
         if stop_pos > start_pos:
             tasks.append(Task(topic, partition, seg, start_pos, stop_pos, start, end, is_last, nxt, aborted, lso,
                               part.log_dir_url, part.alternates, None if is_last else segments[k + 1]))
+    if part.gaps and tasks:
+        _give_gaps(tasks, part.gaps, start, end)
     return tasks
+
+
+def _give_gaps(tasks, gaps, start, end):
+    """Give each gap's offsets inside [start, end) to one task: the last whose segment begins at or below its
+    first offset (else the first task), in offset order."""
+    bases = [t.segment.base_offset for t in tasks]
+    for g in gaps:
+        lo = g.lo if start is None else max(g.lo, start)
+        hi = g.hi if end is None else min(g.hi, end)
+        if hi <= lo:
+            continue
+        k = max(0, bisect.bisect_right(bases, lo) - 1)
+        tasks[k].fills = tasks[k].fills + ((g, lo, hi),)
 
 
 def offset_for_timestamp(folder, timestamp, report=None, *, errors="strict", segments=None):

@@ -44,6 +44,7 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
     seg = task.segment
     alternates = task.alternates or ()
     mark = None                 # the last intact batch read (base, last offset, CRC): a fill's anchor
+    pending = list(task.fills)  # stretches this copy lacks, read from another: each where its offsets fall
     with seg.open() as f:
         pos, stop = task.start_pos, min(task.stop_pos, f.size)
         ratio = float("inf")
@@ -86,6 +87,12 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
                                          position=recs.valid_bytes)
             if nxt is not None and nxt[0] and len(recs.batches):
                 recs = _overlap(task, recs, nxt[2], report, errors)
+            if pending and len(recs.batches):
+                top = int(np.asarray(recs.batches.last_offset, np.int64).max())
+                due = [p for p in pending if p[1] <= top]
+                if due:
+                    pending = [p for p in pending if p[1] > top]
+                    recs = _read_gaps(task, due, report, options, recs)
             lasts = np.asarray(recs.batches.last_offset, np.int64)
             if "duplicate" in recs.batches.columns:       # (read from the next segment: not read here)
                 lasts = np.where(np.asarray(recs.batches["duplicate"], bool), -1, lasts)
@@ -104,6 +111,51 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
             # once the consumer is done with the chunk (it may read values where they lie: binary="view",
             # typed values decoded from views)
             released = f.release(released, pos)
+    if pending:                 # stretches after this segment's last batch read (before the next segment's)
+        recs = _read_gaps(task, pending, report, options)
+        if recs is not None:
+            after = max(int(np.asarray(recs.batches.last_offset, np.int64).max()), after if after is not None
+                        else -1)
+            recs = recs.replace(batches=recs.batches.with_column(
+                "segment", np.full(len(recs.batches), seg.base_offset, np.int64)),
+                topic=task.topic, partition=task.partition, log_dir=task.log_dir, report=report)
+            yield _select(recs, task), after
+
+
+def _read_gaps(task, fills, report, options, recs=None):
+    """The records of a chunk (``recs``; None: none) with those of stretches this copy lacks (``fills``: (gap,
+    first, end) of `kafkafmt.log._planner.Task.fills`) read from another copy, in offset order -- their
+    batches marked ``from_copy``, each stretch said as `ReportKind.GAP_FROM_COPY`, or as `ReportKind.GAP` when no
+    copy gives it intact now. None when there are no records at all."""
+    got_all = []
+    where = task.segment.url
+    for gap, lo, hi in fills:
+        read = _read_copy(task, options)
+        got, copy = fill(task.alternates, gap.lo, gap.hi, gap.before, gap.after,
+                         lambda part, _lo, _hi, lo=lo, hi=hi: read(part, lo, hi), straddle=True)
+        if got is None:
+            entry = ReportEntry(ReportKind.GAP, where,
+                                f"offsets {lo}..{hi - 1} are not in this copy (between two of its batches), and no "
+                                f"other copy gives them intact now: another copy held them when the copies were "
+                                f"compared", offset=lo)
+        else:
+            got_all.append(got.replace(batches=got.batches.with_column("from_copy", np.ones(len(got.batches),
+                                                                                             bool)),
+                                       log_dir=task.log_dir))
+            entry = ReportEntry(ReportKind.GAP_FROM_COPY, where,
+                                f"offsets {lo}..{hi - 1} read from the copy in {copy.url}: this copy lacks them "
+                                f"(a gap between two of its batches)", offset=lo)
+        if report is not None:
+            report.append(entry)
+    if not got_all:
+        return recs
+    if recs is None:
+        merged = Records.concat(got_all)
+        return merged.take(np.argsort(merged.offset, kind="stable"))
+    merged = Records.concat([recs] + got_all)
+    order = np.argsort(merged.offset, kind="stable")
+    return merged.take(order).replace(tail=recs.tail, trailing_bytes=recs.trailing_bytes,
+                                      valid_bytes=recs.valid_bytes)
 
 
 def _select(recs, task):

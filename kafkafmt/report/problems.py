@@ -36,9 +36,10 @@ class Problem:
 
 def report_problem(entry, file=None):
     """A Problem from a `kafkafmt.log._notes.ReportEntry` of a read's ``report``; None for index
-    fallbacks (the library warns about those itself) and for copies of a partition that the copy
-    read holds entirely (`copies_note` says them)."""
-    if entry.kind in (ReportKind.INDEX_FALLBACK, ReportKind.REPLICA):
+    fallbacks (the library warns about those itself), for copies of a partition that the copy
+    read holds entirely (`copies_note` says them) and for copies read only where the copy read lacks offsets
+    (the read says each such stretch: `ReportKind.GAP_FROM_COPY`, a warning)."""
+    if entry.kind in (ReportKind.INDEX_FALLBACK, ReportKind.REPLICA, ReportKind.PARTLY_READ):
         return None
     f = file or entry.file or "?"
     start, end, kind = entry.start, entry.end, entry.kind

@@ -1,0 +1,170 @@
+"""Brokers' copies of a partition that each lack batches another holds (a range a recovery cut, batches one broker's
+log cleaner dropped): each offset is read once, from a copy that holds it -- the copy read's gaps from another copy
+that holds the same batches around them -- and only from a copy whose records equal the copy read's where both
+hold them. The clusters are written by tests/kcluster.py with kafka-python's builders (every door is asked in
+tests/test_doors.py's ``copy_gaps`` layout)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+
+import pyarrow.compute as pc
+import pytest
+
+import kafkafmt
+import kcluster
+import kpy
+from kcli import run as cli
+from kafkafmt.log import ReportKind
+
+
+def _cluster(root):
+    c = kcluster.write_cluster(root, {"pay": (1, 2)}, brokers=2, seed=5, records=120, segment_bytes=1500,
+                               behind=0.0, empty=0.0, leader_change=0.0, spread=False)
+    part = c.parts[("pay", 0)]
+    read, other = part.replicas               # the copy read lacks fewer bytes than the other
+    assert len(part.batches) >= 9
+    return c, part, read, other
+
+
+def _rewrite(c, broker, part, batches):
+    folder = c.folder(broker, part.topic, part.partition)
+    shutil.rmtree(folder)
+    kcluster.write_copy(folder, dataclasses.replace(part, batches=batches), len(batches), 1500)
+
+
+def _offsets(t):
+    return t.column("offset").to_pylist()
+
+
+def _truth(part, lo=0, hi=None):
+    return [r.offset for r in part.records() if r.offset >= lo and (hi is None or r.offset < hi)]
+
+
+def _lack(c, part, read, other, read_skips=(4,), other_skips=(1, 7)):
+    """The copy read lacks the batches at ``read_skips``; the other copy those at ``other_skips`` and the last
+    one (so that it is not the copy read: a read follows the copy reaching the highest offset)."""
+    gone = [o for i in read_skips for o in (r.offset for r in part.batches[i].records)]
+    kcluster.drop_batches(c, read, "pay", 0, list(read_skips), segment_bytes=1500)
+    kcluster.drop_batches(c, other, "pay", 0, list(other_skips) + [len(part.batches) - 1], segment_bytes=1500)
+    return gone
+
+
+def test_a_gap_is_read_from_the_copy_that_holds_it_and_said(tmp_path):
+    c, part, read, other = _cluster(tmp_path)
+    gone = _lack(c, part, read, other)
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    t = recs.to_arrow()
+    assert _offsets(t) == _truth(part)
+    kinds = [e.kind for e in recs.report]
+    assert kinds.count(ReportKind.GAP_FROM_COPY) == 1 and kinds.count(ReportKind.PARTLY_READ) == 1
+    said = next(e for e in recs.report if e.kind is ReportKind.GAP_FROM_COPY)
+    assert said.offset == gone[0] and c.folder(other, "pay", 0) in said.message
+    # the batch table marks the batches read from the other copy: exactly the ones the copy read lacks
+    b = recs.batches
+    filled = pc.filter(b.to_arrow(), b.to_arrow()["from_copy"]) if "from_copy" in b.columns else None
+    assert filled is not None and filled["base_offset"].to_pylist() == [gone[0]]
+    # stats counts every record, verify passes with a warning naming the stretch
+    assert cli("stats", tmp_path, "--json", check=0).stdout.count(f"offsets {gone[0]}..{gone[-1]} read from") == 1
+    out = cli("verify", tmp_path, check=0).stdout
+    assert "1 warnings" in out and f"offsets {gone[0]}..{gone[-1]} read from the copy in" in out
+
+
+@pytest.mark.parametrize("where", ["start", "end"])
+def test_an_offset_range_inside_a_gap_reads_its_part(tmp_path, where):
+    c, part, read, other = _cluster(tmp_path)
+    gone = _lack(c, part, read, other)
+    mid = gone[len(gone) // 2] if len(gone) > 1 else gone[0]
+    lo, hi = (mid, gone[-1] + 30) if where == "start" else (gone[0] - 10, mid + 1)
+    t = kafkafmt.read_log_dirs(str(tmp_path), start_offset=lo, end_offset=hi).to_arrow()
+    assert _offsets(t) == _truth(part, lo, hi)
+
+
+def test_a_copy_batched_apart_around_the_gap_gives_its_records(tmp_path):
+    """The other copy holds the gap's records in a batch that also holds the batch before it (a cleaner
+    rewrote them as one): the records were compared where both copies hold them, only the gap's are taken."""
+    c, part, read, other = _cluster(tmp_path)
+    gone = _lack(c, part, read, other, read_skips=(4,), other_skips=())
+    b3, b4 = part.batches[3], part.batches[4]
+    recs = b3.records + b4.records
+    merged = kcluster.Batch(kpy.build_v2(recs, "none", require_codec=False), b3.base, b4.last, 0,
+                            max(b3.max_ts, b4.max_ts), recs)
+    # (the other copy also lacks the last batch: the copy read is the longer one)
+    _rewrite(c, other, part, part.batches[:3] + [merged] + part.batches[5:-1])
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    assert _offsets(recs.to_arrow()) == _truth(part)
+    assert any(e.kind is ReportKind.GAP_FROM_COPY and e.offset == gone[0] for e in recs.report)
+
+
+def test_a_copy_with_other_records_fills_nothing(tmp_path):
+    """The other copy holds other records at offsets both hold (another history), after the gap -- the batches
+    around the gap are the same in both: its records are not taken into the copy read's gap; the copies are
+    said to disagree."""
+    c, part, read, other = _cluster(tmp_path)
+    gone = _lack(c, part, read, other, read_skips=(4,), other_skips=())
+    b6 = part.batches[6]
+    changed = [r._replace(value=b"other " + r.value) for r in b6.records]
+    b6x = kcluster.Batch(kpy.build_v2(changed, "none", require_codec=False), b6.base, b6.last, 0, b6.max_ts,
+                         changed)
+    _rewrite(c, other, part, part.batches[:6] + [b6x] + part.batches[7:-1])
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    assert _offsets(recs.to_arrow()) == [o for o in _truth(part) if o not in gone]
+    kinds = {e.kind for e in recs.report}
+    assert ReportKind.MISMATCH in kinds and ReportKind.GAP_FROM_COPY not in kinds
+
+
+def test_a_gap_the_other_copy_holds_damaged_stays_a_gap(tmp_path):
+    """The other copy holds the gap's batch with a bad CRC: nothing is read from it; the read reports offsets
+    missing (an error: verify fails), and gives every record the copies hold intact."""
+    c, part, read, other = _cluster(tmp_path)
+    gone = _lack(c, part, read, other, read_skips=(4,), other_skips=(1,))
+    folder = c.folder(other, "pay", 0)
+    seg = next(s for s in kcluster.segment_files(folder)
+               if any(row[2] == gone[0] for row in kcluster.batch_positions(os.path.join(folder, s))))
+    rows = kcluster.batch_positions(os.path.join(folder, seg))
+    kcluster.flip_byte(folder, batch=next(i for i, row in enumerate(rows) if row[2] == gone[0]),
+                       segment=kcluster.segment_files(folder).index(seg))
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    assert _offsets(recs.to_arrow()) == [o for o in _truth(part) if o not in gone]
+    gap = [e for e in recs.report if e.kind is ReportKind.GAP]
+    assert [e.offset for e in gap] == [gone[0]]
+    cli("verify", tmp_path, check=1)
+
+
+def _changed(batch):
+    recs = [r._replace(value=b"other " + r.value) for r in batch.records]
+    return kcluster.Batch(kpy.build_v2(recs, "none", require_codec=False), batch.base, batch.last, 0, batch.max_ts,
+                          recs)
+
+
+@pytest.mark.parametrize("other_holds", ["other records before", "other records after", "no batch there"])
+def test_damage_is_read_from_another_copy_only_where_it_holds_it_alike(tmp_path, other_holds):
+    """A damaged batch of the copy read (a bad CRC, alone in its segment) is read from another copy only where
+    that copy's records are the copy read's: not from a copy with other records just before it (another history
+    from there), nor from one that lacks its offsets too (nothing would stand for the damage) -- but from one
+    whose records differ only after it (the two histories part there: below, they are one log)."""
+    c, part, read, other = _cluster(tmp_path)
+    b = part.batches
+    theirs = {"other records before": b[:3] + [_changed(b[3])] + b[4:-1],
+              "other records after": b[:5] + [_changed(b[5])] + b[6:-1],
+              "no batch there": b[:4] + b[5:-1]}[other_holds]
+    _rewrite(c, other, part, theirs)
+    folder = c.folder(read, "pay", 0)
+    segs = kcluster.segment_files(folder)
+    k = next(i for i, s in enumerate(segs) if any(row[2] == b[4].base
+                                                   for row in kcluster.batch_positions(os.path.join(folder, s))))
+    rows = kcluster.batch_positions(os.path.join(folder, segs[k]))
+    kcluster.flip_byte(folder, batch=next(i for i, row in enumerate(rows) if row[2] == b[4].base), segment=k)
+    recs = kafkafmt.read_log_dirs(str(tmp_path), errors="salvage")
+    kinds = {e.kind for e in recs.report}
+    if other_holds == "other records after":
+        assert ReportKind.FROM_COPY in kinds and ReportKind.CORRUPT not in kinds
+        t = recs.to_arrow()
+        assert _offsets(t) == _truth(part)
+        assert t.filter(pc.field("offset") == b[4].base)["value"].to_pylist() == [b[4].records[0].value]
+        return
+    assert ReportKind.CORRUPT in kinds and ReportKind.FROM_COPY not in kinds
+    assert not set(_offsets(recs.to_arrow())) & {r.offset for r in b[4].records}
+    with pytest.raises(kafkafmt.KafkafmtError):
+        kafkafmt.read_log_dirs(str(tmp_path))
