@@ -411,9 +411,13 @@ class Layouts:
         for (topic, p), part in sorted(c.parts.items()):
             n = len(part.batches)
             one, other = part.replicas if p == 0 else part.replicas[::-1]
-            # one copy lacks batches inside its segments; the other, one batch a segment, lacks others
+            # one copy lacks batches inside its segments; the other, one batch a segment, lacks others. In pay-0
+            # the copy read (the other lacks the last batch) also lacks its first batch (a recovery's cut: its log
+            # start offset is 0)
+            skips = ((one, [0, 2, n // 2], 1500), (other, [4, n - 2, n - 1], 1)) if p == 0 else \
+                ((one, [2, n // 2], 1500), (other, [4, n - 2], 1))
             lacking += [(topic, p, b, kcluster.drop_batches(c, b, topic, p, skip, segment_bytes=sb))
-                        for b, skip, sb in ((one, [2, n // 2], 1500), (other, [4, n - 2], 1))]
+                        for b, skip, sb in skips]
         rows = sorted((t, p, r.offset, r.key, r.value) for (t, p), recs in c.truth().items() for r in recs)
         note = "; ".join(f"broker-{b}'s {t}-{p} lacks {len(o)} offsets" for t, p, b, o in lacking)
         return Layout("copy_gaps", [str(base)], rows, note=note)

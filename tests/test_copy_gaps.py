@@ -168,3 +168,31 @@ def test_damage_is_read_from_another_copy_only_where_it_holds_it_alike(tmp_path,
     assert not set(_offsets(recs.to_arrow())) & {r.offset for r in b[4].records}
     with pytest.raises(kafkafmt.KafkafmtError):
         kafkafmt.read_log_dirs(str(tmp_path))
+
+
+def _log_start(c, broker, offset):
+    with open(os.path.join(c.dirs[broker], "log-start-offset-checkpoint"), "w") as f:
+        f.write(f"0\n1\npay 0 {offset}\n")
+
+
+@pytest.mark.parametrize("log_start", ["0", "past the cut", "none"])
+def test_a_start_the_copy_read_lacks(tmp_path, log_start):
+    """The copy read lacks its first batches (a recovery cut them) and another copy holds them: they are read
+    from it when the copy read's log start offset (its log dir's checkpoint) says it should hold them -- not
+    when the checkpoint is past them (retention or DeleteRecords deleted them there) or missing."""
+    c, part, read, other = _cluster(tmp_path)
+    cut = [r.offset for i in (0, 1) for r in part.batches[i].records]
+    _lack(c, part, read, other, read_skips=(0, 1), other_skips=())
+    if log_start == "past the cut":
+        _log_start(c, read, cut[-1] + 1)
+    elif log_start == "none":
+        os.remove(os.path.join(c.dirs[read], "log-start-offset-checkpoint"))
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    got = _offsets(recs.to_arrow())
+    said = [e for e in recs.report if e.kind is ReportKind.GAP_FROM_COPY]
+    if log_start == "0":
+        assert got == _truth(part) and [e.offset for e in said] == [0]
+        assert "before its first batch" in said[0].message
+    else:
+        assert got == _truth(part, cut[-1] + 1) and not said
+        assert any(e.kind is ReportKind.DUPLICATE and e.offset == 0 for e in recs.report)

@@ -319,26 +319,41 @@ def _copies_of_one(topic, partition, held, report, copies, hw):
     return chosen
 
 
-def _gaps_held(best, h):
-    """The `Gap` s of the copy read (``best``) that copy ``h`` holds records of: offsets missing between two
-    consecutive batches of ``best`` where ``h`` has batches holding some of them, and its batches just outside
-    them -- its last wholly below the gap, its first wholly above -- are batches ``best`` holds too (the same
-    base and last offset and CRC: one history; `kafkafmt.log._fill` checks them again before it reads). Asked
-    only of a copy whose records equal ``best`` 's at every offset both hold (`_first_difference`): a batch of
-    ``h`` straddling an end of the gap (the copies batched apart) was compared record by record. Vectorised over
-    the gaps: nothing per batch; none for copies whose batches are not in offset order."""
+def _gaps_held(best, h, interior=True):
+    """The `Gap` s of the copy read (``best``) that copy ``h`` holds records of (``interior`` False: only
+    before its first batch).
+
+    * Between two consecutive batches of ``best``: offsets missing where ``h`` has batches holding some of them,
+      and its batches just outside them -- its last wholly below the gap, its first wholly above -- are batches
+      ``best`` holds too (the same base and last offset and CRC: one history).
+    * Before its first batch, from its log start offset on (its log dir's ``log-start-offset-checkpoint``: the
+      offsets it should hold, a range a recovery cut from its start -- never offsets deleted by retention or
+      DeleteRecords, which the checkpoint is past; none without the checkpoint, or below ``h`` 's own): where
+      ``h`` holds some of them and its first batch from ``best`` 's first offset on is ``best`` 's first batch.
+
+    `kafkafmt.log._fill` checks the batches around a gap again before it reads. Asked only of a copy whose
+    records equal ``best`` 's at every offset both hold (`_first_difference`): a batch of ``h`` straddling an
+    end of a gap (the copies batched apart) was compared record by record. Vectorised over the gaps: nothing per
+    batch; none for copies whose batches are not in offset order."""
     b, o = best.cols, h.cols
     base, last, crc = b["base_offset"], b["last_offset"], b["crc"]
-    if len(base) < 2 or len(o["base_offset"]) < 3:
-        return []
-    cut = np.flatnonzero(base[1:] > last[:-1] + 1)
-    if not len(cut):
-        return []
     hb, hl, hc = o["base_offset"], o["last_offset"], o["crc"]
-    if (base[1:] <= last[:-1]).any() or (hb[1:] <= hl[:-1]).any():
-        return []
-    lo, hi = last[cut] + 1, base[cut + 1]
     n = len(hb)
+    if not len(base) or n < 2 or (base[1:] <= last[:-1]).any() or (hb[1:] <= hl[:-1]).any():
+        return []
+    out = []
+    start = best.part.log_start_offset
+    if start is not None:
+        lo = max(start, h.part.log_start_offset or 0)
+        first = int(base[0])
+        z = int(np.searchsorted(hb, first))          # h's first batch from best's first offset on
+        if lo < first and z < n and z > int(np.searchsorted(hl, lo)) \
+                and (hb[z], hl[z], hc[z]) == (base[0], last[0], crc[0]):
+            out.append(Gap(int(lo), first, None, (first, int(last[0]), int(crc[0]))))
+    cut = np.flatnonzero(base[1:] > last[:-1] + 1) if interior else ()
+    if not len(cut):
+        return out
+    lo, hi = last[cut] + 1, base[cut + 1]
     a = np.searchsorted(hl, lo) - 1                # h's last batch below the gap
     z = np.searchsorted(hb, hi)                    # h's first batch from its end on
     ac, zc = np.clip(a, 0, n - 1), np.minimum(z, n - 1)
@@ -348,8 +363,8 @@ def _gaps_held(best, h):
     k = np.minimum(np.searchsorted(base, hb[zc]), len(base) - 1)
     ok &= (last[j] == hl[ac]) & (base[j] == hb[ac]) & (crc[j] == hc[ac])
     ok &= (base[k] == hb[zc]) & (last[k] == hl[zc]) & (crc[k] == hc[zc])
-    return [Gap(int(lo[i]), int(hi[i]), (int(hb[ac[i]]), int(hl[ac[i]]), int(hc[ac[i]])),
-                (int(hb[zc[i]]), int(hl[zc[i]]), int(hc[zc[i]]))) for i in np.flatnonzero(ok).tolist()]
+    return out + [Gap(int(lo[i]), int(hi[i]), (int(hb[ac[i]]), int(hl[ac[i]]), int(hc[ac[i]])),
+                      (int(hb[zc[i]]), int(hl[zc[i]]), int(hc[zc[i]]))) for i in np.flatnonzero(ok).tolist()]
 
 
 class _Held:
@@ -509,15 +524,17 @@ def _judge(h, best, hw):
             entry = ReportEntry(ReportKind.MISMATCH, where, msg, offset=offset)
         return entry, h.copy("diverged", hw=hw(h.part), behind=lag, offset=offset, uncommitted=uncommitted,
                              detail=msg), ()
-    # (a copy holding the same batches where both hold offsets holds none in a gap between two of them)
-    gaps = () if same else _gaps_held(best, h)
+    # (a copy holding the same batches where both hold offsets holds none in a gap between two of them; one
+    # starting later holds none before the copy read's first batch)
+    early = h.first is not None and best.first is not None and h.first < best.first
+    gaps = _gaps_held(best, h, interior=not same) if early or not same else ()
     lagging = f"; {lag} offsets behind" if lag else ""
     filled = spans = ""
     if gaps:
         spans = (", ".join(f"{g.lo}..{g.hi - 1}" for g in gaps[:_GAPS_SAID]) + (", ..." if len(gaps) > _GAPS_SAID
                                                                                 else "")
                  + f" ({sum(g.hi - g.lo for g in gaps)} offsets)")
-        filled = f"; it holds offsets {spans} that the copy read lacks between two of its batches: read from it"
+        filled = f"; it holds offsets {spans} that the copy read lacks: read from it"
     if h.damage is not None:
         seg, (pos, why) = h.damage
         msg = (f"copy of {name} damaged: {seg.url} breaks at byte {pos} ({why}); read: {there} (up to offset "
@@ -525,15 +542,24 @@ def _judge(h, best, hw):
         return (ReportEntry(ReportKind.DAMAGED_COPY, seg.url, msg, start=pos),
                 h.copy("damaged", hw=hw(h.part), behind=lag, detail=msg), gaps)
     state = "behind" if lag else "in sync"
+    # offsets it holds before the copy read's first that no gap takes (below the copy read's log start offset:
+    # deleted there, or no checkpoint says where that copy's log starts)
+    upto = None
     if h.first is not None and (best.first is None or h.first < best.first):
         upto = h.last if best.first is None else min(h.last, best.first - 1)
+        lead = next((g for g in gaps if g.before is None), None)
+        if lead is not None:
+            upto = lead.lo - 1 if lead.lo > h.first else None
+    if upto is not None and not gaps:
         msg = (f"copy of {name} not read ({span}): it holds offsets {h.first}..{upto} that the copy read ({there}, "
-               f"up to offset {best.last}) does not; replicas='all' reads every copy" + filled)
+               f"up to offset {best.last}) does not; replicas='all' reads every copy")
         return (ReportEntry(ReportKind.DUPLICATE, where, msg, offset=h.first),
                 h.copy(state, hw=hw(h.part), behind=lag, detail=msg), gaps)
     if gaps:
+        below = (f"; it also holds offsets {h.first}..{upto}, before the copy read's log start offset (or with no "
+                 f"checkpoint of it): not read, replicas='all' reads every copy" if upto is not None else "")
         msg = (f"copy of {name} ({span}) read only for offsets {spans}: the copy read ({there}, up to offset "
-               f"{best.last}) lacks them between two of its batches, and holds the rest" + lagging)
+               f"{best.last}) lacks them, and holds the rest" + below + lagging)
         return (ReportEntry(ReportKind.PARTLY_READ, where, msg, offset=gaps[0].lo),
                 h.copy(state, hw=hw(h.part), behind=lag, detail=msg), gaps)
     msg = (f"copy of {name} not read ({span}): the copy in {there} holds all of it (up to offset {best.last})"

@@ -344,12 +344,14 @@ class Partition:
                 for e in entries if not e.is_dir]
 
     def earliest(self, segments=None):
-        """The first offset a consumer can read ("earliest"): the first segment's base offset, or the
-        log start offset when DeleteRecords moved it further; None without segments."""
+        """The first offset a consumer can read ("earliest"): the first segment's base offset -- or the first
+        offset of a gap before it that another copy gives (`gaps`) --, or the log start offset when
+        DeleteRecords moved it further; None without segments."""
         segments = self.list_segments() if segments is None else segments
         if not segments:
             return None
         first = segments[0].base_offset
+        first = min([first] + [g.lo for g in self.gaps if g.before is None])
         return first if self.log_start_offset is None else max(first, self.log_start_offset)
 
 

@@ -144,7 +144,8 @@ def _read_gaps(task, fills, report, options, recs=None):
                                        log_dir=task.log_dir))
             entry = ReportEntry(ReportKind.GAP_FROM_COPY, where,
                                 f"offsets {lo}..{hi - 1} read from the copy in {copy.url}: this copy lacks them "
-                                f"(a gap between two of its batches)", offset=lo)
+                                + ("(before its first batch, from its log start offset on)" if gap.before is None
+                                   else "(a gap between two of its batches)"), offset=lo)
         if report is not None:
             report.append(entry)
     if not got_all:
