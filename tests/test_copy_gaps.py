@@ -196,3 +196,53 @@ def test_a_start_the_copy_read_lacks(tmp_path, log_start):
     else:
         assert got == _truth(part, cut[-1] + 1) and not said
         assert any(e.kind is ReportKind.DUPLICATE and e.offset == 0 for e in recs.report)
+
+
+def _transactional_cluster(root):
+    """A partition whose log ends with an aborted transaction (pid 7: 3 records, then 2 plain records, then its
+    ABORT marker, then plain records); the copy read lacks the marker's batch, the other copy the last batch."""
+    c = kcluster.write_cluster(root, {"pay": (1, 2)}, brokers=2, seed=3, records=60, segment_bytes=1500,
+                               behind=0.0, empty=0.0, leader_change=0.0, spread=False)
+    part = c.parts[("pay", 0)]
+    read, other = part.replicas
+    o, ts = part.end, kcluster.T0 + 10_000
+
+    def batch(first, n, **kw):
+        recs = [kpy.Rec(first + i, ts, b"k", b"%s-%d" % (b"aborted" if kw else b"v", first + i), ())
+                for i in range(n)]
+        return kcluster.Batch(kpy.build_v2(recs, "none", require_codec=False, **kw), first, first + n - 1, 0, ts,
+                              recs)
+
+    marker = kcluster.Batch(kpy.build_control_v2(o + 5, 0, timestamp=ts, producer_id=7, producer_epoch=0),
+                            o + 5, o + 5, 0, ts, [])
+    part.batches = part.batches + [batch(o, 3, transactional=True, producer_id=7, producer_epoch=0,
+                                         base_sequence=0), batch(o + 3, 2), marker, batch(o + 6, 4), batch(o + 10, 1)]
+    n = len(part.batches)
+    _rewrite(c, read, part, part.batches[:n - 3] + part.batches[n - 2:])
+    _rewrite(c, other, part, part.batches[:-1])
+    committed = [r.offset for r in part.records() if not r.value.startswith(b"aborted")]
+    return c, committed
+
+
+def test_a_marker_only_another_copy_holds_closes_its_transaction(tmp_path, spark):
+    """read_committed: the ABORT marker of a transaction is in a gap of the copy read, held by the other copy --
+    the transaction is aborted (its records left out), not open (every record after it held back), through the
+    library, the command line, Spark batch and a Spark stream."""
+    c, committed = _transactional_cluster(tmp_path / "c")
+    root = str(tmp_path / "c")
+    assert _offsets(kafkafmt.read_log_dirs(root, isolation="read_committed").to_arrow()) == committed
+    out = tmp_path / "out.parquet"
+    cli("export", root, "--isolation", "read_committed", "--to", out, check=0)
+    import pyarrow.parquet as pq
+    assert sorted(pq.read_table(out)["offset"].to_pylist()) == committed
+    opts = {"kafka.isolation.level": "read_committed"}
+    df = spark.read.format("kafka-segments").options(**opts).load(root)
+    assert sorted(r.offset for r in df.select("offset").collect()) == committed
+    q = (spark.readStream.format("kafka-segments").options(startingOffsets="earliest", **opts).load(root)
+         .select("offset").writeStream.format("memory").queryName("gap_txn")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    try:
+        assert q.awaitTermination(120)
+        assert sorted(r.offset for r in spark.table("gap_txn").collect()) == committed
+    finally:
+        q.stop()

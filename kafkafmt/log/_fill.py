@@ -33,7 +33,7 @@ import numpy as np
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.log._framing import scan_range
 
-__all__ = ["fill", "batch_mark_of", "Gap"]
+__all__ = ["fill", "holder", "gap_stretches", "batch_mark_of", "Gap"]
 
 _SCAN_STEP = 1 << 20          # bytes of batch headers scanned at a time around a stretch
 
@@ -100,6 +100,34 @@ def _agrees(marks, lo, hi, before, after, straddle=False):
     return bool(above) and above[0][0] == hi
 
 
+def holder(alternates, gap):
+    """The first of ``alternates`` that `fill` would read a `Gap` from (its batches around the gap checked the
+    same way), or None."""
+    for alt in alternates:
+        if _usable(alt, gap.lo, gap.hi, gap.before, gap.after, True):
+            return alt
+    return None
+
+
+def gap_stretches(part):
+    """[(segments, lo, hi)] of the other copies a read takes a partition's gaps (``part.gaps``) from
+    (`holder`): what a read_committed read counts as the partition's own batches there (their transactions'
+    batches and markers)."""
+    out = []
+    for g in part.gaps:
+        alt = holder(part.alternates, g)
+        if alt is not None:
+            out.append((alt.list_segments(), g.lo, g.hi))
+    return out
+
+
+def _usable(alt, lo, hi, before, after, straddle):
+    if alt.diverges_at is not None and (hi is None or hi > alt.diverges_at):
+        return False            # its records differ from the copy read's there: another history
+    marks = _marks(alt, lo - 1 if before is None else before[1], hi if after is None else after[0])
+    return marks is not None and _agrees(marks, lo, hi, before, after, straddle)
+
+
 def fill(alternates, lo, hi, before, after, read, *, straddle=False):
     """Records of offsets [``lo``, ``hi``) from the first of ``alternates`` that holds them intact and agrees
     with the copy read around them.
@@ -125,10 +153,7 @@ def fill(alternates, lo, hi, before, after, read, *, straddle=False):
     (records, Partition) or (None, None)
     """
     for alt in alternates:
-        if alt.diverges_at is not None and (hi is None or hi > alt.diverges_at):
-            continue            # its records differ from the copy read's there: another history
-        marks = _marks(alt, lo - 1 if before is None else before[1], hi if after is None else after[0])
-        if marks is None or not _agrees(marks, lo, hi, before, after, straddle):
+        if not _usable(alt, lo, hi, before, after, straddle):
             continue
         try:
             recs = read(alt, lo, hi)

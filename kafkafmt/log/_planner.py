@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafkafmt.log._discovery import Partition, resolve_partition
+from kafkafmt.log._fill import gap_stretches
 from kafkafmt.log._framing import scan_range
 from kafkafmt._util.times import to_millis
 from kafkafmt.log._transactions import transactions
@@ -109,7 +110,7 @@ def plan(folder, *, start_offset=None, end_offset=None, start_timestamp=None, en
     start, end = rng
     aborted = lso = None
     if isolation == "read_committed":
-        aborted, lso = transactions(segments, report)
+        aborted, lso = transactions(segments, report, extra=gap_stretches(part))
         if lso is not None:
             end = lso if end is None else min(end, lso)
             if start is not None and end <= start:

@@ -11,10 +11,14 @@ from kafkafmt.log._framing import scan_range, window
 __all__ = ["transactions", "committed_mask"]
 
 
-def transactions(segments, report, use_txnindex=None):
+def transactions(segments, report, use_txnindex=None, extra=()):
     """Aborted ranges {producer_id: [(first, last), ...]} and the last stable offset (or None) of
     a partition's segments: from ``.txnindex`` files when the partition has them (use_txnindex
-    None: decide by their presence), else from ABORT markers found by a header scan."""
+    None: decide by their presence), else from ABORT markers found by a header scan.
+
+    ``extra``: stretches of other copies read into this copy's gaps, ``[(segments, lo, hi)]`` -- their batches
+    holding offsets in [lo, hi) count as this copy's, in offset order (their markers decoded: no txnindex), so
+    that a marker only another copy holds closes its transaction."""
     if use_txnindex is None:
         use_txnindex = any(s.has("txnindex") for s in segments)
     aborted = {}
@@ -25,18 +29,23 @@ def transactions(segments, report, use_txnindex=None):
                 for e in sidefiles.read_txnindex(data):
                     aborted.setdefault(int(e["producer_id"]), []).append((int(e["first_offset"]), int(e["last_offset"])))
     open_txns = {}
-    for seg in segments:
+    for seg, lo, hi, other in _pieces(segments, extra):
         with seg.open() as f:
             t, _ = scan_range(f, 0, f.size)
             txn = t["is_transactional"]
             ctl = t["is_control"]
-            for b in np.flatnonzero(txn).tolist():
+            rows = np.flatnonzero(txn)
+            if lo is not None:          # a piece of a segment: its batches holding offsets in [lo, hi)
+                rows = rows[np.asarray(t["last_offset"])[rows] >= lo]
+            if hi is not None:
+                rows = rows[np.asarray(t["base_offset"])[rows] < hi]
+            for b in rows.tolist():
                 pid = int(t["producer_id"][b])
                 if not ctl[b]:
                     open_txns.setdefault(pid, int(t["base_offset"][b]))
                     continue
                 first = open_txns.pop(pid, None)
-                if not use_txnindex and first is not None:
+                if (other or not use_txnindex) and first is not None:
                     p, s = int(t["position"][b]), int(t["size"][b])
                     buf, base = window(f, p, p + s)
                     marker = decode(buf, start=p - base, stop=p + s - base, include_control=True,
@@ -45,6 +54,27 @@ def transactions(segments, report, use_txnindex=None):
                         aborted.setdefault(pid, []).append((first, int(t["last_offset"][b])))
     lso = min(open_txns.values()) if open_txns else None
     return aborted, lso
+
+
+def _pieces(segments, extra):
+    """(segment, lo, hi, from another copy) in offset order: this copy's segments, cut where a stretch of
+    ``extra`` begins inside one, and the other copies' segments holding those stretches (lo, hi None: whole)."""
+    if not extra:
+        return [(seg, None, None, False) for seg in segments]
+    starts = sorted(lo for _, lo, _ in extra)
+    out = []
+    for k, seg in enumerate(segments):
+        nxt = segments[k + 1].base_offset if k + 1 < len(segments) else None
+        cuts = [c for c in starts if c > seg.base_offset and (nxt is None or c < nxt)]
+        for a, b in zip([None] + cuts, cuts + [None]):
+            out.append((seg, a, b, False))
+    for segs, lo, hi in extra:
+        for k, seg in enumerate(segs):
+            nxt = segs[k + 1].base_offset if k + 1 < len(segs) else None
+            if (nxt is None or nxt > lo) and seg.base_offset < hi:
+                out.append((seg, lo, hi, True))
+    # (a stretch before the piece of this copy that starts where it does: that piece holds what follows it)
+    return sorted(out, key=lambda x: (x[0].base_offset if x[1] is None else x[1], not x[3]))
 
 
 def committed_mask(recs, aborted, lso):

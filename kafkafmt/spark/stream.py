@@ -47,10 +47,12 @@ import logging
 import math
 import time
 
+import numpy as np
+
 import kafkafmt
 from kafkafmt.errors import DataLossError
 from kafkafmt.log import entry_size_at, scan_range
-from kafkafmt.log import batch_mark, deal, find_divergence
+from kafkafmt.log import batch_mark, deal, find_divergence, gap_stretches
 from kafkafmt.read import iter_log_dir_with
 from kafkafmt.record import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
@@ -124,7 +126,7 @@ class _Partition:
     segment stopped."""
 
     __slots__ = ("topic", "partition", "part", "segments", "tail_log", "tail_pos", "tail_stat", "tail_batch", "next",
-                 "open_txns", "reported", "changed")
+                 "open_txns", "gap_txns", "reported", "changed")
 
     def __init__(self, part):
         self.topic, self.partition, self.part = part.topic, part.partition, part
@@ -135,6 +137,7 @@ class _Partition:
         self.tail_batch = None     # (position, base offset, CRC) of the last batch scanned in tail_log
         self.next = None           # next offset after the last complete batch (log end offset)
         self.open_txns = {}        # read_committed: producer id -> first offset of its open transaction
+        self.gap_txns = None       # read_committed: the transactions' batches of stretches read from another copy
         self.reported = set()      # corrupt positions already reported (salvage)
         self.changed = None        # the watcher's count of changes seen when this one last changed
 
@@ -146,6 +149,26 @@ class _Partition:
 
     def nbytes(self):
         return sum(s.size for s in self.segments[:-1]) + (self.tail_stat[0] if self.tail_stat else 0)
+
+
+def _gap_txns(part):
+    """[(the first offset after the gap, [(producer id, is control, base offset), ...])] of the transactional
+    batches of the stretches a read takes from other copies (`kafkafmt.log.gap_stretches`), in offset order:
+    a marker only another copy holds closes its transaction. [] for a partition without gaps."""
+    out = []
+    for segs, lo, hi in gap_stretches(part) if part.gaps else ():
+        events = []
+        for seg in segs:
+            if seg.base_offset >= hi:
+                break
+            with seg.open() as f:
+                t, info = scan_range(f, 0, f.size)
+            n = info["count"]
+            base, last = np.asarray(t["base_offset"][:n]), np.asarray(t["last_offset"][:n])
+            rows = np.flatnonzero(np.asarray(t["is_transactional"][:n], bool) & (last >= lo) & (base < hi))
+            events += [(int(t["producer_id"][i]), bool(t["is_control"][i]), int(base[i])) for i in rows.tolist()]
+        out.append((hi, events))
+    return sorted(out, key=lambda x: x[0])
 
 
 def _file_state(seg):
@@ -240,6 +263,7 @@ class LogDirWatcher:
             if key[0] < st.tail_pos or not _still_there(last, st.tail_batch, key[0]):
                 # truncated or rewritten (a new leader's log, a recreated segment): read it anew
                 st.next, st.tail_pos, st.open_txns, st.tail_batch = last.base_offset, 0, {}, None
+                st.gap_txns = None
             self._scan(st, last, st.tail_pos, key[0])
             st.tail_stat = key
             return
@@ -334,7 +358,16 @@ class LogDirWatcher:
     def _track_txns(st, table, n):
         txn, ctl = table["is_transactional"][:n], table["is_control"][:n]
         pid, base = table["producer_id"][:n], table["base_offset"][:n]
+        if st.gap_txns is None:
+            st.gap_txns = _gap_txns(st.part)
         for i in range(n):
+            # a stretch this copy lacks, read from another (a gap before this batch): its transactions' batches
+            while st.gap_txns and int(base[i]) >= st.gap_txns[0][0]:
+                for p, is_ctl, first in st.gap_txns.pop(0)[1]:
+                    if is_ctl:
+                        st.open_txns.pop(p, None)
+                    else:
+                        st.open_txns.setdefault(p, first)
             if txn[i]:
                 if ctl[i]:
                     st.open_txns.pop(int(pid[i]), None)
