@@ -246,3 +246,44 @@ def test_a_marker_only_another_copy_holds_closes_its_transaction(tmp_path, spark
         assert sorted(r.offset for r in spark.table("gap_txn").collect()) == committed
     finally:
         q.stop()
+
+
+def _every_other(tmp_path, records=2000):
+    """The copy read lacks every other batch (one broker's cleaner dropped them), the other copy only its last
+    batch; both rolled into several segments (gaps inside segments and between them)."""
+    c = kcluster.write_cluster(tmp_path, {"pay": (1, 2)}, brokers=2, seed=3, records=records, segment_bytes=8000,
+                               behind=0.0, empty=0.0, leader_change=0.0, spread=False)
+    part = c.parts[("pay", 0)]
+    read, other = part.replicas
+    n = len(part.batches)
+    kcluster.drop_batches(c, read, "pay", 0, list(range(1, n - 2, 2)), 8000)
+    kcluster.drop_batches(c, other, "pay", 0, [n - 1], 8000)
+    assert len(kcluster.segment_files(c.folder(read, "pay", 0))) > 3
+    return c, part, read, other
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_many_gaps_each_offset_once(tmp_path, threads):
+    """Hundreds of gaps, some at segment boundaries: every record once, in offset order; the batch table holds
+    each batch once (those read from the other copy marked), and the report an entry per chunk read, not per
+    gap."""
+    c, part, read, other = _every_other(tmp_path)
+    recs = kafkafmt.read_log_dirs(str(tmp_path), threads=threads)
+    assert _offsets(recs.to_arrow()) == _truth(part)
+    b = recs.batches.to_arrow()
+    assert sorted(b["base_offset"].to_pylist()) == [x.base for x in part.batches]
+    lacking = {x.base for i, x in enumerate(part.batches) if i % 2 and i < len(part.batches) - 2}
+    assert {o for o, f in zip(b["base_offset"].to_pylist(), b["from_copy"].to_pylist()) if f} == lacking
+    said = [e for e in recs.report if e.kind is ReportKind.GAP_FROM_COPY]
+    assert 0 < len(said) <= 2 * len(kcluster.segment_files(c.folder(read, "pay", 0))) < len(lacking)
+
+
+def test_a_damaged_stretch_among_many_loses_only_itself(tmp_path):
+    c, part, read, other = _every_other(tmp_path, records=600)
+    folder = c.folder(other, "pay", 0)
+    rows = kcluster.batch_positions(os.path.join(folder, kcluster.segment_files(folder)[0]))
+    kcluster.flip_byte(folder, batch=3, segment=0)                    # a batch the copy read lacks
+    lost = {r.offset for x in part.batches if x.base == rows[3][2] for r in x.records}
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    assert lost and _offsets(recs.to_arrow()) == [o for o in _truth(part) if o not in lost]
+    assert [e.offset for e in recs.report if e.kind is ReportKind.GAP] == [min(lost)]

@@ -33,7 +33,7 @@ import numpy as np
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.log._framing import scan_range
 
-__all__ = ["fill", "holder", "gap_stretches", "batch_mark_of", "Gap"]
+__all__ = ["fill", "fill_gaps", "holder", "gap_stretches", "batch_mark_of", "Gap"]
 
 _SCAN_STEP = 1 << 20          # bytes of batch headers scanned at a time around a stretch
 
@@ -80,6 +80,86 @@ def _marks(part, first, hi):
     except (KafkafmtError, OSError):
         return None
     return out
+
+
+def _mark_columns(part, first, hi):
+    """`_marks` as three int64 columns (base offsets, last offsets, CRCs), or None."""
+    marks = _marks(part, first, hi)
+    if marks is None:
+        return None
+    cols = np.array(marks, np.int64).reshape(-1, 3)
+    return cols[:, 0], cols[:, 1], cols[:, 2]
+
+
+def fill_gaps(alternates, fills, read):
+    """Records of many `Gap` s' stretches at once: each alternate's batches around them scanned once and checked
+    for every gap at once (as `fill` checks one, batches straddling the gap's ends taken), and one read of the
+    alternate over them all, its records kept where they fall in a stretch.
+
+    Parameters
+    ----------
+    alternates : sequence of Partition
+    fills : list of (Gap, int, int)
+        Each gap with the offsets [first, end) of it to read, in offset order.
+    read : callable
+        ``read(partition, lo, hi)`` -> the records of [lo, hi) of a copy, read strictly (raises on damage).
+
+    Returns
+    -------
+    (list of (records, Partition, list of (int, int))), list of (int, int)
+        The records read from each copy with the stretches they fill, and the stretches no copy gives.
+    """
+    todo = list(fills)
+    got = []
+    for alt in alternates:
+        if not todo:
+            break
+        usable = [f for f in todo if alt.diverges_at is None or f[0].hi <= alt.diverges_at]
+        if not usable:
+            continue
+        first = min(g.lo - 1 if g.before is None else g.before[1] for g, _, _ in usable)
+        last = max(g.hi if g.after is None else g.after[0] for g, _, _ in usable)
+        cols = _mark_columns(alt, first, last)
+        if cols is None or not len(cols[0]):
+            continue
+        base, lasts, crc = cols
+        if (base[1:] <= lasts[:-1]).any():
+            continue                     # not in offset order: one gap at a time (`fill`)
+        lo = np.array([g.lo for g, _, _ in usable], np.int64)
+        hi = np.array([g.hi for g, _, _ in usable], np.int64)
+        n = len(base)
+        a = np.searchsorted(lasts, lo) - 1            # its last batch below each gap
+        z = np.searchsorted(base, hi)                 # its first batch from each gap's end on
+        ac, zc = np.clip(a, 0, n - 1), np.minimum(z, n - 1)
+        ok = z > a + 1
+        for i, (g, _, _) in enumerate(usable):
+            if not ok[i]:
+                continue
+            if g.before is not None and (a[i] < 0 or (base[ac[i]], lasts[ac[i]], crc[ac[i]]) != g.before):
+                ok[i] = False
+            elif z[i] >= n or (g.after is not None and (base[zc[i]], lasts[zc[i]], crc[zc[i]]) != g.after) \
+                    or (g.after is None and base[zc[i]] != g.hi):
+                ok[i] = False
+        spans = [(f_lo, f_hi) for (_, f_lo, f_hi), k in zip(usable, ok) if k]
+        if not spans:
+            continue
+        try:
+            reads = [(read(alt, spans[0][0], spans[-1][1]), spans)]
+        except (KafkafmtError, OSError):
+            # damage somewhere between: each stretch on its own (one damaged stretch loses only itself)
+            reads = []
+            for span in spans if len(spans) > 1 else ():
+                try:
+                    reads.append((read(alt, *span), [span]))
+                except (KafkafmtError, OSError):
+                    pass
+        done = set()
+        for recs, mine in reads:
+            if recs is not None:
+                got.append((recs, alt, mine))
+                done.update(mine)
+        todo = [f for f in todo if (f[1], f[2]) not in done]
+    return got, [(f_lo, f_hi) for _, f_lo, f_hi in todo]
 
 
 def _agrees(marks, lo, hi, before, after, straddle=False):

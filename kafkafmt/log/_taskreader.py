@@ -17,11 +17,13 @@ Each offset is read once, from a copy that holds it intact:
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from kafkafmt.record import DecodeOptions, Records, offset_sequence_error
 from kafkafmt.errors import CorruptRecordError, KafkafmtError
-from kafkafmt.log._fill import batch_mark_of, fill
+from kafkafmt.log._fill import batch_mark_of, fill, fill_gaps
 from kafkafmt.log._framing import entry_size_at, scan_range, whole_entries_end
 from kafkafmt.log._notes import ReportEntry, ReportKind
 from kafkafmt.log._planner import plan
@@ -87,12 +89,6 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
                                          position=recs.valid_bytes)
             if nxt is not None and nxt[0] and len(recs.batches):
                 recs = _overlap(task, recs, nxt[2], report, errors)
-            if pending and len(recs.batches):
-                top = int(np.asarray(recs.batches.last_offset, np.int64).max())
-                due = [p for p in pending if p[1] <= top]
-                if due:
-                    pending = [p for p in pending if p[1] > top]
-                    recs = _read_gaps(task, due, report, options, recs)
             lasts = np.asarray(recs.batches.last_offset, np.int64)
             if "duplicate" in recs.batches.columns:       # (read from the next segment: not read here)
                 lasts = np.where(np.asarray(recs.batches["duplicate"], bool), -1, lasts)
@@ -100,6 +96,13 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
                 last = int(np.argmax(lasts))
                 after = max(int(lasts[last]), after if after is not None else -1)
                 mark = batch_mark_of(recs.batches, last)
+            if pending and len(lasts):
+                # stretches this copy lacks below this chunk's last batch (after and mark stay this copy's)
+                top = int(lasts.max())
+                due = [p for p in pending if p[1] <= top]
+                if due:
+                    pending = [p for p in pending if p[1] > top]
+                    recs = _read_gaps(task, due, report, options, recs)
             decoded = (recs.key.nbytes if options.keys else 0) + (recs.value.nbytes if options.values else 0) \
                 + 40 * len(recs)
             ratio = max(decoded / max(chunk_stop - pos, 1), 0.05)
@@ -114,8 +117,7 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
     if pending:                 # stretches after this segment's last batch read (before the next segment's)
         recs = _read_gaps(task, pending, report, options)
         if recs is not None:
-            after = max(int(np.asarray(recs.batches.last_offset, np.int64).max()), after if after is not None
-                        else -1)
+            after = max(max(hi for _, _, hi in pending) - 1, after if after is not None else -1)
             recs = recs.replace(batches=recs.batches.with_column(
                 "segment", np.full(len(recs.batches), seg.base_offset, np.int64)),
                 topic=task.topic, partition=task.partition, log_dir=task.log_dir, report=report)
@@ -124,30 +126,29 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
 
 def _read_gaps(task, fills, report, options, recs=None):
     """The records of a chunk (``recs``; None: none) with those of stretches this copy lacks (``fills``: (gap,
-    first, end) of `kafkafmt.log._planner.Task.fills`) read from another copy, in offset order -- their
-    batches marked ``from_copy``, each stretch said as `ReportKind.GAP_FROM_COPY`, or as `ReportKind.GAP` when no
-    copy gives it intact now. None when there are no records at all."""
-    got_all = []
+    first, end) of `kafkafmt.log._planner.Task.fills`) read from other copies, in offset order -- their batches
+    marked ``from_copy``; one `ReportKind.GAP_FROM_COPY` per copy read from, one `ReportKind.GAP` for the
+    stretches no copy gives intact now. A copy's stretches are checked and read at once (`fill_gaps`). None
+    when there are no records at all."""
     where = task.segment.url
-    for gap, lo, hi in fills:
-        read = _read_copy(task, options)
-        got, copy = fill(task.alternates, gap.lo, gap.hi, gap.before, gap.after,
-                         lambda part, _lo, _hi, lo=lo, hi=hi: read(part, lo, hi), straddle=True)
-        if got is None:
-            entry = ReportEntry(ReportKind.GAP, where,
-                                f"offsets {lo}..{hi - 1} are not in this copy (between two of its batches), and no "
-                                f"other copy gives them intact now: another copy held them when the copies were "
-                                f"compared", offset=lo)
-        else:
-            got_all.append(got.replace(batches=got.batches.with_column("from_copy", np.ones(len(got.batches),
-                                                                                             bool)),
-                                       log_dir=task.log_dir))
-            entry = ReportEntry(ReportKind.GAP_FROM_COPY, where,
-                                f"offsets {lo}..{hi - 1} read from the copy in {copy.url}: this copy lacks them "
-                                + ("(before its first batch, from its log start offset on)" if gap.before is None
-                                   else "(a gap between two of its batches)"), offset=lo)
+    got, missing = fill_gaps(task.alternates, fills, _read_copy(task, options))
+    lacked = ("(gaps between its batches)" if len(fills) > 1
+              else "(before its first batch, from its log start offset on)" if fills[0][0].before is None
+              else "(a gap between two of its batches)")
+    got_all = []
+    for part_recs, copy, spans in got:
+        part_recs = _in_spans(part_recs, spans)
+        got_all.append(part_recs.replace(batches=part_recs.batches.with_column(
+            "from_copy", np.ones(len(part_recs.batches), bool)), log_dir=task.log_dir))
         if report is not None:
-            report.append(entry)
+            report.append(ReportEntry(ReportKind.GAP_FROM_COPY, where,
+                                      f"offsets {_spans_text(spans)} read from the copy in {copy.url}: this copy "
+                                      f"lacks them {lacked}", offset=spans[0][0]))
+    if missing and report is not None:
+        report.append(ReportEntry(ReportKind.GAP, where,
+                                  f"offsets {_spans_text(missing)} are not in this copy, and no other copy gives them "
+                                  f"intact now: another copy held them when the copies were compared",
+                                  offset=missing[0][0]))
     if not got_all:
         return recs
     if recs is None:
@@ -157,6 +158,49 @@ def _read_gaps(task, fills, report, options, recs=None):
     order = np.argsort(merged.offset, kind="stable")
     return merged.take(order).replace(tail=recs.tail, trailing_bytes=recs.trailing_bytes,
                                       valid_bytes=recs.valid_bytes)
+
+
+#: stretches a report entry names (then how many more)
+_SPANS_SAID = 5
+
+
+def _spans_text(spans):
+    n = sum(hi - lo for lo, hi in spans)
+    text = ", ".join(f"{lo}..{hi - 1}" for lo, hi in spans[:_SPANS_SAID])
+    more = f" and {len(spans) - _SPANS_SAID} more stretches" if len(spans) > _SPANS_SAID else ""
+    return f"{text}{more} ({n} offsets)" if len(spans) > 1 else text
+
+
+def _in_spans(recs, spans):
+    """The records of a read of another copy whose offsets fall in the stretches (sorted [lo, hi) pairs), with
+    only the batches holding offsets of them (`_own_batches`)."""
+    starts = np.array([lo for lo, _ in spans], np.int64)
+    ends = np.array([hi for _, hi in spans], np.int64)
+    off = np.asarray(recs.offset, np.int64)
+    i = np.searchsorted(starts, off, side="right") - 1
+    recs = recs.filter((i >= 0) & (off < ends[np.maximum(i, 0)]))
+    b = recs.batches
+    base, last = np.asarray(b.base_offset, np.int64), np.asarray(b.last_offset, np.int64)
+    j = np.searchsorted(starts, last, side="right") - 1       # the last stretch starting at or below its end
+    keep = (j >= 0) & (base < ends[np.maximum(j, 0)])
+    return _own_batches(recs, keep)
+
+
+def _own_batches(recs, keep):
+    """The records with only the batches ``keep`` marks in their batch table (a read of another copy decodes whole
+    chunks: its other batches are not read from it); every record is in such a batch."""
+    b = recs.batches
+    if keep.all():
+        return recs
+    rows = np.flatnonzero(keep)
+    remap = np.full(len(keep), -1, np.int32)
+    remap[rows] = np.arange(len(rows), dtype=np.int32)
+    ctl = recs.controls
+    if len(ctl):
+        own = keep[np.asarray(ctl["batch_index"], np.int64)]
+        ctl = ctl[own]
+        ctl = ctl.with_column("batch_index", remap[np.asarray(ctl["batch_index"], np.int64)])
+    return recs.replace(batches=b[rows], batch_index=remap[np.asarray(recs.batch_index, np.int64)], controls=ctl)
 
 
 def _select(recs, task):
@@ -184,10 +228,31 @@ def _read_copy(task, options):
     isolation = "read_committed" if task.aborted is not None else "read_uncommitted"
 
     def read(part, lo, hi):
-        tasks = plan(part, start_offset=lo, end_offset=hi, isolation=isolation)
+        tasks = [t for t in (_narrowed(t, lo, hi) for t in plan(part, start_offset=lo, end_offset=hi,
+                                                                isolation=isolation)) if t is not None]
         parts = [recs for recs, _ in read_tasks(tasks, None, options, "strict", max_bytes=1 << 62)]
         return Records.concat(parts) if parts else None
     return read
+
+
+def _narrowed(task, lo, hi):
+    """A task of another copy cut to the batches holding offsets of [lo, hi) (found by their headers, CRCs not
+    judged): damage in that copy outside the stretch -- which the offset index's coarse positions would take
+    in -- is not read. None: no batch of it holds such an offset."""
+    with task.segment.open() as f:
+        t, info = scan_range(f, task.start_pos, min(task.stop_pos, f.size))
+    n = info["count"]
+    if info["error"] is not None and n == 0:
+        return task                     # damaged where it starts: the strict read says so
+    base, last = np.asarray(t["base_offset"][:n], np.int64), np.asarray(t["last_offset"][:n], np.int64)
+    rows = np.flatnonzero((last >= lo) & ((base < hi) if hi is not None else True))
+    if not len(rows):
+        return task if info["error"] is not None else None
+    start = int(t["position"][rows[0]])
+    stop = int(t["position"][rows[-1]]) + int(t["size"][rows[-1]])
+    if info["error"] is not None and (hi is None or int(last.max()) < hi - 1):
+        stop = task.stop_pos            # its framing breaks before the stretch ends: the strict read says so
+    return dataclasses.replace(task, start_pos=start, stop_pos=stop)
 
 
 def _mend(task, f, recs, entries, after, mark, options):
@@ -222,6 +287,9 @@ def _mend(task, f, recs, entries, after, mark, options):
         if got is None:
             out.append(e)
             continue
+        b = got.batches
+        got = _own_batches(got, (np.asarray(b.last_offset, np.int64) >= lo)
+                           & ((np.asarray(b.base_offset, np.int64) < hi) if hi is not None else True))
         fills.append(got.replace(batches=got.batches.with_column("from_copy", np.ones(len(got.batches), bool))))
         span = f"{lo}..{hi - 1}" if hi is not None else f"{lo}.."
         out.append(ReportEntry(ReportKind.FROM_COPY, e.file,
