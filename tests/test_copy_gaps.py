@@ -287,3 +287,21 @@ def test_a_damaged_stretch_among_many_loses_only_itself(tmp_path):
     recs = kafkafmt.read_log_dirs(str(tmp_path))
     assert lost and _offsets(recs.to_arrow()) == [o for o in _truth(part) if o not in lost]
     assert [e.offset for e in recs.report if e.kind is ReportKind.GAP] == [min(lost)]
+
+
+def test_a_gap_two_copies_each_hold_in_part(tmp_path):
+    """Three copies: the copy read lacks two batches, one other copy holds the first of them, the third the
+    second: both are read, each once (what the first copy lacks of the gap is asked of the next)."""
+    c = kcluster.write_cluster(tmp_path, {"pay": (1, 3)}, brokers=3, seed=3, records=120, segment_bytes=1500,
+                               behind=0.0, empty=0.0, leader_change=0.0, spread=False)
+    part = c.parts[("pay", 0)]
+    read, second, third = part.replicas
+    n = len(part.batches)
+    kcluster.drop_batches(c, read, "pay", 0, [4, 5], 1500)
+    kcluster.drop_batches(c, second, "pay", 0, [4, n - 1], 1500)
+    kcluster.drop_batches(c, third, "pay", 0, [5, n - 1], 1500)
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    assert _offsets(recs.to_arrow()) == _truth(part)
+    froms = [e.message for e in recs.report if e.kind is ReportKind.GAP_FROM_COPY]
+    assert len(froms) == 2 and not any(e.kind is ReportKind.GAP for e in recs.report)
+    assert sorted(recs.batches.to_arrow()["base_offset"].to_pylist()) == [b.base for b in part.batches]

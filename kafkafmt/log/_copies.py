@@ -558,8 +558,8 @@ def _judge(h, best, hw):
     if gaps:
         below = (f"; it also holds offsets {h.first}..{upto}, before the copy read's log start offset (or with no "
                  f"checkpoint of it): not read, replicas='all' reads every copy" if upto is not None else "")
-        msg = (f"copy of {name} ({span}) read only for offsets {spans}: the copy read ({there}, up to offset "
-               f"{best.last}) lacks them, and holds the rest" + below + lagging)
+        msg = (f"copy of {name} ({span}) read only where the copy read ({there}, up to offset {best.last}) lacks "
+               f"offsets it holds records of: {spans}" + below + lagging)
         return (ReportEntry(ReportKind.PARTLY_READ, where, msg, offset=gaps[0].lo),
                 h.copy(state, hw=hw(h.part), behind=lag, detail=msg), gaps)
     msg = (f"copy of {name} not read ({span}): the copy in {there} holds all of it (up to offset {best.last})"

@@ -109,30 +109,30 @@ def fill_gaps(alternates, fills, read):
     (list of (records, Partition, list of (int, int))), list of (int, int)
         The records read from each copy with the stretches they fill, and the stretches no copy gives.
     """
-    todo = list(fills)
+    todo = [(g, lo, hi, False) for g, lo, hi in fills]      # (gap, first, end, a hole left by a copy before)
     got = []
-    for alt in alternates:
+    for k, alt in enumerate(alternates):
         if not todo:
             break
         usable = [f for f in todo if alt.diverges_at is None or f[0].hi <= alt.diverges_at]
         if not usable:
             continue
-        first = min(g.lo - 1 if g.before is None else g.before[1] for g, _, _ in usable)
-        last = max(g.hi if g.after is None else g.after[0] for g, _, _ in usable)
+        first = min(g.lo - 1 if g.before is None else g.before[1] for g, _, _, _ in usable)
+        last = max(g.hi if g.after is None else g.after[0] for g, _, _, _ in usable)
         cols = _mark_columns(alt, first, last)
         if cols is None or not len(cols[0]):
             continue
         base, lasts, crc = cols
         if (base[1:] <= lasts[:-1]).any():
             continue                     # not in offset order: one gap at a time (`fill`)
-        lo = np.array([g.lo for g, _, _ in usable], np.int64)
-        hi = np.array([g.hi for g, _, _ in usable], np.int64)
+        lo = np.array([g.lo for g, _, _, _ in usable], np.int64)
+        hi = np.array([g.hi for g, _, _, _ in usable], np.int64)
         n = len(base)
         a = np.searchsorted(lasts, lo) - 1            # its last batch below each gap
         z = np.searchsorted(base, hi)                 # its first batch from each gap's end on
         ac, zc = np.clip(a, 0, n - 1), np.minimum(z, n - 1)
         ok = z > a + 1
-        for i, (g, _, _) in enumerate(usable):
+        for i, (g, _, _, _) in enumerate(usable):
             if not ok[i]:
                 continue
             if g.before is not None and (a[i] < 0 or (base[ac[i]], lasts[ac[i]], crc[ac[i]]) != g.before):
@@ -140,7 +140,8 @@ def fill_gaps(alternates, fills, read):
             elif z[i] >= n or (g.after is not None and (base[zc[i]], lasts[zc[i]], crc[zc[i]]) != g.after) \
                     or (g.after is None and base[zc[i]] != g.hi):
                 ok[i] = False
-        spans = [(f_lo, f_hi) for (_, f_lo, f_hi), k in zip(usable, ok) if k]
+        chosen = [f for f, yes in zip(usable, ok) if yes]
+        spans = [(f[1], f[2]) for f in chosen]
         if not spans:
             continue
         try:
@@ -153,13 +154,33 @@ def fill_gaps(alternates, fills, read):
                     reads.append((read(alt, *span), [span]))
                 except (KafkafmtError, OSError):
                     pass
-        done = set()
+        done, holes = set(), []
         for recs, mine in reads:
             if recs is not None:
                 got.append((recs, alt, mine))
                 done.update(mine)
-        todo = [f for f in todo if (f[1], f[2]) not in done]
-    return got, [(f_lo, f_hi) for _, f_lo, f_hi in todo]
+                if k + 1 < len(alternates):
+                    holes += _holes(np.asarray(recs.offset, np.int64), mine)
+        gap_of = {(f[1], f[2]): f[0] for f in chosen}
+        # what this copy lacked of a stretch it held in part: asked of the copies after it (never said missing:
+        # offsets no copy holds may be a cleaner's)
+        todo = sorted([f for f in todo if (f[1], f[2]) not in done]
+                      + [(gap_of[span], lo, hi, True) for span, lo, hi in holes], key=lambda f: f[1])
+    return got, [(f_lo, f_hi) for _, f_lo, f_hi, hole in todo if not hole]
+
+
+def _holes(offsets, spans):
+    """[(span, first, end)] of the runs of offsets of each span (lo, hi) that ``offsets`` lacks."""
+    out = []
+    offsets = np.unique(offsets)
+    for lo, hi in spans:
+        sub = offsets[(offsets >= lo) & (offsets < hi)]
+        if len(sub) == hi - lo:
+            continue
+        edges = np.concatenate(([lo - 1], sub, [hi]))
+        for i in np.flatnonzero(np.diff(edges) > 1).tolist():
+            out.append(((lo, hi), int(edges[i]) + 1, int(edges[i + 1])))
+    return out
 
 
 def _agrees(marks, lo, hi, before, after, straddle=False):

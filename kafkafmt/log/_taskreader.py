@@ -142,8 +142,8 @@ def _read_gaps(task, fills, report, options, recs=None):
             "from_copy", np.ones(len(part_recs.batches), bool)), log_dir=task.log_dir))
         if report is not None:
             report.append(ReportEntry(ReportKind.GAP_FROM_COPY, where,
-                                      f"offsets {_spans_text(spans)} read from the copy in {copy.url}: this copy "
-                                      f"lacks them {lacked}", offset=spans[0][0]))
+                                      f"offsets {_spans_text(spans)} read from the copy in {copy.url} ({len(part_recs)} "
+                                      f"records): this copy lacks them {lacked}", offset=spans[0][0]))
     if missing and report is not None:
         report.append(ReportEntry(ReportKind.GAP, where,
                                   f"offsets {_spans_text(missing)} are not in this copy, and no other copy gives them "
