@@ -34,7 +34,7 @@ from kafkafmt.log._ahead import announce
 from kafkafmt.log._names import file_kind
 from kafkafmt.log._fill import Gap
 from kafkafmt.log._framing import scan_range, window
-from kafkafmt.log._notes import ReportEntry, ReportKind
+from kafkafmt.log._notes import ReportEntry, ReportKind, spans_text
 
 __all__ = ["Copy", "COPY_STATES", "Resolved", "resolve_copies", "topic_id_in", "live_topic_ids",
            "METADATA_TOPIC"]
@@ -49,7 +49,6 @@ COPY_STATES = ("read", "in sync", "behind", "diverged", "damaged", "other incarn
 _COMPARE_BYTES = 8 << 20       # batches decoded at once to compare two copies' records
 _HEADER_COLUMNS = ("position", "size", "crc", "base_offset", "last_offset", "partition_leader_epoch")
 _KEY_COLUMNS = ("base_offset", "last_offset", "size", "crc")     # what tells one batch from another
-_GAPS_SAID = 5                 # stretches a report entry names (then "...")
 
 
 @dataclass(frozen=True)
@@ -531,9 +530,7 @@ def _judge(h, best, hw):
     lagging = f"; {lag} offsets behind" if lag else ""
     filled = spans = ""
     if gaps:
-        spans = (", ".join(f"{g.lo}..{g.hi - 1}" for g in gaps[:_GAPS_SAID]) + (", ..." if len(gaps) > _GAPS_SAID
-                                                                                else "")
-                 + f" ({sum(g.hi - g.lo for g in gaps)} offsets)")
+        spans = spans_text([(g.lo, g.hi) for g in gaps])
         filled = f"; it holds offsets {spans} that the copy read lacks: read from it"
     if h.damage is not None:
         seg, (pos, why) = h.damage

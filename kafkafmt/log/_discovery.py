@@ -267,17 +267,16 @@ class Partition:
         """The same partition with other copies to read a damaged stretch, or a stretch it lacks (``gaps``),
         from (as ``dataclasses.replace`` does, without its cost: a cluster's discovery makes one for every
         partition held several times)."""
-        twin = object.__new__(type(self))
-        twin.__dict__.update(self.__dict__)
-        object.__setattr__(twin, "alternates", tuple(alternates))
-        object.__setattr__(twin, "gaps", tuple(gaps))
-        return twin
+        return self._twin(alternates=tuple(alternates), gaps=tuple(gaps))
 
     def diverging_at(self, offset):
         """The same partition as an alternate whose records differ from the copy read's from ``offset`` on."""
+        return self._twin(diverges_at=offset)
+
+    def _twin(self, **fields):
         twin = object.__new__(type(self))
         twin.__dict__.update(self.__dict__)
-        object.__setattr__(twin, "diverges_at", offset)
+        twin.__dict__.update(fields)
         return twin
 
     def __getstate__(self):

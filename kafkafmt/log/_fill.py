@@ -1,14 +1,16 @@
 """A range of offsets the copy read cannot give intact, or lacks, read from another copy of the partition that
 holds it intact -- as Kafka would serve those offsets from another replica.
 
-`fill` is asked by the task reader (`kafkafmt.log._taskreader.read_task`) for offsets ``lo`` .. ``hi - 1``
-(``hi`` None: to the log's end) of
+The task reader (`kafkafmt.log._taskreader.read_task`) asks for offsets ``lo`` .. ``hi - 1`` (``hi`` None: to
+the log's end) of
 
-* a stretch it met damaged (a CRC mismatch, broken framing, a segment cut off while later segments follow), and
-* a `Gap`: offsets the copy read lacks between two of its intact batches (a range a recovery cut from it,
-  batches one broker's log cleaner dropped and another's not yet), found before reading by comparing the copies'
-  batch headers (`kafkafmt.log._copies`); the planner gives each to the task whose segment its first offset
-  falls in (`kafkafmt.log._planner.Task.fills`).
+* a stretch it met damaged (a CRC mismatch, broken framing, a segment cut off while later segments follow):
+  `fill`, one stretch at a time, and
+* `Gap` s: offsets the copy read lacks between two of its intact batches, or before its first from its log start
+  offset on (a range a recovery cut from it, batches one broker's log cleaner dropped and another's not yet),
+  found before reading by comparing the copies' batch headers (`kafkafmt.log._copies`); the planner gives each to
+  the task whose segment its first offset falls in (`kafkafmt.log._planner.Task.fills`): `fill_gaps`, all of a
+  chunk's at once.
 
 Another copy (one of the task's ``alternates``, the same incarnation) serves them when
 
@@ -39,9 +41,9 @@ _SCAN_STEP = 1 << 20          # bytes of batch headers scanned at a time around 
 
 
 class Gap(NamedTuple):
-    """Offsets ``lo`` .. ``hi - 1`` a copy lacks between two of its batches (``before``, ending at ``lo - 1``,
-    and ``after``, starting at ``hi``: their marks, `batch_mark_of`) that another copy holds between the same
-    two batches."""
+    """Offsets ``lo`` .. ``hi - 1`` a copy lacks that another copy holds records of: ``before`` and ``after``
+    are that copy's batches just outside them -- its last below ``lo`` (None: a gap before the copy's first
+    batch), its first from ``hi`` on -- which the copy lacking them holds too (their marks, `batch_mark_of`)."""
     lo: int
     hi: int
     before: tuple
@@ -212,13 +214,16 @@ def holder(alternates, gap):
 
 def gap_stretches(part):
     """[(segments, lo, hi)] of the other copies a read takes a partition's gaps (``part.gaps``) from
-    (`holder`): what a read_committed read counts as the partition's own batches there (their transactions'
-    batches and markers)."""
+    (`holder`), only the segments holding offsets of [lo, hi): what a read_committed read counts as the
+    partition's own batches there (their transactions' batches and markers)."""
     out = []
     for g in part.gaps:
         alt = holder(part.alternates, g)
         if alt is not None:
-            out.append((alt.list_segments(), g.lo, g.hi))
+            segs = alt.list_segments()
+            nxt = [s.base_offset for s in segs[1:]] + [None]
+            out.append(([s for s, n in zip(segs, nxt) if (n is None or n > g.lo) and s.base_offset < g.hi],
+                        g.lo, g.hi))
     return out
 
 
@@ -229,7 +234,7 @@ def _usable(alt, lo, hi, before, after, straddle):
     return marks is not None and _agrees(marks, lo, hi, before, after, straddle)
 
 
-def fill(alternates, lo, hi, before, after, read, *, straddle=False):
+def fill(alternates, lo, hi, before, after, read):
     """Records of offsets [``lo``, ``hi``) from the first of ``alternates`` that holds them intact and agrees
     with the copy read around them.
 
@@ -245,16 +250,13 @@ def fill(alternates, lo, hi, before, after, read, *, straddle=False):
         there -- ``after`` None: the other copy must have a batch starting at ``hi``).
     read : callable
         ``read(partition, lo, hi)`` -> the records of [lo, hi) of a copy, read strictly (raises on damage).
-    straddle : bool
-        Take a copy whose batches straddle ``lo`` or ``hi`` (a `Gap`: the copies' records were compared where
-        both hold them).
 
     Returns
     -------
     (records, Partition) or (None, None)
     """
     for alt in alternates:
-        if not _usable(alt, lo, hi, before, after, straddle):
+        if not _usable(alt, lo, hi, before, after, False):
             continue
         try:
             recs = read(alt, lo, hi)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-__all__ = ["ReportKind", "ReportEntry", "Note", "place_text", "damage_words"]
+__all__ = ["ReportKind", "ReportEntry", "Note", "place_text", "damage_words", "spans_text"]
 
 
 def place_text(file, start=None, end=None, offset=None):
@@ -22,6 +22,19 @@ def place_text(file, start=None, end=None, offset=None):
     if offset is not None:
         where += f" (offset {offset})"
     return where
+
+
+#: stretches of offsets a message names (then how many more)
+_SPANS_SAID = 5
+
+
+def spans_text(spans):
+    """Stretches of offsets [(lo, hi), ...] in words: ``lo..hi-1`` each, the first few named, then how many
+    more and how many offsets in all (for several)."""
+    n = sum(hi - lo for lo, hi in spans)
+    text = ", ".join(f"{lo}..{hi - 1}" for lo, hi in spans[:_SPANS_SAID])
+    more = f" and {len(spans) - _SPANS_SAID} more stretches" if len(spans) > _SPANS_SAID else ""
+    return f"{text}{more} ({n} offsets)" if len(spans) > 1 else text
 
 
 class ReportKind(enum.Enum):

@@ -25,7 +25,7 @@ from kafkafmt.record import DecodeOptions, Records, offset_sequence_error
 from kafkafmt.errors import CorruptRecordError, KafkafmtError
 from kafkafmt.log._fill import batch_mark_of, fill, fill_gaps
 from kafkafmt.log._framing import entry_size_at, scan_range, whole_entries_end
-from kafkafmt.log._notes import ReportEntry, ReportKind
+from kafkafmt.log._notes import ReportEntry, ReportKind, spans_text
 from kafkafmt.log._planner import plan
 from kafkafmt.log._ranges import read_range
 from kafkafmt.log._transactions import committed_mask
@@ -107,10 +107,7 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
                 + 40 * len(recs)
             ratio = max(decoded / max(chunk_stop - pos, 1), 0.05)
             pos = resume if recs.tail is None else stop
-            recs = recs.replace(batches=recs.batches.with_column(
-                "segment", np.full(len(recs.batches), seg.base_offset, np.int64)),
-                topic=task.topic, partition=task.partition, log_dir=task.log_dir, report=report)
-            yield _select(recs, task), after
+            yield _select(_labelled(recs, task, report), task), after
             # once the consumer is done with the chunk (it may read values where they lie: binary="view",
             # typed values decoded from views)
             released = f.release(released, pos)
@@ -118,10 +115,14 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
         recs = _read_gaps(task, pending, report, options)
         if recs is not None:
             after = max(max(hi for _, _, hi in pending) - 1, after if after is not None else -1)
-            recs = recs.replace(batches=recs.batches.with_column(
-                "segment", np.full(len(recs.batches), seg.base_offset, np.int64)),
-                topic=task.topic, partition=task.partition, log_dir=task.log_dir, report=report)
-            yield _select(recs, task), after
+            yield _select(_labelled(recs, task, report), task), after
+
+
+def _labelled(recs, task, report):
+    """A chunk of a task as it is yielded: its batches' segment (the task's), topic, partition, log dir, report."""
+    return recs.replace(batches=recs.batches.with_column(
+        "segment", np.full(len(recs.batches), task.segment.base_offset, np.int64)),
+        topic=task.topic, partition=task.partition, log_dir=task.log_dir, report=report)
 
 
 def _read_gaps(task, fills, report, options, recs=None):
@@ -142,11 +143,11 @@ def _read_gaps(task, fills, report, options, recs=None):
             "from_copy", np.ones(len(part_recs.batches), bool)), log_dir=task.log_dir))
         if report is not None:
             report.append(ReportEntry(ReportKind.GAP_FROM_COPY, where,
-                                      f"offsets {_spans_text(spans)} read from the copy in {copy.url} ({len(part_recs)} "
+                                      f"offsets {spans_text(spans)} read from the copy in {copy.url} ({len(part_recs)} "
                                       f"records): this copy lacks them {lacked}", offset=spans[0][0]))
     if missing and report is not None:
         report.append(ReportEntry(ReportKind.GAP, where,
-                                  f"offsets {_spans_text(missing)} are not in this copy, and no other copy gives them "
+                                  f"offsets {spans_text(missing)} are not in this copy, and no other copy gives them "
                                   f"intact now: another copy held them when the copies were compared",
                                   offset=missing[0][0]))
     if not got_all:
@@ -158,17 +159,6 @@ def _read_gaps(task, fills, report, options, recs=None):
     order = np.argsort(merged.offset, kind="stable")
     return merged.take(order).replace(tail=recs.tail, trailing_bytes=recs.trailing_bytes,
                                       valid_bytes=recs.valid_bytes)
-
-
-#: stretches a report entry names (then how many more)
-_SPANS_SAID = 5
-
-
-def _spans_text(spans):
-    n = sum(hi - lo for lo, hi in spans)
-    text = ", ".join(f"{lo}..{hi - 1}" for lo, hi in spans[:_SPANS_SAID])
-    more = f" and {len(spans) - _SPANS_SAID} more stretches" if len(spans) > _SPANS_SAID else ""
-    return f"{text}{more} ({n} offsets)" if len(spans) > 1 else text
 
 
 def _in_spans(recs, spans):

@@ -16,7 +16,8 @@ def transactions(segments, report, use_txnindex=None, extra=()):
     a partition's segments: from ``.txnindex`` files when the partition has them (use_txnindex
     None: decide by their presence), else from ABORT markers found by a header scan.
 
-    ``extra``: stretches of other copies read into this copy's gaps, ``[(segments, lo, hi)]`` -- their batches
+    ``extra``: stretches of other copies read into this copy's gaps, ``[(segments, lo, hi)]`` (the segments
+    holding them: `kafkafmt.log.gap_stretches`) -- their batches
     holding offsets in [lo, hi) count as this copy's, in offset order (their markers decoded: no txnindex), so
     that a marker only another copy holds closes its transaction."""
     if use_txnindex is None:
@@ -68,11 +69,7 @@ def _pieces(segments, extra):
         cuts = [c for c in starts if c > seg.base_offset and (nxt is None or c < nxt)]
         for a, b in zip([None] + cuts, cuts + [None]):
             out.append((seg, a, b, False))
-    for segs, lo, hi in extra:
-        for k, seg in enumerate(segs):
-            nxt = segs[k + 1].base_offset if k + 1 < len(segs) else None
-            if (nxt is None or nxt > lo) and seg.base_offset < hi:
-                out.append((seg, lo, hi, True))
+    out += [(seg, lo, hi, True) for segs, lo, hi in extra for seg in segs]
     # (a stretch before the piece of this copy that starts where it does: that piece holds what follows it)
     return sorted(out, key=lambda x: (x[0].base_offset if x[1] is None else x[1], not x[3]))
 

@@ -159,8 +159,6 @@ def _gap_txns(part):
     for segs, lo, hi in gap_stretches(part) if part.gaps else ():
         events = []
         for seg in segs:
-            if seg.base_offset >= hi:
-                break
             with seg.open() as f:
                 t, info = scan_range(f, 0, f.size)
             n = info["count"]
