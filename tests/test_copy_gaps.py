@@ -6,6 +6,7 @@ tests/test_doors.py's ``copy_gaps`` layout)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 
@@ -305,3 +306,98 @@ def test_a_gap_two_copies_each_hold_in_part(tmp_path):
     froms = [e.message for e in recs.report if e.kind is ReportKind.GAP_FROM_COPY]
     assert len(froms) == 2 and not any(e.kind is ReportKind.GAP for e in recs.report)
     assert sorted(recs.batches.to_arrow()["base_offset"].to_pylist()) == [b.base for b in part.batches]
+
+
+def _three_copies_one_transaction(root, layout):
+    """Three copies of a partition ending with a transaction of producer 7 (its records' values start with
+    "aborted" when an ABORT marker ends it) and plain records after; the copy read lacks a stretch of it, which
+    the other two copies each hold in part (both lack the last batch, so neither is the copy read).
+
+    * ``"marker second"``: the first copy holds the plain batch in the stretch, the second the ABORT marker;
+    * ``"marker first"``: the other way round;
+    * ``"interleaved"``: the first copy holds the transaction's first batch and its ABORT marker, the second its
+      batch between them (a read that counts one copy's batches before the other's reopens the transaction);
+    * ``"marker in both"``: the first copy holds only the marker, the second the plain batch and the marker too;
+    * ``"reopened"``: the first copy holds an aborted transaction with its marker and a plain batch, the second
+      the producer's next transaction between them, never ended (a read that counts the second copy's part first,
+      as it ends sooner, reopens the first transaction and closes it at its marker: both taken as ended).
+
+    Returns (part, the offsets a read_committed consumer gets, the last stable offset or None)."""
+    c = kcluster.write_cluster(root, {"pay": (1, 3)}, brokers=3, seed=3, records=60, segment_bytes=1500,
+                               behind=0.0, empty=0.0, leader_change=0.0, spread=False)
+    part = c.parts[("pay", 0)]
+    read, first, second = part.replicas
+    o, ts = part.end, kcluster.T0 + 10_000
+
+    def batch(at, n, txn=False):
+        recs = [kpy.Rec(at + i, ts, b"k", b"%s-%d" % (b"aborted" if txn else b"v", at + i), ()) for i in range(n)]
+        kw = dict(transactional=True, producer_id=7, producer_epoch=0, base_sequence=at - o) if txn else {}
+        return kcluster.Batch(kpy.build_v2(recs, "none", require_codec=False, **kw), at, at + n - 1, 0, ts, recs)
+
+    def marker(at):
+        return kcluster.Batch(kpy.build_control_v2(at, 0, timestamp=ts, producer_id=7, producer_epoch=0), at, at,
+                              0, ts, [])
+
+    n = len(part.batches)
+    lso = None
+    if layout == "interleaved":
+        tail = [batch(o, 1, True), batch(o + 1, 2, True), marker(o + 3), batch(o + 4, 4), batch(o + 8, 1)]
+        lacks = {"read": {n, n + 1, n + 2}, "first": {n + 1, n + 4}, "second": {n, n + 2, n + 4}}
+    elif layout == "reopened":
+        # an aborted transaction, then another of the same producer left open: the first copy holds the first
+        # transaction, its marker and a plain batch after the second's, the second copy the open one -- the
+        # last stable offset is the open transaction's first offset
+        tail = [batch(o, 1, True), marker(o + 1), batch(o + 2, 2), batch(o + 4, 1), batch(o + 5, 4), batch(o + 9, 1)]
+        tail[2] = kcluster.Batch(kpy.build_v2(tail[2].records, "none", require_codec=False, transactional=True,
+                                              producer_id=7, producer_epoch=0, base_sequence=1), o + 2, o + 3, 0, ts,
+                                 tail[2].records)
+        lacks = {"read": {n, n + 1, n + 2, n + 3}, "first": {n + 2, n + 5}, "second": {n, n + 1, n + 3, n + 5}}
+        lso = o + 2
+    else:
+        tail = [batch(o, 3, True), batch(o + 3, 2), marker(o + 5), batch(o + 6, 4), batch(o + 10, 1)]
+        plain, mark, last = n + 1, n + 2, n + 4
+        lacks = {"read": {plain, mark},
+                 "first": {"marker second": {mark, last}, "marker first": {plain, last},
+                           "marker in both": {plain, last}}[layout],
+                 "second": {"marker second": {plain, last}, "marker first": {mark, last},
+                            "marker in both": {last}}[layout]}
+    part.batches = part.batches + tail
+    for broker, role in ((read, "read"), (first, "first"), (second, "second")):
+        _rewrite(c, broker, part, [b for i, b in enumerate(part.batches) if i not in lacks[role]])
+    return part, [r.offset for r in part.records() if not r.value.startswith(b"aborted")
+                  and (lso is None or r.offset < lso)], lso
+
+
+@pytest.mark.parametrize("layout", ["marker second", "marker first", "interleaved", "marker in both",
+                                    "reopened"])
+def test_a_transaction_two_copies_each_hold_in_part(tmp_path, layout):
+    """read_committed, a gap two copies each hold in part: its batches and markers counted as the copy read's
+    from both copies, in offset order (one copy's alone left a transaction open -- every later record held back
+    -- or reopened one), the stretch's records kept by those transactions (not by each copy's own view, in which
+    the transaction stays open); read_uncommitted: each batch once (what a copy's batches do not cover is asked of
+    the next: a marker both hold is read once)."""
+    part, committed, _ = _three_copies_one_transaction(tmp_path, layout)
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    assert _offsets(recs.to_arrow()) == _truth(part)
+    assert sorted(recs.batches.to_arrow()["base_offset"].to_pylist()) == [b.base for b in part.batches]
+    assert len(recs.controls) == 1
+    assert _offsets(kafkafmt.read_log_dirs(str(tmp_path), isolation="read_committed").to_arrow()) == committed
+
+
+def test_a_transaction_two_copies_each_hold_in_part_through_spark(tmp_path, spark):
+    """Transactions two copies each hold in part through Spark: a batch read, and a stream that stops at the last
+    stable offset (its end offset, as Spark's Kafka source gives a read_committed stream's)."""
+    part, committed, lso = _three_copies_one_transaction(tmp_path / "c", "reopened")
+    root = str(tmp_path / "c")
+    opts = {"kafka.isolation.level": "read_committed"}
+    df = spark.read.format("kafka-segments").options(**opts).load(root)
+    assert sorted(r.offset for r in df.select("offset").collect()) == committed
+    q = (spark.readStream.format("kafka-segments").options(startingOffsets="earliest", **opts).load(root)
+         .select("offset").writeStream.format("memory").queryName("gap_txn_parts")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    try:
+        assert q.awaitTermination(120)
+        assert sorted(r.offset for r in spark.table("gap_txn_parts").collect()) == committed
+        assert json.loads(q.lastProgress["sources"][0]["endOffset"]) == {"pay": {"0": lso}}
+    finally:
+        q.stop()

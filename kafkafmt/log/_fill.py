@@ -35,7 +35,7 @@ import numpy as np
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.log._framing import scan_range
 
-__all__ = ["fill", "fill_gaps", "holder", "gap_stretches", "batch_mark_of", "Gap"]
+__all__ = ["fill", "fill_gaps", "gap_stretches", "batch_mark_of", "Gap"]
 
 _SCAN_STEP = 1 << 20          # bytes of batch headers scanned at a time around a stretch
 
@@ -93,10 +93,55 @@ def _mark_columns(part, first, hi):
     return cols[:, 0], cols[:, 1], cols[:, 2]
 
 
+def _serving(alt, todo):
+    """Which stretches of ``todo`` (`fill_gaps` 's entries: (gap, first, end, hole)) copy ``alt`` can give: its
+    records do not differ from the copy read's below the gap's end, its last batch below each gap is the gap's
+    ``before`` and its first from the gap's end on its ``after`` (a batch starting at the end when the copy read
+    has none there), with batches between. ((base offsets, last offsets) of its batches around them, in offset
+    order; the entries it can give) -- None when it gives none (not scanned, or its batches out of offset order:
+    one gap at a time, `fill`)."""
+    usable = [f for f in todo if alt.diverges_at is None or f[0].hi <= alt.diverges_at]
+    if not usable:
+        return None
+    first = min(g.lo - 1 if g.before is None else g.before[1] for g, _, _, _ in usable)
+    last = max(g.hi if g.after is None else g.after[0] for g, _, _, _ in usable)
+    cols = _mark_columns(alt, first, last)
+    if cols is None or not len(cols[0]):
+        return None
+    base, lasts, crc = cols
+    if (base[1:] <= lasts[:-1]).any():
+        return None
+    lo = np.array([g.lo for g, _, _, _ in usable], np.int64)
+    hi = np.array([g.hi for g, _, _, _ in usable], np.int64)
+    n = len(base)
+    a = np.searchsorted(lasts, lo) - 1            # its last batch below each gap
+    z = np.searchsorted(base, hi)                 # its first batch from each gap's end on
+    ac, zc = np.clip(a, 0, n - 1), np.minimum(z, n - 1)
+    ok = z > a + 1
+    for i, (g, _, _, _) in enumerate(usable):
+        if not ok[i]:
+            continue
+        if g.before is not None and (a[i] < 0 or (base[ac[i]], lasts[ac[i]], crc[ac[i]]) != g.before):
+            ok[i] = False
+        elif z[i] >= n or (g.after is not None and (base[zc[i]], lasts[zc[i]], crc[zc[i]]) != g.after) \
+                or (g.after is None and base[zc[i]] != g.hi):
+            ok[i] = False
+    chosen = [f for f, yes in zip(usable, ok) if yes]
+    return ((base, lasts), chosen) if chosen else None
+
+
+def _left(todo, done, holes):
+    """What is still to read after a copy gave the stretches ``done``: the others, and the ``holes`` (gap, first,
+    end) it lacked of those it gave, in offset order."""
+    return sorted([f for f in todo if (f[1], f[2]) not in done] + [(g, lo, hi, True) for g, lo, hi in holes],
+                  key=lambda f: f[1])
+
+
 def fill_gaps(alternates, fills, read):
     """Records of many `Gap` s' stretches at once: each alternate's batches around them scanned once and checked
     for every gap at once (as `fill` checks one, batches straddling the gap's ends taken), and one read of the
-    alternate over them all, its records kept where they fall in a stretch.
+    alternate over them all, its batches kept where they hold offsets of a stretch. What a copy's batches do not
+    cover of a stretch (offsets in no batch of it) is asked of the copies after it.
 
     Parameters
     ----------
@@ -116,36 +161,11 @@ def fill_gaps(alternates, fills, read):
     for k, alt in enumerate(alternates):
         if not todo:
             break
-        usable = [f for f in todo if alt.diverges_at is None or f[0].hi <= alt.diverges_at]
-        if not usable:
+        serving = _serving(alt, todo)
+        if serving is None:
             continue
-        first = min(g.lo - 1 if g.before is None else g.before[1] for g, _, _, _ in usable)
-        last = max(g.hi if g.after is None else g.after[0] for g, _, _, _ in usable)
-        cols = _mark_columns(alt, first, last)
-        if cols is None or not len(cols[0]):
-            continue
-        base, lasts, crc = cols
-        if (base[1:] <= lasts[:-1]).any():
-            continue                     # not in offset order: one gap at a time (`fill`)
-        lo = np.array([g.lo for g, _, _, _ in usable], np.int64)
-        hi = np.array([g.hi for g, _, _, _ in usable], np.int64)
-        n = len(base)
-        a = np.searchsorted(lasts, lo) - 1            # its last batch below each gap
-        z = np.searchsorted(base, hi)                 # its first batch from each gap's end on
-        ac, zc = np.clip(a, 0, n - 1), np.minimum(z, n - 1)
-        ok = z > a + 1
-        for i, (g, _, _, _) in enumerate(usable):
-            if not ok[i]:
-                continue
-            if g.before is not None and (a[i] < 0 or (base[ac[i]], lasts[ac[i]], crc[ac[i]]) != g.before):
-                ok[i] = False
-            elif z[i] >= n or (g.after is not None and (base[zc[i]], lasts[zc[i]], crc[zc[i]]) != g.after) \
-                    or (g.after is None and base[zc[i]] != g.hi):
-                ok[i] = False
-        chosen = [f for f, yes in zip(usable, ok) if yes]
+        _, chosen = serving
         spans = [(f[1], f[2]) for f in chosen]
-        if not spans:
-            continue
         try:
             reads = [(read(alt, spans[0][0], spans[-1][1]), spans)]
         except (KafkafmtError, OSError):
@@ -156,32 +176,34 @@ def fill_gaps(alternates, fills, read):
                     reads.append((read(alt, *span), [span]))
                 except (KafkafmtError, OSError):
                     pass
+        gap_of = {(f[1], f[2]): f[0] for f in chosen}
         done, holes = set(), []
         for recs, mine in reads:
             if recs is not None:
                 got.append((recs, alt, mine))
                 done.update(mine)
                 if k + 1 < len(alternates):
-                    holes += _holes(np.asarray(recs.offset, np.int64), mine)
-        gap_of = {(f[1], f[2]): f[0] for f in chosen}
-        # what this copy lacked of a stretch it held in part: asked of the copies after it (never said missing:
-        # offsets no copy holds may be a cleaner's)
-        todo = sorted([f for f in todo if (f[1], f[2]) not in done]
-                      + [(gap_of[span], lo, hi, True) for span, lo, hi in holes], key=lambda f: f[1])
+                    b = recs.batches
+                    holes += [(gap_of[span], lo, hi) for span, lo, hi in
+                              _holes(np.asarray(b.base_offset, np.int64), np.asarray(b.last_offset, np.int64), mine)]
+        # (never said missing when no copy covers them: offsets no copy holds may be a cleaner's)
+        todo = _left(todo, done, holes)
     return got, [(f_lo, f_hi) for _, f_lo, f_hi, hole in todo if not hole]
 
 
-def _holes(offsets, spans):
-    """[(span, first, end)] of the runs of offsets of each span (lo, hi) that ``offsets`` lacks."""
+def _holes(base, last, spans):
+    """[(span, first, end)] of the runs of offsets of each span (lo, hi) that no batch (its ``base`` .. ``last``
+    offsets; control batches and offsets a cleaner removed from a batch count as held) covers."""
     out = []
-    offsets = np.unique(offsets)
+    order = np.argsort(base, kind="stable")
+    base, last = base[order], np.maximum.accumulate(last[order]) if len(last) else last
     for lo, hi in spans:
-        sub = offsets[(offsets >= lo) & (offsets < hi)]
-        if len(sub) == hi - lo:
-            continue
-        edges = np.concatenate(([lo - 1], sub, [hi]))
-        for i in np.flatnonzero(np.diff(edges) > 1).tolist():
-            out.append(((lo, hi), int(edges[i]) + 1, int(edges[i + 1])))
+        i0, i1 = int(np.searchsorted(last, lo)), int(np.searchsorted(base, hi))
+        starts = np.concatenate(([lo], np.clip(last[i0:i1] + 1, lo, hi)))
+        ends = np.concatenate((np.clip(base[i0:i1], lo, hi), [hi]))
+        for a, z in zip(starts.tolist(), ends.tolist()):
+            if a < z:
+                out.append(((lo, hi), a, z))
     return out
 
 
@@ -203,28 +225,31 @@ def _agrees(marks, lo, hi, before, after, straddle=False):
     return bool(above) and above[0][0] == hi
 
 
-def holder(alternates, gap):
-    """The first of ``alternates`` that `fill` would read a `Gap` from (its batches around the gap checked the
-    same way), or None."""
-    for alt in alternates:
-        if _usable(alt, gap.lo, gap.hi, gap.before, gap.after, True):
-            return alt
-    return None
-
-
 def gap_stretches(part):
-    """[(segments, lo, hi)] of the other copies a read takes a partition's gaps (``part.gaps``) from
-    (`holder`), only the segments holding offsets of [lo, hi): what a read_committed read counts as the
-    partition's own batches there (their transactions' batches and markers)."""
+    """[(segments, lo, hi)] of the other copies a read takes a partition's gaps (``part.gaps``) from, as `fill_gaps`
+    takes them (what a copy's batches do not cover of a gap, from the copies after it), with only the segments
+    holding offsets of [lo, hi): what a read_committed read counts as the partition's own batches there (their
+    transactions' batches and markers), in offset order."""
     out = []
-    for g in part.gaps:
-        alt = holder(part.alternates, g)
-        if alt is not None:
+    todo = [(g, g.lo, g.hi, False) for g in part.gaps]
+    for alt in part.alternates:
+        if not todo:
+            break
+        serving = _serving(alt, todo)
+        if serving is None:
+            continue
+        (base, last), chosen = serving
+        spans = [(f[1], f[2]) for f in chosen]
+        held = [(lo, hi) for lo, hi in spans
+                if int(np.searchsorted(base, hi)) > int(np.searchsorted(last, lo))]     # a batch in it
+        if held:
             segs = alt.list_segments()
             nxt = [s.base_offset for s in segs[1:]] + [None]
-            out.append(([s for s, n in zip(segs, nxt) if (n is None or n > g.lo) and s.base_offset < g.hi],
-                        g.lo, g.hi))
-    return out
+            out += [([s for s, n in zip(segs, nxt) if (n is None or n > lo) and s.base_offset < hi], lo, hi)
+                    for lo, hi in held]
+        gap_of = {(f[1], f[2]): f[0] for f in chosen}
+        todo = _left(todo, set(held), [(gap_of[span], lo, hi) for span, lo, hi in _holes(base, last, held)])
+    return sorted(out, key=lambda x: x[1])
 
 
 def _usable(alt, lo, hi, before, after, straddle):

@@ -132,7 +132,7 @@ def _read_gaps(task, fills, report, options, recs=None):
     stretches no copy gives intact now. A copy's stretches are checked and read at once (`fill_gaps`). None
     when there are no records at all."""
     where = task.segment.url
-    got, missing = fill_gaps(task.alternates, fills, _read_copy(task, options))
+    got, missing = fill_gaps(task.alternates, fills, _read_copy(task, options, own_isolation=False))
     lacked = ("(gaps between its batches)" if len(fills) > 1
               else "(before its first batch, from its log start offset on)" if fills[0][0].before is None
               else "(a gap between two of its batches)")
@@ -212,10 +212,12 @@ def read_tasks(tasks, report, options, errors="strict", max_bytes=64 << 20, afte
             yield recs, after
 
 
-def _read_copy(task, options):
+def _read_copy(task, options, own_isolation=True):
     """``read(copy, lo, hi)`` for `kafkafmt.log._fill.fill`: the records of [lo, hi) of another copy, planned as
-    the task's read (its isolation) and read strictly."""
-    isolation = "read_committed" if task.aborted is not None else "read_uncommitted"
+    the task's read (its isolation; ``own_isolation`` False: every record -- a gap's records are kept as the
+    task keeps its own, by the transactions of the copy read and of every stretch read into its gaps) and read
+    strictly."""
+    isolation = "read_committed" if task.aborted is not None and own_isolation else "read_uncommitted"
 
     def read(part, lo, hi):
         tasks = [t for t in (_narrowed(t, lo, hi) for t in plan(part, start_offset=lo, end_offset=hi,

@@ -29,7 +29,7 @@ def transactions(segments, report, use_txnindex=None, extra=()):
             if data is not None:
                 for e in sidefiles.read_txnindex(data):
                     aborted.setdefault(int(e["producer_id"]), []).append((int(e["first_offset"]), int(e["last_offset"])))
-    open_txns = {}
+    events = []         # (base offset, producer id, is a marker, an ABORT, last offset) in log order
     for seg, lo, hi, other in _pieces(segments, extra):
         with seg.open() as f:
             t, _ = scan_range(f, 0, f.size)
@@ -41,18 +41,27 @@ def transactions(segments, report, use_txnindex=None, extra=()):
             if hi is not None:
                 rows = rows[np.asarray(t["base_offset"])[rows] < hi]
             for b in rows.tolist():
-                pid = int(t["producer_id"][b])
-                if not ctl[b]:
-                    open_txns.setdefault(pid, int(t["base_offset"][b]))
-                    continue
-                first = open_txns.pop(pid, None)
-                if (other or not use_txnindex) and first is not None:
+                abort = False
+                if ctl[b] and (other or not use_txnindex):
                     p, s = int(t["position"][b]), int(t["size"][b])
                     buf, base = window(f, p, p + s)
                     marker = decode(buf, start=p - base, stop=p + s - base, include_control=True,
                                     verify_crc=None).controls
-                    if len(marker) and int(marker.type[0]) == 0:  # ABORT
-                        aborted.setdefault(pid, []).append((first, int(t["last_offset"][b])))
+                    abort = bool(len(marker)) and int(marker.type[0]) == 0
+                events.append((int(t["base_offset"][b]), int(t["producer_id"][b]), bool(ctl[b]), abort,
+                               int(t["last_offset"][b])))
+    if extra:
+        # the stretches of other copies in offset order among this copy's batches: a stretch one copy lacked
+        # in part was read from the next, so their batches interleave (each batch once)
+        events = sorted(set(events), key=lambda e: e[0])
+    open_txns = {}
+    for base, pid, is_marker, abort, last in events:
+        if not is_marker:
+            open_txns.setdefault(pid, base)
+            continue
+        first = open_txns.pop(pid, None)
+        if abort and first is not None:
+            aborted.setdefault(pid, []).append((first, last))
     lso = min(open_txns.values()) if open_txns else None
     return aborted, lso
 

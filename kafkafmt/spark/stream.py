@@ -152,21 +152,19 @@ class _Partition:
 
 
 def _gap_txns(part):
-    """[(the first offset after the gap, [(producer id, is control, base offset), ...])] of the transactional
-    batches of the stretches a read takes from other copies (`kafkafmt.log.gap_stretches`), in offset order:
-    a marker only another copy holds closes its transaction. [] for a partition without gaps."""
-    out = []
+    """[(base offset, producer id, is control)] of the transactional batches of the stretches a read takes from
+    other copies (`kafkafmt.log.gap_stretches`), each batch once, in offset order: a marker only another copy
+    holds closes its transaction. [] for a partition without gaps."""
+    events = set()
     for segs, lo, hi in gap_stretches(part) if part.gaps else ():
-        events = []
         for seg in segs:
             with seg.open() as f:
                 t, info = scan_range(f, 0, f.size)
             n = info["count"]
             base, last = np.asarray(t["base_offset"][:n]), np.asarray(t["last_offset"][:n])
             rows = np.flatnonzero(np.asarray(t["is_transactional"][:n], bool) & (last >= lo) & (base < hi))
-            events += [(int(t["producer_id"][i]), bool(t["is_control"][i]), int(base[i])) for i in rows.tolist()]
-        out.append((hi, events))
-    return sorted(out, key=lambda x: x[0])
+            events.update((int(base[i]), int(t["producer_id"][i]), bool(t["is_control"][i])) for i in rows.tolist())
+    return sorted(events)
 
 
 def _file_state(seg):
@@ -360,12 +358,12 @@ class LogDirWatcher:
             st.gap_txns = _gap_txns(st.part)
         for i in range(n):
             # a stretch this copy lacks, read from another (a gap before this batch): its transactions' batches
-            while st.gap_txns and int(base[i]) >= st.gap_txns[0][0]:
-                for p, is_ctl, first in st.gap_txns.pop(0)[1]:
-                    if is_ctl:
-                        st.open_txns.pop(p, None)
-                    else:
-                        st.open_txns.setdefault(p, first)
+            while st.gap_txns and int(base[i]) > st.gap_txns[0][0]:
+                first, p, is_ctl = st.gap_txns.pop(0)
+                if is_ctl:
+                    st.open_txns.pop(p, None)
+                else:
+                    st.open_txns.setdefault(p, first)
             if txn[i]:
                 if ctl[i]:
                     st.open_txns.pop(int(pid[i]), None)
