@@ -401,3 +401,47 @@ def test_a_transaction_two_copies_each_hold_in_part_through_spark(tmp_path, spar
         assert json.loads(q.lastProgress["sources"][0]["endOffset"]) == {"pay": {"0": lso}}
     finally:
         q.stop()
+
+
+def _ending_inside(tmp_path, epoch_after=0):
+    """The copy read lacks batches 4 and 5 (and, with ``epoch_after``, a new leader epoch starts at batch 6);
+    the other copy's log ends with batch 4 (a follower behind: inside the gap)."""
+    c, part, read, other = _cluster(tmp_path)
+    b = part.batches
+    if epoch_after:
+        later = [dataclasses.replace(x, data=kpy.build_v2(x.records, "none", require_codec=False,
+                                                          partition_leader_epoch=epoch_after), epoch=epoch_after)
+                 for x in b[6:]]
+    else:
+        later = b[6:]
+    _rewrite(c, read, part, b[:4] + later)
+    _rewrite(c, other, part, b[:5])
+    return c, part, read, other
+
+
+def test_a_copy_whose_log_ends_inside_the_gap_gives_what_it_holds(tmp_path):
+    """A follower behind, its log ending inside the copy read's gap, its batches there of the leader epoch on both
+    sides of the gap (one leader gave each offset once): its records are read -- they were lost, the copy said to
+    hold nothing more --, and the rest of the gap, which no copy holds, is not."""
+    c, part, read, other = _ending_inside(tmp_path)
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    b = part.batches
+    assert _offsets(recs.to_arrow()) == [r.offset for i, x in enumerate(b) if i != 5 for r in x.records]
+    said = [e.message for e in recs.report if e.kind is ReportKind.GAP_FROM_COPY]
+    assert len(said) == 1 and f"offsets {b[4].base}..{b[4].last} read from" in said[0]
+    assert [e.kind for e in recs.report if e.kind is not ReportKind.GAP_FROM_COPY] == [ReportKind.PARTLY_READ]
+    out = cli("verify", str(tmp_path), check=0)
+    assert "read from the copy" in out.stdout + out.stderr
+
+
+def test_a_copy_ending_inside_the_gap_in_another_epoch_is_said_not_read(tmp_path):
+    """The same, but the copy read's leader epoch changes across the gap: the follower's records there may be ones
+    the new leader truncated, so they are not read, and the follower is said to hold offsets the copy read lacks
+    (not to hold nothing more)."""
+    c, part, read, other = _ending_inside(tmp_path, epoch_after=1)
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    b = part.batches
+    assert _offsets(recs.to_arrow()) == [r.offset for i, x in enumerate(b) if i not in (4, 5) for r in x.records]
+    (entry,) = [e for e in recs.report if e.kind is not ReportKind.REPLICA]
+    assert entry.kind is ReportKind.DUPLICATE and entry.offset == b[4].base
+    assert f"holds offsets {b[4].base}..{b[4].last} between batches of the copy read" in entry.message

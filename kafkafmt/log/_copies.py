@@ -32,7 +32,7 @@ from kafkafmt.internal.codec import uuid_text
 from kafkafmt.log import sidefiles
 from kafkafmt.log._ahead import announce
 from kafkafmt.log._names import file_kind
-from kafkafmt.log._fill import Gap
+from kafkafmt.log._fill import Gap, ends_inside
 from kafkafmt.log._framing import scan_range, window
 from kafkafmt.log._notes import ReportEntry, ReportKind, spans_text
 
@@ -324,7 +324,9 @@ def _gaps_held(best, h, interior=True):
 
     * Between two consecutive batches of ``best``: offsets missing where ``h`` has batches holding some of them,
       and its batches just outside them -- its last wholly below the gap, its first wholly above -- are batches
-      ``best`` holds too (the same base and last offset and CRC: one history).
+      ``best`` holds too (the same base and last offset and CRC: one history); or ``h`` 's log ends inside the
+      gap, its last batch below it is one of ``best`` 's and its batches in it are of the leader epoch of
+      ``best`` 's batches on both sides (`kafkafmt.log._fill.ends_inside`).
     * Before its first batch, from its log start offset on (its log dir's ``log-start-offset-checkpoint``: the
       offsets it should hold, a range a recovery cut from its start -- never offsets deleted by retention or
       DeleteRecords, which the checkpoint is past; none without the checkpoint, or below ``h`` 's own): where
@@ -353,17 +355,25 @@ def _gaps_held(best, h, interior=True):
     if not len(cut):
         return out
     lo, hi = last[cut] + 1, base[cut + 1]
+    ep = b["partition_leader_epoch"]
+    epochs = [int(ep[c]) if ep[c] == ep[c + 1] else None for c in cut.tolist()]     # one epoch around the gap
     a = np.searchsorted(hl, lo) - 1                # h's last batch below the gap
     z = np.searchsorted(hb, hi)                    # h's first batch from its end on
     ac, zc = np.clip(a, 0, n - 1), np.minimum(z, n - 1)
-    ok = (a >= 0) & (z < n) & (z > a + 1)
     # h's batches around the gap are batches of best (found by their last and base offsets)
     j = np.minimum(np.searchsorted(last, hl[ac]), len(last) - 1)
     k = np.minimum(np.searchsorted(base, hb[zc]), len(base) - 1)
-    ok &= (last[j] == hl[ac]) & (base[j] == hb[ac]) & (crc[j] == hc[ac])
-    ok &= (base[k] == hb[zc]) & (last[k] == hl[zc]) & (crc[k] == hc[zc])
-    return out + [Gap(int(lo[i]), int(hi[i]), (int(hb[ac[i]]), int(hl[ac[i]]), int(hc[ac[i]])),
-                      (int(hb[zc[i]]), int(hl[zc[i]]), int(hc[zc[i]]))) for i in np.flatnonzero(ok).tolist()]
+    below = (a >= 0) & (last[j] == hl[ac]) & (base[j] == hb[ac]) & (crc[j] == hc[ac])
+    ok = below & (z < n) & (z > a + 1) & (base[k] == hb[zc]) & (last[k] == hl[zc]) & (crc[k] == hc[zc])
+    out += [Gap(int(lo[i]), int(hi[i]), (int(hb[ac[i]]), int(hl[ac[i]]), int(hc[ac[i]])),
+                (int(hb[zc[i]]), int(hl[zc[i]]), int(hc[zc[i]])), epochs[i]) for i in np.flatnonzero(ok).tolist()]
+    # h's log ends inside a gap (its batches there of the epoch on both sides of the gap): read up to its end
+    for i in np.flatnonzero(below & (z >= n)).tolist():
+        if ends_inside(o["partition_leader_epoch"], int(a[i]), n, epochs[i]):
+            c = int(cut[i]) + 1
+            out.append(Gap(int(lo[i]), int(hi[i]), (int(hb[ac[i]]), int(hl[ac[i]]), int(hc[ac[i]])),
+                           (int(base[c]), int(last[c]), int(crc[c])), epochs[i]))
+    return sorted(out, key=lambda g: g.lo)
 
 
 class _Held:
@@ -530,7 +540,7 @@ def _judge(h, best, hw):
     lagging = f"; {lag} offsets behind" if lag else ""
     filled = spans = ""
     if gaps:
-        spans = spans_text([(g.lo, g.hi) for g in gaps])
+        spans = spans_text([(g.lo, min(g.hi, h.last + 1)) for g in gaps])     # (a log may end inside a gap)
         filled = f"; it holds offsets {spans} that the copy read lacks: read from it"
     if h.damage is not None:
         seg, (pos, why) = h.damage
@@ -559,9 +569,35 @@ def _judge(h, best, hw):
                f"offsets it holds records of: {spans}" + below + lagging)
         return (ReportEntry(ReportKind.PARTLY_READ, where, msg, offset=gaps[0].lo),
                 h.copy(state, hw=hw(h.part), behind=lag, detail=msg), gaps)
+    untaken = () if same else _in_gaps(best, h)
+    if untaken:
+        msg = (f"copy of {name} not read ({span}): it holds offsets {spans_text(untaken)} between batches of the copy "
+               f"read ({there}, up to offset {best.last}) that it lacks, not between batches both hold (or of "
+               f"another leader epoch than the copy read's there): not read, replicas='all' reads every copy"
+               + lagging)
+        return (ReportEntry(ReportKind.DUPLICATE, where, msg, offset=untaken[0][0]),
+                h.copy(state, hw=hw(h.part), behind=lag, detail=msg), ())
     msg = (f"copy of {name} not read ({span}): the copy in {there} holds all of it (up to offset {best.last})"
            + lagging)
     return ReportEntry(ReportKind.REPLICA, where, msg), h.copy(state, hw=hw(h.part), behind=lag, detail=msg), ()
+
+
+def _in_gaps(best, h):
+    """The stretches of offsets (lo, hi) between two consecutive batches of the copy read (``best``) that copy ``h``
+    holds batches in (clipped to them): what it holds that the copy read lacks there."""
+    b, o = best.cols, h.cols
+    base, last = b["base_offset"], b["last_offset"]
+    hb, hl = o["base_offset"], o["last_offset"]
+    if len(base) < 2 or not len(hb):
+        return []
+    cut = np.flatnonzero(base[1:] > last[:-1] + 1)
+    if not len(cut):
+        return []
+    lo, hi = last[cut] + 1, base[cut + 1]
+    i = np.searchsorted(lo, hl, side="right") - 1        # the gap each batch of h ends in or after
+    ic = np.maximum(i, 0)
+    inside = (i >= 0) & (hb < hi[ic]) & (hl >= lo[ic])
+    return [(int(max(lo[i[k]], hb[k])), int(min(hi[i[k]], hl[k] + 1))) for k in np.flatnonzero(inside).tolist()]
 
 
 def _first_difference(a, b):

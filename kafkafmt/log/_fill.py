@@ -21,7 +21,9 @@ Another copy (one of the task's ``alternates``, the same incarnation) serves the
   from ``hi`` on is ``after``, batches (base and last offset, CRC) the copy read holds too -- so both are one
   history, not a diverged one --, and no batch of it straddles ``lo`` or ``hi`` (a batch holding offsets on both
   sides: the copies are batched apart) -- for a gap, whose copies' records were compared where both hold them
-  before, such a batch is taken, its offsets in the gap only;
+  before, such a batch is taken, its offsets in the gap only; a copy whose log ends inside a gap (a follower
+  behind) serves it up to its end when its batches there are of the leader epoch of the copy read's batches on
+  both sides of the gap (`ends_inside`);
 * its own batches in between read intact (CRCs checked).
 
 The first copy that does gives the records; none: the stretch stays damage (or missing), as with one copy.
@@ -35,7 +37,7 @@ import numpy as np
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.log._framing import scan_range
 
-__all__ = ["fill", "fill_gaps", "gap_stretches", "batch_mark_of", "Gap"]
+__all__ = ["fill", "fill_gaps", "gap_stretches", "batch_mark_of", "covered", "ends_inside", "Gap"]
 
 _SCAN_STEP = 1 << 20          # bytes of batch headers scanned at a time around a stretch
 
@@ -43,11 +45,16 @@ _SCAN_STEP = 1 << 20          # bytes of batch headers scanned at a time around 
 class Gap(NamedTuple):
     """Offsets ``lo`` .. ``hi - 1`` a copy lacks that another copy holds records of: ``before`` and ``after``
     are that copy's batches just outside them -- its last below ``lo`` (None: a gap before the copy's first
-    batch), its first from ``hi`` on -- which the copy lacking them holds too (their marks, `batch_mark_of`)."""
+    batch), its first from ``hi`` on -- which the copy lacking them holds too (their marks, `batch_mark_of`).
+
+    ``epoch``: the leader epoch of the copy's batches on both sides of the gap when it is one (else None). A copy
+    whose log ends inside the gap has no batch from ``hi`` on; it serves the gap when its batches there are of
+    that epoch too (within one epoch one leader gave each offset once: the same records)."""
     lo: int
     hi: int
     before: tuple
     after: tuple
+    epoch: int = None
 
 
 def batch_mark_of(table, i):
@@ -57,8 +64,8 @@ def batch_mark_of(table, i):
 
 def _marks(part, first, hi):
     """The marks of a copy's batches from the one holding offset ``first`` on, up to the first batch reaching
-    ``hi`` (headers only, from the segment holding ``first`` found through its offset index), in log order;
-    None when it cannot be scanned."""
+    ``hi`` (headers only, from the segment holding ``first`` found through its offset index), in log order, each
+    with the batch's leader epoch after it; None when it cannot be scanned."""
     segs = part.list_segments()
     if not segs:
         return None
@@ -73,7 +80,8 @@ def _marks(part, first, hi):
                 pos = seg.position_for_offset(f, first, []) if first > seg.base_offset else 0
                 while pos < f.size:
                     t, info = scan_range(f, pos, min(f.size, pos + _SCAN_STEP))
-                    out += [batch_mark_of(t, i) for i in range(info["count"])]
+                    out += [batch_mark_of(t, i) + (int(t["partition_leader_epoch"][i]),)
+                            for i in range(info["count"])]
                     if info["error"] is not None or info["count"] == 0:
                         break
                     if hi is not None and int(t["last_offset"][info["count"] - 1]) >= hi:
@@ -85,12 +93,18 @@ def _marks(part, first, hi):
 
 
 def _mark_columns(part, first, hi):
-    """`_marks` as three int64 columns (base offsets, last offsets, CRCs), or None."""
+    """`_marks` as four int64 columns (base offsets, last offsets, CRCs, leader epochs), or None."""
     marks = _marks(part, first, hi)
     if marks is None:
         return None
-    cols = np.array(marks, np.int64).reshape(-1, 3)
-    return cols[:, 0], cols[:, 1], cols[:, 2]
+    cols = np.array(marks, np.int64).reshape(-1, 4)
+    return cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3]
+
+
+def ends_inside(epochs, a, n, epoch):
+    """Whether a copy whose log ends inside a gap (no batch from its end on) serves it: batches of it after its
+    last below the gap (``a``; ``n`` batches in all), every one of the gap's ``epoch`` (None: never)."""
+    return epoch is not None and n > a + 1 >= 1 and bool((epochs[a + 1:n] == epoch).all())
 
 
 def _serving(alt, todo):
@@ -108,7 +122,7 @@ def _serving(alt, todo):
     cols = _mark_columns(alt, first, last)
     if cols is None or not len(cols[0]):
         return None
-    base, lasts, crc = cols
+    base, lasts, crc, epochs = cols
     if (base[1:] <= lasts[:-1]).any():
         return None
     lo = np.array([g.lo for g, _, _, _ in usable], np.int64)
@@ -123,7 +137,9 @@ def _serving(alt, todo):
             continue
         if g.before is not None and (a[i] < 0 or (base[ac[i]], lasts[ac[i]], crc[ac[i]]) != g.before):
             ok[i] = False
-        elif z[i] >= n or (g.after is not None and (base[zc[i]], lasts[zc[i]], crc[zc[i]]) != g.after) \
+        elif z[i] >= n:
+            ok[i] = g.before is not None and ends_inside(epochs, int(a[i]), n, g.epoch)
+        elif (g.after is not None and (base[zc[i]], lasts[zc[i]], crc[zc[i]]) != g.after) \
                 or (g.after is None and base[zc[i]] != g.hi):
             ok[i] = False
     chosen = [f for f, yes in zip(usable, ok) if yes]
@@ -191,6 +207,24 @@ def fill_gaps(alternates, fills, read):
     return got, [(f_lo, f_hi) for _, f_lo, f_hi, hole in todo if not hole]
 
 
+def covered(base, last, spans):
+    """The runs of offsets of the spans (sorted (lo, hi) pairs) that batches (their ``base`` .. ``last`` offsets)
+    cover, as (lo, hi) pairs."""
+    out = []
+    holes = {}
+    for span, a, z in _holes(base, last, spans):
+        holes.setdefault(span, []).append((a, z))
+    for lo, hi in spans:
+        at = lo
+        for a, z in holes.get((lo, hi), ()):
+            if a > at:
+                out.append((at, a))
+            at = z
+        if at < hi:
+            out.append((at, hi))
+    return out
+
+
 def _holes(base, last, spans):
     """[(span, first, end)] of the runs of offsets of each span (lo, hi) that no batch (its ``base`` .. ``last``
     offsets; control batches and offsets a cleaner removed from a batch count as held) covers."""
@@ -256,7 +290,7 @@ def _usable(alt, lo, hi, before, after, straddle):
     if alt.diverges_at is not None and (hi is None or hi > alt.diverges_at):
         return False            # its records differ from the copy read's there: another history
     marks = _marks(alt, lo - 1 if before is None else before[1], hi if after is None else after[0])
-    return marks is not None and _agrees(marks, lo, hi, before, after, straddle)
+    return marks is not None and _agrees([m[:3] for m in marks], lo, hi, before, after, straddle)
 
 
 def fill(alternates, lo, hi, before, after, read):

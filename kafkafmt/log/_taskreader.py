@@ -23,7 +23,7 @@ import numpy as np
 
 from kafkafmt.record import DecodeOptions, Records, offset_sequence_error
 from kafkafmt.errors import CorruptRecordError, KafkafmtError
-from kafkafmt.log._fill import batch_mark_of, fill, fill_gaps
+from kafkafmt.log._fill import batch_mark_of, covered, fill, fill_gaps
 from kafkafmt.log._framing import entry_size_at, scan_range, whole_entries_end
 from kafkafmt.log._notes import ReportEntry, ReportKind, spans_text
 from kafkafmt.log._planner import plan
@@ -139,12 +139,15 @@ def _read_gaps(task, fills, report, options, recs=None):
     got_all = []
     for part_recs, copy, spans in got:
         part_recs = _in_spans(part_recs, spans)
-        got_all.append(part_recs.replace(batches=part_recs.batches.with_column(
-            "from_copy", np.ones(len(part_recs.batches), bool)), log_dir=task.log_dir))
+        b = part_recs.batches
+        got_all.append(part_recs.replace(batches=b.with_column("from_copy", np.ones(len(b), bool)),
+                                         log_dir=task.log_dir))
         if report is not None:
+            # (the offsets its batches cover: a copy may hold a stretch in part -- its log ends inside it)
+            held = covered(np.asarray(b.base_offset, np.int64), np.asarray(b.last_offset, np.int64), spans) or spans
             report.append(ReportEntry(ReportKind.GAP_FROM_COPY, where,
-                                      f"offsets {spans_text(spans)} read from the copy in {copy.url} ({len(part_recs)} "
-                                      f"records): this copy lacks them {lacked}", offset=spans[0][0]))
+                                      f"offsets {spans_text(held)} read from the copy in {copy.url} ({len(part_recs)} "
+                                      f"records): this copy lacks them {lacked}", offset=held[0][0]))
     if missing and report is not None:
         report.append(ReportEntry(ReportKind.GAP, where,
                                   f"offsets {spans_text(missing)} are not in this copy, and no other copy gives them "
