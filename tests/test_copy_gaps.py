@@ -445,3 +445,130 @@ def test_a_copy_ending_inside_the_gap_in_another_epoch_is_said_not_read(tmp_path
     (entry,) = [e for e in recs.report if e.kind is not ReportKind.REPLICA]
     assert entry.kind is ReportKind.DUPLICATE and entry.offset == b[4].base
     assert f"holds offsets {b[4].base}..{b[4].last} between batches of the copy read" in entry.message
+
+
+def _flip_batch(c, broker, base):
+    """Flip a byte in the body of the batch of a copy starting at offset ``base`` (its CRC then fails)."""
+    folder = c.folder(broker, "pay", 0)
+    for si, name in enumerate(kcluster.segment_files(folder)):
+        for bi, row in enumerate(kcluster.batch_positions(os.path.join(folder, name))):
+            if row[2] == base:
+                return kcluster.flip_byte(folder, batch=bi, segment=si)
+    raise AssertionError(f"no batch at {base}")
+
+
+def _without_batches(part, skip):
+    return [r.offset for i, x in enumerate(part.batches) if i not in skip for r in x.records]
+
+
+@pytest.mark.parametrize("other", ["lacks the damaged batch", "holds both"])
+def test_damage_beside_a_gap_of_the_copy_read(tmp_path, other):
+    """The copy read holds batch 4 damaged and lacks batch 5; the other copy holds 5 and lacks 4 (a batch held
+    only damaged: a strict read raises, a salvaging one gives every other record once -- 5 was read twice, with
+    the damage and as the gap, and 4's records went unsaid) or holds both (every record once)."""
+    c, part, read, other_broker = _cluster(tmp_path)
+    n = len(part.batches)
+    kcluster.drop_batches(c, read, "pay", 0, [5], segment_bytes=1500)
+    kcluster.drop_batches(c, other_broker, "pay", 0, ([4] if other == "lacks the damaged batch" else []) + [n - 1],
+                          segment_bytes=1500)
+    _flip_batch(c, read, part.batches[4].base)
+    if other == "holds both":
+        recs = kafkafmt.read_log_dirs(str(tmp_path))
+        assert _offsets(recs.to_arrow()) == _truth(part)
+        return
+    with pytest.raises(kafkafmt.CrcError):
+        kafkafmt.read_log_dirs(str(tmp_path))
+    recs = kafkafmt.read_log_dirs(str(tmp_path), errors="salvage")
+    assert _offsets(recs.to_arrow()) == _without_batches(part, {4})
+    assert [e.offset for e in recs.report if e.kind is ReportKind.CORRUPT] == [part.batches[4].base]
+
+
+def test_damage_and_a_gap_held_by_two_other_copies(tmp_path):
+    """Three copies: the copy read holds batch 4 damaged and lacks 5, the second holds 4 and lacks 5, the third
+    lacks 4 and holds 5: every record once (5 was left out: the damaged stretch read from the second copy up to
+    the copy read's next batch was taken to cover it)."""
+    c = kcluster.write_cluster(tmp_path, {"pay": (1, 3)}, brokers=3, seed=3, records=120, segment_bytes=1500,
+                               behind=0.0, empty=0.0, leader_change=0.0, spread=False)
+    part = c.parts[("pay", 0)]
+    read, second, third = part.replicas
+    n = len(part.batches)
+    kcluster.drop_batches(c, read, "pay", 0, [5], 1500)
+    kcluster.drop_batches(c, second, "pay", 0, [5, n - 1], 1500)
+    kcluster.drop_batches(c, third, "pay", 0, [4, n - 1], 1500)
+    _flip_batch(c, read, part.batches[4].base)
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    assert _offsets(recs.to_arrow()) == _truth(part)
+    said = {e.kind: e.message for e in recs.report if e.kind in (ReportKind.FROM_COPY, ReportKind.GAP_FROM_COPY)}
+    b4, b5 = part.batches[4], part.batches[5]
+    assert f"offsets {b4.base}..{b4.last} read from" in said[ReportKind.FROM_COPY]
+    assert f"offsets {b5.base}..{b5.last} read from" in said[ReportKind.GAP_FROM_COPY]
+
+
+def test_damage_held_intact_by_a_copy_lacking_the_batch_after_it(tmp_path):
+    """The copy read holds batch 4 damaged; the other copy holds it intact but lacks batch 5 (no batch of it
+    after the stretch is the copy read's): the very batch the damaged header names (offsets and CRC field) is
+    read from it -- a strict read raised."""
+    c, part, read, other = _cluster(tmp_path)
+    kcluster.drop_batches(c, other, "pay", 0, [5, len(part.batches) - 1], segment_bytes=1500)
+    _flip_batch(c, read, part.batches[4].base)
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    assert _offsets(recs.to_arrow()) == _truth(part)
+    assert [e.offset for e in recs.report if e.kind is ReportKind.FROM_COPY] == [part.batches[4].base]
+
+
+def test_gaps_whose_neighbours_the_other_copy_lacks_too(tmp_path):
+    """The copy read lacks batches 2 and 4, the other copy 3 (and its last): each gap's neighbour in the other copy
+    lies in the copy read's other gap, so its anchors are the batches both hold around it (1 and 5): both gaps
+    are read (they were said held by no copy between batches both hold)."""
+    c, part, read, other = _cluster(tmp_path)
+    kcluster.drop_batches(c, read, "pay", 0, [2, 4], segment_bytes=1500)
+    kcluster.drop_batches(c, other, "pay", 0, [3, len(part.batches) - 1], segment_bytes=1500)
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    assert _offsets(recs.to_arrow()) == _truth(part)
+    assert sorted(recs.batches.to_arrow()["base_offset"].to_pylist()) == [b.base for b in part.batches]
+
+
+def test_a_gap_two_copies_hold_between_different_batches(tmp_path):
+    """Three copies: the copy read lacks batches 5 to 7; the second holds 6 and 7 but lacks 4 and 5, the third
+    holds 5 to 7 but lacks 3 -- each holds the gap between other batches of the copy read (3 and 8, 4 and 8): what
+    the second does not cover is read from the third, checked around its own batches (5 was lost: the third was
+    checked against the second's)."""
+    c = kcluster.write_cluster(tmp_path, {"pay": (1, 3)}, brokers=3, seed=3, records=120, segment_bytes=1500,
+                               behind=0.0, empty=0.0, leader_change=0.0, spread=False)
+    part = c.parts[("pay", 0)]
+    read, second, third = part.replicas
+    n = len(part.batches)
+    assert n >= 9
+    kcluster.drop_batches(c, read, "pay", 0, [5, 6, 7], 1500)
+    kcluster.drop_batches(c, second, "pay", 0, [4, 5, n - 1], 1500)
+    kcluster.drop_batches(c, third, "pay", 0, [3, n - 1], 1500)
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    assert _offsets(recs.to_arrow()) == _truth(part)
+    assert sorted(recs.batches.to_arrow()["base_offset"].to_pylist()) == [b.base for b in part.batches]
+
+
+def test_a_gap_held_partly_damaged_gives_its_intact_batches(tmp_path):
+    """The copy read lacks batches 1 and 2; the other copy holds both, 2 damaged: 1 is read from it (the whole gap
+    was said not given, 1's records lost) and 2 is said missing."""
+    c, part, read, other = _cluster(tmp_path)
+    kcluster.drop_batches(c, read, "pay", 0, [1, 2], segment_bytes=1500)
+    kcluster.drop_batches(c, other, "pay", 0, [len(part.batches) - 1], segment_bytes=1500)
+    _flip_batch(c, other, part.batches[2].base)
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    assert _offsets(recs.to_arrow()) == _without_batches(part, {2})
+    b1, b2 = part.batches[1], part.batches[2]
+    assert [e.offset for e in recs.report if e.kind is ReportKind.GAP_FROM_COPY] == [b1.base]
+    assert [e.message.split(" are ")[0] for e in recs.report if e.kind is ReportKind.GAP] == \
+        [f"offsets {b2.base}..{b2.last}"]
+
+
+def test_a_copy_ending_inside_a_later_gap_gives_both(tmp_path):
+    """The copy read lacks batches 4 and 7; a follower behind holds both but not 5 and 6, and its log ends with 7:
+    no batch of it after the first gap is one the copy read holds -- it ends inside the later gap --, its batches
+    there of the epoch around both gaps: both are read (4 was lost)."""
+    c, part, read, other = _cluster(tmp_path)
+    n = len(part.batches)
+    kcluster.drop_batches(c, read, "pay", 0, [4, 7], segment_bytes=1500)
+    kcluster.drop_batches(c, other, "pay", 0, [5, 6] + list(range(8, n)), segment_bytes=1500)
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    assert _offsets(recs.to_arrow()) == _truth(part)

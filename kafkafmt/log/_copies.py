@@ -306,7 +306,9 @@ def _copies_of_one(topic, partition, held, report, copies, hw):
         if h is not best:
             entry, copy, mine = _judge(h, best, hw)
             for g in mine:
-                gaps.setdefault(g.lo, g)
+                had = gaps.setdefault(g.lo, g)
+                if had is not g:            # (another copy holds records of it too: its own batches around it)
+                    gaps[g.lo] = had._replace(anchors=had.anchors + g.anchors)
             judged.append((entry, copy))
             # a diverged copy gives only offsets below where it parts from the copy read
             alternates.append(h.part if copy.state != "diverged" else h.part.diverging_at(copy.offset))
@@ -322,11 +324,11 @@ def _gaps_held(best, h, interior=True):
     """The `Gap` s of the copy read (``best``) that copy ``h`` holds records of (``interior`` False: only
     before its first batch).
 
-    * Between two consecutive batches of ``best``: offsets missing where ``h`` has batches holding some of them,
-      and its batches just outside them -- its last wholly below the gap, its first wholly above -- are batches
-      ``best`` holds too (the same base and last offset and CRC: one history); or ``h`` 's log ends inside the
-      gap, its last batch below it is one of ``best`` 's and its batches in it are of the leader epoch of
-      ``best`` 's batches on both sides (`kafkafmt.log._fill.ends_inside`).
+    * Between two consecutive batches of ``best``: offsets missing where ``h`` has batches holding some of them
+      between two batches both hold (the same base and last offset and CRC: one history) -- its last such batch
+      below the gap and its first above, its batches between them in gaps of ``best`` --; or ``h`` 's log ends
+      inside the gap, after such a batch, its batches after it of the leader epoch of ``best`` 's batches on both
+      sides of the gap (`kafkafmt.log._fill.ends_inside`).
     * Before its first batch, from its log start offset on (its log dir's ``log-start-offset-checkpoint``: the
       offsets it should hold, a range a recovery cut from its start -- never offsets deleted by retention or
       DeleteRecords, which the checkpoint is past; none without the checkpoint, or below ``h`` 's own): where
@@ -350,29 +352,36 @@ def _gaps_held(best, h, interior=True):
         z = int(np.searchsorted(hb, first))          # h's first batch from best's first offset on
         if lo < first and z < n and z > int(np.searchsorted(hl, lo)) \
                 and (hb[z], hl[z], hc[z]) == (base[0], last[0], crc[0]):
-            out.append(Gap(int(lo), first, None, (first, int(last[0]), int(crc[0]))))
+            after = (first, int(last[0]), int(crc[0]))
+            out.append(Gap(int(lo), first, None, after, None, ((h.part.url, None, after),)))
     cut = np.flatnonzero(base[1:] > last[:-1] + 1) if interior else ()
     if not len(cut):
         return out
     lo, hi = last[cut] + 1, base[cut + 1]
     ep = b["partition_leader_epoch"]
     epochs = [int(ep[c]) if ep[c] == ep[c + 1] else None for c in cut.tolist()]     # one epoch around the gap
-    a = np.searchsorted(hl, lo) - 1                # h's last batch below the gap
-    z = np.searchsorted(hb, hi)                    # h's first batch from its end on
-    ac, zc = np.clip(a, 0, n - 1), np.minimum(z, n - 1)
-    # h's batches around the gap are batches of best (found by their last and base offsets)
-    j = np.minimum(np.searchsorted(last, hl[ac]), len(last) - 1)
-    k = np.minimum(np.searchsorted(base, hb[zc]), len(base) - 1)
-    below = (a >= 0) & (last[j] == hl[ac]) & (base[j] == hb[ac]) & (crc[j] == hc[ac])
-    ok = below & (z < n) & (z > a + 1) & (base[k] == hb[zc]) & (last[k] == hl[zc]) & (crc[k] == hc[zc])
-    out += [Gap(int(lo[i]), int(hi[i]), (int(hb[ac[i]]), int(hl[ac[i]]), int(hc[ac[i]])),
-                (int(hb[zc[i]]), int(hl[zc[i]]), int(hc[zc[i]])), epochs[i]) for i in np.flatnonzero(ok).tolist()]
-    # h's log ends inside a gap (its batches there of the epoch on both sides of the gap): read up to its end
-    for i in np.flatnonzero(below & (z >= n)).tolist():
+    # h's batches best holds too (the same base and last offset and CRC): a gap's records are taken between two of
+    # them, h's batches between those lying in gaps of best (two gaps with a batch of best between them that h
+    # lacks: each gap's anchors are the batches both hold around it)
+    jh = np.minimum(np.searchsorted(base, hb), len(base) - 1)
+    ci = np.flatnonzero((base[jh] == hb) & (last[jh] == hl) & (crc[jh] == hc))
+    if not len(ci):
+        return out
+    pa = np.searchsorted(hl[ci], lo) - 1            # h's last batch below the gap that best holds (in ci)
+    pz = np.searchsorted(hb[ci], hi)                # h's first from its end on that best holds (in ci)
+    a, z = ci[np.maximum(pa, 0)], ci[np.minimum(pz, len(ci) - 1)]
+    inside = np.searchsorted(hb, hi) > np.searchsorted(hl, lo)     # h holds offsets of the gap
+    ok = inside & (pa >= 0) & (pz < len(ci))
+    for i in np.flatnonzero(ok).tolist():
+        before, after = (int(hb[a[i]]), int(hl[a[i]]), int(hc[a[i]])), (int(hb[z[i]]), int(hl[z[i]]), int(hc[z[i]]))
+        out.append(Gap(int(lo[i]), int(hi[i]), before, after, epochs[i], ((h.part.url, before, after),)))
+    # no batch of h from the gap's end on is best's -- its log ends inside the gap, or inside a later one --: read
+    # when its batches after its anchor below are of the epoch on both sides of the gap
+    for i in np.flatnonzero(inside & (pa >= 0) & (pz >= len(ci))).tolist():
         if ends_inside(o["partition_leader_epoch"], int(a[i]), n, epochs[i]):
             c = int(cut[i]) + 1
-            out.append(Gap(int(lo[i]), int(hi[i]), (int(hb[ac[i]]), int(hl[ac[i]]), int(hc[ac[i]])),
-                           (int(base[c]), int(last[c]), int(crc[c])), epochs[i]))
+            before, after = (int(hb[a[i]]), int(hl[a[i]]), int(hc[a[i]])), (int(base[c]), int(last[c]), int(crc[c]))
+            out.append(Gap(int(lo[i]), int(hi[i]), before, after, epochs[i], ((h.part.url, before, after),)))
     return sorted(out, key=lambda g: g.lo)
 
 

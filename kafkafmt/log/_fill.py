@@ -37,7 +37,8 @@ import numpy as np
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.log._framing import scan_range
 
-__all__ = ["fill", "fill_gaps", "gap_stretches", "batch_mark_of", "covered", "ends_inside", "Gap"]
+__all__ = ["fill", "fill_batches", "fill_gaps", "gap_stretches", "batch_mark_of", "covered", "ends_inside",
+           "holes_in", "Gap"]
 
 _SCAN_STEP = 1 << 20          # bytes of batch headers scanned at a time around a stretch
 
@@ -49,12 +50,24 @@ class Gap(NamedTuple):
 
     ``epoch``: the leader epoch of the copy's batches on both sides of the gap when it is one (else None). A copy
     whose log ends inside the gap has no batch from ``hi`` on; it serves the gap when its batches there are of
-    that epoch too (within one epoch one leader gave each offset once: the same records)."""
+    that epoch too (within one epoch one leader gave each offset once: the same records).
+
+    ``anchors``: ((URL of a copy holding records of the gap, its ``before``, its ``after``), ...) for every copy
+    found to hold some (each copy's batches around the gap that the copy lacking it holds too may differ: one
+    copy may lack a batch another has there); ``before`` and ``after`` are the first's."""
     lo: int
     hi: int
     before: tuple
     after: tuple
     epoch: int = None
+    anchors: tuple = ()
+
+    def around(self, url):
+        """(before, after) of the copy at ``url`` (the first copy's when it is not among the anchors)."""
+        for u, before, after in self.anchors:
+            if u == url:
+                return before, after
+        return self.before, self.after
 
 
 def batch_mark_of(table, i):
@@ -102,55 +115,62 @@ def _mark_columns(part, first, hi):
 
 
 def ends_inside(epochs, a, n, epoch):
-    """Whether a copy whose log ends inside a gap (no batch from its end on) serves it: batches of it after its
-    last below the gap (``a``; ``n`` batches in all), every one of the gap's ``epoch`` (None: never)."""
+    """Whether a copy whose log ends inside a gap -- no batch of it from the gap's end on is one the copy lacking
+    the gap holds: it ends there or inside a later gap -- serves it: batches of it after its batch ``a`` below
+    the gap (``n`` batches in all), every one of the gap's ``epoch`` (None: never)."""
     return epoch is not None and n > a + 1 >= 1 and bool((epochs[a + 1:n] == epoch).all())
 
 
 def _serving(alt, todo):
     """Which stretches of ``todo`` (`fill_gaps` 's entries: (gap, first, end, hole)) copy ``alt`` can give: its
-    records do not differ from the copy read's below the gap's end, its last batch below each gap is the gap's
-    ``before`` and its first from the gap's end on its ``after`` (a batch starting at the end when the copy read
-    has none there), with batches between. ((base offsets, last offsets) of its batches around them, in offset
-    order; the entries it can give) -- None when it gives none (not scanned, or its batches out of offset order:
-    one gap at a time, `fill`)."""
+    records do not differ from the copy read's below the gap's end, it holds the gap's ``before`` below it and its
+    ``after`` from its end on (a batch starting at the end when ``after`` is None) -- or its log ends inside the
+    gap (`ends_inside`) --, with batches holding offsets of the gap. ((base offsets, last offsets) of its batches
+    around them, in offset order; the entries it can give) -- None when it gives none (not scanned, or its
+    batches out of offset order: one gap at a time, `fill`)."""
     usable = [f for f in todo if alt.diverges_at is None or f[0].hi <= alt.diverges_at]
     if not usable:
         return None
-    first = min(g.lo - 1 if g.before is None else g.before[1] for g, _, _, _ in usable)
-    last = max(g.hi if g.after is None else g.after[0] for g, _, _, _ in usable)
+    marks = [g.around(alt.url) for g, _, _, _ in usable]      # (each copy's batches around a gap)
+    first = min(g.lo - 1 if b is None else b[1] for (g, _, _, _), (b, _) in zip(usable, marks))
+    last = max(g.hi if z is None else z[0] for (g, _, _, _), (_, z) in zip(usable, marks))
     cols = _mark_columns(alt, first, last)
     if cols is None or not len(cols[0]):
         return None
     base, lasts, crc, epochs = cols
     if (base[1:] <= lasts[:-1]).any():
         return None
-    lo = np.array([g.lo for g, _, _, _ in usable], np.int64)
-    hi = np.array([g.hi for g, _, _, _ in usable], np.int64)
     n = len(base)
-    a = np.searchsorted(lasts, lo) - 1            # its last batch below each gap
-    z = np.searchsorted(base, hi)                 # its first batch from each gap's end on
-    ac, zc = np.clip(a, 0, n - 1), np.minimum(z, n - 1)
-    ok = z > a + 1
-    for i, (g, _, _, _) in enumerate(usable):
-        if not ok[i]:
-            continue
-        if g.before is not None and (a[i] < 0 or (base[ac[i]], lasts[ac[i]], crc[ac[i]]) != g.before):
-            ok[i] = False
-        elif z[i] >= n:
-            ok[i] = g.before is not None and ends_inside(epochs, int(a[i]), n, g.epoch)
-        elif (g.after is not None and (base[zc[i]], lasts[zc[i]], crc[zc[i]]) != g.after) \
-                or (g.after is None and base[zc[i]] != g.hi):
-            ok[i] = False
+    gaps = [f[0] for f in usable]
+    lo = np.array([g.lo for g in gaps], np.int64)
+    hi = np.array([g.hi for g in gaps], np.int64)
+    has_before = np.array([b is not None for b, _ in marks])
+    has_after = np.array([z is not None for _, z in marks])
+    before = np.array([b or (0, 0, 0) for b, _ in marks], np.int64).reshape(-1, 3)
+    after = np.array([z or (0, 0, 0) for _, z in marks], np.int64).reshape(-1, 3)
+    # its batch ``before`` (batches of other gaps may follow it), or none below a gap before the first batch
+    a = np.where(has_before, np.searchsorted(lasts, before[:, 1]), np.searchsorted(lasts, lo) - 1)
+    ac = np.clip(a, 0, n - 1)
+    before_ok = ~has_before | ((a < n) & (base[ac] == before[:, 0]) & (lasts[ac] == before[:, 1])
+                               & (crc[ac] == before[:, 2]))
+    z = np.searchsorted(base, hi)                 # its first batch from the gap's end on
+    holds = z > np.searchsorted(lasts, lo)        # a batch of it holds offsets of the gap
+    zc = np.minimum(z, n - 1)
+    k = np.minimum(np.searchsorted(base, after[:, 0]), n - 1)    # its batch ``after`` (gaps' batches may come first)
+    after_ok = np.where(has_after, (base[k] == after[:, 0]) & (lasts[k] == after[:, 1]) & (crc[k] == after[:, 2]),
+                        base[zc] == hi)
+    ok = before_ok & holds & (z < n) & after_ok
+    # no ``after``: its log ends inside the gap, or inside a later one of the copy read
+    for i in np.flatnonzero(before_ok & holds & has_before & ~ok).tolist():
+        ok[i] = ends_inside(epochs, int(a[i]), n, gaps[i].epoch)
     chosen = [f for f, yes in zip(usable, ok) if yes]
     return ((base, lasts), chosen) if chosen else None
 
 
 def _left(todo, done, holes):
     """What is still to read after a copy gave the stretches ``done``: the others, and the ``holes`` (gap, first,
-    end) it lacked of those it gave, in offset order."""
-    return sorted([f for f in todo if (f[1], f[2]) not in done] + [(g, lo, hi, True) for g, lo, hi in holes],
-                  key=lambda f: f[1])
+    end, whether no copy giving it is nothing to say) it lacked of those it gave, in offset order."""
+    return sorted([f for f in todo if (f[1], f[2]) not in done] + list(holes), key=lambda f: f[1])
 
 
 def fill_gaps(alternates, fills, read):
@@ -183,25 +203,36 @@ def fill_gaps(alternates, fills, read):
         _, chosen = serving
         spans = [(f[1], f[2]) for f in chosen]
         try:
-            reads = [(read(alt, spans[0][0], spans[-1][1]), spans)]
+            reads = [(read(alt, spans[0][0], spans[-1][1]), spans, False)]
         except (KafkafmtError, OSError):
-            # damage somewhere between: each stretch on its own (one damaged stretch loses only itself)
+            # damage somewhere between: each stretch on its own (one damaged stretch loses only itself), and a
+            # damaged one salvaged -- its intact batches taken, the rest asked of the copies after it
             reads = []
-            for span in spans if len(spans) > 1 else ():
+            for span in spans:
+                recs = None
+                if len(spans) > 1:
+                    try:
+                        recs = read(alt, *span)
+                    except (KafkafmtError, OSError):
+                        recs = None
+                if recs is not None:
+                    reads.append((recs, [span], False))
+                    continue
                 try:
-                    reads.append((read(alt, *span), [span]))
+                    reads.append((read(alt, *span, salvage=True), [span], True))
                 except (KafkafmtError, OSError):
                     pass
         gap_of = {(f[1], f[2]): f[0] for f in chosen}
         done, holes = set(), []
-        for recs, mine in reads:
+        for recs, mine, salvaged in reads:
             if recs is not None:
                 got.append((recs, alt, mine))
                 done.update(mine)
-                if k + 1 < len(alternates):
-                    b = recs.batches
-                    holes += [(gap_of[span], lo, hi) for span, lo, hi in
-                              _holes(np.asarray(b.base_offset, np.int64), np.asarray(b.last_offset, np.int64), mine)]
+                b = recs.batches
+                # (what a salvaged stretch lacks is damage there: said when no copy after it gives it)
+                holes += [(gap_of[span], lo, hi, not salvaged) for span, lo, hi in
+                          _holes(np.asarray(b.base_offset, np.int64), np.asarray(b.last_offset, np.int64), mine)
+                          if salvaged or k + 1 < len(alternates)]
         # (never said missing when no copy covers them: offsets no copy holds may be a cleaner's)
         todo = _left(todo, done, holes)
     return got, [(f_lo, f_hi) for _, f_lo, f_hi, hole in todo if not hole]
@@ -223,6 +254,11 @@ def covered(base, last, spans):
         if at < hi:
             out.append((at, hi))
     return out
+
+
+def holes_in(base, last, spans):
+    """The runs of offsets (lo, hi) of the spans that no batch (``base`` .. ``last``) covers."""
+    return [(a, z) for _, a, z in _holes(base, last, spans)]
 
 
 def _holes(base, last, spans):
@@ -282,7 +318,7 @@ def gap_stretches(part):
             out += [([s for s, n in zip(segs, nxt) if (n is None or n > lo) and s.base_offset < hi], lo, hi)
                     for lo, hi in held]
         gap_of = {(f[1], f[2]): f[0] for f in chosen}
-        todo = _left(todo, set(held), [(gap_of[span], lo, hi) for span, lo, hi in _holes(base, last, held)])
+        todo = _left(todo, set(held), [(gap_of[span], lo, hi, True) for span, lo, hi in _holes(base, last, held)])
     return sorted(out, key=lambda x: x[1])
 
 
@@ -291,6 +327,28 @@ def _usable(alt, lo, hi, before, after, straddle):
         return False            # its records differ from the copy read's there: another history
     marks = _marks(alt, lo - 1 if before is None else before[1], hi if after is None else after[0])
     return marks is not None and _agrees([m[:3] for m in marks], lo, hi, before, after, straddle)
+
+
+def fill_batches(alternates, marks, read):
+    """Records of the batches a damaged stretch's headers name (``marks``: (base offset, last offset, CRC) in log
+    order -- a CRC mismatch leaves the CRC field the batch's own) from the first of ``alternates`` holding exactly
+    those batches there (the same marks, nothing else between) and reading them intact: the same batches, whatever
+    that copy lacks around them. (records, Partition), or (None, None)."""
+    lo, hi = marks[0][0], marks[-1][1] + 1
+    want = [tuple(m) for m in marks]
+    for alt in alternates:
+        if alt.diverges_at is not None and hi > alt.diverges_at:
+            continue
+        theirs = _marks(alt, max(lo - 1, 0), hi)
+        if theirs is None or [m[:3] for m in theirs if m[1] >= lo and m[0] < hi] != want:
+            continue
+        try:
+            recs = read(alt, lo, hi)
+        except (KafkafmtError, OSError):
+            continue
+        if recs is not None:
+            return recs, alt
+    return None, None
 
 
 def fill(alternates, lo, hi, before, after, read):

@@ -23,7 +23,7 @@ import numpy as np
 
 from kafkafmt.record import DecodeOptions, Records, offset_sequence_error
 from kafkafmt.errors import CorruptRecordError, KafkafmtError
-from kafkafmt.log._fill import batch_mark_of, covered, fill, fill_gaps
+from kafkafmt.log._fill import batch_mark_of, covered, fill, fill_batches, fill_gaps, holes_in as _holes
 from kafkafmt.log._framing import entry_size_at, scan_range, whole_entries_end
 from kafkafmt.log._notes import ReportEntry, ReportKind, spans_text
 from kafkafmt.log._planner import plan
@@ -72,7 +72,9 @@ def read_task(task, report, *, options=None, errors="strict", max_bytes=64 << 20
                 own = []
                 recs, resume = read_range(seg, f, pos, chunk_stop, own, options=options, errors="salvage",
                                           limit=stop, after=after, following=following)
-                recs, own = _mend(task, f, recs, own, after, mark, options)
+                recs, own, filled = _mend(task, f, recs, own, after, mark, options)
+                if filled and pending:          # (gaps of this copy inside a stretch read with the damage)
+                    pending = _without(pending, filled)
                 if errors == "strict" and any(e.kind is ReportKind.CORRUPT for e in own):
                     # damage no copy holds intact: what the strict read of the chunk raises
                     read_range(seg, f, pos, chunk_stop, None, options=options, errors="strict", limit=stop,
@@ -216,16 +218,17 @@ def read_tasks(tasks, report, options, errors="strict", max_bytes=64 << 20, afte
 
 
 def _read_copy(task, options, own_isolation=True):
-    """``read(copy, lo, hi)`` for `kafkafmt.log._fill.fill`: the records of [lo, hi) of another copy, planned as
-    the task's read (its isolation; ``own_isolation`` False: every record -- a gap's records are kept as the
-    task keeps its own, by the transactions of the copy read and of every stretch read into its gaps) and read
-    strictly."""
+    """``read(copy, lo, hi, salvage=False)`` for `kafkafmt.log._fill.fill`: the records of [lo, hi) of another copy,
+    planned as the task's read (its isolation; ``own_isolation`` False: every record -- a gap's records are kept as
+    the task keeps its own, by the transactions of the copy read and of every stretch read into its gaps) and read
+    strictly (``salvage``: its intact batches only)."""
     isolation = "read_committed" if task.aborted is not None and own_isolation else "read_uncommitted"
 
-    def read(part, lo, hi):
+    def read(part, lo, hi, salvage=False):
         tasks = [t for t in (_narrowed(t, lo, hi) for t in plan(part, start_offset=lo, end_offset=hi,
                                                                 isolation=isolation)) if t is not None]
-        parts = [recs for recs, _ in read_tasks(tasks, None, options, "strict", max_bytes=1 << 62)]
+        parts = [recs for recs, _ in read_tasks(tasks, None, options, "salvage" if salvage else "strict",
+                                                max_bytes=1 << 62)]
         return Records.concat(parts) if parts else None
     return read
 
@@ -255,7 +258,7 @@ def _mend(task, f, recs, entries, after, mark, options):
     later segments follow) read from another copy where one holds it intact; returns (records, report entries:
     the fills said as `ReportKind.FROM_COPY`, the rest as they were)."""
     seg = task.segment
-    out, fills = [], []
+    out, fills, filled = [], [], []
     for e in entries:
         cut_off = e.kind is ReportKind.TRUNCATED
         if e.kind is not ReportKind.CORRUPT and not cut_off:
@@ -278,26 +281,65 @@ def _mend(task, f, recs, entries, after, mark, options):
         if hi is not None and hi <= lo:
             out.append(e)
             continue
-        got, copy = fill(task.alternates, lo, hi, before, after_mark, _read_copy(task, options))
+        reader = _read_copy(task, options)
+        claimed, marks = _claimed(f, e, lo, hi)
+        got, copy = fill(task.alternates, lo, hi, before, after_mark, reader)
+        if got is not None and _holes(np.asarray(got.batches.base_offset, np.int64),
+                                      np.asarray(got.batches.last_offset, np.int64), claimed):
+            got = None          # the other copy lacks offsets the damaged batches held (it has a gap there)
+        if got is None and marks:
+            # no copy holds the stretch between the same batches (each lacks batches around it): one holding the
+            # very batches the damaged headers name
+            got, copy = fill_batches(task.alternates, marks, reader)
         if got is None:
             out.append(e)
             continue
         b = got.batches
-        got = _own_batches(got, (np.asarray(b.last_offset, np.int64) >= lo)
-                           & ((np.asarray(b.base_offset, np.int64) < hi) if hi is not None else True))
+        gb, gl = np.asarray(b.base_offset, np.int64), np.asarray(b.last_offset, np.int64)
+        got = _own_batches(got, (gl >= lo) & ((gb < hi) if hi is not None else True))
         fills.append(got.replace(batches=got.batches.with_column("from_copy", np.ones(len(got.batches), bool))))
-        span = f"{lo}..{hi - 1}" if hi is not None else f"{lo}.."
+        # (what its batches cover of the stretch: offsets of it the copy read lacks anyway, and the other copy too,
+        # are still asked of the copies holding them, as gaps)
+        held = covered(gb, gl, [(lo, hi if hi is not None else max(int(gl.max()) + 1, lo + 1))])
+        filled += held
+        span = spans_text(held) if hi is not None or len(held) > 1 else f"{lo}.."
         out.append(ReportEntry(ReportKind.FROM_COPY, e.file,
                                f"offsets {span} read from the copy in {copy.url}: this copy is damaged there "
                                f"({e.message})", e.start, e.end, lo))
         if e.kind is ReportKind.TRUNCATED:
             recs = recs.replace(tail=None, trailing_bytes=0)
     if not fills:
-        return recs, out
+        return recs, out, filled
     merged = Records.concat([recs] + [r.replace(log_dir=task.log_dir) for r in fills])
     order = np.argsort(merged.offset, kind="stable")
     return merged.take(order).replace(tail=recs.tail, trailing_bytes=recs.trailing_bytes,
-                                      valid_bytes=recs.valid_bytes), out
+                                      valid_bytes=recs.valid_bytes), out, filled
+
+
+def _claimed(f, e, lo, hi):
+    """What the batches of a damaged byte range (report entry ``e``) say they hold, by their headers: (the
+    stretches of [lo, hi) -- the offsets a fill must give; the first offset alone when the framing gives none --,
+    their marks in log order when they lie within [lo, hi) in offset order, else [])."""
+    end = e.end if e.end is not None else f.size
+    t, info = scan_range(f, e.start, end)
+    n = info["count"]
+    top = hi if hi is not None else np.iinfo(np.int64).max
+    base, last = np.asarray(t["base_offset"][:n], np.int64), np.asarray(t["last_offset"][:n], np.int64)
+    spans = sorted((max(lo, b), min(top, z + 1)) for b, z in zip(base.tolist(), last.tolist()) if z >= lo and b < top)
+    plausible = n and base[0] >= lo and last[-1] < top and (base <= last).all() and (base[1:] > last[:-1]).all()
+    return spans or [(lo, lo + 1)], [batch_mark_of(t, i) for i in range(n)] if plausible else []
+
+
+def _without(pending, filled):
+    """The stretches still to read of ``pending`` ((gap, first, end)) once the stretches ``filled`` ((lo, hi)) were
+    read with a damaged stretch."""
+    out = []
+    for g, a, z in pending:
+        parts = [(a, z)]
+        for lo, hi in filled:
+            parts = [q for x, y in parts for q in ((x, min(y, lo)), (max(x, hi), y)) if q[0] < q[1]]
+        out += [(g, x, y) for x, y in parts]
+    return out
 
 
 def _after_stretch(task, f, b, after_rows, e):
