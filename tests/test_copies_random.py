@@ -1,6 +1,6 @@
 """Random clusters of one partition: two or three brokers' copies of one log (written by tests/kcluster.py with
 kafka-python's builders, one leader epoch), each lacking random batches (cleaned or cut apart), one of them behind
-or holding a damaged batch. A read gives every record some copy holds intact, each once, in offset order -- the
+or holding a damaged batch, or several holding some. A read gives every record some copy holds intact, each once, in offset order -- the
 rules of tests/test_copy_gaps.py asked of many layouts at once (each found a layout that lost or doubled records).
 """
 from __future__ import annotations
@@ -36,20 +36,24 @@ def _layout(root, seed, mode):
         keep = rnd.randrange(2, n)
         kcluster.truncate_copy(c.folder(b, "pay", 0), len([i for i in range(keep) if i not in lacks[b]]))
         lacks[b] |= set(range(keep, n))
-    elif mode == "damage":
-        folder = c.folder(b, "pay", 0)
-        segments = kcluster.segment_files(folder)
-        s = rnd.randrange(len(segments))
-        rows = kcluster.batch_positions(os.path.join(folder, segments[s]))
-        i = rnd.randrange(len(rows))
-        kcluster.flip_byte(folder, batch=i, segment=s)
-        damaged = {k for k, x in enumerate(part.batches) if x.base == rows[i][2]}
-        lacks[b] |= damaged
+    elif mode in ("damage", "several damaged"):
+        for _ in range(1 if mode == "damage" else 4):
+            folder = c.folder(b, "pay", 0)
+            segments = kcluster.segment_files(folder)
+            s = rnd.randrange(len(segments))
+            rows = kcluster.batch_positions(os.path.join(folder, segments[s]))
+            i = rnd.randrange(len(rows))
+            flipped = {k for k, x in enumerate(part.batches) if x.base == rows[i][2]}
+            if not flipped & lacks[b]:          # (not a batch already flipped)
+                kcluster.flip_byte(folder, batch=i, segment=s)
+                damaged |= flipped
+                lacks[b] |= flipped
+            b = rnd.choice(part.replicas)
     held = set(range(n)) - set.intersection(*lacks.values())
     return [r.offset for k, x in enumerate(part.batches) if k in held for r in x.records], bool(damaged - held)
 
 
-@pytest.mark.parametrize("mode", ["lacking", "behind", "damage"])
+@pytest.mark.parametrize("mode", ["lacking", "behind", "damage", "several damaged"])
 def test_every_record_some_copy_holds_intact_once(tmp_path, mode):
     wrong = []
     for seed in SEEDS:

@@ -572,3 +572,23 @@ def test_a_copy_ending_inside_a_later_gap_gives_both(tmp_path):
     kcluster.drop_batches(c, other, "pay", 0, [5, 6] + list(range(8, n)), segment_bytes=1500)
     recs = kafkafmt.read_log_dirs(str(tmp_path))
     assert _offsets(recs.to_arrow()) == _truth(part)
+
+
+def test_damaged_batches_in_a_row_each_from_a_copy_holding_it_intact(tmp_path):
+    """Three copies: the copy read holds batches 4 and 5 damaged; the second holds 4 intact and 5 damaged, the third
+    lacks 4 and holds 5 intact: 4 from the second, 5 from the third (each batch on its own when no copy holds them
+    all intact) -- a strict read raised."""
+    c = kcluster.write_cluster(tmp_path, {"pay": (1, 3)}, brokers=3, seed=3, records=120, segment_bytes=1500,
+                               behind=0.0, empty=0.0, leader_change=0.0, spread=False)
+    part = c.parts[("pay", 0)]
+    read, second, third = part.replicas
+    n = len(part.batches)
+    kcluster.drop_batches(c, second, "pay", 0, [n - 1], 1500)
+    kcluster.drop_batches(c, third, "pay", 0, [4, n - 1], 1500)
+    b4, b5 = part.batches[4], part.batches[5]
+    for broker, base in ((read, b4.base), (read, b5.base), (second, b5.base)):
+        _flip_batch(c, broker, base)
+    recs = kafkafmt.read_log_dirs(str(tmp_path))
+    assert _offsets(recs.to_arrow()) == _truth(part)
+    froms = sorted(e.message.split(" read from the copy in ")[0] for e in recs.report if e.kind is ReportKind.FROM_COPY)
+    assert froms == [f"offsets {b4.base}..{b4.last}", f"offsets {b5.base}..{b5.last}"]

@@ -333,22 +333,17 @@ def fill_batches(alternates, marks, read):
     """Records of the batches a damaged stretch's headers name (``marks``: (base offset, last offset, CRC) in log
     order -- a CRC mismatch leaves the CRC field the batch's own) from the first of ``alternates`` holding exactly
     those batches there (the same marks, nothing else between) and reading them intact: the same batches, whatever
-    that copy lacks around them. (records, Partition), or (None, None)."""
+    that copy lacks around them (`_first_intact`). (records, Partition), or (None, None)."""
     lo, hi = marks[0][0], marks[-1][1] + 1
     want = [tuple(m) for m in marks]
+    holding = []
     for alt in alternates:
         if alt.diverges_at is not None and hi > alt.diverges_at:
             continue
         theirs = _marks(alt, max(lo - 1, 0), hi)
-        if theirs is None or [m[:3] for m in theirs if m[1] >= lo and m[0] < hi] != want:
-            continue
-        try:
-            recs = read(alt, lo, hi)
-        except (KafkafmtError, OSError):
-            continue
-        if recs is not None:
-            return recs, alt
-    return None, None
+        if theirs is not None and [m[:3] for m in theirs if m[1] >= lo and m[0] < hi] == want:
+            holding.append(alt)
+    return _first_intact(holding, lo, hi, read)
 
 
 def fill(alternates, lo, hi, before, after, read):
@@ -371,13 +366,18 @@ def fill(alternates, lo, hi, before, after, read):
     Returns
     -------
     (records, Partition) or (None, None)
+        The records of the stretch and the copy they came from.
     """
+    return _first_intact([alt for alt in alternates if _usable(alt, lo, hi, before, after, False)], lo, hi, read)
+
+
+def _first_intact(alternates, lo, hi, read):
+    """(records of [lo, hi) of the first of ``alternates`` reading them intact, that copy), or (None, None)."""
     for alt in alternates:
-        if not _usable(alt, lo, hi, before, after, False):
-            continue
         try:
             recs = read(alt, lo, hi)
         except (KafkafmtError, OSError):
             continue
-        return recs, alt
+        if recs is not None:
+            return recs, alt
     return None, None

@@ -283,30 +283,44 @@ def _mend(task, f, recs, entries, after, mark, options):
             continue
         reader = _read_copy(task, options)
         claimed, marks = _claimed(f, e, lo, hi)
+        gots = []               # (records, the copy they came from)
         got, copy = fill(task.alternates, lo, hi, before, after_mark, reader)
-        if got is not None and _holes(np.asarray(got.batches.base_offset, np.int64),
-                                      np.asarray(got.batches.last_offset, np.int64), claimed):
-            got = None          # the other copy lacks offsets the damaged batches held (it has a gap there)
-        if got is None and marks:
-            # no copy holds the stretch between the same batches (each lacks batches around it): one holding the
-            # very batches the damaged headers name
-            got, copy = fill_batches(task.alternates, marks, reader)
-        if got is None:
+        if got is not None:
+            gots.append((got, copy))
+        left = _uncovered(gots, claimed)
+        if left and marks:
+            # the batches the damaged headers name that no copy gave between the same batches (it lacks some of
+            # them, or batches around them): from a copy holding those very batches, each run of them
+            for run in _runs(marks, left):
+                got, copy = fill_batches(task.alternates, run, reader)
+                if got is not None:
+                    gots.append((got, copy))
+                if len(run) > 1:        # (what no copy gives intact of them all: each batch on its own)
+                    still = _uncovered(gots, [(m[0], m[1] + 1) for m in run])
+                    for m in (m for r in _runs(run, still) for m in r):
+                        got, copy = fill_batches(task.alternates, [m], reader)
+                        if got is not None:
+                            gots.append((got, copy))
+            left = _uncovered(gots, claimed)
+        if not gots:
             out.append(e)
             continue
-        b = got.batches
-        gb, gl = np.asarray(b.base_offset, np.int64), np.asarray(b.last_offset, np.int64)
-        got = _own_batches(got, (gl >= lo) & ((gb < hi) if hi is not None else True))
-        fills.append(got.replace(batches=got.batches.with_column("from_copy", np.ones(len(got.batches), bool))))
-        # (what its batches cover of the stretch: offsets of it the copy read lacks anyway, and the other copy too,
-        # are still asked of the copies holding them, as gaps)
-        held = covered(gb, gl, [(lo, hi if hi is not None else max(int(gl.max()) + 1, lo + 1))])
-        filled += held
-        span = spans_text(held) if hi is not None or len(held) > 1 else f"{lo}.."
-        out.append(ReportEntry(ReportKind.FROM_COPY, e.file,
-                               f"offsets {span} read from the copy in {copy.url}: this copy is damaged there "
-                               f"({e.message})", e.start, e.end, lo))
-        if e.kind is ReportKind.TRUNCATED:
+        if left:
+            out.append(e)       # (offsets the damaged batches held that no copy gives intact: still damage)
+        for got, copy in gots:
+            b = got.batches
+            gb, gl = np.asarray(b.base_offset, np.int64), np.asarray(b.last_offset, np.int64)
+            got = _own_batches(got, (gl >= lo) & ((gb < hi) if hi is not None else True))
+            fills.append(got.replace(batches=got.batches.with_column("from_copy", np.ones(len(got.batches), bool))))
+            # (what its batches cover of the stretch: offsets of it the copy read lacks anyway, and the other copy
+            # too, are still asked of the copies holding them, as gaps)
+            held = covered(gb, gl, [(lo, hi if hi is not None else max(int(gl.max()) + 1, lo + 1))])
+            filled += held
+            span = spans_text(held)
+            out.append(ReportEntry(ReportKind.FROM_COPY, e.file,
+                                   f"offsets {span} read from the copy in {copy.url}: this copy is damaged there "
+                                   f"({e.message})", e.start, e.end, lo))
+        if e.kind is ReportKind.TRUNCATED and not left:
             recs = recs.replace(tail=None, trailing_bytes=0)
     if not fills:
         return recs, out, filled
@@ -314,6 +328,27 @@ def _mend(task, f, recs, entries, after, mark, options):
     order = np.argsort(merged.offset, kind="stable")
     return merged.take(order).replace(tail=recs.tail, trailing_bytes=recs.trailing_bytes,
                                       valid_bytes=recs.valid_bytes), out, filled
+
+
+def _uncovered(gots, spans):
+    """The stretches of ``spans`` that no batch of the records read (``gots``: (records, copy)) covers."""
+    if not gots:
+        return list(spans)
+    base = np.concatenate([np.asarray(g.batches.base_offset, np.int64) for g, _ in gots])
+    last = np.concatenate([np.asarray(g.batches.last_offset, np.int64) for g, _ in gots])
+    return _holes(base, last, spans)
+
+
+def _runs(marks, spans):
+    """The runs of consecutive ``marks`` (base, last, CRC) lying wholly inside one of ``spans``."""
+    runs, run = [], []
+    for m in marks:
+        if any(lo <= m[0] and m[1] < hi for lo, hi in spans):
+            run.append(m)
+        elif run:
+            runs.append(run)
+            run = []
+    return runs + ([run] if run else [])
 
 
 def _claimed(f, e, lo, hi):
