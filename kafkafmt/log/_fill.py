@@ -75,16 +75,19 @@ def batch_mark_of(table, i):
     return int(table["base_offset"][i]), int(table["last_offset"][i]), int(table["crc"][i])
 
 
-def _marks(part, first, hi):
+_MARK_COLUMNS = ("base_offset", "last_offset", "crc", "partition_leader_epoch")
+
+
+def _mark_columns(part, first, hi):
     """The marks of a copy's batches from the one holding offset ``first`` on, up to the first batch reaching
-    ``hi`` (headers only, from the segment holding ``first`` found through its offset index), in log order, each
-    with the batch's leader epoch after it; None when it cannot be scanned."""
+    ``hi`` (headers only, from the segment holding ``first`` found through its offset index), in log order: four
+    int64 columns (base offsets, last offsets, CRCs, leader epochs); None when it cannot be scanned."""
     segs = part.list_segments()
     if not segs:
         return None
     bases = [s.base_offset for s in segs]
     k = max(0, int(np.searchsorted(bases, max(first, 0), side="right")) - 1)
-    out = []
+    parts = []
     try:
         for seg in segs[k:]:
             if hi is not None and seg.base_offset > hi:
@@ -93,25 +96,24 @@ def _marks(part, first, hi):
                 pos = seg.position_for_offset(f, first, []) if first > seg.base_offset else 0
                 while pos < f.size:
                     t, info = scan_range(f, pos, min(f.size, pos + _SCAN_STEP))
-                    out += [batch_mark_of(t, i) + (int(t["partition_leader_epoch"][i]),)
-                            for i in range(info["count"])]
-                    if info["error"] is not None or info["count"] == 0:
+                    n = info["count"]
+                    parts.append([np.asarray(t[c][:n], np.int64) for c in _MARK_COLUMNS])
+                    if info["error"] is not None or n == 0:
                         break
-                    if hi is not None and int(t["last_offset"][info["count"] - 1]) >= hi:
+                    if hi is not None and int(t["last_offset"][n - 1]) >= hi:
                         break
                     pos = int(info["valid_bytes"])
     except (KafkafmtError, OSError):
         return None
-    return out
+    if not parts:
+        return tuple(np.zeros(0, np.int64) for _ in _MARK_COLUMNS)
+    return tuple(np.concatenate(cols) for cols in zip(*parts))
 
 
-def _mark_columns(part, first, hi):
-    """`_marks` as four int64 columns (base offsets, last offsets, CRCs, leader epochs), or None."""
-    marks = _marks(part, first, hi)
-    if marks is None:
-        return None
-    cols = np.array(marks, np.int64).reshape(-1, 4)
-    return cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3]
+def _marks(part, first, hi):
+    """`_mark_columns` as a list of (base offset, last offset, CRC, leader epoch), or None."""
+    cols = _mark_columns(part, first, hi)
+    return None if cols is None else list(zip(*(c.tolist() for c in cols)))
 
 
 def ends_inside(epochs, a, n, epoch):
@@ -263,18 +265,27 @@ def holes_in(base, last, spans):
 
 def _holes(base, last, spans):
     """[(span, first, end)] of the runs of offsets of each span (lo, hi) that no batch (its ``base`` .. ``last``
-    offsets; control batches and offsets a cleaner removed from a batch count as held) covers."""
-    out = []
+    offsets; control batches and offsets a cleaner removed from a batch count as held) covers -- every span at
+    once: the stretches no batch covers, cut to the spans."""
+    if not spans:
+        return []
+    big = np.iinfo(np.int64).max
     order = np.argsort(base, kind="stable")
-    base, last = base[order], np.maximum.accumulate(last[order]) if len(last) else last
-    for lo, hi in spans:
-        i0, i1 = int(np.searchsorted(last, lo)), int(np.searchsorted(base, hi))
-        starts = np.concatenate(([lo], np.clip(last[i0:i1] + 1, lo, hi)))
-        ends = np.concatenate((np.clip(base[i0:i1], lo, hi), [hi]))
-        for a, z in zip(starts.tolist(), ends.tolist()):
-            if a < z:
-                out.append(((lo, hi), a, z))
-    return out
+    base, reach = base[order], np.maximum.accumulate(last[order] + 1) if len(last) else last
+    # the stretches no batch covers, [free_lo, free_hi): before the first batch, between runs, after the last
+    new_run = np.flatnonzero(base[1:] > reach[:-1]) + 1 if len(base) else np.zeros(0, np.int64)
+    free_lo = np.concatenate(([np.iinfo(np.int64).min], reach[new_run - 1], reach[-1:]))
+    free_hi = np.concatenate((base[:1], base[new_run], [big])) if len(base) else np.array([big])
+    lo = np.array([a for a, _ in spans], np.int64)
+    hi = np.array([z for _, z in spans], np.int64)
+    k0 = np.searchsorted(free_hi, lo, side="right")        # the first free stretch ending after the span's start
+    k1 = np.searchsorted(free_lo, hi, side="left")         # those starting before its end: [k0, k1)
+    count = np.maximum(k1 - k0, 0)
+    j = np.repeat(np.arange(len(spans)), count)
+    k = np.repeat(k0, count) + (np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count))
+    a, z = np.maximum(free_lo[k], lo[j]), np.minimum(free_hi[k], hi[j])
+    keep = a < z
+    return [(spans[i], x, y) for i, x, y in zip(j[keep].tolist(), a[keep].tolist(), z[keep].tolist())]
 
 
 def _agrees(marks, lo, hi, before, after, straddle=False):
