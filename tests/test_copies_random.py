@@ -149,3 +149,23 @@ def test_read_committed_over_copies_lacking_random_batches(tmp_path):
                     "offset").to_pylist() != committed):
             wrong.append(seed)
     assert not wrong, f"seeds {wrong}"
+
+
+def test_recover_keeps_every_record_another_copy_holds(tmp_path):
+    """``recover --apply`` of every copy of random layouts with several damaged batches cuts each copy's damage
+    apart -- afterwards they may share no batch around what one lacks --: a read gives every record it gave before,
+    each once (what a copy holds in another's gap, its batches of the leader epoch of the batch after the gap,
+    was left out: 13 of 30 layouts lost records), and verify finds no error."""
+    from kcli import run as cli
+
+    wrong = []
+    for seed in range(40):
+        root = tmp_path / str(seed)
+        want, lost = _layout(root, seed, "several damaged")
+        before = kafkafmt.read_log_dirs(str(root), errors="salvage").to_arrow().column("offset").to_pylist()
+        dirs = [str(p) for p in sorted(root.glob("broker-*/kafka-logs"))]
+        cli("recover", "--apply", *dirs, check=0)
+        after = kafkafmt.read_log_dirs(str(root)).to_arrow().column("offset").to_pylist()
+        if after != before or cli("verify", *dirs).returncode != 0:
+            wrong.append(seed)
+    assert not wrong, f"seeds {wrong}"

@@ -420,9 +420,9 @@ def _ending_inside(tmp_path, epoch_after=0):
 
 
 def test_a_copy_whose_log_ends_inside_the_gap_gives_what_it_holds(tmp_path):
-    """A follower behind, its log ending inside the copy read's gap, its batches there of the leader epoch on both
-    sides of the gap (one leader gave each offset once): its records are read -- they were lost, the copy said to
-    hold nothing more --, and the rest of the gap, which no copy holds, is not."""
+    """A follower behind, its log ending inside the copy read's gap, its batches there of the leader epoch of the
+    copy read's batch after the gap (that epoch's leader wrote them): its records are read -- they were lost, the
+    copy said to hold nothing more --, and the rest of the gap, which no copy holds, is not."""
     c, part, read, other = _ending_inside(tmp_path)
     recs = kafkafmt.read_log_dirs(str(tmp_path))
     b = part.batches
@@ -435,9 +435,9 @@ def test_a_copy_whose_log_ends_inside_the_gap_gives_what_it_holds(tmp_path):
 
 
 def test_a_copy_ending_inside_the_gap_in_another_epoch_is_said_not_read(tmp_path):
-    """The same, but the copy read's leader epoch changes across the gap: the follower's records there may be ones
-    the new leader truncated, so they are not read, and the follower is said to hold offsets the copy read lacks
-    (not to hold nothing more)."""
+    """The same, but the copy read's leader epoch changes across the gap: the follower's records there, of the
+    older epoch, may be ones the new leader truncated, so they are not read, and the follower is said to hold
+    offsets the copy read lacks (not to hold nothing more)."""
     c, part, read, other = _ending_inside(tmp_path, epoch_after=1)
     recs = kafkafmt.read_log_dirs(str(tmp_path))
     b = part.batches
@@ -565,7 +565,7 @@ def test_a_gap_held_partly_damaged_gives_its_intact_batches(tmp_path):
 def test_a_copy_ending_inside_a_later_gap_gives_both(tmp_path):
     """The copy read lacks batches 4 and 7; a follower behind holds both but not 5 and 6, and its log ends with 7:
     no batch of it after the first gap is one the copy read holds -- it ends inside the later gap --, its batches
-    there of the epoch around both gaps: both are read (4 was lost)."""
+    there of the epoch of the copy read's batches after both gaps: both are read (4 was lost)."""
     c, part, read, other = _cluster(tmp_path)
     n = len(part.batches)
     kcluster.drop_batches(c, read, "pay", 0, [4, 7], segment_bytes=1500)

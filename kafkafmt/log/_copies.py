@@ -32,7 +32,7 @@ from kafkafmt.internal.codec import uuid_text
 from kafkafmt.log import sidefiles
 from kafkafmt.log._ahead import announce
 from kafkafmt.log._names import file_kind
-from kafkafmt.log._fill import Gap, ends_inside
+from kafkafmt.log._fill import Gap, of_epoch
 from kafkafmt.log._framing import scan_range, window
 from kafkafmt.log._notes import ReportEntry, ReportKind, spans_text
 
@@ -326,13 +326,14 @@ def _gaps_held(best, h, interior=True):
 
     * Between two consecutive batches of ``best``: offsets missing where ``h`` has batches holding some of them
       between two batches both hold (the same base and last offset and CRC: one history) -- its last such batch
-      below the gap and its first above, its batches between them in gaps of ``best`` --; or ``h`` 's log ends
-      inside the gap, after such a batch, its batches after it of the leader epoch of ``best`` 's batches on both
-      sides of the gap (`kafkafmt.log._fill.ends_inside`).
+      below the gap and its first above, its batches between them in gaps of ``best`` --; or, without such
+      batches (``h`` lacks them too, or its log ends inside the gap), its batches in the gap are of the leader
+      epoch of ``best`` 's batch after it (`kafkafmt.log._fill.of_epoch`).
     * Before its first batch, from its log start offset on (its log dir's ``log-start-offset-checkpoint``: the
       offsets it should hold, a range a recovery cut from its start -- never offsets deleted by retention or
       DeleteRecords, which the checkpoint is past; none without the checkpoint, or below ``h`` 's own): where
-      ``h`` holds some of them and its first batch from ``best`` 's first offset on is ``best`` 's first batch.
+      ``h`` holds some of them and its first batch from ``best`` 's first offset on is ``best`` 's first batch,
+      or its batches there are of the leader epoch of ``best`` 's first batch.
 
     `kafkafmt.log._fill` checks the batches around a gap again before it reads. Asked only of a copy whose
     records equal ``best`` 's at every offset both hold (`_first_difference`): a batch of ``h`` straddling an
@@ -342,46 +343,51 @@ def _gaps_held(best, h, interior=True):
     base, last, crc = b["base_offset"], b["last_offset"], b["crc"]
     hb, hl, hc = o["base_offset"], o["last_offset"], o["crc"]
     n = len(hb)
-    if not len(base) or n < 2 or (base[1:] <= last[:-1]).any() or (hb[1:] <= hl[:-1]).any():
+    if not len(base) or not n or (base[1:] <= last[:-1]).any() or (hb[1:] <= hl[:-1]).any():
         return []
     out = []
+    ep, he = b["partition_leader_epoch"], o["partition_leader_epoch"]
     start = best.part.log_start_offset
     if start is not None:
         lo = max(start, h.part.log_start_offset or 0)
         first = int(base[0])
         z = int(np.searchsorted(hb, first))          # h's first batch from best's first offset on
-        if lo < first and z < n and z > int(np.searchsorted(hl, lo)) \
-                and (hb[z], hl[z], hc[z]) == (base[0], last[0], crc[0]):
-            after = (first, int(last[0]), int(crc[0]))
-            out.append(Gap(int(lo), first, None, after, None, ((h.part.url, None, after),)))
+        i0 = int(np.searchsorted(hl, lo))            # h's first batch holding offsets of the gap
+        after = (first, int(last[0]), int(crc[0]))
+        if lo < first and z < n and z > i0 and (hb[z], hl[z], hc[z]) == after:
+            out.append(Gap(int(lo), first, None, after, int(ep[0]), ((h.part.url, None, after),)))
+        elif lo < first and of_epoch(he, i0, z, int(ep[0])):
+            out.append(Gap(int(lo), first, None, after, int(ep[0]), ((h.part.url, None, None),)))
     cut = np.flatnonzero(base[1:] > last[:-1] + 1) if interior else ()
     if not len(cut):
         return out
     lo, hi = last[cut] + 1, base[cut + 1]
-    ep = b["partition_leader_epoch"]
-    epochs = [int(ep[c]) if ep[c] == ep[c + 1] else None for c in cut.tolist()]     # one epoch around the gap
+    epochs = ep[cut + 1].tolist()                 # (the epoch of best's batch after each gap)
     # h's batches best holds too (the same base and last offset and CRC): a gap's records are taken between two of
     # them, h's batches between those lying in gaps of best (two gaps with a batch of best between them that h
     # lacks: each gap's anchors are the batches both hold around it)
     jh = np.minimum(np.searchsorted(base, hb), len(base) - 1)
     ci = np.flatnonzero((base[jh] == hb) & (last[jh] == hl) & (crc[jh] == hc))
-    if not len(ci):
-        return out
-    pa = np.searchsorted(hl[ci], lo) - 1            # h's last batch below the gap that best holds (in ci)
-    pz = np.searchsorted(hb[ci], hi)                # h's first from its end on that best holds (in ci)
-    a, z = ci[np.maximum(pa, 0)], ci[np.minimum(pz, len(ci) - 1)]
-    inside = np.searchsorted(hb, hi) > np.searchsorted(hl, lo)     # h holds offsets of the gap
-    ok = inside & (pa >= 0) & (pz < len(ci))
-    for i in np.flatnonzero(ok).tolist():
-        before, after = (int(hb[a[i]]), int(hl[a[i]]), int(hc[a[i]])), (int(hb[z[i]]), int(hl[z[i]]), int(hc[z[i]]))
-        out.append(Gap(int(lo[i]), int(hi[i]), before, after, epochs[i], ((h.part.url, before, after),)))
-    # no batch of h from the gap's end on is best's -- its log ends inside the gap, or inside a later one --: read
-    # when its batches after its anchor below are of the epoch on both sides of the gap
-    for i in np.flatnonzero(inside & (pa >= 0) & (pz >= len(ci))).tolist():
-        if ends_inside(o["partition_leader_epoch"], int(a[i]), n, epochs[i]):
-            c = int(cut[i]) + 1
-            before, after = (int(hb[a[i]]), int(hl[a[i]]), int(hc[a[i]])), (int(base[c]), int(last[c]), int(crc[c]))
+    i0, i1 = np.searchsorted(hl, lo), np.searchsorted(hb, hi)        # h's batches holding offsets of the gap
+    inside = i1 > i0
+    ok = np.zeros(len(cut), bool)
+    if len(ci):
+        pa = np.searchsorted(hl[ci], lo) - 1        # h's last batch below the gap that best holds (in ci)
+        pz = np.searchsorted(hb[ci], hi)            # h's first from its end on that best holds (in ci)
+        a, z = ci[np.maximum(pa, 0)], ci[np.minimum(pz, len(ci) - 1)]
+        ok = inside & (pa >= 0) & (pz < len(ci))
+        for i in np.flatnonzero(ok).tolist():
+            before = (int(hb[a[i]]), int(hl[a[i]]), int(hc[a[i]]))
+            after = (int(hb[z[i]]), int(hl[z[i]]), int(hc[z[i]]))
             out.append(Gap(int(lo[i]), int(hi[i]), before, after, epochs[i], ((h.part.url, before, after),)))
+    # not between batches both hold (h lacks them too, or its log ends inside the gap): by the epoch of h's
+    # batches there -- that of best's batch after the gap
+    for i in np.flatnonzero(inside & ~ok).tolist():
+        if of_epoch(he, int(i0[i]), int(i1[i]), epochs[i]):
+            c = int(cut[i])
+            before = (int(base[c]), int(last[c]), int(crc[c]))      # (the copy read's: a read checks h's epoch)
+            after = (int(base[c + 1]), int(last[c + 1]), int(crc[c + 1]))
+            out.append(Gap(int(lo[i]), int(hi[i]), before, after, epochs[i], ((h.part.url, None, None),)))
     return sorted(out, key=lambda g: g.lo)
 
 

@@ -21,9 +21,9 @@ Another copy (one of the task's ``alternates``, the same incarnation) serves the
   from ``hi`` on is ``after``, batches (base and last offset, CRC) the copy read holds too -- so both are one
   history, not a diverged one --, and no batch of it straddles ``lo`` or ``hi`` (a batch holding offsets on both
   sides: the copies are batched apart) -- for a gap, whose copies' records were compared where both hold them
-  before, such a batch is taken, its offsets in the gap only; a copy whose log ends inside a gap (a follower
-  behind) serves it up to its end when its batches there are of the leader epoch of the copy read's batches on
-  both sides of the gap (`ends_inside`);
+  before, such a batch is taken, its offsets in the gap only; a copy holding no such batches around a gap (it
+  lacks them too, or its log ends inside the gap: a follower behind) serves it when its batches there are of the
+  leader epoch of the copy read's batch after the gap (`of_epoch`);
 * its own batches in between read intact (CRCs checked).
 
 The first copy that does gives the records; none: the stretch stays damage (or missing), as with one copy.
@@ -37,7 +37,7 @@ import numpy as np
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.log._framing import scan_range
 
-__all__ = ["fill", "fill_batches", "fill_gaps", "gap_stretches", "batch_mark_of", "covered", "ends_inside",
+__all__ = ["fill", "fill_batches", "fill_gaps", "gap_stretches", "batch_mark_of", "covered", "of_epoch",
            "holes_in", "Gap"]
 
 _SCAN_STEP = 1 << 20          # bytes of batch headers scanned at a time around a stretch
@@ -48,9 +48,9 @@ class Gap(NamedTuple):
     are that copy's batches just outside them -- its last below ``lo`` (None: a gap before the copy's first
     batch), its first from ``hi`` on -- which the copy lacking them holds too (their marks, `batch_mark_of`).
 
-    ``epoch``: the leader epoch of the copy's batches on both sides of the gap when it is one (else None). A copy
-    whose log ends inside the gap has no batch from ``hi`` on; it serves the gap when its batches there are of
-    that epoch too (within one epoch one leader gave each offset once: the same records).
+    ``epoch``: the leader epoch of the copy's batch after the gap. A copy holding no batch of the copy lacking the
+    gap around it (it lacks them too, or its log ends inside the gap) serves the gap when its batches there are of
+    that epoch too (`of_epoch`): that epoch's leader wrote them, as it wrote the batch after.
 
     ``anchors``: ((URL of a copy holding records of the gap, its ``before``, its ``after``), ...) for every copy
     found to hold some (each copy's batches around the gap that the copy lacking it holds too may differ: one
@@ -116,20 +116,22 @@ def _marks(part, first, hi):
     return None if cols is None else list(zip(*(c.tolist() for c in cols)))
 
 
-def ends_inside(epochs, a, n, epoch):
-    """Whether a copy whose log ends inside a gap -- no batch of it from the gap's end on is one the copy lacking
-    the gap holds: it ends there or inside a later gap -- serves it: batches of it after its batch ``a`` below
-    the gap (``n`` batches in all), every one of the gap's ``epoch`` (None: never)."""
-    return epoch is not None and n > a + 1 >= 1 and bool((epochs[a + 1:n] == epoch).all())
+def of_epoch(epochs, i0, i1, epoch):
+    """Whether a copy's batches ``i0`` .. ``i1 - 1`` (those holding offsets of a gap; ``epochs`` their leader
+    epochs) serve a gap by their epoch alone: some, every one of the gap's ``epoch`` -- that of the copy read's
+    batch after the gap: the leader of that epoch wrote them, as it wrote that batch, and it gave each offset
+    once (a batch of an older epoch there may be one it truncated) --, whichever batches the copies share around
+    it (None: never)."""
+    return epoch is not None and i1 > i0 and bool((epochs[i0:i1] == epoch).all())
 
 
 def _serving(alt, todo):
     """Which stretches of ``todo`` (`fill_gaps` 's entries: (gap, first, end, hole)) copy ``alt`` can give: its
     records do not differ from the copy read's below the gap's end, it holds the gap's ``before`` below it and its
-    ``after`` from its end on (a batch starting at the end when ``after`` is None) -- or its log ends inside the
-    gap (`ends_inside`) --, with batches holding offsets of the gap. ((base offsets, last offsets) of its batches
-    around them, in offset order; the entries it can give) -- None when it gives none (not scanned, or its
-    batches out of offset order: one gap at a time, `fill`)."""
+    ``after`` from its end on (a batch starting at the end when ``after`` is None) -- or its batches there are of
+    the gap's epoch (`of_epoch`) --, with batches holding offsets of the gap. ((base offsets, last offsets) of
+    its batches around them, in offset order; the entries it can give) -- None when it gives none (not scanned,
+    or its batches out of offset order: one gap at a time, `fill`)."""
     usable = [f for f in todo if alt.diverges_at is None or f[0].hi <= alt.diverges_at]
     if not usable:
         return None
@@ -161,10 +163,13 @@ def _serving(alt, todo):
     k = np.minimum(np.searchsorted(base, after[:, 0]), n - 1)    # its batch ``after`` (gaps' batches may come first)
     after_ok = np.where(has_after, (base[k] == after[:, 0]) & (lasts[k] == after[:, 1]) & (crc[k] == after[:, 2]),
                         base[zc] == hi)
-    ok = before_ok & holds & (z < n) & after_ok
-    # no ``after``: its log ends inside the gap, or inside a later one of the copy read
-    for i in np.flatnonzero(before_ok & holds & has_before & ~ok).tolist():
-        ok[i] = ends_inside(epochs, int(a[i]), n, gaps[i].epoch)
+    # (a copy found to serve a gap by its epoch alone -- (None, None) around it -- is asked its epoch again)
+    by_epoch = np.array([b is None and z is None and g.epoch is not None for (b, z), g in zip(marks, gaps)])
+    ok = before_ok & holds & (z < n) & after_ok & ~by_epoch
+    # not between those batches (it lacks them, or its log ends inside the gap): by the epoch of its batches there
+    i0 = np.searchsorted(lasts, lo)
+    for i in np.flatnonzero(holds & ~ok).tolist():
+        ok[i] = of_epoch(epochs, int(i0[i]), int(z[i]), gaps[i].epoch)
     chosen = [f for f, yes in zip(usable, ok) if yes]
     return ((base, lasts), chosen) if chosen else None
 
