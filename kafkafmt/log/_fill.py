@@ -128,8 +128,8 @@ def of_epoch(epochs, i0, i1, epoch):
 def _serving(alt, todo):
     """Which stretches of ``todo`` (`fill_gaps` 's entries: (gap, first, end, hole)) copy ``alt`` can give: its
     records do not differ from the copy read's below the gap's end, it holds the gap's ``before`` below it and its
-    ``after`` from its end on (a batch starting at the end when ``after`` is None) -- or its batches there are of
-    the gap's epoch (`of_epoch`) --, with batches holding offsets of the gap. ((base offsets, last offsets) of
+    ``after`` from its end on (its own, `Gap.around`) -- or its batches there are of the gap's epoch
+    (`of_epoch`) --, with batches holding offsets of the gap. ((base offsets, last offsets) of
     its batches around them, in offset order; the entries it can give) -- None when it gives none (not scanned,
     or its batches out of offset order: one gap at a time, `fill`)."""
     usable = [f for f in todo if alt.diverges_at is None or f[0].hi <= alt.diverges_at]
@@ -159,13 +159,10 @@ def _serving(alt, todo):
                                & (crc[ac] == before[:, 2]))
     z = np.searchsorted(base, hi)                 # its first batch from the gap's end on
     holds = z > np.searchsorted(lasts, lo)        # a batch of it holds offsets of the gap
-    zc = np.minimum(z, n - 1)
     k = np.minimum(np.searchsorted(base, after[:, 0]), n - 1)    # its batch ``after`` (gaps' batches may come first)
-    after_ok = np.where(has_after, (base[k] == after[:, 0]) & (lasts[k] == after[:, 1]) & (crc[k] == after[:, 2]),
-                        base[zc] == hi)
-    # (a copy found to serve a gap by its epoch alone -- (None, None) around it -- is asked its epoch again)
-    by_epoch = np.array([b is None and z is None and g.epoch is not None for (b, z), g in zip(marks, gaps)])
-    ok = before_ok & holds & (z < n) & after_ok & ~by_epoch
+    # (a copy found to serve a gap by its epoch alone -- no batch named after it -- is asked its epoch again)
+    after_ok = has_after & (base[k] == after[:, 0]) & (lasts[k] == after[:, 1]) & (crc[k] == after[:, 2])
+    ok = before_ok & holds & (z < n) & after_ok
     # not between those batches (it lacks them, or its log ends inside the gap): by the epoch of its batches there
     i0 = np.searchsorted(lasts, lo)
     for i in np.flatnonzero(holds & ~ok).tolist():

@@ -218,10 +218,10 @@ def read_tasks(tasks, report, options, errors="strict", max_bytes=64 << 20, afte
 
 
 def _read_copy(task, options, own_isolation=True):
-    """``read(copy, lo, hi, salvage=False)`` for `kafkafmt.log._fill.fill`: the records of [lo, hi) of another copy,
-    planned as the task's read (its isolation; ``own_isolation`` False: every record -- a gap's records are kept as
-    the task keeps its own, by the transactions of the copy read and of every stretch read into its gaps) and read
-    strictly (``salvage``: its intact batches only)."""
+    """``read(copy, lo, hi, salvage=False)`` for the fills of `kafkafmt.log._fill`: the records of [lo, hi) of
+    another copy, planned as the task's read (its isolation; ``own_isolation`` False: every record -- a gap's
+    records are kept as the task keeps its own, by the transactions of the copy read and of every stretch read
+    into its gaps) and read strictly (``salvage``: its intact batches only)."""
     isolation = "read_committed" if task.aborted is not None and own_isolation else "read_uncommitted"
 
     def read(part, lo, hi, salvage=False):
@@ -314,7 +314,7 @@ def _mend(task, f, recs, entries, after, mark, options):
             fills.append(got.replace(batches=got.batches.with_column("from_copy", np.ones(len(got.batches), bool))))
             # (what its batches cover of the stretch: offsets of it the copy read lacks anyway, and the other copy
             # too, are still asked of the copies holding them, as gaps)
-            held = covered(gb, gl, [(lo, hi if hi is not None else max(int(gl.max()) + 1, lo + 1))])
+            held = covered(gb, gl, [(lo, hi if hi is not None else max(int(gl.max(initial=lo)) + 1, lo + 1))])
             filled += held
             span = spans_text(held)
             out.append(ReportEntry(ReportKind.FROM_COPY, e.file,
