@@ -236,15 +236,23 @@ def test_a_marker_only_another_copy_holds_closes_its_transaction(tmp_path, spark
     cli("export", root, "--isolation", "read_committed", "--to", out, check=0)
     import pyarrow.parquet as pq
     assert sorted(pq.read_table(out)["offset"].to_pylist()) == committed
+    batch, streamed, _ = _through_spark(spark, root, "gap_txn", tmp_path / "ckpt")
+    assert batch == streamed == committed
+
+
+def _through_spark(spark, root, name, checkpoint):
+    """(offsets of a read_committed Spark batch read, of a stream from the earliest offsets to the end, the
+    stream's end offsets) of ``root``, sorted."""
     opts = {"kafka.isolation.level": "read_committed"}
     df = spark.read.format("kafka-segments").options(**opts).load(root)
-    assert sorted(r.offset for r in df.select("offset").collect()) == committed
+    batch = sorted(r.offset for r in df.select("offset").collect())
     q = (spark.readStream.format("kafka-segments").options(startingOffsets="earliest", **opts).load(root)
-         .select("offset").writeStream.format("memory").queryName("gap_txn")
-         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+         .select("offset").writeStream.format("memory").queryName(name)
+         .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
     try:
         assert q.awaitTermination(120)
-        assert sorted(r.offset for r in spark.table("gap_txn").collect()) == committed
+        return batch, sorted(r.offset for r in spark.table(name).collect()), \
+            json.loads(q.lastProgress["sources"][0]["endOffset"])
     finally:
         q.stop()
 
@@ -388,19 +396,9 @@ def test_a_transaction_two_copies_each_hold_in_part_through_spark(tmp_path, spar
     """Transactions two copies each hold in part through Spark: a batch read, and a stream that stops at the last
     stable offset (its end offset, as Spark's Kafka source gives a read_committed stream's)."""
     part, committed, lso = _three_copies_one_transaction(tmp_path / "c", "reopened")
-    root = str(tmp_path / "c")
-    opts = {"kafka.isolation.level": "read_committed"}
-    df = spark.read.format("kafka-segments").options(**opts).load(root)
-    assert sorted(r.offset for r in df.select("offset").collect()) == committed
-    q = (spark.readStream.format("kafka-segments").options(startingOffsets="earliest", **opts).load(root)
-         .select("offset").writeStream.format("memory").queryName("gap_txn_parts")
-         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
-    try:
-        assert q.awaitTermination(120)
-        assert sorted(r.offset for r in spark.table("gap_txn_parts").collect()) == committed
-        assert json.loads(q.lastProgress["sources"][0]["endOffset"]) == {"pay": {"0": lso}}
-    finally:
-        q.stop()
+    batch, streamed, end = _through_spark(spark, str(tmp_path / "c"), "gap_txn_parts", tmp_path / "ckpt")
+    assert batch == streamed == committed
+    assert end == {"pay": {"0": lso}}
 
 
 def _ending_inside(tmp_path, epoch_after=0):
