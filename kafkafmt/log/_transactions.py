@@ -29,7 +29,27 @@ def transactions(segments, report, use_txnindex=None, extra=()):
             if data is not None:
                 for e in sidefiles.read_txnindex(data):
                     aborted.setdefault(int(e["producer_id"]), []).append((int(e["first_offset"]), int(e["last_offset"])))
-    events = []         # (base offset, producer id, is a marker, an ABORT, last offset) in log order
+    events = _events(segments, extra, use_txnindex)
+    if extra:
+        # the stretches of other copies in offset order among this copy's batches: a stretch one copy lacked
+        # in part was read from the next, so their batches interleave (each batch once)
+        events = sorted(set(events), key=lambda e: e[0])
+    open_txns = {}
+    for base, pid, is_marker, abort, last in events:
+        if not is_marker:
+            open_txns.setdefault(pid, base)
+            continue
+        first = open_txns.pop(pid, None)
+        if abort and first is not None:
+            aborted.setdefault(pid, []).append((first, last))
+    lso = min(open_txns.values()) if open_txns else None
+    return aborted, lso
+
+
+def _events(segments, extra, use_txnindex):
+    """(base offset, producer id, is a marker, an ABORT, last offset) of each transactional batch of the pieces
+    (`_pieces`), in their order, one at a time (a partition may hold millions); a marker's type is decoded where
+    no txnindex says which transactions were aborted (and always in another copy's stretch)."""
     for seg, lo, hi, other in _pieces(segments, extra):
         with seg.open() as f:
             t, _ = scan_range(f, 0, f.size)
@@ -48,22 +68,8 @@ def transactions(segments, report, use_txnindex=None, extra=()):
                     marker = decode(buf, start=p - base, stop=p + s - base, include_control=True,
                                     verify_crc=None).controls
                     abort = bool(len(marker)) and int(marker.type[0]) == 0
-                events.append((int(t["base_offset"][b]), int(t["producer_id"][b]), bool(ctl[b]), abort,
-                               int(t["last_offset"][b])))
-    if extra:
-        # the stretches of other copies in offset order among this copy's batches: a stretch one copy lacked
-        # in part was read from the next, so their batches interleave (each batch once)
-        events = sorted(set(events), key=lambda e: e[0])
-    open_txns = {}
-    for base, pid, is_marker, abort, last in events:
-        if not is_marker:
-            open_txns.setdefault(pid, base)
-            continue
-        first = open_txns.pop(pid, None)
-        if abort and first is not None:
-            aborted.setdefault(pid, []).append((first, last))
-    lso = min(open_txns.values()) if open_txns else None
-    return aborted, lso
+                yield (int(t["base_offset"][b]), int(t["producer_id"][b]), bool(ctl[b]), abort,
+                       int(t["last_offset"][b]))
 
 
 def _pieces(segments, extra):
