@@ -19,7 +19,7 @@ from kafkafmt.log._framing import (window, entry_size_at, scan_range, batch_at, 
                                    not_kafka_reason, not_kafka_file)
 from kafkafmt.log._ranges import (read_range)
 from kafkafmt.log._segments import (Segment, DEFAULT_INDEX_INTERVAL, warn_fallbacks)
-from kafkafmt.log._transactions import (transactions, committed_mask)
+from kafkafmt.log._transactions import (transactions, gap_transactions, committed_mask)
 from kafkafmt.log._copies import (Copy, COPY_STATES)
 from kafkafmt.log._fill import (Gap, gap_stretches)
 from kafkafmt.log._discovery import (Partition, Found, MAX_DEPTH, REPLICAS, DEFAULT_REPLICAS,
@@ -43,7 +43,7 @@ __all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES
            "is_leftover_segment_file", "is_segment_file", "holds_segment_files", "file_kind", "ReportKind",
            "ReportEntry", "Note", "place_text", "damage_words", "window", "entry_size_at", "scan_range", "batch_at", "batch_base_offset",
            "last_offset_from", "not_kafka_reason", "not_kafka_file", "read_range", "Segment", "DEFAULT_INDEX_INTERVAL",
-           "warn_fallbacks", "transactions", "committed_mask", "Copy", "COPY_STATES", "Gap", "gap_stretches", "Partition", "Found", "MAX_DEPTH",
+           "warn_fallbacks", "transactions", "gap_transactions", "committed_mask", "Copy", "COPY_STATES", "Gap", "gap_stretches", "Partition", "Found", "MAX_DEPTH",
            "REPLICAS",
            "DEFAULT_REPLICAS", "LOG_START_CHECKPOINT", "REPLICATION_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT",
            "log_dir_offsets", "discover", "find_partitions", "resolve_partition",

@@ -358,10 +358,11 @@ def _gaps_held(best, h, interior=True):
             out.append(Gap(int(lo), first, None, after, int(ep[0]), ((h.part.url, None, after),)))
         elif lo < first and of_epoch(he, i0, z, int(ep[0])):
             out.append(Gap(int(lo), first, None, after, int(ep[0]), ((h.part.url, None, None),)))
-    cut = np.flatnonzero(base[1:] > last[:-1] + 1) if interior else ()
+    if not interior:
+        return out
+    cut, lo, hi = _gaps_of(base, last)
     if not len(cut):
         return out
-    lo, hi = last[cut] + 1, base[cut + 1]
     epochs = ep[cut + 1].tolist()                 # (the epoch of best's batch after each gap)
     # h's batches best holds too (the same base and last offset and CRC): a gap's records are taken between two of
     # them, h's batches between those lying in gaps of best (two gaps with a batch of best between them that h
@@ -597,18 +598,24 @@ def _judge(h, best, hw):
     return ReportEntry(ReportKind.REPLICA, where, msg), h.copy(state, hw=hw(h.part), behind=lag, detail=msg), ()
 
 
+def _gaps_of(base, last):
+    """The gaps between consecutive batches of a copy (``base`` and ``last`` offsets, in offset order): (the row of
+    the batch before each, its first offset, the first offset after it)."""
+    cut = np.flatnonzero(base[1:] > last[:-1] + 1)
+    return cut, last[cut] + 1, base[cut + 1]
+
+
 def _in_gaps(best, h):
     """The stretches of offsets (lo, hi) between two consecutive batches of the copy read (``best``) that copy ``h``
     holds batches in (clipped to them): what it holds that the copy read lacks there."""
     b, o = best.cols, h.cols
     base, last = b["base_offset"], b["last_offset"]
     hb, hl = o["base_offset"], o["last_offset"]
-    if len(base) < 2 or not len(hb):
+    if not len(hb):
         return []
-    cut = np.flatnonzero(base[1:] > last[:-1] + 1)
+    cut, lo, hi = _gaps_of(base, last)
     if not len(cut):
         return []
-    lo, hi = last[cut] + 1, base[cut + 1]
     i = np.searchsorted(lo, hl, side="right") - 1        # the gap each batch of h ends in or after
     ic = np.maximum(i, 0)
     inside = (i >= 0) & (hb < hi[ic]) & (hl >= lo[ic])

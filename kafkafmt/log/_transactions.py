@@ -6,9 +6,10 @@ import numpy as np
 
 from kafkafmt.log import sidefiles
 from kafkafmt.record import decode
+from kafkafmt.log._fill import gap_stretches
 from kafkafmt.log._framing import scan_range, window
 
-__all__ = ["transactions", "committed_mask"]
+__all__ = ["transactions", "gap_transactions", "committed_mask"]
 
 
 def transactions(segments, report, use_txnindex=None, extra=()):
@@ -31,9 +32,7 @@ def transactions(segments, report, use_txnindex=None, extra=()):
                     aborted.setdefault(int(e["producer_id"]), []).append((int(e["first_offset"]), int(e["last_offset"])))
     events = _events(segments, extra, use_txnindex)
     if extra:
-        # the stretches of other copies in offset order among this copy's batches: a stretch one copy lacked
-        # in part was read from the next, so their batches interleave (each batch once)
-        events = sorted(set(events), key=lambda e: e[0])
+        events = _in_offset_order(events)
     open_txns = {}
     for base, pid, is_marker, abort, last in events:
         if not is_marker:
@@ -44,6 +43,20 @@ def transactions(segments, report, use_txnindex=None, extra=()):
             aborted.setdefault(pid, []).append((first, last))
     lso = min(open_txns.values()) if open_txns else None
     return aborted, lso
+
+
+def gap_transactions(part):
+    """The transactional batches of the stretches a read takes from other copies into a partition's gaps
+    (`kafkafmt.log.gap_stretches`), as `transactions` counts them -- (base offset, producer id, is a marker, an
+    ABORT, last offset), each batch once, in offset order --: what a stream applies as it passes them. [] for a
+    partition without gaps."""
+    return _in_offset_order(_events((), gap_stretches(part), False)) if part.gaps else []
+
+
+def _in_offset_order(events):
+    """Events of this copy's batches and of stretches of other copies in offset order: a stretch one copy lacked
+    in part was read from the next, so their batches interleave (each batch once)."""
+    return sorted(set(events), key=lambda e: e[0])
 
 
 def _events(segments, extra, use_txnindex):

@@ -47,12 +47,10 @@ import logging
 import math
 import time
 
-import numpy as np
-
 import kafkafmt
 from kafkafmt.errors import DataLossError
 from kafkafmt.log import entry_size_at, scan_range
-from kafkafmt.log import batch_mark, deal, find_divergence, gap_stretches
+from kafkafmt.log import batch_mark, deal, find_divergence, gap_transactions
 from kafkafmt.read import iter_log_dir_with
 from kafkafmt.record import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
@@ -149,22 +147,6 @@ class _Partition:
 
     def nbytes(self):
         return sum(s.size for s in self.segments[:-1]) + (self.tail_stat[0] if self.tail_stat else 0)
-
-
-def _gap_txns(part):
-    """[(base offset, producer id, is control)] of the transactional batches of the stretches a read takes from
-    other copies (`kafkafmt.log.gap_stretches`), each batch once, in offset order: a marker only another copy
-    holds closes its transaction. [] for a partition without gaps."""
-    events = set()
-    for segs, lo, hi in gap_stretches(part) if part.gaps else ():
-        for seg in segs:
-            with seg.open() as f:
-                t, info = scan_range(f, 0, f.size)
-            n = info["count"]
-            base, last = np.asarray(t["base_offset"][:n]), np.asarray(t["last_offset"][:n])
-            rows = np.flatnonzero(np.asarray(t["is_transactional"][:n], bool) & (last >= lo) & (base < hi))
-            events.update((int(base[i]), int(t["producer_id"][i]), bool(t["is_control"][i])) for i in rows.tolist())
-    return sorted(events)
 
 
 def _file_state(seg):
@@ -355,11 +337,11 @@ class LogDirWatcher:
         txn, ctl = table["is_transactional"][:n], table["is_control"][:n]
         pid, base = table["producer_id"][:n], table["base_offset"][:n]
         if st.gap_txns is None:
-            st.gap_txns = _gap_txns(st.part)
+            st.gap_txns = gap_transactions(st.part)
         for i in range(n):
             # a stretch this copy lacks, read from another (a gap before this batch): its transactions' batches
             while st.gap_txns and int(base[i]) > st.gap_txns[0][0]:
-                first, p, is_ctl = st.gap_txns.pop(0)
+                first, p, is_ctl, _, _ = st.gap_txns.pop(0)
                 if is_ctl:
                     st.open_txns.pop(p, None)
                 else:
