@@ -56,6 +56,51 @@ def test_one_label_equals_pyarrow(name):
         assert got.equals(pa.array([name] * n, pa.string()))
 
 
+@pytest.mark.parametrize("layout", ["runs", "interleaved", "one run", "empty"])
+def test_several_labels_equal_pyarrow(layout):
+    """A read's topic (or log dir) column of several names -- a None name is null -- equals pyarrow's array of
+    each record's name, laid out from runs of records or (records interleaved) by a cast."""
+    names = ["orders", None, "é-topic", "", "payments"]
+    rnd = np.random.default_rng(3)
+    if layout == "runs":
+        codes = np.repeat(rnd.integers(0, len(names), 30), rnd.integers(1, 40, 30))
+    elif layout == "interleaved":
+        codes = rnd.integers(0, len(names), 500)
+    else:
+        codes = np.full(0 if layout == "empty" else 25, 2)
+    codes = codes.astype(np.int32)
+    got = Labels(names, codes).to_arrow(len(codes))
+    got.validate(full=True)
+    assert got.equals(pa.array([names[c] for c in codes], pa.string()))
+
+
+def test_header_keys_not_utf8_replaced():
+    """Header keys are checked as UTF-8 without a cast; bytes that are not are replaced, as Java decodes them."""
+    h = Headers(np.array([0, 1, 3], np.int32),
+                BinaryColumn.from_arrow(pa.array([b"ok", b"\xff\xfe", "é".encode()], pa.binary())),
+                BinaryColumn.from_arrow(pa.array([b"1", None, b"3"], pa.binary())))
+    keys = h.to_arrow().flatten().field("key")
+    assert keys.to_pylist() == ["ok", "\ufffd\ufffd", "é"]
+    good = Headers(np.array([0, 2], np.int32), BinaryColumn.from_arrow(pa.array([b"a", "é".encode()], pa.binary())),
+                   BinaryColumn.from_arrow(pa.array([b"1", b"2"], pa.binary())))
+    assert good.to_arrow().flatten().field("key").to_pylist() == ["a", "é"]
+
+
+def test_read_to_arrow_loads_no_compute_functions(tmp_path):
+    """A read laid out as an Arrow table loads none of pyarrow's compute functions (their first use costs about
+    0.2 s and 60 MB in a process): a script reading a log dir once pays only for its read."""
+    import subprocess
+    import sys
+
+    code = ("import sys, kafkafmt\n"
+            "from kafkafmt.sample import sample_dir\n"
+            "t = kafkafmt.read_log_dirs(sample_dir()).to_arrow()\n"
+            "assert t.num_rows and len(set(t.column('topic').to_pylist())) > 1 and t.column('headers').null_count < t.num_rows\n"
+            "print('pyarrow.compute' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False"], out.stderr
+
+
 def test_concat_consumes_its_parts():
     """``consume=True`` empties the list and lets each part's columns go: the result equals a plain concat."""
     import gc

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from kafkafmt._util.extras import import_pyarrow
-from kafkafmt.record._columns import BinaryColumn, BinaryViewColumn, Headers
+from kafkafmt.record._columns import BinaryColumn, BinaryViewColumn, Headers, numeric_array
 from kafkafmt.record._names import (BATCH_FIELDS, BATCH_METADATA_COLUMNS, CODEC_NAMES, LOG_DIR_COLUMN, TYPED_COLUMNS,
                                     UNTYPED_COLUMNS)
 from kafkafmt.record._table import Table
@@ -162,8 +162,41 @@ class Labels:
                 return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
                                                               pa.py_buffer(name * n)])
         codes = np.zeros(n, np.int32) if self.codes is None else self.codes
+        laid = _laid_out(pa, self.names, codes)
+        if laid is not None:
+            return laid
         arr = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(self.names, pa.string()))
         return arr.cast(pa.string())
+
+
+def _laid_out(pa, names, codes):
+    """A string array of ``names[codes]`` (a None name: null) laid out from its runs of equal codes -- a read's
+    records come partition by partition --, or None when the runs are short (records of several names
+    interleaved) or the bytes need 64-bit offsets: a dictionary cast makes it then (`numeric_array` says what
+    a cast costs)."""
+    n = len(codes)
+    if not n:
+        return pa.Array.from_buffers(pa.string(), 0, [None, pa.py_buffer(np.zeros(1, np.int32)), pa.py_buffer(b"")])
+    at = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+    if len(at) > 64 + n // 8:
+        return None
+    encoded = [b"" if t is None else t.encode() for t in names]
+    sizes = np.array([len(b) for b in encoded], np.int64)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(sizes[codes], out=offsets[1:])
+    if offsets[-1] >= 1 << 31:
+        return None
+    starts = np.concatenate(([0], at)).astype(np.int64)
+    ends = np.concatenate((at, [n])).astype(np.int64)
+    data = b"".join(encoded[c] * int(k) for c, k in zip(codes[starts].tolist(), (ends - starts).tolist()))
+    validity, nulls = None, 0
+    missing = [i for i, t in enumerate(names) if t is None]
+    if missing:
+        valid = ~np.isin(codes, missing)
+        nulls = int(n - valid.sum())
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)],
+                                 null_count=nulls)
 
 
 class Records:
@@ -575,13 +608,13 @@ class Records:
         if self._topic.known:
             cols["topic"] = self._topic.to_arrow(n)
         if isinstance(self.partition, np.ndarray):
-            cols["partition"] = pa.array(self.partition.astype(np.int32, copy=False))
+            cols["partition"] = numeric_array(self.partition.astype(np.int32, copy=False))
         elif self.partition is not None:
-            cols["partition"] = pa.array(np.full(n, self.partition, np.int32))
-        cols["offset"] = pa.array(self.offset)
+            cols["partition"] = numeric_array(np.full(n, self.partition, np.int32))
+        cols["offset"] = numeric_array(self.offset)
         cols["timestamp"] = pa.Array.from_buffers(pa.timestamp("ms", tz="UTC"), n,
                                                   [None, pa.py_buffer(self.timestamp)])
-        cols["timestampType"] = pa.array(self.timestamp_type.astype(np.int32))
+        cols["timestampType"] = numeric_array(self.timestamp_type.astype(np.int32))
         if headers and self._headers is not None:
             cols["headers"] = self._headers.to_arrow()
         for side in ("key", "value"):
@@ -594,7 +627,7 @@ class Records:
             cols[LOG_DIR_COLUMN] = self._log_dir.to_arrow(n) if self._log_dir.known else pa.nulls(n, pa.string())
         if batch_metadata:
             for name, field in zip(BATCH_METADATA_COLUMNS[:4], BATCH_FIELDS):
-                cols[name] = pa.array(self.batch_column(field))
+                cols[name] = numeric_array(self.batch_column(field))
             codec = self.batch_column("codec")
             cols["codec"] = pa.DictionaryArray.from_arrays(
                 pa.array(codec.astype(np.int32)), pa.array([CODEC_NAMES.get(i, str(i)) for i in range(8)]))
