@@ -101,6 +101,40 @@ def test_read_to_arrow_loads_no_compute_functions(tmp_path):
     assert out.stdout.split() == ["False"], out.stderr
 
 
+def test_cast_table_is_table_cast():
+    """`cast_table` gives what ``Table.cast`` gives, casting only the columns whose type differs, and refuses
+    what it refuses."""
+    from kafkafmt.record import cast_table
+
+    t = pa.table({"a": pa.array([1, None, 3], pa.int32()), "b": pa.array([b"x", b"y", None], pa.binary())})
+    for schema in (t.schema, pa.schema([("a", pa.int64()), ("b", pa.large_binary())]),
+                   pa.schema([("a", pa.int32()), ("b", pa.binary())], metadata={b"k": b"v"})):
+        got = cast_table(t, schema)
+        assert got.equals(t.cast(schema)) and got.schema.equals(schema, check_metadata=True)
+    assert cast_table(t, t.schema).column("b").chunk(0).buffers()[2].address == t.column("b").chunk(0).buffers()[2].address
+    for bad in (pa.schema([("b", pa.binary()), ("a", pa.int32())]),
+                pa.schema([pa.field("a", pa.int32(), nullable=False), ("b", pa.binary())])):
+        with pytest.raises(ValueError):
+            t.cast(bad)
+        with pytest.raises(ValueError):
+            cast_table(t, bad)
+
+
+def test_record_batches_load_no_compute_functions():
+    """A stream's record batches (what a Spark task and the Arrow hand-off give, cast to the schema planned)
+    load none of pyarrow's compute functions."""
+    import subprocess
+    import sys
+
+    code = ("import sys, kafkafmt\n"
+            "from kafkafmt.sample import sample_dir\n"
+            "n = sum(b.num_rows for b in kafkafmt.iter_log_dirs(sample_dir()).record_batches())\n"
+            "assert n == kafkafmt.read_log_dirs(sample_dir()).to_arrow().num_rows > 0\n"
+            "print('pyarrow.compute' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False"], out.stderr
+
+
 def test_concat_consumes_its_parts():
     """``consume=True`` empties the list and lets each part's columns go: the result equals a plain concat."""
     import gc

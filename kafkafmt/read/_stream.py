@@ -16,7 +16,7 @@ see nothing) rather than given an empty table.
 """
 from __future__ import annotations
 
-from kafkafmt.record import DecodeOptions, decode, portable_table
+from kafkafmt.record import DecodeOptions, cast_table, decode, portable_table
 from kafkafmt._util.extras import install_command
 
 __all__ = ["conform_table", "RecordStream", "empty_schema"]
@@ -116,7 +116,7 @@ class RecordStream:
         return self._schema
 
     def _conform(self, table):
-        return conform_table(table, self.schema).cast(self.schema)
+        return cast_table(conform_table(table, self.schema), self.schema)
 
     def record_batches(self):
         """The chunks as pyarrow record batches (on the chunks' buffers), one chunk at a time."""

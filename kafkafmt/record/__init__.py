@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kafkafmt.record._names import (CONTROL_TYPES, TIMESTAMP_TYPES, CODEC_NAMES, KAFKA_COLUMNS, LOG_DIR_COLUMN,
                                     BATCH_METADATA_COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS, COLUMNS)
-from kafkafmt.record._columns import (BinaryColumn, BinaryViewColumn, Headers)
+from kafkafmt.record._columns import (BinaryColumn, BinaryViewColumn, Headers, cast_table)
 from kafkafmt.record._table import (Table)
 from kafkafmt.record._records import (Records, Labels, exact_pandas)
 from kafkafmt.record._entries import (scan_batches, entries_end, next_entry, offset_sequence_error, scan_ranges)
@@ -25,4 +25,4 @@ __all__ = ["Records", "Table", "BinaryColumn", "BinaryViewColumn", "Headers", "L
            "TYPED_COLUMNS", "UNTYPED_COLUMNS", "COLUMNS", "decode", "scan_batches", "entries_end", "DecodeOptions",
            "next_entry", "offset_sequence_error", "scan_ranges", "RangeDecoder", "encode", "encode_control", "encode_empty_batch", "encode_columns", "Columns",
            "to_columns", "INTERVAL_FIELDS", "EMPTY_STRUCT_FIELD", "interval_type", "interval_fields",
-           "placeholder_struct", "portable_type", "portable_column", "portable_table", "exact_pandas"]
+           "placeholder_struct", "portable_type", "portable_column", "portable_table", "exact_pandas", "cast_table"]

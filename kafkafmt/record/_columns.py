@@ -14,7 +14,7 @@ import numpy as np
 
 from kafkafmt._util.extras import import_pyarrow
 
-__all__ = ["BinaryColumn", "BinaryViewColumn", "Headers", "numeric_array"]
+__all__ = ["BinaryColumn", "BinaryViewColumn", "Headers", "numeric_array", "cast_table"]
 
 
 def _unpack_validity(validity, n, bit_offset=0):
@@ -101,6 +101,23 @@ def numeric_array(values):
     if values.dtype.kind not in "iuf":
         return pa.array(values)
     return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
+
+
+def cast_table(table, schema):
+    """``table.cast(schema)``, casting only the columns whose type differs: a column of the type asked is kept
+    as it is, so that a read whose chunks already have the schema planned (a Spark task's, a stream's) loads
+    no compute function (see `numeric_array`). Raises as ``Table.cast`` does (other names, nulls in a
+    non-nullable field)."""
+    pa = import_pyarrow()
+    if table.schema.names != schema.names:
+        raise ValueError(f"Target schema's field names are not matching the table's field names: "
+                         f"{table.schema.names!r}, {schema.names!r}")
+    columns = []
+    for column, field in zip(table.itercolumns(), schema):
+        if not field.nullable and column.null_count > 0:
+            raise ValueError(f"Casting field {field.name!r} with null values to non-nullable")
+        columns.append(column if column.type == field.type else column.cast(field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 class BinaryColumn:

@@ -7,7 +7,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from kafkafmt.errors import KafkafmtError, ValueDecodeError
 from kafkafmt.log import Unit, read_task, read_units
-from kafkafmt.record import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
+from kafkafmt.record import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN, cast_table
 from kafkafmt.spark.planning import TimeBound
 from kafkafmt.spark.typedcols import decode_names
 from kafkafmt.values import decode_values
@@ -114,7 +114,7 @@ class _Convert:
             if self.typed is not None:
                 table = self.opts.typed.conform(table)
             table = table.select(self.names)
-        yield from table.cast(self.target).to_batches()
+        yield from cast_table(table, self.target).to_batches()
 
 
 def _read_one(t, options, errors, max_bytes, convert):

@@ -52,7 +52,7 @@ from kafkafmt.errors import DataLossError
 from kafkafmt.log import entry_size_at, scan_range
 from kafkafmt.log import batch_mark, deal, find_divergence, gap_transactions
 from kafkafmt.read import iter_log_dir_with
-from kafkafmt.record import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN
+from kafkafmt.record import BATCH_METADATA_COLUMNS, LOG_DIR_COLUMN, cast_table
 from kafkafmt.spark.options import EARLIEST, LATEST, OptionError
 from kafkafmt.spark.typedcols import SchemaChangedError, decode_names
 
@@ -755,7 +755,7 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
                                       log_dir=LOG_DIR_COLUMN in names)
                 if typed is not None:
                     table = o.typed.conform(table)
-                yield from table.select(names).cast(target).to_batches()
+                yield from cast_table(table.select(names), target).to_batches()
         except kafkafmt.ValueDecodeError as exc:
             raise kafkafmt.ValueDecodeError(f"{exc.reason} (reading offsets {start}..{end - 1} of {name}) -- set "
                                             "mode=PERMISSIVE to read bad values as null with the reason in "
