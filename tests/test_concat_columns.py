@@ -101,6 +101,15 @@ def test_read_to_arrow_loads_no_compute_functions(tmp_path):
     assert out.stdout.split() == ["False"], out.stderr
 
 
+@pytest.mark.parametrize("dtype", ["<i8", ">i8", "<i2", "<u4", "<f8", "?"])
+def test_numeric_array_is_pa_array(dtype):
+    from kafkafmt.record._columns import numeric_array
+
+    values = np.arange(-3, 7).astype(dtype)[::2]          # (a strided view: laid out contiguously)
+    got = numeric_array(values)
+    assert got.equals(pa.array(values.astype(values.dtype.newbyteorder("=")))) and got.to_pylist() == values.tolist()
+
+
 def test_cast_table_is_table_cast():
     """`cast_table` gives what ``Table.cast`` gives, casting only the columns whose type differs, and refuses
     what it refuses."""

@@ -100,6 +100,8 @@ def numeric_array(values):
     values = np.ascontiguousarray(values)
     if values.dtype.kind not in "iuf":
         return pa.array(values)
+    if not values.dtype.isnative:               # (Arrow's buffers are in the machine's byte order)
+        values = values.astype(values.dtype.newbyteorder("="))
     return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
 
 
