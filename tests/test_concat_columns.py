@@ -86,17 +86,20 @@ def test_header_keys_not_utf8_replaced():
     assert good.to_arrow().flatten().field("key").to_pylist() == ["a", "é"]
 
 
-def test_read_to_arrow_loads_no_compute_functions(tmp_path):
-    """A read laid out as an Arrow table loads none of pyarrow's compute functions (their first use costs about
-    0.2 s and 60 MB in a process): a script reading a log dir once pays only for its read."""
+@pytest.mark.parametrize("read", [
+    # a read laid out as one Arrow table (topics of several names, headers)
+    "t = kafkafmt.read_log_dirs(sample_dir()).to_arrow()\n"
+    "assert t.num_rows and len(set(t.column('topic').to_pylist())) > 1 and t.column('headers').null_count < t.num_rows",
+    # a stream's record batches (what a Spark task and the Arrow hand-off give, cast to the schema planned)
+    "assert sum(b.num_rows for b in kafkafmt.iter_log_dirs(sample_dir()).record_batches()) > 0"])
+def test_arrow_loads_no_compute_functions(read):
+    """Reads laid out in Arrow load none of pyarrow's compute functions (their first use costs about 0.2 s and
+    60 MB in a process): a script reading a log dir once, or a Spark worker's first task, pays only for its
+    read."""
     import subprocess
     import sys
 
-    code = ("import sys, kafkafmt\n"
-            "from kafkafmt.sample import sample_dir\n"
-            "t = kafkafmt.read_log_dirs(sample_dir()).to_arrow()\n"
-            "assert t.num_rows and len(set(t.column('topic').to_pylist())) > 1 and t.column('headers').null_count < t.num_rows\n"
-            "print('pyarrow.compute' in sys.modules)\n")
+    code = f"import sys, kafkafmt\nfrom kafkafmt.sample import sample_dir\n{read}\nprint('pyarrow.compute' in sys.modules)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False"], out.stderr
 
@@ -127,21 +130,6 @@ def test_cast_table_is_table_cast():
             t.cast(bad)
         with pytest.raises(ValueError):
             cast_table(t, bad)
-
-
-def test_record_batches_load_no_compute_functions():
-    """A stream's record batches (what a Spark task and the Arrow hand-off give, cast to the schema planned)
-    load none of pyarrow's compute functions."""
-    import subprocess
-    import sys
-
-    code = ("import sys, kafkafmt\n"
-            "from kafkafmt.sample import sample_dir\n"
-            "n = sum(b.num_rows for b in kafkafmt.iter_log_dirs(sample_dir()).record_batches())\n"
-            "assert n == kafkafmt.read_log_dirs(sample_dir()).to_arrow().num_rows > 0\n"
-            "print('pyarrow.compute' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False"], out.stderr
 
 
 def test_concat_consumes_its_parts():
