@@ -79,12 +79,13 @@ def _outputs(root):
 def _one_by_one(monkeypatch):
     """Every shortcut off: each partition and copy read on its own, the report's figures and checks from two
     reads, every chunk and index checked entry by entry, every chunk's figures taken segment by segment and
-    codec by codec, verify's pending fixes planned from scratch."""
+    codec by codec, verify's pending fixes planned from scratch, every copy's log read (none checked from the read
+    of a copy holding the same bytes)."""
     import importlib
 
     from kafkafmt.read import iter_log_dir_with
     from kafkafmt.recovery import pending_fixes
-    from kafkafmt.report.checks import Checker
+    from kafkafmt.report.checks import Checker, Twins
     from kafkafmt.report.figures import PartitionStats
 
     def each_on_its_own(parts, options):
@@ -98,6 +99,7 @@ def _one_by_one(monkeypatch):
         monkeypatch.setattr(module, "iter_partitions_with", each_on_its_own)
     monkeypatch.setattr(build, "reads_alike", lambda part, segments=None: False)
     monkeypatch.setattr(verify, "pending_fixes", lambda paths, **_: pending_fixes(paths))
+    monkeypatch.setattr(Twins, "enabled", [False])
     monkeypatch.setattr(Checker, "_plain_chunk", lambda *a: None)
     monkeypatch.setattr(PartitionStats, "_add_plain", lambda *a: False)
     monkeypatch.setattr(indexes, "_index_sound", lambda *a: False)

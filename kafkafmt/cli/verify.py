@@ -30,6 +30,10 @@ Checked, per partition folder (and for files given one by one):
   (older than ``--stale-copy-ms``), offsets between the remote segments and the local log held by neither
   (`kafkafmt.report.audit_tiered`).
 
+Every copy of a partition is checked. A copy whose segments hold the very same bytes as the copy read's (compared
+in full: `kafkafmt.log.same_bytes`) has its log checked by that read when it found nothing wrong; its side files
+and other files are checked as its own.
+
 The checks are the library's (`kafkafmt.report.checks`, also behind ``kafkafmt report``). On dirs
 found sound, the summary counts the fixes a dry run of ``kafkafmt recover`` would still make
 (`kafkafmt.recovery.pending_fixes`: what a broker fixes itself at start-up after an unclean shutdown).
@@ -44,7 +48,7 @@ import time
 import numpy as np
 
 from kafkafmt.read import iter_partitions_with
-from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, SegmentInfo, will_check
+from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, SegmentInfo, Twins, will_check
 from kafkafmt.report.problems import Problem
 from kafkafmt.recovery import pending_fixes, scan_of_batches
 
@@ -142,17 +146,7 @@ class Verifier(Checker):
             for w in found.leftovers:
                 self.add(w)
             will_check(found.partitions + found.unread)      # (object stores: the side files fetched ahead)
-            # many small partitions read in one pass, each checked as its own read shows it -- and every other
-            # copy too (a damaged copy is a problem whichever copy is read), in the same pass
-            n_read = len(found.partitions)
-            for k, (pd, chunks, report) in enumerate(iter_partitions_with(found.partitions + found.unread,
-                                                                          PARTITION_CHECK_READ)):
-                if k < n_read:
-                    prog.set_label(pd.name)
-                    self.partition(pd, read=(chunks, report))
-                else:
-                    prog.set_label(f"{pd.name} ({pd.log_dir_url})")
-                    self.copy(pd, read=(chunks, report))
+            self.partitions_and_copies(found, prog)
             for f in found.files:
                 self.file(f, given=f in given)
             self.tiered(found)
@@ -163,6 +157,21 @@ class Verifier(Checker):
         self.summary(time.monotonic() - started, pending)
         failed = self.errors or (self.args.strict and self.warnings)
         return 1 if failed else 0
+
+    def partitions_and_copies(self, found, prog):
+        """Every partition read, then every other copy (a damaged copy is a problem whichever copy is read):
+        many small partitions read in one pass, each checked as its own read shows it; a copy holding the very
+        same bytes as the copy read checked from that read (`kafkafmt.report.checks.Twins`)."""
+        twins = Twins(found)
+        for pd, chunks, report in iter_partitions_with(found.partitions, PARTITION_CHECK_READ):
+            prog.set_label(pd.name)
+            self.partition(pd, read=(chunks, report))
+            twins.found(pd, self.logged)
+        for pd, read, logged in twins.copies(found.unread, iter_partitions_with):
+            prog.set_label(f"{pd.name} ({pd.log_dir_url})")
+            self.copy(pd, read=read, logged=logged)
+            if logged is not None:
+                prog.advance(sum(s.size for s in pd.list_segments()))
 
     def tiered(self, found):
         """The tiered audit, when the paths hold __remote_log_metadata and uploads."""

@@ -4,7 +4,7 @@ the task reader, tiered-storage layouts and the LogWriter.
 
 Modules: `_names`, `_framing`, `_ranges`, `_segments`, `_transactions`, `_discovery`, `_planner`,
 `_taskreader`, `_changes` (whether anything changed under some roots), `_copies` (several copies of a
-partition), `_fill` (a stretch read from another copy), `_bulk` (many small partitions read at once), `_ahead` (what
+partition), `_fill` (a stretch read from another copy), `_twins` (copies holding the same bytes), `_bulk` (many small partitions read at once), `_ahead` (what
 a read will read whole, told to object stores), `_notes` (what a read skipped or fell back on), `_writer`,
 `sidefiles`, `tiered` (the layouts).
 """
@@ -22,6 +22,7 @@ from kafkafmt.log._segments import (Segment, DEFAULT_INDEX_INTERVAL, warn_fallba
 from kafkafmt.log._transactions import (transactions, gap_transactions, committed_mask)
 from kafkafmt.log._copies import (Copy, COPY_STATES)
 from kafkafmt.log._fill import (Gap, gap_stretches)
+from kafkafmt.log._twins import (same_bytes)
 from kafkafmt.log._discovery import (Partition, Found, MAX_DEPTH, REPLICAS, DEFAULT_REPLICAS,
                                      LOG_START_CHECKPOINT, REPLICATION_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
                                      log_dir_offsets, discover, find_partitions, resolve_partition, folder_kind,
@@ -43,7 +44,7 @@ __all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES
            "is_leftover_segment_file", "is_segment_file", "holds_segment_files", "file_kind", "ReportKind",
            "ReportEntry", "Note", "place_text", "damage_words", "window", "entry_size_at", "scan_range", "batch_at", "batch_base_offset",
            "last_offset_from", "not_kafka_reason", "not_kafka_file", "read_range", "Segment", "DEFAULT_INDEX_INTERVAL",
-           "warn_fallbacks", "transactions", "gap_transactions", "committed_mask", "Copy", "COPY_STATES", "Gap", "gap_stretches", "Partition", "Found", "MAX_DEPTH",
+           "warn_fallbacks", "transactions", "gap_transactions", "committed_mask", "Copy", "COPY_STATES", "Gap", "gap_stretches", "same_bytes", "Partition", "Found", "MAX_DEPTH",
            "REPLICAS",
            "DEFAULT_REPLICAS", "LOG_START_CHECKPOINT", "REPLICATION_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT",
            "log_dir_offsets", "discover", "find_partitions", "resolve_partition",

@@ -11,7 +11,7 @@ import numpy as np
 from kafkafmt.log import (DEFAULT_REPLICAS, RECOVERY_POINT_CHECKPOINT, REPLICAS, REPLICATION_CHECKPOINT, discover, log_dir_offsets)
 from kafkafmt.log import segment_base
 from kafkafmt.read import iter_partitions_with
-from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, check_partition, will_check
+from kafkafmt.report.checks import Checker, Twins, check_partition, will_check
 from kafkafmt.report.figures import STATS_READ, counting_stats, partition_stats, reads_alike, totals
 from kafkafmt.report.lag import committed_offsets, consumer_lag
 from kafkafmt.report.problems import report_problem
@@ -240,6 +240,7 @@ class Builder:
 
         if self.checks:
             will_check(list(self.partitions) + list(self.found.unread))   # (object stores: fetched ahead)
+        twins = Twins(self.found) if self.checks else None
         # many small partitions read in one pass, each one's figures and problems as its own read gives them
         # (one read for both, unless its figures start past its first segment: `FIGURES_AND_CHECKS_READ`)
         for part, chunks, report in iter_partitions_with(self.partitions,
@@ -258,11 +259,11 @@ class Builder:
                 segments, problems = partition_stats(part, on_chunk=on_chunk, read=(chunks, report))
             elif reads_alike(part, segs_listed):
                 counted, finish = counting_stats(part, chunks, report, on_chunk=on_chunk)
-                problems = check_partition(part, read=(counted, report))
+                problems = check_partition(part, read=(counted, report), logged=twins)
                 segments, _ = finish()
             else:               # the figures from the log start offset on, the checks of every byte
                 segments, _ = partition_stats(part, on_chunk=on_chunk)
-                problems = check_partition(part, on_chunk=advance, read=(chunks, report))
+                problems = check_partition(part, on_chunk=advance, read=(chunks, report), logged=twins)
             t = totals(segments)
             by_topic.setdefault(part.topic, []).append(t)
             if t.last_ts is not None:
@@ -298,12 +299,14 @@ class Builder:
                 base = segment_base(p.file) if p.file else None
                 tables["problems"].append({**_problem_row(p), "partition": name,
                                            "time": _time_of(samples, p, base)})
-        if self.checks:         # every other copy, read as the partitions are (many in one pass)
-            for part, chunks, report in iter_partitions_with(self.found.unread, PARTITION_CHECK_READ):
+        if self.checks:         # every other copy, read as the partitions are (many in one pass), or as its twin
+            for part, read, logged in twins.copies(self.found.unread, iter_partitions_with):
                 if progress is not None:
                     progress.set_label(f"{self.label(part)} ({part.log_dir_url})")
+                    if logged is not None:
+                        progress.advance(sum(s.size for s in part.list_segments()))
                 checker = Checker(on_chunk=advance)
-                checker.copy(part, read=(chunks, report))
+                checker.copy(part, read=read, logged=logged)
                 for p in checker.problems:
                     tables["problems"].append({**_problem_row(p), "partition": self.label(part), "time": None})
         tables["copies"] = _copy_rows(self.found.copies, tables["partitions"], tables["problems"])

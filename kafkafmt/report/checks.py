@@ -26,13 +26,13 @@ import numpy as np
 from kafkafmt.log import sidefiles
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.read import ReadOptions, iter_log_dir_with
-from kafkafmt.log import SIDE_FILE_KINDS, ReportKind, file_kind, is_leftover_file, segment_base
+from kafkafmt.log import SIDE_FILE_KINDS, ReportKind, file_kind, is_leftover_file, same_bytes, segment_base
 from kafkafmt.record import Table
 from kafkafmt._native.plain import plain_checks
 from kafkafmt.report.figures import CHUNK_BYTES, PLAIN_NATIVE
 from kafkafmt.report.problems import Problem, report_problem
 
-__all__ = ["Checker", "SegmentInfo", "concat_batches", "check_partition", "will_check", "CHECK_READ",
+__all__ = ["Checker", "SegmentInfo", "Twins", "twin_info", "concat_batches", "check_partition", "will_check", "CHECK_READ",
            "PARTITION_CHECK_READ"]
 
 BATCH_COLUMNS = ("position", "size", "base_offset", "last_offset", "max_timestamp", "producer_id", "is_control",
@@ -149,6 +149,15 @@ class SegmentInfo:
         return {c: np.asarray(t[c]) for c in BATCH_COLUMNS}
 
 
+def twin_info(info, segment):
+    """The `SegmentInfo` of ``segment`` (a `Segment`) whose bytes are those of the segment ``info`` was read
+    from: the same batches, control records and markers, under its own name (its side files are its own)."""
+    out = SegmentInfo(segment.base_offset, segment.url, segment.size)
+    out.tables, out.controls, out.markers = list(info.tables), list(info.controls), dict(info.markers)
+    out.skipped, out.reported = list(info.skipped), info.reported
+    return out
+
+
 class Checker:
     """Runs the checks and collects the problems; ``on_problem(problem)`` hears each new one (a
     problem said twice is said once), ``on_chunk(records)`` each chunk read (progress).
@@ -173,9 +182,13 @@ class Checker:
         self.bytes = 0
         self._seen = set()
         self._listed = {}               # {path: Entry} of the partition folder being checked
+        self.n_said = 0                 # problems said, each time (`add`: a problem said twice is counted twice)
+        self.logged = None              # {base offset: SegmentInfo} of the last partition whose log read found
+        #                                 nothing wrong, else None (`partition`)
 
     def add(self, p: Problem):
         """Say a problem (once)."""
+        self.n_said += 1
         key = p.text()
         if key in self._seen:
             return
@@ -195,10 +208,13 @@ class Checker:
         self.add(Problem("warning", file, message, position))
 
     # -- partitions --------------------------------------------------------------------------------
-    def partition(self, pd, read=None):
+    def partition(self, pd, read=None, logged=None):
         """Check a partition (`Partition`): its log, its segments' side files, its other files. ``read``:
         ``(chunks, report)`` of its read with `PARTITION_CHECK_READ` when under way already
-        (``kafkafmt.read.iter_partitions_with`` reads many small partitions in one pass)."""
+        (``kafkafmt.read.iter_partitions_with`` reads many small partitions in one pass). ``logged``: what
+        the read of another copy whose segments hold the very same bytes found, nothing wrong in it
+        (`Checker.logged` of that copy): its log is not read again, its side files are checked against
+        those batches (`twin_info`)."""
         self.n_partitions += 1
         report = []
         self._listed = {} if pd.storage.is_local else _listed(pd)
@@ -212,8 +228,14 @@ class Checker:
         self.bytes += sum(s.size for s in segments)
         # every byte of the files, also below a log start offset that DeleteRecords moved (an explicit
         # start below it reads what is still on disk)
-        self.read_log(_read_from_zero, (pd,), infos,
-                      log_start=pd.earliest(segments) if pd.log_start_offset is not None else None, read=read)
+        if logged is not None:
+            infos = {s.base_offset: twin_info(logged[s.base_offset], s) for s in segments}
+        else:
+            said = self.n_said
+            self.read_log(_read_from_zero, (pd,), infos,
+                          log_start=pd.earliest(segments) if pd.log_start_offset is not None else None, read=read)
+            self.logged = infos if self.n_said == said and not any(i.reported or i.skipped
+                                                                    for i in infos.values()) else None
         for s in segments:
             self.side_files(s, infos[s.base_offset])
             if self.on_segment is not None:
@@ -224,7 +246,7 @@ class Checker:
                 if kind is not None:
                     self.other_file(full, kind, functools.partial(_side_file, pd, name, full))
 
-    def copy(self, pd, read=None):
+    def copy(self, pd, read=None, logged=None):
         """Check a copy of a partition that is not read (another copy is): every byte and side file of it,
         its problems said as any partition's; its records are not counted (the copy read counts them), its
         bytes and files are.
@@ -236,10 +258,12 @@ class Checker:
         read : tuple, optional
             ``(chunks, report)`` of its read with `PARTITION_CHECK_READ` when under way already (as
             `partition`'s).
+        logged : dict, optional
+            As `partition`'s: what the read of a copy holding the same bytes found.
         """
         sub = Checker(on_problem=self.add, on_segment=self.on_segment)
         sub.epochs = self.epochs
-        sub.partition(pd, read=read)
+        sub.partition(pd, read=read, logged=logged)
         self.n_copies += 1
         self.n_segments += sub.n_segments
         self.bytes += sub.bytes
@@ -687,9 +711,66 @@ def _reason(exc):
     return str(exc)
 
 
-def check_partition(part, on_problem=None, on_chunk=None, read=None):
+def check_partition(part, on_problem=None, on_chunk=None, read=None, logged=None):
     """The `Problem` s of one partition (`kafkafmt.log._discovery.Partition`), as ``kafkafmt verify`` lists them
-    (``read``: as `Checker.partition`'s)."""
+    (``read``: as `Checker.partition`'s). ``logged``: a `Twins` -- what the read found is kept for the copies
+    holding the same bytes."""
     c = Checker(on_problem, on_chunk)
     c.partition(part, read=read)
+    if logged is not None:
+        logged.found(part, c.logged)
     return c.problems
+
+
+class Twins:
+    """The copies not read that hold the very same bytes as the copy read (`kafkafmt.log.same_bytes`), and what
+    the read of each such copy read found in its log when it found nothing wrong: those copies' logs are not read
+    again (`copies`). ``enabled`` False: none (a test compares)."""
+
+    enabled = [True]
+    #: the batches whose tables are kept at most, all copies read together (a batch's row: about 100 bytes);
+    #: the twins of copies read past it are read as any copy
+    max_batches = 1 << 18
+
+    def __init__(self, found):
+        self.of = {}                # {key of a copy not read: the copy read}
+        if Twins.enabled[0]:
+            read = {(p.topic, p.partition): p for p in found.partitions}
+            pairs = [(read[(p.topic, p.partition)], p) for p in found.unread if (p.topic, p.partition) in read]
+            pairs = [(a, b) for a, b in pairs if not a.gaps]   # (a read filling gaps from other copies: not its bytes)
+            self.of = {b.key: a for (a, b), same in zip(pairs, same_bytes(pairs)) if same}
+        self.left = {}              # {key of a copy read: its twins still to check}
+        for a in self.of.values():
+            self.left[a.key] = self.left.get(a.key, 0) + 1
+        self.logged = {}            # {key of a copy read: what its read found}, kept until its twins are checked
+        self.kept = 0               # the batches of what is kept
+
+    def found(self, part, logged):
+        """What the read of ``part`` (a copy read) found, None when something was wrong (`Checker.logged`)."""
+        if logged is None or part.key not in self.left:
+            return
+        n = sum(len(t) for info in logged.values() for t in info.tables)
+        if self.kept + n <= self.max_batches:
+            self.logged[part.key] = logged
+            self.kept += n
+
+    def copies(self, unread, read):
+        """``(copy, read, logged)`` of each copy of ``unread`` in order, to check (`Checker.copy`): its read
+        (``(chunks, report)``; ``read(parts, PARTITION_CHECK_READ)`` reads many in one pass, as
+        `kafkafmt.read.iter_partitions_with`) and None, or None and what the read of its twin found."""
+        chunks_of = iter(read([p for p in unread if p.key not in self.of], PARTITION_CHECK_READ))
+        for pd in unread:
+            a = self.of.get(pd.key)
+            if a is None:
+                q, chunks, report = next(chunks_of)
+                yield q, (chunks, report), None
+                continue
+            self.left[a.key] -= 1
+            known = self.logged.get(a.key) if self.left[a.key] else self.logged.pop(a.key, None)
+            if known is not None and not self.left[a.key]:
+                self.kept -= sum(len(t) for info in known.values() for t in info.tables)
+            if known is not None:
+                yield pd, None, known
+                continue
+            for q, chunks, report in read([pd], PARTITION_CHECK_READ):
+                yield q, (chunks, report), None
