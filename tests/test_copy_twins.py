@@ -109,3 +109,22 @@ def test_twins_past_the_kept_batches_are_read(tmp_path, monkeypatch):
     monkeypatch.setattr(Twins, "max_batches", 0)
     rc, lines = _same_either_way(root, monkeypatch)
     assert rc == 1 and [d["file"] for d in lines if d.get("severity") == "error"] == [index]
+
+
+def test_twins_keep_at_most_their_batches(pair, monkeypatch):
+    """What the reads found is kept for the twins up to `Twins.max_batches` batches; past it a twin is read."""
+    from kafkafmt.read import iter_partitions_with
+    from kafkafmt.report.checks import PARTITION_CHECK_READ, Twins, check_partition
+
+    found = kafkafmt.log.discover(str(pair[0]))
+    for cap, kept in ((0, False), (1 << 18, True)):
+        monkeypatch.setattr(Twins, "max_batches", cap)
+        twins = Twins(found)
+        for part, chunks, report in iter_partitions_with(found.partitions, PARTITION_CHECK_READ):
+            check_partition(part, read=(chunks, report), logged=twins)
+        assert bool(twins.logged) == kept and 0 <= twins.kept <= cap
+        (copy, read, logged), = twins.copies(found.unread, iter_partitions_with)
+        assert copy.key == found.unread[0].key and (logged is not None) == kept and (read is None) == kept
+        assert twins.kept == 0 and not twins.logged          # (let go once its last twin is checked)
+        for _ in read[0] if read else ():
+            pass
