@@ -351,9 +351,42 @@ def _check_against_runtime(cls, payloads):
         except Exception:  # noqa: BLE001 - DecodeError, or MessageToDict refusing a value
             assert dec.values[i].as_py() is None and dec.error[i].as_py(), f"row {i}: the runtime refuses it"
             continue
+        if dec.error[i].as_py() is not None and dec.error[i].as_py().startswith("field number 0 ") \
+                and _fieldless_with_unknown(want):
+            continue        # (upb keeps such bytes as unknown fields; protobuf-java refuses tag 0: so does kafkafmt)
         assert dec.error[i].as_py() is None, f"row {i}: {dec.error[i].as_py()}"
         assert same(ours(dec.values[i].as_py(), cls.DESCRIPTOR), expected(d, cls.DESCRIPTOR)), f"row {i}"
     return dec
+
+
+def _fieldless_with_unknown(msg):
+    """Whether a message parsed by the runtime holds, at any depth, a message of a type without fields
+    (``google.protobuf.Empty``) that kept bytes as unknown fields: upb accepts a field number 0 there (it refuses
+    it in any other message), which protobuf-java refuses as an invalid tag."""
+    for field, value in msg.ListFields():
+        if field.message_type is None:
+            continue
+        repeated = field.is_repeated if hasattr(field, "is_repeated") else field.label == field.LABEL_REPEATED
+        values = value.values() if field.message_type.GetOptions().map_entry else value if repeated else [value]
+        for v in values:
+            if not hasattr(v, "ListFields"):
+                continue                                  # (a map's scalar values)
+            if not field.message_type.fields and v.ByteSize() > 0:
+                return True
+            if _fieldless_with_unknown(v):
+                return True
+    return False
+
+
+def test_field_number_zero_is_refused_in_an_empty_too():
+    """A field number 0 is an invalid tag (protobuf-java: InvalidProtocolBufferException.invalidTag), also in a
+    ``google.protobuf.Empty``, where upb keeps it as an unknown field (the case hypothesis found)."""
+    E = classes()["acme.v1.Everything"]
+    payload = _ld(41, b"\x00\x00\x00\x00")
+    assert _fieldless_with_unknown(E.FromString(payload))          # (upb accepts it)
+    dec = _raw(E, [payload])
+    assert dec.values[0].as_py() is None and dec.error[0].as_py().startswith("field number 0 ")
+    assert _fieldless_with_unknown(E.FromString(_ld(41, b""))) is False
 
 
 def _tag(n, wt):
