@@ -742,7 +742,8 @@ class Twins:
         self.left = {}              # {key of a copy read: its twins still to check}
         for a in self.of.values():
             self.left[a.key] = self.left.get(a.key, 0) + 1
-        self.logged = {}            # {key of a copy read: what its read found}, kept until its twins are checked
+        self.logged = {}            # {key of a copy read: (what its read found, its batches)}, kept until its
+        #                             twins are checked
         self.kept = 0               # the batches of what is kept
 
     def found(self, part, logged):
@@ -751,7 +752,7 @@ class Twins:
             return
         n = sum(len(t) for info in logged.values() for t in info.tables)
         if self.kept + n <= self.max_batches:
-            self.logged[part.key] = logged
+            self.logged[part.key] = (logged, n)
             self.kept += n
 
     def copies(self, unread, read):
@@ -767,10 +768,10 @@ class Twins:
                 continue
             self.left[a.key] -= 1
             known = self.logged.get(a.key) if self.left[a.key] else self.logged.pop(a.key, None)
-            if known is not None and not self.left[a.key]:
-                self.kept -= sum(len(t) for info in known.values() for t in info.tables)
             if known is not None:
-                yield pd, None, known
+                if not self.left[a.key]:
+                    self.kept -= known[1]           # (its last twin: let go)
+                yield pd, None, known[0]
                 continue
             for q, chunks, report in read([pd], PARTITION_CHECK_READ):
                 yield q, (chunks, report), None
