@@ -110,10 +110,13 @@ def _value(rng, i):
         + b"abcdabcd" * 6 + b'"}'
 
 
-def make_batches(rng, n_records, codec, *, epochs=(0,), t0=T0, first_offset=0):
+def make_batches(rng, n_records, codec, *, epochs=(0,), t0=T0, first_offset=0, producers=0):
     """The batches of a partition's log holding ``n_records`` records: 1..20 records a batch, leader epochs
-    growing along the log (``epochs``: the epochs the log passes through, each from an offset on)."""
+    growing along the log (``epochs``: the epochs the log passes through, each from an offset on); with
+    ``producers``, each batch written by one of that many idempotent producers (ids 1000 on, their
+    sequences counted), else by none (producer id -1)."""
     batches, offset, ts = [], first_offset, t0
+    sequences = {}
     cuts = sorted(rng.sample(range(first_offset + 1, first_offset + max(n_records, 2)), len(epochs) - 1)) \
         if n_records > len(epochs) else []
     while offset < first_offset + n_records:
@@ -125,7 +128,12 @@ def make_batches(rng, n_records, codec, *, epochs=(0,), t0=T0, first_offset=0):
             key = None if rng.random() < 0.1 else b"key-%d" % rng.randint(0, 99)
             headers = (("h", b"v"),) if rng.random() < 0.1 else ()
             recs.append(Rec(offset + k, ts, key, _value(rng, offset + k), headers))
-        data = kpy.build_v2(recs, codec, partition_leader_epoch=epoch, require_codec=False)
+        idempotent = {}
+        if producers:
+            pid = 1000 + rng.randrange(producers)
+            idempotent = dict(producer_id=pid, producer_epoch=0, base_sequence=sequences.get(pid, 0))
+            sequences[pid] = idempotent["base_sequence"] + n
+        data = kpy.build_v2(recs, codec, partition_leader_epoch=epoch, require_codec=False, **idempotent)
         batches.append(Batch(data, offset, offset + n - 1, epoch, max(r.timestamp for r in recs), recs))
         offset += n
     return batches
@@ -209,7 +217,7 @@ def write_log_dir_files(log_dir, broker, cluster_id, hw, recovery, starts):
 
 
 def write_cluster(root, topics, *, brokers=3, records=146, seed=0, behind=0.15, segment_bytes=SEGMENT_BYTES,
-                  empty=0.0, leader_change=0.3, spread=True):
+                  empty=0.0, leader_change=0.3, spread=True, producers=0):
     """Write a cluster's log dirs under ``root`` (``broker-<id>/kafka-logs``).
 
     Parameters
@@ -226,6 +234,8 @@ def write_cluster(root, topics, *, brokers=3, records=146, seed=0, behind=0.15, 
         The share of partitions without records.
     leader_change : float
         The share of partitions whose log passes a leader change (a second leader epoch).
+    producers : int
+        Idempotent producers writing each partition's batches (`make_batches`); none by default.
     """
     rng = random.Random(seed)
     dirs = {b: os.path.join(root, f"broker-{b}", "kafka-logs") for b in range(1, brokers + 1)}
@@ -242,7 +252,7 @@ def write_cluster(root, topics, *, brokers=3, records=146, seed=0, behind=0.15, 
             slot += 1
             n = 0 if rng.random() < empty else (rng.randint(1, 2 * records) if spread else records)
             epochs = (0, rng.randint(1, 5)) if rng.random() < leader_change else (0,)
-            batches = make_batches(rng, n, codec, epochs=epochs, t0=T0 + p * 1000)
+            batches = make_batches(rng, n, codec, epochs=epochs, t0=T0 + p * 1000, producers=producers)
             held = {replicas[0]: len(batches)}
             for f in replicas[1:]:
                 held[f] = rng.randint(0, len(batches) - 1) if batches and rng.random() < behind else len(batches)

@@ -11,6 +11,7 @@ import pytest
 import kafkafmt
 import kcluster
 from kafkafmt.errors import RecoveryError
+from kafkafmt.log import sidefiles
 from kafkafmt.recovery import apply_plan, plan_recovery
 
 TOPICS = {"payments": (3, 2), "orders": (2, 2)}
@@ -20,7 +21,7 @@ TOPICS = {"payments": (3, 2), "orders": (2, 2)}
 def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("counted")
     c = kcluster.write_cluster(root, TOPICS, seed=5, records=40, segment_bytes=1200, behind=0.3, empty=0.2,
-                               leader_change=0.5)
+                               leader_change=0.5, producers=3)
     kcluster.flip_byte(c.copies("payments", 0)[0], segment=0)
     folder = c.copies("orders", 1)[0]
     os.remove(os.path.join(folder, kcluster.segment_files(folder)[0][:-4] + ".index"))
@@ -46,6 +47,12 @@ def test_a_counted_plan_holds_the_actions_recover_applies(cluster):
     unbuilt = [a for a in counted.actions if a.data is None and a.kind.value == "write"]
     assert unbuilt and all(b.data is not None for a, b in zip(counted.actions, built.actions) if a in unbuilt)
     assert kafkafmt.recovery.pending_fixes(str(cluster)) == built.counts()
+    # a snapshot's message counts its producers alike, though a counted plan replays no batch to count them
+    snaps = [(a.message, b) for a, b in zip(counted.actions, built.actions)
+             if a.file.endswith(".snapshot") and b.data is not None]
+    assert snaps and all(a == b.message for a, b in snaps)
+    held = [len(sidefiles.read_producer_snapshot(b.data)["entries"]) for _, b in snaps]
+    assert all(f"from the {n} producers'" in b.message for n, (_, b) in zip(held, snaps)) and any(held)
 
 
 def test_a_counted_plan_is_not_applied(cluster, tmp_path):

@@ -323,47 +323,89 @@ def _last_sequence(base_seq, delta):
     return base_seq + delta
 
 
+#: the batch columns a producer state is replayed from
+_REPLAYED = ("producer_id", "producer_epoch", "base_sequence", "last_offset_delta", "base_offset", "last_offset",
+             "max_timestamp", "is_transactional", "is_control", "position")
+
+
 class ProducerState:
     """The producer state a broker keeps for a partition (``ProducerStateManager``), replayed from
     batch headers and end-transaction markers; seeded from a snapshot's entries when given."""
 
     def __init__(self, entries=None):
         # producer id -> [epoch, last_seq, last_offset, offset_delta, timestamp, coordinator_epoch, txn_first]
-        self.producers = {}
-        self.open_txns = {}          # producer id -> first offset of its open transaction
+        self._producers = {}
+        self._open_txns = {}         # producer id -> first offset of its open transaction
+        self._later = []             # batches without a marker, replayed when the state is first looked at
         if entries is not None:
             for e in entries:
                 pid = int(e["producer_id"])
                 txn = int(e["current_txn_first_offset"])
-                self.producers[pid] = [int(e["epoch"]), int(e["last_sequence"]), int(e["last_offset"]),
-                                       int(e["offset_delta"]), int(e["timestamp"]), int(e["coordinator_epoch"]),
-                                       txn]
+                self._producers[pid] = [int(e["epoch"]), int(e["last_sequence"]), int(e["last_offset"]),
+                                        int(e["offset_delta"]), int(e["timestamp"]), int(e["coordinator_epoch"]),
+                                        txn]
                 if txn >= 0:
-                    self.open_txns[pid] = txn
+                    self._open_txns[pid] = txn
+
+    @property
+    def producers(self):
+        """``{producer id: [epoch, last sequence, last offset, offset delta, timestamp, coordinator epoch,
+        first offset of its open transaction]}``."""
+        self._catch_up()
+        return self._producers
+
+    @property
+    def open_txns(self):
+        """``{producer id: first offset of its open transaction}``."""
+        self._catch_up()
+        return self._open_txns
+
+    def producer_count(self):
+        """How many producers the state holds (`producers`), without replaying batches to count them."""
+        if not self._later:
+            return len(self._producers)
+        pids = np.concatenate([b["producer_id"] for b in self._later])
+        return len(self._producers.keys() | set(np.unique(pids).tolist()))
 
     def copy(self):
         other = ProducerState()
-        other.producers = {k: list(v) for k, v in self.producers.items()}
-        other.open_txns = dict(self.open_txns)
+        other._producers = {k: list(v) for k, v in self.producers.items()}
+        other._open_txns = dict(self.open_txns)
         return other
 
     def replay(self, batches, controls):
         """Apply a segment's batches (columns as `SegmentScan.batches`) in order; returns the
-        aborted transactions completed on the way as (producer id, first, last, last stable offset)."""
-        aborted = []
-        pid_col = batches["producer_id"]
-        rows = np.flatnonzero((pid_col >= 0) & (batches["magic"] >= 2))
+        aborted transactions completed on the way as (producer id, first, last, last stable offset).
+
+        Batches without an end-transaction marker complete none: they are applied when the state is next
+        looked at (`producers`, `open_txns`, a segment with markers), so that a plan that only counts
+        (`kafkafmt.recovery.pending_fixes`) walks no batch of a log without transactions."""
+        pid = batches["producer_id"]
+        if not len(pid) or pid.max() < 0:
+            return []                       # (the usual segment of producers without ids: nothing to replay)
+        rows = np.flatnonzero((pid >= 0) & (batches["magic"] >= 2))
         if not len(rows):
-            return aborted
-        cols = {c: batches[c][rows].tolist() for c in ("producer_id", "producer_epoch", "base_sequence",
-                                                        "last_offset_delta", "base_offset", "last_offset",
-                                                        "max_timestamp", "is_transactional", "is_control",
-                                                        "position")}
-        for k in range(len(rows)):
+            return []
+        cols = {c: batches[c][rows] for c in _REPLAYED}
+        if not cols["is_control"].any():
+            self._later.append(cols)
+            return []
+        self._catch_up()
+        return self._apply(cols, controls)
+
+    def _catch_up(self):
+        later, self._later = self._later, []
+        for cols in later:
+            self._apply(cols)
+
+    def _apply(self, cols, controls=None):
+        aborted = []
+        cols = {c: v.tolist() for c, v in cols.items()}
+        for k in range(len(cols["producer_id"])):
             pid, epoch = cols["producer_id"][k], cols["producer_epoch"][k]
-            entry = self.producers.get(pid)
+            entry = self._producers.get(pid)
             if entry is None:
-                entry = self.producers[pid] = [-1, _NO_SEQUENCE, -1, 0, -1, -1, -1]
+                entry = self._producers[pid] = [-1, _NO_SEQUENCE, -1, 0, -1, -1, -1]
             if cols["is_control"][k]:
                 marker = controls.get(cols["position"][k])
                 if marker is None:
@@ -371,10 +413,10 @@ class ProducerState:
                 mtype, coord_epoch, ts = marker
                 if mtype not in (_ABORT, _COMMIT):
                     continue
-                first = self.open_txns.pop(pid, None)
+                first = self._open_txns.pop(pid, None)
                 offset = cols["base_offset"][k]
                 if first is not None and mtype == _ABORT:
-                    others = [f for p, f in self.open_txns.items() if p != pid]
+                    others = [f for p, f in self._open_txns.items() if p != pid]
                     lso = min(others) if others else offset + 1
                     aborted.append((pid, first, offset, lso))
                 if entry[0] != epoch:         # ProducerStateEntry.maybeUpdateProducerEpoch clears batches
@@ -387,8 +429,8 @@ class ProducerState:
                 entry[2] = last
                 entry[3] = last - base
                 entry[4] = cols["max_timestamp"][k]
-                if cols["is_transactional"][k] and pid not in self.open_txns:
-                    self.open_txns[pid] = base
+                if cols["is_transactional"][k] and pid not in self._open_txns:
+                    self._open_txns[pid] = base
                     entry[6] = base
         return aborted
 

@@ -13,19 +13,23 @@ from kafkafmt.recovery.names import INDEX_SUFFIXES, SNAPSHOT_DELETED, TEMP_SUFFI
 
 __all__ = ["plan_leftovers"]
 
+#: the names `plan_leftovers` clears before the index files without their segment
+_LEFTOVER_SUFFIXES = (TEMP_SUFFIX, ".deleted", ".cleaned", ".swap")
+
 
 def plan_leftovers(plan, folder, names, here, act):
     """The leftovers among a partition folder's files ``names``: each removed or renamed through ``act``
     (as `kafkafmt.recovery.plan` makes actions) and said in ``plan.problems``; ``here`` (final name -> where
     its bytes are now) is kept up to date (LogLoader.removeTempFilesAndCollectSwapFiles, LogLoader.load)."""
     gone = set()
+    drop = _dropper(plan, here, act, gone)
+    if any(n.endswith(_LEFTOVER_SUFFIXES) for n in names):     # (the usual folder has none of them)
+        _temporary_files(plan, folder, names, here, act, gone, drop)
+    _orphan_indexes(here, drop)
 
-    def drop(name, message):
-        act(ActionKind.DELETE, here[name], message)
-        plan.problems.append(ReportEntry(ReportKind.LEFTOVER, here[name], message))
-        gone.add(name)
-        del here[name]
 
+def _temporary_files(plan, folder, names, here, act, gone, drop):
+    """A recovery's temporary files, ``.deleted``, ``.cleaned`` and ``.swap`` files (`plan_leftovers`)."""
     for n in names:
         if n.endswith(TEMP_SUFFIX):
             drop(n, "temporary file of an interrupted recovery")
@@ -68,8 +72,26 @@ def plan_leftovers(plan, folder, names, here, act):
             target=os.path.join(folder, final))
         plan.problems.append(ReportEntry(ReportKind.LEFTOVER, src, "interrupted .swap operation"))
         here[final] = src
+
+
+def _dropper(plan, here, act, gone):
+    """``drop(name, message)``: a file removed through ``act``, said in ``plan.problems``, taken out of ``here``."""
+    def drop(name, message):
+        act(ActionKind.DELETE, here[name], message)
+        plan.problems.append(ReportEntry(ReportKind.LEFTOVER, here[name], message))
+        gone.add(name)
+        del here[name]
+    return drop
+
+
+def _orphan_indexes(here, drop):
+    """Index files without their ``.log`` dropped (LogLoader.loadSegmentFiles)."""
     for n in sorted(here):
-        if n.endswith(INDEX_SUFFIXES) and name_offset(n) is not None:
-            log = segment_file_name(name_offset(n), ".log")
-            if log not in here:
-                drop(n, f"index file without its {log}: removed (LogLoader.loadSegmentFiles)")
+        if n.endswith(INDEX_SUFFIXES):
+            stem = n[:n.rindex(".")]
+            if len(stem) == 20 and stem.isascii() and stem.isdigit() and stem + ".log" in here:
+                continue                # (the usual index, named as its segment)
+            if name_offset(n) is not None:
+                log = segment_file_name(name_offset(n), ".log")
+                if log not in here:
+                    drop(n, f"index file without its {log}: removed (LogLoader.loadSegmentFiles)")

@@ -168,7 +168,8 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
         acts.append(RecoveryAction(kind, path, message, log_dir=log_dir, **kw))
 
     with os.scandir(folder) as entries:
-        names = sorted(e.name for e in entries if e.is_file())
+        names = [e.name for e in entries if e.is_file()]
+    names.sort()
     here = {n: folder + os.sep + n for n in names}               # final name -> where its bytes are now
 
     # 1. leftovers (LogLoader.removeTempFilesAndCollectSwapFiles)

@@ -47,10 +47,11 @@ def _is_partition(path):
 def _partition_dirs(log_dir):
     """(partition folders incl. -future/-stray ones, -delete folders) of a log dir."""
     parts, deletes = [], []
-    for name in sorted(os.listdir(log_dir)):
+    with os.scandir(log_dir) as entries:
+        folders = [e.name for e in entries if not e.name.startswith(".") and e.is_dir()]
+    folders.sort()
+    for name in folders:
         full = os.path.join(log_dir, name)
-        if not os.path.isdir(full) or name.startswith("."):
-            continue
         if is_leftover_dir(name):
             (deletes if name.endswith("-delete") else parts).append(full)
         elif PARTITION_DIR.match(name):

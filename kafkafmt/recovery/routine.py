@@ -196,7 +196,7 @@ def plan_snapshots(folder, here, snaps, end_offset, cut_after, state, any_batche
         name = segment_file_name(end_offset, ".snapshot")
         written.append(RecoveryAction(
             ActionKind.WRITE, os.path.join(folder, name), f"no producer snapshot at the log end offset "
-            f"{end_offset}: written from the {len(state.producers)} producers' state (ProducerStateManager."
+            f"{end_offset}: written from the {state.producer_count()} producers' state (ProducerStateManager."
             f"takeSnapshot)", data=sidefiles.encode_producer_snapshot(state.snapshot_entries()) if contents else None,
             log_dir=log_dir))
     return snap_acts, written
