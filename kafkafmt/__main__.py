@@ -3,7 +3,16 @@ from __future__ import annotations
 
 import sys
 
-from kafkafmt.cli import main
+from kafkafmt._util import collect
+from kafkafmt.cli import main as _run
+
+
+def main(argv=None):
+    """The ``kafkafmt`` command in a process of its own (`kafkafmt.cli.main` is the same command for a
+    caller's process): the collector set for it (`kafkafmt._util.collect.command_process`)."""
+    with collect.command_process():
+        return _run(argv)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -255,6 +255,9 @@ def _main(argv=None):
     from kafkafmt._util import threads as threads
 
     previous = threads.set_cpu_count(getattr(args, "threads", None))   # what threads=None means in the readers
+    from kafkafmt._util import collect
+
+    collect.start_up_done()         # (the command's own process: its start-up left out of collections)
     try:
         return run(args, console, debug)
     finally:
