@@ -28,14 +28,18 @@ print(json.dumps(seen))
 
 
 def _probe(*argv):
-    p = subprocess.run([sys.executable, "-c", _PROBE, *map(str, argv)], capture_output=True, text=True, check=False)
+    p = subprocess.run([sys.executable, "-c", _PROBE, *map(str, argv)], capture_output=True, text=True,
+                       check=False)
     assert p.returncode == 0, p.stderr[-2000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def test_import_and_in_process_command_keep_the_callers_settings(capsys):
-    for setup, want in (("", [True, [700, 10, 10], 0]), ("gc.disable(); gc.set_threshold(123, 4, 5); ", [False, [123, 4, 5], 0])):
-        code = f"import gc, json; {setup}import kafkafmt; print(json.dumps([gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()]))"
+    callers = (("", [True, [700, 10, 10], 0]),
+               ("gc.disable(); gc.set_threshold(123, 4, 5); ", [False, [123, 4, 5], 0]))
+    for setup, want in callers:
+        code = (f"import gc, json; {setup}import kafkafmt; "
+                f"print(json.dumps([gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()]))")
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         assert json.loads(p.stdout) == want           # importing pauses the collector and leaves it as it was
     from kafkafmt.cli import main
