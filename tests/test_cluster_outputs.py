@@ -80,7 +80,7 @@ def _one_by_one(monkeypatch):
     """Every shortcut off: each partition and copy read on its own, the report's figures and checks from two
     reads, every chunk and index checked entry by entry, every chunk's figures taken segment by segment and
     codec by codec, verify's pending fixes planned from scratch, every copy's log read (none checked from the read
-    of a copy holding the same bytes)."""
+    of a copy holding the same bytes), copies compared batch by batch (none told in sync by its keys' bytes)."""
     import importlib
 
     from kafkafmt.read import iter_log_dir_with
@@ -105,6 +105,7 @@ def _one_by_one(monkeypatch):
     monkeypatch.setattr(indexes, "_index_sound", lambda *a: False)
     monkeypatch.setattr(indexes, "_timeindex_sound", lambda *a: False)
     monkeypatch.setattr(sidefiles, "sound_index_entries", lambda *a: None)
+    monkeypatch.setattr(importlib.import_module("kafkafmt.log._copies"), "_PREFIXES", [False])
 
 
 @pytest.mark.parametrize("name", ["damaged", "routine"])

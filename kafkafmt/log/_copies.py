@@ -49,6 +49,12 @@ COPY_STATES = ("read", "in sync", "behind", "diverged", "damaged", "other incarn
 _COMPARE_BYTES = 8 << 20       # batches decoded at once to compare two copies' records
 _HEADER_COLUMNS = ("position", "size", "crc", "base_offset", "last_offset", "partition_leader_epoch")
 _KEY_COLUMNS = ("base_offset", "last_offset", "size", "crc")     # what tells one batch from another
+#: a piece's columns also hold the `_KEY_COLUMNS` of each batch as one row of int64s (a copy's keys, compared as
+#: bytes: `_Held.key_bytes`)
+_KEY_ROWS = "key_rows"
+#: whether two copies one of whose batches' keys begin the other's are the same batches at once (the usual
+#: pair: a follower in sync or behind), without comparing them batch by batch (a test turns it off to compare)
+_PREFIXES = [True]
 
 
 @dataclass(frozen=True)
@@ -231,9 +237,9 @@ def _same_batches(a, b):
 
 
 def _compare_batches(a, b):
-    ka, kb = a.keys(), b.keys()
-    n = min(len(ka[0]), len(kb[0]))
-    if n and all(x[:n].tobytes() == y[:n].tobytes() for x, y in zip(ka, kb)):
+    ka, kb = a.key_bytes(), b.key_bytes()
+    short, long = (ka, kb) if len(ka) <= len(kb) else (kb, ka)
+    if _PREFIXES[0] and short and long.startswith(short):     # (the first rows of both, all four keys, equal)
         return True
     lo, hi = max(a.first, b.first), min(a.last, b.last)
     if lo > hi:
@@ -394,25 +400,36 @@ def _gaps_held(best, h, interior=True):
 
 class _Held:
     """What one copy of a partition holds: its segments and their batch headers (scanned, no record
-    decoded) as one set of columns in log order (`_HEADER_COLUMNS` and ``segment``, each batch's segment
-    index), first and last offsets, the leader epoch of its last batch, bytes, where its framing breaks, and
-    its topic id when it was read (`topic_id_in`)."""
+    decoded) -- the pieces of `_held_all` --, first and last offsets, the leader epoch of its last batch, bytes,
+    where its framing breaks, and its topic id when it was read (`topic_id_in`). Its headers as one set of columns
+    in log order (``cols``: `_HEADER_COLUMNS` and ``segment``, each batch's segment index) are joined when first
+    asked: most copies are told by their keys alone (`key_bytes`)."""
 
-    def __init__(self, part, segments, cols, damage):
+    def __init__(self, part, segments, pieces, damage):
         self.part = part
         self.topic_id = None
         self.segments = segments
         self.nbytes = sum(s.size or 0 for s in segments)
-        self.cols, self.damage = cols, damage
-        held = len(cols["base_offset"]) > 0
-        self.first = int(cols["base_offset"].min()) if held else None
-        self.last = int(cols["last_offset"].max()) if held else -1
-        self.last_epoch = int(cols["partition_leader_epoch"][-1]) if held else -1
+        self.pieces, self.damage = pieces, damage
+        used = [p for p in pieces if p[2] > p[1]]
+        self.first = min(p[3] for p in used) if used else None
+        self.last = max(p[4] for p in used) if used else -1
+        self.last_epoch = used[-1][5] if used else -1
+        self._cols = self._keys = None
         self.agrees = {}        # {id(other copy): whether they hold the same batches} (`_same_batches`)
 
-    def keys(self):
-        """Every batch's base offset, last offset, size and CRC in log order: four columns."""
-        return tuple(self.cols[c] for c in _KEY_COLUMNS)
+    @property
+    def cols(self):
+        if self._cols is None:
+            self._cols = _joined(self.pieces)
+        return self._cols
+
+    def key_bytes(self):
+        """Every batch's base offset, last offset, size and CRC in log order, as the bytes of rows of four
+        int64s."""
+        if self._keys is None:
+            self._keys = b"".join(p[0][_KEY_ROWS][p[1]:p[2]].tobytes() for p in self.pieces if p[2] > p[1])
+        return self._keys
 
     def batches(self):
         """Every batch: (segment index, position, size, crc, base offset, last offset, epoch) rows."""
@@ -431,16 +448,39 @@ class _Held:
 
 #: segment bytes read into one buffer and scanned by one native call when copies are compared
 _SCAN_GROUP_BYTES = 4 << 20
+def _with_key_rows(cols):
+    """``cols`` (header columns) with `_KEY_ROWS`."""
+    cols[_KEY_ROWS] = np.stack([np.asarray(cols[c], np.int64) for c in _KEY_COLUMNS], axis=1)
+    return cols
+
+
+def _pieces(cols, first, count):
+    """The pieces (see `_held_all`) of the ranges of rows ``first[r]:first[r] + count[r]`` of ``cols`` (ranges in
+    row order, one after another): (columns, first row, end row, first offset, last offset, leader epoch of the
+    last batch; None, -1, -1 for an empty range)."""
+    first, count = np.asarray(first, np.int64), np.asarray(count, np.int64)
+    nz = np.flatnonzero(count)
+    starts = first[nz]
+    lows = np.minimum.reduceat(cols["base_offset"], starts).tolist() if len(nz) else []
+    highs = np.maximum.reduceat(cols["last_offset"], starts).tolist() if len(nz) else []
+    epochs = cols["partition_leader_epoch"][starts + count[nz] - 1].tolist() if len(nz) else []
+    out = [(cols, f, f, None, -1, -1) for f in first.tolist()]
+    for k, (r, f, n) in enumerate(zip(nz.tolist(), starts.tolist(), count[nz].tolist())):
+        out[r] = (cols, f, f + n, lows[k], highs[k], epochs[k])
+    return out
+
+
 #: the batch headers of an empty segment, as a piece (`_held_all`)
-_EMPTY = ({c: np.zeros(0, np.int64) for c in _HEADER_COLUMNS}, 0, 0)
+_EMPTY = (_with_key_rows({c: np.zeros(0, np.int64) for c in _HEADER_COLUMNS}), 0, 0, None, -1, -1)
 
 
 def _held_all(parts, cache):
     """A `_Held` per partition folder: the batch headers of every segment, from the cache (a poll rescans only
     the segments that grew), else the local segments' bytes read into one buffer a group at a time and
     scanned by one native call (`kafkafmt.record.scan_ranges`), the others (remote, large, damaged) one by one
-    (`_headers`). A segment's headers are a *piece*: (columns, first row, end row) -- the rows of a group's
-    columns, shared by the segments scanned together, positions counted from each segment's start."""
+    (`_headers`). A segment's headers are a *piece*: (columns, first row, end row, first offset, last offset,
+    leader epoch of its last batch) -- the rows of a group's columns (with `_KEY_ROWS`), shared by the segments
+    scanned together, positions counted from each segment's start (`_pieces`)."""
     from kafkafmt.record import scan_ranges
 
     listed = [p.list_segments(cache=cache) for p in parts]
@@ -478,14 +518,17 @@ def _held_all(parts, cache):
         # the headers only (the scan's other columns go), each batch's position counted from its segment's start
         cols = {c: table[c].copy() for c in _HEADER_COLUMNS if c != "position"}
         cols["position"] = table["position"] - np.repeat(starts[:-1], count)   # (range r's rows follow r - 1's)
+        made = _pieces(_with_key_rows(cols), first, count)
+        bad = ((~ok) | (rng["error"] != 0)).tolist()
         for r, (i, j, seg) in enumerate(group):
-            if not ok[r] or rng["error"][r] != 0:
+            if bad[r]:
                 pieces[i][j], damages[i][j] = _headers(seg, cache)   # changed, or damaged: said the usual way
                 continue
-            pieces[i][j] = piece = (cols, int(first[r]), int(first[r] + count[r]))
+            pieces[i][j] = piece = made[r]
             if cache is not None:
                 cache[("headers", seg.url)] = ((seg.size, seg.version), (piece, None))
-    return [_Held(p, segs, _joined(ps), next(((seg, d) for seg, d in zip(segs, ds) if d is not None), None))
+    return [_Held(p, segs, ps, None if ds.count(None) == len(ds)
+                  else next((seg, d) for seg, d in zip(segs, ds) if d is not None))
             for p, segs, ps, ds in zip(parts, listed, pieces, damages)]
 
 
@@ -494,7 +537,7 @@ def _joined(pieces):
     group's columns where its segments lie there one after another (the usual copy), else joined."""
     used = [(j, p) for j, p in enumerate(pieces) if p[2] > p[1]]
     if not used:
-        out = dict(_EMPTY[0])
+        out = {c: _EMPTY[0][c] for c in _HEADER_COLUMNS}
         out["segment"] = np.zeros(0, np.int64)
         return out
     src = used[0][1][0]
@@ -516,11 +559,11 @@ def _headers(seg, cache):
         return hit[1]
     with seg.open() as f:
         t, info = scan_range(f, 0, f.size)
-    table = {c: np.asarray(t[c], np.int64) for c in _HEADER_COLUMNS}
+    table = _with_key_rows({c: np.asarray(t[c], np.int64) for c in _HEADER_COLUMNS})
     broken = None
     if info["error"] is not None:
         broken = (int(info["error"]["position"]), str(info["error"].get("reason") or "damaged framing"))
-    out = ((table, 0, len(table["position"])), broken)
+    out = (_pieces(table, [0], [len(table["position"])])[0], broken)
     if cache is not None:
         cache[key] = (stamp, out)
     return out
