@@ -30,14 +30,14 @@ import itertools
 import os
 import threading
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 
 from kafkafmt.log import sidefiles
 from kafkafmt.log import tiered
 from kafkafmt.errors import IncarnationError, KafkafmtError, KafkafmtWarning, NotALogDirError, PathNotFoundError, StorageError
-from kafkafmt.log._names import (holds_segment_files, is_leftover_dir, is_leftover_segment_file, partition_of_name,
-                            LEFTOVER_SUFFIXES, SEGMENT_LOG, SIDE_FILE_KINDS)
+from kafkafmt.log._names import (holds_segment_files, is_leftover_dir, is_leftover_segment_file, listed_folder,
+                            partition_of_name, LEFTOVER_FOLDER, LEFTOVER_SUFFIXES, SEGMENT_LOG, SIDE_FILE_KINDS)
 from kafkafmt.log._copies import live_topic_ids, resolve_copies, METADATA_TOPIC
 from kafkafmt.log._notes import ReportEntry, ReportKind
 from kafkafmt.log._segments import Segment
@@ -197,22 +197,26 @@ def list_segments(folder, report=None, storage=None, cache=None, *, entries=None
 def _segment_rows(entries, storage):
     """What a folder's listing says of its segments: ([(base offset, size, side files present, version, path
     without the suffix or None)] in offset order, [paths of broker leftovers])."""
-    names = {e.name for e in entries if not e.is_dir}
     local = storage.is_local        # (a local listing's path is the folder as given joined with the name)
-    rows, leftovers = [], []
-    for e in entries:
-        name = e.name
-        if e.is_dir:
+    names, logs, leftovers = set(), [], []
+    for e in entries:               # (rows read by index: a cluster's discovery reads millions of them)
+        if e[3]:                    # is_dir
             continue
+        name = e[0]
+        names.add(name)
         if name.endswith(".log"):
-            if not SEGMENT_LOG.match(name):
-                continue
-            stem = name[:-4]
-            present = _PRESENT[(stem + _INDEX in names, stem + _TIMEINDEX in names, stem + _TXNINDEX in names)]
-            rows.append((int(stem), e.size, present, e.version, e.path[:-4] if local else None))
+            logs.append(e)
         elif name.endswith(LEFTOVER_SUFFIXES) and is_leftover_segment_file(name):
-            leftovers.append(e.path)
-    rows.sort(key=lambda r: r[0])
+            leftovers.append(e[1])
+    rows = []
+    for name, path, size, _, version, _ in logs:
+        if SEGMENT_LOG.match(name) is None:
+            continue
+        stem = name[:-4]
+        present = _PRESENT[(stem + _INDEX in names, stem + _TIMEINDEX in names, stem + _TXNINDEX in names)]
+        rows.append((int(stem), size, present, version, path[:-4] if local else None))
+    if len(rows) > 1:
+        rows.sort(key=lambda r: r[0])
     return rows, leftovers
 
 
@@ -406,6 +410,22 @@ def _wanted(t, p, topics, partitions):
     return (topics is None or t in topics) and (partitions is None or p in partitions)
 
 
+#: a `Partition` 's fields and their defaults (`_listed_partition`)
+_PARTITION_FIELDS = {f.name: f.default for f in fields(Partition)}
+
+
+def _listed_partition(topic, partition, folder, storage, log_dir, log_start_offset, listing, real):
+    """``Partition(topic, partition, folder, storage, log_dir, None, log_start_offset, listing=listing,
+    real=real)``, made as `Partition._twin` makes one (a cluster's discovery makes thousands: the frozen
+    dataclass's constructor sets its fourteen fields one call at a time)."""
+    p = object.__new__(Partition)
+    d = p.__dict__
+    d.update(_PARTITION_FIELDS)
+    d.update(topic=topic, partition=partition, folder=folder, storage=storage, log_dir=log_dir,
+             log_start_offset=log_start_offset, listing=listing, real=real)
+    return p
+
+
 def _log_dir_partitions(storage, log_dir, entries, report, cache):
     """The partition folders of a log dir (its listing given), with the log start offsets of its
     checkpoint file."""
@@ -416,24 +436,23 @@ def _log_dir_partitions(storage, log_dir, entries, report, cache):
     for e in entries:
         if not e.is_dir:
             continue
-        if is_leftover_dir(e.name):
+        tp = listed_folder(e.name)
+        if tp is LEFTOVER_FOLDER:
             if report is not None:
                 report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(e.path),
                                           "partition folder being deleted, moved or left stray "
                                           "(-delete/-future/-stray) skipped"))
             continue
-        tp = partition_of_name(e.name)
         if tp is None:
             continue
         sub = _partition_listing(e.path, storage, cache)
         # a partition folder holds segment files, or (empty) sits in a log dir beside others
-        if sub and not holds_segment_files([s.name for s in sub]):
+        if sub and not holds_segment_files([s[0] for s in sub]):
             continue
         real = None
         if real_dir is not None:
             real = os.path.realpath(e.path) if e.is_link else os.path.join(real_dir, e.name)
-        found.append(Partition(tp[0], tp[1], e.path, storage, log_dir, None, starts.get(tp), listing=tuple(sub),
-                               real=real))
+        found.append(_listed_partition(tp[0], tp[1], e.path, storage, log_dir, starts.get(tp), tuple(sub), real))
     found.sort(key=lambda p: (p.topic, p.partition))
     return found
 
@@ -701,7 +720,7 @@ class _Walk:
         for e in entries:
             if not e.is_dir or e.name.startswith("."):
                 continue
-            if kind == "log_dir" and (partition_of_name(e.name) is not None or is_leftover_dir(e.name)):
+            if kind == "log_dir" and listed_folder(e.name) is not None:
                 continue
             self.folder(storage, e.path, depth + 1, storage.name(path))
 

@@ -14,7 +14,7 @@ from kafkafmt.log import sidefiles
 
 __all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES", "SIDE_FILE_KINDS", "segment_file_name", "segment_base",
            "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir", "is_leftover_segment_file",
-           "is_segment_file", "holds_segment_files", "file_kind"]
+           "is_segment_file", "holds_segment_files", "file_kind", "listed_folder", "LEFTOVER_FOLDER"]
 #: a partition folder: ``<topic>-<partition>`` (topic names may hold dashes and dots)
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 #: a segment's log file
@@ -63,6 +63,21 @@ def partition_of_name(name):
     if not m or _LEFTOVER_DIR.match(name):
         return None
     return m.group("topic"), int(m.group("partition"))
+
+
+#: what `listed_folder` says of a broker's leftover folder
+LEFTOVER_FOLDER = "leftover"
+
+
+def listed_folder(name):
+    """What a folder of a log dir is by its name as listed (a name, not a path): (topic, partition) for a
+    partition folder, `LEFTOVER_FOLDER` for a broker's leftover one (`is_leftover_dir`), else None -- what
+    `partition_of_name` and `is_leftover_dir` tell of its path, without working the path out (a cluster's
+    discovery asks of every folder)."""
+    if _LEFTOVER_DIR.match(name) is not None:
+        return LEFTOVER_FOLDER
+    m = PARTITION_DIR.match(name)
+    return None if m is None else (m.group("topic"), int(m.group("partition")))
 
 
 def is_leftover_file(path) -> bool:
