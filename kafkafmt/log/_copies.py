@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kafkafmt._util.frozen import field_defaults, made
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.internal import decode_metadata_record, internal_table
 from kafkafmt.internal.codec import uuid_text
@@ -113,6 +114,10 @@ class Copy:
                 "logEndOffset": self.log_end, "bytes": self.bytes, "offsetLag": self.behind,
                 "highWatermark": self.high_watermark, "offset": self.offset, "uncommitted": self.uncommitted,
                 "detail": self.detail}
+
+
+#: a `Copy` 's fields and their defaults (`_Held.copy`)
+_COPY_DEFAULTS = field_defaults(Copy)
 
 
 @dataclass
@@ -439,11 +444,11 @@ class _Held:
         p = self.part
         start = self.first if p.log_start_offset is None or self.first is None else max(self.first,
                                                                                          p.log_start_offset)
-        return Copy(p.topic, p.partition, p.log_dir_url, p.url, state, topic_id=self.topic_id, log_start=start,
-                    log_end=self.last + 1 if self.last >= 0 else (self.segments[-1].base_offset if self.segments
-                                                                   else None),
-                    bytes=self.nbytes, behind=behind, high_watermark=hw, offset=offset, uncommitted=uncommitted,
-                    detail=detail)
+        end = self.last + 1 if self.last >= 0 else (self.segments[-1].base_offset if self.segments else None)
+        return made(Copy, _COPY_DEFAULTS, {   # (Copy(...), as every copy of a cluster is made: see _util.frozen)
+            "topic": p.topic, "partition": p.partition, "log_dir": p.log_dir_url, "folder": p.url, "state": state,
+            "topic_id": self.topic_id, "log_start": start, "log_end": end, "bytes": self.nbytes, "behind": behind,
+            "high_watermark": hw, "offset": offset, "uncommitted": uncommitted, "detail": detail})
 
 
 #: segment bytes read into one buffer and scanned by one native call when copies are compared

@@ -30,7 +30,7 @@ import itertools
 import os
 import threading
 import warnings
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 
 from kafkafmt.log import sidefiles
@@ -43,6 +43,7 @@ from kafkafmt.log._notes import ReportEntry, ReportKind
 from kafkafmt.log._segments import Segment
 from kafkafmt.storage import open_storage
 from kafkafmt._util.collect import paused
+from kafkafmt._util.frozen import field_defaults, made
 
 __all__ = ["Partition", "Found", "MAX_DEPTH", "REPLICAS", "DEFAULT_REPLICAS", "LOG_START_CHECKPOINT",
            "REPLICATION_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT", "log_dir_offsets", "discover", "find_partitions",
@@ -411,19 +412,15 @@ def _wanted(t, p, topics, partitions):
 
 
 #: a `Partition` 's fields and their defaults (`_listed_partition`)
-_PARTITION_FIELDS = {f.name: f.default for f in fields(Partition)}
+_PARTITION_DEFAULTS = field_defaults(Partition)
 
 
 def _listed_partition(topic, partition, folder, storage, log_dir, log_start_offset, listing, real):
     """``Partition(topic, partition, folder, storage, log_dir, None, log_start_offset, listing=listing,
-    real=real)``, made as `Partition._twin` makes one (a cluster's discovery makes thousands: the frozen
-    dataclass's constructor sets its fourteen fields one call at a time)."""
-    p = object.__new__(Partition)
-    d = p.__dict__
-    d.update(_PARTITION_FIELDS)
-    d.update(topic=topic, partition=partition, folder=folder, storage=storage, log_dir=log_dir,
-             log_start_offset=log_start_offset, listing=listing, real=real)
-    return p
+    real=real)``, made as every partition of a cluster is (`kafkafmt._util.frozen`)."""
+    return made(Partition, _PARTITION_DEFAULTS, {
+        "topic": topic, "partition": partition, "folder": folder, "storage": storage, "log_dir": log_dir,
+        "log_start_offset": log_start_offset, "listing": listing, "real": real})
 
 
 def _log_dir_partitions(storage, log_dir, entries, report, cache):
