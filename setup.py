@@ -30,7 +30,8 @@ extensions = [
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
     for name in ("scan", "kernel", "writer", "frames", "schema", "remotelog", "arrowcols", "framing", "avro",
-                 "avrotext", "protobuf", "jsontext", "indexcheck", "plain", "listing", "reads")
+                 "avrotext", "protobuf", "jsontext", "indexcheck", "plain", "listing", "reads",
+                 "segrows")
 ]
 
 # the modules are translated and compiled on every core at once (the first install's wait is mostly

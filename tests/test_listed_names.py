@@ -44,7 +44,8 @@ def _rows_one_by_one(entries, local):
 
 
 _SEGMENT_NAMES = st.tuples(st.sampled_from(["00000000000000000000", "00000000000000000042", "0000000000000000004",
-                                            "0000000000000000004٣", "12"]),
+                                            "0000000000000000004٣", "12", "99999999999999999999",
+                                            "18446744073709551616", "0a000000000000000042"]),
                            st.sampled_from([".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".log.deleted",
                                             ".swap", ".log.swap", ".cleaned", ".index.cleaned"])).map("".join)
 
@@ -55,7 +56,19 @@ def test_segment_rows_are_what_each_name_says(names, local, seed):
     entries = tuple(sorted(Entry(n, "/f/" + n, (seed * (i + 1)) % 97, n.startswith("t-"), f"v{i}")
                            for i, n in enumerate(names)))
     storage = LocalStorage() if local else type("Remote", (), {"is_local": False})()
-    assert _discovery._segment_rows(entries, storage) == _rows_one_by_one(entries, local)
+    want = _rows_one_by_one(entries, local)
+    assert _discovery._segment_rows(entries, storage) == want                  # native, where names are ASCII
+    assert _discovery._python_segment_rows(entries, storage) == want
+
+
+def test_the_native_rows_are_those_of_the_real_corpus(real_corpus):
+    from kafkafmt.storage import LocalStorage as Local
+
+    folders = [p for p in real_corpus.rglob("*") if p.is_dir()]
+    assert folders
+    for folder in folders:
+        entries = tuple(Local().list(str(folder), sized=(".log",)))
+        assert _discovery._segment_rows(entries, Local()) == _discovery._python_segment_rows(entries, Local())
 
 
 def test_a_listed_partition_is_the_dataclass_own(tmp_path):

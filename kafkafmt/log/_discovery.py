@@ -44,6 +44,7 @@ from kafkafmt.log._segments import Segment
 from kafkafmt.storage import open_storage
 from kafkafmt._util.collect import paused
 from kafkafmt._util.frozen import field_defaults, made
+from kafkafmt._native.segrows import segment_rows as native_segment_rows
 
 __all__ = ["Partition", "Found", "MAX_DEPTH", "REPLICAS", "DEFAULT_REPLICAS", "LOG_START_CHECKPOINT",
            "REPLICATION_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT", "log_dir_offsets", "discover", "find_partitions",
@@ -195,9 +196,26 @@ def list_segments(folder, report=None, storage=None, cache=None, *, entries=None
     return _segments_of(folder, storage, _segment_rows(entries, storage), report)
 
 
+#: whether a listing's segment rows are worked out natively (`kafkafmt._native.segrows`; a test turns it off to
+#: compare with `_python_segment_rows`, the rule's reference)
+_NATIVE_ROWS = [True]
+#: the side-file kinds present (`_PRESENT`), by their bits (index 1, timeindex 2, txnindex 4)
+_PRESENT_BY_BITS = tuple(_PRESENT[tuple(bool(bits & (1 << k)) for k in range(len(SIDE_FILE_KINDS)))]
+                         for bits in range(1 << len(SIDE_FILE_KINDS)))
+
+
 def _segment_rows(entries, storage):
     """What a folder's listing says of its segments: ([(base offset, size, side files present, version, path
     without the suffix or None)] in offset order, [paths of broker leftovers])."""
+    if _NATIVE_ROWS[0]:
+        rows = native_segment_rows(entries, storage.is_local, _PRESENT_BY_BITS, is_leftover_segment_file)
+        if rows is not None:          # (None: a name that is not ASCII, left to the rule's pattern)
+            return rows
+    return _python_segment_rows(entries, storage)
+
+
+def _python_segment_rows(entries, storage):
+    """`_segment_rows` by the naming rules' patterns (the reference of `kafkafmt._native.segrows`)."""
     local = storage.is_local        # (a local listing's path is the folder as given joined with the name)
     names, logs, leftovers = set(), [], []
     for e in entries:               # (rows read by index: a cluster's discovery reads millions of them)
