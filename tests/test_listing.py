@@ -71,3 +71,12 @@ def test_discovery_of_the_real_corpus_lists_alike(real_corpus, monkeypatch):
         m.setattr(_local, "_NATIVE", [False])
         assert seen() == native
     assert native and all(listing for *_, listing in native)
+
+
+def test_the_native_rows_are_left_out_of_the_collector(odd_folder):
+    import gc
+
+    rows = LocalStorage().list(odd_folder, sized=(".log",))
+    # (strings, integers, booleans and None only: no cycle can pass through a row, and the collector has none to visit)
+    assert rows and not any(gc.is_tracked(r) for r in rows)
+    assert all(not gc.is_tracked(v) for r in rows for v in r)

@@ -15,6 +15,16 @@ from libc.stdint cimport int64_t
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeFSDefault(const char *s)
+    void PyObject_GC_UnTrack(void *op)
+
+
+cdef inline object _row(make, entry, tuple fields):
+    """``make(entry, fields)``, left out of the cyclic garbage collector's lists: a row holds only strings,
+    integers, booleans and None, so it can be in no cycle -- the collector would untrack it itself at the first
+    collection it survives, after visiting it (a cluster's discovery keeps tens of thousands of them)."""
+    row = make(entry, fields)
+    PyObject_GC_UnTrack(<void *>row)
+    return row
 
 cdef extern from "kfmt_listing.h" nogil:
     enum:
@@ -77,7 +87,7 @@ def list_folder(str path, sized, make, entry):
                 elif err != ENOENT:
                     raise _error(err, path)
             if is_dir:
-                out.append(make(entry, (name, prefix + name, 0, True, None, is_link)))
+                out.append(_row(make, entry, (name, prefix + name, 0, True, None, is_link)))
             elif sized is None or name.endswith(sized):
                 if not have_size:
                     err = kfmt_list_stat(handle, cname, 1, &size, &follow_kind)
@@ -85,9 +95,9 @@ def list_folder(str path, sized, make, entry):
                         continue                 # vanished between the listing and its stat (or a dangling link)
                     if err:
                         raise _error(err, path)
-                out.append(make(entry, (name, prefix + name, size, False, None, is_link)))
+                out.append(_row(make, entry, (name, prefix + name, size, False, None, is_link)))
             else:
-                out.append(make(entry, (name, prefix + name, None, False, None, is_link)))
+                out.append(_row(make, entry, (name, prefix + name, None, False, None, is_link)))
     finally:
         kfmt_list_close(handle)
     return out
