@@ -453,6 +453,8 @@ class _Held:
 
 #: segment bytes read into one buffer and scanned by one native call when copies are compared
 _SCAN_GROUP_BYTES = 4 << 20
+
+
 def _with_key_rows(cols):
     """``cols`` (header columns) with `_KEY_ROWS`."""
     cols[_KEY_ROWS] = np.stack([np.asarray(cols[c], np.int64) for c in _KEY_COLUMNS], axis=1)
@@ -523,13 +525,13 @@ def _held_all(parts, cache):
         # the headers only (the scan's other columns go), each batch's position counted from its segment's start
         cols = {c: table[c].copy() for c in _HEADER_COLUMNS if c != "position"}
         cols["position"] = table["position"] - np.repeat(starts[:-1], count)   # (range r's rows follow r - 1's)
-        made = _pieces(_with_key_rows(cols), first, count)
+        cut = _pieces(_with_key_rows(cols), first, count)
         bad = ((~ok) | (rng["error"] != 0)).tolist()
         for r, (i, j, seg) in enumerate(group):
             if bad[r]:
                 pieces[i][j], damages[i][j] = _headers(seg, cache)   # changed, or damaged: said the usual way
                 continue
-            pieces[i][j] = piece = made[r]
+            pieces[i][j] = piece = cut[r]
             if cache is not None:
                 cache[("headers", seg.url)] = ((seg.size, seg.version), (piece, None))
     return [_Held(p, segs, ps, None if ds.count(None) == len(ds)

@@ -218,7 +218,7 @@ def _python_segment_rows(entries, storage):
     """`_segment_rows` by the naming rules' patterns (the reference of `kafkafmt._native.segrows`)."""
     local = storage.is_local        # (a local listing's path is the folder as given joined with the name)
     names, logs, leftovers = set(), [], []
-    for e in entries:               # (rows read by index: a cluster's discovery reads millions of them)
+    for e in entries:               # (an Entry's fields by position)
         if e[3]:                    # is_dir
             continue
         name = e[0]
