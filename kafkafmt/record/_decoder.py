@@ -45,6 +45,9 @@ _MAX_RATIO_AHEAD = 16     # compression ratio assumed at most when reserving out
 _IN_KERNEL_RATIO_GUESS = 4  # compression ratio reserved for kernel-decompressed batches whose frames do not tell
 _MIN_RECORD_BYTES = 7     # the smallest v2 record: length, attributes, ts/offset deltas, key/value lengths, headers
 _BATCH_WEIGHT = 64        # bytes of chunk budget a batch costs besides its payload (bookkeeping)
+# compressed bytes of a RangeDecoder's adds to come reserved for at once, at most (at the ratio seen, capped by
+# _MAX_RATIO_AHEAD: address space, touched only as filled, but for the validity bitmaps' bit a record)
+_RESERVE_BEYOND_MAX = 32 << 20
 
 
 class _Decompressor:
@@ -641,18 +644,21 @@ def _sizes(buf, table, lo, hi, options):
     return sizes, ahead, dict(in_kernel=full, compressed=np.flatnonzero(needs & ~in_kernel) + lo, payloads={})
 
 
-def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, views=None, batch_base=0):
+def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, views=None, batch_base=0,
+                   comp_beyond=0):
     """Run the kernel over batches [lo, hi) in chunks whose decompressed payloads stay under
     chunk_bytes; a batch that fails to decompress is raised once the batches before it are
     decoded (a record-level fault in one of them comes first in the data). binary="view": the
     decompressed payloads are kept in work["payloads"] (batch -> buffer). batch_base: added to
-    the batch numbers the records get (see `RangeDecoder`)."""
+    the batch numbers the records get (see `RangeDecoder`). comp_beyond: about how many more
+    compressed bytes later calls will bring into the same outputs (reserved for at once, with these)."""
     decompress = _Decompressor(buf, table, options.max_decompressed, file)
     keep = work["payloads"] if options.binary == "view" else None
     in_kernel = work["in_kernel"]
     compressed_l = work["compressed"].tolist()
     comp_len = table["payload_len"].clip(0)
     comp_left = int(comp_len[work["compressed"]].sum())   # compressed bytes not yet decompressed
+    comp_left_all = comp_left + comp_beyond
     counts = table["record_count"]
     b, ci = lo, 0
     while b < hi:
@@ -686,8 +692,9 @@ def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, v
             ci += 1
             stop += 1
         if decompressed:
-            _reserve_ahead(cols, decompressed, comp_used, comp_left, claimed)
+            _reserve_ahead(cols, decompressed, comp_used, comp_left_all, claimed)
         comp_left -= comp_used
+        comp_left_all -= comp_used
         payloads = None
         if got:
             payloads = [None] * (stop - b)
@@ -798,14 +805,15 @@ class RangeDecoder:
         self.options = options
         self.chunk_bytes = chunk_bytes
         self.expected = expected_bytes   # input bytes all adds will bring, when known: outputs sized once
+        self.seen = 0             # input bytes added so far
         self.cols = None
         self.batches = 0          # batch rows added so far: the next table's first batch number
 
     def mark(self):
-        return (None if self.cols is None else self.cols.mark(), self.batches)
+        return (None if self.cols is None else self.cols.mark(), self.batches, self.seen)
 
     def rewind(self, mark):
-        cols_mark, self.batches = mark
+        cols_mark, self.batches, self.seen = mark
         if self.cols is not None:
             self.cols.rewind(cols_mark if cols_mark is not None else (0, 0, 0, 0, 0, 0))
 
@@ -835,8 +843,17 @@ class RangeDecoder:
         if ahead is not None:
             self.cols.reserve(*ahead[0])
             self.cols.reserve_headers(*ahead[1])
+        # the compressed bytes the adds to come will bring, about (this table's share of them in what is
+        # expected still): reserved for at the ratio the first payloads show, not grown into add by add
+        nbytes = int(table["size"].sum())
+        beyond = 0
+        rest = 0 if self.expected is None else self.expected - self.seen - nbytes
+        if rest > 0 and nbytes and len(work["compressed"]):
+            beyond = min(rest * int(table["payload_len"][work["compressed"]].clip(0).sum()) // nbytes,
+                         _RESERVE_BEYOND_MAX)
+        self.seen += nbytes
         _decode_chunks(self.cols, buf, table, 0, n, work, self.options, self.chunk_bytes, None,
-                       batch_base=self.batches)
+                       batch_base=self.batches, comp_beyond=beyond)
         self.batches += n
 
     def finish(self, batches):
