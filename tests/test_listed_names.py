@@ -61,6 +61,17 @@ def test_segment_rows_are_what_each_name_says(names, local, seed):
     assert _discovery._python_segment_rows(entries, storage) == want
 
 
+def test_a_name_listed_twice_gives_the_rows_of_the_rule():
+    # (an object store may list a key twice: rows in base-offset order, as listed where they tie)
+    entries = (Entry("00000000000000000005.log", "/f/00000000000000000005.log", 3, False, "v2"),
+               Entry("00000000000000000005.log", "/f/00000000000000000005.log", None, False, None),
+               Entry("00000000000000000001.log", "/f/00000000000000000001.log", 1, False, "v1"))
+    remote = type("Remote", (), {"is_local": False})()
+    rows, _ = _discovery._segment_rows(entries, remote)
+    assert (rows, []) == _rows_one_by_one(entries, False) == _discovery._python_segment_rows(entries, remote)
+    assert [(r[0], r[3]) for r in rows] == [(1, "v1"), (5, "v2"), (5, None)]
+
+
 def test_the_native_rows_are_those_of_the_real_corpus(real_corpus):
     from kafkafmt.storage import LocalStorage as Local
 

@@ -10,6 +10,9 @@ the Python twin (its pattern takes any Unicode decimal digit), as is the questio
 """
 from cpython.long cimport PyLong_FromUnsignedLongLong
 from cpython.tuple cimport PyTuple_Check, PyTuple_GET_SIZE
+from operator import itemgetter
+
+_BASE = itemgetter(0)
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
@@ -118,5 +121,5 @@ def segment_rows(entries, bint local, tuple present, leftover):
         path = <str?>t[1]
         rows.append((base, t[2], present[sides.get(base, 0)], t[4], path[:len(path) - 4] if local else None))
     if len(rows) > 1:
-        rows.sort()              # (by base offset: the names, so the bases, differ)
+        rows.sort(key=_BASE)     # (by base offset alone, stable: as the twin, whatever a listing repeats)
     return rows, leftovers
