@@ -18,7 +18,7 @@ _NAMES = st.lists(st.sampled_from(_PIECES) | st.text(string.ascii_letters + "-._
 
 
 @given(_NAMES)
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 def test_a_listed_folder_is_what_its_path_says(name):
     path = os.path.join("/some/log-dir", name)
     if _names.is_leftover_dir(path):
@@ -51,7 +51,7 @@ _SEGMENT_NAMES = st.tuples(st.sampled_from(["00000000000000000000", "00000000000
 
 
 @given(st.lists(_SEGMENT_NAMES | _NAMES, max_size=12, unique=True), st.booleans(), st.integers(0, 99))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 def test_segment_rows_are_what_each_name_says(names, local, seed):
     entries = tuple(sorted(Entry(n, "/f/" + n, (seed * (i + 1)) % 97, n.startswith("t-"), f"v{i}")
                            for i, n in enumerate(names)))
