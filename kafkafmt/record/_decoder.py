@@ -657,8 +657,8 @@ def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, v
     in_kernel = work["in_kernel"]
     compressed_l = work["compressed"].tolist()
     comp_len = table["payload_len"].clip(0)
-    comp_left = int(comp_len[work["compressed"]].sum())   # compressed bytes not yet decompressed
-    comp_left_all = comp_left + comp_beyond
+    # compressed bytes not yet decompressed, here and in the calls to come
+    comp_left = int(comp_len[work["compressed"]].sum()) + comp_beyond
     counts = table["record_count"]
     b, ci = lo, 0
     while b < hi:
@@ -692,9 +692,8 @@ def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, v
             ci += 1
             stop += 1
         if decompressed:
-            _reserve_ahead(cols, decompressed, comp_used, comp_left_all, claimed)
+            _reserve_ahead(cols, decompressed, comp_used, comp_left, claimed)
         comp_left -= comp_used
-        comp_left_all -= comp_used
         payloads = None
         if got:
             payloads = [None] * (stop - b)
