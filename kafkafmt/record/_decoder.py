@@ -824,8 +824,8 @@ class RangeDecoder:
             return
         buf = as_uint8(buf)
         sizes, ahead, work = _sizes(buf, table, 0, n, self.options)
+        nbytes = int(table["size"].sum())
         if self.cols is None:
-            nbytes = int(table["size"].sum())
             if self.expected is not None and self.expected > nbytes:
                 # the outputs for everything expected, sized once from what this first table holds
                 # (address space only until used; growing them later would copy what they hold)
@@ -844,7 +844,6 @@ class RangeDecoder:
             self.cols.reserve_headers(*ahead[1])
         # the compressed bytes the adds to come will bring, about (this table's share of them in what is
         # expected still): reserved for at the ratio the first payloads show, not grown into add by add
-        nbytes = int(table["size"].sum())
         beyond = 0
         rest = 0 if self.expected is None else self.expected - self.seen - nbytes
         if rest > 0 and nbytes and len(work["compressed"]):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from kafkafmt.log import ReportEntry, ReportKind, segment_file_name
+from kafkafmt.log import LEFTOVER_SUFFIXES, ReportEntry, ReportKind, segment_file_name
 from kafkafmt.recovery.actions import ActionKind
 from kafkafmt.recovery.indexes import scan_segment
 from kafkafmt.recovery.names import INDEX_SUFFIXES, SNAPSHOT_DELETED, TEMP_SUFFIX, name_offset
@@ -14,7 +14,7 @@ from kafkafmt.recovery.names import INDEX_SUFFIXES, SNAPSHOT_DELETED, TEMP_SUFFI
 __all__ = ["plan_leftovers"]
 
 #: the names `plan_leftovers` clears before the index files without their segment
-_LEFTOVER_SUFFIXES = (TEMP_SUFFIX, ".deleted", ".cleaned", ".swap")
+_LEFTOVER_SUFFIXES = (TEMP_SUFFIX,) + LEFTOVER_SUFFIXES
 
 
 def plan_leftovers(plan, folder, names, here, act):
