@@ -61,6 +61,19 @@ def test_segment_rows_are_what_each_name_says(names, local, seed):
     assert _discovery._python_segment_rows(entries, storage) == want
 
 
+@given(st.lists(_SEGMENT_NAMES | _NAMES, max_size=12, unique=True), st.integers(0, 99))
+@settings(max_examples=200, deadline=None)
+def test_a_compact_listing_gives_the_rows_each_name_says(names, seed):
+    from kafkafmt.storage import FolderListing
+
+    entries = tuple(sorted(Entry(n, "/f/" + n, (seed * (i + 1)) % 97, n.startswith("t-"), None)
+                           for i, n in enumerate(names)))
+    compact = FolderListing.of(entries, "/f/")
+    want = _rows_one_by_one(entries, True)
+    assert _discovery._segment_rows(compact, LocalStorage()) == want          # native, where names are ASCII
+    assert _discovery._python_segment_rows(compact, LocalStorage()) == want
+
+
 def test_a_name_listed_twice_gives_the_rows_of_the_rule():
     # (an object store may list a key twice: rows in base-offset order, as listed where they tie)
     entries = (Entry("00000000000000000005.log", "/f/00000000000000000005.log", 3, False, "v2"),
@@ -80,6 +93,8 @@ def test_the_native_rows_are_those_of_the_real_corpus(real_corpus):
     for folder in folders:
         entries = tuple(Local().list(str(folder), sized=(".log",)))
         assert _discovery._segment_rows(entries, Local()) == _discovery._python_segment_rows(entries, Local())
+        compact = Local().folder_listing(str(folder), sized=(".log",))
+        assert _discovery._segment_rows(compact, Local()) == _discovery._python_segment_rows(entries, Local())
 
 
 def test_a_listed_partition_is_the_dataclass_own(tmp_path):

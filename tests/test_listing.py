@@ -80,3 +80,48 @@ def test_the_native_rows_are_left_out_of_the_collector(odd_folder):
     # (strings, integers, booleans and None only: no cycle can pass through a row, and the collector has none to visit)
     assert rows and not any(gc.is_tracked(r) for r in rows)
     assert all(not gc.is_tracked(v) for r in rows for v in r)
+
+
+@pytest.mark.parametrize("sized", [None, (".log",)])
+def test_a_compact_listing_holds_the_rows_the_listing_gives(odd_folder, sized, monkeypatch):
+    from kafkafmt.storage import FolderListing
+
+    for path in (odd_folder, odd_folder + "/"):
+        rows = LocalStorage().list(path, sized=sized)
+        compact = LocalStorage().folder_listing(path, sized=sized)
+        assert isinstance(compact, FolderListing) and len(compact) == len(rows)
+        assert list(compact) == rows and compact == rows and compact == tuple(rows)
+        assert [compact[i] for i in range(-len(rows), len(rows))] == rows + rows and compact[1:4] == rows[1:4]
+        with monkeypatch.context() as m:            # the Python way (no directory streams): the same listing
+            m.setattr(_local, "_NATIVE", [False])
+            assert LocalStorage().folder_listing(path, sized=sized) == compact
+    with pytest.raises(IndexError):
+        compact[len(rows)]
+    for path, error in ((os.path.join(odd_folder, "missing"), StorageNotFoundError),
+                        (os.path.join(odd_folder, "partition.metadata"), StorageError)):
+        with pytest.raises(error) as listed:
+            LocalStorage().list(path)
+        with pytest.raises(error) as compacted:
+            LocalStorage().folder_listing(path)
+        assert str(listed.value) == str(compacted.value)
+
+
+def test_discovery_keeps_compact_listings_that_read_alike(real_corpus, monkeypatch):
+    """A one-pass discovery keeps each local folder's listing compactly; its segments, files and the partitions'
+    reads are those of the rows (the listing as the stream reader's polls keep it)."""
+    from kafkafmt.storage import FolderListing
+
+    root = os.path.join(real_corpus, "broker-dirs")
+    found = kafkafmt.log.discover(root, replicas="all")
+    polled = kafkafmt.log.discover(root, replicas="all", cache={})        # (a polling cache: rows kept)
+    assert all(isinstance(p.listing, FolderListing) for p in found.partitions)
+    assert not any(isinstance(p.listing, FolderListing) for p in polled.partitions)
+
+    def seen(p):                # (a poll's listing sizes every file; a one-pass one the segments only)
+        return p.folder, [(e.name, e.path, e.is_dir, e.is_link, e.size if e.name.endswith(".log") else None)
+                          for e in p.listing]
+
+    assert [seen(p) for p in found.partitions] == [seen(p) for p in polled.partitions]
+    assert [[(s.log, s.size, s.present) for s in p.list_segments()] for p in found.partitions] == \
+        [[(s.log, s.size, s.present) for s in p.list_segments()] for p in polled.partitions]
+    assert [p.files() for p in found.partitions] == [p.files() for p in polled.partitions]

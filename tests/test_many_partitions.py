@@ -293,13 +293,16 @@ def test_pieces_keep_unit_order_and_max_bytes(many):
 @pytest.fixture
 def listings(monkeypatch):
     calls = []
-    real = _local.LocalStorage.list
 
-    def counting(self, path, **kwargs):
-        calls.append(os.path.normpath(path))
-        return real(self, path, **kwargs)
+    def counting(real):
+        def listed(self, path, **kwargs):
+            calls.append(os.path.normpath(path))
+            return real(self, path, **kwargs)
+        return listed
 
-    monkeypatch.setattr(_local.LocalStorage, "list", counting)
+    # (a folder's rows, or the same kept compactly: discovery keeps its partition folders' so)
+    for name in ("list", "folder_listing"):
+        monkeypatch.setattr(_local.LocalStorage, name, counting(getattr(_local.LocalStorage, name)))
     return calls
 
 

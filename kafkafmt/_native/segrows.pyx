@@ -123,3 +123,44 @@ def segment_rows(entries, bint local, tuple present, leftover):
     if len(rows) > 1:
         rows.sort(key=_BASE)     # (by base offset alone, stable: as the twin, whatever a listing repeats)
     return rows, leftovers
+
+
+def listing_segment_rows(tuple names, tuple sizes, bytes flags, str prefix, tuple present, leftover):
+    """`segment_rows` of a local folder's compact listing (`kafkafmt.storage.FolderListing`: its names, sizes
+    and flags, and the folder's path with its separator): the same rows, their paths ``prefix + name``, or
+    None when a file's name is not ASCII."""
+    cdef dict sides = {}
+    cdef list logs = [], leftovers = [], rows = []
+    cdef const char *s
+    cdef Py_ssize_t n, i, count = len(names)
+    cdef int kind, bit
+    cdef str name
+    if len(sizes) != count or len(flags) != count:
+        return None              # (not a listing: the Python twin says what is wrong)
+    for i in range(count):
+        if flags[i] & 1:         # a folder
+            continue
+        name = <str?>names[i]
+        if not PyUnicode_IS_ASCII(name):
+            return None
+        s = PyUnicode_1BYTE_DATA(name)
+        n = PyUnicode_GET_LENGTH(name)
+        kind = _kind(s, n)
+        if kind == OTHER:
+            continue
+        if kind == LEFTOVER_SUFFIX:
+            if leftover(name):
+                leftovers.append(prefix + name)
+            continue
+        base = _base(name, s)
+        if kind == LOG:
+            logs.append((base, i))
+            continue
+        bit = 1 if kind == INDEX else (2 if kind == TIMEINDEX else 4)
+        sides[base] = sides.get(base, 0) | bit
+    for base, i in logs:
+        name = <str>names[i]
+        rows.append((base, sizes[i], present[sides.get(base, 0)], None, prefix + name[:len(name) - 4]))
+    if len(rows) > 1:
+        rows.sort(key=_BASE)     # (by base offset alone, stable: as the twin, whatever a listing repeats)
+    return rows, leftovers

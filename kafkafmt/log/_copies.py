@@ -36,6 +36,7 @@ from kafkafmt.log._names import file_kind
 from kafkafmt.log._fill import Gap, of_epoch
 from kafkafmt.log._framing import scan_range, window
 from kafkafmt.log._notes import ReportEntry, ReportKind, spans_text
+from kafkafmt.storage import listed_size
 
 __all__ = ["Copy", "COPY_STATES", "Resolved", "resolve_copies", "topic_id_in", "live_topic_ids",
            "METADATA_TOPIC"]
@@ -257,9 +258,7 @@ def _compare_batches(a, b):
 
 
 def _listed_bytes(p):
-    if p.listing is None:
-        return 0
-    return sum(e.size or 0 for e in p.listing if not e.is_dir and e.name.endswith(".log"))
+    return 0 if p.listing is None else listed_size(p.listing, ".log")
 
 
 def _wanted_id(topic, topic_id):

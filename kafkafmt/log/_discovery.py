@@ -41,10 +41,10 @@ from kafkafmt.log._names import (holds_segment_files, is_leftover_dir, is_leftov
 from kafkafmt.log._copies import live_topic_ids, resolve_copies, METADATA_TOPIC
 from kafkafmt.log._notes import ReportEntry, ReportKind
 from kafkafmt.log._segments import Segment
-from kafkafmt.storage import open_storage
+from kafkafmt.storage import FolderListing, open_storage
 from kafkafmt._util.collect import paused
 from kafkafmt._util.frozen import field_defaults, made
-from kafkafmt._native.segrows import segment_rows as native_segment_rows
+from kafkafmt._native.segrows import listing_segment_rows, segment_rows as native_segment_rows
 
 __all__ = ["Partition", "Found", "MAX_DEPTH", "REPLICAS", "DEFAULT_REPLICAS", "LOG_START_CHECKPOINT",
            "REPLICATION_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT", "log_dir_offsets", "discover", "find_partitions",
@@ -208,7 +208,11 @@ def _segment_rows(entries, storage):
     """What a folder's listing says of its segments: ([(base offset, size, side files present, version, path
     without the suffix or None)] in offset order, [paths of broker leftovers])."""
     if _NATIVE_ROWS[0]:
-        rows = native_segment_rows(entries, storage.is_local, _PRESENT_BY_BITS, is_leftover_segment_file)
+        if isinstance(entries, FolderListing):
+            rows = listing_segment_rows(entries.names, entries.sizes, entries.flags, entries.prefix,
+                                        _PRESENT_BY_BITS, is_leftover_segment_file)
+        else:
+            rows = native_segment_rows(entries, storage.is_local, _PRESENT_BY_BITS, is_leftover_segment_file)
         if rows is not None:          # (None: a name that is not ASCII, left to the rule's pattern)
             return rows
     return _python_segment_rows(entries, storage)
@@ -461,13 +465,15 @@ def _log_dir_partitions(storage, log_dir, entries, report, cache):
         if tp is None:
             continue
         sub = _partition_listing(e.path, storage, cache)
+        compact = isinstance(sub, FolderListing)
         # a partition folder holds segment files, or (empty) sits in a log dir beside others
-        if sub and not holds_segment_files([s[0] for s in sub]):
+        if sub and not holds_segment_files(sub.names if compact else [s[0] for s in sub]):
             continue
         real = None
         if real_dir is not None:
             real = os.path.realpath(e.path) if e.is_link else os.path.join(real_dir, e.name)
-        found.append(_listed_partition(tp[0], tp[1], e.path, storage, log_dir, starts.get(tp), tuple(sub), real))
+        found.append(_listed_partition(tp[0], tp[1], e.path, storage, log_dir, starts.get(tp),
+                                       sub if compact else tuple(sub), real))
     found.sort(key=lambda p: (p.topic, p.partition))
     return found
 
@@ -480,10 +486,11 @@ _CHECKPOINTS_LOCK = threading.Lock()
 def _partition_listing(path, storage, cache):
     """A partition folder's listing for discovery. In a one-pass discovery of local folders only the
     ``.log`` files get their size (a stat per side file would cost more than the rest of the
-    folder's listing; `Partition.listing` serves segments and file names): the others' is None."""
+    folder's listing; `Partition.listing` serves segments and file names): the others' is None; and the
+    listing is kept compactly (a `kafkafmt.storage.FolderListing`: a cluster's discovery keeps thousands)."""
     if storage.is_local and cache is not None and _ONE_PASS in cache and (storage.url(path), "listing") not in cache:
         try:
-            return storage.list(path, sized=(".log",))
+            return storage.folder_listing(path, sized=(".log",))
         except StorageError:
             pass                 # as _listing says it
     return _listing(path, storage, cache)

@@ -31,7 +31,7 @@ from kafkafmt.log import plan
 from kafkafmt.log import read_range
 from kafkafmt.record import BinaryColumn, BinaryViewColumn, Records
 from kafkafmt.log import Segment, warn_fallbacks
-from kafkafmt.storage import open_storage
+from kafkafmt.storage import listed_size, open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
 from kafkafmt._util.collect import paused
 from kafkafmt.log import read_task, read_tasks
@@ -729,7 +729,7 @@ def _read_bulk(found, report, typed, options):
         return _partition_records(p, chunks, unit.report, options.columns, options.binary, typed)
 
     def log_bytes(p):
-        return sum(e.size for e in p.listing or () if e.name.endswith(".log"))
+        return listed_size(p.listing or (), ".log")
 
     parts = []          # Records, or a pool's future of one (or of a share's parts)
     try:

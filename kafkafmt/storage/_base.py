@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from kafkafmt.errors import KafkafmtError
 
-__all__ = ["Blob", "DEFAULT_CACHE_BLOCKS", "DEFAULT_PREFETCH", "DEFAULT_READ_AHEAD", "Entry", "RetryPolicy",
-           "SETTLE_SECONDS", "Storage", "StorageStatistics", "URL_SCHEME", "is_url", "safe_url", "statistics",
-           "version_of"]
+__all__ = ["Blob", "DEFAULT_CACHE_BLOCKS", "DEFAULT_PREFETCH", "DEFAULT_READ_AHEAD", "Entry", "FolderListing",
+           "RetryPolicy", "SETTLE_SECONDS", "Storage", "StorageStatistics", "URL_SCHEME", "is_url", "listed_size",
+           "safe_url", "statistics", "version_of"]
 
 DEFAULT_READ_AHEAD = 8 << 20      # bytes per remote request at least (issue 13: "several MiB")
 DEFAULT_CACHE_BLOCKS = 2          # remote blocks kept per blob (the last ones read)
@@ -48,6 +49,86 @@ class Entry(NamedTuple):
     is_dir: bool
     version: object = None
     is_link: bool = False
+
+
+class FolderListing(Sequence):
+    """A local folder's listing kept compactly: the names, their sizes and kinds, and the folder they are in --
+    each `Entry` made when asked (`LocalStorage.folder_listing`). A cluster's discovery keeps the listing of each
+    of its thousands of folders (`kafkafmt.log.Partition.listing`): as rows, some ten tuples and twenty strings a
+    folder; as this, two tuples.
+
+    Parameters
+    ----------
+    names : tuple of str
+        The entries' names, sorted.
+    sizes : tuple
+        Their sizes in bytes (None where not asked for, 0 for a folder).
+    flags : bytes
+        Their kinds: 1 a folder, 2 a symbolic link (to what its other bits say).
+    prefix : str
+        The folder's path with its separator: an entry's path is ``prefix + name``.
+    """
+
+    __slots__ = ("names", "sizes", "flags", "prefix")
+
+    def __init__(self, names, sizes, flags, prefix):
+        self.names, self.sizes, self.flags, self.prefix = names, sizes, flags, prefix
+
+    @classmethod
+    def of(cls, entries, prefix):
+        """The listing of `Entry` rows (sorted by name) of the folder ``prefix`` names (with its separator)."""
+        return cls(tuple(e.name for e in entries), tuple(e.size for e in entries),
+                   bytes(int(e.is_dir) | int(e.is_link) << 1 for e in entries), prefix)
+
+    def __len__(self):
+        return len(self.names)
+
+    def _entry(self, i):
+        f = self.flags[i]
+        name = self.names[i]
+        return _ENTRY(Entry, (name, self.prefix + name, self.sizes[i], bool(f & 1), None, bool(f & 2)))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._entry(k) for k in range(len(self.names))[i]]
+        return self._entry(range(len(self.names))[i])
+
+    def __iter__(self):
+        prefix, make = self.prefix, _ENTRY
+        for name, size, f in zip(self.names, self.sizes, self.flags):
+            yield make(Entry, (name, prefix + name, size, bool(f & 1), None, bool(f & 2)))
+
+    def files_size(self, suffix):
+        """The bytes of the files named ``*<suffix>`` (sizes not asked for count 0)."""
+        return sum(s or 0 for n, s, f in zip(self.names, self.sizes, self.flags) if not f & 1 and n.endswith(suffix))
+
+    def __eq__(self, other):
+        if isinstance(other, FolderListing):
+            return (self.names, self.sizes, self.flags, self.prefix) == (other.names, other.sizes, other.flags,
+                                                                          other.prefix)
+        if isinstance(other, (tuple, list)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None         # (a sequence compared by its entries, as a list is)
+
+    def __repr__(self):
+        return f"FolderListing({self.prefix!r}, {len(self.names)} entries)"
+
+    def __reduce__(self):
+        return FolderListing, (self.names, self.sizes, self.flags, self.prefix)
+
+
+#: an Entry made as its tuple (the named tuple's keyword constructor costs more than the rest of a row)
+_ENTRY = tuple.__new__
+
+
+def listed_size(listing, suffix):
+    """The bytes of the files named ``*<suffix>`` in a folder's listing (`FolderListing` or `Entry` rows; sizes
+    not asked for count 0)."""
+    if isinstance(listing, FolderListing):
+        return listing.files_size(suffix)
+    return sum(e.size or 0 for e in listing if not e.is_dir and e.name.endswith(suffix))
 
 
 #: fields of an object store's listing or file details that change whenever the object's content does,

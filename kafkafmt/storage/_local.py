@@ -10,11 +10,11 @@ import time
 
 import numpy as np
 
-from kafkafmt._native.listing import list_folder
+from kafkafmt._native.listing import list_folder, list_folder_names
 from kafkafmt._native.reads import read_files
 from kafkafmt._util.files import read_whole
 from kafkafmt.errors import ObjectChangedError, StorageError, StorageNotFoundError, StoragePermissionError
-from kafkafmt.storage._base import SETTLE_SECONDS, Blob, Entry, Storage
+from kafkafmt.storage._base import SETTLE_SECONDS, Blob, Entry, FolderListing, Storage
 
 __all__ = ["LocalBlob", "LocalStorage"]
 
@@ -80,6 +80,18 @@ class LocalStorage(Storage):
             raise _local_error(exc, path) from None
         out.sort()      # by name (names in a folder differ, so the other fields never decide)
         return out
+
+    def folder_listing(self, path, sized=None):
+        """The folder's entries as `list` gives them, kept compactly (a `FolderListing`: no row object per
+        entry until one is asked for)."""
+        if _NATIVE[0] and type(path) is str:
+            try:
+                return FolderListing(*list_folder_names(path, sized))
+            except OSError as exc:
+                if exc.errno != errno.ENOSYS:
+                    raise _local_error(exc, path) from None
+                _NATIVE[0] = False
+        return FolderListing.of(self.list(path, sized), path if path.endswith(os.sep) else path + os.sep)
 
     def size(self, path):
         try:
