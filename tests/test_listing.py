@@ -125,3 +125,15 @@ def test_discovery_keeps_compact_listings_that_read_alike(real_corpus, monkeypat
     assert [[(s.log, s.size, s.present) for s in p.list_segments()] for p in found.partitions] == \
         [[(s.log, s.size, s.present) for s in p.list_segments()] for p in polled.partitions]
     assert [p.files() for p in found.partitions] == [p.files() for p in polled.partitions]
+
+
+def test_compact_listings_share_their_names(tmp_path):
+    """Partition folders name their files as their siblings do: the compact listings of two folders hold one
+    string per name between them (a cluster's discovery keeps thousands of listings)."""
+    for folder in ("a-0", "a-1"):
+        (tmp_path / folder).mkdir()
+        for name in ("00000000000000000000.log", "00000000000000000000.index", "leader-epoch-checkpoint"):
+            (tmp_path / folder / name).write_bytes(b"x")
+    one, two = (LocalStorage().folder_listing(str(tmp_path / f), sized=(".log",)) for f in ("a-0", "a-1"))
+    assert one.names == two.names and all(x is y for x, y in zip(one.names, two.names))
+    assert one.prefix != two.prefix and [e.path for e in one] != [e.path for e in two]

@@ -9,6 +9,7 @@ folder (``is_link`` True), a file that vanishes or a dangling link between the l
 left out when its size is asked for, and an error of the listing or of a stat is an OSError naming the folder.
 """
 import os
+from sys import intern
 
 from libc.errno cimport ENOENT
 from libc.stdint cimport int64_t
@@ -160,7 +161,8 @@ def list_folder_names(str path, sized):
                 sizes.append(size)
             else:
                 sizes.append(None)
-            names.append(name)
+            # (one string per name among all folders: a partition's files are named as its siblings' are)
+            names.append(intern(name))
             flags.append(is_dir | (is_link << 1))
     finally:
         kfmt_list_close(handle)
