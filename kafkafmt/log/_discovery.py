@@ -788,7 +788,9 @@ def _discover(roots, topics, partitions, storage_options, filesystem, storage, t
     everything = _merge_places(plain, remote, found.report, cache)
     parts = [p for p in everything if _wanted(p.topic, p.partition, _as_set(topics), _as_set(partitions))]
     if replicas == "dedup":
-        resolved = resolve_copies(parts, found.report, cache=cache, topic_id=topic_id,
+        # (a cache made for this one pass serves no later one: the copies' batch headers are not kept in it)
+        resolved = resolve_copies(parts, found.report, cache=None if _ONE_PASS in cache else cache,
+                                  topic_id=topic_id,
                                   live_ids=_live_ids_of(everything), high_watermarks=_high_watermarks(cache))
         parts, found.copies, found.conflicts = resolved.partitions, resolved.copies, resolved.conflicts
         found.unread = resolved.unread
