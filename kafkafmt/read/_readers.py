@@ -756,9 +756,14 @@ def _read_bulk(found, report, typed, options):
                     out.append(x if kind == "records" else pool.submit(usual, lo + x))
                 return out
 
-            runs = [pool.submit(share, lo, hi) for lo, hi in zip(edges, edges[1:])]
-            parts += runs
-            parts = [x for run in runs for x in run.result()]
+            if len(edges) == 2:
+                # one run: read here (a pool's thread would only wait for it, on another core's cold caches);
+                # the partitions read the usual way still go to the pool
+                parts = share(0, len(found))
+            else:
+                runs = [pool.submit(share, lo, hi) for lo, hi in zip(edges, edges[1:])]
+                parts += runs
+                parts = [x for run in runs for x in run.result()]
         # in order: the first partition's error is the one raised, as in a serial read
         parts = [p.result() if hasattr(p, "result") else p for p in parts]
     finally:
