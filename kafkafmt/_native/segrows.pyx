@@ -79,6 +79,33 @@ cdef object _base(str name, const char *s):
     return PyLong_FromUnsignedLongLong(v)
 
 
+#: what `_seen` says of a name that is not ASCII, and of a broker leftover's
+_NOT_ASCII, _LEFTOVER = object(), object()
+
+
+cdef object _seen(str name, dict sides, leftover):
+    """What a file's name says: the base offset of a segment's ``.log``; `_LEFTOVER` for a broker leftover
+    (``leftover(name)``); `_NOT_ASCII`; else None (a side file's kind noted in ``sides``: {base: bits})."""
+    cdef const char *s
+    cdef Py_ssize_t n
+    cdef int kind, bit
+    if not PyUnicode_IS_ASCII(name):
+        return _NOT_ASCII
+    s = PyUnicode_1BYTE_DATA(name)
+    n = PyUnicode_GET_LENGTH(name)
+    kind = _kind(s, n)
+    if kind == OTHER:
+        return None
+    if kind == LEFTOVER_SUFFIX:
+        return _LEFTOVER if leftover(name) else None
+    base = _base(name, s)
+    if kind == LOG:
+        return base
+    bit = 1 if kind == INDEX else (2 if kind == TIMEINDEX else 4)
+    sides[base] = sides.get(base, 0) | bit
+    return None
+
+
 def segment_rows(entries, bint local, tuple present, leftover):
     """([(base offset, size, side files present, version, path without ".log" or None)] in offset order,
     [paths of broker leftovers]) of a listing's rows (`kafkafmt.storage.Entry`), or None when a file's name is
@@ -87,10 +114,7 @@ def segment_rows(entries, bint local, tuple present, leftover):
     that are not tuples of the Entry's fields.)"""
     cdef dict sides = {}
     cdef list logs = [], leftovers = [], rows = []
-    cdef const char *s
-    cdef Py_ssize_t n
-    cdef int kind, bit
-    cdef str name, path
+    cdef str path
     cdef tuple t
     for e in entries:
         if not PyTuple_Check(e) or PyTuple_GET_SIZE(e) < 5:
@@ -98,31 +122,18 @@ def segment_rows(entries, bint local, tuple present, leftover):
         t = <tuple>e             # (an Entry is a tuple: its fields read by position)
         if t[3]:                 # is_dir
             continue
-        name = <str?>t[0]
-        if not PyUnicode_IS_ASCII(name):
+        seen = _seen(<str?>t[0], sides, leftover)
+        if seen is _NOT_ASCII:
             return None
-        s = PyUnicode_1BYTE_DATA(name)
-        n = PyUnicode_GET_LENGTH(name)
-        kind = _kind(s, n)
-        if kind == OTHER:
-            continue
-        if kind == LEFTOVER_SUFFIX:
-            if leftover(name):
-                leftovers.append(t[1])
-            continue
-        base = _base(name, s)
-        if kind == LOG:
-            logs.append((base, t))
-            continue
-        bit = 1 if kind == INDEX else (2 if kind == TIMEINDEX else 4)
-        sides[base] = sides.get(base, 0) | bit
+        if seen is _LEFTOVER:
+            leftovers.append(t[1])
+        elif seen is not None:
+            logs.append((seen, t))
     for base, e in logs:
         t = <tuple>e
         path = <str?>t[1]
         rows.append((base, t[2], present[sides.get(base, 0)], t[4], path[:len(path) - 4] if local else None))
-    if len(rows) > 1:
-        rows.sort(key=_BASE)     # (by base offset alone, stable: as the twin, whatever a listing repeats)
-    return rows, leftovers
+    return _in_order(rows), leftovers
 
 
 def listing_segment_rows(tuple names, tuple sizes, bytes flags, str prefix, tuple present, leftover):
@@ -131,9 +142,7 @@ def listing_segment_rows(tuple names, tuple sizes, bytes flags, str prefix, tupl
     None when a file's name is not ASCII."""
     cdef dict sides = {}
     cdef list logs = [], leftovers = [], rows = []
-    cdef const char *s
-    cdef Py_ssize_t n, i, count = len(names)
-    cdef int kind, bit
+    cdef Py_ssize_t i, count = len(names)
     cdef str name
     if len(sizes) != count or len(flags) != count:
         return None              # (not a listing: the Python twin says what is wrong)
@@ -141,26 +150,20 @@ def listing_segment_rows(tuple names, tuple sizes, bytes flags, str prefix, tupl
         if flags[i] & 1:         # a folder
             continue
         name = <str?>names[i]
-        if not PyUnicode_IS_ASCII(name):
+        seen = _seen(name, sides, leftover)
+        if seen is _NOT_ASCII:
             return None
-        s = PyUnicode_1BYTE_DATA(name)
-        n = PyUnicode_GET_LENGTH(name)
-        kind = _kind(s, n)
-        if kind == OTHER:
-            continue
-        if kind == LEFTOVER_SUFFIX:
-            if leftover(name):
-                leftovers.append(prefix + name)
-            continue
-        base = _base(name, s)
-        if kind == LOG:
-            logs.append((base, i))
-            continue
-        bit = 1 if kind == INDEX else (2 if kind == TIMEINDEX else 4)
-        sides[base] = sides.get(base, 0) | bit
+        if seen is _LEFTOVER:
+            leftovers.append(prefix + name)
+        elif seen is not None:
+            logs.append((seen, i))
     for base, i in logs:
         name = <str>names[i]
         rows.append((base, sizes[i], present[sides.get(base, 0)], None, prefix + name[:len(name) - 4]))
+    return _in_order(rows), leftovers
+
+
+cdef list _in_order(list rows):
     if len(rows) > 1:
         rows.sort(key=_BASE)     # (by base offset alone, stable: as the twin, whatever a listing repeats)
-    return rows, leftovers
+    return rows
