@@ -275,8 +275,9 @@ class Partition:
     segments: object = None
     log_start_offset: object = None
     root: object = None          # the root it was found under (tiered uploads: the storage path of the root)
-    # what discovery saw of its folder (not compared): its listing (a tuple of Entry; the sizes of its
-    # .log files, the others' may be None), so that planning does not list it again, and its real path
+    # what discovery saw of its folder (not compared): its listing (a sequence of Entry -- a local folder's kept
+    # compactly, a kafkafmt.storage.FolderListing; the sizes of its .log files, the others' may be None), so
+    # that planning does not list it again, and its real path
     # (local folders); a Partition pickled elsewhere (a Spark executor) lists its folder afresh there
     listing: object = field(default=None, compare=False, repr=False)
     real: object = field(default=None, compare=False, repr=False)

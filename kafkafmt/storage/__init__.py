@@ -15,6 +15,5 @@ from kafkafmt.storage._local import LocalBlob, LocalStorage
 from kafkafmt.storage._open import open_storage
 
 __all__ = ["version_of", "Entry", "FolderListing", "listed_size", "StorageStatistics", "statistics", "Storage", "Blob",
-           "LocalStorage", "LocalBlob",
-           "FsspecStorage", "RemoteBlob", "open_storage", "is_url", "DEFAULT_READ_AHEAD", "DEFAULT_CACHE_BLOCKS",
-           "DEFAULT_PREFETCH", "RetryPolicy"]
+           "LocalStorage", "LocalBlob", "FsspecStorage", "RemoteBlob", "open_storage", "is_url", "DEFAULT_READ_AHEAD",
+           "DEFAULT_CACHE_BLOCKS", "DEFAULT_PREFETCH", "RetryPolicy"]

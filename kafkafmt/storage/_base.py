@@ -84,8 +84,7 @@ class FolderListing(Sequence):
         return len(self.names)
 
     def _entry(self, i):
-        f = self.flags[i]
-        name = self.names[i]
+        f, name = self.flags[i], self.names[i]
         return _ENTRY(Entry, (name, self.prefix + name, self.sizes[i], bool(f & 1), None, bool(f & 2)))
 
     def __getitem__(self, i):
