@@ -5,6 +5,7 @@ partitions and listings either way."""
 from __future__ import annotations
 
 import os
+import pathlib
 
 import pytest
 
@@ -95,6 +96,7 @@ def test_a_compact_listing_holds_the_rows_the_listing_gives(odd_folder, sized, m
         with monkeypatch.context() as m:            # the Python way (no directory streams): the same listing
             m.setattr(_local, "_NATIVE", [False])
             assert LocalStorage().folder_listing(path, sized=sized) == compact
+            assert LocalStorage().folder_listing(pathlib.Path(path), sized=sized) == rows   # (a path object too)
     with pytest.raises(IndexError):
         compact[len(rows)]
     for path, error in ((os.path.join(odd_folder, "missing"), StorageNotFoundError),

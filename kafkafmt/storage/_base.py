@@ -97,10 +97,6 @@ class FolderListing(Sequence):
         for name, size, f in zip(self.names, self.sizes, self.flags):
             yield make(Entry, (name, prefix + name, size, bool(f & 1), None, bool(f & 2)))
 
-    def files_size(self, suffix):
-        """The bytes of the files named ``*<suffix>`` (sizes not asked for count 0)."""
-        return sum(s or 0 for n, s, f in zip(self.names, self.sizes, self.flags) if not f & 1 and n.endswith(suffix))
-
     def __eq__(self, other):
         if isinstance(other, FolderListing):
             return (self.names, self.sizes, self.flags, self.prefix) == (other.names, other.sizes, other.flags,
@@ -125,8 +121,9 @@ _ENTRY = tuple.__new__
 def listed_size(listing, suffix):
     """The bytes of the files named ``*<suffix>`` in a folder's listing (`FolderListing` or `Entry` rows; sizes
     not asked for count 0)."""
-    if isinstance(listing, FolderListing):
-        return listing.files_size(suffix)
+    if isinstance(listing, FolderListing):      # (its fields read as they are: no row made per entry)
+        return sum(s or 0 for n, s, f in zip(listing.names, listing.sizes, listing.flags)
+                   if not f & 1 and n.endswith(suffix))
     return sum(e.size or 0 for e in listing if not e.is_dir and e.name.endswith(suffix))
 
 

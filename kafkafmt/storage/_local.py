@@ -91,7 +91,7 @@ class LocalStorage(Storage):
                 if exc.errno != errno.ENOSYS:
                     raise _local_error(exc, path) from None
                 _NATIVE[0] = False
-        return FolderListing.of(self.list(path, sized), path if path.endswith(os.sep) else path + os.sep)
+        return FolderListing.of(self.list(path, sized), os.path.join(path, ""))
 
     def size(self, path):
         try:
