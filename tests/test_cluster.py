@@ -201,6 +201,28 @@ def test_lakehouse_holds_each_offset_once(damaged, tmp_path):
 
 # --- incarnations ------------------------------------------------------------------------------------------
 
+
+def test_a_threaded_discovery_finds_what_one_thread_finds(damaged, monkeypatch):
+    """Listing the log dirs' folders in several threads and scanning the copies' batch headers a group ahead give
+    the partitions, listings, copies and report that one thread gives, on the damaged cluster (groups of a few
+    segments each: many groups)."""
+    from kafkafmt.log import _copies
+    from kafkafmt.storage import _local
+
+    root, _, _ = damaged
+    monkeypatch.setattr(_local, "FOLDERS_A_THREAD", 1)
+    monkeypatch.setattr(_copies, "_SCAN_GROUP_BYTES", 1 << 13)
+
+    def seen(threads):
+        found = _read(kafkafmt.log.discover, str(root), threads=threads)
+        return ([(p.topic, p.partition, p.folder, p.listing, [a.folder for a in p.alternates], p.gaps)
+                 for p in found.partitions],
+                found.copies, [(e.kind, e.file, e.message) for e in found.report])
+
+    one = seen(1)
+    assert {c.state for c in one[1]} >= {"read", "behind", "diverged"} and one[2]      # (copies were compared)
+    assert seen(2) == one and seen(4) == one
+
 @pytest.fixture(scope="module")
 def incarnations(tmp_path_factory):
     """events-0 in two roots: root A an old incarnation of the topic (offsets 500..599 left by retention),

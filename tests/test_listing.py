@@ -139,3 +139,29 @@ def test_compact_listings_share_their_names(tmp_path):
     one, two = (LocalStorage().folder_listing(str(tmp_path / f), sized=(".log",)) for f in ("a-0", "a-1"))
     assert one.names == two.names and all(x is y for x, y in zip(one.names, two.names))
     assert one.prefix != two.prefix and [e.path for e in one] != [e.path for e in two]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_folders_listed_together_are_listed_as_each_alone(odd_folder, tmp_path, monkeypatch, threads):
+    """`LocalStorage.folder_listings` (one native call per thread, the GIL released) gives each folder's compact
+    listing in the order asked, and None for one it cannot list -- which fails alone, as `folder_listing` says."""
+    for k in range(5):
+        (tmp_path / f"t-{k}").mkdir()
+        for name in ("00000000000000000000.log", "partition.metadata")[:k % 3]:
+            (tmp_path / f"t-{k}" / name).write_bytes(b"x" * (k + 1))
+    bad = [os.path.join(odd_folder, "missing"), os.path.join(odd_folder, "partition.metadata"), odd_folder + "\0/sub",
+           pathlib.Path(odd_folder)]
+    paths = [odd_folder, *bad[:2], *(str(tmp_path / f"t-{k}") for k in range(5)), *bad[2:], odd_folder + "/"]
+    monkeypatch.setattr(_local, "FOLDERS_A_THREAD", 1)      # (every thread given some on these few folders)
+    for sized in (None, (".log",)):
+        got = LocalStorage().folder_listings(paths, sized=sized, threads=threads)
+        assert len(got) == len(paths)
+        for path, listing in zip(paths, got):
+            if path in bad:
+                assert listing is None
+            else:
+                assert listing == LocalStorage().folder_listing(path, sized=sized)
+        with monkeypatch.context() as m:            # (no native listing: every folder is left to the usual way)
+            m.setattr(_local, "_NATIVE", [False])
+            assert LocalStorage().folder_listings(paths, sized=sized, threads=threads) == [None] * len(paths)
+

@@ -300,9 +300,18 @@ def listings(monkeypatch):
             return real(self, path, **kwargs)
         return listed
 
-    # (a folder's rows, or the same kept compactly: discovery keeps its partition folders' so)
+    def counting_many(real):
+        def listed(self, paths, **kwargs):
+            got = real(self, paths, **kwargs)
+            calls.extend(os.path.normpath(p) for p, g in zip(paths, got) if g is not None)
+            return got
+        return listed
+
+    # (a folder's rows, or the same kept compactly: discovery keeps its partition folders' so, listing many in
+    # one call)
     for name in ("list", "folder_listing"):
         monkeypatch.setattr(_local.LocalStorage, name, counting(getattr(_local.LocalStorage, name)))
+    monkeypatch.setattr(_local.LocalStorage, "folder_listings", counting_many(_local.LocalStorage.folder_listings))
     return calls
 
 

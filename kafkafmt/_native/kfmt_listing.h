@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 enum { KFMT_FILE = 0, KFMT_DIR = 1, KFMT_LINK = 2, KFMT_UNKNOWN = 3 };
 
@@ -64,4 +66,134 @@ static void kfmt_list_close(void *handle) {
         closedir((DIR *)handle);
 }
 #endif
+
+/* Folders' entries gathered in C, without the interpreter (the GIL released around it): each entry's name
+ * (NUL-terminated, at names + name_at[i]), size and flags (KFMT_HAS_DIR, KFMT_HAS_LINK, KFMT_HAS_SIZE). */
+enum { KFMT_HAS_DIR = 1, KFMT_HAS_LINK = 2, KFMT_HAS_SIZE = 4 };
+
+typedef struct {
+    char *names;
+    size_t names_len, names_cap;
+    int64_t *name_at, *size;
+    unsigned char *flags;
+    size_t n, cap;
+} kfmt_entries;
+
+static void kfmt_entries_free(kfmt_entries *e) {
+    free(e->names); free(e->name_at); free(e->size); free(e->flags);
+    e->names = 0; e->name_at = e->size = 0; e->flags = 0;
+    e->names_len = e->names_cap = e->n = e->cap = 0;
+}
+
+/* 0, or ENOMEM */
+static int kfmt_entries_add(kfmt_entries *e, const char *name, int64_t size, unsigned char flags) {
+    size_t len = strlen(name) + 1;
+    if (e->n == e->cap) {
+        size_t cap = e->cap ? 2 * e->cap : 64;
+        int64_t *at = (int64_t *)realloc(e->name_at, cap * sizeof(int64_t));
+        if (!at) return ENOMEM;
+        e->name_at = at;
+        int64_t *sz = (int64_t *)realloc(e->size, cap * sizeof(int64_t));
+        if (!sz) return ENOMEM;
+        e->size = sz;
+        unsigned char *fl = (unsigned char *)realloc(e->flags, cap);
+        if (!fl) return ENOMEM;
+        e->flags = fl;
+        e->cap = cap;
+    }
+    if (e->names_len + len > e->names_cap) {
+        size_t cap = e->names_cap ? 2 * e->names_cap : 1024;
+        while (cap < e->names_len + len) cap *= 2;
+        char *nm = (char *)realloc(e->names, cap);
+        if (!nm) return ENOMEM;
+        e->names = nm;
+        e->names_cap = cap;
+    }
+    memcpy(e->names + e->names_len, name, len);
+    e->name_at[e->n] = (int64_t)e->names_len;
+    e->size[e->n] = size;
+    e->flags[e->n] = flags;
+    e->names_len += len;
+    e->n++;
+    return 0;
+}
+
+static int kfmt_ends_with(const char *name, size_t len, const char *suffix, size_t slen) {
+    return slen <= len && memcmp(name + len - slen, suffix, slen) == 0;
+}
+
+/* The entries of the folder ``path`` appended to ``out``: 0, or the errno of the listing or of a stat (the
+ * entries appended so far are then to be dropped by the caller). Each entry's type from the listing (an lstat
+ * where it gives none), a symbolic link followed (a dangling one is a file, not a folder, with no size), and a
+ * file's size read (following links) when ``all_sized`` or its name ends with one of ``suffixes`` -- such a
+ * file that vanishes before its stat is left out; the others get no size. */
+static int kfmt_list_entries(const char *path, const char *const *suffixes, const size_t *suffix_lens,
+                             int nsuffixes, int all_sized, kfmt_entries *out) {
+    void *handle = 0;
+    const char *name = 0;
+    int kind = 0, got, err, follow_kind = 0, is_dir, is_link, have_size, i, wanted;
+    int64_t size = 0;
+    size_t len;
+    err = kfmt_list_open(path, &handle);
+    if (err)
+        return err;
+    for (;;) {
+        got = kfmt_list_next(handle, &name, &kind);
+        if (got == 0)
+            break;
+        if (got < 0) {
+            err = -got;
+            break;
+        }
+        have_size = 0;
+        if (kind == KFMT_UNKNOWN) {             /* (a file system whose listing gives no types: one lstat) */
+            err = kfmt_list_stat(handle, name, 0, &size, &kind);
+            if (err == ENOENT)
+                kind = KFMT_FILE;               /* vanished: as DirEntry says of it (not a folder, not a link) */
+            else if (err)
+                break;
+            else
+                have_size = kind == KFMT_FILE;
+            err = 0;
+        }
+        is_link = kind == KFMT_LINK;
+        is_dir = kind == KFMT_DIR;
+        if (is_link) {                          /* a link is what it points to (DirEntry.is_dir follows it) */
+            err = kfmt_list_stat(handle, name, 1, &size, &follow_kind);
+            if (err == 0) {
+                is_dir = follow_kind == KFMT_DIR;
+                have_size = 1;
+            } else if (err != ENOENT) {
+                break;
+            }
+            err = 0;
+        }
+        if (is_dir) {
+            size = 0;
+            have_size = 1;
+        } else {
+            len = strlen(name);
+            wanted = all_sized;
+            for (i = 0; !wanted && i < nsuffixes; i++)
+                wanted = kfmt_ends_with(name, len, suffixes[i], suffix_lens[i]);
+            if (wanted && !have_size) {
+                err = kfmt_list_stat(handle, name, 1, &size, &follow_kind);
+                if (err == ENOENT) {
+                    err = 0;
+                    continue;                   /* vanished between the listing and its stat (or a dangling link) */
+                }
+                if (err)
+                    break;
+            }
+            have_size = wanted;
+        }
+        err = kfmt_entries_add(out, name, have_size ? size : 0,
+                               (unsigned char)((is_dir ? KFMT_HAS_DIR : 0) | (is_link ? KFMT_HAS_LINK : 0)
+                                               | (have_size ? KFMT_HAS_SIZE : 0)));
+        if (err)
+            break;
+    }
+    kfmt_list_close(handle);
+    return err;
+}
 #endif

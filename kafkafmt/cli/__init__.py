@@ -83,8 +83,9 @@ def _common_parser():
                    help="never show the progress bar")
     g.add_argument("--debug", action="store_true", help="show tracebacks")
     g.add_argument("--threads", type=threads, default=None, metavar="N",
-                   help="decoding threads (segments, partitions and large ranges decoded at once); default: all "
-                        "cores; 1: serial. Output and errors are the same whatever N")
+                   help="decoding threads (segments, partitions and large ranges decoded at once; log dirs' "
+                        "folders listed and copies' headers scanned side by side); default: all cores; 1: serial. "
+                        "Output and errors are the same whatever N")
     g.add_argument("--storage-option", action="append", metavar="KEY=VALUE", dest="storage_option",
                    help="an option of the filesystem holding URL paths (s3://, gs://, abfs://, hdfs://), e.g. "
                         "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable; JSON values allowed); "

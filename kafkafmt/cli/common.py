@@ -306,12 +306,14 @@ def find_inputs(paths, topics=None, partitions=None, replicas=None, topic_id=Non
     ``conflicts="report"`` (the commands that check: they list it as a problem)."""
     from kafkafmt.log import DEFAULT_REPLICAS, discover
     from kafkafmt.errors import PathNotFoundError, StorageError
+    from kafkafmt._util.threads import resolve_threads
 
     report = []
     try:
+        # (the folders listed and the copies' headers scanned by as many threads as --threads says)
         d = discover(paths, topics=topics, partitions=partitions, storage_options=cli_paths.OPTIONS or None,
                      tiered_keys=cli_paths.TIERED_KEYS or None, replicas=replicas or DEFAULT_REPLICAS, report=report,
-                     files=True, topic_id=topic_id)
+                     files=True, topic_id=topic_id, threads=resolve_threads(None))
     except PathNotFoundError as exc:
         raise UsageError(f"no such file or directory: {exc.file}") from None
     except (StorageError, PermissionError) as exc:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kafkafmt._util.frozen import field_defaults, made
+from kafkafmt._util.threads import thread_pool
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.internal import decode_metadata_record, internal_table
 from kafkafmt.internal.codec import uuid_text
@@ -165,7 +166,7 @@ def _announce(parts, cache):
     announce(parts, skip=scanned)
 
 
-def resolve_copies(parts, report, *, cache=None, topic_id=None, live_ids=None, high_watermarks=None):
+def resolve_copies(parts, report, *, cache=None, topic_id=None, live_ids=None, high_watermarks=None, threads=1):
     """The partitions a read follows, one per (topic, partition) and incarnation asked for, and every copy.
 
     Parameters
@@ -184,6 +185,8 @@ def resolve_copies(parts, report, *, cache=None, topic_id=None, live_ids=None, h
         differ.
     high_watermarks : callable, optional
         ``high_watermarks(partition)`` -> the high watermark its log dir checkpointed, or None.
+    threads : int, default 1
+        How many threads read and scan the copies' batch headers side by side (`_held_all`).
 
     Returns
     -------
@@ -196,7 +199,7 @@ def resolve_copies(parts, report, *, cache=None, topic_id=None, live_ids=None, h
     hw = high_watermarks or (lambda p: None)
     several = [p for g in groups.values() if len(g) > 1 for p in g]
     _announce(several, cache)
-    held = dict(zip((p.key for p in several), _held_all(several, cache)))
+    held = dict(zip((p.key for p in several), _held_all(several, cache, threads)))
     for (topic, partition), group in groups.items():
         if len(group) == 1:
             p = group[0]
@@ -480,15 +483,14 @@ def _pieces(cols, first, count):
 _EMPTY = (_with_key_rows({c: np.zeros(0, np.int64) for c in _HEADER_COLUMNS}), 0, 0, None, -1, -1)
 
 
-def _held_all(parts, cache):
+def _held_all(parts, cache, threads=1):
     """A `_Held` per partition folder: the batch headers of every segment, from the cache (a poll rescans only
     the segments that grew), else the local segments' bytes read into one buffer a group at a time and
     scanned by one native call (`kafkafmt.record.scan_ranges`), the others (remote, large, damaged) one by one
     (`_headers`). A segment's headers are a *piece*: (columns, first row, end row, first offset, last offset,
     leader epoch of its last batch) -- the rows of a group's columns (with `_KEY_ROWS`), shared by the segments
-    scanned together, positions counted from each segment's start (`_pieces`)."""
-    from kafkafmt.record import scan_ranges
-
+    scanned together, positions counted from each segment's start (`_pieces`). ``threads`` > 1: the next group
+    read and scanned by another thread while this one's pieces are cut (`_scanned_groups`)."""
     listed = [p.list_segments(cache=cache) for p in parts]
     pieces = [[None] * len(segs) for segs in listed]
     damages = [[None] * len(segs) for segs in listed]
@@ -504,22 +506,15 @@ def _held_all(parts, cache):
                 pending.append((i, j, seg))
             else:
                 pieces[i][j], damages[i][j] = _headers(seg, cache)
-    buf = np.empty(0, np.uint8)
-    k = 0
+    groups, k = [], 0
     while k < len(pending):
         group, total = [], 0
         while k < len(pending) and (not group or total + pending[k][2].size <= _SCAN_GROUP_BYTES):
             group.append(pending[k])
             total += pending[k][2].size
             k += 1
-        if len(buf) < total:
-            buf = np.empty(total, np.uint8)
-        starts = np.zeros(len(group) + 1, np.int64)
-        np.cumsum([g[2].size for g in group], out=starts[1:])
-        segs = [g[2] for g in group]
-        # (local files all: any local storage reads them, in one call)
-        ok = segs[0].storage.read_many([seg.log for seg in segs], buf, starts) == np.diff(starts)
-        table, rng = scan_ranges(buf[:total], starts[:-1], starts[1:], verify_crc=None)
+        groups.append(group)
+    for group, (starts, ok, table, rng) in zip(groups, _scanned_groups(groups, threads)):
         first, count = rng["first"], rng["count"]
         # the headers only (the scan's other columns go), each batch's position counted from its segment's start
         cols = {c: table[c].copy() for c in _HEADER_COLUMNS if c != "position"}
@@ -536,6 +531,43 @@ def _held_all(parts, cache):
     return [_Held(p, segs, ps, None if ds.count(None) == len(ds)
                   else next((seg, d) for seg, d in zip(segs, ds) if d is not None))
             for p, segs, ps, ds in zip(parts, listed, pieces, damages)]
+
+
+def _scanned_groups(groups, threads):
+    """For each group of `_held_all` 's pending segments, in order: (the segments' starts in the buffer, whether
+    each was read whole, the batch table and the ranges of `kafkafmt.record.scan_ranges`). Serially with one
+    buffer; with ``threads`` > 1 the next group is read and scanned (both without the GIL) by a pool's thread,
+    in a buffer of its own, while the caller takes this one's."""
+    from kafkafmt.record import scan_ranges
+
+    def scan(group, buf=None):
+        starts = np.zeros(len(group) + 1, np.int64)
+        np.cumsum([g[2].size for g in group], out=starts[1:])
+        total = int(starts[-1])
+        if buf is None or len(buf) < total:
+            buf = np.empty(total, np.uint8)
+        segs = [g[2] for g in group]
+        # (local files all: any local storage reads them, in one call)
+        ok = segs[0].storage.read_many([seg.log for seg in segs], buf, starts) == np.diff(starts)
+        table, rng = scan_ranges(buf[:total], starts[:-1], starts[1:], verify_crc=None)
+        return (starts, ok, table, rng), buf
+
+    if threads <= 1 or len(groups) < 2:
+        buf = None
+        for group in groups:
+            got, buf = scan(group, buf)
+            yield got
+        return
+    pool = thread_pool(threads - 1, "scan")
+    ahead = pool.submit(scan, groups[0])
+    try:
+        for k in range(len(groups)):
+            got = ahead.result()[0]
+            ahead = pool.submit(scan, groups[k + 1]) if k + 1 < len(groups) else None
+            yield got
+    finally:
+        if ahead is not None:
+            ahead.cancel()
 
 
 def _joined(pieces):

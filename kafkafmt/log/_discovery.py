@@ -446,17 +446,17 @@ def _listed_partition(topic, partition, folder, storage, log_dir, log_start_offs
         "log_start_offset": log_start_offset, "listing": listing, "real": real})
 
 
-def _log_dir_partitions(storage, log_dir, entries, report, cache):
+def _log_dir_partitions(storage, log_dir, entries, report, cache, threads=1):
     """The partition folders of a log dir (its listing given), with the log start offsets of its
-    checkpoint file."""
+    checkpoint file. ``threads``: how many list its folders side by side (`_prefetched_listings`)."""
     starts = _log_starts(storage, log_dir, entries, report)
+    folders = [(e, listed_folder(e.name)) for e in entries if e.is_dir]
+    ahead = _prefetched_listings(storage, [e.path for e, tp in folders if tp is not None and tp is not LEFTOVER_FOLDER],
+                                 cache, threads)
     found = []
     # a folder's real path is its log dir's real path and its name, unless it is a symlink itself
     real_dir = os.path.realpath(log_dir) if storage.is_local else None
-    for e in entries:
-        if not e.is_dir:
-            continue
-        tp = listed_folder(e.name)
+    for e, tp in folders:
         if tp is LEFTOVER_FOLDER:
             if report is not None:
                 report.append(ReportEntry(ReportKind.LEFTOVER, storage.url(e.path),
@@ -465,7 +465,9 @@ def _log_dir_partitions(storage, log_dir, entries, report, cache):
             continue
         if tp is None:
             continue
-        sub = _partition_listing(e.path, storage, cache)
+        sub = ahead.get(e.path)
+        if sub is None:
+            sub = _partition_listing(e.path, storage, cache)
         compact = isinstance(sub, FolderListing)
         # a partition folder holds segment files, or (empty) sits in a log dir beside others
         if sub and not holds_segment_files(sub.names if compact else [s[0] for s in sub]):
@@ -489,12 +491,31 @@ def _partition_listing(path, storage, cache):
     ``.log`` files get their size (a stat per side file would cost more than the rest of the
     folder's listing; `Partition.listing` serves segments and file names): the others' is None; and the
     listing is kept compactly (a `kafkafmt.storage.FolderListing`: a cluster's discovery keeps thousands)."""
-    if storage.is_local and cache is not None and _ONE_PASS in cache and (storage.url(path), "listing") not in cache:
+    if _compact(storage, path, cache):
         try:
-            return storage.folder_listing(path, sized=(".log",))
+            return storage.folder_listing(path, sized=_SIZED)
         except StorageError:
             pass                 # as _listing says it
     return _listing(path, storage, cache)
+
+
+_SIZED = (".log",)      # the files a partition folder's compact listing gives the size of
+
+
+def _compact(storage, path, cache):
+    """Whether discovery keeps this partition folder's listing compactly (`_partition_listing`)."""
+    return storage.is_local and cache is not None and _ONE_PASS in cache and (storage.url(path), "listing") not in cache
+
+
+def _prefetched_listings(storage, paths, cache, threads):
+    """{path: compact listing} of the partition folders of ``paths`` that `_partition_listing` lists compactly,
+    listed in one native call per thread (`kafkafmt.storage.LocalStorage.folder_listings`); a folder missing from
+    it is listed as `_partition_listing` lists it, which says why it could not be."""
+    paths = [p for p in paths if _compact(storage, p, cache)]
+    if not paths:
+        return {}
+    return {p: got for p, got in zip(paths, storage.folder_listings(paths, sized=_SIZED, threads=threads))
+            if got is not None}
 
 
 def _log_starts(storage, log_dir, entries, report):
@@ -687,7 +708,8 @@ class Found:
 class _Walk:
     """One walk over the roots: what was found, and the folders already visited."""
 
-    def __init__(self, report, max_depth, cache, files):
+    def __init__(self, report, max_depth, cache, files, threads=1):
+        self.threads = threads
         self.found = Found(report=report)
         self.plain = []
         self.remote = []
@@ -725,7 +747,7 @@ class _Walk:
         if kind == "log_dir":
             self.found.log_dirs_paths.append(path)
             self.found.log_dir_urls.append(storage.url(path))
-            own = _log_dir_partitions(storage, path, entries, self.found.report, self.cache)
+            own = _log_dir_partitions(storage, path, entries, self.found.report, self.cache, self.threads)
             if not own:
                 self.found.empty_log_dirs.append(storage.url(path))
             self.plain += own
@@ -750,26 +772,27 @@ class _Walk:
 
 def discover(roots, *, topics=None, partitions=None, storage_options=None, filesystem=None, storage=None,
              tiered_keys=None, replicas=DEFAULT_REPLICAS, report=None, max_depth=MAX_DEPTH, cache=None, files=False,
-             topic_id=None):
+             topic_id=None, threads=1):
     """Everything under one root or a list of roots (paths or URLs, local and remote mixed): a
     `Found` with the partitions (filtered by topic names and partition numbers; a partition with
     uploads and local segments merged; copies by ``replicas``, incarnations by ``topic_id``: see
     `kafkafmt.log._copies`) and, with ``files=True``, the files outside partition folders. ``cache``: a
     dict kept between calls to list again only local folders that changed (the stream reader's
-    polling)."""
+    polling). ``threads``: how many threads list a log dir's partition folders, and read and scan the copies'
+    batch headers, side by side."""
     if replicas not in REPLICAS:
         raise ValueError(f"replicas must be one of {', '.join(REPLICAS)}, not {replicas!r}")
     with paused():          # (thousands of listings and partitions: no collection that frees nothing)
         return _discover(roots, topics, partitions, storage_options, filesystem, storage, tiered_keys, replicas,
-                         report, max_depth, cache, files, topic_id)
+                         report, max_depth, cache, files, topic_id, threads)
 
 
 def _discover(roots, topics, partitions, storage_options, filesystem, storage, tiered_keys, replicas, report,
-              max_depth, cache, files, topic_id):
+              max_depth, cache, files, topic_id, threads):
     roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
     cache = {_ONE_PASS: True} if cache is None else cache
     cache[_PASS] = cache.get(_PASS, 0) + 1     # listings without a change token are fresh for this pass
-    walk = _Walk([] if report is None else report, max_depth, cache, files)
+    walk = _Walk([] if report is None else report, max_depth, cache, files, threads)
     for root in roots:
         if storage is not None:
             st, path = storage, root
@@ -792,7 +815,8 @@ def _discover(roots, topics, partitions, storage_options, filesystem, storage, t
         # (a cache made for this one pass serves no later one: the copies' batch headers are not kept in it)
         resolved = resolve_copies(parts, found.report, cache=None if _ONE_PASS in cache else cache,
                                   topic_id=topic_id,
-                                  live_ids=_live_ids_of(everything), high_watermarks=_high_watermarks(cache))
+                                  live_ids=_live_ids_of(everything), high_watermarks=_high_watermarks(cache),
+                                  threads=threads)
         parts, found.copies, found.conflicts = resolved.partitions, resolved.copies, resolved.conflicts
         found.unread = resolved.unread
     parts.sort(key=lambda q: (q.topic, q.partition, q.log_dir_url))
@@ -901,15 +925,17 @@ def _merge(local, uploads, report, cache=None):
 
 
 def find_partitions(roots, topics=None, partitions=None, report=None, storage_options=None, filesystem=None,
-                    tiered_keys=None, replicas=DEFAULT_REPLICAS, topic_id=None):
+                    tiered_keys=None, replicas=DEFAULT_REPLICAS, topic_id=None, threads=1):
     """Every partition under one root or a list of roots (paths or URLs, local and remote mixed):
     partition folders, log dirs or folders holding log dirs at any depth, and tiered-storage
     uploads (Kafka's and Aiven's layouts), side by side or merged (see the module doc).
     tiered_keys: {key id: RSA private key (PEM)} for encrypted Aiven uploads. A root that is a
-    file raises NotALogDirError; a topic, partition or root that matches nothing warns."""
+    file raises NotALogDirError; a topic, partition or root that matches nothing warns. ``threads``: as
+    `discover`'s."""
     roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
     found = discover(roots, topics=topics, partitions=partitions, report=report, storage_options=storage_options,
-                     filesystem=filesystem, tiered_keys=tiered_keys, replicas=replicas, topic_id=topic_id)
+                     filesystem=filesystem, tiered_keys=tiered_keys, replicas=replicas, topic_id=topic_id,
+                     threads=threads)
     if found.given_files:
         f = found.given_files[0]
         raise NotALogDirError(f"not a log dir (a directory holding <topic>-<partition> folders): {f}", file=f)

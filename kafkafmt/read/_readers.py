@@ -658,10 +658,10 @@ def _read_log_dirs(root, topics, partitions, options):
     report = []
     parts = []
     typed = options.open_typed(root)
-    found = find_partitions(root, topics, partitions, report, options.storage_options, options.filesystem,
-                            options.tiered_keys, options.replicas, options.topic_id)
-    typed = scan_named(typed, found, options)
     n = resolve_threads(options.threads)
+    found = find_partitions(root, topics, partitions, report, options.storage_options, options.filesystem,
+                            options.tiered_keys, options.replicas, options.topic_id, threads=n)
+    typed = scan_named(typed, found, options)
     if len(found) > 1 and not typed.active and options.binary == "contiguous":
         parts = _read_bulk(found, report, typed, options)
     elif n > 1 and len(found) > 1:

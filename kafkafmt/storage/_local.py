@@ -10,9 +10,10 @@ import time
 
 import numpy as np
 
-from kafkafmt._native.listing import list_folder, list_folder_names
+from kafkafmt._native.listing import list_folder, list_folder_names, list_folders_names
 from kafkafmt._native.reads import read_files
 from kafkafmt._util.files import read_whole
+from kafkafmt._util.threads import thread_pool
 from kafkafmt.errors import ObjectChangedError, StorageError, StorageNotFoundError, StoragePermissionError
 from kafkafmt.storage._base import SETTLE_SECONDS, Blob, Entry, FolderListing, Storage
 
@@ -32,6 +33,8 @@ def _local_error(exc: OSError, path) -> StorageError:
 
 #: whether folders are listed natively (`kafkafmt._native.listing`; a test turns it off to compare the Python way)
 _NATIVE = [True]
+#: the fewest folders `LocalStorage.folder_listings` gives a thread of its own
+FOLDERS_A_THREAD = 64
 #: whether many files are read by one native call (`kafkafmt._native.reads`; a test turns it off to compare)
 _NATIVE_READS = [True]
 
@@ -92,6 +95,29 @@ class LocalStorage(Storage):
                     raise _local_error(exc, path) from None
                 _NATIVE[0] = False
         return FolderListing.of(self.list(path, sized), os.path.join(path, ""))
+
+    def folder_listings(self, paths, sized=None, threads=1):
+        """`folder_listing` of each folder of ``paths``, natively, without the GIL: a list of `FolderListing`,
+        None for a folder not listed so (its `folder_listing` or `list` says why it cannot be listed). With
+        ``threads`` > 1 the folders are shared out in contiguous runs (of at least `FOLDERS_A_THREAD`), listed side
+        by side: on a cold cache or a network file system a folder's listing is mostly waiting."""
+        paths = list(paths)
+        out = [None] * len(paths)
+        if not _NATIVE[0]:
+            return out
+        asked = [i for i, p in enumerate(paths) if type(p) is str and "\0" not in p]
+        wanted = [paths[i] for i in asked]
+        n = max(1, min(threads, len(wanted) // FOLDERS_A_THREAD))
+        cuts = [len(wanted) * k // n for k in range(n + 1)]
+        runs = [thread_pool(n - 1, "listing").submit(list_folders_names, wanted[a:b], sized, FolderListing)
+                for a, b in zip(cuts[1:-1], cuts[2:])] if n > 1 else []
+        got = list_folders_names(wanted[:cuts[1]], sized, FolderListing)
+        for run in runs:
+            got += run.result()
+        for i, g in zip(asked, got):
+            if not isinstance(g, OSError):
+                out[i] = g
+        return out
 
     def size(self, path):
         try:
