@@ -94,8 +94,10 @@ def _discover(opts):
                 return hit[1]
     entries = []
     try:
+        # (the driver's cores list the folders and scan the copies' headers side by side)
         found = discover(opts.paths, report=entries, storage_options=opts.storage_options,
-                         tiered_keys=opts.tiered_keys, replicas=opts.replicas, topic_id=opts.topic_id)
+                         tiered_keys=opts.tiered_keys, replicas=opts.replicas, topic_id=opts.topic_id,
+                         threads=cpu_count())
     except PathNotFoundError as exc:
         raise OptionError(f"path does not exist: {exc}") from None
     except KafkafmtError as exc:
