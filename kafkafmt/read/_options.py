@@ -160,8 +160,9 @@ seen."""),
 How many threads the read decodes with: None (the default) every core this process may
 use (`kafkafmt.cpu_count`, as pyarrow's use_threads), 1 serial. Partitions, segments and
 the parts of a large buffer are decoded that many at a time (a chunked read decodes each
-chunk so, one chunk at a time); the result, the report and the error raised are a serial
-read's."""),
+chunk so, one chunk at a time), and `read_log_dirs` lists a log dir's partition folders and
+scans the copies' batch headers with as many; the result, the report and the error raised
+are a serial read's."""),
     (("binary",), '{"contiguous", "view"}', """\
 "contiguous" (key/value as Arrow binary) or "view" (Arrow binary_view pointing into the
 segments' memory maps and decompressed batches, kept alive by the result; see `decode`)."""),
