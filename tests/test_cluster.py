@@ -199,9 +199,6 @@ def test_lakehouse_holds_each_offset_once(damaged, tmp_path):
     assert _by_partition(t) == _truth(c), result
 
 
-# --- incarnations ------------------------------------------------------------------------------------------
-
-
 def test_a_threaded_discovery_finds_what_one_thread_finds(damaged, monkeypatch):
     """Listing the log dirs' folders in several threads and scanning the copies' batch headers a group ahead give
     the partitions, listings, copies and report that one thread gives, on the damaged cluster (groups of a few
@@ -222,6 +219,10 @@ def test_a_threaded_discovery_finds_what_one_thread_finds(damaged, monkeypatch):
     one = seen(1)
     assert {c.state for c in one[1]} >= {"read", "behind", "diverged"} and one[2]      # (copies were compared)
     assert seen(2) == one and seen(4) == one
+
+
+# --- incarnations ------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def incarnations(tmp_path_factory):

@@ -164,4 +164,3 @@ def test_folders_listed_together_are_listed_as_each_alone(odd_folder, tmp_path, 
         with monkeypatch.context() as m:            # (no native listing: every folder is left to the usual way)
             m.setattr(_local, "_NATIVE", [False])
             assert LocalStorage().folder_listings(paths, sized=sized, threads=threads) == [None] * len(paths)
-
