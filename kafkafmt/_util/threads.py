@@ -94,7 +94,9 @@ def resolve_threads(threads=None):
 def thread_pool(threads, kind="decode"):
     """A process-wide pool of `threads` workers for one kind of work ("decode": parts of one
     buffer; "tasks": segments / partitions, whose decodes may use the "decode" pool, never their own;
-    "compress": runs of batches the encoder compresses)."""
+    "partitions": the partitions of `read_log_dirs`, read alone or in runs; "compress": runs of batches
+    the encoder compresses; "fetch": an object store's reads ahead; "listing": a log dir's folders
+    listed side by side; "scan": the copies' segments read and scanned a group ahead)."""
     with _pools_lock:
         pool = _pools.get((kind, threads))
         if pool is None:
