@@ -350,6 +350,46 @@ def test_log_written_again_between_triggers_both_ways(tmp_path):
     assert fresh.latestOffset(e, _all(fresh)) == {"rw": {"0": 250}}
 
 
+def test_segment_replaced_while_a_trigger_looks_at_it(tmp_path, monkeypatch):
+    """The newest segment removed and being written again while a trigger looks at it: listed at its old
+    size, empty when opened. That trigger keeps the offsets it knew, says no loss and fails nothing (both
+    ways); the next, once the file is written, finds the divergence as between two triggers."""
+    import kafkafmt.spark.stream as stream
+    w = PartitionWriter(tmp_path, "rr", 0)
+    w.append(100)
+    w.roll()
+    w.append(100)
+    strict = _reader(tmp_path, startingOffsets="earliest")
+    lenient = _reader(tmp_path, startingOffsets="earliest", failOnDataLoss="false")
+    e = {"rr": {"0": 200}}
+    for r in (strict, lenient):
+        assert r.latestOffset(r.initialOffset(), _all(r)) == e
+    w.append(10)                             # (the segment grew: a trigger scans it)
+    with open(w.active, "rb") as f:
+        grown = f.read()
+    looked = stream._file_state
+
+    def replaced_after_the_stat(seg):
+        state = looked(seg)
+        if seg.log == w.active and os.path.getsize(w.active):
+            os.remove(w.active)
+            open(w.active, "wb").close()     # (being written again)
+        return state
+
+    monkeypatch.setattr(stream, "_file_state", replaced_after_the_stat)
+    for r in (strict, lenient):
+        with open(w.active, "wb") as f:
+            f.write(grown)
+        assert r.latestOffset(e, _all(r)) == e
+        assert r.watcher.warnings == []
+    monkeypatch.undo()
+    _rewrite(w.active, 100, 150, max_records=50)
+    with pytest.raises(DataLossError, match=r"the log of rr-0 is no longer what this query read below offset 200"):
+        strict.latestOffset(e, _all(strict))
+    assert lenient.latestOffset(e, _all(lenient)) == {"rr": {"0": 250}}
+    assert [o for _, _, o in _rows_of(lenient, e, {"rr": {"0": 250}})] == list(range(150, 250))
+
+
 def test_active_segment_rewritten_in_place_is_scanned_anew(tmp_path):
     """The active segment replaced under the same name by a longer one with other batch boundaries:
     the watcher does not go on scanning the new file from the old file's end (mid-batch: a false
@@ -654,8 +694,8 @@ def test_processing_time_trigger_with_a_live_writer(spark, tmp_path):
 
 
 def test_log_written_again_under_a_running_query(spark, tmp_path):
-    """A running query (processing-time triggers): the partition's newest segment deleted and written
-    again with other records past the query's offset. failOnDataLoss=false: the rewritten offsets are
+    """A running query (processing-time triggers): the partition's newest segment replaced by one
+    with other records past the query's offset. failOnDataLoss=false: the rewritten offsets are
     read again -- the sink gets the new records; true: the query fails naming the partition."""
     for fail in ("false", "true"):
         root, out, ckpt = tmp_path / fail / "logs", tmp_path / fail / "out", tmp_path / fail / "ckpt"
@@ -670,8 +710,10 @@ def test_log_written_again_under_a_running_query(spark, tmp_path):
         try:
             q.processAllAvailable()
             assert sorted(o for _, _, o in _sink_keys(spark, out)) == list(range(200))
-            os.remove(w.active)
-            _rewrite(w.active, 100, 150, max_records=50)
+            # (replaced at once: a trigger between a removal and the write would see the log end go back to 100
+            # and read from there -- test_segment_replaced_while_a_trigger_looks_at_it)
+            _rewrite(tmp_path / fail / "new.log", 100, 150, max_records=50)
+            os.replace(tmp_path / fail / "new.log", w.active)
             if fail == "true":
                 with pytest.raises(Exception, match="no longer what this query read below offset 200"):
                     q.processAllAvailable()

@@ -38,6 +38,9 @@ back past the query's offsets; ``false`` reads the rewritten offsets again, so t
 arrive. The marks live in the driver: Spark's Kafka offsets in the checkpoint carry none, so after
 a restart only the log end is checked against the checkpoint. A live segment rewritten in place
 (same name) is seen by its last scanned batch header no longer being there: it is scanned anew.
+A file that shrinks between a trigger's listing and its scan (a segment being replaced: removed, then
+written again) is no loss: that trigger keeps what it knew of the partition (a partition it had not seen
+yet waits), and the next one looks again (`kafkafmt.errors.ObjectChangedError`).
 """
 from __future__ import annotations
 
@@ -48,7 +51,7 @@ import math
 import time
 
 import kafkafmt
-from kafkafmt.errors import DataLossError
+from kafkafmt.errors import DataLossError, ObjectChangedError
 from kafkafmt.log import entry_size_at, scan_range
 from kafkafmt.log import batch_mark, deal, find_divergence, gap_transactions
 from kafkafmt.read import iter_log_dir_with
@@ -148,6 +151,15 @@ class _Partition:
     def nbytes(self):
         return sum(s.size for s in self.segments[:-1]) + (self.tail_stat[0] if self.tail_stat else 0)
 
+    def state(self):
+        """What a refresh changes, to put back (`restore`) when the files change under it."""
+        return tuple(dict(v) if type(v) is dict else list(v) if type(v) is list else getattr(self, n)
+                     for n, v in ((n, getattr(self, n)) for n in self.__slots__))
+
+    def restore(self, state):
+        for n, v in zip(self.__slots__, state):
+            setattr(self, n, v)
+
 
 def _file_state(seg):
     """(size now, change token) of a segment's log: a local file is looked at again (appends do not
@@ -184,6 +196,9 @@ class LogDirWatcher:
             found.check_incarnations()
         except PathNotFoundError as exc:
             raise DataLossError(f"kafka-segments: the log dir {exc.file} is gone (deleted or unmounted)") from None
+        except ObjectChangedError as exc:     # (copies compared while one is being replaced: see the module doc)
+            log.info("kafka-segments: %s changed while this trigger looked at it: looked at again next trigger", exc)
+            return None
         except kafkafmt.KafkafmtError as exc:
             raise DataLossError(f"kafka-segments: the log dirs cannot be read: {exc}") from None
         for e in report:
@@ -198,8 +213,11 @@ class LogDirWatcher:
         """Re-read what changed; returns {(topic, partition): _Partition} of the subscription."""
         if not isinstance(self._said, set):
             self._said = set()
+        found = self._discover()
+        if found is None:
+            return self.parts
         seen = {}
-        for part in self._discover():
+        for part in found:
             if not self.opts.wants(part.topic, part.partition):
                 continue
             key = (part.topic, part.partition)
@@ -215,11 +233,22 @@ class LogDirWatcher:
             st = self.parts.get(key)
             if st is None or st.part.key != part.key:
                 st = self.parts[key] = _Partition(part)
+                known = None
+            else:
+                known = st.state()
             st.part = part
             try:
                 self._refresh_partition(st)
             except FileNotFoundError:
                 del self.parts[key]      # removed between the listing and now: gone
+            except ObjectChangedError as exc:
+                # shorter than listed (being replaced): as it was, or not yet, until the next trigger looks again
+                log.info("kafka-segments: %s changed while this trigger looked at it (%s): looked at again next "
+                         "trigger", part.url, exc)
+                if known is None:
+                    del self.parts[key]
+                else:
+                    st.restore(known)
             except OSError as exc:       # unreadable: say which file, never stall silently
                 raise DataLossError(f"kafka-segments: cannot read {getattr(exc, 'filename', None) or part.url}: "
                                     f"{exc.strerror or exc}") from exc
