@@ -1,28 +1,31 @@
-"""kafkafmt: read Apache Kafka's on-disk data into NumPy, Arrow and pandas, without a broker."""
-from kafkafmt._util.collect import paused as _paused
+"""kafkafmt: read Apache Kafka's on-disk data into NumPy, Arrow and pandas, without a broker.
 
-# (importing kafkafmt and what it uses makes a few hundred thousand objects and no garbage: the collector
-# would run some eighty times on the way, for nothing)
-with _paused():
-    from kafkafmt._util.threads import cpu_count, set_cpu_count
-    from kafkafmt._version import __version__
-    from kafkafmt.errors import (CompressionError, CorruptRecordError, CrcError, DataLossError, DecompressionLimitError,
-                                 EncodeError, IncarnationError, KafkafmtError, KafkafmtWarning, NotALogDirError,
-                                 NotKafkaDataError,
-                                 PathNotFoundError, SchemaError, SchemaNotFoundError, SchemaRegistryError,
-                                 UnsupportedCodecError, ValueDecodeError)
-    from kafkafmt.record import (CONTROL_TYPES, BinaryColumn, DecodeOptions, Headers, Records, Table, decode, encode,
-                                 encode_control, scan_batches)
-    from kafkafmt.log import (LogWriter, ReportEntry, ReportKind, find_log_dirs, list_partitions, list_segments,
-                              offset_for_timestamp, read_index, read_leader_epoch_checkpoint, read_partition_metadata,
-                              read_producer_snapshot, read_timeindex, read_txnindex, write_log_dir)
-    from kafkafmt.values import DecodedColumn, decode_column, type_values, value_type
-    from kafkafmt.values.registry import RegisteredSchema, SchemaRegistry, open_registry
-    from kafkafmt.read import iter_log_dir, iter_log_dirs, read_log_dir, read_log_dirs, read_segment
-    from kafkafmt.read import find_internal_topic
-    from kafkafmt.lakehouse import ExportResult, SchemaEvolutionError, export_table
-    from kafkafmt.recovery import RecoveryAction, RecoveryPlan, rebuild_indexes, recover
-    from kafkafmt.recovery import undo as undo_recovery
+Every public name below is imported when first used (PEP 562): a process that reads a log dir does not
+import the writer, the lakehouse export, the recovery or the typed values' formats unless it uses them.
+"""
+import importlib as _importlib
+
+from kafkafmt._version import __version__  # noqa: F401  (kafkafmt.__version__)
+
+#: public name -> (the module that defines it, its name there)
+_FROM = {name: (module, name) for module, names in {
+    "kafkafmt._util.threads": "cpu_count set_cpu_count",
+    "kafkafmt.errors": "CompressionError CorruptRecordError CrcError DataLossError DecompressionLimitError EncodeError "
+                       "IncarnationError KafkafmtError KafkafmtWarning NotALogDirError NotKafkaDataError "
+                       "PathNotFoundError SchemaError SchemaNotFoundError SchemaRegistryError UnsupportedCodecError "
+                       "ValueDecodeError",
+    "kafkafmt.record": "CONTROL_TYPES BinaryColumn DecodeOptions Headers Records Table decode encode encode_control "
+                       "scan_batches",
+    "kafkafmt.log": "LogWriter ReportEntry ReportKind find_log_dirs list_partitions list_segments offset_for_timestamp "
+                    "read_index read_leader_epoch_checkpoint read_partition_metadata read_producer_snapshot "
+                    "read_timeindex read_txnindex write_log_dir",
+    "kafkafmt.values": "DecodedColumn decode_column type_values value_type",
+    "kafkafmt.values.registry": "RegisteredSchema SchemaRegistry open_registry",
+    "kafkafmt.read": "iter_log_dir iter_log_dirs read_log_dir read_log_dirs read_segment find_internal_topic",
+    "kafkafmt.lakehouse": "ExportResult SchemaEvolutionError export_table",
+    "kafkafmt.recovery": "RecoveryAction RecoveryPlan rebuild_indexes recover",
+}.items() for name in names.split()}
+_FROM["undo_recovery"] = ("kafkafmt.recovery", "undo")
 
 __all__ = [
     "decode", "read_segment", "scan_batches", "DecodeOptions", "Records", "BinaryColumn", "Headers", "Table",
@@ -40,3 +43,29 @@ __all__ = [
     "export_table", "ExportResult", "DataLossError", "IncarnationError", "SchemaEvolutionError",
     "find_internal_topic",
 ]
+
+
+#: the subpackages and modules ``kafkafmt.<name>`` gives without importing them first (as it did when this package
+#: imported them all)
+_SUBMODULES = frozenset(("cli", "codecs", "errors", "internal", "lakehouse", "log", "polars", "read", "record", "recovery",
+                         "report", "sample", "spark", "storage", "values"))
+
+
+def __getattr__(name):
+    where = _FROM.get(name)
+    if where is None and name not in _SUBMODULES:
+        raise AttributeError(f"module 'kafkafmt' has no attribute {name!r}")
+    from kafkafmt._util.collect import paused
+
+    # (importing kafkafmt's modules makes a few hundred thousand objects and no garbage: the collector would run
+    # some eighty times on the way, for nothing)
+    with paused():
+        if where is None:
+            return _importlib.import_module(f"{__name__}.{name}")   # (which sets it here: asked once)
+        value = getattr(_importlib.import_module(where[0]), where[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -4,7 +4,9 @@ from __future__ import annotations
 import sys
 
 from kafkafmt._util import collect
-from kafkafmt.cli import main as _run
+
+with collect.paused():      # (the command's modules make many objects and no garbage: see kafkafmt.__init__)
+    from kafkafmt.cli import main as _run
 
 
 def main(argv=None):

@@ -4,6 +4,8 @@ from __future__ import annotations
 import ast
 import pathlib
 
+import pytest
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -186,6 +188,55 @@ def test_no_module_imports_the_top_package():
                 if names:
                     found.append((m, names))
     assert found == []
+
+
+def _fresh(code):
+    """What ``code`` prints (the last line, as JSON) in a new interpreter."""
+    import json
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+_LOADED = "json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'kafkafmt'))"
+
+
+def test_the_top_package_imports_a_name_when_it_is_first_used():
+    """``import kafkafmt`` loads none of its packages; a public name loads the package that defines it (the
+    reader, not the writer, the export or the recovery), and is the very object that package gives; every name
+    of ``__all__`` is there, ``from kafkafmt import *`` included, and so is every package as an attribute."""
+    assert _fresh(f"import json, sys, kafkafmt; print({_LOADED})") == ["kafkafmt", "kafkafmt._version"]
+    loaded = _fresh(f"import json, sys, kafkafmt; kafkafmt.read_log_dirs; print({_LOADED})")
+    assert "kafkafmt.read" in loaded
+    assert not any(m.startswith(("kafkafmt.lakehouse", "kafkafmt.recovery")) for m in loaded)
+    import importlib
+
+    import kafkafmt
+
+    for name in kafkafmt.__all__:
+        obj = getattr(kafkafmt, name)
+        home = getattr(obj, "__module__", None)
+        if home is not None and home.startswith("kafkafmt."):
+            assert getattr(importlib.import_module(home), getattr(obj, "__name__", name)) is obj, name
+    assert set(kafkafmt.__all__) <= set(dir(kafkafmt))
+    assert _fresh("import json\nfrom kafkafmt import *\nprint(json.dumps(read_log_dirs.__module__))") == \
+        "kafkafmt.read._readers"
+    for name in ("log", "record", "read", "values", "storage", "report", "recovery", "lakehouse", "internal"):
+        assert _fresh(f"import json, kafkafmt; print(json.dumps(kafkafmt.{name}.__name__))") == f"kafkafmt.{name}"
+    with pytest.raises(AttributeError, match="no attribute 'read_log_dir_'"):
+        kafkafmt.read_log_dir_
+
+
+def test_a_command_imports_what_it_uses():
+    """``kafkafmt stats`` (its own process) loads neither the lakehouse export nor the recovery."""
+    loaded = _fresh("import json, sys, contextlib, io\nimport kafkafmt.__main__ as entry\n"
+                    "with contextlib.redirect_stdout(io.StringIO()):\n    entry.main(['stats', '--sample', '--json'])\n"
+                    f"print({_LOADED})")
+    assert "kafkafmt.report.figures" in loaded
+    assert not any(m.startswith(("kafkafmt.lakehouse", "kafkafmt.recovery")) for m in loaded)
 
 
 def test_at_most_twenty_top_level_entries():

@@ -931,6 +931,8 @@ def test_real_producer_snapshots_have_valid_crcs(real_corpus):
 _MEASURE = textwrap.dedent("""
     import json, resource, sys
     import kafkafmt
+    for name in kafkafmt.__all__:      # (loaded before the baseline: the modules are not the read's memory)
+        getattr(kafkafmt, name)
     def peak():
         # the high-water mark of this process's own memory. ru_maxrss is not usable as such in a
         # child: Linux carries the parent's maximum over fork + execve (a pytest process that

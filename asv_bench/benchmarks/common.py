@@ -561,6 +561,9 @@ pyarrow.array([0, None]).cast(pyarrow.string())
 sys.path.insert(0, sys.argv[1])
 mod, fn = sys.argv[2].split(":")
 run = getattr(importlib.import_module("benchmarks." + mod), fn)(*json.loads(sys.argv[3]))
+import kafkafmt
+for name in kafkafmt.__all__:      # (kafkafmt loads a name's modules when first used: not the call's memory either)
+    getattr(kafkafmt, name)
 def kb(field):
     with open("/proc/self/status") as f:
         for line in f:
