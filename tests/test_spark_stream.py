@@ -352,8 +352,9 @@ def test_log_written_again_between_triggers_both_ways(tmp_path):
 
 def test_segment_replaced_while_a_trigger_looks_at_it(tmp_path, monkeypatch):
     """The newest segment removed and being written again while a trigger looks at it: listed at its old
-    size, empty when opened. That trigger keeps the offsets it knew, says no loss and fails nothing (both
-    ways); the next, once the file is written, finds the divergence as between two triggers."""
+    size, empty when opened. That trigger keeps the offsets it knew (a restarted query's first: the
+    checkpoint's), says no loss and fails nothing (both ways); the next, once the file is written, finds the
+    divergence as between two triggers."""
     import kafkafmt.spark.stream as stream
     w = PartitionWriter(tmp_path, "rr", 0)
     w.append(100)
@@ -377,11 +378,13 @@ def test_segment_replaced_while_a_trigger_looks_at_it(tmp_path, monkeypatch):
         return state
 
     monkeypatch.setattr(stream, "_file_state", replaced_after_the_stat)
-    for r in (strict, lenient):
+    restarted = _reader(tmp_path, startingOffsets="earliest")       # (its first look at the partition)
+    for r in (strict, lenient, restarted):
         with open(w.active, "wb") as f:
             f.write(grown)
         assert r.latestOffset(e, _all(r)) == e
         assert r.watcher.warnings == []
+    assert restarted.watcher.deferred == {("rr", 0)} and restarted.partitions(e, e) == []
     monkeypatch.undo()
     _rewrite(w.active, 100, 150, max_records=50)
     with pytest.raises(DataLossError, match=r"the log of rr-0 is no longer what this query read below offset 200"):

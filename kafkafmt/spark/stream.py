@@ -40,7 +40,7 @@ a restart only the log end is checked against the checkpoint. A live segment rew
 (same name) is seen by its last scanned batch header no longer being there: it is scanned anew.
 A file that shrinks between a trigger's listing and its scan (a segment being replaced: removed, then
 written again) is no loss: that trigger keeps what it knew of the partition (a partition it had not seen
-yet waits), and the next one looks again (`kafkafmt.errors.ObjectChangedError`).
+yet stays where the query is), and the next one looks again (`kafkafmt.errors.ObjectChangedError`).
 """
 from __future__ import annotations
 
@@ -182,6 +182,7 @@ class LogDirWatcher:
         self._cache = {}           # the discovery's listings of local folders, kept while they are unchanged
         self._changes = 0          # changes seen in any partition (a partition's ``changed`` is one of them)
         self.warnings = []
+        self.deferred = set()      # partitions seen for the first time as their files changed: looked at next trigger
 
     # listing
     def _discover(self):
@@ -216,6 +217,7 @@ class LogDirWatcher:
         found = self._discover()
         if found is None:
             return self.parts
+        self.deferred = set()
         seen = {}
         for part in found:
             if not self.opts.wants(part.topic, part.partition):
@@ -247,6 +249,7 @@ class LogDirWatcher:
                          "trigger", part.url, exc)
                 if known is None:
                     del self.parts[key]
+                    self.deferred.add(key)
                 else:
                     st.restore(known)
             except OSError as exc:       # unreadable: say which file, never stall silently
@@ -603,6 +606,8 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
         self._check_subscription(start_map, "checkpointed offset")
         self._check_schemas()
         latest, earliest = self._snapshot()
+        for tp in self.watcher.deferred & start_map.keys():      # (not looked at yet: where the query is)
+            latest[tp] = earliest[tp] = start_map[tp]
         if self._available_now:
             if self._target is None:
                 self._target = dict(latest)
@@ -698,6 +703,8 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
         for tp in sorted(e):
             until = e[tp]
             st = parts.get(tp)
+            if st is None and tp in self.watcher.deferred and s.get(tp) == until:
+                continue                    # (not looked at yet, and nothing to read: see refresh)
             if st is None or not st.segments:
                 self._fail_or_warn(f"the folder of {_tp(*tp)} is gone: offsets {s.get(tp, '?')}..{until - 1} "
                                    "cannot be read")
