@@ -97,6 +97,22 @@ def test_the_native_rows_are_those_of_the_real_corpus(real_corpus):
         assert _discovery._segment_rows(compact, Local()) == _discovery._python_segment_rows(entries, Local())
 
 
+def test_the_native_rows_follow_the_rules_they_are_given():
+    """The native rows spell no naming rule: they follow the digits and suffixes they are given (discovery gives
+    `kafkafmt.log._names`' own) -- here four digits, ``.seg`` logs, ``.idx`` side files and ``.gone`` leftovers."""
+    from kafkafmt._native.segrows import Names, listing_segment_rows, segment_rows
+
+    names = ("0007.seg.gone", "0042.idx", "0042.log", "0042.seg", "00000000000000000042.log", "0043.seg.deleted")
+    entries = [Entry(n, "/f/" + n, 1, False, None, False) for n in names]
+    rules = Names(4, ".seg", ("idx",), (".gone",))
+    want = ([(42, 1, "idx", None, "/f/0042")], ["/f/0007.seg.gone"])
+    assert segment_rows(entries, True, (None, "idx"), lambda name: True, rules) == want
+    assert listing_segment_rows(names, (1,) * len(names), bytes(len(names)), "/f/", (None, "idx"), lambda name: True,
+                                rules) == want
+    assert _discovery._NAMES.log == _names.LOG_SUFFIX.lstrip(".").encode() and \
+        _discovery._NAMES.digits == _names.SEGMENT_DIGITS
+
+
 def test_a_listed_partition_is_the_dataclass_own(tmp_path):
     storage = LocalStorage()
     made = _discovery.Partition("t", 1, str(tmp_path / "t-1"), storage, str(tmp_path), None, 5, listing=("x",),

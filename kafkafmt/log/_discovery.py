@@ -37,14 +37,15 @@ from kafkafmt.log import sidefiles
 from kafkafmt.log import tiered
 from kafkafmt.errors import IncarnationError, KafkafmtError, KafkafmtWarning, NotALogDirError, PathNotFoundError, StorageError
 from kafkafmt.log._names import (holds_segment_files, is_leftover_dir, is_leftover_segment_file, listed_folder,
-                            partition_of_name, LEFTOVER_FOLDER, LEFTOVER_SUFFIXES, SEGMENT_LOG, SIDE_FILE_KINDS)
+                            partition_of_name, LEFTOVER_FOLDER, LEFTOVER_SUFFIXES, LOG_SUFFIX, SEGMENT_DIGITS,
+                            SEGMENT_LOG, SIDE_FILE_KINDS)
 from kafkafmt.log._copies import live_topic_ids, resolve_copies, METADATA_TOPIC
 from kafkafmt.log._notes import ReportEntry, ReportKind
 from kafkafmt.log._segments import Segment
 from kafkafmt.storage import FolderListing, open_storage
 from kafkafmt._util.collect import paused
 from kafkafmt._util.frozen import field_defaults, made
-from kafkafmt._native.segrows import listing_segment_rows, segment_rows as native_segment_rows
+from kafkafmt._native.segrows import Names, listing_segment_rows, segment_rows as native_segment_rows
 
 __all__ = ["Partition", "Found", "MAX_DEPTH", "REPLICAS", "DEFAULT_REPLICAS", "LOG_START_CHECKPOINT",
            "REPLICATION_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT", "log_dir_offsets", "discover", "find_partitions",
@@ -202,6 +203,8 @@ _NATIVE_ROWS = [True]
 #: the side-file kinds present (`_PRESENT`), by their bits (index 1, timeindex 2, txnindex 4)
 _PRESENT_BY_BITS = tuple(_PRESENT[tuple(bool(bits & (1 << k)) for k in range(len(SIDE_FILE_KINDS)))]
                          for bits in range(1 << len(SIDE_FILE_KINDS)))
+#: the naming rules the native rows follow (`kafkafmt.log._names`' own; side files in `_PRESENT_BY_BITS`' order)
+_NAMES = Names(SEGMENT_DIGITS, LOG_SUFFIX, SIDE_FILE_KINDS, LEFTOVER_SUFFIXES)
 
 
 def _segment_rows(entries, storage):
@@ -210,9 +213,9 @@ def _segment_rows(entries, storage):
     if _NATIVE_ROWS[0]:
         if isinstance(entries, FolderListing):
             rows = listing_segment_rows(entries.names, entries.sizes, entries.flags, entries.prefix,
-                                        _PRESENT_BY_BITS, is_leftover_segment_file)
+                                        _PRESENT_BY_BITS, is_leftover_segment_file, _NAMES)
         else:
-            rows = native_segment_rows(entries, storage.is_local, _PRESENT_BY_BITS, is_leftover_segment_file)
+            rows = native_segment_rows(entries, storage.is_local, _PRESENT_BY_BITS, is_leftover_segment_file, _NAMES)
         if rows is not None:          # (None: a name that is not ASCII, left to the rule's pattern)
             return rows
     return _python_segment_rows(entries, storage)
@@ -227,7 +230,7 @@ def _python_segment_rows(entries, storage):
             continue
         name = e[0]
         names.add(name)
-        if name.endswith(".log"):
+        if name.endswith(LOG_SUFFIX):
             logs.append(e)
         elif name.endswith(LEFTOVER_SUFFIXES) and is_leftover_segment_file(name):
             leftovers.append(e[1])
@@ -235,9 +238,9 @@ def _python_segment_rows(entries, storage):
     for name, path, size, _, version, _ in logs:
         if SEGMENT_LOG.match(name) is None:
             continue
-        stem = name[:-4]
+        stem = name[:-len(LOG_SUFFIX)]
         present = _PRESENT[(stem + _INDEX in names, stem + _TIMEINDEX in names, stem + _TXNINDEX in names)]
-        rows.append((int(stem), size, present, version, path[:-4] if local else None))
+        rows.append((int(stem), size, present, version, path[:-len(LOG_SUFFIX)] if local else None))
     if len(rows) > 1:
         rows.sort(key=lambda r: r[0])
     return rows, leftovers

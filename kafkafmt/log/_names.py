@@ -12,19 +12,23 @@ import re
 
 from kafkafmt.log import sidefiles
 
-__all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES", "SIDE_FILE_KINDS", "segment_file_name", "segment_base",
+__all__ = ["SEGMENT_DIGITS", "LOG_SUFFIX", "PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES", "SIDE_FILE_KINDS", "segment_file_name", "segment_base",
            "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir", "is_leftover_segment_file",
            "is_segment_file", "holds_segment_files", "file_kind", "listed_folder", "LEFTOVER_FOLDER"]
 #: a partition folder: ``<topic>-<partition>`` (topic names may hold dashes and dots)
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+#: the digits of a segment file's base offset (zero-padded)
+SEGMENT_DIGITS = 20
+#: a segment's log file's suffix
+LOG_SUFFIX = ".log"
 #: a segment's log file
-SEGMENT_LOG = re.compile(r"^(?P<base>\d{20})\.log$")
+SEGMENT_LOG = re.compile(rf"^(?P<base>\d{{{SEGMENT_DIGITS}}}){re.escape(LOG_SUFFIX)}$")
 #: any file of a segment: ``<base>.<suffix>``
-_SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
+_SEGMENT_FILE = re.compile(rf"^(?P<base>\d{{{SEGMENT_DIGITS}}})\.(log|index|timeindex|txnindex|snapshot)$")
 #: suffixes the broker appends to files it is deleting, cleaning or swapping in
 LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
-_LEFTOVER_FILE = re.compile(r"^\d{20}\.(log|index|timeindex|txnindex|snapshot)\.(deleted|cleaned|swap)$|"
-                            r"^\d{20}\.(cleaned|swap|deleted)$")
+_LEFTOVER_FILE = re.compile(rf"^\d{{{SEGMENT_DIGITS}}}\.(log|index|timeindex|txnindex|snapshot)\.(deleted|cleaned|swap)$|"
+                            rf"^\d{{{SEGMENT_DIGITS}}}\.(cleaned|swap|deleted)$")
 #: partition folders being deleted (``<tp>.<uuid>-delete``), moved (``-future``) or left stray
 _LEFTOVER_DIR = re.compile(r".*-(delete|future|stray)$")
 #: files a broker keeps inside a partition folder besides segments
@@ -35,7 +39,7 @@ SIDE_FILE_KINDS = ("index", "timeindex", "txnindex")
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
     """``00000000000000000042.log`` for (42, ".log")."""
-    return f"{base_offset:020d}{suffix}"
+    return f"{base_offset:0{SEGMENT_DIGITS}d}{suffix}"
 
 
 def log_name_of(path):
