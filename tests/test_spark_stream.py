@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import time
 
 import pytest
