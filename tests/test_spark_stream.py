@@ -316,19 +316,26 @@ def _rewrite(path, base, n, max_records, tag=b"new"):
                                 max_records=max_records, timestamps=[1767225609000 + i for i in range(n)]))
 
 
+def _two_segments_read(root, topic):
+    """A partition of two 100-record segments, and a strict and a lenient (failOnDataLoss=false) reader whose
+    first trigger went to its end: (writer, strict, lenient, the end offsets)."""
+    w = PartitionWriter(root, topic, 0)
+    w.append(100)
+    w.roll()
+    w.append(100)
+    strict = _reader(root, startingOffsets="earliest")
+    lenient = _reader(root, startingOffsets="earliest", failOnDataLoss="false")
+    e = {topic: {"0": 200}}
+    for r in (strict, lenient):
+        assert r.latestOffset(r.initialOffset(), _all(r)) == e
+    return w, strict, lenient, e
+
+
 def test_log_written_again_between_triggers_both_ways(tmp_path):
     """The newest segment deleted and written again with other records past the query's offset between
     two triggers (the log end is beyond it again): the batch the query's offset ended in is no longer
     there -- data loss, not a silent skip of the rewritten offsets; failOnDataLoss=false reads them."""
-    w = PartitionWriter(tmp_path, "rw", 0)
-    w.append(100)
-    w.roll()
-    w.append(100)
-    strict = _reader(tmp_path, startingOffsets="earliest")
-    lenient = _reader(tmp_path, startingOffsets="earliest", failOnDataLoss="false")
-    for r in (strict, lenient):
-        assert r.latestOffset(r.initialOffset(), _all(r)) == {"rw": {"0": 200}}
-    e = {"rw": {"0": 200}}
+    w, strict, lenient, e = _two_segments_read(tmp_path, "rw")
     assert len(_rows_of(lenient, {"rw": {"0": 0}}, e)) == 200
     os.remove(w.active)
     _rewrite(w.active, 100, 150, max_records=50)
@@ -355,15 +362,7 @@ def test_segment_replaced_while_a_trigger_looks_at_it(tmp_path, monkeypatch):
     checkpoint's), says no loss and fails nothing (both ways); the next, once the file is written, finds the
     divergence as between two triggers."""
     import kafkafmt.spark.stream as stream
-    w = PartitionWriter(tmp_path, "rr", 0)
-    w.append(100)
-    w.roll()
-    w.append(100)
-    strict = _reader(tmp_path, startingOffsets="earliest")
-    lenient = _reader(tmp_path, startingOffsets="earliest", failOnDataLoss="false")
-    e = {"rr": {"0": 200}}
-    for r in (strict, lenient):
-        assert r.latestOffset(r.initialOffset(), _all(r)) == e
+    w, strict, lenient, e = _two_segments_read(tmp_path, "rr")
     w.append(10)                             # (the segment grew: a trigger scans it)
     with open(w.active, "rb") as f:
         grown = f.read()
