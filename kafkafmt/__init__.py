@@ -4,8 +4,28 @@ Every public name below is imported when first used (PEP 562): a process that re
 import the writer, the lakehouse export, the recovery or the typed values' formats unless it uses them.
 """
 import importlib as _importlib
+from typing import TYPE_CHECKING
 
 from kafkafmt._version import __version__  # noqa: F401  (kafkafmt.__version__)
+
+if TYPE_CHECKING:       # (what type checkers and editors see: the names as `_FROM` gives them -- a test keeps both alike)
+    from kafkafmt._util.threads import cpu_count, set_cpu_count
+    from kafkafmt.errors import (CompressionError, CorruptRecordError, CrcError, DataLossError, DecompressionLimitError,
+                                 EncodeError, IncarnationError, KafkafmtError, KafkafmtWarning, NotALogDirError,
+                                 NotKafkaDataError, PathNotFoundError, SchemaError, SchemaNotFoundError,
+                                 SchemaRegistryError, UnsupportedCodecError, ValueDecodeError)
+    from kafkafmt.record import (CONTROL_TYPES, BinaryColumn, DecodeOptions, Headers, Records, Table, decode, encode,
+                                 encode_control, scan_batches)
+    from kafkafmt.log import (LogWriter, ReportEntry, ReportKind, find_log_dirs, list_partitions, list_segments,
+                              offset_for_timestamp, read_index, read_leader_epoch_checkpoint, read_partition_metadata,
+                              read_producer_snapshot, read_timeindex, read_txnindex, write_log_dir)
+    from kafkafmt.values import DecodedColumn, decode_column, type_values, value_type
+    from kafkafmt.values.registry import RegisteredSchema, SchemaRegistry, open_registry
+    from kafkafmt.read import (iter_log_dir, iter_log_dirs, read_log_dir, read_log_dirs, read_segment,
+                               find_internal_topic)
+    from kafkafmt.lakehouse import ExportResult, SchemaEvolutionError, export_table
+    from kafkafmt.recovery import RecoveryAction, RecoveryPlan, rebuild_indexes, recover
+    from kafkafmt.recovery import undo as undo_recovery
 
 #: public name -> (the module that defines it, its name there)
 _FROM = {name: (module, name) for module, names in {

@@ -230,6 +230,18 @@ def test_the_top_package_imports_a_name_when_it_is_first_used():
         kafkafmt.read_log_dir_
 
 
+def test_type_checkers_see_the_names_the_top_package_gives():
+    """The ``if TYPE_CHECKING:`` imports of ``kafkafmt/__init__.py`` (what type checkers and editors read) name
+    each public name from the module the lazy import takes it from, and ``__all__`` is those names."""
+    import kafkafmt
+
+    tree = ast.parse((REPO / "kafkafmt" / "__init__.py").read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", None) == "TYPE_CHECKING")
+    seen = {a.asname or a.name: (node.module, a.name) for node in block.body for a in node.names}
+    assert seen == kafkafmt._FROM
+    assert sorted(kafkafmt.__all__) == sorted(seen)
+
+
 def test_a_command_imports_what_it_uses():
     """``kafkafmt stats`` (its own process) loads neither the lakehouse export nor the recovery."""
     loaded = _fresh("import json, sys, contextlib, io\nimport kafkafmt.__main__ as entry\n"
