@@ -65,10 +65,11 @@ __all__ = [
 ]
 
 
-#: the subpackages and modules ``kafkafmt.<name>`` gives without importing them first (as it did when this package
-#: imported them all)
-_SUBMODULES = frozenset(("cli", "codecs", "errors", "internal", "lakehouse", "log", "polars", "read", "record", "recovery",
-                         "report", "sample", "spark", "storage", "values"))
+#: the packages ``kafkafmt.<name>`` gives without importing them first, imported when first asked for: those this
+#: package's names come from and what they use (the others -- cli, report, spark, ... -- as any package's: once
+#: imported)
+_SUBMODULES = frozenset(("codecs", "errors", "internal", "lakehouse", "log", "read", "record", "recovery", "storage",
+                         "values"))
 
 
 def __getattr__(name):

@@ -207,7 +207,8 @@ _LOADED = "json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'kafka
 def test_the_top_package_imports_a_name_when_it_is_first_used():
     """``import kafkafmt`` loads none of its packages; a public name loads the package that defines it (the
     reader, not the writer, the export or the recovery), and is the very object that package gives; every name
-    of ``__all__`` is there, ``from kafkafmt import *`` included, and so is every package as an attribute."""
+    of ``__all__`` is there, ``from kafkafmt import *`` included, and so is every package they come from as an
+    attribute."""
     assert _fresh(f"import json, sys, kafkafmt; print({_LOADED})") == ["kafkafmt", "kafkafmt._version"]
     loaded = _fresh(f"import json, sys, kafkafmt; kafkafmt.read_log_dirs; print({_LOADED})")
     assert "kafkafmt.read" in loaded
@@ -224,8 +225,11 @@ def test_the_top_package_imports_a_name_when_it_is_first_used():
     assert set(kafkafmt.__all__) <= set(dir(kafkafmt))
     assert _fresh("import json\nfrom kafkafmt import *\nprint(json.dumps(read_log_dirs.__module__))") == \
         "kafkafmt.read._readers"
-    for name in ("log", "record", "read", "values", "storage", "report", "recovery", "lakehouse", "internal"):
+    for name in ("log", "record", "read", "values", "storage", "recovery", "lakehouse", "internal"):
         assert _fresh(f"import json, kafkafmt; print(json.dumps(kafkafmt.{name}.__name__))") == f"kafkafmt.{name}"
+    # (a package the names do not come from is an attribute once imported, as any package's: asking for it is no
+    # import -- of pyspark, say)
+    assert _fresh("import json, kafkafmt; print(json.dumps(hasattr(kafkafmt, 'spark')))") is False
     with pytest.raises(AttributeError, match="no attribute 'read_log_dir_'"):
         kafkafmt.read_log_dir_
 

@@ -152,9 +152,13 @@ class _Partition:
         return sum(s.size for s in self.segments[:-1]) + (self.tail_stat[0] if self.tail_stat else 0)
 
     def state(self):
-        """What a refresh changes, to put back (`restore`) when the files change under it."""
-        return tuple(dict(v) if type(v) is dict else list(v) if type(v) is list else getattr(self, n)
-                     for n, v in ((n, getattr(self, n)) for n in self.__slots__))
+        """What a refresh changes, to put back (`restore`) when the files change under it (the dicts and lists a
+        refresh changes in place, copied)."""
+        out = []
+        for name in self.__slots__:
+            v = getattr(self, name)
+            out.append(dict(v) if type(v) is dict else list(v) if type(v) is list else v)
+        return tuple(out)
 
     def restore(self, state):
         for n, v in zip(self.__slots__, state):
