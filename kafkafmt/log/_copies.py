@@ -537,7 +537,8 @@ def _scanned_groups(groups, threads):
     """For each group of `_held_all` 's pending segments, in order: (the segments' starts in the buffer, whether
     each was read whole, the batch table and the ranges of `kafkafmt.record.scan_ranges`). Serially with one
     buffer; with ``threads`` > 1 the next group is read and scanned (both without the GIL) by a pool's thread,
-    in a buffer of its own, while the caller takes this one's."""
+    in a buffer of its own, while the caller takes this one's (the second while the caller reads and scans the
+    first)."""
     from kafkafmt.record import scan_ranges
 
     def scan(group, buf=None):
@@ -559,9 +560,10 @@ def _scanned_groups(groups, threads):
             yield got
         return
     pool = thread_pool(threads - 1, "scan")
-    ahead = pool.submit(scan, groups[0])
+    ahead = pool.submit(scan, groups[1])        # (while this thread reads and scans the first)
     try:
-        for k in range(len(groups)):
+        yield scan(groups[0])[0]
+        for k in range(1, len(groups)):
             got = ahead.result()[0]
             ahead = pool.submit(scan, groups[k + 1]) if k + 1 < len(groups) else None
             yield got
