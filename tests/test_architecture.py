@@ -225,11 +225,12 @@ def test_the_top_package_imports_a_name_when_it_is_first_used():
     assert set(kafkafmt.__all__) <= set(dir(kafkafmt))
     assert _fresh("import json\nfrom kafkafmt import *\nprint(json.dumps(read_log_dirs.__module__))") == \
         "kafkafmt.read._readers"
-    for name in ("log", "record", "read", "values", "storage", "recovery", "lakehouse", "internal"):
-        assert _fresh(f"import json, kafkafmt; print(json.dumps(kafkafmt.{name}.__name__))") == f"kafkafmt.{name}"
-    # (a package the names do not come from is an attribute once imported, as any package's: asking for it is no
-    # import -- of pyspark, say)
-    assert _fresh("import json, kafkafmt; print(json.dumps(hasattr(kafkafmt, 'spark')))") is False
+    # each package the names come from, as an attribute; a package they do not come from only once imported, as any
+    # package's: asking for it is no import (of pyspark, say)
+    packages = ["log", "record", "read", "values", "storage", "recovery", "lakehouse", "internal"]
+    assert _fresh(f"import json, kafkafmt; print(json.dumps([kafkafmt.__dict__.get(p) is None for p in {packages}] + "
+                  f"[getattr(kafkafmt, p).__name__ for p in {packages}] + [hasattr(kafkafmt, 'spark')]))") == \
+        [True] * len(packages) + [f"kafkafmt.{p}" for p in packages] + [False]
     with pytest.raises(AttributeError, match="no attribute 'read_log_dir_'"):
         kafkafmt.read_log_dir_
 
