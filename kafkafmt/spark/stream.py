@@ -237,40 +237,51 @@ class LogDirWatcher:
                 del self.parts[key]
         for key, part in seen.items():
             st = self.parts.get(key)
-            if st is None or st.part.key != part.key:
+            first = st is None or st.part.key != part.key
+            if first:
                 st = self.parts[key] = _Partition(part)
-                known = None
-            else:
-                known = st.state()
-            st.part = part
             try:
-                self._refresh_partition(st)
+                self._refresh_partition(st, part)
             except FileNotFoundError:
                 del self.parts[key]      # removed between the listing and now: gone
             except ObjectChangedError as exc:
-                # shorter than listed (being replaced): as it was, or not yet, until the next trigger looks again
+                # shorter than listed (being replaced): as it was (`_refresh_partition`), or not yet, until the next
+                # trigger looks again
                 log.info("kafka-segments: %s changed while this trigger looked at it (%s): looked at again next "
                          "trigger", part.url, exc)
-                if known is None:
+                if first:
                     del self.parts[key]
                     self.deferred.add(key)
-                else:
-                    st.restore(known)
             except OSError as exc:       # unreadable: say which file, never stall silently
                 raise DataLossError(f"kafka-segments: cannot read {getattr(exc, 'filename', None) or part.url}: "
                                     f"{exc.strerror or exc}") from exc
         return self.parts
 
-    def _refresh_partition(self, st):
-        st.segments = st.part.list_segments(cache=self._cache)
-        if not st.segments:
-            st.next = None
+    def _refresh_partition(self, st, part):
+        """Look again at a partition (``part``: this trigger's `Partition` of it). A file shorter than listed
+        (`ObjectChangedError`) leaves ``st`` as it was -- its state is kept only once something changed."""
+        segments = part.list_segments(cache=self._cache)
+        if not segments:
+            st.part, st.segments, st.next = part, segments, None
             return
-        last = st.segments[-1]
-        if st.tail_log == last.log:
-            key = _file_state(last)
-            if key == st.tail_stat and last.storage.settled(key[1]):
+        key = None                # the newest segment's file state, when it is the one scanned before
+        if st.tail_log == segments[-1].log:
+            key = _file_state(segments[-1])
+            if key == st.tail_stat and segments[-1].storage.settled(key[1]):
+                st.part, st.segments = part, segments
                 return            # nothing appended
+        known = st.state()
+        st.part, st.segments = part, segments
+        try:
+            self._follow(st, key)
+        except ObjectChangedError:
+            st.restore(known)
+            raise
+
+    def _follow(self, st, key):
+        """The rest of `_refresh_partition`, for a partition whose newest segment changed: scan what was appended
+        (``key``: that segment's file state, when it is the one scanned before)."""
+        last = st.segments[-1]
         self._changes += 1
         st.changed = self._changes
         if st.tail_log == last.log:
