@@ -43,7 +43,11 @@ cdef class Names:
     cdef Py_ssize_t side_n[MAX_WORDS]
     cdef const char *left_p[MAX_WORDS]
     cdef Py_ssize_t left_n[MAX_WORDS]
+    cdef const char *log_p
+    cdef Py_ssize_t log_n
     cdef int n_sides, n_left
+    #: the characters a log's name has after its stem (its separator and suffix)
+    cdef readonly Py_ssize_t stem_cut
 
     def __init__(self, int digits, str log, sides, leftovers):
         cdef int k
@@ -54,6 +58,8 @@ cdef class Names:
             raise ValueError(f"1..20 digits (an unsigned 64-bit base offset), 1..{MAX_WORDS} side files and at "
                              f"most {MAX_WORDS} leftover suffixes")
         self.digits, self.n_sides, self.n_left = digits, len(self.sides), len(self.leftovers)
+        self.log_p, self.log_n = PyBytes_AS_STRING(self.log), PyBytes_GET_SIZE(self.log)
+        self.stem_cut = 1 + self.log_n
         for k in range(self.n_sides):
             self.side_p[k], self.side_n[k] = PyBytes_AS_STRING(self.sides[k]), PyBytes_GET_SIZE(self.sides[k])
         for k in range(self.n_left):
@@ -89,7 +95,7 @@ cdef int _kind(const char *s, Py_ssize_t n, Names names) noexcept:
             return OTHER
     s += d + 1
     n -= d + 1
-    if _same(s, n, PyBytes_AS_STRING(names.log), PyBytes_GET_SIZE(names.log)):
+    if _same(s, n, names.log_p, names.log_n):
         return LOG
     for k in range(names.n_sides):
         if _same(s, n, names.side_p[k], names.side_n[k]):
@@ -162,7 +168,7 @@ def segment_rows(entries, bint local, tuple present, leftover, Names names not N
         t = <tuple>e
         path = <str?>t[1]
         rows.append((base, t[2], present[sides.get(base, 0)], t[4],
-                     path[:len(path) - 1 - len(names.log)] if local else None))
+                     path[:len(path) - names.stem_cut] if local else None))
     return _in_order(rows), leftovers
 
 
@@ -173,7 +179,7 @@ def listing_segment_rows(tuple names, tuple sizes, bytes flags, str prefix, tupl
     None when a file's name is not ASCII."""
     cdef dict sides = {}
     cdef list logs = [], leftovers = [], rows = []
-    cdef Py_ssize_t i, count = len(names), cut = 1 + len(rules.log)
+    cdef Py_ssize_t i, count = len(names), cut = rules.stem_cut
     cdef str name
     if len(sizes) != count or len(flags) != count:
         return None              # (not a listing: the Python twin says what is wrong)

@@ -24,19 +24,21 @@ SEGMENT_DIGITS = 20
 LOG_SUFFIX = ".log"
 #: a segment's log file
 SEGMENT_LOG = re.compile(rf"^(?P<base>\d{{{SEGMENT_DIGITS}}}){re.escape(LOG_SUFFIX)}$")
-#: any file of a segment: ``<base>.<suffix>``
-_SEGMENT_FILE = re.compile(rf"^(?P<base>\d{{{SEGMENT_DIGITS}}})\.(log|index|timeindex|txnindex|snapshot)$")
 #: suffixes the broker appends to files it is deleting, cleaning or swapping in
 LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
-_LEFTOVER_FILE = re.compile(rf"^\d{{{SEGMENT_DIGITS}}}\.(log|index|timeindex|txnindex|snapshot)\.(deleted|cleaned|swap)$|"
-                            rf"^\d{{{SEGMENT_DIGITS}}}\.(cleaned|swap|deleted)$")
+#: a segment's side files, by the suffix of their names (``<base>.index`` ...)
+SIDE_FILE_KINDS = ("index", "timeindex", "txnindex")
+#: the suffixes of a segment's files (its log, side files and producer snapshot), and of a leftover's, as patterns
+_FILE_SUFFIXES = "|".join(re.escape(k) for k in (LOG_SUFFIX.lstrip("."), *SIDE_FILE_KINDS, "snapshot"))
+_LEFTOVER_ENDS = "|".join(re.escape(k.lstrip(".")) for k in LEFTOVER_SUFFIXES)
+#: any file of a segment: ``<base>.<suffix>``
+_SEGMENT_FILE = re.compile(rf"^(?P<base>\d{{{SEGMENT_DIGITS}}})\.({_FILE_SUFFIXES})$")
+_LEFTOVER_FILE = re.compile(rf"^\d{{{SEGMENT_DIGITS}}}\.({_FILE_SUFFIXES})\.({_LEFTOVER_ENDS})$|"
+                            rf"^\d{{{SEGMENT_DIGITS}}}\.({_LEFTOVER_ENDS})$")
 #: partition folders being deleted (``<tp>.<uuid>-delete``), moved (``-future``) or left stray
 _LEFTOVER_DIR = re.compile(r".*-(delete|future|stray)$")
 #: files a broker keeps inside a partition folder besides segments
 PARTITION_FILES = ("partition.metadata", "leader-epoch-checkpoint")
-#: a segment's side files, by the suffix of their names (``<base>.index`` ...)
-SIDE_FILE_KINDS = ("index", "timeindex", "txnindex")
-
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
     """``00000000000000000042.log`` for (42, ".log")."""
