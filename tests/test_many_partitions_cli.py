@@ -140,6 +140,33 @@ def test_a_planning_error_is_raised_in_its_turn(many, monkeypatch):  # noqa: F81
         list(chunks)
 
 
+
+def test_the_figures_of_a_pass_are_those_of_its_chunks(many, damaged, sample, real_corpus, monkeypatch):  # noqa: F811
+    """`kafkafmt.report.figures` takes the figures of partitions read in one pass from the whole pass at once
+    (`piece_figures`): every segment's figures, and what progress is told, are those its chunks give."""
+    from kafkafmt.report import figures
+
+    def all_figures(root, at_once):
+        monkeypatch.setattr(figures, "BULK_FIGURES", [at_once])
+        out = []
+        for part, chunks, report in iter_partitions_with(discover([root]).partitions, STATS_READ):
+            told = []
+            took = figures.bulk_figures(chunks) is not None
+            segments, problems = figures.partition_stats(part, read=(chunks, report),
+                                                         on_counted=lambda b, r: told.append((b, r)))
+            out.append((part.name, {base: a.to_json() for base, a in segments.items()},
+                        [p.to_json() for p in problems], tuple(map(sum, zip(*told))) if told else (0, 0), took))
+        return out
+
+    took = 0
+    for root in [many, damaged, sample] + sorted((real_corpus / "broker-dirs").iterdir()):
+        fast, slow = all_figures(root, True), all_figures(root, False)
+        assert [x[:4] for x in fast] == [x[:4] for x in slow], root
+        took += sum(x[4] for x in fast)
+        if root == sample:      # its transactions are followed chunk by chunk
+            assert not any(x[4] for x in fast if x[1] and any(a["transactionalBatches"] for a in x[1].values()))
+    assert took >= 100
+
 # --- the commands ------------------------------------------------------------------------------------------
 
 def run(capsys, argv, out_file=None):

@@ -67,11 +67,11 @@ def run(args, console):
     with Progress(total_bytes, enabled=args.progress) as prog:
         console.progress = prog
         say = functools.partial(_say, console)
-        advance = (lambda chunk: prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk)))
         # many small partitions read in one pass, each one's figures as its own read gives them
         for pd, chunks, report in iter_partitions_with(found.partitions, STATS_READ):
             prog.set_label(pd.name)
-            segments, found_problems = partition_stats(pd, on_chunk=advance, on_problem=say, read=(chunks, report))
+            segments, found_problems = partition_stats(pd, on_counted=prog.advance, on_problem=say,
+                                                       read=(chunks, report))
             problems += found_problems
             results.append((partition_label(pd, found), pd.topic, pd.partition, pd, segments))
         for f in files:

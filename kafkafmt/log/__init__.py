@@ -32,7 +32,7 @@ from kafkafmt.log._planner import (Task, plan, resolve_offsets, offset_for_times
                                    log_end_offset, batch_mark, find_divergence, topic_id_of)
 from kafkafmt.log._taskreader import (read_task, read_tasks)
 from kafkafmt.log._ahead import announce
-from kafkafmt.log._bulk import (Unit, read_units)
+from kafkafmt.log._bulk import (BulkPiece, Unit, UnitChunks, read_units)
 from kafkafmt.log._writer import (LogWriter, write_log_dir)
 from kafkafmt.log.sidefiles import (read_index, read_leader_epoch_checkpoint, read_partition_metadata,
                                      read_producer_snapshot, read_timeindex, read_txnindex)
@@ -51,7 +51,7 @@ __all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES
            "folder_kind", "find_log_dirs", "list_partitions", "list_segments", "TreeState", "tree_state", "Task", "plan",
            "resolve_offsets",
            "offset_for_timestamp", "deal", "BatchMark", "Divergence", "log_end_offset", "batch_mark",
-           "find_divergence", "topic_id_of", "read_task", "read_tasks", "Unit", "read_units", "announce", "LogWriter",
+           "find_divergence", "topic_id_of", "read_task", "read_tasks", "Unit", "UnitChunks", "BulkPiece", "read_units", "announce", "LogWriter",
            "write_log_dir", "read_index",
            "read_leader_epoch_checkpoint", "read_partition_metadata", "read_producer_snapshot", "read_timeindex",
            "read_txnindex", "sidefiles", "tiered"]

@@ -25,7 +25,7 @@ from kafkafmt.log._names import segment_base
 from kafkafmt.log._taskreader import WHOLE_RANGE_RATIO
 from kafkafmt.record import Labels, RangeDecoder, Table, scan_ranges
 
-__all__ = ["Unit", "read_units", "SMALL_UNIT_BYTES", "GROUP_BYTES"]
+__all__ = ["Unit", "read_units", "BulkPiece", "UnitChunks", "SMALL_UNIT_BYTES", "GROUP_BYTES"]
 
 #: a unit with more segment bytes than this is read on its own (its decode dwarfs a unit's fixed cost)
 SMALL_UNIT_BYTES = 4 << 20
@@ -77,8 +77,8 @@ def read_units(units, options, *, chain=True, max_bytes=None, group_bytes=GROUP_
                per_unit=False, chunk_bytes=None):
     """Read units (`Unit`) in order; yields ``("records", records, unit indices)`` for pieces read in bulk
     and ``("fallback", index, None)`` for a unit the caller reads itself (on its own, the usual way), in
-    unit order. ``per_unit``: each unit of a piece yielded as ``("chunks", [records of each task], index)``
-    instead, the chunks as `kafkafmt.log._taskreader.read_task` yields a small task's one chunk (with
+    unit order. ``per_unit``: each unit of a piece yielded as ``("chunks", UnitChunks, index)``
+    instead (`UnitChunks`: an iterator of the records of each task, sharing the piece's `BulkPiece`), the chunks as `kafkafmt.log._taskreader.read_task` yields a small task's one chunk (with
     ``max_bytes=chunk_bytes``: a unit with a segment it would read in several chunks falls back); a start
     offset not above a segment's base offset is then taken too.
 
@@ -298,11 +298,11 @@ class _Piece:
         recs = self.decoder.finish(table)
         self._reset()
         if self.per_unit:
-            for i, unit, chunks in zip(indices, units, _unit_chunks(recs, units, batch_unit, segment)):
+            piece = BulkPiece(recs, units, batch_unit, segment)
+            low = piece.below_start()
+            for j, i in enumerate(indices):
                 # a record below its task's start offset (a damaged offset delta): the usual read leaves it out
-                low = any(t.start_offset is not None and len(c) and int(c.offset.min()) < t.start_offset
-                          for t, c in zip(unit.tasks, chunks))
-                yield ("fallback", i, None) if low else ("chunks", chunks, i)
+                yield ("fallback", i, None) if low[j] else ("chunks", UnitChunks(piece, j), i)
             return
         yield ("records", _labelled(recs, units, batch_unit, segment), indices)
 
@@ -379,43 +379,124 @@ def _labelled(recs, units, batch_unit, segment):
                         controls=controls, report=report)
 
 
-def _unit_chunks(recs, units, batch_unit, segment):
-    """The chunks of each unit of a piece's (unlabelled) records, in order: one `Records` per task (segment)
-    as `kafkafmt.log._taskreader.read_task` yields it -- the task's batches (with their ``segment``), its
-    records and control records numbered within it, labelled with the unit's topic, partition and log dir,
-    its file and valid bytes (the whole segment), ``report`` the unit's."""
-    nb = len(batch_unit)
-    out = [[] for _ in units]
-    if not nb:
+class BulkPiece:
+    """The records of a piece read in bulk, unlabelled (``records``: every unit's, in order), with what tells
+    its units' tasks apart, shared by the `UnitChunks` of its units. A task is a run of batches of one unit and
+    one segment (a unit's tasks are its segments, in order, each holding a batch at least).
+
+    Attributes
+    ----------
+    records : Records
+        The piece's records and batches, as the kernel gave them (no labels).
+    units : list of Unit
+        The piece's units, in order.
+    segment : numpy.ndarray
+        The base offset of each batch's segment.
+    task_edges, record_edges : numpy.ndarray
+        Where each task's batches (records) start in the piece, and the end (one more than the tasks).
+    task_unit : numpy.ndarray
+        The unit of each task (its index in ``units``).
+    unit_edges : numpy.ndarray
+        Where each unit's tasks start, and the end (one more than the units).
+    memo : dict
+        What a consumer works out once for the whole piece (`kafkafmt.report.figures`: its figures).
+    """
+
+    def __init__(self, records, units, batch_unit, segment):
+        self.records = records
+        self.units = units
+        self.segment = segment
+        self.memo = {}
+        nb = len(batch_unit)
+        if nb:
+            edges = np.concatenate(([0], np.flatnonzero((batch_unit[1:] != batch_unit[:-1])
+                                                        | (segment[1:] != segment[:-1])) + 1, [nb]))
+        else:
+            edges = np.zeros(1, np.int64)
+        self.task_edges = edges.astype(np.int64)
+        self.task_unit = np.asarray(batch_unit, np.int64)[self.task_edges[:-1]]
+        self.record_edges = np.searchsorted(records.batch_index, self.task_edges).astype(np.int64)
+        self.unit_edges = np.searchsorted(self.task_unit, np.arange(len(units) + 1)).astype(np.int64)
+
+    def tasks(self):
+        """The planned task (`kafkafmt.log._planner.Task`) of each task of the piece, in order."""
+        return [t for u in self.units for t in u.tasks]
+
+    def below_start(self):
+        """Whether each unit has a record below its task's start offset (bool per unit)."""
+        out = np.zeros(len(self.units), bool)
+        starts = [t.start_offset for t in self.tasks()]
+        if all(s is None for s in starts):
+            return out
+        lo, hi = self.record_edges[:-1], self.record_edges[1:]
+        has = (hi > lo) & np.fromiter((s is not None for s in starts), bool, len(starts))
+        if has.any():
+            offset = np.asarray(self.records.offset, np.int64)
+            where = np.flatnonzero(hi > lo)
+            least = np.zeros(len(lo), np.int64)
+            least[where] = np.minimum.reduceat(offset, lo[where]) if len(offset) else 0
+            limit = np.fromiter((-1 if s is None else s for s in starts), np.int64, len(starts))
+            low = has & (least < limit)
+            out[self.task_unit[low]] = True
         return out
-    # the tasks: runs of one unit and one segment (a unit's tasks are its segments, in order)
-    edges = np.concatenate(([0], np.flatnonzero((batch_unit[1:] != batch_unit[:-1]) | (segment[1:] != segment[:-1]))
-                            + 1, [nb])).astype(np.int64)
-    task_unit = batch_unit[edges[:-1]].tolist()
-    rec_edges = np.searchsorted(recs.batch_index, edges).tolist()
-    controls = recs.controls
-    ctl_edges = np.searchsorted(controls["batch_index"], edges).tolist() if len(controls) else None
-    bidx = recs.batch_index
-    columns = {name: recs.batches[name] for name in recs.batches.columns}
-    sides = {name: recs.decoded(name) for name in ("key", "value", "headers")}
-    edges = edges.tolist()
-    for k, j in enumerate(task_unit):
-        task = units[j].tasks[len(out[j])]
-        lo, hi, r_lo, r_hi = edges[k], edges[k + 1], rec_edges[k], rec_edges[k + 1]
-        batches = {name: col[lo:hi] for name, col in columns.items()}
-        batches["segment"] = segment[lo:hi]
-        ctl = controls
-        if ctl_edges is not None:
-            ctl = Table({name: controls[name][ctl_edges[k]:ctl_edges[k + 1]] for name in controls.columns})
-            ctl = ctl.with_column("batch_index", ctl["batch_index"] - np.int32(lo))
-        unit = units[j]
-        out[j].append(recs.replace(
-            offset=recs.offset[r_lo:r_hi], timestamp=recs.timestamp[r_lo:r_hi],
-            timestamp_type=recs.timestamp_type[r_lo:r_hi], batch_index=(bidx[r_lo:r_hi] - lo).astype(np.int32),
-            **{name: None if col is None else col[r_lo:r_hi] for name, col in sides.items()},
-            batches=Table(batches), controls=ctl, topic=unit.topic, partition=unit.partition, log_dir=unit.log_dir,
-            report=unit.report, file=task.segment.url, valid_bytes=task.stop_pos, trailing_bytes=0, tail=None))
-    return out
+
+    def chunks(self, j):
+        """The chunks of unit ``j``: one `Records` per task (segment) as `kafkafmt.log._taskreader.read_task`
+        yields it -- the task's batches (with their ``segment``), its records and control records numbered
+        within it, labelled with the unit's topic, partition and log dir, its file and valid bytes (the whole
+        segment), ``report`` the unit's."""
+        recs, unit = self.records, self.units[j]
+        first, end = int(self.unit_edges[j]), int(self.unit_edges[j + 1])
+        edges = self.task_edges[first:end + 1].tolist()
+        rec_edges = self.record_edges[first:end + 1].tolist()
+        controls = recs.controls
+        ctl_edges = np.searchsorted(controls["batch_index"], edges).tolist() if len(controls) else None
+        bidx = recs.batch_index
+        columns = {name: recs.batches[name] for name in recs.batches.columns}
+        sides = {name: recs.decoded(name) for name in ("key", "value", "headers")}
+        out = []
+        for k, task in enumerate(unit.tasks):
+            lo, hi, r_lo, r_hi = edges[k], edges[k + 1], rec_edges[k], rec_edges[k + 1]
+            batches = {name: col[lo:hi] for name, col in columns.items()}
+            batches["segment"] = self.segment[lo:hi]
+            ctl = controls
+            if ctl_edges is not None:
+                ctl = Table({name: controls[name][ctl_edges[k]:ctl_edges[k + 1]] for name in controls.columns})
+                ctl = ctl.with_column("batch_index", ctl["batch_index"] - np.int32(lo))
+            out.append(recs.replace(
+                offset=recs.offset[r_lo:r_hi], timestamp=recs.timestamp[r_lo:r_hi],
+                timestamp_type=recs.timestamp_type[r_lo:r_hi], batch_index=(bidx[r_lo:r_hi] - lo).astype(np.int32),
+                **{name: None if col is None else col[r_lo:r_hi] for name, col in sides.items()},
+                batches=Table(batches), controls=ctl, topic=unit.topic, partition=unit.partition,
+                log_dir=unit.log_dir, report=unit.report, file=task.segment.url, valid_bytes=task.stop_pos,
+                trailing_bytes=0, tail=None))
+        return out
+
+
+class UnitChunks:
+    """The chunks of one unit of a `BulkPiece` (an iterator, as a read's generator; the `Records` are made
+    when first asked for): ``piece`` and ``index`` (the unit's in the piece) let a consumer that works on the
+    whole piece at once (`kafkafmt.report.figures`) take the unit's share of it without them."""
+
+    __slots__ = ("piece", "index", "_it")
+
+    def __init__(self, piece, index):
+        self.piece = piece
+        self.index = index
+        self._it = None
+
+    @property
+    def started(self):
+        """Whether a chunk was asked for."""
+        return self._it is not None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._it is None:
+            self._it = iter(self.piece.chunks(self.index))
+        return next(self._it)
 
 
 def _labels(names_of_units, rec_unit):

@@ -28,15 +28,19 @@ import collections
 import numpy as np
 
 from kafkafmt.read import ReadOptions, iter_log_dir, iter_log_dir_with
-from kafkafmt.log import segment_base
+from kafkafmt.log import UnitChunks, segment_base
+from kafkafmt.record import BinaryColumn, Headers
 from kafkafmt._native.plain import SEVERAL, plain_figures
 from kafkafmt.record import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
 from kafkafmt.report.problems import report_problem
 
-__all__ = ["Acc", "PartitionStats", "partition_stats", "counting_stats", "reads_alike", "totals", "STATS_READ",
+__all__ = ["Acc", "PartitionStats", "partition_stats", "counting_stats", "bulk_figures", "piece_figures", "reads_alike",
+           "totals", "STATS_READ",
            "CHUNK_BYTES", "below_log_start_text"]
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
+_INT64_MAX = (1 << 63) - 1
+
 #: whether a plain chunk's figures and checks come from the native passes (`kafkafmt._native.plain`; a
 #: test turns it off -- ``PLAIN_NATIVE[0] = False`` -- to compare their NumPy twins)
 PLAIN_NATIVE = [True]
@@ -68,11 +72,14 @@ class Acc:
     """Statistics of a segment, a partition or everything."""
 
     def __init__(self):
-        d = self.__dict__
-        for name in _SUMS:
-            d[name] = 0
-        for name in _COUNTS:
-            d[name] = Counts()
+        # (each name spelt: a cluster makes thousands; `test_an_acc_starts_with_every_figure` keeps them to _SUMS
+        # and _COUNTS)
+        self.records = self.control_records = self.batches = self.file_bytes = self.batch_bytes = 0
+        self.payload_bytes = self.txn_batches = self.txn_records = self.committed = self.aborted = 0
+        self.aborted_records = self.tombstones = self.with_headers = self.skipped_bytes = self.segments = 0
+        self.no_timestamp = self.below_log_start = 0
+        self.codecs, self.codec_stored, self.codec_payload = Counts(), Counts(), Counts()
+        self.magics, self.timestamp_types, self.controls = Counts(), Counts(), Counts()
         self.first_offset = self.last_offset = None
         self.first_ts = self.last_ts = None
         self.producers = set()
@@ -377,24 +384,27 @@ STATS_READ = ReadOptions(max_bytes=CHUNK_BYTES, keep_empty=True, errors="salvage
                          include_control=True)
 
 
-def partition_stats(part, *, on_chunk=None, on_problem=None, max_bytes=CHUNK_BYTES, read=None):
+def partition_stats(part, *, on_chunk=None, on_problem=None, on_counted=None, max_bytes=CHUNK_BYTES, read=None):
     """Per-segment figures of a partition (`kafkafmt.log._discovery.Partition`), from its log start offset.
 
     Every batch is read (salvaging, CRCs checked, control records included); ``on_chunk(records)``
-    sees each chunk as it is read (progress, timelines), ``on_problem(problem)`` each problem found.
+    sees each chunk as it is read (progress, timelines), ``on_counted(nbytes, nrecords)`` the batch bytes and
+    records (control ones included) counted as they are, ``on_problem(problem)`` each problem found.
     ``read``: ``(chunks, report)`` of the partition's read with `STATS_READ` when under way already
-    (``kafkafmt.read.iter_partitions_with(partitions, STATS_READ)`` reads many small ones in one pass).
-    Returns ``(segments, problems)``: ``{base offset: Acc}`` in offset order (every segment listed,
-    empty ones too) and the `Problem` s of the read."""
+    (``kafkafmt.read.iter_partitions_with(partitions, STATS_READ)`` reads many small ones in one pass: their
+    figures are then taken from the whole pass at once, and their chunks are not made unless ``on_chunk``
+    asks for them). Returns ``(segments, problems)``: ``{base offset: Acc}`` in offset order (every segment
+    listed, empty ones too) and the `Problem` s of the read."""
     if read is None:
         report = []
         chunks = iter_log_dir_with(part, STATS_READ.replace(max_bytes=max_bytes), report=report)
     else:
         chunks, report = read
     counted, finish = counting_stats(part, chunks, report, on_chunk=on_chunk, on_problem=on_problem,
-                                     max_bytes=max_bytes)
-    for _ in counted:
-        pass
+                                     on_counted=on_counted, max_bytes=max_bytes)
+    if on_chunk is not None or bulk_figures(chunks) is None:
+        for _ in counted:
+            pass
     return finish()
 
 
@@ -406,22 +416,36 @@ def reads_alike(part, segments=None):
     return part.log_start_offset is None or not segments or part.log_start_offset <= segments[0].base_offset
 
 
-def counting_stats(part, chunks, report, *, on_chunk=None, on_problem=None, max_bytes=CHUNK_BYTES):
+def counting_stats(part, chunks, report, *, on_chunk=None, on_problem=None, on_counted=None, max_bytes=CHUNK_BYTES):
     """`partition_stats` of a read that another consumer drives (the checks of `kafkafmt.report.checks`, on
     the same chunks when `reads_alike`): returns ``(counted, finish)`` -- ``counted`` yields the chunks of
     ``chunks`` as it counts them (with ``report``, the read's report entries), ``finish()``, once they are
-    all through, gives what `partition_stats` returns."""
+    all through, gives what `partition_stats` returns. A partition read in one pass with others
+    (`kafkafmt.log.UnitChunks`) is counted from the whole pass at once (`bulk_figures`)."""
     ps = PartitionStats()
     sizes = {}
     segments = part.list_segments()
+    at_once = bulk_figures(chunks)
+    counted_at_once = {} if at_once is None else dict(at_once)
     for seg in segments:
-        ps.seg(seg.base_offset)
+        a = counted_at_once.pop(seg.base_offset, None)
+        if a is None:
+            ps.seg(seg.base_offset)
+        else:
+            ps.segments[seg.base_offset] = a
         sizes[seg.base_offset] = seg.size
+    ps.segments.update(counted_at_once)      # (none: its read's segments are the listed ones)
+    for _, a in at_once or ():
+        if on_counted is not None:
+            on_counted(a.batch_bytes, a.records + a.control_records)
     state = {"seen": 0, "problems": []}
 
     def counted():
         for chunk in chunks:
-            ps.add(chunk)
+            if at_once is None:
+                ps.add(chunk)
+                if on_counted is not None:
+                    on_counted(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
             if on_chunk is not None:
                 on_chunk(chunk)
             state["seen"], found = ps.note_problems(report, state["seen"], on_problem)
@@ -439,6 +463,142 @@ def counting_stats(part, chunks, report, *, on_chunk=None, on_problem=None, max_
             _count_below(part, start, ps, max_bytes)
         return ps.segments, problems
     return counted(), finish
+
+
+#: whether the figures of partitions read in one pass are taken from the whole pass at once (`bulk_figures`; a
+#: test turns it off -- ``BULK_FIGURES[0] = False`` -- to compare them with the chunks' own)
+BULK_FIGURES = [True]
+
+
+def bulk_figures(chunks):
+    """The figures of a partition read in one pass with others (``chunks`` a `kafkafmt.log.UnitChunks` not yet
+    started), taken with NumPy from the whole pass at once (`piece_figures`) -- what `PartitionStats.add` of its
+    chunks gives -- as ``[(segment base offset, Acc)]`` in log order; None for any other read, and for a
+    partition with control or transactional batches (its transactions are followed chunk by chunk)."""
+    if not BULK_FIGURES[0] or not isinstance(chunks, UnitChunks) or chunks.started:
+        return None
+    memo = chunks.piece.memo
+    if "figures" not in memo:
+        memo["figures"] = piece_figures(chunks.piece)
+    return memo["figures"][chunks.index]
+
+
+def _signed_byte(values):
+    return [v - 256 if v >= 128 else v for v in values]
+
+
+def _per_task(task_of_batch, col, *weights):
+    """The distinct (task, value) pairs of a batch column (small integers) in order: tasks, values, the batches of
+    each pair and the sums of ``weights`` over them (lists)."""
+    pair = task_of_batch * 256 + (np.asarray(col, np.int64) & 0xFF)
+    uniq, inv = np.unique(pair, return_inverse=True)
+    sums = [np.bincount(inv, weights=w, minlength=len(uniq)).astype(np.int64).tolist() for w in weights]
+    return ((uniq >> 8).tolist(), _signed_byte((uniq & 0xFF).tolist()),
+            np.bincount(inv, minlength=len(uniq)).tolist(), *sums)
+
+
+def piece_figures(piece):
+    """The figures of each task (segment) of a `kafkafmt.log.BulkPiece`, with NumPy over the whole piece: per
+    unit, ``[(segment base offset, Acc)]`` (None for a unit with control or transactional batches, or when its
+    key, value or header columns are not contiguous binary)."""
+    recs = piece.records
+    n_units = len(piece.units)
+    key, value, headers = (recs.decoded(n) for n in ("key", "value", "headers"))
+    if not (isinstance(key, BinaryColumn) and isinstance(value, BinaryColumn) and isinstance(headers, Headers)
+            and isinstance(headers.key, BinaryColumn) and isinstance(headers.value, BinaryColumn)):
+        return [None] * n_units
+    b = recs.batches
+    E, RE = piece.task_edges, piece.record_edges
+    n_tasks = len(E) - 1
+    out = [[] for _ in range(n_units)]
+    if not n_tasks:
+        return out
+    nb = int(E[-1])
+    task_of_batch = np.repeat(np.arange(n_tasks, dtype=np.int64), np.diff(E))
+    special = np.asarray(b["is_control"], bool) | np.asarray(b["is_transactional"], bool)
+    unit_special = np.zeros(n_units, bool)
+    unit_special[piece.task_unit[task_of_batch[special]]] = True
+
+    def per_task_sum(cum, edges):
+        return (cum[edges[1:]] - cum[edges[:-1]]).tolist()
+
+    def cum(x):
+        c = np.zeros(len(x) + 1, np.int64)
+        np.cumsum(x, out=c[1:])
+        return c
+
+    size = np.asarray(b["size"], np.int64)
+    # payload bytes to each record (key, value, header keys and values), from the columns' offsets
+    ko, vo = np.asarray(key.offsets, np.int64), np.asarray(value.offsets, np.int64)
+    ho = np.asarray(headers.offsets, np.int64)
+    hko, hvo = np.asarray(headers.key.offsets, np.int64), np.asarray(headers.value.offsets, np.int64)
+    payload_at = (ko - ko[0]) + (vo - vo[0]) + (hko[ho] - hko[ho[0]]) + (hvo[ho] - hvo[ho[0]])
+    bidx = np.asarray(recs.batch_index, np.int64)
+    batch_rec = cum(np.bincount(bidx, minlength=nb)) if len(bidx) else np.zeros(nb + 1, np.int64)
+    batch_payload = payload_at[batch_rec[1:]] - payload_at[batch_rec[:-1]]
+    lo = E[:-1]
+    first = np.minimum.reduceat(np.asarray(b["base_offset"], np.int64), lo).tolist()
+    last = np.maximum.reduceat(np.asarray(b["last_offset"], np.int64), lo).tolist()
+    batch_bytes = per_task_sum(cum(size), E)
+    payload = per_task_sum(payload_at, RE)
+    records = np.diff(RE).tolist()
+    ts = np.asarray(recs.timestamp, np.int64)
+    stamped = ts >= 0
+    unstamped = per_task_sum(cum(~stamped), RE)
+    ts_lo, ts_hi = [None] * n_tasks, [None] * n_tasks
+    filled = np.flatnonzero(RE[1:] > RE[:-1])
+    if len(filled):
+        least = np.minimum.reduceat(np.where(stamped, ts, _INT64_MAX), RE[:-1][filled]).tolist()
+        most = np.maximum.reduceat(np.where(stamped, ts, -1), RE[:-1][filled]).tolist()
+        for t, l, m in zip(filled.tolist(), least, most):
+            if m >= 0:
+                ts_lo[t], ts_hi[t] = l, m
+    tombstones = per_task_sum(cum(value.is_null()), RE) if value.null_count else None
+    with_headers = per_task_sum(cum(np.diff(ho) > 0), RE)
+    magic = np.asarray(b["magic"], np.int64)
+    v2 = magic >= 2
+    epoch = np.asarray(b["partition_leader_epoch"], np.int64)
+    has_v2 = per_task_sum(cum(v2), E)
+    e_lo = np.minimum.reduceat(np.where(v2, epoch, _INT64_MAX), lo).tolist()
+    e_hi = np.maximum.reduceat(np.where(v2, epoch, -_INT64_MAX), lo).tolist()
+    accs = []
+    for t in range(n_tasks):
+        a = Acc()
+        a.segments = 1
+        a.batches = int(E[t + 1] - E[t])
+        a.batch_bytes, a.payload_bytes, a.records = batch_bytes[t], payload[t], records[t]
+        a.first_offset, a.last_offset = first[t], last[t]
+        a.first_ts, a.last_ts, a.no_timestamp = ts_lo[t], ts_hi[t], unstamped[t]
+        a.with_headers = with_headers[t]
+        if tombstones is not None:
+            a.tombstones = tombstones[t]
+        if has_v2[t]:
+            a.epochs = (e_lo[t], e_hi[t])
+        accs.append(a)
+    for t, c, n, stored, pay in zip(*_per_task(task_of_batch, b["codec"], size, batch_payload)):
+        name = CODEC_NAMES.get(c, str(c))
+        a = accs[t]
+        a.codecs[name] += n
+        a.codec_stored[name] += stored
+        a.codec_payload[name] += pay
+    for t, m, n in zip(*_per_task(task_of_batch, magic)):
+        accs[t].magics[m] += n
+    for t, v, n in zip(*_per_task(task_of_batch, b["timestamp_type"])):
+        accs[t].timestamp_types[TIMESTAMP_TYPES.get(v, str(v))] += n
+    pid = np.asarray(b["producer_id"], np.int64)
+    some = pid >= 0
+    if some.any():
+        pt, pp = task_of_batch[some], pid[some]
+        order = np.lexsort((pp, pt))
+        pt, pp = pt[order], pp[order]
+        new = np.ones(len(pt), bool)
+        new[1:] = (pt[1:] != pt[:-1]) | (pp[1:] != pp[:-1])
+        for t, p in zip(pt[new].tolist(), pp[new].tolist()):
+            accs[t].producers.add(p)
+    segment = piece.segment[lo].tolist()
+    for t, (u, base) in enumerate(zip(piece.task_unit.tolist(), segment)):
+        out[u].append((base, accs[t]))
+    return [None if unit_special[u] else out[u] for u in range(n_units)]
 
 
 def _count_below(part, start, ps, max_bytes):
