@@ -391,6 +391,45 @@ def test_segment_replaced_while_a_trigger_looks_at_it(tmp_path, monkeypatch):
     assert [o for _, _, o in _rows_of(lenient, e, {"rr": {"0": 250}})] == list(range(150, 250))
 
 
+
+def test_a_query_starting_as_a_segment_is_replaced_looks_again(tmp_path, monkeypatch):
+    """A new query whose first look meets the newest segment being written again (listed at its old size,
+    empty when opened) looks again: it starts with every partition, at the offsets asked for, not without
+    that one (which would read it from the earliest offset later, or refuse startingOffsets naming it).
+    A segment still changing at each of its looks fails the start and says so."""
+    import kafkafmt.spark.stream as stream
+    from kafkafmt.errors import ObjectChangedError
+    w = PartitionWriter(tmp_path, "rs", 0)
+    w.append(100)
+    w.roll()
+    w.append(110)
+    with open(w.active, "rb") as f:
+        whole = f.read()
+    looked = stream._file_state
+    looks = []
+
+    def replaced_at_the_first_looks(seg, times=1):
+        if seg.log == w.active:
+            looks.append(seg.log)
+            with open(w.active, "wb") as f:
+                f.write(whole)                   # (written again)
+        state = looked(seg)
+        if seg.log == w.active and len(looks) <= times:
+            os.remove(w.active)
+            open(w.active, "wb").close()     # (being written again)
+        return state
+
+    monkeypatch.setattr(stream, "_file_state", replaced_at_the_first_looks)
+    for starting, want in [("latest", 210), ("earliest", 0), ('{"rs": {"0": 205}}', 205)]:
+        looks.clear()
+        r = _reader(tmp_path, startingOffsets=starting)
+        assert r.initialOffset() == {"rs": {"0": want}} and len(looks) == 2
+        assert r.watcher.deferred == set() and r.watcher.warnings == []
+    monkeypatch.setattr(stream, "_file_state", lambda seg: replaced_at_the_first_looks(seg, times=99))
+    looks.clear()
+    with pytest.raises(ObjectChangedError, match=r"the newest segment of rs-0 changed each of the 3 times"):
+        _reader(tmp_path, startingOffsets="latest").initialOffset()
+
 def test_active_segment_rewritten_in_place_is_scanned_anew(tmp_path):
     """The active segment replaced under the same name by a longer one with other batch boundaries:
     the watcher does not go on scanning the new file from the old file's end (mid-batch: a false

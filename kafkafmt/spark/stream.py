@@ -40,7 +40,9 @@ a restart only the log end is checked against the checkpoint. A live segment rew
 (same name) is seen by its last scanned batch header no longer being there: it is scanned anew.
 A file that shrinks between a trigger's listing and its scan (a segment being replaced: removed, then
 written again) is no loss: that trigger keeps what it knew of the partition (a partition it had not seen
-yet stays where the query is), and the next one looks again (`kafkafmt.errors.ObjectChangedError`).
+yet stays where the query is), and the next one looks again (`kafkafmt.errors.ObjectChangedError`). A
+new query's start has no offsets to stay at: it looks again at once (`START_LOOKS` times in all, then fails
+naming the partition).
 """
 from __future__ import annotations
 
@@ -75,6 +77,9 @@ log = logging.getLogger("kafkafmt.spark.stream")
 _FIRST_WINDOW = 64 << 10    # bytes read per scan step at first; doubles up to _MAX_WINDOW
 _MAX_WINDOW = 8 << 20
 _BENIGN_TAILS = ("truncated final batch", "zero-filled tail")
+#: how many times a query's start looks at a partition whose newest segment changes while it looks (being written
+#: again) before it gives up: a later trigger stays where the query is instead, but a start has no offset to stay at
+START_LOOKS = 3
 
 
 class CheckpointMismatchError(ValueError):
@@ -538,9 +543,20 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
                                      "the new schema (or set schemaEvolutionMode=none to keep the one it started "
                                      "with)")
 
-    def _snapshot(self):
-        """{tp: latest} and {tp: earliest} of the subscription now."""
+    def _snapshot(self, whole=False):
+        """{tp: latest} and {tp: earliest} of the subscription now. ``whole`` (a query's start, which has no
+        offsets of its own to stay at): a partition whose newest segment changed while this look read it (being
+        written again, `LogDirWatcher.deferred`) is looked at again, `START_LOOKS` times in all at most."""
         parts = self.watcher.refresh()
+        looks = 1
+        while whole and self.watcher.deferred and looks < START_LOOKS:
+            parts = self.watcher.refresh()
+            looks += 1
+        if whole and self.watcher.deferred:
+            names = ", ".join(_tp(*tp) for tp in sorted(self.watcher.deferred))
+            raise ObjectChangedError(f"kafka-segments: the newest segment of {names} changed each of the {looks} times "
+                                     "the query's start looked at it (being written again): start the query again "
+                                     "once it is written")
         latest, earliest = {}, {}
         for tp, st in parts.items():
             lat = self.watcher.latest(st)
@@ -551,7 +567,7 @@ class KafkaSegmentsStreamReader(SupportsTriggerAvailableNow, DataSourceStreamRea
 
     # Spark's calls
     def initialOffset(self):
-        latest, earliest = self._snapshot()
+        latest, earliest = self._snapshot(whole=True)
         o = self.opts
         if o.starting_ts is not None:
             start = {}
