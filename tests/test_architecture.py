@@ -273,6 +273,26 @@ def leftovers(names):
     return sorted(n for n in names if any(fnmatch.fnmatch(pathlib.PurePath(n).name, pat) for pat in LEFTOVER_PATTERNS))
 
 
+
+def test_segment_file_suffixes_are_spelt_in_one_place():
+    """A segment's file suffixes (its log's, side files', producer snapshot's, the broker's leftover suffixes) are
+    spelt in `kafkafmt.log._names` only; every other module takes them from there (a string of code, not a
+    docstring or a message). The side files' reader compares the suffix it is given with two of them: the naming
+    module reads file names with its offset rule, so it cannot import that module."""
+    from kafkafmt.log import _names
+
+    suffixes = {_names.LOG_SUFFIX, _names.SNAPSHOT_SUFFIX, *_names.SIDE_FILE_SUFFIXES, *_names.LEFTOVER_SUFFIXES}
+    allowed = {"kafkafmt/log/_names.py": suffixes, "kafkafmt/log/sidefiles/_indexes.py": {".index", ".timeindex"}}
+    found = {}
+    for p in sorted((REPO / "kafkafmt").rglob("*.py")):
+        rel = p.relative_to(REPO).as_posix()
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in suffixes and node.value not in allowed.get(rel, ()):
+                found.setdefault(rel, []).append((node.lineno, node.value))
+    assert found == {}
+    assert _names.LEFTOVER_SUFFIXES == (".deleted", ".cleaned", ".swap")     # (Kafka's own: LogFileUtils, LocalLog)
+    assert _names.SIDE_FILE_SUFFIXES == (".index", ".timeindex", ".txnindex")
+
 def test_no_merge_or_editor_leftovers():
     """No ``*.orig`` / ``*.rej`` / editor file in the package on disk, nor among the files git tracks (anywhere in the
     checkout, when it is one)."""

@@ -10,7 +10,7 @@ import numpy as np
 from kafkafmt.log import sidefiles
 
 from kafkafmt.cli.common import Problem
-from kafkafmt.log import log_name_of
+from kafkafmt.log import LOG_SUFFIX, log_name_of
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.reading import log_metadata
 from kafkafmt.cli.dump_records import first_sequence
@@ -264,4 +264,4 @@ class SideFileDump:
 
 
 def stem_log(path):
-    return log_name_of(path) or os.path.basename(path) + ".log"
+    return log_name_of(path) or os.path.basename(path) + LOG_SUFFIX

@@ -10,7 +10,8 @@ a read will read whole, told to object stores), `_notes` (what a read skipped or
 """
 from __future__ import annotations
 
-from kafkafmt.log._names import (PARTITION_DIR, SEGMENT_LOG, LEFTOVER_SUFFIXES, PARTITION_FILES, SIDE_FILE_KINDS,
+from kafkafmt.log._names import (SEGMENT_DIGITS, LOG_SUFFIX, SNAPSHOT_SUFFIX, SWAP_SUFFIX, DELETED_SUFFIX,
+                                 CLEANED_SUFFIX, SIDE_FILE_SUFFIXES, INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX, PARTITION_DIR, SEGMENT_LOG, LEFTOVER_SUFFIXES, PARTITION_FILES, SIDE_FILE_KINDS,
                                  segment_file_name,
                                  segment_base, log_name_of, partition_of_name, is_leftover_file, is_leftover_dir,
                                  is_leftover_segment_file, is_segment_file, holds_segment_files, file_kind)
@@ -39,7 +40,8 @@ from kafkafmt.log.sidefiles import (read_index, read_leader_epoch_checkpoint, re
 from kafkafmt.log import sidefiles  # the side files, one namespace (read, check, write)
 from kafkafmt.log import tiered  # tiered-storage layouts
 
-__all__ = ["PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES", "SIDE_FILE_KINDS", "segment_file_name",
+__all__ = ["SEGMENT_DIGITS", "LOG_SUFFIX", "SNAPSHOT_SUFFIX", "SWAP_SUFFIX", "DELETED_SUFFIX", "CLEANED_SUFFIX",
+           "SIDE_FILE_SUFFIXES", "INDEX_SUFFIX", "TIMEINDEX_SUFFIX", "TXNINDEX_SUFFIX", "PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES", "SIDE_FILE_KINDS", "segment_file_name",
            "segment_base", "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir",
            "is_leftover_segment_file", "is_segment_file", "holds_segment_files", "file_kind", "ReportKind",
            "ReportEntry", "Note", "place_text", "damage_words", "window", "entry_size_at", "scan_range", "batch_at", "batch_base_offset",

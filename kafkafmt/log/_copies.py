@@ -33,7 +33,7 @@ from kafkafmt.internal import decode_metadata_record, internal_table
 from kafkafmt.internal.codec import uuid_text
 from kafkafmt.log import sidefiles
 from kafkafmt.log._ahead import announce
-from kafkafmt.log._names import file_kind
+from kafkafmt.log._names import LOG_SUFFIX, file_kind
 from kafkafmt.log._fill import Gap, of_epoch
 from kafkafmt.log._framing import scan_range, window
 from kafkafmt.log._notes import ReportEntry, ReportKind, spans_text
@@ -261,7 +261,7 @@ def _compare_batches(a, b):
 
 
 def _listed_bytes(p):
-    return 0 if p.listing is None else listed_size(p.listing, ".log")
+    return 0 if p.listing is None else listed_size(p.listing, LOG_SUFFIX)
 
 
 def _wanted_id(topic, topic_id):

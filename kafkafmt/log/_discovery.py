@@ -502,7 +502,7 @@ def _partition_listing(path, storage, cache):
     return _listing(path, storage, cache)
 
 
-_SIZED = (".log",)      # the files a partition folder's compact listing gives the size of
+_SIZED = (LOG_SUFFIX,)      # the files a partition folder's compact listing gives the size of
 
 
 def _compact(storage, path, cache):

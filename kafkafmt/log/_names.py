@@ -12,7 +12,8 @@ import re
 
 from kafkafmt.log import sidefiles
 
-__all__ = ["SEGMENT_DIGITS", "LOG_SUFFIX", "PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES",
+__all__ = ["SEGMENT_DIGITS", "LOG_SUFFIX", "SNAPSHOT_SUFFIX", "SWAP_SUFFIX", "DELETED_SUFFIX", "CLEANED_SUFFIX",
+           "SIDE_FILE_SUFFIXES", "INDEX_SUFFIX", "TIMEINDEX_SUFFIX", "TXNINDEX_SUFFIX", "PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES",
            "SIDE_FILE_KINDS", "segment_file_name", "segment_base",
            "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir", "is_leftover_segment_file",
            "is_segment_file", "holds_segment_files", "file_kind", "listed_folder", "LEFTOVER_FOLDER"]
@@ -24,12 +25,20 @@ SEGMENT_DIGITS = 20
 LOG_SUFFIX = ".log"
 #: a segment's log file
 SEGMENT_LOG = re.compile(rf"^(?P<base>\d{{{SEGMENT_DIGITS}}}){re.escape(LOG_SUFFIX)}$")
+#: a producer state snapshot's suffix (``<offset>.snapshot``)
+SNAPSHOT_SUFFIX = ".snapshot"
+#: the suffix of a file the broker is swapping in (a cleaned or split segment's new files)
+SWAP_SUFFIX = ".swap"
+#: the suffixes the broker appends to files it is deleting or cleaning
+DELETED_SUFFIX, CLEANED_SUFFIX = ".deleted", ".cleaned"
 #: suffixes the broker appends to files it is deleting, cleaning or swapping in
-LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
+LEFTOVER_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
 #: a segment's side files, by the suffix of their names (``<base>.index`` ...)
 SIDE_FILE_KINDS = ("index", "timeindex", "txnindex")
+#: the suffixes of a segment's side files' names: its offset index, time index and transaction index
+SIDE_FILE_SUFFIXES = INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX = tuple("." + k for k in SIDE_FILE_KINDS)
 #: the suffixes of a segment's files (its log, side files and producer snapshot), and of a leftover's, as patterns
-_FILE_SUFFIXES = "|".join(re.escape(k) for k in (LOG_SUFFIX.lstrip("."), *SIDE_FILE_KINDS, "snapshot"))
+_FILE_SUFFIXES = "|".join(re.escape(k) for k in (LOG_SUFFIX.lstrip("."), *SIDE_FILE_KINDS, SNAPSHOT_SUFFIX.lstrip(".")))
 _LEFTOVER_ENDS = "|".join(re.escape(k.lstrip(".")) for k in LEFTOVER_SUFFIXES)
 #: any file of a segment: ``<base>.<suffix>``
 _SEGMENT_FILE = re.compile(rf"^(?P<base>\d{{{SEGMENT_DIGITS}}})\.({_FILE_SUFFIXES})$")
@@ -50,7 +59,7 @@ def log_name_of(path):
     Kafka's rule for a segment file's base offset (the digits before the first ``.``); None when
     the name has none."""
     try:
-        return segment_file_name(sidefiles.offset_from_file_name(path), ".log")
+        return segment_file_name(sidefiles.offset_from_file_name(path), LOG_SUFFIX)
     except ValueError:
         return None
 
@@ -107,10 +116,9 @@ def file_kind(path):
         if name.endswith(suffix):
             name = name[:-len(suffix)]
             break
-    if name.endswith(".log") or name.endswith(".log.bin"):
+    if name.endswith(LOG_SUFFIX) or name.endswith(LOG_SUFFIX + ".bin"):
         return "log"
-    for suffix, kind in ((".index", "index"), (".timeindex", "timeindex"), (".txnindex", "txnindex"),
-                         (".snapshot", "producer-snapshot"), (".checkpoint", "kraft-snapshot")):
+    for suffix, kind in _KIND_OF_SUFFIX:
         if name.endswith(suffix):
             return kind
     if name == "leader-epoch-checkpoint":
@@ -124,6 +132,11 @@ def file_kind(path):
     if name == "meta.properties":
         return "meta-properties"
     return None
+
+
+#: the kinds `file_kind` tells by a name's suffix (after the log's)
+_KIND_OF_SUFFIX = tuple(zip(SIDE_FILE_SUFFIXES, SIDE_FILE_KINDS)) + ((SNAPSHOT_SUFFIX, "producer-snapshot"),
+                                                                   (".checkpoint", "kraft-snapshot"))
 
 
 def is_segment_file(name) -> bool:

@@ -16,7 +16,8 @@ from kafkafmt.log import sidefiles
 from kafkafmt.record import DecodeOptions
 from kafkafmt.errors import KafkafmtError, KafkafmtWarning
 from kafkafmt.log._framing import batch_at, entry_size_at, scan_range
-from kafkafmt.log._names import segment_base, segment_file_name
+from kafkafmt.log._names import LOG_SUFFIX, segment_base, segment_file_name
+from kafkafmt.log._names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
 from kafkafmt.log._ranges import read_range
 from kafkafmt.log._notes import ReportEntry, ReportKind
 
@@ -73,17 +74,17 @@ class Segment:
         else:
             if stem is None:      # (a listing gives it: its .log file's path without the suffix)
                 stem = storage.join(folder, segment_file_name(base_offset, ""))
-            self.log = stem + ".log"
+            self.log = stem + LOG_SUFFIX
             self.size = storage.size(self.log) if size is None else size
         self._entries = None      # index entries read (once per read, so a fallback is reported once)
 
     def _side_path(self, k, suffix):
-        return self.log[:-len(".log")] + suffix if self._side is None else self._side[k]
+        return self.log[:-len(LOG_SUFFIX)] + suffix if self._side is None else self._side[k]
 
-    index = property(lambda self: self._side_path(0, ".index"),
+    index = property(lambda self: self._side_path(0, INDEX_SUFFIX),
                      doc="The offset index's path (beside the .log, unless named otherwise).")
-    timeindex = property(lambda self: self._side_path(1, ".timeindex"), doc="The time index's path.")
-    txnindex = property(lambda self: self._side_path(2, ".txnindex"), doc="The transaction index's path.")
+    timeindex = property(lambda self: self._side_path(1, TIMEINDEX_SUFFIX), doc="The time index's path.")
+    txnindex = property(lambda self: self._side_path(2, TXNINDEX_SUFFIX), doc="The transaction index's path.")
 
     @property
     def _cache(self):
@@ -98,10 +99,10 @@ class Segment:
         seg = cls(storage.parent(log) or ".", 0 if base is None else base, storage.size(log), storage=storage,
                   present=None if base is not None else set())
         if base is not None:    # its side files beside the .log as its folder and base offset name them
-            stem = seg.log[:-len(".log")]
+            stem = seg.log[:-len(LOG_SUFFIX)]
         else:                   # not a segment's name: beside ``log`` itself (there are none)
-            stem = log[:-len(".log")] if log.endswith(".log") else log
-        seg._side = (stem + ".index", stem + ".timeindex", stem + ".txnindex")
+            stem = log[:-len(LOG_SUFFIX)] if log.endswith(LOG_SUFFIX) else log
+        seg._side = (stem + INDEX_SUFFIX, stem + TIMEINDEX_SUFFIX, stem + TXNINDEX_SUFFIX)
         seg.log = log
         return seg
 

@@ -56,7 +56,8 @@ from kafkafmt.record import encode_columns, encode_control, encode_empty_batch, 
 from kafkafmt.errors import EncodeError, KafkafmtError, PartitionLockedError
 from kafkafmt.log._discovery import list_segments
 from kafkafmt.log._framing import scan_range
-from kafkafmt.log._names import PARTITION_DIR, PARTITION_FILES, SIDE_FILE_KINDS, file_kind, is_segment_file, segment_file_name
+from kafkafmt.log._names import LOG_SUFFIX, SEGMENT_DIGITS, SNAPSHOT_SUFFIX, PARTITION_DIR, PARTITION_FILES, SIDE_FILE_KINDS, file_kind, is_segment_file, segment_file_name
+from kafkafmt.log._names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
 
 __all__ = ["LogWriter", "write_log_dir"]
 
@@ -84,7 +85,7 @@ class _PartitionState:
         st = cls()
         st.files = files
         # without segments (all deleted by retention), the newest producer snapshot names the log end
-        snapshots = [int(n[:20]) for n in files if n.endswith(".snapshot") and n[:20].isdigit()]
+        snapshots = [int(n[:SEGMENT_DIGITS]) for n in files if n.endswith(SNAPSHOT_SUFFIX) and n[:SEGMENT_DIGITS].isdigit()]
         st.log_end = segments[0].base_offset if segments else max(snapshots, default=0)
         st.sequences, st.open_txns = {}, {}
         # an empty newest segment (just rolled) is where the broker would append: it may be replaced
@@ -122,8 +123,8 @@ class _PartitionState:
                 target = name[:-len(TMP_SUFFIX)]
                 if target in PARTITION_FILES or (is_segment_file(target) and file_kind(target) != "producer-snapshot"):
                     out.append(name)
-            elif is_segment_file(name) and file_kind(name) in SIDE_FILE_KINDS and int(name[:20]) >= self.log_end \
-                    and segment_file_name(int(name[:20]), ".log") not in logs:
+            elif is_segment_file(name) and file_kind(name) in SIDE_FILE_KINDS and int(name[:SEGMENT_DIGITS]) >= self.log_end \
+                    and segment_file_name(int(name[:SEGMENT_DIGITS]), LOG_SUFFIX) not in logs:
                 out.append(name)
         return out
 
@@ -436,16 +437,16 @@ class LogWriter:
         (an index then never names bytes its .log lacks)."""
         self._write_partition_files()
         base = seg.base_offset
-        name = segment_file_name(base, ".log")
+        name = segment_file_name(base, LOG_SUFFIX)
         if seg.on_disk is None and name in self.existing:   # (cannot happen: segments start at the log end)
             raise EncodeError(f"{os.path.join(self.path, name)} already exists")
         index, timeindex = sidefiles.build_index_entries(seg.batches(), self.index_interval_bytes, rolled=rolled)
 
         def sides():
-            sidefiles.write_index(os.path.join(self.path, segment_file_name(base, ".index")), index, base)
-            sidefiles.write_timeindex(os.path.join(self.path, segment_file_name(base, ".timeindex")), timeindex, base)
+            sidefiles.write_index(os.path.join(self.path, segment_file_name(base, INDEX_SUFFIX)), index, base)
+            sidefiles.write_timeindex(os.path.join(self.path, segment_file_name(base, TIMEINDEX_SUFFIX)), timeindex, base)
             if seg.aborted:
-                sidefiles.write_txnindex(os.path.join(self.path, segment_file_name(base, ".txnindex")), seg.aborted)
+                sidefiles.write_txnindex(os.path.join(self.path, segment_file_name(base, TXNINDEX_SUFFIX)), seg.aborted)
 
         if seg.on_disk is None:
             sides()

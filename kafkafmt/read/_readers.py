@@ -26,7 +26,7 @@ from kafkafmt.record import DecodeOptions, decode
 from kafkafmt.log import DEFAULT_REPLICAS, Partition, find_partitions, resolve_partition
 from kafkafmt.errors import NotALogDirError, NotKafkaDataError, PathNotFoundError
 from kafkafmt.log import not_kafka_reason, window
-from kafkafmt.log import partition_of_name, segment_base
+from kafkafmt.log import LOG_SUFFIX, partition_of_name, segment_base
 from kafkafmt.log import plan
 from kafkafmt.log import read_range
 from kafkafmt.record import BinaryColumn, BinaryViewColumn, Records
@@ -729,7 +729,7 @@ def _read_bulk(found, report, typed, options):
         return _partition_records(p, chunks, unit.report, options.columns, options.binary, typed)
 
     def log_bytes(p):
-        return listed_size(p.listing or (), ".log")
+        return listed_size(p.listing or (), LOG_SUFFIX)
 
     parts = []          # Records, or a pool's future of one (or of a share's parts)
     try:

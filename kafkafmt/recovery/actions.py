@@ -7,7 +7,7 @@ import enum
 import os
 from dataclasses import dataclass, field
 
-from kafkafmt.log import Note, place_text
+from kafkafmt.log import SIDE_FILE_KINDS, SNAPSHOT_SUFFIX, SWAP_SUFFIX, Note, place_text
 
 __all__ = ["ActionKind", "RecoveryAction", "RecoveryPlan"]
 
@@ -87,7 +87,7 @@ class RecoveryAction(Note):
         if self.kind in (ActionKind.TRUNCATE, ActionKind.CUT, ActionKind.APPEND):
             return True
         if self.kind is ActionKind.RENAME:
-            return not self.file.endswith(".swap")
+            return not self.file.endswith(SWAP_SUFFIX)
         return self.kind is ActionKind.DELETE and (bool(self.lost) or self.duplicate_of is not None)
 
     @property
@@ -349,18 +349,21 @@ _DAMAGE_LABELS = {ActionKind.TRUNCATE: "log truncated", ActionKind.CUT: "damaged
                   ActionKind.APPEND: "end-transaction marker written"}
 
 
+#: how a routine write is listed, by the suffix of the file written
+_WRITTEN_LABELS = tuple(("." + k, f".{k} rebuilt") for k in SIDE_FILE_KINDS) + ((SNAPSHOT_SUFFIX, "producer snapshot written"),)
+
+
 def _routine_label(action):
     """The group a routine action is listed under in `RecoveryPlan.text`."""
     name = os.path.basename(action.file)
     if action.kind is ActionKind.WRITE:
-        for suffix, label in ((".index", ".index rebuilt"), (".timeindex", ".timeindex rebuilt"),
-                              (".txnindex", ".txnindex rebuilt"), (".snapshot", "producer snapshot written")):
+        for suffix, label in _WRITTEN_LABELS:
             if name.endswith(suffix):
                 return label
         return f"{name} rewritten"
     if action.kind is ActionKind.RENAME:
         return "interrupted swap finished"
-    if name.endswith(".snapshot"):
+    if name.endswith(SNAPSHOT_SUFFIX):
         return "producer snapshot removed"
     if "entries relative to the wrong base offset" in action.message:
         return "index of a renamed segment removed"

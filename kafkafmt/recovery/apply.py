@@ -36,7 +36,7 @@ from kafkafmt._native.scan import crc32c
 from kafkafmt._util.durable import crash_point, fsync_dir
 from kafkafmt.errors import RecoveryError
 from kafkafmt.recovery.lock import LOCK_FILE, locked_log_dir
-from kafkafmt.log import RECOVERY_POINT_CHECKPOINT
+from kafkafmt.log import LOG_SUFFIX, RECOVERY_POINT_CHECKPOINT
 from kafkafmt.recovery.actions import ActionKind
 from kafkafmt.recovery.names import TEMP_SUFFIX
 
@@ -272,7 +272,7 @@ def _failed_midway(exc, changed, manifest):
 def _sync_logs(root, synced):
     for dirpath, _, files in os.walk(root):
         for name in files:
-            if name.endswith(".log"):
+            if name.endswith(LOG_SUFFIX):
                 p = os.path.join(dirpath, name)
                 if p not in synced:
                     _fsync_file(p)

@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kafkafmt._native.plain import plain_scan
-from kafkafmt.log import sidefiles
+from kafkafmt.log import INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX, sidefiles
 from kafkafmt.record import DecodeOptions, decode, scan_batches
 from kafkafmt.log import list_segments
 from kafkafmt.log import window
-from kafkafmt.log import segment_base
+from kafkafmt.log import LOG_SUFFIX, SNAPSHOT_SUFFIX, segment_base, segment_file_name
 from kafkafmt.log import read_range
 from kafkafmt.log import ReportEntry, ReportKind
 from kafkafmt.log import DEFAULT_INDEX_INTERVAL, Segment
@@ -518,9 +518,9 @@ class RebuiltIndexes:
 
     def encoded(self):
         """{suffix: bytes} of the three files (``.txnindex`` empty when nothing was aborted)."""
-        return {".index": sidefiles.encode_index(self.index, self.base_offset),
-                ".timeindex": sidefiles.encode_timeindex(self.timeindex, self.base_offset),
-                ".txnindex": sidefiles.encode_txnindex(self.txnindex)}
+        return {INDEX_SUFFIX: sidefiles.encode_index(self.index, self.base_offset),
+                TIMEINDEX_SUFFIX: sidefiles.encode_timeindex(self.timeindex, self.base_offset),
+                TXNINDEX_SUFFIX: sidefiles.encode_txnindex(self.txnindex)}
 
 
 def rebuild_indexes(segment, *, index_interval_bytes=DEFAULT_INDEX_INTERVAL, timeindex_offsets="batch",
@@ -580,9 +580,9 @@ def rebuild_indexes(segment, *, index_interval_bytes=DEFAULT_INDEX_INTERVAL, tim
     valid = kept[0][1] if kept and kept[0][0] == 0 else 0
     out = RebuiltIndexes(scan.base_offset, index, timeindex, aborted, valid, scan, state)
     if write:
-        stem = path[:-len(".log")]
+        stem = path[:-len(LOG_SUFFIX)]
         for suffix, data in out.encoded().items():
-            if suffix == ".txnindex" and not aborted and not os.path.exists(stem + suffix):
+            if suffix == TXNINDEX_SUFFIX and not aborted and not os.path.exists(stem + suffix):
                 continue
             tmp = stem + suffix + TEMP_SUFFIX
             with open(tmp, "wb") as f:
@@ -606,7 +606,7 @@ def _state_before(path, base_offset):
 
 
 def _snapshot_at(folder, offset):
-    p = os.path.join(folder, f"{offset:020d}.snapshot")
+    p = os.path.join(folder, segment_file_name(offset, SNAPSHOT_SUFFIX))
     if not os.path.isfile(p):
         return None
     try:

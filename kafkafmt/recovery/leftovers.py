@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 
-from kafkafmt.log import LEFTOVER_SUFFIXES, ReportEntry, ReportKind, segment_file_name
+from kafkafmt.log import LEFTOVER_SUFFIXES, LOG_SUFFIX, SEGMENT_DIGITS, SWAP_SUFFIX, ReportEntry, ReportKind, segment_file_name
+from kafkafmt.log import CLEANED_SUFFIX, DELETED_SUFFIX
 from kafkafmt.recovery.actions import ActionKind
 from kafkafmt.recovery.indexes import scan_segment
 from kafkafmt.recovery.names import INDEX_SUFFIXES, SNAPSHOT_DELETED, TEMP_SUFFIX, name_offset
@@ -36,12 +37,12 @@ def _temporary_files(plan, folder, names, here, act, gone, drop):
     for n in names:
         if n in gone:
             continue
-        if n.endswith(".deleted") and not n.endswith(SNAPSHOT_DELETED):
+        if n.endswith(DELETED_SUFFIX) and not n.endswith(SNAPSHOT_DELETED):
             drop(n, "stray file marked for deletion (.deleted): removed (LogLoader."
                     "removeTempFilesAndCollectSwapFiles)")
-    cleaned = [n for n in here if n.endswith(".cleaned")]
+    cleaned = [n for n in here if n.endswith(CLEANED_SUFFIX)]
     min_cleaned = min((name_offset(n) for n in cleaned if name_offset(n) is not None), default=None)
-    swaps = [n for n in here if n.endswith(".swap")]
+    swaps = [n for n in here if n.endswith(SWAP_SUFFIX)]
     valid_swaps = []
     for n in swaps:
         if min_cleaned is not None and name_offset(n) is not None and name_offset(n) >= min_cleaned:
@@ -52,19 +53,19 @@ def _temporary_files(plan, folder, names, here, act, gone, drop):
     for n in cleaned:
         drop(n, "stray .cleaned file of an interrupted log cleaning: removed (LogLoader."
                 "removeTempFilesAndCollectSwapFiles)")
-    swap_logs = [n for n in valid_swaps if n[:-len(".swap")].endswith(".log") and name_offset(n) is not None]
+    swap_logs = [n for n in valid_swaps if n[:-len(SWAP_SUFFIX)].endswith(LOG_SUFFIX) and name_offset(n) is not None]
     if swap_logs:
         lo = min(name_offset(n) for n in swap_logs)
         hi = max(scan_segment(here[n], name_offset(n)).next_offset for n in swap_logs)
         for n in sorted(here):
             off = name_offset(n)
-            if n.endswith(".swap") or off is None:
+            if n.endswith(SWAP_SUFFIX) or off is None:
                 continue
             if lo <= off < hi:
                 drop(n, f"replaced by the interrupted swap of offsets {lo}..{hi - 1} (compacted or split, not yet "
                         f"deleted): removed (LogLoader.load, second pass)")
     for n in valid_swaps:
-        final = n[:-len(".swap")]
+        final = n[:-len(SWAP_SUFFIX)]
         src = here.pop(n)
         if final in here:
             drop(final, "replaced by its .swap file")
@@ -89,9 +90,9 @@ def _orphan_indexes(here, drop):
     for n in sorted(here):
         if n.endswith(INDEX_SUFFIXES):
             stem = n[:n.rindex(".")]
-            if len(stem) == 20 and stem.isascii() and stem.isdigit() and stem + ".log" in here:
+            if len(stem) == SEGMENT_DIGITS and stem.isascii() and stem.isdigit() and stem + LOG_SUFFIX in here:
                 continue                # (the usual index, named as its segment)
             if name_offset(n) is not None:
-                log = segment_file_name(name_offset(n), ".log")
+                log = segment_file_name(name_offset(n), LOG_SUFFIX)
                 if log not in here:
                     drop(n, f"index file without its {log}: removed (LogLoader.loadSegmentFiles)")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import functools
 
-from kafkafmt.log import segment_base, sidefiles
+from kafkafmt.log import SIDE_FILE_SUFFIXES, segment_base, sidefiles
 
 __all__ = ["TEMP_SUFFIX", "INDEX_SUFFIXES", "SNAPSHOT_DELETED", "name_offset", "log_base"]
 
 #: name suffix of the temporary files a recovery writes before renaming them into place
 TEMP_SUFFIX = ".kafkafmt-tmp"
 #: a segment's index files, beside its ``.log``
-INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
+INDEX_SUFFIXES = SIDE_FILE_SUFFIXES
 #: KRaft snapshots marked for deletion: handled by KafkaMetadataLog, not by a recovery
 SNAPSHOT_DELETED = ".checkpoint.deleted"
 

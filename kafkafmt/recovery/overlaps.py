@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from kafkafmt.log import ReportEntry, ReportKind, segment_base, segment_file_name
+from kafkafmt.log import LOG_SUFFIX, ReportEntry, ReportKind, segment_base, segment_file_name
+from kafkafmt.log import INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
 from kafkafmt.recovery.actions import ActionKind
 from kafkafmt.recovery.indexes import scan_segment, segment_span
 from kafkafmt.recovery.names import INDEX_SUFFIXES
@@ -82,7 +83,7 @@ def overlapping_segments(plan, here, logs, scans, act, opts):
         if contained:                               # the later one is a copy of part of the earlier one
             what = (f"holds offsets {first}..{b.next_offset - 1}, every byte of it also in {a.path}: removed (each "
                     f"offset is kept once)")
-            stem = n[:-len(".log")]
+            stem = n[:-len(LOG_SUFFIX)]
             act(ActionKind.DELETE, here[n], f"overlapping segment: {what}", offset=first,
                 duplicate_of=a.path)
             for suffix in INDEX_SUFFIXES:
@@ -149,7 +150,7 @@ def misnamed_segment(plan, folder, here, n, true_base, previous_end, act):
     previous segment reaches that offset. Returns the new (base, name), or None when refused."""
     named = segment_base(n)
     log = os.path.join(folder, n)
-    new = segment_file_name(true_base, ".log")
+    new = segment_file_name(true_base, LOG_SUFFIX)
     what = (f"segment named against its content: the name says base offset {named}, its first batch starts at "
             f"offset {true_base}")
     plan.problems.append(ReportEntry(ReportKind.CORRUPT, log, what, 0, None, true_base))
@@ -160,17 +161,17 @@ def misnamed_segment(plan, folder, here, n, true_base, previous_end, act):
         plan.refusals.append(f"{log}: {what}, but the previous segment holds offsets up to {previous_end - 1}: the "
                              f"segments overlap; move one of them aside by hand")
         return None
-    stem, new_stem = n[:-len(".log")], new[:-len(".log")]
+    stem, new_stem = n[:-len(LOG_SUFFIX)], new[:-len(LOG_SUFFIX)]
     act(ActionKind.RENAME, log, f"{what}: renamed to its true base offset (Kafka splits such a segment by its "
                                 f"batches' base offsets: LocalLog.splitOverflowedSegment)",
         target=os.path.join(folder, new), offset=true_base)
     here[new] = here.pop(n)
-    for suffix in (".index", ".timeindex"):
+    for suffix in (INDEX_SUFFIX, TIMEINDEX_SUFFIX):
         if stem + suffix in here:
             act(ActionKind.DELETE, here.pop(stem + suffix), f"entries relative to the wrong base offset {named}: "
                 f"removed, rebuilt as {new_stem + suffix}")
-    if stem + ".txnindex" in here:
-        act(ActionKind.RENAME, here[stem + ".txnindex"], "absolute offsets: renamed with its segment",
-            target=os.path.join(folder, new_stem + ".txnindex"))
-        here[new_stem + ".txnindex"] = here.pop(stem + ".txnindex")
+    if stem + TXNINDEX_SUFFIX in here:
+        act(ActionKind.RENAME, here[stem + TXNINDEX_SUFFIX], "absolute offsets: renamed with its segment",
+            target=os.path.join(folder, new_stem + TXNINDEX_SUFFIX))
+        here[new_stem + TXNINDEX_SUFFIX] = here.pop(stem + TXNINDEX_SUFFIX)
     return true_base, new

@@ -58,7 +58,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from kafkafmt.log import DEFAULT_INDEX_INTERVAL, ReportEntry, ReportKind, damage_words, is_leftover_dir, sidefiles
+from kafkafmt.log import LOG_SUFFIX, DEFAULT_INDEX_INTERVAL, ReportEntry, ReportKind, damage_words, is_leftover_dir, sidefiles
 from kafkafmt.recovery.actions import ActionKind, RecoveryAction, RecoveryPlan
 from kafkafmt.recovery.copies import held_elsewhere
 from kafkafmt.recovery.damage import first_at_stake, header_last_offset, lost_range, lost_tuple
@@ -214,11 +214,11 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
                 for later_base, later in logs[k + 1:]:
                     held = (scans.get(later) or known_scan(here[later], later_base, opts)).batches \
                         if later in here else None
-                    for suffix in (".log",) + INDEX_SUFFIXES:
-                        name = later[:-len(".log")] + suffix
+                    for suffix in (LOG_SUFFIX,) + INDEX_SUFFIXES:
+                        name = later[:-len(LOG_SUFFIX)] + suffix
                         if name in here:
                             lost = ()
-                            if suffix == ".log" and held is not None and len(held["base_offset"]):
+                            if suffix == LOG_SUFFIX and held is not None and len(held["base_offset"]):
                                 lost = ((int(held["base_offset"][0]), int(held["last_offset"][-1])),)
                             data_acts.insert(0, RecoveryAction(
                                 ActionKind.DELETE, here[name], f"segment after the corruption in {n}: deleted as "
@@ -269,7 +269,7 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
             break
     if only_log is not None:
         keep = {os.path.abspath(only_log)}
-        stem = os.path.abspath(only_log)[:-len(".log")]
+        stem = os.path.abspath(only_log)[:-len(LOG_SUFFIX)]
         keep |= {stem + s for s in INDEX_SUFFIXES}
         plan.actions += [a for a in acts + data_acts + index_acts if os.path.abspath(a.file) in keep]
         return None

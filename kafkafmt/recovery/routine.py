@@ -8,8 +8,9 @@ import os
 import numpy as np
 
 from kafkafmt.errors import EncodeError, KafkafmtError
-from kafkafmt.log import (LOG_START_CHECKPOINT, PARTITION_DIR, RECOVERY_POINT_CHECKPOINT, segment_file_name,
+from kafkafmt.log import (LOG_SUFFIX, SNAPSHOT_SUFFIX, LOG_START_CHECKPOINT, PARTITION_DIR, RECOVERY_POINT_CHECKPOINT, segment_file_name,
                           sidefiles)
+from kafkafmt.log import INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
 from kafkafmt.recovery.actions import ActionKind, RecoveryAction
 from kafkafmt.recovery.damage import INT32_MAX
 from kafkafmt.recovery.indexes import index_entries, leader_epochs, record_time_offsets
@@ -27,17 +28,17 @@ def _read_or_none(path):
 
 
 def plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
-    stem = n[:-len(".log")]
+    stem = n[:-len(LOG_SUFFIX)]
     out = []
     table = _Laid(batches)
     # indexes a check against these very batches found sound (`SegmentScan.sound`): only a time index's last
     # entry is looked at (stale or not); nothing is built unless written -- when nothing can fail to encode
     sound = scan.sound if batches is scan.batches and opts.timeindex_offsets == "batch" and _encodes(scan) else {}
     plans = []
-    for suffix in (".index", ".timeindex"):
+    for suffix in (INDEX_SUFFIX, TIMEINDEX_SUFFIX):
         name = stem + suffix
         if suffix in sound:
-            why = _stale_timeindex(sound[suffix], table) if suffix == ".timeindex" else None
+            why = _stale_timeindex(sound[suffix], table) if suffix == TIMEINDEX_SUFFIX else None
         else:
             data = _read_or_none(here[name]) if name in here else None
             why = f"no {suffix} file (a broker rebuilds missing indexes at start-up)" if data is None else data
@@ -57,12 +58,12 @@ def plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
                                              timeindex_offsets=opts.timeindex_offsets, record_offsets=rec)
             # those needed -- both where an entry might not encode: that leaves both alone
             wanted = {suffix for suffix, _, why in plans if why is not None} \
-                if batches is scan.batches and _encodes(scan) else {".index", ".timeindex"}
+                if batches is scan.batches and _encodes(scan) else {INDEX_SUFFIX, TIMEINDEX_SUFFIX}
             new = {}
-            if ".index" in wanted:
-                new[".index"] = sidefiles.encode_index(index, base)
-            if ".timeindex" in wanted:
-                new[".timeindex"] = sidefiles.encode_timeindex(timeindex, base)
+            if INDEX_SUFFIX in wanted:
+                new[INDEX_SUFFIX] = sidefiles.encode_index(index, base)
+            if TIMEINDEX_SUFFIX in wanted:
+                new[TIMEINDEX_SUFFIX] = sidefiles.encode_timeindex(timeindex, base)
         except EncodeError:
             # offsets more than 2^31-1 past the base offset: the broker splits such a segment first
             # (LocalLog.splitOverflowedSegment, KAFKA-6264); not done here, the indexes are left alone
@@ -72,7 +73,7 @@ def plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
                 why = None if why == new[suffix] else _index_problem(suffix, why, base, table)
             if why is not None:
                 out.append(RecoveryAction(ActionKind.WRITE, os.path.join(folder, name), f"{why}: rebuilt from the "
-                                          f"log ({len(index if suffix == '.index' else timeindex)} entries; "
+                                          f"log ({len(index if suffix == INDEX_SUFFIX else timeindex)} entries; "
                                           f"LogSegment.recover)", data=new[suffix], log_dir=log_dir))
     return out + _plan_txnindex(folder, stem, here, aborted, log_dir)
 
@@ -80,7 +81,7 @@ def plan_indexes(folder, n, here, base, scan, batches, aborted, opts, log_dir):
 def _plan_txnindex(folder, stem, here, aborted, log_dir):
     """A segment's ``.txnindex`` rewritten when it does not list the log's aborted transactions."""
     out = []
-    name = stem + ".txnindex"
+    name = stem + TXNINDEX_SUFFIX
     if not aborted and name not in here:
         return out
     data = _read_or_none(here[name]) if name in here else None
@@ -128,7 +129,7 @@ def _index_problem(suffix, data, base, table):
         why = sidefiles.index_sanity_problem(data, suffix, base)
         if why is not None:
             return why
-        if suffix == ".index":
+        if suffix == INDEX_SUFFIX:
             entries = sidefiles.read_index(data, base)
             problems = sidefiles.check_index(entries, table, base)
         else:
@@ -166,7 +167,7 @@ def sound_snapshots(here, act):
     (``ProducerStateManager.loadFromSnapshot`` deletes a corrupt one)."""
     snaps = {}
     for n in sorted(here):
-        if n.endswith(".snapshot") and name_offset(n) is not None:
+        if n.endswith(SNAPSHOT_SUFFIX) and name_offset(n) is not None:
             try:
                 sidefiles.read_producer_snapshot(here[n])
                 snaps[name_offset(n)] = n
@@ -193,7 +194,7 @@ def plan_snapshots(folder, here, snaps, end_offset, cut_after, state, any_batche
     stale = {a.file for a in snap_acts}
     at_end = snaps.get(end_offset)
     if any_batches and (at_end is None or here[at_end] in stale):
-        name = segment_file_name(end_offset, ".snapshot")
+        name = segment_file_name(end_offset, SNAPSHOT_SUFFIX)
         written.append(RecoveryAction(
             ActionKind.WRITE, os.path.join(folder, name), f"no producer snapshot at the log end offset "
             f"{end_offset}: written from the {state.producer_count()} producers' state (ProducerStateManager."

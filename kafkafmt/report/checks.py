@@ -23,7 +23,7 @@ import functools
 
 import numpy as np
 
-from kafkafmt.log import sidefiles
+from kafkafmt.log import INDEX_SUFFIX, TIMEINDEX_SUFFIX, sidefiles
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.read import ReadOptions, iter_log_dir_with
 from kafkafmt.log import SIDE_FILE_KINDS, ReportKind, file_kind, is_leftover_file, same_bytes, segment_base
@@ -531,7 +531,7 @@ class Checker:
         note = " (after corrupt stretches in the log)" if info.skipped else ""
         has_index, has_time = seg.has("index"), seg.has("timeindex")
         if seg.size and (not has_index or not has_time):
-            missing = "/".join(n for n, h in ((".index", has_index), (".timeindex", has_time)) if not h)
+            missing = "/".join(n for n, h in ((INDEX_SUFFIX, has_index), (TIMEINDEX_SUFFIX, has_time)) if not h)
             self.warning(log, f"no {missing} file beside it (a broker rebuilds missing indexes at start-up)")
         if not seg.size and self.emptied_log(seg, log):
             return
@@ -550,7 +550,7 @@ class Checker:
     def _insane(self, path, data, suffix, why):
         """Say what Kafka's own sanity check of an index file finds (``why``: as the broker reads it, by its
         length)."""
-        size = 8 if suffix == ".index" else 12
+        size = 8 if suffix == INDEX_SUFFIX else 12
         self.error(path, f"{why}; the broker rebuilds the segment's indexes at start-up",
                    len(data) // size * size - size if len(data) % size == 0 else len(data) // size * size)
 
@@ -603,9 +603,9 @@ class Checker:
         return True
 
     def check_index(self, path, base, b, info, note="", data=None):
-        if self._plainly_sound(".index", base, b, info, data):
+        if self._plainly_sound(INDEX_SUFFIX, base, b, info, data):
             return
-        read = self._index_entries(path, base, data, ".index")
+        read = self._index_entries(path, base, data, INDEX_SUFFIX)
         if read is None:
             return
         entries, insane = read
@@ -617,19 +617,19 @@ class Checker:
         problems = sidefiles.check_index(entries, b, base)
         self.index_problems(path, problems, 8, note, "index")
         if not problems and insane is None and not info.skipped:
-            info.sound[".index"] = entries
+            info.sound[INDEX_SUFFIX] = entries
 
     def check_timeindex(self, path, base, b, note="", data=None, info=None):
-        if self._plainly_sound(".timeindex", base, b, info, data):
+        if self._plainly_sound(TIMEINDEX_SUFFIX, base, b, info, data):
             return
-        read = self._index_entries(path, base, data, ".timeindex")
+        read = self._index_entries(path, base, data, TIMEINDEX_SUFFIX)
         if read is None:
             return
         entries, insane = read
         problems = sidefiles.check_timeindex(entries, b, base)
         self.index_problems(path, problems, 12, note, "time index")
         if info is not None and not problems and insane is None and not info.skipped:
-            info.sound[".timeindex"] = entries
+            info.sound[TIMEINDEX_SUFFIX] = entries
 
     def index_problems(self, path, problems, entry_size, note, what):
         """The problems of an index file (`sidefiles.IndexProblem` s), one error per cause: many
