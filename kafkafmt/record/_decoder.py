@@ -641,7 +641,10 @@ def _sizes(buf, table, lo, hi, options):
         ahead = ((min(stored, decompressed, 1 << 30), decompressed, records), (records // 4, records, 4 * records))
     full = np.zeros(len(table["codec"]), bool)
     full[sl] = in_kernel
-    return sizes, ahead, dict(in_kernel=full, compressed=np.flatnonzero(needs & ~in_kernel) + lo, payloads={})
+    compressed = np.flatnonzero(needs & ~in_kernel) + lo
+    # (the compressed bytes decompressed outside the kernel: what `_decode_chunks` reserves for)
+    return sizes, ahead, dict(in_kernel=full, compressed=compressed, payloads={},
+                              compressed_bytes=int(table["payload_len"][compressed].clip(0).sum()))
 
 
 def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, views=None, batch_base=0,
@@ -658,7 +661,7 @@ def _decode_chunks(cols, buf, table, lo, hi, work, options, chunk_bytes, file, v
     compressed_l = work["compressed"].tolist()
     comp_len = table["payload_len"].clip(0)
     # compressed bytes not yet decompressed, here and in the calls to come
-    comp_left = int(comp_len[work["compressed"]].sum()) + comp_beyond
+    comp_left = work["compressed_bytes"] + comp_beyond
     counts = table["record_count"]
     b, ci = lo, 0
     while b < hi:
@@ -847,7 +850,7 @@ class RangeDecoder:
         beyond = 0
         rest = 0 if self.expected is None else self.expected - self.seen - nbytes
         if rest > 0 and nbytes and len(work["compressed"]):
-            beyond = min(rest * int(table["payload_len"][work["compressed"]].clip(0).sum()) // nbytes,
+            beyond = min(rest * work["compressed_bytes"] // nbytes,
                          _RESERVE_BEYOND_MAX)
         self.seen += nbytes
         _decode_chunks(self.cols, buf, table, 0, n, work, self.options, self.chunk_bytes, None,
