@@ -3,6 +3,9 @@
 an open, reads until its slot is full or the file ends, a close -- with the interpreter let go for the whole
 batch (a cluster's copies are compared, and its small partitions read, a few thousand files at a time).
 
+`advise_files` tells the kernel that files will be read soon (`LocalStorage.will_read`), so that a disk reads
+them while the caller works on the ones before.
+
 Each file's result is what `LocalStorage.read_into` gives for it: the bytes read, fewer only when the file is
 shorter than its slot; an error is a negative errno in its place (the caller reads that file again the usual
 way, which raises the error with its name), never an exception for the batch.
@@ -17,6 +20,7 @@ from libc.stdint cimport int64_t, uint8_t
 
 cdef extern from "kfmt_reads.h" nogil:
     int64_t kfmt_read_file(const char *path, uint8_t *out, int64_t want)
+    int64_t kfmt_advise_file(const char *path, int64_t max_bytes)
 
 
 def read_files(list paths, uint8_t[::1] buf, const int64_t[::1] starts):
@@ -57,4 +61,28 @@ def read_files(list paths, uint8_t[::1] buf, const int64_t[::1] starts):
     finally:
         PyMem_Free(names)
         PyMem_Free(bad)
+    return got
+
+
+def advise_files(list paths, int64_t max_bytes):
+    """Tell the kernel that each file of ``paths`` holding at most ``max_bytes`` will be read whole soon
+    (``posix_fadvise`` WILLNEED: it starts reading it into the page cache and returns), with the interpreter let
+    go for the batch; an int64 array of each file's size where told, else -errno (EFBIG: larger than
+    ``max_bytes``; ENOSYS: no such hint here; EINVAL: a path holding a NUL)."""
+    cdef Py_ssize_t n = len(paths), i
+    raw = [os.fsencode(p) for p in paths]
+    got = np.empty(n, np.int64)
+    cdef int64_t[::1] g = got
+    cdef const char **names = <const char **>PyMem_Malloc(max(n, 1) * sizeof(const char *))
+    if names == NULL:
+        raise MemoryError()
+    try:
+        for i in range(n):
+            r = raw[i]
+            names[i] = NULL if b"\0" in r else <const char *>r
+        with nogil:
+            for i in range(n):
+                g[i] = -EINVAL if names[i] == NULL else kfmt_advise_file(names[i], max_bytes)
+    finally:
+        PyMem_Free(names)
     return got

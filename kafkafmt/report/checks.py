@@ -23,11 +23,12 @@ import functools
 
 import numpy as np
 
-from kafkafmt.log import INDEX_SUFFIX, TIMEINDEX_SUFFIX, sidefiles
+from kafkafmt.log import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, sidefiles
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.read import ReadOptions, iter_log_dir_with
 from kafkafmt.log import SIDE_FILE_KINDS, ReportKind, file_kind, is_leftover_file, same_bytes, segment_base
 from kafkafmt.record import Table
+from kafkafmt.storage import listed_files
 from kafkafmt._native.plain import plain_checks
 from kafkafmt.report.figures import CHUNK_BYTES, PLAIN_NATIVE
 from kafkafmt.report.problems import Problem, report_problem
@@ -93,12 +94,16 @@ def _listed_bytes(storage, entry, path):
 
 
 def will_check(parts):
-    """Tell the object stores holding ``parts`` (in the order they are checked) which side files the checks
-    will read -- the segments' indexes, producer snapshots, leader-epoch checkpoints, ``partition.metadata``
-    (`kafkafmt.storage.Storage.will_read`: fetched ahead, a few at a time)."""
-    wanted = {}
+    """Tell the storages holding ``parts`` (in the order they are checked) which side files the checks will read
+    -- the segments' indexes, producer snapshots, leader-epoch checkpoints, ``partition.metadata``
+    (`kafkafmt.storage.Storage.will_read`: object stores fetch them ahead, a few at a time; a local disk is told
+    to read them into its page cache)."""
+    wanted, local = {}, {}
     for pd in parts:
-        if pd.storage.is_local or pd.listing is None:
+        if pd.listing is None:
+            continue
+        if pd.storage.is_local:
+            local.setdefault(pd.storage, []).append(pd.listing)     # (their files named by the storage's thread)
             continue
         listed = _listed(pd)
         items = wanted.setdefault(pd.storage, [])
@@ -112,6 +117,20 @@ def will_check(parts):
                 items.append((e.path, e.size, e.version))
     for storage, items in wanted.items():
         storage.will_read(items)
+    for storage, listings in local.items():
+        storage.will_read(_side_files(listings))
+
+
+def _side_files(listings):
+    """``(path, size, None)`` of the files of local folders' listings but their segments' logs and the broker's
+    leftovers: the side files the checks read (and any other file, told about for nothing)."""
+    for listing in listings:
+        for path, size in listed_files(listing, _is_side_file):
+            yield path, size, None
+
+
+def _is_side_file(name):
+    return not name.endswith(LOG_SUFFIX) and not is_leftover_file(name)
 
 
 def _load(data):

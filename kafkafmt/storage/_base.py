@@ -13,7 +13,8 @@ from typing import NamedTuple
 from kafkafmt.errors import KafkafmtError
 
 __all__ = ["Blob", "DEFAULT_CACHE_BLOCKS", "DEFAULT_PREFETCH", "DEFAULT_READ_AHEAD", "Entry", "FolderListing",
-           "RetryPolicy", "SETTLE_SECONDS", "Storage", "StorageStatistics", "URL_SCHEME", "is_url", "listed_size",
+           "RetryPolicy", "SETTLE_SECONDS", "Storage", "StorageStatistics", "URL_SCHEME", "is_url", "listed_files",
+           "listed_size",
            "safe_url", "statistics", "version_of"]
 
 DEFAULT_READ_AHEAD = 8 << 20      # bytes per remote request at least (issue 13: "several MiB")
@@ -116,6 +117,20 @@ class FolderListing(Sequence):
 
 #: an Entry made as its tuple (the named tuple's keyword constructor costs more than the rest of a row)
 _ENTRY = tuple.__new__
+
+
+def listed_files(listing, keep):
+    """``(path, size)`` of each file of a folder's listing (`FolderListing` or `Entry` rows) whose name
+    ``keep(name)`` keeps, in the listing's order (size None where not asked for)."""
+    if isinstance(listing, FolderListing):      # (its fields read as they are: no row made per entry)
+        prefix = listing.prefix
+        for n, s, f in zip(listing.names, listing.sizes, listing.flags):
+            if not f & 1 and keep(n):
+                yield prefix + n, s
+        return
+    for e in listing:
+        if not e.is_dir and keep(e.name):
+            yield e.path, e.size
 
 
 def listed_size(listing, suffix):
@@ -293,8 +308,9 @@ class Storage:
     def will_read(self, items):
         """Hint: the whole files ``(path, size, version)`` are about to be read, in this order. Object
         stores fetch the small ones ahead through a bounded pool of threads (a window of bytes ahead of
-        the reader), so that reading them one after another waits for no request but the first; local
-        disks do nothing."""
+        the reader), so that reading them one after another waits for no request but the first; a local
+        disk is told to read them into its page cache (`kafkafmt.storage.LocalStorage.will_read`); others
+        do nothing."""
 
     def _count(self, requests=0, nbytes=0):
         with self._lock:

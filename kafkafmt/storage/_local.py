@@ -4,14 +4,16 @@ NumPy uint8 array over the map; ``release`` gives pages back with madvise).
 from __future__ import annotations
 
 import errno
+import itertools
 import mmap
 import os
+import threading
 import time
 
 import numpy as np
 
 from kafkafmt._native.listing import list_folder, list_folder_names, list_folders_names
-from kafkafmt._native.reads import read_files
+from kafkafmt._native.reads import advise_files, read_files
 from kafkafmt._util.files import read_whole
 from kafkafmt._util.threads import thread_pool
 from kafkafmt.errors import ObjectChangedError, StorageError, StorageNotFoundError, StoragePermissionError
@@ -37,6 +39,13 @@ _NATIVE = [True]
 FOLDERS_A_THREAD = 64
 #: whether many files are read by one native call (`kafkafmt._native.reads`; a test turns it off to compare)
 _NATIVE_READS = [True]
+#: `LocalStorage.will_read`: the largest file the kernel is told about, the bytes told about at most for one
+#: read (what the page cache holds ahead of the reader), and the files told about by one native call
+ADVISE_FILE_BYTES = 4 << 20
+ADVISE_BYTES = 256 << 20
+_ADVISE_BATCH = 512
+#: a read's first files, looked at to tell whether its files are in the page cache already
+_ADVISE_SAMPLE = 16
 
 
 def _native_list(path, sized, make):
@@ -48,6 +57,55 @@ def _native_list(path, sized, make):
             _NATIVE[0] = False
             return None
         raise
+
+
+def _hint(items):
+    """`_advise`, whatever goes wrong: a hint never fails a read, nor says anything."""
+    try:
+        _advise(items)
+    except Exception:   # noqa: BLE001 - the reads themselves meet and say what is wrong
+        pass
+
+
+def _advise(items):
+    """`LocalStorage.will_read`'s thread: the kernel told about the files of ``items`` in order, until
+    `ADVISE_BYTES` -- unless the first of them are in the page cache already (files read a moment ago, the usual
+    case: nothing to tell, no call per file)."""
+    paths = (p for p, size, _ in items if type(p) is str and (size is None or size <= ADVISE_FILE_BYTES))
+    batch = list(itertools.islice(paths, _ADVISE_SAMPLE))
+    if not batch or _all_cached(batch):
+        return
+    told = 0
+    while batch:
+        got = advise_files(batch, ADVISE_FILE_BYTES)
+        if len(got) and (got == -errno.ENOSYS).all():
+            return                  # (no such hint here)
+        told += int(got[got > 0].sum())
+        if told >= ADVISE_BYTES:
+            return
+        batch = list(itertools.islice(paths, _ADVISE_BATCH))
+
+
+def _all_cached(paths):
+    """Whether the first byte of each file is in the page cache (a read that would wait for the disk fails at once:
+    ``RWF_NOWAIT``); False where that cannot be told."""
+    if not hasattr(os, "RWF_NOWAIT"):
+        return False
+    one = [bytearray(1)]
+    for p in paths:
+        try:
+            fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            continue                    # (gone: its read says so)
+        try:
+            os.preadv(fd, one, 0, os.RWF_NOWAIT)
+        except BlockingIOError:
+            return False
+        except OSError:                 # (no such flag on this filesystem: cannot be told)
+            return False
+        finally:
+            os.close(fd)
+    return True
 
 
 class LocalStorage(Storage):
@@ -176,6 +234,17 @@ class LocalStorage(Storage):
             raise _local_error(exc, path) from None
         finally:
             os.close(fd)
+
+    def will_read(self, items):
+        """Hint: the files ``(path, size, version)`` are about to be read whole, in this order. The kernel is told
+        so (``posix_fadvise`` WILLNEED, by a thread of its own: `kafkafmt._native.reads.advise_files`), so that a
+        disk whose page cache does not hold them -- a backup, a broker's disk just mounted -- reads them while the
+        reader works on the ones before, instead of one wait per file. Files of more than `ADVISE_FILE_BYTES`,
+        and any past the first `ADVISE_BYTES` told about, are left to the reads themselves; a file that is gone
+        or unreadable is left to its read, which says so. ``items`` may be an iterator: that thread takes it
+        (the caller does not wait while it is made), and stops at once when its first files are in the page
+        cache already."""
+        threading.Thread(target=_hint, args=(iter(items),), name="kafkafmt-will-read", daemon=True).start()
 
     def read_many(self, paths, buf, starts, versions=None):
         """Read file ``i`` of ``paths`` into ``buf[starts[i]:starts[i + 1]]``, all in one native call without
