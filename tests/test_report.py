@@ -467,3 +467,18 @@ def test_the_screenshot_fingerprint_sees_changes(tmp_path):
     head, body = html.split("</head>", 1)
     assert tool.fingerprint(head.replace("Plotly", "Plotly ") + "</head>" + body, json.loads(json.dumps(doc))) \
         == tool.fingerprint(html, doc)                                                  # not plotly.js
+
+
+def test_an_acc_starts_with_every_figure():
+    """`Acc()` spells its fields out (thousands are made): every figure it sums starts at 0, every figure it counts
+    by name starts empty, and it has no other field than those and its ranges -- as `Acc.merge` and `to_json` take
+    them."""
+    from kafkafmt.report import figures
+
+    a = figures.Acc()
+    fields = vars(a)
+    assert {n: fields[n] for n in figures._SUMS} == dict.fromkeys(figures._SUMS, 0)
+    assert all(type(fields[n]) is figures.Counts and not fields[n] for n in figures._COUNTS)
+    assert set(fields) == set(figures._SUMS) | set(figures._COUNTS) | {
+        "first_offset", "last_offset", "first_ts", "last_ts", "producers", "epochs"}
+    assert len({id(fields[n]) for n in figures._COUNTS}) == len(figures._COUNTS)      # (none shared)

@@ -29,9 +29,8 @@ import numpy as np
 
 from kafkafmt.read import ReadOptions, iter_log_dir, iter_log_dir_with
 from kafkafmt.log import UnitChunks, segment_base
-from kafkafmt.record import BinaryColumn, Headers
 from kafkafmt._native.plain import SEVERAL, plain_figures
-from kafkafmt.record import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES
+from kafkafmt.record import CODEC_NAMES, CONTROL_TYPES, TIMESTAMP_TYPES, BinaryColumn, Headers
 from kafkafmt.report.problems import report_problem
 
 __all__ = ["Acc", "PartitionStats", "partition_stats", "counting_stats", "bulk_figures", "piece_figures", "reads_alike",
