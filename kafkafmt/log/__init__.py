@@ -11,7 +11,8 @@ a read will read whole, told to object stores), `_notes` (what a read skipped or
 from __future__ import annotations
 
 from kafkafmt.log._names import (SEGMENT_DIGITS, LOG_SUFFIX, SNAPSHOT_SUFFIX, SWAP_SUFFIX, DELETED_SUFFIX,
-                                 CLEANED_SUFFIX, SIDE_FILE_SUFFIXES, INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX, PARTITION_DIR, SEGMENT_LOG, LEFTOVER_SUFFIXES, PARTITION_FILES, SIDE_FILE_KINDS,
+                                 CLEANED_SUFFIX, SIDE_FILE_SUFFIXES, INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX,
+                                 PARTITION_DIR, SEGMENT_LOG, LEFTOVER_SUFFIXES, PARTITION_FILES, SIDE_FILE_KINDS,
                                  segment_file_name,
                                  segment_base, log_name_of, partition_of_name, is_leftover_file, is_leftover_dir,
                                  is_leftover_segment_file, is_segment_file, holds_segment_files, file_kind)
@@ -41,7 +42,8 @@ from kafkafmt.log import sidefiles  # the side files, one namespace (read, check
 from kafkafmt.log import tiered  # tiered-storage layouts
 
 __all__ = ["SEGMENT_DIGITS", "LOG_SUFFIX", "SNAPSHOT_SUFFIX", "SWAP_SUFFIX", "DELETED_SUFFIX", "CLEANED_SUFFIX",
-           "SIDE_FILE_SUFFIXES", "INDEX_SUFFIX", "TIMEINDEX_SUFFIX", "TXNINDEX_SUFFIX", "PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES", "SIDE_FILE_KINDS", "segment_file_name",
+           "SIDE_FILE_SUFFIXES", "INDEX_SUFFIX", "TIMEINDEX_SUFFIX", "TXNINDEX_SUFFIX", "PARTITION_DIR", "SEGMENT_LOG",
+           "LEFTOVER_SUFFIXES", "PARTITION_FILES", "SIDE_FILE_KINDS", "segment_file_name",
            "segment_base", "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir",
            "is_leftover_segment_file", "is_segment_file", "holds_segment_files", "file_kind", "ReportKind",
            "ReportEntry", "Note", "place_text", "damage_words", "window", "entry_size_at", "scan_range", "batch_at", "batch_base_offset",
@@ -53,7 +55,8 @@ __all__ = ["SEGMENT_DIGITS", "LOG_SUFFIX", "SNAPSHOT_SUFFIX", "SWAP_SUFFIX", "DE
            "folder_kind", "find_log_dirs", "list_partitions", "list_segments", "TreeState", "tree_state", "Task", "plan",
            "resolve_offsets",
            "offset_for_timestamp", "deal", "BatchMark", "Divergence", "log_end_offset", "batch_mark",
-           "find_divergence", "topic_id_of", "read_task", "read_tasks", "Unit", "UnitChunks", "BulkPiece", "read_units", "announce", "LogWriter",
+           "find_divergence", "topic_id_of", "read_task", "read_tasks", "Unit", "UnitChunks", "BulkPiece", "read_units",
+           "announce", "LogWriter",
            "write_log_dir", "read_index",
            "read_leader_epoch_checkpoint", "read_partition_metadata", "read_producer_snapshot", "read_timeindex",
            "read_txnindex", "sidefiles", "tiered"]

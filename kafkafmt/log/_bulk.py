@@ -77,10 +77,11 @@ def read_units(units, options, *, chain=True, max_bytes=None, group_bytes=GROUP_
                per_unit=False, chunk_bytes=None):
     """Read units (`Unit`) in order; yields ``("records", records, unit indices)`` for pieces read in bulk
     and ``("fallback", index, None)`` for a unit the caller reads itself (on its own, the usual way), in
-    unit order. ``per_unit``: each unit of a piece yielded as ``("chunks", UnitChunks, index)``
-    instead (`UnitChunks`: an iterator of the records of each task, sharing the piece's `BulkPiece`), the chunks as `kafkafmt.log._taskreader.read_task` yields a small task's one chunk (with
-    ``max_bytes=chunk_bytes``: a unit with a segment it would read in several chunks falls back); a start
-    offset not above a segment's base offset is then taken too.
+    unit order. ``per_unit``: each unit of a piece yielded as ``("chunks", UnitChunks, index)`` instead
+    (`UnitChunks`: an iterator of the records of each task, sharing the piece's `BulkPiece`), the chunks as
+    `kafkafmt.log._taskreader.read_task` yields a small task's one chunk (with ``max_bytes=chunk_bytes``: a
+    unit with a segment it would read in several chunks falls back); a start offset not above a segment's
+    base offset is then taken too.
 
     Parameters
     ----------

@@ -13,7 +13,8 @@ import re
 from kafkafmt.log import sidefiles
 
 __all__ = ["SEGMENT_DIGITS", "LOG_SUFFIX", "SNAPSHOT_SUFFIX", "SWAP_SUFFIX", "DELETED_SUFFIX", "CLEANED_SUFFIX",
-           "SIDE_FILE_SUFFIXES", "INDEX_SUFFIX", "TIMEINDEX_SUFFIX", "TXNINDEX_SUFFIX", "PARTITION_DIR", "SEGMENT_LOG", "LEFTOVER_SUFFIXES", "PARTITION_FILES",
+           "SIDE_FILE_SUFFIXES", "INDEX_SUFFIX", "TIMEINDEX_SUFFIX", "TXNINDEX_SUFFIX", "PARTITION_DIR", "SEGMENT_LOG",
+           "LEFTOVER_SUFFIXES", "PARTITION_FILES",
            "SIDE_FILE_KINDS", "segment_file_name", "segment_base",
            "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir", "is_leftover_segment_file",
            "is_segment_file", "holds_segment_files", "file_kind", "listed_folder", "LEFTOVER_FOLDER"]

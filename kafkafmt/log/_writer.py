@@ -56,7 +56,8 @@ from kafkafmt.record import encode_columns, encode_control, encode_empty_batch, 
 from kafkafmt.errors import EncodeError, KafkafmtError, PartitionLockedError
 from kafkafmt.log._discovery import list_segments
 from kafkafmt.log._framing import scan_range
-from kafkafmt.log._names import LOG_SUFFIX, SEGMENT_DIGITS, SNAPSHOT_SUFFIX, PARTITION_DIR, PARTITION_FILES, SIDE_FILE_KINDS, file_kind, is_segment_file, segment_file_name
+from kafkafmt.log._names import (LOG_SUFFIX, SEGMENT_DIGITS, SNAPSHOT_SUFFIX, PARTITION_DIR, PARTITION_FILES,
+                                 SIDE_FILE_KINDS, file_kind, is_segment_file, segment_file_name)
 from kafkafmt.log._names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
 
 __all__ = ["LogWriter", "write_log_dir"]
@@ -85,7 +86,8 @@ class _PartitionState:
         st = cls()
         st.files = files
         # without segments (all deleted by retention), the newest producer snapshot names the log end
-        snapshots = [int(n[:SEGMENT_DIGITS]) for n in files if n.endswith(SNAPSHOT_SUFFIX) and n[:SEGMENT_DIGITS].isdigit()]
+        snapshots = [int(n[:SEGMENT_DIGITS]) for n in files
+                     if n.endswith(SNAPSHOT_SUFFIX) and n[:SEGMENT_DIGITS].isdigit()]
         st.log_end = segments[0].base_offset if segments else max(snapshots, default=0)
         st.sequences, st.open_txns = {}, {}
         # an empty newest segment (just rolled) is where the broker would append: it may be replaced

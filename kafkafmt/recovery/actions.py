@@ -350,7 +350,8 @@ _DAMAGE_LABELS = {ActionKind.TRUNCATE: "log truncated", ActionKind.CUT: "damaged
 
 
 #: how a routine write is listed, by the suffix of the file written
-_WRITTEN_LABELS = tuple(("." + k, f".{k} rebuilt") for k in SIDE_FILE_KINDS) + ((SNAPSHOT_SUFFIX, "producer snapshot written"),)
+_WRITTEN_LABELS = tuple(("." + k, f".{k} rebuilt") for k in SIDE_FILE_KINDS) + \
+    ((SNAPSHOT_SUFFIX, "producer snapshot written"),)
 
 
 def _routine_label(action):

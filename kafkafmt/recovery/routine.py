@@ -8,9 +8,8 @@ import os
 import numpy as np
 
 from kafkafmt.errors import EncodeError, KafkafmtError
-from kafkafmt.log import (LOG_SUFFIX, SNAPSHOT_SUFFIX, LOG_START_CHECKPOINT, PARTITION_DIR, RECOVERY_POINT_CHECKPOINT, segment_file_name,
-                          sidefiles)
-from kafkafmt.log import INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
+from kafkafmt.log import (INDEX_SUFFIX, LOG_SUFFIX, LOG_START_CHECKPOINT, PARTITION_DIR, RECOVERY_POINT_CHECKPOINT,
+                          SNAPSHOT_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX, segment_file_name, sidefiles)
 from kafkafmt.recovery.actions import ActionKind, RecoveryAction
 from kafkafmt.recovery.damage import INT32_MAX
 from kafkafmt.recovery.indexes import index_entries, leader_epochs, record_time_offsets
