@@ -85,9 +85,25 @@ def test_nothing_is_told_of_files_in_the_page_cache(tmp_path, monkeypatch):
             f.read()
     told = []
     monkeypatch.setattr(_local, "advise_files", lambda batch, m: told.append(batch) or advise_files(batch, m))
-    LocalStorage().will_read([(p, 12, None) for p in paths])
+    LocalStorage().will_read(iter([(p, 12, None) for p in paths]))
     _join()
     assert told == []
+
+
+@needs_hints
+def test_a_read_of_a_few_files_is_not_told_ahead(tmp_path, monkeypatch):
+    paths = [_write(tmp_path / f"{i}.index", 4096) for i in range(5)]
+    if not _evict(paths, _write(tmp_path / "probe", 4096)):
+        pytest.skip("this filesystem keeps its pages (tmpfs): nothing to tell")
+    told = []
+    monkeypatch.setattr(_local, "advise_files", lambda batch, m: told.append(batch) or advise_files(batch, m))
+    storage = LocalStorage()
+    storage.will_read([(p, 4096, None) for p in paths])                      # (a list: its length)
+    storage.will_read(iter([(p, 4096, None) for p in paths]), count=len(paths))
+    assert not any(t.name == "kafkafmt-will-read" for t in threading.enumerate())
+    storage.will_read(iter([(p, 4096, None) for p in paths]))                # (no count: told)
+    _join()
+    assert told == [paths]
 
 
 def test_a_hint_never_fails_a_read_nor_speaks(tmp_path, capfd):

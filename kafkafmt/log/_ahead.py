@@ -29,7 +29,7 @@ def announce(parts, skip=None):
     for storage, items in wanted.items():
         storage.will_read(items)
     for storage, listings in local.items():
-        storage.will_read(_logs(listings))
+        storage.will_read(_logs(listings), count=sum(map(len, listings)))
 
 
 def _logs(listings):

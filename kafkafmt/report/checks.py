@@ -118,7 +118,7 @@ def will_check(parts):
     for storage, items in wanted.items():
         storage.will_read(items)
     for storage, listings in local.items():
-        storage.will_read(_side_files(listings))
+        storage.will_read(_side_files(listings), count=sum(map(len, listings)))
 
 
 def _side_files(listings):

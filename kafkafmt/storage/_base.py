@@ -305,8 +305,9 @@ class Storage:
         None where listing folder by folder costs no more (local disks) or nothing is under ``path``."""
         return None
 
-    def will_read(self, items):
-        """Hint: the whole files ``(path, size, version)`` are about to be read, in this order. Object
+    def will_read(self, items, count=None):
+        """Hint: the whole files ``(path, size, version)`` are about to be read, in this order (``count``:
+        about how many, when ``items`` is an iterator and the caller knows). Object
         stores fetch the small ones ahead through a bounded pool of threads (a window of bytes ahead of
         the reader), so that reading them one after another waits for no request but the first; a local
         disk is told to read them into its page cache (`kafkafmt.storage.LocalStorage.will_read`); others

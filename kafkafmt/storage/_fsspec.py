@@ -456,7 +456,7 @@ class FsspecStorage(Storage):
             return self.objects.get(path, size, version)
         return self._fetch_whole(path, size, version), True
 
-    def will_read(self, items):
+    def will_read(self, items, count=None):
         self.objects.prefetch((str(p), s, v) for p, s, v in items if s is not None and s <= self.read_ahead)
 
     def _fetch_whole(self, path, size, version):

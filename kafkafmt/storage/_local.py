@@ -43,6 +43,8 @@ _NATIVE_READS = [True]
 #: read (what the page cache holds ahead of the reader), and the files told about by one native call
 ADVISE_FILE_BYTES = 4 << 20
 ADVISE_BYTES = 256 << 20
+#: the fewest files a read is told ahead about
+ADVISE_MIN_FILES = 64
 _ADVISE_BATCH = 512
 #: a read's first files, looked at to tell whether its files are in the page cache already
 _ADVISE_SAMPLE = 16
@@ -235,7 +237,7 @@ class LocalStorage(Storage):
         finally:
             os.close(fd)
 
-    def will_read(self, items):
+    def will_read(self, items, count=None):
         """Hint: the files ``(path, size, version)`` are about to be read whole, in this order. The kernel is told
         so (``posix_fadvise`` WILLNEED, by a thread of its own: `kafkafmt._native.reads.advise_files`), so that a
         disk whose page cache does not hold them -- a backup, a broker's disk just mounted -- reads them while the
@@ -243,7 +245,12 @@ class LocalStorage(Storage):
         and any past the first `ADVISE_BYTES` told about, are left to the reads themselves; a file that is gone
         or unreadable is left to its read, which says so. ``items`` may be an iterator: that thread takes it
         (the caller does not wait while it is made), and stops at once when its first files are in the page
-        cache already."""
+        cache already. Fewer than `ADVISE_MIN_FILES` files (``count``, or the length of a list) are not told
+        about: the read of a partition or two starts on them at once, and a thread costs more than it saves."""
+        if count is None and isinstance(items, (list, tuple)):
+            count = len(items)
+        if count is not None and count < ADVISE_MIN_FILES:
+            return
         threading.Thread(target=_hint, args=(iter(items),), name="kafkafmt-will-read", daemon=True).start()
 
     def read_many(self, paths, buf, starts, versions=None):
