@@ -22,14 +22,21 @@ static int64_t kfmt_advise_file(const char *path, int64_t max_bytes) {
 #define O_CLOEXEC 0
 #endif
 
+/* a file opened to be read (interrupted opens tried again), or -1 with errno set */
+static int kfmt_open_read(const char *path) {
+    int fd;
+    do {
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
 /* the bytes read into out (at most want: fewer only when the file is shorter), or -errno */
 static int64_t kfmt_read_file(const char *path, uint8_t *out, int64_t want) {
     int fd, err;
     int64_t got = 0;
     ssize_t n;
-    do {
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-    } while (fd < 0 && errno == EINTR);
+    fd = kfmt_open_read(path);
     if (fd < 0)
         return -errno;
     while (got < want) {
@@ -56,9 +63,7 @@ static int64_t kfmt_advise_file(const char *path, int64_t max_bytes) {
 #if defined(POSIX_FADV_WILLNEED)
     int fd, err;
     struct stat st;
-    do {
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-    } while (fd < 0 && errno == EINTR);
+    fd = kfmt_open_read(path);
     if (fd < 0)
         return -errno;
     if (fstat(fd, &st) != 0) {

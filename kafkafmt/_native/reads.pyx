@@ -23,6 +23,19 @@ cdef extern from "kfmt_reads.h" nogil:
     int64_t kfmt_advise_file(const char *path, int64_t max_bytes)
 
 
+cdef const char **_c_names(list raw) except NULL:
+    """C strings of ``raw`` (encoded paths, kept alive by the caller), NULL for one holding a NUL (a C string would
+    cut it short); the array is the caller's to free (`PyMem_Free`)."""
+    cdef Py_ssize_t i, n = len(raw)
+    cdef const char **names = <const char **>PyMem_Malloc(max(n, 1) * sizeof(const char *))
+    if names == NULL:
+        raise MemoryError()
+    for i in range(n):
+        r = raw[i]
+        names[i] = NULL if b"\0" in r else <const char *>r
+    return names
+
+
 def read_files(list paths, uint8_t[::1] buf, const int64_t[::1] starts):
     """Read file ``i`` of ``paths`` into ``buf[starts[i]:starts[i + 1]]`` (``starts``: one more than the
     paths, non-decreasing, within ``buf``); an int64 array of what each read: its bytes, or -errno (ENOSYS:
@@ -36,23 +49,12 @@ def read_files(list paths, uint8_t[::1] buf, const int64_t[::1] starts):
     raw = [os.fsencode(p) for p in paths]
     got = np.empty(n, np.int64)
     cdef int64_t[::1] g = got
-    cdef const char **names = NULL
     cdef uint8_t *base = &buf[0] if buf.shape[0] else NULL
-    cdef char *bad = NULL
-    names = <const char **>PyMem_Malloc(max(n, 1) * sizeof(const char *))
-    bad = <char *>PyMem_Malloc(max(n, 1))
-    if names == NULL or bad == NULL:
-        PyMem_Free(names)
-        PyMem_Free(bad)
-        raise MemoryError()
+    cdef const char **names = _c_names(raw)
     try:
-        for i in range(n):
-            r = raw[i]
-            bad[i] = b"\0" in r
-            names[i] = <const char *>r
         with nogil:
             for i in range(n):
-                if bad[i]:
+                if names[i] == NULL:
                     g[i] = -EINVAL
                 elif starts[i + 1] == starts[i]:
                     g[i] = 0
@@ -60,7 +62,6 @@ def read_files(list paths, uint8_t[::1] buf, const int64_t[::1] starts):
                     g[i] = kfmt_read_file(names[i], base + starts[i], starts[i + 1] - starts[i])
     finally:
         PyMem_Free(names)
-        PyMem_Free(bad)
     return got
 
 
@@ -73,13 +74,8 @@ def advise_files(list paths, int64_t max_bytes):
     raw = [os.fsencode(p) for p in paths]
     got = np.empty(n, np.int64)
     cdef int64_t[::1] g = got
-    cdef const char **names = <const char **>PyMem_Malloc(max(n, 1) * sizeof(const char *))
-    if names == NULL:
-        raise MemoryError()
+    cdef const char **names = _c_names(raw)
     try:
-        for i in range(n):
-            r = raw[i]
-            names[i] = NULL if b"\0" in r else <const char *>r
         with nogil:
             for i in range(n):
                 g[i] = -EINVAL if names[i] == NULL else kfmt_advise_file(names[i], max_bytes)

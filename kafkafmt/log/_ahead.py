@@ -5,7 +5,7 @@ cache.
 from __future__ import annotations
 
 from kafkafmt.log._names import LOG_SUFFIX
-from kafkafmt.storage import listed_files
+from kafkafmt.storage import will_read_listed
 
 __all__ = ["announce"]
 
@@ -29,14 +29,7 @@ def announce(parts, skip=None):
     for storage, items in wanted.items():
         storage.will_read(items)
     for storage, listings in local.items():
-        storage.will_read(_logs(listings), count=sum(map(len, listings)))
-
-
-def _logs(listings):
-    """``(path, size, None)`` of the segments' logs of local folders' listings, in order."""
-    for listing in listings:
-        for path, size in listed_files(listing, _is_log):
-            yield path, size, None
+        will_read_listed(storage, listings, _is_log)
 
 
 def _is_log(name):

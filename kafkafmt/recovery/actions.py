@@ -7,7 +7,7 @@ import enum
 import os
 from dataclasses import dataclass, field
 
-from kafkafmt.log import SIDE_FILE_KINDS, SNAPSHOT_SUFFIX, SWAP_SUFFIX, Note, place_text
+from kafkafmt.log import SIDE_FILE_SUFFIXES, SNAPSHOT_SUFFIX, SWAP_SUFFIX, Note, place_text
 
 __all__ = ["ActionKind", "RecoveryAction", "RecoveryPlan"]
 
@@ -350,8 +350,7 @@ _DAMAGE_LABELS = {ActionKind.TRUNCATE: "log truncated", ActionKind.CUT: "damaged
 
 
 #: how a routine write is listed, by the suffix of the file written
-_WRITTEN_LABELS = tuple(("." + k, f".{k} rebuilt") for k in SIDE_FILE_KINDS) + \
-    ((SNAPSHOT_SUFFIX, "producer snapshot written"),)
+_WRITTEN_LABELS = tuple((s, f"{s} rebuilt") for s in SIDE_FILE_SUFFIXES) + ((SNAPSHOT_SUFFIX, "producer snapshot written"),)
 
 
 def _routine_label(action):

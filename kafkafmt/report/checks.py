@@ -28,7 +28,7 @@ from kafkafmt.errors import KafkafmtError
 from kafkafmt.read import ReadOptions, iter_log_dir_with
 from kafkafmt.log import SIDE_FILE_KINDS, ReportKind, file_kind, is_leftover_file, same_bytes, segment_base
 from kafkafmt.record import Table
-from kafkafmt.storage import listed_files
+from kafkafmt.storage import will_read_listed
 from kafkafmt._native.plain import plain_checks
 from kafkafmt.report.figures import CHUNK_BYTES, PLAIN_NATIVE
 from kafkafmt.report.problems import Problem, report_problem
@@ -118,18 +118,12 @@ def will_check(parts):
     for storage, items in wanted.items():
         storage.will_read(items)
     for storage, listings in local.items():
-        storage.will_read(_side_files(listings), count=sum(map(len, listings)))
-
-
-def _side_files(listings):
-    """``(path, size, None)`` of the files of local folders' listings but their segments' logs and the broker's
-    leftovers: the side files the checks read (and any other file, told about for nothing)."""
-    for listing in listings:
-        for path, size in listed_files(listing, _is_side_file):
-            yield path, size, None
+        will_read_listed(storage, listings, _is_side_file)
 
 
 def _is_side_file(name):
+    """A local folder's file but its segments' logs and the broker's leftovers: the side files the checks read (and
+    any other file, told about for nothing)."""
     return not name.endswith(LOG_SUFFIX) and not is_leftover_file(name)
 
 

@@ -38,8 +38,6 @@ __all__ = ["Acc", "PartitionStats", "partition_stats", "counting_stats", "bulk_f
            "CHUNK_BYTES", "below_log_start_text"]
 
 CHUNK_BYTES = 16 << 20   # decoded bytes per chunk: keeps memory bounded whatever the segment sizes
-_INT64_MAX = (1 << 63) - 1
-
 #: whether a plain chunk's figures and checks come from the native passes (`kafkafmt._native.plain`; a
 #: test turns it off -- ``PLAIN_NATIVE[0] = False`` -- to compare their NumPy twins)
 PLAIN_NATIVE = [True]
@@ -496,6 +494,9 @@ def _per_task(task_of_batch, col, *weights):
             np.bincount(inv, minlength=len(uniq)).tolist(), *sums)
 
 
+_INT64 = np.iinfo(np.int64)
+
+
 def piece_figures(piece):
     """The figures of each task (segment) of a `kafkafmt.log.BulkPiece`, with NumPy over the whole piece: per
     unit, ``[(segment base offset, Acc)]`` (None for a unit with control or transactional batches, or when its
@@ -547,7 +548,7 @@ def piece_figures(piece):
     ts_lo, ts_hi = [None] * n_tasks, [None] * n_tasks
     filled = np.flatnonzero(RE[1:] > RE[:-1])
     if len(filled):
-        least = np.minimum.reduceat(np.where(stamped, ts, _INT64_MAX), RE[:-1][filled]).tolist()
+        least = np.minimum.reduceat(np.where(stamped, ts, _INT64.max), RE[:-1][filled]).tolist()
         most = np.maximum.reduceat(np.where(stamped, ts, -1), RE[:-1][filled]).tolist()
         for t, l, m in zip(filled.tolist(), least, most):
             if m >= 0:
@@ -558,8 +559,8 @@ def piece_figures(piece):
     v2 = magic >= 2
     epoch = np.asarray(b["partition_leader_epoch"], np.int64)
     has_v2 = per_task_sum(cum(v2), E)
-    e_lo = np.minimum.reduceat(np.where(v2, epoch, _INT64_MAX), lo).tolist()
-    e_hi = np.maximum.reduceat(np.where(v2, epoch, -_INT64_MAX), lo).tolist()
+    e_lo = np.minimum.reduceat(np.where(v2, epoch, _INT64.max), lo).tolist()
+    e_hi = np.maximum.reduceat(np.where(v2, epoch, _INT64.min), lo).tolist()
     accs = []
     for t in range(n_tasks):
         a = Acc()

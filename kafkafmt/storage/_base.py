@@ -14,7 +14,7 @@ from kafkafmt.errors import KafkafmtError
 
 __all__ = ["Blob", "DEFAULT_CACHE_BLOCKS", "DEFAULT_PREFETCH", "DEFAULT_READ_AHEAD", "Entry", "FolderListing",
            "RetryPolicy", "SETTLE_SECONDS", "Storage", "StorageStatistics", "URL_SCHEME", "is_url", "listed_files",
-           "listed_size",
+           "listed_size", "will_read_listed",
            "safe_url", "statistics", "version_of"]
 
 DEFAULT_READ_AHEAD = 8 << 20      # bytes per remote request at least (issue 13: "several MiB")
@@ -136,10 +136,15 @@ def listed_files(listing, keep):
 def listed_size(listing, suffix):
     """The bytes of the files named ``*<suffix>`` in a folder's listing (`FolderListing` or `Entry` rows; sizes
     not asked for count 0)."""
-    if isinstance(listing, FolderListing):      # (its fields read as they are: no row made per entry)
-        return sum(s or 0 for n, s, f in zip(listing.names, listing.sizes, listing.flags)
-                   if not f & 1 and n.endswith(suffix))
-    return sum(e.size or 0 for e in listing if not e.is_dir and e.name.endswith(suffix))
+    return sum(s or 0 for _, s in listed_files(listing, lambda n: n.endswith(suffix)))
+
+
+def will_read_listed(storage, listings, keep):
+    """Tell ``storage`` (`Storage.will_read`) that the files of folders' ``listings`` whose names ``keep(name)``
+    keeps are about to be read, in the listings' order: the files are named as the storage takes them (a local
+    disk's thread: the caller does not wait while they are), their number about the listings' length."""
+    items = ((path, size, None) for listing in listings for path, size in listed_files(listing, keep))
+    storage.will_read(items, count=sum(map(len, listings)))
 
 
 #: fields of an object store's listing or file details that change whenever the object's content does,

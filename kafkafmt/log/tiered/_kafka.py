@@ -14,7 +14,7 @@ import re
 import uuid as _uuid
 from collections import OrderedDict
 
-from kafkafmt.log._names import LOG_SUFFIX, SIDE_FILE_KINDS, SNAPSHOT_SUFFIX
+from kafkafmt.log._names import LOG_SUFFIX, SIDE_FILE_KINDS, SIDE_FILE_SUFFIXES, SNAPSHOT_SUFFIX
 from kafkafmt.log.tiered._base import ID, TOPIC, RemotePartition, RemoteSegment, TieredLayout, register_layout
 
 __all__ = ["KAFKA_SUFFIXES", "kafka_id", "parse_kafka_id", "parse_kafka_partition_dir", "parse_kafka_segment_file",
@@ -24,7 +24,7 @@ _KAFKA_DIR = re.compile(rf"^(?P<topic>{TOPIC})-(?P<partition>\d+)-(?P<topic_id>{
 _KAFKA_FILE = re.compile(rf"^(?:(?P<offset>\d+)-)?(?P<segment_id>{ID})(?P<suffix>\.[a-z_]+)$")
 
 #: Kafka layout: file suffix -> kind (RemoteLogSegmentFileset.RemoteLogSegmentFileType)
-KAFKA_SUFFIXES = {LOG_SUFFIX: "log", **{"." + k: k for k in SIDE_FILE_KINDS}, SNAPSHOT_SUFFIX: "snapshot",
+KAFKA_SUFFIXES = {LOG_SUFFIX: "log", **dict(zip(SIDE_FILE_SUFFIXES, SIDE_FILE_KINDS)), SNAPSHOT_SUFFIX: "snapshot",
                   ".leader_epoch_checkpoint": "leader_epoch_checkpoint"}
 
 
