@@ -182,6 +182,36 @@ def test_an_installed_format_reaches_the_command_line(logs, toy_path, tmp_path):
     assert p.returncode == 2 and "invalid choice" in p.stderr
 
 
+def test_a_command_looks_the_installed_formats_up_only_when_a_format_is_named(logs):
+    """Building ``dump``'s parser does not scan the installed packages' entry points (tens of milliseconds a
+    run); naming a format does, and an unknown one is still refused with the formats listed."""
+    import subprocess
+
+    code = textwrap.dedent("""
+        import contextlib, io, sys
+        import importlib.metadata as metadata
+        calls, real = [], metadata.entry_points
+        metadata.entry_points = lambda **kw: calls.append(kw) or real(**kw)
+        from kafkafmt.cli import main
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+            try:
+                rc = main(sys.argv[1:])
+            except SystemExit as e:
+                rc = e.code
+        print(rc, len(calls), "invalid choice: 'yaml'" in err.getvalue() and "(choose from 'avro'" in err.getvalue())
+    """)
+
+    def run(*args):
+        p = subprocess.run([sys.executable, "-c", code, "dump", str(logs / "notes-0"), *args],
+                           capture_output=True, text=True, check=True)
+        rc, calls, refused = p.stdout.split()
+        return int(rc), int(calls) > 0, refused == "True"
+
+    assert run() == (0, False, False)
+    assert run("--value-decoder", "string") == (0, True, False)
+    assert run("--value-decoder", "yaml") == (2, True, True)
+
+
 def test_an_installed_format_reaches_spark(logs, toy_path, spark, tmp_path):
     from kafkafmt.spark.options import OptionError, parse
 

@@ -197,27 +197,62 @@ def _depth(text):
     return int(text)
 
 
+class _FormatFlag(argparse.Action):
+    """A flag naming a value format (``--value-format``, ``--key-decoder``...): its choices and its help, which
+    list the formats installed (the ``kafkafmt.value_formats`` entry points among them), are looked up when a
+    value is given or the help printed -- not each time the parser is built (scanning the installed packages'
+    entry points costs a run tens of milliseconds, more in a large environment)."""
+
+    def __init__(self, option_strings, dest, side, action_words, **kwargs):
+        self.side = side
+        self.action_words = action_words
+        super().__init__(option_strings, dest, **kwargs)
+
+    def _names(self):
+        from kafkafmt.values import format_names
+
+        return [n for n in format_names(self.side) if n != "bytes"]
+
+    @property
+    def choices(self):
+        return self._names()
+
+    @choices.setter
+    def choices(self, value):        # (argparse sets None: the names are looked up when asked for)
+        pass
+
+    @property
+    def help(self):
+        from kafkafmt.values import FORMATS
+
+        names = self._names()
+        if self.action_words is None:
+            return self._help % ", ".join(names)
+        said = "; ".join(f"{n}: {FORMATS[n].summary}" if FORMATS[n].summary else n for n in names)
+        schemas = "/".join(n for n in names if FORMATS[n].needs_schema)
+        return self._help % (self.action_words, said + (f" ({schemas}: schemas from --schema-registry)"
+                                                        if schemas else ""))
+
+    @help.setter
+    def help(self, value):
+        self._help = value
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+
+
 def add_typed_options(p, key_flag, value_flag, action, dead_letters=False):
     """The options that type keys and values (`kafkafmt.values._typed`): ``value_flag``/``key_flag`` (a
     format name), ``--schema-registry``, ``--value-schema``/``--key-schema`` and
     ``--value-errors``; ``action`` says what the command does with what it decoded (``decode values as
     FORMAT and <action>``). ``dead_letters``: the
     command also writes tables, whose ``--value-errors`` default is ``dlq`` (None here: the command
-    resolves it)."""
-    from kafkafmt.values import FORMATS, format_names
-
-    def choices(side):
-        names = [n for n in format_names(side) if n != "bytes"]
-        said = "; ".join(f"{n}: {FORMATS[n].summary}" if FORMATS[n].summary else n for n in names)
-        schemas = "/".join(n for n in names if FORMATS[n].needs_schema)
-        return names, said + (f" ({schemas}: schemas from --schema-registry)" if schemas else "")
-
-    names, said = choices("value")
-    p.add_argument(value_flag, dest="value_format", choices=names, metavar="FORMAT",
-                   help=f"decode values as FORMAT and {action}. Formats: {said}")
-    names = choices("key")[0]
-    p.add_argument(key_flag, dest="key_format", choices=names, metavar="FORMAT",
-                   help=f"decode keys as FORMAT, as {value_flag} does values. Formats: {', '.join(names)}")
+    resolves it). The format flags' choices are the formats installed, looked up only when needed
+    (`_FormatFlag`)."""
+    p.add_argument(value_flag, dest="value_format", action=_FormatFlag, side="value", action_words=action,
+                   metavar="FORMAT", help="decode values as FORMAT and %s. Formats: %s")
+    p.add_argument(key_flag, dest="key_format", action=_FormatFlag, side="key", action_words=None,
+                   metavar="FORMAT", help=f"decode keys as FORMAT, as {value_flag} does values. Formats: %s")
     p.add_argument("--schema-registry", metavar="PATH|URL",
                    help="where schemas come from: a log dir holding _schemas, a folder of schema files, or a "
                         "registry URL (default: the _schemas topic among the paths read)")

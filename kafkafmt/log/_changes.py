@@ -14,7 +14,6 @@ and keep its times. `TreeState.settled` says so.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from array import array
@@ -50,6 +49,8 @@ class TreeState:
 
 class _Walk:
     def __init__(self):
+        import hashlib      # (here: a command that does not watch a tree does not import it)
+
         self.hash = hashlib.blake2b(digest_size=20)
         self.newest = 0
         self.entries = 0

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import collections
 import threading
-from concurrent.futures import Future
 
 from kafkafmt._util.threads import thread_pool
 
@@ -101,6 +100,8 @@ class ObjectCache:
 
     # -- with the lock held ---------------------------------------------------------------------
     def _add(self, key, size):
+        from concurrent.futures import Future     # (when objects are read: a local read does not import it)
+
         fut = Future()
         self._items[key] = fut
         self._sizes[key] = size

@@ -19,7 +19,19 @@ from kafkafmt.values._typed import (TypedOptions, open_typed, decode_values, emp
 from kafkafmt.values._registryformat import RegistryFormat
 from kafkafmt.values._options import (ValueShape, DEFAULT_MAX_DEPTH, TIME_UNITS, ADDITIONAL_PROPERTIES,
                                       EXTRAS_FIELD)
-from kafkafmt.values import avro, json, protobuf, registry  # noqa: F401  (the subpackages' public names)
+from kafkafmt.values import registry  # noqa: F401  (the subpackages' public names)
+
+#: the formats' subpackages, imported when first named (`FORMATS` imports a format's class when it is used: a
+#: read of untyped records -- every command's -- imports none of them)
+_FORMAT_PACKAGES = ("avro", "json", "protobuf")
+
+
+def __getattr__(name):
+    if name in _FORMAT_PACKAGES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
            "get_format", "BUILTIN_FORMATS", "ENTRY_POINTS", "format_names", "needs_schema", "format_of_type",

@@ -13,7 +13,6 @@ package), else raise :class:`~kafkafmt.errors.UnsupportedLayoutError` naming the
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import re
 import struct
@@ -430,6 +429,8 @@ class AivenSegmentBlob(Blob):
 
 
 def _mgf1(seed, length, hash_name):
+    import hashlib      # (here: only encrypted uploads need it, and a command's start-up does not)
+
     out, counter = b"", 0
     while len(out) < length:
         out += hashlib.new(hash_name, seed + counter.to_bytes(4, "big")).digest()
@@ -440,6 +441,8 @@ def _mgf1(seed, length, hash_name):
 def oaep_decrypt(private_key, ciphertext, hash_name="sha3_512", mgf_hash=None, label=b""):
     """RSAES-OAEP decryption (RFC 8017 7.1.2) with any hashlib digest; None if it does not decode.
     ``private_key``: a ``cryptography`` RSA private key."""
+    import hashlib
+
     numbers = private_key.private_numbers()
     n, d = numbers.public_numbers.n, numbers.d
     k = (n.bit_length() + 7) // 8
