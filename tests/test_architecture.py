@@ -293,6 +293,29 @@ def test_segment_file_suffixes_are_spelt_in_one_place():
     assert _names.LEFTOVER_SUFFIXES == (".deleted", ".cleaned", ".swap")     # (Kafka's own: LogFileUtils, LocalLog)
     assert _names.SIDE_FILE_SUFFIXES == (".index", ".timeindex", ".txnindex")
 
+
+def test_a_segment_names_offset_width_is_spelt_in_one_place():
+    """The 20 digits of a segment's base offset in its name (local files, the tiered layouts' uploads, ``stats``'
+    rows) come from `kafkafmt.log._names` (``SEGMENT_DIGITS``, ``segment_file_name``): no other module formats or
+    matches them itself. A KRaft snapshot's name has its own widths (Kafka's ``Snapshots``: a 20-digit offset, a
+    10-digit epoch) and is not a segment's."""
+    import re
+
+    spelt = re.compile(r"0?20d\}|\\d\{\{?20\}")
+    allowed = {"kafkafmt/log/_names.py", "kafkafmt/cli/dump_records.py"}
+    found = {}
+    for p in sorted((REPO / "kafkafmt").rglob("*.py")):
+        rel = p.relative_to(REPO).as_posix()
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.JoinedStr):
+                specs = [v.format_spec for v in node.values if isinstance(v, ast.FormattedValue) and v.format_spec]
+                if any(isinstance(c, ast.Constant) and c.value == "020d" for sp in specs for c in sp.values):
+                    found.setdefault(rel, []).append(node.lineno)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and spelt.search(node.value) \
+                    and rel not in allowed:
+                found.setdefault(rel, []).append(node.lineno)
+    assert found == {}
+
 def test_no_merge_or_editor_leftovers():
     """No ``*.orig`` / ``*.rej`` / editor file in the package on disk, nor among the files git tracks (anywhere in the
     checkout, when it is one)."""

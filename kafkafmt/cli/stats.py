@@ -27,7 +27,7 @@ import os
 
 import numpy as np
 
-from kafkafmt.log import Partition
+from kafkafmt.log import Partition, segment_file_name
 from kafkafmt.read import iter_partitions_with
 from kafkafmt.report.figures import (STATS_READ, Acc, PartitionStats, below_log_start_text, partition_stats,
                                      totals as _totals)
@@ -175,7 +175,7 @@ def _table(results, partitions_only):
         rows.append(_row(label, t))
         if not partitions_only and (len(segs) > 1 or isinstance(where, Partition)):
             for base, a in segs.items():
-                rows.append(_row(f"  {base:020d}", a))
+                rows.append(_row("  " + segment_file_name(base, ""), a))
     if len(results) > 1:
         rows.append(_row(f"TOTAL ({len(results)} partitions)", grand, offsets=False))
     return table(HEADERS, rows, right={1, 2, 3, 4, 9, 10, 11, 12})

@@ -32,7 +32,6 @@ SMALL_UNIT_BYTES = 4 << 20
 #: segment bytes read into one buffer and scanned by one call (the buffer is reused: memory stays bounded)
 GROUP_BYTES = 1 << 20
 
-_INT64_MAX = (1 << 63) - 1
 
 
 @dataclass
@@ -210,8 +209,8 @@ def _unclean(table, rng, starts, tasks, unit_of, chain):
                 end = int(last[hi[r]])
                 carried = end if carried is None else max(carried, end)
             prev = r
-    follows = np.fromiter((_INT64_MAX if t.following is None else t.following for _, t in tasks), np.int64,
-                          len(tasks))
+    top = np.iinfo(np.int64).max
+    follows = np.fromiter((top if t.following is None else t.following for _, t in tasks), np.int64, len(tasks))
     if len(base):
         bad |= has & ((base[lo] <= after) | (last[hi] >= follows))
     return bad

@@ -16,8 +16,8 @@ from kafkafmt.log import sidefiles
 from kafkafmt.record import DecodeOptions
 from kafkafmt.errors import KafkafmtError, KafkafmtWarning
 from kafkafmt.log._framing import batch_at, entry_size_at, scan_range
-from kafkafmt.log._names import LOG_SUFFIX, segment_base, segment_file_name
-from kafkafmt.log._names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
+from kafkafmt.log._names import (INDEX_SUFFIX, LOG_SUFFIX, SIDE_FILE_SUFFIXES, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX,
+                                 segment_base, segment_file_name)
 from kafkafmt.log._ranges import read_range
 from kafkafmt.log._notes import ReportEntry, ReportKind
 
@@ -102,7 +102,7 @@ class Segment:
             stem = seg.log[:-len(LOG_SUFFIX)]
         else:                   # not a segment's name: beside ``log`` itself (there are none)
             stem = log[:-len(LOG_SUFFIX)] if log.endswith(LOG_SUFFIX) else log
-        seg._side = (stem + INDEX_SUFFIX, stem + TIMEINDEX_SUFFIX, stem + TXNINDEX_SUFFIX)
+        seg._side = tuple(stem + suffix for suffix in SIDE_FILE_SUFFIXES)
         seg.log = log
         return seg
 

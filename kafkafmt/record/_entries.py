@@ -23,7 +23,7 @@ NULL_WRAPPER = _scan.ERROR_CODES["NULL_WRAPPER"]
 
 _MAGIC_AT = 16            # position of the magic byte in every entry
 _MIN_ENTRY_SIZE = 14      # the smallest size field of any entry (a v0 message)
-_INT64_MAX = (1 << 63) - 1
+_INT64_MAX = int(np.iinfo(np.int64).max)
 _CRC_MODES = {True: _scan.CRC_STRICT_, False: _scan.CRC_REPORT_, None: _scan.CRC_SKIP_}
 _TAILS = {_scan.TAIL_NONE_: None, _scan.TAIL_TRUNCATED_: "truncated", _scan.TAIL_ZEROS_: "zeros"}
 _BOOL_BATCH_COLUMNS = ("crc_valid", "is_transactional", "is_control")

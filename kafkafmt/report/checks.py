@@ -62,7 +62,7 @@ def _read_from_zero(part, report, options):
 
 
 #: the lowest base offset a batch may have when nothing bounds it (`plain_checks`)
-_INT64_MIN = -(1 << 63)
+_INT64_MIN = int(np.iinfo(np.int64).min)
 #: the files of a partition folder beside its segments that the checks read
 _OTHER_FILES = ("producer-snapshot", "leader-epoch", "partition-metadata")
 

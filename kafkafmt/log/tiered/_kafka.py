@@ -14,7 +14,7 @@ import re
 import uuid as _uuid
 from collections import OrderedDict
 
-from kafkafmt.log._names import LOG_SUFFIX, SIDE_FILE_KINDS, SIDE_FILE_SUFFIXES, SNAPSHOT_SUFFIX
+from kafkafmt.log._names import LOG_SUFFIX, SIDE_FILE_KINDS, SIDE_FILE_SUFFIXES, SNAPSHOT_SUFFIX, segment_file_name
 from kafkafmt.log.tiered._base import ID, TOPIC, RemotePartition, RemoteSegment, TieredLayout, register_layout
 
 __all__ = ["KAFKA_SUFFIXES", "kafka_id", "parse_kafka_id", "parse_kafka_partition_dir", "parse_kafka_segment_file",
@@ -63,7 +63,7 @@ def kafka_partition_dir_name(topic, partition, topic_id) -> str:
 
 def kafka_segment_file_name(base_offset, segment_id, kind) -> str:
     suffix = {v: k for k, v in KAFKA_SUFFIXES.items()}[kind]
-    return f"{int(base_offset):020d}-{segment_id}{suffix}"
+    return segment_file_name(int(base_offset), f"-{segment_id}{suffix}")
 
 
 class KafkaTieredLayout(TieredLayout):
