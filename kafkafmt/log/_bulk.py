@@ -33,7 +33,6 @@ SMALL_UNIT_BYTES = 4 << 20
 GROUP_BYTES = 1 << 20
 
 
-
 @dataclass
 class Unit:
     """What `read_units` reads as one: ``tasks`` (`kafkafmt.log._planner.Task` s in log order; none for an

@@ -33,7 +33,8 @@ __all__ = ["AIVEN_SUFFIXES", "parse_aiven_topic_dir", "parse_aiven_segment_file"
            "AivenManifest", "parse_aiven_manifest", "read_aiven_manifest", "AivenSegmentBlob", "oaep_decrypt"]
 
 _AIVEN_DIR = re.compile(rf"^(?P<topic>{TOPIC})-(?P<topic_id>{ID})$")
-_AIVEN_FILE = re.compile(rf"^(?P<offset>\d{{{SEGMENT_DIGITS}}})-(?P<segment_id>{ID})\.(?P<suffix>log|indexes|rsm-manifest)$")
+_AIVEN_FILE = re.compile(rf"^(?P<offset>\d{{{SEGMENT_DIGITS}}})-(?P<segment_id>{ID})"
+                         rf"\.(?P<suffix>log|indexes|rsm-manifest)$")
 
 #: Aiven layout: suffix -> kind (ObjectKeyFactory.Suffix)
 AIVEN_SUFFIXES = {"log": "log", "indexes": "indexes", "rsm-manifest": "manifest"}
@@ -59,7 +60,8 @@ def parse_aiven_segment_file(name: str):
 
 def aiven_segment_key(topic, topic_id, partition, base_offset, segment_id, kind, prefix="") -> str:
     suffix = {v: k for k, v in AIVEN_SUFFIXES.items()}[kind]
-    return f"{prefix}{topic}-{topic_id}/{int(partition)}/" + segment_file_name(int(base_offset), f"-{segment_id}.{suffix}")
+    name = segment_file_name(int(base_offset), f"-{segment_id}.{suffix}")
+    return f"{prefix}{topic}-{topic_id}/{int(partition)}/{name}"
 
 
 class AivenLayout(TieredLayout):
