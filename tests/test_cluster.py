@@ -270,6 +270,34 @@ def test_incarnations_through_the_command_line_and_spark(incarnations, spark, tm
     assert reader.option("topicId", i["old_id"]).load().count() == len(i["old"])
 
 
+def test_copies_of_one_history_naming_two_topic_ids_are_said(tmp_path):
+    """Two copies holding the same batches, one of whose partition.metadata names another topic id (a broker
+    refuses such a log: InconsistentTopicIdException): read as one history -- each record once -- and verify and
+    report say which copy names which id (a warning: exit 1 with --strict only)."""
+    import random
+
+    c = kcluster.write_cluster(tmp_path / "c", {"events": (1, 2)}, seed=3, records=30, behind=0.0, empty=0.0,
+                               leader_change=0.0)
+    read, other = _read_copy(c.root, "events", 0), None
+    other = [f for f in c.copies("events", 0) if f != read][0]
+    ours, theirs = c.parts[("events", 0)].topic_id, kcluster.topic_id(random.Random(99))
+    with open(os.path.join(other, "partition.metadata"), "w") as f:
+        f.write(f"version: 0\ntopic_id: {theirs}")
+    recs = _read(kafkafmt.read_log_dirs, c.root)
+    assert sorted(recs.offset.tolist()) == [r.offset for r in c.parts[("events", 0)].records()]
+    said = [x for x in kcli.run("verify", c.root, check=0).stdout.splitlines() if "topic id" in x]
+    assert len(said) == 1 and said[0].startswith(f"warning: {os.path.join(other, 'partition.metadata')}: ")
+    assert theirs in said[0] and ours in said[0] and read in said[0]
+    kcli.run("verify", "--strict", c.root, check=1)
+    rows = [p for p in json.loads(kcli.run("report", "--json", c.root, check=0).stdout)["problems"]
+            if "topic id" in p["message"]]
+    assert [(r["severity"], r["file"], r["message"]) for r in rows] == [
+        ("warning", os.path.join(other, "partition.metadata"), said[0].split(": ", 2)[2])]
+    # one incarnation asked for: the other copy is a stray, said once, by discovery
+    v = kcli.run("verify", "--topic-id", ours, c.root, check=0)
+    assert "another incarnation" in v.stdout + v.stderr and "this copy's topic id" not in v.stdout
+
+
 def test_overlapping_segments_that_differ_are_refused(tmp_path):
     """A stray segment holding the same offsets as its neighbour with other records: which records the offsets
     hold cannot be told -- a strict read raises, verify and export exit 1, the export writes nothing."""

@@ -48,7 +48,7 @@ import time
 import numpy as np
 
 from kafkafmt.read import iter_partitions_with
-from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, SegmentInfo, Twins, will_check
+from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, SegmentInfo, Twins, topic_id_problems, will_check
 from kafkafmt.report.problems import Problem
 from kafkafmt.recovery import pending_fixes, scan_of_batches
 
@@ -88,6 +88,7 @@ class Verifier(Checker):
         self.progress = None
         self.scans = []             # the segments read whole and intact, as `recover` scans them
         self.epochs = {}            # the leader-epoch-checkpoints read and found sound
+        self.topic_ids = {}         # the topic ids of the partition.metadata files read (`topic_id_problems`)
 
     def scanned(self, info):
         """Keep a segment's read for `pending_fixes` (so `recover`'s planner does not scan it again)."""
@@ -147,6 +148,8 @@ class Verifier(Checker):
                 self.add(w)
             will_check(found.partitions + found.unread)      # (object stores: the side files fetched ahead)
             self.partitions_and_copies(found, prog)
+            for _, p in topic_id_problems(found, self.topic_ids):
+                self.add(p)
             for f in found.files:
                 self.file(f, given=f in given)
             self.tiered(found)

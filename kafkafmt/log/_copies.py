@@ -33,7 +33,7 @@ from kafkafmt.internal import decode_metadata_record, internal_table
 from kafkafmt.internal.codec import uuid_text
 from kafkafmt.log import sidefiles
 from kafkafmt.log._ahead import announce
-from kafkafmt.log._names import LOG_SUFFIX, file_kind
+from kafkafmt.log._names import LOG_SUFFIX, PARTITION_METADATA, file_kind
 from kafkafmt.log._fill import Gap, of_epoch
 from kafkafmt.log._framing import scan_range, window
 from kafkafmt.log._notes import ReportEntry, ReportKind, spans_text
@@ -144,7 +144,7 @@ def topic_id_in(part):
     st = part.storage
     try:
         data = st.read_listed(listed.path, listed.size, listed.version) if listed is not None \
-            else st.read_bytes(st.join(part.folder, "partition.metadata"))
+            else st.read_bytes(st.join(part.folder, PARTITION_METADATA))
         return sidefiles.read_partition_metadata(data)["topic_id"]
     except (KafkafmtError, OSError):
         return None
@@ -152,7 +152,7 @@ def topic_id_in(part):
 
 def _metadata_entry(part):
     """The listing's entry of a folder's ``partition.metadata`` (None: not listed, or no such file)."""
-    return next((e for e in part.listing or () if e.name == "partition.metadata" and not e.is_dir), None)
+    return next((e for e in part.listing or () if e.name == PARTITION_METADATA and not e.is_dir), None)
 
 
 def _announce(parts, cache):

@@ -14,7 +14,7 @@ from kafkafmt.log import sidefiles
 
 __all__ = ["SEGMENT_DIGITS", "LOG_SUFFIX", "SNAPSHOT_SUFFIX", "SWAP_SUFFIX", "DELETED_SUFFIX", "CLEANED_SUFFIX",
            "SIDE_FILE_SUFFIXES", "INDEX_SUFFIX", "TIMEINDEX_SUFFIX", "TXNINDEX_SUFFIX", "PARTITION_DIR", "SEGMENT_LOG",
-           "LEFTOVER_SUFFIXES", "PARTITION_FILES",
+           "LEFTOVER_SUFFIXES", "PARTITION_METADATA", "PARTITION_FILES",
            "SIDE_FILE_KINDS", "segment_file_name", "segment_base",
            "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir", "is_leftover_segment_file",
            "is_segment_file", "holds_segment_files", "file_kind", "listed_folder", "LEFTOVER_FOLDER"]
@@ -47,8 +47,10 @@ _LEFTOVER_FILE = re.compile(rf"^\d{{{SEGMENT_DIGITS}}}\.({_FILE_SUFFIXES})\.({_L
                             rf"^\d{{{SEGMENT_DIGITS}}}\.({_LEFTOVER_ENDS})$")
 #: partition folders being deleted (``<tp>.<uuid>-delete``), moved (``-future``) or left stray
 _LEFTOVER_DIR = re.compile(r".*-(delete|future|stray)$")
+#: the file naming a partition folder's topic id (Kafka's PartitionMetadataFile)
+PARTITION_METADATA = "partition.metadata"
 #: files a broker keeps inside a partition folder besides segments
-PARTITION_FILES = ("partition.metadata", "leader-epoch-checkpoint")
+PARTITION_FILES = (PARTITION_METADATA, "leader-epoch-checkpoint")
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
     """``00000000000000000042.log`` for (42, ".log")."""
@@ -124,7 +126,7 @@ def file_kind(path):
             return kind
     if name == "leader-epoch-checkpoint":
         return "leader-epoch"
-    if name == "partition.metadata":
+    if name == PARTITION_METADATA:
         return "partition-metadata"
     if name.endswith("-checkpoint"):
         return "offset-checkpoint"

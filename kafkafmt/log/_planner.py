@@ -25,6 +25,7 @@ import numpy as np
 from kafkafmt.log._discovery import Partition, resolve_partition
 from kafkafmt.log._fill import gap_stretches
 from kafkafmt.log._framing import scan_range
+from kafkafmt.log._names import PARTITION_METADATA
 from kafkafmt._util.times import to_millis
 from kafkafmt.log._transactions import transactions
 
@@ -379,7 +380,7 @@ def topic_id_of(part):
     from kafkafmt.log.sidefiles import read_partition_metadata
 
     st = part.storage
-    path = st.join(part.folder, "partition.metadata")
+    path = st.join(part.folder, PARTITION_METADATA)
     try:
         if not st.exists(path):
             return None

@@ -57,7 +57,7 @@ from kafkafmt.errors import EncodeError, KafkafmtError, PartitionLockedError
 from kafkafmt.log._discovery import list_segments
 from kafkafmt.log._framing import scan_range
 from kafkafmt.log._names import (LOG_SUFFIX, SEGMENT_DIGITS, SNAPSHOT_SUFFIX, PARTITION_DIR, PARTITION_FILES,
-                                 SIDE_FILE_KINDS, file_kind, is_segment_file, segment_file_name)
+                                 PARTITION_METADATA, SIDE_FILE_KINDS, file_kind, is_segment_file, segment_file_name)
 from kafkafmt.log._names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
 
 __all__ = ["LogWriter", "write_log_dir"]
@@ -110,7 +110,7 @@ class _PartitionState:
             # an entry starting past the log end was assigned before a batch that never reached the
             # disk: LogLoader truncates it (LeaderEpochFileCache.truncateFromEnd)
             st.epochs = [(a, b) for a, b in st.epochs_on_disk if b <= st.log_end]
-        meta = os.path.join(folder, "partition.metadata")
+        meta = os.path.join(folder, PARTITION_METADATA)
         st.topic_id = sidefiles.read_partition_metadata(meta)["topic_uuid"] if os.path.exists(meta) else None
         st.leftovers = st._leftovers()
         return st
@@ -300,7 +300,7 @@ class LogWriter:
                               "(leader epochs never go back)")
         self.existing = state.files - {state.empty_tail} if state is not None else frozenset()
         self._epochs_on_disk = state.epochs_on_disk if state is not None else None
-        self._metadata_on_disk = "partition.metadata" in self.existing
+        self._metadata_on_disk = PARTITION_METADATA in self.existing
         self.next_offset = base_offset
         self._recovery_point = base_offset
         self._segments_written = 0
@@ -424,7 +424,7 @@ class LogWriter:
         first of them under a new epoch, after the history already there."""
         os.makedirs(self.path, exist_ok=True)
         if not self._metadata_on_disk:
-            sidefiles.write_partition_metadata(os.path.join(self.path, "partition.metadata"), self.topic_id)
+            sidefiles.write_partition_metadata(os.path.join(self.path, PARTITION_METADATA), self.topic_id)
             self._metadata_on_disk = True
         epochs = list(self.epochs)
         if self.first_v2_offset is not None and (not epochs or self.leader_epoch > epochs[-1][0]):

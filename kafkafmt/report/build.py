@@ -11,7 +11,7 @@ import numpy as np
 from kafkafmt.log import (DEFAULT_REPLICAS, RECOVERY_POINT_CHECKPOINT, REPLICAS, REPLICATION_CHECKPOINT, discover, log_dir_offsets)
 from kafkafmt.log import segment_base
 from kafkafmt.read import iter_partitions_with
-from kafkafmt.report.checks import Checker, Twins, check_partition, will_check
+from kafkafmt.report.checks import Checker, Twins, check_partition, topic_id_problems, will_check
 from kafkafmt.report.figures import STATS_READ, counting_stats, partition_stats, reads_alike, totals
 from kafkafmt.report.lag import committed_offsets, consumer_lag
 from kafkafmt.report.problems import report_problem
@@ -241,6 +241,7 @@ class Builder:
         if self.checks:
             will_check(list(self.partitions) + list(self.found.unread))   # (object stores: fetched ahead)
         twins = Twins(self.found) if self.checks else None
+        topic_ids = {}          # the topic ids of the partition.metadata files checked (`topic_id_problems`)
         # many small partitions read in one pass, each one's figures and problems as its own read gives them
         # (one read for both, unless its figures start past its first segment: `FIGURES_AND_CHECKS_READ`)
         for part, chunks, report in iter_partitions_with(self.partitions,
@@ -259,11 +260,12 @@ class Builder:
                 segments, problems = partition_stats(part, on_chunk=on_chunk, read=(chunks, report))
             elif reads_alike(part, segs_listed):
                 counted, finish = counting_stats(part, chunks, report, on_chunk=on_chunk)
-                problems = check_partition(part, read=(counted, report), logged=twins)
+                problems = check_partition(part, read=(counted, report), logged=twins, topic_ids=topic_ids)
                 segments, _ = finish()
             else:               # the figures from the log start offset on, the checks of every byte
                 segments, _ = partition_stats(part, on_chunk=on_chunk)
-                problems = check_partition(part, on_chunk=advance, read=(chunks, report), logged=twins)
+                problems = check_partition(part, on_chunk=advance, read=(chunks, report), logged=twins,
+                                           topic_ids=topic_ids)
             t = totals(segments)
             by_topic.setdefault(part.topic, []).append(t)
             if t.last_ts is not None:
@@ -306,9 +308,12 @@ class Builder:
                     if logged is not None:
                         progress.advance(sum(s.size for s in part.list_segments()))
                 checker = Checker(on_chunk=advance)
+                checker.topic_ids = topic_ids
                 checker.copy(part, read=read, logged=logged)
                 for p in checker.problems:
                     tables["problems"].append({**_problem_row(p), "partition": self.label(part), "time": None})
+            for part, p in topic_id_problems(self.found, topic_ids):
+                tables["problems"].append({**_problem_row(p), "partition": self.label(part), "time": None})
         tables["copies"] = _copy_rows(self.found.copies, tables["partitions"], tables["problems"])
         if self.found.uploads and any(p.topic == "__remote_log_metadata" for p in self.found.partitions):
             audit = audit_tiered(self.found, stale_copy_ms=self.stale_copy_ms)

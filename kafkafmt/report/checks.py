@@ -34,7 +34,7 @@ from kafkafmt.report.figures import CHUNK_BYTES, PLAIN_NATIVE
 from kafkafmt.report.problems import Problem, report_problem
 
 __all__ = ["Checker", "SegmentInfo", "Twins", "twin_info", "concat_batches", "check_partition", "will_check", "CHECK_READ",
-           "PARTITION_CHECK_READ"]
+           "PARTITION_CHECK_READ", "topic_id_problems"]
 
 BATCH_COLUMNS = ("position", "size", "base_offset", "last_offset", "max_timestamp", "producer_id", "is_control",
                  "magic", "crc")
@@ -192,6 +192,8 @@ class Checker:
         self.n_below_log_start = 0      # records checked below a log start offset (not served, not in n_records)
         self.n_copies = 0               # copies of partitions checked beside the copy read (not counted again)
         self.epochs = None              # {path: entries} of the leader-epoch-checkpoints found sound, when kept
+        self.topic_ids = None           # {key of a partition folder: (path, topic id)} of the partition.metadata
+        #                                 files found sound, when kept (`topic_id_problems`)
         self.bytes = 0
         self._seen = set()
         self._listed = {}               # {path: Entry} of the partition folder being checked
@@ -257,7 +259,9 @@ class Checker:
             for name, full in pd.files():
                 kind = _other_kind(name)
                 if kind is not None:
-                    self.other_file(full, kind, functools.partial(_side_file, pd, name, full))
+                    got = self.other_file(full, kind, functools.partial(_side_file, pd, name, full))
+                    if got is not None and self.topic_ids is not None:
+                        self.topic_ids[pd.key] = (full, got)
 
     def copy(self, pd, read=None, logged=None):
         """Check a copy of a partition that is not read (another copy is): every byte and side file of it,
@@ -276,6 +280,7 @@ class Checker:
         """
         sub = Checker(on_problem=self.add, on_segment=self.on_segment)
         sub.epochs = self.epochs
+        sub.topic_ids = self.topic_ids
         sub.partition(pd, read=read, logged=logged)
         self.n_copies += 1
         self.n_segments += sub.n_segments
@@ -687,6 +692,8 @@ class Checker:
             self.warning(path, f"ABORT marker at offset {o} (producer {p}) has no entry in the transaction index")
 
     def other_file(self, path, kind, load):
+        """Check a partition folder's or log dir's file of ``kind`` (`kafkafmt.log.file_kind`); ``load()`` gives
+        its path or bytes. Returns the topic id a sound ``partition.metadata`` names, else None."""
         self.n_files += 1
         try:
             src = _load(load)
@@ -703,7 +710,7 @@ class Checker:
                 if self.epochs is not None and not problems and isinstance(path, str) and "://" not in path:
                     self.epochs[path] = cp["entries"]
             elif kind == "partition-metadata":
-                sidefiles.read_partition_metadata(src)
+                return sidefiles.read_partition_metadata(src)["topic_id"]
             elif kind == "offset-checkpoint":
                 sidefiles.read_offset_checkpoint(src)
             elif kind == "quorum-state":
@@ -724,11 +731,13 @@ def _reason(exc):
     return str(exc)
 
 
-def check_partition(part, on_problem=None, on_chunk=None, read=None, logged=None):
+def check_partition(part, on_problem=None, on_chunk=None, read=None, logged=None, topic_ids=None):
     """The `Problem` s of one partition (`kafkafmt.log._discovery.Partition`), as ``kafkafmt verify`` lists them
     (``read``: as `Checker.partition`'s). ``logged``: a `Twins` -- what the read found is kept for the copies
-    holding the same bytes."""
+    holding the same bytes. ``topic_ids``: a dict the topic ids of its ``partition.metadata`` are added to
+    (`topic_id_problems`)."""
     c = Checker(on_problem, on_chunk)
+    c.topic_ids = topic_ids
     c.partition(part, read=read)
     if logged is not None:
         logged.found(part, c.logged)
@@ -788,3 +797,31 @@ class Twins:
                 continue
             for q, chunks, report in read([pd], PARTITION_CHECK_READ):
                 yield q, (chunks, report), None
+
+
+def topic_id_problems(found, topic_ids):
+    """``(copy, warning)`` for each copy of a partition whose ``partition.metadata`` names another topic id than
+    the copy read's, where discovery read them as one history -- their batches the same where they overlap, so
+    their topic ids were not compared (`kafkafmt.log.resolve_copies`). A broker refuses such a copy (Kafka's
+    ``InconsistentTopicIdException``: "Tried to assign topic ID ... but log already contained topic ID ...").
+    ``topic_ids``: {key of a partition folder: (path, topic id)} of its partition.metadata, as the checks read
+    them (`Checker.topic_ids`);
+    ``found``: the discovery (`kafkafmt.log.Found`). Copies discovery found to be of other incarnations are
+    said by discovery already."""
+    apart = {(c.topic, c.partition) for c in found.copies if c.state == "other incarnation"}
+    read = {(p.topic, p.partition): p for p in found.partitions}
+    out = []
+    for copy in found.unread:
+        key = (copy.topic, copy.partition)
+        p = read.get(key)
+        if p is None or key in apart:
+            continue
+        (path, mine), (_, theirs) = topic_ids.get(copy.key, (None, None)), topic_ids.get(p.key, (None, None))
+        if mine is None or theirs is None or mine == theirs:
+            continue
+        out.append((copy, Problem("warning", path, f"{copy.name}: this copy's topic id {mine} is not {theirs}, the "
+                                  f"one of the copy read ({p.url}), though both hold the same batches: a broker "
+                                  f"refuses a log whose partition.metadata names another topic id "
+                                  f"(InconsistentTopicIdException); read as one history (--topic-id reads one "
+                                  f"incarnation alone)")))
+    return out
