@@ -1,6 +1,6 @@
-"""The kernel's own lz4/zstd decompression and the Python codecs give the same results, the same
+"""The kernel's own lz4/zstd/snappy decompression and the Python codecs give the same results, the same
 error classes, and honour the same cap (the Python codecs are the fallback when liblz4/libzstd
-cannot be loaded, and always decode v0/v1 wrappers)."""
+cannot be loaded, decode large snappy payloads, and always decode v0/v1 wrappers)."""
 import numpy as np
 import pytest
 
@@ -12,10 +12,12 @@ from kafkafmt.errors import DecompressionLimitError, KafkafmtError
 C_BITS = decoder.C_CODECS
 pytestmark = pytest.mark.skipif(not C_BITS, reason="liblz4/libzstd not loadable here: only the Python path exists")
 
-CASES = [c for c in kpy.matrix() if c[0] == 2 and c[1] in ("lz4", "zstd")]
+CASES = [c for c in kpy.matrix() if c[0] == 2 and c[1] in ("lz4", "zstd", "snappy")]
 
 
 def _decode_both(buf, monkeypatch, **kw):
+    # (every snappy payload through the kernel's decoder, the large ones too: both decoders compared)
+    monkeypatch.setattr(decoder, "SNAPPY_KERNEL_MAX_BYTES", 1 << 40)
     out = []
     for bits in (C_BITS, 0):
         monkeypatch.setattr(decoder, "C_CODECS", bits)
@@ -47,7 +49,7 @@ def test_same_records_both_paths(case, monkeypatch):
     kpy.assert_records_match(c, kpy.kp_decode(buf))
 
 
-@pytest.mark.parametrize("codec", ["lz4", "zstd"])
+@pytest.mark.parametrize("codec", ["lz4", "zstd", "snappy"])
 def test_kafkafmt_written_frames_both_paths(codec, monkeypatch):
     # Java-style frames: lz4 without content size and independent blocks; zstd with content size;
     # batches spanning several lz4 blocks (values > 64 KiB) and many small batches
@@ -59,7 +61,7 @@ def test_kafkafmt_written_frames_both_paths(codec, monkeypatch):
     assert c.value.to_pylist() == values
 
 
-@pytest.mark.parametrize("codec", ["lz4", "zstd"])
+@pytest.mark.parametrize("codec", ["lz4", "zstd", "snappy"])
 def test_corrupted_payloads_same_error_both_paths(codec, monkeypatch):
     buf = bytearray(kafkafmt.encode(values=[b"x" * 3000] * 20, timestamps=list(range(20)), compression=codec))
     rnd = np.random.default_rng(7)
@@ -73,7 +75,7 @@ def test_corrupted_payloads_same_error_both_paths(codec, monkeypatch):
             _same(c, py)
 
 
-@pytest.mark.parametrize("codec", ["lz4", "zstd"])
+@pytest.mark.parametrize("codec", ["lz4", "zstd", "snappy"])
 def test_cap_both_paths(codec, monkeypatch):
     buf = kafkafmt.encode(values=[b"\0" * 1_000_000] * 3, timestamps=[1, 2, 3], compression=codec,
                           batch_size=10 << 20)

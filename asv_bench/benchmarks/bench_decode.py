@@ -1,8 +1,9 @@
 """Decoding to columns: kafkafmt against aiokafka, kafka-python and the bare codec libraries.
 
 Every benchmark is parametrized by the corpus (``benchmarks.corpus.NAMES``): magic 2 ``none``,
-``gzip``, ``snappy``, ``lz4``, ``zstd`` (40k records in ~500-record batches), ``zstd-small`` and
-``lz4-small`` (20k records in 1..10-record batches), and magic 1 / magic 0 ``v1-*`` / ``v0-*``
+``gzip``, ``snappy``, ``lz4``, ``zstd`` (40k records in ~500-record batches), ``zstd-small``,
+``lz4-small``, ``snappy-small`` and ``gzip-small`` (20k records in 1..10-record batches), and magic 1 /
+magic 0 ``v1-*`` / ``v0-*``
 with none, gzip, snappy, lz4.  See ``asv_bench/README.md`` for what each one measures.
 
 All ``time_*`` benchmarks, and the measurements inside the ``track_*`` ones, run with the cyclic

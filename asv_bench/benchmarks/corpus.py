@@ -5,8 +5,8 @@ int32 length, ...``), so ``kafkafmt.decode``, aiokafka's and kafka-python's ``Me
 read the same bytes:
 
 * magic 2, every codec (``none gzip snappy lz4 zstd``): 40 000 records in batches of 450..550
-  records; ``zstd-small`` and ``lz4-small``: 20 000 records in batches of 1..10 records (the
-  per-batch overhead: what a low-latency producer with ``linger.ms=0`` writes);
+  records; ``zstd-small``, ``lz4-small``, ``snappy-small`` and ``gzip-small``: 20 000 records in batches of
+  1..10 records (the per-batch overhead: what a low-latency producer with ``linger.ms=0`` writes);
 * magic 1 and magic 0 (``v1-none v1-gzip v1-snappy v1-lz4``, ``v0-...``): the same 40 000 records
   without headers; uncompressed messages are one entry each, compressed wrappers hold 450..550
   messages (v1: relative inner offsets; v0: absolute; v0 lz4 with KAFKA-3160's header checksum).
@@ -82,6 +82,8 @@ CORPORA = {
     "zstd": (2, "zstd", "large", (450, 550), 11),
     "zstd-small": (2, "zstd", "small", (1, 10), 12),
     "lz4-small": (2, "lz4", "small", (1, 10), 12),
+    "snappy-small": (2, "snappy", "small", (1, 10), 12),
+    "gzip-small": (2, "gzip", "small", (1, 10), 12),
     "v1-none": (1, "none", "large", (450, 550), 11),
     "v1-gzip": (1, "gzip", "large", (450, 550), 11),
     "v1-snappy": (1, "snappy", "large", (450, 550), 11),

@@ -135,3 +135,31 @@ def lz4_frame(const uint8_t[::1] mv, Py_ssize_t pos):
     if end < 0:
         return (end, 0, 0, 0)
     return (end, f.hc_pos, f.content_size, bound)
+
+
+cdef extern from "kfmt_codecs.h" nogil:
+    int64_t kfmt_snappy_decompress(const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap, int64_t limit)
+    int64_t KFMT_DECOMP_CORRUPT, KFMT_DECOMP_LIMIT, KFMT_DECOMP_NOMEM
+
+from libc.stdlib cimport free
+
+#: kfmt_codecs.h's decompression codes
+DECOMP_CORRUPT, DECOMP_LIMIT, DECOMP_NOMEM = KFMT_DECOMP_CORRUPT, KFMT_DECOMP_LIMIT, KFMT_DECOMP_NOMEM
+
+
+def snappy_decompress(const uint8_t[::1] src, int64_t limit):
+    """The record kernel's snappy decoder (kfmt_codecs.h) on one payload, raw or snappy-java framed:
+    (the bytes, 0), or (None, DECOMP_CORRUPT / DECOMP_LIMIT / DECOMP_NOMEM). For tests and tools: the
+    kernel calls the same function inline."""
+    cdef Py_ssize_t n = src.shape[0]
+    cdef const uint8_t *p = &src[0] if n else <const uint8_t *>b""
+    cdef uint8_t *buf = NULL
+    cdef int64_t cap = 0, got
+    with nogil:
+        got = kfmt_snappy_decompress(p, n, &buf, &cap, limit)
+    try:
+        if got < 0:
+            return None, got
+        return ((<char *>buf)[:got] if got else b""), 0
+    finally:
+        free(buf)

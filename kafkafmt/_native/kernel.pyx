@@ -45,23 +45,27 @@ cdef extern from "kfmt_codecs.h" nogil:
     int64_t kfmt_zstd_decompress(void *dctx, const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap,
                                  int64_t limit)
     int64_t kfmt_decompressed_guess(int lz4, const uint8_t *src, int64_t n, int64_t ratio, int64_t limit)
+    int64_t kfmt_snappy_decompress(const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap, int64_t limit)
+    int64_t kfmt_snappy_size(const uint8_t *src, int64_t n, int64_t limit)
     int KFMT_DECOMP_LIMIT, KFMT_DECOMP_NOMEM
 
 kfmt_crc_init()
 
-# codecs the kernel decompresses itself (bit per codec id), once their libraries are loaded
+# codecs the kernel decompresses itself (bit per codec id): lz4 and zstd once their libraries are loaded,
+# snappy always (kfmt_codecs.h decodes it: no library)
+C_SNAPPY = 1 << CODEC_SNAPPY
 C_LZ4 = 1 << CODEC_LZ4
 C_ZSTD = 1 << CODEC_ZSTD
 
 
-def load_codecs(zstd_path=None, lz4_path=None):
+def load_codecs(zstd_path=None, lz4_path=None, snappy=True):
     """Load libzstd / liblz4 (a path or soname each, as kafkafmt._native.libs.find_libraries gives
-    them) for in-kernel decompression; returns the C_* bits now available."""
+    them) for in-kernel decompression; returns the C_* bits now available (C_SNAPPY with ``snappy``)."""
     if zstd_path and not kfmt_have_zstd:
         kfmt_load_zstd(zstd_path.encode())
     if lz4_path and not kfmt_have_lz4:
         kfmt_load_lz4(lz4_path.encode())
-    return (C_ZSTD if kfmt_have_zstd else 0) | (C_LZ4 if kfmt_have_lz4 else 0)
+    return (C_ZSTD if kfmt_have_zstd else 0) | (C_LZ4 if kfmt_have_lz4 else 0) | (C_SNAPPY if snappy else 0)
 
 # which output to grow (bit mask returned with NEED_GROW)
 cpdef enum Grow:
@@ -786,7 +790,7 @@ cdef class Columns:
         self.views = views
         if views:
             c_codecs = 0
-        self.o.c_codecs = c_codecs & ((C_ZSTD if kfmt_have_zstd else 0) | (C_LZ4 if kfmt_have_lz4 else 0))
+        self.o.c_codecs = c_codecs & ((C_ZSTD if kfmt_have_zstd else 0) | (C_LZ4 if kfmt_have_lz4 else 0) | C_SNAPPY)
         self.o.max_decompressed = max_decompressed
         if self.o.c_codecs & C_ZSTD:
             self.o.zstd = _take_dctx()
@@ -1057,6 +1061,9 @@ cdef class Columns:
                                 if codec[b] == CODEC_LZ4:
                                     got = kfmt_lz4_decompress(src, srclen, &self.o.scratch, &self.o.scratch_cap,
                                                               self.o.max_decompressed)
+                                elif codec[b] == CODEC_SNAPPY:
+                                    got = kfmt_snappy_decompress(src, srclen, &self.o.scratch, &self.o.scratch_cap,
+                                                                 self.o.max_decompressed)
                                 else:
                                     got = kfmt_zstd_decompress(self.o.zstd, src, srclen, &self.o.scratch,
                                                                &self.o.scratch_cap, self.o.max_decompressed)
@@ -1099,10 +1106,10 @@ cdef class Columns:
 
 def decompressed_guess(const uint8_t[::1] buf, const int64_t[::1] rows, const int8_t[::1] codec,
                        const int64_t[::1] pstart, const int64_t[::1] plen, int64_t ratio, int64_t limit):
-    """Per batch of `rows` (lz4 or zstd v2 batches, payloads in buf at pstart/plen of the batch
-    table), what its payload decompresses to as far as its frame headers tell, `ratio` x its stored
-    size where they do not (kfmt_codecs.h's kfmt_decompressed_guess), each at most limit: the
-    kernel's outputs are sized from these before anything is decompressed."""
+    """Per batch of `rows` (lz4, zstd or snappy v2 batches, payloads in buf at pstart/plen of the batch
+    table), what its payload decompresses to as far as its frame headers tell (snappy: its blocks' sizes),
+    `ratio` x its stored size where they do not (kfmt_codecs.h's kfmt_decompressed_guess), each at most
+    limit: the kernel's outputs are sized from these before anything is decompressed."""
     cdef Py_ssize_t i, b, nr = rows.shape[0], n = buf.shape[0]
     out = np.empty(nr, np.int64)
     cdef int64_t[::1] o = out
@@ -1111,6 +1118,10 @@ def decompressed_guess(const uint8_t[::1] buf, const int64_t[::1] rows, const in
             b = rows[i]
             if plen[b] <= 0 or pstart[b] < 0 or pstart[b] + plen[b] > n:
                 o[i] = 0
+            elif codec[b] == CODEC_SNAPPY:
+                o[i] = kfmt_snappy_size(&buf[pstart[b]], plen[b], limit)
+                if o[i] < 0:        # (too large: the limit; damaged: a guess -- the decompressor says what)
+                    o[i] = limit if o[i] == KFMT_DECOMP_LIMIT else min(ratio * plen[b], limit)
             else:
                 o[i] = kfmt_decompressed_guess(codec[b] == CODEC_LZ4, &buf[pstart[b]], plen[b], ratio, limit)
     return out

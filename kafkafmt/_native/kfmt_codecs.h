@@ -1,5 +1,5 @@
 /*
- * kfmt_codecs.h -- lz4 and zstd decompression inside the record kernel's nogil loop.
+ * kfmt_codecs.h -- lz4, zstd and snappy decompression inside the record kernel's nogil loop.
  *
  * The libraries are not linked at build time (a wheel must import where they are missing, and
  * their -dev headers are rarely installed where it is built): kafkafmt._native.libs names the
@@ -18,6 +18,13 @@
  * wrong one and go through the Python codec), content size (checked against the output),
  * blocks (u32 LE size, high bit = stored; [u32 checksum]), end mark 0, [content checksum].
  * Linked blocks decode with the preceding output as their dictionary.
+ *
+ * snappy needs no library: its format is a varint length and literal / copy elements (google/snappy's
+ * format_description.txt), decoded here with every bound checked. Both of Kafka's forms: raw blocks
+ * (librdkafka) and snappy-java's stream (Kafka's Java clients: 8 magic bytes, two int32, then
+ * big-endian int32 lengths of raw blocks), checked as kafkafmt.codecs.snappy checks them -- the
+ * Python codec, whose library (cramjam: Rust's snap) decodes large payloads faster;
+ * tests/test_kernel_snappy.py holds the two to the same answers on valid and damaged payloads.
  */
 #ifndef KFMT_CODECS_H
 #define KFMT_CODECS_H
@@ -299,6 +306,169 @@ static int64_t kfmt_decompressed_guess(int lz4, const uint8_t *src, int64_t n, i
     }
     if (est < 0) est = ratio * n;
     return est > limit ? limit : est;
+}
+
+/* ---- snappy: raw blocks and snappy-java's framing ------------------------------------------- */
+
+#define KFMT_SNAPPY_MAX_EXPANSION 22     /* no element expands more: a block of n bytes holds < 22 n */
+#define KFMT_XERIAL_HEADER 16
+static const uint8_t kfmt_xerial_magic[8] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
+
+/* A raw block's declared size (its varint prefix, at most 10 bytes, at most 2^32 - 1), the prefix's
+ * length in *hdr; -1 when there is none. */
+static int64_t kfmt_snappy_len(const uint8_t *src, int64_t n, int64_t *hdr) {
+    uint64_t v = 0;
+    for (int i = 0; i < 10 && i < n; i++) {
+        v |= (uint64_t)(src[i] & 0x7F) << (7 * i);
+        if (!(src[i] & 0x80)) {
+            if (v > 0xFFFFFFFFull) return -1;
+            *hdr = i + 1;
+            return (int64_t)v;
+        }
+    }
+    return -1;
+}
+
+/* The size a raw block of n bytes declares, checked against what n bytes can hold; -1 if invalid. */
+static int64_t kfmt_snappy_block_size(const uint8_t *src, int64_t n, int64_t *hdr) {
+    int64_t size = kfmt_snappy_len(src, n, hdr);
+    return size < 0 || size > KFMT_SNAPPY_MAX_EXPANSION * n ? -1 : size;
+}
+
+static inline void kfmt_copy8(uint8_t *d, const uint8_t *s) {
+    uint64_t v;
+    memcpy(&v, s, 8);
+    memcpy(d, &v, 8);
+}
+
+/* Decode a raw block's elements s[0:end) into exactly dst[0:size): 0, or -1 (an element past the
+ * input's end, a copy from before the output's start or past its end, a size other than declared).
+ * Where input and output have room to spare, a short literal is copied as 16 bytes and a copy from
+ * 8 or more bytes back 8 at a time (the bytes past its end are written again by what follows). */
+static int kfmt_snappy_elements(const uint8_t *s, const uint8_t *end, uint8_t *dst, int64_t size) {
+    int64_t d = 0, len, off;
+    while (s < end) {
+        uint8_t tag = *s++;
+        switch (tag & 3) {
+        case 0:                                         /* literal */
+            len = tag >> 2;
+            if (len >= 60) {                            /* its length - 1 in the next 1..4 bytes */
+                int k = (int)len - 59;
+                if (end - s < k) return -1;
+                len = 0;
+                for (int j = 0; j < k; j++) len |= (int64_t)s[j] << (8 * j);
+                s += k;
+            } else if (len < 16 && end - s >= 16 && size - d >= 16) {
+                kfmt_copy8(dst + d, s);
+                kfmt_copy8(dst + d + 8, s + 8);
+                s += len + 1;
+                d += len + 1;
+                continue;
+            }
+            len += 1;
+            if (end - s < len || size - d < len) return -1;
+            memcpy(dst + d, s, (size_t)len);
+            s += len;
+            d += len;
+            continue;
+        case 1:                                         /* copy, 11-bit offset */
+            if (end - s < 1) return -1;
+            len = 4 + ((tag >> 2) & 7);
+            off = ((int64_t)(tag & 0xE0) << 3) | s[0];
+            s += 1;
+            break;
+        case 2:                                         /* copy, 16-bit offset */
+            if (end - s < 2) return -1;
+            len = 1 + (tag >> 2);
+            off = (int64_t)s[0] | ((int64_t)s[1] << 8);
+            s += 2;
+            break;
+        default:                                        /* copy, 32-bit offset */
+            if (end - s < 4) return -1;
+            len = 1 + (tag >> 2);
+            off = (int64_t)kfmt_le32(s);
+            s += 4;
+            break;
+        }
+        if (off == 0 || off > d || size - d < len) return -1;
+        uint8_t *o = dst + d;
+        const uint8_t *from = o - off;
+        if (off >= 8 && size - d >= len + 8) {          /* each 8 bytes read were written before */
+            for (int64_t j = 0; j < len; j += 8) kfmt_copy8(o + j, from + j);
+        } else if (off >= len) {
+            memcpy(o, from, (size_t)len);
+        } else {                                        /* overlapping: the bytes just written repeat */
+            for (int64_t j = 0; j < len; j++) o[j] = from[j];
+        }
+        d += len;
+    }
+    return d == size ? 0 : -1;
+}
+
+static inline int kfmt_is_xerial(const uint8_t *src, int64_t n) {
+    return n >= KFMT_XERIAL_HEADER && memcmp(src, kfmt_xerial_magic, 8) == 0;
+}
+
+static inline int64_t kfmt_be32s(const uint8_t *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+}
+
+/* The size a snappy payload decompresses to (raw or framed; every block's size checked), or
+ * KFMT_DECOMP_CORRUPT, or KFMT_DECOMP_LIMIT past limit. */
+static int64_t kfmt_snappy_size(const uint8_t *src, int64_t n, int64_t limit) {
+    int64_t hdr, size, total = 0, p = KFMT_XERIAL_HEADER;
+    if (!kfmt_is_xerial(src, n)) {
+        size = n > 0 ? kfmt_snappy_block_size(src, n, &hdr) : -1;
+        return size < 0 ? KFMT_DECOMP_CORRUPT : size > limit ? KFMT_DECOMP_LIMIT : size;
+    }
+    while (p < n) {
+        if (n - p < 4) return KFMT_DECOMP_CORRUPT;
+        int64_t len = kfmt_be32s(src + p);
+        if (len < 0) {                                  /* a concatenated stream's header: skipped */
+            if (n - p >= KFMT_XERIAL_HEADER && memcmp(src + p, kfmt_xerial_magic, 8) == 0) {
+                p += KFMT_XERIAL_HEADER;
+                continue;
+            }
+            return KFMT_DECOMP_CORRUPT;
+        }
+        p += 4;
+        if (len > n - p) return KFMT_DECOMP_CORRUPT;
+        if (len) {
+            size = kfmt_snappy_block_size(src + p, len, &hdr);
+            if (size < 0) return KFMT_DECOMP_CORRUPT;
+            total += size;
+            if (total > limit) return KFMT_DECOMP_LIMIT;
+        }
+        p += len;
+    }
+    return total;
+}
+
+/* Decompress the snappy payload src[0:n] into *buf; returns the size or a code. */
+static int64_t kfmt_snappy_decompress(const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap, int64_t limit) {
+    int64_t total = kfmt_snappy_size(src, n, limit), hdr = 0, size, out = 0, p = KFMT_XERIAL_HEADER;
+    if (total < 0) return total;
+    int rc = kfmt_reserve(buf, cap, total, limit);    /* (a size of 0 too: its elements must be none) */
+    if (rc) return rc;
+    if (!kfmt_is_xerial(src, n)) {
+        size = kfmt_snappy_len(src, n, &hdr);
+        return kfmt_snappy_elements(src + hdr, src + n, *buf, size) ? KFMT_DECOMP_CORRUPT : size;
+    }
+    while (p < n) {                                     /* (the walk kfmt_snappy_size checked) */
+        int64_t len = kfmt_be32s(src + p);
+        if (len < 0) {
+            p += KFMT_XERIAL_HEADER;
+            continue;
+        }
+        p += 4;
+        if (len) {
+            size = kfmt_snappy_len(src + p, len, &hdr);
+            if (kfmt_snappy_elements(src + p + hdr, src + p + len, *buf + out, size)) return KFMT_DECOMP_CORRUPT;
+            out += size;
+        }
+        p += len;
+    }
+    return out;
 }
 
 /* Decompress the zstd frame(s) in src[0:n] into *buf with dctx; returns the size or a code. */

@@ -6,7 +6,7 @@ where the package is built. It resolves the few functions it calls with dlopen/d
 shared library this lookup names, in this order:
 
 1. ``KAFKAFMT_PY_CODECS=1`` in the environment: no library; every compressed batch goes through the
-   Python codecs (``kafkafmt.codecs``: python-lz4, zstandard).
+   Python codecs (``kafkafmt.codecs``: python-lz4, zstandard, cramjam's snappy).
 2. ``KAFKAFMT_LIBLZ4`` / ``KAFKAFMT_LIBZSTD``: a path (or soname) to load; empty: do not load it.
 3. The library's stable soname: ``liblz4.so.1`` / ``libzstd.so.1`` (Linux: installed by every
    Debian/Ubuntu/Fedora base system, since apt, dpkg, systemd and rpm depend on them),
@@ -15,8 +15,9 @@ shared library this lookup names, in this order:
 4. ``ctypes.util.find_library("lz4" / "zstd")``.
 
 When neither is found (or a library lacks a function the kernel needs: libzstd older than 1.4),
-those batches go through the Python codecs, as gzip and snappy batches and v0/v1 wrappers always
-do. Nothing here imports another package's private modules.
+those batches go through the Python codecs, as gzip batches and v0/v1 wrappers always do. Small
+snappy v2 payloads need no library: the kernel decodes them itself (kfmt_codecs.h; large ones go
+through the Python codec, whose library decodes them faster), unless ``KAFKAFMT_PY_CODECS`` is set. Nothing here imports another package's private modules.
 """
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def find_libraries():
 
 def load_kernel_codecs() -> int:
     """Load what find_libraries names into the kernel; returns the codec bits it now decompresses
-    itself (``kernel.C_LZ4``, ``kernel.C_ZSTD``), 0 when it has neither."""
+    itself (``kernel.C_LZ4``, ``kernel.C_ZSTD``, and ``kernel.C_SNAPPY``, which needs no library, unless
+    ``KAFKAFMT_PY_CODECS`` is set), 0 when it has none."""
     from kafkafmt._native import kernel
 
-    return kernel.load_codecs(*find_libraries())
+    return kernel.load_codecs(*find_libraries(), snappy=not os.environ.get(ENV_DISABLE))

@@ -40,6 +40,11 @@ from kafkafmt._util.threads import resolve_threads, thread_pool
 __all__ = ["decode", "DecodeOptions", "RangeDecoder"]
 
 C_CODECS = _libs.load_kernel_codecs()   # codec bits the kernel decompresses itself (kafkafmt/_native/libs.py)
+#: snappy payloads of more bytes than this go through the Python codec: its library decodes large ones faster
+#: than the kernel's own decoder, and below it the call a batch costs outweighs the decoding (measured in the
+#: speed guide)
+SNAPPY_KERNEL_MAX_BYTES = 8 << 10
+_SNAPPY = get_codec("snappy").id
 
 _MAX_RATIO_AHEAD = 16     # compression ratio assumed at most when reserving outputs ahead
 _IN_KERNEL_RATIO_GUESS = 4  # compression ratio reserved for kernel-decompressed batches whose frames do not tell
@@ -302,13 +307,20 @@ _VIEW_MAX_BUFFER = (1 << 31) - 1   # view offsets are int32
 VIEW_MIN_KERNEL_CODEC_BATCH = 16 << 10   # see _small_kernel_codec_batches
 
 
+def kernel_decompresses(codec, magic, plen, c_codecs=None):
+    """Which batches (columns of a batch table) the kernel decompresses itself: v2 batches of the codecs in
+    ``c_codecs`` (default `C_CODECS`), snappy ones of at most `SNAPPY_KERNEL_MAX_BYTES`."""
+    c_codecs = C_CODECS if c_codecs is None else c_codecs
+    mine = (magic == 2) & (((c_codecs >> codec.astype(np.int64)) & 1) == 1)
+    return mine & ((codec != _SNAPPY) | (plen <= SNAPPY_KERNEL_MAX_BYTES))
+
+
 def _small_kernel_codec_batches(table, count):
     """True when lz4/zstd batches the kernel would decompress itself are small on average: views
     need their decompressed records kept, so they would be decompressed one by one in Python, whose
     per-batch cost then outweighs the copy views save -- those decodes take views over the
     contiguous output instead."""
-    codec = table["codec"][:count]
-    mine = ((C_CODECS >> codec.astype(np.int64)) & 1) == 1
+    mine = kernel_decompresses(table["codec"][:count], table["magic"][:count], table["payload_len"][:count])
     if not mine.any():
         return False
     return float(table["payload_len"][:count][mine].clip(0).mean()) < VIEW_MIN_KERNEL_CODEC_BATCH
@@ -381,7 +393,7 @@ def _worth_splitting(table, count, nbytes, views=False):
     codec = table["codec"][:count]
     plen = table["payload_len"][:count].clip(0)
     compressed = codec != 0
-    in_kernel = compressed & (table["magic"][:count] == 2) & (((C_CODECS >> codec.astype(np.int64)) & 1) == 1)
+    in_kernel = compressed & kernel_decompresses(codec, table["magic"][:count], plen)
     if views:   # every compressed batch is decompressed in Python (its buffer is kept)
         return int(plen[compressed].sum()) >= nbytes * COMPRESSED_SHARE_FOR_THREADS
     python_bytes = int(plen[compressed & ~in_kernel].sum())
@@ -608,7 +620,7 @@ def _sizes(buf, table, lo, hi, options):
     # lz4 / zstd v2 batches are decompressed by the kernel itself when their libraries loaded
     # (not for binary="view": values then point into decompressed buffers that must be kept)
     c_codecs = 0 if options.binary == "view" else C_CODECS
-    in_kernel = needs & (magic == 2) & (((c_codecs >> codec.astype(np.int64)) & 1) == 1)
+    in_kernel = needs & kernel_decompresses(codec, magic, plen, c_codecs)
     plain = codec == 0
     plain_bytes = int(plen[plain].clip(0).sum())
     # record counts of uncompressed batches were checked against their size by the scan; those of
