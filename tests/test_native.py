@@ -180,6 +180,7 @@ def test_kernel_loads_system_libraries_by_soname():
     bits = libs.load_kernel_codecs()
     assert bool(bits & kernel.C_ZSTD) == (zstd is not None)
     assert bool(bits & kernel.C_LZ4) == (lz4 is not None)
+    assert bits & kernel.C_SNAPPY        # (no library: the kernel's own decoder, unless KAFKAFMT_PY_CODECS)
 
 
 def test_zstd_contexts_reused_across_calls_and_threads():

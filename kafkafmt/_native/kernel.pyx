@@ -58,9 +58,10 @@ C_LZ4 = 1 << CODEC_LZ4
 C_ZSTD = 1 << CODEC_ZSTD
 
 
-def load_codecs(zstd_path=None, lz4_path=None, snappy=True):
+def load_codecs(zstd_path=None, lz4_path=None, snappy=False):
     """Load libzstd / liblz4 (a path or soname each, as kafkafmt._native.libs.find_libraries gives
-    them) for in-kernel decompression; returns the C_* bits now available (C_SNAPPY with ``snappy``)."""
+    them) for in-kernel decompression; returns the C_* bits now available, with C_SNAPPY when ``snappy``
+    (the kernel's own decoder: nothing to load)."""
     if zstd_path and not kfmt_have_zstd:
         kfmt_load_zstd(zstd_path.encode())
     if lz4_path and not kfmt_have_lz4:
