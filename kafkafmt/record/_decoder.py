@@ -53,6 +53,9 @@ _BATCH_WEIGHT = 64        # bytes of chunk budget a batch costs besides its payl
 # compressed bytes of a RangeDecoder's adds to come reserved for at once, at most (at the ratio seen, capped by
 # _MAX_RATIO_AHEAD: address space, touched only as filled, but for the validity bitmaps' bit a record)
 _RESERVE_BEYOND_MAX = 32 << 20
+# a RangeDecoder's value bytes sized at its first add for twice the input expected, up to this (address space,
+# touched only as filled)
+_VALUE_FLOOR_MAX = 256 << 20
 
 
 class _Decompressor:
@@ -848,6 +851,10 @@ class RangeDecoder:
                 for k in ("records", "key_bytes", "value_bytes", "headers", "header_key_bytes",
                           "header_value_bytes", "controls"):
                     sizes[k] = int(sizes[k] * scale) + 16
+                # value bytes for twice the input at least: the first table's mix of codecs (plain, or
+                # decompressed here or by the kernel) may not be the rest's, and an output grown at a later
+                # add copies everything decoded before it -- memory the process keeps (the Arrow peak)
+                sizes["value_bytes"] = max(sizes["value_bytes"], min(2 * self.expected, _VALUE_FLOOR_MAX))
                 if ahead is not None:
                     ahead = tuple(tuple(int(x * scale) for x in a) for a in ahead)
             self.cols = _kernel.Columns(**sizes)
