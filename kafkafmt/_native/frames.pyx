@@ -13,6 +13,7 @@ the buffer; a malformed or truncated frame is reported with a negative code, who
 FRAME_ERRORS[code] (the one table the codecs use).
 """
 from libc.stdint cimport uint8_t, uint32_t, int64_t
+from libc.stdlib cimport free
 
 cdef enum:
     ZSTD_BLOCK_MAX = 128 * 1024
@@ -31,6 +32,8 @@ cdef extern from "kfmt_codecs.h" nogil:
     int64_t kfmt_lz4_walk(const uint8_t *src, int64_t n, const kfmt_lz4_frame *f, int64_t *bound)
     int KFMT_LZ4_TRUNCATED_HEADER, KFMT_LZ4_BAD_MAGIC, KFMT_LZ4_BAD_VERSION, KFMT_LZ4_BAD_BLOCK_SIZE
     int KFMT_LZ4_NO_END_MARK, KFMT_LZ4_BLOCK_TOO_BIG, KFMT_LZ4_TRUNCATED
+    int64_t kfmt_snappy_decompress(const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap, int64_t limit)
+    int64_t KFMT_DECOMP_CORRUPT, KFMT_DECOMP_LIMIT, KFMT_DECOMP_NOMEM
 
 # zstd walk errors (negative end positions)
 TRUNCATED_HEADER = -1
@@ -136,12 +139,6 @@ def lz4_frame(const uint8_t[::1] mv, Py_ssize_t pos):
         return (end, 0, 0, 0)
     return (end, f.hc_pos, f.content_size, bound)
 
-
-cdef extern from "kfmt_codecs.h" nogil:
-    int64_t kfmt_snappy_decompress(const uint8_t *src, int64_t n, uint8_t **buf, int64_t *cap, int64_t limit)
-    int64_t KFMT_DECOMP_CORRUPT, KFMT_DECOMP_LIMIT, KFMT_DECOMP_NOMEM
-
-from libc.stdlib cimport free
 
 #: kfmt_codecs.h's decompression codes
 DECOMP_CORRUPT, DECOMP_LIMIT, DECOMP_NOMEM = KFMT_DECOMP_CORRUPT, KFMT_DECOMP_LIMIT, KFMT_DECOMP_NOMEM

@@ -17,7 +17,8 @@ shared library this lookup names, in this order:
 When neither is found (or a library lacks a function the kernel needs: libzstd older than 1.4),
 those batches go through the Python codecs, as gzip batches and v0/v1 wrappers always do. Small
 snappy v2 payloads need no library: the kernel decodes them itself (kfmt_codecs.h; large ones go
-through the Python codec, whose library decodes them faster), unless ``KAFKAFMT_PY_CODECS`` is set. Nothing here imports another package's private modules.
+through the Python codec, whose library decodes them faster), unless ``KAFKAFMT_PY_CODECS`` is set.
+Nothing here imports another package's private modules.
 """
 from __future__ import annotations
 

@@ -319,10 +319,10 @@ def kernel_decompresses(codec, magic, plen, c_codecs=None):
 
 
 def _small_kernel_codec_batches(table, count):
-    """True when lz4/zstd batches the kernel would decompress itself are small on average: views
-    need their decompressed records kept, so they would be decompressed one by one in Python, whose
-    per-batch cost then outweighs the copy views save -- those decodes take views over the
-    contiguous output instead."""
+    """True when the batches the kernel would decompress itself (`kernel_decompresses`) are small on
+    average: views need their decompressed records kept, so they would be decompressed one by one in
+    Python, whose per-batch cost then outweighs the copy views save -- those decodes take views over
+    the contiguous output instead."""
     mine = kernel_decompresses(table["codec"][:count], table["magic"][:count], table["payload_len"][:count])
     if not mine.any():
         return False
@@ -620,7 +620,8 @@ def _sizes(buf, table, lo, hi, options):
     plen = table["payload_len"][sl]
     # the cleaner leaves v2 batches without records and without payload, whatever their codec bits
     needs = (codec != 0) & ((magic < 2) | (counts > 0) | (plen > 0))
-    # lz4 / zstd v2 batches are decompressed by the kernel itself when their libraries loaded
+    # v2 batches the kernel decompresses itself (`kernel_decompresses`: lz4 / zstd when their libraries loaded,
+    # small snappy payloads)
     # (not for binary="view": values then point into decompressed buffers that must be kept)
     c_codecs = 0 if options.binary == "view" else C_CODECS
     in_kernel = needs & kernel_decompresses(codec, magic, plen, c_codecs)

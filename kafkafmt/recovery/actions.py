@@ -350,7 +350,8 @@ _DAMAGE_LABELS = {ActionKind.TRUNCATE: "log truncated", ActionKind.CUT: "damaged
 
 
 #: how a routine write is listed, by the suffix of the file written
-_WRITTEN_LABELS = tuple((s, f"{s} rebuilt") for s in SIDE_FILE_SUFFIXES) + ((SNAPSHOT_SUFFIX, "producer snapshot written"),)
+_WRITTEN_LABELS = tuple((s, f"{s} rebuilt") for s in SIDE_FILE_SUFFIXES) + \
+    ((SNAPSHOT_SUFFIX, "producer snapshot written"),)
 
 
 def _routine_label(action):

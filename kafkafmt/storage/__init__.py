@@ -14,7 +14,7 @@ from kafkafmt.storage._fsspec import FsspecStorage, RemoteBlob
 from kafkafmt.storage._local import LocalBlob, LocalStorage
 from kafkafmt.storage._open import open_storage
 
-__all__ = ["version_of", "Entry", "FolderListing", "listed_files", "listed_size", "will_read_listed", "StorageStatistics",
-           "statistics", "Storage", "Blob",
-           "LocalStorage", "LocalBlob", "FsspecStorage", "RemoteBlob", "open_storage", "is_url", "DEFAULT_READ_AHEAD",
-           "DEFAULT_CACHE_BLOCKS", "DEFAULT_PREFETCH", "RetryPolicy"]
+__all__ = ["version_of", "Entry", "FolderListing", "listed_files", "listed_size", "will_read_listed",
+           "StorageStatistics", "statistics", "Storage", "Blob", "LocalStorage", "LocalBlob", "FsspecStorage",
+           "RemoteBlob", "open_storage", "is_url", "DEFAULT_READ_AHEAD", "DEFAULT_CACHE_BLOCKS", "DEFAULT_PREFETCH",
+           "RetryPolicy"]

@@ -33,6 +33,7 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = ["decode_column", "value_type", "DecodedColumn", "ValueFormat", "FORMATS", "register_format",
            "get_format", "BUILTIN_FORMATS", "ENTRY_POINTS", "format_names", "needs_schema", "format_of_type",
            "schema_types", "KernelFormat", "reader_schema_for", "pinned_reader", "scan_names", "named_reader",
