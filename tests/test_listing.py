@@ -164,3 +164,19 @@ def test_folders_listed_together_are_listed_as_each_alone(odd_folder, tmp_path, 
         with monkeypatch.context() as m:            # (no native listing: every folder is left to the usual way)
             m.setattr(_local, "_NATIVE", [False])
             assert LocalStorage().folder_listings(paths, sized=sized, threads=threads) == [None] * len(paths)
+
+
+def test_the_files_of_a_listing_are_those_scandir_calls_files(odd_folder):
+    """What the planner of ``verify`` 's pending fixes takes from discovery's listing instead of listing each
+    folder again: every name scandir calls a file (links to files followed; links to folders and dangling ones
+    left out), in order -- and a fifo, which a listing does not tell from a file."""
+    from kafkafmt.storage import listed_file_names
+
+    with os.scandir(odd_folder) as entries:
+        files = sorted(e.name for e in entries if e.is_file())
+    assert "00000000000000000007.log" in files and "to-sub" not in files and "dangling.index" not in files
+    for sized in (None, (".log",)):
+        compact = LocalStorage().folder_listing(odd_folder, sized=sized)
+        got = listed_file_names(compact)
+        assert got == listed_file_names(list(compact))          # (Entry rows alike)
+        assert [n for n in got if n != "fifo"] == files and "fifo" in got

@@ -156,7 +156,10 @@ class Verifier(Checker):
             prog.close()
             self.c.progress = None
         # what `recover` would still do on dirs found sound (a broker's own start-up fixes): counted, not failed
-        pending = pending_fixes(paths, log_dirs=found.log_dirs_paths, scans=self.scans, epochs=self.epochs) if not self.errors else {}
+        pending = {} if self.errors else pending_fixes(
+            paths, log_dirs=found.log_dirs_paths, scans=self.scans, epochs=self.epochs,
+            listings={pd.folder: pd.listing for pd in found.partitions + found.unread
+                      if pd.listing is not None and pd.storage.is_local})
         self.summary(time.monotonic() - started, pending)
         failed = self.errors or (self.args.strict and self.warnings)
         return 1 if failed else 0

@@ -115,7 +115,7 @@ def recover(path, apply=False, *, kafka_compatible=False, backup=None, force=Fal
     return plan
 
 
-def pending_fixes(paths, *, log_dirs=None, scans=None, epochs=None, **options):
+def pending_fixes(paths, *, log_dirs=None, scans=None, epochs=None, listings=None, **options):
     """What a dry run of `recover` would still do on ``paths`` -- on a log dir that ``verify`` calls
     sound, the routine fixes a broker also makes at start-up after an unclean shutdown (time
     indexes without their final entry, producer snapshots missing at the log end): ``{label:
@@ -133,6 +133,8 @@ def pending_fixes(paths, *, log_dirs=None, scans=None, epochs=None, **options):
         Scans of segments made already (`scan_of_batches`), not scanned again.
     epochs : dict, optional
         ``{path: entries}`` of the ``leader-epoch-checkpoint`` files read and found sound already.
+    listings : dict, optional
+        ``{partition folder: its listing}`` of the folders listed already (`plan_recovery`'s).
     **options
         `plan_recovery`'s (``index_interval_bytes``, ``timeindex_offsets``).
 
@@ -159,7 +161,8 @@ def pending_fixes(paths, *, log_dirs=None, scans=None, epochs=None, **options):
         if "://" in os.fspath(p):
             continue
         try:
-            plan = plan_recovery(p, scans=scans, log_dirs=log_dirs, epochs=epochs, contents=False, **options)
+            plan = plan_recovery(p, scans=scans, log_dirs=log_dirs, epochs=epochs, contents=False,
+                                 listings=listings, **options)
         except KafkafmtError:
             continue                          # not something recover takes
         for label, n in plan.counts().items():

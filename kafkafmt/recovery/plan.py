@@ -70,6 +70,7 @@ from kafkafmt.recovery.roots import resolve_roots
 from kafkafmt.recovery.routine import (plan_checkpoints, plan_indexes, plan_leader_epochs, plan_snapshots,
                                        sound_snapshots)
 from kafkafmt.recovery.transactions import OPEN_TRANSACTIONS, Replan, append_markers, plan_open_transactions
+from kafkafmt.storage import listed_file_names
 
 __all__ = ["ActionKind", "RecoveryAction", "RecoveryPlan", "plan_recovery", "TEMP_SUFFIX", "OPEN_TRANSACTIONS"]
 
@@ -85,11 +86,12 @@ class _Options:
     known: dict = None          # {absolute .log path: SegmentScan} made already
     epochs: dict = None         # {absolute leader-epoch-checkpoint path: its entries}, read and found sound
     contents: bool = True       # the new files' contents built (False: a plan only counted)
+    listings: dict = None       # {absolute partition folder: its listing} made already
 
 
 def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT_INDEX_INTERVAL,
                   timeindex_offsets="batch", open_transactions=None, scans=None, log_dirs=None,
-                  epochs=None, contents=True) -> RecoveryPlan:
+                  epochs=None, contents=True, listings=None) -> RecoveryPlan:
     """Plan the recovery of log dirs, partition folders or segments (see the module docstring).
 
     Parameters
@@ -124,6 +126,10 @@ def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT
         them (a segment's rebuilt indexes, a producer snapshot written): those actions carry ``data=None`` and
         a shorter message, the same actions otherwise. Such a plan is only counted (`pending_fixes`):
         `apply_plan` refuses it.
+    listings : dict, optional
+        ``{partition folder: its listing}`` (`kafkafmt.log.Partition.listing`) where the folders were listed
+        already: their files are taken from it (`kafkafmt.storage.listed_file_names`), not listed again. Only for
+        a plan made a moment after the listing, with nothing written between (``verify``'s `pending_fixes`).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -131,7 +137,8 @@ def plan_recovery(paths, *, kafka_compatible=False, index_interval_bytes=DEFAULT
         raise ValueError(f"open_transactions must be one of {OPEN_TRANSACTIONS} or None, not {open_transactions!r}")
     known = {os.path.abspath(s.path): s for s in scans or ()}
     opts = _Options(kafka_compatible, index_interval_bytes, timeindex_offsets, open_transactions, known,
-                    {os.path.abspath(p): e for p, e in (epochs or {}).items()}, bool(contents))
+                    {os.path.abspath(p): e for p, e in (epochs or {}).items()}, bool(contents),
+                    {os.path.abspath(f): listing for f, listing in (listings or {}).items()})
     roots = [r for p in paths for r in resolve_roots(p, log_dirs)]
     plan = RecoveryPlan(roots=roots, kafka_compatible=opts.kafka_compatible, contents=opts.contents)
     for root in roots:
@@ -167,9 +174,13 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
     def act(kind, path, message, **kw):
         acts.append(RecoveryAction(kind, path, message, log_dir=log_dir, **kw))
 
-    with os.scandir(folder) as entries:
-        names = [e.name for e in entries if e.is_file()]
-    names.sort()
+    listing = opts.listings.get(folder) if opts.listings else None
+    if listing is not None:
+        names = listed_file_names(listing)
+    else:
+        with os.scandir(folder) as entries:
+            names = [e.name for e in entries if e.is_file()]
+        names.sort()
     here = {n: folder + os.sep + n for n in names}               # final name -> where its bytes are now
 
     # 1. leftovers (LogLoader.removeTempFilesAndCollectSwapFiles)

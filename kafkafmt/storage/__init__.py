@@ -8,13 +8,13 @@ files), `_fsspec` (object stores), `_objects` (whole small objects of a store ke
 from __future__ import annotations
 
 from kafkafmt.storage._base import (DEFAULT_CACHE_BLOCKS, DEFAULT_PREFETCH, DEFAULT_READ_AHEAD, Blob, Entry,
-                                    FolderListing, RetryPolicy, Storage, StorageStatistics, is_url, listed_files,
-                                    listed_size, statistics, version_of, will_read_listed)
+                                    FolderListing, RetryPolicy, Storage, StorageStatistics, is_url, listed_file_names,
+                                    listed_files, listed_size, statistics, version_of, will_read_listed)
 from kafkafmt.storage._fsspec import FsspecStorage, RemoteBlob
 from kafkafmt.storage._local import LocalBlob, LocalStorage
 from kafkafmt.storage._open import open_storage
 
-__all__ = ["version_of", "Entry", "FolderListing", "listed_files", "listed_size", "will_read_listed",
-           "StorageStatistics", "statistics", "Storage", "Blob", "LocalStorage", "LocalBlob", "FsspecStorage",
-           "RemoteBlob", "open_storage", "is_url", "DEFAULT_READ_AHEAD", "DEFAULT_CACHE_BLOCKS", "DEFAULT_PREFETCH",
-           "RetryPolicy"]
+__all__ = ["version_of", "Entry", "FolderListing", "listed_file_names", "listed_files", "listed_size",
+           "will_read_listed", "StorageStatistics", "statistics", "Storage", "Blob", "LocalStorage", "LocalBlob",
+           "FsspecStorage", "RemoteBlob", "open_storage", "is_url", "DEFAULT_READ_AHEAD", "DEFAULT_CACHE_BLOCKS",
+           "DEFAULT_PREFETCH", "RetryPolicy"]

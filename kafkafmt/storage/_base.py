@@ -5,6 +5,8 @@ wants the whole file asks ``view()`` and falls back to ``read(start, stop)`` whe
 """
 from __future__ import annotations
 
+import os
+
 import re
 import threading
 from collections.abc import Sequence
@@ -131,6 +133,18 @@ def listed_files(listing, keep):
     for e in listing:
         if not e.is_dir and keep(e.name):
             yield e.path, e.size
+
+
+def listed_file_names(listing):
+    """The names of a local folder's files in its listing (`FolderListing` or `Entry` rows), in its order, as
+    ``os.scandir`` 's ``DirEntry.is_file()`` tells them: a symbolic link is followed (one to a folder, or one
+    whose target is gone, is not a file). A listing does not tell a fifo, socket or device from a file (nor does
+    discovery, which takes it): those are named too, where ``is_file()`` leaves them out."""
+    if isinstance(listing, FolderListing):
+        prefix = listing.prefix
+        return [n for n, f in zip(listing.names, listing.flags)
+                if not f & 1 and (not f & 2 or os.path.isfile(prefix + n))]
+    return [e.name for e in listing if not e.is_dir and (not e.is_link or os.path.isfile(e.path))]
 
 
 def listed_size(listing, suffix):
