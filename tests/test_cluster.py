@@ -96,6 +96,25 @@ def test_library_reads_each_offset_once_from_an_intact_copy(damaged):
     assert _by_partition(kafkafmt.Records.concat(chunks).to_arrow()) == _truth(c)
 
 
+def test_the_copy_a_damaged_stretch_is_read_from_is_said_so_before_the_read(damaged):
+    """payments-4: the copy read fails a batch's CRC that both followers hold intact. The copies' comparison sees
+    it: the follower the read takes the stretch from is `PARTLY_READ` naming those offsets, the other one a copy
+    not read (`REPLICA`) -- not both said to be left unread while one of them is read."""
+    root, c, done = damaged
+    recs = _read(kafkafmt.read_log_dirs, str(root), topics=["payments"], partitions=[4])
+    by_kind = collections.defaultdict(list)
+    for e in recs.report:
+        by_kind[e.kind].append(e)
+    (used,), (partly,), (unread,) = (by_kind[k] for k in (kafkafmt.ReportKind.FROM_COPY,
+                                                         kafkafmt.ReportKind.PARTLY_READ, kafkafmt.ReportKind.REPLICA))
+    lo, hi = done["leader"][1]
+    assert f"read from the copy in {partly.file}:" in used.message and partly.offset == used.offset == lo
+    assert f"offsets {lo}..{hi}" in partly.message and partly.file != unread.file
+    assert {partly.file, unread.file} == set(c.copies("payments", 4)) - {done["leader"][0]}
+    note = kcli.run("verify", "--topic", "payments", "--partition", "4", str(root), check=1).stderr
+    assert "1 copy of partitions not read" in note
+
+
 def test_strict_reads_do_not_raise_where_a_copy_holds_the_damage_intact(damaged):
     root, c, done = damaged
     recs = _read(kafkafmt.read_log_dirs, str(root), topics=["payments"], partitions=[4], threads=1)

@@ -51,6 +51,10 @@ COPY_STATES = ("read", "in sync", "behind", "diverged", "damaged", "other incarn
 
 _COMPARE_BYTES = 8 << 20       # batches decoded at once to compare two copies' records
 _HEADER_COLUMNS = ("position", "size", "crc", "base_offset", "last_offset", "partition_leader_epoch")
+#: whether each batch's CRC holds (computed as the copies are scanned: a copy read whose batch is damaged is read
+#: there from a copy holding it intact, `ReportKind.FROM_COPY`, and that copy is said so beforehand)
+_CRC_VALID = "crc_valid"
+_COLUMNS = _HEADER_COLUMNS + (_CRC_VALID,)
 _KEY_COLUMNS = ("base_offset", "last_offset", "size", "crc")     # what tells one batch from another
 #: a piece's columns also hold the `_KEY_COLUMNS` of each batch as one row of int64s (a copy's keys, compared as
 #: bytes: `_Held.key_bytes`)
@@ -314,10 +318,10 @@ def _copies_of_one(topic, partition, held, report, copies, hw):
         copies.append(h.copy("read", hw=hw(h.part), detail="the copy read"))
         return h.part
     best = _best(held)
-    judged, gaps, alternates = [], {}, []
+    judged, gaps, alternates, taken = [], {}, [], []
     for h in held:
         if h is not best:
-            entry, copy, mine = _judge(h, best, hw)
+            entry, copy, mine = _judge(h, best, hw, taken)
             for g in mine:
                 had = gaps.setdefault(g.lo, g)
                 if had is not g:            # (another copy holds records of it too: its own batches around it)
@@ -422,6 +426,7 @@ class _Held:
         self.first = min(p[3] for p in used) if used else None
         self.last = max(p[4] for p in used) if used else -1
         self.last_epoch = used[-1][5] if used else -1
+        self.crc_failures = sum(p[6] for p in used)     # batches whose CRC fails (`_damaged_held`)
         self._cols = self._keys = None
         self.agrees = {}        # {id(other copy): whether they hold the same batches} (`_same_batches`)
 
@@ -466,21 +471,23 @@ def _with_key_rows(cols):
 def _pieces(cols, first, count):
     """The pieces (see `_held_all`) of the ranges of rows ``first[r]:first[r] + count[r]`` of ``cols`` (ranges in
     row order, one after another): (columns, first row, end row, first offset, last offset, leader epoch of the
-    last batch; None, -1, -1 for an empty range)."""
+    last batch, batches whose CRC fails; None, -1, -1, 0 for an empty range)."""
     first, count = np.asarray(first, np.int64), np.asarray(count, np.int64)
     nz = np.flatnonzero(count)
     starts = first[nz]
     lows = np.minimum.reduceat(cols["base_offset"], starts).tolist() if len(nz) else []
     highs = np.maximum.reduceat(cols["last_offset"], starts).tolist() if len(nz) else []
     epochs = cols["partition_leader_epoch"][starts + count[nz] - 1].tolist() if len(nz) else []
-    out = [(cols, f, f, None, -1, -1) for f in first.tolist()]
+    bad = np.add.reduceat((~cols[_CRC_VALID]).astype(np.int64), starts).tolist() if len(nz) else []
+    out = [(cols, f, f, None, -1, -1, 0) for f in first.tolist()]
     for k, (r, f, n) in enumerate(zip(nz.tolist(), starts.tolist(), count[nz].tolist())):
-        out[r] = (cols, f, f + n, lows[k], highs[k], epochs[k])
+        out[r] = (cols, f, f + n, lows[k], highs[k], epochs[k], bad[k])
     return out
 
 
 #: the batch headers of an empty segment, as a piece (`_held_all`)
-_EMPTY = (_with_key_rows({c: np.zeros(0, np.int64) for c in _HEADER_COLUMNS}), 0, 0, None, -1, -1)
+_EMPTY = (_with_key_rows({**{c: np.zeros(0, np.int64) for c in _HEADER_COLUMNS}, _CRC_VALID: np.zeros(0, bool)}),
+          0, 0, None, -1, -1, 0)
 
 
 def _held_all(parts, cache, threads=1):
@@ -488,7 +495,8 @@ def _held_all(parts, cache, threads=1):
     the segments that grew), else the local segments' bytes read into one buffer a group at a time and
     scanned by one native call (`kafkafmt.record.scan_ranges`), the others (remote, large, damaged) one by one
     (`_headers`). A segment's headers are a *piece*: (columns, first row, end row, first offset, last offset,
-    leader epoch of its last batch) -- the rows of a group's columns (with `_KEY_ROWS`), shared by the segments
+    leader epoch of its last batch, batches whose CRC fails) -- the rows of a group's columns (with `_KEY_ROWS`
+    and `_CRC_VALID`), shared by the segments
     scanned together, positions counted from each segment's start (`_pieces`). ``threads`` > 1: the next group
     read and scanned by another thread while this one's pieces are cut (`_scanned_groups`)."""
     listed = [p.list_segments(cache=cache) for p in parts]
@@ -517,7 +525,7 @@ def _held_all(parts, cache, threads=1):
     for group, (starts, ok, table, rng) in zip(groups, _scanned_groups(groups, threads)):
         first, count = rng["first"], rng["count"]
         # the headers only (the scan's other columns go), each batch's position counted from its segment's start
-        cols = {c: table[c].copy() for c in _HEADER_COLUMNS if c != "position"}
+        cols = {c: table[c].copy() for c in _COLUMNS if c != "position"}
         cols["position"] = table["position"] - np.repeat(starts[:-1], count)   # (range r's rows follow r - 1's)
         cut = _pieces(_with_key_rows(cols), first, count)
         bad = ((~ok) | (rng["error"] != 0)).tolist()
@@ -550,7 +558,7 @@ def _scanned_groups(groups, threads):
         segs = [g[2] for g in group]
         # (local files all: any local storage reads them, in one call)
         ok = segs[0].storage.read_many([seg.log for seg in segs], buf, starts) == np.diff(starts)
-        table, rng = scan_ranges(buf[:total], starts[:-1], starts[1:], verify_crc=None)
+        table, rng = scan_ranges(buf[:total], starts[:-1], starts[1:], verify_crc=False)    # (CRCs reported)
         return (starts, ok, table, rng), buf
 
     if threads <= 1 or len(groups) < 2:
@@ -577,15 +585,15 @@ def _joined(pieces):
     group's columns where its segments lie there one after another (the usual copy), else joined."""
     used = [(j, p) for j, p in enumerate(pieces) if p[2] > p[1]]
     if not used:
-        out = {c: _EMPTY[0][c] for c in _HEADER_COLUMNS}
+        out = {c: _EMPTY[0][c] for c in _COLUMNS}
         out["segment"] = np.zeros(0, np.int64)
         return out
     src = used[0][1][0]
     if all(p[0] is src for _, p in used) and all(a[2] == b[1] for (_, a), (_, b) in zip(used, used[1:])):
         lo, hi = used[0][1][1], used[-1][1][2]
-        out = {c: src[c][lo:hi] for c in _HEADER_COLUMNS}
+        out = {c: src[c][lo:hi] for c in _COLUMNS}
     else:
-        out = {c: np.concatenate([p[0][c][p[1]:p[2]] for _, p in used]) for c in _HEADER_COLUMNS}
+        out = {c: np.concatenate([p[0][c][p[1]:p[2]] for _, p in used]) for c in _COLUMNS}
     out["segment"] = np.repeat(np.array([j for j, _ in used], np.int64), [p[2] - p[1] for _, p in used])
     return out
 
@@ -598,8 +606,9 @@ def _headers(seg, cache):
     if hit is not None and hit[0] == stamp:
         return hit[1]
     with seg.open() as f:
-        t, info = scan_range(f, 0, f.size)
+        t, info = scan_range(f, 0, f.size, verify_crc=False)
     table = _with_key_rows({c: np.asarray(t[c], np.int64) for c in _HEADER_COLUMNS})
+    table[_CRC_VALID] = np.asarray(t[_CRC_VALID], bool)
     broken = None
     if info["error"] is not None:
         broken = (int(info["error"]["position"]), str(info["error"].get("reason") or "damaged framing"))
@@ -609,9 +618,11 @@ def _headers(seg, cache):
     return out
 
 
-def _judge(h, best, hw):
+def _judge(h, best, hw, taken=None):
     """(report entry, Copy, the `Gap` s of the copy read it holds -- `_gaps_held`) of a copy not read (``h``)
-    beside the copy read (``best``)."""
+    beside the copy read (``best``). ``taken``: the stretches of the copy read's batches whose CRC fails that the
+    copies judged before hold intact (a read takes them from the first of them, `kafkafmt.log._fill`); those
+    ``h`` would give are added."""
     name, where, there = h.part.name, h.part.url, best.part.url
     span = "no records" if h.first is None else f"offsets {h.first}..{h.last}"
     lag = max(0, best.last - h.last)
@@ -676,9 +687,42 @@ def _judge(h, best, hw):
                + lagging)
         return (ReportEntry(ReportKind.DUPLICATE, where, msg, offset=untaken[0][0]),
                 h.copy(state, hw=hw(h.part), behind=lag, detail=msg), ())
+    damaged = _damaged_held(best, h, taken if taken is not None else [])
+    if damaged:
+        if taken is not None:
+            taken += damaged
+        msg = (f"copy of {name} ({span}) read only where the copy read ({there}, up to offset {best.last}) holds "
+               f"batches whose CRC fails -- offsets {spans_text(damaged)} -- when CRCs are checked (verify_crc=True, "
+               f"the default)" + lagging)
+        return (ReportEntry(ReportKind.PARTLY_READ, where, msg, offset=damaged[0][0]),
+                h.copy(state, hw=hw(h.part), behind=lag, detail=msg), ())
     msg = (f"copy of {name} not read ({span}): the copy in {there} holds all of it (up to offset {best.last})"
            + lagging)
     return ReportEntry(ReportKind.REPLICA, where, msg), h.copy(state, hw=hw(h.part), behind=lag, detail=msg), ()
+
+
+def _damaged_held(best, h, taken=()):
+    """The stretches of offsets ``(lo, hi)`` of the copy read's (``best``) batches whose CRC fails that copy ``h``
+    holds intact, in batches of the same base and last offsets and CRC, but those in the stretches ``taken``
+    (another copy gives them): what a read of ``best`` takes from ``h`` there (`ReportKind.FROM_COPY`). Nothing
+    looked at when no batch of ``best`` fails its CRC (the usual case)."""
+    if not best.crc_failures:
+        return []
+    b, o = best.cols, h.cols
+    bad = np.flatnonzero(~b[_CRC_VALID])
+    hb, hl, hc, hv = o["base_offset"], o["last_offset"], o["crc"], o[_CRC_VALID]
+    out = []
+    for i in bad.tolist():
+        base, last, crc = int(b["base_offset"][i]), int(b["last_offset"][i]), int(b["crc"][i])
+        if any(lo <= base and last < hi for lo, hi in taken):
+            continue
+        j = np.flatnonzero((hb == base) & (hl == last) & (hc == crc) & hv)
+        if len(j):
+            if out and out[-1][1] == base:
+                out[-1] = (out[-1][0], last + 1)
+            else:
+                out.append((base, last + 1))
+    return out
 
 
 def _gaps_of(base, last):

@@ -72,7 +72,8 @@ class ReportKind(enum.Enum):
         batches.
     PARTLY_READ
         A copy of a partition read only for offsets the copy read lacks between two of its batches
-        (`GAP_FROM_COPY`); the copy read holds the rest.
+        (`GAP_FROM_COPY`), or holds in batches whose CRC fails (`FROM_COPY`, when CRCs are checked); the copy
+        read holds the rest.
     DIVERGED
         Copies of one partition that part above their high watermarks: records Kafka would truncate
         (never committed).
@@ -97,7 +98,7 @@ class ReportKind(enum.Enum):
     BAD_VALUE = "bad_value"            # keys or values that could not be typed (value_format=): null, reason kept
     FROM_COPY = "from_copy"            # a range the copy read cannot give intact, read from another copy
     GAP_FROM_COPY = "gap_from_copy"    # offsets the copy read lacks between two of its batches, read from another
-    PARTLY_READ = "partly_read"        # a copy not read but for offsets the copy read lacks (GAP_FROM_COPY)
+    PARTLY_READ = "partly_read"        # a copy not read but for offsets the copy read lacks or holds damaged
     DIVERGED = "diverged"              # copies that part above their high watermarks (uncommitted records)
     DAMAGED_COPY = "damaged_copy"      # a copy not read whose bytes are damaged
     INCARNATION = "incarnation"        # copies of different incarnations of a topic, none chosen: not read
