@@ -115,6 +115,26 @@ def test_the_copy_a_damaged_stretch_is_read_from_is_said_so_before_the_read(dama
     assert "1 copy of partitions not read" in note
 
 
+def test_a_copy_not_read_whose_crc_fails_is_called_damaged_by_every_door(tmp_path):
+    """A follower with one batch whose CRC fails, nothing else wrong: the copies' comparison computes the CRCs, so
+    the read's report, `stats` (exit 1) and `report` 's copies table call it damaged -- not a copy in sync --, and
+    `verify` says the damage once, where it is."""
+    c = kcluster.write_cluster(tmp_path / "c", {"events": (1, 3)}, seed=3, records=40, behind=0.0, empty=0.0,
+                               leader_change=0.0)
+    follower = [f for f in c.copies("events", 0) if f != _read_copy(c.root, "events", 0)][0]
+    lo, hi = kcluster.flip_byte(follower, batch=1)
+    recs = _read(kafkafmt.read_log_dirs, c.root)
+    assert sorted(recs.offset.tolist()) == [r.offset for r in c.parts[("events", 0)].records()]
+    (said,) = [e for e in recs.report if e.kind is kafkafmt.ReportKind.DAMAGED_COPY]
+    assert said.file.startswith(follower) and f"offsets {lo}..{hi}" in said.message
+    stats = kcli.run("stats", c.root, check=1)
+    assert follower in stats.stderr and "fails the CRC" in stats.stderr
+    states = {x["folder"]: x["state"] for x in json.loads(kcli.run("report", "--json", c.root, check=1).stdout)["copies"]}
+    assert states[follower] == "damaged" and sorted(states.values()) == ["damaged", "in sync", "read"]
+    errors = [x for x in kcli.run("verify", c.root, check=1).stdout.splitlines() if x.startswith("error:")]
+    assert len(errors) == 1 and follower in errors[0] and f"(offset {lo})" in errors[0]
+
+
 def test_strict_reads_do_not_raise_where_a_copy_holds_the_damage_intact(damaged):
     root, c, done = damaged
     recs = _read(kafkafmt.read_log_dirs, str(root), topics=["payments"], partitions=[4], threads=1)

@@ -56,7 +56,7 @@ from kafkafmt.cli.usage import UsageError
 from kafkafmt.cli.common import (add_replicas_option, say_notes, no_data, add_command, check_kafka_file, file_kind,
                                  find_inputs, is_leftover, kafka_files, parse_int_list, parse_name_list, segment_base,
                                  segment_in_partition, human_bytes, add_stale_copy_option, topic_ids)
-from kafkafmt.log import log_name_of
+from kafkafmt.log import ReportKind, log_name_of
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.arguments import add_filter_options
 from kafkafmt.cli.progress import Progress
@@ -145,7 +145,8 @@ class Verifier(Checker):
         with Progress(total, enabled=self.args.progress) as prog:
             self.c.progress = self.progress = prog
             for w in found.leftovers:
-                self.add(w)
+                if w.kind is not ReportKind.DAMAGED_COPY:     # (each copy's own check says where and why, once)
+                    self.add(w)
             will_check(found.partitions + found.unread)      # (object stores: the side files fetched ahead)
             self.partitions_and_copies(found, prog)
             for _, p in topic_id_problems(found, self.topic_ids):

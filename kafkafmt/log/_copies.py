@@ -652,10 +652,16 @@ def _judge(h, best, hw, taken=None):
     if gaps:
         spans = spans_text([(g.lo, min(g.hi, h.last + 1)) for g in gaps])     # (a log may end inside a gap)
         filled = f"; it holds offsets {spans} that the copy read lacks: read from it"
-    if h.damage is not None:
-        seg, (pos, why) = h.damage
-        msg = (f"copy of {name} damaged: {seg.url} breaks at byte {pos} ({why}); read: {there} (up to offset "
-               f"{best.last})" + filled)
+    crc = _first_crc_failure(h) if h.damage is None else None
+    if h.damage is not None or crc is not None:
+        if h.damage is not None:
+            seg, (pos, why) = h.damage
+            what = f"breaks at byte {pos} ({why})"
+        else:
+            seg, pos, lo, hi, n = crc
+            what = (f"fails the CRC of {n} batch{'es' if n > 1 else ''}, the first at byte {pos} (offsets "
+                    f"{lo}..{hi})")
+        msg = f"copy of {name} damaged: {seg.url} {what}; read: {there} (up to offset {best.last})" + filled
         return (ReportEntry(ReportKind.DAMAGED_COPY, seg.url, msg, start=pos),
                 h.copy("damaged", hw=hw(h.part), behind=lag, detail=msg), gaps)
     state = "behind" if lag else "in sync"
@@ -699,6 +705,18 @@ def _judge(h, best, hw, taken=None):
     msg = (f"copy of {name} not read ({span}): the copy in {there} holds all of it (up to offset {best.last})"
            + lagging)
     return ReportEntry(ReportKind.REPLICA, where, msg), h.copy(state, hw=hw(h.part), behind=lag, detail=msg), ()
+
+
+def _first_crc_failure(h):
+    """(segment, position in it, first and last offset, batches failing in all) of the first batch of copy ``h``
+    whose CRC fails, or None (the usual case: nothing looked at)."""
+    if not h.crc_failures:
+        return None
+    cols = h.cols
+    bad = np.flatnonzero(~cols[_CRC_VALID])
+    i = int(bad[0])
+    return (h.segments[int(cols["segment"][i])], int(cols["position"][i]), int(cols["base_offset"][i]),
+            int(cols["last_offset"][i]), len(bad))
 
 
 def _damaged_held(best, h, taken=()):

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from kafkafmt.log import (DEFAULT_REPLICAS, RECOVERY_POINT_CHECKPOINT, REPLICAS, REPLICATION_CHECKPOINT, discover, log_dir_offsets)
-from kafkafmt.log import segment_base
+from kafkafmt.log import ReportKind, segment_base
 from kafkafmt.read import iter_partitions_with
 from kafkafmt.report.checks import Checker, Twins, check_partition, topic_id_problems, will_check
 from kafkafmt.report.figures import STATS_READ, counting_stats, partition_stats, reads_alike, totals
@@ -228,6 +228,8 @@ class Builder:
         last_write = None
         leo = {}
         for p in self.discovery_report:
+            if self.checks and p.kind is ReportKind.DAMAGED_COPY:
+                continue        # (each copy's own check below says where and why, once)
             prob = report_problem(p)
             if prob is not None:
                 tables["problems"].append({**_problem_row(prob), "partition": None, "time": None})
