@@ -135,6 +135,23 @@ def test_a_copy_not_read_whose_crc_fails_is_called_damaged_by_every_door(tmp_pat
     assert len(errors) == 1 and follower in errors[0] and f"(offset {lo})" in errors[0]
 
 
+@pytest.mark.parametrize("second", [0, 1])
+def test_the_copy_a_crc_failure_is_read_from_is_the_one_said(tmp_path, second):
+    """The copy read fails a batch's CRC, and one follower (either) fails another's: whichever copy the read takes
+    the stretch from, its note names those offsets (with its own damage, when it is the damaged follower), and
+    no other copy's note does."""
+    c = kcluster.write_cluster(tmp_path / "c", {"events": (1, 3)}, seed=3, records=40, behind=0.0, empty=0.0,
+                               leader_change=0.0)
+    read = _read_copy(c.root, "events", 0)
+    lo, hi = kcluster.flip_byte(read, batch=1)
+    kcluster.flip_byte(sorted(f for f in c.copies("events", 0) if f != read)[second], batch=2)
+    recs = _read(kafkafmt.read_log_dirs, c.root)
+    assert sorted(recs.offset.tolist()) == [r.offset for r in c.parts[("events", 0)].records()]
+    (used,) = [e for e in recs.report if e.kind is kafkafmt.ReportKind.FROM_COPY]
+    naming = [e for e in recs.report if e.kind is not kafkafmt.ReportKind.FROM_COPY and f"{lo}..{hi}" in e.message]
+    assert len(naming) == 1 and f"read from the copy in {naming[0].file.split('/0000')[0]}:" in used.message
+
+
 def test_strict_reads_do_not_raise_where_a_copy_holds_the_damage_intact(damaged):
     root, c, done = damaged
     recs = _read(kafkafmt.read_log_dirs, str(root), topics=["payments"], partitions=[4], threads=1)

@@ -652,6 +652,10 @@ def _judge(h, best, hw, taken=None):
     if gaps:
         spans = spans_text([(g.lo, min(g.hi, h.last + 1)) for g in gaps])     # (a log may end inside a gap)
         filled = f"; it holds offsets {spans} that the copy read lacks: read from it"
+    # (the stretches of the copy read whose CRC fails that a read takes from this copy: said whatever else is)
+    damaged = _damaged_held(best, h, taken if taken is not None else [])
+    if damaged and taken is not None:
+        taken += damaged
     crc = _first_crc_failure(h) if h.damage is None else None
     if h.damage is not None or crc is not None:
         if h.damage is not None:
@@ -662,9 +666,15 @@ def _judge(h, best, hw, taken=None):
             what = (f"fails the CRC of {n} batch{'es' if n > 1 else ''}, the first at byte {pos} (offsets "
                     f"{lo}..{hi})")
         msg = f"copy of {name} damaged: {seg.url} {what}; read: {there} (up to offset {best.last})" + filled
+        if damaged:
+            msg += (f"; it holds intact offsets {spans_text(damaged)} that the copy read holds in batches whose CRC "
+                    f"fails: read from it there when CRCs are checked")
         return (ReportEntry(ReportKind.DAMAGED_COPY, seg.url, msg, start=pos),
                 h.copy("damaged", hw=hw(h.part), behind=lag, detail=msg), gaps)
     state = "behind" if lag else "in sync"
+    # (said too where another note is: read there after all)
+    crc_read = (f"; read from it where the copy read holds batches whose CRC fails, when CRCs are checked: offsets "
+                f"{spans_text(damaged)}" if damaged else "")
     # offsets it holds before the copy read's first that no gap takes (below the copy read's log start offset:
     # deleted there, or no checkpoint says where that copy's log starts)
     upto = None
@@ -675,14 +685,14 @@ def _judge(h, best, hw, taken=None):
             upto = lead.lo - 1 if lead.lo > h.first else None
     if upto is not None and not gaps:
         msg = (f"copy of {name} not read ({span}): it holds offsets {h.first}..{upto} that the copy read ({there}, "
-               f"up to offset {best.last}) does not; replicas='all' reads every copy")
+               f"up to offset {best.last}) does not; replicas='all' reads every copy" + crc_read)
         return (ReportEntry(ReportKind.DUPLICATE, where, msg, offset=h.first),
                 h.copy(state, hw=hw(h.part), behind=lag, detail=msg), gaps)
     if gaps:
         below = (f"; it also holds offsets {h.first}..{upto}, before the copy read's log start offset (or with no "
                  f"checkpoint of it): not read, replicas='all' reads every copy" if upto is not None else "")
         msg = (f"copy of {name} ({span}) read only where the copy read ({there}, up to offset {best.last}) lacks "
-               f"offsets it holds records of: {spans}" + below + lagging)
+               f"offsets it holds records of: {spans}" + below + crc_read + lagging)
         return (ReportEntry(ReportKind.PARTLY_READ, where, msg, offset=gaps[0].lo),
                 h.copy(state, hw=hw(h.part), behind=lag, detail=msg), gaps)
     untaken = () if same else _in_gaps(best, h)
@@ -690,13 +700,10 @@ def _judge(h, best, hw, taken=None):
         msg = (f"copy of {name} not read ({span}): it holds offsets {spans_text(untaken)} between batches of the copy "
                f"read ({there}, up to offset {best.last}) that it lacks, not between batches both hold (or of "
                f"another leader epoch than the copy read's there): not read, replicas='all' reads every copy"
-               + lagging)
+               + crc_read + lagging)
         return (ReportEntry(ReportKind.DUPLICATE, where, msg, offset=untaken[0][0]),
                 h.copy(state, hw=hw(h.part), behind=lag, detail=msg), ())
-    damaged = _damaged_held(best, h, taken if taken is not None else [])
     if damaged:
-        if taken is not None:
-            taken += damaged
         msg = (f"copy of {name} ({span}) read only where the copy read ({there}, up to offset {best.last}) holds "
                f"batches whose CRC fails -- offsets {spans_text(damaged)} -- when CRCs are checked (verify_crc=True, "
                f"the default)" + lagging)
