@@ -40,7 +40,7 @@ import uuid
 
 import numpy as np
 
-from kafkafmt.log import PARTITION_METADATA, LogWriter
+from kafkafmt.log import LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA, LogWriter
 
 SAMPLE_VERSION = 4
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, in ms
@@ -385,7 +385,7 @@ def _cluster_metadata(root):
             topic, part = name.rsplit("-", 1)
             md = read_partition_metadata(os.path.join(folder, PARTITION_METADATA))
             topic_ids.setdefault(topic, (md["topic_uuid"].bytes, []))[1].append(int(part))
-            entries = read_leader_epoch_checkpoint(os.path.join(folder, "leader-epoch-checkpoint"))["entries"]
+            entries = read_leader_epoch_checkpoint(os.path.join(folder, LEADER_EPOCH_CHECKPOINT))["entries"]
             epochs[topic] = int(entries["epoch"][-1]) if len(entries) else 0     # the partition's leader epoch
     batches = []      # (time, [value bytes])
     broker_epoch = 1  # Kafka uses the offset of the registration as the broker epoch

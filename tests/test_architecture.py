@@ -316,6 +316,22 @@ def test_a_segment_names_offset_width_is_spelt_in_one_place():
                 found.setdefault(rel, []).append(node.lineno)
     assert found == {}
 
+
+def test_a_partition_folders_file_names_are_spelt_in_one_place():
+    """``partition.metadata`` and ``leader-epoch-checkpoint`` are named by `kafkafmt.log._names`
+    (``PARTITION_METADATA``, ``LEADER_EPOCH_CHECKPOINT``): no other module spells either name as a value."""
+    names = {"partition.metadata", "leader-epoch-checkpoint"}
+    found = {}
+    for p in sorted((REPO / "kafkafmt").rglob("*.py")):
+        rel = p.relative_to(REPO).as_posix()
+        if rel == "kafkafmt/log/_names.py":
+            continue
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in names:
+                found.setdefault(rel, []).append(node.lineno)
+    assert found == {}
+
+
 def test_no_merge_or_editor_leftovers():
     """No ``*.orig`` / ``*.rej`` / editor file in the package on disk, nor among the files git tracks (anywhere in the
     checkout, when it is one)."""

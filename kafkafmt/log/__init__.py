@@ -13,7 +13,7 @@ from __future__ import annotations
 from kafkafmt.log._names import (SEGMENT_DIGITS, LOG_SUFFIX, SNAPSHOT_SUFFIX, SWAP_SUFFIX, DELETED_SUFFIX,
                                  CLEANED_SUFFIX, SIDE_FILE_SUFFIXES, INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX,
                                  PARTITION_DIR, SEGMENT_LOG, LEFTOVER_SUFFIXES, PARTITION_METADATA, PARTITION_FILES,
-                                 SIDE_FILE_KINDS, segment_file_name,
+                                 LEADER_EPOCH_CHECKPOINT, SIDE_FILE_KINDS, segment_file_name,
                                  segment_base, log_name_of, partition_of_name, is_leftover_file, is_leftover_dir,
                                  is_leftover_segment_file, is_segment_file, holds_segment_files, file_kind)
 from kafkafmt.log._notes import (ReportKind, ReportEntry, Note, place_text, damage_words)
@@ -43,7 +43,8 @@ from kafkafmt.log import tiered  # tiered-storage layouts
 
 __all__ = ["SEGMENT_DIGITS", "LOG_SUFFIX", "SNAPSHOT_SUFFIX", "SWAP_SUFFIX", "DELETED_SUFFIX", "CLEANED_SUFFIX",
            "SIDE_FILE_SUFFIXES", "INDEX_SUFFIX", "TIMEINDEX_SUFFIX", "TXNINDEX_SUFFIX", "PARTITION_DIR", "SEGMENT_LOG",
-           "LEFTOVER_SUFFIXES", "PARTITION_METADATA", "PARTITION_FILES", "SIDE_FILE_KINDS", "segment_file_name",
+           "LEFTOVER_SUFFIXES", "PARTITION_METADATA", "LEADER_EPOCH_CHECKPOINT", "PARTITION_FILES", "SIDE_FILE_KINDS",
+           "segment_file_name",
            "segment_base", "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir",
            "is_leftover_segment_file", "is_segment_file", "holds_segment_files", "file_kind", "ReportKind",
            "ReportEntry", "Note", "place_text", "damage_words", "window", "entry_size_at", "scan_range", "batch_at", "batch_base_offset",

@@ -14,7 +14,7 @@ from kafkafmt.log import sidefiles
 
 __all__ = ["SEGMENT_DIGITS", "LOG_SUFFIX", "SNAPSHOT_SUFFIX", "SWAP_SUFFIX", "DELETED_SUFFIX", "CLEANED_SUFFIX",
            "SIDE_FILE_SUFFIXES", "INDEX_SUFFIX", "TIMEINDEX_SUFFIX", "TXNINDEX_SUFFIX", "PARTITION_DIR", "SEGMENT_LOG",
-           "LEFTOVER_SUFFIXES", "PARTITION_METADATA", "PARTITION_FILES",
+           "LEFTOVER_SUFFIXES", "PARTITION_METADATA", "LEADER_EPOCH_CHECKPOINT", "PARTITION_FILES",
            "SIDE_FILE_KINDS", "segment_file_name", "segment_base",
            "log_name_of", "partition_of_name", "is_leftover_file", "is_leftover_dir", "is_leftover_segment_file",
            "is_segment_file", "holds_segment_files", "file_kind", "listed_folder", "LEFTOVER_FOLDER"]
@@ -49,8 +49,10 @@ _LEFTOVER_FILE = re.compile(rf"^\d{{{SEGMENT_DIGITS}}}\.({_FILE_SUFFIXES})\.({_L
 _LEFTOVER_DIR = re.compile(r".*-(delete|future|stray)$")
 #: the file naming a partition folder's topic id (Kafka's PartitionMetadataFile)
 PARTITION_METADATA = "partition.metadata"
+#: the file of a partition's leader epochs and the offsets each starts at (Kafka's LeaderEpochCheckpointFile)
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 #: files a broker keeps inside a partition folder besides segments
-PARTITION_FILES = (PARTITION_METADATA, "leader-epoch-checkpoint")
+PARTITION_FILES = (PARTITION_METADATA, LEADER_EPOCH_CHECKPOINT)
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
     """``00000000000000000042.log`` for (42, ".log")."""
@@ -124,7 +126,7 @@ def file_kind(path):
     for suffix, kind in _KIND_OF_SUFFIX:
         if name.endswith(suffix):
             return kind
-    if name == "leader-epoch-checkpoint":
+    if name == LEADER_EPOCH_CHECKPOINT:
         return "leader-epoch"
     if name == PARTITION_METADATA:
         return "partition-metadata"

@@ -57,7 +57,8 @@ from kafkafmt.errors import EncodeError, KafkafmtError, PartitionLockedError
 from kafkafmt.log._discovery import list_segments
 from kafkafmt.log._framing import scan_range
 from kafkafmt.log._names import (LOG_SUFFIX, SEGMENT_DIGITS, SNAPSHOT_SUFFIX, PARTITION_DIR, PARTITION_FILES,
-                                 PARTITION_METADATA, SIDE_FILE_KINDS, file_kind, is_segment_file, segment_file_name)
+                                 PARTITION_METADATA, LEADER_EPOCH_CHECKPOINT, SIDE_FILE_KINDS, file_kind,
+                                 is_segment_file, segment_file_name)
 from kafkafmt.log._names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
 
 __all__ = ["LogWriter", "write_log_dir"]
@@ -102,7 +103,7 @@ class _PartitionState:
                 raise KafkafmtError(f"cannot append to a partition whose log is damaged: {why} after position {at} "
                                     "(run `kafkafmt recover --apply` on it first)", file=seg.url, position=at)
             st._follow(table)
-        epochs = os.path.join(folder, "leader-epoch-checkpoint")
+        epochs = os.path.join(folder, LEADER_EPOCH_CHECKPOINT)
         st.epochs, st.epochs_on_disk = [], None
         if os.path.exists(epochs):
             e = sidefiles.read_leader_epoch_checkpoint(epochs)["entries"]
@@ -430,7 +431,7 @@ class LogWriter:
         if self.first_v2_offset is not None and (not epochs or self.leader_epoch > epochs[-1][0]):
             epochs.append((self.leader_epoch, self.first_v2_offset))
         if epochs != self._epochs_on_disk:
-            sidefiles.write_leader_epoch_checkpoint(os.path.join(self.path, "leader-epoch-checkpoint"), epochs)
+            sidefiles.write_leader_epoch_checkpoint(os.path.join(self.path, LEADER_EPOCH_CHECKPOINT), epochs)
             self._epochs_on_disk = epochs
 
     def _write_segment(self, seg, rolled):

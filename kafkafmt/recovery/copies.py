@@ -13,7 +13,7 @@ import os
 import warnings
 
 from kafkafmt.errors import KafkafmtError, KafkafmtWarning
-from kafkafmt.log import PARTITION_DIR, is_leftover_dir, read_partition_metadata
+from kafkafmt.log import PARTITION_DIR, PARTITION_METADATA, is_leftover_dir, read_partition_metadata
 
 __all__ = ["held_elsewhere"]
 
@@ -48,7 +48,7 @@ def held_elsewhere(plan):
 def _topic_id(folder, ids):
     if folder not in ids:
         try:
-            ids[folder] = read_partition_metadata(os.path.join(folder, "partition.metadata"))["topic_id"]
+            ids[folder] = read_partition_metadata(os.path.join(folder, PARTITION_METADATA))["topic_id"]
         except (KafkafmtError, OSError):
             ids[folder] = None
     return ids[folder]

@@ -58,7 +58,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from kafkafmt.log import LOG_SUFFIX, DEFAULT_INDEX_INTERVAL, ReportEntry, ReportKind, damage_words, is_leftover_dir, sidefiles
+from kafkafmt.log import (LOG_SUFFIX, DEFAULT_INDEX_INTERVAL, LEADER_EPOCH_CHECKPOINT, ReportEntry, ReportKind,
+                          damage_words, is_leftover_dir, sidefiles)
 from kafkafmt.recovery.actions import ActionKind, RecoveryAction, RecoveryPlan
 from kafkafmt.recovery.copies import held_elsewhere
 from kafkafmt.recovery.damage import first_at_stake, header_last_offset, lost_range, lost_tuple
@@ -74,7 +75,6 @@ from kafkafmt.storage import listed_file_names
 
 __all__ = ["ActionKind", "RecoveryAction", "RecoveryPlan", "plan_recovery", "TEMP_SUFFIX", "OPEN_TRANSACTIONS"]
 
-_EPOCHS = "leader-epoch-checkpoint"
 
 
 @dataclass
@@ -295,7 +295,7 @@ def _plan_partition(plan, folder, log_dir, opts, only_log, markers=None):
                                              opts.contents)
         index_acts += written
     # 5. leader epochs
-    epochs = here.get(_EPOCHS)
+    epochs = here.get(LEADER_EPOCH_CHECKPOINT)
     if epochs is not None and end_offset is not None:
         index_acts += plan_leader_epochs(epochs, end_offset, epoch_rows, log_dir, opts)
     plan.actions += acts + snap_acts + data_acts + index_acts
