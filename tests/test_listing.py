@@ -1,7 +1,7 @@
 """A local folder's native listing (`kafkafmt._native.listing`, what `LocalStorage.list` takes) gives the rows the
 ``os.scandir`` listing gives: names (undecodable bytes too), paths, sizes where asked, folders, symbolic links to
-folders and files, dangling links, a fifo; the same errors; and a discovery of the real corpus finds the same
-partitions and listings either way."""
+folders and files, dangling links, a fifo and a link to it (both left out: no door opens a fifo); the same
+errors; and a discovery of the real corpus finds the same partitions and listings either way."""
 from __future__ import annotations
 
 import os
@@ -32,7 +32,8 @@ def odd_folder(tmp_path_factory):
     os.symlink(d / "00000000000000000000.log", d / "00000000000000000007.log")
     os.symlink(d / "nowhere", d / "00000000000000000009.log")           # dangling: left out when sized
     os.symlink(d / "nowhere", d / "dangling.index")
-    os.mkfifo(d / "fifo")
+    os.mkfifo(d / "fifo")                                               # not listed (nor a link to it)
+    os.symlink(d / "fifo", d / "to-fifo")
     with open(os.path.join(os.fsencode(d), b"00000000000000000011.log\xff"), "wb") as f:   # not UTF-8
         f.write(b"12")
     return str(d)
@@ -168,8 +169,8 @@ def test_folders_listed_together_are_listed_as_each_alone(odd_folder, tmp_path, 
 
 def test_the_files_of_a_listing_are_those_scandir_calls_files(odd_folder):
     """What the planner of ``verify`` 's pending fixes takes from discovery's listing instead of listing each
-    folder again: every name scandir calls a file (links to files followed; links to folders and dangling ones
-    left out), in order -- and a fifo, which a listing does not tell from a file."""
+    folder again: every name scandir calls a file (links to files followed; links to folders, dangling ones and
+    the fifo left out), in order."""
     from kafkafmt.storage import listed_file_names
 
     with os.scandir(odd_folder) as entries:
@@ -179,4 +180,33 @@ def test_the_files_of_a_listing_are_those_scandir_calls_files(odd_folder):
         compact = LocalStorage().folder_listing(odd_folder, sized=sized)
         got = listed_file_names(compact)
         assert got == listed_file_names(list(compact))          # (Entry rows alike)
-        assert [n for n in got if n != "fifo"] == files and "fifo" in got
+        assert got == files
+
+
+def test_a_fifo_named_as_a_side_file_is_never_opened(tmp_path):
+    """A fifo where a segment's ``.timeindex`` would be: no listing names it, so no command opens it (opening a
+    fifo waits for a writer: ``verify`` waited forever) -- ``verify`` says the time index is missing, and the
+    pending fixes it counts are those ``recover`` plans."""
+    import shutil
+    import subprocess
+    import sys
+
+    from kafkafmt.sample import sample_dir
+
+    folder = tmp_path / "orders-0"
+    shutil.copytree(os.path.join(sample_dir(), "orders-0"), folder)
+    (folder / "00000000000000000000.timeindex").unlink()
+    os.mkfifo(folder / "00000000000000000000.timeindex")
+    os.mkfifo(folder / "00000000000000099999.log")
+    v = subprocess.run([sys.executable, "-m", "kafkafmt", "verify", str(folder), "--no-progress", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert v.returncode == 0, v.stderr
+    lines = [__import__("json").loads(x) for x in v.stdout.splitlines()]
+    assert any("no .timeindex file beside it" in x.get("message", "") for x in lines)
+    assert lines[-1]["pendingFixes"] == kafkafmt.recovery.recover(str(folder)).counts()
+    # named on the command line, or opened by the library: refused (exit 2), never waited on
+    fifo = str(folder / "00000000000000000000.timeindex")
+    d = subprocess.run([sys.executable, "-m", "kafkafmt", "dump", fifo], capture_output=True, text=True, timeout=300)
+    assert d.returncode == 2 and "not a regular file" in d.stderr
+    with pytest.raises(StorageError, match="not a regular file"):
+        LocalStorage().open(fifo)

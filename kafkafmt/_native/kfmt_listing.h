@@ -1,7 +1,8 @@
 /* A folder's entries for kafkafmt._native.listing: POSIX directory streams, each entry's type from the listing
  * itself (d_type) and a stat only where asked (a file's size, a symlink's target, a type the listing does not
- * give). Where there are no POSIX directory streams (Windows) kfmt_list_open fails with ENOSYS and the Python
- * listing is used. */
+ * give). Fifos, sockets and devices (and links to them) are left out: not Kafka data, and opening a fifo waits
+ * for a writer. Where there are no POSIX directory streams (Windows) kfmt_list_open fails with ENOSYS and the
+ * Python listing is used. */
 #ifndef KFMT_LISTING_H
 #define KFMT_LISTING_H
 
@@ -10,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { KFMT_FILE = 0, KFMT_DIR = 1, KFMT_LINK = 2, KFMT_UNKNOWN = 3 };
+enum { KFMT_FILE = 0, KFMT_DIR = 1, KFMT_LINK = 2, KFMT_UNKNOWN = 3, KFMT_OTHER = 4 };   /* OTHER: fifo, socket, device */
 
 #ifdef _WIN32
 static int kfmt_list_open(const char *path, void **handle) { (void)path; *handle = 0; return ENOSYS; }
@@ -42,8 +43,8 @@ static int kfmt_list_next(void *handle, const char **name, int *kind) {
             continue;
         *name = e->d_name;
 #ifdef DT_UNKNOWN
-        *kind = e->d_type == DT_DIR ? KFMT_DIR : e->d_type == DT_LNK ? KFMT_LINK
-              : e->d_type == DT_UNKNOWN ? KFMT_UNKNOWN : KFMT_FILE;
+        *kind = e->d_type == DT_REG ? KFMT_FILE : e->d_type == DT_DIR ? KFMT_DIR : e->d_type == DT_LNK ? KFMT_LINK
+              : e->d_type == DT_UNKNOWN ? KFMT_UNKNOWN : KFMT_OTHER;
 #else
         *kind = KFMT_UNKNOWN;
 #endif
@@ -51,13 +52,15 @@ static int kfmt_list_next(void *handle, const char **name, int *kind) {
     }
 }
 
-/* 0 with the size and kind (KFMT_DIR, KFMT_LINK -- not followed --, else KFMT_FILE) of an entry, or the errno */
+/* 0 with the size and kind (KFMT_FILE, KFMT_DIR, KFMT_LINK -- not followed --, else KFMT_OTHER) of an entry, or
+ * the errno */
 static int kfmt_list_stat(void *handle, const char *name, int follow, int64_t *size, int *kind) {
     struct stat st;
     if (fstatat(dirfd((DIR *)handle), name, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) != 0)
         return errno;
     *size = (int64_t)st.st_size;
-    *kind = S_ISDIR(st.st_mode) ? KFMT_DIR : S_ISLNK(st.st_mode) ? KFMT_LINK : KFMT_FILE;
+    *kind = S_ISREG(st.st_mode) ? KFMT_FILE : S_ISDIR(st.st_mode) ? KFMT_DIR : S_ISLNK(st.st_mode) ? KFMT_LINK
+          : KFMT_OTHER;
     return 0;
 }
 
@@ -158,9 +161,13 @@ static int kfmt_list_entries(const char *path, const char *const *suffixes, cons
         }
         is_link = kind == KFMT_LINK;
         is_dir = kind == KFMT_DIR;
+        if (kind == KFMT_OTHER)
+            continue;                           /* a fifo, socket or device: not listed */
         if (is_link) {                          /* a link is what it points to (DirEntry.is_dir follows it) */
             err = kfmt_list_stat(handle, name, 1, &size, &follow_kind);
             if (err == 0) {
+                if (follow_kind == KFMT_OTHER)
+                    continue;                   /* (a link to one: not listed either) */
                 is_dir = follow_kind == KFMT_DIR;
                 have_size = 1;
             } else if (err != ENOENT) {

@@ -20,7 +20,8 @@ def read_whole(path) -> bytes:
     >>> read_whole("x.bin")
     b'abc'
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    # (O_NONBLOCK: a fifo given in its place is read as empty, not waited on for a writer)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
     try:
         first = os.read(fd, _CHUNK)
         if len(first) < _CHUNK:

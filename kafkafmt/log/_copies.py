@@ -495,10 +495,10 @@ def _held_all(parts, cache, threads=1):
     the segments that grew), else the local segments' bytes read into one buffer a group at a time and
     scanned by one native call (`kafkafmt.record.scan_ranges`), the others (remote, large, damaged) one by one
     (`_headers`). A segment's headers are a *piece*: (columns, first row, end row, first offset, last offset,
-    leader epoch of its last batch, batches whose CRC fails) -- the rows of a group's columns (with `_KEY_ROWS`
-    and `_CRC_VALID`), shared by the segments
-    scanned together, positions counted from each segment's start (`_pieces`). ``threads`` > 1: the next group
-    read and scanned by another thread while this one's pieces are cut (`_scanned_groups`)."""
+    leader epoch of its last batch, batches whose CRC fails) -- the rows of a group's columns (with `_KEY_ROWS` and
+    `_CRC_VALID`), shared by the segments scanned together, positions counted from each segment's start
+    (`_pieces`). ``threads`` > 1: the next group read and scanned by another thread while this one's pieces are
+    cut (`_scanned_groups`)."""
     listed = [p.list_segments(cache=cache) for p in parts]
     pieces = [[None] * len(segs) for segs in listed]
     damages = [[None] * len(segs) for segs in listed]

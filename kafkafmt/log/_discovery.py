@@ -729,6 +729,9 @@ class _Walk:
         try:
             entries = _listing(path, storage, self.cache)
         except NotALogDirError:             # a file
+            if storage.is_local and not os.path.isfile(path) and os.path.exists(path):
+                # (a fifo, socket or device: opening a fifo waits for a writer -- no door opens one)
+                raise StorageError(f"not a regular file: {path}", file=path) from None
             url = storage.url(path) if not storage.is_local else path
             self.found.files.append(url)
             self.found.given_files.append(url)

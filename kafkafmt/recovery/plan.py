@@ -76,7 +76,6 @@ from kafkafmt.storage import listed_file_names
 __all__ = ["ActionKind", "RecoveryAction", "RecoveryPlan", "plan_recovery", "TEMP_SUFFIX", "OPEN_TRANSACTIONS"]
 
 
-
 @dataclass
 class _Options:
     kafka_compatible: bool

@@ -138,8 +138,7 @@ def listed_files(listing, keep):
 def listed_file_names(listing):
     """The names of a local folder's files in its listing (`FolderListing` or `Entry` rows), in its order, as
     ``os.scandir`` 's ``DirEntry.is_file()`` tells them: a symbolic link is followed (one to a folder, or one
-    whose target is gone, is not a file). A listing does not tell a fifo, socket or device from a file (nor does
-    discovery, which takes it): those are named too, where ``is_file()`` leaves them out."""
+    whose target is gone, is not a file). A listing leaves fifos, sockets and devices out."""
     if isinstance(listing, FolderListing):
         prefix = listing.prefix
         return [n for n, f in zip(listing.names, listing.flags)

@@ -7,6 +7,7 @@ import errno
 import itertools
 import mmap
 import os
+import stat
 import threading
 import time
 
@@ -118,7 +119,9 @@ class LocalStorage(Storage):
 
     def list(self, path, sized=None):
         """The folder's entries; ``sized``: a tuple of name suffixes -- only files named so get their size
-        (a stat each), the others size None (a partition folder's side files, listed by the million)."""
+        (a stat each), the others size None (a partition folder's side files, listed by the million). Fifos,
+        sockets and devices (and links to them) are left out: not Kafka data, and opening a fifo waits for a
+        writer."""
         make = tuple.__new__       # (an Entry built as its tuple: the named tuple's keyword constructor costs
         try:                       # more than the rest of a side file's row, listed by the million)
             out = _native_list(path, sized, make) if _NATIVE[0] and type(path) is str else None
@@ -131,6 +134,8 @@ class LocalStorage(Storage):
                 for e in it:
                     name = e.name
                     try:
+                        if not e.is_file() and not e.is_dir() and (not e.is_symlink() or os.path.exists(e.path)):
+                            continue      # a fifo, socket or device (or a link to one): not listed, as natively
                         if e.is_dir():
                             add(make(Entry, (name, e.path, 0, True, None, e.is_symlink())))
                         elif sized is None or name.endswith(sized):
@@ -289,8 +294,15 @@ class LocalBlob(Blob):
         self.path = path
         self.url = os.fspath(path)
         try:
-            with open(path, "rb") as f:
-                actual = os.fstat(f.fileno()).st_size
+            # (O_NONBLOCK: a fifo is not waited on for a writer, but refused)
+            flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+            with open(os.open(path, flags), "rb") as f:
+                st = os.fstat(f.fileno())
+                if stat.S_ISDIR(st.st_mode):
+                    raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.url)    # (as open says)
+                if not stat.S_ISREG(st.st_mode):
+                    raise StorageError(f"not a regular file: {self.url}", file=self.url)
+                actual = st.st_size
                 if size is not None and actual < size:
                     raise ObjectChangedError(f"changed size while being read: {actual} bytes now, "
                                              f"{size} when listed", file=self.url)
