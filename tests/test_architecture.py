@@ -283,13 +283,7 @@ def test_segment_file_suffixes_are_spelt_in_one_place():
 
     suffixes = {_names.LOG_SUFFIX, _names.SNAPSHOT_SUFFIX, *_names.SIDE_FILE_SUFFIXES, *_names.LEFTOVER_SUFFIXES}
     allowed = {"kafkafmt/log/_names.py": suffixes, "kafkafmt/log/sidefiles/_indexes.py": {".index", ".timeindex"}}
-    found = {}
-    for p in sorted((REPO / "kafkafmt").rglob("*.py")):
-        rel = p.relative_to(REPO).as_posix()
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and node.value in suffixes and node.value not in allowed.get(rel, ()):
-                found.setdefault(rel, []).append((node.lineno, node.value))
-    assert found == {}
+    assert _spelt_outside(suffixes, allowed) == {}
     assert _names.LEFTOVER_SUFFIXES == (".deleted", ".cleaned", ".swap")     # (Kafka's own: LogFileUtils, LocalLog)
     assert _names.SIDE_FILE_SUFFIXES == (".index", ".timeindex", ".txnindex")
 
@@ -304,16 +298,14 @@ def test_a_segment_names_offset_width_is_spelt_in_one_place():
     spelt = re.compile(r"0?20d\}|\\d\{\{?20\}")
     allowed = {"kafkafmt/log/_names.py", "kafkafmt/cli/dump_records.py"}
     found = {}
-    for p in sorted((REPO / "kafkafmt").rglob("*.py")):
-        rel = p.relative_to(REPO).as_posix()
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.JoinedStr):
-                specs = [v.format_spec for v in node.values if isinstance(v, ast.FormattedValue) and v.format_spec]
-                if any(isinstance(c, ast.Constant) and c.value == "020d" for sp in specs for c in sp.values):
-                    found.setdefault(rel, []).append(node.lineno)
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and spelt.search(node.value) \
-                    and rel not in allowed:
+    for rel, node in _package_nodes():
+        if isinstance(node, ast.JoinedStr):
+            specs = [v.format_spec for v in node.values if isinstance(v, ast.FormattedValue) and v.format_spec]
+            if any(isinstance(c, ast.Constant) and c.value == "020d" for sp in specs for c in sp.values):
                 found.setdefault(rel, []).append(node.lineno)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and spelt.search(node.value) \
+                and rel not in allowed:
+            found.setdefault(rel, []).append(node.lineno)
     assert found == {}
 
 
@@ -321,15 +313,25 @@ def test_a_partition_folders_file_names_are_spelt_in_one_place():
     """``partition.metadata`` and ``leader-epoch-checkpoint`` are named by `kafkafmt.log._names`
     (``PARTITION_METADATA``, ``LEADER_EPOCH_CHECKPOINT``): no other module spells either name as a value."""
     names = {"partition.metadata", "leader-epoch-checkpoint"}
-    found = {}
+    assert _spelt_outside(names, {"kafkafmt/log/_names.py": names}) == {}
+
+
+def _package_nodes():
+    """(module path from the repository's root, AST node) of every node of kafkafmt's modules."""
     for p in sorted((REPO / "kafkafmt").rglob("*.py")):
         rel = p.relative_to(REPO).as_posix()
-        if rel == "kafkafmt/log/_names.py":
-            continue
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and node.value in names:
-                found.setdefault(rel, []).append(node.lineno)
-    assert found == {}
+            yield rel, node
+
+
+def _spelt_outside(values, allowed):
+    """{module: [(line, value)]} of the constants among ``values`` spelt in a module that ``allowed`` ({module:
+    the values it may spell}) does not let spell them (a string of code: a docstring or a message is longer)."""
+    found = {}
+    for rel, node in _package_nodes():
+        if isinstance(node, ast.Constant) and node.value in values and node.value not in allowed.get(rel, ()):
+            found.setdefault(rel, []).append((node.lineno, node.value))
+    return found
 
 
 def test_no_merge_or_editor_leftovers():

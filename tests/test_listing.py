@@ -4,6 +4,7 @@ folders and files, dangling links, a fifo and a link to it (both left out: no do
 errors; and a discovery of the real corpus finds the same partitions and listings either way."""
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 
@@ -201,7 +202,7 @@ def test_a_fifo_named_as_a_side_file_is_never_opened(tmp_path):
     v = subprocess.run([sys.executable, "-m", "kafkafmt", "verify", str(folder), "--no-progress", "--json"],
                        capture_output=True, text=True, timeout=300)
     assert v.returncode == 0, v.stderr
-    lines = [__import__("json").loads(x) for x in v.stdout.splitlines()]
+    lines = [json.loads(x) for x in v.stdout.splitlines()]
     assert any("no .timeindex file beside it" in x.get("message", "") for x in lines)
     assert lines[-1]["pendingFixes"] == kafkafmt.recovery.recover(str(folder)).counts()
     # named on the command line, or opened by the library: refused (exit 2), never waited on

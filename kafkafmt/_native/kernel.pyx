@@ -66,7 +66,12 @@ def load_codecs(zstd_path=None, lz4_path=None, snappy=False):
         kfmt_load_zstd(zstd_path.encode())
     if lz4_path and not kfmt_have_lz4:
         kfmt_load_lz4(lz4_path.encode())
-    return (C_ZSTD if kfmt_have_zstd else 0) | (C_LZ4 if kfmt_have_lz4 else 0) | (C_SNAPPY if snappy else 0)
+    return _loaded() | (C_SNAPPY if snappy else 0)
+
+
+cdef int _loaded():
+    """The C_* bits of the codec libraries loaded."""
+    return (C_ZSTD if kfmt_have_zstd else 0) | (C_LZ4 if kfmt_have_lz4 else 0)
 
 # which output to grow (bit mask returned with NEED_GROW)
 cpdef enum Grow:
@@ -791,7 +796,7 @@ cdef class Columns:
         self.views = views
         if views:
             c_codecs = 0
-        self.o.c_codecs = c_codecs & ((C_ZSTD if kfmt_have_zstd else 0) | (C_LZ4 if kfmt_have_lz4 else 0) | C_SNAPPY)
+        self.o.c_codecs = c_codecs & (_loaded() | C_SNAPPY)
         self.o.max_decompressed = max_decompressed
         if self.o.c_codecs & C_ZSTD:
             self.o.zstd = _take_dctx()

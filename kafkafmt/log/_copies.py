@@ -618,7 +618,7 @@ def _headers(seg, cache):
     return out
 
 
-def _judge(h, best, hw, taken=None):
+def _judge(h, best, hw, taken):
     """(report entry, Copy, the `Gap` s of the copy read it holds -- `_gaps_held`) of a copy not read (``h``)
     beside the copy read (``best``). ``taken``: the stretches of the copy read's batches whose CRC fails that the
     copies judged before hold intact (a read takes them from the first of them, `kafkafmt.log._fill`); those
@@ -653,9 +653,10 @@ def _judge(h, best, hw, taken=None):
         spans = spans_text([(g.lo, min(g.hi, h.last + 1)) for g in gaps])     # (a log may end inside a gap)
         filled = f"; it holds offsets {spans} that the copy read lacks: read from it"
     # (the stretches of the copy read whose CRC fails that a read takes from this copy: said whatever else is)
-    damaged = _damaged_held(best, h, taken if taken is not None else [])
-    if damaged and taken is not None:
-        taken += damaged
+    damaged = _damaged_held(best, h, taken)
+    taken += damaged
+    crc_read = (f"; read from it where the copy read holds batches whose CRC fails, when CRCs are checked: offsets "
+                f"{spans_text(damaged)}" if damaged else "")
     crc = _first_crc_failure(h) if h.damage is None else None
     if h.damage is not None or crc is not None:
         if h.damage is not None:
@@ -665,16 +666,10 @@ def _judge(h, best, hw, taken=None):
             seg, pos, lo, hi, n = crc
             what = (f"fails the CRC of {n} batch{'es' if n > 1 else ''}, the first at byte {pos} (offsets "
                     f"{lo}..{hi})")
-        msg = f"copy of {name} damaged: {seg.url} {what}; read: {there} (up to offset {best.last})" + filled
-        if damaged:
-            msg += (f"; it holds intact offsets {spans_text(damaged)} that the copy read holds in batches whose CRC "
-                    f"fails: read from it there when CRCs are checked")
+        msg = f"copy of {name} damaged: {seg.url} {what}; read: {there} (up to offset {best.last})" + filled + crc_read
         return (ReportEntry(ReportKind.DAMAGED_COPY, seg.url, msg, start=pos),
                 h.copy("damaged", hw=hw(h.part), behind=lag, detail=msg), gaps)
     state = "behind" if lag else "in sync"
-    # (said too where another note is: read there after all)
-    crc_read = (f"; read from it where the copy read holds batches whose CRC fails, when CRCs are checked: offsets "
-                f"{spans_text(damaged)}" if damaged else "")
     # offsets it holds before the copy read's first that no gap takes (below the copy read's log start offset:
     # deleted there, or no checkpoint says where that copy's log starts)
     upto = None
@@ -726,7 +721,7 @@ def _first_crc_failure(h):
             int(cols["last_offset"][i]), len(bad))
 
 
-def _damaged_held(best, h, taken=()):
+def _damaged_held(best, h, taken):
     """The stretches of offsets ``(lo, hi)`` of the copy read's (``best``) batches whose CRC fails that copy ``h``
     holds intact, in batches of the same base and last offsets and CRC, but those in the stretches ``taken``
     (another copy gives them): what a read of ``best`` takes from ``h`` there (`ReportKind.FROM_COPY`). Nothing
