@@ -61,7 +61,8 @@ def run(args, console):
     if err is not None:
         raise err
     problems = say_found(found, console)
-    total_bytes = sum(s.size for pd in found.partitions for s in pd.list_segments())
+    listed = {id(pd): pd.list_segments() for pd in found.partitions}     # (listed once: the JSON names their files)
+    total_bytes = sum(s.size for segs in listed.values() for s in segs)
     total_bytes += sum(cli_paths.getsize(f) for f in files)
     results = []   # (label, topic, partition, folder or file, {base: Acc})
     with Progress(total_bytes, enabled=args.progress) as prog:
@@ -92,7 +93,7 @@ def run(args, console):
             results.append((f, topic, part, f, ps.segments))
         console.progress = None
     if args.json:
-        console.json(_json(results, problems))
+        console.json(_json(results, problems, listed))
     else:
         for line in _table(results, args.partitions_only):
             console.write(line)
@@ -111,16 +112,20 @@ def _say(console, p):
         console.warn(p.text()[len("warning: "):])
 
 
-def _json(results, problems):
+def _json(results, problems, listed):
+    """The JSON document of ``results`` (see `run`); ``listed``: the segments of each partition read, by its id."""
     out = {"partitions": [], "totals": None, "problems": [p.to_json() for p in problems]}
     grand = Acc()
     for label, topic, part, where, segs in results:
-        t = _totals(segs)
+        # a partition of one segment (most of a cluster's) has that segment's figures: made once
+        t = next(iter(segs.values())) if len(segs) == 1 else _totals(segs)
         grand.merge(t)
-        files = _seg_files(where)
+        figures = t.to_json()
+        files = _seg_files(where, listed)
         out["partitions"].append({
-            "name": label, "topic": topic, "partition": part, "path": _where(where), **t.to_json(),
-            "segments": [{"baseOffset": base, "file": files(base), **a.to_json()} for base, a in segs.items()],
+            "name": label, "topic": topic, "partition": part, "path": _where(where), **figures,
+            "segments": [{"baseOffset": base, "file": files(base), **(figures if a is t else a.to_json())}
+                         for base, a in segs.items()],
         })
     totals = grand.to_json()
     totals["firstOffset"] = totals["lastOffset"] = None     # offsets are per partition
@@ -132,10 +137,10 @@ def _where(where):
     return where.url if isinstance(where, Partition) else where
 
 
-def _seg_files(where):
+def _seg_files(where, listed):
     """``file(base offset)``: the file of a partition's segment (None when it has none there), or the file read."""
     if isinstance(where, Partition):
-        urls = {s.base_offset: s.url for s in where.list_segments()}
+        urls = {s.base_offset: s.url for s in listed[id(where)]}
         return urls.get
     return lambda base: where
 

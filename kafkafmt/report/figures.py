@@ -100,18 +100,20 @@ class Acc:
                                                                 max(self.epochs[1], o.epochs[1]))
 
     def ratio(self, codec=None):
-        stored = self.batch_bytes if codec is None else self.codec_stored[codec]
-        payload = self.payload_bytes if codec is None else self.codec_payload[codec]
-        return round(payload / stored, 4) if stored else None
+        if codec is None:
+            return _ratio(self.payload_bytes, self.batch_bytes)
+        return _ratio(self.codec_payload[codec], self.codec_stored[codec])
 
     def to_json(self):
+        # (a cluster's stats and report make one a segment and one a partition: the codecs' rows made in one pass)
+        codecs, stored, payload = self.codecs, self.codec_stored, self.codec_payload
         return {
             "records": self.records, "controlRecords": self.control_records, "batches": self.batches,
             "fileBytes": self.file_bytes, "batchBytes": self.batch_bytes, "payloadBytes": self.payload_bytes,
-            "compressionRatio": self.ratio(),
-            "codecs": {c: {"batches": self.codecs[c], "batchBytes": self.codec_stored[c],
-                           "payloadBytes": self.codec_payload[c], "compressionRatio": self.ratio(c)}
-                       for c in sorted(self.codecs)},
+            "compressionRatio": _ratio(self.payload_bytes, self.batch_bytes),
+            "codecs": {c: {"batches": codecs[c], "batchBytes": stored[c], "payloadBytes": payload[c],
+                           "compressionRatio": _ratio(payload[c], stored[c])}
+                       for c in sorted(codecs)},
             "magics": {str(m): n for m, n in sorted(self.magics.items())},
             "timestampTypes": dict(sorted(self.timestamp_types.items())),
             "firstOffset": self.first_offset, "lastOffset": self.last_offset,
@@ -124,6 +126,11 @@ class Acc:
             "leaderEpochs": list(self.epochs) if self.epochs is not None else None,
             "skippedBytes": self.skipped_bytes, "belowLogStart": self.below_log_start,
         }
+
+
+def _ratio(payload, stored):
+    """A compression ratio: payload bytes ÷ batch bytes, to four places (None without batch bytes)."""
+    return round(payload / stored, 4) if stored else None
 
 
 def _whole(x):
