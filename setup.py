@@ -31,7 +31,7 @@ extensions = [
     )
     for name in ("scan", "kernel", "writer", "frames", "schema", "remotelog", "arrowcols", "framing", "avro",
                  "avrotext", "protobuf", "jsontext", "indexcheck", "plain", "listing", "reads",
-                 "segrows")
+                 "segrows", "arraymem")
 ]
 
 # the modules are translated and compiled on every core at once (the first install's wait is mostly

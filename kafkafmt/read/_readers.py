@@ -34,6 +34,7 @@ from kafkafmt.log import Segment, warn_fallbacks
 from kafkafmt.storage import listed_size, open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
 from kafkafmt._util.collect import paused
+from kafkafmt._native.arraymem import plain_arrays
 from kafkafmt.log import read_task, read_tasks
 from kafkafmt.log import Unit, announce, read_units
 from kafkafmt.values import DEFAULT_MAX_DEPTH, FailedValues, decode_values, empty_typed, gather_views, get_format
@@ -650,7 +651,10 @@ def read_log_dirs(root, topics=None, partitions=None, *, start_offset=None, end_
 
 def read_log_dirs_with(root, topics, partitions, options):
     """`read_log_dirs` with its options as one `ReadOptions`."""
-    with paused():          # (planning thousands of partitions: no collection that frees nothing)
+    # (planning thousands of partitions: no collection that frees nothing; their columns and batch tables
+    # allocated without NumPy's huge-page advice, which made every other read of 20,000 partitions a second
+    # slower in the kernel: `kafkafmt._native.arraymem`)
+    with paused(), plain_arrays():
         return _read_log_dirs(root, topics, partitions, options)
 
 
