@@ -17,7 +17,7 @@ import sys
 
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memset, strncpy
+from libc.string cimport memset, strncmp, strncpy
 
 ctypedef struct _Allocator:
     void *ctx
@@ -104,15 +104,26 @@ cdef bint _usable():
     return _state == 1
 
 
+cdef bint _is_default(handler):
+    """Whether ``handler`` (a "mem_handler" capsule) is NumPy's own allocator."""
+    cdef _Handler *h = <_Handler *>PyCapsule_GetPointer(handler, b"mem_handler")
+    return strncmp(h.name, b"default_allocator", 127) == 0
+
+
 class plain_arrays:
-    """Within: NumPy arrays made in this context are allocated by `PLAIN_HANDLER` (no huge-page advice); the
-    handler before is put back on leaving (nested and in several threads alike: each context its own). A no-op
-    where the handler cannot be installed (not Linux, a NumPy without the slot)."""
+    """Within: NumPy arrays made in this context are allocated by `PLAIN_HANDLER` (no huge-page advice) where
+    they would be by NumPy's own allocator -- a handler the caller installed stays --; the handler before is put
+    back on leaving (nested and in several threads alike: each context its own). A no-op where the handler
+    cannot be installed (not Linux, a NumPy without the slot)."""
 
     __slots__ = ("_before",)
 
     def __enter__(self):
-        self._before = set_handler(PLAIN_HANDLER) if _usable() else None
+        before = set_handler(PLAIN_HANDLER) if _usable() else None
+        if before is not None and not _is_default(before):
+            set_handler(before)     # (the caller's own allocator: theirs to keep)
+            before = None
+        self._before = before
         return self
 
     def __exit__(self, *exc):
