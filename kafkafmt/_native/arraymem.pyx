@@ -66,7 +66,7 @@ PLAIN_HANDLER_NAME = "kafkafmt_plain_malloc"
 cdef void **_api = NULL
 
 
-def _numpy_api():
+cdef void **_numpy_api() except NULL:
     """NumPy's C API table (what ``import_array`` reads), from its ``_ARRAY_API`` capsule."""
     global _api
     if _api == NULL:
@@ -75,14 +75,13 @@ def _numpy_api():
         except ImportError:
             from numpy.core import _multiarray_umath as umath      # NumPy 1.22+
         _api = <void **>PyCapsule_GetPointer(umath._ARRAY_API, NULL)
-    return True
+    return _api
 
 
 def set_handler(handler):
     """Make ``handler`` (a "mem_handler" capsule) NumPy's data allocator in the current context; the one it
     replaces (``PyDataMem_SetHandler``)."""
-    _numpy_api()
-    return (<_SetHandler>_api[SET_HANDLER_SLOT])(handler)
+    return (<_SetHandler>_numpy_api()[SET_HANDLER_SLOT])(handler)
 
 
 cdef int _state = -1       # whether plain_arrays installs the handler here (-1: not known yet)
