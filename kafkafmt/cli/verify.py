@@ -139,7 +139,8 @@ class Verifier(Checker):
         say_notes(found, self.c)
         started = time.monotonic()
         total = 0
-        for pd in found.partitions + found.unread:
+        copies = found.partitions + found.unread        # (every copy of every partition: each is checked)
+        for pd in copies:
             total += sum(s.size for s in pd.list_segments())
         total += sum(cli_paths.getsize(f) for f in found.files if file_kind(f) in ("log", "kraft-snapshot"))
         with Progress(total, enabled=self.args.progress) as prog:
@@ -147,7 +148,7 @@ class Verifier(Checker):
             for w in found.leftovers:
                 if w.kind is not ReportKind.DAMAGED_COPY:     # (each copy's own check says where and why, once)
                     self.add(w)
-            will_check(found.partitions + found.unread)      # (object stores: the side files fetched ahead)
+            will_check(copies)      # (object stores: the side files fetched ahead)
             self.partitions_and_copies(found, prog)
             for _, p in topic_id_problems(found, self.topic_ids):
                 self.add(p)
@@ -159,8 +160,7 @@ class Verifier(Checker):
         # what `recover` would still do on dirs found sound (a broker's own start-up fixes): counted, not failed
         pending = {} if self.errors else pending_fixes(
             paths, log_dirs=found.log_dirs_paths, scans=self.scans, epochs=self.epochs,
-            listings={pd.folder: pd.listing for pd in found.partitions + found.unread
-                      if pd.listing is not None and pd.storage.is_local})
+            listings={pd.folder: pd.listing for pd in copies if pd.listing is not None and pd.storage.is_local})
         self.summary(time.monotonic() - started, pending)
         failed = self.errors or (self.args.strict and self.warnings)
         return 1 if failed else 0

@@ -6,7 +6,6 @@ wants the whole file asks ``view()`` and falls back to ``read(start, stop)`` whe
 from __future__ import annotations
 
 import os
-
 import re
 import threading
 from collections.abc import Sequence
