@@ -15,7 +15,7 @@ import kafkafmt
 from kafkafmt import errors
 from kafkafmt.log import Unit, discover, find_partitions, plan, read_units
 from kafkafmt.log import _bulk as bulk
-from kafkafmt.read import read_log_dir, read_log_dirs
+from kafkafmt.read import iter_log_dir, read_log_dir, read_log_dirs
 from kafkafmt.record import DecodeOptions, Records
 from kafkafmt.storage import _local
 
@@ -76,13 +76,14 @@ def assert_same_error(root, **kwargs):
 
 @pytest.fixture
 def bulk_used(monkeypatch):
-    """Counts the units read_units reads in bulk and those it leaves to the usual read."""
-    seen = {"records": 0, "fallback": 0}
+    """Counts the units read_units reads in bulk (as one `Records`, or as each unit's chunks) and those it leaves
+    to the usual read."""
+    seen = {"records": 0, "chunks": 0, "fallback": 0}
     real = bulk.read_units
 
     def counting(*args, **kwargs):
         for kind, x, idx in real(*args, **kwargs):
-            seen[kind] += 1 if kind == "fallback" else len(idx)
+            seen[kind] += len(idx) if kind == "records" else 1
             yield kind, x, idx
 
     import kafkafmt.read._readers as readers
@@ -195,6 +196,71 @@ def test_a_crc_mismatch_raises_the_usual_error_and_salvage_reads_around_it(many,
     got = assert_same_read(root, errors="salvage")
     assert any(e.kind is kafkafmt.ReportKind.CORRUPT for e in got.report)
     assert bulk_used["fallback"] >= 1
+
+
+# --- iter_log_dirs: the same chunks as each partition's own iter_log_dir, one after the other ------------------
+
+def stream_one_by_one(root, **kwargs):
+    """What iter_log_dirs documents: each partition's chunks (iter_log_dir), one partition after the other, every
+    chunk's report the read's one list; (chunks, report, the error that ended it or None)."""
+    report, chunks = [], []
+    try:
+        for p in find_partitions(root, report=report):
+            chunks += iter_log_dir(p, report=report, **kwargs)
+    except errors.KafkafmtError as exc:
+        return chunks, report, exc
+    return chunks, report, None
+
+
+def assert_same_stream(root, **kwargs):
+    want, want_report, want_exc = stream_one_by_one(root, **kwargs)
+    got, report = [], []
+    try:
+        for recs in kafkafmt.iter_log_dirs(root, report=report, **kwargs):
+            assert recs.report is report         # (the chunks' report: the read's one list, as each grows)
+            got.append(recs)
+    except errors.KafkafmtError as exc:
+        assert want_exc is not None and type(exc) is type(want_exc)
+        assert (str(exc), exc.file, exc.position, exc.offset) == \
+            (str(want_exc), want_exc.file, want_exc.position, want_exc.offset)
+    else:
+        assert want_exc is None
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert_same(a.replace(report=[]), b.replace(report=[]))
+    assert [(e.kind, e.file, e.message, e.start, e.end, e.offset) for e in report] == \
+        [(e.kind, e.file, e.message, e.start, e.end, e.offset) for e in want_report]
+    return got, report
+
+
+@pytest.mark.parametrize("kwargs, in_bulk", [
+    ({}, 60), (dict(columns=["offset", "timestamp"]), 60), (dict(include_control=True, verify_crc=False), 60),
+    (dict(start_offset=5), 40),                   # (a segment read from inside: on its own, the usual way)
+    (dict(keep_empty=True, max_bytes=300), 1),    # (a segment read in several chunks: the same)
+    (dict(isolation="read_committed"), 0), (dict(binary="view"), 0)])
+def test_iter_log_dirs_gives_each_partitions_own_chunks(many, kwargs, in_bulk, bulk_used):
+    got, _ = assert_same_stream(many, **kwargs)
+    assert len({(r.topic, r.partition) for r in got}) == 59            # (every partition but the empty one)
+    assert bulk_used["chunks"] == in_bulk          # small partitions decoded many at once, not one by one
+    assert bulk_used["chunks"] + bulk_used["fallback"] == (60 if in_bulk else 0)
+
+
+def test_iter_log_dirs_of_damaged_partitions_the_sample_and_the_real_corpus(many, tmp_path, sample, real_corpus,
+                                                                             bulk_used):
+    root = _copy(many, tmp_path)
+    seg = root / "events-6" / _log(root / "events-6")[0]
+    data = bytearray(seg.read_bytes())
+    data[len(data) // 2] ^= 0xFF                # a CRC that fails: strict stops there, salvage reads around it
+    seg.write_bytes(bytes(data))
+    tail = root / "orders-3" / _log(root / "orders-3")[-1]
+    tail.write_bytes(tail.read_bytes()[:-7])     # a torn tail
+    assert_same_stream(root)
+    _, report = assert_same_stream(root, errors="salvage")
+    assert {kafkafmt.ReportKind.CORRUPT, kafkafmt.ReportKind.TRUNCATED} <= {e.kind for e in report}
+    assert bulk_used["fallback"] >= 1
+    assert_same_stream(sample, include_control=True)
+    for d in sorted((real_corpus / "broker-dirs").iterdir()):
+        assert_same_stream(d)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "zeros", "garbage"])
@@ -365,3 +431,33 @@ def test_a_partition_folder_linked_into_another_log_dir_is_read_once(many, tmp_p
     got = read_log_dirs([many, other, linked])
     assert len(got) == len(read_log_dirs(many)) + 5
     assert_same(got, one_by_one([many, other, linked]))
+
+
+def test_a_polars_scan_reads_many_small_partitions_in_one_pass(many, bulk_used, monkeypatch):
+    """kafkafmt.polars.scan_log_dirs: the small partitions decoded many at once and given to Polars in a few
+    frames (a frame a chunk made Polars' own work per frame most of such a scan), the same frame as the read."""
+    import polars as pl
+
+    import kafkafmt.polars as kpl
+    from kafkafmt.read import _polars
+
+    frames = []
+    joined = _polars._joined
+    monkeypatch.setattr(_polars, "_joined", lambda items: frames.append(len(items)) or joined(items))
+    want = pl.from_arrow(read_log_dirs(many).to_arrow())
+    chunks = sum(1 for _ in read_log_dir_chunks(many))
+    got = kpl.scan_log_dirs(many).collect()
+    assert got.equals(want) and len(got) > _polars.FRAME_ROWS // 100
+    assert bulk_used["chunks"] == 60 and bulk_used["fallback"] == 0
+    assert frames == [chunks]           # (every chunk in one frame: fewer rows than a frame holds)
+    # a bound pushed down reads each partition from it (the usual way); head stops early; each the read's answer
+    pred = pl.col("offset") >= 20
+    assert kpl.scan_log_dirs(many).filter(pred).collect().equals(want.filter(pred))
+    assert bulk_used["chunks"] == 60
+    assert kpl.scan_log_dirs(many).head(7).collect().equals(want.head(7))
+
+
+def read_log_dir_chunks(root):
+    """Each partition's chunks (iter_log_dir), one partition after the other."""
+    for p in find_partitions(root):
+        yield from iter_log_dir(p)

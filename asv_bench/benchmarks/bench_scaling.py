@@ -22,7 +22,6 @@ partitions, each one ~13 KB segment of 69 one-record batches (offset commits, as
 from __future__ import annotations
 
 import os
-import statistics
 
 import numpy as np
 
@@ -47,6 +46,23 @@ def touch(recs):
 def kafkafmt_many(n, threads=1):
     root, _ = many_root(n)
     return lambda: touch(common.kafkafmt.read_log_dirs(root, threads=threads))
+
+
+def kafkafmt_many_stream(n):
+    """iter_log_dirs over the N partitions, every chunk's columns touched (the stream door: a chunk a partition)."""
+    root, _ = many_root(n)
+
+    def run():
+        return sum(len(touch(recs)) for recs in common.kafkafmt.iter_log_dirs(root, threads=1))
+    return run
+
+
+def kafkafmt_many_polars(n):
+    """kafkafmt.polars.scan_log_dirs(...).collect() of the N partitions (a Polars frame)."""
+    root, _ = many_root(n)
+    import kafkafmt.polars as kpl
+
+    return lambda: kpl.scan_log_dirs(root, threads=1).collect()
 
 
 def _logs(root):
@@ -134,6 +150,12 @@ def peak_over_arrow(n):
 register_ratio("many_vs_kafka_python", "read_log_dirs × kafka-python, N small partitions", COUNTS,
                lambda n: (peer_many(n), kafkafmt_many(n)), family="scaling",
                track="bench_scaling.ManyPartitions.track_ratio_vs_kafka_python")
+register_ratio("many_stream_vs_kafka_python", "iter_log_dirs × kafka-python, N small partitions", COUNTS,
+               lambda n: (peer_many(n), kafkafmt_many_stream(n)), family="scaling",
+               track="bench_scaling.ManyPartitions.track_stream_vs_kafka_python")
+register_ratio("many_polars_vs_kafka_python", "scan_log_dirs().collect() × kafka-python, N small partitions", COUNTS,
+               lambda n: (peer_many(n), kafkafmt_many_polars(n)), family="scaling",
+               track="bench_scaling.ManyPartitions.track_polars_vs_kafka_python")
 register_value("many_us_per_partition", "read_log_dirs µs per partition", COUNTS, us_per_partition, "µs",
                better="lower", family="scaling", track="bench_scaling.ManyPartitions.track_us_per_partition")
 register_value("many_fixed_us", "read_log_dirs fixed µs per partition (beyond its records' decode)", COUNTS,
@@ -162,6 +184,16 @@ class ManyPartitions:
         return common.measure_registered("many_vs_kafka_python", n)
 
     track_ratio_vs_kafka_python.unit = "ratio"
+
+    def track_stream_vs_kafka_python(self, n):
+        return common.measure_registered("many_stream_vs_kafka_python", n)
+
+    track_stream_vs_kafka_python.unit = "ratio"
+
+    def track_polars_vs_kafka_python(self, n):
+        return common.measure_registered("many_polars_vs_kafka_python", n)
+
+    track_polars_vs_kafka_python.unit = "ratio"
 
     def track_us_per_partition(self, n):
         return common.measure_registered("many_us_per_partition", n)

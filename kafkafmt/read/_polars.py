@@ -8,8 +8,8 @@ import json
 from kafkafmt.read._stream import conform_table, empty_schema
 from kafkafmt.log import DEFAULT_REPLICAS, find_partitions
 from kafkafmt.read._options import ReadOptions
-from kafkafmt.read._readers import iter_log_dir, scan_named
-from kafkafmt.record import COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS, portable_table
+from kafkafmt.read._readers import iter_log_dir, iter_partition_chunks, scan_named
+from kafkafmt.record import COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS, Records, portable_table
 from kafkafmt.values import DEFAULT_MAX_DEPTH
 from kafkafmt._util.extras import install_command
 
@@ -348,31 +348,98 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
         found = push.keeps(found)
         left = n_rows
         bar = _progress_bar(found, report) if progress else None
+        frames = _Frames(batch_size or FRAME_ROWS)
+
+        def frame(tables):
+            # one frame of the chunks gathered: what the query wants of it (filter, columns, the rows left)
+            nonlocal left
+            df = pl.from_arrow(_joined(tables))
+            if predicate is not None:
+                df = df.filter(predicate)
+            if with_columns is not None:
+                df = df.select(with_columns)
+            if left is not None:
+                df = df.head(left)
+                left -= len(df)
+            return df
+
         try:
-            for part in found:
-                opts = _partition_options(part, push, options, report)
-                for recs in iter_log_dir(part, columns=columns, report=report, value_format=read_typed, **opts):
-                    if bar is not None:
-                        bar.update(_chunk_bytes(recs))
-                    table = recs.to_arrow()
-                    df = pl.from_arrow(portable_table(conform_table(table, arrow_schema)) if read_typed.active
-                                       else table)
-                    if predicate is not None:
-                        df = df.filter(predicate)
-                    if with_columns is not None:
-                        df = df.select(with_columns)
-                    if left is not None:
-                        df = df.head(left)
-                        left -= len(df)
+            for recs in _chunks(found, push, options, columns, read_typed, report):
+                if bar is not None:
+                    bar.update(_chunk_bytes(recs))
+                # (typed: each chunk's table conformed to the scan's schema; else the chunks joined, then one table)
+                item = portable_table(conform_table(recs.to_arrow(), arrow_schema)) if read_typed.active else recs
+                for tables in frames.add(item, len(recs), item.schema if read_typed.active else None, left):
+                    df = frame(tables)
                     if len(df):
                         yield df
                     if left is not None and left <= 0:
                         return
+            for tables in frames.rest():
+                df = frame(tables)
+                if len(df):
+                    yield df
         finally:
             if bar is not None:
                 bar.close()
 
     return pl.io.plugins.register_io_source(source, schema=schema, explain_name="kafkafmt log dirs")
+
+
+def _chunks(found, push, options, columns, typed, report):
+    """The chunks a scan reads: each partition's, as `kafkafmt.iter_log_dir` gives them with its options
+    (`_partition_options`); many small partitions decoded in one pass where no bound was pushed down to them
+    and no value is typed (`kafkafmt.read.iter_partition_chunks`: the same chunks)."""
+    if not typed.active and push.start_offset is None and push.end_offset is None and push.start_timestamp is None:
+        yield from iter_partition_chunks(found, ReadOptions(columns=columns, **options), report)
+        return
+    for part in found:
+        opts = _partition_options(part, push, options, report)
+        yield from iter_log_dir(part, columns=columns, report=report, value_format=typed, **opts)
+
+
+#: rows of the frames a scan gives Polars when it names no batch size: the chunks of small partitions are
+#: gathered up to it (a frame a chunk made Polars' own work per frame most of a scan of many small partitions)
+FRAME_ROWS = 1 << 16
+
+
+class _Frames:
+    """The chunks gathered into frames of about ``rows`` rows (a chunk as it is when it holds as many; a table of
+    another schema starts a frame of its own), as Polars takes them best."""
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.items, self.n, self.key = [], 0, None
+
+    def add(self, item, rows, key=None, left=None):
+        """The frames (lists of chunks) complete once ``item`` (``rows`` rows; ``key``: its schema, when that
+        may differ) is added; ``left``: the rows still wanted (a frame is given as soon as it could hold them)."""
+        if self.items and key != self.key:
+            yield from self.rest()
+        self.items.append(item)
+        self.n += rows
+        self.key = key
+        if self.n >= (self.rows if left is None else min(self.rows, left)):
+            yield from self.rest()
+
+    def rest(self):
+        """The chunks gathered, as one frame (none when none)."""
+        if self.items:
+            items, self.items, self.n = self.items, [], 0
+            yield items
+
+
+def _joined(items):
+    """One Arrow table of a frame's chunks: `Records` joined (`Records.concat`: one table made, not a table a
+    chunk) or tables concatenated."""
+    if len(items) == 1:
+        return items[0].to_arrow() if isinstance(items[0], Records) else items[0]
+    if isinstance(items[0], Records):
+        # (each chunk's report is the scan's one list: not joined a chunk at a time)
+        return Records.concat([recs.replace(report=[]) for recs in items], consume=True).to_arrow()
+    import pyarrow as pa
+
+    return pa.concat_tables(items)
 
 
 def _chunk_bytes(recs):

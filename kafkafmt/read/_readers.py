@@ -41,6 +41,7 @@ from kafkafmt.values import DEFAULT_MAX_DEPTH, FailedValues, decode_values, empt
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment", "read_log_dir_with",
            "read_log_dirs_with", "iter_log_dir_with", "iter_log_dirs_with", "read_segment_with", "iter_partitions_with",
+           "iter_partition_chunks",
            "scan_named"]
 
 # Each reader names its options in its signature (keyword-only), packs them into a `ReadOptions`
@@ -319,6 +320,7 @@ def iter_partitions_with(parts, options, *, typed=None):
         return
     typed = options.open_typed(None) if typed is None else typed
     decoding = _decoding(options, typed)
+    resolve_threads(decoding.threads)       # (a count that is no count said as each partition's read says it)
     parts = list(parts)
     _announce(parts, options)
     units = [None] * len(parts)
@@ -563,15 +565,29 @@ def iter_log_dirs_with(root, topics, partitions, options, *, report=None):
     found = find_partitions(root, topics, partitions, report, options.storage_options, options.filesystem,
                             options.tiered_keys, options.replicas, options.topic_id)
     typed = scan_named(typed, found, options)
-    chunks = _iter_log_dirs(found, options, report, typed)
+    chunks = iter_partition_chunks(found, options, report, typed=typed)
     return RecordStream(_warning_at_end(chunks) if typed.active else chunks, columns=options.columns,
                         binary=options.binary, typed=typed, topics=[p.topic for p in found])
 
 
-def _iter_log_dirs(found, options, report, typed):
-    _announce(found, options)
-    for p in found:
-        yield from iter_log_dir_with(p, options, report=report, typed=typed)
+def iter_partition_chunks(parts, options, report, *, typed=None):
+    """The chunks of every partition of ``parts`` (`Partition` s) in order, as `iter_log_dir_with` gives each:
+    many small partitions decoded in one pass (`iter_partitions_with`), each partition's report entries moved
+    into ``report`` (every chunk's ``report``) as its chunks come, in the order its own read makes them."""
+    for _, chunks, own in iter_partitions_with(parts, options, typed=typed):
+        taken = 0
+        for recs in chunks:
+            taken = _moved(own, taken, report)
+            yield recs if recs.report is report else recs.replace(report=report)
+        _moved(own, taken, report)
+
+
+def _moved(own, taken, report):
+    """The entries of ``own`` from ``taken`` on appended to ``report`` (unless they are one list); how many
+    ``own`` holds."""
+    if own is not report and len(own) > taken:
+        report += own[taken:]
+    return len(own)
 
 
 @_plural_hint
