@@ -441,9 +441,15 @@ def test_a_polars_scan_reads_many_small_partitions_in_one_pass(many, bulk_used, 
     import kafkafmt.polars as kpl
     from kafkafmt.read import _polars
 
-    frames = []
+    frames, sizes = [], []
     joined = _polars._joined
-    monkeypatch.setattr(_polars, "_joined", lambda items: frames.append(len(items)) or joined(items))
+
+    def counted(items):
+        frames.append(len(items))
+        sizes.append(sum(_polars._decoded_bytes(r) for r in items) if len(items) > 1 else 0)
+        return joined(items)
+
+    monkeypatch.setattr(_polars, "_joined", counted)
     want = pl.from_arrow(read_log_dirs(many).to_arrow())
     chunks = sum(1 for _ in read_log_dir_chunks(many))
     got = kpl.scan_log_dirs(many).collect()
@@ -455,6 +461,10 @@ def test_a_polars_scan_reads_many_small_partitions_in_one_pass(many, bulk_used, 
     assert kpl.scan_log_dirs(many).filter(pred).collect().equals(want.filter(pred))
     assert bulk_used["chunks"] == 60
     assert kpl.scan_log_dirs(many).head(7).collect().equals(want.head(7))
+    # a frame holds no more than a chunk may (max_bytes): chunks of large values are not gathered without end
+    frames.clear(), sizes.clear()
+    assert kpl.scan_log_dirs(many, max_bytes=4096).collect().equals(want)
+    assert len(frames) > 10 and max(sizes) <= 4096
 
 
 def read_log_dir_chunks(root):

@@ -348,7 +348,7 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
         found = push.keeps(found)
         left = n_rows
         bar = _progress_bar(found, report) if progress else None
-        frames = _Frames(batch_size or FRAME_ROWS)
+        frames = _Frames(batch_size or FRAME_ROWS, options.get("max_bytes", ReadOptions.max_bytes))
 
         def frame(tables):
             # one frame of the chunks gathered: what the query wants of it (filter, columns, the rows left)
@@ -369,7 +369,8 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
                     bar.update(_chunk_bytes(recs))
                 # (typed: each chunk's table conformed to the scan's schema; else the chunks joined, then one table)
                 item = portable_table(conform_table(recs.to_arrow(), arrow_schema)) if read_typed.active else recs
-                for tables in frames.add(item, len(recs), item.schema if read_typed.active else None, left):
+                for tables in frames.add(item, len(recs), _decoded_bytes(recs), item.schema if read_typed.active
+                                         else None, left):
                     df = frame(tables)
                     if len(df):
                         yield df
@@ -404,20 +405,23 @@ FRAME_ROWS = 1 << 16
 
 
 class _Frames:
-    """The chunks gathered into frames of about ``rows`` rows (a chunk as it is when it holds as many; a table of
-    another schema starts a frame of its own), as Polars takes them best."""
+    """The chunks gathered into frames of about ``rows`` rows and at most about ``max_bytes`` decoded bytes (the
+    read's chunk size: what one chunk may hold), a chunk as it is when it holds as many; a table of another
+    schema starts a frame of its own. As Polars takes them best."""
 
-    def __init__(self, rows):
-        self.rows = rows
-        self.items, self.n, self.key = [], 0, None
+    def __init__(self, rows, max_bytes):
+        self.rows, self.max_bytes = rows, max_bytes
+        self.items, self.n, self.nbytes, self.key = [], 0, 0, None
 
-    def add(self, item, rows, key=None, left=None):
-        """The frames (lists of chunks) complete once ``item`` (``rows`` rows; ``key``: its schema, when that
-        may differ) is added; ``left``: the rows still wanted (a frame is given as soon as it could hold them)."""
-        if self.items and key != self.key:
+    def add(self, item, rows, nbytes, key=None, left=None):
+        """The frames (lists of chunks) complete once ``item`` (``rows`` rows, ``nbytes`` decoded bytes; ``key``:
+        its schema, when that may differ) is added; ``left``: the rows still wanted (a frame is given as soon as
+        it could hold them)."""
+        if self.items and (key != self.key or self.nbytes + nbytes > self.max_bytes):
             yield from self.rest()
         self.items.append(item)
         self.n += rows
+        self.nbytes += nbytes
         self.key = key
         if self.n >= (self.rows if left is None else min(self.rows, left)):
             yield from self.rest()
@@ -425,8 +429,15 @@ class _Frames:
     def rest(self):
         """The chunks gathered, as one frame (none when none)."""
         if self.items:
-            items, self.items, self.n = self.items, [], 0
+            items, self.items, self.n, self.nbytes = self.items, [], 0, 0
             yield items
+
+
+def _decoded_bytes(recs):
+    """About how many bytes a chunk's columns hold: its keys' and values' bytes, 25 a record and 40 a header."""
+    key, value, headers = (recs.decoded(side) for side in ("key", "value", "headers"))
+    return (25 * len(recs) + sum(c.nbytes for c in (key, value) if c is not None)
+            + (40 * headers.count() if headers is not None else 0))
 
 
 def _joined(items):
