@@ -2,7 +2,8 @@
 (kafkafmt.log._bulk: one buffer, one native scan, one kernel pass) and must give exactly what reading
 each partition on its own gives -- records, batch table, control records, labels, report, errors -- on
 real broker data, the sample, and generated dirs with every kind of damage (a damaged partition is read
-the usual way, in its place). Also: discovery shares its listings, and read_log_dir on one partition
+the usual way, in its place). The same for iter_log_dirs' chunks (each partition's own iter_log_dir
+chunks) and the Polars scan's frame. Also: discovery shares its listings, and read_log_dir on one partition
 never lists its siblings."""
 import os
 import shutil
@@ -451,7 +452,7 @@ def test_a_polars_scan_reads_many_small_partitions_in_one_pass(many, bulk_used, 
 
     monkeypatch.setattr(_polars, "_joined", counted)
     want = pl.from_arrow(read_log_dirs(many).to_arrow())
-    chunks = sum(1 for _ in read_log_dir_chunks(many))
+    chunks = len(stream_one_by_one(many)[0])
     got = kpl.scan_log_dirs(many).collect()
     assert got.equals(want) and len(got) > _polars.FRAME_ROWS // 100
     assert bulk_used["chunks"] == 60 and bulk_used["fallback"] == 0
@@ -462,12 +463,7 @@ def test_a_polars_scan_reads_many_small_partitions_in_one_pass(many, bulk_used, 
     assert bulk_used["chunks"] == 60
     assert kpl.scan_log_dirs(many).head(7).collect().equals(want.head(7))
     # a frame holds no more than a chunk may (max_bytes): chunks of large values are not gathered without end
-    frames.clear(), sizes.clear()
+    frames.clear()
+    sizes.clear()
     assert kpl.scan_log_dirs(many, max_bytes=4096).collect().equals(want)
     assert len(frames) > 10 and max(sizes) <= 4096
-
-
-def read_log_dir_chunks(root):
-    """Each partition's chunks (iter_log_dir), one partition after the other."""
-    for p in find_partitions(root):
-        yield from iter_log_dir(p)
