@@ -180,6 +180,11 @@ class Pushdown:
         return (f"<Pushdown {len(self.partition_filters)} topic/partition conjuncts, offsets "
                 f"[{self.start_offset}, {self.end_offset}), timestamp >= {self.start_timestamp}>")
 
+    @property
+    def bounds_reads(self):
+        """Whether it narrows what a partition's read asks for (`_partition_options`: offsets, a lowest time)."""
+        return self.start_offset is not None or self.end_offset is not None or self.start_timestamp is not None
+
     def _lower(self, name, value):
         cur = getattr(self, name)
         setattr(self, name, value if cur is None else max(cur, value))
@@ -363,23 +368,24 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
                 left -= len(df)
             return df
 
-        try:
+        def gathered():
+            # the chunks read, gathered into frames (lists of chunks); the rows still wanted read as each is added
             for recs in _chunks(found, push, options, columns, read_typed, report):
                 if bar is not None:
                     bar.update(_chunk_bytes(recs))
                 # (typed: each chunk's table conformed to the scan's schema; else the chunks joined, then one table)
                 item = portable_table(conform_table(recs.to_arrow(), arrow_schema)) if read_typed.active else recs
-                for tables in frames.add(item, len(recs), _decoded_bytes(recs), item.schema if read_typed.active
-                                         else None, left):
-                    df = frame(tables)
-                    if len(df):
-                        yield df
-                    if left is not None and left <= 0:
-                        return
-            for tables in frames.rest():
+                yield from frames.add(item, len(recs), _decoded_bytes(recs),
+                                      item.schema if read_typed.active else None, left)
+            yield from frames.rest()
+
+        try:
+            for tables in gathered():
                 df = frame(tables)
                 if len(df):
                     yield df
+                if left is not None and left <= 0:
+                    return
         finally:
             if bar is not None:
                 bar.close()
@@ -391,7 +397,7 @@ def _chunks(found, push, options, columns, typed, report):
     """The chunks a scan reads: each partition's, as `kafkafmt.iter_log_dir` gives them with its options
     (`_partition_options`); many small partitions decoded in one pass where no bound was pushed down to them
     and no value is typed (`kafkafmt.read.iter_partition_chunks`: the same chunks)."""
-    if not typed.active and push.start_offset is None and push.end_offset is None and push.start_timestamp is None:
+    if not typed.active and not push.bounds_reads:
         yield from iter_partition_chunks(found, ReadOptions(columns=columns, **options), report)
         return
     for part in found:
