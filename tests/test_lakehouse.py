@@ -353,6 +353,92 @@ def test_struct_values_evolve_by_added_fields():
 
 # --- crashes: a run killed anywhere leaves the last commit; the next run goes on exactly ----------
 
+def _segment_count(root):
+    return sum(f.endswith(".log") for _, _, files in os.walk(root) for f in files)
+
+
+@pytest.fixture
+def units_read(monkeypatch):
+    """Counts the partitions the readers read many at once (each partition's chunks slices of one pass) and those
+    read on their own (`kafkafmt.log.read_units`' "chunks" and "fallback")."""
+    import kafkafmt.read._readers as readers
+
+    seen = {"chunks": 0, "fallback": 0, "records": 0}
+    real = readers.read_units
+
+    def counting(*args, **kwargs):
+        for kind, x, idx in real(*args, **kwargs):
+            seen[kind] += 1
+            yield kind, x, idx
+
+    monkeypatch.setattr(readers, "read_units", counting)
+    return seen
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_many_small_partitions_are_read_at_once_each_from_its_ledger(fmt, units_read, tmp_path):
+    """An export of many small partitions reads them many at once (one pass, as `read_log_dirs`) and writes
+    their rows together; a run going on reads each from its own next offset: a partition grown by a new segment
+    from that offset read with the others, one grown inside its last segment on its own. Each run's table equals
+    the library's read of the log dirs, every record once."""
+    root = str(tmp_path / "logs")
+    for p in range(12):
+        append(root, ("orders", "events")[p % 2], p // 2, 20 + 9 * p, seed=p, segment_bytes=2 << 10)
+    where = str(tmp_path / "table")
+    r1 = export(fmt, root, where)
+    assert (units_read["chunks"], units_read["fallback"]) == (12, 0) and r1.rows == sum(20 + 9 * p for p in range(12))
+    assert _segment_count(root) > 12            # (several segments a partition: a chunk each, one pass)
+    assert_table_equals_source(fmt, where, root)
+
+    units_read.update(chunks=0, fallback=0)
+    for p in range(4):                          # new segments, the first from the ledger's offset
+        append(root, ("orders", "events")[p % 2], p // 2, 30, seed=40 + p, segment_bytes=1)
+    for p in range(4, 8):                       # more records in the last segment
+        append(root, ("orders", "events")[p % 2], p // 2, 7, seed=40 + p, segment_bytes=1 << 20)
+    append(root, "orders", 9, 15, seed=99)      # a new partition
+    r2 = export(fmt, root, where)
+    assert r2.rows == 4 * 30 + 4 * 7 + 15
+    assert r2.ranges == {**{(("orders", "events")[p % 2], p // 2): (r1.offsets[(("orders", "events")[p % 2], p // 2)],
+                                                                   r1.offsets[(("orders", "events")[p % 2], p // 2)]
+                                                                   + (30 if p < 4 else 7)) for p in range(8)},
+                         ("orders", 9): (0, 15)}
+    # read at once: the 4 grown by new segments, the 4 not grown, the new one; on their own: the other 4
+    assert (units_read["chunks"], units_read["fallback"]) == (9, 4)
+    assert r2.offsets == log_end(root)
+    assert_table_equals_source(fmt, where, root)
+
+
+def test_a_large_write_is_split_into_files_of_about_the_target_size(tmp_path):
+    """The rows of many small partitions come to the writer many at once: a write of ten files' worth of rows
+    goes to ten files or so, each near the target size and none far past it (the first one's compression ratio
+    guessed, the others' learnt), the rows in the order given."""
+    from kafkafmt.lakehouse.writer import RollingWriter
+
+    n = 20_000
+    table = pa.table({"offset": np.arange(n, dtype=np.int64),
+                      "value": pa.array([b"%08d" % i * 4 for i in range(n)], pa.binary())})
+    target = table.nbytes // 10
+    closed = []
+
+    def open_file(key):
+        path = str(tmp_path / f"{len(closed) + len(w.files)}.parquet")
+        return path, open(path, "wb")
+
+    def close_file(path, key, size, metadata, rows):
+        closed.append((path, size, rows))
+        return path
+
+    w = RollingWriter(table.schema, open_file, close_file, target_size=target, compression=None)
+    w.write(("t",), table)
+    files = w.close()
+    sizes = [size for _, size, _ in closed]
+    assert 8 <= len(files) <= 14, sizes
+    assert sizes[0] < 2.5 * target and max(sizes[1:]) < 1.5 * target, sizes
+    assert sum(s > target // 2 for s in sizes) >= len(sizes) - 1, sizes
+    got = pa.concat_tables([pq.read_table(f) for f in files])
+    assert got.equals(table)
+
+
 def _cli_export(fmt, root, where, env=None, check=None, extra=()):
     args = ["export", root, "--format", fmt, "--to", where, "--target-file-size", "24K", "--commit-every", "40K",
             *extra]

@@ -190,7 +190,7 @@ def test_log_end_went_back_both_ways(fmt, tmp_path):
     assert "data loss" in p.stderr and "--fail-on-data-loss false" in p.stderr
     assert n_commits(fmt, where) == commits                      # nothing committed
     p = cli(fmt, root, where, "-q", "--json", "--fail-on-data-loss", "false", check=0)
-    assert f"orders-0: the table's ledger is at offset 3000" in p.stderr and "went on" in p.stderr
+    assert "orders-0: the table's ledger is at offset 3000" in p.stderr and "went on" in p.stderr
     doc = json.loads(p.stdout)
     assert doc["offsets"] == {TOPIC: {"0": end}}
     assert doc["data_loss"] == [{"topic": TOPIC, "partition": 0, "start": end, "end": 3000, "kind": "diverged",
@@ -478,6 +478,38 @@ def test_crash_and_change_matrix(fmt, change, tmp_path):
         assert loss["resume"] == resume
     assert "up to date" in cli(fmt, root, where, check=0).stderr
     assert_table_holds(fmt, where, before + [x for x in kp_rows(folder) if x[2] >= resume] + kp_rows(other))
+
+
+def _until_done(fmt, root, where, *extra):
+    """The command line killed at every crash point until a run completes; how many were killed."""
+    crashed, n = 0, 1
+    while True:
+        p = cli(fmt, root, where, *extra, env={"KAFKAFMT_CRASH_AFTER": str(n)})
+        if p.returncode != 86:
+            assert p.returncode == 0, p.stderr
+            return crashed
+        crashed += 1
+        n += 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_many_small_partitions_killed_at_every_step(fmt, tmp_path):
+    """Small partitions, read many at once and their rows written together: the first export, then one going on
+    after some grew (by a new segment from the ledger's offset, or inside the last one) and a new one came, each
+    killed at every crash point until a run completes: the table holds every record of the source once."""
+    root = str(tmp_path / "logs")
+    folders = [write(os.path.join(root, f"{t}-{p}"), 40 + 25 * p, seed=p, segment_bytes=3 << 10)
+               for p in range(2) for t in ("orders", "events")]
+    where = str(tmp_path / "table")
+    assert _until_done(fmt, root, where) >= 8
+    assert_table_holds(fmt, where, [x for f in folders for x in kp_rows(f)])
+    write(folders[0], 60, seed=20, segment_bytes=1)
+    write(folders[1], 9, seed=21)
+    folders.append(write(os.path.join(root, "orders-7"), 30, seed=22))
+    assert _until_done(fmt, root, where) >= 4
+    assert_table_holds(fmt, where, [x for f in folders for x in kp_rows(f)])
+    assert "up to date" in cli(fmt, root, where, check=0).stderr
 
 
 # --- 4. two first-time Iceberg exports at once ----------------------------------------------------------------------

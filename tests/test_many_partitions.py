@@ -16,7 +16,7 @@ import kafkafmt
 from kafkafmt import errors
 from kafkafmt.log import Unit, discover, find_partitions, plan, read_units
 from kafkafmt.log import _bulk as bulk
-from kafkafmt.read import iter_log_dir, read_log_dir, read_log_dirs
+from kafkafmt.read import decoded_bytes, iter_log_dir, read_log_dir, read_log_dirs
 from kafkafmt.record import DecodeOptions, Records
 from kafkafmt.storage import _local
 
@@ -447,7 +447,7 @@ def test_a_polars_scan_reads_many_small_partitions_in_one_pass(many, bulk_used, 
 
     def counted(items):
         frames.append(len(items))
-        sizes.append(sum(_polars._decoded_bytes(r) for r in items) if len(items) > 1 else 0)
+        sizes.append(sum(decoded_bytes(r) for r in items) if len(items) > 1 else 0)
         return joined(items)
 
     monkeypatch.setattr(_polars, "_joined", counted)

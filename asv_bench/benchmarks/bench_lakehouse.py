@@ -22,6 +22,9 @@ records, an array of strings, a map of longs; 400,000 records, 40,000 in quick m
 export (one file), a typed Iceberg and a typed Delta table (value struct columns, the dead-letter
 check, the schema record); ``track_ratio_typed_export_rate_vs_parquet`` is the rate of the table export
 ÷ that of the typed Parquet export, interleaved (the issue's target: >= 0.7).
+
+Many small partitions: ``ExportManyTable.track_ratio_export_rate_vs_parquet``, the rate of an Iceberg or Delta
+export of 2,000 small partitions (``bench_scaling``'s ``many-2000``) ÷ that of their Parquet export, interleaved.
 """
 
 from __future__ import annotations
@@ -259,3 +262,41 @@ class ExportTypedTable(_Exports):
         return common.measure_registered("export_typed_table_vs_parquet", fmt)
 
     track_ratio_typed_export_rate_vs_parquet.unit = "ratio"
+
+
+#: the small partitions of the scaling curve (``bench_scaling.many_root``) a table export is timed on
+MANY_PARTITIONS = 2000
+
+
+def _many_ratio_pair(fmt):
+    from .bench_scaling import many_root
+
+    root, _ = many_root(MANY_PARTITIONS)
+    out = tempfile.mkdtemp(prefix="kafkafmt-bench-lakehouse-")
+    return exporter("parquet", root, out), exporter(fmt, root, out)
+
+
+common.register_ratio("export_many_table_vs_parquet",
+                      "export of 2,000 small partitions to a table: rate ÷ that of their Parquet export (>= 0.7)",
+                      ["iceberg", "delta"], _many_ratio_pair, better="higher", family="logdir",
+                      track="bench_lakehouse.ExportManyTable.track_ratio_export_rate_vs_parquet")
+
+
+class ExportManyTable:
+    """``kafkafmt export`` of 2,000 small partitions (one small segment each) to Iceberg and Delta beside their
+    Parquet export: an export's work per partition (its read, its rows laid out and written) against the same
+    records written to one file."""
+
+    params = ["iceberg", "delta"]
+    param_names = ["format"]
+    timeout = 900
+
+    def setup(self, fmt):
+        require_kafkafmt()
+        common.note_quick()
+        _needs(fmt)
+
+    def track_ratio_export_rate_vs_parquet(self, fmt):
+        return common.measure_registered("export_many_table_vs_parquet", fmt)
+
+    track_ratio_export_rate_vs_parquet.unit = "ratio"

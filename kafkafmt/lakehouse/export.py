@@ -46,12 +46,13 @@ from kafkafmt.lakehouse.ledger import (BATCHES_KEY, LOSS_KEY, MODE_KEY, OFFSETS_
 from kafkafmt.lakehouse.typed import TypedTable, parse_schemas, table_changes
 from kafkafmt.lakehouse.upsert import DEFAULT_UPSERT_PARTITION_BY, MODES, LatestBuffer, identity_column
 from kafkafmt.lakehouse.writer import RollingWriter
-from kafkafmt.read import ReadOptions, iter_log_dir, scan_named
+from kafkafmt.read import Gathering, ReadOptions, decoded_bytes, iter_partition_chunks, join_chunks, scan_named
 from kafkafmt.log import BatchMark, batch_mark, topic_id_of
 
 __all__ = ["export_table", "ExportResult", "open_target", "table_name", "CHUNK_BYTES", "TOPIC_FIELD"]
 
 CHUNK_BYTES = 16 << 20          # decoded bytes per chunk read (as the command line's export)
+WRITE_ROWS = 1 << 16            # rows of small chunks (many small partitions) laid out and written at once
 COMMIT_EVERY = 8 << 30          # input bytes between commits of a long run
 FORMATS = ("iceberg", "delta")
 #: in a table's name or path: one table per topic (``sales.{topic}``, ``s3://lake/{topic}``)
@@ -448,7 +449,9 @@ def _export_one(job, found, to, table):
     ledger, marks = target.ledger(tps)
     history = parse_schemas(target.last_props.get(SCHEMAS_KEY))
     losses = find_data_loss(found, ledger, job.report, marks, target.rows)
-    losses += find_vanished(found, ledger, marks, None if job.partitions is None else job.partitions.__contains__)
+    topic_ids = {(p.topic, p.partition): topic_id_of(p) for p in found}
+    losses += find_vanished(found, ledger, marks, None if job.partitions is None else job.partitions.__contains__,
+                            topic_ids)
     report_data_loss(losses, job.fail_on_data_loss)
     if plan is not None:
         plan.check_history(history, describe)
@@ -492,30 +495,36 @@ def _export_one(job, found, to, table):
     from kafkafmt.values import FailedValues
 
     unreadable = FailedValues()
+    run.topic_ids.update(topic_ids)
+    starts = {}                 # each partition read from the ledger's next offset (or start_offset, when above)
+    for p in found:
+        tp = (p.topic, p.partition)
+        start = ledger.get(tp)
+        if start_offset is not None:
+            start = start_offset if start is None else max(start, start_offset)
+        if end_offset is None or start is None or start < end_offset:
+            starts[tp] = start
+    reading = [p for p in found if (p.topic, p.partition) in starts]
+    names = {(p.topic, p.partition): p.name for p in reading}
+    options = ReadOptions(end_offset=end_offset, start_timestamp=start_timestamp, end_timestamp=end_timestamp,
+                          isolation=job.isolation, errors=job.errors, max_bytes=CHUNK_BYTES, threads=job.threads,
+                          value_format=typed)
     try:
-        for p in found:
-            tp = (p.topic, p.partition)
-            run.topic_ids[tp] = topic_id_of(p)
-            start = ledger.get(tp)
-            if start_offset is not None:
-                start = start_offset if start is None else max(start, start_offset)
-            if end_offset is not None and start is not None and start >= end_offset:
-                continue
-            for chunk in iter_log_dir(p, start_offset=start, end_offset=end_offset, start_timestamp=start_timestamp,
-                                      end_timestamp=end_timestamp, isolation=job.isolation, errors=job.errors,
-                                      max_bytes=CHUNK_BYTES, threads=job.threads, report=job.report,
-                                      value_format=typed):
-                stored_bytes = int(np.asarray(chunk.batches["size"], np.int64).sum()) if len(chunk.batches) else 0
-                if typed is not None:
-                    unreadable.add(chunk)
-                run.add(tp, chunk, start, exact_batches, end_offset)
-                run.input_bytes += stored_bytes
-                result.input_bytes += stored_bytes
-                if job.on_chunk is not None:
-                    job.on_chunk(p.name, stored_bytes, len(chunk))
-                crash_point()
-                if run.input_bytes >= job.commit_every or run.buffer_full():
-                    run.commit()
+        # many small partitions read in one pass, each from its own start (`kafkafmt.read.iter_partition_chunks`)
+        for chunk in iter_partition_chunks(reading, options, job.report,
+                                           start_offsets=[starts[(p.topic, p.partition)] for p in reading]):
+            tp = (chunk.topic, chunk.partition)
+            stored_bytes = int(np.asarray(chunk.batches["size"], np.int64).sum()) if len(chunk.batches) else 0
+            if typed is not None:
+                unreadable.add(chunk)
+            run.add(tp, chunk, starts[tp], exact_batches, end_offset)
+            run.input_bytes += stored_bytes
+            result.input_bytes += stored_bytes
+            if job.on_chunk is not None:
+                job.on_chunk(names[tp], stored_bytes, len(chunk))
+            crash_point()
+            if run.input_bytes >= job.commit_every or run.buffer_full():
+                run.commit()
         run.commit()
     except BaseException:
         run.abort()
@@ -556,6 +565,8 @@ class _Run:
         self.dead = dead
         self.identity = identity            # upsert: the column of the key bytes
         self.buffer = LatestBuffer(identity) if identity is not None else None
+        # (untyped appends: chunks gathered up to WRITE_ROWS rows or a chunk's bytes before they are written)
+        self.gathering = Gathering(WRITE_ROWS, CHUNK_BYTES) if plan is None and identity is None else None
         self.clear = set(clear)     # upsert: (topic, partition)s whose rows the next commit removes first
         self.pending = {}           # (topic, partition) -> [start, next] of the next commit
         self.writer_ids = {}        # (side, topic) -> writer schema ids of the next commit
@@ -602,6 +613,23 @@ class _Run:
         chunk = self._dead_letters(tp, chunk)
         if not len(chunk):
             return
+        self.result.rows += len(chunk)
+        if self.gathering is None:
+            self._write(chunk)
+            return
+        # plain records: the chunks of many small partitions laid out and written together (a table a chunk
+        # made that most of an export of small partitions), each partition's rows in its order, as before
+        for chunks in self.gathering.add(chunk, len(chunk), decoded_bytes(chunk)):
+            self._write(join_chunks(chunks))
+
+    def _write_gathered(self):
+        """Write the chunks gathered (before a commit)."""
+        if self.gathering is not None:
+            for chunks in self.gathering.rest():
+                self._write(join_chunks(chunks))
+
+    def _write(self, chunk):
+        """Lay out a chunk (or several joined) as the table's rows and hand them to the writers."""
         job = self.job
         t = chunk_table(chunk, job.headers, job.batch_metadata, self.target.format if self.plan else None)
         if self.plan is not None:
@@ -626,7 +654,6 @@ class _Run:
             for key, rows in partition_groups(chunk, self.fields):
                 part = t.slice(rows.start, rows.stop - rows.start) if isinstance(rows, slice) else t.take(rows)
                 self.writer.write(key, part)
-        self.result.rows += len(chunk)
 
     def _dead_letters(self, tp, chunk):
         """The chunk without its dead letters; those the dead-letter table does not hold yet go to
@@ -673,6 +700,7 @@ class _Run:
         return props
 
     def commit(self):
+        self._write_gathered()
         files = self.writer.close()
         dead_files = self.dead_writer.close() if self.dead_writer is not None else []
         changes = {tp: r[1] for tp, r in self.pending.items() if r[1] != self.ledger.get(tp)}
@@ -725,6 +753,8 @@ class _Run:
         return cid
 
     def abort(self):
+        if self.gathering is not None:
+            self.gathering.clear()
         for w in (self.writer, self.dead_writer):
             if w is not None:
                 w.abort()

@@ -198,15 +198,16 @@ def find_data_loss(partitions, ledger, report, marks=None, table_rows=None):
     return out
 
 
-def find_vanished(partitions, ledger, marks, wanted=None):
+def find_vanished(partitions, ledger, marks, wanted=None, topic_ids=None):
     """The partitions the table holds of a topic that was deleted and created again, which the new topic does
     not have (fewer partitions): DataLoss of kind "vanished". A topic is re-created when one of its
     ``partitions`` (about to be exported) has another topic id than the last batch the table took of a
     partition of it (``marks``); a partition of it in the ``ledger`` with a mark of the old id, not among
-    ``partitions`` and not left out on purpose (``wanted(partition)`` False), is gone with the old topic."""
+    ``partitions`` and not left out on purpose (``wanted(partition)`` False), is gone with the old topic.
+    ``topic_ids``: the partitions' topic ids by (topic, partition), when already read (`topic_id_of`)."""
     current = {}
     for p in partitions:
-        tid = topic_id_of(p)
+        tid = topic_id_of(p) if topic_ids is None else topic_ids[(p.topic, p.partition)]
         if tid is not None:
             current.setdefault(p.topic, tid)
     here = {(p.topic, p.partition) for p in partitions}

@@ -53,16 +53,33 @@ class RollingWriter:
         self.bytes_written = 0
 
     def write(self, key, table):
-        """Add rows (a pyarrow Table with exactly the writer's schema) to the file of partition ``key``."""
-        if not table.num_rows:
-            return
-        f = self.files.get(key)
-        if f is None:
-            if len(self.files) >= self.max_open:
-                self._close(next(iter(self.files)))
-            f = self._start(key)
-        else:
-            self.files.move_to_end(key)
+        """Add rows (a pyarrow Table with exactly the writer's schema) to the file of partition ``key``: as many
+        as its file has room for before it reaches the target size (at the compression ratio seen so far), the
+        rest to the next file, however many rows come at once."""
+        while table.num_rows:
+            f = self.files.get(key)
+            if f is None:
+                if len(self.files) >= self.max_open:
+                    self._close(next(iter(self.files)))
+                f = self._start(key)
+            else:
+                self.files.move_to_end(key)
+            n = self._room(f, table)
+            if n < table.num_rows:
+                part, table = table.slice(0, n), table.slice(n)
+            else:
+                part, table = table, table.slice(0, 0)
+            self._add(key, f, part)
+
+    def _room(self, f, table):
+        """How many of ``table``'s rows file ``f`` takes before it reaches the target size (one at least)."""
+        room = self.target_size - (f.stream.tell() + f.pending_bytes * self.ratio)
+        stored = table.nbytes * self.ratio
+        if stored <= room:
+            return table.num_rows
+        return max(1, min(table.num_rows, int(-(-room * table.num_rows // stored))))
+
+    def _add(self, key, f, table):
         f.pending.append(table)
         f.pending_bytes += table.nbytes
         self.pending_bytes += table.nbytes

@@ -9,6 +9,7 @@ from kafkafmt.read._stream import conform_table, empty_schema
 from kafkafmt.log import DEFAULT_REPLICAS, find_partitions
 from kafkafmt.read._options import ReadOptions
 from kafkafmt.read._readers import iter_log_dir, iter_partition_chunks, scan_named
+from kafkafmt.read._gather import Gathering, decoded_bytes, join_chunks
 from kafkafmt.record import COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS, Records, portable_table
 from kafkafmt.values import DEFAULT_MAX_DEPTH
 from kafkafmt._util.extras import install_command
@@ -353,7 +354,7 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
         found = push.keeps(found)
         left = n_rows
         bar = _progress_bar(found, report) if progress else None
-        frames = _Frames(batch_size or FRAME_ROWS, options.get("max_bytes", ReadOptions.max_bytes))
+        frames = Gathering(batch_size or FRAME_ROWS, options.get("max_bytes", ReadOptions.max_bytes))
 
         def frame(tables):
             # one frame of the chunks gathered: what the query wants of it (filter, columns, the rows left)
@@ -375,7 +376,7 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
                     bar.update(_chunk_bytes(recs))
                 # (typed: each chunk's table conformed to the scan's schema; else the chunks joined, then one table)
                 item = portable_table(conform_table(recs.to_arrow(), arrow_schema)) if read_typed.active else recs
-                yield from frames.add(item, len(recs), _decoded_bytes(recs),
+                yield from frames.add(item, len(recs), decoded_bytes(recs),
                                       item.schema if read_typed.active else None, left)
             yield from frames.rest()
 
@@ -410,50 +411,13 @@ def _chunks(found, push, options, columns, typed, report):
 FRAME_ROWS = 1 << 16
 
 
-class _Frames:
-    """The chunks gathered into frames of about ``rows`` rows and at most about ``max_bytes`` decoded bytes (the
-    read's chunk size: what one chunk may hold), a chunk as it is when it holds as many; a table of another
-    schema starts a frame of its own. As Polars takes them best."""
-
-    def __init__(self, rows, max_bytes):
-        self.rows, self.max_bytes = rows, max_bytes
-        self.items, self.n, self.nbytes, self.key = [], 0, 0, None
-
-    def add(self, item, rows, nbytes, key=None, left=None):
-        """The frames (lists of chunks) complete once ``item`` (``rows`` rows, ``nbytes`` decoded bytes; ``key``:
-        its schema, when that may differ) is added; ``left``: the rows still wanted (a frame is given as soon as
-        it could hold them)."""
-        if self.items and (key != self.key or self.nbytes + nbytes > self.max_bytes):
-            yield from self.rest()
-        self.items.append(item)
-        self.n += rows
-        self.nbytes += nbytes
-        self.key = key
-        if self.n >= (self.rows if left is None else min(self.rows, left)):
-            yield from self.rest()
-
-    def rest(self):
-        """The chunks gathered, as one frame (none when none)."""
-        if self.items:
-            items, self.items, self.n, self.nbytes = self.items, [], 0, 0
-            yield items
-
-
-def _decoded_bytes(recs):
-    """About how many bytes a chunk's columns hold: its keys' and values' bytes, 25 a record and 40 a header."""
-    key, value, headers = (recs.decoded(side) for side in ("key", "value", "headers"))
-    return (25 * len(recs) + sum(c.nbytes for c in (key, value) if c is not None)
-            + (40 * headers.count() if headers is not None else 0))
-
-
 def _joined(items):
     """One Arrow table of a frame's chunks: `Records` joined (`Records.concat`: one table made, not a table a
     chunk) or tables concatenated."""
-    if len(items) == 1:
-        return items[0].to_arrow() if isinstance(items[0], Records) else items[0]
     if isinstance(items[0], Records):
-        # (each chunk's report is the scan's one list: not joined a chunk at a time)
-        return Records.concat([recs.replace(report=[]) for recs in items], consume=True).to_arrow()
+        return join_chunks(items).to_arrow()
+    if len(items) == 1:
+        return items[0]
     import pyarrow as pa
 
     return pa.concat_tables(items)

@@ -16,6 +16,7 @@ finds, and `read_segment` for one file.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 
 import numpy as np
@@ -301,28 +302,30 @@ def _read_tasks_parallel(tasks, report, options, errors, threads):
             fut.cancel()
 
 
-def iter_partitions_with(parts, options, *, typed=None):
+def iter_partitions_with(parts, options, *, typed=None, start_offsets=None):
     """Each partition of ``parts`` (`Partition` s) in order as ``(partition, chunks, report)``: ``chunks``
     what ``iter_log_dir_with(partition, options, report=report)`` yields, to be consumed before the next
     partition is asked for. Many small partitions are read in one pass (`kafkafmt.log.read_units`: one
     buffer, one scan, one kernel pass), each yielding the chunks its usual read would (one per segment,
     with the same records, batches, control records and report); the others -- and any not clean whole
     segments -- are read the usual way, in their place, with the tasks already planned. ``typed``: as
-    `iter_log_dir_with`'s (typed values are read partition by partition)."""
+    `iter_log_dir_with`'s (typed values are read partition by partition). ``start_offsets``: each
+    partition's own start offset (int or None, one per partition of ``parts``, in their order) in place of
+    ``options.start_offset`` (an export going on from where its table left each partition)."""
+    parts = list(parts)
+    each = _each_options(parts, options, start_offsets)
     untyped = options.value_format is None and options.key_format is None
     if (typed.active if typed is not None else not untyped) or options.binary != "contiguous" \
             or options.isolation == "read_committed":
-        parts = list(parts)
-        _announce(parts, options)
-        for part in parts:
+        _announce(_whole(parts, each), options)
+        for part, own in zip(parts, each):
             report = []
-            yield part, iter_log_dir_with(part, options, report=report, typed=typed), report
+            yield part, iter_log_dir_with(part, own, report=report, typed=typed), report
         return
     typed = options.open_typed(None) if typed is None else typed
     decoding = _decoding(options, typed)
     resolve_threads(decoding.threads)       # (a count that is no count said as each partition's read says it)
-    parts = list(parts)
-    _announce(parts, options)
+    _announce(_whole(parts, each), options)
     units = [None] * len(parts)
 
     def usual(unit, part):
@@ -332,13 +335,30 @@ def iter_partitions_with(parts, options, *, typed=None):
                                  max_bytes=options.max_bytes, keep_empty=options.keep_empty, whole_tasks=False,
                                  typed=typed, committed=False)
 
-    for kind, x, i in read_units(_planned_units(parts, options, units), decoding.replace(threads=1), chain=True,
+    for kind, x, i in read_units(_planned_units(parts, each, units), decoding.replace(threads=1), chain=True,
                                  max_bytes=_PIECE_BYTES, per_unit=True, chunk_bytes=options.max_bytes):
         if kind == "fallback":
             i = x
         unit = units[i]
         yield parts[i], (iter(x) if kind == "chunks" else usual(unit, parts[i])), unit.report
         units[i] = None              # (read: its planned tasks go)
+
+
+def _each_options(parts, options, start_offsets):
+    """The options of each partition's read: ``options``, with its own start offset when ``start_offsets``
+    are given (one per partition)."""
+    if start_offsets is None:
+        return [options] * len(parts)
+    start_offsets = list(start_offsets)
+    if len(start_offsets) != len(parts):
+        raise ValueError(f"start_offsets: {len(start_offsets)} for {len(parts)} partitions")
+    made = {}                   # (one options object a start offset)
+    return [made[s] if s in made else made.setdefault(s, options.replace(start_offset=s)) for s in start_offsets]
+
+
+def _whole(parts, each):
+    """The partitions whose own start offset is not set (``each``: their reads' options, `_each_options`)."""
+    return [p for p, o in zip(parts, each) if o.start_offset is None]
 
 
 def _announce(parts, options):
@@ -353,10 +373,11 @@ def _announce(parts, options):
 _PIECE_BYTES = 4 << 20
 
 
-def _planned_units(parts, options, units, first=0):
-    """The `Unit` of each partition, planned when asked for (a planning error kept for its turn: raised
-    where its read would raise it), each also stored as ``units[first + k]``."""
-    for k, p in enumerate(parts):
+def _planned_units(parts, each, units, first=0):
+    """The `Unit` of each partition, planned when asked for with its read's options (``each``: an iterable, one
+    per partition; a planning error kept for its turn: raised where its read would raise it), each also stored
+    as ``units[first + k]``."""
+    for k, (p, options) in enumerate(zip(parts, each)):
         unit = Unit(None, p.topic, p.partition, p.log_dir_url)
         try:
             unit.tasks = _plan_partition(p, unit.report, options)
@@ -570,11 +591,12 @@ def iter_log_dirs_with(root, topics, partitions, options, *, report=None):
                         binary=options.binary, typed=typed, topics=[p.topic for p in found])
 
 
-def iter_partition_chunks(parts, options, report, *, typed=None):
+def iter_partition_chunks(parts, options, report, *, typed=None, start_offsets=None):
     """The chunks of every partition of ``parts`` (`Partition` s) in order, as `iter_log_dir_with` gives each:
-    many small partitions decoded in one pass (`iter_partitions_with`), each partition's report entries moved
-    into ``report`` (every chunk's ``report``) as its chunks come, in the order its own read makes them."""
-    for _, chunks, own in iter_partitions_with(parts, options, typed=typed):
+    many small partitions decoded in one pass (`iter_partitions_with`, ``start_offsets`` as its), each
+    partition's report entries moved into ``report`` (every chunk's ``report``) as its chunks come, in the order
+    its own read makes them."""
+    for _, chunks, own in iter_partitions_with(parts, options, typed=typed, start_offsets=start_offsets):
         taken = 0
         for recs in chunks:
             taken = _moved(own, taken, report)
@@ -755,7 +777,8 @@ def _read_bulk(found, report, typed, options):
     try:
         if pool is None:
             _announce(found, options)
-            for kind, x, _ in read_units(_planned_units(found, options, units), decoding.replace(threads=1), chain=True,
+            for kind, x, _ in read_units(_planned_units(found, itertools.repeat(options), units),
+                                         decoding.replace(threads=1), chain=True,
                                          expected_bytes=sum(map(log_bytes, found)) or None):
                 parts.append(x if kind == "records" else usual(x))
         else:
@@ -771,7 +794,7 @@ def _read_bulk(found, report, typed, options):
                 out = []
                 _announce(found[lo:hi], options)       # (each thread's share fetched ahead of it)
                 expected = int(sizes[hi - 1] - (sizes[lo - 1] if lo else 0)) or None
-                for kind, x, _ in read_units(_planned_units(found[lo:hi], options, units, lo),
+                for kind, x, _ in read_units(_planned_units(found[lo:hi], itertools.repeat(options), units, lo),
                                              decoding.replace(threads=1), chain=True, expected_bytes=expected):
                     out.append(x if kind == "records" else pool.submit(usual, lo + x))
                 return out
