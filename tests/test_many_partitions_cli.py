@@ -224,3 +224,36 @@ def test_commands_on_the_sample_and_the_real_corpus(sample, real_corpus, tmp_pat
     for root in [sample] + sorted((real_corpus / "broker-dirs").iterdir()):
         assert_commands_same(root, tmp_path, monkeypatch, capsys)
     assert bulk_used["chunks"] > 0
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow"])
+def test_the_export_lays_out_many_small_partitions_at_once(many, fmt, tmp_path, monkeypatch, capsys):  # noqa: F811
+    """``export --to x.parquet`` (and Arrow IPC) lays out the chunks of many small partitions as one table, not a
+    table a chunk: the file holds what a table a chunk gives, the same rows, columns and row groups (an Arrow
+    file fewer record batches: it is smaller)."""
+    import io
+
+    import pyarrow.ipc as ipc
+    import pyarrow.parquet as pq
+
+    tables = []
+    real = kafkafmt.cli.export.to_table
+    monkeypatch.setattr(kafkafmt.cli.export, "to_table", lambda recs, schema: tables.append(len(recs)) or
+                        real(recs, schema))
+    out = str(tmp_path / f"out.{fmt}")
+    argv = ["export", "--batch-metadata", "--to", out, str(many)]
+    got = run(capsys, argv, out)
+    gathered = len(tables)
+    monkeypatch.setattr(kafkafmt.cli.export, "GATHER_ROWS", 1)         # a table a chunk, as before
+    tables.clear()
+    want = run(capsys, argv, out)
+    assert got[:2] == want[:2] and got[0] == 0
+    assert [re.sub(r"\(.*?B\)", "", x[2]) for x in (got, want)] == [re.sub(r"\(.*?B\)", "", want[2])] * 2
+    assert gathered == 1 and len(tables) >= 60, (gathered, len(tables))
+    if fmt == "parquet":
+        files = [pq.ParquetFile(io.BytesIO(data)) for data in (got[3], want[3])]
+        assert files[0].num_row_groups == files[1].num_row_groups
+        tables = [f.read() for f in files]
+    else:
+        tables = [ipc.open_file(io.BytesIO(data)).read_all() for data in (got[3], want[3])]
+    assert tables[0].num_rows > 1000 and tables[0].equals(tables[1], check_metadata=True)

@@ -29,7 +29,7 @@ import numpy as np
 
 from kafkafmt._util.durable import crash_point, temp_path
 from kafkafmt.internal import INTERNAL_TABLES
-from kafkafmt.read import internal_topic, iter_partitions_with
+from kafkafmt.read import Gathering, decoded_bytes, internal_topic, iter_partitions_with, join_chunks
 from kafkafmt.values import decode_values
 from kafkafmt.record import BATCH_METADATA_COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS, portable_table
 from kafkafmt.values import FailedValues, conform
@@ -41,7 +41,7 @@ from kafkafmt.cli.common import (add_replicas_option, command_text, add_typed_op
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.output import dumps
 from kafkafmt.cli.progress import Progress
-from kafkafmt.cli.reading import FileReader, scan_typed, topic_of_file
+from kafkafmt.cli.reading import CHUNK_BYTES, FileReader, scan_typed, topic_of_file
 from kafkafmt.cli.arguments import add_filter_options, count, offset_range, time_range
 from kafkafmt.cli.table_export import TABLE_FORMATS, run_table
 from kafkafmt.cli.table_export import add_arguments as add_table_arguments
@@ -50,6 +50,7 @@ from kafkafmt._util.extras import install_command
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".json": "jsonl", ".arrow": "arrow", ".feather": "arrow", ".ipc": "arrow", ".arrows": "arrow-stream"}
 ROW_GROUP_BYTES = 64 << 20
+GATHER_ROWS = 1 << 16         # rows of small chunks (many small partitions) laid out as one table
 #: the codecs of Parquet files (pyarrow's and Spark's names)
 PARQUET_CODECS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none", "uncompressed")
 
@@ -171,6 +172,7 @@ class _ArrowWriter:
         pa = _pa()
         self.schema = schema
         self.pending, self.pending_bytes = [], 0
+        self.gathering = Gathering(GATHER_ROWS, CHUNK_BYTES)
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
@@ -182,13 +184,30 @@ class _ArrowWriter:
             self.parquet = False
 
     def write(self, recs):
+        if recs.typed or not isinstance(recs.topic, str):       # (typed values, a file's records: a table each)
+            self._gathered()
+            self._add(recs)
+            return
+        # the chunks of many small partitions laid out as one table (a table a chunk made that most of the export)
+        for chunks in self.gathering.add(recs, len(recs), decoded_bytes(recs)):
+            self._add(join_chunks(chunks))
+
+    def _gathered(self):
+        for chunks in self.gathering.rest():
+            self._add(join_chunks(chunks))
+
+    def _add(self, recs):
         t = portable_table(to_table(recs, self.schema))
         self.pending.append(t)
         self.pending_bytes += t.nbytes
         if self.pending_bytes >= ROW_GROUP_BYTES:
-            self.flush()
+            self._write_pending()
 
     def flush(self):
+        self._gathered()
+        self._write_pending()
+
+    def _write_pending(self):
         if not self.pending:
             return
         pa = _pa()
