@@ -406,6 +406,7 @@ class BulkPiece:
         self.units = units
         self.segment = segment
         self.memo = {}
+        self._cols = None
         nb = len(batch_unit)
         if nb:
             edges = np.concatenate(([0], np.flatnonzero((batch_unit[1:] != batch_unit[:-1])
@@ -416,6 +417,15 @@ class BulkPiece:
         self.task_unit = np.asarray(batch_unit, np.int64)[self.task_edges[:-1]]
         self.record_edges = np.searchsorted(records.batch_index, self.task_edges).astype(np.int64)
         self.unit_edges = np.searchsorted(self.task_unit, np.arange(len(units) + 1)).astype(np.int64)
+
+    def _columns(self):
+        """The piece's batch columns and its records' key, value and headers columns (each unit's chunks slice
+        them), looked up once for all its units."""
+        if self._cols is None:
+            recs = self.records
+            self._cols = ({name: recs.batches[name] for name in recs.batches.columns},
+                          {name: recs.decoded(name) for name in ("key", "value", "headers")})
+        return self._cols
 
     def tasks(self):
         """The planned task (`kafkafmt.log._planner.Task`) of each task of the piece, in order."""
@@ -451,8 +461,7 @@ class BulkPiece:
         controls = recs.controls
         ctl_edges = np.searchsorted(controls["batch_index"], edges).tolist() if len(controls) else None
         bidx = recs.batch_index
-        columns = {name: recs.batches[name] for name in recs.batches.columns}
-        sides = {name: recs.decoded(name) for name in ("key", "value", "headers")}
+        columns, sides = self._columns()
         out = []
         for k, task in enumerate(unit.tasks):
             lo, hi, r_lo, r_hi = edges[k], edges[k + 1], rec_edges[k], rec_edges[k + 1]
