@@ -408,6 +408,35 @@ def test_many_small_partitions_are_read_at_once_each_from_its_ledger(fmt, units_
     assert_table_equals_source(fmt, where, root)
 
 
+def test_a_new_delta_tables_ledger_asks_no_transaction_version(tmp_path, monkeypatch):
+    """The first export into a Delta table kafkafmt creates asks no ``txn`` version (there is none: it made the
+    table, and nothing since); the next one asks each partition's; a table made elsewhere with ``txn`` actions
+    in its first commit has them read."""
+    from deltalake import CommitProperties, DeltaTable, Transaction
+
+    from kafkafmt.lakehouse.delta import DeltaTable as Target
+    from kafkafmt.lakehouse.layout import kafka_schema
+
+    asked = []
+    real = DeltaTable.transaction_version
+    monkeypatch.setattr(DeltaTable, "transaction_version", lambda self, app: asked.append(app) or real(self, app))
+    root = make_source(str(tmp_path / "logs"))
+    where = str(tmp_path / "table")
+    r1 = export("delta", root, where)
+    assert asked == [] and r1.rows == 3000
+    append(root, "orders", 0, 10, seed=3)
+    r2 = export("delta", root, where)
+    assert sorted(asked) == sorted(app_id(t, p) for t, p in r1.offsets) and r2.ranges == {("orders", 0): (1500, 1510)}
+    assert_table_equals_source("delta", where, root)
+
+    other = str(tmp_path / "other")
+    DeltaTable.create(other, kafka_schema(True, False),
+                      commit_properties=CommitProperties(app_transactions=[Transaction(app_id("orders", 0), 700)]))
+    t = Target(other)
+    t.open(kafka_schema(True, False), (), target_file_size=1 << 20, compression="snappy")
+    assert t.ledger([("orders", 0), ("orders", 1)])[0] == {("orders", 0): 700}
+
+
 def test_a_large_write_is_split_into_files_of_about_the_target_size(tmp_path):
     """The rows of many small partitions come to the writer many at once: a write of ten files' worth of rows
     goes to ten files or so, each near the target size and none far past it (the first one's compression ratio

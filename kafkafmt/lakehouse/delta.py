@@ -218,6 +218,10 @@ class DeltaTable:
         the state restored to is read instead."""
         dt, out, marks, restored = self.dt, {}, {}, False
         self.last_props = {}
+        if dt.version() == 0:
+            (made,) = dt.history(1) or ({},)
+            if made.get("operation") == "CREATE TABLE" and made.get(MODE_KEY):
+                return {}, {}       # (kafkafmt's own creation, nothing since: no txn action to ask for)
         for _ in range(64):
             back = None
             for info in dt.history(100):
