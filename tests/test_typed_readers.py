@@ -340,3 +340,44 @@ def _of_a_read(o):
     if code is not None:
         return "kafkafmt" in code.co_filename
     return type(o).__module__.startswith("kafkafmt") or isinstance(o, (np.ndarray, pa.Buffer, pa.Array))
+
+
+def test_many_small_typed_partitions_are_read_in_one_pass(backup, tmp_path, monkeypatch):
+    """read_log_dirs and iter_log_dirs of many small partitions with typed values decode their records in one
+    pass (as untyped reads do) and type each partition's chunks as its own read types them: the values are
+    confluent-kafka's deserializer's, the table and report entries those of each partition read on its own
+    (a bad value's entry names its partition's segment), on one thread and on two."""
+    import shutil
+
+    import kafkafmt.read._readers as readers
+
+    src, m, _, _ = backup
+    root = tmp_path / "logs"
+    shutil.copytree(src / "_schemas-0", root / "_schemas-0")
+    values = []
+    for p in range(30):
+        vals = [m.serializer(ORDER_V2)(order(100 * p + i)) for i in range(5)]
+        if p == 17:
+            vals[2] = b"not avro"
+        kafkafmt.write_log_dir(str(root / f"orders-{p}"), values=vals, keys=[b"k%d" % i for i in range(5)])
+        values += vals
+    seen = {"chunks": 0, "fallback": 0, "records": 0}
+    real = readers.read_units
+
+    def counting(*args, **kwargs):
+        for kind, x, idx in real(*args, **kwargs):
+            seen[kind] += 1
+            yield kind, x, idx
+
+    monkeypatch.setattr(readers, "read_units", counting)
+    want = pa.concat_tables([kafkafmt.read_log_dir(str(root / f"orders-{p}"), value_format="avro",
+                                                   schema_registry=str(root)).to_arrow() for p in range(30)])
+    for threads in (1, 2):
+        recs = kafkafmt.read_log_dirs(str(root), topics="orders", value_format="avro", threads=threads)
+        assert recs.to_arrow().equals(want)
+        assert seen["chunks"] == 30 * threads and seen["fallback"] == 0
+        bad = [e for e in recs.report if e.kind is ReportKind.BAD_VALUE]
+        assert [(os.path.basename(os.path.dirname(e.file)), e.offset) for e in bad] == [("orders-17", 2)]
+    assert same(plain(recs.typed["value"].values), expected(m, values, ORDER_V2))
+    chunks = list(kafkafmt.iter_log_dirs(str(root), topics="orders", value_format="avro"))
+    assert seen["chunks"] == 90 and pa.concat_tables([c.to_arrow() for c in chunks]).equals(want)

@@ -423,6 +423,103 @@ class AvroLogDir:
 
 
 # ---------------------------------------------------------------------------------------------
+# many small partitions of typed values: MANY_PARTITIONS partitions of MANY_RECORDS nested3 values each (one small
+# segment a partition, as a topic of many partitions and little traffic has them) and _schemas
+
+MANY_PARTITIONS = 1000
+MANY_RECORDS = 20
+
+
+def many_typed_log_dir():
+    """The log dir of many small typed partitions, written once per corpus cache."""
+    import kafkafmt
+
+    from .corpus import cache_dir
+
+    root = cache_dir() / "logdirs" / "avro-many"
+    if (root / ".complete").exists():
+        return root
+    topic, schemas, values = log_dir_values("nested3")
+    records = [_schemas_record(f"{topic}-value", v, sid, schema) for v, (sid, schema) in enumerate(schemas, 1)]
+    kafkafmt.write_log_dir(str(root / "_schemas-0"), keys=[k for k, _ in records], values=[v for _, v in records])
+    for p in range(MANY_PARTITIONS):
+        kafkafmt.write_log_dir(str(root / f"{topic}-{p}"), values=values[p * MANY_RECORDS:(p + 1) * MANY_RECORDS])
+    (root / ".complete").write_text("")
+    return root
+
+
+def kafkafmt_many_typed():
+    import kafkafmt
+
+    root = str(many_typed_log_dir())
+    return lambda: kafkafmt.read_log_dirs(root, topics="orders", value_format="avro", threads=1).to_arrow()
+
+
+def kafka_python_fastavro_many():
+    """The peers: kafka-python's record reader over each partition's segment, fastavro per value (each schema id's
+    writer schema resolved to the latest), one Arrow table of the values and offsets."""
+    import fastavro
+    import pyarrow as pa
+    from fastavro import schemaless_reader
+    from kafka.record import MemoryRecords
+
+    from kafkafmt.values import value_type
+    from kafkafmt.values.registry import open_registry
+
+    root = many_typed_log_dir()
+    topic, schemas, _ = log_dir_values_meta("nested3")
+    segs = [(root / f"{topic}-{p}" / "00000000000000000000.log").read_bytes() for p in range(MANY_PARTITIONS)]
+    writers = {sid: fastavro.parse_schema(schema) for sid, schema in schemas}
+    reader = writers[schemas[-1][0]]
+    arrow_type = value_type("avro", registry=open_registry(str(root)), topic=topic)
+
+    def run(BytesIO=io.BytesIO, read=schemaless_reader):
+        rows, offsets, parts = [], [], []
+        for p, seg in enumerate(segs):
+            records = MemoryRecords(seg)
+            while records.has_next():
+                for r in records.next_batch():
+                    offsets.append(r.offset)
+                    parts.append(p)
+                    v = r.value
+                    rows.append(read(BytesIO(v[5:]), writers[int.from_bytes(v[1:5], "big")], reader))
+        return pa.table({"value": pa.array(rows, arrow_type), "partition": pa.array(parts, pa.int32()),
+                         "offset": pa.array(offsets, pa.int64())})
+    return run
+
+
+def check_many_typed():
+    mine = kafkafmt_many_typed()()
+    theirs = kafka_python_fastavro_many()()
+    assert mine.column("value").to_pylist() == theirs.column("value").to_pylist(), "kafkafmt and fastavro disagree"
+    assert mine.column("partition").to_pylist() == theirs.column("partition").to_pylist()
+
+
+register_ratio("avro_many_vs_kafka_python",
+               "read_log_dirs(value_format='avro') of 1,000 small partitions × kafka-python + fastavro", [MANY_PARTITIONS],
+               lambda _: (kafka_python_fastavro_many(), kafkafmt_many_typed()), family="avro",
+               track="bench_avro.AvroManyPartitions.track_ratio_vs_kafka_python_fastavro")
+
+
+class AvroManyPartitions:
+    """Many small partitions of typed values (1,000 of 20 nested records) -> one typed Arrow table."""
+
+    params = [MANY_PARTITIONS]
+    param_names = ["partitions"]
+    timeout = 900
+
+    def setup(self, n):
+        require_kafkafmt()
+        common.note_quick()
+        check_many_typed()
+
+    def track_ratio_vs_kafka_python_fastavro(self, n):
+        return common.measure_registered("avro_many_vs_kafka_python", n)
+
+    track_ratio_vs_kafka_python_fastavro.unit = "ratio"
+
+
+# ---------------------------------------------------------------------------------------------
 # typed text export: kafkafmt export --value-format avro to JSON lines / CSV, against kafka-python's record
 # reader with fastavro per value and json.dumps per record (csv's writer for CSV)
 

@@ -259,12 +259,25 @@ def _read_planned(part, tasks, report, decoding, *, errors, max_bytes, keep_empt
         # a chunk of record-less batches (the cleaner's empty batches) still carries them
         if len(recs) or keep_empty or (not committed and (len(recs.controls) or len(recs.batches))):
             if typed.active:
-                typed_recs = _type(recs.replace(report=[]), typed)
-                report += typed_recs.report
-                recs = typed_recs.replace(report=report)
+                recs = _typed_chunk(recs, report, typed)
                 if views:
                     recs = _contiguous(recs)
             yield recs
+
+
+def _typed_chunk(recs, report, typed):
+    """A chunk of a partition's read with its typed keys / values (`_type`), their report entries appended to
+    the read's ``report``."""
+    typed_recs = _type(recs.replace(report=[]), typed)
+    report += typed_recs.report
+    return typed_recs.replace(report=report)
+
+
+def _typed_chunks(chunks, report, typed):
+    """A partition's chunks read in one pass with others (`kafkafmt.log.UnitChunks`), typed as its own read
+    types each."""
+    for recs in chunks:
+        yield _typed_chunk(recs, report, typed)
 
 
 def _read_tasks_parallel(tasks, report, options, errors, threads):
@@ -309,14 +322,14 @@ def iter_partitions_with(parts, options, *, typed=None, start_offsets=None):
     buffer, one scan, one kernel pass), each yielding the chunks its usual read would (one per segment,
     with the same records, batches, control records and report); the others -- and any not clean whole
     segments -- are read the usual way, in their place, with the tasks already planned. ``typed``: as
-    `iter_log_dir_with`'s (typed values are read partition by partition). ``start_offsets``: each
+    `iter_log_dir_with`'s (the records of many small partitions decoded in one pass, each chunk typed as its own
+    read types it; without it, a read with typed values reads partition by partition). ``start_offsets``: each
     partition's own start offset (int or None, one per partition of ``parts``, in their order) in place of
     ``options.start_offset`` (an export going on from where its table left each partition)."""
     parts = list(parts)
     each = _each_options(parts, options, start_offsets)
     untyped = options.value_format is None and options.key_format is None
-    if (typed.active if typed is not None else not untyped) or options.binary != "contiguous" \
-            or options.isolation == "read_committed":
+    if (typed is None and not untyped) or options.binary != "contiguous" or options.isolation == "read_committed":
         _announce(_whole(parts, each), options)
         for part, own in zip(parts, each):
             report = []
@@ -327,20 +340,28 @@ def iter_partitions_with(parts, options, *, typed=None, start_offsets=None):
     resolve_threads(decoding.threads)       # (a count that is no count said as each partition's read says it)
     _announce(_whole(parts, each), options)
     units = [None] * len(parts)
+    views = decoding.binary != options.binary       # (typed values read where they lie: `_decoding`)
 
     def usual(unit, part):
         if unit.error is not None:
             raise unit.error
         yield from _read_planned(part, unit.tasks, unit.report, decoding, errors=options.errors,
                                  max_bytes=options.max_bytes, keep_empty=options.keep_empty, whole_tasks=False,
-                                 typed=typed, committed=False)
+                                 typed=typed, committed=False, views=views)
 
-    for kind, x, i in read_units(_planned_units(parts, each, units), decoding.replace(threads=1), chain=True,
+    # (in one pass the raw values are copied out, as a read asked for contiguous columns has them: the buffer
+    # they lie in is reused)
+    for kind, x, i in read_units(_planned_units(parts, each, units),
+                                 decoding.replace(threads=1, binary=options.binary), chain=True,
                                  max_bytes=_PIECE_BYTES, per_unit=True, chunk_bytes=options.max_bytes):
         if kind == "fallback":
             i = x
         unit = units[i]
-        yield parts[i], (iter(x) if kind == "chunks" else usual(unit, parts[i])), unit.report
+        if kind == "fallback":
+            chunks = usual(unit, parts[i])
+        else:
+            chunks = _typed_chunks(x, unit.report, typed) if typed.active else iter(x)
+        yield parts[i], chunks, unit.report
         units[i] = None              # (read: its planned tasks go)
 
 
@@ -706,6 +727,8 @@ def _read_log_dirs(root, topics, partitions, options):
     typed = scan_named(typed, found, options)
     if len(found) > 1 and not typed.active and options.binary == "contiguous":
         parts = _read_bulk(found, report, typed, options)
+    elif len(found) > 1 and options.binary == "contiguous" and (n == 1 or _small(found)):
+        parts = _read_typed_bulk(found, report, typed, options)
     elif n > 1 and len(found) > 1:
         _announce(found, options)
         inner = options.replace(threads=1 if len(found) >= n else options.threads)
@@ -745,6 +768,25 @@ def _read_log_dirs(root, topics, partitions, options):
 #: the bytes of log a partition has on average below which a threaded bulk read keeps its partitions in one run:
 #: a few KB of decoding each is less than the planning and bookkeeping around it, which hold the GIL
 BULK_RUN_MIN_BYTES = 64 << 10
+
+
+def _small(found):
+    """Whether the partitions hold less than `BULK_RUN_MIN_BYTES` of log each on average (their listings'
+    ``.log`` sizes): read on one thread, as threads would only contend for their Python work."""
+    return sum(listed_size(p.listing or (), LOG_SUFFIX) for p in found) < BULK_RUN_MIN_BYTES * len(found)
+
+
+def _read_typed_bulk(found, report, typed, options):
+    """`read_log_dirs` of several small partitions with typed values: each partition as `read_log_dir` reads it,
+    the records of many decoded in one pass (`iter_partitions_with`), each chunk typed as its own read types it
+    (a read of one partition's values at a time made most of such a read, and threads only contended for it)."""
+    parts = []
+    inner = options.replace(max_bytes=TYPED_CHUNK_BYTES, keep_empty=True)
+    for part, chunks, own in iter_partitions_with(found, inner, typed=typed):
+        recs = _partition_records(part, list(chunks), own, options.columns, options.binary, typed)
+        report += recs.report
+        parts.append(recs)
+    return parts
 
 
 def _read_bulk(found, report, typed, options):
