@@ -343,8 +343,8 @@ def _of_a_read(o):
 
 
 def test_many_small_typed_partitions_are_read_in_one_pass(backup, tmp_path, monkeypatch):
-    """read_log_dirs and iter_log_dirs of many small partitions with typed values decode their records in one
-    pass (as untyped reads do) and type each partition's chunks as its own read types them: the values are
+    """read_log_dirs, iter_log_dirs and the Polars scan of many small partitions with typed values decode their
+    records in one pass (as untyped reads do) and type each partition's chunks as its own read types them: the values are
     confluent-kafka's deserializer's, the table and report entries those of each partition read on its own
     (a bad value's entry names its partition's segment), on one thread and on two."""
     import shutil
@@ -381,3 +381,9 @@ def test_many_small_typed_partitions_are_read_in_one_pass(backup, tmp_path, monk
     assert same(plain(recs.typed["value"].values), expected(m, values, ORDER_V2))
     chunks = list(kafkafmt.iter_log_dirs(str(root), topics="orders", value_format="avro"))
     assert seen["chunks"] == 90 and pa.concat_tables([c.to_arrow() for c in chunks]).equals(want)
+    import kafkafmt.polars as kpl
+
+    frame = kpl.scan_log_dirs(str(root), topics="orders", value_format="avro").collect()
+    assert seen["chunks"] == 120
+    assert frame["value"].to_list() == want.column("value").to_pylist()
+    assert frame["partition"].to_list() == want.column("partition").to_pylist()

@@ -397,9 +397,11 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
 def _chunks(found, push, options, columns, typed, report):
     """The chunks a scan reads: each partition's, as `kafkafmt.iter_log_dir` gives them with its options
     (`_partition_options`); many small partitions decoded in one pass where no bound was pushed down to them
-    and no value is typed (`kafkafmt.read.iter_partition_chunks`: the same chunks)."""
-    if not typed.active and not push.bounds_reads:
-        yield from iter_partition_chunks(found, ReadOptions(columns=columns, **options), report)
+    (`kafkafmt.read.iter_partition_chunks`: the same chunks, typed values too)."""
+    if not push.bounds_reads:
+        read = ReadOptions(columns=columns, **options)
+        # (typed: each partition's chunks typed as its own read types them, with the names its values call for)
+        yield from iter_partition_chunks(found, read, report, typed=scan_named(typed, found, read))
         return
     for part in found:
         opts = _partition_options(part, push, options, report)
