@@ -343,8 +343,8 @@ def _of_a_read(o):
 
 
 def test_many_small_typed_partitions_are_read_in_one_pass(backup, tmp_path, monkeypatch):
-    """read_log_dirs, iter_log_dirs and the Polars scan of many small partitions with typed values decode their
-    records in one pass (as untyped reads do) and type each partition's chunks as its own read types them: the values are
+    """read_log_dirs, iter_log_dirs, the Polars scan and a lakehouse export of many small partitions with typed
+    values decode their records in one pass (as untyped reads do) and type each partition's chunks as its own read types them: the values are
     confluent-kafka's deserializer's, the table and report entries those of each partition read on its own
     (a bad value's entry names its partition's segment), on one thread and on two."""
     import shutil
@@ -387,3 +387,11 @@ def test_many_small_typed_partitions_are_read_in_one_pass(backup, tmp_path, monk
     assert seen["chunks"] == 120
     assert frame["value"].to_list() == want.column("value").to_pylist()
     assert frame["partition"].to_list() == want.column("partition").to_pylist()
+    from deltalake import DeltaTable
+
+    exported = kafkafmt.export_table(str(root), str(tmp_path / "table"), format="delta", topics=["orders"],
+                                     value_format="avro")
+    table = DeltaTable(str(tmp_path / "table")).to_pyarrow_table().sort_by([("partition", "ascending"),
+                                                                             ("offset", "ascending")])
+    assert seen["chunks"] == 150 and (exported.rows, exported.dead_letters) == (149, 1)   # (value_errors="dlq")
+    assert [v for v in table.column("value").to_pylist()] == [v for v in want.column("value").to_pylist() if v]

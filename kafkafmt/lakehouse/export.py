@@ -507,11 +507,12 @@ def _export_one(job, found, to, table):
     reading = [p for p in found if (p.topic, p.partition) in starts]
     names = {(p.topic, p.partition): p.name for p in reading}
     options = ReadOptions(end_offset=end_offset, start_timestamp=start_timestamp, end_timestamp=end_timestamp,
-                          isolation=job.isolation, errors=job.errors, max_bytes=CHUNK_BYTES, threads=job.threads,
-                          value_format=typed)
+                          isolation=job.isolation, errors=job.errors, max_bytes=CHUNK_BYTES, threads=job.threads)
     try:
-        # many small partitions read in one pass, each from its own start (`kafkafmt.read.iter_partition_chunks`)
+        # many small partitions read in one pass, each from its own start (`kafkafmt.read.iter_partition_chunks`),
+        # typed values typed as each partition's own read types them
         for chunk in iter_partition_chunks(reading, options, job.report,
+                                           typed=None if typed is None else scan_named(typed, reading, options),
                                            start_offsets=[starts[(p.topic, p.partition)] for p in reading]):
             tp = (chunk.topic, chunk.partition)
             stored_bytes = int(np.asarray(chunk.batches["size"], np.int64).sum()) if len(chunk.batches) else 0
