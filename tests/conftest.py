@@ -123,3 +123,22 @@ def sample(tmp_path_factory):
             os.environ["KAFKAFMT_SAMPLE_DIR"] = old
     assert path == root
     return path
+
+
+@pytest.fixture
+def units_read(monkeypatch):
+    """How many times `kafkafmt.log.read_units` gave each kind as the readers of `kafkafmt.read` call it: "chunks"
+    (a partition read in one pass with others), "fallback" (one read on its own), "records" (a piece read in
+    one pass, as `read_log_dirs` takes it)."""
+    import kafkafmt.read._readers as readers
+
+    seen = {"chunks": 0, "fallback": 0, "records": 0}
+    real = readers.read_units
+
+    def counting(*args, **kwargs):
+        for kind, x, idx in real(*args, **kwargs):
+            seen[kind] += 1
+            yield kind, x, idx
+
+    monkeypatch.setattr(readers, "read_units", counting)
+    return seen

@@ -357,24 +357,6 @@ def _segment_count(root):
     return sum(f.endswith(".log") for _, _, files in os.walk(root) for f in files)
 
 
-@pytest.fixture
-def units_read(monkeypatch):
-    """Counts the partitions the readers read many at once (each partition's chunks slices of one pass) and those
-    read on their own (`kafkafmt.log.read_units`' "chunks" and "fallback")."""
-    import kafkafmt.read._readers as readers
-
-    seen = {"chunks": 0, "fallback": 0, "records": 0}
-    real = readers.read_units
-
-    def counting(*args, **kwargs):
-        for kind, x, idx in real(*args, **kwargs):
-            seen[kind] += 1
-            yield kind, x, idx
-
-    monkeypatch.setattr(readers, "read_units", counting)
-    return seen
-
-
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_many_small_partitions_are_read_at_once_each_from_its_ledger(fmt, units_read, tmp_path):
     """An export of many small partitions reads them many at once (one pass, as `read_log_dirs`) and writes

@@ -35,21 +35,6 @@ def partition_by_partition(parts, options, *, typed=None):
 
 
 @pytest.fixture
-def bulk_used(monkeypatch):
-    """Counts the partitions read in one pass and those read the usual way."""
-    seen = {"chunks": 0, "fallback": 0, "records": 0}
-    real = readers.read_units
-
-    def counting(*args, **kwargs):
-        for kind, x, idx in real(*args, **kwargs):
-            seen[kind] += 1
-            yield kind, x, idx
-
-    monkeypatch.setattr(readers, "read_units", counting)
-    return seen
-
-
-@pytest.fixture
 def damaged(many, tmp_path):  # noqa: F811
     """The generated log dir with damage of every kind among its partitions."""
     root = shutil.copytree(many, tmp_path / "damaged" / "kafka-logs")
@@ -100,23 +85,23 @@ OPTION_SETS = [ReadOptions(), STATS_READ, PARTITION_CHECK_READ, ReadOptions(colu
 
 
 @pytest.mark.parametrize("options", OPTION_SETS, ids=range(len(OPTION_SETS)))
-def test_each_partition_gets_its_own_reads_chunks(many, options, bulk_used):  # noqa: F811
+def test_each_partition_gets_its_own_reads_chunks(many, options, units_read):  # noqa: F811
     got = read_through(many, options, iter_partitions_with)
     want = read_through(many, options, partition_by_partition)
     assert [(n, r) for n, _, r in got] == [(n, r) for n, _, r in want]
     for (_, a, _), (_, b, _) in zip(got, want):
         assert_same_chunks(a, b)
-    assert bulk_used["chunks"] == 60 and bulk_used["fallback"] == 0
+    assert units_read["chunks"] == 60 and units_read["fallback"] == 0
 
 
 @pytest.mark.parametrize("options", OPTION_SETS[1:3], ids=["stats", "checks"])
-def test_damaged_partitions_are_read_the_usual_way(damaged, options, bulk_used):
+def test_damaged_partitions_are_read_the_usual_way(damaged, options, units_read):
     got = read_through(damaged, options, iter_partitions_with)
     want = read_through(damaged, options, partition_by_partition)
     assert [(n, r) for n, _, r in got] == [(n, r) for n, _, r in want]
     for (_, a, _), (_, b, _) in zip(got, want):
         assert_same_chunks(a, b)
-    assert bulk_used["fallback"] >= 5 and bulk_used["chunks"] >= 40
+    assert units_read["fallback"] >= 5 and units_read["chunks"] >= 40
 
 
 def test_a_planning_error_is_raised_in_its_turn(many, monkeypatch):  # noqa: F811
@@ -210,20 +195,20 @@ def assert_commands_same(root, tmp_path, monkeypatch, capsys, commands=COMMANDS)
 
 @pytest.mark.parametrize("which", ["clean", "damaged"])
 def test_commands_read_many_partitions_in_one_pass(many, damaged, which, tmp_path, monkeypatch, capsys,  # noqa: F811
-                                                   bulk_used):
+                                                   units_read):
     root = many if which == "clean" else damaged
     assert_commands_same(root, tmp_path, monkeypatch, capsys)
-    assert bulk_used["chunks"] >= 40 * 8
+    assert units_read["chunks"] >= 40 * 8
     if which == "damaged":
         got = run(capsys, ["verify", "--json", root])
         problems = [json.loads(line) for line in got[1].splitlines()]
         assert got[0] == 1 and sum(p.get("severity") == "error" for p in problems) >= 4
 
 
-def test_commands_on_the_sample_and_the_real_corpus(sample, real_corpus, tmp_path, monkeypatch, capsys, bulk_used):
+def test_commands_on_the_sample_and_the_real_corpus(sample, real_corpus, tmp_path, monkeypatch, capsys, units_read):
     for root in [sample] + sorted((real_corpus / "broker-dirs").iterdir()):
         assert_commands_same(root, tmp_path, monkeypatch, capsys)
-    assert bulk_used["chunks"] > 0
+    assert units_read["chunks"] > 0
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "arrow"])

@@ -342,14 +342,12 @@ def _of_a_read(o):
     return type(o).__module__.startswith("kafkafmt") or isinstance(o, (np.ndarray, pa.Buffer, pa.Array))
 
 
-def test_many_small_typed_partitions_are_read_in_one_pass(backup, tmp_path, monkeypatch):
+def test_many_small_typed_partitions_are_read_in_one_pass(backup, tmp_path, units_read):
     """read_log_dirs, iter_log_dirs, the Polars scan and a lakehouse export of many small partitions with typed
     values decode their records in one pass (as untyped reads do) and type each partition's chunks as its own read types them: the values are
     confluent-kafka's deserializer's, the table and report entries those of each partition read on its own
     (a bad value's entry names its partition's segment), on one thread and on two."""
     import shutil
-
-    import kafkafmt.read._readers as readers
 
     src, m, _, _ = backup
     root = tmp_path / "logs"
@@ -361,15 +359,7 @@ def test_many_small_typed_partitions_are_read_in_one_pass(backup, tmp_path, monk
             vals[2] = b"not avro"
         kafkafmt.write_log_dir(str(root / f"orders-{p}"), values=vals, keys=[b"k%d" % i for i in range(5)])
         values += vals
-    seen = {"chunks": 0, "fallback": 0, "records": 0}
-    real = readers.read_units
-
-    def counting(*args, **kwargs):
-        for kind, x, idx in real(*args, **kwargs):
-            seen[kind] += 1
-            yield kind, x, idx
-
-    monkeypatch.setattr(readers, "read_units", counting)
+    seen = units_read
     want = pa.concat_tables([kafkafmt.read_log_dir(str(root / f"orders-{p}"), value_format="avro",
                                                    schema_registry=str(root)).to_arrow() for p in range(30)])
     for threads in (1, 2):
