@@ -355,13 +355,10 @@ def iter_partitions_with(parts, options, *, typed=None, start_offsets=None):
                                  decoding.replace(threads=1, binary=options.binary), chain=True,
                                  max_bytes=_PIECE_BYTES, per_unit=True, chunk_bytes=options.max_bytes):
         if kind == "fallback":
-            i = x
-        unit = units[i]
-        if kind == "fallback":
-            chunks = usual(unit, parts[i])
+            i, chunks = x, usual(units[x], parts[x])
         else:
-            chunks = _typed_chunks(x, unit.report, typed) if typed.active else iter(x)
-        yield parts[i], chunks, unit.report
+            chunks = _typed_chunks(x, units[i].report, typed) if typed.active else iter(x)
+        yield parts[i], chunks, units[i].report
         units[i] = None              # (read: its planned tasks go)
 
 
@@ -727,7 +724,8 @@ def _read_log_dirs(root, topics, partitions, options):
     typed = scan_named(typed, found, options)
     if len(found) > 1 and not typed.active and options.binary == "contiguous":
         parts = _read_bulk(found, report, typed, options)
-    elif len(found) > 1 and options.binary == "contiguous" and (n == 1 or _small(found)):
+    elif len(found) > 1 and options.binary == "contiguous" and \
+            (n == 1 or _small(sum(map(_log_bytes, found)), len(found))):
         parts = _read_typed_bulk(found, report, typed, options)
     elif n > 1 and len(found) > 1:
         _announce(found, options)
@@ -770,10 +768,15 @@ def _read_log_dirs(root, topics, partitions, options):
 BULK_RUN_MIN_BYTES = 64 << 10
 
 
-def _small(found):
-    """Whether the partitions hold less than `BULK_RUN_MIN_BYTES` of log each on average (their listings'
-    ``.log`` sizes): read on one thread, as threads would only contend for their Python work."""
-    return sum(listed_size(p.listing or (), LOG_SUFFIX) for p in found) < BULK_RUN_MIN_BYTES * len(found)
+def _log_bytes(part):
+    """The bytes of a partition's ``.log`` files, as its listing says."""
+    return listed_size(part.listing or (), LOG_SUFFIX)
+
+
+def _small(total, count):
+    """Whether ``count`` partitions of ``total`` bytes of log hold less than `BULK_RUN_MIN_BYTES` each on average:
+    read on one thread, as threads would only contend for their Python work."""
+    return total < BULK_RUN_MIN_BYTES * count
 
 
 def _read_typed_bulk(found, report, typed, options):
@@ -812,23 +815,20 @@ def _read_bulk(found, report, typed, options):
                                     keep_empty=True, whole_tasks=True, typed=typed, committed=committed))
         return _partition_records(p, chunks, unit.report, options.columns, options.binary, typed)
 
-    def log_bytes(p):
-        return listed_size(p.listing or (), LOG_SUFFIX)
-
     parts = []          # Records, or a pool's future of one (or of a share's parts)
     try:
         if pool is None:
             _announce(found, options)
             for kind, x, _ in read_units(_planned_units(found, itertools.repeat(options), units),
                                          decoding.replace(threads=1), chain=True,
-                                         expected_bytes=sum(map(log_bytes, found)) or None):
+                                         expected_bytes=sum(map(_log_bytes, found)) or None):
                 parts.append(x if kind == "records" else usual(x))
         else:
             # threads: the partitions shared out in contiguous runs of about equal bytes (their listed .log
             # sizes), each run planned and read in bulk by a thread of its own -- one run where they are small
             # (the read then bound by its Python work per partition, which threads would only contend for)
-            sizes = np.cumsum([log_bytes(p) for p in found])
-            runs_of = n if sizes[-1] >= BULK_RUN_MIN_BYTES * len(found) else 1
+            sizes = np.cumsum([_log_bytes(p) for p in found])
+            runs_of = 1 if _small(sizes[-1], len(found)) else n
             cuts = np.searchsorted(sizes, sizes[-1] * np.arange(1, runs_of) / runs_of, side="right")
             edges = sorted({0, len(found), *[int(c) for c in cuts]})
 
