@@ -385,3 +385,87 @@ def test_many_small_typed_partitions_are_read_in_one_pass(backup, tmp_path, unit
                                                                              ("offset", "ascending")])
     assert seen["chunks"] == 150 and (exported.rows, exported.dead_letters) == (149, 1)   # (value_errors="dlq")
     assert [v for v in table.column("value").to_pylist()] == [v for v in want.column("value").to_pylist() if v]
+
+
+def test_the_values_of_many_small_partitions_are_typed_at_once(backup, tmp_path, monkeypatch):
+    """A read of many small partitions types the values of each run of one topic's partitions in its pass with
+    one call, each chunk its rows of that, when the values all read whole; a pass holding a bad value, or values
+    of a format that infers its type from them (plain JSON), is typed chunk by chunk: the same table and report
+    as each partition read on its own, the bad value's entry naming its partition's segment."""
+    import json
+    import shutil
+
+    import kafkafmt.read._piecetyping as piecetyping
+    import kafkafmt.read._readers as readers
+
+    src, m, _, users = backup
+    root = tmp_path / "logs"
+    shutil.copytree(src / "_schemas-0", root / "_schemas-0")
+    values = {}
+    for p in range(12):
+        values[p] = [m.serializer(ORDER_V1 if p % 2 else ORDER_V2)(order(10 * p + i)) for i in range(4)]
+        kafkafmt.write_log_dir(str(root / f"orders-{p}"), values=values[p])
+    for p in range(3):                     # (a topic without a schema, kept as bytes: a run of its own)
+        kafkafmt.write_log_dir(str(root / f"plain-{p}"), values=[b"x%d" % i for i in range(3)])
+    calls = {"n": 0}
+
+    def counted(real):
+        def call(*args, **kwargs):
+            calls["n"] += 1
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(piecetyping, "decode_values", counted(piecetyping.decode_values))
+    monkeypatch.setattr(readers, "decode_values", counted(readers.decode_values))
+
+    def each(topics, **kw):
+        parts = sorted(p for p in os.listdir(root) if p.rpartition("-")[0] in topics)
+        return pa.concat_tables([kafkafmt.read_log_dir(str(root / p), schema_registry=str(root), **kw).to_arrow()
+                                 for p in sorted(parts, key=lambda p: (p.rpartition("-")[0], int(p.rpartition("-")[2])))],
+                                promote_options="permissive")     # (a topic kept as bytes: its values null)
+
+    want = each(["orders", "plain"], value_format="avro", untyped_topics="bytes")
+    monkeypatch.setattr(readers, "piece_typed", lambda piece, typed: None)       # (each chunk typed on its own)
+    one_by_one = kafkafmt.read_log_dirs(str(root), topics=["orders", "plain"], value_format="avro",
+                                        untyped_topics="bytes").to_arrow()
+    monkeypatch.undo()
+    monkeypatch.setattr(piecetyping, "decode_values", counted(piecetyping.decode_values))
+    monkeypatch.setattr(readers, "decode_values", counted(readers.decode_values))
+    for name in one_by_one.column_names:
+        assert one_by_one.column(name).to_pylist() == want.column(name).to_pylist(), name
+    for threads in (1, 2):
+        calls["n"] = 0
+        recs = kafkafmt.read_log_dirs(str(root), topics=["orders", "plain"], value_format="avro",
+                                      untyped_topics="bytes", threads=threads)
+        assert recs.to_arrow().equals(one_by_one) and recs.report == []
+        assert calls["n"] == 2                          # (orders, then plain: one call each, not 15)
+    ordered = [v for p in range(12) for v in values[p]]
+    assert same(plain(recs.typed["value"].values[:48]), expected(m, ordered, ORDER_V2))
+    calls["n"] = 0
+    chunks = list(kafkafmt.iter_log_dirs(str(root), topics="orders", value_format="avro"))
+    assert calls["n"] == 1
+    assert pa.concat_tables([c.to_arrow() for c in chunks]).equals(each(["orders"], value_format="avro"))
+    # each chunk's typed arrays are its own, as its own read's are (not views of the pass's: a consumer may copy
+    # all that a view holds, for each chunk)
+    own = [list(kafkafmt.iter_log_dir(str(root / f"orders-{p}"), value_format="avro", schema_registry=str(root)))
+           for p in range(12)]
+    assert [len(o) for o in own] == [1] * 12
+    assert [c.typed["value"].values.get_total_buffer_size() for c in chunks] == \
+        [o[0].typed["value"].values.get_total_buffer_size() for o in own]
+    # a bad value: every chunk of its pass typed on its own, its entry naming its partition's segment
+    kafkafmt.write_log_dir(str(root / "orders-12"), values=[values[0][0], b"not avro"])
+    calls["n"] = 0
+    recs = kafkafmt.read_log_dirs(str(root), topics="orders", value_format="avro", threads=1)
+    assert calls["n"] == 1 + 13             # (the pass's once, then each chunk's)
+    assert recs.to_arrow().equals(each(["orders"], value_format="avro"))
+    bad = [e for e in recs.report if e.kind is ReportKind.BAD_VALUE]
+    assert [(os.path.basename(os.path.dirname(e.file)), e.offset) for e in bad] == [("orders-12", 1)]
+    # plain JSON infers its type from the values it is given: typed chunk by chunk (each partition's values
+    # here infer a type of their own, merged when the chunks are joined)
+    docs = [[{"n": i, **({"m": "x"} if p % 2 else {})} for i in range(3)] for p in range(4)]
+    for p in range(4):
+        kafkafmt.write_log_dir(str(root / f"events-{p}"), values=[json.dumps(d).encode() for d in docs[p]])
+    calls["n"] = 0
+    recs = kafkafmt.read_log_dirs(str(root), topics="events", value_format="json")
+    assert calls["n"] == 4
+    assert recs.typed["value"].values.to_pylist() == [{"m": d.get("m"), "n": d["n"]} for ds in docs for d in ds]

@@ -37,7 +37,8 @@ from kafkafmt._util.threads import resolve_threads, thread_pool
 from kafkafmt._util.collect import paused
 from kafkafmt._native.arraymem import plain_arrays
 from kafkafmt.log import read_task, read_tasks
-from kafkafmt.log import Unit, announce, read_units
+from kafkafmt.log import Unit, UnitChunks, announce, read_units
+from kafkafmt.read._piecetyping import piece_typed
 from kafkafmt.values import DEFAULT_MAX_DEPTH, FailedValues, decode_values, empty_typed, gather_views, get_format
 
 __all__ = ["read_log_dir", "read_log_dirs", "iter_log_dir", "iter_log_dirs", "read_segment", "read_log_dir_with",
@@ -275,9 +276,16 @@ def _typed_chunk(recs, report, typed):
 
 def _typed_chunks(chunks, report, typed):
     """A partition's chunks read in one pass with others (`kafkafmt.log.UnitChunks`), typed as its own read
-    types each."""
-    for recs in chunks:
-        yield _typed_chunk(recs, report, typed)
+    types each: their rows of the pass's values typed at once where that gives the same (`piece_typed`), else
+    each chunk on its own."""
+    whole = piece_typed(chunks.piece, typed) if isinstance(chunks, UnitChunks) else None
+    if whole is None:
+        for recs in chunks:
+            yield _typed_chunk(recs, report, typed)
+        return
+    edges, first = chunks.piece.record_edges, int(chunks.piece.unit_edges[chunks.index])
+    for k, recs in enumerate(chunks):
+        yield _drop_raw(recs.replace(typed=whole.rows(int(edges[first + k]), int(edges[first + k + 1]))), typed)
 
 
 def _read_tasks_parallel(tasks, report, options, errors, threads):
