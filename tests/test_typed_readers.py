@@ -469,3 +469,50 @@ def test_the_values_of_many_small_partitions_are_typed_at_once(backup, tmp_path,
     recs = kafkafmt.read_log_dirs(str(root), topics="events", value_format="json")
     assert calls["n"] == 4
     assert recs.typed["value"].values.to_pylist() == [{"m": d.get("m"), "n": d["n"]} for ds in docs for d in ds]
+
+
+def test_typed_exports_lay_out_many_small_partitions_a_topic_at_a_time(backup, tmp_path, monkeypatch, capsys):
+    """``export --value-format avro --to x.parquet`` and a lakehouse export lay out the typed chunks of many small
+    partitions a topic at a time, not a table a chunk: the same file and table as a table a chunk gives."""
+    import shutil
+
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable
+
+    import kafkafmt.cli.export as cli_export
+    import kafkafmt.lakehouse.export as lake_export
+    from kafkafmt.cli import main
+
+    src, m, _, _ = backup
+    root = tmp_path / "logs"
+    shutil.copytree(src / "_schemas-0", root / "_schemas-0")
+    for p in range(10):
+        kafkafmt.write_log_dir(str(root / f"orders-{p}"),
+                               values=[m.serializer(ORDER_V2)(order(10 * p + i)) for i in range(3)])
+    for p in range(4):
+        kafkafmt.write_log_dir(str(root / f"plain-{p}"), values=[b"x%d" % i for i in range(2)])
+    laid = []
+    to_table, chunk_table = cli_export.to_table, lake_export.chunk_table
+    monkeypatch.setattr(cli_export, "to_table", lambda recs, schema: laid.append(recs.topic) or to_table(recs, schema))
+    monkeypatch.setattr(lake_export, "chunk_table", lambda chunk, *a: laid.append(chunk.topic) or chunk_table(chunk, *a))
+
+    def both(tag):
+        laid.clear()
+        out = str(tmp_path / f"{tag}.parquet")
+        assert main(["export", str(root), "--topics", "orders,plain", "--value-format", "avro", "--untyped-topics",
+                     "bytes", "--to", out, "-q"]) == 0
+        kafkafmt.export_table(str(root), str(tmp_path / tag), format="delta", topics=["orders"],
+                              value_format="avro")
+        table = DeltaTable(str(tmp_path / tag)).to_pyarrow_table().sort_by([("partition", "ascending"),
+                                                                            ("offset", "ascending")])
+        return list(laid), pq.read_table(out), table.drop_columns(["ingested_at"] if "ingested_at" in
+                                                                  table.column_names else [])
+
+    got = both("gathered")
+    monkeypatch.setattr(cli_export, "GATHER_ROWS", 1)          # a table a chunk, as before
+    monkeypatch.setattr(lake_export, "WRITE_ROWS", 1)
+    want = both("each")
+    capsys.readouterr()
+    assert got[0] == ["orders", "plain", "orders"]
+    assert want[0] == ["orders"] * 10 + ["plain"] * 4 + ["orders"] * 10
+    assert got[1].num_rows == 38 and got[1].equals(want[1]) and got[2].equals(want[2])

@@ -184,12 +184,13 @@ class _ArrowWriter:
             self.parquet = False
 
     def write(self, recs):
-        if recs.typed or not isinstance(recs.topic, str):       # (typed values, a file's records: a table each)
+        if not isinstance(recs.topic, str):       # (a file's records: a table each)
             self._gathered()
             self._add(recs)
             return
-        # the chunks of many small partitions laid out as one table (a table a chunk made that most of the export)
-        for chunks in self.gathering.add(recs, len(recs), decoded_bytes(recs)):
+        # the chunks of many small partitions laid out as one table (a table a chunk made that most of the export);
+        # typed ones a topic at a time, as each topic's values are typed
+        for chunks in self.gathering.add(recs, len(recs), decoded_bytes(recs), recs.topic if recs.typed else None):
             self._add(join_chunks(chunks))
 
     def _gathered(self):

@@ -566,8 +566,9 @@ class _Run:
         self.dead = dead
         self.identity = identity            # upsert: the column of the key bytes
         self.buffer = LatestBuffer(identity) if identity is not None else None
-        # (untyped appends: chunks gathered up to WRITE_ROWS rows or a chunk's bytes before they are written)
-        self.gathering = Gathering(WRITE_ROWS, CHUNK_BYTES) if plan is None and identity is None else None
+        # (appends: chunks gathered up to WRITE_ROWS rows or a chunk's bytes before they are written; typed ones
+        # a topic at a time, as each topic's rows are typed)
+        self.gathering = Gathering(WRITE_ROWS, CHUNK_BYTES) if identity is None else None
         self.clear = set(clear)     # upsert: (topic, partition)s whose rows the next commit removes first
         self.pending = {}           # (topic, partition) -> [start, next] of the next commit
         self.writer_ids = {}        # (side, topic) -> writer schema ids of the next commit
@@ -618,9 +619,10 @@ class _Run:
         if self.gathering is None:
             self._write(chunk)
             return
-        # plain records: the chunks of many small partitions laid out and written together (a table a chunk
-        # made that most of an export of small partitions), each partition's rows in its order, as before
-        for chunks in self.gathering.add(chunk, len(chunk), decoded_bytes(chunk)):
+        # appends: the chunks of many small partitions laid out and written together (a table a chunk made that
+        # most of an export of small partitions), each partition's rows in its order, as before
+        key = chunk.topic if self.plan is not None else None
+        for chunks in self.gathering.add(chunk, len(chunk), decoded_bytes(chunk), key):
             self._write(join_chunks(chunks))
 
     def _write_gathered(self):

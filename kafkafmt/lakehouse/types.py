@@ -148,6 +148,12 @@ def _own(t):
         pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)
 
 
+#: `table_column` joins the chunks of a chunked array before converting them when they hold fewer bytes than this on
+#: average (the many small chunks of many small partitions written together) and all of them fewer than the other
+_JOIN_BYTES_A_CHUNK = 1 << 20
+_JOIN_MAX_BYTES = 256 << 20
+
+
 def table_column(arr, fmt):
     """An array (or chunked array) of kafkafmt's as `table_type` of its type: Arrow's cast, and
     where it does not do what the table needs -- a month_day_nano interval as the struct of its
@@ -174,7 +180,10 @@ def table_column(arr, fmt):
     """
     pa = _pa()
     if isinstance(arr, pa.ChunkedArray):
-        return pa.chunked_array([table_column(c, fmt) for c in arr.chunks], table_type(arr.type, fmt))
+        if arr.num_chunks > 1 and arr.nbytes < min(_JOIN_BYTES_A_CHUNK * arr.num_chunks, _JOIN_MAX_BYTES):
+            arr = arr.combine_chunks()        # (many small chunks: converted once, not a Python walk each)
+        else:
+            return pa.chunked_array([table_column(c, fmt) for c in arr.chunks], table_type(arr.type, fmt))
     t, target = arr.type, table_type(arr.type, fmt)
     if t == target:
         return arr

@@ -43,9 +43,11 @@ class Gathering:
 
 
 def decoded_bytes(recs):
-    """About how many bytes a chunk's columns hold: its keys' and values' bytes, 25 a record and 40 a header."""
+    """About how many bytes a chunk's columns hold: its keys' and values' bytes (typed ones too), 25 a record and 40
+    a header."""
     key, value, headers = (recs.decoded(side) for side in ("key", "value", "headers"))
     return (25 * len(recs) + sum(c.nbytes for c in (key, value) if c is not None)
+            + sum(dec.values.nbytes for dec in recs.typed.values())
             + (40 * headers.count() if headers is not None else 0))
 
 
