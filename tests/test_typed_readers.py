@@ -509,6 +509,15 @@ def test_typed_exports_lay_out_many_small_partitions_a_topic_at_a_time(backup, t
                                                                   table.column_names else [])
 
     got = both("gathered")
+    import kafkafmt.polars as kpl
+    import kafkafmt.read._polars as polars_scan
+
+    conform = polars_scan.conform_table
+    monkeypatch.setattr(polars_scan, "conform_table", lambda t, schema: laid.append(t.num_rows) or conform(t, schema))
+    laid.clear()
+    frame = kpl.scan_log_dirs(str(root), topics=["orders", "plain"], value_format="avro", untyped_topics="bytes")
+    assert frame.collect().to_arrow().select(got[1].column_names).to_pylist() == got[1].to_pylist()
+    assert laid == [30, 8]
     monkeypatch.setattr(cli_export, "GATHER_ROWS", 1)          # a table a chunk, as before
     monkeypatch.setattr(lake_export, "WRITE_ROWS", 1)
     want = both("each")

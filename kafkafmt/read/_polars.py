@@ -10,7 +10,7 @@ from kafkafmt.log import DEFAULT_REPLICAS, find_partitions
 from kafkafmt.read._options import ReadOptions
 from kafkafmt.read._readers import iter_log_dir, iter_partition_chunks, scan_named
 from kafkafmt.read._gather import Gathering, decoded_bytes, join_chunks
-from kafkafmt.record import COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS, Records, portable_table
+from kafkafmt.record import COLUMNS, TYPED_COLUMNS, UNTYPED_COLUMNS, portable_table
 from kafkafmt.values import DEFAULT_MAX_DEPTH
 from kafkafmt._util.extras import install_command
 
@@ -359,7 +359,10 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
         def frame(tables):
             # one frame of the chunks gathered: what the query wants of it (filter, columns, the rows left)
             nonlocal left
-            df = pl.from_arrow(_joined(tables))
+            table = _joined(tables)
+            if read_typed.active:       # (conformed to the scan's schema: the topics' types merged)
+                table = portable_table(conform_table(table, arrow_schema))
+            df = pl.from_arrow(table)
             if predicate is not None:
                 df = df.filter(predicate)
             if with_columns is not None:
@@ -374,10 +377,9 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
             for recs in _chunks(found, push, options, columns, read_typed, report):
                 if bar is not None:
                     bar.update(_chunk_bytes(recs))
-                # (typed: each chunk's table conformed to the scan's schema; else the chunks joined, then one table)
-                item = portable_table(conform_table(recs.to_arrow(), arrow_schema)) if read_typed.active else recs
-                yield from frames.add(item, len(recs), decoded_bytes(recs),
-                                      item.schema if read_typed.active else None, left)
+                # (the chunks joined, then one table; typed ones a topic at a time, as each topic's are typed)
+                yield from frames.add(recs, len(recs), decoded_bytes(recs), recs.topic if read_typed.active else None,
+                                      left)
             yield from frames.rest()
 
         try:
@@ -413,16 +415,9 @@ def _chunks(found, push, options, columns, typed, report):
 FRAME_ROWS = 1 << 16
 
 
-def _joined(items):
-    """One Arrow table of a frame's chunks: `Records` joined (`Records.concat`: one table made, not a table a
-    chunk) or tables concatenated."""
-    if isinstance(items[0], Records):
-        return join_chunks(items).to_arrow()
-    if len(items) == 1:
-        return items[0]
-    import pyarrow as pa
-
-    return pa.concat_tables(items)
+def _joined(chunks):
+    """One Arrow table of a frame's chunks, joined (`Records.concat`: one table made, not a table a chunk)."""
+    return join_chunks(chunks).to_arrow()
 
 
 def _chunk_bytes(recs):
