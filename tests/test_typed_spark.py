@@ -155,3 +155,45 @@ def test_export_spark_engine_types_values_as_the_local_engine(sample, tmp_path):
                         "--value-format", "avro", "--format", "jsonl", "--engine", "spark", "--to",
                         str(tmp_path / "spark-jsonl")], capture_output=True, text=True)
     assert p.returncode == 2 and "parquet only" in p.stderr and not (tmp_path / "spark-jsonl").exists()
+
+
+def test_a_tasks_small_typed_partitions_are_typed_a_piece_at_once(backup, tmp_path, monkeypatch):
+    """A Spark task reading many small partitions with typed values reads them in one pass and types the pass's
+    values with one call: the rows each partition's own read gives (the library's, checked against
+    confluent-kafka's deserializer in test_typed_readers.py); a pass holding a bad value read FAILFAST is read task
+    by task, the error naming its record's segment and offset; PERMISSIVE types it at once, the bad value null
+    with its reason."""
+    import kafkafmt.spark.read as spark_read
+    from kafkafmt.spark.source import KafkaSegmentsDataSource
+
+    src, m, _, _ = backup
+    root = tmp_path / "logs"
+    shutil.copytree(src / "_schemas-0", root / "_schemas-0")
+    for p in range(12):
+        kafkafmt.write_log_dir(str(root / f"orders-{p}"),
+                               values=[m.serializer(ORDER_V2)(order(10 * p + i)) for i in range(4)])
+    calls = []
+    real = spark_read.decode_values
+    monkeypatch.setattr(spark_read, "decode_values", lambda recs, typed: calls.append(len(recs)) or real(recs, typed))
+
+    def rows(**options):
+        source = KafkaSegmentsDataSource({"path": str(root), "subscribe": "orders", "valueFormat": "avro", **options})
+        reader = source.reader(source.schema())
+        calls.clear()
+        out = [r for part in reader.partitions() for batch in spark_read.read_tasks(part.tasks, reader.schema,
+                                                                                    reader.opts)
+               for r in batch.select(["topic", "partition", "offset", "value", "valueSchemaId", "valueError"])
+               .to_pylist()]
+        return sorted(out, key=lambda r: (r["partition"], r["offset"]))
+
+    lib = kafkafmt.read_log_dirs(str(root), topics="orders", value_format="avro").to_arrow()
+    lib = sorted(lib.select(["topic", "partition", "offset", "value", "valueSchemaId", "valueError"]).to_pylist(),
+                 key=lambda r: (r["partition"], r["offset"]))
+    assert rows() == lib and calls == [48]
+    kafkafmt.write_log_dir(str(root / "orders-12"), values=[b"not avro"])
+    with pytest.raises(kafkafmt.errors.ValueDecodeError) as info:
+        rows()
+    assert calls == [49] + [4] * 12 + [1]       # (the pass's, then each task's, up to the bad value's)
+    assert "orders-12" in str(info.value) and "offset 0" in str(info.value) and "mode=PERMISSIVE" in str(info.value)
+    got = rows(mode="PERMISSIVE")
+    assert calls == [49] and got[:48] == lib and got[48]["value"] is None and "magic" in got[48]["valueError"]

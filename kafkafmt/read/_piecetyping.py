@@ -82,7 +82,7 @@ def _type_piece(piece, typed):
         while k < len(units) and units[k].topic == topic:
             k += 1
         if topic not in known:
-            known[topic] = _types_known(typed, topic)
+            known[topic] = typed.types_known(topic)
         if not known[topic]:
             return None
         lo, hi = rows[j], rows[k]
@@ -96,14 +96,3 @@ def _type_piece(piece, typed):
         columns.append(recs.typed)
         j = k
     return PieceTyped(starts, columns)
-
-
-def _types_known(typed, topic):
-    """Whether the Arrow type of each typed side of ``topic`` is known before reading (or the side is kept as
-    bytes): then a value's typed row is the same whatever values it is typed with."""
-    for side, _, _ in typed.sides():
-        try:
-            typed.arrow_type(side, topic)
-        except Exception:   # noqa: BLE001 - not known before reading (inferred from the values), or not at all
-            return False
-    return True

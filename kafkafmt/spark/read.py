@@ -33,16 +33,18 @@ def read_tasks(tasks, schema, opts):
     convert = _Convert(names, target, opts, typed, table_of)
     timed = [t for t in tasks if isinstance(t, TimeBound)]
     tasks = [t for t in tasks if not isinstance(t, TimeBound)]
-    if table_of is not None or typed is not None:
+    if table_of is not None or (typed is not None and not all(typed.types_known(t) for t in
+                                                              {t.topic for t in tasks} | {tb.part.topic for tb in timed})):
         for t in tasks + [x for tb in timed for x in tb.plan([])]:
             yield from _read_one(t, options, errors, read.max_bytes, convert)
         return
     # a task may start inside a partition: the batch before it is not known here (chain=False)
     units = [Unit([t], t.topic, t.partition, t.log_dir) for t in tasks]
-    for kind, x, _ in read_units(units, options, chain=False, max_bytes=read.max_bytes):
+    for kind, x, idx in read_units(units, options, chain=False, max_bytes=read.max_bytes):
         if kind == "records":
             if len(x):
-                yield from convert(x)
+                yield from _bulk(x, convert, lambda idx=idx: (
+                    b for i in idx for b in _read_one(tasks[i], options, errors, read.max_bytes, convert)))
         else:
             yield from _read_one(tasks[x], options, errors, read.max_bytes, convert)
     yield from read_time_bound(timed, options, errors, read.max_bytes, convert)
@@ -68,7 +70,9 @@ def read_time_bound(timed, options, errors, max_bytes, convert):
         if kind == "records":
             x = x.filter(_kept(x, {small[i].key: small[i] for i in idx}))
             if len(x):
-                yield from convert(x)
+                yield from _bulk(x, convert, lambda idx=idx: (
+                    b for i in idx for t in small[i].plan([]) for b in _read_one(t, options, errors, max_bytes,
+                                                                                 convert)))
         else:
             for t in small[x].plan([]):
                 yield from _read_one(t, options, errors, max_bytes, convert)
@@ -115,6 +119,21 @@ class _Convert:
                 table = self.opts.typed.conform(table)
             table = table.select(self.names)
         yield from cast_table(table, self.target).to_batches()
+
+
+def _bulk(recs, convert, one_by_one):
+    """The record batches of a piece read in bulk; typed values are typed for the whole piece at once (a value's
+    typed row is its own: `kafkafmt.values.TypedOptions.types_known`), and where that raises anything -- a bad
+    value read FAILFAST, topics whose types do not merge -- the piece's tasks are read one by one as before
+    (``one_by_one()``: their batches), each saying what its own read says."""
+    if convert.typed is None:
+        yield from convert(recs)
+        return
+    try:
+        batches = list(convert(recs))
+    except Exception:   # noqa: BLE001 - each task's own read raises (or reads) what it would
+        batches = None
+    yield from one_by_one() if batches is None else batches
 
 
 def _read_one(t, options, errors, max_bytes, convert):

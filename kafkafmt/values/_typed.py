@@ -173,6 +173,18 @@ class TypedOptions:
                                       reader_schema=self.reader(side, topic), **self.shape_options())
         return None
 
+    def types_known(self, topic):
+        """Whether the Arrow type of each typed side of ``topic`` is known before reading (or the side is kept as
+        bytes): then a value's typed row is the same whatever values it is typed with -- not so where a format
+        infers the type from the values it is given (plain JSON without a reader schema), or cannot type the topic
+        at all."""
+        for side, _, _ in self.sides():
+            try:
+                self.arrow_type(side, topic)
+            except Exception:   # noqa: BLE001 - not known before reading, or not at all
+                return False
+        return True
+
     def shape_options(self):
         """The shaping options as `decode_column` and `value_type` take them."""
         return dataclasses.asdict(self.shape)
