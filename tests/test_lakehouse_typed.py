@@ -531,6 +531,28 @@ def test_json_schema_versions_between_runs_evolve_the_table(fmt, tmp_path):
             assert same_value(r["value"], want), f"{reader} offset {r['offset']}: {r['value']} != {want}"
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_topics_kept_as_bytes_beside_typed_ones(fmt, tmp_path):
+    """Every topic of the sample exported with Avro values and ``untyped_topics="bytes"``: the topics without a
+    schema go into the same table, their values null and their bytes in valueBytes (an internal error before:
+    their null value column could not be cast to the typed topic's struct); each record once, in the table or
+    the dead-letter table, as the library reads them."""
+    from kafkafmt.sample import sample_dir
+
+    where = str(tmp_path / "t")
+    got = export(fmt, sample_dir(), where, value_format="avro", untyped_topics="bytes")
+    lib = kafkafmt.read_log_dirs(sample_dir(), value_format="avro", untyped_topics="bytes").to_arrow().to_pylist()
+    bad = [r for r in lib if r["valueError"] is not None]
+    assert (got.rows, got.dead_letters) == (len(lib) - len(bad), len(bad)) and len(bad) == 1
+    want = {(r["topic"], r["partition"], r["offset"]): r for r in lib if r["valueError"] is None}
+    for reader, rows in table_rows(fmt, where).items():
+        assert sorted((r["topic"], r["partition"], r["offset"]) for r in rows) == sorted(want), reader
+        for r in rows:
+            w = want[(r["topic"], r["partition"], r["offset"])]
+            assert r["valueBytes"] == w["valueBytes"] and (r["value"] is None) == (w["value"] is None), reader
+    assert {r["topic"] for r in rows if r["valueBytes"] is not None} >= {"orders", "_schemas"}
+
+
 # --- runs killed at every step: the table and its dead letters hold each record once ------------------------------
 
 def _cli(fmt, root, where, *extra, env=None, check=None, name=TABLE):

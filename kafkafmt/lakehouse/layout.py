@@ -244,6 +244,8 @@ def _conform_array(arr, want):
         return arr
     if isinstance(arr, pa.ChunkedArray):
         return pa.chunked_array([_conform_array(c, want) for c in arr.chunks], type=want)
+    if len(arr) and arr.null_count == len(arr):
+        return pa.nulls(len(arr), want)     # (no value: of any type -- a topic kept as bytes beside typed ones)
     if pa.types.is_struct(want) and pa.types.is_struct(arr.type):
         names = {arr.type.field(i).name: i for i in range(arr.type.num_fields)}
         children = [_conform_array(arr.field(names[f.name]), f.type) if f.name in names else pa.nulls(len(arr), f.type)
