@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import pathlib
 
 import pytest
@@ -211,3 +212,50 @@ def test_a_fifo_named_as_a_side_file_is_never_opened(tmp_path):
     assert d.returncode == 2 and "not a regular file" in d.stderr
     with pytest.raises(StorageError, match="not a regular file"):
         LocalStorage().open(fifo)
+
+
+def test_a_read_of_some_topics_lists_only_their_folders(tmp_path, monkeypatch):
+    """Discovery for a read of some topics (or partition numbers) lists the folders of those partitions and of the
+    cluster's metadata log, not every partition folder of the log dirs; what it finds is what a discovery of
+    everything, filtered, finds -- copies, incarnations and report entries alike; a log dir holding only other
+    topics' partitions is not called empty."""
+    import kcluster
+
+    root = tmp_path / "cluster"
+    kcluster.write_cluster(str(root), {"a": (3, 2), "b": (4, 3), "c": (2, 1)}, seed=3, records=20,
+                           segment_bytes=2000, behind=0.3, empty=0.2)
+    listed = []
+    real_many, real_one = LocalStorage.folder_listings, LocalStorage.folder_listing
+    monkeypatch.setattr(LocalStorage, "folder_listings",
+                        lambda self, paths, *a, **k: listed.extend(paths) or real_many(self, paths, *a, **k))
+    monkeypatch.setattr(LocalStorage, "folder_listing",
+                        lambda self, path, *a, **k: listed.append(path) or real_one(self, path, *a, **k))
+
+    def found(**kw):
+        listed.clear()
+        f = kafkafmt.log.discover(str(root), **kw)
+        return ([(p.topic, p.partition, p.url) for p in f.partitions], [(p.topic, p.partition, p.url) for p in f.unread],
+                [c for c in f.copies], [(e.kind, e.file, e.message) for e in f.report], f.empty_log_dirs)
+
+    everything = found()
+    assert len(listed) == len(set(listed)) == 3 * 2 + 4 * 3 + 2 * 1      # (every copy of every partition)
+    for kw in ({"topics": ["b"]}, {"topics": ["a", "c"], "partitions": [1]}, {"partitions": [0]}):
+        got = found(**kw)
+        want = set(kw.get("topics", ["a", "b", "c"]))
+
+        def keep(tp):
+            return tp[0] in want and tp[1] in kw.get("partitions", range(9))
+
+        def tp_of(path):
+            topic, _, p = os.path.basename(path).rpartition("-")
+            return topic, int(p)
+        asked = [p for p in listed if keep(tp_of(p))]
+        assert sorted(asked) == sorted(u for _, _, u in everything[0] + everything[1] if keep(tp_of(u))), kw
+        # (beyond them, a log dir holding none of them lists one other folder: it holds a partition, not empty)
+        others = [os.path.dirname(p) for p in listed if not keep(tp_of(p))]
+        assert len(others) == len(set(others)) and not {os.path.dirname(p) for p in asked} & set(others), kw
+        assert got[0] == [x for x in everything[0] if keep(x)] and got[1] == [x for x in everything[1] if keep(x)]
+        assert got[2] == [c for c in everything[2] if keep((c.topic, c.partition))]
+        assert got[3] == [e for e in everything[3] if keep(tp_of(re.search(r".*/[a-c]-\d+", e[1]).group()))]
+        assert got[4] == []
+    assert found(topics=["nope"])[4] == [] and found(topics=["nope"])[0] == []

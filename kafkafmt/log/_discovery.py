@@ -449,11 +449,30 @@ def _listed_partition(topic, partition, folder, storage, log_dir, log_start_offs
         "log_start_offset": log_start_offset, "listing": listing, "real": real})
 
 
-def _log_dir_partitions(storage, log_dir, entries, report, cache, threads=1):
+def _log_dir_partitions(storage, log_dir, entries, report, cache, threads=1, wanted=None):
     """The partition folders of a log dir (its listing given), with the log start offsets of its
-    checkpoint file. ``threads``: how many list its folders side by side (`_prefetched_listings`)."""
+    checkpoint file. ``threads``: how many list its folders side by side (`_prefetched_listings`). ``wanted``:
+    ``wanted(topic, partition)`` -> whether a read asks for that partition (None: all); the folders of the others
+    are not listed (nor returned), unless the log dir would hold no partition without them: then they are
+    listed until one is a partition folder, which is returned (the log dir is not empty)."""
     starts = _log_starts(storage, log_dir, entries, report)
     folders = [(e, listed_folder(e.name)) for e in entries if e.is_dir]
+    others = []
+    if wanted is not None:
+        others = [(e, tp) for e, tp in folders if tp is not None and tp is not LEFTOVER_FOLDER and not wanted(*tp)]
+        folders = [(e, tp) for e, tp in folders if tp is None or tp is LEFTOVER_FOLDER or wanted(*tp)]
+    found = _partition_folders(storage, log_dir, folders, starts, report, cache, threads)
+    for e, tp in others if not found else ():
+        found = _partition_folders(storage, log_dir, [(e, tp)], starts, report, cache, 1)
+        if found:
+            break
+    found.sort(key=lambda p: (p.topic, p.partition))
+    return found
+
+
+def _partition_folders(storage, log_dir, folders, starts, report, cache, threads):
+    """The partitions of a log dir's folders (``(entry, listed_folder(name))`` pairs), listed (a folder being
+    deleted, moved or left stray reported)."""
     ahead = _prefetched_listings(storage, [e.path for e, tp in folders if tp is not None and tp is not LEFTOVER_FOLDER],
                                  cache, threads)
     found = []
@@ -480,7 +499,6 @@ def _log_dir_partitions(storage, log_dir, entries, report, cache, threads=1):
             real = os.path.realpath(e.path) if e.is_link else os.path.join(real_dir, e.name)
         found.append(_listed_partition(tp[0], tp[1], e.path, storage, log_dir, starts.get(tp),
                                        sub if compact else tuple(sub), real))
-    found.sort(key=lambda p: (p.topic, p.partition))
     return found
 
 
@@ -711,8 +729,9 @@ class Found:
 class _Walk:
     """One walk over the roots: what was found, and the folders already visited."""
 
-    def __init__(self, report, max_depth, cache, files, threads=1):
+    def __init__(self, report, max_depth, cache, files, threads=1, wanted=None):
         self.threads = threads
+        self.wanted = wanted
         self.found = Found(report=report)
         self.plain = []
         self.remote = []
@@ -753,7 +772,8 @@ class _Walk:
         if kind == "log_dir":
             self.found.log_dirs_paths.append(path)
             self.found.log_dir_urls.append(storage.url(path))
-            own = _log_dir_partitions(storage, path, entries, self.found.report, self.cache, self.threads)
+            own = _log_dir_partitions(storage, path, entries, self.found.report, self.cache, self.threads,
+                                      self.wanted)
             if not own:
                 self.found.empty_log_dirs.append(storage.url(path))
             self.plain += own
@@ -798,7 +818,8 @@ def _discover(roots, topics, partitions, storage_options, filesystem, storage, t
     roots = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
     cache = {_ONE_PASS: True} if cache is None else cache
     cache[_PASS] = cache.get(_PASS, 0) + 1     # listings without a change token are fresh for this pass
-    walk = _Walk([] if report is None else report, max_depth, cache, files, threads)
+    walk = _Walk([] if report is None else report, max_depth, cache, files, threads,
+                 _listed_wanted(_as_set(topics), _as_set(partitions)))
     for root in roots:
         if storage is not None:
             st, path = storage, root
@@ -828,6 +849,14 @@ def _discover(roots, topics, partitions, storage_options, filesystem, storage, t
     parts.sort(key=lambda q: (q.topic, q.partition, q.log_dir_url))
     found.partitions = parts
     return found
+
+
+def _listed_wanted(topics, partitions):
+    """What discovery lists the partition folders of, of a read of ``topics`` / ``partitions`` (None: all):
+    those asked for, and the cluster's metadata log's (the live topic ids, when incarnations differ)."""
+    if topics is None and partitions is None:
+        return None
+    return lambda t, p: t == METADATA_TOPIC or _wanted(t, p, topics, partitions)
 
 
 def _live_ids_of(parts):
