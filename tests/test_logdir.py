@@ -1005,3 +1005,18 @@ def test_streaming_memory_is_bounded(big_logs, codec):
     assert stream["biggest_chunk"] <= mb + (256 << 10) + VALUE
     assert stream["growth"] < full["growth"] / 3
     assert stream["growth"] < 32 * mb
+
+
+def test_stored_bytes_are_the_bytes_of_the_batches_read(tmp_path):
+    """``Records.stored_bytes``: a whole log's read goes through every byte of its segments; a read from an offset
+    the bytes of the batches it went through; none without batches."""
+    folder = str(tmp_path / "t-0")
+    kafkafmt.write_log_dir(folder, values=[b"v%d" % i for i in range(500)], batch_size=256, segment_bytes=1500)
+    logs = [os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".log")]
+    whole = kafkafmt.read_log_dir(folder)
+    assert len(logs) > 2 and whole.stored_bytes == sum(os.path.getsize(f) for f in logs)
+    tail = kafkafmt.read_log_dir(folder, start_offset=300)
+    assert 0 < tail.stored_bytes == int(tail.batches["size"].sum()) < whole.stored_bytes
+    past = kafkafmt.read_log_dir(folder, start_offset=10_000)      # (no record: the batches it went through)
+    assert len(past) == 0 and past.stored_bytes == int(past.batches["size"].sum())
+    assert kafkafmt.decode(b"").stored_bytes == 0

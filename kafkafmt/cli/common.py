@@ -7,7 +7,6 @@ import os
 import re
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.usage import UsageError
@@ -617,5 +616,3 @@ def bytes_encoder(mode):
     raise UsageError(f"unknown bytes encoding {mode!r} (base64, utf8, hex)")
 
 
-def batch_bytes(batches):
-    return int(np.asarray(batches["size"], np.int64).sum()) if len(batches) else 0

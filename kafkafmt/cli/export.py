@@ -504,7 +504,7 @@ def _stream_export(args, console, total, sources, open_writer, write):
                                 if limit is not None and len(chunk) > limit - state["taken"]:
                                     chunk = chunk[:limit - state["taken"]]
                                 state["taken"] += write(writer, chunk, state)
-                            prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
+                            prog.advance(chunk.stored_bytes, len(chunk))
                             crash_point()
                             state["gone"] = console.gone
                             if limit is not None and state["taken"] >= limit or state["gone"]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import os
 
-import numpy as np
 
 from kafkafmt.log import Partition, segment_file_name
 from kafkafmt.read import iter_partitions_with
@@ -83,7 +82,7 @@ def run(args, console):
                 for chunk in fr.chunks(report, read_options(args, errors="salvage", verify_crc=True,
                                                            include_control=True)):
                     ps.add(chunk)
-                    prog.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
+                    prog.advance(chunk.stored_bytes, len(chunk))
                 topic, part = fr.topic, fr.partition
             problems += ps.note_problems(report, 0, say)[1]
             if not ps.segments:

@@ -45,7 +45,6 @@ from __future__ import annotations
 import functools
 import time
 
-import numpy as np
 
 from kafkafmt.read import iter_partitions_with
 from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, SegmentInfo, Twins, topic_id_problems, will_check
@@ -111,7 +110,7 @@ class Verifier(Checker):
             self.c.write(p.text())
 
     def advance(self, chunk):
-        self.progress.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
+        self.progress.advance(chunk.stored_bytes, len(chunk))
 
     # -- driving -----------------------------------------------------------------------------------
     def run(self):

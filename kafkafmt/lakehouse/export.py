@@ -515,7 +515,7 @@ def _export_one(job, found, to, table):
                                            typed=None if typed is None else scan_named(typed, reading, options),
                                            start_offsets=[starts[(p.topic, p.partition)] for p in reading]):
             tp = (chunk.topic, chunk.partition)
-            stored_bytes = int(np.asarray(chunk.batches["size"], np.int64).sum()) if len(chunk.batches) else 0
+            stored_bytes = chunk.stored_bytes
             if typed is not None:
                 unreadable.add(chunk)
             run.add(tp, chunk, starts[tp], exact_batches, end_offset)

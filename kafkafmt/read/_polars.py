@@ -376,7 +376,7 @@ def scan_log_dirs(roots, topics=None, partitions=None, *, storage_options=None, 
             # the chunks read, gathered into frames (lists of chunks); the rows still wanted read as each is added
             for recs in _chunks(found, push, options, columns, read_typed, report):
                 if bar is not None:
-                    bar.update(_chunk_bytes(recs))
+                    bar.update(recs.stored_bytes)
                 # (the chunks joined, then one table; typed ones a topic at a time, as each topic's are typed)
                 yield from frames.add(recs, len(recs), decoded_bytes(recs), recs.topic if read_typed.active else None,
                                       left)
@@ -418,11 +418,6 @@ FRAME_ROWS = 1 << 16
 def _joined(chunks):
     """One Arrow table of a frame's chunks, joined (`Records.concat`: one table made, not a table a chunk)."""
     return join_chunks(chunks).to_arrow()
-
-
-def _chunk_bytes(recs):
-    """Stored bytes of a chunk's batches."""
-    return int(recs.batches["size"].sum()) if "size" in recs.batches.columns else 0
 
 
 def _progress_bar(found, report):

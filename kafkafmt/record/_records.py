@@ -581,6 +581,14 @@ class Records:
         return self.batches[name][self.batch_index]
 
     @property
+    def stored_bytes(self):
+        """How many bytes of their segments the records' batches take (each batch's size, summed): what a read
+        of them went through, for progress and throughput figures."""
+        if "size" not in self.batches.columns or not len(self.batches):
+            return 0
+        return int(np.asarray(self.batches["size"], np.int64).sum())
+
+    @property
     def sequence(self):
         """Producer sequence number of each record (-1 when the batch has none)."""
         base = self.batch_column("base_sequence").astype(np.int64)

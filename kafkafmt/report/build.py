@@ -238,7 +238,7 @@ class Builder:
 
         def advance(chunk):
             if progress is not None:
-                progress.advance(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
+                progress.advance(chunk.stored_bytes, len(chunk))
 
         if self.checks:
             will_check(list(self.partitions) + list(self.found.unread))   # (object stores: fetched ahead)

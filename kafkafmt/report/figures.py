@@ -449,7 +449,7 @@ def counting_stats(part, chunks, report, *, on_chunk=None, on_problem=None, on_c
             if at_once is None:
                 ps.add(chunk)
                 if on_counted is not None:
-                    on_counted(int(np.asarray(chunk.batches["size"], np.int64).sum()), len(chunk))
+                    on_counted(chunk.stored_bytes, len(chunk))
             if on_chunk is not None:
                 on_chunk(chunk)
             state["seen"], found = ps.note_problems(report, state["seen"], on_problem)
