@@ -5,6 +5,7 @@ real broker data, the sample, and generated dirs with every kind of damage (a da
 the usual way, in its place). The same for iter_log_dirs' chunks (each partition's own iter_log_dir
 chunks) and the Polars scan's frame. Also: discovery shares its listings, and read_log_dir on one partition
 never lists its siblings."""
+import contextlib
 import os
 import shutil
 import struct
@@ -18,6 +19,7 @@ from kafkafmt.log import Unit, discover, find_partitions, plan, read_units
 from kafkafmt.log import _bulk as bulk
 from kafkafmt.read import decoded_bytes, iter_log_dir, read_log_dir, read_log_dirs
 from kafkafmt.record import DecodeOptions, Records
+import kafkafmt.read._readers as readers
 from kafkafmt.storage import _local
 
 import kpy
@@ -25,15 +27,28 @@ import kpy
 
 # --- the reference: every partition read on its own, concatenated ------------------------------------------
 
+@contextlib.contextmanager
+def segment_by_segment():
+    """`read_log_dir` reading each segment on its own (as it does a log of more than a few MiB): the reference the
+    reads in one pass are held to."""
+    readers._SEGMENTS_AT_ONCE[0] = False
+    try:
+        yield
+    finally:
+        readers._SEGMENTS_AT_ONCE[0] = True
+
+
 def one_by_one(root, **kwargs):
-    """What read_log_dirs documents: the partitions' reads (read_log_dir), one after the other."""
+    """What read_log_dirs documents: the partitions' reads (read_log_dir, each segment on its own), one after the
+    other."""
     report = []
     found = find_partitions(root, report=report)
     parts = []
-    for p in found:
-        recs = read_log_dir(p, **kwargs)
-        report += recs.report
-        parts.append(recs)
+    with segment_by_segment():
+        for p in found:
+            recs = read_log_dir(p, **kwargs)
+            report += recs.report
+            parts.append(recs)
     return Records.concat(parts).replace(report=report)
 
 
@@ -165,6 +180,48 @@ def test_transactions_and_cleaned_batches(tmp_path, bulk_used):
     assert len(got.controls) == 8 and len(got) == 4 * 6
     assert got.controls.batch_index.dtype == np.int64
     assert bulk_used["records"] > 0
+
+
+def test_a_partition_of_many_small_segments_is_read_in_one_pass(many, tmp_path, bulk_used):
+    """``read_log_dir`` of a partition of several small segments decodes them in one pass: the Records (report,
+    end of log, batches) each segment read on its own gives, the records kafka-python decodes; a damaged segment,
+    a tail cut short, an empty newest segment and options bounding the read give what the read segment by segment
+    gives too (strict: the same error)."""
+    root = _copy(many, tmp_path)
+    folder = root / "orders-3"
+    assert len(_log(folder)) > 4
+    got = read_log_dir(folder)
+    assert bulk_used["chunks"] == 1 and bulk_used["fallback"] == 0
+    with segment_by_segment():
+        want = read_log_dir(folder)
+    assert_same(got, want)
+    truth = [r for f in _log(folder) for r in kpy.kp_decode((folder / f).read_bytes())["records"]]
+    assert got.offset.tolist() == [r["offset"] for r in truth] and got.value.to_pylist() == [r["value"] for r in truth]
+    (folder / ("%020d.log" % 99_999)).write_bytes(b"")                   # (the newest segment, empty)
+    last = folder / _log(folder)[-2]
+    last.write_bytes(last.read_bytes()[:-5])                             # (its predecessor's tail cut short)
+    middle = folder / _log(folder)[2]
+    data = bytearray(middle.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    middle.write_bytes(bytes(data))
+
+    def outcome(**kwargs):
+        try:
+            return read_log_dir(folder, **kwargs)
+        except errors.KafkafmtError as exc:
+            return type(exc), str(exc), exc.file, exc.position, exc.offset
+
+    for kwargs in ({}, {"errors": "salvage"}, {"verify_crc": False}, {"start_offset": 3003}, {"end_offset": 3020},
+                   {"columns": ["offset", "key"]}, {"threads": 2, "errors": "salvage"}):
+        got = outcome(**kwargs)
+        with segment_by_segment():
+            want = outcome(**kwargs)
+        if isinstance(want, tuple):
+            assert got == want, kwargs
+        else:
+            assert_same(got, want)
+    assert outcome()[0] is errors.CrcError and outcome()[2] == str(middle)
+    assert any(e.kind is kafkafmt.ReportKind.CORRUPT for e in outcome(errors="salvage").report)
 
 
 # --- damage: the damaged partition is read the usual way, in its place --------------------------------------

@@ -34,7 +34,7 @@ from kafkafmt.log._planner import (Task, plan, resolve_offsets, offset_for_times
                                    log_end_offset, batch_mark, find_divergence, topic_id_of)
 from kafkafmt.log._taskreader import (read_task, read_tasks)
 from kafkafmt.log._ahead import announce
-from kafkafmt.log._bulk import (BulkPiece, Unit, UnitChunks, read_units)
+from kafkafmt.log._bulk import (BulkPiece, SMALL_UNIT_BYTES, Unit, UnitChunks, read_units)
 from kafkafmt.log._writer import (LogWriter, write_log_dir)
 from kafkafmt.log.sidefiles import (read_index, read_leader_epoch_checkpoint, read_partition_metadata,
                                      read_producer_snapshot, read_timeindex, read_txnindex)
@@ -56,7 +56,7 @@ __all__ = ["SEGMENT_DIGITS", "LOG_SUFFIX", "SNAPSHOT_SUFFIX", "SWAP_SUFFIX", "DE
            "folder_kind", "find_log_dirs", "list_partitions", "list_segments", "TreeState", "tree_state", "Task", "plan",
            "resolve_offsets",
            "offset_for_timestamp", "deal", "BatchMark", "Divergence", "log_end_offset", "batch_mark",
-           "find_divergence", "topic_id_of", "read_task", "read_tasks", "Unit", "UnitChunks", "BulkPiece", "read_units",
+           "find_divergence", "topic_id_of", "read_task", "read_tasks", "Unit", "UnitChunks", "BulkPiece", "read_units", "SMALL_UNIT_BYTES",
            "announce", "LogWriter",
            "write_log_dir", "read_index",
            "read_leader_epoch_checkpoint", "read_partition_metadata", "read_producer_snapshot", "read_timeindex",

@@ -32,12 +32,12 @@ from kafkafmt.log import plan
 from kafkafmt.log import read_range
 from kafkafmt.record import BinaryColumn, BinaryViewColumn, Records
 from kafkafmt.log import Segment, warn_fallbacks
-from kafkafmt.storage import listed_size, open_storage
+from kafkafmt.storage import listed_files, listed_size, open_storage
 from kafkafmt._util.threads import resolve_threads, thread_pool
 from kafkafmt._util.collect import paused
 from kafkafmt._native.arraymem import plain_arrays
 from kafkafmt.log import read_task, read_tasks
-from kafkafmt.log import Unit, UnitChunks, announce, read_units
+from kafkafmt.log import SMALL_UNIT_BYTES, Unit, UnitChunks, announce, read_units
 from kafkafmt.read._piecetyping import piece_typed
 from kafkafmt.values import DEFAULT_MAX_DEPTH, FailedValues, decode_values, empty_typed, gather_views, get_format
 
@@ -493,10 +493,29 @@ def read_log_dir_with(folder, options, *, typed=None):
     nested = typed is not None      # a read of several partitions warns for them all
     if typed is None:
         typed = scan_named(options.open_typed(_roots(part)), [part], options)
-    parts = list(_iter_partition(part, options, report=report,
-                                 max_bytes=TYPED_CHUNK_BYTES if typed.active else 1 << 62, keep_empty=True,
-                                 whole_tasks=True, typed=typed))
+    max_bytes = TYPED_CHUNK_BYTES if typed.active else 1 << 62
+    if _segments_at_once(part):
+        # several small segments: decoded in one pass (and their values typed at once), each its chunk as below
+        (_, chunks, report), = iter_partitions_with([part], options.replace(max_bytes=max_bytes, keep_empty=True),
+                                                    typed=typed)
+        parts = list(chunks)
+    else:
+        parts = list(_iter_partition(part, options, report=report, max_bytes=max_bytes, keep_empty=True,
+                                     whole_tasks=True, typed=typed))
     return _partition_records(part, parts, report, options.columns, options.binary, typed, warn=not nested)
+
+
+#: whether `read_log_dir` reads a partition of several small segments in one pass (a test turns it off to compare)
+_SEGMENTS_AT_ONCE = [True]
+
+
+def _segments_at_once(part):
+    """Whether a partition's segments are read in one pass (`iter_partitions_with`): several, of at most
+    `kafkafmt.log.SMALL_UNIT_BYTES` in all (a larger log is read segment by segment, a thread each)."""
+    if not _SEGMENTS_AT_ONCE[0]:
+        return False
+    logs = sum(1 for _ in listed_files(part.listing or (), lambda name: name.endswith(LOG_SUFFIX)))
+    return logs > 1 and _log_bytes(part) <= SMALL_UNIT_BYTES
 
 
 def _partition_records(part, parts, report, columns, binary, typed, warn=False):
