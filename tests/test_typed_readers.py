@@ -525,3 +525,48 @@ def test_typed_exports_lay_out_many_small_partitions_a_topic_at_a_time(backup, t
     assert got[0] == ["orders", "plain", "orders"]
     assert want[0] == ["orders"] * 10 + ["plain"] * 4 + ["orders"] * 10
     assert got[1].num_rows == 38 and got[1].equals(want[1]) and got[2].equals(want[2])
+
+
+def test_a_partition_of_many_small_segments_types_its_values_at_once(backup, tmp_path, monkeypatch):
+    """``read_log_dir`` of a partition of several small segments with typed values decodes them in one pass and
+    types the values with one call: the table the segment-by-segment read gives, the values confluent-kafka's
+    deserializer gives; with a bad value, each segment is typed on its own (its entry naming its segment)."""
+    import shutil
+
+    import kafkafmt.read._piecetyping as piecetyping
+    import kafkafmt.read._readers as readers
+
+    src, m, _, _ = backup
+    root = tmp_path / "logs"
+    shutil.copytree(src / "_schemas-0", root / "_schemas-0")
+    values = [m.serializer(ORDER_V2)(order(i)) for i in range(120)]
+    kafkafmt.write_log_dir(str(root / "orders-0"), values=values, segment_bytes=600, batch_size=200)
+    folder = str(root / "orders-0")
+    assert len([f for f in os.listdir(folder) if f.endswith(".log")]) > 5
+    calls = []
+    real = piecetyping.decode_values
+    monkeypatch.setattr(piecetyping, "decode_values", lambda recs, typed: calls.append(len(recs)) or real(recs, typed))
+
+    def segment_by_segment(**kw):
+        monkeypatch.setattr(readers, "_SEGMENTS_AT_ONCE", [False])
+        try:
+            return kafkafmt.read_log_dir(folder, value_format="avro", **kw)
+        finally:
+            monkeypatch.setattr(readers, "_SEGMENTS_AT_ONCE", [True])
+
+    got = kafkafmt.read_log_dir(folder, value_format="avro")
+    assert calls == [120] and got.report == []
+    assert got.to_arrow().equals(segment_by_segment().to_arrow())
+    assert same(plain(got.typed["value"].values), expected(m, values, ORDER_V2))
+    kept = kafkafmt.read_log_dir(folder, value_format="avro", keep_bytes=True)
+    assert kept.value.to_pylist() == values and kept.to_arrow().equals(segment_by_segment(keep_bytes=True).to_arrow())
+    values[70] = b"not avro"
+    shutil.rmtree(folder)
+    kafkafmt.write_log_dir(folder, values=values, segment_bytes=600, batch_size=200)
+    calls.clear()
+    got = kafkafmt.read_log_dir(folder, value_format="avro")
+    want = segment_by_segment()
+    assert got.to_arrow().equals(want.to_arrow()) and calls == [120]        # (tried at once, then segment by segment)
+    assert [(e.kind, e.file, e.offset) for e in got.report] == [(e.kind, e.file, e.offset) for e in want.report]
+    assert [(os.path.basename(e.file), e.offset) for e in got.report if e.kind is ReportKind.BAD_VALUE] == \
+        [(sorted(f for f in os.listdir(folder) if f.endswith(".log") and int(f[:20]) <= 70)[-1], 70)]

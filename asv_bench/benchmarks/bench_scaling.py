@@ -9,6 +9,8 @@ partitions, each one ~13 KB segment of 69 one-record batches (offset commits, as
   medians), the time per partition, the fixed cost per partition on top of its records' decode
   (read_log_dirs minus ``decode`` of the same segments concatenated into one buffer, per partition),
   and the peak memory the read (and ``to_arrow()``) adds over the Arrow table's size.
+* ``ManySegments``: ``read_log_dir`` of one partition of 50 or 400 segments of ~8 KB (32 records of 200 B
+  each) against kafka-python reading each ``.log`` (a topic that rolls its segments often).
 * ``OnePartition``: ``read_log_dir`` of one partition of the 20 000-partition dir ÷ the same read in
   the 200-partition dir (a read of one partition costs the same whatever its siblings: 1.0).
 * ``RecordsPerBatch``: ``decode`` of 200 000 records in batches of 1, 10, 100, 1 000 records: records/s
@@ -209,6 +211,81 @@ class ManyPartitions:
         return common.measure_registered("many_peak_over_arrow", n)
 
     track_peak_over_arrow.unit = "ratio"
+
+
+# --- one partition of many small segments ----------------------------------------------------------------
+
+SEGMENT_COUNTS = [50, 400]
+SEGMENT_RECORDS = 32     # records of ~200 B a segment of ~8 KB (a topic rolling its segments often)
+
+
+def segments_folder(n):
+    """A partition of ``n`` segments of about 8 KB (written once per count, cached): its folder."""
+    folder = corpus.cache_dir() / "logdirs" / ("segments-%d" % n) / "events-0"
+    if not (folder.parent / ".complete").exists():
+        rng = np.random.default_rng(n)
+        values = [bytes(rng.integers(0, 255, 200, np.uint8)) for _ in range(n * SEGMENT_RECORDS)]
+        with common.kafkafmt.LogWriter(str(folder), segment_bytes=1) as w:     # (a segment a batch)
+            for k in range(n):
+                w.append(values=values[k * SEGMENT_RECORDS:(k + 1) * SEGMENT_RECORDS])
+        (folder.parent / ".complete").write_text("")
+    return str(folder)
+
+
+def kafkafmt_segments(n):
+    folder = segments_folder(n)
+    return lambda: touch(common.kafkafmt.read_log_dir(folder, threads=1))
+
+
+def peer_segments(n):
+    """kafka-python reading every .log of the partition folder, in offset order."""
+    folder = segments_folder(n)
+    logs = [os.path.join(folder, f) for f in sorted(os.listdir(folder)) if f.endswith(".log")]
+
+    def run():
+        out = [[], [], [], [], []]
+        for path in logs:
+            with open(path, "rb") as f:
+                cols = kafka_python_columns(f.read())
+            out[0].append(cols[0])
+            out[1].append(cols[1])
+            for k in (2, 3, 4):
+                out[k].extend(cols[k])
+        return out
+    return run
+
+
+def _check_segments(n):
+    def now():
+        a, b = kafkafmt_segments(n)(), peer_segments(n)()
+        assert len(os.listdir(segments_folder(n))) >= n
+        assert np.array_equal(np.asarray(a.offset), np.concatenate(b[0])) and a.value.to_pylist() == b[3]
+    common.verified_once("segments", str(n), now)
+
+
+register_ratio("segments_vs_kafka_python", "read_log_dir of one partition of N segments of ~8 KB × kafka-python",
+               SEGMENT_COUNTS, lambda n: (peer_segments(n), kafkafmt_segments(n)), family="scaling",
+               track="bench_scaling.ManySegments.track_ratio_vs_kafka_python")
+
+
+class ManySegments:
+    params = SEGMENT_COUNTS
+    param_names = ["segments"]
+    timeout = 600
+
+    def setup(self, n):
+        require_kafkafmt()
+        common.note_quick()
+        _check_segments(n)
+        self.mine = kafkafmt_segments(n)
+
+    def time_read_log_dir(self, n):
+        self.mine()
+
+    def track_ratio_vs_kafka_python(self, n):
+        return common.measure_registered("segments_vs_kafka_python", n)
+
+    track_ratio_vs_kafka_python.unit = "ratio"
 
 
 # --- one partition among many -----------------------------------------------------------------------

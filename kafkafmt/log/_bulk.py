@@ -481,6 +481,37 @@ class BulkPiece:
         return out
 
 
+    def unit_records(self, j):
+        """The records of unit ``j`` as one `Records`: what ``Records.concat`` of its `chunks` gives (without a
+        Records made per task), with the end of its log as its last chunk says it (its file and valid bytes);
+        None when it has no task. Its ``report`` is the unit's."""
+        first, end = int(self.unit_edges[j]), int(self.unit_edges[j + 1])
+        if end - first <= 1:
+            return self.chunks(j)[0] if end > first else None
+        recs, unit = self.records, self.units[j]
+        lo, hi = int(self.task_edges[first]), int(self.task_edges[end])
+        r_lo, r_hi = int(self.record_edges[first]), int(self.record_edges[end])
+        columns, sides = self._columns()
+        batches = {name: col[lo:hi].copy() for name, col in columns.items()}
+        batches["segment"] = self.segment[lo:hi].copy()
+        controls = recs.controls
+        if len(controls):
+            c_lo, c_hi = np.searchsorted(controls["batch_index"], [lo, hi]).tolist()
+            controls = Table({name: controls[name][c_lo:c_hi] for name in controls.columns})
+            if len(controls):       # (as Records.concat numbers them: int64, from the unit's first batch)
+                controls = controls.with_column("batch_index", controls["batch_index"].astype(np.int64) - lo)
+        batch_index = np.empty(r_hi - r_lo, np.int32)
+        np.subtract(recs.batch_index[r_lo:r_hi], lo, out=batch_index, casting="unsafe")
+        last = unit.tasks[-1]
+        return recs.replace(
+            offset=recs.offset[r_lo:r_hi].copy(), timestamp=recs.timestamp[r_lo:r_hi].copy(),
+            timestamp_type=recs.timestamp_type[r_lo:r_hi].copy(), batch_index=batch_index,
+            **{name: None if col is None else type(col).concat([col[r_lo:r_hi]]) for name, col in sides.items()},
+            batches=Table(batches), controls=controls, topic=Labels.concat([(Labels.of(unit.topic), r_hi - r_lo)]),
+            partition=unit.partition, log_dir=Labels.concat([(Labels.of(unit.log_dir), r_hi - r_lo)]),
+            report=unit.report, file=last.segment.url, valid_bytes=last.stop_pos, trailing_bytes=0, tail=None)
+
+
 class UnitChunks:
     """The chunks of one unit of a `BulkPiece` (an iterator, as a read's generator; the `Records` are made
     when first asked for): ``piece`` and ``index`` (the unit's in the piece) let a consumer that works on the

@@ -274,6 +274,23 @@ def _typed_chunk(recs, report, typed):
     return typed_recs.replace(report=report)
 
 
+class _TypedChunks:
+    """A partition's chunks read in one pass with others (``unit``: its `kafkafmt.log.UnitChunks`), typed as its own
+    read types each (`_typed_chunks`): an iterator, as a read's generator."""
+
+    __slots__ = ("unit", "_it")
+
+    def __init__(self, unit, report, typed):
+        self.unit = unit
+        self._it = _typed_chunks(unit, report, typed)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._it)
+
+
 def _typed_chunks(chunks, report, typed):
     """A partition's chunks read in one pass with others (`kafkafmt.log.UnitChunks`), typed as its own read
     types each: their rows of the pass's values typed at once where that gives the same (`piece_typed`), else
@@ -365,7 +382,7 @@ def iter_partitions_with(parts, options, *, typed=None, start_offsets=None):
         if kind == "fallback":
             i, chunks = x, usual(units[x], parts[x])
         else:
-            chunks = _typed_chunks(x, units[i].report, typed) if typed.active else iter(x)
+            chunks = _TypedChunks(x, units[i].report, typed) if typed.active else iter(x)
         yield parts[i], chunks, units[i].report
         units[i] = None              # (read: its planned tasks go)
 
@@ -498,11 +515,30 @@ def read_log_dir_with(folder, options, *, typed=None):
         # several small segments: decoded in one pass (and their values typed at once), each its chunk as below
         (_, chunks, report), = iter_partitions_with([part], options.replace(max_bytes=max_bytes, keep_empty=True),
                                                     typed=typed)
-        parts = list(chunks)
+        unit = chunks.unit if isinstance(chunks, _TypedChunks) else chunks
+        whole = _unit_records(unit, typed) if isinstance(unit, UnitChunks) and not unit.started else None
+        parts = [whole] if whole is not None else list(chunks)
     else:
         parts = list(_iter_partition(part, options, report=report, max_bytes=max_bytes, keep_empty=True,
                                      whole_tasks=True, typed=typed))
     return _partition_records(part, parts, report, options.columns, options.binary, typed, warn=not nested)
+
+
+def _unit_records(chunks, typed):
+    """A partition's chunks read in one pass (`kafkafmt.log.UnitChunks`) joined at once (`BulkPiece.unit_records`),
+    its values typed by the pass's typing (`piece_typed`); None where each chunk must be typed on its own."""
+    piece, j = chunks.piece, chunks.index
+    if not typed.active:
+        return piece.unit_records(j)
+    whole = piece_typed(piece, typed)
+    if whole is None:
+        return None
+    recs = piece.unit_records(j)
+    if recs is None:
+        return None
+    edges = piece.record_edges
+    lo, hi = int(edges[piece.unit_edges[j]]), int(edges[piece.unit_edges[j + 1]])
+    return _drop_raw(recs.replace(typed=whole.rows(lo, hi)), typed)
 
 
 #: whether `read_log_dir` reads a partition of several small segments in one pass (a test turns it off to compare)
