@@ -515,13 +515,19 @@ def read_log_dir_with(folder, options, *, typed=None):
         # several small segments: decoded in one pass (and their values typed at once), each its chunk as below
         (_, chunks, report), = iter_partitions_with([part], options.replace(max_bytes=max_bytes, keep_empty=True),
                                                     typed=typed)
-        unit = chunks.unit if isinstance(chunks, _TypedChunks) else chunks
-        whole = _unit_records(unit, typed) if isinstance(unit, UnitChunks) and not unit.started else None
-        parts = [whole] if whole is not None else list(chunks)
+        parts = _chunk_list(chunks, typed)
     else:
         parts = list(_iter_partition(part, options, report=report, max_bytes=max_bytes, keep_empty=True,
                                      whole_tasks=True, typed=typed))
     return _partition_records(part, parts, report, options.columns, options.binary, typed, warn=not nested)
+
+
+def _chunk_list(chunks, typed):
+    """A partition's chunks (as `iter_partitions_with` yields them) as `_partition_records` takes them: read in one
+    pass, joined at once (`_unit_records`), else each."""
+    unit = chunks.unit if isinstance(chunks, _TypedChunks) else chunks
+    whole = _unit_records(unit, typed) if isinstance(unit, UnitChunks) and not unit.started else None
+    return [whole] if whole is not None else list(chunks)
 
 
 def _unit_records(chunks, typed):
@@ -849,7 +855,7 @@ def _read_typed_bulk(found, report, typed, options):
     parts = []
     inner = options.replace(max_bytes=TYPED_CHUNK_BYTES, keep_empty=True)
     for part, chunks, own in iter_partitions_with(found, inner, typed=typed):
-        recs = _partition_records(part, list(chunks), own, options.columns, options.binary, typed)
+        recs = _partition_records(part, _chunk_list(chunks, typed), own, options.columns, options.binary, typed)
         report += recs.report
         parts.append(recs)
     return parts
