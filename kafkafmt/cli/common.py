@@ -7,7 +7,6 @@ import os
 import re
 from dataclasses import dataclass, field
 
-
 from kafkafmt.cli import paths as cli_paths
 from kafkafmt.cli.usage import UsageError
 from kafkafmt.log import Partition
@@ -614,5 +613,3 @@ def bytes_encoder(mode):
     if mode == "utf8":
         return lambda b: None if b is None else b.decode("utf-8", "backslashreplace")
     raise UsageError(f"unknown bytes encoding {mode!r} (base64, utf8, hex)")
-
-

@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import os
 
-
 from kafkafmt.log import Partition, segment_file_name
 from kafkafmt.read import iter_partitions_with
 from kafkafmt.report.figures import (STATS_READ, Acc, PartitionStats, below_log_start_text, partition_stats,

@@ -45,7 +45,6 @@ from __future__ import annotations
 import functools
 import time
 
-
 from kafkafmt.read import iter_partitions_with
 from kafkafmt.report.checks import PARTITION_CHECK_READ, Checker, SegmentInfo, Twins, topic_id_problems, will_check
 from kafkafmt.report.problems import Problem

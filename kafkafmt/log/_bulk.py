@@ -480,7 +480,6 @@ class BulkPiece:
                 trailing_bytes=0, tail=None))
         return out
 
-
     def unit_records(self, j):
         """The records of unit ``j`` as one `Records`: what ``Records.concat`` of its `chunks` gives (without a
         Records made per task), with the end of its log as its last chunk says it (its file and valid bytes);

@@ -4,7 +4,8 @@ A read of many small partitions decodes their records in one pass (`kafkafmt.log
 partition's chunks as its own read types them. Typing a chunk costs about a quarter of a millisecond whatever it
 holds (a value plan run, its Arrow arrays assembled), so for a thousand partitions of twenty values the typing was
 most of the read. Here the values of each run of a piece's partitions of one topic are typed by one call
-(`kafkafmt.values.decode_values`), and each chunk takes its rows of that (zero-copy slices).
+(`kafkafmt.values.decode_values`), and each chunk takes its rows of that (copied into arrays of its own: see
+`_compact`).
 
 That gives each chunk what typing it alone gives only when a value's typed row depends on nothing but the value:
 so only where every typed side of the topic has its Arrow type known before reading (a plain JSON format infers

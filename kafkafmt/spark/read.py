@@ -33,8 +33,8 @@ def read_tasks(tasks, schema, opts):
     convert = _Convert(names, target, opts, typed, table_of)
     timed = [t for t in tasks if isinstance(t, TimeBound)]
     tasks = [t for t in tasks if not isinstance(t, TimeBound)]
-    if table_of is not None or (typed is not None and not all(typed.types_known(t) for t in
-                                                              {t.topic for t in tasks} | {tb.part.topic for tb in timed})):
+    topics = {t.topic for t in tasks} | {tb.part.topic for tb in timed}
+    if table_of is not None or (typed is not None and not all(map(typed.types_known, topics))):
         for t in tasks + [x for tb in timed for x in tb.plan([])]:
             yield from _read_one(t, options, errors, read.max_bytes, convert)
         return
