@@ -59,6 +59,20 @@ def backup(tmp_path_factory):
     return root, m, values, users
 
 
+def orders_log_dir(backup, tmp_path, partitions, per):
+    """A log dir holding the backup's ``_schemas`` and ``partitions`` small partitions of orders, ``per`` values
+    each (``order(10 * p + i)`` as ORDER_V2): (its root, the registry mirror)."""
+    import shutil
+
+    src, m, _, _ = backup
+    root = tmp_path / "logs"
+    shutil.copytree(src / "_schemas-0", root / "_schemas-0")
+    for p in range(partitions):
+        kafkafmt.write_log_dir(str(root / f"orders-{p}"),
+                               values=[m.serializer(ORDER_V2)(order(10 * p + i)) for i in range(per)])
+    return root, m
+
+
 def expected(m, values, schema, topic="orders"):
     de = m.deserializer(schema, topic=topic)
     out = []
@@ -474,7 +488,6 @@ def test_the_values_of_many_small_partitions_are_typed_at_once(backup, tmp_path,
 def test_typed_exports_lay_out_many_small_partitions_a_topic_at_a_time(backup, tmp_path, monkeypatch, capsys):
     """``export --value-format avro --to x.parquet`` and a lakehouse export lay out the typed chunks of many small
     partitions a topic at a time, not a table a chunk: the same file and table as a table a chunk gives."""
-    import shutil
 
     import pyarrow.parquet as pq
     from deltalake import DeltaTable
@@ -483,12 +496,7 @@ def test_typed_exports_lay_out_many_small_partitions_a_topic_at_a_time(backup, t
     import kafkafmt.lakehouse.export as lake_export
     from kafkafmt.cli import main
 
-    src, m, _, _ = backup
-    root = tmp_path / "logs"
-    shutil.copytree(src / "_schemas-0", root / "_schemas-0")
-    for p in range(10):
-        kafkafmt.write_log_dir(str(root / f"orders-{p}"),
-                               values=[m.serializer(ORDER_V2)(order(10 * p + i)) for i in range(3)])
+    root, m = orders_log_dir(backup, tmp_path, 10, 3)
     for p in range(4):
         kafkafmt.write_log_dir(str(root / f"plain-{p}"), values=[b"x%d" % i for i in range(2)])
     laid = []

@@ -14,7 +14,7 @@ from kafkafmt.spark.options import parse  # noqa: E402
 from kafkafmt.spark.source import typed_plan  # noqa: E402
 from kafkafmt.spark.stream import KafkaSegmentsStreamReader, SchemaChangedError  # noqa: E402
 from avro_support import RegistryMirror  # noqa: E402
-from test_typed_readers import BAD_ROW, ORDER_V1, ORDER_V2, backup, order  # noqa: E402,F401 (fixture)
+from test_typed_readers import BAD_ROW, ORDER_V1, ORDER_V2, backup, order, orders_log_dir  # noqa: E402,F401 (fixture)
 
 
 def _plain(v):
@@ -166,12 +166,7 @@ def test_a_tasks_small_typed_partitions_are_typed_a_piece_at_once(backup, tmp_pa
     import kafkafmt.spark.read as spark_read
     from kafkafmt.spark.source import KafkaSegmentsDataSource
 
-    src, m, _, _ = backup
-    root = tmp_path / "logs"
-    shutil.copytree(src / "_schemas-0", root / "_schemas-0")
-    for p in range(12):
-        kafkafmt.write_log_dir(str(root / f"orders-{p}"),
-                               values=[m.serializer(ORDER_V2)(order(10 * p + i)) for i in range(4)])
+    root, m = orders_log_dir(backup, tmp_path, 12, 4)
     calls = []
     real = spark_read.decode_values
     monkeypatch.setattr(spark_read, "decode_values", lambda recs, typed: calls.append(len(recs)) or real(recs, typed))
