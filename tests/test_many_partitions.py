@@ -195,6 +195,15 @@ def test_a_partition_of_many_small_segments_is_read_in_one_pass(many, tmp_path, 
     with segment_by_segment():
         want = read_log_dir(folder)
     assert_same(got, want)
+    for kwargs in ({}, {"max_bytes": 300}, {"keep_empty": True}):        # (the stream: each segment its chunk)
+        chunks = list(iter_log_dir(folder, **kwargs))
+        with segment_by_segment():
+            usual = list(iter_log_dir(folder, **kwargs))
+        assert len(chunks) == len(usual) >= len(_log(folder))
+        for a, b in zip(chunks, usual):
+            assert_same(a, b)
+    # (chunks of 300 bytes: a segment in several chunks, read the usual way)
+    assert (bulk_used["chunks"], bulk_used["fallback"]) == (1 + 2, 1)
     truth = [r for f in _log(folder) for r in kpy.kp_decode((folder / f).read_bytes())["records"]]
     assert got.offset.tolist() == [r["offset"] for r in truth] and got.value.to_pylist() == [r["value"] for r in truth]
     (folder / ("%020d.log" % 99_999)).write_bytes(b"")                   # (the newest segment, empty)
@@ -259,12 +268,13 @@ def test_a_crc_mismatch_raises_the_usual_error_and_salvage_reads_around_it(many,
 # --- iter_log_dirs: the same chunks as each partition's own iter_log_dir, one after the other ------------------
 
 def stream_one_by_one(root, **kwargs):
-    """What iter_log_dirs documents: each partition's chunks (iter_log_dir), one partition after the other, every
-    chunk's report the read's one list; (chunks, report, the error that ended it or None)."""
+    """What iter_log_dirs documents: each partition's chunks (iter_log_dir, each segment on its own), one partition
+    after the other, every chunk's report the read's one list; (chunks, report, the error that ended it or None)."""
     report, chunks = [], []
     try:
-        for p in find_partitions(root, report=report):
-            chunks += iter_log_dir(p, report=report, **kwargs)
+        with segment_by_segment():
+            for p in find_partitions(root, report=report):
+                chunks += iter_log_dir(p, report=report, **kwargs)
     except errors.KafkafmtError as exc:
         return chunks, report, exc
     return chunks, report, None
@@ -514,10 +524,12 @@ def test_a_polars_scan_reads_many_small_partitions_in_one_pass(many, bulk_used, 
     assert got.equals(want) and len(got) > _polars.FRAME_ROWS // 100
     assert bulk_used["chunks"] == 60 and bulk_used["fallback"] == 0
     assert frames == [chunks]           # (every chunk in one frame: fewer rows than a frame holds)
-    # a bound pushed down reads each partition from it (the usual way); head stops early; each the read's answer
+    # a bound pushed down reads each partition from it (as iter_log_dir reads it: a partition of several small
+    # segments in one pass); head stops early; each the read's answer
     pred = pl.col("offset") >= 20
     assert kpl.scan_log_dirs(many).filter(pred).collect().equals(want.filter(pred))
-    assert bulk_used["chunks"] == 60
+    several = sum(len(_log(many / name)) > 1 for name in os.listdir(many) if (many / name).is_dir())
+    assert several == 20 and bulk_used["chunks"] == 60 + several
     assert kpl.scan_log_dirs(many).head(7).collect().equals(want.head(7))
     # a frame holds no more than a chunk may (max_bytes): chunks of large values are not gathered without end
     frames.clear()

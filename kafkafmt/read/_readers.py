@@ -126,8 +126,12 @@ def iter_log_dir_with(folder, options, *, report=None, typed=None):
     nested = typed is not None
     if typed is None:
         typed = scan_named(options.open_typed(_roots(part)), [part], options)
-    chunks = _iter_partition(part, options, report=report, max_bytes=options.max_bytes,
-                             keep_empty=options.keep_empty, whole_tasks=False, typed=typed)
+    if _segments_at_once(part) and _in_one_pass(options, typed):
+        # several small segments: decoded in one pass (and their values typed at once), each its chunk as below
+        chunks = iter_partition_chunks([part], options, [] if report is None else report, typed=typed)
+    else:
+        chunks = _iter_partition(part, options, report=report, max_bytes=options.max_bytes,
+                                 keep_empty=options.keep_empty, whole_tasks=False, typed=typed)
     return RecordStream(chunks if nested or not typed.active else _warning_at_end(chunks), columns=options.columns,
                         binary=options.binary, typed=typed, topics=[part.topic])
 
@@ -353,8 +357,7 @@ def iter_partitions_with(parts, options, *, typed=None, start_offsets=None):
     ``options.start_offset`` (an export going on from where its table left each partition)."""
     parts = list(parts)
     each = _each_options(parts, options, start_offsets)
-    untyped = options.value_format is None and options.key_format is None
-    if (typed is None and not untyped) or options.binary != "contiguous" or options.isolation == "read_committed":
+    if not _in_one_pass(options, typed):
         _announce(_whole(parts, each), options)
         for part, own in zip(parts, each):
             report = []
@@ -385,6 +388,14 @@ def iter_partitions_with(parts, options, *, typed=None, start_offsets=None):
             chunks = _TypedChunks(x, units[i].report, typed) if typed.active else iter(x)
         yield parts[i], chunks, units[i].report
         units[i] = None              # (read: its planned tasks go)
+
+
+def _in_one_pass(options, typed):
+    """Whether `iter_partitions_with` reads small partitions in one pass with these options (``typed``: as it takes
+    them); else it reads each with `iter_log_dir_with`."""
+    untyped = options.value_format is None and options.key_format is None
+    return not ((typed is None and not untyped) or options.binary != "contiguous"
+                or options.isolation == "read_committed")
 
 
 def _each_options(parts, options, start_offsets):
