@@ -21,17 +21,20 @@ from kafkafmt.read import ReadOptions, iter_log_dir_with, iter_partitions_with
 from kafkafmt.report.checks import PARTITION_CHECK_READ
 from kafkafmt.report.figures import STATS_READ
 
-from test_many_partitions import assert_same, many, write  # noqa: F401 (the fixture and its writer)
+from test_many_partitions import assert_same, many, segment_by_segment, write  # noqa: F401 (the fixture and its writer)
 
 #: the modules that read partitions through iter_partitions_with
 DOORS = (kafkafmt.cli.stats, kafkafmt.cli.verify, importlib.import_module("kafkafmt.report.build"), kafkafmt.cli.export)
 
 
 def partition_by_partition(parts, options, *, typed=None):
-    """The reference: each partition read on its own (`iter_log_dir_with`), as the commands read before."""
+    """The reference: each partition read on its own (`iter_log_dir_with`, each segment on its own), as the commands
+    read before."""
     for part in parts:
         report = []
-        yield part, iter_log_dir_with(part, options, report=report, typed=typed), report
+        with segment_by_segment():
+            chunks = iter_log_dir_with(part, options, report=report, typed=typed)
+        yield part, chunks, report
 
 
 @pytest.fixture
