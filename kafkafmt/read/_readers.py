@@ -126,7 +126,7 @@ def iter_log_dir_with(folder, options, *, report=None, typed=None):
     nested = typed is not None
     if typed is None:
         typed = scan_named(options.open_typed(_roots(part)), [part], options)
-    if _segments_at_once(part) and _in_one_pass(options, typed):
+    if _segments_at_once(part, options, typed):
         # several small segments: decoded in one pass (and their values typed at once), each its chunk as below
         chunks = iter_partition_chunks([part], options, [] if report is None else report, typed=typed)
     else:
@@ -522,7 +522,7 @@ def read_log_dir_with(folder, options, *, typed=None):
     if typed is None:
         typed = scan_named(options.open_typed(_roots(part)), [part], options)
     max_bytes = TYPED_CHUNK_BYTES if typed.active else 1 << 62
-    if _segments_at_once(part):
+    if _segments_at_once(part, options, typed):
         # several small segments: decoded in one pass (and their values typed at once), each its chunk as below
         (_, chunks, report), = iter_partitions_with([part], options.replace(max_bytes=max_bytes, keep_empty=True),
                                                     typed=typed)
@@ -562,10 +562,11 @@ def _unit_records(chunks, typed):
 _SEGMENTS_AT_ONCE = [True]
 
 
-def _segments_at_once(part):
+def _segments_at_once(part, options, typed):
     """Whether a partition's segments are read in one pass (`iter_partitions_with`): several, of at most
-    `kafkafmt.log.SMALL_UNIT_BYTES` in all (a larger log is read segment by segment, a thread each)."""
-    if not _SEGMENTS_AT_ONCE[0]:
+    `kafkafmt.log.SMALL_UNIT_BYTES` in all (a larger log is read segment by segment, a thread each), with options
+    a pass takes (`_in_one_pass`)."""
+    if not _SEGMENTS_AT_ONCE[0] or not _in_one_pass(options, typed):
         return False
     logs = sum(1 for _ in listed_files(part.listing or (), lambda name: name.endswith(LOG_SUFFIX)))
     return logs > 1 and _log_bytes(part) <= SMALL_UNIT_BYTES
@@ -804,8 +805,8 @@ def _read_log_dirs(root, topics, partitions, options):
     typed = scan_named(typed, found, options)
     if len(found) > 1 and not typed.active and options.binary == "contiguous":
         parts = _read_bulk(found, report, typed, options)
-    elif len(found) > 1 and options.binary == "contiguous" and \
-            (n == 1 or _small(sum(map(_log_bytes, found)), len(found))):
+    elif len(found) > 1 and _in_one_pass(options, typed) and (n == 1 or _small(sum(map(_log_bytes, found)),
+                                                                               len(found))):
         parts = _read_typed_bulk(found, report, typed, options)
     elif n > 1 and len(found) > 1:
         _announce(found, options)
