@@ -506,9 +506,8 @@ class BulkPiece:
             offset=recs.offset[r_lo:r_hi].copy(), timestamp=recs.timestamp[r_lo:r_hi].copy(),
             timestamp_type=recs.timestamp_type[r_lo:r_hi].copy(), batch_index=batch_index,
             **{name: None if col is None else type(col).concat([col[r_lo:r_hi]]) for name, col in sides.items()},
-            batches=Table(batches), controls=controls, topic=Labels.concat([(Labels.of(unit.topic), r_hi - r_lo)]),
-            partition=unit.partition, log_dir=Labels.concat([(Labels.of(unit.log_dir), r_hi - r_lo)]),
-            report=unit.report, file=last.segment.url, valid_bytes=last.stop_pos, trailing_bytes=0, tail=None)
+            batches=Table(batches), controls=controls, topic=unit.topic, partition=unit.partition,
+            log_dir=unit.log_dir, report=unit.report, file=last.segment.url, valid_bytes=last.stop_pos, trailing_bytes=0, tail=None)
 
 
 class UnitChunks:
