@@ -233,6 +233,88 @@ def test_a_partition_of_many_small_segments_is_read_in_one_pass(many, tmp_path, 
     assert any(e.kind is kafkafmt.ReportKind.CORRUPT for e in outcome(errors="salvage").report)
 
 
+def _runs_partition(folder, segments=12, per_segment=2, per_batch=3):
+    """A partition folder of ``segments`` small segments written by kafka-python's builders (``per_segment``
+    batches of ``per_batch`` records each, every other batch gzip), each named by its first offset; returns the
+    size of its largest segment."""
+    folder.mkdir(parents=True)
+    offset, largest = 0, 0
+    for s in range(segments):
+        data = b""
+        for b in range(per_segment):
+            recs = [kpy.Rec(offset + i, 1_700_000_000_000 + offset + i, b"k%d" % (offset + i), kpy.compressible(offset + i))
+                    for i in range(per_batch)]
+            data += kpy.build_v2(recs, "gzip" if b % 2 else 0)
+            offset += per_batch
+        (folder / ("%020d.log" % (s * per_segment * per_batch))).write_bytes(data)
+        largest = max(largest, len(data))
+    return largest
+
+
+def test_a_log_of_many_small_segments_is_read_a_run_at_a_time(tmp_path, bulk_used, monkeypatch):
+    """A partition of more small segments than one pass takes (`SMALL_UNIT_BYTES`: set here to four segments) is
+    read a run of segments at a time, each run in one pass: what reading each segment on its own gives (records,
+    batches, report, end of log; the chunks of iter_log_dir; read_log_dirs among small partitions), kafka-python's
+    records. Damage -- a run's last segment holding offsets the next run's first holds too, a flipped byte in a run,
+    a tail cut short, an empty newest segment -- gives what the segment-by-segment read gives, under seven option
+    sets."""
+    root = tmp_path / "logs"
+    folder = root / "runs-0"
+    largest = _runs_partition(folder)
+    monkeypatch.setattr(readers, "SMALL_UNIT_BYTES", 4 * largest)
+    monkeypatch.setattr(bulk, "SMALL_UNIT_BYTES", 4 * largest)
+    for p in range(3):
+        _runs_partition(root / f"small-{p}", segments=2)
+    got = read_log_dir(folder)
+    assert (bulk_used["chunks"], bulk_used["fallback"]) == (3, 0)           # (12 segments: three runs of four)
+    with segment_by_segment():
+        want = read_log_dir(folder)
+    assert_same(got, want)
+    truth = [r for f in _log(folder) for r in kpy.kp_decode((folder / f).read_bytes())["records"]]
+    assert got.offset.tolist() == [r["offset"] for r in truth] and got.value.to_pylist() == [r["value"] for r in truth]
+    for kwargs in ({}, {"keep_empty": True}, {"columns": ["offset"]}):
+        chunks = list(iter_log_dir(folder, **kwargs))
+        with segment_by_segment():
+            usual = list(iter_log_dir(folder, **kwargs))
+        assert len(chunks) == len(usual) == 12
+        for a, b in zip(chunks, usual):
+            assert_same(a, b)
+    assert_same_read(root)
+    assert_same_read(root, errors="salvage")
+
+    def outcome(**kwargs):
+        try:
+            return read_log_dir(folder, **kwargs)
+        except errors.KafkafmtError as exc:
+            return type(exc), str(exc), exc.file, exc.position, exc.offset
+
+    def same_outcomes():
+        for kwargs in ({}, {"errors": "salvage"}, {"verify_crc": False}, {"start_offset": 20}, {"end_offset": 50},
+                       {"columns": ["offset", "key"]}, {"threads": 2, "errors": "salvage"}):
+            got = outcome(**kwargs)
+            with segment_by_segment():
+                want = outcome(**kwargs)
+            if isinstance(want, tuple):
+                assert got == want, kwargs
+            else:
+                assert_same(got, want)
+
+    logs = [folder / f for f in _log(folder)]
+    # the last segment of the first run holds three more records, at offsets the next run's first segment holds
+    extra = [kpy.Rec(24 + i, 1_700_000_000_000, b"x", b"stray %d" % i) for i in range(3)]
+    logs[3].write_bytes(logs[3].read_bytes() + kpy.build_v2(extra))
+    same_outcomes()
+    salvaged = outcome(errors="salvage")
+    assert len(salvaged) == len(truth) and np.all(np.diff(salvaged.offset) > 0)       # (no offset read twice)
+    data = bytearray(logs[6].read_bytes())
+    data[len(data) // 2] ^= 0xFF                                        # (the second run damaged)
+    logs[6].write_bytes(bytes(data))
+    logs[9].write_bytes(logs[9].read_bytes()[:-5])                      # (a tail cut short in the third)
+    (folder / ("%020d.log" % 72)).write_bytes(b"")                     # (the newest segment, empty)
+    same_outcomes()
+    assert outcome()[0] is errors.CorruptRecordError and outcome()[2] == str(logs[3])
+
+
 # --- damage: the damaged partition is read the usual way, in its place --------------------------------------
 
 def _copy(many, tmp_path):

@@ -215,7 +215,7 @@ class ManyPartitions:
 
 # --- one partition of many small segments ----------------------------------------------------------------
 
-SEGMENT_COUNTS = [50, 400]
+SEGMENT_COUNTS = [50, 400, 2000]
 SEGMENT_RECORDS = 32     # records of ~200 B a segment of ~8 KB (a topic rolling its segments often)
 
 

@@ -38,13 +38,16 @@ class Unit:
     """What `read_units` reads as one: ``tasks`` (`kafkafmt.log._planner.Task` s in log order; none for an
     empty partition), the topic, partition and log dir its records are labelled with, and ``report``
     (what its planning reported; a fallback read appends to it). ``tasks`` None: a unit the caller reads
-    itself (``error``: why its planning failed, for the caller to raise in its turn)."""
+    itself (``error``: why its planning failed, for the caller to raise in its turn). ``after``: the last
+    offset read before its first task (a run of a partition's segments read after the runs before it), as
+    `kafkafmt.log._taskreader.read_tasks` takes it; None: its first segment's base offset bounds it alone."""
     tasks: list
     topic: object
     partition: object
     log_dir: object
     report: list = field(default_factory=list)
     error: object = None
+    after: object = None
 
 
 def _bulk_bytes(unit, options, low_start=False, chunk_bytes=None):
@@ -165,7 +168,7 @@ def _group(units, idx, piece, holder, options, chain):
     table, rng = scan_ranges(buf, starts[:-1], starts[1:], verify_crc=options.verify_crc,
                              max_batch_bytes=options.max_batch_bytes)
     unit_of = np.fromiter((i for i, _ in tasks), np.int64, k)
-    bad = _unclean(table, rng, starts, tasks, unit_of, chain)
+    bad = _unclean(table, rng, starts, tasks, unit_of, chain, [units[i].after for i in idx if units[i].tasks])
     failed.update(unit_of[bad].tolist())
     first, count = rng["first"], rng["count"]
     run = []
@@ -180,10 +183,12 @@ def _group(units, idx, piece, holder, options, chain):
     yield from _add_run(run, piece, buf, table, first, count, starts, tasks, unit_of, units)
 
 
-def _unclean(table, rng, starts, tasks, unit_of, chain):
+def _unclean(table, rng, starts, tasks, unit_of, chain, afters=None):
     """Which ranges are not clean whole segments whose batch offsets are in sequence (bool per range):
-    as `decode` checks them against the batch before (the segment's base offset - 1 or the previous
-    segment's last batch) and the next segment's base offset (`kafkafmt.record.offset_sequence_error`)."""
+    as `decode` checks them against the batch before (the segment's base offset - 1, the previous
+    segment's last batch, or for a unit's first segment the offset its `Unit.after` says was read before it)
+    and the next segment's base offset (`kafkafmt.record.offset_sequence_error`). ``afters``: the ``after`` of
+    each unit holding a range, in order."""
     first, count = rng["first"], rng["count"]
     bad = (rng["error"] != 0) | (rng["tail"] != 0) | (rng["valid_end"] != starts[1:]) | (count == 0)
     base, last = table["base_offset"], table["last_offset"]
@@ -195,6 +200,11 @@ def _unclean(table, rng, starts, tasks, unit_of, chain):
     lo = np.where(has, first, 0)
     hi = np.where(has, first + count - 1, 0)
     after = np.fromiter((t.segment.base_offset - 1 for _, t in tasks), np.int64, len(tasks))
+    if afters is not None and any(a is not None for a in afters):
+        opening = np.flatnonzero(np.concatenate(([True], unit_of[1:] != unit_of[:-1])))   # (each unit's first)
+        for r, a in zip(opening.tolist(), afters):
+            if a is not None:
+                after[r] = max(int(after[r]), a)
     if chain and len(tasks) > 1:
         # the batch before a partition's next segment: the largest last offset of its segments before
         # (only the ranges following one of their own partition have one)

@@ -247,27 +247,93 @@ def _iter_partition(part, options, *, report, max_bytes, keep_empty, whole_tasks
     tasks = _plan_partition(part, report, options)
     yield from _read_planned(part, tasks, report, decoding, errors=options.errors, max_bytes=max_bytes,
                              keep_empty=keep_empty, whole_tasks=whole_tasks, typed=typed,
-                             committed=options.isolation == "read_committed", views=decoding.binary != options.binary)
+                             committed=options.isolation == "read_committed", views=decoding.binary != options.binary,
+                             runs=_in_one_pass(options, typed))
 
 
 def _read_planned(part, tasks, report, decoding, *, errors, max_bytes, keep_empty, whole_tasks, typed, committed,
-                  views=False):
+                  views=False, runs=False):
     """The chunks of a partition's planned tasks (`_iter_partition` after planning); ``views``: the records
-    were decoded with views for typing (`_decoding`), their untyped sides made contiguous again."""
+    were decoded with views for typing (`_decoding`), their untyped sides made contiguous again. ``runs``: the
+    read's options are those a pass of many small partitions takes (`_in_one_pass`): a log of many small segments
+    is read a run of them at a time (`_read_runs`)."""
+    if runs and _in_runs(tasks):
+        yield from _read_runs(part, tasks, report, decoding, errors=errors, max_bytes=max_bytes,
+                              keep_empty=keep_empty, whole_tasks=whole_tasks, typed=typed, views=views)
+        return
     n_threads = resolve_threads(decoding.threads)
     if whole_tasks and n_threads > 1 and len(tasks) > 1:
         chunks = _read_tasks_parallel(tasks, report, decoding, errors, n_threads)
     else:
         chunks = read_tasks(tasks, report, decoding, errors, max_bytes)
     for recs, _ in chunks:
-        recs = recs.replace(topic=part.topic, partition=part.partition, log_dir=part.log_dir_url, report=report)
-        # a chunk of record-less batches (the cleaner's empty batches) still carries them
-        if len(recs) or keep_empty or (not committed and (len(recs.controls) or len(recs.batches))):
-            if typed.active:
-                recs = _typed_chunk(recs, report, typed)
-                if views:
-                    recs = _contiguous(recs)
-            yield recs
+        yield from _finished(part, recs, report, keep_empty, typed, committed, views)
+
+
+def _finished(part, recs, report, keep_empty, typed, committed, views):
+    """A chunk of a partition's usual read as its read yields it: labelled, typed; nothing when it holds no
+    record, batch nor control record the read keeps."""
+    recs = recs.replace(topic=part.topic, partition=part.partition, log_dir=part.log_dir_url, report=report)
+    # a chunk of record-less batches (the cleaner's empty batches) still carries them
+    if len(recs) or keep_empty or (not committed and (len(recs.controls) or len(recs.batches))):
+        if typed.active:
+            recs = _typed_chunk(recs, report, typed)
+            if views:
+                recs = _contiguous(recs)
+        yield recs
+
+
+#: a partition of more than `kafkafmt.log.SMALL_UNIT_BYTES` of log whose segments hold at most this many bytes on
+#: average is read a run of segments at a time (`_read_runs`): each segment read on its own costs about a third of
+#: a millisecond whatever it holds
+RUN_SEGMENT_BYTES = 1 << 20
+
+
+def _in_runs(tasks):
+    """Whether a partition's planned tasks are read in runs (`_read_runs`): several, more than
+    `kafkafmt.log.SMALL_UNIT_BYTES` in all (a smaller log is read in one pass by `iter_partitions_with`), of at most
+    `RUN_SEGMENT_BYTES` on average."""
+    if not _SEGMENTS_AT_ONCE[0] or len(tasks) < 2:
+        return False
+    total = sum(t.stop_pos - t.start_pos for t in tasks)
+    return SMALL_UNIT_BYTES < total <= RUN_SEGMENT_BYTES * len(tasks)
+
+
+def _runs_of(tasks):
+    """The tasks in runs of consecutive ones of at most `kafkafmt.log.SMALL_UNIT_BYTES` in all (a larger task a
+    run of its own)."""
+    run, total = [], 0
+    for t in tasks:
+        size = t.stop_pos - t.start_pos
+        if run and total + size > SMALL_UNIT_BYTES:
+            yield run
+            run, total = [], 0
+        run.append(t)
+        total += size
+    if run:
+        yield run
+
+
+def _read_runs(part, tasks, report, decoding, *, errors, max_bytes, keep_empty, whole_tasks, typed, views):
+    """`_read_planned` of a log of many small segments: each run of them (`_runs_of`) read in one pass, as
+    `iter_partitions_with` reads a small partition (`kafkafmt.log.read_units`: one buffer, one scan, one kernel
+    pass; chunks joined at once when ``whole_tasks``), after the offset the runs before it read up to -- the batch
+    before a run is its previous run's last, as `kafkafmt.log.read_tasks` carries it from segment to segment; a run
+    that is not clean whole segments read the usual way, from that offset."""
+    bulk = decoding.replace(threads=1, binary="contiguous")
+    after = None
+    for run in _runs_of(tasks):
+        unit = Unit(run, part.topic, part.partition, part.log_dir_url, report=report, after=after)
+        (kind, got, _), = read_units([unit], bulk, chain=True, per_unit=True, chunk_bytes=max_bytes)
+        if kind == "fallback":
+            for recs, after in read_tasks(run, report, decoding, errors, max_bytes, after=after):
+                yield from _finished(part, recs, report, keep_empty, typed, False, views)
+            continue
+        lasts = got.piece.records.batches["last_offset"]     # (the piece holds this run alone)
+        if len(lasts) and lasts.max() >= 0:
+            after = max(int(lasts.max()), -1 if after is None else after)
+        chunks = _TypedChunks(got, report, typed) if typed.active else got
+        yield from (_chunk_list(chunks, typed) if whole_tasks else chunks)
 
 
 def _typed_chunk(recs, report, typed):
@@ -375,7 +441,7 @@ def iter_partitions_with(parts, options, *, typed=None, start_offsets=None):
             raise unit.error
         yield from _read_planned(part, unit.tasks, unit.report, decoding, errors=options.errors,
                                  max_bytes=options.max_bytes, keep_empty=options.keep_empty, whole_tasks=False,
-                                 typed=typed, committed=False, views=views)
+                                 typed=typed, committed=False, views=views, runs=True)
 
     # (in one pass the raw values are copied out, as a read asked for contiguous columns has them: the buffer
     # they lie in is reused)
@@ -893,7 +959,8 @@ def _read_bulk(found, report, typed, options):
         if unit.error is not None:
             raise unit.error
         chunks = list(_read_planned(p, unit.tasks, unit.report, alone, errors=options.errors, max_bytes=1 << 62,
-                                    keep_empty=True, whole_tasks=True, typed=typed, committed=committed))
+                                    keep_empty=True, whole_tasks=True, typed=typed, committed=committed,
+                                    runs=_in_one_pass(options, typed)))
         return _partition_records(p, chunks, unit.report, options.columns, options.binary, typed)
 
     parts = []          # Records, or a pool's future of one (or of a share's parts)
