@@ -457,12 +457,14 @@ def test_time_bounds_take_every_form_a_user_has(sample):
     hi = dt.datetime.fromtimestamp(hi_ms / 1000, dt.timezone.utc)
     for a, b in [(lo, hi), (lo.replace(tzinfo=None), hi.replace(tzinfo=None)), (pd.Timestamp(lo), pd.Timestamp(hi)),
                  (lo.isoformat(), hi.isoformat().replace("+00:00", "Z")), (str(lo_ms), str(hi_ms)),
-                 (np.datetime64(lo_ms, "ms"), np.datetime64(hi_ms, "ms"))]:
+                 (np.datetime64(lo_ms, "ms"), np.datetime64(hi_ms, "ms")),
+                 (np.sort(all_ts)[len(all_ts) // 4], np.uint64(hi_ms))]:      # (NumPy integers: a read's own)
         got = kafkafmt.read_log_dir(folder, start_timestamp=a, end_timestamp=b, columns=["offset"]).offset
         assert got.tolist() == want.tolist(), (a, b)
     assert kafkafmt.offset_for_timestamp(folder, lo) == int(want[0])
-    with pytest.raises(ValueError, match="start_timestamp: not a time"):
-        kafkafmt.read_log_dir(folder, start_timestamp="yesterday")
+    for bad in ("yesterday", np.float64(lo_ms), np.bool_(True), True):
+        with pytest.raises(ValueError, match="start_timestamp: not a time"):
+            kafkafmt.read_log_dir(folder, start_timestamp=bad)
 
 
 def test_unknown_columns_and_keywords_are_named(sample):

@@ -5,6 +5,7 @@ user may give one in -- an int of ms, an ISO-8601 string, a ``datetime`` / ``dat
 from __future__ import annotations
 
 import datetime as _dt
+import numbers
 import re
 
 __all__ = ["to_millis", "iso_millis"]
@@ -14,7 +15,8 @@ _INT = re.compile(r"^[+-]?\d+$")
 
 
 def to_millis(value, what="time"):
-    """Milliseconds since the epoch (UTC) of ``value``: an int (already ms), a string of digits
+    """Milliseconds since the epoch (UTC) of ``value``: an int (already ms; a NumPy integer too, as a read's
+    ``timestamp`` column holds them), a string of digits
     (ms) or ISO-8601 (``2026-01-01T10:00:00Z``, ``2026-01-01 10:30``, ``2026-01-01``), a
     ``datetime`` (naive means UTC, as Kafka's timestamps are), a ``date`` (its midnight, UTC), a
     ``pandas.Timestamp`` or a ``numpy.datetime64``. None stays None. Raises ValueError (naming
@@ -25,6 +27,8 @@ def to_millis(value, what="time"):
         raise ValueError(f"{what}: not a time: {value!r}")
     if isinstance(value, int):
         return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
     if hasattr(value, "dtype") and str(getattr(value, "dtype", "")).startswith("datetime64"):
         import numpy as np
 
