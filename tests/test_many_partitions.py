@@ -315,6 +315,33 @@ def test_a_log_of_many_small_segments_is_read_a_run_at_a_time(tmp_path, bulk_use
     assert outcome()[0] is errors.CorruptRecordError and outcome()[2] == str(logs[3])
 
 
+def test_an_end_offset_past_a_segment_leaves_it_to_the_pass(tmp_path, bulk_used, monkeypatch):
+    """A read to an end offset reads the segments wholly below it in one pass (their runs of four here): the end
+    cuts nothing of a clean segment whose successor begins at or below it; only the segment it falls in is read the
+    usual way. The same records, batches and report as the segment-by-segment read, at each end offset from the
+    first segment to past the last, and from a start offset too."""
+    folder = tmp_path / "logs" / "runs-0"
+    largest = _runs_partition(folder)          # (12 segments of 6 records: offsets 0..71)
+    monkeypatch.setattr(readers, "SMALL_UNIT_BYTES", 4 * largest)
+    monkeypatch.setattr(bulk, "SMALL_UNIT_BYTES", 4 * largest)
+    got = read_log_dir(folder, end_offset=50)
+    assert got.offset.tolist() == list(range(50))
+    # (the runs of segments 0-3 and 4-7 in one pass each; 8 holds offset 50: it and the run after it the usual way)
+    assert (bulk_used["chunks"], bulk_used["fallback"]) == (2, 1)
+    for end in (1, 6, 7, 24, 25, 48, 50, 71, 72, 200):
+        for kwargs in ({"end_offset": end}, {"end_offset": end, "start_offset": 3}, {"end_offset": end, "errors": "salvage"}):
+            got = read_log_dir(folder, **kwargs)
+            with segment_by_segment():
+                want = read_log_dir(folder, **kwargs)
+            assert_same(got, want)
+            chunks = list(iter_log_dir(folder, **kwargs))
+            with segment_by_segment():
+                usual = list(iter_log_dir(folder, **kwargs))
+            assert len(chunks) == len(usual)
+            for a, b in zip(chunks, usual):
+                assert_same(a, b)
+
+
 # --- damage: the damaged partition is read the usual way, in its place --------------------------------------
 
 def _copy(many, tmp_path):

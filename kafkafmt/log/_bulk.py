@@ -52,7 +52,7 @@ class Unit:
 
 def _bulk_bytes(unit, options, low_start=False, chunk_bytes=None):
     """The segment bytes of a unit read in bulk, or None when it must be read on its own: a tiered upload,
-    a segment not read whole or bounded (an offset range, read_committed), binary views (they would point
+    a segment not read whole or bounded (an offset range inside it, read_committed), binary views (they would point
     into a reused buffer), or more than `SMALL_UNIT_BYTES`. ``low_start``: a start offset not above the
     segment's base offset is taken (its records are checked against it once decoded). ``chunk_bytes``: only
     segments `read_task` reads in one chunk of that many bytes. (A segment in an object store is read whole
@@ -63,8 +63,11 @@ def _bulk_bytes(unit, options, low_start=False, chunk_bytes=None):
     for t in unit.tasks:
         seg = t.segment
         low = t.start_offset is None or (low_start and t.start_offset <= seg.base_offset)
+        # an end offset at or past the next segment's base offset cuts nothing of a clean segment (its batches end
+        # below that base, or it is no clean segment: `_unclean`)
+        cut = t.end_offset is not None and (t.following is None or t.end_offset < t.following)
         if seg.remote is not None or t.aborted is not None or t.lso is not None or t.fills \
-                or not low or t.end_offset is not None or t.start_pos != 0 \
+                or not low or cut or t.start_pos != 0 \
                 or t.stop_pos != seg.size or segment_base(seg.log) is None \
                 or (chunk_bytes is not None and t.stop_pos * WHOLE_RANGE_RATIO > chunk_bytes):
             return None
