@@ -467,6 +467,9 @@ def test_a_cut_off_segment_before_others_raises_the_usual_error(many, tmp_path):
     seg.write_bytes(seg.read_bytes()[:-5])
     assert "later segments follow" in str(assert_same_error(root))
     assert_same_read(root, errors="salvage")
+    # the stream: the same error, after the same report entries (the cut tail's, made just before it is raised)
+    _, report = assert_same_stream(root)
+    assert report[-1].kind is kafkafmt.ReportKind.TRUNCATED and report[-1].file == str(seg)
 
 
 def test_batches_out_of_offset_sequence(many, tmp_path):

@@ -760,13 +760,15 @@ def iter_partition_chunks(parts, options, report, *, typed=None, start_offsets=N
     """The chunks of every partition of ``parts`` (`Partition` s) in order, as `iter_log_dir_with` gives each:
     many small partitions decoded in one pass (`iter_partitions_with`, ``start_offsets`` as its), each
     partition's report entries moved into ``report`` (every chunk's ``report``) as its chunks come, in the order
-    its own read makes them."""
+    its own read makes them (those made before an error its read raises too)."""
     for _, chunks, own in iter_partitions_with(parts, options, typed=typed, start_offsets=start_offsets):
         taken = 0
-        for recs in chunks:
-            taken = _moved(own, taken, report)
-            yield recs if recs.report is report else recs.replace(report=report)
-        _moved(own, taken, report)
+        try:
+            for recs in chunks:
+                taken = _moved(own, taken, report)
+                yield recs if recs.report is report else recs.replace(report=report)
+        finally:
+            _moved(own, taken, report)
 
 
 def _moved(own, taken, report):
