@@ -290,10 +290,11 @@ RUN_SEGMENT_BYTES = 1 << 20
 
 
 def _in_runs(tasks):
-    """Whether a partition's planned tasks are read in runs (`_read_runs`): several, more than
-    `kafkafmt.log.SMALL_UNIT_BYTES` in all (a smaller log is read in one pass by `iter_partitions_with`), of at most
-    `RUN_SEGMENT_BYTES` on average."""
-    if not _SEGMENTS_AT_ONCE[0] or len(tasks) < 2:
+    """Whether a partition's planned tasks are read in runs (`_read_runs`): several, local (a run of an object
+    store's segments would fetch them all before its first chunk -- a stream's ``head(10)`` reading a run), more
+    than `kafkafmt.log.SMALL_UNIT_BYTES` in all (a smaller log is read in one pass by `iter_partitions_with`), of at
+    most `RUN_SEGMENT_BYTES` on average."""
+    if not _SEGMENTS_AT_ONCE[0] or len(tasks) < 2 or not all(t.segment.storage.is_local for t in tasks):
         return False
     total = sum(t.stop_pos - t.start_pos for t in tasks)
     return SMALL_UNIT_BYTES < total <= RUN_SEGMENT_BYTES * len(tasks)
