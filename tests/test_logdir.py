@@ -281,7 +281,13 @@ def test_column_projection(known_log):
 # the index is really used
 
 class DecodeSpy:
+    """The byte ranges of segment files a read decodes: (file, start, stop) of each range the range reader decodes,
+    and of each stretch the reads in one pass read to decode (`kafkafmt.log._bulk`: a file's bytes from an offset
+    into a buffer)."""
+
     def __init__(self, monkeypatch):
+        from kafkafmt.storage import LocalStorage
+
         self.calls = []
         real = ranges.decode        # the range reader decodes every byte range a log-dir read needs
 
@@ -290,6 +296,14 @@ class DecodeSpy:
             self.calls.append((kw.get("file"), kw.get("start", 0), kw.get("stop") if kw.get("stop") is not None else n))
             return real(data, *args, **kw)
         monkeypatch.setattr(ranges, "decode", spy)
+        many = LocalStorage.read_many
+
+        def read_many(storage, paths, buf, starts, versions=None, offsets=None):
+            for i, path in enumerate(paths):
+                at = 0 if offsets is None else int(offsets[i])
+                self.calls.append((path, at, at + int(starts[i + 1] - starts[i])))
+            return many(storage, paths, buf, starts, versions, offsets)
+        monkeypatch.setattr(LocalStorage, "read_many", read_many)
 
     def files(self):
         return {os.path.basename(f) for f, _, _ in self.calls if f}

@@ -315,21 +315,36 @@ def test_a_log_of_many_small_segments_is_read_a_run_at_a_time(tmp_path, bulk_use
     assert outcome()[0] is errors.CorruptRecordError and outcome()[2] == str(logs[3])
 
 
-def test_an_end_offset_past_a_segment_leaves_it_to_the_pass(tmp_path, bulk_used, monkeypatch):
-    """A read to an end offset reads the segments wholly below it in one pass (their runs of four here): the end
-    cuts nothing of a clean segment whose successor begins at or below it; only the segment it falls in is read the
-    usual way. The same records, batches and report as the segment-by-segment read, at each end offset from the
-    first segment to past the last, and from a start offset too."""
+def test_offset_bounds_read_their_stretches_in_the_pass(tmp_path, bulk_used, monkeypatch):
+    """A read between two offsets reads its segments in one pass (their runs of four here) -- the segment a bound
+    falls in too: the stretch of it that the index points at, read from that byte on or up to it, its records
+    selected as the segment-by-segment read selects them. The same records, batches and report as that read, and
+    the same chunks of iter_log_dir, at each end offset from the first segment to past the last, from start
+    offsets inside a batch and at one, salvaging too."""
+    from kafkafmt.recovery import rebuild_indexes
+
     folder = tmp_path / "logs" / "runs-0"
-    largest = _runs_partition(folder)          # (12 segments of 6 records: offsets 0..71)
+    largest = _runs_partition(folder, per_segment=4)        # (12 segments of 4 batches of 3 records: 0..143)
+    for log in _log(folder):
+        rebuild_indexes(str(folder / log), index_interval_bytes=1, write=True)     # (an entry a batch)
     monkeypatch.setattr(readers, "SMALL_UNIT_BYTES", 4 * largest)
     monkeypatch.setattr(bulk, "SMALL_UNIT_BYTES", 4 * largest)
-    got = read_log_dir(folder, end_offset=50)
-    assert got.offset.tolist() == list(range(50))
-    # (the runs of segments 0-3 and 4-7 in one pass each; 8 holds offset 50: it and the run after it the usual way)
-    assert (bulk_used["chunks"], bulk_used["fallback"]) == (2, 1)
-    for end in (1, 6, 7, 24, 25, 48, 50, 71, 72, 200):
-        for kwargs in ({"end_offset": end}, {"end_offset": end, "start_offset": 3}, {"end_offset": end, "errors": "salvage"}):
+    seen = []
+    real = kafkafmt.storage.LocalStorage.read_many
+
+    def read_many(storage, paths, buf, starts, versions=None, offsets=None):
+        seen.extend(zip(paths, [0] * len(paths) if offsets is None else offsets.tolist(), np.diff(starts).tolist()))
+        return real(storage, paths, buf, starts, versions, offsets)
+    monkeypatch.setattr(kafkafmt.storage.LocalStorage, "read_many", read_many)
+    got = read_log_dir(folder, start_offset=5, end_offset=100)
+    assert got.offset.tolist() == list(range(5, 100))
+    assert (bulk_used["chunks"], bulk_used["fallback"]) == (3, 0)           # (segments 0-3, 4-7, and 8)
+    first, last = seen[0], seen[-1]
+    assert first[0].endswith("%020d.log" % 0) and first[1] > 0                  # (from its second batch on)
+    assert last[0].endswith("%020d.log" % 96) and last[2] < os.path.getsize(last[0])    # (up to its third)
+    for end in (1, 12, 13, 48, 49, 96, 100, 143, 144, 400):
+        for kwargs in ({"end_offset": end}, {"end_offset": end, "start_offset": 3}, {"end_offset": end, "start_offset": 5},
+                       {"end_offset": end, "start_offset": 61, "errors": "salvage"}):
             got = read_log_dir(folder, **kwargs)
             with segment_by_segment():
                 want = read_log_dir(folder, **kwargs)
@@ -412,7 +427,7 @@ def assert_same_stream(root, **kwargs):
 
 @pytest.mark.parametrize("kwargs, in_bulk", [
     ({}, 60), (dict(columns=["offset", "timestamp"]), 60), (dict(include_control=True, verify_crc=False), 60),
-    (dict(start_offset=5), 40),                   # (a segment read from inside: on its own, the usual way)
+    (dict(start_offset=5), 60),                   # (a segment read from inside: its stretch in the pass too)
     (dict(keep_empty=True, max_bytes=300), 1),    # (a segment read in several chunks: the same)
     (dict(isolation="read_committed"), 0), (dict(binary="view"), 0)])
 def test_iter_log_dirs_gives_each_partitions_own_chunks(many, kwargs, in_bulk, bulk_used):

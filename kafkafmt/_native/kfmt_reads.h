@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 #ifdef _WIN32
-static int64_t kfmt_read_file(const char *path, uint8_t *out, int64_t want) {
-    (void)path; (void)out; (void)want; return -ENOSYS; }
+static int64_t kfmt_read_file(const char *path, uint8_t *out, int64_t want, int64_t from) {
+    (void)path; (void)out; (void)want; (void)from; return -ENOSYS; }
 static int64_t kfmt_advise_file(const char *path, int64_t max_bytes) {
     (void)path; (void)max_bytes; return -ENOSYS; }
 #else
@@ -31,8 +31,9 @@ static int kfmt_open_read(const char *path) {
     return fd;
 }
 
-/* the bytes read into out (at most want: fewer only when the file is shorter), or -errno */
-static int64_t kfmt_read_file(const char *path, uint8_t *out, int64_t want) {
+/* the bytes read into out from the file's byte ``from`` on (at most want: fewer only when the file is shorter), or
+ * -errno */
+static int64_t kfmt_read_file(const char *path, uint8_t *out, int64_t want, int64_t from) {
     int fd, err;
     int64_t got = 0;
     ssize_t n;
@@ -40,7 +41,7 @@ static int64_t kfmt_read_file(const char *path, uint8_t *out, int64_t want) {
     if (fd < 0)
         return -errno;
     while (got < want) {
-        n = pread(fd, out + got, (size_t)(want - got), (off_t)got);
+        n = pread(fd, out + got, (size_t)(want - got), (off_t)(from + got));
         if (n < 0) {
             if (errno == EINTR)
                 continue;

@@ -19,7 +19,7 @@ from libc.errno cimport EINVAL
 from libc.stdint cimport int64_t, uint8_t
 
 cdef extern from "kfmt_reads.h" nogil:
-    int64_t kfmt_read_file(const char *path, uint8_t *out, int64_t want)
+    int64_t kfmt_read_file(const char *path, uint8_t *out, int64_t want, int64_t start)
     int64_t kfmt_advise_file(const char *path, int64_t max_bytes)
 
 
@@ -36,16 +36,23 @@ cdef const char **_c_names(list raw) except NULL:
     return names
 
 
-def read_files(list paths, uint8_t[::1] buf, const int64_t[::1] starts):
+def read_files(list paths, uint8_t[::1] buf, const int64_t[::1] starts, offsets=None):
     """Read file ``i`` of ``paths`` into ``buf[starts[i]:starts[i + 1]]`` (``starts``: one more than the
-    paths, non-decreasing, within ``buf``); an int64 array of what each read: its bytes, or -errno (ENOSYS:
-    no POSIX reads here; EINVAL: a path holding a NUL, which a C string would cut short)."""
+    paths, non-decreasing, within ``buf``), from its byte ``offsets[i]`` on (None: from its first); an int64 array
+    of what each read: its bytes, or -errno (ENOSYS: no POSIX reads here; EINVAL: a path holding a NUL, which a C
+    string would cut short)."""
     cdef Py_ssize_t n = len(paths), i
     if starts.shape[0] != n + 1:
         raise ValueError("read_files: starts must hold one more entry than paths")
     for i in range(n):
         if starts[i] < 0 or starts[i + 1] < starts[i] or starts[i + 1] > buf.shape[0]:
             raise ValueError(f"read_files: slot {i} ({starts[i]}..{starts[i + 1]}) outside the buffer")
+    cdef const int64_t[::1] at = np.zeros(n, np.int64) if offsets is None else np.ascontiguousarray(offsets, np.int64)
+    if at.shape[0] != n:
+        raise ValueError("read_files: offsets must hold one entry a path")
+    for i in range(n):
+        if at[i] < 0:
+            raise ValueError(f"read_files: offset {at[i]} of file {i} is negative")
     raw = [os.fsencode(p) for p in paths]
     got = np.empty(n, np.int64)
     cdef int64_t[::1] g = got
@@ -59,7 +66,7 @@ def read_files(list paths, uint8_t[::1] buf, const int64_t[::1] starts):
                 elif starts[i + 1] == starts[i]:
                     g[i] = 0
                 else:
-                    g[i] = kfmt_read_file(names[i], base + starts[i], starts[i + 1] - starts[i])
+                    g[i] = kfmt_read_file(names[i], base + starts[i], starts[i + 1] - starts[i], at[i])
     finally:
         PyMem_Free(names)
     return got

@@ -50,28 +50,28 @@ class Unit:
     after: object = None
 
 
-def _bulk_bytes(unit, options, low_start=False, chunk_bytes=None):
-    """The segment bytes of a unit read in bulk, or None when it must be read on its own: a tiered upload,
-    a segment not read whole or bounded (an offset range inside it, read_committed), binary views (they would point
-    into a reused buffer), or more than `SMALL_UNIT_BYTES`. ``low_start``: a start offset not above the
-    segment's base offset is taken (its records are checked against it once decoded). ``chunk_bytes``: only
-    segments `read_task` reads in one chunk of that many bytes. (A segment in an object store is read whole
-    in one request, or from what the store fetched ahead: `kafkafmt.log._ahead.announce`.)"""
+def _bulk_bytes(unit, options, chunk_bytes=None):
+    """The segment bytes of a unit read in bulk, or None when it must be read on its own: a tiered upload, a
+    stretch of a segment in an object store that is not the whole object (its own read asks for that stretch
+    alone; a local file is read from and up to any byte), read_committed, binary views (they would point into a
+    reused buffer), or more than `SMALL_UNIT_BYTES`.
+    Offset bounds are taken: each task's records are selected once decoded, as
+    `kafkafmt.log._taskreader.read_task` selects them (`_selected`). ``chunk_bytes``: only stretches `read_task`
+    reads in one chunk of that many bytes. (A segment in an object store is read in one request, or from what the
+    store fetched ahead: `kafkafmt.log._ahead.announce`.)"""
     if unit.tasks is None or options.binary != "contiguous":
         return None
     total = 0
     for t in unit.tasks:
         seg = t.segment
-        low = t.start_offset is None or (low_start and t.start_offset <= seg.base_offset)
-        # an end offset at or past the next segment's base offset cuts nothing of a clean segment (its batches end
-        # below that base, or it is no clean segment: `_unclean`)
-        cut = t.end_offset is not None and (t.following is None or t.end_offset < t.following)
+        size = t.stop_pos - t.start_pos
         if seg.remote is not None or t.aborted is not None or t.lso is not None or t.fills \
-                or not low or cut or t.start_pos != 0 \
-                or t.stop_pos != seg.size or segment_base(seg.log) is None \
-                or (chunk_bytes is not None and t.stop_pos * WHOLE_RANGE_RATIO > chunk_bytes):
+                or (not seg.storage.is_local and (t.start_pos != 0 or t.stop_pos != seg.size)) \
+                or t.start_pos < 0 or size <= 0 \
+                or t.stop_pos > seg.size or segment_base(seg.log) is None \
+                or (chunk_bytes is not None and size * WHOLE_RANGE_RATIO > chunk_bytes):
             return None
-        total += t.stop_pos
+        total += size
         if total > SMALL_UNIT_BYTES:
             return None
     return total
@@ -84,8 +84,7 @@ def read_units(units, options, *, chain=True, max_bytes=None, group_bytes=GROUP_
     unit order. ``per_unit``: each unit of a piece yielded as ``("chunks", UnitChunks, index)`` instead
     (`UnitChunks`: an iterator of the records of each task, sharing the piece's `BulkPiece`), the chunks as
     `kafkafmt.log._taskreader.read_task` yields a small task's one chunk (with ``max_bytes=chunk_bytes``: a
-    unit with a segment it would read in several chunks falls back); a start offset not above a segment's
-    base offset is then taken too.
+    unit with a segment it would read in several chunks falls back).
 
     Parameters
     ----------
@@ -110,7 +109,7 @@ def read_units(units, options, *, chain=True, max_bytes=None, group_bytes=GROUP_
     buf = _Buffer()
     for i, unit in enumerate(units):
         seen.append(unit)
-        nbytes = _bulk_bytes(unit, options, low_start=per_unit, chunk_bytes=chunk_bytes)
+        nbytes = _bulk_bytes(unit, options, chunk_bytes=chunk_bytes)
         if nbytes is None:
             yield from _group(seen, group, piece, buf, options, chain)
             group, gbytes = [], 0
@@ -147,13 +146,15 @@ def _group(units, idx, piece, holder, options, chain):
         return
     tasks = [(i, t) for i in idx for t in units[i].tasks]
     k = len(tasks)
-    sizes = np.fromiter((t.stop_pos for _, t in tasks), np.int64, k)
+    offsets = np.fromiter((t.start_pos for _, t in tasks), np.int64, k)
+    sizes = np.fromiter((t.stop_pos for _, t in tasks), np.int64, k) - offsets
     starts = np.zeros(k + 1, np.int64)
     np.cumsum(sizes, out=starts[1:])
     buf = holder.get(int(starts[-1]))
     failed = set()
     if tasks and all(t.segment.storage.is_local for _, t in tasks):     # (any local storage reads them all at once)
-        got = tasks[0][1].segment.storage.read_many([t.segment.log for _, t in tasks], buf, starts)
+        got = tasks[0][1].segment.storage.read_many([t.segment.log for _, t in tasks], buf, starts,
+                                                    offsets=offsets if offsets.any() else None)
         # gone, unreadable (-1), or shorter than listed (changed since): the usual read says so
         failed.update(tasks[r][0] for r in np.flatnonzero(got != sizes).tolist())
     else:
@@ -291,7 +292,9 @@ class _Piece:
         local = {u: len(self.units) + j for j, u in enumerate(run)}
         self.units += run
         nbytes = int(starts[ranges + 1].sum() - starts[ranges].sum()) if len(ranges) else 0
-        self.table.add(sub, nbytes, position=sub["position"] - np.repeat(starts[ranges], rows_count),
+        # (positions in their files: a stretch read from a byte of its file on counts from there)
+        at = starts[ranges] - np.fromiter((tasks[r][1].start_pos for r in ranges), np.int64, len(ranges))
+        self.table.add(sub, nbytes, position=sub["position"] - np.repeat(at, rows_count),
                        unit=np.repeat(np.fromiter((local[tasks[r][0]] for r in ranges), np.int64, len(ranges)),
                                       rows_count),
                        segment=np.repeat(np.fromiter((tasks[r][1].segment.base_offset for r in ranges), np.int64,
@@ -307,7 +310,7 @@ class _Piece:
         indices = self.units
         table = self.table.columns()
         batch_unit, segment = table.pop("unit"), table.pop("segment")
-        recs = self.decoder.finish(table)
+        recs = _selected(self.decoder.finish(table), units, batch_unit, segment)
         self._reset()
         if self.per_unit:
             piece = BulkPiece(recs, units, batch_unit, segment)
@@ -317,6 +320,42 @@ class _Piece:
                 yield ("fallback", i, None) if low[j] else ("chunks", UnitChunks(piece, j), i)
             return
         yield ("records", _labelled(recs, units, batch_unit, segment), indices)
+
+
+def _task_edges(batch_unit, segment):
+    """Where each task's batches start in a piece (a task: a run of batches of one unit and one segment), and the
+    end."""
+    nb = len(batch_unit)
+    if not nb:
+        return np.zeros(1, np.int64)
+    return np.concatenate(([0], np.flatnonzero((batch_unit[1:] != batch_unit[:-1])
+                                               | (segment[1:] != segment[:-1])) + 1, [nb])).astype(np.int64)
+
+
+def _selected(recs, units, batch_unit, segment):
+    """A piece's records without those its tasks' offset bounds leave out, as `kafkafmt.log._taskreader.read_task`
+    selects a chunk's (``numpy.searchsorted`` of each bound in the task's records as decoded: its records from the
+    first at or above its start offset, before the first at or above its end offset); its batches and control
+    records all kept, as there. ``recs`` itself when no bound leaves a record out."""
+    tasks = [t for u in units for t in u.tasks]
+    if all(t.start_offset is None and t.end_offset is None for t in tasks):
+        return recs
+    edges = np.searchsorted(recs.batch_index, _task_edges(batch_unit, segment)).tolist()
+    offset = recs.offset
+    keep = None
+    for k, t in enumerate(tasks):
+        if t.start_offset is None and t.end_offset is None:
+            continue
+        lo, hi = edges[k], edges[k + 1]
+        own = offset[lo:hi]
+        first = 0 if t.start_offset is None else int(np.searchsorted(own, t.start_offset, side="left"))
+        end = len(own) if t.end_offset is None else max(first, int(np.searchsorted(own, t.end_offset, side="left")))
+        if first or end < len(own):
+            if keep is None:
+                keep = np.ones(len(offset), bool)
+            keep[lo:lo + first] = False
+            keep[lo + end:hi] = False
+    return recs if keep is None else recs.filter(keep)
 
 
 class _TableBuffer:
@@ -420,13 +459,7 @@ class BulkPiece:
         self.segment = segment
         self.memo = {}
         self._cols = None
-        nb = len(batch_unit)
-        if nb:
-            edges = np.concatenate(([0], np.flatnonzero((batch_unit[1:] != batch_unit[:-1])
-                                                        | (segment[1:] != segment[:-1])) + 1, [nb]))
-        else:
-            edges = np.zeros(1, np.int64)
-        self.task_edges = edges.astype(np.int64)
+        self.task_edges = _task_edges(batch_unit, segment)
         self.task_unit = np.asarray(batch_unit, np.int64)[self.task_edges[:-1]]
         self.record_edges = np.searchsorted(records.batch_index, self.task_edges).astype(np.int64)
         self.unit_edges = np.searchsorted(self.task_unit, np.arange(len(units) + 1)).astype(np.int64)

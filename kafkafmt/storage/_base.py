@@ -300,18 +300,25 @@ class Storage:
         out[:len(data)] = data
         return len(data)
 
-    def read_many(self, paths, buf, starts, versions=None):
+    def read_many(self, paths, buf, starts, versions=None, offsets=None):
         """Read file ``i`` of ``paths`` into ``buf[starts[i]:starts[i + 1]]`` as `read_into` does (``versions``:
-        their listed `Entry.version` s, or None); an int64 array of the bytes each read, -1 where its read
-        failed (read it again with `read_into` to learn why). Local disks read them all in one native call."""
+        their listed `Entry.version` s, or None), from its byte ``offsets[i]`` on (None: from its first); an
+        int64 array of the bytes each read, -1 where its read failed (read it again with `read_into` to learn
+        why). Local disks read them all in one native call."""
         import numpy as np
 
         out = np.empty(len(paths), np.int64)
         mv = memoryview(buf)
         for i, path in enumerate(paths):
+            slot = mv[starts[i]:starts[i + 1]]
+            at = 0 if offsets is None else int(offsets[i])
             try:
-                out[i] = self.read_into(path, mv[starts[i]:starts[i + 1]],
-                                        version=None if versions is None else versions[i])
+                if at:
+                    data = self.read_bytes(path, at, at + len(slot))
+                    slot[:len(data)] = data
+                    out[i] = len(data)
+                else:
+                    out[i] = self.read_into(path, slot, version=None if versions is None else versions[i])
             except (KafkafmtError, OSError, ValueError):     # (ValueError: a path holding a NUL)
                 out[i] = -1
         return out

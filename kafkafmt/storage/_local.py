@@ -258,15 +258,16 @@ class LocalStorage(Storage):
             return
         threading.Thread(target=_hint, args=(iter(items),), name="kafkafmt-will-read", daemon=True).start()
 
-    def read_many(self, paths, buf, starts, versions=None):
-        """Read file ``i`` of ``paths`` into ``buf[starts[i]:starts[i + 1]]``, all in one native call without
-        the interpreter (`kafkafmt._native.reads`); -1 where a read failed (`read_into` says why)."""
+    def read_many(self, paths, buf, starts, versions=None, offsets=None):
+        """Read file ``i`` of ``paths`` into ``buf[starts[i]:starts[i + 1]]`` from its byte ``offsets[i]`` on
+        (None: its first), all in one native call without the interpreter (`kafkafmt._native.reads`); -1 where a
+        read failed (`read_into` says why)."""
         if not _NATIVE_READS[0] or any(type(p) is not str for p in paths):
-            return super().read_many(paths, buf, starts, versions)
-        got = read_files(paths, buf, np.asarray(starts, np.int64))
+            return super().read_many(paths, buf, starts, versions, offsets)
+        got = read_files(paths, buf, np.asarray(starts, np.int64), offsets)
         if len(got) and (got == -errno.ENOSYS).any():        # (no POSIX reads here: the Python way from now on)
             _NATIVE_READS[0] = False
-            return super().read_many(paths, buf, starts, versions)
+            return super().read_many(paths, buf, starts, versions, offsets)
         got[got < 0] = -1
         return got
 
