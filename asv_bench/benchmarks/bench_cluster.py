@@ -117,6 +117,20 @@ def kafkafmt_arrow(scale, threads=1):
     return lambda: common.kafkafmt.read_log_dirs(root, threads=threads).to_arrow()
 
 
+def kafkafmt_bounded(scale, bound):
+    """``read_log_dirs`` of the cluster into Arrow from offset 50 (``bound="offset"``) or from the median record
+    timestamp (``"time"``, found before any clock starts)."""
+    root = cluster_root(scale)
+    if bound == "offset":
+        kwargs = dict(start_offset=50)
+    else:
+        import numpy as np
+
+        ts = common.kafkafmt.read_log_dirs(root, columns=["timestamp"]).timestamp
+        kwargs = dict(start_timestamp=int(np.median(ts)))
+    return lambda: common.kafkafmt.read_log_dirs(root, threads=1, **kwargs).to_arrow()
+
+
 def _chosen(scale):
     """The folders kafkafmt reads (one copy of each partition), chosen before any clock starts."""
     found = common.kafkafmt.log.discover(cluster_root(scale))
@@ -267,6 +281,11 @@ for _name in ("stats", "verify", "report_json"):
 register_ratio("cluster_page_over_json", "kafkafmt report --to page.html ÷ report --json (lower is better)", [1],
                lambda s: (command(s, "report_page"), command(s, "report_json")), better="lower", family="cluster",
                track="bench_cluster.ClusterCommands.track_page_over_json")
+for _bound, _what in (("offset", "an offset"), ("time", "a time")):
+    register_ratio(f"cluster_from_{_bound}_over_whole", f"read_log_dirs of a cluster from {_what} ÷ the whole read "
+                   "(lower is better: a read of less costs less)", [1],
+                   lambda s, _b=_bound: (kafkafmt_bounded(s, _b), kafkafmt_arrow(s)), better="lower", family="cluster",
+                   track=f"bench_cluster.ClusterRead.track_from_{_bound}_over_whole")
 register_value("cluster_pandas_peak_vs_kafka_python", "read into pandas: peak memory ÷ kafka-python's", [1],
                peak_ratio, "ratio", better="lower", family="cluster",
                track="bench_cluster.ClusterRead.track_pandas_peak_vs_kafka_python")
@@ -298,6 +317,12 @@ class ClusterRead:
 
     def track_threads_2_vs_1(self):
         return common.measure_registered("cluster_threads_2_vs_1", 1)
+
+    def track_from_offset_over_whole(self):
+        return common.measure_registered("cluster_from_offset_over_whole", 1)
+
+    def track_from_time_over_whole(self):
+        return common.measure_registered("cluster_from_time_over_whole", 1)
 
     def track_pandas_peak_vs_kafka_python(self):
         return common.measure_registered("cluster_pandas_peak_vs_kafka_python", 1)
