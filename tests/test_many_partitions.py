@@ -182,6 +182,29 @@ def test_transactions_and_cleaned_batches(tmp_path, bulk_used):
     assert bulk_used["records"] > 0
 
 
+def outcome(folder, **kwargs):
+    """``read_log_dir(folder, **kwargs)``, or the error it raises as (type, text, file, position, offset)."""
+    try:
+        return read_log_dir(folder, **kwargs)
+    except errors.KafkafmtError as exc:
+        return type(exc), str(exc), exc.file, exc.position, exc.offset
+
+
+def assert_same_outcomes(folder, *, start_offset, end_offset):
+    """`read_log_dir` of ``folder`` gives what its segment-by-segment read gives (the same Records, or the same
+    error), under seven option sets: none, salvage, no CRC check, a start offset, an end offset, a projection, two
+    threads salvaging."""
+    for kwargs in ({}, {"errors": "salvage"}, {"verify_crc": False}, {"start_offset": start_offset},
+                   {"end_offset": end_offset}, {"columns": ["offset", "key"]}, {"threads": 2, "errors": "salvage"}):
+        got = outcome(folder, **kwargs)
+        with segment_by_segment():
+            want = outcome(folder, **kwargs)
+        if isinstance(want, tuple):
+            assert got == want, kwargs
+        else:
+            assert_same(got, want)
+
+
 def test_a_partition_of_many_small_segments_is_read_in_one_pass(many, tmp_path, bulk_used):
     """``read_log_dir`` of a partition of several small segments decodes them in one pass: the Records (report,
     end of log, batches) each segment read on its own gives, the records kafka-python decodes; a damaged segment,
@@ -214,23 +237,9 @@ def test_a_partition_of_many_small_segments_is_read_in_one_pass(many, tmp_path, 
     data[len(data) // 2] ^= 0xFF
     middle.write_bytes(bytes(data))
 
-    def outcome(**kwargs):
-        try:
-            return read_log_dir(folder, **kwargs)
-        except errors.KafkafmtError as exc:
-            return type(exc), str(exc), exc.file, exc.position, exc.offset
-
-    for kwargs in ({}, {"errors": "salvage"}, {"verify_crc": False}, {"start_offset": 3003}, {"end_offset": 3020},
-                   {"columns": ["offset", "key"]}, {"threads": 2, "errors": "salvage"}):
-        got = outcome(**kwargs)
-        with segment_by_segment():
-            want = outcome(**kwargs)
-        if isinstance(want, tuple):
-            assert got == want, kwargs
-        else:
-            assert_same(got, want)
-    assert outcome()[0] is errors.CrcError and outcome()[2] == str(middle)
-    assert any(e.kind is kafkafmt.ReportKind.CORRUPT for e in outcome(errors="salvage").report)
+    assert_same_outcomes(folder, start_offset=3003, end_offset=3020)
+    assert outcome(folder)[0] is errors.CrcError and outcome(folder)[2] == str(middle)
+    assert any(e.kind is kafkafmt.ReportKind.CORRUPT for e in outcome(folder, errors="salvage").report)
 
 
 def _runs_partition(folder, segments=12, per_segment=2, per_batch=3):
@@ -282,37 +291,20 @@ def test_a_log_of_many_small_segments_is_read_a_run_at_a_time(tmp_path, bulk_use
     assert_same_read(root)
     assert_same_read(root, errors="salvage")
 
-    def outcome(**kwargs):
-        try:
-            return read_log_dir(folder, **kwargs)
-        except errors.KafkafmtError as exc:
-            return type(exc), str(exc), exc.file, exc.position, exc.offset
-
-    def same_outcomes():
-        for kwargs in ({}, {"errors": "salvage"}, {"verify_crc": False}, {"start_offset": 20}, {"end_offset": 50},
-                       {"columns": ["offset", "key"]}, {"threads": 2, "errors": "salvage"}):
-            got = outcome(**kwargs)
-            with segment_by_segment():
-                want = outcome(**kwargs)
-            if isinstance(want, tuple):
-                assert got == want, kwargs
-            else:
-                assert_same(got, want)
-
     logs = [folder / f for f in _log(folder)]
     # the last segment of the first run holds three more records, at offsets the next run's first segment holds
     extra = [kpy.Rec(24 + i, 1_700_000_000_000, b"x", b"stray %d" % i) for i in range(3)]
     logs[3].write_bytes(logs[3].read_bytes() + kpy.build_v2(extra))
-    same_outcomes()
-    salvaged = outcome(errors="salvage")
+    assert_same_outcomes(folder, start_offset=20, end_offset=50)
+    salvaged = outcome(folder, errors="salvage")
     assert len(salvaged) == len(truth) and np.all(np.diff(salvaged.offset) > 0)       # (no offset read twice)
     data = bytearray(logs[6].read_bytes())
     data[len(data) // 2] ^= 0xFF                                        # (the second run damaged)
     logs[6].write_bytes(bytes(data))
     logs[9].write_bytes(logs[9].read_bytes()[:-5])                      # (a tail cut short in the third)
     (folder / ("%020d.log" % 72)).write_bytes(b"")                     # (the newest segment, empty)
-    same_outcomes()
-    assert outcome()[0] is errors.CorruptRecordError and outcome()[2] == str(logs[3])
+    assert_same_outcomes(folder, start_offset=20, end_offset=50)
+    assert outcome(folder)[0] is errors.CorruptRecordError and outcome(folder)[2] == str(logs[3])
 
 
 def test_offset_bounds_read_their_stretches_in_the_pass(tmp_path, bulk_used, monkeypatch):
