@@ -320,7 +320,7 @@ def _read_runs(part, tasks, report, decoding, *, errors, max_bytes, keep_empty, 
     `iter_partitions_with` reads a small partition (`kafkafmt.log.read_units`: one buffer, one scan, one kernel
     pass; chunks joined at once when ``whole_tasks``), after the offset the runs before it read up to -- the batch
     before a run is its previous run's last, as `kafkafmt.log.read_tasks` carries it from segment to segment; a run
-    that is not clean whole segments read the usual way, from that offset."""
+    the pass does not take (damage, a tail cut short, an empty segment...) read the usual way, from that offset."""
     bulk = decoding.replace(threads=1, binary="contiguous")
     after = None
     for run in _runs_of(tasks):
