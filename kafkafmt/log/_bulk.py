@@ -336,17 +336,24 @@ def _selected(recs, units, batch_unit, segment):
     """A piece's records without those its tasks' offset bounds leave out, as `kafkafmt.log._taskreader.read_task`
     selects a chunk's (``numpy.searchsorted`` of each bound in the task's records as decoded: its records from the
     first at or above its start offset, before the first at or above its end offset); its batches and control
-    records all kept, as there. ``recs`` itself when no bound leaves a record out."""
+    records all kept, as there. ``recs`` itself when no bound leaves a record out. (A task whose records all lie
+    within its bounds -- the usual one: a start offset of 0 or at its segment's base -- is told so at once, with
+    every other, by their least and greatest offsets.)"""
     tasks = [t for u in units for t in u.tasks]
-    if all(t.start_offset is None and t.end_offset is None for t in tasks):
+    if all(t.start_offset is None and t.end_offset is None for t in tasks) or not len(recs):
         return recs
-    edges = np.searchsorted(recs.batch_index, _task_edges(batch_unit, segment)).tolist()
-    offset = recs.offset
+    k = len(tasks)
+    low = np.fromiter((_INT64_MIN if t.start_offset is None else t.start_offset for t in tasks), np.int64, k)
+    high = np.fromiter((_INT64_MAX if t.end_offset is None else t.end_offset for t in tasks), np.int64, k)
+    edges = np.searchsorted(recs.batch_index, _task_edges(batch_unit, segment))
+    offset = np.asarray(recs.offset, np.int64)
+    used = np.flatnonzero(edges[1:] > edges[:-1])         # (the tasks holding records; they cover them all)
+    least, most = np.zeros(k, np.int64), np.zeros(k, np.int64)
+    least[used] = np.minimum.reduceat(offset, edges[used])
+    most[used] = np.maximum.reduceat(offset, edges[used])
     keep = None
-    for k, t in enumerate(tasks):
-        if t.start_offset is None and t.end_offset is None:
-            continue
-        lo, hi = edges[k], edges[k + 1]
+    for j in used[(least[used] < low[used]) | (most[used] >= high[used])].tolist():
+        t, lo, hi = tasks[j], int(edges[j]), int(edges[j + 1])
         own = offset[lo:hi]
         first = 0 if t.start_offset is None else int(np.searchsorted(own, t.start_offset, side="left"))
         end = len(own) if t.end_offset is None else max(first, int(np.searchsorted(own, t.end_offset, side="left")))
@@ -356,6 +363,9 @@ def _selected(recs, units, batch_unit, segment):
             keep[lo:lo + first] = False
             keep[lo + end:hi] = False
     return recs if keep is None else recs.filter(keep)
+
+
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
 class _TableBuffer:
