@@ -251,8 +251,8 @@ def _runs_partition(folder, segments=12, per_segment=2, per_batch=3):
     for s in range(segments):
         data = b""
         for b in range(per_segment):
-            recs = [kpy.Rec(offset + i, 1_700_000_000_000 + offset + i, b"k%d" % (offset + i), kpy.compressible(offset + i))
-                    for i in range(per_batch)]
+            recs = [kpy.Rec(o, 1_700_000_000_000 + o, b"k%d" % o, kpy.compressible(o))
+                    for o in range(offset, offset + per_batch)]
             data += kpy.build_v2(recs, "gzip" if b % 2 else 0)
             offset += per_batch
         (folder / ("%020d.log" % (s * per_segment * per_batch))).write_bytes(data)
@@ -335,8 +335,8 @@ def test_offset_bounds_read_their_stretches_in_the_pass(tmp_path, bulk_used, mon
     assert first[0].endswith("%020d.log" % 0) and first[1] > 0                  # (from its second batch on)
     assert last[0].endswith("%020d.log" % 96) and last[2] < os.path.getsize(last[0])    # (up to its third)
     for end in (1, 12, 13, 48, 49, 96, 100, 143, 144, 400):
-        for kwargs in ({"end_offset": end}, {"end_offset": end, "start_offset": 3}, {"end_offset": end, "start_offset": 5},
-                       {"end_offset": end, "start_offset": 61, "errors": "salvage"}):
+        for start in ({}, {"start_offset": 3}, {"start_offset": 5}, {"start_offset": 61, "errors": "salvage"}):
+            kwargs = {"end_offset": end, **start}
             got = read_log_dir(folder, **kwargs)
             with segment_by_segment():
                 want = read_log_dir(folder, **kwargs)
