@@ -349,6 +349,40 @@ def test_offset_bounds_read_their_stretches_in_the_pass(tmp_path, bulk_used, mon
                 assert_same(a, b)
 
 
+def test_records_out_of_offset_order_are_selected_as_the_usual_read_selects_them(tmp_path, bulk_used):
+    """A batch whose records' offsets are out of order (written so, with a sound CRC), and a start offset among
+    them or at a segment's base above a record: the pass keeps the records the segment-by-segment read keeps (its
+    selection is a binary search of the bounds in the records as decoded), in one pass."""
+    root = tmp_path / "logs"
+    for p in range(3):
+        folder = root / f"odd-{p}"
+        folder.mkdir(parents=True)
+        first = kpy.build_v2([kpy.Rec(o, 1_700_000_000_000 + o, b"k", b"a%d" % o) for o in range(10)])
+        odd = kpy.build_v2([kpy.Rec(o, 1_700_000_000_000 + o, b"k", b"b%d" % o) for o in (10, 13, 11, 12)],
+                           base_offset=10)
+        (folder / ("%020d.log" % 0)).write_bytes(first + odd)
+        low = kpy.build_v2([kpy.Rec(o, 1_700_000_000_000 + o, b"k", b"c%d" % o) for o in (14, 13, 15)],
+                           base_offset=14)           # (a record below its segment's base offset)
+        (folder / ("%020d.log" % 14)).write_bytes(low)
+    folder = root / "odd-0"
+    for kwargs in ({"start_offset": 11}, {"start_offset": 12}, {"start_offset": 14},
+                   {"start_offset": 12, "end_offset": 14}, {"start_offset": 12, "verify_crc": False},
+                   {"start_offset": 13, "errors": "salvage"}):
+        got = read_log_dir(folder, **kwargs)
+        with segment_by_segment():
+            want = read_log_dir(folder, **kwargs)
+        assert_same(got, want)
+        chunks = list(iter_log_dir(folder, **kwargs))
+        with segment_by_segment():
+            usual = list(iter_log_dir(folder, **kwargs))
+        assert len(chunks) == len(usual)
+        for a, b in zip(chunks, usual):
+            assert_same(a, b)
+        assert_same_read(root, **kwargs)
+    assert read_log_dir(folder, start_offset=12).offset.tolist()[:3] == [13, 11, 12]       # (as the usual read)
+    assert bulk_used["fallback"] == 0
+
+
 # --- damage: the damaged partition is read the usual way, in its place --------------------------------------
 
 def _copy(many, tmp_path):

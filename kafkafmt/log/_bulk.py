@@ -314,10 +314,8 @@ class _Piece:
         self._reset()
         if self.per_unit:
             piece = BulkPiece(recs, units, batch_unit, segment)
-            low = piece.below_start()
             for j, i in enumerate(indices):
-                # a record below its task's start offset (a damaged offset delta): the usual read leaves it out
-                yield ("fallback", i, None) if low[j] else ("chunks", UnitChunks(piece, j), i)
+                yield ("chunks", UnitChunks(piece, j), i)
             return
         yield ("records", _labelled(recs, units, batch_unit, segment), indices)
 
@@ -483,28 +481,6 @@ class BulkPiece:
                           {name: recs.decoded(name) for name in ("key", "value", "headers")})
         return self._cols
 
-    def tasks(self):
-        """The planned task (`kafkafmt.log._planner.Task`) of each task of the piece, in order."""
-        return [t for u in self.units for t in u.tasks]
-
-    def below_start(self):
-        """Whether each unit has a record below its task's start offset (bool per unit)."""
-        out = np.zeros(len(self.units), bool)
-        starts = [t.start_offset for t in self.tasks()]
-        if all(s is None for s in starts):
-            return out
-        lo, hi = self.record_edges[:-1], self.record_edges[1:]
-        has = (hi > lo) & np.fromiter((s is not None for s in starts), bool, len(starts))
-        if has.any():
-            offset = np.asarray(self.records.offset, np.int64)
-            where = np.flatnonzero(hi > lo)
-            least = np.zeros(len(lo), np.int64)
-            least[where] = np.minimum.reduceat(offset, lo[where]) if len(offset) else 0
-            limit = np.fromiter((-1 if s is None else s for s in starts), np.int64, len(starts))
-            low = has & (least < limit)
-            out[self.task_unit[low]] = True
-        return out
-
     def chunks(self, j):
         """The chunks of unit ``j``: one `Records` per task (segment) as `kafkafmt.log._taskreader.read_task`
         yields it -- the task's batches (with their ``segment``), its records and control records numbered
@@ -563,7 +539,8 @@ class BulkPiece:
             timestamp_type=recs.timestamp_type[r_lo:r_hi].copy(), batch_index=batch_index,
             **{name: None if col is None else type(col).concat([col[r_lo:r_hi]]) for name, col in sides.items()},
             batches=Table(batches), controls=controls, topic=unit.topic, partition=unit.partition,
-            log_dir=unit.log_dir, report=unit.report, file=last.segment.url, valid_bytes=last.stop_pos, trailing_bytes=0, tail=None)
+            log_dir=unit.log_dir, report=unit.report, file=last.segment.url, valid_bytes=last.stop_pos,
+            trailing_bytes=0, tail=None)
 
 
 class UnitChunks:
