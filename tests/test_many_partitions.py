@@ -205,6 +205,26 @@ def assert_same_outcomes(folder, *, start_offset, end_offset):
             assert_same(got, want)
 
 
+def assert_same_chunks(folder, **kwargs):
+    """`iter_log_dir` of ``folder`` yields the chunks its segment-by-segment read yields; returns how many."""
+    chunks = list(iter_log_dir(folder, **kwargs))
+    with segment_by_segment():
+        usual = list(iter_log_dir(folder, **kwargs))
+    assert len(chunks) == len(usual)
+    for a, b in zip(chunks, usual):
+        assert_same(a, b)
+    return len(chunks)
+
+
+def assert_same_reads(folder, **kwargs):
+    """`read_log_dir` and `iter_log_dir` of ``folder`` give what its segment-by-segment read gives."""
+    got = read_log_dir(folder, **kwargs)
+    with segment_by_segment():
+        want = read_log_dir(folder, **kwargs)
+    assert_same(got, want)
+    assert_same_chunks(folder, **kwargs)
+
+
 def test_a_partition_of_many_small_segments_is_read_in_one_pass(many, tmp_path, bulk_used):
     """``read_log_dir`` of a partition of several small segments decodes them in one pass: the Records (report,
     end of log, batches) each segment read on its own gives, the records kafka-python decodes; a damaged segment,
@@ -219,12 +239,7 @@ def test_a_partition_of_many_small_segments_is_read_in_one_pass(many, tmp_path, 
         want = read_log_dir(folder)
     assert_same(got, want)
     for kwargs in ({}, {"max_bytes": 300}, {"keep_empty": True}):        # (the stream: each segment its chunk)
-        chunks = list(iter_log_dir(folder, **kwargs))
-        with segment_by_segment():
-            usual = list(iter_log_dir(folder, **kwargs))
-        assert len(chunks) == len(usual) >= len(_log(folder))
-        for a, b in zip(chunks, usual):
-            assert_same(a, b)
+        assert assert_same_chunks(folder, **kwargs) >= len(_log(folder))
     # (chunks of 300 bytes: a segment in several chunks, read the usual way)
     assert (bulk_used["chunks"], bulk_used["fallback"]) == (1 + 2, 1)
     truth = [r for f in _log(folder) for r in kpy.kp_decode((folder / f).read_bytes())["records"]]
@@ -282,12 +297,7 @@ def test_a_log_of_many_small_segments_is_read_a_run_at_a_time(tmp_path, bulk_use
     truth = [r for f in _log(folder) for r in kpy.kp_decode((folder / f).read_bytes())["records"]]
     assert got.offset.tolist() == [r["offset"] for r in truth] and got.value.to_pylist() == [r["value"] for r in truth]
     for kwargs in ({}, {"keep_empty": True}, {"columns": ["offset"]}):
-        chunks = list(iter_log_dir(folder, **kwargs))
-        with segment_by_segment():
-            usual = list(iter_log_dir(folder, **kwargs))
-        assert len(chunks) == len(usual) == 12
-        for a, b in zip(chunks, usual):
-            assert_same(a, b)
+        assert assert_same_chunks(folder, **kwargs) == 12
     assert_same_read(root)
     assert_same_read(root, errors="salvage")
 
@@ -336,17 +346,7 @@ def test_offset_bounds_read_their_stretches_in_the_pass(tmp_path, bulk_used, mon
     assert last[0].endswith("%020d.log" % 96) and last[2] < os.path.getsize(last[0])    # (up to its third)
     for end in (1, 12, 13, 48, 49, 96, 100, 143, 144, 400):
         for start in ({}, {"start_offset": 3}, {"start_offset": 5}, {"start_offset": 61, "errors": "salvage"}):
-            kwargs = {"end_offset": end, **start}
-            got = read_log_dir(folder, **kwargs)
-            with segment_by_segment():
-                want = read_log_dir(folder, **kwargs)
-            assert_same(got, want)
-            chunks = list(iter_log_dir(folder, **kwargs))
-            with segment_by_segment():
-                usual = list(iter_log_dir(folder, **kwargs))
-            assert len(chunks) == len(usual)
-            for a, b in zip(chunks, usual):
-                assert_same(a, b)
+            assert_same_reads(folder, end_offset=end, **start)
 
 
 def test_records_out_of_offset_order_are_selected_as_the_usual_read_selects_them(tmp_path, bulk_used):
@@ -368,16 +368,7 @@ def test_records_out_of_offset_order_are_selected_as_the_usual_read_selects_them
     for kwargs in ({"start_offset": 11}, {"start_offset": 12}, {"start_offset": 14},
                    {"start_offset": 12, "end_offset": 14}, {"start_offset": 12, "verify_crc": False},
                    {"start_offset": 13, "errors": "salvage"}):
-        got = read_log_dir(folder, **kwargs)
-        with segment_by_segment():
-            want = read_log_dir(folder, **kwargs)
-        assert_same(got, want)
-        chunks = list(iter_log_dir(folder, **kwargs))
-        with segment_by_segment():
-            usual = list(iter_log_dir(folder, **kwargs))
-        assert len(chunks) == len(usual)
-        for a, b in zip(chunks, usual):
-            assert_same(a, b)
+        assert_same_reads(folder, **kwargs)
         assert_same_read(root, **kwargs)
     assert read_log_dir(folder, start_offset=12).offset.tolist()[:3] == [13, 11, 12]       # (as the usual read)
     assert bulk_used["fallback"] == 0
