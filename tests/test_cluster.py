@@ -277,6 +277,38 @@ def test_a_threaded_discovery_finds_what_one_thread_finds(damaged, monkeypatch):
     assert seen(2) == one and seen(4) == one
 
 
+def test_the_copies_are_scanned_in_buffers_made_once(damaged, monkeypatch):
+    """The copies' segments are read a group at a time into one buffer (two with a thread scanning ahead), made
+    once as large as the largest group -- not one made anew for each group larger than the one before, whose
+    memory the process would keep -- and the copies, partitions and report are what they were."""
+    from kafkafmt.log import _copies
+    from kafkafmt.storage import LocalStorage
+
+    root, _, _ = damaged
+    found = _read(kafkafmt.log.discover, str(root))
+    monkeypatch.setattr(_copies, "_SCAN_GROUP_BYTES", 1 << 13)       # (many groups, of sizes up and down)
+    buffers = []
+    read_many = LocalStorage.read_many
+
+    def spy(self, paths, buf, starts, *args, **kwargs):
+        base = buf
+        while base.base is not None:
+            base = base.base
+        buffers.append((id(base), len(base), int(starts[-1])))
+        return read_many(self, paths, buf, starts, *args, **kwargs)
+
+    monkeypatch.setattr(LocalStorage, "read_many", spy)
+    for threads, made in ((1, 1), (2, 2)):
+        buffers.clear()
+        again = _read(kafkafmt.log.discover, str(root), threads=threads)
+        assert len({b[0] for b in buffers}) == made and len(buffers) > 10, buffers
+        assert len({b[1] for b in buffers}) == 1 and max(b[2] for b in buffers) == buffers[0][1]
+        assert again.copies == found.copies and [p.folder for p in again.partitions] == \
+            [p.folder for p in found.partitions]
+        assert [(e.kind, e.file, e.message) for e in again.report] == [(e.kind, e.file, e.message)
+                                                                       for e in found.report]
+
+
 # --- incarnations ------------------------------------------------------------------------------------------
 
 

@@ -545,35 +545,37 @@ def _scanned_groups(groups, threads):
     """For each group of `_held_all` 's pending segments, in order: (the segments' starts in the buffer, whether
     each was read whole, the batch table and the ranges of `kafkafmt.record.scan_ranges`). Serially with one
     buffer; with ``threads`` > 1 the next group is read and scanned (both without the GIL) by a pool's thread,
-    in a buffer of its own, while the caller takes this one's (the second while the caller reads and scans the
-    first)."""
+    in a second buffer, while the caller takes this one's (the second while the caller reads and scans the
+    first). The buffers are made once, as large as the largest group: one made anew for each group larger
+    than the one before would leave the memory of those before it to the process (the read's peak)."""
     from kafkafmt.record import scan_ranges
 
-    def scan(group, buf=None):
+    def scan(group, buf):
         starts = np.zeros(len(group) + 1, np.int64)
         np.cumsum([g[2].size for g in group], out=starts[1:])
         total = int(starts[-1])
-        if buf is None or len(buf) < total:
-            buf = np.empty(total, np.uint8)
         segs = [g[2] for g in group]
         # (local files all: any local storage reads them, in one call)
         ok = segs[0].storage.read_many([seg.log for seg in segs], buf, starts) == np.diff(starts)
         table, rng = scan_ranges(buf[:total], starts[:-1], starts[1:], verify_crc=False)    # (CRCs reported)
-        return (starts, ok, table, rng), buf
+        return starts, ok, table, rng
 
-    if threads <= 1 or len(groups) < 2:
-        buf = None
-        for group in groups:
-            got, buf = scan(group, buf)
-            yield got
+    if not groups:
         return
+    size = max(sum(g[2].size for g in group) for group in groups)
+    if threads <= 1 or len(groups) < 2:
+        buf = np.empty(size, np.uint8)
+        for group in groups:
+            yield scan(group, buf)
+        return
+    bufs = (np.empty(size, np.uint8), np.empty(size, np.uint8))    # (group k in bufs[k % 2]: k - 2's is done)
     pool = thread_pool(threads - 1, "scan")
-    ahead = pool.submit(scan, groups[1])        # (while this thread reads and scans the first)
+    ahead = pool.submit(scan, groups[1], bufs[1])       # (while this thread reads and scans the first)
     try:
-        yield scan(groups[0])[0]
+        yield scan(groups[0], bufs[0])
         for k in range(1, len(groups)):
-            got = ahead.result()[0]
-            ahead = pool.submit(scan, groups[k + 1]) if k + 1 < len(groups) else None
+            got = ahead.result()
+            ahead = pool.submit(scan, groups[k + 1], bufs[(k + 1) % 2]) if k + 1 < len(groups) else None
             yield got
     finally:
         if ahead is not None:
