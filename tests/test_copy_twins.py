@@ -59,6 +59,29 @@ def test_same_bytes_compares_every_byte(pair):
     assert same_bytes(_pairs(root)) == [False]
 
 
+def test_same_bytes_reads_every_group_into_one_buffer(pair, monkeypatch):
+    """Segments compared a few at a time (groups of sizes up and down) are read into one buffer made once, as
+    large as the largest group; every byte still compared."""
+    from kafkafmt.log import _twins
+    from kafkafmt.storage import LocalStorage
+
+    root, _, follower = pair
+    monkeypatch.setattr(_twins, "_GROUP_BYTES", 4000)
+    seen = []
+    read_many = LocalStorage.read_many
+
+    def spy(self, paths, buf, starts, *args, **kwargs):
+        seen.append((id(buf.base if buf.base is not None else buf), len(buf), int(starts[-1])))
+        return read_many(self, paths, buf, starts, *args, **kwargs)
+
+    pairs = _pairs(root)
+    monkeypatch.setattr(LocalStorage, "read_many", spy)
+    assert same_bytes(pairs) == [True]
+    assert len(seen) > 3 and len({s[0] for s in seen}) == 1 and max(s[2] for s in seen) == seen[0][1], seen
+    kcluster.flip_byte(follower, segment=len(kcluster.segment_files(follower)) - 1)     # (in the last group)
+    assert same_bytes(pairs) == [False]
+
+
 def test_same_bytes_other_segments(pair):
     root, _, follower = pair
     last = os.path.join(follower, kcluster.segment_files(follower)[-1])

@@ -40,16 +40,19 @@ def same_bytes(pairs):
             continue
         out[i] = True
         files += [(i, x.log, y.log, x.size) for x, y in zip(sa, sb) if x.size]
-    buf = np.empty(0, np.uint8)
-    k = 0
+    groups, k = [], 0
     while k < len(files):
         group, total = [], 0
         while k < len(files) and (not group or total + 2 * files[k][3] <= _GROUP_BYTES):
             group.append(files[k])
             total += 2 * files[k][3]
             k += 1
-        if len(buf) < total:
-            buf = np.empty(total, np.uint8)
+        groups.append((group, total))
+    # (one buffer, made once as large as the largest group: one made anew for each group larger than the one
+    # before would leave the memory of those before it to the process)
+    buf = np.empty(max((t for _, t in groups), default=0), np.uint8)
+    mv = memoryview(buf)
+    for group, _ in groups:
         sizes = np.array([f[3] for f in group for _ in (0, 1)], np.int64)
         starts = np.zeros(len(sizes) + 1, np.int64)
         np.cumsum(sizes, out=starts[1:])
@@ -59,6 +62,6 @@ def same_bytes(pairs):
             if not out[i]:
                 continue
             lo, mid, hi = int(starts[2 * j]), int(starts[2 * j + 1]), int(starts[2 * j + 2])
-            if got[2 * j] != size or got[2 * j + 1] != size or buf[lo:mid].tobytes() != buf[mid:hi].tobytes():
+            if got[2 * j] != size or got[2 * j + 1] != size or mv[lo:mid] != mv[mid:hi]:
                 out[i] = False
     return out
