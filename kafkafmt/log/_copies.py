@@ -547,7 +547,7 @@ def _scanned_groups(groups, threads):
     buffer; with ``threads`` > 1 the next group is read and scanned (both without the GIL) by a pool's thread,
     in a second buffer, while the caller takes this one's (the second while the caller reads and scans the
     first). The buffers are made once, as large as the largest group: one made anew for each group larger
-    than the one before would leave the memory of those before it to the process (the read's peak)."""
+    than the one before would leave the memory of those before it to the process."""
     from kafkafmt.record import scan_ranges
 
     def scan(group, buf):
