@@ -22,7 +22,7 @@ import numpy as np
 
 from kafkafmt.errors import KafkafmtError
 from kafkafmt.log._names import segment_base
-from kafkafmt.log._taskreader import WHOLE_RANGE_RATIO
+from kafkafmt.log._taskreader import WHOLE_RANGE_RATIO, task_span
 from kafkafmt.record import Labels, RangeDecoder, Table, scan_ranges
 
 __all__ = ["Unit", "read_units", "BulkPiece", "UnitChunks", "SMALL_UNIT_BYTES", "GROUP_BYTES"]
@@ -332,9 +332,8 @@ def _task_edges(batch_unit, segment):
 
 def _selected(recs, units, batch_unit, segment):
     """A piece's records without those its tasks' offset bounds leave out, as `kafkafmt.log._taskreader.read_task`
-    selects a chunk's (``numpy.searchsorted`` of each bound in the task's records as decoded: its records from the
-    first at or above its start offset, before the first at or above its end offset); its batches and control
-    records all kept, as there. ``recs`` itself when no bound leaves a record out. (A task whose records all lie
+    selects a chunk's (`kafkafmt.log._taskreader.task_span` of each task's records as decoded); its batches and
+    control records all kept, as there. ``recs`` itself when no bound leaves a record out. (A task whose records all lie
     within its bounds -- the usual one: a start offset of 0 or at its segment's base -- is told so at once, with
     every other, by their least and greatest offsets.)"""
     tasks = [t for u in units for t in u.tasks]
@@ -351,11 +350,9 @@ def _selected(recs, units, batch_unit, segment):
     most[used] = np.maximum.reduceat(offset, edges[used])
     keep = None
     for j in used[(least[used] < low[used]) | (most[used] >= high[used])].tolist():
-        t, lo, hi = tasks[j], int(edges[j]), int(edges[j + 1])
-        own = offset[lo:hi]
-        first = 0 if t.start_offset is None else int(np.searchsorted(own, t.start_offset, side="left"))
-        end = len(own) if t.end_offset is None else max(first, int(np.searchsorted(own, t.end_offset, side="left")))
-        if first or end < len(own):
+        lo, hi = int(edges[j]), int(edges[j + 1])
+        first, end = task_span(offset[lo:hi], tasks[j])
+        if first or end < hi - lo:
             if keep is None:
                 keep = np.ones(len(offset), bool)
             keep[lo:lo + first] = False

@@ -30,7 +30,7 @@ from kafkafmt.log._planner import plan
 from kafkafmt.log._ranges import read_range
 from kafkafmt.log._transactions import committed_mask
 
-__all__ = ["read_task", "read_tasks", "WHOLE_RANGE_RATIO"]
+__all__ = ["read_task", "read_tasks", "task_span", "WHOLE_RANGE_RATIO"]
 
 
 WHOLE_RANGE_RATIO = 64   # decoded bytes per stored byte no real batch exceeds (read_task's first chunk)
@@ -198,10 +198,18 @@ def _own_batches(recs, keep):
     return recs.replace(batches=b[rows], batch_index=remap[np.asarray(recs.batch_index, np.int64)], controls=ctl)
 
 
+def task_span(offsets, task):
+    """``(first, end)``: the rows of ``offsets`` (a task's records as decoded, in their order) that the task's offset
+    range keeps -- from the first at or above its start offset, before the first at or above its end offset (a
+    binary search of each bound, as the records come); ``end`` not below ``first``."""
+    first = 0 if task.start_offset is None else int(np.searchsorted(offsets, task.start_offset, side="left"))
+    end = len(offsets) if task.end_offset is None else int(np.searchsorted(offsets, task.end_offset, side="left"))
+    return first, max(first, end)
+
+
 def _select(recs, task):
-    """The records of a decoded range that the task keeps: its offset range, committed only."""
-    lo = 0 if task.start_offset is None else int(np.searchsorted(recs.offset, task.start_offset, side="left"))
-    hi = len(recs) if task.end_offset is None else int(np.searchsorted(recs.offset, task.end_offset, side="left"))
+    """The records of a decoded range that the task keeps: its offset range (`task_span`), committed only."""
+    lo, hi = task_span(recs.offset, task)
     recs = recs[lo:hi]
     if task.aborted is not None:
         recs = recs.filter(committed_mask(recs, task.aborted, task.lso))
